@@ -1,0 +1,25 @@
+import { z } from 'zod';
+
+// Evidence is what made us act: the alert or event as received, bounded in size so one huge
+// annotation cannot bloat Redis. It is shown in every job (GET /v1/jobs/:id) and never holds
+// secrets: sources copy only the payload the sender chose to publish.
+
+export const EVIDENCE_MAX_BYTES = 8 * 1024;
+
+export const SignalSource = z.enum(['alertmanager', 'k8s-event', 'npd', 'k8s-watch', 'api']);
+export type SignalSource = z.infer<typeof SignalSource>;
+
+export const Evidence = z.object({
+  source: SignalSource,
+  /** One line a human can read in a table: "KubeNodeNotReady resolved for worker-1". */
+  summary: z.string().max(500),
+  /** The raw object, or a truncated JSON string of it when it was larger than EVIDENCE_MAX_BYTES. */
+  raw: z.unknown(),
+});
+export type Evidence = z.infer<typeof Evidence>;
+
+export function boundedRaw(raw: unknown): unknown {
+  const json = JSON.stringify(raw) ?? 'null';
+  if (json.length <= EVIDENCE_MAX_BYTES) return raw;
+  return { truncated: true, bytes: json.length, head: json.slice(0, EVIDENCE_MAX_BYTES) };
+}

@@ -1,0 +1,72 @@
+import { z } from 'zod';
+import { CephName, DiskLinkPath, Namespace, NodeName, ObjectName } from './names.ts';
+import { JOB_ID } from './keys.ts';
+import { Evidence } from './evidence.ts';
+
+// The job catalogue: the one contract src/ (which enqueues) and workers/ (which runs) share.
+// Jobs are a discriminated union on `runbook`, versioned, and parsed with these schemas on both
+// sides of Redis: whatever comes out of a queue is untrusted until it parses.
+
+export const RUNBOOKS = ['residual-multipath-cleanup', 'local-pv-placeholder', 'rbd-stale-mapping'] as const;
+export const RunbookName = z.enum(RUNBOOKS);
+export type RunbookName = z.infer<typeof RunbookName>;
+
+const base = {
+  version: z.literal(1),
+  key: z.string().regex(JOB_ID, 'not a valid idempotency key'),
+  evidence: z.array(Evidence).min(1).max(20),
+};
+
+export const ResidualMultipathJob = z.object({
+  ...base,
+  runbook: z.literal('residual-multipath-cleanup'),
+  target: z.object({ node: NodeName }),
+  /** The boot the node came back with, when the trigger told us (kubelet Rebooted event, Node watch). */
+  bootId: z.string().regex(/^[A-Za-z0-9-]{1,64}$/).optional(),
+});
+
+export const LocalPvPlaceholderJob = z.object({
+  ...base,
+  runbook: z.literal('local-pv-placeholder'),
+  target: z.object({ node: NodeName, pv: ObjectName, path: DiskLinkPath }),
+  /** `place` bridges a missing disk with a 512-byte loop device; `release` removes our placeholder. */
+  action: z.enum(['place', 'release']),
+});
+
+export const RbdStaleMappingJob = z.object({
+  ...base,
+  runbook: z.literal('rbd-stale-mapping'),
+  target: z.object({
+    pool: CephName,
+    image: CephName,
+    /** The pod that cannot mount the image; its node is never the one we release the image on. */
+    pod: z.object({ namespace: Namespace, name: ObjectName }).optional(),
+    node: NodeName.optional(),
+  }),
+});
+
+export const RemediationJob = z.discriminatedUnion('runbook', [
+  ResidualMultipathJob,
+  LocalPvPlaceholderJob,
+  RbdStaleMappingJob,
+]);
+export type RemediationJob = z.infer<typeof RemediationJob>;
+export type ResidualMultipathJob = z.infer<typeof ResidualMultipathJob>;
+export type LocalPvPlaceholderJob = z.infer<typeof LocalPvPlaceholderJob>;
+export type RbdStaleMappingJob = z.infer<typeof RbdStaleMappingJob>;
+export type JobOf<R extends RunbookName> = Extract<RemediationJob, { runbook: R }>;
+
+/** The node a job concerns, if any (for listing and filtering; not necessarily where it runs). */
+export function jobNode(job: RemediationJob): string | undefined {
+  switch (job.runbook) {
+    case 'residual-multipath-cleanup':
+    case 'local-pv-placeholder':
+      return job.target.node;
+    case 'rbd-stale-mapping':
+      return job.target.node;
+    default: {
+      const never: never = job;
+      return never;
+    }
+  }
+}

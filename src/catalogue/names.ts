@@ -1,0 +1,35 @@
+import { z } from 'zod';
+
+// Every name that reaches a path, an argv or a queue name is checked here first (DESIGN: "device
+// and node names from input are validated before use"). Patterns are deliberately strict: a
+// value that does not match is refused, never escaped or "cleaned".
+
+/** RFC 1123 subdomain, as Kubernetes requires for Node and PV names. */
+const DNS_SUBDOMAIN = /^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+/** RFC 1123 label (namespaces). */
+const DNS_LABEL = /^(?=.{1,63}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+/** Ceph pool and RBD image names: Ceph allows more, but nothing we will ever pass to argv needs more. */
+const CEPH_NAME = /^(?=.{1,128}$)[A-Za-z0-9][A-Za-z0-9._-]*$/;
+/** A /dev/disk/by-id (or by-path/by-uuid) link, the only device paths a Local PV may name for us. */
+const DISK_LINK_PATH = /^\/dev\/disk\/by-(id|path|uuid|partuuid)\/[A-Za-z0-9:._+@-]{1,200}$/;
+/** Kernel block device names we act on. */
+export const DEVICE_PATTERNS = {
+  scsi: /^sd[a-z]{1,4}$/,
+  dm: /^dm-[0-9]{1,6}$/,
+  rbd: /^rbd[0-9]{1,6}$/,
+  loop: /^loop[0-9]{1,7}$/,
+} as const;
+
+export const isNodeName = (v: string): boolean => DNS_SUBDOMAIN.test(v);
+export const isNamespace = (v: string): boolean => DNS_LABEL.test(v);
+export const isObjectName = (v: string): boolean => DNS_SUBDOMAIN.test(v);
+export const isCephName = (v: string): boolean => CEPH_NAME.test(v) && !v.includes('..');
+export const isDiskLinkPath = (v: string): boolean => DISK_LINK_PATH.test(v) && !v.includes('/../') && !v.endsWith('/..');
+export const isDeviceName = (v: string): boolean =>
+  Object.values(DEVICE_PATTERNS).some((p) => p.test(v));
+
+export const NodeName = z.string().refine(isNodeName, { message: 'not a valid Kubernetes node name (RFC 1123 subdomain)' });
+export const Namespace = z.string().refine(isNamespace, { message: 'not a valid namespace (RFC 1123 label)' });
+export const ObjectName = z.string().refine(isObjectName, { message: 'not a valid object name (RFC 1123 subdomain)' });
+export const CephName = z.string().refine(isCephName, { message: 'not a valid Ceph pool or image name' });
+export const DiskLinkPath = z.string().refine(isDiskLinkPath, { message: 'not a /dev/disk/by-* device link' });

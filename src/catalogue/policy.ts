@@ -1,0 +1,23 @@
+import type { RunbookName } from './jobs.ts';
+
+// Policy is data (CONVENTIONS 4): where each runbook runs and how it is retried. Handlers never
+// decide their own retries; a refusal ends them through UnrecoverableError regardless of this.
+
+export type Placement = 'node' | 'cluster';
+
+export interface RunbookPolicy {
+  /** `node`: the affected node's own queue, taken only by that node's agent. `cluster`: the cluster worker. */
+  placement: Placement;
+  /** Total attempts including the first. */
+  attempts: number;
+  /** Exponential backoff base delay; attempt n waits about base * 2^(n-1), jittered. */
+  backoffMs: number;
+  /** 0..1: the share of each delay that is randomised, so a fleet of agents does not retry in step. */
+  jitter: number;
+}
+
+export const RUNBOOK_POLICY: Readonly<Record<RunbookName, RunbookPolicy>> = {
+  'residual-multipath-cleanup': { placement: 'node', attempts: 4, backoffMs: 15_000, jitter: 0.3 },
+  'local-pv-placeholder': { placement: 'node', attempts: 5, backoffMs: 5_000, jitter: 0.3 },
+  'rbd-stale-mapping': { placement: 'cluster', attempts: 5, backoffMs: 10_000, jitter: 0.3 },
+};

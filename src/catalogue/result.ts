@@ -1,0 +1,52 @@
+import { z } from 'zod';
+
+// What a runbook leaves behind: facts seen, the plan, every command run, refusals with reasons,
+// and the verification. Stored as the BullMQ job's return value (or, for a failed job, in its
+// progress), shown by GET /v1/jobs/:id. Parsed when read back: Redis is a boundary.
+
+export const Mode = z.enum(['dry-run', 'enforce']);
+export type Mode = z.infer<typeof Mode>;
+
+export const CommandRecord = z.object({
+  argv: z.array(z.string()),
+  exitCode: z.number().int().nullable(),
+  signal: z.string().nullable().optional(),
+  timedOut: z.boolean(),
+  durationMs: z.number(),
+  stdout: z.string(),
+  stderr: z.string(),
+  /** Pids still alive after the kill (stuck in D state on a dead device): reported, never waited for. */
+  stuckPids: z.array(z.number().int()).optional(),
+});
+export type CommandRecord = z.infer<typeof CommandRecord>;
+
+export const StepRecord = z.object({
+  id: z.string(),
+  description: z.string(),
+  destructive: z.boolean(),
+  status: z.enum(['done', 'skipped-already-done', 'would-run', 'failed']),
+  startedAt: z.string(),
+  durationMs: z.number(),
+  commands: z.array(CommandRecord),
+  error: z.string().optional(),
+});
+export type StepRecord = z.infer<typeof StepRecord>;
+
+export const Outcome = z.enum(['succeeded', 'nothing-to-do', 'planned', 'refused', 'failed', 'not-implemented']);
+export type Outcome = z.infer<typeof Outcome>;
+
+export const RunbookResult = z.object({
+  runbook: z.string(),
+  mode: Mode,
+  outcome: Outcome,
+  summary: z.string(),
+  facts: z.unknown(),
+  plan: z.unknown(),
+  refusals: z.array(z.string()),
+  steps: z.array(StepRecord),
+  commands: z.array(CommandRecord),
+  verification: z.unknown().optional(),
+  /** Node-agent identity, so a result always says where it ran. */
+  ranOn: z.string(),
+});
+export type RunbookResult = z.infer<typeof RunbookResult>;

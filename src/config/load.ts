@@ -1,0 +1,104 @@
+import { readFileSync } from 'node:fs';
+import { parse as parseYaml } from 'yaml';
+import { z } from 'zod';
+import { Config } from './schema.ts';
+
+// Configuration is read once at start and validated; a bad value stops the process with a
+// message naming the variable, what it expected and what it got. Secrets (tokens) are never
+// echoed in those messages.
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+const list = (v: string): string[] => v.split(',').map((s) => s.trim()).filter((s) => s.length > 0);
+
+function modes(v: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const pair of list(v)) {
+    const [name, mode, ...rest] = pair.split('=').map((s) => s.trim());
+    if (!name || !mode || rest.length > 0) throw new ConfigError(`RUNBOOK_MODES: "${pair}" is not <runbook>=<dry-run|enforce>`);
+    out[name] = mode;
+  }
+  return out;
+}
+
+/** Environment variable -> config key, with how to read its string. */
+const ENV: Record<string, [keyof Config, (v: string) => unknown]> = {
+  PORT: ['port', (v) => v],
+  LISTEN_ADDRESS: ['listenAddress', (v) => v],
+  REDIS_URL: ['redisUrl', (v) => v],
+  QUEUE_PREFIX: ['queuePrefix', (v) => v],
+  VOLUME_MEDIC_TOKEN: ['tokens', list],
+  BODY_LIMIT: ['bodyLimit', (v) => v],
+  ENQUEUE_TIMEOUT_MS: ['enqueueTimeoutMs', (v) => v],
+  NODE_RECOVERY_ALERTS: ['nodeRecoveryAlerts', list],
+  DEDUP_WINDOW_SECONDS: ['dedupWindowSeconds', (v) => v],
+  NODE_NAME: ['nodeName', (v) => v],
+  DEFAULT_MODE: ['defaultMode', (v) => v],
+  RUNBOOK_MODES: ['runbookModes', modes],
+  LOCK_DURATION_MS: ['lockDurationMs', (v) => v],
+  STATE_DIR: ['stateDir', (v) => v],
+  HOST_ROOT: ['hostRoot', (v) => v],
+  LOG_LEVEL: ['logLevel', (v) => v],
+};
+const ENV_OF = Object.fromEntries(Object.entries(ENV).map(([env, [key]]) => [key, env]));
+
+function readFileConfig(path: string): Record<string, unknown> {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    throw new ConfigError(`VOLUME_MEDIC_CONFIG: cannot read ${path}: ${(err as Error).message}`);
+  }
+  let parsed: unknown;
+  try {
+    parsed = parseYaml(text);
+  } catch (err) {
+    throw new ConfigError(`VOLUME_MEDIC_CONFIG: ${path} is not valid YAML/JSON: ${(err as Error).message}`);
+  }
+  if (parsed === null || parsed === undefined) return {};
+  if (typeof parsed !== 'object' || Array.isArray(parsed)) throw new ConfigError(`VOLUME_MEDIC_CONFIG: ${path} must hold a mapping of settings`);
+  const unknown = Object.keys(parsed).filter((k) => !(k in Config.shape));
+  if (unknown.length > 0) throw new ConfigError(`VOLUME_MEDIC_CONFIG: ${path}: unknown setting(s) ${unknown.join(', ')}`);
+  return parsed as Record<string, unknown>;
+}
+
+function readTokenFile(path: string): string[] {
+  try {
+    return list(readFileSync(path, 'utf8').replace(/\n/g, ','));
+  } catch (err) {
+    throw new ConfigError(`VOLUME_MEDIC_TOKEN_FILE: cannot read ${path}: ${(err as NodeJS.ErrnoException).code ?? 'error'}`);
+  }
+}
+
+export function loadConfig(env: Env = process.env): Config {
+  const raw: Record<string, unknown> = env['VOLUME_MEDIC_CONFIG'] ? readFileConfig(env['VOLUME_MEDIC_CONFIG']) : {};
+  for (const [name, [key, read]] of Object.entries(ENV)) {
+    const v = env[name];
+    if (v !== undefined && v !== '') raw[key] = read(v);
+  }
+  if (env['VOLUME_MEDIC_TOKEN_FILE']) {
+    raw['tokens'] = [...((raw['tokens'] as string[] | undefined) ?? []), ...readTokenFile(env['VOLUME_MEDIC_TOKEN_FILE'])];
+  }
+  const result = Config.safeParse(raw);
+  if (!result.success) throw new ConfigError(`invalid configuration:\n${describe(result.error, raw)}`);
+  return result.data;
+}
+
+function describe(error: z.ZodError, raw: Record<string, unknown>): string {
+  return error.issues.map((issue) => {
+    const key = String(issue.path[0] ?? '');
+    const name = ENV_OF[key] ?? key;
+    const secret = key === 'tokens';
+    const got = secret || !(key in raw) ? '' : ` (got ${JSON.stringify(raw[key])})`;
+    return `  ${name}: ${issue.message}${got}`;
+  }).join('\n');
+}
+
+/** The mode a runbook runs in under this configuration. */
+export function modeOf(config: Pick<Config, 'defaultMode' | 'runbookModes'>, runbook: string): 'dry-run' | 'enforce' {
+  return (config.runbookModes as Record<string, 'dry-run' | 'enforce' | undefined>)[runbook] ?? config.defaultMode;
+}

@@ -1,0 +1,49 @@
+import { z } from 'zod';
+import { Mode } from '../catalogue/result.ts';
+import { RunbookName, RUNBOOKS } from '../catalogue/jobs.ts';
+import { NodeName } from '../catalogue/names.ts';
+
+// Every setting, its default and its meaning, in one place. The README's configuration table
+// mirrors this file. Environment variables (UPPER_SNAKE) override the optional config file
+// (VOLUME_MEDIC_CONFIG, YAML or JSON, same names in camelCase).
+
+const Port = z.coerce.number().int().min(0).max(65535);
+const Millis = z.coerce.number().int().positive();
+
+export const Config = z.object({
+  /** PORT: HTTP port of the receiver. */
+  port: Port.default(8080),
+  /** LISTEN_ADDRESS: address the receiver binds to. */
+  listenAddress: z.string().default('0.0.0.0'),
+  /** REDIS_URL: where the queues live. */
+  redisUrl: z.string().url().default('redis://127.0.0.1:6379'),
+  /** QUEUE_PREFIX: BullMQ key prefix, so several installations can share one Redis. */
+  queuePrefix: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'letters, digits, _ and - only').default('volume-medic'),
+  /** VOLUME_MEDIC_TOKEN: bearer token(s) the webhook senders must present; comma-separated to rotate. */
+  tokens: z.array(z.string().min(16, 'a token must be at least 16 characters')).default([]),
+  /** BODY_LIMIT: largest webhook body accepted, in bytes (larger: 413). */
+  bodyLimit: z.coerce.number().int().min(1024).default(1024 * 1024),
+  /** ENQUEUE_TIMEOUT_MS: how long storing jobs may take before the receiver answers 503. */
+  enqueueTimeoutMs: Millis.default(5_000),
+  /** NODE_RECOVERY_ALERTS: alert names whose resolution means a node is back. */
+  nodeRecoveryAlerts: z.array(z.string().min(1)).default(['KubeNodeNotReady', 'KubeNodeUnreachable']),
+  /** DEDUP_WINDOW_SECONDS: when set, overrides every runbook's deduplication window (see catalogue/policy.ts). */
+  dedupWindowSeconds: z.coerce.number().int().positive().optional(),
+  /** NODE_NAME: the node a node agent serves (required by the node agent only). */
+  nodeName: NodeName.optional(),
+  /** DEFAULT_MODE: mode of every runbook not named in RUNBOOK_MODES. */
+  defaultMode: Mode.default('dry-run'),
+  /** RUNBOOK_MODES: per runbook, e.g. `local-pv-placeholder=enforce,residual-multipath-cleanup=dry-run`. */
+  runbookModes: z.partialRecord(RunbookName, Mode).default({}),
+  /** LOCK_DURATION_MS: a worker's job lock; a job whose worker died is taken again after about this long. */
+  lockDurationMs: Millis.default(30_000),
+  /** STATE_DIR: where the node agent keeps what must survive restarts (placeholder records, journals). */
+  stateDir: z.string().default('/var/lib/volume-medic'),
+  /** HOST_ROOT: where the host's / is visible to the node agent (`/host` in a DaemonSet pod). */
+  hostRoot: z.string().default('/'),
+  /** LOG_LEVEL: pino level. */
+  logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+});
+export type Config = z.infer<typeof Config>;
+
+export const KNOWN_RUNBOOKS = RUNBOOKS;

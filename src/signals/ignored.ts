@@ -1,0 +1,35 @@
+import type { SignalSource } from '../catalogue/evidence.ts';
+
+// Every payload (or part of one) that does not become a job says why. The reason is a closed set
+// because it is also a Prometheus label; `detail` carries the specifics for humans.
+
+export const IGNORE_REASONS = [
+  'alert-not-relevant',
+  'alert-still-firing',
+  'alert-names-no-node',
+  'event-reason-not-relevant',
+  'event-message-not-recognised',
+  'event-names-no-node',
+  'condition-not-relevant',
+  'invalid-node-name',
+  'invalid-name',
+  'pv-unknown',
+  'pv-not-local-block-device',
+  'path-not-a-device-link',
+  'restore-names-no-device',
+  'duplicate-in-payload',
+] as const;
+export type IgnoreReason = (typeof IGNORE_REASONS)[number];
+
+export interface Ignored {
+  reason: IgnoreReason;
+  detail: string;
+  source: SignalSource;
+  /** Position of the item inside the payload (alert index, event index), when there were several. */
+  index?: number;
+}
+
+export interface SourceResult<S> {
+  signals: S[];
+  ignored: Ignored[];
+}

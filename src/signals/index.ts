@@ -1,0 +1,2 @@
+export * from './signal.ts';
+export * from './ignored.ts';

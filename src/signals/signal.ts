@@ -1,0 +1,45 @@
+import type { Evidence } from '../catalogue/evidence.ts';
+
+// Signals are what sources recognised in a payload, before triage decides what to do. Values in
+// a signal are as the sender wrote them: triage validates every name before it reaches a job.
+// `identity` is the event's own identity (alert fingerprint + startsAt, event uid, node + boot
+// id...), from which triage derives idempotency keys; it never contains a clock reading of ours.
+
+interface SignalBase {
+  version: 1;
+  identity: readonly string[];
+  evidence: Evidence;
+}
+
+export interface NodeRecoveredSignal extends SignalBase {
+  kind: 'node-recovered';
+  node: string;
+  bootId?: string;
+}
+
+export interface RbdImageBusySignal extends SignalBase {
+  kind: 'rbd-image-busy';
+  pool: string;
+  image: string;
+  pod?: { namespace: string; name: string };
+  /** The node of the pod that cannot mount: where the image is wanted, not where it is held. */
+  node?: string;
+}
+
+export interface LocalDeviceMissingSignal extends SignalBase {
+  kind: 'local-device-missing';
+  pv?: string;
+  path?: string;
+  /** Node as the sender saw it; the PV's node affinity wins when the PV is known. */
+  node?: string;
+}
+
+export interface LocalDeviceRestoredSignal extends SignalBase {
+  kind: 'local-device-restored';
+  pv?: string;
+  path?: string;
+  node?: string;
+}
+
+export type Signal = NodeRecoveredSignal | RbdImageBusySignal | LocalDeviceMissingSignal | LocalDeviceRestoredSignal;
+export type SignalKind = Signal['kind'];

@@ -1,0 +1,123 @@
+import { boundedRaw, type Evidence, type SignalSource } from '../catalogue/evidence.ts';
+import type { Ignored, Signal } from '../signals/index.ts';
+import type { KubeEvent } from './kube-event.ts';
+import {
+  DISK_LINK_IN_TEXT, FOR_VOLUME, LOCAL_VOLUME_DEVICE_PV, LSTAT_MISSING, NOT_A_DEVICE_NODE,
+  NPD_LOCAL_PV_MISSING, PATH_DOES_NOT_EXIST, RBD_STILL_USED, REBOOTED_BOOT_ID,
+} from './messages.ts';
+
+// One Kubernetes Event -> at most a few signals, or the reason it is not ours. Used by the
+// webhook routes and by the Kubernetes watch, so one incident has one identity however it came.
+
+export const VOLUME_REASONS = new Set(['FailedMount', 'FailedMapVolume', 'FailedAttachVolume']);
+export const CONTAINER_REASONS = new Set(['Failed', 'CreateContainerError']);
+export const NODE_REASONS = new Set(['NodeReady', 'Rebooted']);
+/** NPD reasons (and condition types) that mean a local PV's disk is gone. */
+export const LOCAL_DISK_LOST = new Set(['LocalDiskLost']);
+
+export type Classified = { signals: Signal[]; ignored?: undefined } | { signals?: undefined; ignored: Omit<Ignored, 'index'> };
+
+function evidence(source: SignalSource, ev: KubeEvent): Evidence {
+  const obj = `${ev.involved.kind ?? '?'}/${ev.involved.namespace ? `${ev.involved.namespace}/` : ''}${ev.involved.name ?? '?'}`;
+  return { source, summary: `${ev.reason} on ${obj}: ${ev.message}`.slice(0, 500), raw: boundedRaw(ev.raw) };
+}
+
+/** The event's own identity: its uid; without one, the fields that make it that event. */
+function eventIdentity(ev: KubeEvent): string[] {
+  return ev.uid ? ['event', ev.uid] : ['event', ev.involved.kind ?? '', ev.involved.namespace ?? '', ev.involved.name ?? '', ev.reason, ev.message];
+}
+
+export function classifyEvent(ev: KubeEvent, source: SignalSource): Classified {
+  if (NODE_REASONS.has(ev.reason)) return classifyNodeEvent(ev, source);
+  if (VOLUME_REASONS.has(ev.reason) || CONTAINER_REASONS.has(ev.reason)) return classifyVolumeEvent(ev, source);
+  if (LOCAL_DISK_LOST.has(ev.reason)) return classifyLocalDiskLost(ev.reason, ev.message, ev.involved.name ?? ev.host, eventIdentity(ev), evidence(source, ev), true);
+  return { ignored: { reason: 'event-reason-not-relevant', detail: `reason ${ev.reason || '(none)'} is not one volume-medic acts on`, source } };
+}
+
+function classifyNodeEvent(ev: KubeEvent, source: SignalSource): Classified {
+  const node = ev.involved.kind === 'Node' ? ev.involved.name : undefined;
+  if (!node) return { ignored: { reason: 'event-names-no-node', detail: `${ev.reason} event is not about a Node`, source } };
+  if (ev.reason === 'NodeReady' && !/\bNodeReady\b/.test(ev.message) && ev.message !== '') {
+    return { ignored: { reason: 'event-message-not-recognised', detail: `NodeReady event with message "${ev.message.slice(0, 80)}"`, source } };
+  }
+  const bootId = ev.reason === 'Rebooted' ? REBOOTED_BOOT_ID.exec(ev.message)?.[1] : undefined;
+  return {
+    signals: [{
+      kind: 'node-recovered',
+      version: 1,
+      node,
+      ...(bootId ? { bootId } : {}),
+      // node + boot id is the incident itself: the Rebooted event and the Node watch agree on it.
+      identity: bootId ? ['boot', node, bootId] : eventIdentity(ev),
+      evidence: evidence(source, ev),
+    }],
+  };
+}
+
+function classifyVolumeEvent(ev: KubeEvent, source: SignalSource): Classified {
+  const pod = ev.involved.kind === 'Pod' && ev.involved.name && ev.involved.namespace
+    ? { namespace: ev.involved.namespace, name: ev.involved.name } : undefined;
+  const rbd = RBD_STILL_USED.exec(ev.message);
+  if (rbd && VOLUME_REASONS.has(ev.reason)) {
+    const parts = rbd[1]!.split('/');
+    if (parts.length !== 2) {
+      return { ignored: { reason: 'invalid-name', detail: `rbd image "${rbd[1]}" is not <pool>/<image> (RBD namespaces are not supported)`, source } };
+    }
+    const [pool, image] = parts as [string, string];
+    return {
+      signals: [{
+        kind: 'rbd-image-busy', version: 1, pool, image,
+        ...(pod ? { pod } : {}), ...(ev.host ? { node: ev.host } : {}),
+        identity: ['rbd', pool, image],
+        evidence: evidence(source, ev),
+      }],
+    };
+  }
+  const pvFromDevice = NOT_A_DEVICE_NODE.test(ev.message) ? LOCAL_VOLUME_DEVICE_PV.exec(ev.message)?.[1] : undefined;
+  if (CONTAINER_REASONS.has(ev.reason) && NOT_A_DEVICE_NODE.test(ev.message)) {
+    const path = DISK_LINK_IN_TEXT.exec(ev.message)?.[1];
+    if (!pvFromDevice && !path) {
+      return { ignored: { reason: 'event-message-not-recognised', detail: '"not a device node" without a local PV or device path in the message', source } };
+    }
+    return localMissing(ev, source, pvFromDevice, path);
+  }
+  if (ev.reason === 'FailedMapVolume' || ev.reason === 'FailedMount') {
+    const path = LSTAT_MISSING.exec(ev.message)?.[1] ?? PATH_DOES_NOT_EXIST.exec(ev.message)?.[1];
+    if (path) return localMissing(ev, source, FOR_VOLUME.exec(ev.message)?.[1], path);
+  }
+  return { ignored: { reason: 'event-message-not-recognised', detail: `${ev.reason}: message matches no known storage failure`, source } };
+}
+
+function localMissing(ev: KubeEvent, source: SignalSource, pv: string | undefined, path: string | undefined): Classified {
+  return {
+    signals: [{
+      kind: 'local-device-missing', version: 1,
+      ...(pv ? { pv } : {}), ...(path ? { path } : {}), ...(ev.host ? { node: ev.host } : {}),
+      identity: eventIdentity(ev),
+      evidence: evidence(source, ev),
+    }],
+  };
+}
+
+/**
+ * NPD's LocalDiskLost (as an Event or a node condition). Its message lists the PVs and paths the
+ * check script found missing; `present` entries (condition back to False) mean restored.
+ */
+export function classifyLocalDiskLost(
+  what: string, message: string, node: string | undefined, identity: string[], ev: Evidence, lost: boolean,
+): Classified {
+  if (!node) return { ignored: { reason: 'event-names-no-node', detail: `${what} does not name its node`, source: ev.source } };
+  const signals: Signal[] = [];
+  for (const m of message.matchAll(NPD_LOCAL_PV_MISSING)) {
+    const [, pv, path, state] = m as unknown as [string, string, string, string];
+    const kind = state === 'missing' && lost ? 'local-device-missing' : 'local-device-restored';
+    signals.push({ kind, version: 1, pv, path, node, identity: [...identity, pv, path], evidence: ev });
+  }
+  if (signals.length > 0) return { signals };
+  const path = DISK_LINK_IN_TEXT.exec(message)?.[1];
+  if (path) {
+    return { signals: [{ kind: lost ? 'local-device-missing' : 'local-device-restored', version: 1, path, node, identity: [...identity, path], evidence: ev }] };
+  }
+  if (!lost) return { ignored: { reason: 'restore-names-no-device', detail: `${what} cleared without naming a device`, source: ev.source } };
+  return { ignored: { reason: 'event-message-not-recognised', detail: `${what} names no local PV or /dev/disk path`, source: ev.source } };
+}

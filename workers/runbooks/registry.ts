@@ -1,0 +1,25 @@
+import type { JobOf, RunbookName } from '../../src/catalogue/jobs.ts';
+import type { Mode, RunbookResult } from '../../src/catalogue/result.ts';
+import type { Logger } from '../../src/observability/logger.ts';
+
+// The node agent and the cluster worker find a job's runbook here. A runbook is a function from
+// a parsed job and its context to a result; it throws the errors of workers/engine/errors.ts to
+// say whether a failure is worth a retry.
+
+export interface RunbookContext {
+  /** BullMQ job id (= the idempotency key). */
+  jobId: string;
+  /** 1 for the first attempt. */
+  attempt: number;
+  /** The mode this job runs in, decided by configuration when the job starts. */
+  mode: Mode;
+  /** Who runs it: the node agent's NODE_NAME, or `cluster-worker`. */
+  ranOn: string;
+  log: Logger;
+  /** Aborted when the worker is shutting down: stop between steps, the job will be retried. */
+  signal: AbortSignal;
+}
+
+export type RunbookHandler<R extends RunbookName> = (job: JobOf<R>, ctx: RunbookContext) => Promise<RunbookResult>;
+
+export type RunbookRegistry = { [R in RunbookName]?: RunbookHandler<R> };
