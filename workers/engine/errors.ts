@@ -13,8 +13,12 @@ export class TransientError extends Error {
 
 export class RefusedError extends Error {
   override name = 'RefusedError';
-  constructor(readonly reasons: readonly string[], readonly result?: unknown) {
+  readonly reasons: readonly string[];
+  readonly result: unknown;
+  constructor(reasons: readonly string[], result?: unknown) {
     super(`refused: ${reasons.join('; ')}`);
+    this.reasons = reasons;
+    this.result = result;
   }
 }
 
@@ -30,6 +34,5 @@ export function shouldRetry(err: unknown): boolean {
 export function forBullmq(err: unknown): Error {
   if (shouldRetry(err)) return err instanceof Error ? err : new TransientError(String(err));
   const e = err as Error;
-  const out = new UnrecoverableError(`${e.name}: ${e.message}`);
-  return out;
+  return new UnrecoverableError(`${e.name}: ${e.message}`);
 }
