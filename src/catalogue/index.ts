@@ -5,3 +5,4 @@ export * from './jobs.ts';
 export * from './policy.ts';
 export * from './queues.ts';
 export * from './result.ts';
+export * from './job-stats.ts';

@@ -14,10 +14,19 @@ export interface RunbookPolicy {
   backoffMs: number;
   /** 0..1: the share of each delay that is randomised, so a fleet of agents does not retry in step. */
   jitter: number;
+  /**
+   * How long a finished job is kept, and so how long a repeat of the same incident (same key)
+   * folds into it instead of making a new job. Keys of node recoveries are unique per boot, so
+   * their window can be long; Local PV and RBD keys name the volume, so a short window lets a
+   * recurrence later the same day get its own job.
+   */
+  dedupWindowMs: number;
 }
 
 export const RUNBOOK_POLICY: Readonly<Record<RunbookName, RunbookPolicy>> = {
-  'residual-multipath-cleanup': { placement: 'node', attempts: 4, backoffMs: 15_000, jitter: 0.3 },
-  'local-pv-placeholder': { placement: 'node', attempts: 5, backoffMs: 5_000, jitter: 0.3 },
-  'rbd-stale-mapping': { placement: 'cluster', attempts: 5, backoffMs: 10_000, jitter: 0.3 },
+  'residual-multipath-cleanup': { placement: 'node', attempts: 4, backoffMs: 15_000, jitter: 0.3, dedupWindowMs: 24 * 3_600_000 },
+  'local-pv-placeholder': { placement: 'node', attempts: 5, backoffMs: 5_000, jitter: 0.3, dedupWindowMs: 15 * 60_000 },
+  'rbd-stale-mapping': { placement: 'cluster', attempts: 5, backoffMs: 10_000, jitter: 0.3, dedupWindowMs: 15 * 60_000 },
 };
+
+export const dedupWindowMs = (runbook: RunbookName): number => RUNBOOK_POLICY[runbook].dedupWindowMs;

@@ -1,0 +1,54 @@
+import type { Redis } from 'ioredis';
+
+// Finished-job counters and durations live in one Redis hash, written by whichever worker
+// finished the job (node agents, cluster worker) and read by the receiver's /metrics, so one
+// scrape of the receiver shows the whole fleet. The hash layout is this file's contract.
+
+export const DURATION_BUCKETS_S = [0.1, 0.5, 1, 5, 15, 30, 60, 300, 900] as const;
+
+export const statsKey = (prefix: string): string => `${prefix}:vm:stats`;
+
+/** Record one finished job (outcome: the RunbookResult outcome, or `error`). */
+export async function recordFinished(redis: Redis, prefix: string, runbook: string, outcome: string, durationS: number): Promise<void> {
+  const key = statsKey(prefix);
+  const p = redis.pipeline();
+  p.hincrby(key, `finished|${runbook}|${outcome}`, 1);
+  for (const le of DURATION_BUCKETS_S) if (durationS <= le) p.hincrby(key, `bucket|${runbook}|${le}`, 1);
+  p.hincrby(key, `bucket|${runbook}|+Inf`, 1);
+  p.hincrbyfloat(key, `sum|${runbook}`, durationS);
+  await p.exec();
+}
+
+const esc = (v: string): string => v.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n');
+
+/** Prometheus text exposition of the fleet-wide counters. */
+export async function finishedExposition(redis: Redis, prefix: string): Promise<string> {
+  const h = await redis.hgetall(statsKey(prefix));
+  const finished: string[] = [];
+  const buckets = new Map<string, Map<string, number>>();
+  const sums = new Map<string, number>();
+  for (const [field, value] of Object.entries(h)) {
+    const [kind, runbook = '', extra = ''] = field.split('|');
+    if (kind === 'finished') finished.push(`volume_medic_jobs_finished_total{runbook="${esc(runbook)}",outcome="${esc(extra)}"} ${Number(value)}`);
+    else if (kind === 'bucket') {
+      const m = buckets.get(runbook) ?? new Map<string, number>();
+      m.set(extra, Number(value));
+      buckets.set(runbook, m);
+    } else if (kind === 'sum') sums.set(runbook, Number(value));
+  }
+  const lines = [
+    '# HELP volume_medic_jobs_finished_total Remediation jobs finished, by runbook and outcome (all workers).',
+    '# TYPE volume_medic_jobs_finished_total counter',
+    ...finished.sort(),
+    '# HELP volume_medic_job_duration_seconds Time a runbook took, from start to result (all workers).',
+    '# TYPE volume_medic_job_duration_seconds histogram',
+  ];
+  for (const [runbook, m] of [...buckets].sort(([a], [b]) => a.localeCompare(b))) {
+    for (const le of [...DURATION_BUCKETS_S.map(String), '+Inf']) {
+      lines.push(`volume_medic_job_duration_seconds_bucket{runbook="${esc(runbook)}",le="${le}"} ${m.get(le) ?? 0}`);
+    }
+    lines.push(`volume_medic_job_duration_seconds_sum{runbook="${esc(runbook)}"} ${sums.get(runbook) ?? 0}`);
+    lines.push(`volume_medic_job_duration_seconds_count{runbook="${esc(runbook)}"} ${m.get('+Inf') ?? 0}`);
+  }
+  return `${lines.join('\n')}\n`;
+}

@@ -1,0 +1,34 @@
+import { Router } from 'express';
+import type { Redis } from 'ioredis';
+import type { Registry } from 'prom-client';
+import { finishedExposition } from '../../catalogue/job-stats.ts';
+
+// /healthz: the process answers. /readyz: Redis answers too (without it a webhook cannot be
+// stored, so load balancers should send to another replica). /metrics: this receiver plus the
+// fleet-wide job results kept in Redis.
+
+const withTimeout = <T>(p: Promise<T>, ms: number): Promise<T> =>
+  Promise.race([p, new Promise<never>((_, rej) => setTimeout(() => rej(new Error(`no answer within ${ms} ms`)), ms).unref())]);
+
+export function healthRoutes(redis: Redis, prefix: string, registry: Registry): Router {
+  const r = Router();
+  r.get('/healthz', (_req, res) => res.json({ status: 'ok' }));
+  r.get('/readyz', async (_req, res) => {
+    try {
+      await withTimeout(redis.ping(), 1000);
+      return res.json({ status: 'ready', redis: 'ok' });
+    } catch (err) {
+      return res.status(503).json({ status: 'not ready', redis: (err as Error).message });
+    }
+  });
+  r.get('/metrics', async (_req, res) => {
+    let fleet = '';
+    try {
+      fleet = await withTimeout(finishedExposition(redis, prefix), 1000);
+    } catch {
+      // Redis down: the receiver's own metrics are still worth serving (and show the 503s).
+    }
+    res.set('Content-Type', registry.contentType).send(`${await registry.metrics()}\n${fleet}`);
+  });
+  return r;
+}

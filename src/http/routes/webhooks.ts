@@ -1,0 +1,69 @@
+import { Router, type Request, type Response } from 'express';
+import { parseWebhook, WEBHOOK_SOURCES, type ParseOptions, type WebhookSource } from '../../ingest/parse.ts';
+import { explain, ingest, type IngestDeps } from '../../ingest/ingest.ts';
+import { StoreUnavailableError } from '../../queues/dispatcher.ts';
+import type { ReceiverMetrics } from '../../observability/metrics.ts';
+import type { Logger } from '../../observability/logger.ts';
+
+// Thin edges (CONVENTIONS 11): parse, validate, hand over, answer. 202 once every job is stored
+// or folded into an existing one; 422 for a body that fails its schema; 503 + Retry-After only
+// when storing failed, because that is the one case where the sender retrying helps.
+
+export interface WebhookDeps extends IngestDeps, ParseOptions {
+  metrics: ReceiverMetrics;
+  log: Logger;
+  retryAfterSeconds: number;
+}
+
+const isSource = (v: unknown): v is WebhookSource => typeof v === 'string' && (WEBHOOK_SOURCES as readonly string[]).includes(v);
+
+export function webhookRoutes(deps: WebhookDeps): Router {
+  const r = Router();
+
+  const handle = (source: WebhookSource) => async (req: Request, res: Response) => {
+    const end = deps.metrics.requestSeconds.startTimer({ route: source });
+    try {
+      const parsed = parseWebhook(source, req.body, deps);
+      if (!parsed.ok) {
+        deps.metrics.webhooks.inc({ source, outcome: 'invalid' });
+        return res.status(422).json({ error: `payload does not match the ${source} schema: ${parsed.error}` });
+      }
+      let result;
+      try {
+        result = await ingest(parsed.signals, parsed.ignored, deps);
+      } catch (err) {
+        if (!(err instanceof StoreUnavailableError)) throw err;
+        deps.metrics.webhooks.inc({ source, outcome: 'unavailable' });
+        deps.log.warn({ source, err: err.message }, 'could not store jobs; answering 503 so the sender retries');
+        return res.set('Retry-After', String(deps.retryAfterSeconds)).status(503).json({ error: 'jobs could not be stored, retry later' });
+      }
+      deps.metrics.webhooks.inc({ source, outcome: 'accepted' });
+      for (const a of result.accepted) (a.deduplicated ? deps.metrics.deduplicated : deps.metrics.enqueued).inc({ runbook: a.runbook });
+      for (const i of result.ignored) deps.metrics.ignored.inc({ source: i.source, reason: i.reason });
+      if (result.accepted.length > 0) {
+        deps.log.info({ source, accepted: result.accepted.map((a) => ({ id: a.id, queue: a.queue, deduplicated: a.deduplicated })) }, 'jobs stored');
+      }
+      return res.status(202).json(result);
+    } finally {
+      end();
+    }
+  };
+
+  r.post('/v1/alertmanager', handle('alertmanager'));
+  r.post('/v1/events', handle('events'));
+  r.post('/v1/npd', handle('npd'));
+
+  r.post('/v1/explain', async (req, res) => {
+    const source = req.query['source'];
+    if (!isSource(source)) return res.status(400).json({ error: `query parameter source must be one of ${WEBHOOK_SOURCES.join(', ')}` });
+    const parsed = parseWebhook(source, req.body, deps);
+    if (!parsed.ok) return res.status(422).json({ error: `payload does not match the ${source} schema: ${parsed.error}` });
+    const e = await explain(parsed.signals, parsed.ignored, deps);
+    return res.status(200).json({
+      signals: e.signals.map(({ evidence, ...s }) => ({ ...s, evidence: evidence.summary })),
+      jobs: e.jobs.map((j) => ({ runbook: j.runbook, node: 'node' in j.target ? j.target.node : undefined, key: j.key, target: j.target, evidence: j.evidence })),
+      ignored: e.ignored,
+    });
+  });
+  return r;
+}

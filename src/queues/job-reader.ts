@@ -1,0 +1,127 @@
+import type { Job, JobType } from 'bullmq';
+import type { Redis } from 'ioredis';
+import { RemediationJob, jobNode } from '../catalogue/jobs.ts';
+import { nodeOfQueue } from '../catalogue/queues.ts';
+import type { Dispatcher } from './dispatcher.ts';
+import { knownQueuesKey } from './known-queues.ts';
+
+// Read side of the queues for the HTTP API. Everything read back from Redis is parsed again:
+// a job that no longer matches the catalogue is shown as such, not trusted.
+
+export const JOB_STATES = ['waiting', 'active', 'delayed', 'prioritized', 'waiting-children', 'completed', 'failed', 'paused'] as const;
+export type JobState = (typeof JOB_STATES)[number];
+
+export interface JobSummary {
+  id: string;
+  queue: string;
+  runbook: string;
+  node?: string;
+  state: string;
+  attemptsMade: number;
+  createdAt: string;
+  finishedAt?: string;
+  failedReason?: string;
+  outcome?: string;
+}
+
+export interface JobDetail extends JobSummary {
+  key: string;
+  target: unknown;
+  evidence: unknown;
+  attemptsStarted: number;
+  processedAt?: string;
+  result?: unknown;
+  progress?: unknown;
+  log: string[];
+  valid: boolean;
+}
+
+export interface JobFilter {
+  node?: string;
+  runbook?: string;
+  state?: JobState;
+  limit: number;
+}
+
+const iso = (ms: number | undefined): string | undefined => (ms ? new Date(ms).toISOString() : undefined);
+
+export class JobReader {
+  private readonly redis: Redis;
+  private readonly prefix: string;
+  private readonly dispatcher: Dispatcher;
+
+  constructor(redis: Redis, prefix: string, dispatcher: Dispatcher) {
+    this.redis = redis;
+    this.prefix = prefix;
+    this.dispatcher = dispatcher;
+  }
+
+  private async queues(): Promise<string[]> {
+    return (await this.redis.smembers(knownQueuesKey(this.prefix))).sort();
+  }
+
+  async list(filter: JobFilter): Promise<JobSummary[]> {
+    const names = (await this.queues()).filter((q) => {
+      const node = nodeOfQueue(q);
+      // Cluster-queue jobs may concern a node too (target.node); filter those after reading.
+      return filter.node === undefined || node === undefined || node === filter.node;
+    });
+    const types: JobType[] = filter.state ? [filter.state] : [...JOB_STATES];
+    const out: JobSummary[] = [];
+    for (const name of names) {
+      const jobs = await this.dispatcher.queue(name).getJobs(types, 0, filter.limit - 1, false);
+      for (const job of jobs) {
+        if (!job) continue;
+        const s = await this.summary(job, name, filter.state);
+        if (filter.runbook !== undefined && s.runbook !== filter.runbook) continue;
+        if (filter.node !== undefined && s.node !== filter.node) continue;
+        out.push(s);
+      }
+    }
+    return out.sort((a, b) => b.createdAt.localeCompare(a.createdAt)).slice(0, filter.limit);
+  }
+
+  async get(id: string): Promise<JobDetail | undefined> {
+    for (const name of await this.queues()) {
+      const queue = this.dispatcher.queue(name);
+      const job = await queue.getJob(id);
+      if (!job) continue;
+      const parsed = RemediationJob.safeParse(job.data);
+      const { logs } = await queue.getJobLogs(id, 0, 199);
+      const summary = await this.summary(job, name);
+      return {
+        ...summary,
+        key: parsed.success ? parsed.data.key : id,
+        target: parsed.success ? parsed.data.target : undefined,
+        evidence: parsed.success ? parsed.data.evidence : undefined,
+        attemptsStarted: job.attemptsStarted,
+        ...(iso(job.processedOn) ? { processedAt: iso(job.processedOn) } : {}),
+        ...(job.returnvalue !== null && job.returnvalue !== undefined ? { result: job.returnvalue } : {}),
+        ...(job.progress !== 0 ? { progress: job.progress } : {}),
+        log: logs,
+        valid: parsed.success,
+      };
+    }
+    return undefined;
+  }
+
+  private async summary(job: Job, queue: string, knownState?: string): Promise<JobSummary> {
+    const parsed = RemediationJob.safeParse(job.data);
+    const node = parsed.success ? jobNode(parsed.data) : nodeOfQueue(queue);
+    const rv = job.returnvalue as { outcome?: unknown } | null | undefined;
+    const progress = job.progress as { result?: { outcome?: unknown } } | undefined;
+    const outcome = typeof rv?.outcome === 'string' ? rv.outcome : typeof progress?.result?.outcome === 'string' ? progress.result.outcome : undefined;
+    return {
+      id: job.id ?? '',
+      queue,
+      runbook: parsed.success ? parsed.data.runbook : job.name,
+      ...(node ? { node } : {}),
+      state: knownState ?? (await job.getState()),
+      attemptsMade: job.attemptsMade,
+      createdAt: iso(job.timestamp) ?? '',
+      ...(iso(job.finishedOn) ? { finishedAt: iso(job.finishedOn) } : {}),
+      ...(job.failedReason ? { failedReason: job.failedReason } : {}),
+      ...(outcome ? { outcome } : {}),
+    };
+  }
+}

@@ -1,0 +1,73 @@
+import { once } from 'node:events';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Config } from './config/schema.ts';
+import { InMemoryLookups, type ClusterLookups } from './kube/lookups.ts';
+import { createApp } from './http/app.ts';
+import { createLogger, type Logger } from './observability/logger.ts';
+import { createReceiverMetrics } from './observability/metrics.ts';
+import { Dispatcher } from './queues/dispatcher.ts';
+import { JobReader } from './queues/job-reader.ts';
+import { producerConnection, whenReady } from './queues/redis.ts';
+
+// Composition root of the receiver: wires configuration, Redis, queues, lookups and the HTTP app,
+// and owns their shutdown order (stop taking requests, then close queues, then Redis).
+
+export interface Receiver {
+  url: string;
+  server: Server;
+  close(): Promise<void>;
+}
+
+export interface ReceiverOptions {
+  lookups?: ClusterLookups;
+  log?: Logger;
+}
+
+export async function startReceiver(config: Config, opts: ReceiverOptions = {}): Promise<Receiver> {
+  const log = opts.log ?? createLogger('receiver', config.logLevel);
+  const redis = producerConnection(config.redisUrl);
+  redis.on('error', (err) => log.debug({ err: err.message }, 'redis connection error'));
+  try {
+    await whenReady(redis, 5_000);
+  } catch (err) {
+    // Serve anyway: /readyz says not ready and webhooks get 503 until Redis answers.
+    log.warn({ err: (err as Error).message }, 'Redis is not reachable yet; webhooks will get 503 until it is');
+  }
+  const dispatcher = new Dispatcher(redis, {
+    prefix: config.queuePrefix,
+    timeoutMs: config.enqueueTimeoutMs,
+    ...(config.dedupWindowSeconds !== undefined ? { dedupWindowSeconds: config.dedupWindowSeconds } : {}),
+  });
+  const metrics = createReceiverMetrics();
+  const app = createApp({
+    redis,
+    prefix: config.queuePrefix,
+    tokens: config.tokens,
+    bodyLimit: config.bodyLimit,
+    reader: new JobReader(redis, config.queuePrefix, dispatcher),
+    dispatcher,
+    lookups: opts.lookups ?? new InMemoryLookups(),
+    nodeRecoveryAlerts: new Set(config.nodeRecoveryAlerts),
+    metrics,
+    log,
+    retryAfterSeconds: 5,
+  });
+  const server = app.listen(config.port, config.listenAddress);
+  await once(server, 'listening');
+  const addr = server.address() as AddressInfo;
+  const host = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
+  const url = `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${addr.port}`;
+  log.info({ url, auth: config.tokens.length > 0 ? 'bearer token required' : 'none' }, 'receiver listening');
+
+  let closing: Promise<void> | undefined;
+  return {
+    url,
+    server,
+    close: () => (closing ??= (async () => {
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await dispatcher.close();
+      await redis.quit().catch(() => redis.disconnect());
+    })()),
+  };
+}

@@ -1,0 +1,4 @@
+import { Config } from '../../src/config/schema.ts';
+
+/** A valid configuration for tests: defaults plus what the test says. */
+export const testConfig = (overrides: Partial<Config>): Config => Config.parse({ port: 0, listenAddress: '127.0.0.1', logLevel: 'silent', ...overrides });

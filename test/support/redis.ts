@@ -1,0 +1,23 @@
+import { randomBytes } from 'node:crypto';
+import { Redis } from 'ioredis';
+import { inject } from 'vitest';
+
+// Each test gets its own BullMQ prefix, and removes its keys afterwards.
+
+export const redisUrl = (): string => inject('redisUrl');
+
+export const uniquePrefix = (name = 't'): string => `vmtest-${name}-${randomBytes(4).toString('hex')}`;
+
+export async function dropPrefix(prefix: string): Promise<void> {
+  const r = new Redis(redisUrl());
+  try {
+    let cursor = '0';
+    do {
+      const [next, keys] = await r.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 500);
+      cursor = next;
+      if (keys.length > 0) await r.del(...keys);
+    } while (cursor !== '0');
+  } finally {
+    r.disconnect();
+  }
+}

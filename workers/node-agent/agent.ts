@@ -1,0 +1,35 @@
+import { modeOf } from '../../src/config/load.ts';
+import type { Config } from '../../src/config/schema.ts';
+import { jobNode } from '../../src/catalogue/jobs.ts';
+import { nodeQueueName } from '../../src/catalogue/queues.ts';
+import type { Logger } from '../../src/observability/logger.ts';
+import { createRunbookWorker, type RunbookWorker } from '../engine/runbook-worker.ts';
+import type { RunbookRegistry } from '../runbooks/registry.ts';
+
+// The node agent: one per node (a DaemonSet pod), consuming only its own node's queue, one job
+// at a time, so two runbooks never change the same node's devices at once.
+
+export interface NodeAgentOptions {
+  config: Config;
+  registry: RunbookRegistry;
+  log: Logger;
+}
+
+export function createNodeAgent({ config, registry, log }: NodeAgentOptions): RunbookWorker {
+  const node = config.nodeName;
+  if (!node) throw new Error('NODE_NAME is required: the node agent must know which node it serves');
+  return createRunbookWorker({
+    queue: nodeQueueName(node),
+    redisUrl: config.redisUrl,
+    prefix: config.queuePrefix,
+    ranOn: node,
+    registry,
+    modeOf: (runbook) => modeOf(config, runbook),
+    accepts: (job) => {
+      const target = jobNode(job);
+      return target === node ? undefined : `job for node ${target ?? '(none)'} reached the agent of ${node}`;
+    },
+    lockDurationMs: config.lockDurationMs,
+    log,
+  });
+}
