@@ -32,6 +32,8 @@ export interface DispatcherOptions {
 
 export class Dispatcher {
   private readonly queues = new Map<string, Queue>();
+  /** Enqueues under way in this process, by key: a concurrent repeat waits for the first. */
+  private readonly inFlight = new Map<string, Promise<Enqueued>>();
   private readonly redis: Redis;
   private readonly opts: DispatcherOptions;
 
@@ -59,7 +61,7 @@ export class Dispatcher {
       timer = setTimeout(() => reject(new StoreUnavailableError(`storing jobs took longer than ${this.opts.timeoutMs} ms`)), this.opts.timeoutMs);
     });
     try {
-      return await Promise.race([Promise.all(jobs.map((j) => this.enqueueOne(j))), deadline]);
+      return await Promise.race([Promise.all(jobs.map((j) => this.enqueueCoalesced(j))), deadline]);
     } catch (err) {
       if (err instanceof StoreUnavailableError) throw err;
       throw new StoreUnavailableError(`storing jobs failed: ${(err as Error).message}`);
@@ -68,14 +70,31 @@ export class Dispatcher {
     }
   }
 
+  /**
+   * A storm of the same alert arrives concurrently: the first request stores the job, the others
+   * wait for it and answer "deduplicated" without their own round trip. Only success is shared;
+   * if the first fails, each waiter reports the failure (and the sender retries).
+   */
+  private async enqueueCoalesced(job: RemediationJob): Promise<Enqueued> {
+    const pending = this.inFlight.get(job.key);
+    if (pending) return { ...(await pending), deduplicated: true };
+    const p = this.enqueueOne(job);
+    this.inFlight.set(job.key, p);
+    try {
+      return await p;
+    } finally {
+      this.inFlight.delete(job.key);
+    }
+  }
+
   private async enqueueOne(job: RemediationJob): Promise<Enqueued> {
     const queueName = queueFor(job);
     const queue = this.queue(queueName);
     const policy = RUNBOOK_POLICY[job.runbook];
     const windowMs = this.opts.dedupWindowSeconds !== undefined ? this.opts.dedupWindowSeconds * 1000 : dedupWindowMs(job.runbook);
-    // Whether the job already existed, asked on the same connection right before the add: exact
-    // within one receiver. Across receiver replicas two first deliveries racing each other may
-    // both say `false`; BullMQ still stores one job, only the flag in the answer is affected.
+    // Whether the job already existed, asked right before the add. Exact within one receiver
+    // (concurrent repeats are coalesced above). Across receiver replicas two first deliveries
+    // racing each other may both say `false`; BullMQ still stores one job, only the flag differs.
     const [exists] = await Promise.all([
       this.redis.exists(`${this.opts.prefix}:${queueName}:${job.key}`),
       this.redis.sadd(knownQueuesKey(this.opts.prefix), queueName),

@@ -1,0 +1,143 @@
+import { Queue } from 'bullmq';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startReceiver, type Receiver } from '../../src/receiver.ts';
+import { nodeQueueName } from '../../src/catalogue/queues.ts';
+import { testConfig } from '../support/config.ts';
+import { dropPrefix, redisUrl, uniquePrefix } from '../support/redis.ts';
+import { alertmanagerBody, nodeNotReadyAlert, post } from '../support/payloads.ts';
+
+const TOKEN = 'integration-test-token-0123456789';
+
+describe('receiver with a real Redis', () => {
+  const prefix = uniquePrefix('recv');
+  let receiver: Receiver;
+  let redis: Redis;
+  const queue = (node: string) => new Queue(nodeQueueName(node), { connection: redis, prefix });
+
+  beforeAll(async () => {
+    redis = new Redis(redisUrl());
+    receiver = await startReceiver(testConfig({ redisUrl: redisUrl(), queuePrefix: prefix, tokens: [TOKEN] }));
+  });
+  afterAll(async () => {
+    await receiver?.close();
+    await dropPrefix(prefix);
+    redis?.disconnect();
+  });
+
+  it('stores a resolved KubeNodeNotReady as exactly one job on that node\'s queue', async () => {
+    const r = await post(`${receiver.url}/v1/alertmanager`, alertmanagerBody([nodeNotReadyAlert('worker-a', 'resolved')]), TOKEN);
+    expect(r.status).toBe(202);
+    expect(r.json.accepted).toHaveLength(1);
+    expect(r.json.accepted[0]).toMatchObject({ runbook: 'residual-multipath-cleanup', node: 'worker-a', queue: 'vm-node-worker-a', deduplicated: false });
+    const q = queue('worker-a');
+    const jobs = await q.getJobs(['waiting', 'delayed', 'active']);
+    expect(jobs).toHaveLength(1);
+    expect(jobs[0]!.id).toBe(r.json.accepted[0].key);
+    expect(jobs[0]!.data).toMatchObject({ runbook: 'residual-multipath-cleanup', target: { node: 'worker-a' }, key: r.json.accepted[0].key });
+    expect(jobs[0]!.data.evidence[0].source).toBe('alertmanager');
+    await q.close();
+  });
+
+  it('folds 50 concurrent repeats of the same alert into one job and says so', async () => {
+    const body = alertmanagerBody([nodeNotReadyAlert('worker-storm', 'resolved')]);
+    const answers = await Promise.all(Array.from({ length: 50 }, () => post(`${receiver.url}/v1/alertmanager`, body, TOKEN)));
+    expect(answers.every((a) => a.status === 202)).toBe(true);
+    const keys = new Set(answers.map((a) => a.json.accepted[0].key));
+    expect(keys.size).toBe(1);
+    expect(answers.filter((a) => a.json.accepted[0].deduplicated === false)).toHaveLength(1);
+    const q = queue('worker-storm');
+    expect(await q.getJobCountByTypes('waiting', 'delayed', 'active', 'completed', 'failed')).toBe(1);
+    // And later repeats (repeat_interval, the HA peer) fold too.
+    const later = await post(`${receiver.url}/v1/alertmanager`, body, TOKEN);
+    expect(later.json.accepted[0].deduplicated).toBe(true);
+    expect(await q.getJobCountByTypes('waiting', 'delayed', 'active', 'completed', 'failed')).toBe(1);
+    await q.close();
+  });
+
+  it('makes two jobs on two queues for two different nodes in one grouped payload', async () => {
+    const r = await post(`${receiver.url}/v1/alertmanager`, alertmanagerBody([
+      nodeNotReadyAlert('worker-b', 'resolved'), nodeNotReadyAlert('worker-c', 'resolved'), nodeNotReadyAlert('worker-d', 'firing'),
+    ]), TOKEN);
+    expect(r.status).toBe(202);
+    expect(r.json.accepted.map((a: { queue: string }) => a.queue).sort()).toEqual(['vm-node-worker-b', 'vm-node-worker-c']);
+    expect(r.json.ignored).toEqual([expect.objectContaining({ reason: 'alert-still-firing', index: 2 })]);
+    for (const n of ['worker-b', 'worker-c']) {
+      const q = queue(n);
+      expect(await q.getJobCountByTypes('waiting')).toBe(1);
+      await q.close();
+    }
+    const d = queue('worker-d');
+    expect(await d.getJobCountByTypes('waiting', 'delayed', 'active', 'completed', 'failed')).toBe(0);
+    await d.close();
+  });
+
+  it('routes an rbd "is still being used" event to the cluster queue with a pool/image key', async () => {
+    const event = {
+      metadata: { name: 'web-0.17f0', namespace: 'shop', uid: '6a1e0f52-7f8e-4a59-9d27-3c1c0e1f3b11' },
+      involvedObject: { kind: 'Pod', namespace: 'shop', name: 'web-0', uid: '0c5b' },
+      reason: 'FailedMount',
+      message: 'MountVolume.MountDevice failed for volume "pvc-1" : rpc error: code = Internal desc = rbd image replicapool/csi-vol-0b3f5f8e is still being used',
+      source: { component: 'kubelet', host: 'worker-e' },
+      type: 'Warning', count: 3, clusterName: 'prod',
+    };
+    const r = await post(`${receiver.url}/v1/events`, [event, event], TOKEN);
+    expect(r.status).toBe(202);
+    expect(r.json.accepted).toEqual([expect.objectContaining({ runbook: 'rbd-stale-mapping', queue: 'vm-cluster' })]);
+    const q = new Queue('vm-cluster', { connection: redis, prefix });
+    const [job] = await q.getJobs(['waiting']);
+    expect(job!.data.target).toEqual({ pool: 'replicapool', image: 'csi-vol-0b3f5f8e', pod: { namespace: 'shop', name: 'web-0' }, node: 'worker-e' });
+    expect(job!.data.evidence).toHaveLength(2);
+    await q.close();
+  });
+
+  it('lists jobs and shows one with its evidence through the API', async () => {
+    const list = await fetch(`${receiver.url}/v1/jobs?node=worker-a`, { headers: { authorization: `Bearer ${TOKEN}` } }).then((r) => r.json());
+    expect(list.jobs).toHaveLength(1);
+    expect(list.jobs[0]).toMatchObject({ runbook: 'residual-multipath-cleanup', node: 'worker-a', state: 'waiting' });
+    const one = await fetch(`${receiver.url}/v1/jobs/${list.jobs[0].id}`, { headers: { authorization: `Bearer ${TOKEN}` } }).then((r) => r.json());
+    expect(one).toMatchObject({ id: list.jobs[0].id, key: list.jobs[0].id, attemptsMade: 0, valid: true, target: { node: 'worker-a' } });
+    expect(one.evidence[0].summary).toContain('KubeNodeNotReady resolved');
+    const missing = await fetch(`${receiver.url}/v1/jobs/nope-none`, { headers: { authorization: `Bearer ${TOKEN}` } });
+    expect(missing.status).toBe(404);
+  });
+
+  it('explains a payload without enqueuing anything', async () => {
+    const body = alertmanagerBody([nodeNotReadyAlert('worker-explain', 'resolved'), nodeNotReadyAlert('worker-f', 'firing')]);
+    const r = await fetch(`${receiver.url}/v1/explain?source=alertmanager`, {
+      method: 'POST', headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, body: JSON.stringify(body),
+    });
+    expect(r.status).toBe(200);
+    const e = await r.json();
+    expect(e.jobs).toEqual([expect.objectContaining({ runbook: 'residual-multipath-cleanup', node: 'worker-explain', key: expect.stringMatching(/^residual_worker-explain_/) })]);
+    expect(e.ignored).toEqual([expect.objectContaining({ reason: 'alert-still-firing' })]);
+    const q = queue('worker-explain');
+    expect(await q.getJobCountByTypes('waiting', 'delayed', 'active', 'completed', 'failed')).toBe(0);
+    await q.close();
+  });
+
+  it('serves health, readiness and metrics without a token', async () => {
+    expect((await fetch(`${receiver.url}/healthz`)).status).toBe(200);
+    expect(await (await fetch(`${receiver.url}/readyz`)).json()).toMatchObject({ status: 'ready' });
+    const metrics = await (await fetch(`${receiver.url}/metrics`)).text();
+    expect(metrics).toMatch(/volume_medic_webhooks_total\{source="alertmanager",outcome="accepted"\} \d+/);
+    expect(metrics).toMatch(/volume_medic_jobs_deduplicated_total\{runbook="residual-multipath-cleanup"\} \d+/);
+    expect(metrics).toMatch(/volume_medic_signals_ignored_total\{source="alertmanager",reason="alert-still-firing"\} \d+/);
+  });
+});
+
+describe('receiver when Redis is unreachable', () => {
+  it('answers 503 with Retry-After so Alertmanager retries, and /readyz says not ready', async () => {
+    const receiver = await startReceiver(testConfig({ redisUrl: 'redis://127.0.0.1:1', queuePrefix: uniquePrefix('down'), enqueueTimeoutMs: 1000 }));
+    try {
+      const r = await post(`${receiver.url}/v1/alertmanager`, alertmanagerBody([nodeNotReadyAlert('worker-x', 'resolved')]));
+      expect(r.status).toBe(503);
+      expect(r.headers.get('retry-after')).toMatch(/^\d+$/);
+      expect((await fetch(`${receiver.url}/readyz`)).status).toBe(503);
+      // Bad input is still a 4xx, not a 503: retrying it would not help.
+      expect((await post(`${receiver.url}/v1/alertmanager`, undefined, undefined, '{oops')).status).toBe(400);
+    } finally {
+      await receiver.close();
+    }
+  });
+});
