@@ -36,7 +36,7 @@ describe('bad input never becomes a job and never stops the receiver', () => {
   });
 
   it('answers 413 for a body over the limit', async () => {
-    const big = alertmanagerBody([{ ...nodeNotReadyAlert('worker-1', 'resolved'), annotations: { description: 'x'.repeat(8192) } }]);
+    const big = alertmanagerBody([{ ...nodeNotReadyAlert('worker-1', 'resolved'), annotations: { summary: 'big', description: 'x'.repeat(8192) } }]);
     const r = await post(`${receiver.url}/v1/alertmanager`, big, TOKEN);
     expect(r.status).toBe(413);
   });

@@ -11,7 +11,7 @@ import { createNodeAgent } from '../../workers/node-agent/agent.ts';
 import type { RunbookRegistry } from '../../workers/runbooks/registry.ts';
 import { testConfig } from '../support/config.ts';
 import { dropPrefix, redisUrl, uniquePrefix } from '../support/redis.ts';
-import { alertmanagerBody, nodeNotReadyAlert, post } from '../support/payloads.ts';
+import { alertmanagerBody, getJson, nodeNotReadyAlert, post } from '../support/payloads.ts';
 
 const silent = createLogger('test', 'silent');
 
@@ -54,7 +54,7 @@ describe('node agent with a real Redis', () => {
     const agent = agentFor('node-run', { 'residual-multipath-cleanup': async (_job, ctx) => okResult(ctx.ranOn) });
     try {
       const job = await waitFor('job completed', async () => {
-        const j = await (await fetch(`${receiver.url}/v1/jobs/${id}`)).json();
+        const j = await getJson(`${receiver.url}/v1/jobs/${id}`);
         return j.state === 'completed' ? j : undefined;
       });
       expect(job.result).toMatchObject({ outcome: 'nothing-to-do', ranOn: 'node-run', mode: 'dry-run' });
@@ -78,7 +78,7 @@ describe('node agent with a real Redis', () => {
     const agent = agentFor('node-empty', {});
     try {
       const job = await waitFor('job failed', async () => {
-        const j = await (await fetch(`${receiver.url}/v1/jobs/${id}`)).json();
+        const j = await getJson(`${receiver.url}/v1/jobs/${id}`);
         return j.state === 'failed' ? j : undefined;
       });
       expect(job.failedReason).toMatch(/not implemented: runbook residual-multipath-cleanup/);
@@ -109,7 +109,7 @@ describe('node agent with a real Redis', () => {
     const agent = agentFor(node, { 'residual-multipath-cleanup': async (_job, ctx) => okResult(ctx.ranOn) }, 1000);
     try {
       const job = await waitFor('job completed by the second agent', async () => {
-        const j = await (await fetch(`${receiver.url}/v1/jobs/${id}`)).json();
+        const j = await getJson(`${receiver.url}/v1/jobs/${id}`);
         return j.state === 'completed' ? j : undefined;
       }, 30_000);
       expect(job.result.ranOn).toBe(node);

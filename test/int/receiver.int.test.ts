@@ -5,7 +5,7 @@ import { startReceiver, type Receiver } from '../../src/receiver.ts';
 import { nodeQueueName } from '../../src/catalogue/queues.ts';
 import { testConfig } from '../support/config.ts';
 import { dropPrefix, redisUrl, uniquePrefix } from '../support/redis.ts';
-import { alertmanagerBody, nodeNotReadyAlert, post } from '../support/payloads.ts';
+import { alertmanagerBody, getJson, nodeNotReadyAlert, post } from '../support/payloads.ts';
 
 const TOKEN = 'integration-test-token-0123456789';
 
@@ -92,10 +92,10 @@ describe('receiver with a real Redis', () => {
   });
 
   it('lists jobs and shows one with its evidence through the API', async () => {
-    const list = await fetch(`${receiver.url}/v1/jobs?node=worker-a`, { headers: { authorization: `Bearer ${TOKEN}` } }).then((r) => r.json());
+    const list = await getJson(`${receiver.url}/v1/jobs?node=worker-a`, TOKEN);
     expect(list.jobs).toHaveLength(1);
     expect(list.jobs[0]).toMatchObject({ runbook: 'residual-multipath-cleanup', node: 'worker-a', state: 'waiting' });
-    const one = await fetch(`${receiver.url}/v1/jobs/${list.jobs[0].id}`, { headers: { authorization: `Bearer ${TOKEN}` } }).then((r) => r.json());
+    const one = await getJson(`${receiver.url}/v1/jobs/${list.jobs[0].id}`, TOKEN);
     expect(one).toMatchObject({ id: list.jobs[0].id, key: list.jobs[0].id, attemptsMade: 0, valid: true, target: { node: 'worker-a' } });
     expect(one.evidence[0].summary).toContain('KubeNodeNotReady resolved');
     const missing = await fetch(`${receiver.url}/v1/jobs/nope-none`, { headers: { authorization: `Bearer ${TOKEN}` } });
@@ -108,7 +108,7 @@ describe('receiver with a real Redis', () => {
       method: 'POST', headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, body: JSON.stringify(body),
     });
     expect(r.status).toBe(200);
-    const e = await r.json();
+    const e: any = await r.json();
     expect(e.jobs).toEqual([expect.objectContaining({ runbook: 'residual-multipath-cleanup', node: 'worker-explain', key: expect.stringMatching(/^residual_worker-explain_/) })]);
     expect(e.ignored).toEqual([expect.objectContaining({ reason: 'alert-still-firing' })]);
     const q = queue('worker-explain');
@@ -118,7 +118,7 @@ describe('receiver with a real Redis', () => {
 
   it('serves health, readiness and metrics without a token', async () => {
     expect((await fetch(`${receiver.url}/healthz`)).status).toBe(200);
-    expect(await (await fetch(`${receiver.url}/readyz`)).json()).toMatchObject({ status: 'ready' });
+    expect(await getJson(`${receiver.url}/readyz`)).toMatchObject({ status: 'ready' });
     const metrics = await (await fetch(`${receiver.url}/metrics`)).text();
     expect(metrics).toMatch(/volume_medic_webhooks_total\{source="alertmanager",outcome="accepted"\} \d+/);
     expect(metrics).toMatch(/volume_medic_jobs_deduplicated_total\{runbook="residual-multipath-cleanup"\} \d+/);

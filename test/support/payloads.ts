@@ -43,3 +43,9 @@ export async function post(url: string, body: unknown, token?: string, raw?: str
   }
   return { status: res.status, json, headers: res.headers };
 }
+
+/** GET a JSON answer; tests assert its shape, so it is typed loosely on purpose. */
+export async function getJson(url: string, token?: string): Promise<any> {
+  const res = await fetch(url, { headers: token ? { authorization: `Bearer ${token}` } : {} });
+  return res.json();
+}
