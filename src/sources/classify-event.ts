@@ -73,8 +73,8 @@ function classifyVolumeEvent(ev: KubeEvent, source: SignalSource): Classified {
       }],
     };
   }
-  const pvFromDevice = NOT_A_DEVICE_NODE.test(ev.message) ? LOCAL_VOLUME_DEVICE_PV.exec(ev.message)?.[1] : undefined;
   if (CONTAINER_REASONS.has(ev.reason) && NOT_A_DEVICE_NODE.test(ev.message)) {
+    const pvFromDevice = LOCAL_VOLUME_DEVICE_PV.exec(ev.message)?.[1];
     const path = DISK_LINK_IN_TEXT.exec(ev.message)?.[1];
     if (!pvFromDevice && !path) {
       return { ignored: { reason: 'event-message-not-recognised', detail: '"not a device node" without a local PV or device path in the message', source } };

@@ -1,0 +1,71 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig, modeOf } from '../../../src/config/load.ts';
+
+const dir = mkdtempSync(join(tmpdir(), 'vm-config-'));
+const file = (name: string, text: string): string => {
+  const p = join(dir, name);
+  writeFileSync(p, text);
+  return p;
+};
+
+describe('configuration', () => {
+  it('has safe defaults: port 8080, every runbook in dry-run, no token', () => {
+    const c = loadConfig({});
+    expect(c.port).toBe(8080);
+    expect(c.defaultMode).toBe('dry-run');
+    expect(modeOf(c, 'local-pv-placeholder')).toBe('dry-run');
+    expect(c.tokens).toEqual([]);
+    expect(c.bodyLimit).toBe(1024 * 1024);
+  });
+
+  it('reads per-runbook modes and leaves the others at the default', () => {
+    const c = loadConfig({ RUNBOOK_MODES: 'local-pv-placeholder=enforce' });
+    expect(modeOf(c, 'local-pv-placeholder')).toBe('enforce');
+    expect(modeOf(c, 'residual-multipath-cleanup')).toBe('dry-run');
+  });
+
+  it('names the variable, the problem and the value when one is wrong', () => {
+    expect(() => loadConfig({ PORT: 'eighty' })).toThrow(/PORT: .*got "eighty"/);
+    expect(() => loadConfig({ RUNBOOK_MODES: 'local-pv-placeholder=yolo' })).toThrow(/RUNBOOK_MODES/);
+    expect(() => loadConfig({ RUNBOOK_MODES: 'unknown-runbook=enforce' })).toThrow(/RUNBOOK_MODES/);
+    expect(() => loadConfig({ NODE_NAME: 'Bad_Node' })).toThrow(/NODE_NAME: not a valid Kubernetes node name/);
+    expect(() => loadConfig({ PORT: 'eighty' })).toThrow(ConfigError);
+  });
+
+  it('never echoes a token in an error', () => {
+    let message = '';
+    try {
+      loadConfig({ VOLUME_MEDIC_TOKEN: 'short-secret' });
+    } catch (err) {
+      message = (err as Error).message;
+    }
+    expect(message).toMatch(/VOLUME_MEDIC_TOKEN: a token must be at least 16 characters/);
+    expect(message).not.toContain('short-secret');
+  });
+
+  it('takes several tokens from the variable and the token file, for rotation', () => {
+    const tokenFile = file('token', 'file-token-0123456789abcdef\n');
+    const c = loadConfig({ VOLUME_MEDIC_TOKEN: 'env-token-0123456789abcdef,second-token-0123456789', VOLUME_MEDIC_TOKEN_FILE: tokenFile });
+    expect(c.tokens).toEqual(['env-token-0123456789abcdef', 'second-token-0123456789', 'file-token-0123456789abcdef']);
+  });
+
+  it('says which token file it could not read', () => {
+    expect(() => loadConfig({ VOLUME_MEDIC_TOKEN_FILE: join(dir, 'missing') })).toThrow(/VOLUME_MEDIC_TOKEN_FILE: cannot read .*missing: ENOENT/);
+  });
+
+  it('reads a YAML config file and lets the environment win', () => {
+    const cfg = file('config.yaml', 'port: 9090\nbodyLimit: 4096\nrunbookModes:\n  rbd-stale-mapping: enforce\n');
+    const c = loadConfig({ VOLUME_MEDIC_CONFIG: cfg, PORT: '9999' });
+    expect(c.port).toBe(9999);
+    expect(c.bodyLimit).toBe(4096);
+    expect(modeOf(c, 'rbd-stale-mapping')).toBe('enforce');
+  });
+
+  it('refuses unknown settings in the config file instead of ignoring a typo', () => {
+    const cfg = file('typo.yaml', 'prot: 9090\n');
+    expect(() => loadConfig({ VOLUME_MEDIC_CONFIG: cfg })).toThrow(/unknown setting\(s\) prot/);
+  });
+});
