@@ -10,6 +10,8 @@ export default defineConfig({
           name: 'unit',
           include: ['test/unit/**/*.test.ts'],
           environment: 'node',
+          // Projects with different maxWorkers must run as separate groups: unit first, then integration.
+          sequence: { groupOrder: 0 },
         },
       },
       {
@@ -22,6 +24,7 @@ export default defineConfig({
           hookTimeout: 60_000,
           // Integration files start servers and Redis workers; keep them from starving each other on 2 cores.
           maxWorkers: 2,
+          sequence: { groupOrder: 1 },
         },
       },
     ],
