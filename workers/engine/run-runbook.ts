@@ -1,0 +1,137 @@
+import type { JobOf, RunbookName } from '../../src/catalogue/jobs.ts';
+import type { CommandRecord, Outcome, RunbookResult, StepRecord } from '../../src/catalogue/result.ts';
+import type { Host } from '../host/host.ts';
+import { createAuditHost } from '../host/audit-host.ts';
+import type { RunbookContext } from '../runbooks/registry.ts';
+import { PermanentError, RefusedError } from './errors.ts';
+import { Journal } from './journal.ts';
+import type { PlannedStep, RunbookDefinition, Verification } from './runbook.ts';
+import { RunbookFailedError } from './runbook-failed-error.ts';
+
+// One function shows the order of every runbook: observe -> refuse? -> act -> verify.
+// In dry-run the runbook sees a dry-run host: it looks for real, and each step that is not done
+// yet is applied against the simulation, so the result lists the exact commands it would run.
+
+export interface EngineDeps {
+  /** The node as it is; the engine wraps it to audit (enforce) or simulate (dry-run). */
+  host: Host;
+  /** Host path of the agent's state directory (journals live in `<stateDir>/journal`). */
+  stateDir: string;
+  now?: () => Date;
+}
+
+const message = (err: unknown): string => (err instanceof Error ? err.message : String(err));
+
+export async function runRunbook<R extends RunbookName, F, S extends PlannedStep>(
+  def: RunbookDefinition<R, F, S>,
+  job: JobOf<R>,
+  ctx: RunbookContext,
+  deps: EngineDeps,
+): Promise<RunbookResult> {
+  const now = deps.now ?? (() => new Date());
+  const commands: CommandRecord[] = [];
+  const steps: StepRecord[] = [];
+  let stepCommands: CommandRecord[] | null = null;
+  const host = createAuditHost(deps.host, {
+    simulate: ctx.mode === 'dry-run',
+    sink: (r) => {
+      commands.push(r);
+      stepCommands?.push(r);
+    },
+  });
+  let facts: unknown;
+  let plan: unknown;
+  const result = (outcome: Outcome, summary: string, extra: { refusals?: string[]; verification?: Verification } = {}): RunbookResult => ({
+    runbook: def.runbook,
+    mode: ctx.mode,
+    outcome,
+    summary,
+    facts,
+    plan,
+    refusals: extra.refusals ?? [],
+    steps: steps.map((s) => ({ ...s, commands: [...s.commands] })),
+    commands: [...commands],
+    ...(extra.verification ? { verification: extra.verification } : {}),
+    ranOn: ctx.ranOn,
+  });
+  const fail = (err: unknown, summary: string): Error => {
+    if (err instanceof RefusedError) return new RefusedError(err.reasons, result('refused', summary, { refusals: [...err.reasons] }));
+    if (err instanceof PermanentError) return err;
+    return new RunbookFailedError(summary, result('failed', summary));
+  };
+
+  // Only enforce keeps a journal: a dry-run has nothing to resume.
+  const journal = ctx.mode === 'enforce' ? await Journal.open(deps.host, deps.stateDir, ctx.jobId, def.runbook, now) : null;
+
+  try {
+    facts = await def.observe(job, host);
+  } catch (err) {
+    throw fail(err, `observing failed: ${message(err)}`);
+  }
+  const planned = def.plan(facts as F, job);
+  plan = planned;
+
+  if (planned.kind === 'refuse') {
+    await journal?.finish();
+    const summary = `refused: ${planned.reasons.join('; ')}`;
+    ctx.log.warn({ jobId: ctx.jobId, reasons: planned.reasons }, 'runbook refused');
+    throw new RefusedError(planned.reasons, result('refused', summary, { refusals: planned.reasons }));
+  }
+  if (planned.kind === 'nothing-to-do') {
+    await journal?.finish();
+    return result('nothing-to-do', planned.summary);
+  }
+
+  for (const step of planned.steps) {
+    if (ctx.signal.aborted) {
+      throw new RunbookFailedError('stopped between steps: the worker is shutting down; a retry resumes here', result('failed', 'interrupted'));
+    }
+    const started = performance.now();
+    stepCommands = [];
+    const record: StepRecord = {
+      id: step.id,
+      description: step.description,
+      destructive: step.destructive,
+      status: 'done',
+      startedAt: now().toISOString(),
+      durationMs: 0,
+      commands: stepCommands,
+    };
+    steps.push(record);
+    try {
+      if (journal?.has(step.id)) {
+        record.status = 'skipped-already-done';
+      } else if (await def.steps.isDone(step, host)) {
+        record.status = 'skipped-already-done';
+        await journal?.markDone(step.id);
+      } else {
+        await def.steps.apply(step, host);
+        if (journal) await journal.markDone(step.id);
+        record.status = journal ? 'done' : 'would-run';
+      }
+    } catch (err) {
+      record.status = 'failed';
+      record.error = message(err);
+      throw fail(err, `step ${step.id} failed: ${message(err)}`);
+    } finally {
+      record.durationMs = Math.round(performance.now() - started);
+      stepCommands = null;
+    }
+  }
+
+  if (!journal) return result('planned', `dry-run, nothing changed: ${planned.summary}`);
+
+  let verified: Verification;
+  try {
+    verified = await def.verify(job, host, planned);
+  } catch (err) {
+    throw fail(err, `verification could not run: ${message(err)}`);
+  }
+  if (!verified.ok) {
+    const failed = verified.checks.filter((c) => !c.ok).map((c) => c.what);
+    const summary = `verification failed: ${failed.join('; ')}`;
+    throw new RunbookFailedError(summary, result('failed', summary, { verification: verified }));
+  }
+  await journal.finish();
+  return result('succeeded', planned.summary, { verification: verified });
+}

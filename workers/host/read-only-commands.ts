@@ -1,0 +1,36 @@
+// The commands a dry-run host may really run: those that only look. An allowlist of argv shapes,
+// not of program names alone (`losetup -l` looks, `losetup -d` detaches). Anything not listed
+// is recorded as "would run" and not executed.
+
+const LOSETUP_LOOK_FLAGS = new Set(['-l', '--list', '-J', '--json', '-a', '--all', '-n', '--noheadings', '--raw']);
+const LOSETUP_VALUE_FLAGS = new Set(['-O', '--output']);
+const BLOCKDEV_GETTERS = new Set(['--getsize64', '--getsz', '--getss', '--getro', '--getbsz']);
+const ALWAYS_READ_ONLY = new Set(['cat', 'stat', 'readlink', 'test', 'lsblk', 'true', 'uname']);
+
+function losetupLooksOnly(args: readonly string[]): boolean {
+  let listing = false;
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i] ?? '';
+    if (LOSETUP_VALUE_FLAGS.has(a)) {
+      i++;
+      continue;
+    }
+    if (LOSETUP_LOOK_FLAGS.has(a)) {
+      listing ||= a !== '-J' && a !== '--json' && a !== '-n' && a !== '--noheadings' && a !== '--raw';
+      continue;
+    }
+    // A bare device is only a query when a listing flag says so (`losetup /dev/loop1 file` attaches).
+    if (a.startsWith('/') && !a.includes('\0')) continue;
+    return false;
+  }
+  return listing;
+}
+
+export function isReadOnlyCommand(argv: readonly string[]): boolean {
+  const [file, ...args] = argv;
+  if (file === undefined) return false;
+  if (ALWAYS_READ_ONLY.has(file)) return true;
+  if (file === 'losetup') return losetupLooksOnly(args);
+  if (file === 'blockdev') return args.length === 2 && BLOCKDEV_GETTERS.has(args[0] ?? '');
+  return false;
+}
