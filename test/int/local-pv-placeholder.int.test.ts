@@ -1,0 +1,221 @@
+import { execFileSync } from 'node:child_process';
+import { closeSync, openSync, writeSync } from 'node:fs';
+import { lstat, mkdir, mkdtemp, readFile, readlink, rm, stat, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pino } from 'pino';
+import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { LocalPvPlaceholderJob } from '../../src/catalogue/jobs.ts';
+import type { Mode, RunbookResult } from '../../src/catalogue/result.ts';
+import { RefusedError } from '../../workers/engine/errors.ts';
+import { createRealHost } from '../../workers/host/real-host.ts';
+import { parseLosetupList } from '../../workers/runbooks/local-pv-placeholder/loops.ts';
+import { createLocalPvPlaceholder, DEFAULT_OPT_IN_LABEL, InMemoryNodeLabels, PlaceholderStore } from '../../workers/runbooks/local-pv-placeholder/index.ts';
+import type { RunbookContext } from '../../workers/runbooks/registry.ts';
+
+// The placeholder runbook on REAL loop devices. The host root is a temporary folder, so the
+// by-id links, /sys/block and the state directory are the test's own; loop devices are the
+// kernel's. Every loop device backed by a file under a test root is detached after each test,
+// whatever happened in it.
+
+const NODE = 'worker-1';
+const STATE_DIR = '/var/lib/volume-medic';
+const WWN = '5000c500deadbeef';
+const LINK = `/dev/disk/by-id/wwn-0x${WWN}`;
+const roots: string[] = [];
+let root = '';
+
+function attachedLoops(): Array<{ loop: string; backFile: string | null }> {
+  const out = execFileSync('losetup', ['--list', '--json', '--output', 'NAME,BACK-FILE'], { encoding: 'utf8' });
+  return parseLosetupList(out);
+}
+
+function detachOurs(): void {
+  for (const a of attachedLoops()) {
+    if (a.backFile && roots.some((r) => a.backFile?.startsWith(`${r}/`))) execFileSync('losetup', ['-d', `/dev/${a.loop}`]);
+  }
+}
+
+beforeEach(async () => {
+  root = await mkdtemp(join(tmpdir(), 'vm-lpv-'));
+  roots.push(root);
+});
+afterEach(() => detachOurs());
+afterAll(async () => {
+  detachOurs();
+  for (const r of roots) await rm(r, { recursive: true, force: true });
+});
+
+const at = (p: string): string => join(root, p);
+
+function job(action: 'place' | 'release' = 'place', pv = 'local-pv-1', link = LINK): LocalPvPlaceholderJob {
+  return {
+    version: 1,
+    key: `lpv_${pv}_${action}_0123456789ab`,
+    runbook: 'local-pv-placeholder',
+    action,
+    target: { node: NODE, pv, path: link },
+    evidence: [{ source: 'k8s-event', summary: 'not a device node', raw: {} }],
+  };
+}
+
+function ctx(j: LocalPvPlaceholderJob, mode: Mode = 'enforce'): RunbookContext {
+  return { jobId: j.key, attempt: 1, mode, ranOn: NODE, log: pino({ level: 'silent' }), signal: new AbortController().signal };
+}
+
+function handler(labels: Record<string, string> = { [DEFAULT_OPT_IN_LABEL.key]: DEFAULT_OPT_IN_LABEL.value }) {
+  return createLocalPvPlaceholder({ host: createRealHost({ root }), stateDir: STATE_DIR, nodeLabels: new InMemoryNodeLabels({ [NODE]: labels }) });
+}
+
+async function place(pv = 'local-pv-1', link = LINK): Promise<{ result: RunbookResult; loop: string }> {
+  const j = job('place', pv, link);
+  const result = await handler()(j, ctx(j));
+  const loop = (await readlink(at(link))).replace('/dev/', '');
+  return { result, loop };
+}
+
+const loopNumber = (loop: string): number => Number(loop.replace('loop', ''));
+const changingCommands = (r: RunbookResult): string[][] => r.commands.map((c) => c.argv).filter((a) => a[0] !== 'losetup' || a[1] !== '--list').filter((a) => a[0] !== 'blockdev');
+
+describe('placing a placeholder on real loop devices', () => {
+  it('makes the path a link to a 512-byte loop device numbered 101 or higher', async () => {
+    const { result, loop } = await place();
+    expect(result.outcome).toBe('succeeded');
+    expect(result.verification).toMatchObject({ ok: true });
+    expect(loopNumber(loop)).toBeGreaterThanOrEqual(101);
+    expect(await readlink(at(LINK))).toBe(`/dev/${loop}`);
+    // The absolute link resolves on this machine to the kernel's device node.
+    const dev = await stat(`/dev/${loop}`);
+    expect(dev.isBlockDevice()).toBe(true);
+    expect(execFileSync('blockdev', ['--getsize64', `/dev/${loop}`], { encoding: 'utf8' }).trim()).toBe('512');
+    expect(attachedLoops()).toContainEqual({ loop, backFile: at(`${STATE_DIR}/placeholders/local-pv-1.img`) });
+  });
+
+  it('refuses a write of 1024 bytes with No space left on device', async () => {
+    const { loop } = await place();
+    const fd = openSync(`/dev/${loop}`, 'r+');
+    const data = Buffer.alloc(1024, 0xab);
+    let written = 0;
+    let error: NodeJS.ErrnoException | undefined;
+    try {
+      // The first write() returns a short count (512); only the next one fails, as dd shows.
+      while (written < data.length) written += writeSync(fd, data, written, data.length - written, written);
+    } catch (err) {
+      error = err as NodeJS.ErrnoException;
+    } finally {
+      closeSync(fd);
+    }
+    expect(written).toBe(512);
+    expect(error?.code).toBe('ENOSPC');
+  });
+
+  it('changes nothing when a second job arrives for the same PV', async () => {
+    const { loop } = await place();
+    const before = attachedLoops();
+    const second = await handler()(job(), ctx(job()));
+    expect(second.outcome).toBe('nothing-to-do');
+    expect(second.summary).toMatch(/already in place/);
+    expect(changingCommands(second)).toEqual([]);
+    expect(attachedLoops()).toEqual(before);
+    expect(await readlink(at(LINK))).toBe(`/dev/${loop}`);
+  });
+
+  it('keeps its record across an agent restart', async () => {
+    const { loop } = await place();
+    const restarted = handler();
+    const again = await restarted(job(), ctx(job()));
+    expect(again.outcome).toBe('nothing-to-do');
+    const { records } = await new PlaceholderStore(STATE_DIR).list(createRealHost({ root }));
+    expect(records).toEqual([expect.objectContaining({ pv: 'local-pv-1', path: LINK, wwn: WWN, loop })]);
+  });
+
+  it('gives two PVs two different loop devices, both above loop100', async () => {
+    const a = await place('local-pv-1', LINK);
+    const b = await place('local-pv-2', '/dev/disk/by-id/wwn-0x5000c500feedface');
+    expect(a.loop).not.toBe(b.loop);
+    expect(Math.min(loopNumber(a.loop), loopNumber(b.loop))).toBeGreaterThanOrEqual(101);
+  });
+
+  it('refuses on a node without the opt-in label and changes nothing', async () => {
+    const err = await handler({})(job(), ctx(job())).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(RefusedError);
+    expect((err as RefusedError).reasons.join()).toMatch(/has not opted in/);
+    expect((err as RefusedError).result).toMatchObject({ outcome: 'refused' });
+    await expect(lstat(at(LINK))).rejects.toMatchObject({ code: 'ENOENT' });
+  });
+
+  it('refuses when the disk is present under another name in /sys/block', async () => {
+    await mkdir(at('/sys/block/sdq/device'), { recursive: true });
+    await writeFile(at('/sys/block/sdq/device/wwid'), `naa.${WWN}\n`);
+    const err = await handler()(job(), ctx(job())).catch((e: unknown) => e);
+    expect((err as RefusedError).reasons.join()).toMatch(/present as \/dev\/sdq/);
+    expect(attachedLoops().filter((a) => a.backFile?.startsWith(root))).toEqual([]);
+  });
+});
+
+describe('dry-run', () => {
+  it('shows the plan and the commands it would run, and changes nothing', async () => {
+    const before = attachedLoops();
+    const j = job();
+    const result = await handler()(j, ctx(j, 'dry-run'));
+    expect(result.outcome).toBe('planned');
+    expect(result.mode).toBe('dry-run');
+    expect(result.steps.map((s) => s.status)).toEqual(['would-run', 'would-run', 'would-run', 'would-run', 'would-run']);
+    const argvs = result.steps.flatMap((s) => s.commands.map((c) => c.argv));
+    const attach = argvs.find((a) => a[0] === 'losetup' && a.length === 3);
+    expect(attach?.[1]).toMatch(/\/dev\/loop(\d+)$/);
+    expect(loopNumber(attach?.[1]?.replace(/.*\//, '') ?? '')).toBeGreaterThanOrEqual(101);
+    expect(attach?.[2]).toBe(at(`${STATE_DIR}/placeholders/local-pv-1.img`));
+    expect(argvs.some((a) => a[0] === 'mknod')).toBe(true);
+    expect(argvs).toContainEqual(['host:rename', expect.stringContaining('.volume-medic-tmp'), LINK]);
+    expect(attachedLoops()).toEqual(before);
+    await expect(lstat(at(LINK))).rejects.toMatchObject({ code: 'ENOENT' });
+    await expect(lstat(at(STATE_DIR))).rejects.toMatchObject({ code: 'ENOENT' });
+  });
+});
+
+describe('releasing a placeholder', () => {
+  it('removes the link, detaches the loop device and forgets it on request', async () => {
+    const { loop } = await place();
+    const r = job('release');
+    const result = await handler()(r, ctx(r));
+    expect(result.outcome).toBe('succeeded');
+    expect(result.steps.map((s) => s.id)).toEqual([`remove-link:${LINK}:${loop}`, `detach-loop:${loop}:local-pv-1`, 'delete-image:local-pv-1', 'delete-record:local-pv-1']);
+    await expect(lstat(at(LINK))).rejects.toMatchObject({ code: 'ENOENT' });
+    expect(attachedLoops().filter((a) => a.loop === loop)).toEqual([]);
+    expect(await readFile(at(`${STATE_DIR}/placeholders/local-pv-1.img`)).catch(() => null)).toBeNull();
+    expect((await new PlaceholderStore(STATE_DIR).list(createRealHost({ root }))).records).toEqual([]);
+  });
+
+  it('releases by itself when the disk with the same WWN comes back', async () => {
+    const { loop } = await place();
+    await mkdir(at('/sys/block/sdq/device'), { recursive: true });
+    await writeFile(at('/sys/block/sdq/device/wwid'), `naa.${WWN}\n`);
+    const result = await handler()(job(), ctx(job()));
+    expect(result.outcome).toBe('succeeded');
+    expect(result.summary).toMatch(/is back/);
+    expect(attachedLoops().filter((a) => a.loop === loop)).toEqual([]);
+  });
+
+  it('never detaches a loop device it did not attach', async () => {
+    const { loop } = await place();
+    // Someone detaches ours and attaches their own file to the same number.
+    execFileSync('losetup', ['-d', `/dev/${loop}`]);
+    const foreign = join(root, 'foreign.img');
+    await writeFile(foreign, Buffer.alloc(4096));
+    execFileSync('losetup', [`/dev/${loop}`, foreign]);
+    const r = job('release');
+    const result = await handler()(r, ctx(r));
+    expect(result.steps.map((s) => s.id)).not.toContain(`detach-loop:${loop}:local-pv-1`);
+    expect(attachedLoops()).toContainEqual({ loop, backFile: foreign });
+  });
+
+  it('reports that the PV must be recreated when a disk with a new WWN replaced it', async () => {
+    await place();
+    await mkdir(at('/sys/block/sdr/device'), { recursive: true });
+    await writeFile(at('/sys/block/sdr/device/wwid'), 'naa.5000c500cafef00d\n');
+    const err = await handler()(job(), ctx(job())).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(RefusedError);
+    expect((err as RefusedError).reasons.join()).toMatch(/the PV must be recreated/);
+  });
+});

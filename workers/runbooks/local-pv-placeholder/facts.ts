@@ -1,0 +1,40 @@
+import type { FileType } from '../../host/host.ts';
+import type { LoopAttachment } from './loops.ts';
+import type { PlaceholderRecord } from './record.ts';
+
+// Everything plan() decides on. Plain data: fixtures in unit tests are these objects.
+
+export type PathState =
+  | { kind: 'missing' }
+  | { kind: 'link'; target: string; resolvesTo: string; resolvedType: FileType | null }
+  | { kind: 'not-a-link'; type: FileType };
+
+/** A disk with the PV's WWN, seen under another name. */
+export interface Sighting {
+  device: string;
+  via: string;
+}
+
+export interface PlaceholderFacts {
+  action: 'place' | 'release';
+  jobId: string;
+  observedAt: string;
+  node: string;
+  /** The agent that observed: must be the job's node. */
+  ranOn: string;
+  pv: string;
+  path: string;
+  optIn: { label: string; value: string | null; optedIn: boolean };
+  /** The PV's disk WWN from its link name; null when the name carries none we can read. */
+  wwn: string | null;
+  pathState: PathState;
+  sightings: Sighting[];
+  /** WWNs of every disk the node shows in sysfs. */
+  disksPresent: string[];
+  record: PlaceholderRecord | null;
+  recordUnreadable: boolean;
+  /** Loop devices recorded for other PVs (reserved even while not attached yet). */
+  reservedLoops: string[];
+  attached: LoopAttachment[];
+  image: { path: string; seenByCommandsAs: string; size: number | null };
+}

@@ -1,0 +1,106 @@
+import { posix } from 'node:path';
+import type { LocalPvPlaceholderJob } from '../../../src/catalogue/jobs.ts';
+import { DEVICE_PATTERNS, isDiskLinkPath } from '../../../src/catalogue/names.ts';
+import { TransientError } from '../../engine/errors.ts';
+import type { Host } from '../../host/host.ts';
+import { followLink } from '../../host/follow-link.ts';
+import { assertDiskLinkPath, sysBlockPath } from '../../host/paths.ts';
+import type { PathState, PlaceholderFacts, Sighting } from './facts.ts';
+import { listLoops } from './loops.ts';
+import type { NodeLabels, OptInLabel } from './node-labels.ts';
+import type { PlaceholderStore } from './record-store.ts';
+import { wwnOfDmUuid, wwnOfLinkName, wwnOfWwid } from './wwn.ts';
+
+export interface ObserveDeps {
+  labels: NodeLabels;
+  optIn: OptInLabel;
+  store: PlaceholderStore;
+  ranOn: string;
+  jobId: string;
+  now: () => Date;
+}
+
+const BY_ID = '/dev/disk/by-id';
+/** NVMe namespaces are not in DEVICE_PATTERNS (we never act on them), but a WWN can live there. */
+const NVME = /^nvme[0-9]{1,4}n[0-9]{1,4}$/;
+
+async function pathState(host: Host, path: string): Promise<PathState> {
+  const info = await host.lstat(path);
+  if (!info) return { kind: 'missing' };
+  if (info.type !== 'symlink') return { kind: 'not-a-link', type: info.type };
+  const target = (await host.readlink(path)) ?? '';
+  const end = await followLink(host, path);
+  return { kind: 'link', target, resolvesTo: end.path, resolvedType: end.info?.type ?? null };
+}
+
+/** WWN per disk from sysfs: SCSI disks, NVMe namespaces and multipath maps. */
+async function sysfsDisks(host: Host): Promise<Map<string, string>> {
+  const disks = new Map<string, string>();
+  for (const name of await host.list('/sys/block')) {
+    let wwn: string | null = null;
+    if (DEVICE_PATTERNS.scsi.test(name)) wwn = wwnOfWwid((await host.readFile(sysBlockPath(name, 'device', 'wwid'))) ?? '');
+    else if (DEVICE_PATTERNS.dm.test(name)) wwn = wwnOfDmUuid((await host.readFile(sysBlockPath(name, 'dm', 'uuid'))) ?? '');
+    else if (NVME.test(name)) wwn = wwnOfWwid((await host.readFile(`/sys/block/${name}/wwid`)) ?? '');
+    if (wwn) disks.set(name, wwn);
+  }
+  return disks;
+}
+
+/** Other by-id links naming the same WWN that lead to a block device which is not one of our loops. */
+async function linkSightings(host: Host, path: string, wwn: string, ourLoops: Set<string>): Promise<Sighting[]> {
+  const found: Sighting[] = [];
+  for (const name of await host.list(BY_ID)) {
+    const link = `${BY_ID}/${name}`;
+    if (link === path || !isDiskLinkPath(link) || wwnOfLinkName(name) !== wwn) continue;
+    const end = await followLink(host, link);
+    if (end.info?.type === 'block' && !ourLoops.has(posix.basename(end.path))) found.push({ device: end.path, via: link });
+  }
+  return found;
+}
+
+export async function observe(job: LocalPvPlaceholderJob, host: Host, deps: ObserveDeps): Promise<PlaceholderFacts> {
+  const { node, pv, path } = job.target;
+  assertDiskLinkPath(path);
+  let labels: Readonly<Record<string, string>> | null;
+  try {
+    labels = await deps.labels.labelsOf(node);
+  } catch (err) {
+    throw new TransientError(`cannot read the labels of node ${node}: ${(err as Error).message}`);
+  }
+  const value = labels?.[deps.optIn.key] ?? null;
+  const wwn = wwnOfLinkName(posix.basename(path));
+
+  const listing = await deps.store.list(host);
+  const own = await deps.store.get(host, pv);
+  const record = own === 'unreadable' ? null : own;
+  const ourLoops = new Set(listing.records.map((r) => r.loop));
+
+  const disks = await sysfsDisks(host);
+  const sightings: Sighting[] = [];
+  if (wwn) {
+    for (const [name, w] of disks) if (w === wwn) sightings.push({ device: `/dev/${name}`, via: `/sys/block/${name}` });
+    sightings.push(...(await linkSightings(host, path, wwn, ourLoops)));
+  }
+
+  const image = deps.store.imagePath(pv);
+  const imageInfo = await host.lstat(image);
+  return {
+    action: job.action,
+    jobId: deps.jobId,
+    observedAt: deps.now().toISOString(),
+    node,
+    ranOn: deps.ranOn,
+    pv,
+    path,
+    optIn: { label: `${deps.optIn.key}=${deps.optIn.value}`, value, optedIn: value === deps.optIn.value },
+    wwn,
+    pathState: await pathState(host, path),
+    sightings,
+    disksPresent: [...new Set(disks.values())].sort(),
+    record,
+    recordUnreadable: own === 'unreadable',
+    reservedLoops: listing.records.filter((r) => r.pv !== pv).map((r) => r.loop),
+    attached: await listLoops(host),
+    image: { path: image, seenByCommandsAs: host.argPath(image), size: imageInfo?.type === 'file' ? imageInfo.size : null },
+  };
+}
