@@ -8,6 +8,7 @@ import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { LocalPvPlaceholderJob } from '../../src/catalogue/jobs.ts';
 import type { Mode, RunbookResult } from '../../src/catalogue/result.ts';
 import { RefusedError } from '../../workers/engine/errors.ts';
+import { RunbookFailedError } from '../../workers/engine/runbook-failed-error.ts';
 import { createRealHost } from '../../workers/host/real-host.ts';
 import { parseLosetupList } from '../../workers/runbooks/local-pv-placeholder/loops.ts';
 import { createLocalPvPlaceholder, DEFAULT_OPT_IN_LABEL, InMemoryNodeLabels, PlaceholderStore } from '../../workers/runbooks/local-pv-placeholder/index.ts';
@@ -150,6 +151,24 @@ describe('placing a placeholder on real loop devices', () => {
     const err = await handler()(job(), ctx(job())).catch((e: unknown) => e);
     expect((err as RefusedError).reasons.join()).toMatch(/present as \/dev\/sdq/);
     expect(attachedLoops().filter((a) => a.backFile?.startsWith(root))).toEqual([]);
+  });
+});
+
+describe('a retried job', () => {
+  it('resumes after a failed step without attaching a second loop device', async () => {
+    // Block the link's temporary name with a directory: the last step fails after the loop is attached.
+    const blocker = at(`/dev/disk/by-id/.wwn-0x${WWN}.volume-medic-tmp`);
+    await mkdir(join(blocker, 'x'), { recursive: true });
+    const j = job();
+    const err = await handler()(j, ctx(j)).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(RunbookFailedError);
+    expect((err as RunbookFailedError).result.steps.map((s) => s.status)).toEqual(['done', 'done', 'done', 'done', 'failed']);
+    await rm(blocker, { recursive: true });
+
+    const retry = await handler()(j, { ...ctx(j), attempt: 2 });
+    expect(retry.outcome).toBe('succeeded');
+    expect(retry.steps.map((s) => s.status)).toEqual(['skipped-already-done', 'skipped-already-done', 'skipped-already-done', 'skipped-already-done', 'done']);
+    expect(attachedLoops().filter((a) => a.backFile?.startsWith(`${root}/`))).toHaveLength(1);
   });
 });
 
