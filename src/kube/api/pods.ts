@@ -1,0 +1,33 @@
+import type { CoreV1Api, V1Pod } from '@kubernetes/client-node';
+import type { NamespacedName, PodInfo } from '../lookups.ts';
+
+// Pods and the claims they use. The multi-attach interlock asks "does a pod on that node still use
+// this PVC", so a node's pods are listed by field selector rather than all pods of the cluster.
+
+export function podInfo(p: V1Pod): PodInfo {
+  const owner = p.metadata?.ownerReferences?.find((o) => o.controller);
+  const statuses = [...(p.status?.initContainerStatuses ?? []), ...(p.status?.containerStatuses ?? [])];
+  return {
+    namespace: p.metadata?.namespace ?? '',
+    name: p.metadata?.name ?? '',
+    ...(p.metadata?.uid ? { uid: p.metadata.uid } : {}),
+    ...(p.spec?.nodeName ? { node: p.spec.nodeName } : {}),
+    ...(p.status?.phase ? { phase: p.status.phase } : {}),
+    claims: (p.spec?.volumes ?? []).flatMap((v) => (v.persistentVolumeClaim?.claimName ? [v.persistentVolumeClaim.claimName] : [])),
+    waiting: statuses.flatMap((s) => (s.state?.waiting?.reason
+      ? [{ container: s.name, reason: s.state.waiting.reason, ...(s.state.waiting.message ? { message: s.state.waiting.message } : {}) }]
+      : [])),
+    ...(owner ? { controller: { kind: owner.kind, name: owner.name } } : {}),
+  };
+}
+
+export async function listPodsUsingClaim(core: CoreV1Api, claim: NamespacedName): Promise<PodInfo[]> {
+  const list = await core.listNamespacedPod({ namespace: claim.namespace });
+  return list.items.map(podInfo).filter((p) => p.claims.includes(claim.name));
+}
+
+export async function listPodsOnNodeUsingClaim(core: CoreV1Api, node: string, claim: NamespacedName): Promise<PodInfo[]> {
+  const list = await core.listNamespacedPod({ namespace: claim.namespace, fieldSelector: `spec.nodeName=${node}` });
+  // The field selector is the server's job; filter again so a server that ignores it cannot mislead.
+  return list.items.map(podInfo).filter((p) => p.node === node && p.claims.includes(claim.name));
+}

@@ -1,0 +1,346 @@
+import { once } from 'node:events';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { randomUUID } from 'node:crypto';
+import type { KubeConfig } from '@kubernetes/client-node';
+import { kubeConfigFor } from '../../src/kube/client.ts';
+
+// A small API server that speaks the real list/watch protocol to the real @kubernetes/client-node:
+// - GET collection: a `<Kind>List` with metadata.resourceVersion (items without kind/apiVersion,
+//   as the real server sends them), filtered by namespace and fieldSelector (`a.b=c`, `a!=b`).
+// - GET collection `?watch=true&resourceVersion=N`: 200, chunked, one JSON line per event
+//   `{"type":"ADDED|MODIFIED|DELETED|BOOKMARK|ERROR","object":...}`; history after N is replayed
+//   first. N older than the compaction point gets `ERROR` with a `Status` 410 Expired and the
+//   stream ends (what a real apiserver does), or an HTTP 410 with `expireAs: 'http'`.
+// - GET/POST/PATCH (json-patch and merge-patch) of single objects, with 404/409 `Status` answers.
+// Connections can be dropped gracefully or abruptly, held while a test changes the world, and any
+// request can be made to fail. Every request and every write is recorded for assertions.
+// Simplification: core/v1 and events.k8s.io/v1 Events are separate collections here.
+
+type Obj = Record<string, any>;
+
+interface Change {
+  rv: number;
+  collection: string;
+  type: 'ADDED' | 'MODIFIED' | 'DELETED';
+  object: Obj;
+}
+
+interface Watcher {
+  collection: string;
+  namespace?: string;
+  selector: Selector;
+  bookmarks: boolean;
+  res: ServerResponse;
+}
+
+export interface RecordedRequest {
+  method: string;
+  path: string;
+  query: Record<string, string>;
+  contentType?: string;
+  body?: unknown;
+}
+
+type Selector = (o: Obj) => boolean;
+
+const pathValue = (o: Obj, path: string): unknown => path.split('.').reduce<unknown>((v, k) => (v && typeof v === 'object' ? (v as Obj)[k] : undefined), o);
+
+function fieldSelector(sel: string | undefined): Selector {
+  if (!sel) return () => true;
+  const terms = sel.split(',').filter(Boolean).map((t) => {
+    const m = /^([^!=]+)(==|!=|=)(.*)$/.exec(t);
+    if (!m) throw new Error(`bad field selector ${t}`);
+    return { path: m[1]!, neg: m[2] === '!=', value: m[3]! };
+  });
+  return (o) => terms.every((t) => (String(pathValue(o, t.path) ?? '') === t.value) !== t.neg);
+}
+
+export function collectionOf(apiVersion: string, kind: string): string {
+  return `${apiVersion.includes('/') ? `apis/${apiVersion}` : `api/${apiVersion}`}/${kind.toLowerCase()}s`;
+}
+
+function parsePath(pathname: string): { collection: string; namespace?: string; name?: string } | undefined {
+  const all = pathname.split('/').filter(Boolean);
+  const gvLength = all[0] === 'api' ? 2 : all[0] === 'apis' ? 3 : 0;
+  if (gvLength === 0) return undefined;
+  const gv = all.slice(0, gvLength);
+  let rest = all.slice(gvLength);
+  let namespace: string | undefined;
+  if (rest[0] === 'namespaces' && rest.length >= 3) {
+    namespace = rest[1];
+    rest = rest.slice(2);
+  }
+  const [resource, name] = rest;
+  if (!resource) return undefined;
+  return { collection: `${gv.join('/')}/${resource}`, ...(namespace ? { namespace } : {}), ...(name ? { name } : {}) };
+}
+
+const status = (code: number, reason: string, message: string): Obj => ({ kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message, reason, code });
+const clone = <T>(o: T): T => structuredClone(o);
+const key = (ns: string | undefined, name: string): string => `${ns ?? ''}/${name}`;
+
+function applyJsonPatch(target: Obj, ops: Array<{ op: string; path: string; value?: unknown }>): void {
+  for (const op of ops) {
+    const parts = op.path.split('/').slice(1).map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'));
+    const last = parts.pop()!;
+    let parent: Obj = target;
+    for (const p of parts) parent = (parent[p] ??= {});
+    if (op.op === 'remove') delete parent[last];
+    else if (op.op === 'add' || op.op === 'replace') parent[last] = op.value;
+    else throw new Error(`json-patch op ${op.op} not supported by the fake`);
+  }
+}
+
+function mergePatch(target: Obj, patch: Obj): void {
+  for (const [k, v] of Object.entries(patch)) {
+    if (v === null) delete target[k];
+    else if (v && typeof v === 'object' && !Array.isArray(v) && target[k] && typeof target[k] === 'object') mergePatch(target[k], v as Obj);
+    else target[k] = v;
+  }
+}
+
+export class FakeKubeApi {
+  url = '';
+  readonly requests: RecordedRequest[] = [];
+  /** Server-side 410 as an ERROR line in a 200 stream (real apiserver), or as an HTTP 410 answer. */
+  expireAs: 'event' | 'http' = 'event';
+  private server: Server | undefined;
+  private rv = 100;
+  private oldestRv = 0;
+  private readonly store = new Map<string, Map<string, Obj>>();
+  private readonly history: Change[] = [];
+  private readonly watchers = new Set<Watcher>();
+  private held: { promise: Promise<void>; release: () => void } | undefined;
+  private failures: Array<{ match: RegExp; code: number; times: number }> = [];
+
+  async start(): Promise<this> {
+    this.server = createServer((req, res) => {
+      this.handle(req, res).catch((err: Error) => {
+        if (!res.headersSent) this.send(res, 500, status(500, 'InternalError', err.message));
+        else res.destroy();
+      });
+    });
+    this.server.listen(0, '127.0.0.1');
+    await once(this.server, 'listening');
+    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+    return this;
+  }
+
+  kubeConfig(): KubeConfig {
+    return kubeConfigFor(this.url, 'fake-token');
+  }
+
+  async close(): Promise<void> {
+    this.held?.release();
+    for (const w of this.watchers) w.res.destroy();
+    this.watchers.clear();
+    this.server?.closeAllConnections();
+    await new Promise<void>((r) => (this.server ? this.server.close(() => r()) : r()));
+  }
+
+  get resourceVersion(): number {
+    return this.rv;
+  }
+
+  /** Create or replace an object (needs apiVersion, kind, metadata.name); watchers get ADDED/MODIFIED. */
+  put<T extends Obj>(input: T): T {
+    const obj = clone(input) as Obj;
+    const collection = collectionOf(obj['apiVersion'], obj['kind']);
+    const objects = this.collection(collection);
+    const k = key(obj['metadata']?.namespace, obj['metadata'].name);
+    const existing = objects.get(k);
+    obj['metadata'] = { uid: existing?.['metadata'].uid ?? randomUUID(), creationTimestamp: existing?.['metadata'].creationTimestamp ?? new Date().toISOString(), ...obj['metadata'], resourceVersion: String(++this.rv) };
+    objects.set(k, obj);
+    this.emit({ rv: this.rv, collection, type: existing ? 'MODIFIED' : 'ADDED', object: obj });
+    return clone(obj) as T;
+  }
+
+  remove(apiVersion: string, kind: string, name: string, namespace?: string): void {
+    const collection = collectionOf(apiVersion, kind);
+    const objects = this.collection(collection);
+    const existing = objects.get(key(namespace, name));
+    if (!existing) return;
+    objects.delete(key(namespace, name));
+    const obj = { ...clone(existing), metadata: { ...existing['metadata'], resourceVersion: String(++this.rv) } };
+    this.emit({ rv: this.rv, collection, type: 'DELETED', object: obj });
+  }
+
+  get(apiVersion: string, kind: string, name: string, namespace?: string): Obj | undefined {
+    const o = this.collection(collectionOf(apiVersion, kind)).get(key(namespace, name));
+    return o ? clone(o) : undefined;
+  }
+
+  list(apiVersion: string, kind: string): Obj[] {
+    return [...this.collection(collectionOf(apiVersion, kind)).values()].map(clone);
+  }
+
+  /** Forget history: a watch from any resourceVersion before now is answered 410 Expired. */
+  compact(): void {
+    this.oldestRv = this.rv;
+    this.history.length = 0;
+  }
+
+  /**
+   * Close every open watch. `abrupt` resets the socket (a crashed apiserver or LB); otherwise the
+   * stream ends cleanly (the apiserver's own timeout). `hold` keeps new watch requests waiting
+   * until releaseWatches(), so a test can change the world while the client is disconnected.
+   */
+  dropWatches(opts: { abrupt?: boolean; hold?: boolean } = {}): number {
+    if (opts.hold && !this.held) {
+      let release!: () => void;
+      const promise = new Promise<void>((r) => (release = r));
+      this.held = { promise, release };
+    }
+    const n = this.watchers.size;
+    for (const w of this.watchers) (opts.abrupt ? w.res.destroy() : w.res.end());
+    this.watchers.clear();
+    return n;
+  }
+
+  releaseWatches(): void {
+    const h = this.held;
+    this.held = undefined;
+    h?.release();
+  }
+
+  /** A BOOKMARK to every watch that asked for them (allowWatchBookmarks=true). */
+  bookmark(): void {
+    for (const w of this.watchers) {
+      if (w.bookmarks) this.line(w.res, { type: 'BOOKMARK', object: { kind: 'Bookmark', metadata: { resourceVersion: String(this.rv) } } });
+    }
+  }
+
+  /** The next `times` requests whose `METHOD path?query` matches get `code`. */
+  failNext(match: RegExp, code = 500, times = 1): void {
+    this.failures.push({ match, code, times });
+  }
+
+  openWatches(collection?: string): number {
+    return [...this.watchers].filter((w) => !collection || w.collection === collection).length;
+  }
+
+  requestsTo(method: string, pathPrefix: string, watch?: boolean): RecordedRequest[] {
+    return this.requests.filter((r) => r.method === method && r.path.startsWith(pathPrefix) && (watch === undefined || (r.query['watch'] === 'true') === watch));
+  }
+
+  private collection(c: string): Map<string, Obj> {
+    let m = this.store.get(c);
+    if (!m) this.store.set(c, (m = new Map()));
+    return m;
+  }
+
+  private emit(change: Change): void {
+    this.history.push(change);
+    for (const w of this.watchers) this.deliver(w, change);
+  }
+
+  private deliver(w: Watcher, c: Change): void {
+    if (c.collection !== w.collection) return;
+    if (w.namespace && c.object['metadata']?.namespace !== w.namespace) return;
+    if (!w.selector(c.object)) return;
+    this.line(w.res, { type: c.type, object: c.object });
+  }
+
+  private line(res: ServerResponse, ev: unknown): void {
+    if (!res.writableEnded && !res.destroyed) res.write(`${JSON.stringify(ev)}\n`);
+  }
+
+  private send(res: ServerResponse, code: number, body: unknown): void {
+    const text = JSON.stringify(body);
+    res.writeHead(code, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
+    res.end(text);
+  }
+
+  private async readBody(req: IncomingMessage): Promise<unknown> {
+    const chunks: Buffer[] = [];
+    for await (const c of req) chunks.push(c as Buffer);
+    const text = Buffer.concat(chunks).toString('utf8');
+    return text ? JSON.parse(text) : undefined;
+  }
+
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const u = new URL(req.url ?? '/', 'http://x');
+    const query = Object.fromEntries(u.searchParams);
+    const method = req.method ?? 'GET';
+    const body = method === 'POST' || method === 'PATCH' || method === 'PUT' ? await this.readBody(req) : undefined;
+    this.requests.push({ method, path: u.pathname, query, ...(req.headers['content-type'] ? { contentType: req.headers['content-type'] } : {}), ...(body !== undefined ? { body } : {}) });
+
+    const fail = this.failures.find((f) => f.times > 0 && f.match.test(`${method} ${u.pathname}${u.search}`));
+    if (fail) {
+      fail.times--;
+      this.failures = this.failures.filter((f) => f.times > 0);
+      return this.send(res, fail.code, status(fail.code, 'InternalError', 'injected failure'));
+    }
+    const p = parsePath(u.pathname);
+    if (!p) return this.send(res, 404, status(404, 'NotFound', `the server could not find the requested resource ${u.pathname}`));
+    const objects = this.collection(p.collection);
+
+    if (method === 'GET' && !p.name && (query['watch'] === 'true' || query['watch'] === '1')) return this.watch(req, res, p, query);
+    if (method === 'GET' && !p.name) {
+      const selector = fieldSelector(query['fieldSelector']);
+      const items = [...objects.values()]
+        .filter((o) => (!p.namespace || o['metadata']?.namespace === p.namespace) && selector(o))
+        .map((o) => { const { apiVersion: _a, kind: _k, ...rest } = clone(o); return rest; });
+      const kind = p.collection.split('/').pop()!;
+      return this.send(res, 200, { kind: `${kind}List`, apiVersion: p.collection.replace(/^apis?\//, '').replace(/\/[^/]+$/, ''), metadata: { resourceVersion: String(this.rv) }, items });
+    }
+    if (method === 'GET') {
+      const o = objects.get(key(p.namespace, p.name!));
+      return o ? this.send(res, 200, o) : this.send(res, 404, status(404, 'NotFound', `${p.collection} "${p.name}" not found`));
+    }
+    if (method === 'POST' && !p.name) {
+      const obj = clone(body as Obj);
+      obj['metadata'] ??= {};
+      if (!obj['metadata'].name && obj['metadata'].generateName) obj['metadata'].name = `${obj['metadata'].generateName}${randomUUID().slice(0, 5)}`;
+      if (p.namespace) obj['metadata'].namespace = p.namespace;
+      if (objects.has(key(p.namespace, obj['metadata'].name))) {
+        return this.send(res, 409, status(409, 'AlreadyExists', `${p.collection} "${obj['metadata'].name}" already exists`));
+      }
+      return this.send(res, 201, this.put(obj));
+    }
+    if (method === 'PATCH' && p.name) {
+      const existing = objects.get(key(p.namespace, p.name));
+      if (!existing) return this.send(res, 404, status(404, 'NotFound', `${p.collection} "${p.name}" not found`));
+      const obj = clone(existing);
+      const ct = String(req.headers['content-type'] ?? '');
+      if (ct.startsWith('application/json-patch+json')) applyJsonPatch(obj, body as Array<{ op: string; path: string; value?: unknown }>);
+      else if (ct.startsWith('application/merge-patch+json') || ct.startsWith('application/strategic-merge-patch+json')) mergePatch(obj, body as Obj);
+      else return this.send(res, 415, status(415, 'UnsupportedMediaType', `the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json (got ${ct})`));
+      return this.send(res, 200, this.put(obj));
+    }
+    return this.send(res, 405, status(405, 'MethodNotAllowed', `${method} not supported by the fake`));
+  }
+
+  private async watch(req: IncomingMessage, res: ServerResponse, p: { collection: string; namespace?: string }, query: Record<string, string>): Promise<void> {
+    if (this.held) await this.held.promise;
+    const rvParam = query['resourceVersion'] ?? '';
+    const from = rvParam === '' || rvParam === '0' ? undefined : Number(rvParam);
+    if (from !== undefined && from < this.oldestRv) {
+      const gone = status(410, 'Expired', `too old resource version: ${from} (${this.oldestRv})`);
+      if (this.expireAs === 'http') return this.send(res, 410, gone);
+      res.writeHead(200, { 'content-type': 'application/json', 'transfer-encoding': 'chunked' });
+      this.line(res, { type: 'ERROR', object: gone });
+      res.end();
+      return;
+    }
+    res.writeHead(200, { 'content-type': 'application/json', 'transfer-encoding': 'chunked' });
+    const w: Watcher = { collection: p.collection, ...(p.namespace ? { namespace: p.namespace } : {}), selector: fieldSelector(query['fieldSelector']), bookmarks: query['allowWatchBookmarks'] === 'true', res };
+    if (from === undefined) {
+      // No resourceVersion: the current state as synthetic ADDED events, then changes.
+      for (const o of this.collection(p.collection).values()) this.deliver(w, { rv: this.rv, collection: p.collection, type: 'ADDED', object: o });
+    } else {
+      for (const c of this.history) if (c.rv > from) this.deliver(w, c);
+    }
+    this.watchers.add(w);
+    const gone = (): void => {
+      this.watchers.delete(w);
+    };
+    req.on('close', gone);
+    res.on('close', gone);
+  }
+}
+
+export async function startFakeKubeApi(): Promise<FakeKubeApi> {
+  return new FakeKubeApi().start();
+}
