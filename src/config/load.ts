@@ -25,6 +25,16 @@ function modes(v: string): Record<string, string> {
   return out;
 }
 
+function labels(v: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const pair of list(v)) {
+    const i = pair.indexOf('=');
+    if (i <= 0) throw new ConfigError(`NODE_LABELS: "${pair}" is not <key>=<value>`);
+    out[pair.slice(0, i)] = pair.slice(i + 1);
+  }
+  return out;
+}
+
 /** Environment variable -> config key, with how to read its string. */
 const ENV: Record<string, [keyof Config, (v: string) => unknown]> = {
   PORT: ['port', (v) => v],
@@ -42,6 +52,9 @@ const ENV: Record<string, [keyof Config, (v: string) => unknown]> = {
   LOCK_DURATION_MS: ['lockDurationMs', (v) => v],
   STATE_DIR: ['stateDir', (v) => v],
   HOST_ROOT: ['hostRoot', (v) => v],
+  HOST_NSENTER: ['hostNsenter', (v) => (v === 'true' || v === '1' ? true : v === 'false' || v === '0' ? false : v)],
+  PLACEHOLDER_OPT_IN_LABEL: ['placeholderOptInLabel', (v) => v],
+  NODE_LABELS: ['nodeLabels', labels],
   LOG_LEVEL: ['logLevel', (v) => v],
 };
 const ENV_OF = Object.fromEntries(Object.entries(ENV).map(([env, [key]]) => [key, env]));

@@ -65,9 +65,11 @@ export function createRunbookWorker(opts: RunbookWorkerOptions): RunbookWorker {
     } catch (err) {
       const e = err instanceof Error ? err : new Error(String(err));
       await job.log(`${e.name}: ${e.message}`).catch(() => {});
-      if (err instanceof RefusedError && err.result !== undefined) {
-        // A refusal is an answer worth reading: keep its result (facts, plan, reasons) on the job.
-        await job.updateProgress({ result: err.result } as object).catch(() => {});
+      const partial = (err as { result?: unknown } | null)?.result;
+      if (partial !== undefined) {
+        // A refusal or a failed step is an answer worth reading: keep its result (facts, plan,
+        // reasons, the commands run so far) on the job for GET /v1/jobs/:id.
+        await job.updateProgress({ result: partial } as object).catch(() => {});
       }
       const ending = !shouldRetry(err) || lastAttempt;
       if (ending) await finish(err instanceof RefusedError ? 'refused' : e.message.startsWith('not implemented') ? 'not-implemented' : 'failed');

@@ -1,9 +1,27 @@
 import type { Config } from '../../src/config/schema.ts';
 import type { Logger } from '../../src/observability/logger.ts';
+import { createRealHost } from '../host/index.ts';
+import { createLocalPvPlaceholder, InMemoryNodeLabels, type NodeLabels } from '../runbooks/local-pv-placeholder/index.ts';
 import type { RunbookRegistry } from '../runbooks/registry.ts';
 
 // The runbooks this node agent carries. A runbook missing here makes its jobs fail visibly as
 // `not implemented` (see engine/runbook-worker.ts), never succeed silently.
-export function defaultNodeRegistry(_config: Config, _log: Logger): RunbookRegistry {
-  return {};
+
+export interface NodeRegistryDeps {
+  /** Where the node's labels come from: the Kubernetes API in a cluster; NODE_LABELS otherwise. */
+  nodeLabels?: NodeLabels;
+}
+
+export function optInLabel(config: Pick<Config, 'placeholderOptInLabel'>): { key: string; value: string } {
+  const i = config.placeholderOptInLabel.indexOf('=');
+  return { key: config.placeholderOptInLabel.slice(0, i), value: config.placeholderOptInLabel.slice(i + 1) };
+}
+
+export function defaultNodeRegistry(config: Config, _log: Logger, deps: NodeRegistryDeps = {}): RunbookRegistry {
+  const host = createRealHost({ root: config.hostRoot, nsenter: config.hostNsenter });
+  const nodeLabels = deps.nodeLabels
+    ?? new InMemoryNodeLabels(config.nodeName && config.nodeLabels ? { [config.nodeName]: config.nodeLabels } : {});
+  return {
+    'local-pv-placeholder': createLocalPvPlaceholder({ host, stateDir: config.stateDir, nodeLabels, optInLabel: optInLabel(config) }),
+  };
 }
