@@ -68,7 +68,7 @@ try {
   log.level = config.logLevel;
   const receiver = await startReceiver(config, { log: log.child({ component: 'receiver' }) });
   const agent = createNodeAgent({ config, registry: defaultNodeRegistry(config, log), log: log.child({ component: 'node-agent', node: nodeName }) });
-  log.info({ receiver: receiver.url, node: nodeName, mode: 'dry-run' }, `volume-medic is running. Try: curl -s -XPOST ${receiver.url}/v1/explain?source=alertmanager -d @test/fixtures/alertmanager/node-not-ready-resolved.json`);
+  log.info({ receiver: receiver.url, node: nodeName, mode: 'dry-run' }, `volume-medic is running. Try: curl -s -XPOST ${receiver.url}/v1/explain?source=alertmanager -d @test/fixtures/alertmanager/kube-node-not-ready-resolved.json`);
   const stop = async (): Promise<void> => {
     await receiver.close();
     await agent.close();
