@@ -1,0 +1,38 @@
+# syntax=docker/dockerfile:1
+# volume-medic: one image for the receiver, the cluster worker and the node agent (the manifests
+# pick the command). Node runs the TypeScript sources directly (type stripping): no build step.
+#   docker build -t <registry>/volume-medic:<tag> .
+# The manifests name the image in one place: deploy/base/kustomization.yaml (images:).
+
+ARG NODE_IMAGE=node:24-bookworm-slim
+
+# --- dependencies: production node_modules only, built where compilers may be present --------
+FROM ${NODE_IMAGE} AS deps
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund \
+ && npm cache clean --force
+
+# --- runtime ---------------------------------------------------------------------------------
+FROM ${NODE_IMAGE} AS runtime
+# Tools the runbooks run inside the container. The node agent runs host-side commands through
+# `nsenter -t 1 -m` (util-linux, in the base image) with the host's own multipath and rbd; the
+# cluster worker needs the Ceph CLI (rbd, rados, ceph) to locate RBD watchers. Set
+# EXTRA_PACKAGES="" for an image without Ceph tools.
+ARG EXTRA_PACKAGES="ceph-common"
+RUN if [ -n "${EXTRA_PACKAGES}" ]; then \
+      apt-get update \
+      && apt-get install -y --no-install-recommends ${EXTRA_PACKAGES} \
+      && rm -rf /var/lib/apt/lists/*; \
+    fi
+ENV NODE_ENV=production
+WORKDIR /app
+COPY --from=deps /app/node_modules ./node_modules
+COPY package.json ./
+COPY src ./src
+COPY workers ./workers
+# The base image's unprivileged user (uid 1000). The node agent's DaemonSet runs it as root.
+USER node
+EXPOSE 8080
+# The receiver by default; the manifests set `command` for the other two processes.
+CMD ["node", "src/main.ts"]

@@ -1,0 +1,77 @@
+#!/bin/sh
+# node-problem-detector custom plugin: is the device of every Local PV on this node there?
+#
+# Prints one line for the LocalDiskLost condition, in the format volume-medic parses
+# (src/sources/messages.ts NPD_LOCAL_PV_MISSING):
+#   local PV <pv>: <path> is missing; local PV <pv>: <path> is missing      exit 1 (problem)
+#   local PV <pv>: <path> is present; ...                                   exit 0 (ok)
+#   <why it cannot tell>                                                    exit 2 (unknown)
+#
+# Which PVs: the file $LOCAL_PV_LIST (default /config/plugin/local-pvs), one "<pv> <path>" a
+# line, '#' comments; or, when that file does not exist, kubectl (if NPD's image has it and its
+# ServiceAccount may list persistentvolumes) for the Local PVs whose node affinity names
+# $NODE_NAME. Only block device paths under /dev are checked (filesystem Local PVs are not this
+# failure). Paths are looked up under $HOST_ROOT (default: none), e.g. HOST_ROOT=/host with the
+# host's /dev mounted at /host/dev. A dangling link counts as missing.
+set -u
+
+OK=0
+PROBLEM=1
+UNKNOWN=2
+list=${LOCAL_PV_LIST:-/config/plugin/local-pvs}
+root=${HOST_ROOT:-}
+root=${root%/}
+
+pvs() {
+  if [ -f "$list" ]; then
+    sed -e 's/#.*//' "$list"
+  elif [ -n "${NODE_NAME:-}" ] && command -v kubectl >/dev/null 2>&1; then
+    kubectl get persistentvolumes -o jsonpath='{range .items[?(@.spec.local.path)]}{.metadata.name}{" "}{.spec.local.path}{" "}{.spec.nodeAffinity.required.nodeSelectorTerms[*].matchExpressions[*].values[*]}{"\n"}{end}' \
+      | awk -v node="$NODE_NAME" '{ for (i = 3; i <= NF; i++) if ($i == node) { print $1, $2; break } }'
+  else
+    echo "cannot tell which Local PVs are on this node: no $list and no kubectl with NODE_NAME" >&2
+    return 1
+  fi
+}
+
+if ! entries=$(pvs 2>&1); then
+  echo "$entries"
+  exit $UNKNOWN
+fi
+
+missing=""
+present=""
+count=0
+# Fields: PV name, device path (anything after is ignored).
+while read -r pv path _rest; do
+  [ -n "${pv:-}" ] || continue
+  case $pv in
+    *[!a-z0-9.-]* | [!a-z0-9]*) echo "bad PV name in the list: $pv"; exit $UNKNOWN ;;
+  esac
+  case $path in
+    /dev/*) ;;
+    *) continue ;;
+  esac
+  case $path in
+    *..* | *[!A-Za-z0-9/:._+@-]*) echo "bad device path for local PV $pv: $path"; exit $UNKNOWN ;;
+  esac
+  count=$((count + 1))
+  if [ -e "$root$path" ]; then
+    present="${present:+$present; }local PV $pv: $path is present"
+  else
+    missing="${missing:+$missing; }local PV $pv: $path is missing"
+  fi
+done <<LIST
+$entries
+LIST
+
+if [ -n "$missing" ]; then
+  echo "$missing"
+  exit $PROBLEM
+fi
+if [ "$count" -eq 0 ]; then
+  echo "no local PV block devices on this node"
+else
+  echo "$present"
+fi
+exit $OK

@@ -1,0 +1,118 @@
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { parse as parseYaml } from 'yaml';
+import { readObjects } from '../../../scripts/deploy/kustomize.ts';
+import { classifyLocalDiskLost } from '../../../src/sources/classify-event.ts';
+import { validateAll } from './k8s-schema.ts';
+import { DEPLOY_DIR } from './manifests.ts';
+
+// The snippets operators copy into Alertmanager, Prometheus, node-problem-detector and
+// kubernetes-event-exporter, checked for what volume-medic relies on.
+
+const dir = join(DEPLOY_DIR, 'integrations');
+const yamlOf = (name: string): Record<string, any> => parseYaml(readFileSync(join(dir, name), 'utf8')) as Record<string, any>;
+const RECEIVER = 'http://volume-medic.volume-medic.svc:8080';
+
+describe('Alertmanager', () => {
+  const am = yamlOf('alertmanager.yaml');
+  it('posts node-recovery alerts, resolved ones included, with the bearer token file', () => {
+    const webhook = am['receivers'].find((r: any) => r.name === 'volume-medic').webhook_configs[0];
+    expect(webhook.url).toBe(`${RECEIVER}/v1/alertmanager`);
+    expect(webhook.send_resolved).toBe(true);
+    expect(webhook.http_config.authorization.credentials_file).toMatch(/^\/.*token$/);
+    const route = am['route'].routes.find((r: any) => r.receiver === 'volume-medic');
+    expect(route.continue).toBe(true);
+    const config = readFileSync(join(DEPLOY_DIR, 'base/config.yaml'), 'utf8');
+    for (const name of ['KubeNodeNotReady', 'KubeNodeUnreachable', 'VolumeMedicNodeNotReady']) {
+      expect(route.matchers.join(' ')).toContain(name);
+      expect(config).toContain(name);
+    }
+  });
+});
+
+describe('PrometheusRule', () => {
+  it('is a valid object whose node alert is one volume-medic treats as node recovery', async () => {
+    const objects = readObjects(join(dir, 'prometheus-rule.yaml'));
+    expect(await validateAll(objects)).toEqual([]);
+    const alerts = (objects[0]!['spec'] as { groups: { rules: { alert: string; expr: string }[] }[] }).groups.flatMap((g) => g.rules);
+    expect(alerts.map((a) => a.alert)).toEqual(['VolumeMedicNodeNotReady', 'VolumeMedicPodStuckContainerCreating']);
+    expect(alerts[0]!.expr).toContain('condition="Ready"');
+    expect(alerts[1]!.expr).toContain('ContainerCreating');
+  });
+});
+
+describe('kubernetes-event-exporter', () => {
+  const cfg = yamlOf('event-exporter.yaml');
+  it('routes exactly the storage and node reasons to /v1/events with the Authorization header', () => {
+    const webhook = cfg['receivers'].find((r: any) => r.name === 'volume-medic').webhook;
+    expect(webhook.endpoint).toBe(`${RECEIVER}/v1/events`);
+    expect(webhook.headers.Authorization).toMatch(/^Bearer \S+/);
+    const match = cfg['route'].routes[0].match[0];
+    expect(match.receiver).toBe('volume-medic');
+    const re = new RegExp(match.reason);
+    for (const r of ['FailedMount', 'FailedMapVolume', 'FailedAttachVolume', 'Failed', 'NodeReady', 'Rebooted', 'LocalDiskLost']) expect(re.test(r), r).toBe(true);
+    for (const r of ['FailedScheduling', 'FailedCreatePodSandBox', 'Scheduled', 'NodeNotReady']) expect(re.test(r), r).toBe(false);
+  });
+});
+
+describe('node-problem-detector', () => {
+  const monitor = JSON.parse(readFileSync(join(dir, 'npd/local-pv-monitor.json'), 'utf8'));
+  it('the custom plugin monitor sets the LocalDiskLost condition from the check script', () => {
+    expect(monitor.plugin).toBe('custom');
+    expect(monitor.conditions).toEqual([expect.objectContaining({ type: 'LocalDiskLost' })]);
+    expect(monitor.rules[0]).toMatchObject({ type: 'permanent', condition: 'LocalDiskLost', reason: 'LocalDiskLost' });
+    expect(monitor.rules[0].path).toMatch(/\/check-local-pv\.sh$/);
+    // NPD cuts the script's output at max_output_length (80 by default): keep several PVs.
+    expect(monitor.pluginConfig.max_output_length).toBeGreaterThanOrEqual(1024);
+  });
+
+  const script = join(dir, 'npd/check-local-pv.sh');
+  const root = mkdtempSync(join(tmpdir(), 'vm-npd-'));
+  afterAll(() => rmSync(root, { recursive: true, force: true }));
+  mkdirSync(join(root, 'dev/disk/by-id'), { recursive: true });
+  writeFileSync(join(root, 'dev/sdb'), '');
+  symlinkSync('../../sdb', join(root, 'dev/disk/by-id/wwn-0x5000c500a1b2c3d4'));
+  symlinkSync('../../sdz', join(root, 'dev/disk/by-id/wwn-0x5000c500deadbeef')); // dangling
+
+  const run = (list: string, env: Record<string, string> = {}) => {
+    const file = join(root, `list-${Math.random().toString(36).slice(2)}`);
+    writeFileSync(file, list);
+    const r = spawnSync('sh', [script], { env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', HOST_ROOT: root, LOCAL_PV_LIST: file, ...env }, encoding: 'utf8' });
+    return { code: r.status, out: r.stdout.trim() };
+  };
+
+  it('device present -> exit 0', () => {
+    const r = run('# pv path\nlocal-pv-1 /dev/disk/by-id/wwn-0x5000c500a1b2c3d4\n');
+    expect(r).toEqual({ code: 0, out: 'local PV local-pv-1: /dev/disk/by-id/wwn-0x5000c500a1b2c3d4 is present' });
+  });
+
+  it('device missing (or a dangling link) -> exit 1 naming each PV, in the format the parser reads', () => {
+    const r = run([
+      'local-pv-1 /dev/disk/by-id/wwn-0x5000c500a1b2c3d4',
+      'local-pv-2 /dev/disk/by-id/wwn-0x5000c500deadbeef',
+      'local-pv-3 /dev/disk/by-id/wwn-0x5000c500cafef00d',
+      'fs-pv /mnt/disks/ssd1',
+    ].join('\n'));
+    expect(r.code).toBe(1);
+    expect(r.out).toBe('local PV local-pv-2: /dev/disk/by-id/wwn-0x5000c500deadbeef is missing; local PV local-pv-3: /dev/disk/by-id/wwn-0x5000c500cafef00d is missing');
+    const parsed = classifyLocalDiskLost('LocalDiskLost', r.out, 'worker-2', ['t'], { source: 'npd' } as never, true);
+    expect(parsed.signals?.map((s) => [s.kind, (s as { pv?: string }).pv])).toEqual([
+      ['local-device-missing', 'local-pv-2'], ['local-device-missing', 'local-pv-3'],
+    ]);
+  });
+
+  it('no Local PV block device on the node -> exit 0', () => {
+    expect(run('fs-pv /mnt/disks/ssd1\n')).toEqual({ code: 0, out: 'no local PV block devices on this node' });
+  });
+
+  it('cannot tell (no list, no kubectl) or a hostile list -> exit 2', () => {
+    // No list file and no NODE_NAME: the script cannot ask kubectl either.
+    const none = spawnSync('sh', [script], { env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', LOCAL_PV_LIST: join(root, 'absent') }, encoding: 'utf8' });
+    expect(none.status).toBe(2);
+    expect(run('local-pv-1 /dev/../etc/passwd\n').code).toBe(2);
+    expect(run('Bad_PV /dev/sdb\n').code).toBe(2);
+  });
+});

@@ -1,0 +1,203 @@
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, relative } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../../src/config/load.ts';
+import {
+  KustomizeError, OVERLAYS, RENDERED_FILE, readObjects, renderKustomization, renderedFileText, sortObjects, type KObject,
+} from '../../../scripts/deploy/kustomize.ts';
+import { validateAll } from './k8s-schema.ts';
+import { DEPLOY_DIR, find, hasKubectl, kubectlKustomize, plainManifestFiles, podSpec } from './manifests.ts';
+
+// Every overlay renders (in-repo renderer always; `kubectl kustomize` too where installed, and
+// the two must agree), every object is valid for a current Kubernetes, and the rendered
+// single-file install is in sync.
+
+const rendered = Object.fromEntries(OVERLAYS.map((o) => [o, renderKustomization(join(DEPLOY_DIR, 'overlays', o))])) as Record<(typeof OVERLAYS)[number], KObject[]>;
+
+const tmp = mkdtempSync(join(tmpdir(), 'vm-deploy-'));
+afterAll(() => rmSync(tmp, { recursive: true, force: true }));
+
+/** An overlay made on the fly: base + an optional component, as an operator would write it. */
+function withComponent(component: string): string {
+  const dir = mkdtempSync(join(tmp, 'overlay-'));
+  writeFileSync(join(dir, 'kustomization.yaml'), [
+    'apiVersion: kustomize.config.k8s.io/v1beta1',
+    'kind: Kustomization',
+    'resources:',
+    `  - ${relative(dir, join(DEPLOY_DIR, 'overlays/dry-run'))}`,
+    'components:',
+    `  - ${relative(dir, join(DEPLOY_DIR, 'components', component))}`,
+    '',
+  ].join('\n'));
+  return dir;
+}
+
+describe('overlays', () => {
+  it.each(OVERLAYS)('%s renders and every object is valid', async (overlay) => {
+    const objects = rendered[overlay];
+    expect(objects.length).toBeGreaterThan(10);
+    expect(await validateAll(objects)).toEqual([]);
+  });
+
+  it.each(OVERLAYS)('%s: kubectl kustomize gives the same objects in the same order', (overlay) => {
+    if (!hasKubectl()) {
+      console.warn('kubectl is not installed: comparing with kubectl kustomize skipped; the in-repo render was validated above');
+      return;
+    }
+    expect(kubectlKustomize(join(DEPLOY_DIR, 'overlays', overlay))).toEqual(sortObjects(rendered[overlay]));
+  });
+
+  it('the optional ServiceMonitor component renders, validates and agrees with kubectl', async () => {
+    const dir = withComponent('service-monitor');
+    const objects = renderKustomization(dir);
+    const sm = find(objects, 'ServiceMonitor', 'volume-medic');
+    expect(await validateAll(objects)).toEqual([]);
+    const selector = (sm['spec'] as { selector: { matchLabels: Record<string, string> } }).selector.matchLabels;
+    const service = find(objects, 'Service', 'volume-medic');
+    expect(service.metadata['labels']).toMatchObject(selector);
+    if (hasKubectl()) expect(kubectlKustomize(dir)).toEqual(sortObjects(objects));
+  });
+
+  it('deploy/volume-medic.yaml is the rendered dry-run overlay (run `node scripts/deploy/render.ts`)', () => {
+    expect(readFileSync(RENDERED_FILE, 'utf8')).toBe(renderedFileText());
+    expect(sortObjects(readObjects(RENDERED_FILE))).toEqual(sortObjects(rendered['dry-run']));
+  });
+});
+
+describe('plain YAML, without any renderer', () => {
+  it.each(plainManifestFiles().map((f) => [relative(DEPLOY_DIR, f), f]))('%s: every object is valid', async (_name, file) => {
+    const objects = readObjects(file);
+    expect(objects.length).toBeGreaterThan(0);
+    expect(await validateAll(objects)).toEqual([]);
+  });
+});
+
+describe('the renderer refuses what it does not implement', () => {
+  it('an unknown kustomization field is an error, not ignored', () => {
+    const dir = mkdtempSync(join(tmp, 'bad-'));
+    writeFileSync(join(dir, 'kustomization.yaml'), 'resources: []\nnamePrefix: x-\n');
+    expect(() => renderKustomization(dir)).toThrow(KustomizeError);
+  });
+
+  it('a patch whose target matches nothing is an error', () => {
+    const dir = mkdtempSync(join(tmp, 'bad-'));
+    writeFileSync(join(dir, 'kustomization.yaml'), [
+      `resources: [${relative(dir, join(DEPLOY_DIR, 'base'))}]`,
+      'patches:',
+      '  - target: {kind: ConfigMap, name: nope}',
+      '    patch: "[{op: replace, path: /data/X, value: y}]"',
+    ].join('\n'));
+    expect(() => renderKustomization(dir)).toThrow(/matches nothing/);
+  });
+});
+
+describe('what the installation promises', () => {
+  const modeOf = (objects: KObject[]): string => (find(objects, 'ConfigMap', 'volume-medic-config')['data'] as Record<string, string>)['DEFAULT_MODE'] ?? '';
+
+  it('dry-run is the default; only the enforce overlay enforces', () => {
+    expect(modeOf(rendered['dry-run'])).toBe('dry-run');
+    expect(modeOf(rendered['with-redis'])).toBe('dry-run');
+    expect(modeOf(rendered['enforce'])).toBe('enforce');
+  });
+
+  it('every container of every overlay starts with a valid configuration', () => {
+    const known = readFileSync(new URL('../../../src/config/load.ts', import.meta.url), 'utf8');
+    const external = new Set(['CEPH_CONF']);
+    for (const [overlay, objects] of Object.entries(rendered)) {
+      const data = find(objects, 'ConfigMap', 'volume-medic-config')['data'] as Record<string, string>;
+      for (const o of objects) {
+        const spec = podSpec(o);
+        if (!spec || o.metadata.name === 'volume-medic-redis') continue;
+        for (const c of spec.containers) {
+          expect(c.envFrom?.map((e) => e.configMapRef?.name), `${overlay} ${o.metadata.name}`).toEqual(['volume-medic-config']);
+          const env: Record<string, string> = { ...data };
+          for (const e of c.env ?? []) env[e.name] = e.value ?? 'worker-1';
+          for (const name of Object.keys(env)) {
+            const isSetting = known.includes(`  ${name}: [`) || known.includes(`env['${name}']`);
+            expect(isSetting || external.has(name), `${overlay} ${o.metadata.name}: ${name} is not a setting of src/config/load.ts`).toBe(true);
+          }
+          delete env['VOLUME_MEDIC_TOKEN_FILE']; // a mounted Secret: the receiver reads it at start
+          expect(() => loadConfig(env), `${overlay} ${o.metadata.name}`).not.toThrow();
+        }
+      }
+    }
+  });
+
+  it('the receiver: 2 replicas, /healthz and /readyz probes, non-root, token from a Secret, behind a Service and a PDB', () => {
+    const objects = rendered['dry-run'];
+    const d = find(objects, 'Deployment', 'volume-medic-receiver');
+    expect((d['spec'] as { replicas: number }).replicas).toBe(2);
+    const spec = podSpec(d)!;
+    const c = spec.containers[0]!;
+    expect(c.command).toEqual(['node', 'src/main.ts']);
+    expect(c.livenessProbe?.httpGet?.path).toBe('/healthz');
+    expect(c.readinessProbe?.httpGet?.path).toBe('/readyz');
+    expect(c.securityContext).toMatchObject({ allowPrivilegeEscalation: false, readOnlyRootFilesystem: true });
+    expect(c.env?.find((e) => e.name === 'VOLUME_MEDIC_TOKEN_FILE')?.value).toBe('/etc/volume-medic/webhook-token/token');
+    expect(spec.volumes?.find((v) => v.name === 'webhook-token')?.secret).toMatchObject({ secretName: 'volume-medic-webhook-token' });
+    expect(find(objects, 'Service', 'volume-medic')).toBeDefined();
+    expect((find(objects, 'PodDisruptionBudget', 'volume-medic-receiver')['spec'] as { minAvailable: number }).minAvailable).toBe(1);
+  });
+
+  it('the node agent: NODE_NAME from spec.nodeName, hostPID, host paths under HOST_ROOT=/host, tolerations, a node selector', () => {
+    const spec = podSpec(find(rendered['dry-run'], 'DaemonSet', 'volume-medic-node-agent'))!;
+    const c = spec.containers[0]!;
+    expect(c.command).toEqual(['node', 'workers/node-agent/main.ts']);
+    expect(c.env?.find((e) => e.name === 'NODE_NAME')?.valueFrom).toEqual({ fieldRef: { fieldPath: 'spec.nodeName' } });
+    expect(c.env?.find((e) => e.name === 'HOST_ROOT')?.value).toBe('/host');
+    expect(spec.hostPID).toBe(true);
+    expect(spec.hostNetwork).toBeUndefined();
+    const hostPaths = Object.fromEntries((spec.volumes ?? []).filter((v) => v.hostPath).map((v) => [v.name, v.hostPath!.path]));
+    const mounts = Object.fromEntries((c.volumeMounts ?? []).map((m) => [m.mountPath, m.name]));
+    for (const p of ['/dev', '/sys', '/proc', '/etc/multipath', '/run/udev', '/var/lib/kubelet', '/var/lib/volume-medic']) {
+      const volume = mounts[`/host${p}`];
+      expect(volume, `/host${p} is mounted`).toBeDefined();
+      expect(hostPaths[volume!]).toBe(p);
+    }
+    expect(Object.values(hostPaths)).not.toContain('/');
+    expect(spec.tolerations).toEqual([{ operator: 'Exists' }]);
+    expect(spec.nodeSelector).toMatchObject({ 'volume-medic.io/node-agent': 'enabled' });
+  });
+
+  it('privileged, hostPID and host paths only in the node agent; every container has resources', () => {
+    for (const [overlay, objects] of Object.entries(rendered)) {
+      for (const o of objects) {
+        const spec = podSpec(o);
+        if (!spec) continue;
+        const agent = o.metadata.name === 'volume-medic-node-agent';
+        for (const c of spec.containers) {
+          expect(c.securityContext?.['privileged'] === true, `${overlay} ${o.metadata.name}`).toBe(agent);
+          expect(c.resources?.requests?.['memory'], `${overlay} ${o.metadata.name} memory request`).toBeDefined();
+          expect(c.resources?.limits?.['memory'], `${overlay} ${o.metadata.name} memory limit`).toBeDefined();
+        }
+        if (!agent) {
+          expect(spec.hostPID ?? false).toBe(false);
+          expect((spec.volumes ?? []).filter((v) => v.hostPath)).toEqual([]);
+          expect((o['spec'] as { template: { spec: { securityContext?: { runAsNonRoot?: boolean } } } }).template.spec.securityContext?.runAsNonRoot).toBe(true);
+        }
+      }
+    }
+  });
+
+  it('the image is named in one place and every volume-medic container uses it', () => {
+    const base = readFileSync(join(DEPLOY_DIR, 'base/kustomization.yaml'), 'utf8');
+    expect(base).toMatch(/newName: ghcr\.io\/volume-medic\/volume-medic/);
+    const images = new Set<string>();
+    for (const o of rendered['with-redis']) {
+      for (const c of podSpec(o)?.containers ?? []) if (o.metadata.name !== 'volume-medic-redis') images.add(c.image ?? '');
+    }
+    expect([...images]).toEqual(['ghcr.io/volume-medic/volume-medic:0.1.0']);
+  });
+
+  it('with-redis bundles one Redis with maxmemory-policy noeviction at the URL the ConfigMap names', () => {
+    const objects = rendered['with-redis'];
+    const redis = podSpec(find(objects, 'Deployment', 'volume-medic-redis'))!.containers[0]!;
+    const args = (redis as { args?: string[] }).args ?? [];
+    expect(args[args.indexOf('--maxmemory-policy') + 1]).toBe('noeviction');
+    const url = (find(objects, 'ConfigMap', 'volume-medic-config')['data'] as Record<string, string>)['REDIS_URL'];
+    expect(url).toBe('redis://volume-medic-redis.volume-medic.svc:6379');
+    expect(find(objects, 'Service', 'volume-medic-redis')).toBeDefined();
+    expect(rendered['dry-run'].some((o) => o.metadata.name === 'volume-medic-redis')).toBe(false);
+  });
+});
