@@ -1,11 +1,12 @@
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { OVERLAYS, renderKustomization, type KObject } from '../../../scripts/deploy/kustomize.ts';
+import { KUBE_RBAC } from '../../../src/kube/rbac.ts';
 import { DEPLOY_DIR } from './manifests.ts';
-import { ISSUE_3_RBAC_NEEDS } from './rbac-needs.ts';
 
-// The rendered RBAC grants exactly what the Kubernetes adapter uses: everything it needs, and
-// nothing cluster-wide beyond it (no `*`, no Secrets, no writes other than Events).
+// The rendered RBAC grants exactly what the Kubernetes adapter uses (src/kube/rbac.ts, KUBE_RBAC):
+// everything it needs, and nothing cluster-wide beyond it (no `*`, no Secrets, no writes other
+// than Events).
 
 interface Rule {
   apiGroups?: string[];
@@ -24,7 +25,7 @@ function grants(rules: readonly Rule[]): Set<string> {
   return out;
 }
 
-const needed = new Set(ISSUE_3_RBAC_NEEDS.flatMap((n) => n.verbs.map((v) => `${n.group}/${n.resource} ${v}`)));
+const needed = new Set(KUBE_RBAC.flatMap((n) => n.verbs.map((v) => `${n.apiGroup}/${n.resource} ${v}`)));
 
 describe.each(OVERLAYS)('RBAC of %s', (overlay) => {
   const objects = renderKustomization(join(DEPLOY_DIR, 'overlays', overlay));
@@ -51,7 +52,7 @@ describe.each(OVERLAYS)('RBAC of %s', (overlay) => {
     for (const g of grants(rules)) {
       expect(g).not.toMatch(/\/secrets /);
       const [resource, verb] = g.split(' ') as [string, string];
-      if (!['get', 'list', 'watch'].includes(verb)) expect(resource).toBe('/events');
+      if (!['get', 'list', 'watch'].includes(verb)) expect(resource).toMatch(/^(events\.k8s\.io)?\/events$/);
     }
   });
 
