@@ -1,25 +1,11 @@
-import { ConfigError, loadConfig } from './config/load.ts';
 import { createLogger } from './observability/logger.ts';
+import { runMain } from './process/run-main.ts';
 import { startReceiver } from './receiver.ts';
 
 // `npm run receiver`: the HTTP receiver alone, configured from the environment.
 
 const log = createLogger('receiver');
-try {
-  const config = loadConfig();
-  log.level = config.logLevel;
+await runMain(log, (config) => {
   if (config.tokens.length === 0) log.warn('VOLUME_MEDIC_TOKEN is not set: webhooks are accepted without authentication');
-  const receiver = await startReceiver(config, { log });
-  for (const sig of ['SIGTERM', 'SIGINT'] as const) {
-    process.once(sig, () => {
-      log.info({ signal: sig }, 'shutting down');
-      void receiver.close().then(() => process.exit(0));
-    });
-  }
-} catch (err) {
-  if (err instanceof ConfigError) {
-    log.fatal(err.message);
-    process.exit(2);
-  }
-  throw err;
-}
+  return startReceiver(config, { log });
+});

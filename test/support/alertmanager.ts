@@ -3,7 +3,7 @@ import { accessSync, constants } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freePort } from './global-redis.ts';
+import { freePort } from '../../scripts/lib/local-redis.ts';
 
 // A real Prometheus Alertmanager (Debian's `prometheus-alertmanager`) for integration tests:
 // started on loopback with clustering off, its own storage in a temp dir, and a webhook

@@ -1,15 +1,14 @@
 import { CLUSTER_QUEUE } from '../../src/catalogue/queues.ts';
-import { ConfigError, loadConfig, modeOf } from '../../src/config/load.ts';
+import { modeOf } from '../../src/config/load.ts';
 import { createLogger } from '../../src/observability/logger.ts';
+import { runMain } from '../../src/process/run-main.ts';
 import { createRunbookWorker } from '../engine/runbook-worker.ts';
 
 // `npm run cluster-worker`: runs cluster-side runbooks (where Ceph credentials are). Until the
 // RBD runbook exists its jobs fail visibly as `not implemented`.
 
 const log = createLogger('cluster-worker');
-try {
-  const config = loadConfig();
-  log.level = config.logLevel;
+await runMain(log, (config) => {
   const worker = createRunbookWorker({
     queue: CLUSTER_QUEUE,
     redisUrl: config.redisUrl,
@@ -22,13 +21,5 @@ try {
     log,
   });
   log.info('cluster worker started');
-  for (const sig of ['SIGTERM', 'SIGINT'] as const) {
-    process.once(sig, () => void worker.close().then(() => process.exit(0)));
-  }
-} catch (err) {
-  if (err instanceof ConfigError) {
-    log.fatal(err.message);
-    process.exit(2);
-  }
-  throw err;
-}
+  return worker;
+});
