@@ -41,7 +41,7 @@ export const Config = z.object({
   stateDir: z.string().default('/var/lib/volume-medic'),
   /** HOST_ROOT: where the host's / is visible to the node agent (`/host` in a DaemonSet pod). */
   hostRoot: z.string().default('/'),
-  /** HOST_NSENTER: run host commands through `nsenter -t 1 -m --` (node agent in a container with hostPID). */
+  /** HOST_NSENTER: run host commands through `nsenter -t 1 -m -n --` (node agent in a privileged container with hostPID). */
   hostNsenter: z.boolean().default(false),
   /** PLACEHOLDER_OPT_IN_LABEL: node label (key=value) that allows Local PV placeholders on a node. */
   placeholderOptInLabel: z.string().regex(/^[A-Za-z0-9./_-]{1,316}=[A-Za-z0-9._-]{0,63}$/, 'expected <label key>=<value>').default('volume-medic.io/local-pv-placeholder=enabled'),

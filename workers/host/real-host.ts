@@ -8,8 +8,11 @@ export interface RealHostOptions {
   /** Where the host's / is visible to the agent. Default `/`. */
   root?: string;
   /**
-   * Run commands in the host's mount namespace (`nsenter -t 1 -m --`), for an agent in a
-   * container. Requires hostPID. Default false.
+   * Run commands in the host's mount and network namespaces (`nsenter -t 1 -m -n --`), for an
+   * agent in a container. Requires hostPID and privilege. The network namespace matters:
+   * multipathd and iscsid listen on abstract unix sockets, which belong to a network namespace,
+   * so `multipath`/`iscsiadm` run in the pod's own would not reach the host's daemons.
+   * Default false.
    */
   nsenter?: boolean;
   /** Default deadline of a command. Default 30 s. */
@@ -20,7 +23,7 @@ export interface RealHostOptions {
   maxOutputBytes?: number;
 }
 
-const NSENTER = ['nsenter', '-t', '1', '-m', '--'] as const;
+const NSENTER = ['nsenter', '-t', '1', '-m', '-n', '--'] as const;
 
 const isMissing = (err: unknown): boolean => {
   const code = (err as NodeJS.ErrnoException).code;
