@@ -60,7 +60,7 @@ export function collectionOf(apiVersion: string, kind: string): string {
   return `${apiVersion.includes('/') ? `apis/${apiVersion}` : `api/${apiVersion}`}/${kind.toLowerCase()}s`;
 }
 
-function parsePath(pathname: string): { collection: string; namespace?: string; name?: string } | undefined {
+export function parseKubePath(pathname: string): { collection: string; namespace?: string; name?: string } | undefined {
   const all = pathname.split('/').filter(Boolean);
   const gvLength = all[0] === 'api' ? 2 : all[0] === 'apis' ? 3 : 0;
   if (gvLength === 0) return undefined;
@@ -272,7 +272,7 @@ export class FakeKubeApi {
       this.failures = this.failures.filter((f) => f.times > 0);
       return this.send(res, fail.code, status(fail.code, 'InternalError', 'injected failure'));
     }
-    const p = parsePath(u.pathname);
+    const p = parseKubePath(u.pathname);
     if (!p) return this.send(res, 404, status(404, 'NotFound', `the server could not find the requested resource ${u.pathname}`));
     const objects = this.collection(p.collection);
 
@@ -325,6 +325,8 @@ export class FakeKubeApi {
       return;
     }
     res.writeHead(200, { 'content-type': 'application/json', 'transfer-encoding': 'chunked' });
+    // The apiserver sends the headers at once; the client's watch() resolves only then.
+    res.flushHeaders();
     const w: Watcher = { collection: p.collection, ...(p.namespace ? { namespace: p.namespace } : {}), selector: fieldSelector(query['fieldSelector']), bookmarks: query['allowWatchBookmarks'] === 'true', res };
     if (from === undefined) {
       // No resourceVersion: the current state as synthetic ADDED events, then changes.

@@ -1,0 +1,43 @@
+import { classifyEvent } from '../sources/classify-event.ts';
+import { KubeEventPayload } from '../sources/kube-event.ts';
+import type { Signal } from '../signals/index.ts';
+
+// A watched (or listed) Event -> signals, through the same parser and classifier as POST
+// /v1/events, so one incident has one identity whichever way it came. One addition: a `NodeReady`
+// event carries no boot id, so on its own its identity is the event uid and it would make a job
+// apart from the Node watch's. When the node's boot id is known, the signal takes the boot
+// identity the Node watch and the kubelet's `Rebooted` event use.
+
+export const REPORTING_CONTROLLER = 'volume-medic';
+
+export type EventOutcome =
+  | { outcome: 'signal'; signals: Signal[] }
+  | { outcome: 'ignored'; reason: string }
+  | { outcome: 'invalid'; reason: string }
+  | { outcome: 'own' };
+
+export function eventSignals(obj: unknown, bootIdOf: (node: string) => string | undefined): EventOutcome {
+  const parsed = KubeEventPayload.safeParse(obj);
+  if (!parsed.success) return { outcome: 'invalid', reason: parsed.error.issues[0]?.message ?? 'not an Event' };
+  const ev = parsed.data;
+  if (ev.component === REPORTING_CONTROLLER) return { outcome: 'own' };
+  const c = classifyEvent(ev, 'k8s-watch');
+  if (c.ignored) return { outcome: 'ignored', reason: c.ignored.reason };
+  return {
+    outcome: 'signal',
+    signals: c.signals.map((s) => {
+      if (s.kind !== 'node-recovered' || s.bootId) return s;
+      const bootId = bootIdOf(s.node);
+      return bootId ? { ...s, bootId, identity: ['boot', s.node, bootId] } : s;
+    }),
+  };
+}
+
+/** When an Event last happened, in ms: the newest of its timestamps. */
+export function eventLastSeen(obj: unknown): number {
+  const e = obj as Record<string, any>;
+  const times = [e?.['lastTimestamp'], e?.['eventTime'], e?.['series']?.lastObservedTime, e?.['firstTimestamp'], e?.['metadata']?.creationTimestamp]
+    .map((t) => (t ? new Date(t).getTime() : Number.NaN))
+    .filter((t) => !Number.isNaN(t));
+  return times.length > 0 ? Math.max(...times) : 0;
+}

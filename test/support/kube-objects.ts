@@ -1,0 +1,61 @@
+import { parseKubePath, type RecordedRequest } from './fake-kube-api.ts';
+import { KUBE_RBAC, verbOf } from '../../src/kube/rbac.ts';
+
+// Builders for the Kubernetes objects the watch tests change, in the shapes the API server
+// serves (see test/fixtures/kube/cluster.json for complete captured-shape objects), and the check
+// that every request the adapter made is covered by src/kube/rbac.ts.
+
+export function node(name: string, ready: 'True' | 'False' | 'Unknown', bootId: string, opts: { readySince?: Date; created?: Date } = {}) {
+  const since = (opts.readySince ?? new Date()).toISOString();
+  return {
+    apiVersion: 'v1',
+    kind: 'Node',
+    metadata: { name, labels: { 'kubernetes.io/hostname': name }, creationTimestamp: (opts.created ?? new Date(Date.now() - 30 * 86_400_000)).toISOString() },
+    status: {
+      addresses: [{ type: 'Hostname', address: name }],
+      conditions: [{
+        type: 'Ready', status: ready, lastHeartbeatTime: new Date().toISOString(), lastTransitionTime: since,
+        reason: ready === 'True' ? 'KubeletReady' : 'NodeStatusUnknown',
+        message: ready === 'True' ? 'kubelet is posting ready status' : 'Kubelet stopped posting node status.',
+      }],
+      nodeInfo: { bootID: bootId, kernelVersion: '6.1.0-31-amd64', kubeletVersion: 'v1.31.4', operatingSystem: 'linux', architecture: 'amd64' },
+    },
+  };
+}
+
+/** A core/v1 Event as the kubelet writes it. */
+export function coreEvent(o: { name: string; namespace?: string; uid?: string; reason: string; message: string; involved: { kind: string; name: string; namespace?: string }; host?: string; type?: string }) {
+  const now = new Date().toISOString();
+  return {
+    apiVersion: 'v1',
+    kind: 'Event',
+    metadata: { name: o.name, namespace: o.namespace ?? o.involved.namespace ?? 'default', ...(o.uid ? { uid: o.uid } : {}) },
+    involvedObject: { kind: o.involved.kind, name: o.involved.name, ...(o.involved.namespace ? { namespace: o.involved.namespace } : {}), apiVersion: 'v1' },
+    reason: o.reason,
+    message: o.message,
+    source: { component: 'kubelet', ...(o.host ? { host: o.host } : {}) },
+    firstTimestamp: now,
+    lastTimestamp: now,
+    count: 1,
+    type: o.type ?? 'Warning',
+    eventTime: null,
+    reportingComponent: 'kubelet',
+    reportingInstance: o.host ?? '',
+  };
+}
+
+/** Requests the adapter made that no rule in KUBE_RBAC allows, as `verb group/resource`. */
+export function uncoveredByRbac(requests: readonly RecordedRequest[]): string[] {
+  const out = new Set<string>();
+  for (const r of requests) {
+    const p = parseKubePath(r.path);
+    if (!p) continue;
+    const segs = p.collection.split('/');
+    const group = segs[0] === 'api' ? '' : segs[1]!;
+    const resource = segs[segs.length - 1]!;
+    const verb = verbOf(r.method, r.query['watch'] === 'true', p.name !== undefined);
+    const ok = KUBE_RBAC.some((rule) => rule.apiGroup === group && rule.resource === resource && verb !== undefined && rule.verbs.includes(verb));
+    if (!ok) out.add(`${verb ?? r.method} ${group || 'core'}/${resource}`);
+  }
+  return [...out];
+}
