@@ -56,6 +56,8 @@ const ENV: Record<string, [keyof Config, (v: string) => unknown]> = {
   PLACEHOLDER_OPT_IN_LABEL: ['placeholderOptInLabel', (v) => v],
   NODE_LABELS: ['nodeLabels', labels],
   LOG_LEVEL: ['logLevel', (v) => v],
+  KUBE_WATCH: ['kubeWatch', (v) => v],
+  KUBE_RECONCILE_SECONDS: ['kubeReconcileSeconds', (v) => v],
 };
 const ENV_OF = Object.fromEntries(Object.entries(ENV).map(([env, [key]]) => [key, env]));
 

@@ -47,6 +47,14 @@ export const Config = z.object({
   placeholderOptInLabel: z.string().regex(/^[A-Za-z0-9./_-]{1,316}=[A-Za-z0-9._-]{0,63}$/, 'expected <label key>=<value>').default('volume-medic.io/local-pv-placeholder=enabled'),
   /** NODE_LABELS: the node's labels (k=v,...) when the agent runs without cluster access (npm start, tests). */
   nodeLabels: z.record(z.string(), z.string()).optional(),
+  /**
+   * KUBE_WATCH: watch Nodes and Events, reconcile periodically, and answer triage's lookups from
+   * the API server. Access: the pod's service account when KUBERNETES_SERVICE_HOST is set, else
+   * the kubeconfig (KUBECONFIG, which may list several files, else ~/.kube/config). Default false.
+   */
+  kubeWatch: z.union([z.boolean(), z.stringbool()]).default(false),
+  /** KUBE_RECONCILE_SECONDS: period of the reconcile (recently Ready nodes, pods stuck creating); 0: at start only. */
+  kubeReconcileSeconds: z.coerce.number().int().min(0).default(300),
   /** LOG_LEVEL: pino level. */
   logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
