@@ -27,6 +27,21 @@ export default defineConfig({
           sequence: { groupOrder: 1 },
         },
       },
+      {
+        // `npm run test:lab`: a real Linux kernel in qemu (dm-multipath over scsi_debug / iSCSI).
+        // Minutes, not seconds; never part of `npm test`. The hook timeout covers a cold guest
+        // image build in beforeAll; one guest at a time on a 2-core machine.
+        test: {
+          name: 'lab',
+          include: ['test/lab/**/*.lab.test.ts'],
+          environment: 'node',
+          testTimeout: 600_000,
+          hookTimeout: 1_800_000,
+          maxWorkers: 1,
+          fileParallelism: false,
+          sequence: { groupOrder: 2 },
+        },
+      },
     ],
   },
 });
