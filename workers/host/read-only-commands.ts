@@ -1,3 +1,5 @@
+import { isMultipathLookOnly } from './read-only-multipath.ts';
+
 // The commands a dry-run host may really run: those that only look. An allowlist of argv shapes,
 // not of program names alone (`losetup -l` looks, `losetup -d` detaches). Anything not listed
 // is recorded as "would run" and not executed.
@@ -32,5 +34,6 @@ export function isReadOnlyCommand(argv: readonly string[]): boolean {
   if (ALWAYS_READ_ONLY.has(file)) return true;
   if (file === 'losetup') return losetupLooksOnly(args);
   if (file === 'blockdev') return args.length === 2 && BLOCKDEV_GETTERS.has(args[0] ?? '');
+  if (isMultipathLookOnly(argv)) return true;
   return false;
 }

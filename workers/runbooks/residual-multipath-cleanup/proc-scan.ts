@@ -1,0 +1,81 @@
+import { posix } from 'node:path';
+import type { Host } from '../../host/host.ts';
+import { parseProcStat } from '../../host/process-group.ts';
+import type { Opener } from './facts.ts';
+import { parseMountinfo, type MountEntry } from './mountinfo.ts';
+
+// What the node's processes hold, read from the host's /proc through the Host port: the mount
+// table of every mount namespace (one mountinfo per namespace, not per process) and the
+// processes with a block device open. Processes come and go while we read: a vanished pid is
+// skipped, never an error.
+
+const isPid = (name: string): boolean => /^[0-9]+$/.test(name);
+
+export interface NamespaceMounts {
+  /** `mnt:[4026531840]`, or `pid:<n>` when the namespace link could not be read. */
+  namespace: string;
+  pids: number[];
+  mounts: MountEntry[];
+}
+
+export interface MountScan {
+  namespaces: NamespaceMounts[];
+  /** Pids whose mountinfo we could not read (gone, or not permitted). */
+  unreadable: number[];
+}
+
+export async function scanMountNamespaces(host: Host): Promise<MountScan> {
+  const byNs = new Map<string, NamespaceMounts>();
+  const unreadable: number[] = [];
+  for (const name of await host.list('/proc')) {
+    if (!isPid(name)) continue;
+    const pid = Number(name);
+    const ns = (await host.readlink(`/proc/${name}/ns/mnt`).catch(() => null)) ?? `pid:${pid}`;
+    const seen = byNs.get(ns);
+    if (seen) {
+      seen.pids.push(pid);
+      continue;
+    }
+    const text = await host.readFile(`/proc/${name}/mountinfo`).catch(() => null);
+    // Kernel threads have an empty mountinfo of their own; they share init's namespace anyway.
+    if (text === null) {
+      unreadable.push(pid);
+      continue;
+    }
+    byNs.set(ns, { namespace: ns, pids: [pid], mounts: parseMountinfo(text) });
+  }
+  return { namespaces: [...byNs.values()], unreadable };
+}
+
+/** Processes with at least one fd on one of `devicePaths` (as /proc/<pid>/fd links show them). */
+export async function findOpeners(host: Host, devicePaths: ReadonlySet<string>): Promise<Map<string, Opener[]>> {
+  const found = new Map<string, Opener[]>();
+  if (devicePaths.size === 0) return found;
+  for (const name of await host.list('/proc')) {
+    if (!isPid(name)) continue;
+    const counts = new Map<string, number>();
+    for (const fd of await host.list(`/proc/${name}/fd`).catch(() => [] as string[])) {
+      const target = await host.readlink(posix.join('/proc', name, 'fd', fd)).catch(() => null);
+      if (target !== null && devicePaths.has(target)) counts.set(target, (counts.get(target) ?? 0) + 1);
+    }
+    if (counts.size === 0) continue;
+    const statText = await host.readFile(`/proc/${name}/stat`).catch(() => null);
+    const stat = statText === null ? null : parseProcStat(statText);
+    const comm = statText === null ? '?' : statText.slice(statText.indexOf('(') + 1, statText.lastIndexOf(')'));
+    for (const [path, fds] of counts) {
+      const list = found.get(path) ?? [];
+      list.push({ pid: Number(name), comm, state: stat?.state ?? '?', fds });
+      found.set(path, list);
+    }
+  }
+  return found;
+}
+
+/** Devices named in /proc/swaps (first column). */
+export function parseSwaps(text: string): string[] {
+  return text
+    .split('\n')
+    .slice(1)
+    .map((l) => l.trim().split(/\s+/)[0] ?? '')
+    .filter(Boolean);
+}
