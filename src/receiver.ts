@@ -3,6 +3,10 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Config } from './config/schema.ts';
 import { InMemoryLookups, type ClusterLookups } from './kube/lookups.ts';
+import { KubeLookups } from './kube/api/kube-lookups.ts';
+import { kubeClients, loadKubeConfig } from './kube/client.ts';
+import { createKubeMetrics } from './kube/kube-metrics.ts';
+import { startKubeWatches, type KubeWatches } from './kube/kube-watches.ts';
 import { createApp } from './http/app.ts';
 import { createLogger, type Logger } from './observability/logger.ts';
 import { createReceiverMetrics } from './observability/metrics.ts';
@@ -40,6 +44,10 @@ export async function startReceiver(config: Config, opts: ReceiverOptions = {}):
     ...(config.dedupWindowSeconds !== undefined ? { dedupWindowSeconds: config.dedupWindowSeconds } : {}),
   });
   const metrics = createReceiverMetrics();
+  // KUBE_WATCH: cluster access for triage's lookups and the watch sources (fails fast without a kubeconfig).
+  const kubeConfig = config.kubeWatch ? loadKubeConfig() : undefined;
+  const lookups = opts.lookups ?? (kubeConfig ? new KubeLookups(kubeClients(kubeConfig)) : new InMemoryLookups());
+  let watches: KubeWatches | undefined;
   const app = createApp({
     redis,
     prefix: config.queuePrefix,
@@ -47,7 +55,8 @@ export async function startReceiver(config: Config, opts: ReceiverOptions = {}):
     bodyLimit: config.bodyLimit,
     reader: new JobReader(redis, config.queuePrefix, dispatcher),
     dispatcher,
-    lookups: opts.lookups ?? new InMemoryLookups(),
+    lookups,
+    kubeState: () => watches?.state(),
     nodeRecoveryAlerts: new Set(config.nodeRecoveryAlerts),
     metrics,
     log,
@@ -59,6 +68,12 @@ export async function startReceiver(config: Config, opts: ReceiverOptions = {}):
   const host = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
   const url = `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${addr.port}`;
   log.info({ url, auth: config.tokens.length > 0 ? 'bearer token required' : 'none' }, 'receiver listening');
+  if (kubeConfig) {
+    watches = await startKubeWatches({
+      kubeConfig, ingest: { lookups, dispatcher }, log: log.child({ component: 'kube' }),
+      metrics: createKubeMetrics(metrics.registry), reconcileIntervalMs: config.kubeReconcileSeconds * 1000,
+    });
+  }
 
   let closing: Promise<void> | undefined;
   return {
@@ -66,6 +81,7 @@ export async function startReceiver(config: Config, opts: ReceiverOptions = {}):
     server,
     close: () => (closing ??= (async () => {
       await new Promise<void>((resolve) => server.close(() => resolve()));
+      await watches?.close();
       await dispatcher.close();
       await redis.quit().catch(() => redis.disconnect());
     })()),

@@ -6,6 +6,7 @@ import { healthRoutes } from './routes/health.ts';
 import { jobRoutes } from './routes/jobs.ts';
 import { webhookRoutes, type WebhookDeps } from './routes/webhooks.ts';
 import type { JobReader } from '../queues/job-reader.ts';
+import type { KubeWatchesState } from '../kube/kube-watches.ts';
 
 export interface AppDeps extends WebhookDeps {
   redis: Redis;
@@ -13,6 +14,8 @@ export interface AppDeps extends WebhookDeps {
   tokens: readonly string[];
   bodyLimit: number;
   reader: JobReader;
+  /** The Kubernetes watches' state, when KUBE_WATCH is on. */
+  kubeState?: () => KubeWatchesState | undefined;
 }
 
 const SOURCE_OF: Record<string, string> = { '/v1/alertmanager': 'alertmanager', '/v1/events': 'events', '/v1/npd': 'npd' };
@@ -21,7 +24,7 @@ export function createApp(deps: AppDeps): Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('query parser', 'simple');
-  app.use(healthRoutes(deps.redis, deps.prefix, deps.metrics.registry));
+  app.use(healthRoutes(deps.redis, deps.prefix, deps.metrics.registry, deps.kubeState));
   // Auth before the body is read: an unauthenticated sender does not get us to parse 1 MiB.
   app.use('/v1', bearerAuth(deps.tokens, (req) => {
     const source = SOURCE_OF[req.originalUrl.split('?')[0] ?? ''];

@@ -2,6 +2,7 @@ import { Router } from 'express';
 import type { Redis } from 'ioredis';
 import type { Registry } from 'prom-client';
 import { finishedExposition } from '../../catalogue/job-stats.ts';
+import type { KubeWatchesState } from '../../kube/kube-watches.ts';
 
 // /healthz: the process answers. /readyz: Redis answers too (without it a webhook cannot be
 // stored, so load balancers should send to another replica). /metrics: this receiver plus the
@@ -10,15 +11,18 @@ import { finishedExposition } from '../../catalogue/job-stats.ts';
 const withTimeout = <T>(p: Promise<T>, ms: number): Promise<T> =>
   Promise.race([p, new Promise<never>((_, rej) => setTimeout(() => rej(new Error(`no answer within ${ms} ms`)), ms).unref())]);
 
-export function healthRoutes(redis: Redis, prefix: string, registry: Registry): Router {
+export function healthRoutes(redis: Redis, prefix: string, registry: Registry, kubeState?: () => KubeWatchesState | undefined): Router {
   const r = Router();
   r.get('/healthz', (_req, res) => res.json({ status: 'ok' }));
   r.get('/readyz', async (_req, res) => {
+    // Watches are reported, not gated on: webhooks are stored fine while a watch restarts.
+    const kube = kubeState?.();
+    const k = kube ? { kube: { ready: kube.ready, watches: kube.watches.map((w) => ({ name: w.name, status: w.status, restarts: w.restarts, ...(w.lastError ? { lastError: w.lastError } : {}) })), reconcile: kube.reconcile } } : {};
     try {
       await withTimeout(redis.ping(), 1000);
-      return res.json({ status: 'ready', redis: 'ok' });
+      return res.json({ status: 'ready', redis: 'ok', ...k });
     } catch (err) {
-      return res.status(503).json({ status: 'not ready', redis: (err as Error).message });
+      return res.status(503).json({ status: 'not ready', redis: (err as Error).message, ...k });
     }
   });
   r.get('/metrics', async (_req, res) => {
