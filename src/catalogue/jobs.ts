@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { CephName, DiskLinkPath, Namespace, NodeName, ObjectName } from './names.ts';
+import { CephClientAddress, CephName, DiskLinkPath, Namespace, NodeName, ObjectName } from './names.ts';
 import { JOB_ID } from './keys.ts';
 import { Evidence } from './evidence.ts';
 
@@ -7,7 +7,7 @@ import { Evidence } from './evidence.ts';
 // Jobs are a discriminated union on `runbook`, versioned, and parsed with these schemas on both
 // sides of Redis: whatever comes out of a queue is untrusted until it parses.
 
-export const RUNBOOKS = ['residual-multipath-cleanup', 'local-pv-placeholder', 'rbd-stale-mapping'] as const;
+export const RUNBOOKS = ['residual-multipath-cleanup', 'local-pv-placeholder', 'rbd-stale-mapping', 'rbd-unmap'] as const;
 export const RunbookName = z.enum(RUNBOOKS);
 export type RunbookName = z.infer<typeof RunbookName>;
 
@@ -45,15 +45,32 @@ export const RbdStaleMappingJob = z.object({
   }),
 });
 
+/**
+ * The node half of `rbd-stale-mapping`: release the mapping that holds `watcher` on `node`.
+ * Enqueued by the cluster worker (never by triage) after it mapped the watcher's address to a
+ * Ready node; its key derives from the cluster job's key and the watcher (same lineage).
+ */
+export const RbdUnmapJob = z.object({
+  ...base,
+  runbook: z.literal('rbd-unmap'),
+  target: z.object({ node: NodeName, pool: CephName, image: CephName, watcher: CephClientAddress }),
+  /** The PVC bound to the image, when the cluster half knew it: the node re-checks that no pod here still uses it. */
+  claim: z.object({ namespace: Namespace, name: ObjectName }).optional(),
+  /** Key of the rbd-stale-mapping job that asked for this one. */
+  parent: z.string().regex(JOB_ID).optional(),
+});
+
 export const RemediationJob = z.discriminatedUnion('runbook', [
   ResidualMultipathJob,
   LocalPvPlaceholderJob,
   RbdStaleMappingJob,
+  RbdUnmapJob,
 ]);
 export type RemediationJob = z.infer<typeof RemediationJob>;
 export type ResidualMultipathJob = z.infer<typeof ResidualMultipathJob>;
 export type LocalPvPlaceholderJob = z.infer<typeof LocalPvPlaceholderJob>;
 export type RbdStaleMappingJob = z.infer<typeof RbdStaleMappingJob>;
+export type RbdUnmapJob = z.infer<typeof RbdUnmapJob>;
 export type JobOf<R extends RunbookName> = Extract<RemediationJob, { runbook: R }>;
 
 /** The node a job concerns, if any (for listing and filtering; not necessarily where it runs). */
@@ -63,6 +80,8 @@ export function jobNode(job: RemediationJob): string | undefined {
     case 'local-pv-placeholder':
       return job.target.node;
     case 'rbd-stale-mapping':
+      return job.target.node;
+    case 'rbd-unmap':
       return job.target.node;
     default: {
       const never: never = job;

@@ -10,6 +10,11 @@ const DNS_SUBDOMAIN = /^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-
 const DNS_LABEL = /^(?=.{1,63}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 /** Ceph pool and RBD image names: Ceph allows more, but nothing we will ever pass to argv needs more. */
 const CEPH_NAME = /^(?=.{1,128}$)[A-Za-z0-9][A-Za-z0-9._-]*$/;
+/**
+ * A Ceph client address as `rados listwatchers` / `rbd status` print a watcher and as `ceph osd
+ * blocklist add` takes it: `<IPv4>:<port>/<nonce>` or `[<IPv6>]:<port>/<nonce>` (nonce: u32).
+ */
+const CEPH_CLIENT_ADDRESS = /^(?:(?:25[0-5]|2[0-4][0-9]|1?[0-9]?[0-9])(?:\.(?:25[0-5]|2[0-4][0-9]|1?[0-9]?[0-9])){3}|\[[0-9a-fA-F:.]{2,45}\]):[0-9]{1,5}\/[0-9]{1,10}$/;
 /** A /dev/disk/by-id (or by-path/by-uuid) link, the only device paths a Local PV may name for us. */
 const DISK_LINK_PATH = /^\/dev\/disk\/by-(id|path|uuid|partuuid)\/[A-Za-z0-9:._+@-]{1,200}$/;
 /** Kernel block device names we act on. */
@@ -24,6 +29,7 @@ export const isNodeName = (v: string): boolean => DNS_SUBDOMAIN.test(v);
 export const isNamespace = (v: string): boolean => DNS_LABEL.test(v);
 export const isObjectName = (v: string): boolean => DNS_SUBDOMAIN.test(v);
 export const isCephName = (v: string): boolean => CEPH_NAME.test(v) && !v.includes('..');
+export const isCephClientAddress = (v: string): boolean => CEPH_CLIENT_ADDRESS.test(v);
 export const isDiskLinkPath = (v: string): boolean => DISK_LINK_PATH.test(v) && !v.includes('/../') && !v.endsWith('/..');
 export const isDeviceName = (v: string): boolean =>
   Object.values(DEVICE_PATTERNS).some((p) => p.test(v));
@@ -32,4 +38,5 @@ export const NodeName = z.string().refine(isNodeName, { message: 'not a valid Ku
 export const Namespace = z.string().refine(isNamespace, { message: 'not a valid namespace (RFC 1123 label)' });
 export const ObjectName = z.string().refine(isObjectName, { message: 'not a valid object name (RFC 1123 subdomain)' });
 export const CephName = z.string().refine(isCephName, { message: 'not a valid Ceph pool or image name' });
+export const CephClientAddress = z.string().refine(isCephClientAddress, { message: 'not a Ceph client address (<ip>:<port>/<nonce>)' });
 export const DiskLinkPath = z.string().refine(isDiskLinkPath, { message: 'not a /dev/disk/by-* device link' });

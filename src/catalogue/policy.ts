@@ -27,6 +27,9 @@ export const RUNBOOK_POLICY: Readonly<Record<RunbookName, RunbookPolicy>> = {
   'residual-multipath-cleanup': { placement: 'node', attempts: 4, backoffMs: 15_000, jitter: 0.3, dedupWindowMs: 24 * 3_600_000 },
   'local-pv-placeholder': { placement: 'node', attempts: 5, backoffMs: 5_000, jitter: 0.3, dedupWindowMs: 15 * 60_000 },
   'rbd-stale-mapping': { placement: 'cluster', attempts: 5, backoffMs: 10_000, jitter: 0.3, dedupWindowMs: 15 * 60_000 },
+  // The node half of rbd-stale-mapping, on the watcher's node. Same window as its parent: a
+  // repeat of the cluster job inside it folds into the node job already there.
+  'rbd-unmap': { placement: 'node', attempts: 4, backoffMs: 10_000, jitter: 0.3, dedupWindowMs: 15 * 60_000 },
 };
 
 export const dedupWindowMs = (runbook: RunbookName): number => RUNBOOK_POLICY[runbook].dedupWindowMs;

@@ -28,6 +28,33 @@ function losetupLooksOnly(args: readonly string[]): boolean {
   return listing;
 }
 
+// Ceph's tools: the verb decides (`rbd status` looks, `rbd unmap` changes). Options that take a
+// value are skipped with it so `rados -p <pool> listwatchers <obj>` finds its verb. Credentials
+// (--conf/--keyring/--id) never appear here: they are added below the audit (ceph-access.ts).
+const CEPH_VALUE_FLAGS = new Set(['-p', '--pool', '--format', '-f', '--image', '--namespace']);
+const CEPH_LOOKS: Record<string, ReadonlySet<string>> = {
+  rbd: new Set(['info', 'status', 'showmapped', 'device list', 'device ls', 'ls', 'list']),
+  rados: new Set(['listwatchers', 'lspools', 'stat']),
+  ceph: new Set(['osd blocklist ls', 'osd blacklist ls', 'status', '-s', 'health']),
+};
+
+function cephLooksOnly(file: string, args: readonly string[]): boolean {
+  const looks = CEPH_LOOKS[file];
+  if (!looks) return false;
+  const words: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i] ?? '';
+    if (CEPH_VALUE_FLAGS.has(a)) i++;
+    else if (a.startsWith('--format=')) continue;
+    else if (a === '-s' && words.length === 0) words.push(a);
+    else if (!a.startsWith('-')) words.push(a);
+    else return false;
+  }
+  // Longest verb first: `osd blocklist ls` must not be read as `osd`.
+  for (let n = Math.min(3, words.length); n >= 1; n--) if (looks.has(words.slice(0, n).join(' '))) return true;
+  return false;
+}
+
 export function isReadOnlyCommand(argv: readonly string[]): boolean {
   const [file, ...args] = argv;
   if (file === undefined) return false;
@@ -35,5 +62,5 @@ export function isReadOnlyCommand(argv: readonly string[]): boolean {
   if (file === 'losetup') return losetupLooksOnly(args);
   if (file === 'blockdev') return args.length === 2 && BLOCKDEV_GETTERS.has(args[0] ?? '');
   if (isMultipathLookOnly(argv)) return true;
-  return false;
+  return cephLooksOnly(file, args);
 }

@@ -1,7 +1,7 @@
 import { readdirSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { RemediationJob } from '../../../src/catalogue/jobs.ts';
-import { isCephName, isDiskLinkPath, isNamespace, isNodeName, isObjectName } from '../../../src/catalogue/names.ts';
+import { isCephClientAddress, isCephName, isDiskLinkPath, isNamespace, isNodeName, isObjectName } from '../../../src/catalogue/names.ts';
 import { queueFor } from '../../../src/catalogue/queues.ts';
 import { triage } from '../../../src/triage/index.ts';
 import { fixtureLookups, fixtureSignals, type FixtureSource } from '../../support/fixtures.ts';
@@ -26,6 +26,8 @@ function targetNamesValid(job: RemediationJob): boolean {
       return isCephName(job.target.pool) && isCephName(job.target.image)
         && (job.target.node === undefined || isNodeName(job.target.node))
         && (job.target.pod === undefined || (isNamespace(job.target.pod.namespace) && isObjectName(job.target.pod.name)));
+    case 'rbd-unmap':
+      return isNodeName(job.target.node) && isCephName(job.target.pool) && isCephName(job.target.image) && isCephClientAddress(job.target.watcher);
     default: {
       const never: never = job;
       return never;

@@ -1,0 +1,177 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pino } from 'pino';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { RbdStaleMappingJob, RbdUnmapJob } from '../../src/catalogue/jobs.ts';
+import { RemediationJob } from '../../src/catalogue/jobs.ts';
+import { nodeQueueName } from '../../src/catalogue/queues.ts';
+import type { Mode, RunbookResult } from '../../src/catalogue/result.ts';
+import { Dispatcher } from '../../src/queues/dispatcher.ts';
+import { producerConnection } from '../../src/queues/redis.ts';
+import { RefusedError } from '../../workers/engine/errors.ts';
+import { createRealHost } from '../../workers/host/real-host.ts';
+import { createRbdStaleMapping, InMemoryRbdLookups, parseListWatchers, type FencingMode, type NodeJobSink } from '../../workers/runbooks/rbd-stale-mapping/index.ts';
+import type { RunbookContext } from '../../workers/runbooks/registry.ts';
+import { cephUnavailable, startCeph, type TestCeph } from '../support/ceph.ts';
+import { dropPrefix, redisUrl, uniquePrefix } from '../support/redis.ts';
+
+// The cluster half against a REAL one-node Ceph (test/support/ceph.ts): a separate `rbd watch`
+// process holds a watch on the image; the runbook finds it through `rbd info` -> `rados
+// listwatchers` (+ `rbd status`), maps 127.0.0.1 to a node through in-memory lookups, and then
+// either fences it (node gone, fencing on: the watcher must really disappear) or hands the node
+// half to that node's queue in a real Redis.
+
+const skip = cephUnavailable();
+if (skip) console.warn(`\n*** SKIPPING the Ceph integration tests: ${skip} ***\n`);
+
+const POOL = 'kube';
+const IMAGE = 'csi-vol-0001';
+const job: RbdStaleMappingJob = {
+  version: 1,
+  runbook: 'rbd-stale-mapping',
+  key: 'rbd_kube_csi-vol-0001_0123456789ab',
+  target: { pool: POOL, image: IMAGE, pod: { namespace: 'shop', name: 'db-7f9c-new' }, node: 'worker-1' },
+  evidence: [{ source: 'k8s-event', summary: 'FailedMount: rbd image kube/csi-vol-0001 is still being used', raw: {} }],
+};
+
+function lookups(watcherNodeReady: 'True' | 'False'): InMemoryRbdLookups {
+  return new InMemoryRbdLookups()
+    .addNode({ name: 'worker-1', addresses: [{ type: 'InternalIP', address: '10.0.0.1' }], ready: 'True', labels: {} })
+    // The watch comes from this machine: the "stale" node is the one with InternalIP 127.0.0.1.
+    .addNode({ name: 'worker-2', addresses: [{ type: 'InternalIP', address: '127.0.0.1' }, { type: 'Hostname', address: 'worker-2' }], ready: watcherNodeReady, labels: {} })
+    .addPersistentVolume({ name: 'pvc-0001', volumeMode: 'Filesystem', rbd: { pool: POOL, image: IMAGE }, claim: { namespace: 'shop', name: 'db-data' }, accessModes: ['ReadWriteOnce'] })
+    .addClaim({ namespace: 'shop', name: 'db-data', volumeName: 'pvc-0001', accessModes: ['ReadWriteOnce'], phase: 'Bound' })
+    .addPod({ namespace: 'shop', name: 'db-7f9c-new', node: 'worker-1', phase: 'Pending', claims: ['db-data'], waiting: [], controller: { kind: 'ReplicaSet', name: 'db-7f9c' } })
+    .addReplicaSet({ namespace: 'shop', name: 'db-7f9c' }, 'db')
+    .addDeployment({ namespace: 'shop', name: 'db', strategy: 'RollingUpdate', maxSurge: 1, claims: ['db-data'] }) as InMemoryRbdLookups;
+}
+
+const ctx = (mode: Mode): RunbookContext => ({
+  jobId: job.key,
+  attempt: 1,
+  mode,
+  ranOn: 'cluster-worker',
+  log: pino({ level: 'silent' }),
+  signal: new AbortController().signal,
+});
+
+describe.skipIf(skip !== undefined)('rbd-stale-mapping against a real Ceph', () => {
+  let ceph: TestCeph;
+  let stateDir: string;
+  const watches: Array<{ stop(): Promise<void> }> = [];
+
+  beforeAll(async () => {
+    const started = Date.now();
+    ceph = await startCeph();
+    await ceph.cli('ceph', ['osd', 'pool', 'create', POOL, '8']);
+    await ceph.cli('ceph', ['osd', 'pool', 'application', 'enable', POOL, 'rbd']);
+    await ceph.cli('rbd', ['create', `${POOL}/${IMAGE}`, '--size', '16', '--image-feature', 'layering']);
+    stateDir = await mkdtemp(join(tmpdir(), 'vm-rbd-state-'));
+    console.info(`one-node Ceph ready in ${Date.now() - started} ms`);
+  }, 120_000);
+
+  afterEach(async () => {
+    await Promise.all(watches.splice(0).map((w) => w.stop()));
+  });
+
+  afterAll(async () => {
+    await ceph?.stop();
+    if (stateDir) await rm(stateDir, { recursive: true, force: true });
+  }, 30_000);
+
+  async function watchers(): Promise<string[]> {
+    const info = JSON.parse((await ceph.cli('rbd', ['info', '--format', 'json', `${POOL}/${IMAGE}`])).stdout) as { block_name_prefix: string };
+    const header = `rbd_header.${info.block_name_prefix.slice('rbd_data.'.length)}`;
+    return parseListWatchers((await ceph.cli('rados', ['-p', POOL, 'listwatchers', header])).stdout).watchers.map((w) => w.address);
+  }
+
+  async function holdWatch(): Promise<string> {
+    const before = new Set(await watchers());
+    watches.push(await ceph.watch(POOL, IMAGE));
+    const added = (await watchers()).filter((w) => !before.has(w));
+    expect(added).toHaveLength(1);
+    return added[0]!;
+  }
+
+  const handler = (ready: 'True' | 'False', fencing: FencingMode, sink: NodeJobSink) =>
+    createRbdStaleMapping({
+      host: createRealHost(),
+      ceph: { conf: ceph.conf },
+      lookups: lookups(ready),
+      nodeJobs: sink,
+      stateDir,
+      policy: { fencing, blocklistExpirySeconds: 600 },
+    });
+  const noSink: NodeJobSink = { enqueue: async () => { throw new Error('must not enqueue'); } };
+
+  it('fences the watcher of a gone node: the client is blocklisted and its watch disappears', async () => {
+    const address = await holdWatch();
+    const started = Date.now();
+    const result: RunbookResult = await handler('False', 'on', noSink)(job, ctx('enforce'));
+    const tookMs = Date.now() - started;
+
+    expect(result.outcome).toBe('succeeded');
+    expect(result.steps.map((s) => [s.id, s.status])).toEqual([[`blocklist-add:${address}`, 'done']]);
+    expect(result.summary).toContain(`undo: \`ceph osd blocklist rm ${address}\``);
+    expect(result.summary).toContain('Prevention: Deployment shop/db');
+    expect(await watchers()).not.toContain(address);
+    const listed = (await ceph.cli('ceph', ['osd', 'blocklist', 'ls'])).stdout;
+    expect(listed).toContain(address);
+    // The whole trail shows which Ceph commands ran, never the config path.
+    const argvs = result.commands.map((c) => c.argv.join(' '));
+    expect(argvs).toContain(`ceph osd blocklist add ${address} 600`);
+    expect(argvs.some((a) => a.startsWith('rados -p kube listwatchers rbd_header.'))).toBe(true);
+    expect(JSON.stringify(result)).not.toContain(ceph.conf);
+    console.info(`fence run took ${tookMs} ms`);
+    await ceph.cli('ceph', ['osd', 'blocklist', 'rm', address]);
+  });
+
+  it('with the node Ready, hands the node half to that node\'s queue instead of fencing', async () => {
+    const address = await holdWatch();
+    const prefix = uniquePrefix('rbd');
+    const redis = producerConnection(redisUrl());
+    const dispatcher = new Dispatcher(redis, { prefix, timeoutMs: 5_000 });
+    try {
+      const sink: NodeJobSink = {
+        async enqueue(j: RbdUnmapJob) {
+          const [e] = await dispatcher.enqueue([j]);
+          return { queue: e!.queue, deduplicated: e!.deduplicated };
+        },
+      };
+      const result = await handler('True', 'on', sink)(job, ctx('enforce'));
+      expect(result.outcome).toBe('succeeded');
+      expect(result.commands.some((c) => c.argv.includes('blocklist') && c.argv.includes('add'))).toBe(false);
+
+      const queued = await dispatcher.queue(nodeQueueName('worker-2')).getJobs(['waiting', 'prioritized', 'delayed']);
+      expect(queued).toHaveLength(1);
+      const node = RemediationJob.parse(queued[0]!.data);
+      expect(node).toMatchObject({ runbook: 'rbd-unmap', target: { node: 'worker-2', pool: POOL, image: IMAGE, watcher: address }, claim: { namespace: 'shop', name: 'db-data' }, parent: job.key });
+      expect(queued[0]!.id).toBe(node.key);
+      // The watch is untouched: releasing it is the node's job.
+      expect(await watchers()).toContain(address);
+    } finally {
+      await dispatcher.close();
+      redis.disconnect();
+      await dropPrefix(prefix);
+    }
+  });
+
+  it('refuses to fence without approval and in dry-run only says what it would do', async () => {
+    const address = await holdWatch();
+    const refused = await handler('False', 'approval', noSink)(job, ctx('enforce')).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(RefusedError);
+    expect((refused as RefusedError).reasons[0]).toMatch(new RegExp(`^needs approval: fence ${address.replace(/[./]/g, '\\$&')}`));
+
+    const planned = await handler('False', 'on', noSink)(job, ctx('dry-run'));
+    expect(planned.outcome).toBe('planned');
+    expect(planned.steps.map((s) => s.status)).toEqual(['would-run']);
+    expect(await watchers()).toContain(address);
+  });
+});
+
+if (skip) {
+  describe('rbd-stale-mapping against a real Ceph', () => {
+    it.skip(`skipped: ${skip}`, () => {});
+  });
+}

@@ -1,0 +1,11 @@
+export { createRbdStaleMapping, type RbdStaleMappingDeps } from './handler.ts';
+export { createCephHost, cephArgs, type CephAccess } from './ceph-access.ts';
+export { InMemoryRbdLookups, rbdLookups, type RbdLookups } from './lookups.ts';
+export { InMemoryNodeJobSink, type NodeJobSink } from './node-job-sink.ts';
+export { DEFAULT_STALE_MAPPING_POLICY, type FencingMode, type StaleMappingPolicy } from './policy.ts';
+export { plan, unmapJobKey, blocklistUndo } from './plan.ts';
+export { parseRbdInfoJson, parseRbdInfoText, isNoSuchImage, type RbdImageInfo } from './rbd-info.ts';
+export { parseListWatchers, parseRbdStatusJson, parseRbdStatusText, ipOf, type Watcher, type WatcherListing } from './watchers.ts';
+export { parseBlocklistJson, parseBlocklistText, type BlocklistEntry } from './blocklist.ts';
+export type { StaleMappingFacts, WatcherFact, WatcherRole, PodUse } from './facts.ts';
+export type { StaleMappingStep } from './step.ts';

@@ -1,0 +1,10 @@
+import type { RbdUnmapJob } from '../../../src/catalogue/jobs.ts';
+import type { PlannedStep } from '../../engine/runbook.ts';
+
+type S<K extends string, P> = PlannedStep & { kind: K } & P;
+
+export type StaleMappingStep =
+  /** `ceph osd blocklist add <addr> <expiry>`; `undo` is the argv that lifts it. */
+  | S<'blocklist-add', { address: string; expirySeconds: number; pool: string; headerObject: string; node: string | null; undo: string[] }>
+  /** Put the node half on the watcher's node's queue. */
+  | S<'enqueue-unmap', { job: RbdUnmapJob }>;
