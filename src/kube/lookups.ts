@@ -108,6 +108,11 @@ export interface ClusterLookups {
   volumeAttachmentsOnNode(node: string): Promise<VolumeAttachmentInfo[]>;
   /** The Deployment controlling this pod through its ReplicaSet, for the RBD prevention advice. */
   deploymentOfPod(pod: NamespacedName): Promise<DeploymentInfo | undefined>;
+  /**
+   * The PVs bound to the pod's claims (unknown pod: none). containerd's "not a device node" names
+   * neither the PV nor the path, only the pod: this is how triage finds its Local PVs.
+   */
+  volumesOfPod(pod: NamespacedName): Promise<PersistentVolumeInfo[]>;
 }
 
 const nsKey = (r: NamespacedName): string => `${r.namespace}/${r.name}`;
@@ -185,6 +190,16 @@ export class InMemoryLookups implements ClusterLookups {
     const claim = await this.claimOfVolume(pv);
     if (!claim) return [];
     return this.pods.filter((p) => p.namespace === claim.namespace && p.claims.includes(claim.name));
+  }
+
+  async volumesOfPod(pod: NamespacedName): Promise<PersistentVolumeInfo[]> {
+    const p = this.pods.find((x) => x.namespace === pod.namespace && x.name === pod.name);
+    if (!p) return [];
+    return p.claims.flatMap((name) => {
+      const volume = this.claims.get(nsKey({ namespace: pod.namespace, name }))?.volumeName;
+      const pv = volume ? this.pvs.get(volume) : undefined;
+      return pv ? [pv] : [];
+    });
   }
 
   async podsOnNodeUsingClaim(node: string, claim: NamespacedName): Promise<PodInfo[]> {

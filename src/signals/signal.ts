@@ -30,6 +30,8 @@ export interface LocalDeviceMissingSignal extends SignalBase {
   kind: 'local-device-missing';
   pv?: string;
   path?: string;
+  /** The pod that cannot start, when the message names neither PV nor path (containerd). */
+  pod?: { namespace: string; name: string };
   /** Node as the sender saw it; the PV's node affinity wins when the PV is known. */
   node?: string;
 }

@@ -76,10 +76,11 @@ function classifyVolumeEvent(ev: KubeEvent, source: SignalSource): Classified {
   if (CONTAINER_REASONS.has(ev.reason) && NOT_A_DEVICE_NODE.test(ev.message)) {
     const pvFromDevice = LOCAL_VOLUME_DEVICE_PV.exec(ev.message)?.[1];
     const path = DISK_LINK_IN_TEXT.exec(ev.message)?.[1];
-    if (!pvFromDevice && !path) {
-      return { ignored: { reason: 'event-message-not-recognised', detail: '"not a device node" without a local PV or device path in the message', source } };
-    }
-    return localMissing(ev, source, pvFromDevice, path);
+    if (pvFromDevice || path) return localMissing(ev, source, pvFromDevice, path);
+    // containerd names neither the PV nor the device: only the pod. Triage asks the cluster for
+    // the pod's Local PVs. A path that is not a local-volume device (a CSI volume) is not ours.
+    if (pod && !/\/volumeDevices\//.test(ev.message)) return localMissing(ev, source, undefined, undefined, pod);
+    return { ignored: { reason: 'event-message-not-recognised', detail: '"not a device node" without a local PV, device path or pod', source } };
   }
   if (ev.reason === 'FailedMapVolume' || ev.reason === 'FailedMount') {
     const path = LSTAT_MISSING.exec(ev.message)?.[1] ?? PATH_DOES_NOT_EXIST.exec(ev.message)?.[1];
@@ -88,11 +89,11 @@ function classifyVolumeEvent(ev: KubeEvent, source: SignalSource): Classified {
   return { ignored: { reason: 'event-message-not-recognised', detail: `${ev.reason}: message matches no known storage failure`, source } };
 }
 
-function localMissing(ev: KubeEvent, source: SignalSource, pv: string | undefined, path: string | undefined): Classified {
+function localMissing(ev: KubeEvent, source: SignalSource, pv: string | undefined, path: string | undefined, pod?: { namespace: string; name: string }): Classified {
   return {
     signals: [{
       kind: 'local-device-missing', version: 1,
-      ...(pv ? { pv } : {}), ...(path ? { path } : {}), ...(ev.host ? { node: ev.host } : {}),
+      ...(pv ? { pv } : {}), ...(path ? { path } : {}), ...(pod ? { pod } : {}), ...(ev.host ? { node: ev.host } : {}),
       identity: eventIdentity(ev),
       evidence: evidence(source, ev),
     }],

@@ -25,30 +25,33 @@ export async function triage(signals: readonly Signal[], deps: TriageDeps): Prom
   const byKey = new Map<string, RemediationJob>();
   const ignored: Ignored[] = [];
   for (const signal of signals) {
-    const r = await triageOne(signal, deps);
-    if (r.ignored) {
-      ignored.push(r.ignored);
-      continue;
-    }
-    // The same incident twice in one payload (an exporter batch, a grouped alert) is one job
-    // carrying both pieces of evidence.
-    const existing = byKey.get(r.job.key);
-    if (existing) {
-      if (existing.evidence.length < 20) existing.evidence.push(...r.job.evidence.slice(0, 20 - existing.evidence.length));
-    } else {
-      byKey.set(r.job.key, r.job);
+    const results = await triageOne(signal, deps);
+    for (const r of Array.isArray(results) ? results : [results]) {
+      if (r.ignored) {
+        ignored.push(r.ignored);
+        continue;
+      }
+      // The same incident twice in one payload (an exporter batch, a grouped alert) is one job
+      // carrying both pieces of evidence.
+      const existing = byKey.get(r.job.key);
+      if (existing) {
+        if (existing.evidence.length < 20) existing.evidence.push(...r.job.evidence.slice(0, 20 - existing.evidence.length));
+      } else {
+        byKey.set(r.job.key, r.job);
+      }
     }
   }
   return { jobs: [...byKey.values()], ignored };
 }
 
-function triageOne(signal: Signal, deps: TriageDeps): Promise<One> | One {
+function triageOne(signal: Signal, deps: TriageDeps): Promise<One | One[]> | One {
   switch (signal.kind) {
     case 'node-recovered':
       return nodeRecovered(signal);
     case 'rbd-image-busy':
       return rbdBusy(signal);
     case 'local-device-missing':
+      return signal.pv || signal.path || !signal.pod ? localDevice(signal, deps.lookups) : localDevicesOfPod(signal, signal.pod, deps.lookups);
     case 'local-device-restored':
       return localDevice(signal, deps.lookups);
     default: {
@@ -130,4 +133,16 @@ async function localDevice(s: LocalDeviceMissingSignal | LocalDeviceRestoredSign
       evidence: [s.evidence],
     },
   };
+}
+
+/**
+ * containerd's "not a device node" names only the pod: every Local PV in Block mode the pod uses
+ * gets a placement job. That is safe because the node agent only places where the PV's path is
+ * really missing; a PV whose disk is present ends as nothing-to-do.
+ */
+async function localDevicesOfPod(s: LocalDeviceMissingSignal, pod: { namespace: string; name: string }, lookups: ClusterLookups): Promise<One[]> {
+  if (!isNamespace(pod.namespace) || !isObjectName(pod.name)) return [ignore(s, 'invalid-name', `pod ${quote(`${pod.namespace}/${pod.name}`)} is not a valid pod name`)];
+  const local = (await lookups.volumesOfPod(pod)).filter((pv) => pv.local && pv.volumeMode === 'Block');
+  if (local.length === 0) return [ignore(s, 'pv-unknown', `pod ${pod.namespace}/${pod.name} uses no Local PV in Block mode that the cluster knows of`)];
+  return Promise.all(local.map((pv) => localDevice({ ...s, pv: pv.name }, lookups)));
 }

@@ -3,7 +3,7 @@ import type {
   ClusterLookups, DeploymentInfo, NamespacedName, NodeInfo, PersistentVolumeClaimInfo, PersistentVolumeInfo, PodInfo, VolumeAttachmentInfo,
 } from '../lookups.ts';
 import { findNodeByAddress, readNode } from './nodes.ts';
-import { listPodsOnNodeUsingClaim, listPodsUsingClaim } from './pods.ts';
+import { listPodsOnNodeUsingClaim, listPodsUsingClaim, readVolumesOfPod } from './pods.ts';
 import { listVolumeAttachmentsOnNode } from './attachments.ts';
 import { findLocalPersistentVolume, readClaimOfVolume, readPersistentVolume } from './volumes.ts';
 import { readDeploymentOfPod } from './workloads.ts';
@@ -52,5 +52,8 @@ export class KubeLookups implements ClusterLookups {
   }
   deploymentOfPod(pod: NamespacedName): Promise<DeploymentInfo | undefined> {
     return readDeploymentOfPod(this.api.core, this.api.apps, pod);
+  }
+  volumesOfPod(pod: NamespacedName): Promise<PersistentVolumeInfo[]> {
+    return readVolumesOfPod(this.api.core, pod);
   }
 }

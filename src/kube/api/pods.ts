@@ -1,5 +1,7 @@
 import type { CoreV1Api, V1Pod } from '@kubernetes/client-node';
-import type { NamespacedName, PodInfo } from '../lookups.ts';
+import type { NamespacedName, PersistentVolumeInfo, PodInfo } from '../lookups.ts';
+import { isNotFound } from './not-found.ts';
+import { claimInfo, readPersistentVolume } from './volumes.ts';
 
 // Pods and the claims they use. The multi-attach interlock asks "does a pod on that node still use
 // this PVC", so a node's pods are listed by field selector rather than all pods of the cluster.
@@ -30,4 +32,27 @@ export async function listPodsOnNodeUsingClaim(core: CoreV1Api, node: string, cl
   const list = await core.listNamespacedPod({ namespace: claim.namespace, fieldSelector: `spec.nodeName=${node}` });
   // The field selector is the server's job; filter again so a server that ignores it cannot mislead.
   return list.items.map(podInfo).filter((p) => p.node === node && p.claims.includes(claim.name));
+}
+
+export async function readVolumesOfPod(core: CoreV1Api, pod: NamespacedName): Promise<PersistentVolumeInfo[]> {
+  let claims: string[];
+  try {
+    claims = podInfo(await core.readNamespacedPod(pod)).claims;
+  } catch (err) {
+    if (isNotFound(err)) return [];
+    throw err;
+  }
+  const out: PersistentVolumeInfo[] = [];
+  for (const name of claims) {
+    let volume: string | undefined;
+    try {
+      volume = claimInfo(await core.readNamespacedPersistentVolumeClaim({ namespace: pod.namespace, name })).volumeName;
+    } catch (err) {
+      if (isNotFound(err)) continue;
+      throw err;
+    }
+    const pv = volume ? await readPersistentVolume(core, volume) : undefined;
+    if (pv) out.push(pv);
+  }
+  return out;
 }

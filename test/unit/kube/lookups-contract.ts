@@ -91,6 +91,13 @@ export function lookupsContract(name: string, lookups: () => ClusterLookups): vo
       });
     });
 
+    it('gives the PVs bound to a pod\'s claims, and none for an unknown pod', async () => {
+      expect((await lookups().volumesOfPod({ namespace: 'kafka', name: 'kafka-0' })).map((pv) => [pv.name, pv.volumeMode, pv.local?.path])).toEqual([
+        ['local-pv-3f8a1c2e', 'Block', expect.stringMatching(/^\/dev\/disk\/by-id\//)],
+      ]);
+      expect(await lookups().volumesOfPod({ namespace: 'kafka', name: 'no-such-pod' })).toEqual([]);
+    });
+
     it('gives no Deployment for a StatefulSet pod or a pod whose ReplicaSet is gone', async () => {
       expect(await lookups().deploymentOfPod({ namespace: 'kafka', name: 'kafka-0' })).toBeUndefined();
       expect(await lookups().deploymentOfPod({ namespace: 'shop', name: 'web-7d4b9c6f5-x2kqp' })).toBeUndefined();

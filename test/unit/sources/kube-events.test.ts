@@ -83,8 +83,9 @@ const CASES: Case[] = [
     ignored: [],
   },
   { name: 'ignores "not a device node" for a CSI block volume', fixture: 'not-a-device-node-csi-volume-dockerd.exporter', signals: [], ignored: ['event-message-not-recognised'] },
-  // containerd's CRI plugin names no path at all (see test/fixtures/README.md): nothing safe to act on yet.
-  { name: 'ignores containerd\'s "not a device node", which names neither PV nor path', fixture: 'not-a-device-node-containerd.exporter', signals: [], ignored: ['event-message-not-recognised'] },
+  // containerd's CRI plugin names no path at all (see test/fixtures/README.md): only the pod, whose
+  // Local PVs triage then looks up.
+  { name: 'reads containerd\'s "not a device node", which names neither PV nor path, as the pod\'s', fixture: 'not-a-device-node-containerd.exporter', signals: [{ kind: 'local-device-missing', pod: { namespace: 'db', name: 'postgres-0' }, node: 'worker-2' }], ignored: [] },
 ];
 
 describe('Kubernetes Event source', () => {

@@ -41,7 +41,7 @@ const CASES: Case[] = [
   { name: 'does nothing for a Filesystem-mode Local PV whose device vanished', source: 'events', fixture: 'local-pv-newmounter-path-missing.events-v1', jobs: [], ignored: ['pv-not-local-block-device'] },
   { name: 'does nothing for a FailedMount of an NFS volume', source: 'events', fixture: 'nfs-mount-failed.exporter', jobs: [], ignored: ['event-message-not-recognised'] },
   { name: 'does nothing for "not a device node" on a CSI block volume', source: 'events', fixture: 'not-a-device-node-csi-volume-dockerd.exporter', jobs: [], ignored: ['event-message-not-recognised'] },
-  { name: 'does nothing for containerd\'s "not a device node", which names no PV', source: 'events', fixture: 'not-a-device-node-containerd.exporter', jobs: [], ignored: ['event-message-not-recognised'] },
+  { name: 'does nothing for containerd\'s "not a device node" when the cluster does not know the pod\'s volumes', source: 'events', fixture: 'not-a-device-node-containerd.exporter', jobs: [], ignored: ['pv-unknown'] },
   { name: 'does nothing for a disk path NPD cut short', source: 'npd', fixture: 'local-disk-lost-truncated-output.conditions', jobs: [], ignored: ['pv-unknown'] },
   { name: 'does nothing when LocalDiskLost clears without naming a disk', source: 'npd', fixture: 'local-disk-cleared-default.conditions', jobs: [], ignored: ['restore-names-no-device'] },
   { name: 'does nothing for a KernelDeadlock condition', source: 'npd', fixture: 'kernel-deadlock.conditions', jobs: [], ignored: ['condition-not-relevant'] },
@@ -117,5 +117,31 @@ describe('triage of captured payloads', () => {
     expect(r.ignored.map((i) => i.reason)).toEqual(['pv-unknown']);
   });
 
-  it.todo('bridges containerd\'s pathless "not a device node" once triage can resolve the Local PVs of the failing pod');
+  it('bridges containerd\'s pathless "not a device node" through the Local PVs of the failing pod', async () => {
+    const found = fixtureSignals('events', 'not-a-device-node-containerd.exporter');
+    const lookups = fixtureLookups()
+      .addPod({ namespace: 'db', name: 'postgres-0', node: 'worker-2', phase: 'Pending', claims: ['data-postgres-0', 'wal-postgres-0', 'config'], waiting: [] })
+      .addClaim({ namespace: 'db', name: 'data-postgres-0', volumeName: 'local-pv-1', accessModes: ['ReadWriteOnce'] })
+      .addClaim({ namespace: 'db', name: 'wal-postgres-0', volumeName: 'local-pv-2', accessModes: ['ReadWriteOnce'] })
+      .addClaim({ namespace: 'db', name: 'config', volumeName: 'pvc-nfs-1', accessModes: ['ReadWriteMany'] })
+      .addPersistentVolume({ name: 'pvc-nfs-1', volumeMode: 'Filesystem' });
+    const r = await triage(found.signals, { lookups });
+    // Both Local PVs get a job; the agent places only where the path is really missing.
+    expect(r.jobs.map((j) => j.target)).toEqual([
+      { node: 'worker-2', pv: 'local-pv-1', path: PG_DISK },
+      { node: 'worker-2', pv: 'local-pv-2', path: '/dev/disk/by-id/wwn-0x5000c500deadbeef' },
+    ]);
+    expect(r.ignored).toEqual([]);
+  });
+
+  it('does not bridge containerd\'s "not a device node" for a pod with only non-local volumes', async () => {
+    const found = fixtureSignals('events', 'not-a-device-node-containerd.exporter');
+    const lookups = fixtureLookups()
+      .addPod({ namespace: 'db', name: 'postgres-0', node: 'worker-2', claims: ['config'], waiting: [] })
+      .addClaim({ namespace: 'db', name: 'config', volumeName: 'pvc-csi-1', accessModes: ['ReadWriteOnce'] })
+      .addPersistentVolume({ name: 'pvc-csi-1', volumeMode: 'Block', csi: { driver: 'rbd.csi.ceph.com', volumeHandle: 'x', attributes: {} } });
+    const r = await triage(found.signals, { lookups });
+    expect(r.jobs).toEqual([]);
+    expect(r.ignored.map((i) => i.reason)).toEqual(['pv-unknown']);
+  });
 });
