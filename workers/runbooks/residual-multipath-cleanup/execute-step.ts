@@ -19,6 +19,11 @@ export interface ExecutorDeps {
   policy: ResidualPolicy;
   sleep: (ms: number) => Promise<void>;
   now: () => number;
+  /**
+   * The job runs against a dry-run host: earlier steps were only recorded, so checks that
+   * expect their effect (the disk is no longer held by the flushed map) cannot hold.
+   */
+  dryRun: boolean;
 }
 
 const inUse = (text: string): boolean => /in use|busy/i.test(text);
@@ -110,7 +115,7 @@ export function createStepExecutor(deps: ExecutorDeps): StepExecutor<ResidualSte
           const now = await diskIdentity(host, step.disk);
           if (now === null || !isSameDisk(now, step)) return;
           const holders = await host.list(sysBlockPath(step.disk, 'holders'));
-          if (holders.length) {
+          if (holders.length && !deps.dryRun) {
             throw new TransientError(`${step.disk} is held by ${holders.join(', ')} again (multipathd re-created the map?): planning again`);
           }
           await withDeadline(host.writeSysfs(sysBlockPath(step.disk, 'device', 'delete'), '1'), policy.commandTimeoutMs, `echo 1 > /sys/block/${step.disk}/device/delete`);

@@ -30,9 +30,8 @@ export function createResidualMultipathCleanup(deps: ResidualMultipathDeps): Run
   const now = deps.now ?? (() => new Date());
   const sleep = deps.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
   const clock = { sleep, now: () => now().getTime() };
-  const steps = createStepExecutor({ policy, ...clock });
-
   return (job, ctx) => {
+    const steps = createStepExecutor({ policy, ...clock, dryRun: ctx.mode === 'dry-run' });
     const definition: RunbookDefinition<'residual-multipath-cleanup', ResidualFacts, ResidualStep> = {
       runbook: 'residual-multipath-cleanup',
       observe: (j, host) => observe(j, host, { attached: deps.attached, policy, ranOn: ctx.ranOn, now }),

@@ -1,0 +1,157 @@
+import { pino } from 'pino';
+import { describe, expect, it } from 'vitest';
+import type { ResidualMultipathJob } from '../../../../src/catalogue/jobs.ts';
+import type { Mode, RunbookResult } from '../../../../src/catalogue/result.ts';
+import { RefusedError } from '../../../../workers/engine/errors.ts';
+import type { RunbookContext } from '../../../../workers/runbooks/registry.ts';
+import { InMemoryAttachedVolumes } from '../../../../workers/runbooks/residual-multipath-cleanup/attached-volumes.ts';
+import { createResidualMultipathCleanup } from '../../../../workers/runbooks/residual-multipath-cleanup/handler.ts';
+import type { ResidualPolicy } from '../../../../workers/runbooks/residual-multipath-cleanup/policy.ts';
+import { FakeNode, type FakeNodeOptions } from './fake-node.ts';
+
+// The whole runbook (observe -> plan -> act -> verify) on a fake node built from the lab's real
+// iscsi-lun-removed capture, in enforce and in dry-run.
+
+const job: ResidualMultipathJob = {
+  version: 1,
+  key: 'residual_worker-1_boot-1',
+  runbook: 'residual-multipath-cleanup',
+  target: { node: 'worker-1' },
+  bootId: 'boot-1',
+  evidence: [{ source: 'k8s-event', summary: 'Node worker-1 has been rebooted', raw: {} }],
+};
+
+const ctx = (mode: Mode): RunbookContext => ({ jobId: job.key, attempt: 1, mode, ranOn: 'worker-1', log: pino({ level: 'silent' }), signal: new AbortController().signal });
+
+function setup(opts: FakeNodeOptions = {}, policy: Partial<ResidualPolicy> = {}, attached = new InMemoryAttachedVolumes()) {
+  const host = new FakeNode(opts);
+  let t = 0;
+  const sleeps: number[] = [];
+  const handler = createResidualMultipathCleanup({
+    host,
+    stateDir: '/var/lib/volume-medic',
+    attached,
+    policy,
+    now: () => new Date(Date.UTC(2025, 11, 2) + t),
+    sleep: async (ms) => {
+      sleeps.push(ms);
+      t += ms;
+    },
+  });
+  return { host, handler, sleeps };
+}
+
+const argvs = (r: RunbookResult): string[] => r.commands.map((c) => c.argv.join(' '));
+
+describe('residual-multipath-cleanup on a node where an iSCSI LUN was removed (enforce)', () => {
+  it('releases the queue, flushes mpathb, deletes sdc and sdd, and verifies; mpathc is untouched', async () => {
+    const { host, handler } = setup();
+    const r = await handler(job, ctx('enforce'));
+    expect(r.outcome).toBe('succeeded');
+    expect(r.steps.map((s) => [s.id.split(':')[0], s.status])).toEqual([
+      ['release-queued-io', 'done'],
+      ['flush-map', 'done'],
+      ['delete-disk', 'done'],
+      ['delete-disk', 'done'],
+    ]);
+    const ran = argvs(r);
+    expect(ran).toContain('dmsetup message mpathb 0 fail_if_no_path');
+    expect(ran).toContain('multipath -f mpathb');
+    expect(ran).toContain('host:write-sysfs /sys/block/sdd/device/delete 1');
+    expect(ran).toContain('host:write-sysfs /sys/block/sdc/device/delete 1');
+    expect(ran.filter((c) => /mpathc|sda|sdb|dm-1/.test(c) && !/^(multipath -ll|dmsetup info)/.test(c))).toEqual([]);
+    expect(ran.some((c) => c.startsWith('dmsetup remove'))).toBe(false);
+    expect(['dm-0', 'sdc', 'sdd'].map((d) => host.has(d))).toEqual([false, false, false]);
+    expect(['dm-1', 'sda', 'sdb'].map((d) => host.has(d))).toEqual([true, true, true]);
+    expect(r.verification).toMatchObject({ ok: true });
+    expect(JSON.stringify(r.verification)).toMatch(/map mpathc, left alone, is untouched on dm-1 with paths sda, sdb/);
+  });
+
+  it('reports the probe it abandoned and the pid stuck in D state', async () => {
+    const { handler } = setup();
+    const r = await handler(job, ctx('enforce'));
+    const dd = r.commands.find((c) => c.argv[0] === 'dd');
+    expect(dd).toMatchObject({ timedOut: true, stuckPids: [990] });
+    expect(r.summary).toMatch(/990 \(probe of dm-0\)/);
+  });
+
+  it('is a no-op when run a second time', async () => {
+    const { host, handler } = setup();
+    await handler(job, ctx('enforce'));
+    const again = await handler({ ...job, key: 'residual_worker-1_boot-2' }, { ...ctx('enforce'), jobId: 'residual_worker-1_boot-2' });
+    expect(again.outcome).toBe('nothing-to-do');
+    expect(again.summary).toMatch(/mpathc \(dm-1\) left alone: healthy/);
+    expect(argvs(again).filter((c) => /^(multipath -f|dmsetup message|host:write-sysfs)/.test(c))).toEqual([]);
+    expect(host.has('dm-1')).toBe(true);
+  });
+
+  it('waits for the open count to fall and retries the flush that answered "map in use"', async () => {
+    const { host, handler, sleeps } = setup({ probe: 'io-error' });
+    // An opener that gets its EIO only a little after the queue is released.
+    host.on(['dmsetup', 'message', 'mpathb', '0', 'fail_if_no_path'], () => {
+      host.queueing = false;
+      return {};
+    });
+    let polls = 0;
+    host.on(['dmsetup', 'info', '-c', 'mpathb'], () => {
+      if (++polls >= 3) host.stuck.clear();
+      return { stdout: `Name Maj Min Stat Open Targ Event UUID\nmpathb 253 0 L--w ${host.stuck.size} 1 2 mpath-3600140503b080d39e3f42d4a24115262\n` };
+    });
+    const r = await handler(job, ctx('enforce'));
+    expect(r.outcome).toBe('succeeded');
+    expect(host.flushAttempts).toBe(2);
+    expect(sleeps.length).toBeGreaterThan(0);
+  });
+
+  it('fails (transiently) when the map stays in use past the wait, and keeps the disks', async () => {
+    const { host, handler } = setup({ probe: 'io-error' }, { openCountWaitMs: 2_000 });
+    host.on(['dmsetup', 'message', 'mpathb', '0', 'fail_if_no_path'], () => ({}));
+    const err = await handler(job, ctx('enforce')).catch((e: unknown) => e);
+    expect((err as Error).name).toBe('RunbookFailedError');
+    expect((err as Error).message).toMatch(/still in use after 2000 ms \(open count 1\)/);
+    expect(['dm-0', 'sdc', 'sdd'].map((d) => host.has(d))).toEqual([true, true, true]);
+  });
+
+  it('refuses when a VolumeAttachment of the node still claims the dead LUN, and changes nothing', async () => {
+    const { host, handler } = setup({}, {}, new InMemoryAttachedVolumes({ 'worker-1': ['600140503b080d39e3f42d4a24115262'] }));
+    const err = await handler(job, ctx('enforce')).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(RefusedError);
+    expect((err as RefusedError).reasons.join(' ')).toMatch(/VolumeAttachment of node worker-1 still claims/);
+    expect(host.commands.some((c) => c[0] === 'multipath' && c[1] === '-f')).toBe(false);
+    expect(host.has('dm-0')).toBe(true);
+  });
+
+  it('refuses a dead map a real process still has open', async () => {
+    const { host, handler } = setup();
+    host.put('/proc/4242/stat', '4242 (postgres) S 1 4242 4242 0 -1 4194560');
+    host.put('/proc/4242/fd/9', { type: 'symlink', target: '/dev/mapper/mpathb' });
+    host.put('/proc/4242/ns/mnt', { type: 'symlink', target: 'mnt:[4026531840]' });
+    const err = await handler(job, ctx('enforce')).catch((e: unknown) => e);
+    expect((err as RefusedError).reasons.join(' ')).toMatch(/open by pid 4242 \(postgres, state S\)/);
+  });
+
+  it('refuses a dead map mounted in another mount namespace', async () => {
+    const { host, handler } = setup();
+    host.put('/proc/5000/ns/mnt', { type: 'symlink', target: 'mnt:[4026532999]' });
+    host.put('/proc/5000/mountinfo', '900 800 253:0 / /var/lib/kubelet/pods/p/volumes/kubernetes.io~csi/pvc-1/mount rw - ext4 /dev/mapper/mpathb rw\n');
+    const err = await handler(job, ctx('enforce')).catch((e: unknown) => e);
+    expect((err as RefusedError).reasons.join(' ')).toMatch(/mounted at \/var\/lib\/kubelet\/pods\/p.*4026532999/);
+  });
+});
+
+describe('residual-multipath-cleanup in dry-run', () => {
+  it('looks for real, probes, plans, and changes nothing: every destructive command is only recorded', async () => {
+    const { host, handler } = setup();
+    const r = await handler(job, ctx('dry-run'));
+    expect(r.outcome).toBe('planned');
+    expect(r.steps.map((s) => s.status)).toEqual(['would-run', 'would-run', 'would-run', 'would-run']);
+    // Looks ran on the node: the listing and the probe.
+    expect(host.commands.map((c) => c.join(' '))).toEqual(expect.arrayContaining(['multipath -ll', 'dmsetup info -c', 'dd if=/dev/dm-0 of=/dev/null count=1 bs=1M iflag=direct']));
+    // Changes did not.
+    expect(host.commands.some((c) => (c[0] === 'multipath' && c[1] === '-f') || c[1] === 'message')).toBe(false);
+    expect(host.calls.some((c) => c.op === 'writeSysfs')).toBe(false);
+    const wouldRun = r.commands.filter((c) => c.exitCode === null && !c.timedOut).map((c) => c.argv.join(' '));
+    expect(wouldRun).toEqual(['dmsetup message mpathb 0 fail_if_no_path', 'multipath -f mpathb', 'host:write-sysfs /sys/block/sdd/device/delete 1', 'host:write-sysfs /sys/block/sdc/device/delete 1']);
+    expect(['dm-0', 'sdc', 'sdd'].map((d) => host.has(d))).toEqual([true, true, true]);
+  });
+});
