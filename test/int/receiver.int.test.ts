@@ -91,6 +91,23 @@ describe('receiver with a real Redis', () => {
     await q.close();
   });
 
+  it('turns an NPD LocalDiskLost condition into a placeholder job on the PV\'s node', async () => {
+    const r = await post(`${receiver.url}/v1/npd`, {
+      node: 'worker-g',
+      conditions: [
+        { type: 'KernelDeadlock', status: 'False', reason: 'KernelHasNoDeadlock', message: 'kernel has no deadlock' },
+        { type: 'LocalDiskLost', status: 'True', reason: 'LocalDiskLost', message: 'local PV local-pv-g: /dev/disk/by-id/wwn-0x5000c500aaaa0001 is missing', lastTransitionTime: '2026-12-01T03:20:00Z' },
+      ],
+    }, TOKEN);
+    expect(r.status).toBe(202);
+    expect(r.json.accepted).toEqual([expect.objectContaining({ runbook: 'local-pv-placeholder', queue: 'vm-node-worker-g', node: 'worker-g' })]);
+    expect(r.json.ignored).toEqual([expect.objectContaining({ reason: 'condition-not-relevant', index: 0 })]);
+    const q = queue('worker-g');
+    const [job] = await q.getJobs(['waiting']);
+    expect(job!.data).toMatchObject({ action: 'place', target: { node: 'worker-g', pv: 'local-pv-g', path: '/dev/disk/by-id/wwn-0x5000c500aaaa0001' } });
+    await q.close();
+  });
+
   it('lists jobs and shows one with its evidence through the API', async () => {
     const list = await getJson(`${receiver.url}/v1/jobs?node=worker-a`, TOKEN);
     expect(list.jobs).toHaveLength(1);
