@@ -1,0 +1,83 @@
+import { FakeHost } from '../../../../workers/host/fake-host.ts';
+import { cephFixture } from '../rbd-stale-mapping/ceph-fixture.ts';
+
+// A simulated node with kernel RBD (this host has none): showmapped, mount tables, cgroups and
+// `rbd unmap` answers are the recorded outputs in test/fixtures/ceph, and commands change the
+// state they would change (umount drops the mount, unmap drops the mapping).
+
+export const HOST_NS = 'mnt:[4026531840]';
+export const CONTAINER_NS = 'mnt:[4026532999]';
+export const STALE_POD = '6f1c3a52-9d7e-4b1a-8c2f-0e4d5b6a7c81';
+export const OTHER_POD = '0a9b8c7d-6e5f-4a3b-2c1d-0e9f8a7b6c5d';
+export const POD_MOUNT = `/var/lib/kubelet/pods/${STALE_POD}/volumes/kubernetes.io~csi/pvc-2c0f5d3e-6a1b-4c9d-8e7f-1a2b3c4d5e6f/mount`;
+export const GLOBAL_MOUNT = '/var/lib/kubelet/plugins/kubernetes.io/csi/rbd.csi.ceph.com/7d9a6e0c2b1f4e3d8c5a9b0e1f2d3c4b5a6978877665544332211ffeeddccbbaa/globalmount/0001-0009-rook-ceph-0000000000000002-4b1de7a2-0c4f-11ef-9a3e-0a580a800012';
+
+export interface FakeNodeOptions {
+  /** A container process of the (gone) pod still has the volume mounted in its own namespace. */
+  leftoverContainer?: boolean;
+  /** A process outside any pod has /dev/rbd1 open. */
+  hostOpener?: boolean;
+  /** `rbd unmap` answers busy this many times before it succeeds (0: never busy). */
+  busyTimes?: number;
+  /** `rbd unmap` stays busy until forced. */
+  busyUntilForced?: boolean;
+}
+
+export function fakeNode(opts: FakeNodeOptions = {}): FakeHost {
+  let hostMounts = cephFixture('mountinfo-host-stale-csi.transcribed.txt');
+  let mapped = JSON.parse(cephFixture('rbd-showmapped-three.transcribed.json')) as Array<{ device: string }>;
+  let busy = opts.busyTimes ?? 0;
+  const host = new FakeHost();
+  const putHostMounts = (): void => {
+    host.put('/proc/1/mountinfo', hostMounts).put('/proc/1/task/1/mountinfo', hostMounts);
+  };
+  host
+    .put('/proc/1/ns/mnt', { type: 'symlink', target: HOST_NS })
+    .put('/proc/1/task/1/ns/mnt', { type: 'symlink', target: HOST_NS })
+    .put('/proc/1/cgroup', '0::/init.scope\n')
+    .put('/dev/rbd0', { type: 'block', major: 252, minor: 0 })
+    .put('/dev/rbd1', { type: 'block', major: 252, minor: 16 })
+    .put('/dev/rbd/kube/csi-vol-0001', { type: 'symlink', target: '../../rbd1' })
+    .put('/sys/bus/rbd/devices/1/client_addr', '10.0.0.2:0/3710147553\n');
+  putHostMounts();
+  if (opts.leftoverContainer) {
+    host
+      .put('/proc/4242/ns/mnt', { type: 'symlink', target: CONTAINER_NS })
+      .put('/proc/4242/task/4242/ns/mnt', { type: 'symlink', target: CONTAINER_NS })
+      .put('/proc/4242/task/4242/mountinfo', cephFixture('mountinfo-container-rbd1.transcribed.txt'))
+      .put('/proc/4242/cgroup', cephFixture('cgroup-pod-systemd.transcribed.txt'));
+  }
+  if (opts.hostOpener) {
+    host
+      .put('/proc/777/ns/mnt', { type: 'symlink', target: HOST_NS })
+      .put('/proc/777/task/777/ns/mnt', { type: 'symlink', target: HOST_NS })
+      .put('/proc/777/task/777/mountinfo', hostMounts)
+      .put('/proc/777/cgroup', '0::/system.slice/backup.service\n')
+      .put('/proc/777/fd/3', { type: 'symlink', target: '/dev/rbd1' });
+  }
+
+  host.on(['rbd', 'showmapped'], () => ({ stdout: `${JSON.stringify(mapped)}\n` }));
+  host.on(['umount'], (argv) => {
+    const path = argv[1]!;
+    const lines = hostMounts.split('\n');
+    if (!lines.some((l) => l.split(' ')[4] === path)) return { exitCode: 32, stderr: `umount: ${path}: not mounted.\n` };
+    hostMounts = lines.filter((l) => l.split(' ')[4] !== path).join('\n');
+    putHostMounts();
+    return {};
+  });
+  host.on(['rbd', 'unmap'], (argv) => {
+    const forced = argv.includes('force');
+    if (opts.busyUntilForced && !forced) return { exitCode: 16, stderr: cephFixture('rbd-unmap-busy.transcribed.err') };
+    if (busy > 0 && !forced) {
+      busy--;
+      return { exitCode: 16, stderr: cephFixture('rbd-unmap-busy.transcribed.err') };
+    }
+    const dev = argv.at(-1)!;
+    if (!mapped.some((m) => m.device === dev)) return { exitCode: 22, stderr: cephFixture('rbd-unmap-not-a-block-device.err').replace('/dev/rbd0', dev) };
+    mapped = mapped.filter((m) => m.device !== dev);
+    host.nodes.delete(dev);
+    host.nodes.delete('/dev/rbd/kube/csi-vol-0001');
+    return {};
+  });
+  return host;
+}

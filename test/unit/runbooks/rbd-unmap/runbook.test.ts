@@ -1,0 +1,128 @@
+import { pino } from 'pino';
+import { describe, expect, it } from 'vitest';
+import type { RbdUnmapJob } from '../../../../src/catalogue/jobs.ts';
+import type { Mode } from '../../../../src/catalogue/result.ts';
+import type { PodInfo } from '../../../../src/kube/lookups.ts';
+import { RefusedError } from '../../../../workers/engine/errors.ts';
+import type { FakeHost } from '../../../../workers/host/fake-host.ts';
+import { createRbdUnmap, InMemoryNodePods, type UnmapPolicy } from '../../../../workers/runbooks/rbd-unmap/index.ts';
+import type { RunbookContext } from '../../../../workers/runbooks/registry.ts';
+import { fakeNode, GLOBAL_MOUNT, POD_MOUNT, STALE_POD } from './fake-node.ts';
+
+// The node half end to end on a simulated node (recorded outputs, see fake-node.ts).
+
+const job: RbdUnmapJob = {
+  version: 1,
+  runbook: 'rbd-unmap',
+  key: 'rbdunmap_rbd_kube_csi-vol-0001_0123456789ab_10.0.0.2-0-3710147553_abcdef012345',
+  target: { node: 'worker-2', pool: 'kube', image: 'csi-vol-0001', watcher: '10.0.0.2:0/3710147553' },
+  claim: { namespace: 'shop', name: 'db-data' },
+  parent: 'rbd_kube_csi-vol-0001_0123456789ab',
+  evidence: [{ source: 'k8s-event', summary: 'FailedMount', raw: {} }],
+};
+
+const ctx = (mode: Mode, ranOn = 'worker-2'): RunbookContext => ({
+  jobId: job.key, attempt: 1, mode, ranOn, log: pino({ level: 'silent' }), signal: new AbortController().signal,
+});
+
+const pod = (over: Partial<PodInfo>): PodInfo => ({ namespace: 'shop', name: 'other', node: 'worker-2', phase: 'Running', claims: [], waiting: [], ...over });
+
+function run(host: FakeHost, opts: { pods?: PodInfo[]; policy?: Partial<UnmapPolicy>; mode?: Mode; ranOn?: string; j?: RbdUnmapJob } = {}) {
+  const sleeps: number[] = [];
+  const handler = createRbdUnmap({
+    host,
+    stateDir: '/var/lib/volume-medic',
+    pods: new InMemoryNodePods(opts.pods ?? []),
+    policy: opts.policy ?? {},
+    sleep: async (ms) => {
+      sleeps.push(ms);
+    },
+  });
+  return { sleeps, result: handler(opts.j ?? job, ctx(opts.mode ?? 'enforce', opts.ranOn)) };
+}
+
+const argvs = (host: FakeHost): string[] => host.commands.map((c) => c.join(' '));
+
+describe('rbd-unmap on a simulated node', () => {
+  it('unmounts the stale kubelet mounts (pod mount first), unmaps, and verifies the device is gone', async () => {
+    const host = fakeNode();
+    const { result } = run(host);
+    const r = await result;
+    expect(r.outcome).toBe('succeeded');
+    expect(r.steps.map((s) => [s.id, s.status])).toEqual([
+      [`umount:rbd1:${POD_MOUNT}`, 'done'],
+      [`umount:rbd1:${GLOBAL_MOUNT}`, 'done'],
+      ['unmap:rbd1:kube/csi-vol-0001', 'done'],
+    ]);
+    const changes = argvs(host).filter((a) => !a.startsWith('rbd showmapped'));
+    expect(changes).toEqual([`umount ${POD_MOUNT}`, `umount ${GLOBAL_MOUNT}`, 'rbd unmap /dev/rbd1']);
+    expect(r.verification).toMatchObject({ ok: true });
+    // The other image's mapping and mount are untouched.
+    expect(argvs(host).some((a) => a.includes('rbd0'))).toBe(false);
+  });
+
+  it('retries a busy unmap after a pause, as udev and blkid open the device briefly after the last close', async () => {
+    const host = fakeNode({ busyTimes: 1 });
+    const { result, sleeps } = run(host);
+    expect((await result).outcome).toBe('succeeded');
+    expect(argvs(host).filter((a) => a.startsWith('rbd unmap'))).toEqual(['rbd unmap /dev/rbd1', 'rbd unmap /dev/rbd1']);
+    expect(sleeps).toEqual([1000]);
+  });
+
+  it('refuses a real multi-attach: a pod on this node still uses the PVC', async () => {
+    const host = fakeNode();
+    const { result } = run(host, { pods: [pod({ name: 'db-0', claims: ['db-data'], uid: STALE_POD })] });
+    const err = await result.catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(RefusedError);
+    expect((err as RefusedError).reasons[0]).toMatch(/^real multi-attach: pod shop\/db-0 \(Running\) on node worker-2/);
+    expect(argvs(host).some((a) => a.startsWith('umount') || a.startsWith('rbd unmap'))).toBe(false);
+  });
+
+  it('refuses when the mount belongs to a pod that runs here even if the job names no PVC', async () => {
+    const host = fakeNode();
+    const { claim: _claim, ...noClaim } = job;
+    const { result } = run(host, { j: noClaim, pods: [pod({ uid: STALE_POD })] });
+    const err = (await result.catch((e: unknown) => e)) as RefusedError;
+    expect(err.reasons.join(' ')).toContain(`live mount ${POD_MOUNT}`);
+  });
+
+  it('refuses what a gone pod left behind unless policy allows force, and then forces only after plain unmaps stayed busy', async () => {
+    const refused = (await run(fakeNode({ leftoverContainer: true })).result.catch((e: unknown) => e)) as RefusedError;
+    expect(refused).toBeInstanceOf(RefusedError);
+    expect(refused.reasons.join(' ')).toMatch(/leftover mount \/var\/lib\/postgresql\/data in the namespace mnt:\[4026532999\] \(pids 4242; pods 6f1c3a52-.*a forced unmap is not allowed by policy/);
+
+    const host = fakeNode({ leftoverContainer: true, busyUntilForced: true });
+    const { result, sleeps } = run(host, { policy: { force: 'no-live-workload' } });
+    expect((await result).outcome).toBe('succeeded');
+    expect(argvs(host).filter((a) => a.startsWith('rbd unmap'))).toEqual(['rbd unmap /dev/rbd1', 'rbd unmap /dev/rbd1', 'rbd unmap /dev/rbd1', 'rbd unmap -o force /dev/rbd1']);
+    expect(sleeps).toEqual([1000, 1000]);
+  });
+
+  it('never forces past a process outside any pod that has the device open', async () => {
+    const host = fakeNode({ hostOpener: true });
+    const err = (await run(host, { policy: { force: 'no-live-workload' } }).result.catch((e: unknown) => e)) as RefusedError;
+    expect(err).toBeInstanceOf(RefusedError);
+    expect(err.reasons.join(' ')).toContain('foreign process 777 (fd 3, in no pod)');
+  });
+
+  it('is done when the image is not mapped on this node', async () => {
+    const host = fakeNode();
+    const r = await run(host, { j: { ...job, target: { ...job.target, image: 'csi-vol-9999' } } }).result;
+    expect(r.outcome).toBe('nothing-to-do');
+    expect(r.summary).toContain('not mapped on node worker-2');
+  });
+
+  it('refuses a job that reached another node\'s agent', async () => {
+    const err = (await run(fakeNode(), { ranOn: 'worker-9' }).result.catch((e: unknown) => e)) as RefusedError;
+    expect(err.reasons).toEqual(['the job is for node worker-2 but ran on worker-9']);
+  });
+
+  it('in dry-run looks for real but changes nothing', async () => {
+    const host = fakeNode();
+    const r = await run(host, { mode: 'dry-run' }).result;
+    expect(r.outcome).toBe('planned');
+    expect(r.steps.map((s) => s.status)).toEqual(['would-run', 'would-run', 'would-run']);
+    expect(argvs(host).every((a) => a.startsWith('rbd showmapped'))).toBe(true);
+    expect(r.commands.filter((c) => c.exitCode === null).map((c) => c.argv.join(' '))).toEqual([`umount ${POD_MOUNT}`, `umount ${GLOBAL_MOUNT}`, 'rbd unmap /dev/rbd1']);
+  });
+});
