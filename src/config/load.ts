@@ -58,6 +58,16 @@ const ENV: Record<string, [keyof Config, (v: string) => unknown]> = {
   LOG_LEVEL: ['logLevel', (v) => v],
   KUBE_WATCH: ['kubeWatch', (v) => v],
   KUBE_RECONCILE_SECONDS: ['kubeReconcileSeconds', (v) => v],
+  APPROVAL_HIGH_RISK: ['approvalHighRisk', (v) => v],
+  APPROVAL_RUNBOOKS: ['approvalRunbooks', list],
+  APPROVAL_MAX_DESTRUCTIVE_STEPS: ['approvalMaxDestructiveSteps', (v) => v],
+  APPROVAL_TTL_SECONDS: ['approvalTtlSeconds', (v) => v],
+  BREAKER_NODE_DESTRUCTIVE_PER_HOUR: ['breakerNodeDestructivePerHour', (v) => v],
+  BREAKER_CLUSTER_DESTRUCTIVE_PER_HOUR: ['breakerClusterDestructivePerHour', (v) => v],
+  BREAKER_STORM_NODES: ['breakerStormNodes', (v) => v],
+  BREAKER_STORM_WINDOW_SECONDS: ['breakerStormWindowSeconds', (v) => v],
+  CONTROLS_RECHECK_SECONDS: ['controlsRecheckSeconds', (v) => v],
+  DASHBOARD_WRITE: ['dashboardWrite', (v) => v],
 };
 const ENV_OF = Object.fromEntries(Object.entries(ENV).map(([env, [key]]) => [key, env]));
 

@@ -55,6 +55,26 @@ export const Config = z.object({
   kubeWatch: z.union([z.boolean(), z.stringbool()]).default(false),
   /** KUBE_RECONCILE_SECONDS: period of the reconcile (recently Ready nodes, pods stuck creating); 0: at start only. */
   kubeReconcileSeconds: z.coerce.number().int().min(0).default(300),
+  /** APPROVAL_HIGH_RISK: enforce-mode steps flagged high risk (`risk: 'high'`) wait for POST /v1/jobs/:id/approve. Default true. */
+  approvalHighRisk: z.union([z.boolean(), z.stringbool()]).default(true),
+  /** APPROVAL_RUNBOOKS: runbooks whose every destructive step waits for approval (comma-separated). Default none. */
+  approvalRunbooks: z.array(RunbookName).default([]),
+  /** APPROVAL_MAX_DESTRUCTIVE_STEPS: a plan with more destructive steps than this waits for approval before its first one; 0: no limit. Default 10. */
+  approvalMaxDestructiveSteps: z.coerce.number().int().min(0).default(10),
+  /** APPROVAL_TTL_SECONDS: an approval request not decided within this expires (the job fails, refused); an approval is good for as long. Default 3600. */
+  approvalTtlSeconds: z.coerce.number().int().positive().default(3600),
+  /** BREAKER_NODE_DESTRUCTIVE_PER_HOUR: destructive steps one node may run in any hour before its breaker trips; 0: no cap. Default 20. */
+  breakerNodeDestructivePerHour: z.coerce.number().int().min(0).default(20),
+  /** BREAKER_CLUSTER_DESTRUCTIVE_PER_HOUR: destructive steps the whole fleet may run in any hour before the cluster breaker trips; 0: no cap. Default 100. */
+  breakerClusterDestructivePerHour: z.coerce.number().int().min(0).default(100),
+  /** BREAKER_STORM_NODES: more nodes than this starting jobs within BREAKER_STORM_WINDOW_SECONDS trips the storm breaker; 0: off. Default 5. */
+  breakerStormNodes: z.coerce.number().int().min(0).default(5),
+  /** BREAKER_STORM_WINDOW_SECONDS: the storm breaker's window. Default 600. */
+  breakerStormWindowSeconds: z.coerce.number().int().positive().default(600),
+  /** CONTROLS_RECHECK_SECONDS: how often a job parked by a pause, an approval or a breaker looks again. Default 15. */
+  controlsRecheckSeconds: z.coerce.number().positive().default(15),
+  /** DASHBOARD_WRITE: the /ui/queues dashboard may retry, promote and remove jobs; default false (read-only). */
+  dashboardWrite: z.union([z.boolean(), z.stringbool()]).default(false),
   /** LOG_LEVEL: pino level. */
   logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
