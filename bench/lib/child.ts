@@ -1,0 +1,77 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { createInterface } from 'node:readline';
+
+// Child processes for benchmarks and fault tests: each server runs in its own process, so the
+// load generator's CPU is not the server's, and so a test can SIGKILL it.
+
+export interface Child {
+  proc: ChildProcess;
+  /** Lines the child wrote on stdout so far. */
+  lines: string[];
+  /** Resolves with the first stdout line starting with `prefix` (rest of the line). */
+  waitLine(prefix: string, timeoutMs?: number): Promise<string>;
+  /** Resident set size in MiB, from /proc. */
+  rssMiB(): number;
+  kill(signal?: NodeJS.Signals): Promise<void>;
+}
+
+const live = new Set<ChildProcess>();
+process.once('exit', () => {
+  for (const c of live) c.kill('SIGKILL');
+});
+
+export function startChild(script: string, env: Record<string, string>, args: string[] = []): Child {
+  const proc = spawn(process.execPath, [script, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+  live.add(proc);
+  const exited = new Promise<void>((r) => proc.once('exit', () => {
+    live.delete(proc);
+    r();
+  }));
+  const lines: string[] = [];
+  const waiters: { prefix: string; resolve: (v: string) => void }[] = [];
+  createInterface({ input: proc.stdout! }).on('line', (line) => {
+    lines.push(line);
+    for (const w of [...waiters]) {
+      if (line.startsWith(w.prefix)) {
+        waiters.splice(waiters.indexOf(w), 1);
+        w.resolve(line.slice(w.prefix.length).trim());
+      }
+    }
+  });
+  return {
+    proc,
+    lines,
+    waitLine: (prefix, timeoutMs = 30_000) => {
+      const seen = lines.find((l) => l.startsWith(prefix));
+      if (seen !== undefined) return Promise.resolve(seen.slice(prefix.length).trim());
+      return new Promise((resolve, reject) => {
+        const onExit = (code: number | null): void => {
+          clearTimeout(t);
+          reject(new Error(`${script} exited (${code}) before "${prefix}"`));
+        };
+        const t = setTimeout(() => {
+          proc.off('exit', onExit);
+          reject(new Error(`${script}: no line "${prefix}" within ${timeoutMs} ms`));
+        }, timeoutMs);
+        proc.once('exit', onExit);
+        waiters.push({ prefix, resolve: (v) => {
+          clearTimeout(t);
+          proc.off('exit', onExit);
+          resolve(v);
+        } });
+      });
+    },
+    rssMiB: () => {
+      const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${proc.pid}/status`, 'utf8'));
+      return m ? Number(m[1]) / 1024 : NaN;
+    },
+    kill: async (signal = 'SIGTERM') => {
+      if (proc.exitCode !== null || proc.signalCode !== null) return;
+      proc.kill(signal);
+      const killer = setTimeout(() => proc.kill('SIGKILL'), 5_000);
+      await exited;
+      clearTimeout(killer);
+    },
+  };
+}

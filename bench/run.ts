@@ -1,0 +1,231 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg } from 'node:os';
+import { execSync } from 'node:child_process';
+import autocannon, { type Result as CannonResult } from 'autocannon';
+import { Redis } from 'ioredis';
+import { nodeQueueName } from '../src/catalogue/queues.ts';
+import { startChild, type Child } from './lib/child.ts';
+import { fill, groupedAlerts, oneAlert, rebootedEvent, type Payload } from './lib/payloads.ts';
+import { startPrivateRedis } from './lib/redis-server.ts';
+import { percentile, round } from './lib/stats.ts';
+
+// `npm run bench` (node bench/run.ts): the receiver against a bare express endpoint on the same
+// machine, in the same run, plus a dedup storm, latency to start and footprint. Loopback only,
+// a private redis-server, results as ratios (never absolute timings in assertions), a table on
+// stdout and JSON in bench/results/<timestamp>.json. Bounded to about two minutes.
+//
+// BENCH_SECONDS (default 5) sets each throughput run's length; BENCH_ONLY=throughput,storm,latency,footprint
+// picks sections.
+
+const SECONDS = Number(process.env['BENCH_SECONDS'] ?? 5);
+const CONNECTIONS = 20;
+const ONLY = new Set((process.env['BENCH_ONLY'] ?? 'throughput,storm,latency,footprint').split(','));
+const PREFIX = 'bench';
+const here = (p: string): string => new URL(p, import.meta.url).pathname;
+
+interface Row {
+  scenario: string;
+  target: 'bare' | 'receiver';
+  reqPerSec: number;
+  itemsPerSec: number;
+  p50: number;
+  p99: number;
+  non2xx: number;
+  errors: number;
+  ratio?: number;
+}
+
+const redis = await startPrivateRedis();
+const admin = new Redis(redis.url);
+const results: Record<string, unknown> = {
+  at: new Date().toISOString(),
+  machine: { cpus: cpus().length, model: cpus()[0]?.model, loadavgAtStart: loadavg() },
+  git: (() => { try { return execSync('git rev-parse --short HEAD', { encoding: 'utf8' }).trim(); } catch { return 'unknown'; } })(),
+  seconds: SECONDS,
+  connections: CONNECTIONS,
+};
+
+let receiver: Child | undefined;
+let bare: Child | undefined;
+let bareUrl = '';
+let receiverUrl = '';
+let receiverRssMax = 0;
+const sampleRss = (): (() => void) => {
+  const t = setInterval(() => {
+    if (receiver) receiverRssMax = Math.max(receiverRssMax, receiver.rssMiB());
+  }, 200);
+  return () => clearInterval(t);
+};
+
+async function cannon(url: string, p: Payload, mode: 'unique' | 'repeat', opts: { amount?: number; connections?: number; seconds?: number } = {}) {
+  let n = 0;
+  const salt = Date.now().toString(36);
+  const fixed = fill(p, `${salt}r`);
+  const r = await autocannon({
+    url: url + p.path,
+    connections: opts.connections ?? CONNECTIONS,
+    ...(opts.amount ? { amount: opts.amount } : { duration: opts.seconds ?? SECONDS }),
+    timeout: 20,
+    requests: [{
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      setupRequest: (req) => ({ ...req, body: mode === 'repeat' ? fixed : fill(p, `${salt}u${n++}`) }),
+    }],
+  });
+  return { r, fixed };
+}
+
+function row(scenario: string, target: Row['target'], p: Payload, r: CannonResult): Row {
+  return {
+    scenario, target,
+    reqPerSec: round(r.requests.average, 0),
+    itemsPerSec: round(r.requests.average * p.items, 0),
+    p50: r.latency.p50, p99: r.latency.p99,
+    non2xx: r.non2xx, errors: r.errors + r.timeouts,
+  };
+}
+
+async function throughput(): Promise<Row[]> {
+  const rows: Row[] = [];
+  for (const p of [oneAlert(), groupedAlerts(50), rebootedEvent()]) {
+    // Warm both servers (JIT, connections, queues), then measure bare, receiver unique, receiver repeat.
+    await cannon(bareUrl, p, 'unique', { seconds: 1 });
+    await cannon(receiverUrl, p, 'unique', { seconds: 1 });
+    await admin.flushdb();
+    const b = row(p.name, 'bare', p, (await cannon(bareUrl, p, 'unique')).r);
+    rows.push(b);
+    await admin.flushdb();
+    const u = row(`${p.name} unique`, 'receiver', p, (await cannon(receiverUrl, p, 'unique')).r);
+    rows.push({ ...u, ratio: round(u.reqPerSec / b.reqPerSec, 2) });
+    await admin.flushdb();
+    // "Repeats of an already-queued alert": store it once, then hammer it.
+    const repeatBody = fill(p, `${Date.now().toString(36)}r`);
+    const first = await fetch(receiverUrl + p.path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: repeatBody });
+    if (first.status !== 202) throw new Error(`priming the repeat payload answered ${first.status}: ${await first.text()}`);
+    const rr = await autocannon({
+      url: receiverUrl + p.path, connections: CONNECTIONS, duration: SECONDS, timeout: 20,
+      method: 'POST', headers: { 'content-type': 'application/json' }, body: repeatBody,
+    });
+    const rep = row(`${p.name} repeat`, 'receiver', p, rr);
+    rows.push({ ...rep, ratio: round(rep.reqPerSec / b.reqPerSec, 2) });
+    await admin.flushdb();
+  }
+  return rows;
+}
+
+async function storm() {
+  await admin.flushdb();
+  const p = oneAlert();
+  const body = fill(p, `storm${Date.now()}`);
+  const r = await autocannon({
+    url: receiverUrl + p.path, connections: 50, amount: 10_000, timeout: 20,
+    method: 'POST', headers: { 'content-type': 'application/json' }, body,
+  });
+  const q = nodeQueueName('worker-7');
+  const jobs = (await admin.keys(`${PREFIX}:${q}:*`)).filter((k) => /^bench:[^:]+:[^:]+$/.test(k) && !/:(id|meta|events|wait|marker|stalled-check|prioritized|delayed|active|completed|failed|paused|pc)$/.test(k));
+  return { requests: r['2xx'] + r.non2xx, accepted202: r['2xx'], non2xx: r.non2xx, errors: r.errors, jobs: jobs.length, reqPerSec: round(r.requests.average, 0), p50: r.latency.p50, p99: r.latency.p99, max: r.latency.max };
+}
+
+async function latency(n = 1000) {
+  await admin.flushdb();
+  const agent = startChild(here('./servers/agent.ts'), { REDIS_URL: redis.url, QUEUE_PREFIX: PREFIX, NODE_NAME: 'bench-node' });
+  await agent.waitLine('READY');
+  const p = { ...oneAlert(), template: oneAlert().template.replaceAll('worker-7', 'bench-node') };
+  const samples: number[] = [];
+  let agentRssMax = 0;
+  const salt = Date.now().toString(36);
+  // Closed loop: one webhook at a time, the next after the runbook started, so the figure is the
+  // path's latency and not queueing behind the previous job.
+  for (let i = 0; i < n; i++) {
+    const body = fill(p, `${salt}l${i}`);
+    const t0 = performance.timeOrigin + performance.now();
+    const res = await fetch(receiverUrl + p.path, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+    const json = (await res.json()) as { accepted: { key: string }[] };
+    const started = await agent.waitLine(`STARTED ${json.accepted[0]!.key} `, 10_000);
+    samples.push(Number(started) - t0);
+    if (i % 100 === 0) agentRssMax = Math.max(agentRssMax, agent.rssMiB());
+  }
+  agentRssMax = Math.max(agentRssMax, agent.rssMiB());
+  await agent.kill();
+  samples.sort((a, b) => a - b);
+  return { jobs: n, p50: round(percentile(samples, 50), 2), p99: round(percentile(samples, 99), 2), max: round(samples.at(-1)!, 2), agentStandInRssUnderWorkMiB: round(agentRssMax) };
+}
+
+async function footprint() {
+  // The real node agent (workers/node-agent/main.ts, all runbooks, dry-run), idle on its queue.
+  const agent = startChild(here('../workers/node-agent/main.ts'), {
+    REDIS_URL: redis.url, QUEUE_PREFIX: PREFIX, NODE_NAME: 'footprint-node', LOG_LEVEL: 'warn', STATE_DIR: '/tmp/vm-bench-state',
+  });
+  await new Promise((r) => setTimeout(r, 4_000));
+  const idle = agent.rssMiB();
+  await agent.kill();
+  return { nodeAgentIdleRssMiB: round(idle) };
+}
+
+try {
+  bare = startChild(here('./servers/bare.ts'), {});
+  receiver = startChild(here('./servers/receiver.ts'), { REDIS_URL: redis.url, QUEUE_PREFIX: PREFIX, LOG_LEVEL: 'info' });
+  bareUrl = await bare.waitLine('READY ');
+  receiverUrl = await receiver.waitLine('READY ');
+  const stop = sampleRss();
+  if (ONLY.has('throughput')) {
+    const rows = await throughput();
+    results['throughput'] = rows;
+    console.log('\nReceiver throughput (autocannon, %d connections, %d s each, same run as the bare endpoint)', CONNECTIONS, SECONDS);
+    console.table(rows.map((r) => ({ scenario: r.scenario, target: r.target, 'req/s': r.reqPerSec, 'items/s': r.itemsPerSec, 'p50 ms': r.p50, 'p99 ms': r.p99, 'vs bare': r.ratio ?? '', 'non-2xx': r.non2xx, errors: r.errors })));
+  }
+  if (ONLY.has('storm')) {
+    const s = await storm();
+    results['storm'] = s;
+    console.log('\nDedup storm: 10,000 copies of one alert from 50 connections');
+    console.table([s]);
+  }
+  stop();
+  results['receiverRssUnderLoadMiB'] = round(receiverRssMax);
+  if (ONLY.has('latency')) {
+    const l = await latency();
+    results['latency'] = l;
+    console.log('\nLatency to start: webhook sent -> runbook started on the node agent (closed loop)');
+    console.table([l]);
+  }
+  if (ONLY.has('footprint')) {
+    const f = await footprint();
+    results['footprint'] = { ...f, receiverRssUnderLoadMiB: round(receiverRssMax) };
+    console.log('\nFootprint (RSS)');
+    console.table([results['footprint']]);
+  }
+} finally {
+  await receiver?.kill();
+  await bare?.kill();
+  admin.disconnect();
+  await redis.destroy();
+}
+
+const targets = evaluate(results);
+results['targets'] = targets;
+console.log('\nTargets (issue 8)');
+console.table(targets);
+mkdirSync(here('./results/'), { recursive: true });
+const file = here(`./results/${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
+writeFileSync(file, `${JSON.stringify(results, null, 2)}\n`);
+console.log(`\nwritten ${file}`);
+
+function evaluate(r: Record<string, unknown>) {
+  const rows = (r['throughput'] as Row[] | undefined) ?? [];
+  const find = (s: string) => rows.find((x) => x.scenario === s);
+  const out: { target: string; measured: string; met: boolean | string }[] = [];
+  const u = find('1 alert unique');
+  if (u) out.push({ target: 'unique 1-alert >= 0.5x bare req/s', measured: `${u.ratio}x`, met: (u.ratio ?? 0) >= 0.5 });
+  const rep = find('1 alert repeat');
+  if (rep) out.push({ target: 'repeated 1-alert >= 0.8x bare req/s', measured: `${rep.ratio}x`, met: (rep.ratio ?? 0) >= 0.8 });
+  const g = find('50 alerts grouped unique');
+  if (g) out.push({ target: 'grouped 50-alert >= 60,000 alerts/s', measured: `${g.itemsPerSec} alerts/s`, met: g.itemsPerSec >= 60_000 });
+  const s = r['storm'] as { jobs: number; p99: number } | undefined;
+  if (s) out.push({ target: 'storm of 10,000 copies -> exactly one job', measured: `${s.jobs} job(s), p99 ${s.p99} ms`, met: s.jobs === 1 });
+  const l = r['latency'] as { p99: number } | undefined;
+  if (l) out.push({ target: 'latency to start p99 < 100 ms', measured: `${l.p99} ms`, met: l.p99 < 100 });
+  const f = r['footprint'] as { nodeAgentIdleRssMiB: number } | undefined;
+  if (f) out.push({ target: 'node agent idle RSS < 80 MiB', measured: `${f.nodeAgentIdleRssMiB} MiB`, met: f.nodeAgentIdleRssMiB < 80 });
+  out.push({ target: 'runbook scale (1..256 maps)', measured: 'not measured here: another engineer owns that runbook', met: 'n/a' });
+  return out;
+}

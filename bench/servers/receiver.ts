@@ -1,0 +1,19 @@
+import { Config } from '../../src/config/schema.ts';
+import { startReceiver } from '../../src/receiver.ts';
+
+// The real receiver (src/receiver.ts) on a free loopback port, configured from the environment
+// the parent passes (REDIS_URL, QUEUE_PREFIX, LOG_LEVEL). Its logs go to the parent's choice of
+// stdout sink; the first line it prints itself is READY <url>.
+
+const config = Config.parse({
+  port: 0,
+  listenAddress: '127.0.0.1',
+  redisUrl: process.env['REDIS_URL'],
+  queuePrefix: process.env['QUEUE_PREFIX'],
+  logLevel: process.env['LOG_LEVEL'] ?? 'warn',
+  ...(process.env['ENQUEUE_TIMEOUT_MS'] ? { enqueueTimeoutMs: process.env['ENQUEUE_TIMEOUT_MS'] } : {}),
+  ...(process.env['VOLUME_MEDIC_TOKEN'] ? { tokens: [process.env['VOLUME_MEDIC_TOKEN']] } : {}),
+});
+const receiver = await startReceiver(config);
+process.stdout.write(`READY ${receiver.url}\n`);
+process.on('SIGTERM', () => void receiver.close().then(() => process.exit(0)));
