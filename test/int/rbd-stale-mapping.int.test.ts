@@ -7,7 +7,13 @@ import type { RbdStaleMappingJob, RbdUnmapJob } from '../../src/catalogue/jobs.t
 import { RemediationJob } from '../../src/catalogue/jobs.ts';
 import { nodeQueueName } from '../../src/catalogue/queues.ts';
 import type { Mode, RunbookResult } from '../../src/catalogue/result.ts';
+import { readFileSync } from 'node:fs';
+import { CLUSTER_QUEUE } from '../../src/catalogue/queues.ts';
 import { Dispatcher } from '../../src/queues/dispatcher.ts';
+import { startReceiver } from '../../src/receiver.ts';
+import { createRunbookWorker } from '../../workers/engine/runbook-worker.ts';
+import { testConfig } from '../support/config.ts';
+import { post } from '../support/payloads.ts';
 import { producerConnection } from '../../src/queues/redis.ts';
 import { RefusedError } from '../../workers/engine/errors.ts';
 import { createRealHost } from '../../workers/host/real-host.ts';
@@ -151,6 +157,82 @@ describe.skipIf(skip !== undefined)('rbd-stale-mapping against a real Ceph', () 
       // The watch is untouched: releasing it is the node's job.
       expect(await watchers()).toContain(address);
     } finally {
+      await dispatcher.close();
+      redis.disconnect();
+      await dropPrefix(prefix);
+    }
+  });
+
+  it('end to end: a FailedMount event becomes the cluster job, which becomes a node job on the watcher node\'s queue', async () => {
+    // The captured ceph-csi event names k8s-dev/csi-vol-dea80a4e-...; this Ceph gets that image.
+    const event = JSON.parse(readFileSync(new URL('../fixtures/events/rbd-still-used-ceph-csi.exporter.json', import.meta.url), 'utf8')) as unknown;
+    const pool = 'k8s-dev';
+    const image = 'csi-vol-dea80a4e-85b6-46e2-9d08-ffba10ef7825';
+    await ceph.cli('ceph', ['osd', 'pool', 'create', pool, '8']);
+    await ceph.cli('ceph', ['osd', 'pool', 'application', 'enable', pool, 'rbd']);
+    await ceph.cli('rbd', ['create', `${pool}/${image}`, '--size', '16', '--image-feature', 'layering']);
+    watches.push(await ceph.watch(pool, image));
+
+    const TOKEN = 'integration-test-token-0123456789';
+    const prefix = uniquePrefix('rbde2e');
+    const redis = producerConnection(redisUrl());
+    const dispatcher = new Dispatcher(redis, { prefix, timeoutMs: 5_000 });
+    const receiver = await startReceiver(testConfig({ redisUrl: redisUrl(), queuePrefix: prefix, tokens: [TOKEN] }));
+    const k8s = new InMemoryRbdLookups()
+      .addNode({ name: 'k8s-dev-worker0', addresses: [{ type: 'InternalIP', address: '10.0.0.10' }], ready: 'True', labels: {} })
+      .addNode({ name: 'k8s-dev-worker1', addresses: [{ type: 'InternalIP', address: '127.0.0.1' }], ready: 'True', labels: {} })
+      .addPersistentVolume({ name: 'pvc-7e9588ad-19d1-4099-bd49-30fd2b9f0d42', volumeMode: 'Filesystem', rbd: { pool, image }, claim: { namespace: 'monitoring', name: 'grafana' }, accessModes: ['ReadWriteOnce'] })
+      .addClaim({ namespace: 'monitoring', name: 'grafana', volumeName: 'pvc-7e9588ad-19d1-4099-bd49-30fd2b9f0d42', accessModes: ['ReadWriteOnce'] })
+      .addPod({ namespace: 'monitoring', name: 'kube-prometheus-grafana-74bfb88f64-tctbf', node: 'k8s-dev-worker0', phase: 'Pending', claims: ['grafana'], waiting: [], controller: { kind: 'ReplicaSet', name: 'kube-prometheus-grafana-74bfb88f64' } })
+      .addReplicaSet({ namespace: 'monitoring', name: 'kube-prometheus-grafana-74bfb88f64' }, 'kube-prometheus-grafana')
+      .addDeployment({ namespace: 'monitoring', name: 'kube-prometheus-grafana', strategy: 'RollingUpdate', claims: ['grafana'] }) as InMemoryRbdLookups;
+    const worker = createRunbookWorker({
+      queue: CLUSTER_QUEUE,
+      redisUrl: redisUrl(),
+      prefix,
+      ranOn: 'cluster-worker',
+      registry: {
+        'rbd-stale-mapping': createRbdStaleMapping({
+          host: createRealHost(),
+          ceph: { conf: ceph.conf },
+          lookups: k8s,
+          nodeJobs: { enqueue: async (j) => { const [e] = await dispatcher.enqueue([j]); return { queue: e!.queue, deduplicated: e!.deduplicated }; } },
+          stateDir,
+          policy: { fencing: 'on' },
+        }),
+      },
+      modeOf: () => 'enforce',
+      accepts: () => undefined,
+      lockDurationMs: 30_000,
+      log: pino({ level: 'silent' }),
+    });
+    try {
+      const r = await post(`${receiver.url}/v1/events`, event, TOKEN);
+      expect(r.status).toBe(202);
+      expect(r.json.accepted[0]).toMatchObject({ runbook: 'rbd-stale-mapping', queue: CLUSTER_QUEUE });
+      const clusterKey = r.json.accepted[0].key as string;
+
+      const nodeQueue = dispatcher.queue(nodeQueueName('k8s-dev-worker1'));
+      const deadline = Date.now() + 30_000;
+      let queued = await nodeQueue.getJobs(['waiting']);
+      while (queued.length === 0 && Date.now() < deadline) {
+        await new Promise((res) => setTimeout(res, 200));
+        queued = await nodeQueue.getJobs(['waiting']);
+      }
+      expect(queued).toHaveLength(1);
+      expect(RemediationJob.parse(queued[0]!.data)).toMatchObject({ runbook: 'rbd-unmap', parent: clusterKey, target: { node: 'k8s-dev-worker1', pool, image } });
+
+      const cluster = await dispatcher.queue(CLUSTER_QUEUE).getJob(clusterKey);
+      const deadline2 = Date.now() + 10_000;
+      while (!(await cluster?.isCompleted()) && Date.now() < deadline2) await new Promise((res) => setTimeout(res, 100));
+      const done = await dispatcher.queue(CLUSTER_QUEUE).getJob(clusterKey);
+      expect((done?.returnvalue as RunbookResult).outcome).toBe('succeeded');
+      expect((done?.returnvalue as RunbookResult).summary).toContain('Prevention: Deployment monitoring/kube-prometheus-grafana uses the ReadWriteOnce PVC monitoring/grafana with strategy RollingUpdate and maxSurge 25% (default)');
+      // The requesting pod's own node was never a candidate.
+      expect(await dispatcher.queue(nodeQueueName('k8s-dev-worker0')).count()).toBe(0);
+    } finally {
+      await worker.close();
+      await receiver.close();
       await dispatcher.close();
       redis.disconnect();
       await dropPrefix(prefix);
