@@ -3,7 +3,7 @@ import { DEVICE_PATTERNS } from '../../../src/catalogue/names.ts';
 import { isAttached } from './attached-volumes.ts';
 import type { MapFacts, ResidualFacts } from './facts.ts';
 import { isDeadPath } from './multipath-ll.ts';
-import { normalizeWwid } from './wwid.ts';
+import { normalizeWwid, wwidConflicts } from './wwid.ts';
 import type { ResidualPolicy } from './policy.ts';
 import type { ResidualStep } from './step.ts';
 
@@ -42,7 +42,7 @@ export function interlocks(m: MapFacts, f: ResidualFacts): string[] {
   for (const d of devList(m)) if (!DEVICE_PATTERNS.scsi.test(d)) r.push(`path ${d} is not a SCSI disk name we act on`);
   if (!same(devList(m), m.slaves)) r.push(`multipath lists paths [${devList(m).join(', ')}] but sysfs slaves are [${m.slaves.join(', ')}]`);
   for (const p of m.paths) {
-    if (p.dev && p.sysfsWwid !== null && p.sysfsWwid !== normalizeWwid(m.wwid)) r.push(`path ${p.dev} reports WWID ${p.sysfsWwid}, not the map's ${m.wwid}`);
+    if (p.dev && wwidConflicts(p.sysfsWwid, m.wwid)) r.push(`path ${p.dev} reports WWID ${p.sysfsWwid}, not the map's ${m.wwid}`);
   }
   if (f.attachments.known && isAttached(f.attachments.wwids, m.wwid)) {
     r.push(`a VolumeAttachment of node ${f.node} still claims WWID ${m.wwid}`);

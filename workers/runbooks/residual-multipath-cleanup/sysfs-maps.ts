@@ -2,7 +2,7 @@ import { posix } from 'node:path';
 import { DEVICE_PATTERNS } from '../../../src/catalogue/names.ts';
 import type { Host } from '../../host/host.ts';
 import { sysBlockPath } from '../../host/paths.ts';
-import { normalizeWwid, wwidOfDmUuid, wwidOfSysfs } from './wwid.ts';
+import { normalizeWwid, wwidConflicts, wwidOfDmUuid, wwidOfSysfs } from './wwid.ts';
 
 // The kernel's view (sysfs) of maps and disks, for checks right before and after a change.
 // Identity is the WWID (and a disk's H:C:T:L), never the name alone: after `multipath -f` and a
@@ -34,6 +34,6 @@ export async function diskIdentity(host: Host, disk: string): Promise<DiskIdenti
 /** Is the disk now present the one a step meant (same H:C:T:L when known, and no other WWID)? */
 export function isSameDisk(now: DiskIdentity, meant: { hctl: string | null; wwid: string }): boolean {
   if (meant.hctl !== null && now.hctl !== null && now.hctl !== meant.hctl) return false;
-  if (now.wwid !== null && now.wwid !== normalizeWwid(meant.wwid)) return false;
+  if (wwidConflicts(now.wwid, meant.wwid)) return false;
   return true;
 }

@@ -28,3 +28,16 @@ export function sameWwid(a: string, b: string): boolean {
   const y = normalizeWwid(b);
   return x === y || x === `3${y}` || y === `3${x}`;
 }
+
+/**
+ * Does a disk's sysfs WWID prove it is NOT the LUN of this map? A LUN reports several VPD page
+ * 0x83 designators: sysfs `device/wwid` shows one (often NAA), multipath's WWID may come from
+ * another (scsi_debug: sysfs `naa.3333...`, multipath `1Linux_scsi_debug_2000`, T10). Only two
+ * identifiers of the same designator type (the leading digit) can contradict each other.
+ */
+export function wwidConflicts(sysfsWwid: string | null, mapWwid: string): boolean {
+  if (sysfsWwid === null) return false;
+  const a = normalizeWwid(sysfsWwid);
+  const b = normalizeWwid(mapWwid);
+  return a[0] === b[0] && a !== b;
+}

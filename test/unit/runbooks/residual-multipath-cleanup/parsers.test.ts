@@ -4,7 +4,7 @@ import { mountUses, parseMountinfo } from '../../../../workers/runbooks/residual
 import { isDeadPath, parseMultipathLl, pathsOf } from '../../../../workers/runbooks/residual-multipath-cleanup/multipath-ll.ts';
 import { parseMultipathdMapsJson } from '../../../../workers/runbooks/residual-multipath-cleanup/multipathd-maps-json.ts';
 import { parseSwaps } from '../../../../workers/runbooks/residual-multipath-cleanup/proc-scan.ts';
-import { sameWwid, wwidOfDmUuid, wwidOfSysfs } from '../../../../workers/runbooks/residual-multipath-cleanup/wwid.ts';
+import { sameWwid, wwidConflicts, wwidOfDmUuid, wwidOfSysfs } from '../../../../workers/runbooks/residual-multipath-cleanup/wwid.ts';
 import { captured } from './real-fixtures.ts';
 
 const states = (stdout: string, map = 0): string[] =>
@@ -172,6 +172,13 @@ describe('WWIDs and /proc/swaps', () => {
     expect(wwidOfDmUuid('LVM-abc')).toBeNull();
     expect(sameWwid('600140503b080d39e3f42d4a24115262', '3600140503B080D39E3F42D4A24115262')).toBe(true);
     expect(sameWwid('3600140503b080d39e3f42d4a24115262', '360014053b393903d0d44fca9b746fc94')).toBe(false);
+  });
+
+  it('sees a WWID conflict only between designators of the same type', () => {
+    expect(wwidConflicts('333333330000007d0', '1Linux_scsi_debug_2000')).toBe(false);
+    expect(wwidConflicts('3600140503b080d39e3f42d4a24115262', '360014053b393903d0d44fca9b746fc94')).toBe(true);
+    expect(wwidConflicts('3600140503B080D39E3F42D4A24115262', '3600140503b080d39e3f42d4a24115262')).toBe(false);
+    expect(wwidConflicts(null, '3600140503b080d39e3f42d4a24115262')).toBe(false);
   });
 
   it('lists swap devices', () => {

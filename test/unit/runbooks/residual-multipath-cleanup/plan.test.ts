@@ -115,6 +115,12 @@ describe('interlocks on a map whose paths are all dead', () => {
     refusedFor({ paths: [{ ...m.paths[0]!, sysfsWwid: '3600140599999999999999999999999999' }, m.paths[1]!] }, /path sdd reports WWID 3600140599/);
   });
 
+  it('does not take another designator of the same LUN for another WWID (scsi_debug: sysfs NAA, multipath T10)', () => {
+    const m = deadMap({ wwid: '1Linux_scsi_debug_2000', dmUuid: 'mpath-1Linux_scsi_debug_2000' });
+    const p = plan(facts([{ ...m, paths: m.paths.map((x) => ({ ...x, sysfsWwid: '333333330000007d0' })) }]), policy());
+    expect(p.kind).toBe('steps');
+  });
+
   it('refuses a map with lines it could not parse', () => refusedFor({ problems: ['  `- something new'] }, /could not be read unambiguously/));
 
   it('lists every reason, not only the first', () => {

@@ -1,0 +1,267 @@
+// residual-multipath-cleanup on a real kernel: Debian 12's kernel under qemu with dm-multipath
+// over scsi_debug. Three maps (one scsi_debug target each, three paths each):
+//   dead     every path offline, queueing (no_path_retry queue): reads hang, the probe is
+//            abandoned in D state; the runbook must release the queue, flush it, delete its disks
+//   degraded one path offline, two alive: must not be touched
+//   healthy  mounted at /mnt/healthy: must not be touched, and stay mounted
+// The real runbook code runs on the host side, acting on the guest through a Host adapter over
+// the lab command channel. Run twice: the second run is a no-op.
+import { pino } from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ResidualMultipathJob } from '../../src/catalogue/jobs.ts';
+import type { CommandRecord, Mode, RunbookResult } from '../../src/catalogue/result.ts';
+import type { FileInfo, Host } from '../../workers/host/host.ts';
+import { assertHostPath } from '../../workers/host/paths.ts';
+import type { RunbookContext } from '../../workers/runbooks/registry.ts';
+import { InMemoryAttachedVolumes } from '../../workers/runbooks/residual-multipath-cleanup/attached-volumes.ts';
+import { createResidualMultipathCleanup } from '../../workers/runbooks/residual-multipath-cleanup/handler.ts';
+import { labSkipReason } from './image.ts';
+import { failPaths, listMaps, pathStates, type GuestMap } from './scsi-debug-scenario.ts';
+import { bootLabVm, type LabVm } from './vm.ts';
+
+const skipReason = labSkipReason();
+if (skipReason) console.warn(`\n*** LAB TIER SKIPPED (residual-multipath): ${skipReason} ***\n`);
+
+const STATE_DIR = '/var/lib/volume-medic';
+const PROBE_TIMEOUT_MS = 3_000;
+const timings: Record<string, string> = {};
+const log = (line: string) => console.log(line);
+
+// One python walk of what observe/act/verify read (sysfs, /proc, /dev/disk/by-id, the state
+// dir), so a run needs a few round trips instead of thousands.
+const SNAPSHOT_PY = String.raw`
+import json, os, stat, sys
+out = {}
+def rec(p, read=True):
+    try:
+        st = os.lstat(p)
+    except OSError:
+        return
+    m = st.st_mode
+    if stat.S_ISLNK(m):
+        try: out[p] = {'t': 'l', 'v': os.readlink(p)}
+        except OSError: pass
+    elif stat.S_ISDIR(m): out[p] = {'t': 'd'}
+    elif stat.S_ISBLK(m): out[p] = {'t': 'b', 'ma': os.major(st.st_rdev), 'mi': os.minor(st.st_rdev)}
+    else:
+        v = None
+        if read:
+            try:
+                with open(p, errors='replace') as f: v = f.read()
+            except OSError: v = None
+        out[p] = {'t': 'f', 'v': v}
+def ls(d):
+    try: return sorted(os.listdir(d))
+    except OSError: return []
+rec('/sys/block')
+for b in ls('/sys/block'):
+    base = '/sys/block/' + b
+    rec(base)
+    for sub in ('dev', 'dm', 'dm/uuid', 'dm/name', 'device', 'device/state', 'device/wwid', 'slaves', 'holders'):
+        rec(base + '/' + sub)
+    rec(base + '/device/delete', read=False)
+    for d in ('slaves', 'holders'):
+        for e in ls(base + '/' + d): rec(base + '/' + d + '/' + e)
+rec('/proc'); rec('/proc/swaps')
+for pid in ls('/proc'):
+    if not pid.isdigit(): continue
+    p = '/proc/' + pid
+    rec(p); rec(p + '/ns/mnt'); rec(p + '/stat'); rec(p + '/mountinfo'); rec(p + '/fd')
+    for fd in ls(p + '/fd'): rec(p + '/fd/' + fd)
+for d in ('/dev/disk/by-id', '/dev/mapper'):
+    rec(d)
+    for e in ls(d): rec(d + '/' + e)
+for root, dirs, files in os.walk('${STATE_DIR}'):
+    rec(root)
+    for f in files: rec(os.path.join(root, f))
+json.dump(out, sys.stdout)
+`;
+
+type Entry = { t: 'l'; v: string } | { t: 'd' } | { t: 'b'; ma: number; mi: number } | { t: 'f'; v: string | null };
+
+/** The Host port over the lab VM: commands run in the guest, files are read from a snapshot. */
+function guestHost(vm: LabVm, stats: { snapshots: number; commands: number }): Host {
+  let snap: Map<string, Entry> | null = null;
+  const load = async (): Promise<Map<string, Entry>> => {
+    if (snap) return snap;
+    const r = await vm.runOk(['python3', '-'], { stdin: SNAPSHOT_PY, timeoutMs: 60_000 });
+    stats.snapshots++;
+    snap = new Map(Object.entries(JSON.parse(r.stdout) as Record<string, Entry>));
+    return snap;
+  };
+  const changed = () => {
+    snap = null;
+  };
+  const must = async (argv: string[], stdin?: string) => {
+    changed();
+    const r = await vm.run(argv, stdin === undefined ? {} : { stdin });
+    if (r.code !== 0) throw Object.assign(new Error(`${argv.join(' ')}: ${r.stderr.trim()}`), { code: /No such file/.test(r.stderr) ? 'ENOENT' : 'EIO' });
+  };
+  return {
+    async run(argv, options): Promise<CommandRecord> {
+      changed();
+      stats.commands++;
+      const r = await vm.run(argv, { timeoutMs: options?.timeoutMs ?? 30_000 });
+      return {
+        argv: [...argv],
+        exitCode: r.code,
+        signal: r.signal,
+        timedOut: r.timedOut,
+        durationMs: r.durationMs,
+        stdout: r.stdout,
+        stderr: r.stderr,
+        ...(r.timedOut ? { stuckPids: r.stuckPids } : {}),
+      };
+    },
+    argPath: (p) => assertHostPath(p),
+    async readFile(p) {
+      const e = (await load()).get(assertHostPath(p));
+      if (e?.t === 'f') return e.v;
+      if (e === undefined && p.startsWith(STATE_DIR)) return null;
+      if (e === undefined && !p.startsWith('/sys/') && !p.startsWith('/proc/')) {
+        // Not covered by the snapshot: ask the guest.
+        const r = await vm.run(['cat', p]);
+        return r.code === 0 ? r.stdout : null;
+      }
+      return null;
+    },
+    async readlink(p) {
+      const e = (await load()).get(assertHostPath(p));
+      return e?.t === 'l' ? e.v : null;
+    },
+    async lstat(p): Promise<FileInfo | null> {
+      const e = (await load()).get(assertHostPath(p));
+      if (!e) return null;
+      switch (e.t) {
+        case 'l':
+          return { type: 'symlink', size: e.v.length };
+        case 'd':
+          return { type: 'dir', size: 0 };
+        case 'b':
+          return { type: 'block', size: 0, major: e.ma, minor: e.mi };
+        default:
+          return { type: 'file', size: e.v?.length ?? 0 };
+      }
+    },
+    async list(dir) {
+      const prefix = `${assertHostPath(dir).replace(/\/$/, '')}/`;
+      const names = new Set<string>();
+      for (const k of (await load()).keys()) if (k.startsWith(prefix)) names.add(k.slice(prefix.length).split('/')[0] ?? '');
+      names.delete('');
+      return [...names].sort();
+    },
+    writeFile: (p, data) => must(['tee', assertHostPath(p)], typeof data === 'string' ? data : Buffer.from(data).toString('latin1')),
+    writeSysfs: (p, value) => must(['tee', assertHostPath(p)], value),
+    symlink: (target, p) => must(['ln', '-s', target, assertHostPath(p)]),
+    rename: (from, to) => must(['mv', '-T', assertHostPath(from), assertHostPath(to)]),
+    async unlink(p) {
+      const existed = (await load()).has(assertHostPath(p));
+      await must(['rm', '-f', p]);
+      return existed;
+    },
+    mkdir: (p) => must(['mkdir', '-p', assertHostPath(p)]),
+  };
+}
+
+const job = (n: number): ResidualMultipathJob => ({
+  version: 1,
+  key: `residual_lab_${n}`,
+  runbook: 'residual-multipath-cleanup',
+  target: { node: 'lab-node' },
+  evidence: [{ source: 'api', summary: 'lab', raw: {} }],
+});
+const ctx = (mode: Mode, n: number): RunbookContext => ({ jobId: `residual_lab_${n}`, attempt: 1, mode, ranOn: 'lab-node', log: pino({ level: 'silent' }), signal: new AbortController().signal });
+
+describe.skipIf(skipReason !== null)('residual-multipath-cleanup on a real kernel (scsi_debug, dm-multipath)', () => {
+  let vm: LabVm;
+  let dead: GuestMap;
+  let degraded: GuestMap;
+  let healthy: GuestMap;
+  const stats = { snapshots: 0, commands: 0 };
+  let handler: ReturnType<typeof createResidualMultipathCleanup>;
+
+  beforeAll(async () => {
+    let t = performance.now();
+    vm = await bootLabVm({ log });
+    timings['boot to ready'] = `${vm.bootMs} ms`;
+    t = performance.now();
+    // Queue forever on a dead map, as iSCSI/FC CSI set-ups commonly do: the probe must hang.
+    await vm.runOk(`printf 'overrides {\\n\\tno_path_retry queue\\n}\\n' >> /etc/multipath.conf && multipathd reconfigure`);
+    await vm.runOk(['modprobe', 'scsi_debug', 'dev_size_mb=16', 'num_tgts=3', 'add_host=3', 'vpd_use_hostno=0']);
+    await vm.runOk(['udevadm', 'settle', '--timeout=60'], { timeoutMs: 70_000 });
+    const deadline = Date.now() + 120_000;
+    let maps: GuestMap[] = [];
+    for (;;) {
+      maps = (await listMaps(vm)).filter((m) => /scsi_debug/.test(m.uuid) && m.paths.length === 3);
+      const states = await pathStates(vm);
+      if (maps.length === 3 && maps.every((m) => m.paths.every((p) => states.get(p)?.dm === 'active'))) break;
+      if (Date.now() > deadline) throw new Error(`expected 3 scsi_debug maps with 3 active paths: ${JSON.stringify(maps)}\n${(await vm.run(['multipath', '-ll'])).stdout}`);
+      await new Promise((r) => setTimeout(r, 500));
+    }
+    maps.sort((a, b) => a.uuid.localeCompare(b.uuid));
+    [dead, degraded, healthy] = maps as [GuestMap, GuestMap, GuestMap];
+    await vm.runOk(`set -e; mkfs.ext4 -q /dev/mapper/${healthy.name}; mkdir -p /mnt/healthy; mount /dev/mapper/${healthy.name} /mnt/healthy; echo data > /mnt/healthy/file; sync`);
+    await failPaths(vm, dead.paths);
+    await failPaths(vm, [degraded.paths[0]!]);
+    timings['3 maps, failures in place'] = `${Math.round(performance.now() - t)} ms`;
+    log(`[residual-lab] dead ${dead.name} ${dead.dm} ${dead.paths.join(',')}; degraded ${degraded.name}; healthy ${healthy.name} (mounted)`);
+    log((await vm.runOk(['multipath', '-ll'])).stdout);
+    handler = createResidualMultipathCleanup({
+      host: guestHost(vm, stats),
+      stateDir: STATE_DIR,
+      attached: new InMemoryAttachedVolumes({}, { known: false }),
+      policy: { probeTimeoutMs: PROBE_TIMEOUT_MS },
+    });
+  }, 10 * 60_000);
+
+  afterAll(async () => {
+    await vm?.shutdown();
+    console.log(`\nresidual-multipath lab timings:\n${Object.entries(timings).map(([k, v]) => `  ${k}: ${v}`).join('\n')}\n  guest snapshots ${stats.snapshots}, commands ${stats.commands}\n`);
+  });
+
+  const timed = async (name: string, f: () => Promise<RunbookResult>): Promise<RunbookResult> => {
+    const t = performance.now();
+    try {
+      return await f();
+    } finally {
+      timings[name] = `${Math.round(performance.now() - t)} ms`;
+    }
+  };
+
+  it('plans in dry-run to clean exactly the dead map, changing nothing', async () => {
+    const r = await timed('dry-run', () => handler(job(1), ctx('dry-run', 1)));
+    expect(r.outcome).toBe('planned');
+    expect(r.summary).toContain(`remove residual map(s) ${dead.name} (${dead.dm}`);
+    const probe = r.commands.find((c) => c.argv[0] === 'dd');
+    log(`[residual-lab] dry-run probe: ${JSON.stringify({ timedOut: probe?.timedOut, exitCode: probe?.exitCode, durationMs: probe?.durationMs, stuckPids: probe?.stuckPids })}`);
+    expect(probe?.timedOut).toBe(true);
+    expect(probe!.durationMs).toBeLessThan(PROBE_TIMEOUT_MS + 5_000);
+    expect((await listMaps(vm)).map((m) => m.name)).toEqual(expect.arrayContaining([dead.name, degraded.name, healthy.name]));
+  }, 180_000);
+
+  it('removes the dead map, its disks and by-id links; leaves the degraded and the mounted healthy map alone', async () => {
+    const r = await timed('enforce (first run)', () => handler(job(2), ctx('enforce', 2)));
+    log(`[residual-lab] ${r.outcome}: ${r.summary}`);
+    log(`[residual-lab] steps: ${r.steps.map((s) => `${s.id} ${s.status} ${s.durationMs}ms`).join('; ')}`);
+    expect(r.outcome).toBe('succeeded');
+    expect(r.steps.map((s) => s.id.split(':')[0])).toEqual(['release-queued-io', 'flush-map', 'delete-disk', 'delete-disk', 'delete-disk']);
+    expect(r.verification).toMatchObject({ ok: true });
+    const maps = await listMaps(vm);
+    expect(maps.map((m) => m.name).sort()).toEqual([degraded.name, healthy.name].sort());
+    const disks = (await vm.runOk('ls /sys/block')).stdout.split(/\s+/);
+    for (const p of dead.paths) expect(disks).not.toContain(p);
+    for (const p of [...degraded.paths, ...healthy.paths]) expect(disks).toContain(p);
+    expect((await vm.runOk(['ls', '/dev/disk/by-id'])).stdout).not.toContain(dead.uuid.replace(/^mpath-/, ''));
+    expect((await vm.runOk(['cat', '/mnt/healthy/file'])).stdout).toBe('data\n');
+    expect((await vm.runOk(['findmnt', '-n', '-o', 'SOURCE', '/mnt/healthy'])).stdout.trim()).toBe(`/dev/mapper/${healthy.name}`);
+    // No probe left stuck once the queue was released.
+    expect((await vm.run("ps -eo stat,args | awk '$1 ~ /^D/ && /dd if=/'")).stdout.trim()).toBe('');
+  }, 180_000);
+
+  it('is a no-op when run again', async () => {
+    const r = await timed('enforce (second run)', () => handler(job(3), ctx('enforce', 3)));
+    expect(r.outcome).toBe('nothing-to-do');
+    expect(r.summary).toMatch(new RegExp(`${degraded.name} \\(${degraded.dm}\\) left alone: healthy, 2 of 3 path`));
+    expect(r.commands.some((c) => c.argv[0] === 'dd' || (c.argv[0] === 'multipath' && c.argv[1] === '-f'))).toBe(false);
+  }, 120_000);
+});
