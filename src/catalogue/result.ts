@@ -32,12 +32,15 @@ export const StepRecord = z.object({
 });
 export type StepRecord = z.infer<typeof StepRecord>;
 
-export const Outcome = z.enum(['succeeded', 'nothing-to-do', 'planned', 'refused', 'failed', 'not-implemented']);
+/** `waiting`: parked by an operator control (pause, approval, breaker); shown in the job's progress while it waits. */
+export const Outcome = z.enum(['succeeded', 'nothing-to-do', 'planned', 'refused', 'failed', 'not-implemented', 'waiting']);
 export type Outcome = z.infer<typeof Outcome>;
 
 export const RunbookResult = z.object({
   runbook: z.string(),
   mode: Mode,
+  /** Why this mode: configuration, an API override (who, when, why) or the node's label. */
+  modeWhy: z.string().optional(),
   outcome: Outcome,
   summary: z.string(),
   facts: z.unknown(),

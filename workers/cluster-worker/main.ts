@@ -3,6 +3,7 @@ import { modeOf } from '../../src/config/load.ts';
 import { createLogger } from '../../src/observability/logger.ts';
 import { runMain } from '../../src/process/run-main.ts';
 import { createRunbookWorker } from '../engine/runbook-worker.ts';
+import { controlsFromConfig } from '../engine/job-controls.ts';
 
 // `npm run cluster-worker`: runs cluster-side runbooks (where Ceph credentials are). Until the
 // RBD runbook exists its jobs fail visibly as `not implemented`.
@@ -19,6 +20,7 @@ await runMain(log, (config) => {
     accepts: () => undefined,
     lockDurationMs: config.lockDurationMs,
     log,
+    controls: controlsFromConfig(config),
   });
   log.info('cluster worker started');
   return worker;

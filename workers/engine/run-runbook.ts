@@ -4,6 +4,7 @@ import type { Host } from '../host/host.ts';
 import { createAuditHost } from '../host/audit-host.ts';
 import type { RunbookContext } from '../runbooks/registry.ts';
 import { PermanentError, RefusedError } from './errors.ts';
+import { ParkedError, type GateDecision } from './gate.ts';
 import { Journal } from './journal.ts';
 import type { PlannedStep, RunbookDefinition, Verification } from './runbook.ts';
 import { RunbookFailedError } from './runbook-failed-error.ts';
@@ -21,6 +22,15 @@ export interface EngineDeps {
 }
 
 const message = (err: unknown): string => (err instanceof Error ? err.message : String(err));
+
+/** Carries a gate's answer past the step's own error handling (it is not a step failure). */
+class GateStop extends Error {
+  readonly error: Error;
+  constructor(error: Error) {
+    super(error.message);
+    this.error = error;
+  }
+}
 
 export async function runRunbook<R extends RunbookName, F, S extends PlannedStep>(
   def: RunbookDefinition<R, F, S>,
@@ -105,11 +115,26 @@ export async function runRunbook<R extends RunbookName, F, S extends PlannedStep
         record.status = 'skipped-already-done';
         await journal?.markDone(step.id);
       } else {
+        if (ctx.gate) {
+          // Only a step about to change something asks the operator controls; a step that did
+          // not run is not listed (a parked job shows the steps done so far and its plan).
+          steps.pop();
+          const view = { summary: planned.summary, steps: planned.steps };
+          let decision: GateDecision;
+          try {
+            decision = await ctx.gate.beforeStep(step, view);
+          } catch (err) {
+            throw new GateStop(fail(err, `step ${step.id} not run: ${message(err)}`));
+          }
+          if (!decision.go) throw new GateStop(new ParkedError(decision.park, result('waiting', `waiting (${decision.park.reason}) before step ${step.id}: ${decision.park.why}`), view));
+          steps.push(record);
+        }
         await def.steps.apply(step, host);
         if (journal) await journal.markDone(step.id);
         record.status = journal ? 'done' : 'would-run';
       }
     } catch (err) {
+      if (err instanceof GateStop) throw err.error;
       record.status = 'failed';
       record.error = message(err);
       throw fail(err, `step ${step.id} failed: ${message(err)}`);

@@ -1,4 +1,4 @@
-import { Worker, UnrecoverableError, type Job } from 'bullmq';
+import { DelayedError, Worker, UnrecoverableError, type Job } from 'bullmq';
 import { RemediationJob, type RunbookName } from '../../src/catalogue/jobs.ts';
 import { recordFinished } from '../../src/catalogue/job-stats.ts';
 import type { Mode, RunbookResult } from '../../src/catalogue/result.ts';
@@ -6,6 +6,8 @@ import { workerConnection } from '../../src/queues/redis.ts';
 import type { Logger } from '../../src/observability/logger.ts';
 import type { RunbookContext, RunbookHandler, RunbookRegistry } from '../runbooks/registry.ts';
 import { PermanentError, RefusedError, forBullmq, shouldRetry } from './errors.ts';
+import { ParkedError, type Parking, type PlanView } from './gate.ts';
+import { createJobControls, type JobControls, type JobControlsOptions } from './job-controls.ts';
 
 // One BullMQ worker that runs registered runbooks: shared by the node agent (its node's queue)
 // and the cluster worker (the cluster queue). It parses every job again (Redis is a boundary),
@@ -22,6 +24,11 @@ export interface RunbookWorkerOptions {
   accepts: (job: RemediationJob) => string | undefined;
   lockDurationMs: number;
   log: Logger;
+  /**
+   * Operator controls (modes from the API, pause, approval, breakers), read from Redis on the
+   * worker's connection; without them the worker runs in configuration's modes, ungated.
+   */
+  controls?: Omit<JobControlsOptions, 'redis' | 'prefix' | 'log'>;
 }
 
 export interface RunbookWorker {
@@ -32,9 +39,13 @@ export interface RunbookWorker {
 export function createRunbookWorker(opts: RunbookWorkerOptions): RunbookWorker {
   const connection = workerConnection(opts.redisUrl);
   const shutdown = new AbortController();
+  const controls: JobControls | undefined = opts.controls
+    ? createJobControls({ ...opts.controls, redis: connection, prefix: opts.prefix, log: opts.log })
+    : undefined;
 
-  const processor = async (job: Job): Promise<RunbookResult> => {
+  const processor = async (job: Job, token?: string): Promise<RunbookResult> => {
     const started = Date.now();
+    let modeWhy: string | undefined;
     const parsed = RemediationJob.safeParse(job.data);
     const runbook = parsed.success ? parsed.data.runbook : String(job.name);
     const lastAttempt = job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
@@ -49,23 +60,35 @@ export function createRunbookWorker(opts: RunbookWorkerOptions): RunbookWorker {
       const handler = opts.registry[parsed.data.runbook] as RunbookHandler<RunbookName> | undefined;
       // Never a silent success: a job whose runbook is not built into this worker fails visibly.
       if (!handler) throw new PermanentError(`not implemented: runbook ${parsed.data.runbook} is not available in ${opts.ranOn}`);
+      const jobId = job.id ?? parsed.data.key;
+      const begun = await controls?.begin({ jobId, queue: opts.queue, runbook, createdAt: job.timestamp, configuredMode: opts.modeOf(parsed.data.runbook) });
+      modeWhy = begun?.modeWhy;
+      if (begun?.park) return await park(job, token, begun.park);
+      await controls?.unpark(jobId);
       const ctx: RunbookContext = {
-        jobId: job.id ?? parsed.data.key,
+        jobId,
         attempt: job.attemptsMade + 1,
-        mode: opts.modeOf(parsed.data.runbook),
+        mode: begun?.mode ?? opts.modeOf(parsed.data.runbook),
         ranOn: opts.ranOn,
         log: opts.log.child({ jobId: job.id, runbook: parsed.data.runbook }),
         signal: shutdown.signal,
+        ...(begun ? { gate: begun.gate } : {}),
       };
-      await job.log(`attempt ${ctx.attempt} on ${opts.ranOn} in ${ctx.mode} mode`);
-      const result = await handler(parsed.data as never, ctx);
+      await job.log(`attempt ${ctx.attempt} on ${opts.ranOn} in ${ctx.mode} mode${modeWhy ? ` (${modeWhy})` : ''}`);
+      const handled = await handler(parsed.data as never, ctx);
+      const result = modeWhy ? { ...handled, modeWhy } : handled;
       await job.log(`${result.outcome}: ${result.summary}`);
       await finish(result.outcome);
       return result;
     } catch (err) {
+      if (err instanceof DelayedError) throw err;
+      if (err instanceof ParkedError && controls) {
+        return await park(job, token, err.parking, err.plan, modeWhy ? { ...err.result, modeWhy } : err.result);
+      }
       const e = err instanceof Error ? err : new Error(String(err));
       await job.log(`${e.name}: ${e.message}`).catch(() => {});
-      const partial = (err as { result?: unknown } | null)?.result;
+      const found = (err as { result?: unknown } | null)?.result;
+      const partial = found && typeof found === 'object' && modeWhy ? { ...found, modeWhy } : found;
       if (partial !== undefined) {
         // A refusal or a failed step is an answer worth reading: keep its result (facts, plan,
         // reasons, the commands run so far) on the job for GET /v1/jobs/:id.
@@ -76,6 +99,22 @@ export function createRunbookWorker(opts: RunbookWorkerOptions): RunbookWorker {
       opts.log.warn({ jobId: job.id, runbook, err: e.message, retry: !ending }, 'job attempt failed');
       throw forBullmq(err);
     }
+  };
+
+  /**
+   * Parks the job: its plan and the result so far go into its progress, it is listed as parked,
+   * and it moves to `delayed` until the next recheck (or until the API promotes it). Throwing
+   * DelayedError tells BullMQ the job was moved, not failed: no attempt is used.
+   */
+  const park = async (job: Job, token: string | undefined, parking: Parking, plan?: PlanView, partial?: unknown): Promise<never> => {
+    if (!controls) throw new Error('parking needs controls');
+    const jobId = job.id ?? '';
+    const since = await controls.park({ jobId, queue: opts.queue, runbook: String((job.data as { runbook?: unknown }).runbook ?? job.name), reason: parking.reason, why: parking.why });
+    const recheckAt = new Date(Date.now() + controls.recheckMs).toISOString();
+    await job.updateProgress({ parked: { ...parking, since, recheckAt, ...(plan ? { plan } : {}) }, ...(partial !== undefined ? { result: partial } : {}) });
+    await job.log(`waiting (${parking.reason}): ${parking.why}`);
+    await job.moveToDelayed(Date.now() + controls.recheckMs, token);
+    throw new DelayedError();
   };
 
   const worker = new Worker(opts.queue, processor, {

@@ -14,6 +14,11 @@ export interface PlannedStep {
   description: string;
   /** Removes or detaches something; counts against blast-radius caps. */
   destructive: boolean;
+  /**
+   * `high`: waits for an operator's approval in enforce when APPROVAL_HIGH_RISK is on (e.g.
+   * `rbd unmap -o force`, `dmsetup message ... fail_if_no_path`, `ceph osd blocklist add`).
+   */
+  risk?: 'high';
 }
 
 export type Plan<S extends PlannedStep> =

@@ -4,6 +4,9 @@ import { jobNode } from '../../src/catalogue/jobs.ts';
 import { nodeQueueName } from '../../src/catalogue/queues.ts';
 import type { Logger } from '../../src/observability/logger.ts';
 import { createRunbookWorker, type RunbookWorker } from '../engine/runbook-worker.ts';
+import { controlsFromConfig } from '../engine/job-controls.ts';
+import { NODE_MODE_LABEL } from '../../src/controls/effective-mode.ts';
+import type { NodeLabels } from '../runbooks/local-pv-placeholder/node-labels.ts';
 import type { RunbookRegistry } from '../runbooks/registry.ts';
 
 // The node agent: one per node (a DaemonSet pod), consuming only its own node's queue, one job
@@ -13,9 +16,11 @@ export interface NodeAgentOptions {
   config: Config;
   registry: RunbookRegistry;
   log: Logger;
+  /** Where the node's labels come from (`volume-medic.io/mode=dry-run` holds this agent to dry-run); default NODE_LABELS. */
+  nodeLabels?: NodeLabels;
 }
 
-export function createNodeAgent({ config, registry, log }: NodeAgentOptions): RunbookWorker {
+export function createNodeAgent({ config, registry, log, nodeLabels }: NodeAgentOptions): RunbookWorker {
   const node = config.nodeName;
   if (!node) throw new Error('NODE_NAME is required: the node agent must know which node it serves');
   return createRunbookWorker({
@@ -31,5 +36,10 @@ export function createNodeAgent({ config, registry, log }: NodeAgentOptions): Ru
     },
     lockDurationMs: config.lockDurationMs,
     log,
+    controls: {
+      ...controlsFromConfig(config),
+      node,
+      nodeModeLabel: async () => (nodeLabels ? (await nodeLabels.labelsOf(node))?.[NODE_MODE_LABEL] : config.nodeLabels?.[NODE_MODE_LABEL]),
+    },
   });
 }

@@ -18,7 +18,7 @@ await runMain(log, (config) => {
   if (!config.nodeName) throw new ConfigError('NODE_NAME is required: the node agent serves exactly one node (set it from spec.nodeName)');
   const inCluster = Boolean(process.env['KUBERNETES_SERVICE_HOST'] || process.env['KUBECONFIG']);
   const nodeLabels = inCluster ? new KubeNodeLabels(new KubeLookups(kubeClients(loadKubeConfig()))) : undefined;
-  const agent = createNodeAgent({ config, registry: defaultNodeRegistry(config, log, nodeLabels ? { nodeLabels } : {}), log: log.child({ node: config.nodeName }) });
+  const agent = createNodeAgent({ config, registry: defaultNodeRegistry(config, log, nodeLabels ? { nodeLabels } : {}), log: log.child({ node: config.nodeName }), ...(nodeLabels ? { nodeLabels } : {}) });
   log.info({ node: config.nodeName, defaultMode: config.defaultMode, modes: config.runbookModes, labels: inCluster ? 'api-server' : 'NODE_LABELS' }, 'node agent started');
   return agent;
 });

@@ -1,6 +1,7 @@
 import type { JobOf, RunbookName } from '../../src/catalogue/jobs.ts';
 import type { Mode, RunbookResult } from '../../src/catalogue/result.ts';
 import type { Logger } from '../../src/observability/logger.ts';
+import type { StepGate } from '../engine/gate.ts';
 
 // The node agent and the cluster worker find a job's runbook here. A runbook is a function from
 // a parsed job and its context to a result; it throws the errors of workers/engine/errors.ts to
@@ -18,6 +19,8 @@ export interface RunbookContext {
   log: Logger;
   /** Aborted when the worker is shutting down: stop between steps, the job will be retried. */
   signal: AbortSignal;
+  /** Operator controls (pause, approval, breakers), asked before each step is applied; none in unit tests. */
+  gate?: StepGate;
 }
 
 export type RunbookHandler<R extends RunbookName> = (job: JobOf<R>, ctx: RunbookContext) => Promise<RunbookResult>;

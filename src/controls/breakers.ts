@@ -1,0 +1,153 @@
+import type { Redis } from 'ioredis';
+import { controlKeys, type ControlKeys } from './keys.ts';
+import { TripRecord, parseJson } from './records.ts';
+
+// Blast-radius breakers. Each destructive step reserves a slot in a sliding one-hour window for
+// its node and for the whole cluster, atomically (one Lua script), so two agents cannot both
+// take the last slot. A breaker trips when its window reaches the cap: the step that reached
+// the cap runs, the next destructive step anywhere in its scope is blocked. The storm breaker
+// trips when more than M distinct nodes started jobs within its window. Tripped breakers stay
+// tripped until reset through the API (which also empties that breaker's window), and say why.
+
+export interface BreakerCaps {
+  /** 0: no cap. */
+  nodePerHour: number;
+  /** 0: no cap. */
+  clusterPerHour: number;
+  /** More than this many nodes in the window trips the storm breaker; 0: off. */
+  stormNodes: number;
+  stormWindowMs: number;
+}
+
+export const HOUR_MS = 3_600_000;
+
+export type Reservation = { ok: true; nodeCount: number; clusterCount: number; tripped: TripRecord[] } | { ok: false; blockedBy: TripRecord };
+
+const RESERVE = `
+local tripped = KEYS[1]
+local now = tonumber(ARGV[1])
+local window = tonumber(ARGV[2])
+local nodeField = ARGV[3]
+local nodeCap = tonumber(ARGV[4])
+local clusterCap = tonumber(ARGV[5])
+local member = ARGV[6]
+local at = ARGV[7]
+for _, f in ipairs({'storm', 'cluster', nodeField}) do
+  if f ~= '' then
+    local t = redis.call('HGET', tripped, f)
+    if t then return {0, t} end
+  end
+end
+redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now - window)
+redis.call('ZADD', KEYS[3], now, member)
+redis.call('PEXPIRE', KEYS[3], window)
+local c = redis.call('ZCARD', KEYS[3])
+local n = 0
+if nodeField ~= '' then
+  redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now - window)
+  redis.call('ZADD', KEYS[2], now, member)
+  redis.call('PEXPIRE', KEYS[2], window)
+  n = redis.call('ZCARD', KEYS[2])
+end
+local trips = {}
+if nodeField ~= '' and nodeCap > 0 and n >= nodeCap then
+  local rec = cjson.encode({breaker = nodeField, why = string.format('%s ran %d destructive steps in the last hour (cap %d); the last was %s', nodeField, n, nodeCap, member), at = at, count = n, cap = nodeCap})
+  redis.call('HSET', tripped, nodeField, rec)
+  table.insert(trips, rec)
+end
+if clusterCap > 0 and c >= clusterCap then
+  local rec = cjson.encode({breaker = 'cluster', why = string.format('the cluster ran %d destructive steps in the last hour (cap %d); the last was %s', c, clusterCap, member), at = at, count = c, cap = clusterCap})
+  redis.call('HSET', tripped, 'cluster', rec)
+  table.insert(trips, rec)
+end
+return {1, n, c, unpack(trips)}`;
+
+const STORM = `
+local now = tonumber(ARGV[1])
+local window = tonumber(ARGV[2])
+local limit = tonumber(ARGV[3])
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now - window)
+redis.call('ZADD', KEYS[2], now, ARGV[4])
+redis.call('PEXPIRE', KEYS[2], window)
+local n = redis.call('ZCARD', KEYS[2])
+if limit > 0 and n > limit and redis.call('HEXISTS', KEYS[1], 'storm') == 0 then
+  local nodes = redis.call('ZRANGE', KEYS[2], 0, 19)
+  local rec = cjson.encode({breaker = 'storm', why = string.format('%d nodes started recovery jobs within %d s (more than %d): %s', n, window / 1000, limit, table.concat(nodes, ', ')), at = ARGV[5], count = n, cap = limit})
+  redis.call('HSET', KEYS[1], 'storm', rec)
+  return rec
+end
+return false`;
+
+export interface BreakerState {
+  name: string;
+  cap: number;
+  windowSeconds: number;
+  count: number;
+  tripped?: TripRecord;
+}
+
+export class Breakers {
+  readonly #redis: Redis;
+  readonly #keys: ControlKeys;
+  readonly #now: () => Date;
+
+  constructor(redis: Redis, prefix: string, now: () => Date = () => new Date()) {
+    this.#redis = redis;
+    this.#keys = controlKeys(prefix);
+    this.#now = now;
+  }
+
+  /** Before a destructive step: take a slot, or say which tripped breaker blocks it. */
+  async reserveDestructive(caps: BreakerCaps, what: { node?: string; jobId: string; stepId: string }): Promise<Reservation> {
+    const now = this.#now();
+    const nodeField = what.node ? `node/${what.node}` : '';
+    const r = (await this.#redis.eval(RESERVE, 3, this.#keys.tripped, what.node ? this.#keys.destructiveNode(what.node) : `${this.#keys.tripped}:none`, this.#keys.destructiveCluster,
+      String(now.getTime()), String(HOUR_MS), nodeField, String(caps.nodePerHour), String(caps.clusterPerHour),
+      `${what.jobId}/${what.stepId}@${now.toISOString()}`, now.toISOString())) as [number, ...unknown[]];
+    if (r[0] === 0) {
+      return { ok: false, blockedBy: parseJson(TripRecord, String(r[1])) ?? { breaker: 'unknown', why: String(r[1]), at: now.toISOString(), count: 0, cap: 0 } };
+    }
+    const tripped = r.slice(3).map((t) => parseJson(TripRecord, String(t))).filter((t): t is TripRecord => t !== undefined);
+    return { ok: true, nodeCount: Number(r[1]), clusterCount: Number(r[2]), tripped };
+  }
+
+  /** A node started a job: count it towards the storm breaker. Returns the trip when this start tripped it. */
+  async recordNodeActivity(caps: BreakerCaps, node: string): Promise<TripRecord | undefined> {
+    const now = this.#now();
+    const r = await this.#redis.eval(STORM, 2, this.#keys.tripped, this.#keys.storm, String(now.getTime()), String(caps.stormWindowMs), String(caps.stormNodes), node, now.toISOString());
+    return typeof r === 'string' ? parseJson(TripRecord, r) : undefined;
+  }
+
+  async tripped(): Promise<TripRecord[]> {
+    const all = await this.#redis.hgetall(this.#keys.tripped);
+    return Object.values(all).map((t) => parseJson(TripRecord, t)).filter((t): t is TripRecord => t !== undefined)
+      .sort((a, b) => a.breaker.localeCompare(b.breaker));
+  }
+
+  /** Every breaker with a count or a trip, plus cluster and storm always. */
+  async states(caps: BreakerCaps): Promise<BreakerState[]> {
+    const now = this.#now().getTime();
+    const trips = new Map((await this.tripped()).map((t) => [t.breaker, t]));
+    const count = async (key: string, windowMs: number): Promise<number> => this.#redis.zcount(key, now - windowMs, '+inf');
+    const out: BreakerState[] = [
+      { name: 'cluster', cap: caps.clusterPerHour, windowSeconds: HOUR_MS / 1000, count: await count(this.#keys.destructiveCluster, HOUR_MS) },
+      { name: 'storm', cap: caps.stormNodes, windowSeconds: caps.stormWindowMs / 1000, count: await count(this.#keys.storm, caps.stormWindowMs) },
+    ];
+    const nodes = new Set<string>([...trips.keys()].filter((k) => k.startsWith('node/')).map((k) => k.slice(5)));
+    for await (const keys of this.#redis.scanStream({ match: this.#keys.destructiveNode('*'), count: 200 }) as AsyncIterable<string[]>) {
+      for (const k of keys) nodes.add(k.slice(this.#keys.destructiveNode('').length));
+    }
+    for (const node of [...nodes].sort()) {
+      out.push({ name: `node/${node}`, cap: caps.nodePerHour, windowSeconds: HOUR_MS / 1000, count: await count(this.#keys.destructiveNode(node), HOUR_MS) });
+    }
+    return out.map((b) => (trips.has(b.name) ? { ...b, tripped: trips.get(b.name) as TripRecord } : b));
+  }
+
+  /** Closes a breaker and empties its window. Returns the trip it cleared, if it was tripped. */
+  async reset(name: string): Promise<TripRecord | undefined> {
+    const [trip] = await Promise.all([this.#redis.hget(this.#keys.tripped, name)]);
+    const windowKey = name === 'cluster' ? this.#keys.destructiveCluster : name === 'storm' ? this.#keys.storm : this.#keys.destructiveNode(name.slice(5));
+    await this.#redis.multi().hdel(this.#keys.tripped, name).del(windowKey).exec();
+    return parseJson(TripRecord, trip);
+  }
+}

@@ -1,0 +1,134 @@
+import type { Redis } from 'ioredis';
+import type { Mode } from '../catalogue/result.ts';
+import { controlKeys, type ControlKeys } from './keys.ts';
+import { AuditEntry, ModeOverride, ParkedJob, PauseRecord, parseJson } from './records.ts';
+
+// Modes, pause switches, the audit trail and the list of parked jobs, kept in Redis so every
+// receiver replica and every agent sees the same switches without a restart. Workers read them
+// at each job's start (and the pause before each step); the API changes them.
+
+export interface Asked {
+  by: string;
+  why?: string;
+}
+
+export type ModeScope = { runbook: string } | { node: string };
+const scopeField = (s: ModeScope): string => ('runbook' in s ? `runbook/${s.runbook}` : `node/${s.node}`);
+const AUDIT_KEEP = 1000;
+
+export interface Pauses {
+  cluster?: PauseRecord;
+  nodes: Record<string, PauseRecord>;
+}
+
+export class ControlsStore {
+  readonly redis: Redis;
+  readonly keys: ControlKeys;
+  readonly #now: () => Date;
+
+  constructor(redis: Redis, prefix: string, now: () => Date = () => new Date()) {
+    this.redis = redis;
+    this.keys = controlKeys(prefix);
+    this.#now = now;
+  }
+
+  now(): Date {
+    return this.#now();
+  }
+
+  async audit(action: string, target: string, asked: Asked): Promise<void> {
+    const entry: AuditEntry = { at: this.#now().toISOString(), by: asked.by, action, target, why: asked.why ?? '' };
+    await this.redis.multi().lpush(this.keys.audit, JSON.stringify(entry)).ltrim(this.keys.audit, 0, AUDIT_KEEP - 1).exec();
+  }
+
+  async auditLog(limit = 100): Promise<AuditEntry[]> {
+    const rows = await this.redis.lrange(this.keys.audit, 0, limit - 1);
+    return rows.map((r) => parseJson(AuditEntry, r)).filter((e): e is AuditEntry => e !== undefined);
+  }
+
+  // --- modes -----------------------------------------------------------------------------------
+
+  async modeOverrides(): Promise<{ runbooks: Record<string, ModeOverride>; nodes: Record<string, ModeOverride> }> {
+    const all = await this.redis.hgetall(this.keys.modes);
+    const out = { runbooks: {} as Record<string, ModeOverride>, nodes: {} as Record<string, ModeOverride> };
+    for (const [field, text] of Object.entries(all)) {
+      const o = parseJson(ModeOverride, text);
+      if (!o) continue;
+      if (field.startsWith('runbook/')) out.runbooks[field.slice(8)] = o;
+      else if (field.startsWith('node/')) out.nodes[field.slice(5)] = o;
+    }
+    return out;
+  }
+
+  async overridesFor(runbook: string, node?: string): Promise<{ runbookOverride?: ModeOverride; nodeOverride?: ModeOverride }> {
+    const [r, n] = await this.redis.hmget(this.keys.modes, `runbook/${runbook}`, node ? `node/${node}` : 'node/');
+    const runbookOverride = parseJson(ModeOverride, r);
+    const nodeOverride = parseJson(ModeOverride, n);
+    return { ...(runbookOverride ? { runbookOverride } : {}), ...(nodeOverride ? { nodeOverride } : {}) };
+  }
+
+  /** `mode: null` removes the override: the runbook (or node) goes back to configuration. */
+  async setMode(scope: ModeScope, mode: Mode | null, asked: Asked): Promise<void> {
+    const field = scopeField(scope);
+    if (mode === null) await this.redis.hdel(this.keys.modes, field);
+    else await this.redis.hset(this.keys.modes, field, JSON.stringify({ mode, by: asked.by, why: asked.why ?? '', at: this.#now().toISOString() } satisfies ModeOverride));
+    await this.audit(mode === null ? 'mode-cleared' : `mode-${mode}`, field, asked);
+  }
+
+  // --- pause -----------------------------------------------------------------------------------
+
+  async pauses(): Promise<Pauses> {
+    const all = await this.redis.hgetall(this.keys.pause);
+    const out: Pauses = { nodes: {} };
+    for (const [field, text] of Object.entries(all)) {
+      const p = parseJson(PauseRecord, text);
+      if (!p) continue;
+      if (field === 'cluster') out.cluster = p;
+      else if (field.startsWith('node/')) out.nodes[field.slice(5)] = p;
+    }
+    return out;
+  }
+
+  /** Why a job for `node` (or a cluster job) must wait now, if it must. */
+  async pausedFor(node?: string): Promise<string | undefined> {
+    const [c, n] = await this.redis.hmget(this.keys.pause, 'cluster', node ? `node/${node}` : 'node/');
+    const cluster = parseJson(PauseRecord, c);
+    if (cluster) return `cluster-wide pause by ${cluster.by} at ${cluster.at}${cluster.why ? `: ${cluster.why}` : ''}`;
+    const mine = parseJson(PauseRecord, n);
+    if (mine) return `node ${node} paused by ${mine.by} at ${mine.at}${mine.why ? `: ${mine.why}` : ''}`;
+    return undefined;
+  }
+
+  /** Pauses the cluster (no node) or one node. Returns false when it already was. */
+  async pause(node: string | undefined, asked: Asked): Promise<boolean> {
+    const field = node ? `node/${node}` : 'cluster';
+    const rec: PauseRecord = { by: asked.by, why: asked.why ?? '', at: this.#now().toISOString() };
+    const added = await this.redis.hsetnx(this.keys.pause, field, JSON.stringify(rec));
+    if (added) await this.audit('pause', field, asked);
+    return added === 1;
+  }
+
+  /** Lifts the cluster-wide pause (no node) or one node's; a node paused on its own stays paused after a cluster resume. */
+  async resume(node: string | undefined, asked: Asked): Promise<boolean> {
+    const field = node ? `node/${node}` : 'cluster';
+    const removed = await this.redis.hdel(this.keys.pause, field);
+    if (removed) await this.audit('resume', field, asked);
+    return removed === 1;
+  }
+
+  // --- parked jobs -----------------------------------------------------------------------------
+
+  async park(p: ParkedJob): Promise<void> {
+    await this.redis.hset(this.keys.parked, p.jobId, JSON.stringify(p));
+  }
+
+  async unpark(jobId: string): Promise<void> {
+    await this.redis.hdel(this.keys.parked, jobId);
+  }
+
+  async parkedJobs(): Promise<ParkedJob[]> {
+    const all = await this.redis.hgetall(this.keys.parked);
+    return Object.values(all).map((t) => parseJson(ParkedJob, t)).filter((p): p is ParkedJob => p !== undefined)
+      .sort((a, b) => a.since.localeCompare(b.since));
+  }
+}

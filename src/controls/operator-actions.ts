@@ -1,0 +1,149 @@
+import type { Queue } from 'bullmq';
+import type { Redis } from 'ioredis';
+import type { Mode } from '../catalogue/result.ts';
+import { ApprovalStore } from './approval-store.ts';
+import { Breakers, type BreakerCaps, type BreakerState } from './breakers.ts';
+import { ControlsStore, type Asked, type ModeScope, type Pauses } from './controls-store.ts';
+import type { ApprovalRecord, AuditEntry, ModeOverride, ParkedJob, ParkReason, TripRecord } from './records.ts';
+
+// What an operator can do through the API, in one place (the HTTP routes only parse and answer).
+// Every change is recorded in the audit trail with who and why. After a change that can release
+// parked jobs (approve, reject, resume, breaker reset) the affected jobs are promoted from
+// `delayed` so they look again at once instead of at their next recheck.
+
+export interface OperatorOptions {
+  redis: Redis;
+  prefix: string;
+  /** A queue by name (the receiver's, on its producer connection). */
+  queue: (name: string) => Queue;
+  caps: BreakerCaps;
+  approvalTtlMs: number;
+  configuredModes: { default: Mode; runbooks: Partial<Record<string, Mode>> };
+  now?: () => Date;
+}
+
+export type DecisionResult =
+  | { ok: true; approval: ApprovalRecord }
+  | { ok: false; status: 404 | 409; error: string; approval?: ApprovalRecord };
+
+export interface ControlsView {
+  modes: { configured: OperatorOptions['configuredModes']; overrides: { runbooks: Record<string, ModeOverride>; nodes: Record<string, ModeOverride> } };
+  pauses: Pauses;
+  breakers: BreakerState[];
+  parked: ParkedJob[];
+}
+
+export class OperatorActions {
+  readonly store: ControlsStore;
+  readonly approvals: ApprovalStore;
+  readonly breakers: Breakers;
+  readonly #opts: OperatorOptions;
+  readonly #now: () => Date;
+
+  constructor(opts: OperatorOptions) {
+    this.#opts = opts;
+    this.#now = opts.now ?? (() => new Date());
+    this.store = new ControlsStore(opts.redis, opts.prefix, this.#now);
+    this.approvals = new ApprovalStore(opts.redis, opts.prefix);
+    this.breakers = new Breakers(opts.redis, opts.prefix, this.#now);
+  }
+
+  async view(): Promise<ControlsView> {
+    const [overrides, pauses, breakers, parked] = await Promise.all([
+      this.store.modeOverrides(), this.store.pauses(), this.breakers.states(this.#opts.caps), this.store.parkedJobs(),
+    ]);
+    return { modes: { configured: this.#opts.configuredModes, overrides }, pauses, breakers, parked };
+  }
+
+  breakerStates(): Promise<BreakerState[]> {
+    return this.breakers.states(this.#opts.caps);
+  }
+
+  audit(limit: number): Promise<AuditEntry[]> {
+    return this.store.auditLog(limit);
+  }
+
+  setMode(scope: ModeScope, mode: Mode | null, asked: Asked): Promise<void> {
+    return this.store.setMode(scope, mode, asked);
+  }
+
+  pause(node: string | undefined, asked: Asked): Promise<boolean> {
+    return this.store.pause(node, asked);
+  }
+
+  async resume(node: string | undefined, asked: Asked): Promise<{ changed: boolean; released: number }> {
+    const changed = await this.store.resume(node, asked);
+    const released = changed ? await this.#promote('paused', (p) => node === undefined || p.node === node || p.node === undefined) : 0;
+    return { changed, released };
+  }
+
+  async resetBreaker(name: string, asked: Asked): Promise<{ cleared?: TripRecord; released: number }> {
+    const cleared = await this.breakers.reset(name);
+    await this.store.audit('breaker-reset', `breaker/${name}`, { by: asked.by, why: `${asked.why ?? ''}${cleared ? ` (was: ${cleared.why})` : ' (was not tripped)'}` });
+    return { ...(cleared ? { cleared } : {}), released: await this.#promote('breaker', () => true) };
+  }
+
+  approval(jobId: string): Promise<ApprovalRecord | undefined> {
+    return this.approvals.get(jobId);
+  }
+
+  async pendingApprovals(): Promise<ApprovalRecord[]> {
+    const parked = (await this.store.parkedJobs()).filter((p) => p.reason === 'approval');
+    const recs = await Promise.all(parked.map((p) => this.approvals.get(p.jobId)));
+    return recs.filter((r): r is ApprovalRecord => r?.state === 'pending');
+  }
+
+  approve(jobId: string, asked: Asked): Promise<DecisionResult> {
+    return this.#decide(jobId, 'approved', asked);
+  }
+
+  reject(jobId: string, asked: Asked): Promise<DecisionResult> {
+    return this.#decide(jobId, 'rejected', asked);
+  }
+
+  async #decide(jobId: string, state: 'approved' | 'rejected', asked: Asked): Promise<DecisionResult> {
+    const rec = await this.approvals.get(jobId);
+    if (!rec) return { ok: false, status: 404, error: `job ${jobId} has no approval request` };
+    if (rec.state !== 'pending') return { ok: false, status: 409, error: `the approval request of ${jobId} is already ${rec.state}${rec.decidedBy ? ` (by ${rec.decidedBy})` : ''}`, approval: rec };
+    const t = this.#now();
+    if (Date.parse(rec.expiresAt) < t.getTime()) {
+      await this.approvals.transition('pending', { ...rec, state: 'expired' });
+      return { ok: false, status: 409, error: `the approval request of ${jobId} expired at ${rec.expiresAt}`, approval: { ...rec, state: 'expired' } };
+    }
+    const next: ApprovalRecord = {
+      ...rec,
+      state,
+      decidedBy: asked.by,
+      decidedAt: t.toISOString(),
+      why: asked.why ?? '',
+      ...(state === 'approved' ? { validUntil: new Date(t.getTime() + this.#opts.approvalTtlMs).toISOString() } : {}),
+    };
+    if (!(await this.approvals.transition('pending', next))) {
+      const now = await this.approvals.get(jobId);
+      return { ok: false, status: 409, error: `the approval request of ${jobId} was decided meanwhile (${now?.state ?? 'gone'})`, ...(now ? { approval: now } : {}) };
+    }
+    await this.store.audit(state === 'approved' ? 'approve' : 'reject', `job/${jobId}`, asked);
+    await this.#promoteJob(rec.queue, jobId);
+    return { ok: true, approval: next };
+  }
+
+  async #promote(reason: ParkReason, which: (p: ParkedJob) => boolean): Promise<number> {
+    let n = 0;
+    for (const p of await this.store.parkedJobs()) {
+      if (p.reason === reason && which(p) && (await this.#promoteJob(p.queue, p.jobId))) n += 1;
+    }
+    return n;
+  }
+
+  /** Moves a delayed job to waiting now; a job in any other state is left alone (it looks again on its own). */
+  async #promoteJob(queueName: string, jobId: string): Promise<boolean> {
+    try {
+      const job = await this.#opts.queue(queueName).getJob(jobId);
+      if (!job || !(await job.isDelayed())) return false;
+      await job.promote();
+      return true;
+    } catch {
+      return false;
+    }
+  }
+}

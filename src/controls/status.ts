@@ -1,0 +1,45 @@
+import type { Redis } from 'ioredis';
+import { Breakers } from './breakers.ts';
+import { ControlsStore } from './controls-store.ts';
+
+// What /readyz and /metrics say about the controls. A pause does not make the receiver unready:
+// webhooks are still stored (nothing is lost), so load balancers must keep sending; /readyz
+// reports the pause and the tripped breakers instead, and /metrics exposes them as gauges to
+// alert on ("page a human").
+
+export interface ControlsSummary {
+  paused: { cluster: boolean; nodes: string[] };
+  breakersTripped: { breaker: string; why: string; at: string }[];
+  parked: { paused: number; approval: number; breaker: number };
+}
+
+export async function controlsSummary(redis: Redis, prefix: string): Promise<ControlsSummary> {
+  const store = new ControlsStore(redis, prefix);
+  const [pauses, trips, parked] = await Promise.all([store.pauses(), new Breakers(redis, prefix).tripped(), store.parkedJobs()]);
+  const count = { paused: 0, approval: 0, breaker: 0 };
+  for (const p of parked) count[p.reason] += 1;
+  return {
+    paused: { cluster: pauses.cluster !== undefined, nodes: Object.keys(pauses.nodes).sort() },
+    breakersTripped: trips.map((t) => ({ breaker: t.breaker, why: t.why, at: t.at })),
+    parked: count,
+  };
+}
+
+const esc = (v: string): string => v.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n');
+
+export function controlsExposition(s: ControlsSummary): string {
+  const lines = [
+    '# HELP volume_medic_paused 1 while jobs are held by a pause switch (scope: cluster, or node/<name>).',
+    '# TYPE volume_medic_paused gauge',
+    `volume_medic_paused{scope="cluster"} ${s.paused.cluster ? 1 : 0}`,
+    ...s.paused.nodes.map((n) => `volume_medic_paused{scope="node/${esc(n)}"} 1`),
+    '# HELP volume_medic_breaker_tripped 1 while a blast-radius breaker is tripped (reset through POST /v1/breakers/reset).',
+    '# TYPE volume_medic_breaker_tripped gauge',
+    ...['cluster', 'storm'].filter((b) => !s.breakersTripped.some((t) => t.breaker === b)).map((b) => `volume_medic_breaker_tripped{breaker="${b}"} 0`),
+    ...s.breakersTripped.map((t) => `volume_medic_breaker_tripped{breaker="${esc(t.breaker)}"} 1`),
+    '# HELP volume_medic_jobs_parked Jobs waiting on a control, by reason (paused, approval, breaker).',
+    '# TYPE volume_medic_jobs_parked gauge',
+    ...(['paused', 'approval', 'breaker'] as const).map((r) => `volume_medic_jobs_parked{reason="${r}"} ${s.parked[r]}`),
+  ];
+  return `${lines.join('\n')}\n`;
+}

@@ -1,0 +1,177 @@
+import type { Redis } from 'ioredis';
+import type { Config } from '../../src/config/schema.ts';
+import type { Mode } from '../../src/catalogue/result.ts';
+import { ApprovalStore } from '../../src/controls/approval-store.ts';
+import { Breakers, type BreakerCaps } from '../../src/controls/breakers.ts';
+import { ControlsStore } from '../../src/controls/controls-store.ts';
+import { effectiveMode } from '../../src/controls/effective-mode.ts';
+import type { ApprovalRecord, ParkedJob } from '../../src/controls/records.ts';
+import type { Logger } from '../../src/observability/logger.ts';
+import { approvalReason, gatedSteps, type ApprovalPolicy } from './approval-policy.ts';
+import { RefusedError } from './errors.ts';
+import { GO, type GateDecision, type Parking, type PlanView, type StepGate } from './gate.ts';
+import type { PlannedStep } from './runbook.ts';
+
+// The worker's side of the operator controls, read from Redis at each job's start and before
+// each step, so a change through the API takes effect on the next job (mode) or the next step
+// (pause, approval, breakers) without a restart. Order before a step: pause -> approval ->
+// breakers, so a job waiting for a human does not use up the blast-radius budget.
+//
+// Why a gate in the worker and not BullMQ's queue.pause(): the pause must cover queues that do
+// not exist yet (a node joining during a cluster-wide pause), a node pause and a cluster pause
+// must combine without one's resume undoing the other, and a pause must also stop a job that is
+// already running before its next step. A parked job is moved to `delayed` with its plan in its
+// progress (nothing is lost; BullMQ counts no attempt) and looks again every recheck interval,
+// or at once when the API resumes, approves or resets.
+
+export interface JobControlsOptions {
+  redis: Redis;
+  prefix: string;
+  approval: ApprovalPolicy;
+  approvalTtlMs: number;
+  caps: BreakerCaps;
+  recheckMs: number;
+  /** The node this worker acts on (a node agent); undefined for the cluster worker. */
+  node?: string;
+  /** The node's `volume-medic.io/mode` label, read per job (undefined: no label or no lookup). */
+  nodeModeLabel?: () => Promise<string | undefined>;
+  log: Logger;
+  now?: () => Date;
+}
+
+export interface JobStart {
+  jobId: string;
+  queue: string;
+  runbook: string;
+  /** BullMQ job timestamp. */
+  createdAt: number;
+  configuredMode: Mode;
+}
+
+export interface Begun {
+  mode: Mode;
+  modeWhy: string;
+  park?: Parking;
+  gate: StepGate;
+}
+
+export interface JobControls {
+  recheckMs: number;
+  begin(job: JobStart): Promise<Begun>;
+  park(p: Omit<ParkedJob, 'since' | 'node'>): Promise<string>;
+  unpark(jobId: string): Promise<void>;
+}
+
+export function controlsFromConfig(config: Config): Pick<JobControlsOptions, 'approval' | 'approvalTtlMs' | 'caps' | 'recheckMs'> {
+  return {
+    approval: { highRisk: config.approvalHighRisk, runbooks: config.approvalRunbooks, maxDestructiveSteps: config.approvalMaxDestructiveSteps },
+    approvalTtlMs: config.approvalTtlSeconds * 1000,
+    caps: {
+      nodePerHour: config.breakerNodeDestructivePerHour,
+      clusterPerHour: config.breakerClusterDestructivePerHour,
+      stormNodes: config.breakerStormNodes,
+      stormWindowMs: config.breakerStormWindowSeconds * 1000,
+    },
+    recheckMs: Math.round(config.controlsRecheckSeconds * 1000),
+  };
+}
+
+export function createJobControls(opts: JobControlsOptions): JobControls {
+  const now = opts.now ?? (() => new Date());
+  const store = new ControlsStore(opts.redis, opts.prefix, now);
+  const approvals = new ApprovalStore(opts.redis, opts.prefix);
+  const breakers = new Breakers(opts.redis, opts.prefix, now);
+  const node = opts.node;
+
+  const paused = async (): Promise<GateDecision | undefined> => {
+    const why = await store.pausedFor(node);
+    return why ? { go: false, park: { reason: 'paused', why } } : undefined;
+  };
+
+  const approvalGate = async (job: JobStart, step: PlannedStep, plan: PlanView): Promise<GateDecision> => {
+    if (!approvalReason(step, plan, job.runbook, opts.approval)) return GO;
+    const stored = await approvals.get(job.jobId);
+    const rec = stored && stored.jobCreatedAt === job.createdAt ? stored : undefined;
+    const t = now();
+    const covers = rec?.steps.some((s) => s.id === step.id) ?? false;
+    if (rec?.state === 'rejected') throw new RefusedError([`approval rejected by ${rec.decidedBy ?? '?'} at ${rec.decidedAt ?? '?'}${rec.why ? `: ${rec.why}` : ''}`]);
+    if (rec?.state === 'expired') throw new RefusedError([`approval request expired at ${rec.expiresAt} without a decision`]);
+    if (rec?.state === 'approved' && covers) {
+      if (rec.validUntil && Date.parse(rec.validUntil) < t.getTime()) {
+        await approvals.transition('approved', { ...rec, state: 'expired' });
+        throw new RefusedError([`the approval by ${rec.decidedBy ?? '?'} expired at ${rec.validUntil} before step ${step.id} ran`]);
+      }
+      return GO;
+    }
+    if (rec?.state === 'pending' && covers) {
+      if (Date.parse(rec.expiresAt) < t.getTime()) {
+        await approvals.transition('pending', { ...rec, state: 'expired' });
+        throw new RefusedError([`approval request expired at ${rec.expiresAt} without a decision`]);
+      }
+      return { go: false, park: { reason: 'approval', why: waitingWhy(rec) } };
+    }
+    // No request yet, or the plan changed since the last decision: ask for this plan.
+    const request: ApprovalRecord = {
+      jobId: job.jobId,
+      queue: job.queue,
+      runbook: job.runbook,
+      ...(node ? { node } : {}),
+      jobCreatedAt: job.createdAt,
+      state: 'pending',
+      summary: plan.summary,
+      steps: gatedSteps(plan, job.runbook, opts.approval),
+      requestedAt: t.toISOString(),
+      expiresAt: new Date(t.getTime() + opts.approvalTtlMs).toISOString(),
+    };
+    await approvals.put(request);
+    await store.audit('approval-requested', `job/${job.jobId}`, { by: node ?? 'cluster-worker', why: request.steps.map((s) => s.id).join(', ') });
+    opts.log.warn({ jobId: job.jobId, steps: request.steps.map((s) => s.id) }, 'job waits for approval');
+    return { go: false, park: { reason: 'approval', why: waitingWhy(request) } };
+  };
+
+  const breakerGate = async (job: JobStart, step: PlannedStep): Promise<GateDecision> => {
+    if (!step.destructive) return GO;
+    const r = await breakers.reserveDestructive(opts.caps, { ...(node ? { node } : {}), jobId: job.jobId, stepId: step.id });
+    if (!r.ok) return { go: false, park: { reason: 'breaker', why: `breaker ${r.blockedBy.breaker} is tripped (${r.blockedBy.why}); reset it with POST /v1/breakers/reset` } };
+    for (const t of r.tripped) opts.log.error({ breaker: t.breaker, why: t.why }, 'blast-radius breaker tripped: destructive steps stop until it is reset');
+    return GO;
+  };
+
+  return {
+    recheckMs: opts.recheckMs,
+    async begin(job) {
+      const [overrides, label] = await Promise.all([
+        store.overridesFor(job.runbook, node),
+        node && opts.nodeModeLabel ? opts.nodeModeLabel().catch(() => undefined) : Promise.resolve(undefined),
+      ]);
+      const mode = effectiveMode({ runbook: job.runbook, ...(node ? { node } : {}), configured: job.configuredMode, ...overrides, ...(label ? { nodeLabel: label } : {}) });
+      const gate: StepGate = {
+        async beforeStep(step, plan) {
+          const p = await paused();
+          if (p) return p;
+          if (mode.mode === 'dry-run') return GO;
+          const a = await approvalGate(job, step, plan);
+          if (!a.go) return a;
+          return breakerGate(job, step);
+        },
+      };
+      const p = await paused();
+      if (p && !p.go) return { mode: mode.mode, modeWhy: mode.why, park: p.park, gate };
+      if (node) {
+        const storm = await breakers.recordNodeActivity(opts.caps, node);
+        if (storm) opts.log.error({ breaker: 'storm', why: storm.why }, 'storm breaker tripped: destructive steps stop fleet-wide until it is reset');
+      }
+      return { mode: mode.mode, modeWhy: mode.why, gate };
+    },
+    async park(p) {
+      const since = now().toISOString();
+      await store.park({ ...p, ...(node ? { node } : {}), since });
+      return since;
+    },
+    unpark: (jobId) => store.unpark(jobId),
+  };
+}
+
+function waitingWhy(rec: ApprovalRecord): string {
+  return `waiting for approval of ${rec.steps.length} step(s) (${rec.steps.map((s) => `${s.id}: ${s.why}`).join('; ')}) until ${rec.expiresAt}; POST /v1/jobs/${rec.jobId}/approve or /reject`;
+}
