@@ -75,6 +75,14 @@ export const Config = z.object({
   controlsRecheckSeconds: z.coerce.number().positive().default(15),
   /** DASHBOARD_WRITE: the /ui/queues dashboard may retry, promote and remove jobs; default false (read-only). */
   dashboardWrite: z.union([z.boolean(), z.stringbool()]).default(false),
+  /** RESIDUAL_MAX_MAPS_PER_JOB: more residual maps than this in one job: refuse and ask a human. */
+  residualMaxMapsPerJob: z.coerce.number().int().min(1).default(8),
+  /** RESIDUAL_RELEASE_QUEUED_IO: `auto` releases a dead map's queued I/O (fail_if_no_path) after every other interlock passed; `require-approval` leaves it. */
+  residualReleaseQueuedIo: z.enum(['auto', 'require-approval']).default('auto'),
+  /** RESIDUAL_ATTACHMENTS_UNKNOWN: when the node's VolumeAttachments cannot be known: `proceed` on the other interlocks, or `refuse`. */
+  residualAttachmentsUnknown: z.enum(['proceed', 'refuse']).default('proceed'),
+  /** RESIDUAL_PROBE_TIMEOUT_MS: hard deadline of the read probe of a map (probes run in parallel). */
+  residualProbeTimeoutMs: z.coerce.number().int().positive().default(10_000),
   /** LOG_LEVEL: pino level. */
   logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });

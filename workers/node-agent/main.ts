@@ -4,21 +4,24 @@ import { kubeClients, loadKubeConfig } from '../../src/kube/client.ts';
 import { createLogger } from '../../src/observability/logger.ts';
 import { runMain } from '../../src/process/run-main.ts';
 import { createNodeAgent } from './agent.ts';
+import { KubeAttachedVolumes } from './kube-attached-volumes.ts';
 import { KubeNodeLabels } from './kube-node-labels.ts';
 import { defaultNodeRegistry } from './registry.ts';
 
 // `npm run node-agent`: the node agent, configured from the environment. Refuses to start
 // without NODE_NAME (in a DaemonSet it comes from spec.nodeName). On SIGTERM it finishes the
 // current step, then stops; an unfinished job is taken again and resumes from its journal.
-// In a pod (or with KUBECONFIG) it reads its node's labels from the API server; elsewhere
-// from NODE_LABELS.
+// In a pod (or with KUBECONFIG) it asks the API server for its node's labels and
+// VolumeAttachments; elsewhere labels come from NODE_LABELS and attachments are unknown.
 
 const log = createLogger('node-agent');
 await runMain(log, (config) => {
   if (!config.nodeName) throw new ConfigError('NODE_NAME is required: the node agent serves exactly one node (set it from spec.nodeName)');
   const inCluster = Boolean(process.env['KUBERNETES_SERVICE_HOST'] || process.env['KUBECONFIG']);
-  const nodeLabels = inCluster ? new KubeNodeLabels(new KubeLookups(kubeClients(loadKubeConfig()))) : undefined;
-  const agent = createNodeAgent({ config, registry: defaultNodeRegistry(config, log, nodeLabels ? { nodeLabels } : {}), log: log.child({ node: config.nodeName }), ...(nodeLabels ? { nodeLabels } : {}) });
+  const lookups = inCluster ? new KubeLookups(kubeClients(loadKubeConfig())) : undefined;
+  const nodeLabels = lookups ? new KubeNodeLabels(lookups) : undefined;
+  const deps = lookups && nodeLabels ? { nodeLabels, attachedVolumes: new KubeAttachedVolumes(lookups) } : {};
+  const agent = createNodeAgent({ config, registry: defaultNodeRegistry(config, log, deps), log: log.child({ node: config.nodeName }), ...(nodeLabels ? { nodeLabels } : {}) });
   log.info({ node: config.nodeName, defaultMode: config.defaultMode, modes: config.runbookModes, labels: inCluster ? 'api-server' : 'NODE_LABELS' }, 'node agent started');
   return agent;
 });

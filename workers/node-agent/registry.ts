@@ -2,6 +2,7 @@ import type { Config } from '../../src/config/schema.ts';
 import type { Logger } from '../../src/observability/logger.ts';
 import { createRealHost } from '../host/index.ts';
 import { createLocalPvPlaceholder, InMemoryNodeLabels, type NodeLabels } from '../runbooks/local-pv-placeholder/index.ts';
+import { createResidualMultipathCleanup, InMemoryAttachedVolumes, type AttachedVolumes } from '../runbooks/residual-multipath-cleanup/index.ts';
 import type { RunbookRegistry } from '../runbooks/registry.ts';
 
 // The runbooks this node agent carries. A runbook missing here makes its jobs fail visibly as
@@ -10,6 +11,8 @@ import type { RunbookRegistry } from '../runbooks/registry.ts';
 export interface NodeRegistryDeps {
   /** Where the node's labels come from: the Kubernetes API in a cluster; NODE_LABELS otherwise. */
   nodeLabels?: NodeLabels;
+  /** The node's VolumeAttachments as WWIDs: the Kubernetes API in a cluster; unknown otherwise. */
+  attachedVolumes?: AttachedVolumes;
 }
 
 export function optInLabel(config: Pick<Config, 'placeholderOptInLabel'>): { key: string; value: string } {
@@ -23,5 +26,16 @@ export function defaultNodeRegistry(config: Config, _log: Logger, deps: NodeRegi
     ?? new InMemoryNodeLabels(config.nodeName && config.nodeLabels ? { [config.nodeName]: config.nodeLabels } : {});
   return {
     'local-pv-placeholder': createLocalPvPlaceholder({ host, stateDir: config.stateDir, nodeLabels, optInLabel: optInLabel(config) }),
+    'residual-multipath-cleanup': createResidualMultipathCleanup({
+      host,
+      stateDir: config.stateDir,
+      attached: deps.attachedVolumes ?? new InMemoryAttachedVolumes({}, { known: false }),
+      policy: {
+        maxMapsPerJob: config.residualMaxMapsPerJob,
+        releaseQueuedIo: config.residualReleaseQueuedIo,
+        attachmentsUnknown: config.residualAttachmentsUnknown,
+        probeTimeoutMs: config.residualProbeTimeoutMs,
+      },
+    }),
   };
 }

@@ -18,7 +18,7 @@ export interface Opener {
   fds: number;
 }
 
-export type ProbeOutcome = 'readable' | 'io-error' | 'timed-out' | 'not-run';
+export type ProbeOutcome = 'readable' | 'io-error' | 'timed-out' | 'not-run' | 'skipped-dry-run';
 
 export interface ProbeFacts {
   outcome: ProbeOutcome;
@@ -64,6 +64,8 @@ export type AttachmentFacts = { known: true; wwids: string[] } | { known: false;
 export interface ResidualFacts {
   node: string;
   ranOn: string;
+  /** The mode observe ran in: a dry-run does not probe maps that queue I/O. */
+  mode: 'dry-run' | 'enforce';
   observedAt: string;
   /** `multipath -ll` ran and was understood; false with why when not. */
   listing: { ok: true } | { ok: false; why: string };

@@ -34,7 +34,7 @@ export function createResidualMultipathCleanup(deps: ResidualMultipathDeps): Run
     const steps = createStepExecutor({ policy, ...clock, dryRun: ctx.mode === 'dry-run' });
     const definition: RunbookDefinition<'residual-multipath-cleanup', ResidualFacts, ResidualStep> = {
       runbook: 'residual-multipath-cleanup',
-      observe: (j, host) => observe(j, host, { attached: deps.attached, policy, ranOn: ctx.ranOn, now }),
+      observe: (j, host) => observe(j, host, { attached: deps.attached, policy, ranOn: ctx.ranOn, now, dryRun: ctx.mode === 'dry-run' }),
       plan: (facts) => plan(facts, policy),
       steps,
       verify: (j, host, planned) => verify(j, host, planned as Extract<ResidualPlan, { kind: 'steps' }>, { policy, ...clock }),

@@ -26,6 +26,11 @@ export interface ObserveDeps {
   policy: ResidualPolicy;
   ranOn: string;
   now: () => Date;
+  /**
+   * Dry-run changes nothing, and that includes not leaving a probe stuck in D state on a map that
+   * queues I/O (queue_if_no_path): such maps are not probed in dry-run (see plan.ts).
+   */
+  dryRun: boolean;
 }
 
 export const LIST_MAPS = ['multipath', '-ll'] as const;
@@ -97,7 +102,7 @@ export async function observe(job: ResidualMultipathJob, host: Host, deps: Obser
   const node = job.target.node;
   const attachments = await attachmentsOf(deps.attached, node);
   const uuids = await dmUuids(host);
-  const base = { node, ranOn: deps.ranOn, observedAt: deps.now().toISOString(), attachments, mountNamespaces: 0, unreadableMountinfo: [] };
+  const base = { node, ranOn: deps.ranOn, mode: deps.dryRun ? 'dry-run' as const : 'enforce' as const, observedAt: deps.now().toISOString(), attachments, mountNamespaces: 0, unreadableMountinfo: [] };
 
   const ll = await host.run(LIST_MAPS, t);
   if (wasSimulated(ll) || ll.exitCode !== 0 || ll.timedOut) {
@@ -166,7 +171,12 @@ export async function observe(job: ResidualMultipathJob, host: Host, deps: Obser
   }
 
   // Probe only maps with every path dead: a live map answers anyway, and a probe is not free.
-  const toProbe = maps.filter((m) => m.dm !== null && DEVICE_PATTERNS.dm.test(m.dm) && m.paths.every(isDeadPath)).map((m) => m.dm as string);
+  const dead = maps.filter((m) => m.dm !== null && DEVICE_PATTERNS.dm.test(m.dm) && m.paths.every(isDeadPath));
+  const skipped = deps.dryRun ? dead.filter((m) => m.queueIfNoPath) : [];
+  for (const m of skipped) {
+    m.probe = { outcome: 'skipped-dry-run', durationMs: 0, exitCode: null, stuckPids: [], detail: 'dry-run: the map queues I/O (queue_if_no_path), so a read probe would hang in D state; enforce probes it first' };
+  }
+  const toProbe = dead.filter((m) => !skipped.includes(m)).map((m) => m.dm as string);
   const probes = await probeMaps(host, toProbe, policy.probeTimeoutMs);
   for (const m of maps) {
     const p = m.dm ? probes.get(m.dm) : undefined;

@@ -67,6 +67,11 @@ export function interlocks(m: MapFacts, f: ResidualFacts): string[] {
     case 'io-error':
     case 'timed-out':
       break;
+    case 'skipped-dry-run':
+      // Only in dry-run: the plan shows what enforce would do if its probe fails (it refuses
+      // the map when the probe reads). Not a pass in enforce, where observe always probes.
+      if (f.mode !== 'dry-run') r.push(`no read probe result (${m.probe.detail})`);
+      break;
     default: {
       const never: never = m.probe.outcome;
       return never;

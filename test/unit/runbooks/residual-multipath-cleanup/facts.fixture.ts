@@ -79,6 +79,7 @@ export function facts(maps: MapFacts[] = [deadMap(), healthyMap()], over: Partia
   return {
     node: 'worker-1',
     ranOn: 'worker-1',
+    mode: 'enforce',
     observedAt: '2025-12-02T15:30:00.000Z',
     listing: { ok: true },
     maps,

@@ -106,6 +106,19 @@ describe('interlocks on a map whose paths are all dead', () => {
   it('refuses a map that was not probed', () =>
     refusedFor({ probe: { outcome: 'not-run', durationMs: 0, exitCode: null, stuckPids: [], detail: 'the probe was not run (dry-run host)' } }, /no read probe result/));
 
+  const skippedInDryRun = { outcome: 'skipped-dry-run' as const, durationMs: 0, exitCode: null, stuckPids: [], detail: 'dry-run: the map queues I/O' };
+
+  it('in dry-run, plans the cleanup of a queueing map it did not probe (a probe would hang), showing what enforce would do', () => {
+    const p = plan(facts([deadMap({ probe: skippedInDryRun }), healthyMap()], { mode: 'dry-run' }), policy());
+    expect(p.kind).toBe('steps');
+  });
+
+  it('in enforce, never takes a skipped probe as a failed one', () => {
+    const p = plan(facts([deadMap({ probe: skippedInDryRun }), healthyMap()], { mode: 'enforce' }), policy());
+    expect(p.kind).toBe('refuse');
+    expect(reasons(p)).toMatch(/no read probe result/);
+  });
+
   it('refuses a map whose multipath view disagrees with sysfs slaves', () => refusedFor({ slaves: ['sdc', 'sdd', 'sde'] }, /sysfs slaves are \[sdc, sdd, sde\]/));
 
   it('refuses a map whose dm uuid is not the multipath uuid of its WWID', () => refusedFor({ dmUuid: 'LVM-abc' }, /dm uuid is LVM-abc/));

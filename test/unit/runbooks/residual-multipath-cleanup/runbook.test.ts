@@ -140,13 +140,16 @@ describe('residual-multipath-cleanup on a node where an iSCSI LUN was removed (e
 });
 
 describe('residual-multipath-cleanup in dry-run', () => {
-  it('looks for real, probes, plans, and changes nothing: every destructive command is only recorded', async () => {
+  it('looks for real, plans, and changes nothing: every destructive command is only recorded', async () => {
     const { host, handler } = setup();
     const r = await handler(job, ctx('dry-run'));
     expect(r.outcome).toBe('planned');
     expect(r.steps.map((s) => s.status)).toEqual(['would-run', 'would-run', 'would-run', 'would-run']);
-    // Looks ran on the node: the listing and the probe.
-    expect(host.commands.map((c) => c.join(' '))).toEqual(expect.arrayContaining(['multipath -ll', 'dmsetup info -c', 'dd if=/dev/dm-0 of=/dev/null count=1 bs=1M iflag=direct']));
+    // Looks ran on the node; the probe did not: the dead map queues I/O, and a probe of it would
+    // be left stuck in D state, which a dry-run must not leave behind.
+    expect(host.commands.map((c) => c.join(' '))).toEqual(expect.arrayContaining(['multipath -ll', 'dmsetup info -c']));
+    expect(host.commands.some((c) => c[0] === 'dd')).toBe(false);
+    expect(JSON.stringify(r.facts)).toContain('skipped-dry-run');
     // Changes did not.
     expect(host.commands.some((c) => (c[0] === 'multipath' && c[1] === '-f') || c[1] === 'message')).toBe(false);
     expect(host.calls.some((c) => c.op === 'writeSysfs')).toBe(false);
