@@ -163,8 +163,9 @@ async function footprint() {
 }
 
 try {
-  bare = startChild(here('./servers/bare.ts'), {});
-  receiver = startChild(here('./servers/receiver.ts'), { REDIS_URL: redis.url, QUEUE_PREFIX: PREFIX, LOG_LEVEL: 'info' });
+  bare = startChild(here('./servers/bare.ts'), {}, { stdout: 'ignore' });
+  // LOG_LEVEL info, as deployed; its logs go to /dev/null.
+  receiver = startChild(here('./servers/receiver.ts'), { REDIS_URL: redis.url, QUEUE_PREFIX: PREFIX, LOG_LEVEL: 'info' }, { stdout: 'ignore' });
   bareUrl = await bare.waitLine('READY ');
   receiverUrl = await receiver.waitLine('READY ');
   const stop = sampleRss();

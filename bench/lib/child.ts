@@ -21,8 +21,17 @@ process.once('exit', () => {
   for (const c of live) c.kill('SIGKILL');
 });
 
-export function startChild(script: string, env: Record<string, string>, args: string[] = []): Child {
-  const proc = spawn(process.execPath, [script, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+export interface ChildOptions {
+  /** `lines`: stdout is read line by line (waitLine); `ignore`: it goes to /dev/null (a server's logs under load). */
+  stdout?: 'lines' | 'ignore';
+}
+
+/** The child announces readiness either as a stdout line or as an IPC message `{ ready: string }` (see ready()). */
+export function startChild(script: string, env: Record<string, string>, opts: ChildOptions = {}): Child {
+  const proc = spawn(process.execPath, [script], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', opts.stdout === 'ignore' ? 'ignore' : 'pipe', 'inherit', 'ipc'],
+  });
   live.add(proc);
   const exited = new Promise<void>((r) => proc.once('exit', () => {
     live.delete(proc);
@@ -30,7 +39,7 @@ export function startChild(script: string, env: Record<string, string>, args: st
   }));
   const lines: string[] = [];
   const waiters: { prefix: string; resolve: (v: string) => void }[] = [];
-  createInterface({ input: proc.stdout! }).on('line', (line) => {
+  const onLine = (line: string): void => {
     lines.push(line);
     for (const w of [...waiters]) {
       if (line.startsWith(w.prefix)) {
@@ -38,6 +47,11 @@ export function startChild(script: string, env: Record<string, string>, args: st
         w.resolve(line.slice(w.prefix.length).trim());
       }
     }
+  };
+  if (proc.stdout) createInterface({ input: proc.stdout }).on('line', onLine);
+  // IPC messages count as lines too, so a child whose stdout is ignored can still say READY.
+  proc.on('message', (m: unknown) => {
+    if (m && typeof m === 'object' && 'line' in m && typeof m.line === 'string') onLine(m.line);
   });
   return {
     proc,
@@ -74,4 +88,10 @@ export function startChild(script: string, env: Record<string, string>, args: st
       clearTimeout(killer);
     },
   };
+}
+
+/** In a child: announce a line over IPC (works whatever happens to stdout). */
+export function announce(line: string): void {
+  if (process.send) process.send({ line });
+  else process.stdout.write(`${line}\n`);
 }

@@ -1,3 +1,4 @@
+import { announce } from '../lib/child.ts';
 import express from 'express';
 
 // The baseline: express with the same JSON body parser settings as the receiver, answering 202
@@ -11,6 +12,6 @@ app.post('/{*path}', (req, res) => {
 });
 const server = app.listen(0, '127.0.0.1', () => {
   const addr = server.address() as { port: number };
-  process.stdout.write(`READY http://127.0.0.1:${addr.port}\n`);
+  announce(`READY http://127.0.0.1:${addr.port}`);
 });
 process.on('SIGTERM', () => server.close(() => process.exit(0)));

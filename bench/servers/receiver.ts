@@ -1,3 +1,4 @@
+import { announce } from '../lib/child.ts';
 import { Config } from '../../src/config/schema.ts';
 import { startReceiver } from '../../src/receiver.ts';
 
@@ -15,5 +16,5 @@ const config = Config.parse({
   ...(process.env['VOLUME_MEDIC_TOKEN'] ? { tokens: [process.env['VOLUME_MEDIC_TOKEN']] } : {}),
 });
 const receiver = await startReceiver(config);
-process.stdout.write(`READY ${receiver.url}\n`);
+announce(`READY ${receiver.url}`);
 process.on('SIGTERM', () => void receiver.close().then(() => process.exit(0)));

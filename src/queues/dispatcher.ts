@@ -1,13 +1,21 @@
-import { Queue } from 'bullmq';
-import type { Redis } from 'ioredis';
-import { queueFor } from '../catalogue/queues.ts';
+import { Job, Queue, type RedisClient } from 'bullmq';
+import type { ChainableCommander, Redis } from 'ioredis';
+import { CLUSTER_QUEUE, queueFor } from '../catalogue/queues.ts';
 import { RUNBOOK_POLICY, dedupWindowMs } from '../catalogue/policy.ts';
-import type { RemediationJob, RunbookName } from '../catalogue/jobs.ts';
+import { RUNBOOKS, type RemediationJob, type RunbookName } from '../catalogue/jobs.ts';
 import { knownQueuesKey } from './known-queues.ts';
 
 // Puts triaged jobs on their queues. The job id IS the idempotency key, so BullMQ itself folds a
 // repeat into the existing job for as long as that job is kept; completed and failed jobs are
-// kept exactly for the runbook's deduplication window, which is what makes the window hold.
+// kept for the runbook's deduplication window, which is what makes the window hold.
+//
+// Hot path (issue 8). Three things keep Redis work per webhook small:
+// 1. Coalescing: concurrent requests for the same key share one store (`inFlight`).
+// 2. Batching: every job asked for in one turn of the event loop goes out in ONE pipeline, one
+//    round trip for all requests of that turn: per job an HMGET of the job hash (did it exist,
+//    and since when) immediately followed by BullMQ's own add script, which folds a repeat.
+// 3. Known keys: a key this process stored or saw stored is answered "deduplicated" from memory
+//    for a while, with no round trip (see `rememberUntil` for why that is safe and how long).
 
 export interface Enqueued {
   id: string;
@@ -28,18 +36,55 @@ export interface DispatcherOptions {
   timeoutMs: number;
   /** Overrides every runbook's window (DEDUP_WINDOW_SECONDS). */
   dedupWindowSeconds?: number;
+  /**
+   * Longest time a known key is answered from memory (default 60 s). Bounds what the known-key
+   * answer cannot see: an operator deleting the job, or Redis losing data while connected.
+   * 0 turns the known-key answer off.
+   */
+  knownKeyMaxMs?: number;
+  /** At most this many known keys are remembered (default 100,000; oldest forgotten first). */
+  knownKeyLimit?: number;
+  now?: () => number;
+}
+
+/**
+ * Margin for clocks: a job's age on retention is measured by the finishing worker's clock from
+ * its finishedOn, our bound uses the job's timestamp written by a receiver's clock.
+ */
+const CLOCK_SKEW_MARGIN_MS = 60_000;
+
+interface Pending {
+  job: RemediationJob;
+  queueName: string;
+  resolve: (e: Enqueued) => void;
+  reject: (err: unknown) => void;
 }
 
 export class Dispatcher {
   private readonly queues = new Map<string, Queue>();
   /** Enqueues under way in this process, by key: a concurrent repeat waits for the first. */
   private readonly inFlight = new Map<string, Promise<Enqueued>>();
+  /** queue + key -> until when (epoch ms) the job is certainly still stored. Insertion-ordered. */
+  private readonly known = new Map<string, number>();
+  /** Queues this connection has recorded in the known-queues set. */
+  private readonly recordedQueues = new Set<string>();
+  private pending: Pending[] = [];
+  private flushScheduled = false;
   private readonly redis: Redis;
   private readonly opts: DispatcherOptions;
+  private readonly now: () => number;
+  private readonly knownKeyMaxMs: number;
+  private readonly knownKeyLimit: number;
 
   constructor(redis: Redis, opts: DispatcherOptions) {
     this.redis = redis;
     this.opts = opts;
+    this.now = opts.now ?? Date.now;
+    this.knownKeyMaxMs = opts.knownKeyMaxMs ?? 60_000;
+    this.knownKeyLimit = opts.knownKeyLimit ?? 100_000;
+    // A dropped connection may come back to a Redis that lost data (a restart without
+    // persistence, a failover): nothing remembered about it is trusted after that.
+    redis.on('close', () => this.forget());
   }
 
   queue(name: string): Queue {
@@ -54,20 +99,41 @@ export class Dispatcher {
     return q;
   }
 
+  /** Drops every known key (e.g. the operator removed jobs, tests flushed Redis). */
+  forget(): void {
+    this.known.clear();
+    this.recordedQueues.clear();
+  }
+
   async enqueue(jobs: readonly RemediationJob[]): Promise<Enqueued[]> {
     if (jobs.length === 0) return [];
+    // Every job already known: the answer needs no Redis and no timer.
+    const fromMemory = jobs.map((j) => this.knownAnswer(j));
+    if (fromMemory.every((e) => e !== undefined)) return fromMemory as Enqueued[];
     let timer: NodeJS.Timeout | undefined;
     const deadline = new Promise<never>((_, reject) => {
       timer = setTimeout(() => reject(new StoreUnavailableError(`storing jobs took longer than ${this.opts.timeoutMs} ms`)), this.opts.timeoutMs);
     });
     try {
-      return await Promise.race([Promise.all(jobs.map((j) => this.enqueueCoalesced(j))), deadline]);
+      return await Promise.race([Promise.all(jobs.map((j, i) => fromMemory[i] ?? this.enqueueCoalesced(j))), deadline]);
     } catch (err) {
       if (err instanceof StoreUnavailableError) throw err;
       throw new StoreUnavailableError(`storing jobs failed: ${(err as Error).message}`);
     } finally {
       clearTimeout(timer);
     }
+  }
+
+  private knownAnswer(job: RemediationJob): Enqueued | undefined {
+    if (this.known.size === 0) return undefined;
+    const queueName = queueFor(job);
+    const until = this.known.get(knownKey(queueName, job.key));
+    if (until === undefined) return undefined;
+    if (this.now() >= until) {
+      this.known.delete(knownKey(queueName, job.key));
+      return undefined;
+    }
+    return answer(job, queueName, true);
   }
 
   /**
@@ -78,7 +144,14 @@ export class Dispatcher {
   private async enqueueCoalesced(job: RemediationJob): Promise<Enqueued> {
     const pending = this.inFlight.get(job.key);
     if (pending) return { ...(await pending), deduplicated: true };
-    const p = this.enqueueOne(job);
+    const p = new Promise<Enqueued>((resolve, reject) => {
+      this.pending.push({ job, queueName: queueFor(job), resolve, reject });
+      if (!this.flushScheduled) {
+        this.flushScheduled = true;
+        // After the poll phase: every request whose body was read in this turn is in the batch.
+        setImmediate(() => this.flush());
+      }
+    });
     this.inFlight.set(job.key, p);
     try {
       return await p;
@@ -87,31 +160,126 @@ export class Dispatcher {
     }
   }
 
-  private async enqueueOne(job: RemediationJob): Promise<Enqueued> {
-    const queueName = queueFor(job);
-    const queue = this.queue(queueName);
-    const policy = RUNBOOK_POLICY[job.runbook];
-    const windowMs = this.opts.dedupWindowSeconds !== undefined ? this.opts.dedupWindowSeconds * 1000 : dedupWindowMs(job.runbook);
-    // Whether the job already existed, asked right before the add. Exact within one receiver
-    // (concurrent repeats are coalesced above). Across receiver replicas two first deliveries
-    // racing each other may both say `false`; BullMQ still stores one job, only the flag differs.
-    const [exists] = await Promise.all([
-      this.redis.exists(`${this.opts.prefix}:${queueName}:${job.key}`),
-      this.redis.sadd(knownQueuesKey(this.opts.prefix), queueName),
-    ]);
-    await queue.add(job.runbook, job, {
-      jobId: job.key,
-      attempts: policy.attempts,
-      backoff: { type: 'exponential', delay: policy.backoffMs, jitter: policy.jitter },
-      removeOnComplete: { age: Math.ceil(windowMs / 1000) },
-      removeOnFail: { age: Math.ceil(windowMs / 1000) },
-    });
-    const node = 'node' in job.target ? job.target.node : undefined;
-    return { id: job.key, queue: queueName, runbook: job.runbook, ...(node ? { node } : {}), key: job.key, deduplicated: exists === 1 };
+  private flush(): void {
+    const batch = this.pending;
+    this.pending = [];
+    this.flushScheduled = false;
+    try {
+      this.send(batch).catch((err: unknown) => {
+        for (const b of batch) b.reject(err);
+      });
+    } catch (err) {
+      for (const b of batch) b.reject(err);
+    }
+  }
+
+  private async send(batch: Pending[]): Promise<void> {
+    // BullMQ defines its scripts on the connection when a queue first initialises, and runs them
+    // through its own wrapper of the connection: wait for each queue of the batch, then build the
+    // pipeline from that wrapper (all our queues share one connection, so one pipeline serves all).
+    let client: RedisClient | undefined;
+    for (const name of new Set(batch.map((b) => b.queueName))) client = await this.queue(name).client;
+    const pipeline = client!.pipeline() as ReturnType<RedisClient['pipeline']> & ChainableCommander;
+    const newQueues = new Set<string>();
+    for (const b of batch) if (!this.recordedQueues.has(b.queueName)) newQueues.add(b.queueName);
+    if (newQueues.size > 0) pipeline.sadd(knownQueuesKey(this.opts.prefix), ...newQueues);
+    const jobs: Job[] = [];
+    for (const b of batch) {
+      const queue = this.queue(b.queueName);
+      const policy = RUNBOOK_POLICY[b.job.runbook];
+      const ageSeconds = Math.ceil(this.windowMs(b.job.runbook) / 1000);
+      // Whether the job already existed, read right before its add in the same pipeline (Redis
+      // runs one connection's commands in order). Exact within one receiver (concurrent repeats
+      // are coalesced above); across receiver replicas a command of another connection can fall
+      // between the two, so two racing first deliveries may both say `false`; BullMQ still
+      // stores one job, only the flag differs.
+      pipeline.hmget(`${this.opts.prefix}:${b.queueName}:${b.job.key}`, 'timestamp');
+      const job = new Job(queue, b.job.runbook, b.job, {
+        jobId: b.job.key,
+        attempts: policy.attempts,
+        backoff: { type: 'exponential', delay: policy.backoffMs, jitter: policy.jitter },
+        removeOnComplete: { age: ageSeconds },
+        removeOnFail: { age: ageSeconds },
+      }, b.job.key);
+      // As Queue.addBulk does (Job.createBulk): BullMQ's add script, queued on our pipeline
+      // synchronously. The results are read by position, so make sure it really queued one.
+      const before = pipeline.length;
+      job.addJob(pipeline).catch(() => {});
+      if (pipeline.length !== before + 1) throw new Error(`BullMQ did not queue the add of ${b.job.key}`);
+      jobs.push(job);
+    }
+    const results = await pipeline.exec();
+    if (!results) throw new Error('the Redis pipeline was discarded');
+    let r = newQueues.size > 0 ? 1 : 0;
+    if (r === 1) {
+      const [err] = results[0]!;
+      if (err) throw err;
+      for (const q of newQueues) this.recordedQueues.add(q);
+    }
+    for (let i = 0; i < batch.length; i++, r += 2) {
+      const b = batch[i]!;
+      const [readErr, read] = results[r]!;
+      const [addErr, added] = results[r + 1]!;
+      const err = readErr ?? addErr ?? (typeof added === 'number' && added < 0 ? new Error(`BullMQ refused job ${b.job.key} (code ${added})`) : null);
+      if (err) {
+        b.reject(err);
+        continue;
+      }
+      const existing = (read as (string | null)[])[0];
+      const storedAt = existing ? Number(existing) : jobs[i]!.timestamp;
+      this.remember(b.queueName, b.job.key, storedAt);
+      b.resolve(answer(b.job, b.queueName, existing !== null && existing !== undefined));
+    }
+  }
+
+  private windowMs(runbook: RunbookName): number {
+    return this.opts.dedupWindowSeconds !== undefined ? this.opts.dedupWindowSeconds * 1000 : dedupWindowMs(runbook);
+  }
+
+  /**
+   * Until when a job stored at `storedAt` is certainly still in Redis, as far as retention goes.
+   * BullMQ removes finished jobs by age, counted from their finishedOn (>= the time they were
+   * stored), but a finishing job sweeps its WHOLE queue's completed/failed set with its OWN age:
+   * on a node queue, a local-pv-placeholder job (15 min) finishing removes a residual job (24 h)
+   * that finished more than 15 min ago. So the bound is the smallest window of any runbook that
+   * shares the queue, minus a margin for the clocks of the receivers and workers involved.
+   *
+   * What this cannot see, and why the answer from memory is further capped by knownKeyMaxMs:
+   * someone deleting the job (Job.remove, Queue.clean/drain/obliterate, the operator
+   * dashboard), FLUSHDB, and Redis losing data without this connection dropping (a dropped
+   * connection forgets everything). Those are deliberate or catastrophic; the cap bounds how
+   * long a repeat is folded into a job that is no longer there.
+   */
+  private rememberUntil(queueName: string, storedAt: number): number {
+    const window = Math.min(...RUNBOOKS.filter((r) => sharesQueue(r, queueName)).map((r) => this.windowMs(r)));
+    return Math.min(storedAt + window - CLOCK_SKEW_MARGIN_MS, this.now() + this.knownKeyMaxMs);
+  }
+
+  private remember(queueName: string, key: string, storedAt: number): void {
+    if (this.knownKeyMaxMs <= 0 || !Number.isFinite(storedAt)) return;
+    const until = this.rememberUntil(queueName, storedAt);
+    if (until <= this.now()) return;
+    const k = knownKey(queueName, key);
+    this.known.delete(k);
+    this.known.set(k, until);
+    if (this.known.size > this.knownKeyLimit) {
+      const oldest = this.known.keys().next();
+      if (!oldest.done) this.known.delete(oldest.value);
+    }
   }
 
   async close(): Promise<void> {
     await Promise.all([...this.queues.values()].map((q) => q.close()));
     this.queues.clear();
   }
+}
+
+const knownKey = (queueName: string, key: string): string => `${queueName}\u0000${key}`;
+
+const sharesQueue = (runbook: RunbookName, queueName: string): boolean =>
+  (RUNBOOK_POLICY[runbook].placement === 'cluster') === (queueName === CLUSTER_QUEUE);
+
+function answer(job: RemediationJob, queueName: string, deduplicated: boolean): Enqueued {
+  const node = 'node' in job.target ? job.target.node : undefined;
+  return { id: job.key, queue: queueName, runbook: job.runbook, ...(node ? { node } : {}), key: job.key, deduplicated };
 }
