@@ -83,6 +83,20 @@ export const Config = z.object({
   residualAttachmentsUnknown: z.enum(['proceed', 'refuse']).default('proceed'),
   /** RESIDUAL_PROBE_TIMEOUT_MS: hard deadline of the read probe of a map (probes run in parallel). */
   residualProbeTimeoutMs: z.coerce.number().int().positive().default(10_000),
+  /** CEPH_CONF: cluster worker: path of ceph.conf (Ceph's default search when unset). Never logged. */
+  cephConf: z.string().optional(),
+  /** CEPH_KEYRING: cluster worker: path of the keyring (Ceph's default when unset). Never logged. */
+  cephKeyring: z.string().optional(),
+  /** CEPH_ID: cluster worker: Ceph client id without `client.` (`admin` when unset). */
+  cephId: z.string().regex(/^[A-Za-z0-9._-]{1,64}$/).optional(),
+  /** RBD_FENCING: fence a watcher whose node is gone with `ceph osd blocklist add`: `off`, `approval` (refuse: needs approval), `on`. */
+  rbdFencing: z.enum(['off', 'approval', 'on']).default('approval'),
+  /** RBD_BLOCKLIST_EXPIRY_SECONDS: how long a blocklist entry lasts. */
+  rbdBlocklistExpirySeconds: z.coerce.number().int().positive().default(3600),
+  /** RBD_FORCE_UNMAP: `rbd unmap -o force` when a plain unmap stays busy: `never`, or `no-live-workload`. */
+  rbdForceUnmap: z.enum(['never', 'no-live-workload']).default('never'),
+  /** KUBELET_ROOT_DIR: kubelet's --root-dir on the nodes (stale kubelet mounts live under it). */
+  kubeletRootDir: z.string().regex(/^\/[A-Za-z0-9._/-]*$/).default('/var/lib/kubelet'),
   /** LOG_LEVEL: pino level. */
   logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });

@@ -113,6 +113,10 @@ export interface ClusterLookups {
    * neither the PV nor the path, only the pod: this is how triage finds its Local PVs.
    */
   volumesOfPod(pod: NamespacedName): Promise<PersistentVolumeInfo[]>;
+  /** Every PV (the RBD runbook finds the PV of a pool/image among them). */
+  persistentVolumes(): Promise<PersistentVolumeInfo[]>;
+  /** Pods scheduled on `node`, any phase and namespace (the node half of the RBD runbook). */
+  podsOnNode(node: string): Promise<PodInfo[]>;
 }
 
 const nsKey = (r: NamespacedName): string => `${r.namespace}/${r.name}`;
@@ -190,6 +194,14 @@ export class InMemoryLookups implements ClusterLookups {
     const claim = await this.claimOfVolume(pv);
     if (!claim) return [];
     return this.pods.filter((p) => p.namespace === claim.namespace && p.claims.includes(claim.name));
+  }
+
+  async persistentVolumes(): Promise<PersistentVolumeInfo[]> {
+    return [...this.pvs.values()];
+  }
+
+  async podsOnNode(node: string): Promise<PodInfo[]> {
+    return this.pods.filter((p) => p.node === node);
   }
 
   async volumesOfPod(pod: NamespacedName): Promise<PersistentVolumeInfo[]> {

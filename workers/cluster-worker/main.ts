@@ -1,27 +1,46 @@
 import { CLUSTER_QUEUE } from '../../src/catalogue/queues.ts';
 import { modeOf } from '../../src/config/load.ts';
+import { KubeLookups } from '../../src/kube/api/kube-lookups.ts';
+import { kubeClients, loadKubeConfig } from '../../src/kube/client.ts';
+import { InMemoryLookups } from '../../src/kube/lookups.ts';
 import { createLogger } from '../../src/observability/logger.ts';
 import { runMain } from '../../src/process/run-main.ts';
+import { Dispatcher } from '../../src/queues/dispatcher.ts';
+import { producerConnection } from '../../src/queues/redis.ts';
 import { createRunbookWorker } from '../engine/runbook-worker.ts';
 import { controlsFromConfig } from '../engine/job-controls.ts';
+import { defaultClusterRegistry } from './registry.ts';
 
-// `npm run cluster-worker`: runs cluster-side runbooks (where Ceph credentials are). Until the
-// RBD runbook exists its jobs fail visibly as `not implemented`.
+// `npm run cluster-worker`: runs cluster-side runbooks (where Ceph credentials are). In a pod (or
+// with KUBECONFIG) it asks the API server which node holds an image; without cluster access no
+// watcher maps to a node, so a gone node's watcher is only ever fenced by policy.
 
 const log = createLogger('cluster-worker');
 await runMain(log, (config) => {
+  const inCluster = Boolean(process.env['KUBERNETES_SERVICE_HOST'] || process.env['KUBECONFIG']);
+  const lookups = inCluster ? new KubeLookups(kubeClients(loadKubeConfig())) : new InMemoryLookups();
+  // Node-side halves go onto the node's own queue, like any job the receiver stores.
+  const redis = producerConnection(config.redisUrl);
+  redis.on('error', (err) => log.debug({ err: err.message }, 'redis connection error'));
+  const dispatcher = new Dispatcher(redis, { prefix: config.queuePrefix, timeoutMs: config.enqueueTimeoutMs });
   const worker = createRunbookWorker({
     queue: CLUSTER_QUEUE,
     redisUrl: config.redisUrl,
     prefix: config.queuePrefix,
     ranOn: 'cluster-worker',
-    registry: {},
+    registry: defaultClusterRegistry(config, { lookups, dispatcher }),
     modeOf: (runbook) => modeOf(config, runbook),
     accepts: () => undefined,
     lockDurationMs: config.lockDurationMs,
     log,
     controls: controlsFromConfig(config),
   });
-  log.info('cluster worker started');
-  return worker;
+  log.info({ kube: inCluster ? 'api-server' : 'none' }, 'cluster worker started');
+  return {
+    close: async () => {
+      await worker.close();
+      await dispatcher.close();
+      await redis.quit().catch(() => redis.disconnect());
+    },
+  };
 });

@@ -6,13 +6,15 @@ import { runMain } from '../../src/process/run-main.ts';
 import { createNodeAgent } from './agent.ts';
 import { KubeAttachedVolumes } from './kube-attached-volumes.ts';
 import { KubeNodeLabels } from './kube-node-labels.ts';
+import { KubeNodePods } from './kube-node-pods.ts';
 import { defaultNodeRegistry } from './registry.ts';
 
 // `npm run node-agent`: the node agent, configured from the environment. Refuses to start
 // without NODE_NAME (in a DaemonSet it comes from spec.nodeName). On SIGTERM it finishes the
 // current step, then stops; an unfinished job is taken again and resumes from its journal.
 // In a pod (or with KUBECONFIG) it asks the API server for its node's labels and
-// VolumeAttachments; elsewhere labels come from NODE_LABELS and attachments are unknown.
+// VolumeAttachments and pods; elsewhere labels come from NODE_LABELS, attachments are unknown and
+// the RBD node half refuses (it cannot tell stale mounts from live ones).
 
 const log = createLogger('node-agent');
 await runMain(log, (config) => {
@@ -20,7 +22,7 @@ await runMain(log, (config) => {
   const inCluster = Boolean(process.env['KUBERNETES_SERVICE_HOST'] || process.env['KUBECONFIG']);
   const lookups = inCluster ? new KubeLookups(kubeClients(loadKubeConfig())) : undefined;
   const nodeLabels = lookups ? new KubeNodeLabels(lookups) : undefined;
-  const deps = lookups && nodeLabels ? { nodeLabels, attachedVolumes: new KubeAttachedVolumes(lookups) } : {};
+  const deps = lookups && nodeLabels ? { nodeLabels, attachedVolumes: new KubeAttachedVolumes(lookups), nodePods: new KubeNodePods(lookups) } : {};
   const agent = createNodeAgent({ config, registry: defaultNodeRegistry(config, log, deps), log: log.child({ node: config.nodeName }), ...(nodeLabels ? { nodeLabels } : {}) });
   log.info({ node: config.nodeName, defaultMode: config.defaultMode, modes: config.runbookModes, labels: inCluster ? 'api-server' : 'NODE_LABELS' }, 'node agent started');
   return agent;

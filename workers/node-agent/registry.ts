@@ -3,7 +3,9 @@ import type { Logger } from '../../src/observability/logger.ts';
 import { createRealHost } from '../host/index.ts';
 import { createLocalPvPlaceholder, InMemoryNodeLabels, type NodeLabels } from '../runbooks/local-pv-placeholder/index.ts';
 import { createResidualMultipathCleanup, InMemoryAttachedVolumes, type AttachedVolumes } from '../runbooks/residual-multipath-cleanup/index.ts';
+import { createRbdUnmap, type NodePods } from '../runbooks/rbd-unmap/index.ts';
 import type { RunbookRegistry } from '../runbooks/registry.ts';
+import { UnknownNodePods } from './kube-node-pods.ts';
 
 // The runbooks this node agent carries. A runbook missing here makes its jobs fail visibly as
 // `not implemented` (see engine/runbook-worker.ts), never succeed silently.
@@ -13,6 +15,8 @@ export interface NodeRegistryDeps {
   nodeLabels?: NodeLabels;
   /** The node's VolumeAttachments as WWIDs: the Kubernetes API in a cluster; unknown otherwise. */
   attachedVolumes?: AttachedVolumes;
+  /** The pods on the node: the Kubernetes API in a cluster; without it the RBD node half refuses. */
+  nodePods?: NodePods;
 }
 
 export function optInLabel(config: Pick<Config, 'placeholderOptInLabel'>): { key: string; value: string } {
@@ -36,6 +40,12 @@ export function defaultNodeRegistry(config: Config, _log: Logger, deps: NodeRegi
         attachmentsUnknown: config.residualAttachmentsUnknown,
         probeTimeoutMs: config.residualProbeTimeoutMs,
       },
+    }),
+    'rbd-unmap': createRbdUnmap({
+      host,
+      stateDir: config.stateDir,
+      pods: deps.nodePods ?? new UnknownNodePods(),
+      policy: { force: config.rbdForceUnmap, kubeletRoot: config.kubeletRootDir },
     }),
   };
 }

@@ -3,9 +3,9 @@ import type {
   ClusterLookups, DeploymentInfo, NamespacedName, NodeInfo, PersistentVolumeClaimInfo, PersistentVolumeInfo, PodInfo, VolumeAttachmentInfo,
 } from '../lookups.ts';
 import { findNodeByAddress, readNode } from './nodes.ts';
-import { listPodsOnNodeUsingClaim, listPodsUsingClaim, readVolumesOfPod } from './pods.ts';
+import { listPodsOnNode, listPodsOnNodeUsingClaim, listPodsUsingClaim, readVolumesOfPod } from './pods.ts';
 import { listVolumeAttachmentsOnNode } from './attachments.ts';
-import { findLocalPersistentVolume, readClaimOfVolume, readPersistentVolume } from './volumes.ts';
+import { findLocalPersistentVolume, listPersistentVolumes, readClaimOfVolume, readPersistentVolume } from './volumes.ts';
 import { readDeploymentOfPod } from './workloads.ts';
 
 // ClusterLookups against the API server. Every answer is read fresh: runbooks ask a handful of
@@ -55,5 +55,11 @@ export class KubeLookups implements ClusterLookups {
   }
   volumesOfPod(pod: NamespacedName): Promise<PersistentVolumeInfo[]> {
     return readVolumesOfPod(this.api.core, pod);
+  }
+  persistentVolumes(): Promise<PersistentVolumeInfo[]> {
+    return listPersistentVolumes(this.api.core);
+  }
+  podsOnNode(node: string): Promise<PodInfo[]> {
+    return listPodsOnNode(this.api.core, node);
   }
 }

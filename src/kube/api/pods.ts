@@ -56,3 +56,8 @@ export async function readVolumesOfPod(core: CoreV1Api, pod: NamespacedName): Pr
   }
   return out;
 }
+
+export async function listPodsOnNode(core: CoreV1Api, node: string): Promise<PodInfo[]> {
+  const list = await core.listPodForAllNamespaces({ fieldSelector: `spec.nodeName=${node}` });
+  return list.items.map(podInfo).filter((p) => p.node === node);
+}

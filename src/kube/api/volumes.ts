@@ -85,3 +85,7 @@ export async function readClaimOfVolume(core: CoreV1Api, pvName: string): Promis
     throw err;
   }
 }
+
+export async function listPersistentVolumes(core: CoreV1Api): Promise<PersistentVolumeInfo[]> {
+  return (await core.listPersistentVolume({})).items.map(persistentVolumeInfo);
+}

@@ -1,0 +1,37 @@
+import type { Config } from '../../src/config/schema.ts';
+import type { ClusterLookups } from '../../src/kube/lookups.ts';
+import type { Dispatcher } from '../../src/queues/dispatcher.ts';
+import { createRealHost } from '../host/index.ts';
+import { createRbdStaleMapping, rbdLookups } from '../runbooks/rbd-stale-mapping/index.ts';
+import type { RunbookRegistry } from '../runbooks/registry.ts';
+
+// The runbooks of the cluster worker: the cluster-side steps that need Ceph credentials or the
+// whole cluster's view. They hand node-side work to the node's own queue through the dispatcher.
+
+export interface ClusterRegistryDeps {
+  lookups: ClusterLookups;
+  dispatcher: Pick<Dispatcher, 'enqueue'>;
+}
+
+export function defaultClusterRegistry(config: Config, deps: ClusterRegistryDeps): RunbookRegistry {
+  return {
+    'rbd-stale-mapping': createRbdStaleMapping({
+      host: createRealHost(),
+      ceph: {
+        ...(config.cephConf ? { conf: config.cephConf } : {}),
+        ...(config.cephKeyring ? { keyring: config.cephKeyring } : {}),
+        ...(config.cephId ? { id: config.cephId } : {}),
+      },
+      lookups: rbdLookups(deps.lookups, () => deps.lookups.persistentVolumes()),
+      nodeJobs: {
+        enqueue: async (job) => {
+          const [e] = await deps.dispatcher.enqueue([job]);
+          if (!e) throw new Error(`the node job ${job.key} was not stored`);
+          return { queue: e.queue, deduplicated: e.deduplicated };
+        },
+      },
+      stateDir: config.stateDir,
+      policy: { fencing: config.rbdFencing, blocklistExpirySeconds: config.rbdBlocklistExpirySeconds },
+    }),
+  };
+}
