@@ -42,6 +42,14 @@ export interface AlertmanagerOptions {
 /** Labels that name a node, in order of preference (kube-state-metrics uses `node`). */
 const NODE_LABELS = ['node', 'kubernetes_node', 'nodename'] as const;
 
+function nodeLabel(labels: Record<string, string>): string | undefined {
+  for (const l of NODE_LABELS) {
+    const v = labels[l];
+    if (v !== undefined && v !== '') return v;
+  }
+  return undefined;
+}
+
 export function alertmanagerSignals(payload: AlertmanagerPayload, opts: AlertmanagerOptions): SourceResult<NodeRecoveredSignal> {
   const signals: NodeRecoveredSignal[] = [];
   const ignored: Ignored[] = [];
@@ -51,7 +59,7 @@ export function alertmanagerSignals(payload: AlertmanagerPayload, opts: Alertman
       ignored.push({ reason: 'alert-not-relevant', detail: `alert ${name || '(no alertname)'} is not a node-recovery alert`, source: 'alertmanager', index });
       return;
     }
-    const node = NODE_LABELS.map((l) => alert.labels[l]).find((v) => v !== undefined && v !== '');
+    const node = nodeLabel(alert.labels);
     if (node === undefined) {
       ignored.push({ reason: 'alert-names-no-node', detail: `alert ${name} has none of the labels ${NODE_LABELS.join(', ')}`, source: 'alertmanager', index });
       return;

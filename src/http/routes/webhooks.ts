@@ -1,7 +1,7 @@
 import { Router, type Request, type Response } from 'express';
 import { parseWebhook, WEBHOOK_SOURCES, type ParseOptions, type WebhookSource } from '../../ingest/parse.ts';
 import { explain, ingest, type IngestDeps } from '../../ingest/ingest.ts';
-import { StoreUnavailableError } from '../../queues/dispatcher.ts';
+import { StoreUnavailableError, type Enqueued } from '../../queues/dispatcher.ts';
 import type { ReceiverMetrics } from '../../observability/metrics.ts';
 import type { Logger } from '../../observability/logger.ts';
 
@@ -13,6 +13,21 @@ export interface WebhookDeps extends IngestDeps, ParseOptions {
   metrics: ReceiverMetrics;
   log: Logger;
   retryAfterSeconds: number;
+}
+
+/** Stored / deduplicated counters, one inc per runbook and outcome instead of one per job (a grouped payload holds dozens). */
+function countJobs(metrics: ReceiverMetrics, accepted: readonly Enqueued[]): void {
+  if (accepted.length === 1) {
+    const a = accepted[0]!;
+    (a.deduplicated ? metrics.deduplicated : metrics.enqueued).inc({ runbook: a.runbook });
+    return;
+  }
+  const counts = new Map<string, number>();
+  for (const a of accepted) {
+    const k = `${a.deduplicated ? 'd' : 'e'}${a.runbook}`;
+    counts.set(k, (counts.get(k) ?? 0) + 1);
+  }
+  for (const [k, n] of counts) (k[0] === 'd' ? metrics.deduplicated : metrics.enqueued).inc({ runbook: k.slice(1) as Enqueued['runbook'] }, n);
 }
 
 const isSource = (v: unknown): v is WebhookSource => typeof v === 'string' && (WEBHOOK_SOURCES as readonly string[]).includes(v);
@@ -38,10 +53,16 @@ export function webhookRoutes(deps: WebhookDeps): Router {
         return res.set('Retry-After', String(deps.retryAfterSeconds)).status(503).json({ error: 'jobs could not be stored, retry later' });
       }
       deps.metrics.webhooks.inc({ source, outcome: 'accepted' });
-      for (const a of result.accepted) (a.deduplicated ? deps.metrics.deduplicated : deps.metrics.enqueued).inc({ runbook: a.runbook });
+      countJobs(deps.metrics, result.accepted);
       for (const i of result.ignored) deps.metrics.ignored.inc({ source: i.source, reason: i.reason });
-      if (result.accepted.length > 0) {
-        deps.log.info({ source, accepted: result.accepted.map((a) => ({ id: a.id, queue: a.queue, deduplicated: a.deduplicated })) }, 'jobs stored');
+      // One info line per request that stored something new; a request whose jobs all folded
+      // into existing ones (Alertmanager's repeats, an HA peer, a storm) is a debug line, so a
+      // storm does not turn into a storm of logs.
+      const stored = result.accepted.filter((a) => !a.deduplicated);
+      if (stored.length > 0) {
+        deps.log.info({ source, accepted: stored.map((a) => ({ id: a.id, queue: a.queue })), deduplicated: result.accepted.length - stored.length }, 'jobs stored');
+      } else if (result.accepted.length > 0 && deps.log.isLevelEnabled('debug')) {
+        deps.log.debug({ source, deduplicated: result.accepted.map((a) => a.id) }, 'jobs already stored');
       }
       return res.status(202).json(result);
     } finally {
