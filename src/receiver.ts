@@ -13,6 +13,7 @@ import { createReceiverMetrics } from './observability/metrics.ts';
 import { Dispatcher } from './queues/dispatcher.ts';
 import { JobReader } from './queues/job-reader.ts';
 import { producerConnection, whenReady } from './queues/redis.ts';
+import { OperatorActions } from './controls/operator-actions.ts';
 
 // Composition root of the receiver: wires configuration, Redis, queues, lookups and the HTTP app,
 // and owns their shutdown order (stop taking requests, then close queues, then Redis).
@@ -61,6 +62,23 @@ export async function startReceiver(config: Config, opts: ReceiverOptions = {}):
     metrics,
     log,
     retryAfterSeconds: 5,
+    controls: {
+      actions: new OperatorActions({
+        redis,
+        prefix: config.queuePrefix,
+        queue: (name) => dispatcher.queue(name),
+        caps: {
+          nodePerHour: config.breakerNodeDestructivePerHour,
+          clusterPerHour: config.breakerClusterDestructivePerHour,
+          stormNodes: config.breakerStormNodes,
+          stormWindowMs: config.breakerStormWindowSeconds * 1000,
+        },
+        approvalTtlMs: config.approvalTtlSeconds * 1000,
+        configuredModes: { default: config.defaultMode, runbooks: config.runbookModes },
+      }),
+      queue: (name) => dispatcher.queue(name),
+      dashboardWrite: config.dashboardWrite,
+    },
   });
   const server = app.listen(config.port, config.listenAddress);
   await once(server, 'listening');

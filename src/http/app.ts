@@ -5,6 +5,10 @@ import { errorHandler } from './errors.ts';
 import { healthRoutes } from './routes/health.ts';
 import { jobRoutes } from './routes/jobs.ts';
 import { webhookRoutes, type WebhookDeps } from './routes/webhooks.ts';
+import { controlRoutes } from './routes/controls.ts';
+import { uiRoutes } from './routes/ui.ts';
+import type { OperatorActions } from '../controls/operator-actions.ts';
+import type { Queue } from 'bullmq';
 import type { JobReader } from '../queues/job-reader.ts';
 import type { KubeWatchesState } from '../kube/kube-watches.ts';
 
@@ -16,6 +20,8 @@ export interface AppDeps extends WebhookDeps {
   reader: JobReader;
   /** The Kubernetes watches' state, when KUBE_WATCH is on. */
   kubeState?: () => KubeWatchesState | undefined;
+  /** Operator controls: /v1 control routes, the /ui dashboard, and pause/breakers in /readyz and /metrics. */
+  controls?: { actions: OperatorActions; queue: (name: string) => Queue; dashboardWrite: boolean };
 }
 
 const SOURCE_OF: Record<string, string> = { '/v1/alertmanager': 'alertmanager', '/v1/events': 'events', '/v1/npd': 'npd' };
@@ -24,7 +30,9 @@ export function createApp(deps: AppDeps): Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('query parser', 'simple');
-  app.use(healthRoutes(deps.redis, deps.prefix, deps.metrics.registry, deps.kubeState));
+  app.use(healthRoutes(deps.redis, deps.prefix, deps.metrics.registry, deps.kubeState, deps.controls !== undefined));
+  // The dashboard has its own auth (a browser cannot send a bearer header): see routes/ui-auth.ts.
+  if (deps.controls) app.use(uiRoutes({ redis: deps.redis, prefix: deps.prefix, tokens: deps.tokens, queue: deps.controls.queue, controls: deps.controls.actions, write: deps.controls.dashboardWrite }));
   // Auth before the body is read: an unauthenticated sender does not get us to parse 1 MiB.
   app.use('/v1', bearerAuth(deps.tokens, (req) => {
     const source = SOURCE_OF[req.originalUrl.split('?')[0] ?? ''];
@@ -34,6 +42,7 @@ export function createApp(deps: AppDeps): Express {
   app.use('/v1', express.json({ limit: deps.bodyLimit, type: () => true, strict: false }));
   app.use(webhookRoutes(deps));
   app.use(jobRoutes(deps.reader));
+  if (deps.controls) app.use(controlRoutes(deps.controls.actions));
   app.use((_req, res) => res.status(404).json({ error: 'no such route' }));
   app.use(errorHandler(deps.log, (path, outcome) => {
     const source = SOURCE_OF[path];

@@ -3,6 +3,7 @@ import type { Redis } from 'ioredis';
 import type { Registry } from 'prom-client';
 import { finishedExposition } from '../../catalogue/job-stats.ts';
 import type { KubeWatchesState } from '../../kube/kube-watches.ts';
+import { controlsExposition, controlsSummary } from '../../controls/status.ts';
 
 // /healthz: the process answers. /readyz: Redis answers too (without it a webhook cannot be
 // stored, so load balancers should send to another replica). /metrics: this receiver plus the
@@ -11,7 +12,7 @@ import type { KubeWatchesState } from '../../kube/kube-watches.ts';
 const withTimeout = <T>(p: Promise<T>, ms: number): Promise<T> =>
   Promise.race([p, new Promise<never>((_, rej) => setTimeout(() => rej(new Error(`no answer within ${ms} ms`)), ms).unref())]);
 
-export function healthRoutes(redis: Redis, prefix: string, registry: Registry, kubeState?: () => KubeWatchesState | undefined): Router {
+export function healthRoutes(redis: Redis, prefix: string, registry: Registry, kubeState?: () => KubeWatchesState | undefined, controls = false): Router {
   const r = Router();
   r.get('/healthz', (_req, res) => res.json({ status: 'ok' }));
   r.get('/readyz', async (_req, res) => {
@@ -20,7 +21,11 @@ export function healthRoutes(redis: Redis, prefix: string, registry: Registry, k
     const k = kube ? { kube: { ready: kube.ready, watches: kube.watches.map((w) => ({ name: w.name, status: w.status, restarts: w.restarts, ...(w.lastError ? { lastError: w.lastError } : {}) })), reconcile: kube.reconcile } } : {};
     try {
       await withTimeout(redis.ping(), 1000);
-      return res.json({ status: 'ready', redis: 'ok', ...k });
+      // A pause or a tripped breaker is reported, not made unready: webhooks are still stored.
+      const summary = controls ? await withTimeout(controlsSummary(redis, prefix), 1000).catch(() => undefined) : undefined;
+      const paused = summary ? summary.paused.cluster || summary.paused.nodes.length > 0 : false;
+      const c = summary ? { paused, controls: summary } : {};
+      return res.json({ status: paused ? 'ready, paused' : 'ready', redis: 'ok', ...c, ...k });
     } catch (err) {
       return res.status(503).json({ status: 'not ready', redis: (err as Error).message, ...k });
     }
@@ -29,6 +34,7 @@ export function healthRoutes(redis: Redis, prefix: string, registry: Registry, k
     let fleet = '';
     try {
       fleet = await withTimeout(finishedExposition(redis, prefix), 1000);
+      if (controls) fleet += controlsExposition(await withTimeout(controlsSummary(redis, prefix), 1000));
     } catch {
       // Redis down: the receiver's own metrics are still worth serving (and show the 503s).
     }

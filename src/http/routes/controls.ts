@@ -1,0 +1,88 @@
+import { Router, type Response } from 'express';
+import { z } from 'zod';
+import { RunbookName } from '../../catalogue/jobs.ts';
+import { JOB_ID } from '../../catalogue/keys.ts';
+import { NodeName } from '../../catalogue/names.ts';
+import type { OperatorActions } from '../../controls/operator-actions.ts';
+import { BreakerName } from '../../controls/records.ts';
+import { describeZodError } from '../../ingest/zod-error.ts';
+
+// The operator's API: modes, pause/resume, breakers, approvals. Parse, hand over, answer
+// (CONVENTIONS 11). Every change names who asks (`by`) and may say why; both are recorded.
+
+const Who = z.string().trim().min(1, 'say who asks (by)').max(120);
+const Why = z.string().trim().max(500).optional();
+
+const ModeBody = z.object({
+  runbook: RunbookName.optional(),
+  node: NodeName.optional(),
+  /** `default`: drop the override, back to configuration. */
+  mode: z.enum(['dry-run', 'enforce', 'default']),
+  by: Who,
+  why: Why,
+}).refine((b) => (b.runbook === undefined) !== (b.node === undefined), 'name exactly one of runbook or node');
+const PauseBody = z.object({ node: NodeName.optional(), by: Who, why: Why });
+const ResetBody = z.object({ breaker: BreakerName, by: Who, why: Why });
+const ApproveBody = z.object({ by: Who, why: Why });
+const RejectBody = z.object({ by: Who, why: z.string().trim().min(1, 'say why the step must not run (why)').max(500) });
+const Limit = z.object({ limit: z.coerce.number().int().min(1).max(1000).default(100) });
+
+const bad = (res: Response, err: z.ZodError) => res.status(400).json({ error: describeZodError(err) });
+const asked = (b: { by: string; why?: string | undefined }) => ({ by: b.by, ...(b.why ? { why: b.why } : {}) });
+
+export function controlRoutes(ops: OperatorActions): Router {
+  const r = Router();
+
+  r.get('/v1/controls', async (_req, res) => res.json(await ops.view()));
+  r.get('/v1/controls/audit', async (req, res) => {
+    const q = Limit.safeParse(req.query);
+    if (!q.success) return bad(res, q.error);
+    return res.json({ audit: await ops.audit(q.data.limit) });
+  });
+
+  r.post('/v1/modes', async (req, res) => {
+    const b = ModeBody.safeParse(req.body ?? {});
+    if (!b.success) return bad(res, b.error);
+    const scope = b.data.runbook ? { runbook: b.data.runbook } : { node: b.data.node as string };
+    await ops.setMode(scope, b.data.mode === 'default' ? null : b.data.mode, asked(b.data));
+    return res.json({ modes: (await ops.view()).modes });
+  });
+
+  r.post('/v1/pause', async (req, res) => {
+    const b = PauseBody.safeParse(req.body ?? {});
+    if (!b.success) return bad(res, b.error);
+    const changed = await ops.pause(b.data.node, asked(b.data));
+    return res.json({ paused: b.data.node ? `node/${b.data.node}` : 'cluster', changed, pauses: (await ops.view()).pauses });
+  });
+  r.post('/v1/resume', async (req, res) => {
+    const b = PauseBody.safeParse(req.body ?? {});
+    if (!b.success) return bad(res, b.error);
+    const { changed, released } = await ops.resume(b.data.node, asked(b.data));
+    return res.json({ resumed: b.data.node ? `node/${b.data.node}` : 'cluster', changed, released, pauses: (await ops.view()).pauses });
+  });
+
+  r.get('/v1/breakers', async (_req, res) => res.json({ breakers: await ops.breakerStates() }));
+  r.post('/v1/breakers/reset', async (req, res) => {
+    const b = ResetBody.safeParse(req.body ?? {});
+    if (!b.success) return bad(res, b.error);
+    const out = await ops.resetBreaker(b.data.breaker, asked(b.data));
+    return res.json({ breaker: b.data.breaker, ...out });
+  });
+
+  r.get('/v1/approvals', async (_req, res) => res.json({ approvals: await ops.pendingApprovals() }));
+  r.get('/v1/jobs/:id/approval', async (req, res) => {
+    if (!JOB_ID.test(req.params.id)) return res.status(400).json({ error: 'not a valid job id' });
+    const rec = await ops.approval(req.params.id);
+    return rec ? res.json(rec) : res.status(404).json({ error: `job ${req.params.id} has no approval request` });
+  });
+  for (const verb of ['approve', 'reject'] as const) {
+    r.post(`/v1/jobs/:id/${verb}`, async (req, res) => {
+      if (!JOB_ID.test(req.params.id)) return res.status(400).json({ error: 'not a valid job id' });
+      const b = (verb === 'approve' ? ApproveBody : RejectBody).safeParse(req.body ?? {});
+      if (!b.success) return bad(res, b.error);
+      const out = verb === 'approve' ? await ops.approve(req.params.id, asked(b.data)) : await ops.reject(req.params.id, asked(b.data));
+      return out.ok ? res.json(out.approval) : res.status(out.status).json({ error: out.error, ...(out.approval ? { approval: out.approval } : {}) });
+    });
+  }
+  return r;
+}
