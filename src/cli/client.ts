@@ -1,0 +1,42 @@
+// The CLI's only way in: the receiver's HTTP API, with the bearer token when one is given.
+
+export class ApiError extends Error {
+  override name = 'ApiError';
+  readonly status: number;
+  constructor(status: number, message: string) {
+    super(message);
+    this.status = status;
+  }
+}
+
+export interface ApiClient {
+  get(path: string): Promise<any>;
+  post(path: string, body: unknown): Promise<any>;
+}
+
+export function apiClient(baseUrl: string, token: string | undefined): ApiClient {
+  const base = baseUrl.replace(/\/+$/, '');
+  const call = async (method: string, path: string, body?: unknown): Promise<any> => {
+    let res: Response;
+    try {
+      res = await fetch(`${base}${path}`, {
+        method,
+        headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+        ...(body !== undefined ? { body: typeof body === 'string' ? body : JSON.stringify(body) } : {}),
+        signal: AbortSignal.timeout(30_000),
+      });
+    } catch (err) {
+      throw new ApiError(0, `cannot reach ${base}: ${(err as Error).cause instanceof Error ? ((err as Error).cause as Error).message : (err as Error).message}`);
+    }
+    const text = await res.text();
+    let json: any;
+    try {
+      json = text ? JSON.parse(text) : {};
+    } catch {
+      json = { error: text.slice(0, 500) };
+    }
+    if (!res.ok) throw new ApiError(res.status, `${method} ${path}: ${res.status} ${json?.error ?? res.statusText}`);
+    return json;
+  };
+  return { get: (p) => call('GET', p), post: (p, b) => call('POST', p, b) };
+}

@@ -1,0 +1,143 @@
+import { readFile } from 'node:fs/promises';
+import type { ApiClient } from './client.ts';
+import { fields, table } from './table.ts';
+
+// One function per subcommand: ask the API, then print a readable answer (or the JSON as the
+// API gave it, with --json, for scripts).
+
+export interface Opts {
+  json: boolean;
+  by: string;
+  why?: string;
+  node?: string;
+  state?: string;
+  runbook?: string;
+  limit?: string;
+  source?: string;
+}
+
+export type Out = (text: string) => void;
+
+const q = (params: Record<string, string | undefined>): string => {
+  const u = new URLSearchParams();
+  for (const [k, v] of Object.entries(params)) if (v !== undefined) u.set(k, v);
+  const s = u.toString();
+  return s ? `?${s}` : '';
+};
+const enc = encodeURIComponent;
+const asked = (o: Opts) => ({ by: o.by, ...(o.why ? { why: o.why } : {}) });
+
+/** Alertmanager bodies have `alerts`, NPD condition bodies `conditions`; everything else is a Kubernetes Event. */
+export function guessSource(body: unknown): string {
+  const b = body as Record<string, unknown> | null;
+  if (b && !Array.isArray(b) && Array.isArray(b['alerts'])) return 'alertmanager';
+  if (b && !Array.isArray(b) && Array.isArray(b['conditions'])) return 'npd';
+  return 'events';
+}
+
+export async function explain(api: ApiClient, file: string, o: Opts, out: Out): Promise<void> {
+  const text = await readFile(file, 'utf8');
+  const source = o.source ?? guessSource(JSON.parse(text));
+  const r = await api.post(`/v1/explain${q({ source })}`, text);
+  if (o.json) return out(JSON.stringify(r, null, 2));
+  out(`source: ${source}; ${r.signals.length} signal(s), ${r.jobs.length} job(s) would be stored, ${r.ignored.length} ignored`);
+  if (r.jobs.length) out(`\n${table(['runbook', 'node', 'key'], r.jobs.map((j: any) => [j.runbook, j.node ?? '', j.key]), 100)}`);
+  if (r.ignored.length) out(`\nignored:\n${table(['reason', 'detail'], r.ignored.map((i: any) => [i.reason, i.detail]), 100)}`);
+}
+
+export async function jobs(api: ApiClient, o: Opts, out: Out): Promise<void> {
+  const r = await api.get(`/v1/jobs${q({ node: o.node, state: o.state, runbook: o.runbook, limit: o.limit })}`);
+  if (o.json) return out(JSON.stringify(r, null, 2));
+  if (!r.jobs.length) return out('no jobs');
+  out(table(['id', 'node', 'runbook', 'state', 'outcome', 'attempts', 'created'], r.jobs.map((j: any) => [j.id, j.node ?? '', j.runbook, j.state, j.outcome ?? '', j.attemptsMade, j.createdAt]), 200));
+}
+
+export async function job(api: ApiClient, id: string, o: Opts, out: Out): Promise<void> {
+  const j = await api.get(`/v1/jobs/${enc(id)}`);
+  const approval = await api.get(`/v1/jobs/${enc(id)}/approval`).catch(() => undefined);
+  if (o.json) return out(JSON.stringify({ ...j, ...(approval ? { approval } : {}) }, null, 2));
+  const result = j.result ?? j.progress?.result;
+  const parked = j.progress?.parked;
+  out(fields([
+    ['job', j.id], ['runbook', j.runbook], ['node', j.node], ['queue', j.queue], ['state', j.state], ['attempts', j.attemptsMade],
+    ['created', j.createdAt], ['finished', j.finishedAt],
+    ['mode', result ? `${result.mode}${result.modeWhy ? ` (${result.modeWhy})` : ''}` : undefined],
+    ['outcome', result?.outcome], ['summary', result?.summary], ['failed', j.failedReason],
+    ['waiting', parked && j.state === 'delayed' ? `${parked.reason} since ${parked.since}: ${parked.why}` : undefined],
+    ['approval', approval ? `${approval.state}${approval.decidedBy ? ` by ${approval.decidedBy}` : ''}${approval.why ? ` (${approval.why})` : ''}, expires ${approval.expiresAt}` : undefined],
+  ]));
+  for (const r of result?.refusals ?? []) out(`refused: ${r}`);
+  const done = new Map<string, any>((result?.steps ?? []).map((s: any) => [s.id, s]));
+  const planned: any[] = parked?.plan?.steps ?? result?.plan?.steps ?? result?.steps ?? [];
+  if (planned.length) {
+    out(`\nplan${parked?.plan?.summary ? `: ${parked.plan.summary}` : ''}`);
+    out(table(['step', 'status', 'kind', 'description'], planned.map((s: any) => {
+      const d = done.get(s.id);
+      return [s.id, d?.status ?? 'planned', `${s.destructive ? 'destructive' : ''}${s.risk === 'high' || s.highRisk ? ' high-risk' : ''}`.trim(), s.description];
+    }), 90));
+  }
+  const commands: any[] = result?.commands ?? [];
+  if (commands.length) {
+    out('\ncommands');
+    out(table(['exit', 'ms', 'command', 'output'], commands.map((c: any) => [c.timedOut ? 'timeout' : c.exitCode ?? 'n/a', Math.round(c.durationMs), c.argv.join(' '), (c.stderr || c.stdout).trim()]), 80));
+  }
+  if (j.log?.length) out(`\nlog\n${j.log.map((l: string) => `  ${l}`).join('\n')}`);
+}
+
+export async function decide(api: ApiClient, verb: 'approve' | 'reject', id: string, o: Opts, out: Out): Promise<void> {
+  const r = await api.post(`/v1/jobs/${enc(id)}/${verb}`, asked(o));
+  if (o.json) return out(JSON.stringify(r, null, 2));
+  out(`${id}: ${r.state} by ${r.decidedBy}${r.why ? ` (${r.why})` : ''}; steps: ${r.steps.map((s: any) => s.id).join(', ')}`);
+}
+
+export async function pause(api: ApiClient, verb: 'pause' | 'resume', o: Opts, out: Out): Promise<void> {
+  const r = await api.post(`/v1/${verb}`, { ...(o.node ? { node: o.node } : {}), ...asked(o) });
+  if (o.json) return out(JSON.stringify(r, null, 2));
+  const scope = o.node ? `node ${o.node}` : 'cluster';
+  out(verb === 'pause' ? `${scope}: ${r.changed ? 'paused' : 'was already paused'}` : `${scope}: ${r.changed ? `resumed, ${r.released} parked job(s) released` : 'was not paused'}`);
+  const nodes = Object.keys(r.pauses.nodes);
+  out(`now: cluster ${r.pauses.cluster ? 'PAUSED' : 'running'}${nodes.length ? `; paused nodes: ${nodes.join(', ')}` : ''}`);
+}
+
+export async function breakers(api: ApiClient, args: string[], o: Opts, out: Out): Promise<void> {
+  if (args[0] === 'reset') {
+    if (!args[1]) throw new UsageError('breakers reset <cluster|storm|node/NAME>');
+    const r = await api.post('/v1/breakers/reset', { breaker: args[1], ...asked(o) });
+    if (o.json) return out(JSON.stringify(r, null, 2));
+    return out(`${args[1]}: ${r.cleared ? `reset (was: ${r.cleared.why})` : 'was not tripped'}; ${r.released} parked job(s) released`);
+  }
+  const r = await api.get('/v1/breakers');
+  if (o.json) return out(JSON.stringify(r, null, 2));
+  out(table(['breaker', 'state', 'count', 'cap', 'window', 'why'], r.breakers.map((b: any) => [
+    b.name, b.tripped ? `TRIPPED ${b.tripped.at}` : 'ok', b.count, b.cap === 0 ? 'off' : b.cap, `${b.windowSeconds}s`, b.tripped?.why ?? '',
+  ]), 100));
+}
+
+export async function modes(api: ApiClient, args: string[], o: Opts, out: Out): Promise<void> {
+  if (args[0] === 'set') {
+    const [, target, mode] = args;
+    if (!target || !mode || !/^(runbook|node)\/.+/.test(target)) throw new UsageError('modes set <runbook/NAME|node/NAME> <dry-run|enforce|default>');
+    const [kind, name] = [target.slice(0, target.indexOf('/')), target.slice(target.indexOf('/') + 1)];
+    await api.post('/v1/modes', { [kind]: name, mode, ...asked(o) });
+  }
+  const r = await api.get('/v1/controls');
+  if (o.json) return out(JSON.stringify(r.modes, null, 2));
+  const m = r.modes;
+  out(`default (DEFAULT_MODE): ${m.configured.default}`);
+  const rows: unknown[][] = [];
+  for (const [rb, mode] of Object.entries(m.configured.runbooks)) rows.push([`runbook/${rb}`, mode, 'configuration', '', '']);
+  for (const [rb, ov] of Object.entries<any>(m.overrides.runbooks)) rows.push([`runbook/${rb}`, ov.mode, 'api', `${ov.by} ${ov.at}`, ov.why]);
+  for (const [n, ov] of Object.entries<any>(m.overrides.nodes)) rows.push([`node/${n}`, ov.mode, 'api', `${ov.by} ${ov.at}`, ov.why]);
+  if (rows.length) out(table(['scope', 'mode', 'from', 'set', 'why'], rows, 80));
+}
+
+export async function approvals(api: ApiClient, o: Opts, out: Out): Promise<void> {
+  const r = await api.get('/v1/approvals');
+  if (o.json) return out(JSON.stringify(r, null, 2));
+  if (!r.approvals.length) return out('nothing waits for approval');
+  out(table(['job', 'node', 'runbook', 'expires', 'steps'], r.approvals.map((a: any) => [a.jobId, a.node ?? '', a.runbook, a.expiresAt, a.steps.map((s: any) => `${s.id} (${s.why})`).join('; ')]), 90));
+}
+
+export class UsageError extends Error {
+  override name = 'UsageError';
+}

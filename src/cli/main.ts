@@ -1,0 +1,100 @@
+#!/usr/bin/env node
+import { hostname, userInfo } from 'node:os';
+import { parseArgs } from 'node:util';
+import { ApiError, apiClient } from './client.ts';
+import { UsageError, approvals, breakers, decide, explain, job, jobs, modes, pause, type Opts } from './commands.ts';
+
+// `volume-medic`: the operator's command line, against the receiver's API.
+// URL: --url, else VOLUME_MEDIC_URL, else http://127.0.0.1:8080. Token: --token, else
+// VOLUME_MEDIC_TOKEN (the first, when it lists several). Who you are, for approvals and
+// pauses: --by, else VOLUME_MEDIC_USER, else $USER@host. Exit codes: 0 done, 1 the API said no
+// (or could not be reached), 2 bad usage.
+
+const USAGE = `usage: volume-medic [--url URL] [--token TOKEN] [--json] <command>
+
+commands:
+  explain <file> [--source alertmanager|events|npd]   what a webhook payload would do (stores nothing)
+  jobs [--node N] [--state S] [--runbook R] [--limit N]  recent jobs, newest first
+  job <id>                                            one job: mode, outcome, plan, steps, commands, log
+  approvals                                           jobs waiting for approval
+  approve <id> [--why TEXT]                           let a job's high-risk steps run
+  reject <id> --why TEXT                              refuse them (the job fails, nothing runs)
+  pause [--node N] [--why TEXT]                       hold jobs cluster-wide or on one node
+  resume [--node N] [--why TEXT]                      release them
+  breakers                                            blast-radius breakers: counts, caps, trips
+  breakers reset <cluster|storm|node/NAME> [--why T]  close a tripped breaker
+  modes                                               configured modes and API overrides
+  modes set <runbook/NAME|node/NAME> <dry-run|enforce|default> [--why T]
+
+options: --by NAME (who you are; default $VOLUME_MEDIC_USER or $USER@host), --json (raw API answer)
+env: VOLUME_MEDIC_URL, VOLUME_MEDIC_TOKEN, VOLUME_MEDIC_USER`;
+
+export async function run(argv: string[], env: NodeJS.ProcessEnv, out: (s: string) => void, err: (s: string) => void): Promise<number> {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: argv,
+      allowPositionals: true,
+      options: {
+        url: { type: 'string' }, token: { type: 'string' }, json: { type: 'boolean', default: false },
+        by: { type: 'string' }, why: { type: 'string' }, node: { type: 'string' }, state: { type: 'string' },
+        runbook: { type: 'string' }, limit: { type: 'string' }, source: { type: 'string' }, help: { type: 'boolean', short: 'h' },
+      },
+    });
+  } catch (e) {
+    err(`${(e as Error).message}\n\n${USAGE}`);
+    return 2;
+  }
+  const { values: v, positionals: [cmd, ...args] } = parsed;
+  if (v.help || !cmd) {
+    (v.help ? out : err)(USAGE);
+    return v.help ? 0 : 2;
+  }
+  const url = v.url ?? env['VOLUME_MEDIC_URL'] ?? 'http://127.0.0.1:8080';
+  const token = v.token ?? env['VOLUME_MEDIC_TOKEN']?.split(',')[0]?.trim();
+  const api = apiClient(url, token || undefined);
+  const user = (() => { try { return userInfo().username; } catch { return env['USER'] ?? 'unknown'; } })();
+  const o: Opts = {
+    json: v.json ?? false,
+    by: v.by ?? env['VOLUME_MEDIC_USER'] ?? `${user}@${hostname()}`,
+    ...(v.why !== undefined ? { why: v.why } : {}),
+    ...(v.node !== undefined ? { node: v.node } : {}),
+    ...(v.state !== undefined ? { state: v.state } : {}),
+    ...(v.runbook !== undefined ? { runbook: v.runbook } : {}),
+    ...(v.limit !== undefined ? { limit: v.limit } : {}),
+    ...(v.source !== undefined ? { source: v.source } : {}),
+  };
+  const need = (what: string): string => {
+    if (!args[0]) throw new UsageError(`${cmd} ${what}`);
+    return args[0];
+  };
+  try {
+    switch (cmd) {
+      case 'explain': await explain(api, need('<file>'), o, out); break;
+      case 'jobs': await jobs(api, o, out); break;
+      case 'job': await job(api, need('<id>'), o, out); break;
+      case 'approvals': await approvals(api, o, out); break;
+      case 'approve': case 'reject': await decide(api, cmd, need('<id>'), o, out); break;
+      case 'pause': case 'resume': await pause(api, cmd, o, out); break;
+      case 'breakers': await breakers(api, args, o, out); break;
+      case 'modes': await modes(api, args, o, out); break;
+      default: throw new UsageError(`unknown command ${cmd}`);
+    }
+    return 0;
+  } catch (e) {
+    if (e instanceof UsageError) {
+      err(`usage: volume-medic ${e.message}\n\n${USAGE}`);
+      return 2;
+    }
+    if (e instanceof ApiError) {
+      err(`volume-medic: ${e.message}`);
+      return 1;
+    }
+    err(`volume-medic: ${(e as Error).message}`);
+    return 1;
+  }
+}
+
+if (import.meta.main) {
+  process.exitCode = await run(process.argv.slice(2), process.env, (s) => process.stdout.write(`${s}\n`), (s) => process.stderr.write(`${s}\n`));
+}

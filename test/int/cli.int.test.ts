@@ -1,0 +1,160 @@
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Config } from '../../src/config/schema.ts';
+import { createLogger } from '../../src/observability/logger.ts';
+import { startReceiver, type Receiver } from '../../src/receiver.ts';
+import type { RunbookWorker } from '../../workers/engine/runbook-worker.ts';
+import { createNodeAgent } from '../../workers/node-agent/agent.ts';
+import { testConfig } from '../support/config.ts';
+import { fastControls, toyRunbook } from '../support/controls-harness.ts';
+import { alertmanagerBody, nodeNotReadyAlert, post } from '../support/payloads.ts';
+import { dropPrefix, redisUrl, uniquePrefix } from '../support/redis.ts';
+
+// The CLI as an operator runs it: a separate process (`node src/cli/main.ts`, what the package's
+// `bin` runs), URL and token from the environment or flags, against a real receiver, a real
+// Redis and a node agent.
+
+const exec = promisify(execFile);
+const TOKEN = 'cli-test-token-0123456789abcdef';
+const silent = createLogger('test', 'silent');
+
+async function waitFor<T>(what: string, f: () => Promise<T | undefined>, ms = 20_000): Promise<T> {
+  const end = Date.now() + ms;
+  for (;;) {
+    const v = await f();
+    if (v !== undefined) return v;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+describe('the volume-medic CLI against a real receiver', () => {
+  const prefix = uniquePrefix('cli');
+  let receiver: Receiver;
+  let agent: RunbookWorker;
+  let redis: Redis;
+  const toy = toyRunbook(() => ({
+    kind: 'steps', summary: 'release queued I/O then flush mpatha',
+    steps: [
+      { id: 'release-queued-io:3600a0b8', description: 'dmsetup message mpatha 0 fail_if_no_path', destructive: true, risk: 'high', file: '/w/release' },
+      { id: 'flush-map:3600a0b8', description: 'multipath -f mpatha', destructive: true, file: '/w/flush' },
+    ],
+  }));
+
+  const cli = async (args: string[], env: Record<string, string> = {}) => {
+    try {
+      const r = await exec(process.execPath, ['src/cli/main.ts', ...args], {
+        env: { PATH: process.env['PATH'] ?? '', VOLUME_MEDIC_URL: receiver.url, VOLUME_MEDIC_TOKEN: TOKEN, VOLUME_MEDIC_USER: 'oncall-ana', ...env },
+        timeout: 30_000,
+      });
+      return { code: 0, stdout: r.stdout, stderr: r.stderr };
+    } catch (e) {
+      const x = e as { code: number; stdout: string; stderr: string };
+      return { code: x.code, stdout: x.stdout, stderr: x.stderr };
+    }
+  };
+
+  beforeAll(async () => {
+    redis = new Redis(redisUrl());
+    const config = (over: Partial<Config> = {}) => testConfig({ redisUrl: redisUrl(), queuePrefix: prefix, tokens: [TOKEN], ...fastControls, ...over });
+    receiver = await startReceiver(config());
+    agent = createNodeAgent({ config: config({ nodeName: 'cli-node', runbookModes: { 'residual-multipath-cleanup': 'enforce' } }), registry: toy.registry, log: silent });
+  });
+  afterAll(async () => {
+    await agent?.close();
+    await receiver?.close();
+    await dropPrefix(prefix);
+    redis?.disconnect();
+  });
+
+  it('explains a captured payload as a table, and as JSON with --json', async () => {
+    const r = await cli(['explain', 'test/fixtures/alertmanager/kube-node-not-ready-resolved.json']);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/^source: alertmanager; 1 signal\(s\), 1 job\(s\) would be stored/m);
+    expect(r.stdout).toMatch(/RUNBOOK\s+NODE\s+KEY/);
+    expect(r.stdout).toMatch(/residual-multipath-cleanup\s+\S+\s+residual_/);
+    const j = await cli(['explain', 'test/fixtures/alertmanager/kube-node-not-ready-resolved.json', '--json']);
+    expect(JSON.parse(j.stdout).jobs[0].runbook).toBe('residual-multipath-cleanup');
+  });
+
+  it('lists jobs, shows a parked job with its plan, approves it, and the job runs', async () => {
+    const posted = await post(`${receiver.url}/v1/alertmanager`, alertmanagerBody([nodeNotReadyAlert('cli-node', 'resolved')]), TOKEN);
+    const id: string = posted.json.accepted[0].id;
+    await waitFor('job parked for approval', async () => {
+      const r = await cli(['job', id, '--json']);
+      return JSON.parse(r.stdout).progress?.parked?.reason === 'approval' ? true : undefined;
+    });
+
+    const list = await cli(['jobs', '--node', 'cli-node']);
+    expect(list.code).toBe(0);
+    expect(list.stdout).toMatch(/^ID\s+NODE\s+RUNBOOK\s+STATE\s+OUTCOME/m);
+    expect(list.stdout).toContain(id);
+    expect(list.stdout).toMatch(/cli-node\s+residual-multipath-cleanup\s+(delayed|waiting|active)\s+waiting/);
+
+    const shown = await cli(['job', id]);
+    expect(shown.stdout).toMatch(/^waiting:\s+approval since .*waiting for approval of 1 step/m);
+    expect(shown.stdout).toMatch(/^approval:\s+pending, expires/m);
+    expect(shown.stdout).toMatch(/release-queued-io:3600a0b8\s+planned\s+destructive high-risk\s+dmsetup message mpatha 0 fail_if_no_path/);
+
+    const pending = await cli(['approvals']);
+    expect(pending.stdout).toMatch(new RegExp(`${id}\\s+cli-node\\s+residual-multipath-cleanup`));
+
+    const ok = await cli(['approve', id, '--why', 'paths confirmed dead on the array']);
+    expect(ok.code).toBe(0);
+    expect(ok.stdout).toMatch(new RegExp(`${id}: approved by oncall-ana \\(paths confirmed dead on the array\\); steps: release-queued-io:3600a0b8`));
+
+    const done = await waitFor('job completed', async () => {
+      const j = JSON.parse((await cli(['job', id, '--json'])).stdout);
+      return j.state === 'completed' ? j : undefined;
+    });
+    expect(done.result.outcome).toBe('succeeded');
+    expect(done.approval).toMatchObject({ state: 'approved', decidedBy: 'oncall-ana' });
+    const again = await cli(['approve', id]);
+    expect(again.code).toBe(1);
+    expect(again.stderr).toMatch(/409 .*already approved/);
+  });
+
+  it('pauses and resumes a node and the cluster, and shows the breakers', async () => {
+    const p = await cli(['pause', '--node', 'cli-node', '--why', 'maintenance']);
+    expect(p.stdout).toMatch(/node cli-node: paused\nnow: cluster running; paused nodes: cli-node/);
+    const c = await cli(['pause', '--by', 'lead-bo']);
+    expect(c.stdout).toMatch(/cluster: paused\nnow: cluster PAUSED/);
+    const ready = await (await fetch(`${receiver.url}/readyz`)).json();
+    expect(ready).toMatchObject({ paused: true });
+    expect((await cli(['resume'])).stdout).toMatch(/cluster: resumed/);
+    expect((await cli(['resume', '--node', 'cli-node'])).stdout).toMatch(/node cli-node: resumed, \d+ parked job\(s\) released\nnow: cluster running$/m);
+
+    const b = await cli(['breakers']);
+    expect(b.code).toBe(0);
+    expect(b.stdout).toMatch(/^BREAKER\s+STATE\s+COUNT\s+CAP\s+WINDOW\s+WHY/m);
+    expect(b.stdout).toMatch(/^cluster\s+ok\s+\d+\s+100\s+3600s/m);
+    expect(b.stdout).toMatch(/^storm\s+ok/m);
+    expect(b.stdout).toMatch(/^node\/cli-node\s+ok\s+2\s+20/m);
+    const reset = await cli(['breakers', 'reset', 'cluster', '--why', 'drill']);
+    expect(reset.stdout).toMatch(/cluster: was not tripped/);
+    const json = JSON.parse((await cli(['breakers', '--json'])).stdout);
+    expect(json.breakers.map((x: { name: string }) => x.name)).toEqual(expect.arrayContaining(['cluster', 'storm']));
+  });
+
+  it('changes and shows modes', async () => {
+    const r = await cli(['modes', 'set', 'node/cli-node', 'dry-run', '--why', 'vendor on site']);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/^node\/cli-node\s+dry-run\s+api\s+oncall-ana .*vendor on site/m);
+    expect((await cli(['modes', 'set', 'node/cli-node', 'default'])).stdout).not.toMatch(/node\/cli-node/);
+  });
+
+  it('takes URL and token from flags, says why it failed, and exits 1 on API errors and 2 on bad usage', async () => {
+    const flags = await cli(['--url', receiver.url, '--token', TOKEN, 'jobs', '--limit', '1'], { VOLUME_MEDIC_URL: '', VOLUME_MEDIC_TOKEN: '' });
+    expect(flags.code).toBe(0);
+    const denied = await cli(['jobs'], { VOLUME_MEDIC_TOKEN: 'wrong-token-wrong-token' });
+    expect(denied.code).toBe(1);
+    expect(denied.stderr).toMatch(/401 missing or invalid bearer token/);
+    const down = await cli(['jobs'], { VOLUME_MEDIC_URL: 'http://127.0.0.1:9' });
+    expect(down.code).toBe(1);
+    expect(down.stderr).toMatch(/cannot reach http:\/\/127.0.0.1:9/);
+    expect((await cli(['approve'])).code).toBe(2);
+    expect((await cli(['frobnicate'])).stderr).toMatch(/unknown command frobnicate/);
+  });
+});
