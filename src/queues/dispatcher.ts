@@ -56,6 +56,8 @@ const CLOCK_SKEW_MARGIN_MS = 60_000;
 interface Pending {
   job: RemediationJob;
   queueName: string;
+  /** When the request that asked for it answers 503 (epoch ms): not sent after that. */
+  deadline: number;
   resolve: (e: Enqueued) => void;
   reject: (err: unknown) => void;
 }
@@ -145,7 +147,7 @@ export class Dispatcher {
     const pending = this.inFlight.get(job.key);
     if (pending) return { ...(await pending), deduplicated: true };
     const p = new Promise<Enqueued>((resolve, reject) => {
-      this.pending.push({ job, queueName: queueFor(job), resolve, reject });
+      this.pending.push({ job, queueName: queueFor(job), deadline: this.now() + this.opts.timeoutMs, resolve, reject });
       if (!this.flushScheduled) {
         this.flushScheduled = true;
         // After the poll phase: every request whose body was read in this turn is in the batch.
@@ -179,6 +181,13 @@ export class Dispatcher {
     // pipeline from that wrapper (all our queues share one connection, so one pipeline serves all).
     let client: RedisClient | undefined;
     for (const name of new Set(batch.map((b) => b.queueName))) client = await this.queue(name).client;
+    // A new queue waits for Redis to be ready: when that outlived the request's deadline, the
+    // sender got 503 and will retry; storing the job now, behind that answer, is not wanted.
+    const now = this.now();
+    const late = batch.filter((b) => b.deadline <= now);
+    for (const b of late) b.reject(new StoreUnavailableError('Redis was not ready before the deadline'));
+    if (late.length > 0) batch = batch.filter((b) => b.deadline > now);
+    if (batch.length === 0) return;
     const pipeline = client!.pipeline() as ReturnType<RedisClient['pipeline']> & ChainableCommander;
     const newQueues = new Set<string>();
     for (const b of batch) if (!this.recordedQueues.has(b.queueName)) newQueues.add(b.queueName);
