@@ -1,0 +1,139 @@
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Config } from '../../src/config/schema.ts';
+import { createLogger } from '../../src/observability/logger.ts';
+import { startReceiver, type Receiver } from '../../src/receiver.ts';
+import type { RunbookWorker } from '../../workers/engine/runbook-worker.ts';
+import { createNodeAgent } from '../../workers/node-agent/agent.ts';
+import { testConfig } from '../support/config.ts';
+import { fastControls, toyRunbook } from '../support/controls-harness.ts';
+import { alertmanagerBody, getJson, nodeNotReadyAlert, post } from '../support/payloads.ts';
+import { dropPrefix, redisUrl, uniquePrefix } from '../support/redis.ts';
+
+// The dashboard in a real headless browser: Debian's chromium driven by playwright-core. The
+// network is closed here, so chromium is told not to reach out (no QUIC, no background
+// networking, no component updates, no sync) and gets a fresh profile.
+
+const CHROMIUM = process.env['CHROMIUM_BIN'] ?? '/usr/bin/chromium';
+const inCi = !!process.env['CI'] && process.env['CI'] !== 'false';
+const available = existsSync(CHROMIUM);
+if (!available && !inCi) console.warn(`SKIPPING test/int/dashboard.int.test.ts: ${CHROMIUM} not found (apt-get install chromium, or set CHROMIUM_BIN). In CI (CI set) this fails instead.`);
+
+const TOKEN = 'dashboard-test-token-0123456789';
+const silent = createLogger('test', 'silent');
+
+async function waitFor<T>(what: string, f: () => Promise<T | undefined>, ms = 20_000): Promise<T> {
+  const end = Date.now() + ms;
+  for (;;) {
+    const v = await f();
+    if (v !== undefined) return v;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+describe('the /ui dashboard in headless chromium', () => {
+  if (!available) {
+    if (inCi) it('has chromium installed (required when CI is set)', () => { throw new Error(`${CHROMIUM} not found: CI must install Debian's chromium (.ci/run does)`); });
+    else it.skip(`needs ${CHROMIUM} (apt-get install chromium)`, () => {});
+    return;
+  }
+
+  const prefix = uniquePrefix('ui');
+  let receiver: Receiver;
+  let agent: RunbookWorker;
+  let context: BrowserContext;
+  let page: Page;
+  let profile: string;
+  let parkedId: string;
+  const toy = toyRunbook(() => ({
+    kind: 'steps', summary: 'release queued I/O then flush mpatha',
+    steps: [
+      { id: 'release-queued-io:3600a0b8', description: 'dmsetup message mpatha 0 fail_if_no_path', destructive: true, risk: 'high', file: '/w/release' },
+      { id: 'flush-map:3600a0b8', description: 'multipath -f mpatha', destructive: true, file: '/w/flush' },
+    ],
+  }));
+
+  beforeAll(async () => {
+    const config = (over: Partial<Config> = {}) => testConfig({ redisUrl: redisUrl(), queuePrefix: prefix, tokens: [TOKEN], ...fastControls, ...over });
+    receiver = await startReceiver(config());
+    agent = createNodeAgent({ config: config({ nodeName: 'ui-node', runbookModes: { 'residual-multipath-cleanup': 'enforce' } }), registry: toy.registry, log: silent });
+    const r = await post(`${receiver.url}/v1/alertmanager`, alertmanagerBody([nodeNotReadyAlert('ui-node', 'resolved')]), TOKEN);
+    parkedId = r.json.accepted[0].id;
+    await waitFor('job parked for approval', async () => ((await getJson(`${receiver.url}/v1/jobs/${parkedId}`, TOKEN)).progress?.parked?.reason === 'approval' ? true : undefined));
+    // A second node's job that nobody runs: its queue must be listed too.
+    await post(`${receiver.url}/v1/alertmanager`, alertmanagerBody([nodeNotReadyAlert('ui-other', 'resolved')]), TOKEN);
+
+    profile = mkdtempSync(join(tmpdir(), 'vm-chromium-'));
+    context = await chromium.launchPersistentContext(profile, {
+      executablePath: CHROMIUM,
+      headless: true,
+      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+      timeout: 60_000,
+    });
+    page = context.pages()[0] ?? await context.newPage();
+  });
+  afterAll(async () => {
+    await context?.close();
+    if (profile) rmSync(profile, { recursive: true, force: true });
+    await agent?.close();
+    await receiver?.close();
+    await dropPrefix(prefix);
+  });
+
+  it('asks for the token, signs in through the form, and keeps the session in an HttpOnly SameSite=Strict cookie', async () => {
+    await page.goto(`${receiver.url}/ui/queues/`);
+    expect(await page.locator('form[action="/ui/login"]').count()).toBe(1);
+    await page.fill('input[name=token]', 'not-the-token-at-all');
+    await page.click('button[type=submit]');
+    await page.waitForSelector('text=That token is not valid.');
+    await page.fill('input[name=token]', TOKEN);
+    await page.click('button[type=submit]');
+    await page.waitForURL(`${receiver.url}/ui/queues/`);
+    const [cookie] = await context.cookies(receiver.url + '/ui/');
+    expect(cookie).toMatchObject({ name: 'vm_ui', httpOnly: true, sameSite: 'Strict', path: '/ui' });
+    expect(cookie?.value).not.toContain(TOKEN);
+  });
+
+  it('lists the queues in bull-board, and shows a job', async () => {
+    await page.goto(`${receiver.url}/ui/queues/`);
+    await page.waitForSelector('text=vm-node-ui-node', { timeout: 20_000 });
+    await page.waitForSelector('text=vm-node-ui-other');
+    await page.goto(`${receiver.url}/ui/queues/queue/vm-node-ui-node?status=delayed`);
+    // bull-board shows the job's id (it may shorten long ids in the card title) and its data.
+    await page.waitForSelector(`text=${parkedId.slice(0, 30)}`, { timeout: 20_000 });
+    const body = await page.locator('body').innerText();
+    expect(body).toContain('residual-multipath-cleanup');
+    // Read-only by default: the board's own write API is refused whatever the UI shows.
+    const put = await context.request.put(`${receiver.url}/ui/queues/api/queues/vm-node-ui-node/pause`);
+    expect(put.status()).toBe(405);
+  });
+
+  it('shows incidents by node with plan and outcome, and one job in full', async () => {
+    await page.goto(`${receiver.url}/ui/`);
+    await page.waitForSelector('h2#node-ui-node');
+    const row = page.locator(`tr[data-job="${parkedId}"]`);
+    expect(await row.innerText()).toMatch(/residual-multipath-cleanup\s+delayed\s+enforce\s+waiting \(approval\)/);
+    expect(await page.locator('body').innerText()).toMatch(/1 job\(s\) wait for approval/);
+    await row.locator('summary').click();
+    expect(await row.innerText()).toMatch(/release-queued-io:3600a0b8\s+dmsetup message mpatha 0 fail_if_no_path\s+destructive high-risk\s+planned/);
+    await row.locator('a').click();
+    await page.waitForSelector('text=Plan and steps');
+    const text = await page.locator('body').innerText();
+    expect(text).toMatch(/approval\s+pending; expires/);
+    expect(text).toMatch(/flush-map:3600a0b8/);
+  });
+
+  it('accepts ?token= once, drops it from the address, and refuses without a session', async () => {
+    await context.clearCookies();
+    const denied = await context.request.get(`${receiver.url}/ui/queues/api/queues`, { headers: { accept: 'application/json' } });
+    expect(denied.status()).toBe(401);
+    await page.goto(`${receiver.url}/ui/?token=${TOKEN}`);
+    await page.waitForURL(`${receiver.url}/ui/`);
+    await page.waitForSelector('h2#node-ui-node');
+    expect(page.url()).not.toContain('token');
+  });
+});
