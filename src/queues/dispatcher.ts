@@ -53,6 +53,9 @@ export interface DispatcherOptions {
  */
 const CLOCK_SKEW_MARGIN_MS = 60_000;
 
+/** How long jobs wait for the pipeline on its way before a second one is sent alongside it. */
+const STALL_MS = 20;
+
 interface Pending {
   job: RemediationJob;
   queueName: string;
@@ -72,6 +75,9 @@ export class Dispatcher {
   private readonly recordedQueues = new Set<string>();
   private pending: Pending[] = [];
   private flushScheduled = false;
+  /** Pipelines sent and not answered yet. */
+  private sending = 0;
+  private stallTimer: NodeJS.Timeout | undefined;
   private readonly redis: Redis;
   private readonly opts: DispatcherOptions;
   private readonly now: () => number;
@@ -110,14 +116,15 @@ export class Dispatcher {
   async enqueue(jobs: readonly RemediationJob[]): Promise<Enqueued[]> {
     if (jobs.length === 0) return [];
     // Every job already known: the answer needs no Redis and no timer.
-    const fromMemory = jobs.map((j) => this.knownAnswer(j));
+    const queueNames = jobs.map(queueFor);
+    const fromMemory = jobs.map((j, i) => this.knownAnswer(j, queueNames[i]!));
     if (fromMemory.every((e) => e !== undefined)) return fromMemory as Enqueued[];
     let timer: NodeJS.Timeout | undefined;
     const deadline = new Promise<never>((_, reject) => {
       timer = setTimeout(() => reject(new StoreUnavailableError(`storing jobs took longer than ${this.opts.timeoutMs} ms`)), this.opts.timeoutMs);
     });
     try {
-      return await Promise.race([Promise.all(jobs.map((j, i) => fromMemory[i] ?? this.enqueueCoalesced(j))), deadline]);
+      return await Promise.race([Promise.all(jobs.map((j, i) => fromMemory[i] ?? this.enqueueCoalesced(j, queueNames[i]!))), deadline]);
     } catch (err) {
       if (err instanceof StoreUnavailableError) throw err;
       throw new StoreUnavailableError(`storing jobs failed: ${(err as Error).message}`);
@@ -126,9 +133,8 @@ export class Dispatcher {
     }
   }
 
-  private knownAnswer(job: RemediationJob): Enqueued | undefined {
+  private knownAnswer(job: RemediationJob, queueName: string): Enqueued | undefined {
     if (this.known.size === 0) return undefined;
-    const queueName = queueFor(job);
     const until = this.known.get(knownKey(queueName, job.key));
     if (until === undefined) return undefined;
     if (this.now() >= until) {
@@ -143,16 +149,12 @@ export class Dispatcher {
    * wait for it and answer "deduplicated" without their own round trip. Only success is shared;
    * if the first fails, each waiter reports the failure (and the sender retries).
    */
-  private async enqueueCoalesced(job: RemediationJob): Promise<Enqueued> {
+  private async enqueueCoalesced(job: RemediationJob, queueName: string): Promise<Enqueued> {
     const pending = this.inFlight.get(job.key);
     if (pending) return { ...(await pending), deduplicated: true };
     const p = new Promise<Enqueued>((resolve, reject) => {
-      this.pending.push({ job, queueName: queueFor(job), deadline: this.now() + this.opts.timeoutMs, resolve, reject });
-      if (!this.flushScheduled) {
-        this.flushScheduled = true;
-        // After the poll phase: every request whose body was read in this turn is in the batch.
-        setImmediate(() => this.flush());
-      }
+      this.pending.push({ job, queueName, deadline: this.now() + this.opts.timeoutMs, resolve, reject });
+      this.schedule();
     });
     this.inFlight.set(job.key, p);
     try {
@@ -162,17 +164,49 @@ export class Dispatcher {
     }
   }
 
+  /**
+   * Sends after the poll phase, so every request whose body was read in this turn shares the
+   * pipeline. While a pipeline is on its way, new jobs wait for it to answer and then all go in
+   * the next one (batches grow with load, writes and per-pipeline costs do not); a slow pipeline
+   * holds them at most STALL_MS before a second one is sent alongside.
+   */
+  private schedule(): void {
+    if (this.flushScheduled) return;
+    this.flushScheduled = true;
+    setImmediate(() => {
+      this.flushScheduled = false;
+      if (this.sending > 0) {
+        this.stallTimer ??= setTimeout(() => {
+          this.stallTimer = undefined;
+          this.flush();
+        }, STALL_MS);
+        return;
+      }
+      this.flush();
+    });
+  }
+
   private flush(): void {
+    if (this.stallTimer) {
+      clearTimeout(this.stallTimer);
+      this.stallTimer = undefined;
+    }
+    if (this.pending.length === 0) return;
     const batch = this.pending;
     this.pending = [];
-    this.flushScheduled = false;
+    this.sending++;
+    let sent: Promise<void>;
     try {
-      this.send(batch).catch((err: unknown) => {
-        for (const b of batch) b.reject(err);
-      });
+      sent = this.send(batch);
     } catch (err) {
-      for (const b of batch) b.reject(err);
+      sent = Promise.reject(err);
     }
+    sent.catch((err: unknown) => {
+      for (const b of batch) b.reject(err);
+    }).finally(() => {
+      this.sending--;
+      this.flush();
+    });
   }
 
   private async send(batch: Pending[]): Promise<void> {
