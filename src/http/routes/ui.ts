@@ -41,8 +41,7 @@ export function uiRoutes(deps: UiDeps): Router {
   serverAdapter.setBasePath(BOARD_PATH);
   // @bull-board/express pins its own @bull-board/api (9.10.1 beside our 9.10.2): same shape,
   // separately declared types. Pinning @bull-board/api to the express adapter's version dedupes it.
-  type BoardServer = Parameters<typeof createBullBoard>[0]['serverAdapter'];
-  const board = createBullBoard({ queues: [], serverAdapter: serverAdapter as unknown as BoardServer, options: { uiConfig: { boardTitle: 'volume-medic' } } });
+  const board = createBullBoard({ queues: [], serverAdapter, options: { uiConfig: { boardTitle: 'volume-medic' } } });
   let shown = '';
   let checkedAt = 0;
   const refreshQueues = async (): Promise<void> => {
