@@ -239,11 +239,10 @@ describe.skipIf(skip !== undefined)('rbd-stale-mapping against a real Ceph', () 
     }
   });
 
-  it('refuses to fence without approval and in dry-run only says what it would do', async () => {
+  it('under the approval policy plans the fence as a high-risk step (the engine holds it for approval); dry-run only says what it would do', async () => {
     const address = await holdWatch();
-    const refused = await handler('False', 'approval', noSink)(job, ctx('enforce')).catch((e: unknown) => e);
-    expect(refused).toBeInstanceOf(RefusedError);
-    expect((refused as RefusedError).reasons[0]).toMatch(new RegExp(`^needs approval: fence ${address.replace(/[./]/g, '\\$&')}`));
+    const gated = await handler('False', 'approval', noSink)(job, ctx('dry-run'));
+    expect(gated.plan).toMatchObject({ kind: 'steps', steps: [{ kind: 'blocklist-add', address, risk: 'high' }] });
 
     const planned = await handler('False', 'on', noSink)(job, ctx('dry-run'));
     expect(planned.outcome).toBe('planned');

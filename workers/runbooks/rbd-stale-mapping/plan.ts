@@ -77,15 +77,14 @@ export function plan(f: StaleMappingFacts, job: RbdStaleMappingJob): Plan<StaleM
       reasons.push(`${why}; fencing is off: to release ${spec}, run \`${byHand}\` (undo: \`${blocklistUndo(w.address).join(' ')}\`)`);
       continue;
     }
-    if (f.fencing === 'approval') {
-      reasons.push(`needs approval: fence ${w.address} (${why}) with \`${byHand}\`; undo: \`${blocklistUndo(w.address).join(' ')}\``);
-      continue;
-    }
     steps.push({
       kind: 'blocklist-add',
       id: `blocklist-add:${w.address}`,
       description: `fence ${w.address} (${why}) for ${f.blocklistExpirySeconds} s; undo: ${blocklistUndo(w.address).join(' ')}`,
       destructive: true,
+      // `approval`: the engine parks the job before this step until an operator approves it
+      // (POST /v1/jobs/:id/approve, with APPROVAL_HIGH_RISK on); `on` fences without asking.
+      ...(f.fencing === 'approval' ? { risk: 'high' as const } : {}),
       address: w.address,
       expirySeconds: f.blocklistExpirySeconds,
       pool: f.pool,

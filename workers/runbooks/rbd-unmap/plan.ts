@@ -60,6 +60,9 @@ export function plan(f: UnmapFacts): Plan<UnmapStep> {
       image: f.image,
       majorMinor: m.majorMinor,
       forceAllowed: f.policy.force === 'no-live-workload',
+      // A forced unmap drops whatever I/O the leftovers still had queued: high risk, so the engine
+      // holds the step for approval (APPROVAL_HIGH_RISK). A plain unmap is not.
+      ...(f.policy.force === 'no-live-workload' && leftovers.length > 0 ? { risk: 'high' as const } : {}),
       context: ctx,
     });
   }

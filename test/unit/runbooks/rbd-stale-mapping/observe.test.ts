@@ -47,10 +47,11 @@ describe('rbd-stale-mapping observe + plan on recorded Ceph output', () => {
     expect(sink.jobs.map((j) => j.target)).toEqual([{ node: 'worker-2', pool: 'kube', image: 'csi-vol-0001', watcher: '10.0.0.2:0/2542345596' }]);
   });
 
-  it('treats an address no node has as unknown, and fencing is off by approval by default', async () => {
-    const err = await createRbdStaleMapping({ host: ceph(), ceph: {}, lookups: lookups(null), nodeJobs: new InMemoryNodeJobSink(), stateDir: '/state' })(job, ctx).catch((e: unknown) => e);
-    expect(err).toBeInstanceOf(RefusedError);
-    expect((err as RefusedError).reasons[0]).toMatch(/^needs approval: fence 10\.0\.0\.2:0\/2542345596 \(no node has address 10\.0\.0\.2\)/);
+  it('treats an address no node has as unknown, and by default plans its fence as a step that needs approval', async () => {
+    const r = await createRbdStaleMapping({ host: ceph(), ceph: {}, lookups: lookups(null), nodeJobs: new InMemoryNodeJobSink(), stateDir: '/state' })(job, { ...ctx, mode: 'dry-run' });
+    expect(r.outcome).toBe('planned');
+    expect(r.plan).toMatchObject({ kind: 'steps', steps: [{ kind: 'blocklist-add', address: '10.0.0.2:0/2542345596', risk: 'high' }] });
+    expect(JSON.stringify(r.plan)).toContain('no node has address 10.0.0.2');
   });
 
   it('refuses (permanently) when the image does not exist', async () => {

@@ -65,15 +65,18 @@ describe('rbd-stale-mapping plan', () => {
     expect(plan(facts({ watchers: [stale] }), job).kind).toBe('steps');
   });
 
-  it('refuses with "needs approval" under the approval policy, and says how by hand when fencing is off', () => {
+  it('under the approval policy plans the fence as a high-risk step the engine holds for approval, and says how by hand when fencing is off', () => {
     const approval = plan(facts({ watchers: [gone], fencing: 'approval' }), job);
-    expect(approval).toMatchObject({ kind: 'refuse', reasons: [expect.stringMatching(/^needs approval: fence 10\.0\.0\.3:0\/42 \(node worker-3 is not Ready \(Unknown\)\) with `ceph osd blocklist add 10\.0\.0\.3:0\/42 3600`; undo: `ceph osd blocklist rm 10\.0\.0\.3:0\/42`/)] });
+    expect(approval).toMatchObject({ kind: 'steps', steps: [{ kind: 'blocklist-add', address: '10.0.0.3:0/42', risk: 'high', destructive: true, undo: ['ceph', 'osd', 'blocklist', 'rm', '10.0.0.3:0/42'] }] });
+    const on = plan(facts({ watchers: [gone], fencing: 'on' }), job);
+    expect(on).toMatchObject({ kind: 'steps', steps: [{ kind: 'blocklist-add' }] });
+    expect((on as { steps: Array<{ risk?: string }> }).steps[0]!.risk).toBeUndefined();
     const off = plan(facts({ watchers: [unknown], fencing: 'off' }), job);
     expect(off).toMatchObject({ kind: 'refuse', reasons: [expect.stringContaining('fencing is off: to release kube/csi-vol-0001, run `ceph osd blocklist add 10.0.0.9:0/7 3600`')] });
   });
 
   it('refuses everything when one watcher must be refused (no half-done release)', () => {
-    const p = plan(facts({ watchers: [watcher(), { ...gone }], fencing: 'approval' }), job);
+    const p = plan(facts({ watchers: [watcher(), { ...gone }], fencing: 'off' }), job);
     expect(p.kind).toBe('refuse');
   });
 

@@ -93,7 +93,10 @@ describe('rbd-unmap on a simulated node', () => {
 
     const host = fakeNode({ leftoverContainer: true, busyUntilForced: true });
     const { result, sleeps } = run(host, { policy: { force: 'no-live-workload' } });
-    expect((await result).outcome).toBe('succeeded');
+    const done = await result;
+    expect(done.outcome).toBe('succeeded');
+    // An unmap that may be forced is a high-risk step: with the operator controls on, the engine holds it for approval.
+    expect(done.plan).toMatchObject({ kind: 'steps', steps: expect.arrayContaining([expect.objectContaining({ kind: 'unmap', forceAllowed: true, risk: 'high' })]) });
     expect(argvs(host).filter((a) => a.startsWith('rbd unmap'))).toEqual(['rbd unmap /dev/rbd1', 'rbd unmap /dev/rbd1', 'rbd unmap /dev/rbd1', 'rbd unmap -o force /dev/rbd1']);
     expect(sleeps).toEqual([1000, 1000]);
   });
