@@ -14,10 +14,12 @@ import { percentile, round } from './lib/stats.ts';
 // a private redis-server, results as ratios (never absolute timings in assertions), a table on
 // stdout and JSON in bench/results/<timestamp>.json. Bounded to about two minutes.
 //
-// BENCH_SECONDS (default 5) sets each throughput run's length; BENCH_ONLY=throughput,storm,latency,footprint
+// BENCH_SECONDS (default 6) sets each throughput figure's total load time (in 3 alternating rounds); BENCH_ONLY=throughput,storm,latency,footprint
 // picks sections.
 
-const SECONDS = Number(process.env['BENCH_SECONDS'] ?? 5);
+const SECONDS = Number(process.env['BENCH_SECONDS'] ?? 6);
+/** Each throughput figure is SECONDS of load, in ROUNDS alternating with the other side of its ratio. */
+const ROUNDS = 3;
 const CONNECTIONS = 20;
 const ONLY = new Set((process.env['BENCH_ONLY'] ?? 'throughput,storm,latency,footprint').split(','));
 const PREFIX = 'bench';
@@ -75,42 +77,52 @@ async function cannon(url: string, p: Payload, mode: 'unique' | 'repeat', opts: 
   return { r, fixed };
 }
 
-function row(scenario: string, target: Row['target'], p: Payload, r: CannonResult): Row {
-  return {
-    scenario, target,
-    reqPerSec: round(r.requests.average, 0),
-    itemsPerSec: round(r.requests.average * p.items, 0),
-    p50: r.latency.p50, p99: r.latency.p99,
-    non2xx: r.non2xx, errors: r.errors + r.timeouts,
-  };
-}
-
 async function throughput(): Promise<Row[]> {
   const rows: Row[] = [];
   for (const p of [oneAlert(), groupedAlerts(50), rebootedEvent()]) {
-    // Warm both servers (JIT, connections, queues), then measure bare, receiver unique, receiver repeat.
+    // Warm both servers (JIT, connections, queues).
     await cannon(bareUrl, p, 'unique', { seconds: 1 });
     await cannon(receiverUrl, p, 'unique', { seconds: 1 });
     await admin.flushdb();
-    const b = row(p.name, 'bare', p, (await cannon(bareUrl, p, 'unique')).r);
+    // Rounds of bare -> receiver unique -> receiver repeat, so a burst of load from elsewhere on
+    // the machine hits both sides of a ratio instead of one.
+    const runs: Record<'bare' | 'unique' | 'repeat', CannonResult[]> = { bare: [], unique: [], repeat: [] };
+    for (let round = 0; round < ROUNDS; round++) {
+      runs.bare.push((await cannon(bareUrl, p, 'unique', { seconds: SECONDS / ROUNDS })).r);
+      runs.unique.push((await cannon(receiverUrl, p, 'unique', { seconds: SECONDS / ROUNDS })).r);
+      await admin.flushdb();
+      // "Repeats of an already-queued alert": store a fresh one, then hammer it.
+      const repeatBody = fill(p, `${Date.now().toString(36)}r${round}`);
+      const first = await fetch(receiverUrl + p.path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: repeatBody });
+      if (first.status !== 202) throw new Error(`priming the repeat payload answered ${first.status}: ${await first.text()}`);
+      runs.repeat.push(await autocannon({
+        url: receiverUrl + p.path, connections: CONNECTIONS, duration: SECONDS / ROUNDS, timeout: 20,
+        method: 'POST', headers: { 'content-type': 'application/json' }, body: repeatBody,
+      }));
+      await admin.flushdb();
+    }
+    const b = merged(p.name, 'bare', p, runs.bare);
     rows.push(b);
-    await admin.flushdb();
-    const u = row(`${p.name} unique`, 'receiver', p, (await cannon(receiverUrl, p, 'unique')).r);
-    rows.push({ ...u, ratio: round(u.reqPerSec / b.reqPerSec, 2) });
-    await admin.flushdb();
-    // "Repeats of an already-queued alert": store it once, then hammer it.
-    const repeatBody = fill(p, `${Date.now().toString(36)}r`);
-    const first = await fetch(receiverUrl + p.path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: repeatBody });
-    if (first.status !== 202) throw new Error(`priming the repeat payload answered ${first.status}: ${await first.text()}`);
-    const rr = await autocannon({
-      url: receiverUrl + p.path, connections: CONNECTIONS, duration: SECONDS, timeout: 20,
-      method: 'POST', headers: { 'content-type': 'application/json' }, body: repeatBody,
-    });
-    const rep = row(`${p.name} repeat`, 'receiver', p, rr);
-    rows.push({ ...rep, ratio: round(rep.reqPerSec / b.reqPerSec, 2) });
-    await admin.flushdb();
+    for (const kind of ['unique', 'repeat'] as const) {
+      const r = merged(`${p.name} ${kind}`, 'receiver', p, runs[kind]);
+      rows.push({ ...r, ratio: round(r.reqPerSec / b.reqPerSec, 2) });
+    }
   }
   return rows;
+}
+
+/** Rounds merged: requests over total time; p50/p99 are the median of the rounds' percentiles. */
+function merged(scenario: string, target: Row['target'], p: Payload, rs: CannonResult[]): Row {
+  const reqs = rs.reduce((a, r) => a + r.requests.total, 0);
+  const secs = rs.reduce((a, r) => a + r.duration, 0);
+  const med = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+  return {
+    scenario, target,
+    reqPerSec: round(reqs / secs, 0),
+    itemsPerSec: round((reqs / secs) * p.items, 0),
+    p50: med(rs.map((r) => r.latency.p50)), p99: med(rs.map((r) => r.latency.p99)),
+    non2xx: rs.reduce((a, r) => a + r.non2xx, 0), errors: rs.reduce((a, r) => a + r.errors + r.timeouts, 0),
+  };
 }
 
 async function storm() {
@@ -220,7 +232,9 @@ function evaluate(r: Record<string, unknown>) {
   const rep = find('1 alert repeat');
   if (rep) out.push({ target: 'repeated 1-alert >= 0.8x bare req/s', measured: `${rep.ratio}x`, met: (rep.ratio ?? 0) >= 0.8 });
   const g = find('50 alerts grouped unique');
-  if (g) out.push({ target: 'grouped 50-alert >= 60,000 alerts/s', measured: `${g.itemsPerSec} alerts/s`, met: g.itemsPerSec >= 60_000 });
+  if (g) out.push({ target: 'grouped 50-alert >= 60,000 alerts/s (new alerts)', measured: `${g.itemsPerSec} alerts/s`, met: g.itemsPerSec >= 60_000 });
+  const gr = find('50 alerts grouped repeat');
+  if (gr) out.push({ target: 'grouped 50-alert >= 60,000 alerts/s (re-sent group)', measured: `${gr.itemsPerSec} alerts/s`, met: gr.itemsPerSec >= 60_000 });
   const s = r['storm'] as { jobs: number; p99: number } | undefined;
   if (s) out.push({ target: 'storm of 10,000 copies -> exactly one job', measured: `${s.jobs} job(s), p99 ${s.p99} ms`, met: s.jobs === 1 });
   const l = r['latency'] as { p99: number } | undefined;
