@@ -2,6 +2,7 @@ import { CLUSTER_QUEUE } from '../../src/catalogue/queues.ts';
 import { modeOf } from '../../src/config/load.ts';
 import { KubeLookups } from '../../src/kube/api/kube-lookups.ts';
 import { kubeClients, loadKubeConfig } from '../../src/kube/client.ts';
+import { JobEventRecorder } from '../../src/kube/job-events.ts';
 import { InMemoryLookups } from '../../src/kube/lookups.ts';
 import { createLogger } from '../../src/observability/logger.ts';
 import { runMain } from '../../src/process/run-main.ts';
@@ -18,7 +19,8 @@ import { defaultClusterRegistry } from './registry.ts';
 const log = createLogger('cluster-worker');
 await runMain(log, (config) => {
   const inCluster = Boolean(process.env['KUBERNETES_SERVICE_HOST'] || process.env['KUBECONFIG']);
-  const lookups = inCluster ? new KubeLookups(kubeClients(loadKubeConfig())) : new InMemoryLookups();
+  const clients = inCluster ? kubeClients(loadKubeConfig()) : undefined;
+  const lookups = clients ? new KubeLookups(clients) : new InMemoryLookups();
   // Node-side halves go onto the node's own queue, like any job the receiver stores.
   const redis = producerConnection(config.redisUrl);
   redis.on('error', (err) => log.debug({ err: err.message }, 'redis connection error'));
@@ -34,6 +36,7 @@ await runMain(log, (config) => {
     lockDurationMs: config.lockDurationMs,
     log,
     controls: controlsFromConfig(config),
+    ...(clients ? { events: new JobEventRecorder({ events: clients.events, log }) } : {}),
   });
   log.info({ kube: inCluster ? 'api-server' : 'none' }, 'cluster worker started');
   return {

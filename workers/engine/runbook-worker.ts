@@ -5,6 +5,7 @@ import type { Mode, RunbookResult } from '../../src/catalogue/result.ts';
 import { workerConnection } from '../../src/queues/redis.ts';
 import type { Logger } from '../../src/observability/logger.ts';
 import type { RunbookContext, RunbookHandler, RunbookRegistry } from '../runbooks/registry.ts';
+import { eventSubject, type JobEventSink } from './job-events.ts';
 import { PermanentError, RefusedError, forBullmq, shouldRetry } from './errors.ts';
 import { ParkedError, type Parking, type PlanView } from './gate.ts';
 import { createJobControls, type JobControls, type JobControlsOptions } from './job-controls.ts';
@@ -29,6 +30,8 @@ export interface RunbookWorkerOptions {
    * worker's connection; without them the worker runs in configuration's modes, ungated.
    */
   controls?: Omit<JobControlsOptions, 'redis' | 'prefix' | 'log'>;
+  /** Kubernetes Events for job start, refusal, success and failure (cluster access only). */
+  events?: JobEventSink;
 }
 
 export interface RunbookWorker {
@@ -49,6 +52,12 @@ export function createRunbookWorker(opts: RunbookWorkerOptions): RunbookWorker {
     const parsed = RemediationJob.safeParse(job.data);
     const runbook = parsed.success ? parsed.data.runbook : String(job.name);
     const lastAttempt = job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
+    // Fire and forget: the recorder never throws, and the API server's latency is not the job's.
+    const subject = parsed.success && opts.events ? eventSubject(parsed.data) : undefined;
+    const event = (outcome: 'started' | 'refused' | 'succeeded' | 'failed', message: string, mode?: Mode): void => {
+      if (!subject || !opts.events) return;
+      void opts.events.recordJobEvent({ jobId: job.id ?? '', runbook, outcome, regarding: subject, message, ...(mode ? { mode } : {}) });
+    };
     const finish = (outcome: string): Promise<void> =>
       recordFinished(connection, opts.prefix, runbook, outcome, (Date.now() - started) / 1000).catch((err: Error) => {
         opts.log.warn({ err: err.message }, 'could not record job statistics');
@@ -75,10 +84,12 @@ export function createRunbookWorker(opts: RunbookWorkerOptions): RunbookWorker {
         ...(begun ? { gate: begun.gate } : {}),
       };
       await job.log(`attempt ${ctx.attempt} on ${opts.ranOn} in ${ctx.mode} mode${modeWhy ? ` (${modeWhy})` : ''}`);
+      event('started', `attempt ${ctx.attempt} on ${opts.ranOn}`, ctx.mode);
       const handled = await handler(parsed.data as never, ctx);
       const result = modeWhy ? { ...handled, modeWhy } : handled;
       await job.log(`${result.outcome}: ${result.summary}`);
       await finish(result.outcome);
+      event('succeeded', `${result.outcome}: ${result.summary}`, result.mode);
       return result;
     } catch (err) {
       if (err instanceof DelayedError) throw err;
@@ -96,6 +107,8 @@ export function createRunbookWorker(opts: RunbookWorkerOptions): RunbookWorker {
       }
       const ending = !shouldRetry(err) || lastAttempt;
       if (ending) await finish(err instanceof RefusedError ? 'refused' : e.message.startsWith('not implemented') ? 'not-implemented' : 'failed');
+      if (err instanceof RefusedError) event('refused', e.message);
+      else if (ending) event('failed', e.message);
       opts.log.warn({ jobId: job.id, runbook, err: e.message, retry: !ending }, 'job attempt failed');
       throw forBullmq(err);
     }

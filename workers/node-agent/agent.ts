@@ -8,6 +8,7 @@ import { controlsFromConfig } from '../engine/job-controls.ts';
 import { NODE_MODE_LABEL } from '../../src/controls/effective-mode.ts';
 import type { NodeLabels } from '../runbooks/local-pv-placeholder/node-labels.ts';
 import type { RunbookRegistry } from '../runbooks/registry.ts';
+import type { JobEventSink } from '../engine/job-events.ts';
 
 // The node agent: one per node (a DaemonSet pod), consuming only its own node's queue, one job
 // at a time, so two runbooks never change the same node's devices at once.
@@ -18,9 +19,11 @@ export interface NodeAgentOptions {
   log: Logger;
   /** Where the node's labels come from (`volume-medic.io/mode=dry-run` holds this agent to dry-run); default NODE_LABELS. */
   nodeLabels?: NodeLabels;
+  /** Kubernetes Events for each job's start and result (cluster access only). */
+  events?: JobEventSink;
 }
 
-export function createNodeAgent({ config, registry, log, nodeLabels }: NodeAgentOptions): RunbookWorker {
+export function createNodeAgent({ config, registry, log, nodeLabels, events }: NodeAgentOptions): RunbookWorker {
   const node = config.nodeName;
   if (!node) throw new Error('NODE_NAME is required: the node agent must know which node it serves');
   return createRunbookWorker({
@@ -41,5 +44,6 @@ export function createNodeAgent({ config, registry, log, nodeLabels }: NodeAgent
       node,
       nodeModeLabel: async () => (nodeLabels ? (await nodeLabels.labelsOf(node))?.[NODE_MODE_LABEL] : config.nodeLabels?.[NODE_MODE_LABEL]),
     },
+    ...(events ? { events } : {}),
   });
 }

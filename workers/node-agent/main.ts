@@ -1,6 +1,7 @@
 import { ConfigError } from '../../src/config/load.ts';
 import { KubeLookups } from '../../src/kube/api/kube-lookups.ts';
 import { kubeClients, loadKubeConfig } from '../../src/kube/client.ts';
+import { JobEventRecorder } from '../../src/kube/job-events.ts';
 import { createLogger } from '../../src/observability/logger.ts';
 import { runMain } from '../../src/process/run-main.ts';
 import { createNodeAgent } from './agent.ts';
@@ -20,10 +21,12 @@ const log = createLogger('node-agent');
 await runMain(log, (config) => {
   if (!config.nodeName) throw new ConfigError('NODE_NAME is required: the node agent serves exactly one node (set it from spec.nodeName)');
   const inCluster = Boolean(process.env['KUBERNETES_SERVICE_HOST'] || process.env['KUBECONFIG']);
-  const lookups = inCluster ? new KubeLookups(kubeClients(loadKubeConfig())) : undefined;
+  const clients = inCluster ? kubeClients(loadKubeConfig()) : undefined;
+  const lookups = clients ? new KubeLookups(clients) : undefined;
+  const events = clients ? new JobEventRecorder({ events: clients.events, instance: config.nodeName, log }) : undefined;
   const nodeLabels = lookups ? new KubeNodeLabels(lookups) : undefined;
   const deps = lookups && nodeLabels ? { nodeLabels, attachedVolumes: new KubeAttachedVolumes(lookups), nodePods: new KubeNodePods(lookups) } : {};
-  const agent = createNodeAgent({ config, registry: defaultNodeRegistry(config, log, deps), log: log.child({ node: config.nodeName }), ...(nodeLabels ? { nodeLabels } : {}) });
+  const agent = createNodeAgent({ config, registry: defaultNodeRegistry(config, log, deps), log: log.child({ node: config.nodeName }), ...(nodeLabels ? { nodeLabels } : {}), ...(events ? { events } : {}) });
   log.info({ node: config.nodeName, defaultMode: config.defaultMode, modes: config.runbookModes, labels: inCluster ? 'api-server' : 'NODE_LABELS' }, 'node agent started');
   return agent;
 });

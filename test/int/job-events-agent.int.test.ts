@@ -1,0 +1,87 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { kubeClients } from '../../src/kube/client.ts';
+import { JobEventRecorder } from '../../src/kube/job-events.ts';
+import { createLogger } from '../../src/observability/logger.ts';
+import { startReceiver, type Receiver } from '../../src/receiver.ts';
+import type { RunbookResult } from '../../src/catalogue/result.ts';
+import { RefusedError } from '../../workers/engine/errors.ts';
+import { createNodeAgent } from '../../workers/node-agent/agent.ts';
+import { startFakeKubeApi, type FakeKubeApi } from '../support/fake-kube-api.ts';
+import { testConfig } from '../support/config.ts';
+import { dropPrefix, redisUrl, uniquePrefix } from '../support/redis.ts';
+import { alertmanagerBody, getJson, nodeNotReadyAlert, post } from '../support/payloads.ts';
+
+// Issue 3, "Events out", through the real node agent: each job's start and result reach the API
+// server as Events on the Node the job concerns, with the job id in the note.
+
+const EVENTS = '/apis/events.k8s.io/v1/namespaces/default/events';
+const silent = createLogger('test', 'silent');
+
+async function until<T>(f: () => Promise<T | undefined>, ms = 20_000): Promise<T> {
+  const end = Date.now() + ms;
+  for (;;) {
+    const v = await f();
+    if (v !== undefined) return v;
+    if (Date.now() > end) throw new Error('timed out');
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+describe('the node agent records job Events on the Node', () => {
+  const prefix = uniquePrefix('jobevents');
+  let api: FakeKubeApi;
+  let receiver: Receiver;
+
+  beforeAll(async () => {
+    api = await startFakeKubeApi();
+    receiver = await startReceiver(testConfig({ redisUrl: redisUrl(), queuePrefix: prefix }));
+  });
+  afterAll(async () => {
+    await receiver?.close();
+    await api?.close();
+    await dropPrefix(prefix);
+  });
+
+  const runJob = async (node: string, handler: () => Promise<RunbookResult>) => {
+    const r = await post(`${receiver.url}/v1/alertmanager`, alertmanagerBody([nodeNotReadyAlert(node, 'resolved')]));
+    const id: string = r.json.accepted[0].id;
+    const agent = createNodeAgent({
+      config: testConfig({ redisUrl: redisUrl(), queuePrefix: prefix, nodeName: node }),
+      registry: { 'residual-multipath-cleanup': handler },
+      log: silent,
+      events: new JobEventRecorder({ events: kubeClients(api.kubeConfig()).events, instance: node }),
+    });
+    try {
+      await until(async () => {
+        const j = await getJson(`${receiver.url}/v1/jobs/${id}`);
+        return j.state === 'completed' || j.state === 'failed' ? j : undefined;
+      });
+      // Events are sent without holding up the job; wait for them to arrive.
+      return await until(async () => {
+        const mine = api.requestsTo('POST', EVENTS).map((q) => q.body as { note: string; reason: string; regarding: { kind: string; name: string } })
+          .filter((b) => b.note.includes(id));
+        return mine.length >= 2 ? { id, events: mine } : undefined;
+      });
+    } finally {
+      await agent.close();
+    }
+  };
+
+  it('posts a start and a success Event, both on the Node and naming the job', async () => {
+    const { id, events } = await runJob('events-ok', async () => ({
+      runbook: 'residual-multipath-cleanup', mode: 'dry-run', outcome: 'nothing-to-do', summary: 'no residual maps',
+      facts: {}, plan: {}, refusals: [], steps: [], commands: [], ranOn: 'events-ok',
+    }));
+    expect(events.map((e) => e.reason).sort()).toEqual(['RemediationStarted', 'RemediationSucceeded']);
+    for (const e of events) expect(e.regarding).toMatchObject({ kind: 'Node', name: 'events-ok' });
+    expect(events.find((e) => e.reason === 'RemediationSucceeded')!.note).toContain(`job ${id}`);
+  });
+
+  it('posts a refusal as a Warning Event with the reason', async () => {
+    const { events } = await runJob('events-refused', async () => {
+      throw new RefusedError(['map dm-3 still has a live path']);
+    });
+    const refused = events.find((e) => e.reason === 'RemediationRefused') as { note: string; type?: string } | undefined;
+    expect(refused?.note).toContain('map dm-3 still has a live path');
+  });
+});
