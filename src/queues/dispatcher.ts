@@ -226,7 +226,8 @@ export class Dispatcher {
     const newQueues = new Set<string>();
     for (const b of batch) if (!this.recordedQueues.has(b.queueName)) newQueues.add(b.queueName);
     if (newQueues.size > 0) pipeline.sadd(knownQueuesKey(this.opts.prefix), ...newQueues);
-    const jobs: Job[] = [];
+    // No later than the timestamp BullMQ gives each job below (same clock in production).
+    const sentAt = this.now();
     for (const b of batch) {
       const queue = this.queue(b.queueName);
       const policy = RUNBOOK_POLICY[b.job.runbook];
@@ -249,7 +250,6 @@ export class Dispatcher {
       const before = pipeline.length;
       job.addJob(pipeline).catch(() => {});
       if (pipeline.length !== before + 1) throw new Error(`BullMQ did not queue the add of ${b.job.key}`);
-      jobs.push(job);
     }
     const results = await pipeline.exec();
     if (!results) throw new Error('the Redis pipeline was discarded');
@@ -269,7 +269,7 @@ export class Dispatcher {
         continue;
       }
       const existing = (read as (string | null)[])[0];
-      const storedAt = existing ? Number(existing) : jobs[i]!.timestamp;
+      const storedAt = existing ? Number(existing) : sentAt;
       this.remember(b.queueName, b.job.key, storedAt);
       b.resolve(answer(b.job, b.queueName, existing !== null && existing !== undefined));
     }
