@@ -42,6 +42,22 @@ export default defineConfig({
           sequence: { groupOrder: 2 },
         },
       },
+      {
+        // `npm run test:faults`: Redis going away under a real Alertmanager, agents and receivers
+        // SIGKILLed mid-work, fuzzing every route, hung host commands. About a minute; one file
+        // at a time because they stop and start servers.
+        test: {
+          name: 'faults',
+          include: ['test/faults/**/*.fault.test.ts'],
+          environment: 'node',
+          globalSetup: ['test/support/global-redis.ts'],
+          testTimeout: 180_000,
+          hookTimeout: 60_000,
+          maxWorkers: 1,
+          fileParallelism: false,
+          sequence: { groupOrder: 3 },
+        },
+      },
     ],
   },
 });

@@ -16,15 +16,20 @@ export interface RunbookPolicy {
   jitter: number;
   /**
    * How long a finished job is kept, and so how long a repeat of the same incident (same key)
-   * folds into it instead of making a new job. Keys of node recoveries are unique per boot, so
-   * their window can be long; Local PV and RBD keys name the volume, so a short window lets a
-   * recurrence later the same day get its own job.
+   * folds into it instead of making a new job. Local PV and RBD keys name the volume, so the
+   * window is short enough that a recurrence later the same day gets its own job.
+   *
+   * Every runbook sharing a queue must have the SAME window: when a job finishes, BullMQ trims the
+   * queue's finished jobs by that job's own age setting, so the shortest window on a queue is
+   * the window of every runbook on it. (A 24 h window for node recoveries was really 15 min on
+   * any node that also ran a Local PV job.) test/unit/catalogue/policy.test.ts holds this.
+   * A repeat after the window makes a new job; runbooks are idempotent, so that costs a run.
    */
   dedupWindowMs: number;
 }
 
 export const RUNBOOK_POLICY: Readonly<Record<RunbookName, RunbookPolicy>> = {
-  'residual-multipath-cleanup': { placement: 'node', attempts: 4, backoffMs: 15_000, jitter: 0.3, dedupWindowMs: 24 * 3_600_000 },
+  'residual-multipath-cleanup': { placement: 'node', attempts: 4, backoffMs: 15_000, jitter: 0.3, dedupWindowMs: 15 * 60_000 },
   'local-pv-placeholder': { placement: 'node', attempts: 5, backoffMs: 5_000, jitter: 0.3, dedupWindowMs: 15 * 60_000 },
   'rbd-stale-mapping': { placement: 'cluster', attempts: 5, backoffMs: 10_000, jitter: 0.3, dedupWindowMs: 15 * 60_000 },
   // The node half of rbd-stale-mapping, on the watcher's node. Same window as its parent: a

@@ -282,10 +282,10 @@ export class Dispatcher {
   /**
    * Until when a job stored at `storedAt` is certainly still in Redis, as far as retention goes.
    * BullMQ removes finished jobs by age, counted from their finishedOn (>= the time they were
-   * stored), but a finishing job sweeps its WHOLE queue's completed/failed set with its OWN age:
-   * on a node queue, a local-pv-placeholder job (15 min) finishing removes a residual job (24 h)
-   * that finished more than 15 min ago. So the bound is the smallest window of any runbook that
-   * shares the queue, minus a margin for the clocks of the receivers and workers involved.
+   * stored), but a finishing job sweeps its WHOLE queue's completed/failed set with its OWN age.
+   * The policy gives every runbook on a queue the same window for that reason; taking the
+   * smallest window of any runbook sharing the queue keeps this bound right even if it did not.
+   * A margin covers the clocks of the receivers and workers involved.
    *
    * What this cannot see, and why the answer from memory is further capped by knownKeyMaxMs:
    * someone deleting the job (Job.remove, Queue.clean/drain/obliterate, the operator
