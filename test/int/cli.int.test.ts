@@ -11,6 +11,7 @@ import { testConfig } from '../support/config.ts';
 import { fastControls, toyRunbook } from '../support/controls-harness.ts';
 import { alertmanagerBody, nodeNotReadyAlert, post } from '../support/payloads.ts';
 import { dropPrefix, redisUrl, uniquePrefix } from '../support/redis.ts';
+import { waitFor } from '../support/wait.ts';
 
 // The CLI as an operator runs it: a separate process (`node src/cli/main.ts`, what the package's
 // `bin` runs), URL and token from the environment or flags, against a real receiver, a real
@@ -20,15 +21,6 @@ const exec = promisify(execFile);
 const TOKEN = 'cli-test-token-0123456789abcdef';
 const silent = createLogger('test', 'silent');
 
-async function waitFor<T>(what: string, f: () => Promise<T | undefined>, ms = 20_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await f();
-    if (v !== undefined) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 describe('the volume-medic CLI against a real receiver', () => {
   const prefix = uniquePrefix('cli');

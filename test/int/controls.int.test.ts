@@ -9,6 +9,7 @@ import { testConfig } from '../support/config.ts';
 import { fastControls, toyRunbook, type Toy, type ToyStep } from '../support/controls-harness.ts';
 import { alertmanagerBody, getJson, nodeNotReadyAlert, post } from '../support/payloads.ts';
 import { dropPrefix, redisUrl, uniquePrefix } from '../support/redis.ts';
+import { waitFor } from '../support/wait.ts';
 
 // Each operator control against a real Redis, a real receiver and a real node agent running a
 // toy runbook whose steps write files on a fake host.
@@ -16,15 +17,6 @@ import { dropPrefix, redisUrl, uniquePrefix } from '../support/redis.ts';
 const silent = createLogger('test', 'silent');
 const TOKEN = 'controls-test-token-0123456789';
 
-async function waitFor<T>(what: string, f: () => Promise<T | undefined>, ms = 20_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await f();
-    if (v !== undefined) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 const step = (id: string, extra: Partial<ToyStep> = {}): ToyStep => ({ id, description: `toy ${id}`, destructive: true, file: `/w/${id}`, ...extra });

@@ -12,6 +12,7 @@ import { testConfig } from '../support/config.ts';
 import { fastControls, toyRunbook } from '../support/controls-harness.ts';
 import { alertmanagerBody, getJson, nodeNotReadyAlert, post } from '../support/payloads.ts';
 import { dropPrefix, redisUrl, uniquePrefix } from '../support/redis.ts';
+import { waitFor } from '../support/wait.ts';
 
 // The dashboard in a real headless browser: Debian's chromium driven by playwright-core. The
 // network is closed here, so chromium is told not to reach out (no QUIC, no background
@@ -25,15 +26,6 @@ if (!available && !inCi) console.warn(`SKIPPING test/int/dashboard.int.test.ts: 
 const TOKEN = 'dashboard-test-token-0123456789';
 const silent = createLogger('test', 'silent');
 
-async function waitFor<T>(what: string, f: () => Promise<T | undefined>, ms = 20_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await f();
-    if (v !== undefined) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 describe('the /ui dashboard in headless chromium', () => {
   if (!available) {

@@ -10,6 +10,7 @@ import { startFakeKubeApi, type FakeKubeApi } from '../support/fake-kube-api.ts'
 import { testConfig } from '../support/config.ts';
 import { dropPrefix, redisUrl, uniquePrefix } from '../support/redis.ts';
 import { alertmanagerBody, getJson, nodeNotReadyAlert, post } from '../support/payloads.ts';
+import { waitFor } from '../support/wait.ts';
 
 // Issue 3, "Events out", through the real node agent: each job's start and result reach the API
 // server as Events on the Node the job concerns, with the job id in the note.
@@ -17,15 +18,6 @@ import { alertmanagerBody, getJson, nodeNotReadyAlert, post } from '../support/p
 const EVENTS = '/apis/events.k8s.io/v1/namespaces/default/events';
 const silent = createLogger('test', 'silent');
 
-async function until<T>(f: () => Promise<T | undefined>, ms = 20_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await f();
-    if (v !== undefined) return v;
-    if (Date.now() > end) throw new Error('timed out');
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 describe('the node agent records job Events on the Node', () => {
   const prefix = uniquePrefix('jobevents');
@@ -52,12 +44,12 @@ describe('the node agent records job Events on the Node', () => {
       events: new JobEventRecorder({ events: kubeClients(api.kubeConfig()).events, instance: node }),
     });
     try {
-      await until(async () => {
+      await waitFor('the job to finish', async () => {
         const j = await getJson(`${receiver.url}/v1/jobs/${id}`);
         return j.state === 'completed' || j.state === 'failed' ? j : undefined;
       });
       // Events are sent without holding up the job; wait for them to arrive.
-      return await until(async () => {
+      return await waitFor('the job\'s Events', async () => {
         const mine = api.requestsTo('POST', EVENTS).map((q) => q.body as { note: string; reason: string; regarding: { kind: string; name: string } })
           .filter((b) => b.note.includes(id));
         return mine.length >= 2 ? { id, events: mine } : undefined;

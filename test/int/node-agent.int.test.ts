@@ -12,6 +12,7 @@ import type { RunbookRegistry } from '../../workers/runbooks/registry.ts';
 import { testConfig } from '../support/config.ts';
 import { dropPrefix, redisUrl, uniquePrefix } from '../support/redis.ts';
 import { alertmanagerBody, getJson, nodeNotReadyAlert, post } from '../support/payloads.ts';
+import { waitFor } from '../support/wait.ts';
 
 const silent = createLogger('test', 'silent');
 
@@ -20,15 +21,6 @@ const okResult = (ranOn: string): RunbookResult => ({
   facts: { maps: [] }, plan: { steps: [] }, refusals: [], steps: [], commands: [], ranOn,
 });
 
-async function waitFor<T>(what: string, f: () => Promise<T | undefined>, ms = 20_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await f();
-    if (v !== undefined) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 describe('node agent with a real Redis', () => {
   const prefix = uniquePrefix('agent');
