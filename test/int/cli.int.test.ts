@@ -52,7 +52,9 @@ describe('the volume-medic CLI against a real receiver', () => {
     redis = new Redis(redisUrl());
     const config = (over: Partial<Config> = {}) => testConfig({ redisUrl: redisUrl(), queuePrefix: prefix, tokens: [TOKEN], ...fastControls, ...over });
     receiver = await startReceiver(config());
-    agent = createNodeAgent({ config: config({ nodeName: 'cli-node', runbookModes: { 'residual-multipath-cleanup': 'enforce' } }), registry: toy.registry, log: silent });
+    // A parked job looks again every recheck, briefly 'active' each time; a long recheck keeps it
+    // 'delayed' while the CLI looks at it. Approve and resume promote it at once regardless.
+    agent = createNodeAgent({ config: config({ nodeName: 'cli-node', runbookModes: { 'residual-multipath-cleanup': 'enforce' }, controlsRecheckSeconds: 30 }), registry: toy.registry, log: silent });
   });
   afterAll(async () => {
     await agent?.close();
