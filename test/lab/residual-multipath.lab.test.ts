@@ -1,11 +1,14 @@
 // residual-multipath-cleanup on a real kernel: Debian 12's kernel under qemu with dm-multipath
-// over scsi_debug. Three maps (one scsi_debug target each, three paths each):
-//   dead     every path offline, queueing (no_path_retry queue): reads hang, the probe is
-//            abandoned in D state; the runbook must release the queue, flush it, delete its disks
-//   degraded one path offline, two alive: must not be touched
-//   healthy  mounted at /mnt/healthy: must not be touched, and stay mounted
+// over scsi_debug. Four maps (one scsi_debug target each, three paths each):
+//   dead         every path offline, queueing (no_path_retry queue): reads hang, the probe is
+//                abandoned in D state; the runbook must release the queue, flush it, delete its disks
+//   deadMounted  every path offline too, but still mounted at /mnt/stale: refused (a mount is a
+//                real user), never released, flushed or deleted
+//   degraded     one path offline, two alive: must not be touched
+//   healthy      mounted at /mnt/healthy: must not be touched, and stay mounted
 // The real runbook code runs on the host side, acting on the guest through a Host adapter over
-// the lab command channel. Run twice: the second run is a no-op.
+// the lab command channel. Run twice: the second run changes nothing (it refuses the mounted
+// dead map again, as the first did).
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ResidualMultipathJob } from '../../src/catalogue/jobs.ts';
@@ -15,6 +18,7 @@ import { assertHostPath } from '../../workers/host/paths.ts';
 import type { RunbookContext } from '../../workers/runbooks/registry.ts';
 import { InMemoryAttachedVolumes } from '../../workers/runbooks/residual-multipath-cleanup/attached-volumes.ts';
 import { createResidualMultipathCleanup } from '../../workers/runbooks/residual-multipath-cleanup/handler.ts';
+import { RefusedError } from '../../workers/engine/errors.ts';
 import { labSkipReason } from './image.ts';
 import { failPaths, listMaps, pathStates, type GuestMap } from './scsi-debug-scenario.ts';
 import { bootLabVm, type LabVm } from './vm.ts';
@@ -175,6 +179,7 @@ const ctx = (mode: Mode, n: number): RunbookContext => ({ jobId: `residual_lab_$
 describe.skipIf(skipReason !== null)('residual-multipath-cleanup on a real kernel (scsi_debug, dm-multipath)', () => {
   let vm: LabVm;
   let dead: GuestMap;
+  let deadMounted: GuestMap;
   let degraded: GuestMap;
   let healthy: GuestMap;
   const stats = { snapshots: 0, commands: 0 };
@@ -187,24 +192,26 @@ describe.skipIf(skipReason !== null)('residual-multipath-cleanup on a real kerne
     t = performance.now();
     // Queue forever on a dead map, as iSCSI/FC CSI set-ups commonly do: the probe must hang.
     await vm.runOk(`printf 'overrides {\\n\\tno_path_retry queue\\n}\\n' >> /etc/multipath.conf && multipathd reconfigure`);
-    await vm.runOk(['modprobe', 'scsi_debug', 'dev_size_mb=16', 'num_tgts=3', 'add_host=3', 'vpd_use_hostno=0']);
+    await vm.runOk(['modprobe', 'scsi_debug', 'dev_size_mb=16', 'num_tgts=4', 'add_host=3', 'vpd_use_hostno=0']);
     await vm.runOk(['udevadm', 'settle', '--timeout=60'], { timeoutMs: 70_000 });
     const deadline = Date.now() + 120_000;
     let maps: GuestMap[] = [];
     for (;;) {
       maps = (await listMaps(vm)).filter((m) => /scsi_debug/.test(m.uuid) && m.paths.length === 3);
       const states = await pathStates(vm);
-      if (maps.length === 3 && maps.every((m) => m.paths.every((p) => states.get(p)?.dm === 'active'))) break;
-      if (Date.now() > deadline) throw new Error(`expected 3 scsi_debug maps with 3 active paths: ${JSON.stringify(maps)}\n${(await vm.run(['multipath', '-ll'])).stdout}`);
+      if (maps.length === 4 && maps.every((m) => m.paths.every((p) => states.get(p)?.dm === 'active'))) break;
+      if (Date.now() > deadline) throw new Error(`expected 4 scsi_debug maps with 3 active paths: ${JSON.stringify(maps)}\n${(await vm.run(['multipath', '-ll'])).stdout}`);
       await new Promise((r) => setTimeout(r, 500));
     }
     maps.sort((a, b) => a.uuid.localeCompare(b.uuid));
-    [dead, degraded, healthy] = maps as [GuestMap, GuestMap, GuestMap];
+    [dead, degraded, healthy, deadMounted] = maps as [GuestMap, GuestMap, GuestMap, GuestMap];
     await vm.runOk(`set -e; mkfs.ext4 -q /dev/mapper/${healthy.name}; mkdir -p /mnt/healthy; mount /dev/mapper/${healthy.name} /mnt/healthy; echo data > /mnt/healthy/file; sync`);
+    await vm.runOk(`set -e; mkfs.ext4 -q /dev/mapper/${deadMounted.name}; mkdir -p /mnt/stale; mount /dev/mapper/${deadMounted.name} /mnt/stale; sync`);
     await failPaths(vm, dead.paths);
+    await failPaths(vm, deadMounted.paths);
     await failPaths(vm, [degraded.paths[0]!]);
-    timings['3 maps, failures in place'] = `${Math.round(performance.now() - t)} ms`;
-    log(`[residual-lab] dead ${dead.name} ${dead.dm} ${dead.paths.join(',')}; degraded ${degraded.name}; healthy ${healthy.name} (mounted)`);
+    timings['4 maps, failures in place'] = `${Math.round(performance.now() - t)} ms`;
+    log(`[residual-lab] dead ${dead.name} ${dead.dm} ${dead.paths.join(',')}; dead but mounted ${deadMounted.name} ${deadMounted.dm}; degraded ${degraded.name}; healthy ${healthy.name} (mounted)`);
     log((await vm.runOk(['multipath', '-ll'])).stdout);
     handler = createResidualMultipathCleanup({
       host: guestHost(vm, stats),
@@ -236,10 +243,10 @@ describe.skipIf(skipReason !== null)('residual-multipath-cleanup on a real kerne
     // in D state on the node; the plan shows what enforce does if its probe fails.
     expect(r.commands.some((c) => c.argv[0] === 'dd')).toBe(false);
     expect((await vm.run("ps -eo stat,args | awk '$1 ~ /^D/ && /dd if=/'")).stdout.trim()).toBe('');
-    expect((await listMaps(vm)).map((m) => m.name)).toEqual(expect.arrayContaining([dead.name, degraded.name, healthy.name]));
+    expect((await listMaps(vm)).map((m) => m.name)).toEqual(expect.arrayContaining([dead.name, deadMounted.name, degraded.name, healthy.name]));
   }, 180_000);
 
-  it('removes the dead map, its disks and by-id links; leaves the degraded and the mounted healthy map alone', async () => {
+  it('removes the dead map, its disks and by-id links; refuses the dead map that is still mounted; leaves the degraded and the mounted healthy map alone', async () => {
     const r = await timed('enforce (first run)', () => handler(job(2), ctx('enforce', 2)));
     log(`[residual-lab] ${r.outcome}: ${r.summary}`);
     log(`[residual-lab] steps: ${r.steps.map((s) => `${s.id} ${s.status} ${s.durationMs}ms`).join('; ')}`);
@@ -252,21 +259,32 @@ describe.skipIf(skipReason !== null)('residual-multipath-cleanup on a real kerne
     expect(r.steps.map((s) => s.id.split(':')[0])).toEqual(['release-queued-io', 'flush-map', 'delete-disk', 'delete-disk', 'delete-disk']);
     expect(r.verification).toMatchObject({ ok: true });
     const maps = await listMaps(vm);
-    expect(maps.map((m) => m.name).sort()).toEqual([degraded.name, healthy.name].sort());
+    expect(maps.map((m) => m.name).sort()).toEqual([deadMounted.name, degraded.name, healthy.name].sort());
+    // The dead map that is still mounted was refused, for that reason, and not touched.
+    expect(r.summary).toMatch(new RegExp(`${deadMounted.name}[^;]*mounted at /mnt/stale`));
+    expect(r.steps.some((s) => s.id.includes(deadMounted.name) || (deadMounted.dm !== null && s.id.includes(deadMounted.dm)))).toBe(false);
+    expect((await vm.runOk(['findmnt', '-n', '-o', 'SOURCE', '/mnt/stale'])).stdout.trim()).toBe(`/dev/mapper/${deadMounted.name}`);
     const disks = (await vm.runOk('ls /sys/block')).stdout.split(/\s+/);
     for (const p of dead.paths) expect(disks).not.toContain(p);
-    for (const p of [...degraded.paths, ...healthy.paths]) expect(disks).toContain(p);
+    for (const p of [...deadMounted.paths, ...degraded.paths, ...healthy.paths]) expect(disks).toContain(p);
     expect((await vm.runOk(['ls', '/dev/disk/by-id'])).stdout).not.toContain(dead.uuid.replace(/^mpath-/, ''));
     expect((await vm.runOk(['cat', '/mnt/healthy/file'])).stdout).toBe('data\n');
     expect((await vm.runOk(['findmnt', '-n', '-o', 'SOURCE', '/mnt/healthy'])).stdout.trim()).toBe(`/dev/mapper/${healthy.name}`);
-    // No probe left stuck once the queue was released.
-    expect((await vm.run("ps -eo stat,args | awk '$1 ~ /^D/ && /dd if=/'")).stdout.trim()).toBe('');
+    // No probe of the cleaned map left stuck once its queue was released (the mounted dead map's
+    // probe stays stuck: its queue is never released, which is the point).
+    expect((await vm.run(`ps -eo stat,args | awk '$1 ~ /^D/ && /dd if=\\/dev\\/${dead.dm} /'`)).stdout.trim()).toBe('');
   }, 180_000);
 
-  it('is a no-op when run again', async () => {
-    const r = await timed('enforce (second run)', () => handler(job(3), ctx('enforce', 3)));
-    expect(r.outcome).toBe('nothing-to-do');
-    expect(r.summary).toMatch(new RegExp(`${degraded.name} \\(${degraded.dm}\\) left alone: healthy, 2 of 3 path`));
-    expect(r.commands.some((c) => c.argv[0] === 'dd' || (c.argv[0] === 'multipath' && c.argv[1] === '-f'))).toBe(false);
+  it('changes nothing when run again: only the mounted dead map is left, and it is refused again', async () => {
+    const before = (await vm.runOk(['multipath', '-ll'])).stdout;
+    const err = await timed('enforce (second run)', () => handler(job(3), ctx('enforce', 3))).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(RefusedError);
+    const r = (err as RefusedError).result as RunbookResult;
+    expect(r.outcome).toBe('refused');
+    expect(r.refusals.join(' ')).toMatch(new RegExp(`${deadMounted.name}[^;]*mounted at /mnt/stale`));
+    expect(r.commands.some((c) => (c.argv[0] === 'multipath' && c.argv[1] === '-f') || c.argv[1] === 'message' || (c.argv[0] ?? '').startsWith('host:write'))).toBe(false);
+    expect((await listMaps(vm)).map((m) => m.name).sort()).toEqual([deadMounted.name, degraded.name, healthy.name].sort());
+    expect((await vm.runOk(['multipath', '-ll'])).stdout.split('\n').filter((l) => /dm-\d+/.test(l)).sort())
+      .toEqual(before.split('\n').filter((l) => /dm-\d+/.test(l)).sort());
   }, 120_000);
 });
