@@ -21,6 +21,8 @@ import { createResidualMultipathCleanup } from '../../workers/runbooks/residual-
 import { RefusedError } from '../../workers/engine/errors.ts';
 import { labSkipReason } from './image.ts';
 import { failPaths, listMaps, pathStates, type GuestMap } from './scsi-debug-scenario.ts';
+import { createIscsiLab, removeLun, type IscsiLun } from './iscsi-scenario.ts';
+import { waitInGuest } from './guest-wait.ts';
 import { bootLabVm, type LabVm } from './vm.ts';
 
 const skipReason = labSkipReason();
@@ -286,5 +288,69 @@ describe.skipIf(skipReason !== null)('residual-multipath-cleanup on a real kerne
     expect((await listMaps(vm)).map((m) => m.name).sort()).toEqual([deadMounted.name, degraded.name, healthy.name].sort());
     expect((await vm.runOk(['multipath', '-ll'])).stdout.split('\n').filter((l) => /dm-\d+/.test(l)).sort())
       .toEqual(before.split('\n').filter((l) => /dm-\d+/.test(l)).sort());
+  }, 120_000);
+});
+
+// The seed's real failure: an iSCSI LUN unmapped on the target (LIO) while the node keeps its
+// map. Both paths go `failed faulty running`, the map queues I/O (no_path_retry queue, as the
+// storage's CSI set-ups commonly configure), udev workers and the probe hang on it. The runbook
+// must release the queue, flush the map and delete its disks, and leave the other LUN's map,
+// mounted, untouched; a second run finds nothing to do.
+describe.skipIf(skipReason !== null)('residual-multipath-cleanup on a real kernel (LIO iSCSI, LUN removed under a live map)', () => {
+  let vm: LabVm;
+  let healthy: IscsiLun;
+  let doomed: IscsiLun;
+  const stats = { snapshots: 0, commands: 0 };
+  let handler: ReturnType<typeof createResidualMultipathCleanup>;
+
+  beforeAll(async () => {
+    vm = await bootLabVm({ log });
+    timings['iSCSI: boot to ready'] = `${vm.bootMs} ms`;
+    const t = performance.now();
+    await vm.runOk(`printf 'overrides {\\n\\tno_path_retry queue\\n}\\n' >> /etc/multipath.conf && multipathd reconfigure`);
+    [healthy, doomed] = (await createIscsiLab(vm)) as [IscsiLun, IscsiLun];
+    await vm.runOk(`set -e; mkfs.ext4 -q /dev/mapper/${healthy.map.name}; mkdir -p /mnt/healthy; mount /dev/mapper/${healthy.map.name} /mnt/healthy; echo data > /mnt/healthy/file; sync`);
+    await removeLun(vm, doomed.lun);
+    await waitInGuest(vm, `both paths of ${doomed.map.name} failed faulty`, ['multipathd', 'show', 'paths', 'format', '%d %t %T %o'],
+      (out) => doomed.map.paths.every((p) => new RegExp(`^${p}\\s+failed\\s+faulty`, 'm').test(out)), { timeoutMs: 90_000 });
+    timings['iSCSI: target, login, 2 maps, LUN removed'] = `${Math.round(performance.now() - t)} ms`;
+    log(`[residual-lab] iSCSI: LUN ${doomed.lun} removed under ${doomed.map.name}; LUN ${healthy.lun} ${healthy.map.name} mounted`);
+    log((await vm.runOk(['multipath', '-ll'])).stdout);
+    handler = createResidualMultipathCleanup({
+      host: guestHost(vm, stats),
+      stateDir: STATE_DIR,
+      attached: new InMemoryAttachedVolumes({}, { known: false }),
+      policy: { probeTimeoutMs: PROBE_TIMEOUT_MS },
+    });
+  }, 10 * 60_000);
+
+  afterAll(async () => {
+    await vm?.shutdown();
+    const mine = Object.entries(timings).filter(([k]) => k.startsWith('iSCSI'));
+    console.log(`\nresidual-multipath lab timings (iSCSI):\n${mine.map(([k, v]) => `  ${k}: ${v}`).join('\n')}\n  guest snapshots ${stats.snapshots}, commands ${stats.commands}\n`);
+  });
+
+  it('releases the queue, flushes the dead map and deletes its disks; the mounted map of the other LUN is untouched', async () => {
+    const t = performance.now();
+    const r = await handler(job(11), ctx('enforce', 11));
+    timings['iSCSI: enforce (first run)'] = `${Math.round(performance.now() - t)} ms`;
+    log(`[residual-lab] iSCSI ${r.outcome}: ${r.summary}`);
+    expect(r.outcome).toBe('succeeded');
+    expect(r.steps.map((s) => s.id.split(':')[0])).toEqual(['release-queued-io', 'flush-map', 'delete-disk', 'delete-disk']);
+    expect(r.verification).toMatchObject({ ok: true });
+    expect((await listMaps(vm)).map((m) => m.name)).toEqual([healthy.map.name]);
+    const disks = (await vm.runOk('ls /sys/block')).stdout.split(/\s+/);
+    for (const p of doomed.map.paths) expect(disks).not.toContain(p);
+    for (const p of healthy.map.paths) expect(disks).toContain(p);
+    expect((await vm.runOk(['cat', '/mnt/healthy/file'])).stdout).toBe('data\n');
+    expect((await vm.runOk(['findmnt', '-n', '-o', 'SOURCE', '/mnt/healthy'])).stdout.trim()).toBe(`/dev/mapper/${healthy.map.name}`);
+    // Nothing is left stuck on the removed LUN's queue once it was released.
+    expect((await vm.run(`ps -eo stat,args | awk '$1 ~ /^D/'`)).stdout.trim()).toBe('');
+  }, 180_000);
+
+  it('finds nothing to do when run again', async () => {
+    const r = await handler(job(12), ctx('enforce', 12));
+    expect(r.outcome).toBe('nothing-to-do');
+    expect(r.commands.some((c) => c.argv[0] === 'dd' || (c.argv[0] === 'multipath' && c.argv[1] === '-f'))).toBe(false);
   }, 120_000);
 });
