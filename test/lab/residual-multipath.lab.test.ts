@@ -169,6 +169,15 @@ function guestHost(vm: LabVm, stats: { snapshots: number; commands: number }): H
   };
 }
 
+/** The real runbook acting on the guest, with no cluster to ask about attachments and a short probe deadline. */
+const labHandler = (vm: LabVm, stats: { snapshots: number; commands: number }) =>
+  createResidualMultipathCleanup({
+    host: guestHost(vm, stats),
+    stateDir: STATE_DIR,
+    attached: new InMemoryAttachedVolumes({}, { known: false }),
+    policy: { probeTimeoutMs: PROBE_TIMEOUT_MS },
+  });
+
 const job = (n: number): ResidualMultipathJob => ({
   version: 1,
   key: `residual_lab_${n}`,
@@ -215,12 +224,7 @@ describe.skipIf(skipReason !== null)('residual-multipath-cleanup on a real kerne
     timings['4 maps, failures in place'] = `${Math.round(performance.now() - t)} ms`;
     log(`[residual-lab] dead ${dead.name} ${dead.dm} ${dead.paths.join(',')}; dead but mounted ${deadMounted.name} ${deadMounted.dm}; degraded ${degraded.name}; healthy ${healthy.name} (mounted)`);
     log((await vm.runOk(['multipath', '-ll'])).stdout);
-    handler = createResidualMultipathCleanup({
-      host: guestHost(vm, stats),
-      stateDir: STATE_DIR,
-      attached: new InMemoryAttachedVolumes({}, { known: false }),
-      policy: { probeTimeoutMs: PROBE_TIMEOUT_MS },
-    });
+    handler = labHandler(vm, stats);
   }, 10 * 60_000);
 
   afterAll(async () => {
@@ -316,12 +320,7 @@ describe.skipIf(skipReason !== null)('residual-multipath-cleanup on a real kerne
     timings['iSCSI: target, login, 2 maps, LUN removed'] = `${Math.round(performance.now() - t)} ms`;
     log(`[residual-lab] iSCSI: LUN ${doomed.lun} removed under ${doomed.map.name}; LUN ${healthy.lun} ${healthy.map.name} mounted`);
     log((await vm.runOk(['multipath', '-ll'])).stdout);
-    handler = createResidualMultipathCleanup({
-      host: guestHost(vm, stats),
-      stateDir: STATE_DIR,
-      attached: new InMemoryAttachedVolumes({}, { known: false }),
-      policy: { probeTimeoutMs: PROBE_TIMEOUT_MS },
-    });
+    handler = labHandler(vm, stats);
   }, 10 * 60_000);
 
   afterAll(async () => {
