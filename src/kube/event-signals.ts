@@ -1,12 +1,11 @@
 import { classifyEvent } from '../sources/classify-event.ts';
 import { KubeEventPayload } from '../sources/kube-event.ts';
-import type { Signal } from '../signals/index.ts';
+import { withBootIdentity, type Signal } from '../signals/index.ts';
 
 // A watched (or listed) Event -> signals, through the same parser and classifier as POST
-// /v1/events, so one incident has one identity whichever way it came. One addition: a `NodeReady`
-// event carries no boot id, so on its own its identity is the event uid and it would make a job
-// apart from the Node watch's. When the node's boot id is known, the signal takes the boot
-// identity the Node watch and the kubelet's `Rebooted` event use.
+// /v1/events, so one incident has one identity whichever way it came. A `NodeReady` event takes
+// the node's boot identity from the informer's cache here (withBootIdentity); triage does the
+// same through the lookups for webhooks.
 
 export const REPORTING_CONTROLLER = 'volume-medic';
 
@@ -25,11 +24,7 @@ export function eventSignals(obj: unknown, bootIdOf: (node: string) => string | 
   if (c.ignored) return { outcome: 'ignored', reason: c.ignored.reason };
   return {
     outcome: 'signal',
-    signals: c.signals.map((s) => {
-      if (s.kind !== 'node-recovered' || s.bootId) return s;
-      const bootId = bootIdOf(s.node);
-      return bootId ? { ...s, bootId, identity: ['boot', s.node, bootId] } : s;
-    }),
+    signals: c.signals.map((s) => (s.kind === 'node-recovered' ? withBootIdentity(s, bootIdOf(s.node)) : s)),
   };
 }
 

@@ -1,2 +1,3 @@
 export * from './signal.ts';
 export * from './ignored.ts';
+export * from './boot-identity.ts';

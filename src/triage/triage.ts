@@ -5,6 +5,7 @@ import type { ClusterLookups } from '../kube/lookups.ts';
 import type {
   Ignored, LocalDeviceMissingSignal, LocalDeviceRestoredSignal, NodeRecoveredSignal, RbdImageBusySignal, Signal,
 } from '../signals/index.ts';
+import { withBootIdentity } from '../signals/boot-identity.ts';
 
 // Triage: signals in, jobs and reasons out. Pure but for the injected lookups. Every name is
 // validated here, before it can reach a job: a value like `sdb; rm -rf /` or `../../etc` where a
@@ -47,7 +48,7 @@ export async function triage(signals: readonly Signal[], deps: TriageDeps): Prom
 function triageOne(signal: Signal, deps: TriageDeps): Promise<One | One[]> | One {
   switch (signal.kind) {
     case 'node-recovered':
-      return nodeRecovered(signal);
+      return nodeRecovered(signal, deps.lookups);
     case 'rbd-image-busy':
       return rbdBusy(signal);
     case 'local-device-missing':
@@ -64,8 +65,11 @@ function triageOne(signal: Signal, deps: TriageDeps): Promise<One | One[]> | One
 const ignore = (signal: Signal, reason: Ignored['reason'], detail: string): One => ({ ignored: { reason, detail, source: signal.evidence.source } });
 const quote = (v: string): string => JSON.stringify(v.length > 80 ? `${v.slice(0, 80)}...` : v);
 
-function nodeRecovered(s: NodeRecoveredSignal): One {
-  if (!isNodeName(s.node)) return ignore(s, 'invalid-node-name', `node ${quote(s.node)} is not a valid node name`);
+async function nodeRecovered(signal: NodeRecoveredSignal, lookups: ClusterLookups): Promise<One> {
+  if (!isNodeName(signal.node)) return ignore(signal, 'invalid-node-name', `node ${quote(signal.node)} is not a valid node name`);
+  // A NodeReady event names no boot: the node's current one makes it the same incident as the
+  // Rebooted event and the Node watch (the watch path has done this already; then it is a no-op).
+  const s = signal.bootId || signal.identity[0] !== 'event' ? signal : withBootIdentity(signal, (await lookups.node(signal.node))?.bootId);
   const bootId = s.bootId && /^[A-Za-z0-9-]{1,64}$/.test(s.bootId) ? s.bootId : undefined;
   return {
     job: {

@@ -53,6 +53,20 @@ describe('idempotency keys', () => {
     expect(r.jobs[0]).toMatchObject({ bootId: 'd87bdb0a-d2bc-42f7-945f-7a099da7ee26' });
   });
 
+  it('gives a NodeReady event the Rebooted event\'s key when the cluster knows the node\'s boot id, and its own key when not', async () => {
+    const rebooted = await keyOf('events', 'node-rebooted.exporter');
+    const known = fixtureLookups().addNode({ name: 'worker-1', addresses: [], labels: {}, bootId: 'd87bdb0a-d2bc-42f7-945f-7a099da7ee26' });
+    const ready = (await triage(fixtureSignals('events', 'node-ready.exporter').signals, { lookups: known })).jobs;
+    expect(ready.map((j) => j.key)).toEqual([rebooted]);
+    expect(await keyOf('events', 'node-ready.exporter')).not.toBe(rebooted);
+  });
+
+  it('keeps an alert\'s own key even when the node\'s boot id is known', async () => {
+    const known = fixtureLookups().addNode({ name: 'worker-1', addresses: [], labels: {}, bootId: 'd87bdb0a-d2bc-42f7-945f-7a099da7ee26' });
+    const withBoot = (await triage(fixtureSignals('alertmanager', 'kube-node-not-ready-resolved').signals, { lookups: known })).jobs;
+    expect(withBoot.map((j) => j.key)).toEqual([await keyOf('alertmanager', 'kube-node-not-ready-resolved')]);
+  });
+
   it('gives an Event the same key when the exporter sends it again with a higher count', async () => {
     expect(await keyOf('events', 'rbd-still-used-ceph-csi-count-bumped.exporter')).toBe(await keyOf('events', 'rbd-still-used-ceph-csi.exporter'));
   });
