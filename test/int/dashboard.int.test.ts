@@ -52,7 +52,9 @@ describe('the /ui dashboard in headless chromium', () => {
   beforeAll(async () => {
     const config = (over: Partial<Config> = {}) => testConfig({ redisUrl: redisUrl(), queuePrefix: prefix, tokens: [TOKEN], ...fastControls, ...over });
     receiver = await startReceiver(config());
-    agent = createNodeAgent({ config: config({ nodeName: 'ui-node', runbookModes: { 'residual-multipath-cleanup': 'enforce' } }), registry: toy.registry, log: silent });
+    // A long recheck keeps the parked job 'delayed' while the page shows it (with the fast one it
+    // is briefly 'active' at each recheck, and under load the page caught it there).
+    agent = createNodeAgent({ config: config({ nodeName: 'ui-node', runbookModes: { 'residual-multipath-cleanup': 'enforce' }, controlsRecheckSeconds: 30 }), registry: toy.registry, log: silent });
     const r = await post(`${receiver.url}/v1/alertmanager`, alertmanagerBody([nodeNotReadyAlert('ui-node', 'resolved')]), TOKEN);
     parkedId = r.json.accepted[0].id;
     await waitFor('job parked for approval', async () => ((await getJson(`${receiver.url}/v1/jobs/${parkedId}`, TOKEN)).progress?.parked?.reason === 'approval' ? true : undefined));
