@@ -19,7 +19,7 @@ set -Eeuo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 SUITE=bookworm
-PACKAGES=multipath-tools,kmod,udev,iproute2,procps,sg3-utils,lsscsi,open-iscsi,targetcli-fb,python3-rtslib-fb,util-linux,e2fsprogs
+PACKAGES=multipath-tools,kmod,udev,iproute2,procps,sg3-utils,lsscsi,open-iscsi,targetcli-fb,python3-rtslib-fb,util-linux,e2fsprogs,ceph-common
 # Guest kernel modules needed before the root file system is mounted, in dependency order
 # (resolved with modprobe --show-depends at build time).
 INITRD_MODULES=(virtio_pci virtio_blk crc32c_generic ext4)
@@ -227,6 +227,7 @@ JSON
 rm -rf "$out"
 mv "$work/out" "$out"
 # Keep this image and the two newest others (another checkout may still use them); drop the rest.
-ls -1dt "$cache_root"/[0-9a-f]*/ 2>/dev/null | grep -v "/$hash/\$" | tail -n +3 | xargs -r rm -rf
+# (|| true: with no other image, ls and grep find nothing, which is not a failure.)
+{ ls -1dt "$cache_root"/[0-9a-f]*/ 2>/dev/null | grep -v "/$hash/\$" | tail -n +3 | xargs -r rm -rf; } || true
 say "done in ${build_s}s: $out (rootfs ${size_mib} MiB, kernel $kver_full)"
 echo "$out"

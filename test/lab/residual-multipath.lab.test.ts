@@ -12,9 +12,7 @@
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ResidualMultipathJob } from '../../src/catalogue/jobs.ts';
-import type { CommandRecord, Mode, RunbookResult } from '../../src/catalogue/result.ts';
-import type { FileInfo, Host } from '../../workers/host/host.ts';
-import { assertHostPath } from '../../workers/host/paths.ts';
+import type { Mode, RunbookResult } from '../../src/catalogue/result.ts';
 import type { RunbookContext } from '../../workers/runbooks/registry.ts';
 import { InMemoryAttachedVolumes } from '../../workers/runbooks/residual-multipath-cleanup/attached-volumes.ts';
 import { createResidualMultipathCleanup } from '../../workers/runbooks/residual-multipath-cleanup/handler.ts';
@@ -22,6 +20,7 @@ import { RefusedError } from '../../workers/engine/errors.ts';
 import { labSkipReason } from './image.ts';
 import { failPaths, listMaps, pathStates, type GuestMap } from './scsi-debug-scenario.ts';
 import { createIscsiLab, removeLun, type IscsiLun } from './iscsi-scenario.ts';
+import { guestHost } from './guest-host.ts';
 import { waitInGuest } from './guest-wait.ts';
 import { bootLabVm, type LabVm } from './vm.ts';
 
@@ -33,146 +32,10 @@ const PROBE_TIMEOUT_MS = 3_000;
 const timings: Record<string, string> = {};
 const log = (line: string) => console.log(line);
 
-// One python walk of what observe/act/verify read (sysfs, /proc, /dev/disk/by-id, the state
-// dir), so a run needs a few round trips instead of thousands.
-const SNAPSHOT_PY = String.raw`
-import json, os, stat, sys
-out = {}
-def rec(p, read=True):
-    try:
-        st = os.lstat(p)
-    except OSError:
-        return
-    m = st.st_mode
-    if stat.S_ISLNK(m):
-        try: out[p] = {'t': 'l', 'v': os.readlink(p)}
-        except OSError: pass
-    elif stat.S_ISDIR(m): out[p] = {'t': 'd'}
-    elif stat.S_ISBLK(m): out[p] = {'t': 'b', 'ma': os.major(st.st_rdev), 'mi': os.minor(st.st_rdev)}
-    else:
-        v = None
-        if read:
-            try:
-                with open(p, errors='replace') as f: v = f.read()
-            except OSError: v = None
-        out[p] = {'t': 'f', 'v': v}
-def ls(d):
-    try: return sorted(os.listdir(d))
-    except OSError: return []
-rec('/sys/block')
-for b in ls('/sys/block'):
-    base = '/sys/block/' + b
-    rec(base)
-    for sub in ('dev', 'dm', 'dm/uuid', 'dm/name', 'device', 'device/state', 'device/wwid', 'slaves', 'holders'):
-        rec(base + '/' + sub)
-    rec(base + '/device/delete', read=False)
-    for d in ('slaves', 'holders'):
-        for e in ls(base + '/' + d): rec(base + '/' + d + '/' + e)
-rec('/proc'); rec('/proc/swaps')
-for pid in ls('/proc'):
-    if not pid.isdigit(): continue
-    p = '/proc/' + pid
-    rec(p); rec(p + '/ns/mnt'); rec(p + '/stat'); rec(p + '/mountinfo'); rec(p + '/fd')
-    for fd in ls(p + '/fd'): rec(p + '/fd/' + fd)
-for d in ('/dev/disk/by-id', '/dev/mapper'):
-    rec(d)
-    for e in ls(d): rec(d + '/' + e)
-for root, dirs, files in os.walk('${STATE_DIR}'):
-    rec(root)
-    for f in files: rec(os.path.join(root, f))
-json.dump(out, sys.stdout)
-`;
-
-type Entry = { t: 'l'; v: string } | { t: 'd' } | { t: 'b'; ma: number; mi: number } | { t: 'f'; v: string | null };
-
-/** The Host port over the lab VM: commands run in the guest, files are read from a snapshot. */
-function guestHost(vm: LabVm, stats: { snapshots: number; commands: number }): Host {
-  let snap: Map<string, Entry> | null = null;
-  const load = async (): Promise<Map<string, Entry>> => {
-    if (snap) return snap;
-    const r = await vm.runOk(['python3', '-'], { stdin: SNAPSHOT_PY, timeoutMs: 60_000 });
-    stats.snapshots++;
-    snap = new Map(Object.entries(JSON.parse(r.stdout) as Record<string, Entry>));
-    return snap;
-  };
-  const changed = () => {
-    snap = null;
-  };
-  const must = async (argv: string[], stdin?: string) => {
-    changed();
-    const r = await vm.run(argv, stdin === undefined ? {} : { stdin });
-    if (r.code !== 0) throw Object.assign(new Error(`${argv.join(' ')}: ${r.stderr.trim()}`), { code: /No such file/.test(r.stderr) ? 'ENOENT' : 'EIO' });
-  };
-  return {
-    async run(argv, options): Promise<CommandRecord> {
-      changed();
-      stats.commands++;
-      const r = await vm.run(argv, { timeoutMs: options?.timeoutMs ?? 30_000 });
-      return {
-        argv: [...argv],
-        exitCode: r.code,
-        signal: r.signal,
-        timedOut: r.timedOut,
-        durationMs: r.durationMs,
-        stdout: r.stdout,
-        stderr: r.stderr,
-        ...(r.timedOut ? { stuckPids: r.stuckPids } : {}),
-      };
-    },
-    argPath: (p) => assertHostPath(p),
-    async readFile(p) {
-      const e = (await load()).get(assertHostPath(p));
-      if (e?.t === 'f') return e.v;
-      if (e === undefined && p.startsWith(STATE_DIR)) return null;
-      if (e === undefined && !p.startsWith('/sys/') && !p.startsWith('/proc/')) {
-        // Not covered by the snapshot: ask the guest.
-        const r = await vm.run(['cat', p]);
-        return r.code === 0 ? r.stdout : null;
-      }
-      return null;
-    },
-    async readlink(p) {
-      const e = (await load()).get(assertHostPath(p));
-      return e?.t === 'l' ? e.v : null;
-    },
-    async lstat(p): Promise<FileInfo | null> {
-      const e = (await load()).get(assertHostPath(p));
-      if (!e) return null;
-      switch (e.t) {
-        case 'l':
-          return { type: 'symlink', size: e.v.length };
-        case 'd':
-          return { type: 'dir', size: 0 };
-        case 'b':
-          return { type: 'block', size: 0, major: e.ma, minor: e.mi };
-        default:
-          return { type: 'file', size: e.v?.length ?? 0 };
-      }
-    },
-    async list(dir) {
-      const prefix = `${assertHostPath(dir).replace(/\/$/, '')}/`;
-      const names = new Set<string>();
-      for (const k of (await load()).keys()) if (k.startsWith(prefix)) names.add(k.slice(prefix.length).split('/')[0] ?? '');
-      names.delete('');
-      return [...names].sort();
-    },
-    writeFile: (p, data) => must(['tee', assertHostPath(p)], typeof data === 'string' ? data : Buffer.from(data).toString('latin1')),
-    writeSysfs: (p, value) => must(['tee', assertHostPath(p)], value),
-    symlink: (target, p) => must(['ln', '-s', target, assertHostPath(p)]),
-    rename: (from, to) => must(['mv', '-T', assertHostPath(from), assertHostPath(to)]),
-    async unlink(p) {
-      const existed = (await load()).has(assertHostPath(p));
-      await must(['rm', '-f', p]);
-      return existed;
-    },
-    mkdir: (p) => must(['mkdir', '-p', assertHostPath(p)]),
-  };
-}
-
 /** The real runbook acting on the guest, with no cluster to ask about attachments and a short probe deadline. */
 const labHandler = (vm: LabVm, stats: { snapshots: number; commands: number }) =>
   createResidualMultipathCleanup({
-    host: guestHost(vm, stats),
+    host: guestHost(vm, stats, STATE_DIR),
     stateDir: STATE_DIR,
     attached: new InMemoryAttachedVolumes({}, { known: false }),
     policy: { probeTimeoutMs: PROBE_TIMEOUT_MS },

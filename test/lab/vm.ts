@@ -28,6 +28,12 @@ export interface BootLabVmOptions {
   cpus?: number;
   /** Progress lines (image build, boot). */
   log?: (line: string) => void;
+  /**
+   * A virtio NIC on qemu user-mode networking (slirp), configured by the guest's init as
+   * 10.0.2.15/24 via 10.0.2.2: the guest reaches addresses of this machine (see lab-link.ts),
+   * nothing listens for it. Default: no NIC at all.
+   */
+  userNetwork?: boolean;
 }
 
 export interface RunOptions {
@@ -111,6 +117,7 @@ export async function bootLabVm(opts: BootLabVmOptions = {}): Promise<LabVm> {
     'mitigations=off',
     `vm.ufn=${opts.userFriendlyNames === false ? 0 : 1}`,
     `vm.multipathd=${opts.startMultipathd === false ? 0 : 1}`,
+    `vm.net=${opts.userNetwork ? 1 : 0}`,
   ].join(' ');
   const qemuArgs = [
     '-name', 'volume-medic-lab',
@@ -130,7 +137,8 @@ export async function bootLabVm(opts: BootLabVmOptions = {}): Promise<LabVm> {
     // wait=on: qemu does not start the guest until we are connected, so no output is lost.
     '-chardev', `socket,id=cmd,path=${sock},server=on,wait=on`,
     '-device', 'virtserialport,chardev=cmd,name=vm.cmd',
-    '-nic', 'none',
+    // restrict=on would cut the guest off from the host's addresses, which is the point of it here.
+    ...(opts.userNetwork ? ['-nic', 'user,model=virtio-net-pci'] : ['-nic', 'none']),
   ];
   // --pdeathsig: the kernel kills qemu if this process dies without running its exit handlers.
   const [bin, args] = hasSetpriv

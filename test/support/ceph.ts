@@ -26,6 +26,8 @@ export function cephUnavailable(): string | undefined {
 export interface TestCeph {
   dir: string;
   conf: string;
+  /** The monitor's `mon host` value (for a client elsewhere, e.g. the lab guest). */
+  monHost: string;
   /** Runs a Ceph tool against this cluster; rejects on a non-zero exit. */
   cli(file: 'ceph' | 'rbd' | 'rados', args: string[], timeoutMs?: number): Promise<{ stdout: string; stderr: string }>;
   /** Holds a watch on pool/image from a separate client process until stopped (stdin kept open). */
@@ -33,11 +35,11 @@ export interface TestCeph {
   stop(): Promise<void>;
 }
 
-async function freePort(): Promise<number> {
+async function freePort(address = '127.0.0.1'): Promise<number> {
   return new Promise((resolve, reject) => {
     const s = createServer();
     s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
+    s.listen(0, address, () => {
       const port = (s.address() as { port: number }).port;
       s.close(() => resolve(port));
     });
@@ -60,17 +62,34 @@ function kill(child: ChildProcess): Promise<void> {
   });
 }
 
-export async function startCeph(): Promise<TestCeph> {
+export interface StartCephOptions {
+  /**
+   * The IPv4 address the monitor and the OSD bind to and advertise; default 127.0.0.1. The lab
+   * tier passes an address of its own veth link so a guest kernel can reach the cluster.
+   */
+  address?: string;
+  /** Also give the monitor a msgr v1 address (the kernel client's default `ms_mode=legacy`). */
+  msgrV1?: boolean;
+}
+
+/** The `mon host` value for this cluster's monitor (v2, and v1 when asked for). */
+export const monHost = (address: string, v2Port: number, v1Port?: number): string =>
+  v1Port === undefined ? `v2:${address}:${v2Port}` : `[v2:${address}:${v2Port},v1:${address}:${v1Port}]`;
+
+export async function startCeph(opts: StartCephOptions = {}): Promise<TestCeph> {
+  const address = opts.address ?? '127.0.0.1';
   const dir = await mkdtemp(join(tmpdir(), 'vm-ceph-'));
   const conf = join(dir, 'ceph.conf');
   const children: ChildProcess[] = [];
   const fsid = randomUUID();
-  const port = await freePort();
+  const port = await freePort(address);
+  const v1Port = opts.msgrV1 ? await freePort(address) : undefined;
   await Promise.all(['run', 'log', 'mon', 'osd/ceph-0'].map((d) => mkdir(join(dir, d), { recursive: true })));
   await writeFile(conf, [
     '[global]',
     `fsid = ${fsid}`,
-    `mon host = v2:127.0.0.1:${port}`,
+    `mon host = ${monHost(address, port, v1Port)}`,
+    `public addr = ${address}`,
     'auth cluster required = none',
     'auth service required = none',
     'auth client required = none',
@@ -109,7 +128,7 @@ export async function startCeph(): Promise<TestCeph> {
 
   try {
     await run('ceph-authtool', ['--create-keyring', join(dir, 'keyring'), '--gen-key', '-n', 'mon.', '--cap', 'mon', 'allow *']);
-    await run('monmaptool', ['--create', '--fsid', fsid, '--addv', 'a', `[v2:127.0.0.1:${port}]`, join(dir, 'monmap')]);
+    await run('monmaptool', ['--create', '--fsid', fsid, '--addv', 'a', `[${monHost(address, port, v1Port).replace(/^\[|\]$/g, '')}]`, join(dir, 'monmap')]);
     await run('ceph-mon', ['--conf', conf, '--mkfs', '-i', 'a', '--monmap', join(dir, 'monmap'), '--keyring', join(dir, 'keyring')]);
     daemon('ceph-mon', ['-i', 'a']);
     await cli('ceph', ['osd', 'create']);
@@ -136,6 +155,7 @@ export async function startCeph(): Promise<TestCeph> {
   return {
     dir,
     conf,
+    monHost: monHost(address, port, v1Port),
     cli,
     async watch(pool, image) {
       // `rbd watch` exits when stdin closes: keep a pipe open and never end it.

@@ -7,6 +7,7 @@
 # Kernel command line options (set by test/lab/vm.ts):
 #   vm.ufn=0|1       user_friendly_names (default 1: mpatha...; 0: maps are named by WWID)
 #   vm.multipathd=0  do not start multipathd (a test wants to start it itself)
+#   vm.net=1         configure the NIC qemu's user-mode networking gives (10.0.2.15/24 via 10.0.2.2)
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 export HOME=/root LANG=C.UTF-8
 umask 022
@@ -71,6 +72,20 @@ if [ "$(opt vm.multipathd 1)" != 0 ]; then
     multipathd show daemon 2>/dev/null | grep -Eq 'idle|running' && break
     sleep 0.2
   done
+fi
+
+if [ "$(opt vm.net 0)" = 1 ]; then
+  say "network (qemu user mode)"
+  modprobe virtio_net || fatal "modprobe virtio_net failed"
+  nic=""
+  for _ in $(seq 1 50); do
+    nic=$(ls /sys/class/net | grep -v '^lo$' | head -n1)
+    [ -n "$nic" ] && break
+    sleep 0.1
+  done
+  [ -n "$nic" ] || fatal "vm.net=1 but no network interface appeared"
+  ip link set "$nic" up && ip addr add 10.0.2.15/24 dev "$nic" && ip route add default via 10.0.2.2 \
+    || fatal "could not configure $nic"
 fi
 
 port=/dev/virtio-ports/vm.cmd

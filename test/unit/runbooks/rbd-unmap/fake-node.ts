@@ -67,10 +67,10 @@ export function fakeNode(opts: FakeNodeOptions = {}): FakeHost {
   });
   host.on(['rbd', 'unmap'], (argv) => {
     const forced = argv.includes('force');
-    if (opts.busyUntilForced && !forced) return { exitCode: 16, stderr: cephFixture('rbd-unmap-busy.transcribed.err') };
+    if (opts.busyUntilForced && !forced) return { exitCode: 16, stderr: cephFixture('krbd/rbd-unmap-busy.err') };
     if (busy > 0 && !forced) {
       busy--;
-      return { exitCode: 16, stderr: cephFixture('rbd-unmap-busy.transcribed.err') };
+      return { exitCode: 16, stderr: cephFixture('krbd/rbd-unmap-busy.err') };
     }
     const dev = argv.at(-1)!;
     if (!mapped.some((m) => m.device === dev)) return { exitCode: 22, stderr: cephFixture('rbd-unmap-not-a-block-device.err').replace('/dev/rbd0', dev) };
