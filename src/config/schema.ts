@@ -93,6 +93,12 @@ export const Config = z.object({
   rbdFencing: z.enum(['off', 'approval', 'on']).default('approval'),
   /** RBD_BLOCKLIST_EXPIRY_SECONDS: how long a blocklist entry lasts. */
   rbdBlocklistExpirySeconds: z.coerce.number().int().positive().default(3600),
+  /**
+   * RBD_HANDOFF_VERIFY_SECONDS: after handing the unmap to the watcher's node, how long the
+   * cluster half waits for that node's watch to leave the image before it fails (and is retried).
+   * 0: only check the hand-over.
+   */
+  rbdHandoffVerifySeconds: z.coerce.number().int().nonnegative().default(120),
   /** RBD_FORCE_UNMAP: `rbd unmap -o force` when a plain unmap stays busy: `never`, or `no-live-workload`. */
   rbdForceUnmap: z.enum(['never', 'no-live-workload']).default('never'),
   /** KUBELET_ROOT_DIR: kubelet's --root-dir on the nodes (stale kubelet mounts live under it). */

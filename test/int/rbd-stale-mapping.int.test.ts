@@ -1,6 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { Verification } from '../../workers/engine/runbook.ts';
 import { pino } from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { RbdStaleMappingJob, RbdUnmapJob } from '../../src/catalogue/jobs.ts';
@@ -100,14 +101,14 @@ describe.skipIf(skip !== undefined)('rbd-stale-mapping against a real Ceph', () 
     return added[0]!;
   }
 
-  const handler = (ready: 'True' | 'False', fencing: FencingMode, sink: NodeJobSink) =>
+  const handler = (ready: 'True' | 'False', fencing: FencingMode, sink: NodeJobSink, handoffVerifyMs = 20_000) =>
     createRbdStaleMapping({
       host: createRealHost(),
       ceph: { conf: ceph.conf },
       lookups: lookups(ready),
       nodeJobs: sink,
       stateDir,
-      policy: { fencing, blocklistExpirySeconds: 600 },
+      policy: { fencing, blocklistExpirySeconds: 600, handoffVerifyMs },
     });
   const noSink: NodeJobSink = { enqueue: async () => { throw new Error('must not enqueue'); } };
 
@@ -133,8 +134,11 @@ describe.skipIf(skip !== undefined)('rbd-stale-mapping against a real Ceph', () 
     await ceph.cli('ceph', ['osd', 'blocklist', 'rm', address]);
   });
 
-  it('with the node Ready, hands the node half to that node\'s queue instead of fencing', async () => {
+  it('with the node Ready, hands the node half to that node\'s queue instead of fencing, and sees the watch leave', async () => {
     const address = await holdWatch();
+    // The node half, here: the watching client lets go a moment after the hand-over, as the node
+    // agent's `rbd unmap` does (test/lab/rbd-unmap.lab.test.ts does it with a real kernel client).
+    const holder = watches.at(-1)!;
     const prefix = uniquePrefix('rbd');
     const redis = producerConnection(redisUrl());
     const dispatcher = new Dispatcher(redis, { prefix, timeoutMs: 5_000 });
@@ -142,11 +146,13 @@ describe.skipIf(skip !== undefined)('rbd-stale-mapping against a real Ceph', () 
       const sink: NodeJobSink = {
         async enqueue(j: RbdUnmapJob) {
           const [e] = await dispatcher.enqueue([j]);
+          setTimeout(() => void holder.stop(), 1_500);
           return { queue: e!.queue, deduplicated: e!.deduplicated };
         },
       };
       const result = await handler('True', 'on', sink)(job, ctx('enforce'));
       expect(result.outcome).toBe('succeeded');
+      expect((result.verification as Verification).checks.map((c) => c.what)).toContain(`${address} (node worker-2) no longer watches ${POOL}/${IMAGE}`);
       expect(result.commands.some((c) => c.argv.includes('blocklist') && c.argv.includes('add'))).toBe(false);
 
       const queued = await dispatcher.queue(nodeQueueName('worker-2')).getJobs(['waiting', 'prioritized', 'delayed']);
@@ -154,8 +160,7 @@ describe.skipIf(skip !== undefined)('rbd-stale-mapping against a real Ceph', () 
       const node = RemediationJob.parse(queued[0]!.data);
       expect(node).toMatchObject({ runbook: 'rbd-unmap', target: { node: 'worker-2', pool: POOL, image: IMAGE, watcher: address }, claim: { namespace: 'shop', name: 'db-data' }, parent: job.key });
       expect(queued[0]!.id).toBe(node.key);
-      // The watch is untouched: releasing it is the node's job.
-      expect(await watchers()).toContain(address);
+      expect(await watchers()).not.toContain(address);
     } finally {
       await dispatcher.close();
       redis.disconnect();
@@ -221,6 +226,9 @@ describe.skipIf(skip !== undefined)('rbd-stale-mapping against a real Ceph', () 
       }
       expect(queued).toHaveLength(1);
       expect(RemediationJob.parse(queued[0]!.data)).toMatchObject({ runbook: 'rbd-unmap', parent: clusterKey, target: { node: 'k8s-dev-worker1', pool, image } });
+      // The cluster job waits for the watch to leave; the node half (no kernel RBD here) is the
+      // watching client letting go.
+      await watches.at(-1)!.stop();
 
       const cluster = await dispatcher.queue(CLUSTER_QUEUE).getJob(clusterKey);
       const deadline2 = Date.now() + 10_000;
@@ -237,6 +245,15 @@ describe.skipIf(skip !== undefined)('rbd-stale-mapping against a real Ceph', () 
       redis.disconnect();
       await dropPrefix(prefix);
     }
+  });
+
+  it('with the node Ready but the watch never leaving, fails its verification after the hand-over window (and is retried)', async () => {
+    const address = await holdWatch();
+    const sink: NodeJobSink = { enqueue: async (j) => ({ queue: nodeQueueName(j.target.node), deduplicated: false }) };
+    const err = await handler('True', 'on', sink, 2_000)(job, ctx('enforce')).catch((e: unknown) => e);
+    expect((err as Error).message).toContain(`${address} (node worker-2) still watches ${POOL}/${IMAGE} after 2 s`);
+    expect((err as { result?: RunbookResult }).result?.outcome).toBe('failed');
+    expect(await watchers()).toContain(address);
   });
 
   it('under the approval policy plans the fence as a high-risk step (the engine holds it for approval); dry-run only says what it would do', async () => {

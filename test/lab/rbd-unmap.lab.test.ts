@@ -22,7 +22,8 @@ import { fileURLToPath } from 'node:url';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RbdStaleMappingJob, RbdUnmapJob } from '../../src/catalogue/jobs.ts';
-import type { Mode } from '../../src/catalogue/result.ts';
+import type { Mode, RunbookResult } from '../../src/catalogue/result.ts';
+import type { Verification } from '../../workers/engine/runbook.ts';
 import { RefusedError } from '../../workers/engine/errors.ts';
 import { createRealHost } from '../../workers/host/real-host.ts';
 import { createRbdStaleMapping, InMemoryNodeJobSink, InMemoryRbdLookups, parseListWatchers } from '../../workers/runbooks/rbd-stale-mapping/index.ts';
@@ -78,7 +79,20 @@ describe.skipIf(skipReason !== null)('rbd-stale-mapping on a real kernel RBD cli
   let vm: LabVm;
   let stateDir: string;
   const stats = { snapshots: 0, commands: 0 };
-  const nodeJobs = new InMemoryNodeJobSink();
+  // The hand-over starts the node half on the guest at once, as the node agent would pick the
+  // job up from its queue; the cluster half meanwhile waits for the watch to leave.
+  let nodeRun: Promise<RunbookResult> | undefined;
+  const nodeJobs = new (class extends InMemoryNodeJobSink {
+    override async enqueue(j: RbdUnmapJob) {
+      const r = await super.enqueue(j);
+      if (!r.deduplicated) {
+        const t = performance.now();
+        nodeRun = nodeHalf()(j, ctx(j.key)).finally(() => (timings['node half (enforce)'] = `${Math.round(performance.now() - t)} ms`));
+        nodeRun.catch(() => undefined);
+      }
+      return r;
+    }
+  })();
   let mapped: Record<string, string> = {};
 
   const lookups = () =>
@@ -90,7 +104,7 @@ describe.skipIf(skipReason !== null)('rbd-stale-mapping on a real kernel RBD cli
       .addPersistentVolume({ name: 'pvc-stale', volumeMode: 'Filesystem', rbd: { pool: POOL, image: STALE }, claim: { namespace: 'shop', name: 'db-data' }, accessModes: ['ReadWriteOnce'] })
       .addClaim({ namespace: 'shop', name: 'db-data', volumeName: 'pvc-stale', accessModes: ['ReadWriteOnce'], phase: 'Bound' })
       .addPod({ namespace: 'shop', name: 'db-new', node: 'worker-new', phase: 'Pending', claims: ['db-data'], waiting: [] }) as InMemoryRbdLookups;
-  const clusterHalf = () => createRbdStaleMapping({ host: createRealHost(), ceph: { conf: ceph.conf }, lookups: lookups(), nodeJobs, stateDir, policy: { fencing: 'on', watcherGoneTimeoutMs: 5_000 } });
+  const clusterHalf = () => createRbdStaleMapping({ host: createRealHost(), ceph: { conf: ceph.conf }, lookups: lookups(), nodeJobs, stateDir, policy: { fencing: 'on', watcherGoneTimeoutMs: 5_000, handoffVerifyMs: 120_000 } });
   // On lab-node Kubernetes has the pod of the live image, and no longer the stale image's pod.
   const pods = new InMemoryNodePods([{ namespace: 'shop', name: 'cache-0', uid: LIVE_POD_UID, node: 'lab-node', phase: 'Running', claims: ['cache-data'], waiting: [] }]);
   const nodeHalf = () => createRbdUnmap({ host: guestHost(vm, stats, STATE_DIR), stateDir: STATE_DIR, pods, policy: { busyDelayMs: 500 } });
@@ -192,7 +206,7 @@ describe.skipIf(skipReason !== null)('rbd-stale-mapping on a real kernel RBD cli
     expect(parseListWatchers(lw.stdout).watchers.length).toBe(1);
   }, 300_000);
 
-  it('cluster half: finds the kernel client\'s watch and hands the node half to the watcher\'s node', async () => {
+  it('cluster half: finds the kernel client\'s watch, hands the node half to the watcher\'s node, and sees the watch leave', async () => {
     const before = await watchers(STALE);
     expect(before).toHaveLength(1);
     expect(before[0]!.startsWith(`${link.address}:`)).toBe(true);
@@ -201,16 +215,16 @@ describe.skipIf(skipReason !== null)('rbd-stale-mapping on a real kernel RBD cli
     timings['cluster half (first run)'] = `${Math.round(performance.now() - t)} ms`;
     log(`[rbd-lab] cluster half ${r.outcome}: ${r.summary}`);
     expect(r.outcome).toBe('succeeded');
+    expect((r.verification as Verification).checks.map((c) => c.what)).toContain(`${before[0]} (node lab-node) no longer watches ${POOL}/${STALE}`);
+    expect(await watchers(STALE)).toEqual([]);
     expect(nodeJobs.jobs).toHaveLength(1);
     expect(nodeJobs.jobs[0]).toMatchObject({ runbook: 'rbd-unmap', target: { node: 'lab-node', pool: POOL, image: STALE, watcher: before[0] }, claim: { namespace: 'shop', name: 'db-data' } });
     expect(r.commands.some((c) => c.argv.includes('blocklist') && c.argv.includes('add'))).toBe(false);
   }, 120_000);
 
-  it('node half: unmounts the stale kubelet mounts and unmaps the image on the real kernel; the live image is untouched', async () => {
-    const job: RbdUnmapJob = nodeJobs.jobs[0]!;
-    const t = performance.now();
-    const r = await nodeHalf()(job, ctx(job.key));
-    timings['node half (enforce)'] = `${Math.round(performance.now() - t)} ms`;
+  it('node half: unmounted the stale kubelet mounts and unmapped the image on the real kernel; the live image is untouched', async () => {
+    expect(nodeRun).toBeDefined();
+    const r = await nodeRun!;
     log(`[rbd-lab] node half ${r.outcome}: ${r.summary}`);
     log(`[rbd-lab] steps: ${r.steps.map((s) => `${s.id} ${s.status} ${s.durationMs}ms`).join('; ')}`);
     expect(r.outcome).toBe('succeeded');
@@ -228,7 +242,6 @@ describe.skipIf(skipReason !== null)('rbd-stale-mapping on a real kernel RBD cli
   }, 300_000);
 
   it('cluster half again: the watch is gone, the image freed itself, nothing to do', async () => {
-    expect(await watchers(STALE)).toEqual([]);
     const r = await clusterHalf()({ ...clusterJob, key: 'rbd_kube_csi-vol-stale_lab000000002' }, ctx('rbd_kube_csi-vol-stale_lab000000002'));
     log(`[rbd-lab] cluster half again ${r.outcome}: ${r.summary}`);
     expect(r.outcome).toBe('nothing-to-do');

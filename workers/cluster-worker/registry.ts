@@ -31,7 +31,7 @@ export function defaultClusterRegistry(config: Config, deps: ClusterRegistryDeps
         },
       },
       stateDir: config.stateDir,
-      policy: { fencing: config.rbdFencing, blocklistExpirySeconds: config.rbdBlocklistExpirySeconds },
+      policy: { fencing: config.rbdFencing, blocklistExpirySeconds: config.rbdBlocklistExpirySeconds, handoffVerifyMs: config.rbdHandoffVerifySeconds * 1000 },
     }),
   };
 }

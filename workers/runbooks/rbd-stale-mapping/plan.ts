@@ -61,6 +61,7 @@ export function plan(f: StaleMappingFacts, job: RbdStaleMappingJob): Plan<StaleM
         description: `ask the agent on node ${w.node.name} to unmap ${spec} (watcher ${w.address})`,
         destructive: false,
         job: unmap,
+        headerObject: f.imageInfo.headerObject,
       });
       continue;
     }

@@ -13,10 +13,19 @@ export interface StaleMappingPolicy {
   blocklistExpirySeconds: number;
   /** How long verify waits for a fenced watcher to vanish (observed: ~30 ms). Default 10 s. */
   watcherGoneTimeoutMs: number;
+  /**
+   * After handing the node half to a Ready node: how long verify waits for that node's watch to
+   * disappear (the node agent unmaps within seconds; the lab measured ~9 s under emulation).
+   * Still there after it: verification fails and the job is retried, each retry re-checking
+   * from scratch (a watch gone by then is "freed itself"). 0: only check the hand-over.
+   * Default 120 s.
+   */
+  handoffVerifyMs: number;
 }
 
 export const DEFAULT_STALE_MAPPING_POLICY: StaleMappingPolicy = {
   fencing: 'approval',
   blocklistExpirySeconds: 3600,
   watcherGoneTimeoutMs: 10_000,
+  handoffVerifyMs: 120_000,
 };

@@ -6,5 +6,5 @@ type S<K extends string, P> = PlannedStep & { kind: K } & P;
 export type StaleMappingStep =
   /** `ceph osd blocklist add <addr> <expiry>`; `undo` is the argv that lifts it. */
   | S<'blocklist-add', { address: string; expirySeconds: number; pool: string; headerObject: string; node: string | null; undo: string[] }>
-  /** Put the node half on the watcher's node's queue. */
-  | S<'enqueue-unmap', { job: RbdUnmapJob }>;
+  /** Put the node half on the watcher's node's queue; verify then watches `headerObject` for it to leave. */
+  | S<'enqueue-unmap', { job: RbdUnmapJob; headerObject: string }>;

@@ -1,6 +1,8 @@
+import type { Verification } from '../../../../workers/engine/runbook.ts';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { RefusedError } from '../../../../workers/engine/errors.ts';
+import { RunbookFailedError } from '../../../../workers/engine/runbook-failed-error.ts';
 import { FakeHost } from '../../../../workers/host/fake-host.ts';
 import { createRbdStaleMapping, InMemoryNodeJobSink, InMemoryRbdLookups, type StaleMappingFacts } from '../../../../workers/runbooks/rbd-stale-mapping/index.ts';
 import type { RunbookContext } from '../../../../workers/runbooks/registry.ts';
@@ -12,11 +14,13 @@ import { job } from './facts.fixture.ts';
 
 const ctx: RunbookContext = { jobId: job.key, attempt: 1, mode: 'enforce', ranOn: 'cluster-worker', log: pino({ level: 'silent' }), signal: new AbortController().signal };
 
-function ceph(): FakeHost {
-  const two = (t: string): string => t.replace('127.0.0.1:0/1701404351', '10.0.0.1:0/1701404351').replace('127.0.0.1:0/2542345596', '10.0.0.2:0/2542345596');
+const two = (t: string): string => t.replace('127.0.0.1:0/1701404351', '10.0.0.1:0/1701404351').replace('127.0.0.1:0/2542345596', '10.0.0.2:0/2542345596');
+
+/** `released()`: whether worker-2's watch is gone (the node half unmapped there). */
+function ceph(released: () => boolean = () => false): FakeHost {
   return new FakeHost()
     .on(['rbd', 'info'], { stdout: cephFixture('rbd-info.json') })
-    .on(['rados'], { stdout: two(cephFixture('rados-listwatchers-two.txt')) })
+    .on(['rados'], () => ({ stdout: released() ? two(cephFixture('rados-listwatchers-two.txt')).split('\n').filter((l) => !l.includes('10.0.0.2')).join('\n') : two(cephFixture('rados-listwatchers-two.txt')) }))
     .on(['rbd', 'status'], { stdout: two(cephFixture('rbd-status-two.json')) })
     .on(['ceph', 'osd', 'blocklist', 'ls'], { stdout: cephFixture('ceph-osd-blocklist-ls-none.json') });
 }
@@ -36,8 +40,14 @@ function lookups(worker2Ready: 'True' | 'False' | null): InMemoryRbdLookups {
 describe('rbd-stale-mapping observe + plan on recorded Ceph output', () => {
   it('ignores the requester\'s own watch and hands the other to its Ready node; no advice for a Recreate Deployment', async () => {
     const sink = new InMemoryNodeJobSink();
-    const r = await createRbdStaleMapping({ host: ceph(), ceph: {}, lookups: lookups('True'), nodeJobs: sink, stateDir: '/state' })(job, ctx);
+    // The node half unmaps there a few polls after the hand-over.
+    let polls = 0;
+    const host = ceph(() => sink.jobs.length > 0 && ++polls > 3);
+    const clock = { t: 0 };
+    const r = await createRbdStaleMapping({ host, ceph: {}, lookups: lookups('True'), nodeJobs: sink, stateDir: '/state', now: () => new Date(clock.t), sleep: async (ms) => void (clock.t += ms) })(job, ctx);
     expect(r.outcome).toBe('succeeded');
+    expect((r.verification as Verification).checks.map((c) => c.what)).toContain('10.0.0.2:0/2542345596 (node worker-2) no longer watches kube/csi-vol-0001');
+    expect(clock.t).toBe(3_000);
     const facts = r.facts as StaleMappingFacts;
     expect(facts.watchers.map((w) => [w.address, w.role, w.seenBy])).toEqual([
       ['10.0.0.1:0/1701404351', 'requester', ['listwatchers', 'status']],
@@ -45,6 +55,19 @@ describe('rbd-stale-mapping observe + plan on recorded Ceph output', () => {
     ]);
     expect(facts.advice).toBeNull();
     expect(sink.jobs.map((j) => j.target)).toEqual([{ node: 'worker-2', pool: 'kube', image: 'csi-vol-0001', watcher: '10.0.0.2:0/2542345596' }]);
+  });
+
+  it('fails verification (to be retried) when the node\'s watch is still there after the hand-over window', async () => {
+    const sink = new InMemoryNodeJobSink();
+    const clock = { t: 0 };
+    const err = await createRbdStaleMapping({
+      host: ceph(), ceph: {}, lookups: lookups('True'), nodeJobs: sink, stateDir: '/state', policy: { handoffVerifyMs: 30_000 },
+      now: () => new Date(clock.t), sleep: async (ms) => void (clock.t += ms),
+    })(job, ctx).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(RunbookFailedError);
+    expect((err as Error).message).toMatch(/10\.0\.0\.2:0\/2542345596 \(node worker-2\) still watches kube\/csi-vol-0001 after 30 s: see unmap job rbdunmap_rbd_kube_csi-vol-0001_/);
+    expect(sink.jobs).toHaveLength(1);
+    expect(clock.t).toBe(30_000);
   });
 
   it('treats an address no node has as unknown, and by default plans its fence as a step that needs approval', async () => {
