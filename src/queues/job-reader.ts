@@ -84,11 +84,15 @@ export class JobReader {
   async get(id: string): Promise<JobDetail | undefined> {
     for (const name of await this.queues()) {
       const queue = this.dispatcher.queue(name);
+      // State first, then the hash: read the other way round, a job finishing in between shows
+      // as completed without its result. This way a finished job always carries what it wrote.
+      const state = await queue.getJobState(id);
+      if (state === 'unknown') continue;
       const job = await queue.getJob(id);
       if (!job) continue;
       const parsed = RemediationJob.safeParse(job.data);
       const { logs } = await queue.getJobLogs(id, 0, 199);
-      const summary = await this.summary(job, name);
+      const summary = await this.summary(job, name, state);
       return {
         ...summary,
         key: parsed.success ? parsed.data.key : id,
