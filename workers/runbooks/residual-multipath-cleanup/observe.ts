@@ -83,15 +83,30 @@ function disagreement(ll: MultipathMap, json: JsonMapView | undefined): string |
   return a === b ? null : `multipathd shows its paths as ${b}, multipath -ll as ${a}`;
 }
 
-async function byIdLinks(host: Host, wwid: string, devices: ReadonlySet<string>): Promise<string[]> {
-  const naa = wwid.startsWith('3') ? wwid.slice(1) : null;
-  const out: string[] = [];
+interface ByIdLink {
+  link: string;
+  lower: string;
+  /** Basename of the link's target (`dm-3`, `sdc`), or null. */
+  device: string | null;
+}
+
+/** /dev/disk/by-id read once per job (a node with many maps has thousands of links). */
+async function readByIdLinks(host: Host): Promise<ByIdLink[]> {
+  const out: ByIdLink[] = [];
   for (const name of await host.list(BY_ID)) {
     const link = `${BY_ID}/${name}`;
     const target = await host.readlink(link);
-    const lower = name.toLowerCase();
+    out.push({ link, lower: name.toLowerCase(), device: target === null ? null : posix.basename(target) });
+  }
+  return out;
+}
+
+function byIdLinks(links: readonly ByIdLink[], wwid: string, devices: ReadonlySet<string>): string[] {
+  const naa = wwid.startsWith('3') ? wwid.slice(1) : null;
+  const out: string[] = [];
+  for (const { link, lower, device } of links) {
     const names = lower.includes(wwid) || (naa !== null && lower.includes(`wwn-0x${naa}`));
-    if (names || (target !== null && devices.has(posix.basename(target)))) out.push(link);
+    if (names || (device !== null && devices.has(device))) out.push(link);
   }
   return out.sort();
 }
@@ -213,9 +228,10 @@ export async function observe(job: ResidualMultipathJob, host: Host, deps: Obser
     }
   }
 
+  const links = maps.length > 0 ? await readByIdLinks(host) : [];
   for (const m of maps) {
     const devices = new Set([m.dm, ...m.paths.map((p) => p.dev)].filter((d): d is string => d !== null));
-    m.byIdLinks = await byIdLinks(host, normalizeWwid(m.wwid), devices);
+    m.byIdLinks = byIdLinks(links, normalizeWwid(m.wwid), devices);
   }
 
   return {

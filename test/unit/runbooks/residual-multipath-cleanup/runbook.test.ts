@@ -6,7 +6,8 @@ import { RefusedError } from '../../../../workers/engine/errors.ts';
 import type { RunbookContext } from '../../../../workers/runbooks/registry.ts';
 import { InMemoryAttachedVolumes } from '../../../../workers/runbooks/residual-multipath-cleanup/attached-volumes.ts';
 import { createResidualMultipathCleanup } from '../../../../workers/runbooks/residual-multipath-cleanup/handler.ts';
-import type { ResidualPolicy } from '../../../../workers/runbooks/residual-multipath-cleanup/policy.ts';
+import { observe } from '../../../../workers/runbooks/residual-multipath-cleanup/observe.ts';
+import { DEFAULT_POLICY, type ResidualPolicy } from '../../../../workers/runbooks/residual-multipath-cleanup/policy.ts';
 import { FakeNode, type FakeNodeOptions } from './fake-node.ts';
 
 // The whole runbook (observe -> plan -> act -> verify) on a fake node built from the lab's real
@@ -156,5 +157,29 @@ describe('residual-multipath-cleanup in dry-run', () => {
     const wouldRun = r.commands.filter((c) => c.exitCode === null && !c.timedOut).map((c) => c.argv.join(' '));
     expect(wouldRun).toEqual(['dmsetup message mpathb 0 fail_if_no_path', 'multipath -f mpathb', 'host:write-sysfs /sys/block/sdd/device/delete 1', 'host:write-sysfs /sys/block/sdc/device/delete 1']);
     expect(['dm-0', 'sdc', 'sdd'].map((d) => host.has(d))).toEqual([true, true, true]);
+  });
+});
+
+describe('observe reads /dev/disk/by-id once per job, not once per map', () => {
+  it('lists and resolves the links once, however many maps there are', async () => {
+    const host = new FakeNode();
+    let listings = 0;
+    let readlinks = 0;
+    const list = host.list.bind(host);
+    const readlink = host.readlink.bind(host);
+    host.list = async (dir) => {
+      if (dir === '/dev/disk/by-id') listings++;
+      return list(dir);
+    };
+    host.readlink = async (p) => {
+      if (p.startsWith('/dev/disk/by-id/')) readlinks++;
+      return readlink(p);
+    };
+    const links = (await list('/dev/disk/by-id')).length;
+    const facts = await observe(job, host, { attached: new InMemoryAttachedVolumes({}, { known: false }), policy: DEFAULT_POLICY, ranOn: 'worker-1', now: () => new Date(), dryRun: true });
+    expect(facts.maps.length).toBe(2);
+    expect(listings).toBe(1);
+    expect(readlinks).toBe(links);
+    expect(facts.maps.find((m) => m.name === 'mpathb')?.byIdLinks.length).toBeGreaterThan(0);
   });
 });
