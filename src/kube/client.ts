@@ -1,4 +1,3 @@
-import { ConfigError } from '../config/load.ts';
 import { AppsV1Api, CoreV1Api, EventsV1Api, KubeConfig, StorageV1Api } from '@kubernetes/client-node';
 
 // How volume-medic reaches the API server: the pod's service account when it runs in a pod
@@ -7,10 +6,9 @@ import { AppsV1Api, CoreV1Api, EventsV1Api, KubeConfig, StorageV1Api } from '@ku
 // http://localhost:8080 when it finds nothing; that is refused here, so a missing kubeconfig is a
 // clear start-up error instead of a watch that retries forever against nothing.
 
-/** A ConfigError, so entry points exit 2 with the message, like any other bad setting. */
-export class KubeConfigError extends ConfigError {
-  override name = 'KubeConfigError';
-}
+import { KubeConfigError } from './config-error.ts';
+
+export { KubeConfigError };
 
 type Env = Readonly<Record<string, string | undefined>>;
 

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { hostname } from 'node:os';
-import type { EventsV1Api, EventsV1Event } from '@kubernetes/client-node';
+import type { EventsV1Event } from '@kubernetes/client-node';
+import type { EventsApi } from './api/apis.ts';
 import type { Logger } from '../observability/logger.ts';
 import { REPORTING_CONTROLLER } from './event-signals.ts';
 import { isNotFound } from './api/not-found.ts';
@@ -48,7 +49,7 @@ export interface RecordedJobEvent {
 }
 
 export interface JobEventRecorderOptions {
-  events: EventsV1Api;
+  events: EventsApi;
   /** reportingInstance: the pod or host name. Default os.hostname(). */
   instance?: string;
   now?: () => Date;
@@ -67,7 +68,7 @@ export function jobEventName(input: Pick<JobEventInput, 'jobId' | 'outcome' | 'r
 }
 
 export class JobEventRecorder {
-  private readonly api: EventsV1Api;
+  private readonly api: EventsApi;
   private readonly instance: string;
   private readonly now: () => Date;
   private readonly log: Logger | undefined;

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { kubeClients } from '../../src/kube/client.ts';
+import { restApis } from '../../src/kube/rest/apis.ts';
+import { KubeRest } from '../../src/kube/rest/transport.ts';
 import { JobEventRecorder } from '../../src/kube/job-events.ts';
 import { createLogger } from '../../src/observability/logger.ts';
 import { startReceiver, type Receiver } from '../../src/receiver.ts';
@@ -41,7 +42,8 @@ describe('the node agent records job Events on the Node', () => {
       config: testConfig({ redisUrl: redisUrl(), queuePrefix: prefix, nodeName: node }),
       registry: { 'residual-multipath-cleanup': handler },
       log: silent,
-      events: new JobEventRecorder({ events: kubeClients(api.kubeConfig()).events, instance: node }),
+      // The agent's own client (workers/node-agent/kube-apis.ts uses src/kube/rest in a pod).
+      events: new JobEventRecorder({ events: restApis(new KubeRest({ server: api.url, token: () => 'fake-token' })).events, instance: node }),
     });
     try {
       await waitFor('the job to finish', async () => {

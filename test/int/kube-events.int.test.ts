@@ -1,5 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { kubeClients } from '../../src/kube/client.ts';
+import type { EventsApi } from '../../src/kube/api/apis.ts';
+import { restApis } from '../../src/kube/rest/apis.ts';
+import { KubeRest } from '../../src/kube/rest/transport.ts';
 import { JobEventRecorder, jobEventName } from '../../src/kube/job-events.ts';
 import { startFakeKubeApi, type FakeKubeApi } from '../support/fake-kube-api.ts';
 import { uncoveredByRbac } from '../support/kube-objects.ts';
@@ -10,10 +13,17 @@ import { uncoveredByRbac } from '../support/kube-objects.ts';
 const EVENTS = '/apis/events.k8s.io/v1/namespaces';
 const T0 = new Date('2026-12-01T03:41:14.512Z');
 
-describe('Kubernetes Events for jobs', () => {
+// The receiver and cluster worker write through @kubernetes/client-node, the node agent through
+// its small REST client: both must produce the same requests.
+const CLIENTS: Array<[string, (api: FakeKubeApi) => EventsApi]> = [
+  ['@kubernetes/client-node', (api) => kubeClients(api.kubeConfig()).events],
+  ['src/kube/rest (node agent)', (api) => restApis(new KubeRest({ server: api.url, token: () => 'fake-token' })).events],
+];
+
+describe.each(CLIENTS)('Kubernetes Events for jobs, through %s', (_name, client) => {
   let api: FakeKubeApi;
   let clock: Date;
-  const recorder = () => new JobEventRecorder({ events: kubeClients(api.kubeConfig()).events, instance: 'volume-medic-receiver-7c9d', now: () => clock });
+  const recorder = () => new JobEventRecorder({ events: client(api), instance: 'volume-medic-receiver-7c9d', now: () => clock });
 
   beforeEach(async () => {
     api = await startFakeKubeApi();

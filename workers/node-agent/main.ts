@@ -1,10 +1,10 @@
 import { ConfigError } from '../../src/config/load.ts';
 import { KubeLookups } from '../../src/kube/api/kube-lookups.ts';
-import { kubeClients, loadKubeConfig } from '../../src/kube/client.ts';
 import { JobEventRecorder } from '../../src/kube/job-events.ts';
 import { createLogger } from '../../src/observability/logger.ts';
 import { runMain } from '../../src/process/run-main.ts';
 import { createNodeAgent } from './agent.ts';
+import { agentKubeApis } from './kube-apis.ts';
 import { KubeAttachedVolumes } from './kube-attached-volumes.ts';
 import { KubeNodeLabels } from './kube-node-labels.ts';
 import { KubeNodePods } from './kube-node-pods.ts';
@@ -18,10 +18,10 @@ import { defaultNodeRegistry } from './registry.ts';
 // the RBD node half refuses (it cannot tell stale mounts from live ones).
 
 const log = createLogger('node-agent');
-await runMain(log, (config) => {
+await runMain(log, async (config) => {
   if (!config.nodeName) throw new ConfigError('NODE_NAME is required: the node agent serves exactly one node (set it from spec.nodeName)');
-  const inCluster = Boolean(process.env['KUBERNETES_SERVICE_HOST'] || process.env['KUBECONFIG']);
-  const clients = inCluster ? kubeClients(loadKubeConfig()) : undefined;
+  const clients = await agentKubeApis();
+  const inCluster = clients !== undefined;
   const lookups = clients ? new KubeLookups(clients) : undefined;
   const events = clients ? new JobEventRecorder({ events: clients.events, instance: config.nodeName, log }) : undefined;
   const nodeLabels = lookups ? new KubeNodeLabels(lookups) : undefined;

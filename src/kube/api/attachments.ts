@@ -1,4 +1,5 @@
-import type { StorageV1Api, V1VolumeAttachment } from '@kubernetes/client-node';
+import type { V1VolumeAttachment } from '@kubernetes/client-node';
+import type { StorageApi } from './apis.ts';
 import type { VolumeAttachmentInfo } from '../lookups.ts';
 
 // VolumeAttachments say which volumes the control plane still considers attached to a node: a
@@ -22,7 +23,7 @@ export function volumeAttachmentInfo(va: V1VolumeAttachment): VolumeAttachmentIn
 }
 
 /** VolumeAttachments support no field selector on spec.nodeName: list and filter. */
-export async function listVolumeAttachmentsOnNode(storage: StorageV1Api, node: string): Promise<VolumeAttachmentInfo[]> {
+export async function listVolumeAttachmentsOnNode(storage: StorageApi, node: string): Promise<VolumeAttachmentInfo[]> {
   const list = await storage.listVolumeAttachment({});
   return list.items.filter((va) => va.spec.nodeName === node).map(volumeAttachmentInfo);
 }

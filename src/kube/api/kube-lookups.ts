@@ -1,4 +1,4 @@
-import type { AppsV1Api, CoreV1Api, StorageV1Api } from '@kubernetes/client-node';
+import type { AppsApi, CoreApi, StorageApi } from './apis.ts';
 import type {
   ClusterLookups, DeploymentInfo, NamespacedName, NodeInfo, PersistentVolumeClaimInfo, PersistentVolumeInfo, PodInfo, VolumeAttachmentInfo,
 } from '../lookups.ts';
@@ -13,9 +13,9 @@ import { readDeploymentOfPod } from './workloads.ts';
 // (other than 404) propagate: "could not ask" must never read as "nothing there".
 
 export interface KubeApis {
-  core: CoreV1Api;
-  storage: StorageV1Api;
-  apps: AppsV1Api;
+  core: CoreApi;
+  storage: StorageApi;
+  apps: AppsApi;
 }
 
 export class KubeLookups implements ClusterLookups {

@@ -1,4 +1,5 @@
-import type { CoreV1Api, V1Node } from '@kubernetes/client-node';
+import type { V1Node } from '@kubernetes/client-node';
+import type { CoreApi } from './apis.ts';
 import type { NodeInfo } from '../lookups.ts';
 import { isNotFound } from './not-found.ts';
 
@@ -17,7 +18,7 @@ export function nodeInfo(n: V1Node): NodeInfo {
   };
 }
 
-export async function readNode(core: CoreV1Api, name: string): Promise<NodeInfo | undefined> {
+export async function readNode(core: CoreApi, name: string): Promise<NodeInfo | undefined> {
   try {
     return nodeInfo(await core.readNode({ name }));
   } catch (err) {
@@ -26,7 +27,7 @@ export async function readNode(core: CoreV1Api, name: string): Promise<NodeInfo 
   }
 }
 
-export async function findNodeByAddress(core: CoreV1Api, address: string): Promise<NodeInfo | undefined> {
+export async function findNodeByAddress(core: CoreApi, address: string): Promise<NodeInfo | undefined> {
   const list = await core.listNode({});
   const node = list.items.find((n) => (n.status?.addresses ?? []).some((a) => a.address === address));
   return node ? nodeInfo(node) : undefined;

@@ -1,4 +1,5 @@
-import type { CoreV1Api, V1Pod } from '@kubernetes/client-node';
+import type { V1Pod } from '@kubernetes/client-node';
+import type { CoreApi } from './apis.ts';
 import type { NamespacedName, PersistentVolumeInfo, PodInfo } from '../lookups.ts';
 import { isNotFound } from './not-found.ts';
 import { claimInfo, readPersistentVolume } from './volumes.ts';
@@ -23,18 +24,18 @@ export function podInfo(p: V1Pod): PodInfo {
   };
 }
 
-export async function listPodsUsingClaim(core: CoreV1Api, claim: NamespacedName): Promise<PodInfo[]> {
+export async function listPodsUsingClaim(core: CoreApi, claim: NamespacedName): Promise<PodInfo[]> {
   const list = await core.listNamespacedPod({ namespace: claim.namespace });
   return list.items.map(podInfo).filter((p) => p.claims.includes(claim.name));
 }
 
-export async function listPodsOnNodeUsingClaim(core: CoreV1Api, node: string, claim: NamespacedName): Promise<PodInfo[]> {
+export async function listPodsOnNodeUsingClaim(core: CoreApi, node: string, claim: NamespacedName): Promise<PodInfo[]> {
   const list = await core.listNamespacedPod({ namespace: claim.namespace, fieldSelector: `spec.nodeName=${node}` });
   // The field selector is the server's job; filter again so a server that ignores it cannot mislead.
   return list.items.map(podInfo).filter((p) => p.node === node && p.claims.includes(claim.name));
 }
 
-export async function readVolumesOfPod(core: CoreV1Api, pod: NamespacedName): Promise<PersistentVolumeInfo[]> {
+export async function readVolumesOfPod(core: CoreApi, pod: NamespacedName): Promise<PersistentVolumeInfo[]> {
   let claims: string[];
   try {
     claims = podInfo(await core.readNamespacedPod(pod)).claims;
@@ -57,7 +58,7 @@ export async function readVolumesOfPod(core: CoreV1Api, pod: NamespacedName): Pr
   return out;
 }
 
-export async function listPodsOnNode(core: CoreV1Api, node: string): Promise<PodInfo[]> {
+export async function listPodsOnNode(core: CoreApi, node: string): Promise<PodInfo[]> {
   const list = await core.listPodForAllNamespaces({ fieldSelector: `spec.nodeName=${node}` });
   return list.items.map(podInfo).filter((p) => p.node === node);
 }

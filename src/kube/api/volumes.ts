@@ -1,4 +1,5 @@
-import type { CoreV1Api, V1PersistentVolume, V1PersistentVolumeClaim } from '@kubernetes/client-node';
+import type { V1PersistentVolume, V1PersistentVolumeClaim } from '@kubernetes/client-node';
+import type { CoreApi } from './apis.ts';
 import type { PersistentVolumeClaimInfo, PersistentVolumeInfo } from '../lookups.ts';
 import { isNotFound } from './not-found.ts';
 
@@ -53,7 +54,7 @@ export function claimInfo(c: V1PersistentVolumeClaim): PersistentVolumeClaimInfo
   };
 }
 
-export async function readPersistentVolume(core: CoreV1Api, name: string): Promise<PersistentVolumeInfo | undefined> {
+export async function readPersistentVolume(core: CoreApi, name: string): Promise<PersistentVolumeInfo | undefined> {
   try {
     return persistentVolumeInfo(await core.readPersistentVolume({ name }));
   } catch (err) {
@@ -63,7 +64,7 @@ export async function readPersistentVolume(core: CoreV1Api, name: string): Promi
 }
 
 /** PVs have no field selector on spec.local.path: list and filter (PV counts are modest). */
-export async function findLocalPersistentVolume(core: CoreV1Api, path: string, node?: string): Promise<PersistentVolumeInfo | undefined> {
+export async function findLocalPersistentVolume(core: CoreApi, path: string, node?: string): Promise<PersistentVolumeInfo | undefined> {
   const list = await core.listPersistentVolume({});
   for (const pv of list.items) {
     if (pv.spec?.local?.path !== path) continue;
@@ -73,7 +74,7 @@ export async function findLocalPersistentVolume(core: CoreV1Api, path: string, n
   return undefined;
 }
 
-export async function readClaimOfVolume(core: CoreV1Api, pvName: string): Promise<PersistentVolumeClaimInfo | undefined> {
+export async function readClaimOfVolume(core: CoreApi, pvName: string): Promise<PersistentVolumeClaimInfo | undefined> {
   const pv = await readPersistentVolume(core, pvName);
   if (!pv?.claim) return undefined;
   try {
@@ -86,6 +87,6 @@ export async function readClaimOfVolume(core: CoreV1Api, pvName: string): Promis
   }
 }
 
-export async function listPersistentVolumes(core: CoreV1Api): Promise<PersistentVolumeInfo[]> {
+export async function listPersistentVolumes(core: CoreApi): Promise<PersistentVolumeInfo[]> {
   return (await core.listPersistentVolume({})).items.map(persistentVolumeInfo);
 }

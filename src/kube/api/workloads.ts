@@ -1,4 +1,5 @@
-import type { AppsV1Api, CoreV1Api, V1Deployment } from '@kubernetes/client-node';
+import type { V1Deployment } from '@kubernetes/client-node';
+import type { CoreApi, AppsApi } from './apis.ts';
 import type { DeploymentInfo, NamespacedName } from '../lookups.ts';
 import { isNotFound } from './not-found.ts';
 import { podInfo } from './pods.ts';
@@ -20,7 +21,7 @@ export function deploymentInfo(d: V1Deployment): DeploymentInfo {
   };
 }
 
-export async function readDeploymentOfPod(core: CoreV1Api, apps: AppsV1Api, pod: NamespacedName): Promise<DeploymentInfo | undefined> {
+export async function readDeploymentOfPod(core: CoreApi, apps: AppsApi, pod: NamespacedName): Promise<DeploymentInfo | undefined> {
   try {
     const p = podInfo(await core.readNamespacedPod(pod));
     if (p.controller?.kind !== 'ReplicaSet') return undefined;

@@ -76,6 +76,15 @@ export function lookupsContract(name: string, lookups: () => ClusterLookups): vo
       expect(await lookups().podsOnNodeUsingClaim('worker-2', { namespace: 'kafka', name: 'data-kafka-0' })).toEqual([]);
     });
 
+    it('lists every pod on a node, across namespaces, with its claims, and none of other nodes', async () => {
+      const w1 = await lookups().podsOnNode('worker-1');
+      expect(w1.map((p) => `${p.namespace}/${p.name}`).sort()).toEqual(['kafka/kafka-0', 'shop/web-5f8e7d6c4-m9wzt']);
+      expect(w1.every((p) => p.node === 'worker-1')).toBe(true);
+      expect(w1.find((p) => p.name === 'web-5f8e7d6c4-m9wzt')?.claims).toEqual(['data-web']);
+      expect((await lookups().podsOnNode('worker-2')).map((p) => p.name)).toEqual(['web-7d4b9c6f5-x2kqp']);
+      expect(await lookups().podsOnNode('worker-3')).toEqual([]);
+    });
+
     it('lists the VolumeAttachments of a node with the LUN WWN when the driver records it', async () => {
       const w1 = await lookups().volumeAttachmentsOnNode('worker-1');
       expect(w1).toEqual([expect.objectContaining({ attacher: 'iscsi.csi.example.com', node: 'worker-1', pv: ISCSI_PV, attached: true, wwn: '3600140554a3b2c1d0e9f8a7b6c5d4e3f' })]);
