@@ -1,4 +1,5 @@
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { cpus, loadavg } from 'node:os';
 import { execSync } from 'node:child_process';
 import autocannon, { type Result as CannonResult } from 'autocannon';
@@ -9,6 +10,8 @@ import { fill, groupedAlerts, oneAlert, rebootedEvent, type Payload } from './li
 import { startPrivateRedis } from './lib/redis-server.ts';
 import { percentile, round } from './lib/stats.ts';
 import { runbookScale, type ScaleRow } from './runbook-scale.ts';
+import { renderKustomization } from '../scripts/deploy/kustomize.ts';
+import { buildDist } from '../scripts/lib/build-dist.ts';
 
 // `npm run bench` (node bench/run.ts): the receiver against a bare express endpoint on the same
 // machine, in the same run, plus a dedup storm, latency to start and footprint. Loopback only,
@@ -141,7 +144,8 @@ async function storm() {
 
 async function latency(n = 1000) {
   await admin.flushdb();
-  const agent = startChild(here('./servers/agent.ts'), { REDIS_URL: redis.url, QUEUE_PREFIX: PREFIX, NODE_NAME: 'bench-node' });
+  // Compiled and with the DaemonSet's V8 flags (lite mode runs no TypeScript), as deployed.
+  const agent = startChild(join(await built(), 'dist/bench/servers/agent.js'), { REDIS_URL: redis.url, QUEUE_PREFIX: PREFIX, NODE_NAME: 'bench-node' }, { execArgv: nodeAgentCommand().flags });
   await agent.waitLine('READY');
   const p = { ...oneAlert(), template: oneAlert().template.replaceAll('worker-7', 'bench-node') };
   const samples: number[] = [];
@@ -164,16 +168,34 @@ async function latency(n = 1000) {
   return { jobs: n, p50: round(percentile(samples, 50), 2), p99: round(percentile(samples, 99), 2), max: round(samples.at(-1)!, 2), agentStandInRssUnderWorkMiB: round(agentRssMax) };
 }
 
-async function footprint() {
-  // The real node agent (workers/node-agent/main.ts, all runbooks, dry-run), idle on its queue.
-  const agent = startChild(here('../workers/node-agent/main.ts'), {
-    REDIS_URL: redis.url, QUEUE_PREFIX: PREFIX, NODE_NAME: 'footprint-node', LOG_LEVEL: 'warn', STATE_DIR: '/tmp/vm-bench-state',
-  });
-  await new Promise((r) => setTimeout(r, 4_000));
-  const idle = agent.rssMiB();
-  await agent.kill();
-  return { nodeAgentIdleRssMiB: round(idle) };
+/** The node agent's command in deploy/base (node flags, script), as the DaemonSet runs it. */
+function nodeAgentCommand(): { flags: string[]; script: string } {
+  const ds = renderKustomization(here('../deploy/base')).find((o) => o.kind === 'DaemonSet' && o.metadata.name === 'volume-medic-node-agent');
+  const command = (ds?.spec as { template: { spec: { containers: { command?: string[] }[] } } } | undefined)?.template.spec.containers[0]?.command ?? [];
+  if (command[0] !== 'node' || command.length < 2) throw new Error(`unexpected node agent command in deploy/base: ${JSON.stringify(command)}`);
+  return { flags: command.slice(1, -1), script: command.at(-1)! };
 }
+
+async function footprint() {
+  const env = { REDIS_URL: redis.url, QUEUE_PREFIX: PREFIX, NODE_NAME: 'footprint-node', LOG_LEVEL: 'warn', STATE_DIR: '/tmp/vm-bench-state' };
+  const idleRss = async (script: string, execArgv: readonly string[]): Promise<number> => {
+    const agent = startChild(script, env, { execArgv });
+    await new Promise((r) => setTimeout(r, 5_000));
+    const rss = agent.rssMiB();
+    await agent.kill();
+    return rss;
+  };
+  // As deployed: `npm run build`'s JavaScript with the DaemonSet's command (V8 flags included).
+  const { flags, script } = nodeAgentCommand();
+  const deployed = await idleRss(join(await built(), script), flags);
+  // As developed: `npm run node-agent` (TypeScript through type stripping, no flags).
+  const typescript = await idleRss(here('../workers/node-agent/main.ts'), []);
+  return { nodeAgentIdleRssMiB: round(deployed), nodeAgentCommand: ['node', ...flags, script].join(' '), nodeAgentIdleRssTypeScriptMiB: round(typescript) };
+}
+
+/** One compiled tree for the sections that run processes as deployed (built on first use). */
+let builtDir: Promise<string> | undefined;
+const built = (): Promise<string> => (builtDir ??= buildDist({ everything: true }));
 
 try {
   bare = startChild(here('./servers/bare.ts'), {}, { stdout: 'ignore' });
@@ -215,6 +237,7 @@ try {
     console.table(rows);
   }
 } finally {
+  if (builtDir) rmSync(await builtDir, { recursive: true, force: true });
   await receiver?.kill();
   await bare?.kill();
   admin.disconnect();

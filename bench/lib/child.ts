@@ -24,11 +24,13 @@ process.once('exit', () => {
 export interface ChildOptions {
   /** `lines`: stdout is read line by line (waitLine); `ignore`: it goes to /dev/null (a server's logs under load). */
   stdout?: 'lines' | 'ignore';
+  /** Node flags before the script (e.g. the node agent's V8 flags from its manifest). */
+  execArgv?: readonly string[];
 }
 
 /** The child announces readiness either as a stdout line or as an IPC message `{ ready: string }` (see ready()). */
 export function startChild(script: string, env: Record<string, string>, opts: ChildOptions = {}): Child {
-  const proc = spawn(process.execPath, [script], {
+  const proc = spawn(process.execPath, [...(opts.execArgv ?? []), script], {
     env: { ...process.env, ...env },
     stdio: ['ignore', opts.stdout === 'ignore' ? 'ignore' : 'pipe', 'inherit', 'ipc'],
   });

@@ -130,7 +130,7 @@ describe('what the installation promises', () => {
     expect((d['spec'] as { replicas: number }).replicas).toBe(2);
     const spec = podSpec(d)!;
     const c = spec.containers[0]!;
-    expect(c.command).toEqual(['node', 'src/main.ts']);
+    expect(c.command).toEqual(['node', 'dist/src/main.js']);
     expect(c.livenessProbe?.httpGet?.path).toBe('/healthz');
     expect(c.readinessProbe?.httpGet?.path).toBe('/readyz');
     expect(c.securityContext).toMatchObject({ allowPrivilegeEscalation: false, readOnlyRootFilesystem: true });
@@ -143,7 +143,7 @@ describe('what the installation promises', () => {
   it('the node agent: NODE_NAME from spec.nodeName, hostPID, host paths under HOST_ROOT=/host, tolerations, a node selector', () => {
     const spec = podSpec(find(rendered['dry-run'], 'DaemonSet', 'volume-medic-node-agent'))!;
     const c = spec.containers[0]!;
-    expect(c.command).toEqual(['node', 'workers/node-agent/main.ts']);
+    expect(c.command).toEqual(['node', '--lite-mode', '--max-semi-space-size=1', 'dist/workers/node-agent/main.js']);
     expect(c.env?.find((e) => e.name === 'NODE_NAME')?.valueFrom).toEqual({ fieldRef: { fieldPath: 'spec.nodeName' } });
     expect(c.env?.find((e) => e.name === 'HOST_ROOT')?.value).toBe('/host');
     expect(spec.hostPID).toBe(true);

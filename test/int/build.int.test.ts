@@ -1,0 +1,66 @@
+import { spawn } from 'node:child_process';
+import { existsSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { OVERLAYS, renderKustomization } from '../../scripts/deploy/kustomize.ts';
+import { buildDist } from '../../scripts/lib/build-dist.ts';
+import { DEPLOY_DIR, podSpec } from '../unit/deploy/manifests.ts';
+import { uniquePrefix } from '../support/redis.ts';
+
+// The image runs `npm run build`'s output with the commands of deploy/base (Dockerfile). Build it
+// here and start every command the manifests name, flags included (the node agent's V8 flags
+// would crash a Node that does not know them), against a real Redis: each must come up and say so.
+
+const STARTED: Record<string, RegExp> = {
+  receiver: /"msg":"receiver listening"/,
+  'cluster-worker': /"msg":"cluster worker started"/,
+  'node-agent': /"msg":"node agent started"/,
+};
+
+describe('the deployable build (npm run build) runs every command of the manifests', () => {
+  let out: string;
+  const commands = new Map<string, string[]>();
+
+  beforeAll(async () => {
+    for (const overlay of OVERLAYS) {
+      for (const o of renderKustomization(join(DEPLOY_DIR, 'overlays', overlay))) {
+        for (const c of podSpec(o)?.containers ?? []) if (c.command?.[0] === 'node') commands.set(c.name, c.command);
+      }
+    }
+    out = await buildDist();
+  }, 180_000);
+  afterAll(() => {
+    if (out) rmSync(out, { recursive: true, force: true });
+  });
+
+  it('names a file the build emits in each node command', () => {
+    expect([...commands.keys()].sort()).toEqual(Object.keys(STARTED).sort());
+    for (const [name, argv] of commands) {
+      const script = argv.at(-1)!;
+      expect(script, name).toMatch(/^dist\/.*\.js$/);
+      expect(existsSync(join(out, script)), `${name}: ${script}`).toBe(true);
+    }
+  });
+
+  it.each(Object.keys(STARTED))('starts %s from the build with the manifest\'s command', async (name) => {
+    const argv = commands.get(name)!;
+    const child = spawn(process.execPath, argv.slice(1), {
+      cwd: out,
+      env: { ...process.env, REDIS_URL: inject('redisUrl'), QUEUE_PREFIX: uniquePrefix('build'), NODE_NAME: 'build-node', PORT: '0', LISTEN_ADDRESS: '127.0.0.1', STATE_DIR: join(out, 'state'), LOG_LEVEL: 'info', KUBERNETES_SERVICE_HOST: '', KUBECONFIG: '' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let text = '';
+    child.stdout.on('data', (d: Buffer) => (text += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (text += d.toString()));
+    try {
+      const deadline = Date.now() + 20_000;
+      while (!STARTED[name]!.test(text)) {
+        if (child.exitCode !== null || Date.now() > deadline) throw new Error(`${name} did not start (exit ${child.exitCode}):\n${text}`);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    } finally {
+      child.kill('SIGTERM');
+      await new Promise((r) => child.once('exit', r));
+    }
+  }, 30_000);
+});
