@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 
 // Idempotency keys come from the event's identity, never the clock (DESIGN, "Contracts").
 // A key is also the BullMQ job id, so it must not contain ':' and must not look like an integer.
@@ -8,13 +8,14 @@ import { createHash } from 'node:crypto';
 const UNSAFE = /[^A-Za-z0-9._-]+/g;
 
 export function idempotencyKey(prefix: string, parts: readonly string[]): string {
-  const hash = createHash('sha256').update(JSON.stringify([prefix, ...parts])).digest('hex').slice(0, 12);
+  // crypto.hash: the one-shot form, no Hash object per key (the receiver makes one per alert).
+  const digest = hash('sha256', JSON.stringify([prefix, ...parts]), 'hex').slice(0, 12);
   const readable = parts
     .map((p) => p.replace(UNSAFE, '-').replace(/^-+|-+$/g, ''))
     .filter((p) => p.length > 0)
     .join('_')
     .slice(0, 120);
-  return readable ? `${prefix}_${readable}_${hash}` : `${prefix}_${hash}`;
+  return readable ? `${prefix}_${readable}_${digest}` : `${prefix}_${digest}`;
 }
 
 /** What BullMQ accepts as a custom job id, and what our keys always satisfy. */

@@ -30,9 +30,10 @@ export function createApp(deps: AppDeps): Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('query parser', 'simple');
-  app.use(healthRoutes(deps.redis, deps.prefix, deps.metrics.registry, deps.kubeState, deps.controls !== undefined));
-  // The dashboard has its own auth (a browser cannot send a bearer header): see routes/ui-auth.ts.
-  if (deps.controls) app.use(uiRoutes({ redis: deps.redis, prefix: deps.prefix, tokens: deps.tokens, queue: deps.controls.queue, controls: deps.controls.actions, write: deps.controls.dashboardWrite }));
+  // No ETag: nothing here is cached by clients, and hashing every webhook answer costs the hot path.
+  app.set('etag', false);
+  // The webhook routes first: every alert walks the router from the top, the dashboard and
+  // probes are rare. (Neither lives under /v1, so the order changes no match.)
   // Auth before the body is read: an unauthenticated sender does not get us to parse 1 MiB.
   app.use('/v1', bearerAuth(deps.tokens, (req) => {
     const source = SOURCE_OF[req.originalUrl.split('?')[0] ?? ''];
@@ -41,6 +42,9 @@ export function createApp(deps: AppDeps): Express {
   // Senders differ in Content-Type (some send none); every body here is JSON.
   app.use('/v1', express.json({ limit: deps.bodyLimit, type: () => true, strict: false }));
   app.use(webhookRoutes(deps));
+  app.use(healthRoutes(deps.redis, deps.prefix, deps.metrics.registry, deps.kubeState, deps.controls !== undefined));
+  // The dashboard has its own auth (a browser cannot send a bearer header): see routes/ui-auth.ts.
+  if (deps.controls) app.use(uiRoutes({ redis: deps.redis, prefix: deps.prefix, tokens: deps.tokens, queue: deps.controls.queue, controls: deps.controls.actions, write: deps.controls.dashboardWrite }));
   app.use(jobRoutes(deps.reader));
   if (deps.controls) app.use(controlRoutes(deps.controls.actions));
   app.use((_req, res) => res.status(404).json({ error: 'no such route' }));

@@ -30,6 +30,13 @@ function countJobs(metrics: ReceiverMetrics, accepted: readonly Enqueued[]): voi
   for (const [k, n] of counts) (k[0] === 'd' ? metrics.deduplicated : metrics.enqueued).inc({ runbook: k.slice(1) as Enqueued['runbook'] }, n);
 }
 
+/** 202 with the result: res.json()'s content-type lookup and charset handling, done once here. */
+function accepted(res: Response, body: unknown): void {
+  const text = JSON.stringify(body);
+  res.writeHead(202, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text) });
+  res.end(text);
+}
+
 const isSource = (v: unknown): v is WebhookSource => typeof v === 'string' && (WEBHOOK_SOURCES as readonly string[]).includes(v);
 
 export function webhookRoutes(deps: WebhookDeps): Router {
@@ -64,7 +71,7 @@ export function webhookRoutes(deps: WebhookDeps): Router {
       } else if (result.accepted.length > 0 && deps.log.isLevelEnabled('debug')) {
         deps.log.debug({ source, deduplicated: result.accepted.map((a) => a.id) }, 'jobs already stored');
       }
-      return res.status(202).json(result);
+      return accepted(res, result);
     } finally {
       end();
     }
