@@ -1,0 +1,50 @@
+// `node bench/profile.ts [one|grouped] [unique|repeat]`: one scenario of the throughput bench
+// against the real receiver, reporting what is stable on a shared machine: the receiver's own CPU
+// per request (utime+stime from /proc over 5 s of load) and Redis's per-command cost. With
+// PROF=<dir>, the receiver also writes a V8 CPU profile there (open it in Chrome DevTools).
+// Used to measure each hot-path change (commit messages carry the figures).
+import { readFileSync } from 'node:fs';
+import autocannon from 'autocannon';
+import { Redis } from 'ioredis';
+import { startChild } from './lib/child.ts';
+import { fill, groupedAlerts, oneAlert } from './lib/payloads.ts';
+import { startPrivateRedis } from './lib/redis-server.ts';
+
+const which = process.argv[2] === 'grouped' ? 'grouped' : 'one';
+const mode = process.argv[3] === 'repeat' ? 'repeat' : 'unique';
+const prof = process.env['PROF'];
+
+const redis = await startPrivateRedis();
+const receiver = startChild(new URL('./servers/receiver.ts', import.meta.url).pathname, { REDIS_URL: redis.url, QUEUE_PREFIX: 'bench', LOG_LEVEL: 'info' }, {
+  stdout: 'ignore',
+  execArgv: prof ? ['--cpu-prof', `--cpu-prof-dir=${prof}`] : [],
+});
+const admin = new Redis(redis.url);
+try {
+  const url = await receiver.waitLine('READY ');
+  const p = which === 'one' ? oneAlert() : groupedAlerts(50);
+  const salt = Date.now().toString(36);
+  const fixed = fill(p, `${salt}r`);
+  let n = 0;
+  await fetch(url + p.path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: fixed });
+  const run = (seconds: number) => autocannon({
+    url: url + p.path, connections: 20, duration: seconds,
+    requests: [{ method: 'POST', headers: { 'content-type': 'application/json' }, setupRequest: (req) => ({ ...req, body: mode === 'repeat' ? fixed : fill(p, `${salt}u${n++}`) }) }],
+  });
+  const cpuMs = (): number => {
+    const f = readFileSync(`/proc/${receiver.proc.pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return (Number(f[11]) + Number(f[12])) * 10; // clock ticks of 10 ms
+  };
+  await run(1);
+  await admin.config('RESETSTAT');
+  const c0 = cpuMs();
+  const r = await run(5);
+  const c1 = cpuMs();
+  console.log(`${which} ${mode}: ${Math.round(r.requests.average)} req/s, p99 ${r.latency.p99} ms, non-2xx ${r.non2xx}`);
+  console.log(`receiver CPU per request: ${Math.round(((c1 - c0) * 1000) / r.requests.total)} us`);
+  console.log((await admin.info('commandstats')).split('\n').filter((l) => /cmdstat_(evalsha|hmget)/.test(l)).join('\n'));
+} finally {
+  admin.disconnect();
+  await receiver.kill('SIGTERM');
+  await redis.destroy();
+}
