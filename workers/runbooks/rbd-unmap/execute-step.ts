@@ -11,6 +11,8 @@ import { headMappings, listMappings } from './observe.ts';
 import type { UnmapPolicy } from './policy.ts';
 import type { UnmapStep } from './step.ts';
 import { isBusy, isNotMapped } from './unmap-error.ts';
+import { removeFile } from './sysfs-mappings.ts';
+import { isMissingCommand } from '../../host/missing-command.ts';
 
 // Check-then-change. `umount` is done when the host namespace no longer has that mount of the
 // device; `unmap` when showmapped no longer lists the device for the image. A busy unmap
@@ -36,16 +38,41 @@ async function stillMapped(host: Host, step: Extract<UnmapStep, { kind: 'unmap' 
 
 const umountArgv = (host: Host, mountPoint: string): string[] => ['umount', host.argPath(mountPoint)];
 
+type UnmapStepOf = Extract<UnmapStep, { kind: 'unmap' }>;
+type Attempt = { result: 'done' } | { result: 'busy'; detail: string };
+
+/** Without the rbd CLI on the node: what `rbd unmap` itself does, a write of the id to sysfs. */
+async function unmapThroughSysfs(host: Host, step: UnmapStepOf, force: boolean): Promise<Attempt> {
+  const id = step.device.replace(/^rbd/, '');
+  const file = await removeFile(host);
+  try {
+    await host.writeSysfs(file, force ? `${id} force` : id);
+    return { result: 'done' };
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'EBUSY') return { result: 'busy', detail: `write ${id} to ${file}: (16) Device or resource busy` };
+    if ((code === 'ENOENT' || code === 'ENODEV' || code === 'EINVAL') && !(await stillMapped(host, step))) return { result: 'done' };
+    throw err;
+  }
+}
+
+async function unmapOnce(host: Host, step: UnmapStepOf, force: boolean): Promise<Attempt> {
+  const dev = host.argPath(devPath(step.device, 'rbd'));
+  const r = await host.run(force ? ['rbd', 'unmap', '-o', 'force', dev] : ['rbd', 'unmap', dev], { timeoutMs: TIMEOUT_MS });
+  if (r.exitCode === 0 || wasSimulated(r)) return { result: 'done' };
+  if (isMissingCommand(r)) return unmapThroughSysfs(host, step, force);
+  if (isNotMapped(r.stderr) && !(await stillMapped(host, step))) return { result: 'done' };
+  if (isBusy(r.stderr)) return { result: 'busy', detail: r.stderr.trim() };
+  throw new CommandFailedError(r);
+}
+
 export function createStepExecutor(deps: ExecuteDeps): StepExecutor<UnmapStep> {
-  async function unmap(step: Extract<UnmapStep, { kind: 'unmap' }>, host: Host): Promise<void> {
-    const dev = host.argPath(devPath(step.device, 'rbd'));
+  async function unmap(step: UnmapStepOf, host: Host): Promise<void> {
     let last = '';
     for (let attempt = 1; attempt <= deps.policy.busyAttempts; attempt++) {
-      const r = await host.run(['rbd', 'unmap', dev], { timeoutMs: TIMEOUT_MS });
-      if (r.exitCode === 0 || wasSimulated(r)) return;
-      if (isNotMapped(r.stderr) && !(await stillMapped(host, step))) return;
-      if (!isBusy(r.stderr)) throw new CommandFailedError(r);
-      last = r.stderr.trim();
+      const r = await unmapOnce(host, step, false);
+      if (r.result === 'done') return;
+      last = r.detail;
       // Busy: who holds it now? Release what the plan's rules call stale; stop at anything live.
       const c = classify(await scanHolders(host, step.device, step.majorMinor), step.context);
       const all = [...c.mounts, ...c.openers];
@@ -60,7 +87,8 @@ export function createStepExecutor(deps: ExecuteDeps): StepExecutor<UnmapStep> {
     const c = classify(await scanHolders(host, step.device, step.majorMinor), step.context);
     const live = [...c.mounts, ...c.openers].filter((h) => h.class === 'live' || h.class === 'foreign');
     if (live.length > 0) throw new RefusedError([`not forcing the unmap of ${devPath(step.device)}: ${live.map(describeHolder).join('; ')}`]);
-    expectOk(await host.run(['rbd', 'unmap', '-o', 'force', dev], { timeoutMs: TIMEOUT_MS }));
+    const forced = await unmapOnce(host, step, true);
+    if (forced.result === 'busy') throw new TransientError(`forced unmap of ${devPath(step.device)} answered busy: ${forced.detail}`);
   }
 
   return {

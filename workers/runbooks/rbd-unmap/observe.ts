@@ -9,6 +9,8 @@ import { scanHolders } from './holders.ts';
 import { mayRun, type NodePods } from './node-pods.ts';
 import type { UnmapPolicy } from './policy.ts';
 import { parseShowmappedJson, SHOWMAPPED, type Mapping } from './showmapped.ts';
+import { sysfsMappings } from './sysfs-mappings.ts';
+import { isMissingCommand } from '../../host/missing-command.ts';
 
 export interface ObserveDeps {
   pods: NodePods;
@@ -17,8 +19,11 @@ export interface ObserveDeps {
   now: () => Date;
 }
 
+/** `rbd showmapped`, or the kernel's sysfs record when the node has no rbd CLI. */
 export async function listMappings(host: Host): Promise<Mapping[]> {
-  return parseShowmappedJson(expectOk(await host.run(SHOWMAPPED)).stdout);
+  const r = await host.run(SHOWMAPPED);
+  if (isMissingCommand(r)) return sysfsMappings(host);
+  return parseShowmappedJson(expectOk(r).stdout);
 }
 
 export const headMappings = (all: readonly Mapping[], pool: string, image: string): Mapping[] =>

@@ -5,8 +5,8 @@ import { headMappings, listMappings } from './observe.ts';
 import type { UnmapStep } from './step.ts';
 
 // The device is gone: showmapped no longer lists the image, the udev link is gone. Whether the
-// watch left the image is a cluster-side fact (no Ceph credentials here): the cluster half sees
-// it the next time it looks.
+// watch left the image is a cluster-side fact (no Ceph credentials here): the cluster half that
+// handed this job over waits for it (rbd-stale-mapping/verify.ts).
 
 export async function verify(job: RbdUnmapJob, host: Host, plan: Extract<Plan<UnmapStep>, { kind: 'steps' }>): Promise<Verification> {
   const { pool, image } = job.target;

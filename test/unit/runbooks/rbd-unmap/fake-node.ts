@@ -21,11 +21,16 @@ export interface FakeNodeOptions {
   busyTimes?: number;
   /** `rbd unmap` stays busy until forced. */
   busyUntilForced?: boolean;
+  /**
+   * No rbd CLI on the node (ceph-csi brings its own in its container): `rbd` is not found
+   * through nsenter, and the kernel's sysfs (/sys/bus/rbd, as captured in krbd/) is the way.
+   */
+  noRbdCli?: boolean;
 }
 
 export function fakeNode(opts: FakeNodeOptions = {}): FakeHost {
   let hostMounts = cephFixture('mountinfo-host-stale-csi.transcribed.txt');
-  let mapped = JSON.parse(cephFixture('rbd-showmapped-three.transcribed.json')) as Array<{ device: string }>;
+  let mapped = JSON.parse(cephFixture('rbd-showmapped-three.transcribed.json')) as Array<{ id: string; pool: string; namespace: string; name: string; snap: string; device: string }>;
   let busy = opts.busyTimes ?? 0;
   const host = new FakeHost();
   const putHostMounts = (): void => {
@@ -56,6 +61,30 @@ export function fakeNode(opts: FakeNodeOptions = {}): FakeHost {
       .put('/proc/777/fd/3', { type: 'symlink', target: '/dev/rbd1' });
   }
 
+  // The kernel's record of the mappings, in the layout of krbd/sys-bus-rbd-devices.txt.
+  const putSysfs = (): void => {
+    for (const key of [...host.nodes.keys()]) if (key.startsWith('/sys/bus/rbd/devices/') && !key.endsWith('/client_addr')) host.nodes.delete(key);
+    for (const m of mapped) {
+      const d = `/sys/bus/rbd/devices/${m.id}`;
+      host.put(`${d}/pool`, `${m.pool}\n`).put(`${d}/pool_ns`, `${m.namespace}\n`).put(`${d}/name`, `${m.name}\n`).put(`${d}/current_snap`, `${m.snap}\n`);
+    }
+  };
+  putSysfs();
+  host.put('/sys/bus/rbd/remove_single_major', '');
+  const unmapDevice = (dev: string, forced: boolean): 'done' | 'busy' | 'gone' => {
+    if (opts.busyUntilForced && !forced) return 'busy';
+    if (busy > 0 && !forced) {
+      busy--;
+      return 'busy';
+    }
+    if (!mapped.some((m) => m.device === dev)) return 'gone';
+    mapped = mapped.filter((m) => m.device !== dev);
+    host.nodes.delete(dev);
+    host.nodes.delete('/dev/rbd/kube/csi-vol-0001');
+    putSysfs();
+    return 'done';
+  };
+
   host.on(['rbd', 'showmapped'], () => ({ stdout: `${JSON.stringify(mapped)}\n` }));
   host.on(['umount'], (argv) => {
     const path = argv[1]!;
@@ -66,18 +95,28 @@ export function fakeNode(opts: FakeNodeOptions = {}): FakeHost {
     return {};
   });
   host.on(['rbd', 'unmap'], (argv) => {
-    const forced = argv.includes('force');
-    if (opts.busyUntilForced && !forced) return { exitCode: 16, stderr: cephFixture('krbd/rbd-unmap-busy.err') };
-    if (busy > 0 && !forced) {
-      busy--;
-      return { exitCode: 16, stderr: cephFixture('krbd/rbd-unmap-busy.err') };
-    }
     const dev = argv.at(-1)!;
-    if (!mapped.some((m) => m.device === dev)) return { exitCode: 22, stderr: cephFixture('rbd-unmap-not-a-block-device.err').replace('/dev/rbd0', dev) };
-    mapped = mapped.filter((m) => m.device !== dev);
-    host.nodes.delete(dev);
-    host.nodes.delete('/dev/rbd/kube/csi-vol-0001');
-    return {};
+    switch (unmapDevice(dev, argv.includes('force'))) {
+      case 'busy':
+        return { exitCode: 16, stderr: cephFixture('krbd/rbd-unmap-busy.err') };
+      case 'gone':
+        return { exitCode: 22, stderr: cephFixture('rbd-unmap-not-a-block-device.err').replace('/dev/rbd0', dev) };
+      default:
+        return {};
+    }
   });
+  // Registered last, so it wins over the rbd scripts above.
+  if (opts.noRbdCli) {
+    host.on(['rbd'], () => ({ exitCode: 127, stderr: 'nsenter: failed to execute rbd: No such file or directory\n' }));
+    const write = host.writeSysfs.bind(host);
+    host.writeSysfs = async (path, value) => {
+      await write(path, value);
+      if (path !== '/sys/bus/rbd/remove_single_major') return;
+      const [id, force] = value.split(' ');
+      const r = unmapDevice(`/dev/rbd${id}`, force === 'force');
+      if (r === 'busy') throw Object.assign(new Error(`EBUSY: resource busy or locked, write`), { code: 'EBUSY' });
+      if (r === 'gone') throw Object.assign(new Error(`ENOENT: no such device, write`), { code: 'ENOENT' });
+    };
+  }
   return host;
 }

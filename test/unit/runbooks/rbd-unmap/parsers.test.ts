@@ -3,6 +3,8 @@ import {
   isBusy, isNotMapped, parseMountinfo, parseShowmappedJson, parseShowmappedText, podUidOfCgroup,
 } from '../../../../workers/runbooks/rbd-unmap/index.ts';
 import { parseListWatchers, parseRbdStatusJson } from '../../../../workers/runbooks/rbd-stale-mapping/index.ts';
+import { FakeHost } from '../../../../workers/host/fake-host.ts';
+import { sysfsMappings } from '../../../../workers/runbooks/rbd-unmap/sysfs-mappings.ts';
 import { cephFixture } from '../rbd-stale-mapping/ceph-fixture.ts';
 
 // krbd/: captured on a real kernel RBD client (test/lab/rbd-unmap.lab.test.ts; index.json there
@@ -32,6 +34,17 @@ describe('rbd showmapped', () => {
 
   it('refuses a device that is not an rbd device name', () => {
     expect(() => parseShowmappedJson('[{"id":"0","pool":"p","namespace":"","name":"i","snap":"-","device":"/dev/../sda"}]')).toThrow(/not an rbd device/);
+  });
+});
+
+describe('the kernel\'s own record, for nodes without an rbd CLI', () => {
+  it('reads the captured /sys/bus/rbd/devices as rbd showmapped printed it on the same node', async () => {
+    const host = new FakeHost();
+    for (const line of cephFixture('krbd/sys-bus-rbd-devices.txt').trim().split('\n')) {
+      const i = line.indexOf(':');
+      host.put(line.slice(0, i), `${line.slice(i + 1)}\n`);
+    }
+    expect(await sysfsMappings(host)).toEqual(parseShowmappedJson(cephFixture('krbd/rbd-showmapped.json')));
   });
 });
 

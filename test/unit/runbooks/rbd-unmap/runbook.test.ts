@@ -120,6 +120,25 @@ describe('rbd-unmap on a simulated node', () => {
     expect(err.reasons).toEqual(['the job is for node worker-2 but ran on worker-9']);
   });
 
+  it('without an rbd CLI on the node, reads the mappings from sysfs and unmaps through /sys/bus/rbd/remove_single_major', async () => {
+    const host = fakeNode({ noRbdCli: true, busyTimes: 1 });
+    const { result, sleeps } = run(host);
+    const r = await result;
+    expect(r.outcome).toBe('succeeded');
+    expect(r.verification).toMatchObject({ ok: true });
+    expect(host.calls.filter((c) => c.op === 'writeSysfs').map((c) => c.args)).toEqual([['/sys/bus/rbd/remove_single_major', '1'], ['/sys/bus/rbd/remove_single_major', '1']]);
+    expect(sleeps).toEqual([1000]);
+    expect(host.nodes.has('/sys/bus/rbd/devices/1/name')).toBe(false);
+    expect(host.nodes.has('/sys/bus/rbd/devices/0/name')).toBe(true);
+  });
+
+  it('without an rbd CLI, forces with "<id> force" only where policy allows it', async () => {
+    const host = fakeNode({ noRbdCli: true, leftoverContainer: true, busyUntilForced: true });
+    const r = await run(host, { policy: { force: 'no-live-workload' } }).result;
+    expect(r.outcome).toBe('succeeded');
+    expect(host.calls.filter((c) => c.op === 'writeSysfs').map((c) => c.args[1])).toEqual(['1', '1', '1', '1 force']);
+  });
+
   it('in dry-run looks for real but changes nothing', async () => {
     const host = fakeNode();
     const r = await run(host, { mode: 'dry-run' }).result;
