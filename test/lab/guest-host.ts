@@ -40,6 +40,7 @@ for b in ls('/sys/block'):
     rec(base + '/device/delete', read=False)
     for d in ('slaves', 'holders'):
         for e in ls(base + '/' + d): rec(base + '/' + d + '/' + e)
+for f in ('add', 'remove', 'add_single_major', 'remove_single_major'): rec('/sys/bus/rbd/' + f, read=False)
 rec('/sys/bus/rbd/devices')
 for d in ls('/sys/bus/rbd/devices'):
     base = '/sys/bus/rbd/devices/' + d
@@ -78,6 +79,20 @@ export interface GuestHostStats {
   commands: number;
 }
 
+/**
+ * A node whose host has no `rbd` (ceph-csi brings its own in its container): every `rbd`
+ * command answers as nsenter does for a missing program; everything else passes through.
+ */
+export function withoutRbdCli(inner: Host): Host {
+  return {
+    ...inner,
+    async run(argv, options) {
+      if (argv[0] !== 'rbd') return inner.run(argv, options);
+      return { argv: [...argv], exitCode: 127, signal: null, timedOut: false, durationMs: 0, stdout: '', stderr: 'nsenter: failed to execute rbd: No such file or directory\n' };
+    },
+  };
+}
+
 /** The Host port over the lab VM: commands run in the guest, files are read from a snapshot. */
 export function guestHost(vm: LabVm, stats: GuestHostStats, stateDir: string): Host {
   const script = snapshotPy(stateDir);
@@ -95,7 +110,10 @@ export function guestHost(vm: LabVm, stats: GuestHostStats, stateDir: string): H
   const must = async (argv: string[], stdin?: string) => {
     changed();
     const r = await vm.run(argv, stdin === undefined ? {} : { stdin });
-    if (r.code !== 0) throw Object.assign(new Error(`${argv.join(' ')}: ${r.stderr.trim()}`), { code: /No such file/.test(r.stderr) ? 'ENOENT' : 'EIO' });
+    if (r.code !== 0) {
+      const code = /No such file/.test(r.stderr) ? 'ENOENT' : /Device or resource busy/.test(r.stderr) ? 'EBUSY' : /No such device/.test(r.stderr) ? 'ENODEV' : 'EIO';
+      throw Object.assign(new Error(`${argv.join(' ')}: ${r.stderr.trim()}`), { code });
+    }
   };
   return {
     async run(argv, options): Promise<CommandRecord> {

@@ -31,7 +31,7 @@ import { createRbdUnmap, InMemoryNodePods, isBusy, isNotMapped, parseMountinfo, 
 import type { RunbookContext } from '../../workers/runbooks/registry.ts';
 import { cephUnavailable, startCeph, type TestCeph } from '../support/ceph.ts';
 import { writeFixtureDir, type CapturedFile } from './capture.ts';
-import { guestHost } from './guest-host.ts';
+import { guestHost, withoutRbdCli } from './guest-host.ts';
 import { labSkipReason } from './image.ts';
 import { createLabLink, type LabLink } from './lab-link.ts';
 import { bootLabVm, type LabVm } from './vm.ts';
@@ -49,6 +49,7 @@ const KUBELET = '/var/lib/kubelet';
 const POOL = 'kube';
 const STALE = 'csi-vol-stale';
 const LIVE = 'csi-vol-live';
+const NOCLI = 'csi-vol-nocli';
 const GONE_POD_UID = '6f1c3d2e-0b7a-4c55-9e21-8d4f5a6b7c80';
 const LIVE_POD_UID = '0a9b8c7d-6e5f-4a3b-8c2d-1e0f9a8b7c6d';
 // ceph-csi stages a volume at plugins/.../globalmount/<volume id> and bind-mounts it into the pod.
@@ -121,7 +122,7 @@ describe.skipIf(skipReason !== null)('rbd-stale-mapping on a real kernel RBD cli
     ceph = await startCeph({ address: link.address, msgrV1: true });
     await ceph.cli('ceph', ['osd', 'pool', 'create', POOL, '8']);
     await ceph.cli('ceph', ['osd', 'pool', 'application', 'enable', POOL, 'rbd']);
-    for (const image of [STALE, LIVE]) await ceph.cli('rbd', ['create', `${POOL}/${image}`, '--size', '32', '--image-feature', 'layering']);
+    for (const image of [STALE, LIVE, NOCLI]) await ceph.cli('rbd', ['create', `${POOL}/${image}`, '--size', '32', '--image-feature', 'layering']);
     stateDir = await mkdtemp(join(tmpdir(), 'vm-rbd-lab-state-'));
     timings['Ceph on the lab link'] = `${Math.round(performance.now() - t)} ms (${ceph.monHost})`;
 
@@ -266,4 +267,38 @@ describe.skipIf(skipReason !== null)('rbd-stale-mapping on a real kernel RBD cli
     expect((await vm.runOk(['cat', `${podMount(LIVE_POD_UID, 'pvc-live')}/file`])).stdout).toBe('live\n');
     expect(await watchers(LIVE)).toHaveLength(1);
   }, 120_000);
+
+  it('node half on a node without an rbd CLI: the kernel\'s sysfs record and remove_single_major do the same job', async () => {
+    const dev = (await vm.runOk(['rbd', 'map', `${POOL}/${NOCLI}`], { timeoutMs: 120_000 })).stdout.trim();
+    const p = podMount(GONE_POD_UID, 'pvc-nocli');
+    await vm.runOk(`set -e; udevadm settle --timeout=30; mkfs.ext4 -q ${dev}; mkdir -p ${p}; mount ${dev} ${p}; sync`, { timeoutMs: 120_000 });
+    // The real kernel answers EBUSY to a removal while the device is mounted: what the runbook reads as busy.
+    const busy = await vm.run(`echo ${dev.replace('/dev/rbd', '')} > /sys/bus/rbd/remove_single_major`);
+    expect(busy.code).not.toBe(0);
+    expect(busy.stderr).toMatch(/Device or resource busy/);
+    const [watcher] = await watchers(NOCLI);
+    const job: RbdUnmapJob = {
+      version: 1,
+      runbook: 'rbd-unmap',
+      key: 'rbdu_kube_csi-vol-nocli_lab0000001',
+      target: { node: 'lab-node', pool: POOL, image: NOCLI, watcher: watcher! },
+      evidence: [{ source: 'api', summary: 'lab', raw: {} }],
+    };
+    const handler = createRbdUnmap({ host: withoutRbdCli(guestHost(vm, stats, STATE_DIR)), stateDir: STATE_DIR, pods, policy: { busyDelayMs: 500 } });
+    const r = await handler(job, ctx(job.key));
+    log(`[rbd-lab] without rbd CLI ${r.outcome}: ${r.summary}; ${r.commands.map((c) => c.argv.join(' ')).join(' | ')}`);
+    expect(r.outcome).toBe('succeeded');
+    expect(r.verification).toMatchObject({ ok: true });
+    // The kernel's client_addr (read from sysfs here) is the watcher Ceph lists.
+    expect(r.summary).not.toContain('not the watcher');
+    const d = dev.replace('/dev/', '');
+    expect(r.steps.map((s) => s.id)).toEqual([`umount:${d}:${p}`, `unmap:${d}:${POOL}/${NOCLI}`]);
+    expect(r.commands.some((c) => c.argv[0] === 'host:write-sysfs' && c.argv[1] === '/sys/bus/rbd/remove_single_major')).toBe(true);
+    expect((await vm.run(['test', '-b', dev])).code).not.toBe(0);
+    expect(await watchers(NOCLI)).toEqual([]);
+    // The live image is still mapped.
+    const left = parseShowmappedJson((await vm.runOk(['rbd', 'showmapped', '--format', 'json'])).stdout).map((m) => m.image);
+    expect(left).toContain(LIVE);
+    expect(left).not.toContain(NOCLI);
+  }, 300_000);
 });
