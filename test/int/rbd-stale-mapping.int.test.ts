@@ -18,7 +18,7 @@ import { post } from '../support/payloads.ts';
 import { producerConnection } from '../../src/queues/redis.ts';
 import { RefusedError } from '../../workers/engine/errors.ts';
 import { createRealHost } from '../../workers/host/real-host.ts';
-import { createRbdStaleMapping, InMemoryRbdLookups, parseListWatchers, type FencingMode, type NodeJobSink } from '../../workers/runbooks/rbd-stale-mapping/index.ts';
+import { createRbdStaleMapping, InMemoryRbdLookups, type FencingMode, type NodeJobSink } from '../../workers/runbooks/rbd-stale-mapping/index.ts';
 import type { RunbookContext } from '../../workers/runbooks/registry.ts';
 import { cephUnavailable, startCeph, type TestCeph } from '../support/ceph.ts';
 import { dropPrefix, redisUrl, uniquePrefix } from '../support/redis.ts';
@@ -87,11 +87,7 @@ describe.skipIf(skip !== undefined)('rbd-stale-mapping against a real Ceph', () 
     if (stateDir) await rm(stateDir, { recursive: true, force: true });
   }, 30_000);
 
-  async function watchers(): Promise<string[]> {
-    const info = JSON.parse((await ceph.cli('rbd', ['info', '--format', 'json', `${POOL}/${IMAGE}`])).stdout) as { block_name_prefix: string };
-    const header = `rbd_header.${info.block_name_prefix.slice('rbd_data.'.length)}`;
-    return parseListWatchers((await ceph.cli('rados', ['-p', POOL, 'listwatchers', header])).stdout).watchers.map((w) => w.address);
-  }
+  const watchers = (): Promise<string[]> => ceph.watchers(POOL, IMAGE);
 
   async function holdWatch(): Promise<string> {
     const before = new Set(await watchers());

@@ -110,11 +110,7 @@ describe.skipIf(skipReason !== null)('rbd-stale-mapping on a real kernel RBD cli
   const pods = new InMemoryNodePods([{ namespace: 'shop', name: 'cache-0', uid: LIVE_POD_UID, node: 'lab-node', phase: 'Running', claims: ['cache-data'], waiting: [] }]);
   const nodeHalf = () => createRbdUnmap({ host: guestHost(vm, stats, STATE_DIR), stateDir: STATE_DIR, pods, policy: { busyDelayMs: 500 } });
 
-  const watchers = async (image: string): Promise<string[]> => {
-    const info = JSON.parse((await ceph.cli('rbd', ['info', '--format', 'json', `${POOL}/${image}`])).stdout) as { block_name_prefix: string };
-    const header = `rbd_header.${info.block_name_prefix.slice('rbd_data.'.length)}`;
-    return parseListWatchers((await ceph.cli('rados', ['-p', POOL, 'listwatchers', header])).stdout).watchers.map((w) => w.address);
-  };
+  const watchers = (image: string): Promise<string[]> => ceph.watchers(POOL, image);
 
   beforeAll(async () => {
     let t = performance.now();

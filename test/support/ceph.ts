@@ -6,6 +6,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { parseListWatchers } from '../../workers/runbooks/rbd-stale-mapping/watchers.ts';
 
 // A throwaway one-node Ceph cluster for the integration tier (LAB-NOTES, "Ceph"): one monitor,
 // one memstore OSD, auth none, pool size 1, everything in a temporary folder, daemons in the
@@ -30,6 +31,8 @@ export interface TestCeph {
   monHost: string;
   /** Runs a Ceph tool against this cluster; rejects on a non-zero exit. */
   cli(file: 'ceph' | 'rbd' | 'rados', args: string[], timeoutMs?: number): Promise<{ stdout: string; stderr: string }>;
+  /** The watcher addresses of pool/image: `rbd info` -> its header object -> `rados listwatchers`. */
+  watchers(pool: string, image: string): Promise<string[]>;
   /** Holds a watch on pool/image from a separate client process until stopped (stdin kept open). */
   watch(pool: string, image: string): Promise<{ child: ChildProcess; stop(): Promise<void> }>;
   stop(): Promise<void>;
@@ -157,6 +160,11 @@ export async function startCeph(opts: StartCephOptions = {}): Promise<TestCeph> 
     conf,
     monHost: monHost(address, port, v1Port),
     cli,
+    async watchers(pool, image) {
+      const info = JSON.parse((await cli('rbd', ['info', '--format', 'json', `${pool}/${image}`])).stdout) as { block_name_prefix: string };
+      const header = `rbd_header.${info.block_name_prefix.slice('rbd_data.'.length)}`;
+      return parseListWatchers((await cli('rados', ['-p', pool, 'listwatchers', header])).stdout).watchers.map((w) => w.address);
+    },
     async watch(pool, image) {
       // `rbd watch` exits when stdin closes: keep a pipe open and never end it.
       const child = spawn('rbd', ['--conf', conf, 'watch', `${pool}/${image}`], { stdio: ['pipe', 'pipe', 'pipe'] });

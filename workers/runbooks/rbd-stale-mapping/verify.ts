@@ -19,6 +19,23 @@ export interface VerifyDeps {
 // object: verify polls for it (1 s apart, a cheap `rados listwatchers`) up to handoffTimeoutMs.
 // The node half's own result says why when it does not (refused: a live workload; failed).
 
+/** Polls the header object until none of `addresses` watches it, or `timeoutMs` has passed. */
+async function waitForWatchesToLeave(
+  host: Host, pool: string, header: string, addresses: readonly string[], intervalMs: number, timeoutMs: number, deps: VerifyDeps,
+): Promise<{ still: Set<string>; waitedMs: number }> {
+  const started = deps.now();
+  const still = async (): Promise<Set<string>> => {
+    const now = new Set((await listWatchers(host, pool, header)).watchers.map((w) => w.address));
+    return new Set(addresses.filter((a) => now.has(a)));
+  };
+  let left = await still();
+  while (left.size > 0 && deps.now() - started < timeoutMs) {
+    await deps.sleep(intervalMs);
+    left = await still();
+  }
+  return { still: left, waitedMs: deps.now() - started };
+}
+
 export async function verify(
   job: RbdStaleMappingJob,
   host: Host,
@@ -26,43 +43,27 @@ export async function verify(
   deps: VerifyDeps,
 ): Promise<Verification> {
   const checks: Check[] = [];
+  const { pool, image } = job.target;
   const fences = plan.steps.filter((s) => s.kind === 'blocklist-add');
   if (fences.length > 0) {
     const listed = new Set((await blocklist(host)).map((e) => e.addr));
-    const header = fences[0]!.headerObject;
-    const deadline = deps.now() + deps.timeoutMs;
-    let watching = new Set((await listWatchers(host, job.target.pool, header)).watchers.map((w) => w.address));
-    while (fences.some((f) => watching.has(f.address)) && deps.now() < deadline) {
-      await deps.sleep(100);
-      watching = new Set((await listWatchers(host, job.target.pool, header)).watchers.map((w) => w.address));
-    }
+    const { still } = await waitForWatchesToLeave(host, pool, fences[0]!.headerObject, fences.map((f) => f.address), 100, deps.timeoutMs, deps);
     for (const f of fences) {
       checks.push({ what: `${f.address} is blocklisted`, ok: listed.has(f.address) });
-      checks.push({ what: `${f.address} no longer watches ${job.target.pool}/${job.target.image}`, ok: !watching.has(f.address) });
+      checks.push({ what: `${f.address} no longer watches ${pool}/${image}`, ok: !still.has(f.address) });
     }
   }
   const handed = plan.steps.filter((s): s is Extract<StaleMappingStep, { kind: 'enqueue-unmap' }> => s.kind === 'enqueue-unmap');
   for (const s of handed) checks.push({ what: `unmap job ${s.job.key} handed to node ${s.job.target.node}`, ok: true });
   if (handed.length > 0 && deps.handoffTimeoutMs > 0) {
-    const header = handed[0]!.headerObject;
-    const started = deps.now();
-    const waiting = async (): Promise<Set<string>> => {
-      const now = new Set((await listWatchers(host, job.target.pool, header)).watchers.map((w) => w.address));
-      return new Set(handed.map((s) => s.job.target.watcher).filter((a) => now.has(a)));
-    };
-    let left = await waiting();
-    while (left.size > 0 && deps.now() - started < deps.handoffTimeoutMs) {
-      await deps.sleep(1_000);
-      left = await waiting();
-    }
-    const waited = Math.round((deps.now() - started) / 1000);
+    const { still, waitedMs } = await waitForWatchesToLeave(host, pool, handed[0]!.headerObject, handed.map((s) => s.job.target.watcher), 1_000, deps.handoffTimeoutMs, deps);
     for (const s of handed) {
-      const gone = !left.has(s.job.target.watcher);
+      const { watcher, node } = s.job.target;
       checks.push({
-        what: gone
-          ? `${s.job.target.watcher} (node ${s.job.target.node}) no longer watches ${job.target.pool}/${job.target.image}`
-          : `${s.job.target.watcher} (node ${s.job.target.node}) still watches ${job.target.pool}/${job.target.image} after ${waited} s: see unmap job ${s.job.key} on that node`,
-        ok: gone,
+        what: still.has(watcher)
+          ? `${watcher} (node ${node}) still watches ${pool}/${image} after ${Math.round(waitedMs / 1000)} s: see unmap job ${s.job.key} on that node`
+          : `${watcher} (node ${node}) no longer watches ${pool}/${image}`,
+        ok: !still.has(watcher),
       });
     }
   }
