@@ -137,6 +137,12 @@ describe.skipIf(skipReason !== null)('lab harness: Debian 12 kernel with dm-mult
     await waitInGuest(vm, `both paths of ${doomed!.map.name} failed faulty`, ['multipathd', 'show', 'paths', 'format', '%d %t %T %o'],
       (out) => doomed!.map.paths.every((p) => new RegExp(`^${p}\\s+failed\\s+faulty`, 'm').test(out)), { timeoutMs: 90_000 });
     timings['LUN removed -> both paths failed faulty'] = `${Math.round(performance.now() - t1)} ms`;
+    // What holds such a map open in the field is a reader stuck on its queued I/O: udev's blkid
+    // probe (seen in most runs), an application. udev does not always get there before the paths
+    // fail (then `multipath -f` simply works and this test would prove nothing), so start one.
+    await vm.runOk(`setsid dd if=/dev/mapper/${doomed!.map.name} of=/dev/null bs=4k count=1 iflag=direct </dev/null >/dev/null 2>&1 &`);
+    await waitInGuest(vm, `a reader stuck in D state on ${doomed!.map.name}`, ['ps', '-eo', 'stat,args'],
+      (out) => out.split('\n').some((l) => /^D/.test(l) && l.includes(`dd if=/dev/mapper/${doomed!.map.name}`)), { timeoutMs: 30_000 });
     const ll = await vm.runOk(['multipath', '-ll']);
     const captured = await captureMultipathState(vm);
     captured.push(await captureOne(vm, 'ps-d-state.txt', "ps -eo pid,stat,wchan:32,args | awk 'NR==1 || $2 ~ /^D/'"));
@@ -147,6 +153,9 @@ describe.skipIf(skipReason !== null)('lab harness: Debian 12 kernel with dm-mult
       captured, { ...meta, healthy, removed: doomed, tableBefore: features.stdout.trim() });
     expect(features.stdout).toMatch(/queue_if_no_path/);
     expect(ll.stdout).toMatch(/failed faulty running/);
+    // Held by the stuck reader, the map cannot be flushed until its queue is released.
+    expect(flush.code).not.toBe(0);
+    expect(flush.stdout + flush.stderr).toMatch(/map in use/);
 
     // Releasing the queue lets stuck openers finish; then the flush succeeds.
     await vm.runOk(['dmsetup', 'message', doomed!.map.name, '0', 'fail_if_no_path']);
