@@ -1,6 +1,7 @@
 import express, { type Express } from 'express';
 import type { Redis } from 'ioredis';
 import { bearerAuth } from './auth.ts';
+import { jsonBody } from './json-body.ts';
 import { errorHandler } from './errors.ts';
 import { healthRoutes } from './routes/health.ts';
 import { jobRoutes } from './routes/jobs.ts';
@@ -32,16 +33,18 @@ export function createApp(deps: AppDeps): Express {
   app.set('query parser', 'simple');
   // No ETag: nothing here is cached by clients, and hashing every webhook answer costs the hot path.
   app.set('etag', false);
-  // The webhook routes first: every alert walks the router from the top, the dashboard and
-  // probes are rare. (Neither lives under /v1, so the order changes no match.)
   // Auth before the body is read: an unauthenticated sender does not get us to parse 1 MiB.
-  app.use('/v1', bearerAuth(deps.tokens, (req) => {
+  const auth = bearerAuth(deps.tokens, (req) => {
     const source = SOURCE_OF[req.originalUrl.split('?')[0] ?? ''];
     if (source) deps.metrics.webhooks.inc({ source, outcome: 'unauthorized' });
-  }));
+  });
   // Senders differ in Content-Type (some send none); every body here is JSON.
-  app.use('/v1', express.json({ limit: deps.bodyLimit, type: () => true, strict: false }));
-  app.use(webhookRoutes(deps));
+  const body = jsonBody(deps.bodyLimit);
+  // The webhook routes first, with auth and body reading as route middleware: every alert walks
+  // the router from the top, and a route match is cheaper than prefix middleware (issue 8). The
+  // dashboard and probes are rare. (Neither lives under /v1, so the order changes no match.)
+  app.use(webhookRoutes(deps, [auth, body]));
+  app.use('/v1', auth, body);
   app.use(healthRoutes(deps.redis, deps.prefix, deps.metrics.registry, deps.kubeState, deps.controls !== undefined));
   // The dashboard has its own auth (a browser cannot send a bearer header): see routes/ui-auth.ts.
   if (deps.controls) app.use(uiRoutes({ redis: deps.redis, prefix: deps.prefix, tokens: deps.tokens, queue: deps.controls.queue, controls: deps.controls.actions, write: deps.controls.dashboardWrite }));

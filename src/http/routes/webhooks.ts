@@ -1,8 +1,10 @@
-import { Router, type Request, type Response } from 'express';
+import { Router, type Request, type RequestHandler, type Response } from 'express';
 import { parseWebhook, WEBHOOK_SOURCES, type ParseOptions, type WebhookSource } from '../../ingest/parse.ts';
 import { explain, ingest, type IngestDeps } from '../../ingest/ingest.ts';
 import { StoreUnavailableError, type Enqueued } from '../../queues/dispatcher.ts';
+import type { Counter, Histogram } from 'prom-client';
 import type { ReceiverMetrics } from '../../observability/metrics.ts';
+import { RUNBOOKS, type RunbookName } from '../../catalogue/jobs.ts';
 import type { Logger } from '../../observability/logger.ts';
 
 // Thin edges (CONVENTIONS 11): parse, validate, hand over, answer. 202 once every job is stored
@@ -15,19 +17,35 @@ export interface WebhookDeps extends IngestDeps, ParseOptions {
   retryAfterSeconds: number;
 }
 
+type RunbookCounters = Record<RunbookName, Counter.Internal>;
+
+/**
+ * The counters a webhook touches, bound to their labels once: prom-client hashes a label set on
+ * every inc({...}), a bound child does not (issue 8: the hot path is a few microseconds).
+ */
+function boundMetrics(metrics: ReceiverMetrics) {
+  const perRunbook = (c: Counter<'runbook'>): RunbookCounters =>
+    Object.fromEntries(RUNBOOKS.map((runbook) => [runbook, c.labels({ runbook })])) as RunbookCounters;
+  const perSource = Object.fromEntries(WEBHOOK_SOURCES.map((source) => [source, {
+    seconds: metrics.requestSeconds.labels({ route: source }),
+    accepted: metrics.webhooks.labels({ source, outcome: 'accepted' }),
+  }])) as Record<WebhookSource, { seconds: Histogram.Internal<'route'>; accepted: Counter.Internal }>;
+  return { perSource, enqueued: perRunbook(metrics.enqueued), deduplicated: perRunbook(metrics.deduplicated) };
+}
+
 /** Stored / deduplicated counters, one inc per runbook and outcome instead of one per job (a grouped payload holds dozens). */
-function countJobs(metrics: ReceiverMetrics, accepted: readonly Enqueued[]): void {
+function countJobs(m: ReturnType<typeof boundMetrics>, accepted: readonly Enqueued[]): void {
   if (accepted.length === 1) {
     const a = accepted[0]!;
-    (a.deduplicated ? metrics.deduplicated : metrics.enqueued).inc({ runbook: a.runbook });
+    (a.deduplicated ? m.deduplicated : m.enqueued)[a.runbook].inc();
     return;
   }
-  const counts = new Map<string, number>();
+  const counts = new Map<RunbookCounters[RunbookName], number>();
   for (const a of accepted) {
-    const k = `${a.deduplicated ? 'd' : 'e'}${a.runbook}`;
-    counts.set(k, (counts.get(k) ?? 0) + 1);
+    const counter = (a.deduplicated ? m.deduplicated : m.enqueued)[a.runbook];
+    counts.set(counter, (counts.get(counter) ?? 0) + 1);
   }
-  for (const [k, n] of counts) (k[0] === 'd' ? metrics.deduplicated : metrics.enqueued).inc({ runbook: k.slice(1) as Enqueued['runbook'] }, n);
+  for (const [counter, n] of counts) counter.inc(n);
 }
 
 /** 202 with the result: res.json()'s content-type lookup and charset handling, done once here. */
@@ -39,11 +57,13 @@ function accepted(res: Response, body: unknown): void {
 
 const isSource = (v: unknown): v is WebhookSource => typeof v === 'string' && (WEBHOOK_SOURCES as readonly string[]).includes(v);
 
-export function webhookRoutes(deps: WebhookDeps): Router {
+/** `before`: what every webhook route runs first (auth, body reading). */
+export function webhookRoutes(deps: WebhookDeps, before: readonly RequestHandler[] = []): Router {
   const r = Router();
+  const m = boundMetrics(deps.metrics);
 
   const handle = (source: WebhookSource) => async (req: Request, res: Response) => {
-    const end = deps.metrics.requestSeconds.startTimer({ route: source });
+    const end = m.perSource[source].seconds.startTimer();
     try {
       const parsed = parseWebhook(source, req.body, deps);
       if (!parsed.ok) {
@@ -59,8 +79,8 @@ export function webhookRoutes(deps: WebhookDeps): Router {
         deps.log.warn({ source, err: err.message }, 'could not store jobs; answering 503 so the sender retries');
         return res.set('Retry-After', String(deps.retryAfterSeconds)).status(503).json({ error: 'jobs could not be stored, retry later' });
       }
-      deps.metrics.webhooks.inc({ source, outcome: 'accepted' });
-      countJobs(deps.metrics, result.accepted);
+      m.perSource[source].accepted.inc();
+      countJobs(m, result.accepted);
       for (const i of result.ignored) deps.metrics.ignored.inc({ source: i.source, reason: i.reason });
       // One info line per request that stored something new; a request whose jobs all folded
       // into existing ones (Alertmanager's repeats, an HA peer, a storm) is a debug line, so a
@@ -77,11 +97,11 @@ export function webhookRoutes(deps: WebhookDeps): Router {
     }
   };
 
-  r.post('/v1/alertmanager', handle('alertmanager'));
-  r.post('/v1/events', handle('events'));
-  r.post('/v1/npd', handle('npd'));
+  r.post('/v1/alertmanager', ...before, handle('alertmanager'));
+  r.post('/v1/events', ...before, handle('events'));
+  r.post('/v1/npd', ...before, handle('npd'));
 
-  r.post('/v1/explain', async (req, res) => {
+  r.post('/v1/explain', ...before, async (req, res) => {
     const source = req.query['source'];
     if (!isSource(source)) return res.status(400).json({ error: `query parameter source must be one of ${WEBHOOK_SOURCES.join(', ')}` });
     const parsed = parseWebhook(source, req.body, deps);
