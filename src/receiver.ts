@@ -30,7 +30,7 @@ export interface ReceiverOptions {
 }
 
 export async function startReceiver(config: Config, opts: ReceiverOptions = {}): Promise<Receiver> {
-  const log = opts.log ?? createLogger('receiver', config.logLevel);
+  const log = opts.log ?? createLogger('receiver', config.logLevel, { buffered: true });
   const redis = producerConnection(config.redisUrl);
   redis.on('error', (err) => log.debug({ err: err.message }, 'redis connection error'));
   try {
