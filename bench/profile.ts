@@ -15,7 +15,8 @@ const mode = process.argv[3] === 'repeat' ? 'repeat' : 'unique';
 const prof = process.env['PROF'];
 
 const redis = await startPrivateRedis();
-const receiver = startChild(new URL('./servers/receiver.ts', import.meta.url).pathname, { REDIS_URL: redis.url, QUEUE_PREFIX: 'bench', LOG_LEVEL: 'info' }, {
+const target = process.env['TARGET'] === 'bare' ? 'bare' : 'receiver';
+const receiver = startChild(new URL(`./servers/${target}.ts`, import.meta.url).pathname, { REDIS_URL: redis.url, QUEUE_PREFIX: 'bench', LOG_LEVEL: process.env['LOG_LEVEL'] ?? 'info' }, {
   stdout: 'ignore',
   execArgv: prof ? ['--cpu-prof', `--cpu-prof-dir=${prof}`] : [],
 });
