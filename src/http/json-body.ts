@@ -1,4 +1,4 @@
-import express, { type RequestHandler } from 'express';
+import express, { type Request, type RequestHandler } from 'express';
 
 // Every body under /v1 is JSON. Webhook senders (Alertmanager, node-problem-detector, the event
 // exporter) send it uncompressed in UTF-8, and that is the hot path: this reader handles exactly
@@ -13,6 +13,12 @@ interface BodyError extends Error {
   status: number;
   limit?: number;
 }
+
+/** The text of each body read by the lean path, for the repeat answers of routes/webhooks.ts. */
+const texts = new WeakMap<Request, string>();
+
+/** The body as received, when the lean path read it (UTF-8, not compressed); undefined otherwise. */
+export const bodyText = (req: Request): string | undefined => texts.get(req);
 
 function bodyError(type: BodyError['type'], status: number, message: string, limit?: number): BodyError {
   return Object.assign(new Error(message), { type, status, ...(limit !== undefined ? { limit } : {}) });
@@ -79,6 +85,7 @@ export function jsonBody(limit: number): RequestHandler {
       } catch (err) {
         return next(bodyError('entity.parse.failed', 400, (err as Error).message));
       }
+      texts.set(req, text);
       next();
     });
   };

@@ -7,7 +7,7 @@ import type { Dispatcher, Enqueued } from '../queues/dispatcher.ts';
 // later), so an incident seen twice gets the same key whichever way it came.
 
 export interface IngestDeps extends TriageDeps {
-  dispatcher: Pick<Dispatcher, 'enqueue'>;
+  dispatcher: Pick<Dispatcher, 'enqueue' | 'allKnown'>;
 }
 
 export interface IngestResult {

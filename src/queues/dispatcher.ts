@@ -147,14 +147,28 @@ export class Dispatcher {
   }
 
   private knownAnswer(job: RemediationJob, queueName: string): Enqueued | undefined {
-    if (this.known.size === 0) return undefined;
-    const until = this.known.get(knownKey(queueName, job.key));
-    if (until === undefined) return undefined;
+    return this.isKnown(queueName, job.key) ? answer(job, queueName, true) : undefined;
+  }
+
+  /**
+   * Whether every one of these jobs would be answered "deduplicated" from memory right now
+   * (the same rule and bounds as enqueue's). For answers kept by the caller (repeat bodies).
+   */
+  allKnown(jobs: readonly { queue: string; key: string }[]): boolean {
+    for (const j of jobs) if (!this.isKnown(j.queue, j.key)) return false;
+    return jobs.length > 0;
+  }
+
+  private isKnown(queueName: string, key: string): boolean {
+    if (this.known.size === 0) return false;
+    const k = knownKey(queueName, key);
+    const until = this.known.get(k);
+    if (until === undefined) return false;
     if (this.now() >= until) {
-      this.known.delete(knownKey(queueName, job.key));
-      return undefined;
+      this.known.delete(k);
+      return false;
     }
-    return answer(job, queueName, true);
+    return true;
   }
 
   /**

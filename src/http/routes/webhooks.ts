@@ -2,6 +2,8 @@ import { Router, type Request, type RequestHandler, type Response } from 'expres
 import { parseWebhook, WEBHOOK_SOURCES, type ParseOptions, type WebhookSource } from '../../ingest/parse.ts';
 import { explain, ingest, type IngestDeps } from '../../ingest/ingest.ts';
 import { StoreUnavailableError, type Enqueued } from '../../queues/dispatcher.ts';
+import { RepeatAnswers } from '../../ingest/repeat-answers.ts';
+import { bodyText } from '../json-body.ts';
 import type { Counter, Histogram } from 'prom-client';
 import type { ReceiverMetrics } from '../../observability/metrics.ts';
 import { RUNBOOKS, type RunbookName } from '../../catalogue/jobs.ts';
@@ -15,6 +17,8 @@ export interface WebhookDeps extends IngestDeps, ParseOptions {
   metrics: ReceiverMetrics;
   log: Logger;
   retryAfterSeconds: number;
+  /** Answers for repeated Alertmanager bodies (default: a private one of the default size). */
+  repeats?: RepeatAnswers;
 }
 
 type RunbookCounters = Record<RunbookName, Counter.Internal>;
@@ -29,7 +33,8 @@ function boundMetrics(metrics: ReceiverMetrics) {
   const perSource = Object.fromEntries(WEBHOOK_SOURCES.map((source) => [source, {
     seconds: metrics.requestSeconds.labels({ route: source }),
     accepted: metrics.webhooks.labels({ source, outcome: 'accepted' }),
-  }])) as Record<WebhookSource, { seconds: Histogram.Internal<'route'>; accepted: Counter.Internal }>;
+    repeats: metrics.repeatAnswers.labels({ source }),
+  }])) as Record<WebhookSource, { seconds: Histogram.Internal<'route'>; accepted: Counter.Internal; repeats: Counter.Internal }>;
   return { perSource, enqueued: perRunbook(metrics.enqueued), deduplicated: perRunbook(metrics.deduplicated) };
 }
 
@@ -50,7 +55,10 @@ function countJobs(m: ReturnType<typeof boundMetrics>, accepted: readonly Enqueu
 
 /** 202 with the result: res.json()'s content-type lookup and charset handling, done once here. */
 function accepted(res: Response, body: unknown): void {
-  const text = JSON.stringify(body);
+  acceptedText(res, JSON.stringify(body));
+}
+
+function acceptedText(res: Response, text: string): void {
   res.writeHead(202, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text) });
   res.end(text);
 }
@@ -61,10 +69,23 @@ const isSource = (v: unknown): v is WebhookSource => typeof v === 'string' && (W
 export function webhookRoutes(deps: WebhookDeps, before: readonly RequestHandler[] = []): Router {
   const r = Router();
   const m = boundMetrics(deps.metrics);
+  const repeats = deps.repeats ?? new RepeatAnswers();
 
   const handle = (source: WebhookSource) => async (req: Request, res: Response) => {
     const end = m.perSource[source].seconds.startTimer();
     try {
+      // An Alertmanager body seen before, byte for byte, whose jobs are all still known: the
+      // same answer without parsing or triage (why that is exact: ingest/repeat-answers.ts).
+      const text = source === 'alertmanager' ? bodyText(req) : undefined;
+      const repeat = text !== undefined ? repeats.get(text) : undefined;
+      if (repeat && deps.dispatcher.allKnown(repeat.jobs)) {
+        m.perSource[source].accepted.inc();
+        m.perSource[source].repeats.inc();
+        for (const j of repeat.jobs) m.deduplicated[j.runbook].inc();
+        for (const i of repeat.ignored) deps.metrics.ignored.inc({ source: i.source, reason: i.reason });
+        if (deps.log.isLevelEnabled('debug')) deps.log.debug({ source, deduplicated: repeat.jobs.map((j) => j.key) }, 'jobs already stored');
+        return acceptedText(res, repeat.text);
+      }
       const parsed = parseWebhook(source, req.body, deps);
       if (!parsed.ok) {
         deps.metrics.webhooks.inc({ source, outcome: 'invalid' });
@@ -91,6 +112,7 @@ export function webhookRoutes(deps: WebhookDeps, before: readonly RequestHandler
       } else if (result.accepted.length > 0 && deps.log.isLevelEnabled('debug')) {
         deps.log.debug({ source, deduplicated: result.accepted.map((a) => a.id) }, 'jobs already stored');
       }
+      if (text !== undefined) repeats.remember(text, result);
       return accepted(res, result);
     } finally {
       end();

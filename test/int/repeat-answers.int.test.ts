@@ -1,0 +1,98 @@
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startReceiver, type Receiver } from '../../src/receiver.ts';
+import { testConfig } from '../support/config.ts';
+import { dropPrefix, redisUrl, uniquePrefix } from '../support/redis.ts';
+import { alertmanagerBody, nodeNotReadyAlert, post } from '../support/payloads.ts';
+
+// An identical Alertmanager body is answered from what it was triaged to the first time, only
+// while the dispatcher still knows every one of its jobs (src/ingest/repeat-answers.ts). The
+// answer must be exactly what the full path answers; anything the dispatcher would not answer
+// from memory takes the full path.
+
+const TOKEN = 'repeat-answers-test-token-0123';
+
+/** A body with a job, a firing alert and an alert we do not act on: accepted and ignored parts. */
+const body = (fp: string) => JSON.stringify(alertmanagerBody([
+  nodeNotReadyAlert('worker-r1', 'resolved', `${fp}a`),
+  nodeNotReadyAlert('worker-r2', 'firing', `${fp}b`),
+  { ...nodeNotReadyAlert('worker-r3', 'resolved', `${fp}c`), labels: { ...nodeNotReadyAlert('worker-r3', 'resolved').labels, alertname: 'SomethingElse' } },
+  nodeNotReadyAlert('worker-r4', 'resolved', `${fp}d`),
+]));
+
+async function metric(url: string, name: string): Promise<number> {
+  const text = await (await fetch(`${url}/metrics`)).text();
+  return text.split('\n').filter((l) => l.startsWith(name)).reduce((a, l) => a + Number(l.split(' ').pop()), 0);
+}
+
+describe('repeat answers', () => {
+  const prefix = uniquePrefix('rep');
+  const shortPrefix = uniquePrefix('reps');
+  let receiver: Receiver;
+  let short: Receiver;
+  let redis: Redis;
+
+  beforeAll(async () => {
+    redis = new Redis(redisUrl());
+    receiver = await startReceiver(testConfig({ redisUrl: redisUrl(), queuePrefix: prefix, tokens: [TOKEN] }));
+    // A dedup window shorter than the clock margin: the dispatcher never answers from memory.
+    short = await startReceiver(testConfig({ redisUrl: redisUrl(), queuePrefix: shortPrefix, tokens: [TOKEN], dedupWindowSeconds: 30 }));
+  });
+  afterAll(async () => {
+    await receiver?.close();
+    await short?.close();
+    await dropPrefix(prefix);
+    await dropPrefix(shortPrefix);
+    redis?.disconnect();
+  });
+
+  it('answers an identical body as the full path answers it, without triaging it again', async () => {
+    const raw = body('fprep1');
+    const first = await post(`${receiver.url}/v1/alertmanager`, undefined, TOKEN, raw);
+    expect(first.status).toBe(202);
+    expect(first.json.accepted.map((a: { deduplicated: boolean }) => a.deduplicated)).toEqual([false, false]);
+    const repeatsBefore = await metric(receiver.url, 'volume_medic_webhook_repeat_answers_total');
+    const ignoredBefore = await metric(receiver.url, 'volume_medic_signals_ignored_total');
+    const again = await post(`${receiver.url}/v1/alertmanager`, undefined, TOKEN, raw);
+    expect(await metric(receiver.url, 'volume_medic_webhook_repeat_answers_total')).toBe(repeatsBefore + 1);
+    // The same content in a body that is not byte-identical takes the full path: same answer.
+    const full = await post(`${receiver.url}/v1/alertmanager`, undefined, TOKEN, ` ${raw}\n`);
+    expect(await metric(receiver.url, 'volume_medic_webhook_repeat_answers_total')).toBe(repeatsBefore + 1);
+    expect(again.status).toBe(202);
+    expect(full.status).toBe(202);
+    expect(again.json).toEqual(full.json);
+    expect(again.json.accepted).toHaveLength(2);
+    expect(again.json.accepted.every((a: { deduplicated: boolean }) => a.deduplicated)).toBe(true);
+    expect(again.json.ignored.map((i: { reason: string }) => i.reason)).toEqual(['alert-still-firing', 'alert-not-relevant']);
+    // Ignored reasons are counted on a repeat answer too, as the full path counts them.
+    expect(await metric(receiver.url, 'volume_medic_signals_ignored_total')).toBe(ignoredBefore + 4);
+  });
+
+  it('never answers from a body when the dispatcher would not answer its jobs from memory', async () => {
+    const raw = body('fprep2');
+    expect((await post(`${short.url}/v1/alertmanager`, undefined, TOKEN, raw)).status).toBe(202);
+    const again = await post(`${short.url}/v1/alertmanager`, undefined, TOKEN, raw);
+    expect(again.status).toBe(202);
+    // Folded by BullMQ, read from Redis: the full path.
+    expect(again.json.accepted.every((a: { deduplicated: boolean }) => a.deduplicated)).toBe(true);
+    expect(await metric(short.url, 'volume_medic_webhook_repeat_answers_total')).toBe(0);
+    // The job deleted behind its back: the identical body stores it again.
+    const key = again.json.accepted[0].key as string;
+    await redis.del(`${shortPrefix}:vm-node-worker-r1:${key}`);
+    const third = await post(`${short.url}/v1/alertmanager`, undefined, TOKEN, raw);
+    expect(third.json.accepted[0]).toMatchObject({ key, deduplicated: false });
+    expect(await redis.exists(`${shortPrefix}:vm-node-worker-r1:${key}`)).toBe(1);
+  });
+
+  it('does not answer Kubernetes Events from the body (their triage can depend on the cluster)', async () => {
+    const ev = JSON.stringify({
+      apiVersion: 'v1', kind: 'Event', metadata: { name: 'worker-r5.rebooted', namespace: 'default', uid: 'e0a1b2c3-0000-4000-8000-000000000001' },
+      involvedObject: { kind: 'Node', name: 'worker-r5', uid: 'worker-r5' }, reason: 'Rebooted', type: 'Warning',
+      message: 'Node worker-r5 has been rebooted, boot id: 0b5d3a8e-8d0e-4c5e-9a3b-0123456789ab', source: { component: 'kubelet', host: 'worker-r5' },
+      count: 1, firstTimestamp: '2026-12-02T10:00:00Z', lastTimestamp: '2026-12-02T10:00:00Z',
+    });
+    const before = await metric(receiver.url, 'volume_medic_webhook_repeat_answers_total');
+    for (let i = 0; i < 2; i++) expect((await post(`${receiver.url}/v1/events`, undefined, TOKEN, ev)).status).toBe(202);
+    expect(await metric(receiver.url, 'volume_medic_webhook_repeat_answers_total')).toBe(before);
+  });
+});
