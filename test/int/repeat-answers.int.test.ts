@@ -66,6 +66,9 @@ describe('repeat answers', () => {
     expect(again.json.ignored.map((i: { reason: string }) => i.reason)).toEqual(['alert-still-firing', 'alert-not-relevant']);
     // Ignored reasons are counted on a repeat answer too, as the full path counts them.
     expect(await metric(receiver.url, 'volume_medic_signals_ignored_total')).toBe(ignoredBefore + 4);
+    // A body that stored nothing new is not remembered: sent again, it takes the full path.
+    expect((await post(`${receiver.url}/v1/alertmanager`, undefined, TOKEN, ` ${raw}\n`)).json).toEqual(full.json);
+    expect(await metric(receiver.url, 'volume_medic_webhook_repeat_answers_total')).toBe(repeatsBefore + 1);
   });
 
   it('never answers from a body when the dispatcher would not answer its jobs from memory', async () => {

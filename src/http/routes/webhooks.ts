@@ -112,7 +112,11 @@ export function webhookRoutes(deps: WebhookDeps, before: readonly RequestHandler
       } else if (result.accepted.length > 0 && deps.log.isLevelEnabled('debug')) {
         deps.log.debug({ source, deduplicated: result.accepted.map((a) => a.id) }, 'jobs already stored');
       }
-      if (text !== undefined) repeats.remember(text, result);
+      // Remembered when it stored something: the body that made the jobs is the one whose
+      // retries and re-notifications come back byte for byte. A body that only repeated known
+      // jobs (an HA peer, a changed group) rarely comes back identical; keeping each of those
+      // cost more than it saved (bench: 'repeat, body differs').
+      if (text !== undefined && stored.length > 0) repeats.remember(text, result);
       return accepted(res, result);
     } finally {
       end();
