@@ -1,4 +1,4 @@
-// `node bench/profile.ts [one|grouped] [unique|repeat]`: one scenario of the throughput bench
+// `node bench/profile.ts [one|grouped] [unique|repeat|varied]` (varied: the repeat's incidents in a different body each time): one scenario of the throughput bench
 // against the real receiver, reporting what is stable on a shared machine: the receiver's own CPU
 // per request (utime+stime from /proc over 5 s of load) and Redis's per-command cost. With
 // PROF=<dir>, the receiver also writes a V8 CPU profile there (open it in Chrome DevTools).
@@ -11,7 +11,7 @@ import { fill, groupedAlerts, oneAlert } from './lib/payloads.ts';
 import { startPrivateRedis } from './lib/redis-server.ts';
 
 const which = process.argv[2] === 'grouped' ? 'grouped' : 'one';
-const mode = process.argv[3] === 'repeat' ? 'repeat' : 'unique';
+const mode = process.argv[3] === 'repeat' || process.argv[3] === 'varied' ? process.argv[3] : 'unique';
 const prof = process.env['PROF'];
 
 const redis = await startPrivateRedis();
@@ -30,19 +30,33 @@ try {
   await fetch(url + p.path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: fixed });
   const run = (seconds: number) => autocannon({
     url: url + p.path, connections: 20, duration: seconds,
-    requests: [{ method: 'POST', headers: { 'content-type': 'application/json' }, setupRequest: (req) => ({ ...req, body: mode === 'repeat' ? fixed : fill(p, `${salt}u${n++}`) }) }],
+    requests: [{ method: 'POST', headers: { 'content-type': 'application/json' }, setupRequest: (req) => ({ ...req, body: mode === 'repeat' ? fixed : mode === 'varied' ? p.vary(fixed, n++) : fill(p, `${salt}u${n++}`) }) }],
   });
   const cpuMs = (): number => {
     const f = readFileSync(`/proc/${receiver.proc.pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
     return (Number(f[11]) + Number(f[12])) * 10; // clock ticks of 10 ms
   };
+  // Redis's whole process (commands, scripts, its socket I/O), from INFO cpu.
+  const redisCpuMs = async (): Promise<number> => {
+    const info = await admin.info('cpu');
+    const v = (k: string) => Number(new RegExp(`${k}:([0-9.]+)`).exec(info)?.[1] ?? NaN);
+    return (v('used_cpu_sys') + v('used_cpu_user')) * 1000;
+  };
   await run(1);
   await admin.config('RESETSTAT');
   const c0 = cpuMs();
+  const r0 = await redisCpuMs();
+  const g0 = process.cpuUsage();
   const r = await run(5);
+  const g1 = process.cpuUsage(g0);
   const c1 = cpuMs();
+  const r1 = await redisCpuMs();
   console.log(`${which} ${mode}: ${Math.round(r.requests.average)} req/s, p99 ${r.latency.p99} ms, non-2xx ${r.non2xx}`);
-  console.log(`receiver CPU per request: ${Math.round(((c1 - c0) * 1000) / r.requests.total)} us`);
+  const per = (ms: number): number => Math.round((ms * 1000) / r.requests.total);
+  const [rec, red, gen] = [per(c1 - c0), per(r1 - r0), per((g1.user + g1.system) / 1000)];
+  console.log(`receiver CPU per request: ${rec} us`);
+  // The machine's whole budget per request: what the ratio to the bare endpoint is made of.
+  console.log(`redis-server CPU per request: ${red} us; load generator (autocannon, this process): ${gen} us; all three: ${rec + red + gen} us`);
   console.log((await admin.info('commandstats')).split('\n').filter((l) => /cmdstat_(evalsha|hmget)/.test(l)).join('\n'));
 } finally {
   admin.disconnect();
