@@ -44,5 +44,6 @@ COPY --from=build /app/dist ./dist
 # The base image's unprivileged user (uid 1000). The node agent's DaemonSet runs it as root.
 USER node
 EXPOSE 8080
-# The receiver by default; the manifests set `command` for the other two processes.
-CMD ["node", "dist/src/main.js"]
+# The receiver by default (with the heap limit of deploy/base/receiver.yaml); the manifests set
+# `command` for the other two processes.
+CMD ["node", "--max-old-space-size=384", "dist/src/main.js"]

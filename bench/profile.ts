@@ -1,6 +1,7 @@
 // `node bench/profile.ts [one|grouped] [unique|repeat|varied]` (varied: the repeat's incidents in a different body each time): one scenario of the throughput bench
 // against the real receiver, reporting what is stable on a shared machine: the receiver's own CPU
-// per request (utime+stime from /proc over 5 s of load) and Redis's per-command cost. With
+// per request (utime+stime from /proc over 5 s of load), its peak RSS, and Redis's per-command cost
+// (NODE_FLAGS: V8 flags for the receiver, e.g. a heap limit). With
 // PROF=<dir>, the receiver also writes a V8 CPU profile there (open it in Chrome DevTools).
 // Used to measure each hot-path change (commit messages carry the figures).
 import { readFileSync } from 'node:fs';
@@ -18,7 +19,7 @@ const redis = await startPrivateRedis();
 const target = process.env['TARGET'] === 'bare' ? 'bare' : 'receiver';
 const receiver = startChild(new URL(`./servers/${target}.ts`, import.meta.url).pathname, { REDIS_URL: redis.url, QUEUE_PREFIX: 'bench', LOG_LEVEL: process.env['LOG_LEVEL'] ?? 'info' }, {
   stdout: 'ignore',
-  execArgv: prof ? ['--cpu-prof', `--cpu-prof-dir=${prof}`] : [],
+  execArgv: [...(prof ? ['--cpu-prof', `--cpu-prof-dir=${prof}`] : []), ...(process.env['NODE_FLAGS'] ?? '').split(' ').filter(Boolean)],
 });
 const admin = new Redis(redis.url);
 try {
@@ -47,14 +48,17 @@ try {
   const c0 = cpuMs();
   const r0 = await redisCpuMs();
   const g0 = process.cpuUsage();
+  let rssPeak = 0;
+  const sampler = setInterval(() => (rssPeak = Math.max(rssPeak, receiver.rssMiB())), 100);
   const r = await run(5);
+  clearInterval(sampler);
   const g1 = process.cpuUsage(g0);
   const c1 = cpuMs();
   const r1 = await redisCpuMs();
   console.log(`${which} ${mode}: ${Math.round(r.requests.average)} req/s, p99 ${r.latency.p99} ms, non-2xx ${r.non2xx}`);
   const per = (ms: number): number => Math.round((ms * 1000) / r.requests.total);
   const [rec, red, gen] = [per(c1 - c0), per(r1 - r0), per((g1.user + g1.system) / 1000)];
-  console.log(`receiver CPU per request: ${rec} us`);
+  console.log(`receiver CPU per request: ${rec} us; receiver RSS peak ${Math.round(rssPeak)} MiB`);
   // The machine's whole budget per request: what the ratio to the bare endpoint is made of.
   console.log(`redis-server CPU per request: ${red} us; load generator (autocannon, this process): ${gen} us; all three: ${rec + red + gen} us`);
   console.log((await admin.info('commandstats')).split('\n').filter((l) => /cmdstat_(evalsha|hmget)/.test(l)).join('\n'));

@@ -179,13 +179,16 @@ async function latency(n = 1000) {
   return { jobs: n, p50: round(percentile(samples, 50), 2), p99: round(percentile(samples, 99), 2), max: round(samples.at(-1)!, 2), agentStandInRssUnderWorkMiB: round(agentRssMax) };
 }
 
-/** The node agent's command in deploy/base (node flags, script), as the DaemonSet runs it. */
-function nodeAgentCommand(): { flags: string[]; script: string } {
-  const ds = renderKustomization(here('../deploy/base')).find((o) => o.kind === 'DaemonSet' && o.metadata.name === 'volume-medic-node-agent');
-  const command = (ds?.spec as { template: { spec: { containers: { command?: string[] }[] } } } | undefined)?.template.spec.containers[0]?.command ?? [];
-  if (command[0] !== 'node' || command.length < 2) throw new Error(`unexpected node agent command in deploy/base: ${JSON.stringify(command)}`);
+/** A container's command in deploy/base (node flags, script), as Kubernetes runs it. */
+function deployedCommand(kind: 'DaemonSet' | 'Deployment', name: string): { flags: string[]; script: string } {
+  const o = renderKustomization(here('../deploy/base')).find((x) => x.kind === kind && x.metadata.name === name);
+  const command = (o?.spec as { template: { spec: { containers: { command?: string[] }[] } } } | undefined)?.template.spec.containers[0]?.command ?? [];
+  if (command[0] !== 'node' || command.length < 2) throw new Error(`unexpected ${name} command in deploy/base: ${JSON.stringify(command)}`);
   return { flags: command.slice(1, -1), script: command.at(-1)! };
 }
+const nodeAgentCommand = () => deployedCommand('DaemonSet', 'volume-medic-node-agent');
+/** The receiver runs with the Deployment's V8 flags (its heap limit), so its throughput and RSS are the deployed ones. */
+const receiverCommand = () => deployedCommand('Deployment', 'volume-medic-receiver');
 
 async function footprint() {
   const env = { REDIS_URL: redis.url, QUEUE_PREFIX: PREFIX, NODE_NAME: 'footprint-node', LOG_LEVEL: 'warn', STATE_DIR: '/tmp/vm-bench-state' };
@@ -211,7 +214,7 @@ const built = (): Promise<string> => (builtDir ??= buildDist({ everything: true 
 try {
   bare = startChild(here('./servers/bare.ts'), {}, { stdout: 'ignore' });
   // LOG_LEVEL info, as deployed; its logs go to /dev/null.
-  receiver = startChild(here('./servers/receiver.ts'), { REDIS_URL: redis.url, QUEUE_PREFIX: PREFIX, LOG_LEVEL: 'info' }, { stdout: 'ignore' });
+  receiver = startChild(here('./servers/receiver.ts'), { REDIS_URL: redis.url, QUEUE_PREFIX: PREFIX, LOG_LEVEL: 'info' }, { stdout: 'ignore', execArgv: receiverCommand().flags });
   bareUrl = await bare.waitLine('READY ');
   receiverUrl = await receiver.waitLine('READY ');
   const stop = sampleRss();
