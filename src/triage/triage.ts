@@ -26,7 +26,10 @@ export async function triage(signals: readonly Signal[], deps: TriageDeps): Prom
   const byKey = new Map<string, RemediationJob>();
   const ignored: Ignored[] = [];
   for (const signal of signals) {
-    const results = await triageOne(signal, deps);
+    // Most signals need no lookup and are triaged synchronously: no promise per alert of a
+    // 50-alert group (issue 8).
+    const one = triageOne(signal, deps);
+    const results = one instanceof Promise ? await one : one;
     for (const r of Array.isArray(results) ? results : [results]) {
       if (r.ignored) {
         ignored.push(r.ignored);
@@ -65,11 +68,15 @@ function triageOne(signal: Signal, deps: TriageDeps): Promise<One | One[]> | One
 const ignore = (signal: Signal, reason: Ignored['reason'], detail: string): One => ({ ignored: { reason, detail, source: signal.evidence.source } });
 const quote = (v: string): string => JSON.stringify(v.length > 80 ? `${v.slice(0, 80)}...` : v);
 
-async function nodeRecovered(signal: NodeRecoveredSignal, lookups: ClusterLookups): Promise<One> {
+function nodeRecovered(signal: NodeRecoveredSignal, lookups: ClusterLookups): One | Promise<One> {
   if (!isNodeName(signal.node)) return ignore(signal, 'invalid-node-name', `node ${quote(signal.node)} is not a valid node name`);
   // A NodeReady event names no boot: the node's current one makes it the same incident as the
   // Rebooted event and the Node watch (the watch path has done this already; then it is a no-op).
-  const s = signal.bootId || signal.identity[0] !== 'event' ? signal : withBootIdentity(signal, (await lookups.node(signal.node))?.bootId);
+  if (signal.bootId || signal.identity[0] !== 'event') return residualJob(signal);
+  return lookups.node(signal.node).then((n) => residualJob(withBootIdentity(signal, n?.bootId)));
+}
+
+function residualJob(s: NodeRecoveredSignal): One {
   const bootId = s.bootId && /^[A-Za-z0-9-]{1,64}$/.test(s.bootId) ? s.bootId : undefined;
   return {
     job: {
