@@ -19,12 +19,24 @@ import type { Ignored } from '../signals/index.ts';
 // So a hit answers what the full path would answer: the same jobs, all deduplicated, the same
 // ignored reasons, in the same order.
 
-export interface RepeatAnswer {
-  /** The 202 body: the jobs (all deduplicated) and the ignored reasons, serialised once. */
-  text: string;
-  jobs: readonly Pick<Enqueued, 'queue' | 'key' | 'runbook'>[];
+/** What a body was triaged to. Serialised on its first hit: most remembered bodies never repeat. */
+export class RepeatAnswer {
+  /** The jobs of the body, as first answered (all are deduplicated on a repeat). */
+  readonly jobs: readonly Enqueued[];
   /** Counted again on each hit, as the full path would. */
-  ignored: readonly Pick<Ignored, 'source' | 'reason'>[];
+  readonly ignored: readonly Ignored[];
+  private serialised: string | undefined;
+
+  constructor(jobs: readonly Enqueued[], ignored: readonly Ignored[]) {
+    this.jobs = jobs;
+    this.ignored = ignored;
+  }
+
+  /** The 202 body: the jobs (all deduplicated) and the ignored reasons. */
+  get text(): string {
+    this.serialised ??= JSON.stringify({ accepted: this.jobs.map((a) => ({ ...a, deduplicated: true })), ignored: this.ignored });
+    return this.serialised;
+  }
 }
 
 export interface RepeatAnswersOptions {
@@ -53,15 +65,10 @@ export class RepeatAnswers {
     return body.length > this.maxBodyChars ? undefined : this.answers.get(body);
   }
 
-  /** Remembers what `body` was triaged to; only a body whose every job was stored or folded. */
+  /** Remembers what `body` was triaged to (the result's arrays, not copies: nothing changes them). */
   remember(body: string, result: IngestResult): void {
     if (body.length > this.maxBodyChars || result.accepted.length === 0 || this.answers.has(body)) return;
-    const answer: RepeatAnswer = {
-      text: JSON.stringify({ accepted: result.accepted.map((a) => ({ ...a, deduplicated: true })), ignored: result.ignored }),
-      jobs: result.accepted.map(({ queue, key, runbook }) => ({ queue, key, runbook })),
-      ignored: result.ignored.map(({ source, reason }) => ({ source, reason })),
-    };
-    this.answers.set(body, answer);
+    this.answers.set(body, new RepeatAnswer(result.accepted, result.ignored));
     this.totalChars += body.length;
     while (this.totalChars > this.maxTotalChars) {
       const oldest = this.answers.keys().next();

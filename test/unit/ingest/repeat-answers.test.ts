@@ -16,8 +16,9 @@ describe('RepeatAnswers', () => {
       accepted: [{ id: 'k1', queue: 'vm-node-w1', runbook: 'residual-multipath-cleanup', node: 'w1', key: 'k1', deduplicated: true }],
       ignored: [{ reason: 'alert-still-firing', detail: 'firing', source: 'alertmanager', index: 1 }],
     });
-    expect(a.jobs).toEqual([{ queue: 'vm-node-w1', key: 'k1', runbook: 'residual-multipath-cleanup' }]);
-    expect(a.ignored).toEqual([{ source: 'alertmanager', reason: 'alert-still-firing' }]);
+    expect(a.jobs).toMatchObject([{ queue: 'vm-node-w1', key: 'k1', runbook: 'residual-multipath-cleanup' }]);
+    expect(a.ignored).toMatchObject([{ source: 'alertmanager', reason: 'alert-still-firing' }]);
+    expect(a.text).toBe(a.text);
     expect(r.get('{"a":1} ')).toBeUndefined();
   });
 
