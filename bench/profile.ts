@@ -4,7 +4,6 @@
 // (NODE_FLAGS: V8 flags for the receiver, e.g. a heap limit). With
 // PROF=<dir>, the receiver also writes a V8 CPU profile there (open it in Chrome DevTools).
 // Used to measure each hot-path change (commit messages carry the figures).
-import { readFileSync } from 'node:fs';
 import autocannon from 'autocannon';
 import { Redis } from 'ioredis';
 import { startChild } from './lib/child.ts';
@@ -33,10 +32,7 @@ try {
     url: url + p.path, connections: 20, duration: seconds,
     requests: [{ method: 'POST', headers: { 'content-type': 'application/json' }, setupRequest: (req) => ({ ...req, body: mode === 'repeat' ? fixed : mode === 'varied' ? p.vary(fixed, n++) : fill(p, `${salt}u${n++}`) }) }],
   });
-  const cpuMs = (): number => {
-    const f = readFileSync(`/proc/${receiver.proc.pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-    return (Number(f[11]) + Number(f[12])) * 10; // clock ticks of 10 ms
-  };
+  const cpuMs = (): number => receiver.cpuMs();
   // Redis's whole process (commands, scripts, its socket I/O), from INFO cpu.
   const redisCpuMs = async (): Promise<number> => {
     const info = await admin.info('cpu');

@@ -13,6 +13,8 @@ export interface Child {
   waitLine(prefix: string, timeoutMs?: number): Promise<string>;
   /** Resident set size in MiB, from /proc. */
   rssMiB(): number;
+  /** CPU time used so far (user + system, all threads) in ms, from /proc (10 ms resolution). */
+  cpuMs(): number;
   kill(signal?: NodeJS.Signals): Promise<void>;
 }
 
@@ -81,6 +83,12 @@ export function startChild(script: string, env: Record<string, string>, opts: Ch
     rssMiB: () => {
       const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${proc.pid}/status`, 'utf8'));
       return m ? Number(m[1]) / 1024 : NaN;
+    },
+    cpuMs: () => {
+      // Fields 14 and 15 of /proc/<pid>/stat (utime, stime) in clock ticks of 10 ms; the command
+      // name in parentheses may hold spaces, so count from the closing parenthesis.
+      const f = readFileSync(`/proc/${proc.pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+      return (Number(f[11]) + Number(f[12])) * 10;
     },
     kill: async (signal = 'SIGTERM') => {
       if (proc.exitCode !== null || proc.signalCode !== null) return;
