@@ -43,6 +43,8 @@ export async function startReceiver(config: Config, opts: ReceiverOptions = {}):
     prefix: config.queuePrefix,
     timeoutMs: config.enqueueTimeoutMs,
     ...(config.dedupWindowSeconds !== undefined ? { dedupWindowSeconds: config.dedupWindowSeconds } : {}),
+    // Every new job once, whichever way it came (webhook or watch), one line per Redis call.
+    onStored: (jobs) => log.info({ stored: jobs.map((j) => ({ id: j.id, queue: j.queue, runbook: j.runbook })) }, 'jobs stored'),
   });
   const metrics = createReceiverMetrics();
   // KUBE_WATCH: cluster access for triage's lookups and the watch sources (fails fast without a kubeconfig).

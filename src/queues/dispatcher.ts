@@ -47,6 +47,12 @@ export interface DispatcherOptions {
   /** At most this many known keys are remembered (default 100,000; oldest forgotten first). */
   knownKeyLimit?: number;
   now?: () => number;
+  /**
+   * Told once per script call about the jobs it stored as new (not folded into existing ones),
+   * for the receiver's "jobs stored" log line: one line per call, not per request (issue 8: a
+   * line per request cost ~13 us of a new job's ~100).
+   */
+  onStored?: (jobs: readonly Enqueued[]) => void;
 }
 
 /**
@@ -270,6 +276,7 @@ export class Dispatcher {
     });
     const [replies] = await Promise.all([this.batchAdd.add(items), recorded]);
     if (recorded) for (const q of newQueues) this.recordedQueues.add(q);
+    const stored: Enqueued[] = [];
     for (let i = 0; i < batch.length; i++) {
       const b = batch[i]!;
       const r = replies[i]!;
@@ -283,8 +290,11 @@ export class Dispatcher {
       }
       const storedAt = r.existingTimestamp !== null ? Number(r.existingTimestamp) : sentAt;
       this.remember(b.queueName, b.job.key, storedAt);
-      b.resolve(answer(b.job, b.queueName, r.existingTimestamp !== null));
+      const a = answer(b.job, b.queueName, r.existingTimestamp !== null);
+      if (!a.deduplicated) stored.push(a);
+      b.resolve(a);
     }
+    if (stored.length > 0) this.opts.onStored?.(stored);
   }
 
   private windowMs(runbook: RunbookName): number {

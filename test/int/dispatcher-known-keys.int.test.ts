@@ -1,7 +1,7 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ResidualMultipathJob } from '../../src/catalogue/jobs.ts';
-import { Dispatcher, StoreUnavailableError } from '../../src/queues/dispatcher.ts';
+import { Dispatcher, StoreUnavailableError, type Enqueued } from '../../src/queues/dispatcher.ts';
 import { producerConnection } from '../../src/queues/redis.ts';
 import { dropPrefix, redisUrl, uniquePrefix } from '../support/redis.ts';
 
@@ -20,7 +20,7 @@ describe('dispatcher known keys', () => {
   // Starts at the real time: a job's stored timestamp comes from BullMQ's own Date.now().
   let clock = Date.now();
   const dispatchers: Dispatcher[] = [];
-  const dispatcher = (opts: { dedupWindowSeconds?: number; knownKeyMaxMs?: number } = {}) => {
+  const dispatcher = (opts: { dedupWindowSeconds?: number; knownKeyMaxMs?: number; onStored?: (jobs: readonly Enqueued[]) => void } = {}) => {
     const d = new Dispatcher(redis, { prefix, timeoutMs: 2_000, now: () => clock, ...opts });
     dispatchers.push(d);
     return d;
@@ -106,5 +106,17 @@ describe('dispatcher known keys', () => {
     const flat = answers.flat();
     expect(flat.filter((a) => !a.deduplicated).map((a) => a.key).sort()).toEqual(jobs.map((j) => j.key).sort());
     for (const j of jobs) expect(await admin.exists(jobKey(j.key, j.target.node))).toBe(1);
+  });
+
+  it('tells onStored about each job it stored as new, once, and not about jobs folded into existing ones', async () => {
+    clock = Date.now();
+    const told: string[][] = [];
+    const d = dispatcher({ onStored: (jobs) => told.push(jobs.map((j) => j.key)) });
+    await d.enqueue([job('told_a_000000000001'), job('told_b_000000000001', 'worker-told')]);
+    // A second dispatcher (another replica) sees both stored already: it is told nothing.
+    const other = dispatcher({ onStored: (jobs) => told.push(jobs.map((j) => `other:${j.key}`)) });
+    expect((await other.enqueue([job('told_a_000000000001')]))[0]!.deduplicated).toBe(true);
+    await Promise.all([d.enqueue([job('told_c_000000000001')]), d.enqueue([job('told_a_000000000001')])]);
+    expect(told.flat().sort()).toEqual(['told_a_000000000001', 'told_b_000000000001', 'told_c_000000000001']);
   });
 });

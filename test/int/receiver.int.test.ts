@@ -1,4 +1,6 @@
+import { Writable } from 'node:stream';
 import { Queue } from 'bullmq';
+import { pino } from 'pino';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startReceiver, type Receiver } from '../../src/receiver.ts';
@@ -140,6 +142,26 @@ describe('receiver with a real Redis', () => {
     expect(metrics).toMatch(/volume_medic_webhooks_total\{source="alertmanager",outcome="accepted"\} \d+/);
     expect(metrics).toMatch(/volume_medic_jobs_deduplicated_total\{runbook="residual-multipath-cleanup"\} \d+/);
     expect(metrics).toMatch(/volume_medic_signals_ignored_total\{source="alertmanager",reason="alert-still-firing"\} \d+/);
+  });
+});
+
+describe('receiver logs', () => {
+  it('logs each new job once in a "jobs stored" line, and a repeat not at info', async () => {
+    const prefix = uniquePrefix('recvlog');
+    const lines: Record<string, unknown>[] = [];
+    const sink = new Writable({ write(chunk: Buffer, _enc, cb) { for (const l of chunk.toString('utf8').split('\n')) if (l) lines.push(JSON.parse(l)); cb(); } });
+    const receiver = await startReceiver(testConfig({ redisUrl: redisUrl(), queuePrefix: prefix, tokens: [TOKEN] }), { log: pino({ level: 'info' }, sink) });
+    try {
+      const body = alertmanagerBody([nodeNotReadyAlert('worker-log', 'resolved', 'fplog1')]);
+      const first = await post(`${receiver.url}/v1/alertmanager`, body, TOKEN);
+      await post(`${receiver.url}/v1/alertmanager`, body, TOKEN);
+      const stored = lines.filter((l) => l['msg'] === 'jobs stored');
+      expect(stored).toHaveLength(1);
+      expect(stored[0]!['stored']).toEqual([{ id: first.json.accepted[0].id, queue: 'vm-node-worker-log', runbook: 'residual-multipath-cleanup' }]);
+    } finally {
+      await receiver.close();
+      await dropPrefix(prefix);
+    }
   });
 });
 

@@ -83,7 +83,7 @@ export function webhookRoutes(deps: WebhookDeps, before: readonly RequestHandler
         m.perSource[source].repeats.inc();
         for (const j of repeat.jobs) m.deduplicated[j.runbook].inc();
         for (const i of repeat.ignored) deps.metrics.ignored.inc({ source: i.source, reason: i.reason });
-        if (deps.log.isLevelEnabled('debug')) deps.log.debug({ source, deduplicated: repeat.jobs.map((j) => j.key) }, 'jobs already stored');
+        if (deps.log.isLevelEnabled('debug')) deps.log.debug({ source, stored: [], deduplicated: repeat.jobs.map((j) => j.key) }, 'webhook answered');
         return acceptedText(res, repeat.text);
       }
       const parsed = parseWebhook(source, req.body, deps);
@@ -103,14 +103,11 @@ export function webhookRoutes(deps: WebhookDeps, before: readonly RequestHandler
       m.perSource[source].accepted.inc();
       countJobs(m, result.accepted);
       for (const i of result.ignored) deps.metrics.ignored.inc({ source: i.source, reason: i.reason });
-      // One info line per request that stored something new; a request whose jobs all folded
-      // into existing ones (Alertmanager's repeats, an HA peer, a storm) is a debug line, so a
-      // storm does not turn into a storm of logs.
+      // The dispatcher logs what it stored (one info line per Redis call, receiver.ts); what
+      // each request was answered is a debug line, so a storm does not become a storm of logs.
       const stored = result.accepted.filter((a) => !a.deduplicated);
-      if (stored.length > 0) {
-        deps.log.info({ source, accepted: stored.map((a) => ({ id: a.id, queue: a.queue })), deduplicated: result.accepted.length - stored.length }, 'jobs stored');
-      } else if (result.accepted.length > 0 && deps.log.isLevelEnabled('debug')) {
-        deps.log.debug({ source, deduplicated: result.accepted.map((a) => a.id) }, 'jobs already stored');
+      if (result.accepted.length > 0 && deps.log.isLevelEnabled('debug')) {
+        deps.log.debug({ source, stored: stored.map((a) => a.id), deduplicated: result.accepted.filter((a) => a.deduplicated).map((a) => a.id) }, 'webhook answered');
       }
       // Remembered when it stored something: the body that made the jobs is the one whose
       // retries and re-notifications come back byte for byte. A body that only repeated known
