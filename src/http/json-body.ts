@@ -45,7 +45,12 @@ export function jsonBody(limit: number): RequestHandler {
     if (declared !== undefined && Number(declared) > limit) {
       // Read and drop what was sent so the connection stays usable, then answer 413.
       req.resume();
-      const fail = (): void => next(bodyError('entity.too.large', 413, 'request entity too large', limit));
+      let answered = false;
+      const fail = (): void => {
+        if (answered) return;
+        answered = true;
+        next(bodyError('entity.too.large', 413, 'request entity too large', limit));
+      };
       if (req.complete) fail();
       else req.once('end', fail).once('error', fail);
       return;
