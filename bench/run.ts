@@ -69,55 +69,54 @@ const sampleRss = (): (() => void) => {
   return () => clearInterval(t);
 };
 
-async function cannon(url: string, p: Payload, mode: 'unique' | 'repeat', opts: { amount?: number; connections?: number; seconds?: number } = {}) {
+/**
+ * autocannon POSTing to url: one body for every request (cheapest for the load generator), or
+ * body(n) for the n-th request.
+ */
+function cannon(url: string, body: string | ((n: number) => string), opts: { amount?: number; connections?: number; seconds?: number } = {}): Promise<CannonResult> {
   let n = 0;
-  const salt = Date.now().toString(36);
-  const fixed = fill(p, `${salt}r`);
-  const r = await autocannon({
-    url: url + p.path,
+  const headers = { 'content-type': 'application/json' };
+  return autocannon({
+    url,
     connections: opts.connections ?? CONNECTIONS,
     ...(opts.amount ? { amount: opts.amount } : { duration: opts.seconds ?? SECONDS }),
     timeout: 20,
-    requests: [{
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      setupRequest: (req) => ({ ...req, body: mode === 'repeat' ? fixed : fill(p, `${salt}u${n++}`) }),
-    }],
+    ...(typeof body === 'string'
+      ? { method: 'POST', headers, body }
+      : { requests: [{ method: 'POST', headers, setupRequest: (req) => ({ ...req, body: body(n++) }) }] }),
   });
-  return { r, fixed };
+}
+
+/** Every request a new incident of `p`. */
+function uniqueBodies(p: Payload): (n: number) => string {
+  const salt = Date.now().toString(36);
+  return (n) => fill(p, `${salt}u${n}`);
 }
 
 async function throughput(): Promise<Row[]> {
   const rows: Row[] = [];
   for (const p of [oneAlert(), groupedAlerts(50), rebootedEvent()]) {
     // Warm both servers (JIT, connections, queues).
-    await cannon(bareUrl, p, 'unique', { seconds: 1 });
-    await cannon(receiverUrl, p, 'unique', { seconds: 1 });
+    await cannon(bareUrl + p.path, uniqueBodies(p), { seconds: 1 });
+    await cannon(receiverUrl + p.path, uniqueBodies(p), { seconds: 1 });
     await admin.flushdb();
     // Rounds of bare -> receiver unique -> receiver repeat, so a burst of load from elsewhere on
     // the machine hits both sides of a ratio instead of one.
     const runs: Record<Kind, Measured[]> = { bare: [], unique: [], repeat: [], 'repeat, body differs': [] };
     for (let round = 0; round < ROUNDS; round++) {
-      runs.bare.push(await measured(bare!, async () => (await cannon(bareUrl, p, 'unique', { seconds: SECONDS / ROUNDS })).r));
-      runs.unique.push(await measured(receiver!, async () => (await cannon(receiverUrl, p, 'unique', { seconds: SECONDS / ROUNDS })).r));
+      runs.bare.push(await measured(bare!, () => cannon(bareUrl + p.path, uniqueBodies(p), { seconds: SECONDS / ROUNDS })));
+      runs.unique.push(await measured(receiver!, () => cannon(receiverUrl + p.path, uniqueBodies(p), { seconds: SECONDS / ROUNDS })));
       await admin.flushdb();
       // "Repeats of an already-queued alert": store a fresh one, then hammer it, byte for byte
       // (a retry, a re-notification of an unchanged group, a storm)...
       const repeatBody = fill(p, `${Date.now().toString(36)}r${round}`);
       const first = await fetch(receiverUrl + p.path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: repeatBody });
       if (first.status !== 202) throw new Error(`priming the repeat payload answered ${first.status}: ${await first.text()}`);
-      runs.repeat.push(await measured(receiver!, () => autocannon({
-        url: receiverUrl + p.path, connections: CONNECTIONS, duration: SECONDS / ROUNDS, timeout: 20,
-        method: 'POST', headers: { 'content-type': 'application/json' }, body: repeatBody,
-      })));
+      runs.repeat.push(await measured(receiver!, () => cannon(receiverUrl + p.path, repeatBody, { seconds: SECONDS / ROUNDS })));
       // ...and with every body different outside the incidents' identity (p.vary: another
       // Alertmanager's externalURL, a later count of the same Event), which the receiver cannot
       // answer from the body alone: parse, validate and triage each time.
-      let n = 0;
-      runs['repeat, body differs'].push(await measured(receiver!, () => autocannon({
-        url: receiverUrl + p.path, connections: CONNECTIONS, duration: SECONDS / ROUNDS, timeout: 20,
-        requests: [{ method: 'POST', headers: { 'content-type': 'application/json' }, setupRequest: (req) => ({ ...req, body: p.vary(repeatBody, n++) }) }],
-      })));
+      runs['repeat, body differs'].push(await measured(receiver!, () => cannon(receiverUrl + p.path, (n) => p.vary(repeatBody, n), { seconds: SECONDS / ROUNDS })));
       await admin.flushdb();
     }
     const b = merged(p.name, 'bare', p, runs.bare);
@@ -165,10 +164,7 @@ async function storm() {
   await admin.flushdb();
   const p = oneAlert();
   const body = fill(p, `storm${Date.now()}`);
-  const r = await autocannon({
-    url: receiverUrl + p.path, connections: 50, amount: 10_000, timeout: 20,
-    method: 'POST', headers: { 'content-type': 'application/json' }, body,
-  });
+  const r = await cannon(receiverUrl + p.path, body, { connections: 50, amount: 10_000 });
   const q = nodeQueueName('worker-7');
   const jobs = (await admin.keys(`${PREFIX}:${q}:*`)).filter((k) => /^bench:[^:]+:[^:]+$/.test(k) && !/:(id|meta|events|wait|marker|stalled-check|prioritized|delayed|active|completed|failed|paused|pc)$/.test(k));
   return { requests: r['2xx'] + r.non2xx, accepted202: r['2xx'], non2xx: r.non2xx, errors: r.errors, jobs: jobs.length, reqPerSec: round(r.requests.average, 0), p50: r.latency.p50, p99: r.latency.p99, max: r.latency.max };
