@@ -1,8 +1,10 @@
-// `node bench/profile.ts [one|grouped] [unique|repeat|varied]` (varied: the repeat's incidents in a different body each time): one scenario of the throughput bench
-// against the real receiver, reporting what is stable on a shared machine: the receiver's own CPU
-// per request (utime+stime from /proc over 5 s of load), its peak RSS, and Redis's per-command cost
-// (NODE_FLAGS: V8 flags for the receiver, e.g. a heap limit). With
-// PROF=<dir>, the receiver also writes a V8 CPU profile there (open it in Chrome DevTools).
+// `node bench/profile.ts [one|grouped] [unique|repeat|varied]`: one scenario of the throughput
+// bench (varied: the repeat's incidents in a different body each time) against the real receiver,
+// reporting what is stable on a shared machine: the receiver's own CPU per request (utime+stime
+// from /proc over 5 s of load), its peak RSS, Redis's and the load generator's CPU per request and
+// Redis's per-command cost. TARGET=bare measures the bare endpoint instead; NODE_FLAGS: V8 flags
+// for the server (e.g. a heap limit); PROF=<dir>: the server also writes a V8 CPU profile there
+// (open it in Chrome DevTools).
 // Used to measure each hot-path change (commit messages carry the figures).
 import autocannon from 'autocannon';
 import { Redis } from 'ioredis';
@@ -32,7 +34,6 @@ try {
     url: url + p.path, connections: 20, duration: seconds,
     requests: [{ method: 'POST', headers: { 'content-type': 'application/json' }, setupRequest: (req) => ({ ...req, body: mode === 'repeat' ? fixed : mode === 'varied' ? p.vary(fixed, n++) : fill(p, `${salt}u${n++}`) }) }],
   });
-  const cpuMs = (): number => receiver.cpuMs();
   // Redis's whole process (commands, scripts, its socket I/O), from INFO cpu.
   const redisCpuMs = async (): Promise<number> => {
     const info = await admin.info('cpu');
@@ -41,7 +42,7 @@ try {
   };
   await run(1);
   await admin.config('RESETSTAT');
-  const c0 = cpuMs();
+  const c0 = receiver.cpuMs();
   const r0 = await redisCpuMs();
   const g0 = process.cpuUsage();
   let rssPeak = 0;
@@ -49,7 +50,7 @@ try {
   const r = await run(5);
   clearInterval(sampler);
   const g1 = process.cpuUsage(g0);
-  const c1 = cpuMs();
+  const c1 = receiver.cpuMs();
   const r1 = await redisCpuMs();
   console.log(`${which} ${mode}: ${Math.round(r.requests.average)} req/s, p99 ${r.latency.p99} ms, non-2xx ${r.non2xx}`);
   const per = (ms: number): number => Math.round((ms * 1000) / r.requests.total);
