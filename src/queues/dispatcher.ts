@@ -262,7 +262,8 @@ export class Dispatcher {
     const items = batch.map((b): BatchItem => {
       const policy = RUNBOOK_POLICY[b.job.runbook];
       const ageSeconds = Math.ceil(this.windowMs(b.job.runbook) / 1000);
-      const job = new Job(this.queue(b.queueName), b.job.runbook, b.job, {
+      const queue = this.queue(b.queueName);
+      const job = new Job(queue, b.job.runbook, b.job, {
         jobId: b.job.key,
         attempts: policy.attempts,
         backoff: { type: 'exponential', delay: policy.backoffMs, jitter: policy.jitter },
@@ -272,7 +273,7 @@ export class Dispatcher {
       // The job's timestamp is read right before its add, in the same script call: exact within
       // one receiver (concurrent repeats are coalesced above); across receiver replicas two
       // racing first deliveries run one after the other in Redis, so the second sees the first.
-      return { jobKey: `${this.opts.prefix}:${b.queueName}:${b.job.key}`, call: captureAdd(job) };
+      return { jobKey: queue.toKey(b.job.key), call: captureAdd(job) };
     });
     const [replies] = await Promise.all([this.batchAdd.add(items), recorded]);
     if (recorded) for (const q of newQueues) this.recordedQueues.add(q);
