@@ -105,15 +105,14 @@ export function webhookRoutes(deps: WebhookDeps, before: readonly RequestHandler
       for (const i of result.ignored) deps.metrics.ignored.inc({ source: i.source, reason: i.reason });
       // The dispatcher logs what it stored (one info line per Redis call, receiver.ts); what
       // each request was answered is a debug line, so a storm does not become a storm of logs.
-      const stored = result.accepted.filter((a) => !a.deduplicated);
       if (result.accepted.length > 0 && deps.log.isLevelEnabled('debug')) {
-        deps.log.debug({ source, stored: stored.map((a) => a.id), deduplicated: result.accepted.filter((a) => a.deduplicated).map((a) => a.id) }, 'webhook answered');
+        deps.log.debug({ source, stored: result.accepted.filter((a) => !a.deduplicated).map((a) => a.id), deduplicated: result.accepted.filter((a) => a.deduplicated).map((a) => a.id) }, 'webhook answered');
       }
       // Remembered when it stored something: the body that made the jobs is the one whose
       // retries and re-notifications come back byte for byte. A body that only repeated known
       // jobs (an HA peer, a changed group) rarely comes back identical; keeping each of those
       // cost more than it saved (bench: 'repeat, body differs').
-      if (text !== undefined && stored.length > 0) repeats.remember(text, result);
+      if (text !== undefined && result.accepted.some((a) => !a.deduplicated)) repeats.remember(text, result);
       return accepted(res, result);
     } finally {
       end();
