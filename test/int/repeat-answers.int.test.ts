@@ -4,6 +4,7 @@ import { startReceiver, type Receiver } from '../../src/receiver.ts';
 import { testConfig } from '../support/config.ts';
 import { dropPrefix, redisUrl, uniquePrefix } from '../support/redis.ts';
 import { alertmanagerBody, nodeNotReadyAlert, post } from '../support/payloads.ts';
+import { sumMetric } from '../support/alertmanager.ts';
 
 // An identical Alertmanager body is answered from what it was triaged to the first time, only
 // while the dispatcher still knows every one of its jobs (src/ingest/repeat-answers.ts). The
@@ -20,10 +21,7 @@ const body = (fp: string) => JSON.stringify(alertmanagerBody([
   nodeNotReadyAlert('worker-r4', 'resolved', `${fp}d`),
 ]));
 
-async function metric(url: string, name: string): Promise<number> {
-  const text = await (await fetch(`${url}/metrics`)).text();
-  return text.split('\n').filter((l) => l.startsWith(name)).reduce((a, l) => a + Number(l.split(' ').pop()), 0);
-}
+const metric = async (url: string, name: string): Promise<number> => sumMetric(await (await fetch(`${url}/metrics`)).text(), name);
 
 describe('repeat answers', () => {
   const prefix = uniquePrefix('rep');
