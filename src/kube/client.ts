@@ -1,14 +1,11 @@
 import { AppsV1Api, CoreV1Api, EventsV1Api, KubeConfig, StorageV1Api } from '@kubernetes/client-node';
+import { KubeConfigError } from './config-error.ts';
 
 // How volume-medic reaches the API server: the pod's service account when it runs in a pod
 // (KUBERNETES_SERVICE_HOST is set), the usual kubeconfig otherwise (KUBECONFIG, which may list
 // several files, else ~/.kube/config). loadFromDefault quietly falls back to
 // http://localhost:8080 when it finds nothing; that is refused here, so a missing kubeconfig is a
 // clear start-up error instead of a watch that retries forever against nothing.
-
-import { KubeConfigError } from './config-error.ts';
-
-export { KubeConfigError };
 
 type Env = Readonly<Record<string, string | undefined>>;
 
