@@ -1,17 +1,25 @@
 import type { Enqueued } from '../queues/dispatcher.ts';
 import type { IngestResult } from './ingest.ts';
 import type { Ignored } from '../signals/index.ts';
+import { AlertmanagerPayload } from '../sources/alertmanager.ts';
+import { topLevelMember } from './json-member.ts';
 
-// An Alertmanager body that arrives again byte for byte (its retry after a timeout or a 503, a
-// re-notification of a group that has not changed, a storm of copies) is answered from what
-// the first copy was triaged to, without parsing, validating and triaging it again (issue 8).
+// An Alertmanager body whose alerts arrive again exactly as written (its retry after a timeout or
+// a 503, a re-notification of a group that has not changed, the other Alertmanager of an HA pair
+// with its own externalURL, a storm of copies) is answered from what the first copy was triaged
+// to, without validating and triaging the alerts again (issue 8). A byte-identical body is found
+// by its whole text, without even looking for its alerts.
 //
 // Why the answer is exact:
-// - For Alertmanager, body -> jobs and ignored reasons is a pure function of the body and the
-//   receiver's configuration (which does not change while it runs): the schema, the source's
-//   signals and the triage of a node recovery with an alert identity use no lookups and no clock.
-//   (Kubernetes Events and node-problem-detector bodies can be triaged with cluster lookups that
-//   change over time, so they are never answered from here.)
+// - For Alertmanager, body -> jobs and ignored reasons is a pure function of the body's `alerts`
+//   and the receiver's configuration (which does not change while it runs): the schema, the
+//   source's signals (alertmanagerSignals reads nothing but the alerts) and the triage of a node
+//   recovery with an alert identity use no lookups and no clock. The key is the `alerts` member's
+//   text as written (json-member.ts: exactly what JSON.parse read it as); the same text is the
+//   same alerts. The rest of the body is still validated on every hit (`envelopeValid`), so a
+//   body the full path would refuse with 422 is refused. (Kubernetes Events and
+//   node-problem-detector bodies can be triaged with cluster lookups that change over time, so
+//   they are never answered from here.)
 // - "deduplicated" is still the dispatcher's decision, per key, on every hit: a hit is used only
 //   when every job of the body is a key the dispatcher would answer as stored from memory right
 //   now (Dispatcher.allKnown, with its bounds on retention, operator deletions and reconnects).
@@ -19,7 +27,15 @@ import type { Ignored } from '../signals/index.ts';
 // So a hit answers what the full path would answer: the same jobs, all deduplicated, the same
 // ignored reasons, in the same order.
 
-/** What a body was triaged to. Serialised on its first hit: most remembered bodies never repeat. */
+/** An Alertmanager body's `alerts` as written, the key of its answer; undefined when not certain. */
+const alertsText = (body: string): string | undefined => topLevelMember(body, 'alerts');
+
+const Envelope = AlertmanagerPayload.omit({ alerts: true });
+
+/** Whether everything but the alerts of a parsed body is what the Alertmanager schema accepts. */
+export const envelopeValid = (body: unknown): boolean => Envelope.safeParse(body).success;
+
+/** What a body was triaged to. Serialised on its first hit: most remembered answers are never used. */
 export class RepeatAnswer {
   /** The jobs of the body, as first answered (all are deduplicated on a repeat). */
   readonly jobs: readonly Enqueued[];
@@ -40,14 +56,36 @@ export class RepeatAnswer {
 }
 
 export interface RepeatAnswersOptions {
-  /** Bodies larger than this are not remembered (default 64 KiB). */
+  /** Bodies longer than this are not remembered (default 64 Ki characters). */
   maxBodyChars?: number;
   /** All remembered bodies together stay under this (default 4 Mi characters); oldest go first. */
   maxTotalChars?: number;
 }
 
+/** What `find` saw of a body. */
+export interface Seen {
+  /** The answer remembered for the body, or for its alerts. */
+  answer?: RepeatAnswer;
+  /** The answer is the body's own, byte for byte: the rest of the body needs no validating. */
+  sameBody: boolean;
+  /** The body's alerts as written, when they were looked at (`alertsText`); for `remember`. */
+  alerts?: string | undefined;
+}
+
+interface Entry {
+  body: string;
+  alerts: string | undefined;
+  answer: RepeatAnswer;
+}
+
+/**
+ * Answers by body, and by the body's alerts. A byte-identical body (a retry, a storm of copies)
+ * is found without scanning it; any other is found by its alerts. Each entry holds its body's
+ * text (the alerts key is a slice of it), so the bound counts bodies.
+ */
 export class RepeatAnswers {
-  private readonly answers = new Map<string, RepeatAnswer>();
+  private readonly byBody = new Map<string, Entry>();
+  private readonly byAlerts = new Map<string, Entry>();
   private totalChars = 0;
   private readonly maxBodyChars: number;
   private readonly maxTotalChars: number;
@@ -58,28 +96,40 @@ export class RepeatAnswers {
   }
 
   get size(): number {
-    return this.answers.size;
+    return this.byBody.size;
   }
 
-  get(body: string): RepeatAnswer | undefined {
-    return body.length > this.maxBodyChars ? undefined : this.answers.get(body);
+  find(body: string): Seen {
+    if (body.length > this.maxBodyChars) return { sameBody: false };
+    const same = this.byBody.get(body);
+    if (same) return { answer: same.answer, sameBody: true };
+    const alerts = alertsText(body);
+    return { answer: alerts !== undefined ? this.byAlerts.get(alerts)?.answer : undefined, sameBody: false, alerts };
   }
 
-  /** Remembers what `body` was triaged to (the result's arrays, not copies: nothing changes them). */
-  remember(body: string, result: IngestResult): void {
-    if (body.length > this.maxBodyChars || result.accepted.length === 0 || this.answers.has(body)) return;
-    this.answers.set(body, new RepeatAnswer(result.accepted, result.ignored));
+  /**
+   * Remembers what `body` (with these alerts, from `find`) was triaged to: the result's arrays,
+   * not copies (nothing changes them).
+   */
+  remember(body: string, alerts: string | undefined, result: IngestResult): void {
+    if (body.length > this.maxBodyChars || result.accepted.length === 0 || this.byBody.has(body)) return;
+    if (alerts !== undefined && this.byAlerts.has(alerts)) return;
+    const entry: Entry = { body, alerts, answer: new RepeatAnswer(result.accepted, result.ignored) };
+    this.byBody.set(body, entry);
+    if (alerts !== undefined) this.byAlerts.set(alerts, entry);
     this.totalChars += body.length;
     while (this.totalChars > this.maxTotalChars) {
-      const oldest = this.answers.keys().next();
+      const oldest = this.byBody.values().next();
       if (oldest.done) break;
-      this.answers.delete(oldest.value);
-      this.totalChars -= oldest.value.length;
+      this.byBody.delete(oldest.value.body);
+      if (oldest.value.alerts !== undefined) this.byAlerts.delete(oldest.value.alerts);
+      this.totalChars -= oldest.value.body.length;
     }
   }
 
   clear(): void {
-    this.answers.clear();
+    this.byBody.clear();
+    this.byAlerts.clear();
     this.totalChars = 0;
   }
 }

@@ -6,10 +6,11 @@ import { dropPrefix, redisUrl, uniquePrefix } from '../support/redis.ts';
 import { alertmanagerBody, nodeNotReadyAlert, post } from '../support/payloads.ts';
 import { sumMetric } from '../support/alertmanager.ts';
 
-// An identical Alertmanager body is answered from what it was triaged to the first time, only
-// while the dispatcher still knows every one of its jobs (src/ingest/repeat-answers.ts). The
-// answer must be exactly what the full path answers; anything the dispatcher would not answer
-// from memory takes the full path.
+// An Alertmanager body whose alerts come again exactly as written is answered from what they
+// were triaged to the first time, only while the dispatcher still knows every one of their jobs
+// and only when the rest of the body is valid (src/ingest/repeat-answers.ts). The answer must be
+// exactly what the full path answers; anything the dispatcher would not answer from memory
+// takes the full path.
 
 const TOKEN = 'repeat-answers-test-token-0123';
 
@@ -44,28 +45,49 @@ describe('repeat answers', () => {
     redis?.disconnect();
   });
 
-  it('answers an identical body as the full path answers it, without triaging it again', async () => {
-    const raw = body('fprep1');
+  it('answers a body whose alerts come again as written as the full path answers it, without triaging them again', async () => {
+    const alerts = JSON.parse(body('fprep1')).alerts as unknown[];
+    const raw = JSON.stringify({ ...JSON.parse(body('fprep1')), externalURL: 'http://alertmanager-0:9093' });
     const first = await post(`${receiver.url}/v1/alertmanager`, undefined, TOKEN, raw);
     expect(first.status).toBe(202);
     expect(first.json.accepted.map((a: { deduplicated: boolean }) => a.deduplicated)).toEqual([false, false]);
-    const repeatsBefore = await metric(receiver.url, 'volume_medic_webhook_repeat_answers_total');
+    const repeats = () => metric(receiver.url, 'volume_medic_webhook_repeat_answers_total');
+    const repeatsBefore = await repeats();
     const ignoredBefore = await metric(receiver.url, 'volume_medic_signals_ignored_total');
+    // Byte for byte.
     const again = await post(`${receiver.url}/v1/alertmanager`, undefined, TOKEN, raw);
-    expect(await metric(receiver.url, 'volume_medic_webhook_repeat_answers_total')).toBe(repeatsBefore + 1);
-    // The same content in a body that is not byte-identical takes the full path: same answer.
-    const full = await post(`${receiver.url}/v1/alertmanager`, undefined, TOKEN, ` ${raw}\n`);
-    expect(await metric(receiver.url, 'volume_medic_webhook_repeat_answers_total')).toBe(repeatsBefore + 1);
-    expect(again.status).toBe(202);
-    expect(full.status).toBe(202);
+    expect(await repeats()).toBe(repeatsBefore + 1);
+    // The other Alertmanager of an HA pair: another externalURL, other whitespace outside the alerts.
+    const peerBody = `\n ${JSON.stringify({ ...JSON.parse(raw), externalURL: 'http://alertmanager-1:9093', truncatedAlerts: 0 })} `;
+    const peer = await post(`${receiver.url}/v1/alertmanager`, undefined, TOKEN, peerBody);
+    expect(await repeats()).toBe(repeatsBefore + 2);
+    // The same alerts written differently take the full path: the answer to compare with.
+    const fullBody = JSON.stringify({ ...JSON.parse(raw), alerts }, null, 2);
+    const full = await post(`${receiver.url}/v1/alertmanager`, undefined, TOKEN, fullBody);
+    expect(await repeats()).toBe(repeatsBefore + 2);
+    for (const r of [again, peer, full]) expect(r.status).toBe(202);
     expect(again.json).toEqual(full.json);
-    expect(again.json.accepted).toHaveLength(2);
-    expect(again.json.accepted.every((a: { deduplicated: boolean }) => a.deduplicated)).toBe(true);
-    expect(again.json.ignored.map((i: { reason: string }) => i.reason)).toEqual(['alert-still-firing', 'alert-not-relevant']);
+    expect(peer.json).toEqual(full.json);
+    expect(full.json.accepted).toHaveLength(2);
+    expect(full.json.accepted.every((a: { deduplicated: boolean }) => a.deduplicated)).toBe(true);
+    expect(full.json.ignored.map((i: { reason: string }) => i.reason)).toEqual(['alert-still-firing', 'alert-not-relevant']);
     // Ignored reasons are counted on a repeat answer too, as the full path counts them.
-    expect(await metric(receiver.url, 'volume_medic_signals_ignored_total')).toBe(ignoredBefore + 4);
-    // A body that stored nothing new is not remembered: sent again, it takes the full path.
-    expect((await post(`${receiver.url}/v1/alertmanager`, undefined, TOKEN, ` ${raw}\n`)).json).toEqual(full.json);
+    expect(await metric(receiver.url, 'volume_medic_signals_ignored_total')).toBe(ignoredBefore + 6);
+    // Alerts that stored nothing new are not remembered: sent again, they take the full path.
+    expect((await post(`${receiver.url}/v1/alertmanager`, undefined, TOKEN, fullBody)).json).toEqual(full.json);
+    expect(await repeats()).toBe(repeatsBefore + 2);
+  });
+
+  it('still refuses a body whose alerts are known when the rest of it is not a valid payload', async () => {
+    const raw = body('fprep3');
+    expect((await post(`${receiver.url}/v1/alertmanager`, undefined, TOKEN, raw)).status).toBe(202);
+    const repeatsBefore = await metric(receiver.url, 'volume_medic_webhook_repeat_answers_total');
+    for (const bad of [{ truncatedAlerts: -1 }, { status: 'sleeping' }, { commonLabels: { a: 1 } }]) {
+      const r = await post(`${receiver.url}/v1/alertmanager`, undefined, TOKEN, JSON.stringify({ ...JSON.parse(raw), ...bad }));
+      expect(r.status).toBe(422);
+    }
+    expect(await metric(receiver.url, 'volume_medic_webhook_repeat_answers_total')).toBe(repeatsBefore);
+    expect((await post(`${receiver.url}/v1/alertmanager`, undefined, TOKEN, raw)).status).toBe(202);
     expect(await metric(receiver.url, 'volume_medic_webhook_repeat_answers_total')).toBe(repeatsBefore + 1);
   });
 

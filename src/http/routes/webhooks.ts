@@ -2,7 +2,7 @@ import { Router, type Request, type RequestHandler, type Response } from 'expres
 import { parseWebhook, WEBHOOK_SOURCES, type ParseOptions, type WebhookSource } from '../../ingest/parse.ts';
 import { explain, ingest, type IngestDeps } from '../../ingest/ingest.ts';
 import { StoreUnavailableError, type Enqueued } from '../../queues/dispatcher.ts';
-import { RepeatAnswers } from '../../ingest/repeat-answers.ts';
+import { RepeatAnswers, envelopeValid } from '../../ingest/repeat-answers.ts';
 import { bodyText } from '../json-body.ts';
 import type { Counter, Histogram } from 'prom-client';
 import type { ReceiverMetrics } from '../../observability/metrics.ts';
@@ -74,11 +74,13 @@ export function webhookRoutes(deps: WebhookDeps, before: readonly RequestHandler
   const handle = (source: WebhookSource) => async (req: Request, res: Response) => {
     const end = m.perSource[source].seconds.startTimer();
     try {
-      // An Alertmanager body seen before, byte for byte, whose jobs are all still known: the
-      // same answer without parsing or triage (why that is exact: ingest/repeat-answers.ts).
+      // An Alertmanager body whose alerts were seen before exactly as written, and whose jobs are
+      // all still known: the same answer without validating or triaging the alerts again (why
+      // that is exact: ingest/repeat-answers.ts).
       const text = source === 'alertmanager' ? bodyText(req) : undefined;
-      const repeat = text !== undefined ? repeats.get(text) : undefined;
-      if (repeat && deps.dispatcher.allKnown(repeat.jobs)) {
+      const seen = text !== undefined ? repeats.find(text) : undefined;
+      const repeat = seen?.answer;
+      if (repeat && deps.dispatcher.allKnown(repeat.jobs) && (seen.sameBody || envelopeValid(req.body))) {
         m.perSource[source].accepted.inc();
         m.perSource[source].repeats.inc();
         for (const j of repeat.jobs) m.deduplicated[j.runbook].inc();
@@ -108,11 +110,11 @@ export function webhookRoutes(deps: WebhookDeps, before: readonly RequestHandler
       if (result.accepted.length > 0 && deps.log.isLevelEnabled('debug')) {
         deps.log.debug({ source, stored: result.accepted.filter((a) => !a.deduplicated).map((a) => a.id), deduplicated: result.accepted.filter((a) => a.deduplicated).map((a) => a.id) }, 'webhook answered');
       }
-      // Remembered when it stored something: the body that made the jobs is the one whose
-      // retries and re-notifications come back byte for byte. A body that only repeated known
-      // jobs (an HA peer, a changed group) rarely comes back identical; keeping each of those
-      // cost more than it saved (bench: 'repeat, body differs').
-      if (text !== undefined && result.accepted.some((a) => !a.deduplicated)) repeats.remember(text, result);
+      // Remembered when it stored something: the alerts that made the jobs are the ones whose
+      // retries, re-notifications and HA copies come back. Alerts that only repeated known jobs
+      // (a group that changed) rarely come back as they were; keeping each of those cost more
+      // than it saved (bench: 'repeat, body differs').
+      if (text !== undefined && result.accepted.some((a) => !a.deduplicated)) repeats.remember(text, seen?.alerts, result);
       return accepted(res, result);
     } finally {
       end();

@@ -1,5 +1,7 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { AlertmanagerPayload } from '../../../src/sources/index.ts';
+import { alertmanagerSignals } from '../../../src/sources/alertmanager.ts';
 import { fixture, fixtureSignals } from '../../support/fixtures.ts';
 
 // Alertmanager webhook v4 bodies (test/fixtures/alertmanager), one alert at a time: only a
@@ -84,5 +86,25 @@ describe('Alertmanager webhook source', () => {
     const r = AlertmanagerPayload.safeParse(body);
     expect(r.success).toBe(false);
     expect(r.error?.issues[0]?.path).toEqual(['alerts', 0, 'fingerprint']);
+  });
+
+  // ingest/repeat-answers.ts keys a body's answer by its alerts alone: that is exact only while
+  // nothing else of the body changes what its alerts become.
+  it('reads nothing of a body but its alerts', () => {
+    const fixtures = CASES.map((c) => fixture('alertmanager', c.fixture) as { alerts: unknown[] });
+    const opts = { nodeRecoveryAlerts: new Set(['KubeNodeNotReady', 'KubeNodeUnreachable']) };
+    const labels = fc.dictionary(fc.constantFrom('node', 'alertname', 'kubernetes_node', 'nodename', 'x'), fc.string());
+    fc.assert(fc.property(
+      fc.constantFrom(...fixtures),
+      fc.record({
+        version: fc.string(), groupKey: fc.string(), truncatedAlerts: fc.nat(), status: fc.constantFrom('firing', 'resolved'),
+        receiver: fc.string(), groupLabels: labels, commonLabels: labels, commonAnnotations: labels, externalURL: fc.webUrl(),
+      }, { requiredKeys: [] }),
+      (body, envelope) => {
+        const alone = AlertmanagerPayload.parse({ alerts: body.alerts });
+        const withEnvelope = AlertmanagerPayload.parse({ ...body, ...envelope });
+        expect(alertmanagerSignals(withEnvelope, opts)).toEqual(alertmanagerSignals(alone, opts));
+      },
+    ), { numRuns: 300 });
   });
 });
