@@ -7,8 +7,7 @@ import { topLevelMember } from './json-member.ts';
 // An Alertmanager body whose alerts arrive again exactly as written (its retry after a timeout or
 // a 503, a re-notification of a group that has not changed, the other Alertmanager of an HA pair
 // with its own externalURL, a storm of copies) is answered from what the first copy was triaged
-// to, without validating and triaging the alerts again (issue 8). A byte-identical body is found
-// by its whole text, without even looking for its alerts.
+// to, without validating and triaging the alerts again (issue 8).
 //
 // Why the answer is exact:
 // - For Alertmanager, body -> jobs and ignored reasons is a pure function of the body's `alerts`
@@ -66,7 +65,7 @@ export interface RepeatAnswersOptions {
 export interface Seen {
   /** The answer remembered for the body, or for its alerts. */
   answer?: RepeatAnswer;
-  /** The answer is the body's own, byte for byte: the rest of the body needs no validating. */
+  /** The answer was made from this very body, byte for byte: the rest of it needs no validating. */
   sameBody: boolean;
   /** The body's alerts as written, when they were looked at (`alertsText`); for `remember`. */
   alerts?: string | undefined;
@@ -74,17 +73,15 @@ export interface Seen {
 
 interface Entry {
   body: string;
-  alerts: string | undefined;
   answer: RepeatAnswer;
 }
 
 /**
- * Answers by body, and by the body's alerts. A byte-identical body (a retry, a storm of copies)
- * is found without scanning it; any other is found by its alerts. Each entry holds its body's
- * text (the alerts key is a slice of it), so the bound counts bodies.
+ * Answers by the alerts of the body that made them. Each entry holds that body's text (the alerts
+ * key is a slice of it), so the bound counts bodies, and a body that comes again byte for byte
+ * is told apart (`sameBody`) without validating it again.
  */
 export class RepeatAnswers {
-  private readonly byBody = new Map<string, Entry>();
   private readonly byAlerts = new Map<string, Entry>();
   private totalChars = 0;
   private readonly maxBodyChars: number;
@@ -96,15 +93,14 @@ export class RepeatAnswers {
   }
 
   get size(): number {
-    return this.byBody.size;
+    return this.byAlerts.size;
   }
 
   find(body: string): Seen {
     if (body.length > this.maxBodyChars) return { sameBody: false };
-    const same = this.byBody.get(body);
-    if (same) return { answer: same.answer, sameBody: true };
     const alerts = alertsText(body);
-    return { answer: alerts !== undefined ? this.byAlerts.get(alerts)?.answer : undefined, sameBody: false, alerts };
+    const entry = alerts !== undefined ? this.byAlerts.get(alerts) : undefined;
+    return entry ? { answer: entry.answer, sameBody: entry.body === body, alerts } : { sameBody: false, alerts };
   }
 
   /**
@@ -112,23 +108,18 @@ export class RepeatAnswers {
    * not copies (nothing changes them).
    */
   remember(body: string, alerts: string | undefined, result: IngestResult): void {
-    if (body.length > this.maxBodyChars || result.accepted.length === 0 || this.byBody.has(body)) return;
-    if (alerts !== undefined && this.byAlerts.has(alerts)) return;
-    const entry: Entry = { body, alerts, answer: new RepeatAnswer(result.accepted, result.ignored) };
-    this.byBody.set(body, entry);
-    if (alerts !== undefined) this.byAlerts.set(alerts, entry);
+    if (alerts === undefined || body.length > this.maxBodyChars || result.accepted.length === 0 || this.byAlerts.has(alerts)) return;
+    this.byAlerts.set(alerts, { body, answer: new RepeatAnswer(result.accepted, result.ignored) });
     this.totalChars += body.length;
     while (this.totalChars > this.maxTotalChars) {
-      const oldest = this.byBody.values().next();
+      const oldest = this.byAlerts.entries().next();
       if (oldest.done) break;
-      this.byBody.delete(oldest.value.body);
-      if (oldest.value.alerts !== undefined) this.byAlerts.delete(oldest.value.alerts);
-      this.totalChars -= oldest.value.body.length;
+      this.byAlerts.delete(oldest.value[0]);
+      this.totalChars -= oldest.value[1].body.length;
     }
   }
 
   clear(): void {
-    this.byBody.clear();
     this.byAlerts.clear();
     this.totalChars = 0;
   }
