@@ -14,6 +14,7 @@ import { Dispatcher } from './queues/dispatcher.ts';
 import { JobReader } from './queues/job-reader.ts';
 import { producerConnection, whenReady } from './queues/redis.ts';
 import { OperatorActions } from './controls/operator-actions.ts';
+import type { RepeatAnswers } from './ingest/repeat-answers.ts';
 
 // Composition root of the receiver: wires configuration, Redis, queues, lookups and the HTTP app,
 // and owns their shutdown order (stop taking requests, then close queues, then Redis).
@@ -27,6 +28,8 @@ export interface Receiver {
 export interface ReceiverOptions {
   lookups?: ClusterLookups;
   log?: Logger;
+  /** Answers for repeated Alertmanager alerts (default: a private one of the default size). */
+  repeats?: RepeatAnswers;
 }
 
 export async function startReceiver(config: Config, opts: ReceiverOptions = {}): Promise<Receiver> {
@@ -63,6 +66,7 @@ export async function startReceiver(config: Config, opts: ReceiverOptions = {}):
     nodeRecoveryAlerts: new Set(config.nodeRecoveryAlerts),
     metrics,
     log,
+    ...(opts.repeats ? { repeats: opts.repeats } : {}),
     retryAfterSeconds: 5,
     controls: {
       actions: new OperatorActions({

@@ -6,6 +6,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RemediationJob } from '../../src/catalogue/jobs.ts';
 import { isCephName, isDiskLinkPath, isNodeName, isObjectName } from '../../src/catalogue/names.ts';
 import { startReceiver, type Receiver } from '../../src/receiver.ts';
+import { RepeatAnswers } from '../../src/ingest/repeat-answers.ts';
+import { sumMetric } from '../support/alertmanager.ts';
 import { testConfig } from '../support/config.ts';
 import { dropPrefix, redisUrl, uniquePrefix } from '../support/redis.ts';
 
@@ -137,3 +139,62 @@ describe('fuzzing every route with mutated real payloads', () => {
     }
   });
 });
+
+// The repeat answer (src/ingest/repeat-answers.ts) skips validating and triaging alerts it has
+// seen as written. Differential: the same sequence of bodies goes to a receiver that remembers
+// and to one that never does; every answer must be the same, status and body.
+describe('answers from remembered alerts are the full path\'s answers', () => {
+  const prefixes = [uniquePrefix('fuzzrep'), uniquePrefix('fuzzfull')] as const;
+  let remembering: Receiver;
+  let full: Receiver;
+
+  beforeAll(async () => {
+    remembering = await startReceiver(testConfig({ redisUrl: redisUrl(), queuePrefix: prefixes[0] }));
+    full = await startReceiver(testConfig({ redisUrl: redisUrl(), queuePrefix: prefixes[1] }), { repeats: new RepeatAnswers({ maxBodyChars: 0 }) });
+  });
+  afterAll(async () => {
+    await remembering?.close();
+    await full?.close();
+    for (const p of prefixes) await dropPrefix(p);
+  });
+
+  const post = async (r: Receiver, body: string) => {
+    const res = await fetch(`${r.url}/v1/alertmanager`, { method: 'POST', body, headers: { 'content-type': 'application/json' } });
+    return { status: res.status, body: await res.json() as unknown };
+  };
+  type Doc = Record<string, unknown>;
+  const ENVELOPE = ['version', 'groupKey', 'truncatedAlerts', 'status', 'receiver', 'groupLabels', 'commonLabels', 'commonAnnotations', 'externalURL', 'extra'];
+  /** Bodies around the same alerts: as sent, another envelope, another layout, other alerts. */
+  const variant = fc.oneof(
+    fc.constant((d: Doc) => JSON.stringify(d)),
+    fc.tuple(fc.constantFrom(...ENVELOPE), hostile).map(([k, v]) => (d: Doc) => JSON.stringify({ ...d, [k]: v })),
+    fc.constantFrom(...ENVELOPE).map((k) => (d: Doc) => JSON.stringify({ ...d, [k]: undefined })),
+    fc.constant((d: Doc) => ` \n${JSON.stringify(d)}\t`),
+    fc.constant((d: Doc) => JSON.stringify({ alerts: d['alerts'], ...d })),
+    fc.constant((d: Doc) => JSON.stringify(d, null, 2)),
+    fc.constant((d: Doc) => JSON.stringify({ ...d, alerts: d['alerts'] }).replace('"alerts":', '"al\\u0065rts":')),
+    // Twice: JSON.parse keeps the last.
+    fc.constant((d: Doc) => JSON.stringify(d).replace(/}$/, ',"alerts":[]}')),
+    fc.array(mutation, { minLength: 1, maxLength: 2 }).map((muts) => (d: Doc) => JSON.stringify(mutate(d, muts))),
+  );
+
+  it('the same status and body for every variant of a body whose alerts were stored', async () => {
+    let run = 0;
+    await fc.assert(fc.asyncProperty(fc.constantFrom(...SOURCES.alertmanager), fc.array(variant, { minLength: 1, maxLength: 5 }), async (doc, variants) => {
+      // New incidents each run: the first body stores jobs in both, the variants repeat them.
+      run++;
+      const base = structuredClone(doc) as Doc;
+      if (Array.isArray(base['alerts'])) for (const a of base['alerts'] as Doc[]) if (typeof a['fingerprint'] === 'string') a['fingerprint'] += `r${run}`;
+      for (const body of [JSON.stringify(base), ...variants.map((v) => v(base))]) {
+        const [a, b] = [await post(remembering, body), await post(full, body)];
+        expect(a, body.slice(0, 300)).toEqual(b);
+      }
+    }), { numRuns: Math.ceil(RUNS / 8) });
+    const metric = async (r: Receiver) => sumMetric(await (await fetch(`${r.url}/metrics`)).text(), 'volume_medic_webhook_repeat_answers_total');
+    const repeats = await metric(remembering);
+    console.log(`fuzz: ${run} incidents, ${repeats} answered from remembered alerts`);
+    expect(repeats).toBeGreaterThan(run / 4);
+    expect(await metric(full)).toBe(0);
+  });
+});
+
