@@ -33,7 +33,13 @@ export function ingestSink(o: IngestSinkOptions): SignalSink {
       for (let attempt = 1; ; attempt++) {
         try {
           const r = await ingest([...signals], [], o.deps);
-          for (const a of r.accepted) o.log?.info({ origin, key: a.key, runbook: a.runbook, queue: a.queue, deduplicated: a.deduplicated }, 'watch signal stored');
+          // Which watch a new job came from (the dispatcher's 'jobs stored' line says what Redis
+          // got); a reconcile that finds known incidents again is a debug line, not one per job.
+          for (const a of r.accepted) {
+            const line = { origin, key: a.key, runbook: a.runbook, queue: a.queue, deduplicated: a.deduplicated };
+            if (a.deduplicated) o.log?.debug(line, 'watch signal already stored');
+            else o.log?.info(line, 'watch signal stored');
+          }
           for (const i of r.ignored) o.log?.debug({ origin, reason: i.reason, detail: i.detail }, 'watch signal ignored by triage');
           o.onStored?.(origin, r.accepted.length);
           return;
