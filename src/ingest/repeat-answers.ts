@@ -63,7 +63,7 @@ export interface RepeatAnswersOptions {
 
 /** What `find` saw of a body. */
 export interface Seen {
-  /** The answer remembered for the body, or for its alerts. */
+  /** The answer remembered for the body's alerts. */
   answer?: RepeatAnswer;
   /** The answer was made from this very body, byte for byte: the rest of it needs no validating. */
   sameBody: boolean;
