@@ -4,7 +4,7 @@
 // from /proc over 5 s of load), its peak RSS, Redis's and the load generator's CPU per request and
 // Redis's per-command cost. TARGET=bare measures the bare endpoint instead; NODE_FLAGS: V8 flags
 // for the server (e.g. a heap limit); PROF=<dir>: the server also writes a V8 CPU profile there
-// (open it in Chrome DevTools).
+// (open it in Chrome DevTools). CONNECTIONS: concurrent senders (default 20, as in the bench).
 // Used to measure each hot-path change (commit messages carry the figures).
 import autocannon from 'autocannon';
 import { Redis } from 'ioredis';
@@ -15,6 +15,8 @@ import { startPrivateRedis } from './lib/redis-server.ts';
 const which = process.argv[2] === 'grouped' ? 'grouped' : 'one';
 const mode = process.argv[3] === 'repeat' || process.argv[3] === 'varied' ? process.argv[3] : 'unique';
 const prof = process.env['PROF'];
+// The bench's 20 senders by default; CONNECTIONS=50 shows the receiver with more requests to work on while Redis answers.
+const connections = Number(process.env['CONNECTIONS'] ?? 20);
 
 const redis = await startPrivateRedis();
 const target = process.env['TARGET'] === 'bare' ? 'bare' : 'receiver';
@@ -31,7 +33,7 @@ try {
   let n = 0;
   await fetch(url + p.path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: fixed });
   const run = (seconds: number) => autocannon({
-    url: url + p.path, connections: 20, duration: seconds,
+    url: url + p.path, connections, duration: seconds,
     requests: [{ method: 'POST', headers: { 'content-type': 'application/json' }, setupRequest: (req) => ({ ...req, body: mode === 'repeat' ? fixed : mode === 'varied' ? p.vary(fixed, n++) : fill(p, `${salt}u${n++}`) }) }],
   });
   // Redis's whole process (commands, scripts, its socket I/O), from INFO cpu.
