@@ -54,6 +54,7 @@ describe('repeat answers', () => {
     const repeats = () => metric(receiver.url, 'volume_medic_webhook_repeat_answers_total');
     const repeatsBefore = await repeats();
     const ignoredBefore = await metric(receiver.url, 'volume_medic_signals_ignored_total');
+    const dedupBefore = await metric(receiver.url, 'volume_medic_jobs_deduplicated_total');
     // Byte for byte.
     const again = await post(`${receiver.url}/v1/alertmanager`, undefined, TOKEN, raw);
     expect(await repeats()).toBe(repeatsBefore + 1);
@@ -73,6 +74,8 @@ describe('repeat answers', () => {
     expect(full.json.ignored.map((i: { reason: string }) => i.reason)).toEqual(['alert-still-firing', 'alert-not-relevant']);
     // Ignored reasons are counted on a repeat answer too, as the full path counts them.
     expect(await metric(receiver.url, 'volume_medic_signals_ignored_total')).toBe(ignoredBefore + 6);
+    // And every job of each answer counted as deduplicated, from memory or not.
+    expect(await metric(receiver.url, 'volume_medic_jobs_deduplicated_total')).toBe(dedupBefore + 6);
     // Alerts that stored nothing new are not remembered: sent again, they take the full path.
     expect((await post(`${receiver.url}/v1/alertmanager`, undefined, TOKEN, fullBody)).json).toEqual(full.json);
     expect(await repeats()).toBe(repeatsBefore + 2);

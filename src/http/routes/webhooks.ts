@@ -8,6 +8,7 @@ import type { Counter, Histogram } from 'prom-client';
 import type { ReceiverMetrics } from '../../observability/metrics.ts';
 import { RUNBOOKS, type RunbookName } from '../../catalogue/jobs.ts';
 import type { Logger } from '../../observability/logger.ts';
+import type { Ignored } from '../../signals/index.ts';
 
 // Thin edges (CONVENTIONS 11): parse, validate, hand over, answer. 202 once every job is stored
 // or folded into an existing one; 422 for a body that fails its schema; 503 + Retry-After only
@@ -38,19 +39,23 @@ function boundMetrics(metrics: ReceiverMetrics) {
   return { perSource, enqueued: perRunbook(metrics.enqueued), deduplicated: perRunbook(metrics.deduplicated) };
 }
 
-/** Stored / deduplicated counters, one inc per runbook and outcome instead of one per job (a grouped payload holds dozens). */
-function countJobs(m: ReturnType<typeof boundMetrics>, accepted: readonly Enqueued[]): void {
-  if (accepted.length === 1) {
-    const a = accepted[0]!;
-    (a.deduplicated ? m.deduplicated : m.enqueued)[a.runbook].inc();
-    return;
+/**
+ * What an accepted webhook counts: stored / deduplicated jobs, one inc per runbook and outcome
+ * instead of one per job (a grouped payload holds dozens), and the ignored reasons.
+ * `allDeduplicated`: a repeat answer, whose remembered jobs carry their first answer's flag.
+ */
+function countAccepted(m: ReturnType<typeof boundMetrics>, metrics: ReceiverMetrics, accepted: readonly Enqueued[], ignored: readonly Ignored[], allDeduplicated = false): void {
+  const counterOf = (a: Enqueued) => (allDeduplicated || a.deduplicated ? m.deduplicated : m.enqueued)[a.runbook];
+  if (accepted.length === 1) counterOf(accepted[0]!).inc();
+  else if (accepted.length > 1) {
+    const counts = new Map<RunbookCounters[RunbookName], number>();
+    for (const a of accepted) {
+      const counter = counterOf(a);
+      counts.set(counter, (counts.get(counter) ?? 0) + 1);
+    }
+    for (const [counter, n] of counts) counter.inc(n);
   }
-  const counts = new Map<RunbookCounters[RunbookName], number>();
-  for (const a of accepted) {
-    const counter = (a.deduplicated ? m.deduplicated : m.enqueued)[a.runbook];
-    counts.set(counter, (counts.get(counter) ?? 0) + 1);
-  }
-  for (const [counter, n] of counts) counter.inc(n);
+  for (const i of ignored) metrics.ignored.inc({ source: i.source, reason: i.reason });
 }
 
 /** 202 with the result: res.json()'s content-type lookup and charset handling, done once here. */
@@ -83,8 +88,7 @@ export function webhookRoutes(deps: WebhookDeps, before: readonly RequestHandler
       if (repeat && deps.dispatcher.allKnown(repeat.jobs) && (seen.sameBody || envelopeValid(req.body))) {
         m.perSource[source].accepted.inc();
         m.perSource[source].repeats.inc();
-        for (const j of repeat.jobs) m.deduplicated[j.runbook].inc();
-        for (const i of repeat.ignored) deps.metrics.ignored.inc({ source: i.source, reason: i.reason });
+        countAccepted(m, deps.metrics, repeat.jobs, repeat.ignored, true);
         if (deps.log.isLevelEnabled('debug')) deps.log.debug({ source, stored: [], deduplicated: repeat.jobs.map((j) => j.key) }, 'webhook answered');
         return acceptedText(res, repeat.text);
       }
@@ -103,8 +107,7 @@ export function webhookRoutes(deps: WebhookDeps, before: readonly RequestHandler
         return res.set('Retry-After', String(deps.retryAfterSeconds)).status(503).json({ error: 'jobs could not be stored, retry later' });
       }
       m.perSource[source].accepted.inc();
-      countJobs(m, result.accepted);
-      for (const i of result.ignored) deps.metrics.ignored.inc({ source: i.source, reason: i.reason });
+      countAccepted(m, deps.metrics, result.accepted, result.ignored);
       // The dispatcher logs what it stored (one info line per Redis call, receiver.ts); what
       // each request was answered is a debug line, so a storm does not become a storm of logs.
       if (result.accepted.length > 0 && deps.log.isLevelEnabled('debug')) {
