@@ -3,6 +3,7 @@ import type { IngestResult } from './ingest.ts';
 import type { Ignored } from '../signals/index.ts';
 import { AlertmanagerPayload } from '../sources/alertmanager.ts';
 import { topLevelMember } from './json-member.ts';
+import { GenerationalMap } from '../collections/generational-map.ts';
 
 // An Alertmanager body whose alerts arrive again exactly as written (its retry after a timeout or
 // a 503, a re-notification of a group that has not changed, the other Alertmanager of an HA pair
@@ -55,9 +56,12 @@ export class RepeatAnswer {
 }
 
 export interface RepeatAnswersOptions {
-  /** Bodies longer than this are not remembered (default 64 Ki characters). */
+  /** Bodies longer than this (or than half of maxTotalChars) are not remembered (default 64 Ki characters). */
   maxBodyChars?: number;
-  /** All remembered bodies together stay under this (default 4 Mi characters); oldest go first. */
+  /**
+   * All remembered bodies together stay under this (default 4 Mi characters): the newest half
+   * always, older ones while there is room (GenerationalMap).
+   */
   maxTotalChars?: number;
 }
 
@@ -82,14 +86,12 @@ interface Entry {
  * is told apart (`sameBody`) without validating it again.
  */
 export class RepeatAnswers {
-  private readonly byAlerts = new Map<string, Entry>();
-  private totalChars = 0;
+  private readonly byAlerts: GenerationalMap<string, Entry>;
   private readonly maxBodyChars: number;
-  private readonly maxTotalChars: number;
 
   constructor(opts: RepeatAnswersOptions = {}) {
     this.maxBodyChars = opts.maxBodyChars ?? 64 * 1024;
-    this.maxTotalChars = opts.maxTotalChars ?? 4 * 1024 * 1024;
+    this.byAlerts = new GenerationalMap(Math.max(2, opts.maxTotalChars ?? 4 * 1024 * 1024), (_, e) => e.body.length);
   }
 
   get size(): number {
@@ -110,17 +112,9 @@ export class RepeatAnswers {
   remember(body: string, alerts: string | undefined, result: IngestResult): void {
     if (alerts === undefined || body.length > this.maxBodyChars || result.accepted.length === 0 || this.byAlerts.has(alerts)) return;
     this.byAlerts.set(alerts, { body, answer: new RepeatAnswer(result.accepted, result.ignored) });
-    this.totalChars += body.length;
-    while (this.totalChars > this.maxTotalChars) {
-      const oldest = this.byAlerts.entries().next();
-      if (oldest.done) break;
-      this.byAlerts.delete(oldest.value[0]);
-      this.totalChars -= oldest.value[1].body.length;
-    }
   }
 
   clear(): void {
     this.byAlerts.clear();
-    this.totalChars = 0;
   }
 }

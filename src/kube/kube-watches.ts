@@ -8,6 +8,7 @@ import { NodeReadyTracker, nodeRecoveredSignal, observeNode } from './node-ready
 import { reconcileOnce, type ReconcileResult } from './reconcile.ts';
 import { ingestSink, type SignalSink } from './signal-sink.ts';
 import { SupervisedInformer, realSleep, type BackoffPolicy, type Sleep, type WatchState } from './supervised-informer.ts';
+import { GenerationalMap } from '../collections/generational-map.ts';
 
 // The receiver's Kubernetes sources, owned in one place: a Node watch, one Event watch per reason
 // volume-medic acts on, and the periodic reconcile. All of them end in the same ingest path as the
@@ -94,8 +95,8 @@ export async function startKubeWatches(o: KubeWatchesOptions): Promise<KubeWatch
   }
 
   // An Event's uid -> the resourceVersion handled: a relist hands every cached Event over again,
-  // and an unchanged one need not be triaged twice. Bounded: oldest entries go first.
-  const handled = new Map<string, string>();
+  // and an unchanged one need not be triaged twice. Bounded: the newest 10,000 at least.
+  const handled = new GenerationalMap<string, string>(20_000);
   for (const reason of o.eventReasons ?? WATCHED_EVENT_REASONS) {
     const name = `events-${reason}`;
     const fieldSelector = `reason=${reason}`;
@@ -107,11 +108,7 @@ export async function startKubeWatches(o: KubeWatchesOptions): Promise<KubeWatch
       const uid = obj.metadata?.uid;
       const rv = obj.metadata?.resourceVersion ?? '';
       if (uid && handled.get(uid) === rv) return count(name, 'unchanged');
-      if (uid) {
-        handled.delete(uid);
-        handled.set(uid, rv);
-        if (handled.size > 20_000) handled.delete(handled.keys().next().value!);
-      }
+      if (uid) handled.set(uid, rv);
       const r = eventSignals(obj, (node) => tracker.bootId(node));
       count(name, r.outcome);
       if (r.outcome === 'signal') await sink.submit(r.signals, name);

@@ -5,6 +5,7 @@ import { CLUSTER_QUEUE, queueFor } from '../catalogue/queues.ts';
 import { RUNBOOK_POLICY, dedupWindowMs } from '../catalogue/policy.ts';
 import { RUNBOOKS, type RemediationJob, type RunbookName } from '../catalogue/jobs.ts';
 import { knownQueuesKey } from './known-queues.ts';
+import { GenerationalMap } from '../collections/generational-map.ts';
 
 // Puts triaged jobs on their queues. The job id IS the idempotency key, so BullMQ itself folds a
 // repeat into the existing job for as long as that job is kept; completed and failed jobs are
@@ -44,7 +45,10 @@ export interface DispatcherOptions {
    * 0 turns the known-key answer off.
    */
   knownKeyMaxMs?: number;
-  /** At most this many known keys are remembered (default 100,000; oldest forgotten first). */
+  /**
+   * At most this many known keys are remembered (default 100,000): the newest half always, older
+   * ones while there is room (GenerationalMap).
+   */
   knownKeyLimit?: number;
   now?: () => number;
   /**
@@ -84,8 +88,8 @@ export class Dispatcher {
   private readonly queues = new Map<string, Queue>();
   /** Enqueues under way in this process, by key: a concurrent repeat waits for the first. */
   private readonly inFlight = new Map<string, Promise<Enqueued>>();
-  /** queue + key -> until when (epoch ms) the job is certainly still stored. Insertion-ordered. */
-  private readonly known = new Map<string, number>();
+  /** queue + key -> until when (epoch ms) the job is certainly still stored. */
+  private readonly known: GenerationalMap<string, number>;
   /** Queues this connection has recorded in the known-queues set. */
   private readonly recordedQueues = new Set<string>();
   /** Queues whose client is initialised (BullMQ's scripts are defined on the connection). */
@@ -100,14 +104,13 @@ export class Dispatcher {
   private readonly opts: DispatcherOptions;
   private readonly now: () => number;
   private readonly knownKeyMaxMs: number;
-  private readonly knownKeyLimit: number;
 
   constructor(redis: Redis, opts: DispatcherOptions) {
     this.redis = redis;
     this.opts = opts;
     this.now = opts.now ?? Date.now;
     this.knownKeyMaxMs = opts.knownKeyMaxMs ?? 60_000;
-    this.knownKeyLimit = opts.knownKeyLimit ?? 100_000;
+    this.known = new GenerationalMap(Math.max(2, opts.knownKeyLimit ?? 100_000));
     this.batchAdd = new BatchAdd(redis);
     // A dropped connection may come back to a Redis that lost data (a restart without
     // persistence, a failover): nothing remembered about it is trusted after that.
@@ -326,12 +329,7 @@ export class Dispatcher {
     const until = this.rememberUntil(queueName, storedAt);
     if (until <= this.now()) return;
     const k = knownKey(queueName, key);
-    this.known.delete(k);
     this.known.set(k, until);
-    if (this.known.size > this.knownKeyLimit) {
-      const oldest = this.known.keys().next();
-      if (!oldest.done) this.known.delete(oldest.value);
-    }
   }
 
   async close(): Promise<void> {
