@@ -1,25 +1,28 @@
-// `node bench/profile.ts [one|grouped] [unique|repeat|varied]`: one scenario of the throughput
+// `node bench/profile.ts [one|grouped|event] [unique|repeat|varied]`: one scenario of the throughput
 // bench (varied: the repeat's incidents in a different body each time) against the real receiver,
 // reporting what is stable on a shared machine: the receiver's own CPU per request (utime+stime
 // from /proc over 5 s of load), its peak RSS, Redis's and the load generator's CPU per request and
-// Redis's per-command cost. TARGET=bare measures the bare endpoint instead; NODE_FLAGS: V8 flags
-// for the server (e.g. a heap limit); PROF=<dir>: the server also writes a V8 CPU profile there
-// (open it in Chrome DevTools). CONNECTIONS: concurrent senders (default 20, as in the bench).
+// Redis's per-command cost. TARGET=bare measures the bare endpoint instead, TARGET=addbulk the
+// plain-addBulk reference (servers/addbulk.ts); NODE_FLAGS: V8 flags for the server (e.g. a heap
+// limit); PROF=<dir>: the server also writes a V8 CPU profile there (open it in Chrome
+// DevTools). CONNECTIONS: concurrent senders (default 20, as in the bench). PREFILL=<seconds>:
+// new 50-alert groups for that long before the measurement, so the receiver's memos are full as
+// in a process that has run for a while (the bench's later sections meet it that way).
 // Used to measure each hot-path change (commit messages carry the figures).
 import autocannon from 'autocannon';
 import { Redis } from 'ioredis';
 import { startChild } from './lib/child.ts';
-import { fill, groupedAlerts, oneAlert } from './lib/payloads.ts';
+import { fill, groupedAlerts, oneAlert, rebootedEvent } from './lib/payloads.ts';
 import { startPrivateRedis } from './lib/redis-server.ts';
 
-const which = process.argv[2] === 'grouped' ? 'grouped' : 'one';
+const which = process.argv[2] === 'grouped' || process.argv[2] === 'event' ? process.argv[2] : 'one';
 const mode = process.argv[3] === 'repeat' || process.argv[3] === 'varied' ? process.argv[3] : 'unique';
 const prof = process.env['PROF'];
 // The bench's 20 senders by default; CONNECTIONS=50 shows the receiver with more requests to work on while Redis answers.
 const connections = Number(process.env['CONNECTIONS'] ?? 20);
 
 const redis = await startPrivateRedis();
-const target = process.env['TARGET'] === 'bare' ? 'bare' : 'receiver';
+const target = process.env['TARGET'] === 'bare' || process.env['TARGET'] === 'addbulk' ? process.env['TARGET'] : 'receiver';
 const receiver = startChild(new URL(`./servers/${target}.ts`, import.meta.url).pathname, { REDIS_URL: redis.url, QUEUE_PREFIX: 'bench', LOG_LEVEL: process.env['LOG_LEVEL'] ?? 'info' }, {
   stdout: 'ignore',
   execArgv: [...(prof ? ['--cpu-prof', `--cpu-prof-dir=${prof}`] : []), ...(process.env['NODE_FLAGS'] ?? '').split(' ').filter(Boolean)],
@@ -27,7 +30,7 @@ const receiver = startChild(new URL(`./servers/${target}.ts`, import.meta.url).p
 const admin = new Redis(redis.url);
 try {
   const url = await receiver.waitLine('READY ');
-  const p = which === 'one' ? oneAlert() : groupedAlerts(50);
+  const p = which === 'one' ? oneAlert() : which === 'event' ? rebootedEvent() : groupedAlerts(50);
   const salt = Date.now().toString(36);
   const fixed = fill(p, `${salt}r`);
   let n = 0;
@@ -43,6 +46,14 @@ try {
     return (v('used_cpu_sys') + v('used_cpu_user')) * 1000;
   };
   await run(1);
+  if (process.env['PREFILL']) {
+    const g = groupedAlerts(50);
+    let m = 0;
+    await autocannon({
+      url: url + g.path, connections, duration: Number(process.env['PREFILL']),
+      requests: [{ method: 'POST', headers: { 'content-type': 'application/json' }, setupRequest: (req) => ({ ...req, body: fill(g, `${salt}p${m++}`) }) }],
+    });
+  }
   await admin.config('RESETSTAT');
   const c0 = receiver.cpuMs();
   const r0 = await redisCpuMs();
