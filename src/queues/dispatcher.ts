@@ -88,8 +88,13 @@ export class Dispatcher {
   private readonly queues = new Map<string, Queue>();
   /** Enqueues under way in this process, by key: a concurrent repeat waits for the first. */
   private readonly inFlight = new Map<string, Promise<Enqueued>>();
-  /** queue + key -> until when (epoch ms) the job is certainly still stored. */
-  private readonly known: GenerationalMap<string, number>;
+  /**
+   * key -> its queue and until when (epoch ms) that job is certainly still stored. By the key
+   * alone, the queue compared on lookup: the key string is the job's own, whose hash V8 keeps,
+   * where a queue + key string was built and hashed twice per new job. A key known on another
+   * queue is simply not known.
+   */
+  private readonly known: GenerationalMap<string, Known>;
   /** Queues this connection has recorded in the known-queues set. */
   private readonly recordedQueues = new Set<string>();
   /** Queues whose client is initialised (BullMQ's scripts are defined on the connection). */
@@ -170,11 +175,10 @@ export class Dispatcher {
 
   private isKnown(queueName: string, key: string): boolean {
     if (this.known.size === 0) return false;
-    const k = knownKey(queueName, key);
-    const until = this.known.get(k);
-    if (until === undefined) return false;
-    if (this.now() >= until) {
-      this.known.delete(k);
+    const k = this.known.get(key);
+    if (k === undefined || k.queue !== queueName) return false;
+    if (this.now() >= k.until) {
+      this.known.delete(key);
       return false;
     }
     return true;
@@ -328,8 +332,7 @@ export class Dispatcher {
     if (this.knownKeyMaxMs <= 0 || !Number.isFinite(storedAt)) return;
     const until = this.rememberUntil(queueName, storedAt);
     if (until <= this.now()) return;
-    const k = knownKey(queueName, key);
-    this.known.set(k, until);
+    this.known.set(key, { queue: queueName, until });
   }
 
   async close(): Promise<void> {
@@ -338,7 +341,10 @@ export class Dispatcher {
   }
 }
 
-const knownKey = (queueName: string, key: string): string => `${queueName}\u0000${key}`;
+interface Known {
+  queue: string;
+  until: number;
+}
 
 const sharesQueue = (runbook: RunbookName, queueName: string): boolean =>
   (RUNBOOK_POLICY[runbook].placement === 'cluster') === (queueName === CLUSTER_QUEUE);
