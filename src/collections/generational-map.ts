@@ -13,7 +13,8 @@
 // collector to forget. What it keeps: never more than the capacity; always the newest entries
 // up to half of it (less the one that did not fit), oldest generation forgotten first.
 
-export class GenerationalMap<K, V> {
+/** Values are never undefined, so a lookup is one `get` per generation. */
+export class GenerationalMap<K, V extends NonNullable<unknown>> {
   private young = new Map<K, V>();
   private old = new Map<K, V>();
   private youngWeight = 0;
@@ -42,8 +43,7 @@ export class GenerationalMap<K, V> {
   }
 
   get(key: K): V | undefined {
-    const v = this.young.get(key);
-    return v !== undefined || this.young.has(key) ? v : this.old.get(key);
+    return this.young.get(key) ?? this.old.get(key);
   }
 
   has(key: K): boolean {
@@ -66,12 +66,14 @@ export class GenerationalMap<K, V> {
   }
 
   delete(key: K): boolean {
-    if (this.young.has(key)) {
-      this.youngWeight -= this.weigh(key, this.young.get(key) as V);
+    const y = this.young.get(key);
+    if (y !== undefined) {
+      this.youngWeight -= this.weigh(key, y);
       return this.young.delete(key);
     }
-    if (this.old.has(key)) {
-      this.oldWeight -= this.weigh(key, this.old.get(key) as V);
+    const o = this.old.get(key);
+    if (o !== undefined) {
+      this.oldWeight -= this.weigh(key, o);
       return this.old.delete(key);
     }
     return false;
