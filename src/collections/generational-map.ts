@@ -23,11 +23,11 @@ export class GenerationalMap<K, V extends NonNullable<unknown>> {
   private readonly weigh: (key: K, value: V) => number;
 
   /**
-   * `capacity`: the most the entries weigh together (`weigh`: 1 per entry by default).
-   * An entry heavier than half the capacity is not kept.
+   * `capacity`: the most the entries weigh together (`weigh`: 1 per entry by default); 0 keeps
+   * nothing. An entry heavier than half the capacity is not kept.
    */
   constructor(capacity: number, weigh: (key: K, value: V) => number = () => 1) {
-    if (!(capacity > 0)) throw new RangeError(`capacity must be positive, got ${capacity}`);
+    if (!(capacity >= 0)) throw new RangeError(`capacity must be 0 or more, got ${capacity}`);
     this.half = capacity / 2;
     this.weigh = weigh;
   }

@@ -91,7 +91,7 @@ export class RepeatAnswers {
 
   constructor(opts: RepeatAnswersOptions = {}) {
     this.maxBodyChars = opts.maxBodyChars ?? 64 * 1024;
-    this.byAlerts = new GenerationalMap(Math.max(2, opts.maxTotalChars ?? 4 * 1024 * 1024), (_, e) => e.body.length);
+    this.byAlerts = new GenerationalMap(Math.max(0, opts.maxTotalChars ?? 4 * 1024 * 1024), (_, e) => e.body.length);
   }
 
   get size(): number {

@@ -115,7 +115,7 @@ export class Dispatcher {
     this.opts = opts;
     this.now = opts.now ?? Date.now;
     this.knownKeyMaxMs = opts.knownKeyMaxMs ?? 60_000;
-    this.known = new GenerationalMap(Math.max(2, opts.knownKeyLimit ?? 100_000));
+    this.known = new GenerationalMap(Math.max(0, opts.knownKeyLimit ?? 100_000));
     this.batchAdd = new BatchAdd(redis);
     // A dropped connection may come back to a Redis that lost data (a restart without
     // persistence, a failover): nothing remembered about it is trusted after that.

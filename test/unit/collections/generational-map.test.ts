@@ -70,8 +70,11 @@ describe('GenerationalMap', () => {
     expect(m.weight).toBe(0);
   });
 
-  it('refuses a capacity that holds nothing', () => {
-    expect(() => new GenerationalMap(0)).toThrow(RangeError);
+  it('keeps nothing at capacity 0, and refuses a capacity that is no number of entries', () => {
+    const m = new GenerationalMap<string, number>(0);
+    m.set('k', 1);
+    expect(m.size).toBe(0);
+    expect(() => new GenerationalMap(-1)).toThrow(RangeError);
     expect(() => new GenerationalMap(Number.NaN)).toThrow(RangeError);
   });
 });
