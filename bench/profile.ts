@@ -35,10 +35,11 @@ try {
   const fixed = fill(p, `${salt}r`);
   let n = 0;
   await fetch(url + p.path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: fixed });
-  const run = (seconds: number) => autocannon({
-    url: url + p.path, connections, duration: seconds,
-    requests: [{ method: 'POST', headers: { 'content-type': 'application/json' }, setupRequest: (req) => ({ ...req, body: mode === 'repeat' ? fixed : mode === 'varied' ? p.vary(fixed, n++) : fill(p, `${salt}u${n++}`) }) }],
+  const load = (path: string, seconds: number, body: () => string) => autocannon({
+    url: url + path, connections, duration: seconds,
+    requests: [{ method: 'POST', headers: { 'content-type': 'application/json' }, setupRequest: (req) => ({ ...req, body: body() }) }],
   });
+  const run = (seconds: number) => load(p.path, seconds, () => (mode === 'repeat' ? fixed : mode === 'varied' ? p.vary(fixed, n++) : fill(p, `${salt}u${n++}`)));
   // Redis's whole process (commands, scripts, its socket I/O), from INFO cpu.
   const redisCpuMs = async (): Promise<number> => {
     const info = await admin.info('cpu');
@@ -49,10 +50,7 @@ try {
   if (process.env['PREFILL']) {
     const g = groupedAlerts(50);
     let m = 0;
-    await autocannon({
-      url: url + g.path, connections, duration: Number(process.env['PREFILL']),
-      requests: [{ method: 'POST', headers: { 'content-type': 'application/json' }, setupRequest: (req) => ({ ...req, body: fill(g, `${salt}p${m++}`) }) }],
-    });
+    await load(g.path, Number(process.env['PREFILL']), () => fill(g, `${salt}p${m++}`));
   }
   await admin.config('RESETSTAT');
   const c0 = receiver.cpuMs();
