@@ -63,10 +63,16 @@ export async function createScsiDebugMap(vm: LabVm, { hosts = 3, sizeMb = 64 } =
   }
 }
 
-/** Sets the SCSI device state of each path to offline and waits until multipathd sees them failed. */
+/**
+ * Sets the SCSI device state of each path to offline and waits until multipathd shows all three
+ * columns of it: `failed faulty offline`. Waiting for `failed faulty` alone races: when I/O fails
+ * on the path first, the kernel fails it in the map and multipathd marks it faulty from the dm
+ * event, while its device column (`%o`) still says `running` until the path checker next reads
+ * sysfs (seen in CI: { dm: 'failed', checker: 'faulty', dev: 'running' }).
+ */
 export async function failPaths(vm: LabVm, paths: readonly string[], { timeoutMs = 60_000 } = {}): Promise<void> {
   await vm.runOk(paths.map((p) => `echo offline > /sys/block/${p}/device/state`).join('\n'));
-  await waitUntilPaths(vm, paths, (s) => s.dm === 'failed' && s.checker === 'faulty', 'failed faulty', timeoutMs);
+  await waitUntilPaths(vm, paths, (s) => s.dm === 'failed' && s.checker === 'faulty' && s.dev === 'offline', 'failed faulty offline', timeoutMs);
 }
 
 /** Brings offline paths back (state running) and waits until multipathd has them active again. */
