@@ -1,7 +1,6 @@
-import express from 'express';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
-import { announce } from '../lib/child.ts';
+import { jsonApp, serve } from '../lib/express-server.ts';
 
 // The reference issue 8 names for unique payloads: "a plain `addBulk` per request reaches about
 // 0.3x" of the bare endpoint. The bare endpoint's parser settings, then one BullMQ job per alert
@@ -34,9 +33,7 @@ function incidents(body: unknown): Incident[] {
   return typeof uid === 'string' ? [{ id: `event-${uid}`, data: body }] : [];
 }
 
-const app = express();
-app.disable('x-powered-by');
-app.use(express.json({ limit: 1024 * 1024, type: () => true, strict: false }));
+const app = jsonApp();
 app.post('/{*path}', async (req, res) => {
   const found = incidents(req.body);
   try {
@@ -46,8 +43,4 @@ app.post('/{*path}', async (req, res) => {
     res.status(503).json({ error: 'jobs could not be stored' });
   }
 });
-const server = app.listen(0, '127.0.0.1', () => {
-  const addr = server.address() as { port: number };
-  announce(`READY http://127.0.0.1:${addr.port}`);
-});
-process.on('SIGTERM', () => server.close(() => void queue.close().then(() => process.exit(0))));
+serve(app, () => queue.close());
