@@ -44,6 +44,6 @@ COPY --from=build /app/dist ./dist
 # The base image's unprivileged user (uid 1000). The node agent's DaemonSet runs it as root.
 USER node
 EXPOSE 8080
-# The receiver by default (with the heap limit of deploy/base/receiver.yaml); the manifests set
-# `command` for the other two processes.
-CMD ["node", "--max-old-space-size=384", "dist/src/main.js"]
+# The receiver by default, with the V8 heap flags of deploy/base/receiver.yaml (the render test
+# keeps the two equal); the manifests set `command` for every process.
+CMD ["node", "--max-old-space-size=384", "--max-semi-space-size=64", "dist/src/main.js"]

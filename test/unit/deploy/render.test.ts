@@ -147,6 +147,9 @@ describe('what the installation promises', () => {
     expect(limit).toMatch(/^\d+Mi$/);
     expect(heapMiB).toBeGreaterThan(384);
     expect(heapMiB + 64).toBeLessThanOrEqual(Number.parseInt(limit, 10));
+    // The image's default command (`docker run` without one) is the receiver's, flags included.
+    const cmd = /^CMD (\[.*\])$/m.exec(readFileSync(join(DEPLOY_DIR, '..', 'Dockerfile'), 'utf8'));
+    expect(JSON.parse(cmd![1]!)).toEqual(c.command);
     expect(c.livenessProbe?.httpGet?.path).toBe('/healthz');
     expect(c.readinessProbe?.httpGet?.path).toBe('/readyz');
     expect(c.securityContext).toMatchObject({ allowPrivilegeEscalation: false, readOnlyRootFilesystem: true });
