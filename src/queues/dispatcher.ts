@@ -1,4 +1,4 @@
-import { Job, Queue } from 'bullmq';
+import { Job, Queue, type JobsOptions } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { BatchAdd, captureAdd, type BatchItem } from './batch-add.ts';
 import { CLUSTER_QUEUE, queueFor } from '../catalogue/queues.ts';
@@ -267,16 +267,8 @@ export class Dispatcher {
     // No later than the timestamp BullMQ gives each job below (same clock in production).
     const sentAt = this.now();
     const items = batch.map((b): BatchItem => {
-      const policy = RUNBOOK_POLICY[b.job.runbook];
-      const ageSeconds = Math.ceil(this.windowMs(b.job.runbook) / 1000);
       const queue = this.queue(b.queueName);
-      const job = new Job(queue, b.job.runbook, b.job, {
-        jobId: b.job.key,
-        attempts: policy.attempts,
-        backoff: { type: 'exponential', delay: policy.backoffMs, jitter: policy.jitter },
-        removeOnComplete: { age: ageSeconds },
-        removeOnFail: { age: ageSeconds },
-      }, b.job.key);
+      const job = new Job(queue, b.job.runbook, b.job, jobOptions(b.job, this.windowMs(b.job.runbook)), b.job.key);
       // The job's timestamp is read right before its add, in the same script call: exact within
       // one receiver (concurrent repeats are coalesced above); across receiver replicas two
       // racing first deliveries run one after the other in Redis, so the second sees the first.
@@ -339,6 +331,22 @@ export class Dispatcher {
     await Promise.all([...this.queues.values()].map((q) => q.close()));
     this.queues.clear();
   }
+}
+
+/**
+ * BullMQ options of a job: its key as id (a repeat folds into it), the runbook's retries, and
+ * kept for the deduplication window `windowMs` once finished, which is what makes the window hold.
+ */
+export function jobOptions(job: RemediationJob, windowMs: number) {
+  const policy = RUNBOOK_POLICY[job.runbook];
+  const ageSeconds = Math.ceil(windowMs / 1000);
+  return {
+    jobId: job.key,
+    attempts: policy.attempts,
+    backoff: { type: 'exponential', delay: policy.backoffMs, jitter: policy.jitter },
+    removeOnComplete: { age: ageSeconds },
+    removeOnFail: { age: ageSeconds },
+  } satisfies JobsOptions;
 }
 
 interface Known {
