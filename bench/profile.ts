@@ -14,6 +14,7 @@ import { Redis } from 'ioredis';
 import { startChild } from './lib/child.ts';
 import { fill, groupedAlerts, oneAlert, rebootedEvent } from './lib/payloads.ts';
 import { startPrivateRedis } from './lib/redis-server.ts';
+import { redisCpu } from './lib/redis-cpu.ts';
 
 const which = process.argv[2] === 'grouped' || process.argv[2] === 'event' ? process.argv[2] : 'one';
 const mode = process.argv[3] === 'repeat' || process.argv[3] === 'varied' ? process.argv[3] : 'unique';
@@ -41,11 +42,7 @@ try {
   });
   const run = (seconds: number) => load(p.path, seconds, () => (mode === 'repeat' ? fixed : mode === 'varied' ? p.vary(fixed, n++) : fill(p, `${salt}u${n++}`)));
   // Redis's whole process (commands, scripts, its socket I/O), from INFO cpu.
-  const redisCpuMs = async (): Promise<number> => {
-    const info = await admin.info('cpu');
-    const v = (k: string) => Number(new RegExp(`${k}:([0-9.]+)`).exec(info)?.[1] ?? NaN);
-    return (v('used_cpu_sys') + v('used_cpu_user')) * 1000;
-  };
+  const redisCpuMs = async (): Promise<number> => (await redisCpu(admin)).processMs;
   await run(1);
   if (process.env['PREFILL']) {
     const g = groupedAlerts(50);

@@ -8,24 +8,27 @@ import { nodeQueueName } from '../src/catalogue/queues.ts';
 import { startChild, type Child } from './lib/child.ts';
 import { fill, groupedAlerts, oneAlert, rebootedEvent, type Payload } from './lib/payloads.ts';
 import { startPrivateRedis } from './lib/redis-server.ts';
+import { redisCpu } from './lib/redis-cpu.ts';
+import { ceiling, type Ceiling } from './lib/ceiling.ts';
 import { percentile, round } from './lib/stats.ts';
 import { runbookScale, type ScaleRow } from './runbook-scale.ts';
+import { addCostTable, redisAddCost, type AddCostRow } from './redis-add-cost.ts';
 import { renderKustomization } from '../scripts/deploy/kustomize.ts';
 import { buildDist } from '../scripts/lib/build-dist.ts';
 
 // `npm run bench` (node bench/run.ts): the receiver against a bare express endpoint on the same
 // machine, in the same run, plus a dedup storm, latency to start and footprint. Loopback only,
 // a private redis-server, results as ratios (never absolute timings in assertions), a table on
-// stdout and JSON in bench/results/<timestamp>.json. Bounded to about two minutes.
+// stdout and JSON in bench/results/<timestamp>.json. About four minutes.
 //
-// BENCH_SECONDS (default 6) sets each throughput figure's total load time (in 3 alternating rounds); BENCH_ONLY=throughput,storm,latency,footprint,scale
-// picks sections.
+// BENCH_SECONDS (default 6) sets each throughput figure's total load time (in 3 alternating rounds);
+// BENCH_ONLY=throughput,redis,storm,latency,footprint,scale picks sections.
 
 const SECONDS = Number(process.env['BENCH_SECONDS'] ?? 6);
 /** Each throughput figure is SECONDS of load, in ROUNDS alternating with the other side of its ratio. */
 const ROUNDS = 3;
 const CONNECTIONS = 20;
-const ONLY = new Set((process.env['BENCH_ONLY'] ?? 'throughput,storm,latency,footprint,scale').split(','));
+const ONLY = new Set((process.env['BENCH_ONLY'] ?? 'throughput,redis,storm,latency,footprint,scale').split(','));
 const PREFIX = 'bench';
 const here = (p: string): string => new URL(p, import.meta.url).pathname;
 
@@ -41,6 +44,10 @@ interface Row {
   p99: number;
   /** The server process's CPU (user + system) per request, in us. */
   cpuUsPerRequest: number;
+  /** redis-server's main thread's CPU per request, in us (INFO cpu). */
+  redisCpuUsPerRequest: number;
+  /** The load generator's (autocannon, this process) CPU per request, in us. */
+  loadGenCpuUsPerRequest: number;
   non2xx: number;
   errors: number;
   ratio?: number;
@@ -140,16 +147,22 @@ async function throughput(): Promise<Row[]> {
   return rows;
 }
 
-/** One load run and the server's CPU time during it. */
+/** One load run and the CPU time the server, Redis and the load generator spent during it. */
 interface Measured {
   r: CannonResult;
   cpuMs: number;
+  redisCpuMs: number;
+  loadGenCpuMs: number;
 }
 
 async function measured(server: Child, run: () => Promise<CannonResult>): Promise<Measured> {
+  const redis0 = (await redisCpu(admin)).mainMs;
   const c0 = server.cpuMs();
+  const g0 = process.cpuUsage();
   const r = await run();
-  return { r, cpuMs: server.cpuMs() - c0 };
+  const g = process.cpuUsage(g0);
+  const cpuMs = server.cpuMs() - c0;
+  return { r, cpuMs, redisCpuMs: (await redisCpu(admin)).mainMs - redis0, loadGenCpuMs: (g.user + g.system) / 1000 };
 }
 
 /**
@@ -161,12 +174,15 @@ function merged(scenario: string, target: Row['target'], p: Payload, ms: Measure
   const reqs = rs.reduce((a, r) => a + r.requests.total, 0);
   const secs = rs.reduce((a, r) => a + r.duration, 0);
   const med = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+  const perRequest = (cpuMs: number): number => round((cpuMs * 1000) / Math.max(1, reqs), 0);
   return {
     scenario, target,
     reqPerSec: round(reqs / secs, 0),
     itemsPerSec: round((reqs / secs) * p.items, 0),
     p50: med(rs.map((r) => r.latency.p50)), p99: med(rs.map((r) => r.latency.p99)),
-    cpuUsPerRequest: round((ms.reduce((a, m) => a + m.cpuMs, 0) * 1000) / Math.max(1, reqs), 0),
+    cpuUsPerRequest: perRequest(ms.reduce((a, m) => a + m.cpuMs, 0)),
+    redisCpuUsPerRequest: perRequest(ms.reduce((a, m) => a + m.redisCpuMs, 0)),
+    loadGenCpuUsPerRequest: perRequest(ms.reduce((a, m) => a + m.loadGenCpuMs, 0)),
     non2xx: rs.reduce((a, r) => a + r.non2xx, 0), errors: rs.reduce((a, r) => a + r.errors + r.timeouts, 0),
   };
 }
@@ -253,7 +269,14 @@ try {
     const rows = await throughput();
     results['throughput'] = rows;
     console.log('\nReceiver throughput (autocannon, %d connections, %d s each, same run as the bare endpoint)', CONNECTIONS, SECONDS);
-    console.table(rows.map((r) => ({ scenario: r.scenario, target: r.target, 'req/s': r.reqPerSec, 'items/s': r.itemsPerSec, 'p50 ms': r.p50, 'p99 ms': r.p99, 'vs bare': r.ratio ?? '', 'CPU us/req': r.cpuUsPerRequest, 'CPU vs bare': r.cpuRatio ?? '', 'vs addBulk': r.vsAddBulk ?? '', 'non-2xx': r.non2xx, errors: r.errors })));
+    console.table(rows.map((r) => ({ scenario: r.scenario, target: r.target, 'req/s': r.reqPerSec, 'items/s': r.itemsPerSec, 'p50 ms': r.p50, 'p99 ms': r.p99, 'vs bare': r.ratio ?? '', 'CPU us/req': r.cpuUsPerRequest, 'CPU vs bare': r.cpuRatio ?? '', 'Redis us/req': r.redisCpuUsPerRequest, 'loadgen us/req': r.loadGenCpuUsPerRequest, 'vs addBulk': r.vsAddBulk ?? '', 'non-2xx': r.non2xx, errors: r.errors })));
+  }
+  if (ONLY.has('redis')) {
+    // Nothing else runs: the receiver, the bare endpoint and the reference are idle.
+    const rows = await redisAddCost(redis.url);
+    results['redisAddCost'] = rows;
+    console.log('\nRedis alone: main-thread CPU per new job of 50-alert groups (no receiver, no load generator; bench/redis-add-cost.ts)');
+    console.table(addCostTable(rows));
   }
   if (ONLY.has('storm')) {
     const s = await storm();
@@ -290,6 +313,7 @@ try {
   await redis.destroy();
 }
 
+results['newAlertCeilings'] = newAlertCeilings(results);
 const targets = evaluate(results);
 results['targets'] = targets;
 console.log('\nTargets (issue 8)');
@@ -298,6 +322,39 @@ mkdirSync(here('./results/'), { recursive: true });
 const file = here(`./results/${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
 writeFileSync(file, `${JSON.stringify(results, null, 2)}\n`);
 console.log(`\nwritten ${file}`);
+
+interface NewAlertCeilings {
+  cores: number;
+  /** Redis's main thread per new job: the cheaper of the plain addBulk's and the receiver's. */
+  redisUsPerJob: number;
+  addBulkRedisUsPerJob: number;
+  receiverRedisUsPerJob: number;
+  loadGenUsPerAlert: number;
+  /** A receiver that cost nothing: only BullMQ's add in Redis and the load generator. */
+  anyReceiver: Ceiling;
+  /** The plain addBulk with what its own process spent. */
+  addBulk: Ceiling;
+}
+
+/** Bounds on new alerts/s in 50-alert groups on this machine, from the CPU the rounds measured. */
+function newAlertCeilings(r: Record<string, unknown>): NewAlertCeilings | undefined {
+  const rows = (r['throughput'] as Row[] | undefined) ?? [];
+  const a = rows.find((x) => x.scenario === '50 alerts grouped unique' && x.target === 'addBulk');
+  const g = rows.find((x) => x.scenario === '50 alerts grouped unique' && x.target === 'receiver');
+  if (!a || !g) return undefined;
+  const items = groupedAlerts(50).items;
+  const per = (us: number): number => round(us / items, 1);
+  const cores = cpus().length;
+  const addBulkRedisUsPerJob = per(a.redisCpuUsPerRequest);
+  const receiverRedisUsPerJob = per(g.redisCpuUsPerRequest);
+  const redisUsPerJob = Math.min(addBulkRedisUsPerJob, receiverRedisUsPerJob);
+  const loadGenUsPerAlert = per(Math.min(a.loadGenCpuUsPerRequest, g.loadGenCpuUsPerRequest));
+  return {
+    cores, redisUsPerJob, addBulkRedisUsPerJob, receiverRedisUsPerJob, loadGenUsPerAlert,
+    anyReceiver: ceiling({ server: 0, redis: redisUsPerJob, loadGen: loadGenUsPerAlert }, cores),
+    addBulk: ceiling({ server: per(a.cpuUsPerRequest), redis: addBulkRedisUsPerJob, loadGen: per(a.loadGenCpuUsPerRequest) }, cores),
+  };
+}
 
 function evaluate(r: Record<string, unknown>) {
   const rows = (r['throughput'] as Row[] | undefined) ?? [];
@@ -315,6 +372,30 @@ function evaluate(r: Record<string, unknown>) {
   if (repv) out.push({ target: 'repeated 1-alert >= 0.8x bare req/s (body differs)', measured: `${repv.ratio}x (in CPU per request ${repv.cpuRatio}x)`, met: (repv.ratio ?? 0) >= 0.8 });
   const g = find('50 alerts grouped unique');
   if (g) out.push({ target: 'grouped 50-alert >= 60,000 alerts/s (new alerts)', measured: `${g.itemsPerSec} alerts/s`, met: g.itemsPerSec >= 60_000 });
+  const cost = r['redisAddCost'] as AddCostRow[] | undefined;
+  if (cost) {
+    const cheapest = cost.reduce((a, b) => (b.medianUs < a.medianUs ? b : a));
+    out.push({
+      target: 'ceiling: new jobs/s one Redis can store, measured alone (bench/redis-add-cost.ts)',
+      measured: `${cost.map((x) => `${x.mode} ${x.medianUs} us`).join(', ')} per job: at most ${cheapest.maxJobsPerSecond} jobs/s (${cheapest.mode})`,
+      met: 'n/a',
+    });
+  }
+  const c = r['newAlertCeilings'] as NewAlertCeilings | undefined;
+  // Not a target: what this machine can carry at all, from the CPU each process spent per new
+  // alert (bench/lib/ceiling.ts). A receiver that cost nothing still meets both bounds.
+  if (c) {
+    out.push({
+      target: 'ceiling: new alerts/s one Redis can store under the bench load (BullMQ add script, one core)',
+      measured: `${c.redisUsPerJob} us of Redis per job (plain addBulk ${c.addBulkRedisUsPerJob}, receiver ${c.receiverRedisUsPerJob}): at most ${c.anyReceiver.redis} jobs/s`,
+      met: 'n/a',
+    });
+    out.push({
+      target: `ceiling: new alerts/s on ${c.cores} cores with the load generator, for a server costing 0 us`,
+      measured: `${c.redisUsPerJob} us Redis + ${c.loadGenUsPerAlert} us load generator per alert: at most ${c.anyReceiver.machine} alerts/s (the plain addBulk's own cost added: ${c.addBulk.machine})`,
+      met: 'n/a',
+    });
+  }
   const gr = find('50 alerts grouped repeat');
   if (gr) out.push({ target: 'grouped 50-alert >= 60,000 alerts/s (re-sent group)', measured: `${gr.itemsPerSec} alerts/s`, met: gr.itemsPerSec >= 60_000 });
   const s = r['storm'] as { jobs: number; p99: number } | undefined;
