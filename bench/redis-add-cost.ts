@@ -131,9 +131,14 @@ export const addCostTable = (rows: readonly AddCostRow[]) =>
   rows.map((r) => ({ mode: r.mode, 'us per job (rounds)': r.rounds.join(' / '), 'median us': r.medianUs, 'at most jobs/s on one Redis': r.maxJobsPerSecond }));
 
 if (import.meta.main) {
+  const count = (name: string, dflt: number): number => {
+    const v = Number(process.env[name] ?? dflt);
+    if (!Number.isInteger(v) || v < 1) throw new Error(`${name} must be a whole number >= 1, got ${process.env[name]}`);
+    return v;
+  };
+  const opts = { groups: count('COST_GROUPS', 400), perCall: count('COST_PER_CALL', 4), rounds: count('COST_ROUNDS', 3) };
   const redis = await startPrivateRedis();
   try {
-    const opts = { groups: Number(process.env['COST_GROUPS'] ?? 400), perCall: Number(process.env['COST_PER_CALL'] ?? 4), rounds: Number(process.env['COST_ROUNDS'] ?? 3) };
     const rows = await redisAddCost(redis.url, opts);
     console.log(`Redis main-thread CPU per new job, ${opts.groups} groups of 50 alerts per round, ${opts.perCall} groups per add, ${opts.rounds} rounds`);
     console.table(addCostTable(rows));
