@@ -4,6 +4,7 @@
 # Prints one line for the LocalDiskLost condition, in the format volume-medic parses
 # (src/sources/messages.ts NPD_LOCAL_PV_MISSING):
 #   local PV <pv>: <path> is missing; local PV <pv>: <path> is missing      exit 1 (problem)
+#   local PV <pv>: <path> is missing (placeholder /dev/loopN stands in)    exit 1 (problem)
 #   local PV <pv>: <path> is present; ...                                   exit 0 (ok)
 #   <why it cannot tell>                                                    exit 2 (unknown)
 #
@@ -13,6 +14,11 @@
 # $NODE_NAME. Only block device paths under /dev are checked (filesystem Local PVs are not this
 # failure). Paths are looked up under $HOST_ROOT (default: none), e.g. HOST_ROOT=/host with the
 # host's /dev mounted at /host/dev. A dangling link counts as missing.
+#
+# A link that leads to a loop device is volume-medic's placeholder standing in for the disk
+# (runbook local-pv-placeholder; udev makes no by-id links to loop devices): the disk is still
+# missing, and the line says so. Reporting it present would clear the condition, and the receiver
+# would release the placeholder from under the pod it was placed for.
 set -u
 
 OK=0
@@ -32,6 +38,24 @@ pvs() {
     echo "cannot tell which Local PVs are on this node: no $list and no kubectl with NODE_NAME" >&2
     return 1
   fi
+}
+
+# Where a path leads on the host: links are followed under $root, an absolute target being the
+# host's (a placeholder's /dev/loopN) and a relative one relative to its link (udev's ../../sdb).
+# Fails on a loop of links.
+resolve() {
+  p=$1
+  hops=0
+  while [ -L "$root$p" ]; do
+    hops=$((hops + 1))
+    [ "$hops" -le 16 ] || return 1
+    t=$(readlink "$root$p") || return 1
+    case $t in
+      /*) p=$t ;;
+      *) p=${p%/*}/$t ;;
+    esac
+  done
+  printf '%s\n' "$p"
 }
 
 if ! entries=$(pvs 2>&1); then
@@ -56,11 +80,19 @@ while read -r pv path _rest; do
     *..* | *[!A-Za-z0-9/:._+@-]*) echo "bad device path for local PV $pv: $path"; exit $UNKNOWN ;;
   esac
   count=$((count + 1))
-  if [ -e "$root$path" ]; then
-    present="${present:+$present; }local PV $pv: $path is present"
-  else
+  dev=$(resolve "$path") || dev=""
+  if [ -z "$dev" ] || [ ! -e "$root$dev" ]; then
     missing="${missing:+$missing; }local PV $pv: $path is missing"
+    continue
   fi
+  case ${dev##*/} in
+    loop*[!0-9]*) ;;
+    loop[0-9]*)
+      missing="${missing:+$missing; }local PV $pv: $path is missing (placeholder $dev stands in)"
+      continue
+      ;;
+  esac
+  present="${present:+$present; }local PV $pv: $path is present"
 done <<LIST
 $entries
 LIST

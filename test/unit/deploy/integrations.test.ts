@@ -104,6 +104,34 @@ describe('node-problem-detector', () => {
     ]);
   });
 
+  it('follows links under HOST_ROOT: an absolute target is the host\'s, not this container\'s', () => {
+    writeFileSync(join(root, 'dev/sdzq'), '');
+    symlinkSync('/dev/sdzq', join(root, 'dev/disk/by-id/wwn-0x5000c500a1b2c3e5'));
+    expect(run('local-pv-4 /dev/disk/by-id/wwn-0x5000c500a1b2c3e5\n')).toEqual({ code: 0, out: 'local PV local-pv-4: /dev/disk/by-id/wwn-0x5000c500a1b2c3e5 is present' });
+  });
+
+  it('a placeholder standing in (the link leads to a loop device) -> still missing, so its condition stays and nothing releases it', () => {
+    // What local-pv-placeholder leaves: the by-id path -> /dev/loopN (absolute), a block device there.
+    writeFileSync(join(root, 'dev/loop101'), '');
+    symlinkSync('/dev/loop101', join(root, 'dev/disk/by-id/wwn-0x5000c500feedf00d'));
+    const r = run('local-pv-5 /dev/disk/by-id/wwn-0x5000c500feedf00d\nlocal-pv-1 /dev/disk/by-id/wwn-0x5000c500a1b2c3d4\n');
+    expect(r).toEqual({ code: 1, out: 'local PV local-pv-5: /dev/disk/by-id/wwn-0x5000c500feedf00d is missing (placeholder /dev/loop101 stands in)' });
+    const parsed = classifyLocalDiskLost('LocalDiskLost', r.out, 'worker-2', ['t'], { source: 'npd' } as never, true);
+    expect(parsed.signals?.map((s) => [s.kind, (s as { pv?: string }).pv, (s as { path?: string }).path])).toEqual([
+      ['local-device-missing', 'local-pv-5', '/dev/disk/by-id/wwn-0x5000c500feedf00d'],
+    ]);
+    // A loop device's partition is not a placeholder.
+    writeFileSync(join(root, 'dev/loop7p1'), '');
+    symlinkSync('../../loop7p1', join(root, 'dev/disk/by-id/wwn-0x5000c500feedf11e'));
+    expect(run('local-pv-6 /dev/disk/by-id/wwn-0x5000c500feedf11e\n').code).toBe(0);
+  });
+
+  it('a loop of links -> missing', () => {
+    symlinkSync('wwn-0x5000c500c0ffee02', join(root, 'dev/disk/by-id/wwn-0x5000c500c0ffee01'));
+    symlinkSync('wwn-0x5000c500c0ffee01', join(root, 'dev/disk/by-id/wwn-0x5000c500c0ffee02'));
+    expect(run('local-pv-7 /dev/disk/by-id/wwn-0x5000c500c0ffee01\n')).toEqual({ code: 1, out: 'local PV local-pv-7: /dev/disk/by-id/wwn-0x5000c500c0ffee01 is missing' });
+  });
+
   it('no Local PV block device on the node -> exit 0', () => {
     expect(run('fs-pv /mnt/disks/ssd1\n')).toEqual({ code: 0, out: 'no local PV block devices on this node' });
   });
