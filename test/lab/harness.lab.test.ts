@@ -11,7 +11,7 @@ import { captureMultipathState, writeFixtureDir } from './capture.ts';
 import { ensureLabImage, labSkipReason, type LabImage } from './image.ts';
 import { waitInGuest } from './guest-wait.ts';
 import { createIscsiLab, removeLun } from './iscsi-scenario.ts';
-import { createScsiDebugMap, failPaths, listMaps, pathStates, type GuestMap } from './scsi-debug-scenario.ts';
+import { createScsiDebugMap, failPaths, listMaps, pathStates, waitUntilActive, type GuestMap } from './scsi-debug-scenario.ts';
 import { bootLabVm, type LabVm } from './vm.ts';
 
 const skipReason = labSkipReason();
@@ -88,6 +88,8 @@ describe.skipIf(skipReason !== null)('lab harness: Debian 12 kernel with dm-mult
   it('fails one path: the map keeps two active paths and stays mounted and readable', async () => {
     const [dead, ...alive] = map.paths;
     await failPaths(vm, [dead!]);
+    // The claim is the steady state: once multipathd has settled, the other two are active.
+    await waitUntilActive(vm, alive);
     const states = await pathStates(vm);
     expect(states.get(dead!)).toMatchObject({ dm: 'failed', checker: 'faulty', dev: 'offline' });
     for (const p of alive) expect(states.get(p)).toMatchObject({ dm: 'active', checker: 'ready', dev: 'running' });

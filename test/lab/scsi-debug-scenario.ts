@@ -75,6 +75,15 @@ export async function failPaths(vm: LabVm, paths: readonly string[], { timeoutMs
   await waitUntilPaths(vm, paths, (s) => s.dm === 'failed' && s.checker === 'faulty' && s.dev === 'offline', 'failed faulty offline', timeoutMs);
 }
 
+/**
+ * Waits until multipathd shows each of `paths` `active ready running`. A live path's checker can
+ * time out once under emulation while a sibling goes offline (seen in CI: a live path `failed
+ * faulty running` right after its sibling failed); multipathd reinstates it at its next check.
+ */
+export async function waitUntilActive(vm: LabVm, paths: readonly string[], { timeoutMs = 60_000 } = {}): Promise<void> {
+  await waitUntilPaths(vm, paths, (s) => s.dm === 'active' && s.checker === 'ready' && s.dev === 'running', 'active ready running', timeoutMs);
+}
+
 /** Brings offline paths back (state running) and waits until multipathd has them active again. */
 export async function restorePaths(vm: LabVm, paths: readonly string[], { timeoutMs = 60_000 } = {}): Promise<void> {
   await vm.runOk(paths.map((p) => `echo running > /sys/block/${p}/device/state`).join('\n'));
