@@ -137,16 +137,8 @@ describe('what the installation promises', () => {
     expect((d['spec'] as { replicas: number }).replicas).toBe(2);
     const spec = podSpec(d)!;
     const c = spec.containers[0]!;
+    // Its heap against its memory limit: 'every Node.js container bounds V8's heap' below.
     expect(c.command).toEqual(['node', '--max-old-space-size=384', '--max-semi-space-size=64', 'dist/src/main.js']);
-    // V8's whole heap (old space and young generation) leaves room under the container's memory
-    // limit for code, stacks and buffers, so V8 collects before the kernel's OOM killer acts.
-    // The limit is V8's own answer for the command's flags (the young generation is not in
-    // --max-old-space-size: 384 MiB of old space is a 576 MiB heap).
-    const heapMiB = v8HeapLimitMiB(c.command!.slice(1, -1));
-    const limit = String((c.resources?.limits as Record<string, string> | undefined)?.['memory']);
-    expect(limit).toMatch(/^\d+Mi$/);
-    expect(heapMiB).toBeGreaterThan(384);
-    expect(heapMiB + 64).toBeLessThanOrEqual(Number.parseInt(limit, 10));
     // The image's default command (`docker run` without one) is the receiver's, flags included.
     const cmd = /^CMD (\[.*\])$/m.exec(readFileSync(join(DEPLOY_DIR, '..', 'Dockerfile'), 'utf8'));
     expect(JSON.parse(cmd![1]!)).toEqual(c.command);
@@ -201,6 +193,10 @@ describe('what the installation promises', () => {
           const key = flags.join(' ');
           const heapMiB = seen.get(key) ?? v8HeapLimitMiB(flags);
           seen.set(key, heapMiB);
+          // V8's answer counts the young generation the flag leaves out (384 MiB of old space is
+          // a 576 MiB heap): more than the old space, or the flags were not understood.
+          const oldSpaceMiB = Number(/^--max-old-space-size=(\d+)$/.exec(flags.find((f) => f.startsWith('--max-old-space-size='))!)![1]);
+          expect(heapMiB, `${what}: V8 heap over its ${oldSpaceMiB} MiB old space`).toBeGreaterThan(oldSpaceMiB);
           expect(heapMiB + 64, `${what}: V8 heap ${heapMiB} MiB + 64 under ${limit}`).toBeLessThanOrEqual(Number.parseInt(limit, 10));
         }
       }
