@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { StepEvidence } from './step-evidence.ts';
 
 // What a runbook leaves behind: facts seen, the plan, every command run, refusals with reasons,
 // and the verification. Stored as the BullMQ job's return value (or, for a failed job, in its
@@ -29,6 +30,10 @@ export const StepRecord = z.object({
   durationMs: z.number(),
   commands: z.array(CommandRecord),
   error: z.string().optional(),
+  /** What the step relied on (required for a destructive step), as the plan observed it. */
+  evidence: z.array(StepEvidence).optional(),
+  /** Dry-run: enforce would have waited here for evidence to mature (why, until when). */
+  waitsFor: z.string().optional(),
 });
 export type StepRecord = z.infer<typeof StepRecord>;
 

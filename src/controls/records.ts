@@ -17,7 +17,8 @@ export type ModeOverride = z.infer<typeof ModeOverride>;
 export const PauseRecord = Decision;
 export type PauseRecord = z.infer<typeof PauseRecord>;
 
-export const ParkReason = z.enum(['paused', 'approval', 'breaker']);
+/** `evidence`: a claim a destructive step relies on must hold longer first (workers/engine/evidence.ts). */
+export const ParkReason = z.enum(['paused', 'approval', 'breaker', 'evidence']);
 export type ParkReason = z.infer<typeof ParkReason>;
 
 export const ParkedJob = z.object({

@@ -1,6 +1,7 @@
 import type { Redis } from 'ioredis';
 import { Breakers } from './breakers.ts';
 import { ControlsStore } from './controls-store.ts';
+import { ParkReason } from './records.ts';
 
 // What /readyz and /metrics say about the controls. A pause does not make the receiver unready:
 // webhooks are still stored (nothing is lost), so load balancers must keep sending; /readyz
@@ -10,13 +11,13 @@ import { ControlsStore } from './controls-store.ts';
 export interface ControlsSummary {
   paused: { cluster: boolean; nodes: string[] };
   breakersTripped: { breaker: string; why: string; at: string }[];
-  parked: { paused: number; approval: number; breaker: number };
+  parked: Record<ParkReason, number>;
 }
 
 export async function controlsSummary(redis: Redis, prefix: string): Promise<ControlsSummary> {
   const store = new ControlsStore(redis, prefix);
   const [pauses, trips, parked] = await Promise.all([store.pauses(), new Breakers(redis, prefix).tripped(), store.parkedJobs()]);
-  const count = { paused: 0, approval: 0, breaker: 0 };
+  const count: Record<ParkReason, number> = { paused: 0, approval: 0, breaker: 0, evidence: 0 };
   for (const p of parked) count[p.reason] += 1;
   return {
     paused: { cluster: pauses.cluster !== undefined, nodes: Object.keys(pauses.nodes).sort() },
@@ -37,9 +38,9 @@ export function controlsExposition(s: ControlsSummary): string {
     '# TYPE volume_medic_breaker_tripped gauge',
     ...['cluster', 'storm'].filter((b) => !s.breakersTripped.some((t) => t.breaker === b)).map((b) => `volume_medic_breaker_tripped{breaker="${b}"} 0`),
     ...s.breakersTripped.map((t) => `volume_medic_breaker_tripped{breaker="${esc(t.breaker)}"} 1`),
-    '# HELP volume_medic_jobs_parked Jobs waiting on a control, by reason (paused, approval, breaker).',
+    '# HELP volume_medic_jobs_parked Jobs waiting on a control or on evidence to mature, by reason (paused, approval, breaker, evidence).',
     '# TYPE volume_medic_jobs_parked gauge',
-    ...(['paused', 'approval', 'breaker'] as const).map((r) => `volume_medic_jobs_parked{reason="${r}"} ${s.parked[r]}`),
+    ...ParkReason.options.map((r) => `volume_medic_jobs_parked{reason="${r}"} ${s.parked[r]}`),
   ];
   return `${lines.join('\n')}\n`;
 }

@@ -10,6 +10,8 @@ import type { PlannedStep } from './runbook.ts';
 export interface Parking {
   reason: ParkReason;
   why: string;
+  /** Look again at this time rather than after the controls' recheck interval (evidence maturing). */
+  until?: Date;
 }
 
 export type GateDecision = { go: true } | { go: false; park: Parking };

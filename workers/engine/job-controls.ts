@@ -60,6 +60,8 @@ export interface JobControls {
   begin(job: JobStart): Promise<Begun>;
   park(p: Omit<ParkedJob, 'since' | 'node'>): Promise<string>;
   unpark(jobId: string): Promise<void>;
+  /** An entry in the operator audit trail, by this worker (a destructive step run, a refusal), with its evidence. */
+  audit(action: string, target: string, why: string): Promise<void>;
 }
 
 export function controlsFromConfig(config: Config): Pick<JobControlsOptions, 'approval' | 'approvalTtlMs' | 'caps' | 'recheckMs'> {
@@ -169,6 +171,7 @@ export function createJobControls(opts: JobControlsOptions): JobControls {
       return since;
     },
     unpark: (jobId) => store.unpark(jobId),
+    audit: (action, target, why) => store.audit(action, target, { by: node ?? 'cluster-worker', why: why.slice(0, 4000) }),
   };
 }
 

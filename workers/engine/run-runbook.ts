@@ -5,6 +5,7 @@ import { createAuditHost } from '../host/audit-host.ts';
 import type { RunbookContext } from '../runbooks/registry.ts';
 import { PermanentError, RefusedError } from './errors.ts';
 import { ParkedError, type GateDecision } from './gate.ts';
+import { DEFAULT_EVIDENCE_MAX_AGE_MS, describeEvidence, judgeEvidence } from './evidence.ts';
 import { Journal } from './journal.ts';
 import type { PlannedStep, RunbookDefinition, Verification } from './runbook.ts';
 import { RunbookFailedError } from './runbook-failed-error.ts';
@@ -83,6 +84,7 @@ export async function runRunbook<R extends RunbookName, F, S extends PlannedStep
 
   if (planned.kind === 'refuse') {
     await journal?.finish();
+    if (journal) await ctx.audit?.('refused', `job/${ctx.jobId}`, planned.reasons.join('; '));
     const summary = `refused: ${planned.reasons.join('; ')}`;
     ctx.log.warn({ jobId: ctx.jobId, reasons: planned.reasons }, 'runbook refused');
     throw new RefusedError(planned.reasons, result('refused', summary, { refusals: planned.reasons }));
@@ -102,6 +104,7 @@ export async function runRunbook<R extends RunbookName, F, S extends PlannedStep
       id: step.id,
       description: step.description,
       destructive: step.destructive,
+      ...(step.evidence ? { evidence: step.evidence } : {}),
       status: 'done',
       startedAt: now().toISOString(),
       durationMs: 0,
@@ -115,6 +118,23 @@ export async function runRunbook<R extends RunbookName, F, S extends PlannedStep
         record.status = 'skipped-already-done';
         await journal?.markDone(step.id);
       } else {
+        // Unknown means refuse: a destructive step runs only on positive, fresh, mature evidence.
+        const judged = judgeEvidence(step, now(), def.evidenceMaxAgeMs ?? DEFAULT_EVIDENCE_MAX_AGE_MS);
+        if (judged.kind === 'refuse') {
+          steps.pop();
+          ctx.log.warn({ jobId: ctx.jobId, step: step.id, reasons: judged.reasons }, 'step refused: its evidence does not hold');
+          if (journal) await ctx.audit?.('refused', `job/${ctx.jobId}`, judged.reasons.join('; '));
+          throw new GateStop(new RefusedError(judged.reasons, result('refused', `refused: ${judged.reasons.join('; ')}`, { refusals: judged.reasons })));
+        }
+        if (judged.kind === 'wait') {
+          if (!journal) {
+            record.waitsFor = `${judged.why}; enforce waits until ${judged.until.toISOString()}`;
+          } else {
+            steps.pop();
+            const view = { summary: planned.summary, steps: planned.steps };
+            throw new GateStop(new ParkedError({ reason: 'evidence', why: judged.why, until: judged.until }, result('waiting', `waiting before step ${step.id}: ${judged.why}`), view));
+          }
+        }
         if (ctx.gate) {
           // Only a step about to change something asks the operator controls; a step that did
           // not run is not listed (a parked job shows the steps done so far and its plan).
@@ -131,6 +151,9 @@ export async function runRunbook<R extends RunbookName, F, S extends PlannedStep
         }
         await def.steps.apply(step, host);
         if (journal) await journal.markDone(step.id);
+        if (journal && step.destructive) {
+          await ctx.audit?.('destructive-step', `job/${ctx.jobId}/${step.id}`, `${step.description}; evidence: ${(step.evidence ?? []).map(describeEvidence).join('; ')}`);
+        }
         record.status = journal ? 'done' : 'would-run';
       }
     } catch (err) {

@@ -7,6 +7,7 @@ import type { Logger } from '../../src/observability/logger.ts';
 import type { RunbookContext, RunbookHandler, RunbookRegistry } from '../runbooks/registry.ts';
 import { eventSubject, type JobEventSink } from './job-events.ts';
 import { PermanentError, RefusedError, forBullmq, shouldRetry } from './errors.ts';
+import { destructiveEvidenceLine } from './evidence.ts';
 import { ParkedError, type Parking, type PlanView } from './gate.ts';
 import { createJobControls, type JobControls, type JobControlsOptions } from './job-controls.ts';
 
@@ -33,6 +34,9 @@ export interface RunbookWorkerOptions {
   /** Kubernetes Events for job start, refusal, success and failure (cluster access only). */
   events?: JobEventSink;
 }
+
+/** How long a parked job waits before it looks again when nothing says otherwise (no controls). */
+const DEFAULT_RECHECK_MS = 30_000;
 
 export interface RunbookWorker {
   worker: Worker;
@@ -82,6 +86,7 @@ export function createRunbookWorker(opts: RunbookWorkerOptions): RunbookWorker {
         log: opts.log.child({ jobId: job.id, runbook: parsed.data.runbook }),
         signal: shutdown.signal,
         ...(begun ? { gate: begun.gate } : {}),
+        ...(controls ? { audit: (action: string, target: string, why: string) => controls.audit(action, target, why).catch((err: Error) => opts.log.warn({ err: err.message }, 'could not write the audit trail')) } : {}),
       };
       await job.log(`attempt ${ctx.attempt} on ${opts.ranOn} in ${ctx.mode} mode${modeWhy ? ` (${modeWhy})` : ''}`);
       event('started', `attempt ${ctx.attempt} on ${opts.ranOn}`, ctx.mode);
@@ -89,11 +94,12 @@ export function createRunbookWorker(opts: RunbookWorkerOptions): RunbookWorker {
       const result = modeWhy ? { ...handled, modeWhy } : handled;
       await job.log(`${result.outcome}: ${result.summary}`);
       await finish(result.outcome);
-      event('succeeded', `${result.outcome}: ${result.summary}`, result.mode);
+      const evidence = destructiveEvidenceLine(result.steps);
+      event('succeeded', `${result.outcome}: ${result.summary}${evidence ? `; ${evidence}` : ''}`, result.mode);
       return result;
     } catch (err) {
       if (err instanceof DelayedError) throw err;
-      if (err instanceof ParkedError && controls) {
+      if (err instanceof ParkedError) {
         return await park(job, token, err.parking, err.plan, modeWhy ? { ...err.result, modeWhy } : err.result);
       }
       const e = err instanceof Error ? err : new Error(String(err));
@@ -120,13 +126,16 @@ export function createRunbookWorker(opts: RunbookWorkerOptions): RunbookWorker {
    * DelayedError tells BullMQ the job was moved, not failed: no attempt is used.
    */
   const park = async (job: Job, token: string | undefined, parking: Parking, plan?: PlanView, partial?: unknown): Promise<never> => {
-    if (!controls) throw new Error('parking needs controls');
     const jobId = job.id ?? '';
-    const since = await controls.park({ jobId, queue: opts.queue, runbook: String((job.data as { runbook?: unknown }).runbook ?? job.name), reason: parking.reason, why: parking.why });
-    const recheckAt = new Date(Date.now() + controls.recheckMs).toISOString();
-    await job.updateProgress({ parked: { ...parking, since, recheckAt, ...(plan ? { plan } : {}) }, ...(partial !== undefined ? { result: partial } : {}) });
-    await job.log(`waiting (${parking.reason}): ${parking.why}`);
-    await job.moveToDelayed(Date.now() + controls.recheckMs, token);
+    const runbook = String((job.data as { runbook?: unknown }).runbook ?? job.name);
+    // Without controls only evidence can park a job (nothing else asks); it is then not listed.
+    const since = controls ? await controls.park({ jobId, queue: opts.queue, runbook, reason: parking.reason, why: parking.why }) : new Date().toISOString();
+    const at = parking.until ? Math.max(parking.until.getTime(), Date.now() + 1000) : Date.now() + (controls?.recheckMs ?? DEFAULT_RECHECK_MS);
+    const recheckAt = new Date(at).toISOString();
+    const { until: _until, ...shown } = parking;
+    await job.updateProgress({ parked: { ...shown, since, recheckAt, ...(plan ? { plan } : {}) }, ...(partial !== undefined ? { result: partial } : {}) });
+    await job.log(`waiting (${parking.reason}) until ${recheckAt}: ${parking.why}`);
+    await job.moveToDelayed(at, token);
     throw new DelayedError();
   };
 

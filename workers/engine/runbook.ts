@@ -1,4 +1,5 @@
 import type { JobOf, RunbookName } from '../../src/catalogue/jobs.ts';
+import type { StepEvidence } from '../../src/catalogue/step-evidence.ts';
 import type { Host } from '../host/host.ts';
 
 // The shape every runbook has (DESIGN, "Runbooks plan before they act"):
@@ -19,6 +20,12 @@ export interface PlannedStep {
    * `rbd unmap -o force`, `dmsetup message ... fail_if_no_path`, `ceph osd blocklist add`).
    */
   risk?: 'high';
+  /**
+   * The positive evidence the step relies on. Required for a destructive step: the engine
+   * refuses one that names none, or whose evidence is missing, contradictory or stale, and makes
+   * it wait while a claim that must persist is too young (workers/engine/evidence.ts).
+   */
+  evidence?: StepEvidence[];
 }
 
 export type Plan<S extends PlannedStep> =
@@ -45,6 +52,8 @@ export interface Verification {
 
 export interface RunbookDefinition<R extends RunbookName, F, S extends PlannedStep> {
   runbook: R;
+  /** Evidence older than this at a destructive step is stale; default DEFAULT_EVIDENCE_MAX_AGE_MS. */
+  evidenceMaxAgeMs?: number;
   observe(job: JobOf<R>, host: Host): Promise<F>;
   plan(facts: F, job: JobOf<R>): Plan<S>;
   steps: StepExecutor<S>;

@@ -21,6 +21,11 @@ export interface RunbookContext {
   signal: AbortSignal;
   /** Operator controls (pause, approval, breakers), asked before each step is applied; none in unit tests. */
   gate?: StepGate;
+  /**
+   * The operator audit trail: every destructive step applied in enforce and every refusal is
+   * written there with the evidence it stood on or lacked. Never throws into the runbook.
+   */
+  audit?: (action: 'destructive-step' | 'refused', target: string, why: string) => Promise<void>;
 }
 
 export type RunbookHandler<R extends RunbookName> = (job: JobOf<R>, ctx: RunbookContext) => Promise<RunbookResult>;

@@ -14,8 +14,8 @@ type Step = PlannedStep & { file: string };
 const job: ResidualMultipathJob = { version: 1, key: 'residual_gate_0123456789ab', runbook: 'residual-multipath-cleanup', target: { node: 'worker-1' }, evidence: [{ source: 'api', summary: 'test', raw: {} }] };
 const steps: Step[] = [
   { id: 'one', description: 'one', destructive: false, file: '/w/one' },
-  { id: 'two', description: 'two', destructive: true, risk: 'high', file: '/w/two' },
-  { id: 'three', description: 'three', destructive: true, file: '/w/three' },
+  { id: 'two', description: 'two', destructive: true, risk: 'high', file: '/w/two', evidence: [{ claim: 'two is ours', source: 'test', observedAt: new Date().toISOString(), status: 'holds' }] },
+  { id: 'three', description: 'three', destructive: true, file: '/w/three', evidence: [{ claim: 'three is ours', source: 'test', observedAt: new Date().toISOString(), status: 'holds' }] },
 ];
 const def: RunbookDefinition<'residual-multipath-cleanup', null, Step> = {
   runbook: 'residual-multipath-cleanup',

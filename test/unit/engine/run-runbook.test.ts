@@ -54,7 +54,7 @@ const twoSteps: Plan<Step> = {
   summary: 'two files',
   steps: [
     { id: 'make:a', description: 'make a', destructive: false, file: '/work/a' },
-    { id: 'wipe:b', description: 'wipe b', destructive: true, file: '/work/b' },
+    { id: 'wipe:b', description: 'wipe b', destructive: true, file: '/work/b', evidence: [{ claim: 'b is ours', source: 'test', observedAt: new Date().toISOString(), status: 'holds' }] },
   ],
 };
 
