@@ -45,6 +45,7 @@ async function once(n: number, policy: ResidualPolicy, dryRun: boolean): Promise
     ranOn: 'bench-node',
     now: () => new Date(),
     dryRun,
+    stateDir: '/var/lib/volume-medic',
   });
   const p = plan(facts, policy);
   const ms = performance.now() - started;

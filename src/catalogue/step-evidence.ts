@@ -8,10 +8,11 @@ import { z } from 'zod';
 
 /**
  * - `holds`: observed, and the claim is true;
+ * - `fails`: observed, and the claim is false (the map is mounted, a path is alive);
  * - `missing`: could not be observed (command failed, API unreachable, file unreadable): unknown;
- * - `contradicted`: sources disagree, or what was seen is the opposite of the claim.
+ * - `contradicted`: sources disagree with each other.
  */
-export const EvidenceStatus = z.enum(['holds', 'missing', 'contradicted']);
+export const EvidenceStatus = z.enum(['holds', 'fails', 'missing', 'contradicted']);
 export type EvidenceStatus = z.infer<typeof EvidenceStatus>;
 
 export const StepEvidence = z.object({

@@ -59,6 +59,8 @@ const ENV: Record<string, [keyof Config, (v: string) => unknown]> = {
   RESIDUAL_RELEASE_QUEUED_IO: ['residualReleaseQueuedIo', (v) => v],
   RESIDUAL_ATTACHMENTS_UNKNOWN: ['residualAttachmentsUnknown', (v) => v],
   RESIDUAL_PROBE_TIMEOUT_MS: ['residualProbeTimeoutMs', (v) => v],
+  RESIDUAL_ALL_DEAD_GRACE_SECONDS: ['residualAllDeadGraceSeconds', (v) => v],
+  RESIDUAL_VICTIM_OPENERS: ['residualVictimOpeners', list],
   CEPH_CONF: ['cephConf', (v) => v],
   CEPH_KEYRING: ['cephKeyring', (v) => v],
   CEPH_ID: ['cephId', (v) => v],

@@ -79,8 +79,22 @@ export const Config = z.object({
   residualMaxMapsPerJob: z.coerce.number().int().min(1).default(8),
   /** RESIDUAL_RELEASE_QUEUED_IO: `auto` releases a dead map's queued I/O (fail_if_no_path) after every other interlock passed; `require-approval` leaves it. */
   residualReleaseQueuedIo: z.enum(['auto', 'require-approval']).default('auto'),
-  /** RESIDUAL_ATTACHMENTS_UNKNOWN: when the node's VolumeAttachments cannot be known: `proceed` on the other interlocks, or `refuse`. */
-  residualAttachmentsUnknown: z.enum(['proceed', 'refuse']).default('proceed'),
+  /**
+   * RESIDUAL_ATTACHMENTS_UNKNOWN: when the node's VolumeAttachments cannot be known: `refuse`
+   * (default: unknown means refuse), or `proceed` on the other interlocks (an explicit operator
+   * choice, named as such in every step's evidence).
+   */
+  residualAttachmentsUnknown: z.enum(['proceed', 'refuse']).default('refuse'),
+  /**
+   * RESIDUAL_ALL_DEAD_GRACE_SECONDS: a map's queued I/O is released only after every path has
+   * been dead this long over at least two observations (or across a reboot). Default 120.
+   */
+  residualAllDeadGraceSeconds: z.coerce.number().int().min(0).default(120),
+  /**
+   * RESIDUAL_VICTIM_OPENERS: process names (comm) the operator adds to the known victims of dead
+   * paths (udev workers, blkid, lsblk, multipath tools, ...): openers that may be released.
+   */
+  residualVictimOpeners: z.array(z.string().regex(/^[^\s,]{1,15}$/, 'a process name (comm) of at most 15 characters')).default([]),
   /** RESIDUAL_PROBE_TIMEOUT_MS: hard deadline of the read probe of a map (probes run in parallel). */
   residualProbeTimeoutMs: z.coerce.number().int().positive().default(10_000),
   /** CEPH_CONF: cluster worker: path of ceph.conf (Ceph's default search when unset). Never logged. */

@@ -32,7 +32,8 @@ export function evidenceProblems(items: readonly StepEvidence[], now: Date, maxA
   const out: string[] = [];
   for (const e of items) {
     const seen = Date.parse(e.observedAt);
-    if (e.status === 'missing') out.push(`no evidence that ${e.claim} (${e.source}${e.detail ? `: ${e.detail}` : ''})`);
+    if (e.status === 'fails') out.push(`not true that ${e.claim} (${e.source}${e.detail ? `: ${e.detail}` : ''})`);
+    else if (e.status === 'missing') out.push(`no evidence that ${e.claim} (${e.source}${e.detail ? `: ${e.detail}` : ''})`);
     else if (e.status === 'contradicted') out.push(`contradictory evidence about whether ${e.claim} (${e.source}${e.detail ? `: ${e.detail}` : ''})`);
     else if (Number.isNaN(seen)) out.push(`the evidence that ${e.claim} has no readable time (${e.observedAt})`);
     else if (seen - now.getTime() > FUTURE_SLACK_MS) out.push(`the evidence that ${e.claim} is dated ${e.observedAt}, in the future`);

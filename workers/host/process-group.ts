@@ -9,6 +9,8 @@ export interface ProcStat {
   pid: number;
   state: string;
   pgrp: number;
+  /** Field 22, clock ticks after boot: a pid plus its start time names one process even across pid reuse. */
+  startTime: string | null;
 }
 
 /** Parses /proc/<pid>/stat; the command name may contain spaces and parentheses. */
@@ -17,9 +19,10 @@ export function parseProcStat(text: string): ProcStat | null {
   const close = text.lastIndexOf(')');
   if (open < 0 || close < open) return null;
   const pid = Number(text.slice(0, open).trim());
-  const [state, , pgrp] = text.slice(close + 1).trim().split(/\s+/);
+  const fields = text.slice(close + 1).trim().split(/\s+/);
+  const [state, , pgrp] = fields;
   if (!Number.isInteger(pid) || !state || pgrp === undefined) return null;
-  return { pid, state, pgrp: Number(pgrp) };
+  return { pid, state, pgrp: Number(pgrp), startTime: fields[19] ?? null };
 }
 
 /** Pids of the group that are not zombies (a zombie is dead, only not yet reaped). */

@@ -2,7 +2,7 @@ import type { Config } from '../../src/config/schema.ts';
 import type { Logger } from '../../src/observability/logger.ts';
 import { createRealHost } from '../host/index.ts';
 import { createLocalPvPlaceholder, InMemoryNodeLabels, type NodeLabels } from '../runbooks/local-pv-placeholder/index.ts';
-import { createResidualMultipathCleanup, InMemoryAttachedVolumes, type AttachedVolumes } from '../runbooks/residual-multipath-cleanup/index.ts';
+import { createResidualMultipathCleanup, DEFAULT_VICTIM_OPENERS, InMemoryAttachedVolumes, type AttachedVolumes } from '../runbooks/residual-multipath-cleanup/index.ts';
 import { createRbdUnmap, type NodePods } from '../runbooks/rbd-unmap/index.ts';
 import type { RunbookRegistry } from '../runbooks/registry.ts';
 import { UnknownNodePods } from './kube-node-pods.ts';
@@ -39,6 +39,8 @@ export function defaultNodeRegistry(config: Config, _log: Logger, deps: NodeRegi
         releaseQueuedIo: config.residualReleaseQueuedIo,
         attachmentsUnknown: config.residualAttachmentsUnknown,
         probeTimeoutMs: config.residualProbeTimeoutMs,
+        allDeadGraceMs: config.residualAllDeadGraceSeconds * 1000,
+        victimOpeners: [...DEFAULT_VICTIM_OPENERS, ...config.residualVictimOpeners],
       },
     }),
     'rbd-unmap': createRbdUnmap({

@@ -9,6 +9,7 @@ import { isDeadPath, parseMultipathLl, pathsOf } from './multipath-ll.ts';
 import type { ResidualPolicy } from './policy.ts';
 import type { ResidualStep } from './step.ts';
 import { diskIdentity, dmOfWwid, isSameDisk } from './sysfs-maps.ts';
+import { IntentRecord, intentPath, markIntentStep, writeIntent } from './intents.ts';
 
 // Check-then-change for each step. `isDone` only looks (a map already gone, a disk already
 // deleted is success); `apply` re-checks what could have changed since the plan when acting on
@@ -24,6 +25,8 @@ export interface ExecutorDeps {
    * expect their effect (the disk is no longer held by the flushed map) cannot hold.
    */
   dryRun: boolean;
+  /** Host path of the agent's state directory: intent records live under it. */
+  stateDir: string;
 }
 
 const inUse = (text: string): boolean => /in use|busy/i.test(text);
@@ -64,6 +67,14 @@ export function createStepExecutor(deps: ExecutorDeps): StepExecutor<ResidualSte
   return {
     async isDone(step, host) {
       switch (step.kind) {
+        case 'record-intent': {
+          // A record for the same map on the same dm device stays: its done steps are history.
+          const text = await host.readFile(intentPath(deps.stateDir, step.record.wwid)).catch(() => null);
+          const r = text === null ? null : IntentRecord.safeParse(safeJson(text));
+          return r?.success === true && r.data.dm === step.record.dm && r.data.map === step.record.map;
+        }
+        case 'close-intent':
+          return (await host.lstat(intentPath(deps.stateDir, step.wwid))) === null;
         case 'release-queued-io': {
           if ((await dmOfWwid(host, step.wwid)) === null) return true;
           const table = await host.run(['dmsetup', 'table', step.map], t);
@@ -84,7 +95,19 @@ export function createStepExecutor(deps: ExecutorDeps): StepExecutor<ResidualSte
     },
 
     async apply(step, host) {
+      await applyStep(step, host);
+      if (step.destructive && 'wwid' in step) await markIntentStep(host, deps.stateDir, step.wwid, step.id, new Date(deps.now()).toISOString());
+    },
+  };
+
+  async function applyStep(step: ResidualStep, host: Host): Promise<void> {
       switch (step.kind) {
+        case 'record-intent':
+          await writeIntent(host, deps.stateDir, step.record);
+          return;
+        case 'close-intent':
+          await host.unlink(intentPath(deps.stateDir, step.wwid));
+          return;
         case 'release-queued-io': {
           await assertSameMap(host, step);
           await assertStillDead(host, step, policy.commandTimeoutMs);
@@ -126,8 +149,15 @@ export function createStepExecutor(deps: ExecutorDeps): StepExecutor<ResidualSte
           return never;
         }
       }
-    },
-  };
+  }
+}
+
+function safeJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
 }
 
 /** A sysfs write runs in a libuv thread; if the kernel never returns we stop waiting, not the thread. */

@@ -1,3 +1,4 @@
+import type { IntentRecord } from './intents.ts';
 import type { MultipathPath } from './multipath-ll.ts';
 
 // Everything plan() decides on, per map. Plain data: unit-test fixtures are these objects.
@@ -14,8 +15,44 @@ export interface Opener {
   comm: string;
   /** /proc/<pid>/stat state: D = uninterruptible sleep (stuck on the map's queued I/O). */
   state: string;
-  /** How many of its file descriptors point at the map. */
+  /** How many of its file descriptors point at the map (or one of its disks). */
   fds: number;
+  /** /proc/<pid>/stat start time (clock ticks since boot): with the pid, who it is across a pid's reuse. */
+  startTime: string | null;
+  /** First line of /proc/<pid>/cgroup, null when unreadable. */
+  cgroup: string | null;
+  /** The pod the process belongs to, from a pod UID in its cgroup path. */
+  podUid: string | null;
+  /** One of our own read probes (this job's, or one an earlier job left stuck: kept in the agent's observations). */
+  ownProbe: boolean;
+}
+
+/** How long every path of a map has been dead, as this agent saw it over its jobs. */
+export interface DeadSince {
+  since: string;
+  samples: number;
+  /** Dead before the node's last reboot and still dead after it. */
+  acrossBoot: boolean;
+}
+
+/** A SCSI disk that an intent record names, found again by H:C:T:L and WWID after its map is gone. */
+export interface OrphanDisk {
+  name: string;
+  hctl: string | null;
+  wwid: string | null;
+  /** `major:minor` from /sys/block/<disk>/dev. */
+  devT: string | null;
+  holders: string[];
+  mounts: Array<{ mountPoint: string; how: string; pids: number[] }>;
+  openers: Opener[];
+}
+
+export interface IntentFacts {
+  record: IntentRecord;
+  /** A dm device with uuid mpath-<wwid> exists (sysfs) or multipath -ll lists the WWID. */
+  mapPresent: boolean;
+  /** The record's disks still present with the same identity (only looked for when the map is gone). */
+  orphans: OrphanDisk[];
 }
 
 export type ProbeOutcome = 'readable' | 'io-error' | 'timed-out' | 'not-run' | 'skipped-dry-run';
@@ -53,10 +90,19 @@ export interface MapFacts {
   mounts: Array<{ mountPoint: string; how: string; pids: number[] }>;
   /** Listed in /proc/swaps. */
   swap: boolean;
+  /** Processes with the map itself open (these make its dm open count). */
   openers: Opener[];
+  /** Processes with one of its path disks open directly. */
+  diskOpeners: Opener[];
   probe: ProbeFacts;
   /** /dev/disk/by-id links naming this LUN or leading to the map or its disks. */
   byIdLinks: string[];
+  /** Loop devices whose backing file is the map (/sys/block/loopN/loop/backing_file). */
+  loopBacked: string[];
+  /** LIO backstores exporting the map (/sys/kernel/config/target/core/<hba>/<dev>/udev_path). */
+  exportedBy: string[];
+  /** Every path dead since when, over how many of this agent's observations; null when a path is not dead. */
+  deadSince: DeadSince | null;
 }
 
 export type AttachmentFacts = { known: true; wwids: string[] } | { known: false; why: string };
@@ -76,4 +122,12 @@ export interface ResidualFacts {
   unreadableMountinfo: number[];
   /** Whether `multipathd show maps json` agreed with `multipath -ll` (null: not available). */
   multipathdAgrees: boolean | null;
+  /** /proc/sys/kernel/random/boot_id, null when unreadable. */
+  bootId: string | null;
+  /** Intent records of destructive sequences on this node, with what is left of them. */
+  intents: IntentFacts[];
+  /** Intent record files that do not parse: reported, never acted on. */
+  unreadableIntents: string[];
+  /** Things observe noticed that do not block anything on their own (an observation file started over). */
+  observeNotes: string[];
 }

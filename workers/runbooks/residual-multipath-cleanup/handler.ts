@@ -14,7 +14,7 @@ import { verify } from './verify.ts';
 export interface ResidualMultipathDeps {
   /** The real host (createRealHost); the engine wraps it for audit or dry-run. */
   host: Host;
-  /** Host path of the state directory (config STATE_DIR): journals. */
+  /** Host path of the state directory (config STATE_DIR): journals, observations over time, intent records. */
   stateDir: string;
   /** VolumeAttachments of the node as WWIDs; InMemoryAttachedVolumes({}, { known: false }) without a cluster. */
   attached: AttachedVolumes;
@@ -31,13 +31,13 @@ export function createResidualMultipathCleanup(deps: ResidualMultipathDeps): Run
   const sleep = deps.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
   const clock = { sleep, now: () => now().getTime() };
   return (job, ctx) => {
-    const steps = createStepExecutor({ policy, ...clock, dryRun: ctx.mode === 'dry-run' });
+    const steps = createStepExecutor({ policy, ...clock, dryRun: ctx.mode === 'dry-run', stateDir: deps.stateDir });
     const definition: RunbookDefinition<'residual-multipath-cleanup', ResidualFacts, ResidualStep> = {
       runbook: 'residual-multipath-cleanup',
-      observe: (j, host) => observe(j, host, { attached: deps.attached, policy, ranOn: ctx.ranOn, now, dryRun: ctx.mode === 'dry-run' }),
-      plan: (facts) => plan(facts, policy),
+      observe: (j, host) => observe(j, host, { attached: deps.attached, policy, ranOn: ctx.ranOn, now, dryRun: ctx.mode === 'dry-run', stateDir: deps.stateDir }),
+      plan: (facts) => plan(facts, policy, { stateDir: deps.stateDir }, ctx.jobId),
       steps,
-      verify: (j, host, planned) => verify(j, host, planned as Extract<ResidualPlan, { kind: 'steps' }>, { policy, ...clock }),
+      verify: (j, host, planned) => verify(j, host, planned as Extract<ResidualPlan, { kind: 'steps' }>, { policy, ...clock, stateDir: deps.stateDir }),
     };
     return runRunbook(definition, job, ctx, { host: deps.host, stateDir: deps.stateDir, now });
   };

@@ -1,10 +1,11 @@
 export { createResidualMultipathCleanup, type ResidualMultipathDeps } from './handler.ts';
 export { InMemoryAttachedVolumes, type AttachedVolumes } from './attached-volumes.ts';
-export { DEFAULT_POLICY, type ResidualPolicy } from './policy.ts';
+export { DEFAULT_POLICY, DEFAULT_VICTIM_OPENERS, type ResidualPolicy } from './policy.ts';
 export { plan, assess, interlocks, type Assessment, type ResidualPlan, type Verdict } from './plan.ts';
 export { parseMultipathLl, isDeadPath, pathsOf, type MultipathMap, type MultipathPath } from './multipath-ll.ts';
 export { parseMultipathdMapsJson } from './multipathd-maps-json.ts';
 export { parseDmsetupInfoColumns, type DmInfo } from './dmsetup-info.ts';
 export { parseMountinfo, mountUses, type MountEntry } from './mountinfo.ts';
-export type { ResidualFacts, MapFacts, PathFacts, Opener, ProbeFacts } from './facts.ts';
+export type { ResidualFacts, MapFacts, PathFacts, Opener, ProbeFacts, IntentFacts, OrphanDisk, DeadSince } from './facts.ts';
+export { openerRole, podUidOfCgroup } from './openers.ts';
 export type { ResidualStep } from './step.ts';

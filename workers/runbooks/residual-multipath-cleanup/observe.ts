@@ -8,18 +8,24 @@ import { wasSimulated } from '../../host/audit-host.ts';
 import { sysBlockPath } from '../../host/paths.ts';
 import type { AttachedVolumes } from './attached-volumes.ts';
 import { parseDmsetupInfoColumns, type DmInfo } from './dmsetup-info.ts';
-import type { AttachmentFacts, MapFacts, PathFacts, ResidualFacts } from './facts.ts';
+import type { AttachmentFacts, IntentFacts, MapFacts, Opener, OrphanDisk, PathFacts, ResidualFacts } from './facts.ts';
+import { readIntents } from './intents.ts';
+import { cheapEvidence } from './map-evidence.ts';
+import { acrossBoot, readObservations, recordSightings, writeObservations } from './observations.ts';
 import { mountUses } from './mountinfo.ts';
 import { isDeadPath, parseMultipathLl, pathsOf, type MultipathMap } from './multipath-ll.ts';
 import { parseMultipathdMapsJson, type JsonMapView } from './multipathd-maps-json.ts';
 import type { ResidualPolicy } from './policy.ts';
 import { probeMaps } from './probe.ts';
-import { findOpeners, parseSwaps, scanMountNamespaces } from './proc-scan.ts';
+import { findOpeners, parseSwaps, processFacts, scanMountNamespaces } from './proc-scan.ts';
+import { diskIdentity, isSameDisk } from './sysfs-maps.ts';
 import { normalizeWwid, wwidOfDmUuid, wwidOfSysfs } from './wwid.ts';
 
 // Looks at everything DESIGN class 1 asks for, through the Host port, each command with a
-// deadline. Order matters once: the read probes run before the opener scan, so a probe that is
-// itself stuck on queued I/O shows up as what it is (a D-state opener), not as a surprise.
+// deadline. Order matters: every cheap interlock (holders, mounts, loop devices and LIO exports
+// on top, attachments, openers) is read first, and only maps that pass all of them are probed
+// (a probe of a held map could only leave one more process in D state). A probe left stuck is
+// then one of its map's openers, known as ours; open counts are read after the probes.
 
 export interface ObserveDeps {
   attached: AttachedVolumes;
@@ -31,6 +37,8 @@ export interface ObserveDeps {
    * queues I/O (queue_if_no_path): such maps are not probed in dry-run (see plan.ts).
    */
   dryRun: boolean;
+  /** Host path of the agent's state directory: observations over time and intent records. */
+  stateDir: string;
 }
 
 export const LIST_MAPS = ['multipath', '-ll'] as const;
@@ -38,6 +46,21 @@ export const SHOW_MAPS_JSON = ['multipathd', 'show', 'maps', 'json'] as const;
 export const DM_INFO = ['dmsetup', 'info', '-c'] as const;
 
 const BY_ID = '/dev/disk/by-id';
+const LIO_CORE = '/sys/kernel/config/target/core';
+
+const devList = (m: MapFacts): string[] => m.paths.map((p) => p.dev).filter((d): d is string => d !== null && DEVICE_PATTERNS.scsi.test(d));
+
+/** The disks of an intent record still present with the same identity (H:C:T:L and WWID), found by identity, not name. */
+async function orphanDisks(host: Host, disks: ReadonlyArray<{ name: string; hctl: string | null; wwid: string }>, wwid: string): Promise<OrphanDisk[]> {
+  const out: OrphanDisk[] = [];
+  for (const d of disks) {
+    if (!DEVICE_PATTERNS.scsi.test(d.name)) continue;
+    const now = await diskIdentity(host, d.name);
+    if (now === null || !isSameDisk(now, { hctl: d.hctl, wwid })) continue;
+    out.push({ name: d.name, hctl: now.hctl, wwid: now.wwid, holders: await host.list(sysBlockPath(d.name, 'holders')), mounts: [], openers: [], devT: await readTrimmed(host, sysBlockPath(d.name, 'dev')) });
+  }
+  return out;
+}
 
 async function readTrimmed(host: Host, path: string): Promise<string | null> {
   const text = await host.readFile(path).catch(() => null);
@@ -117,7 +140,13 @@ export async function observe(job: ResidualMultipathJob, host: Host, deps: Obser
   const node = job.target.node;
   const attachments = await attachmentsOf(deps.attached, node);
   const uuids = await dmUuids(host);
-  const base = { node, ranOn: deps.ranOn, mode: deps.dryRun ? 'dry-run' as const : 'enforce' as const, observedAt: deps.now().toISOString(), attachments, mountNamespaces: 0, unreadableMountinfo: [] };
+  const bootId = await readTrimmed(host, '/proc/sys/kernel/random/boot_id');
+  const intentListing = await readIntents(host, deps.stateDir);
+  const observeNotes: string[] = [];
+  const base = {
+    node, ranOn: deps.ranOn, mode: deps.dryRun ? 'dry-run' as const : 'enforce' as const, observedAt: deps.now().toISOString(), attachments,
+    mountNamespaces: 0, unreadableMountinfo: [], bootId, intents: [] as IntentFacts[], unreadableIntents: intentListing.unreadable, observeNotes,
+  };
 
   const ll = await host.run(LIST_MAPS, t);
   if (wasSimulated(ll) || ll.exitCode !== 0 || ll.timedOut) {
@@ -163,40 +192,129 @@ export async function observe(job: ResidualMultipathJob, host: Host, deps: Obser
       mounts: [],
       swap: false,
       openers: [],
+      diskOpeners: [],
       probe: { outcome: 'not-run', durationMs: 0, exitCode: null, stuckPids: [], detail: 'not probed: the map has a path that is not dead' },
       byIdLinks: [],
+      loopBacked: [],
+      exportedBy: [],
+      deadSince: null,
     });
   }
 
-  // Mounts of the map or its disks in every mount namespace; swap.
-  const scan = await scanMountNamespaces(host);
-  const swaps = parseSwaps((await host.readFile('/proc/swaps').catch(() => null)) ?? '');
+  // What sits on top of a map without being a holder: loop devices backed by it, LIO backstores exporting it.
+  const byDevPath = new Map<string, MapFacts>();
   for (const m of maps) {
-    const targets = [
-      { majorMinor: m.majorMinor ?? '', names: m.dm ? [m.dm, `mapper/${m.name}`] : [] },
-      ...m.paths.map((p) => ({ majorMinor: p.devT ?? '', names: p.dev ? [p.dev] : [] })),
-    ];
-    for (const ns of scan.namespaces) {
-      for (const entry of ns.mounts) {
-        if (!targets.some((t) => mountUses(entry, t))) continue;
-        m.mounts.push({ mountPoint: entry.mountPoint, how: `${entry.fsType} ${entry.source} (${ns.namespace})`, pids: ns.pids.slice(0, 5) });
-      }
+    if (!m.dm) continue;
+    byDevPath.set(`/dev/${m.dm}`, m);
+    byDevPath.set(`/dev/mapper/${m.name}`, m);
+  }
+  for (const loop of await host.list('/sys/block')) {
+    if (!DEVICE_PATTERNS.loop.test(loop)) continue;
+    const backing = await readTrimmed(host, `/sys/block/${loop}/loop/backing_file`);
+    const m = backing === null ? undefined : byDevPath.get(backing);
+    if (m) m.loopBacked.push(loop);
+  }
+  for (const hba of await host.list(LIO_CORE)) {
+    for (const dev of await host.list(`${LIO_CORE}/${hba}`)) {
+      const udevPath = await readTrimmed(host, `${LIO_CORE}/${hba}/${dev}/udev_path`);
+      const m = udevPath === null ? undefined : byDevPath.get(udevPath);
+      if (m) m.exportedBy.push(`${hba}/${dev}`);
     }
-    m.swap = swaps.some((s) => s === `/dev/${m.dm}` || s === `/dev/mapper/${m.name}`);
   }
 
-  // Probe only maps with every path dead: a live map answers anyway, and a probe is not free.
-  const dead = maps.filter((m) => m.dm !== null && DEVICE_PATTERNS.dm.test(m.dm) && m.paths.every(isDeadPath));
-  const skipped = deps.dryRun ? dead.filter((m) => m.queueIfNoPath) : [];
-  for (const m of skipped) {
-    m.probe = { outcome: 'skipped-dry-run', durationMs: 0, exitCode: null, stuckPids: [], detail: 'dry-run: the map queues I/O (queue_if_no_path), so a read probe would hang in D state; enforce probes it first' };
+  // Intent records of earlier sequences: is their map still there, and if not, are their disks?
+  const intents: IntentFacts[] = [];
+  for (const record of intentListing.records) {
+    const mapPresent = [...uuids.values()].some((u) => wwidOfDmUuid(u) === normalizeWwid(record.wwid)) || maps.some((m) => normalizeWwid(m.wwid) === normalizeWwid(record.wwid));
+    intents.push({ record, mapPresent, orphans: mapPresent ? [] : await orphanDisks(host, record.disks, record.wwid) });
   }
-  const toProbe = dead.filter((m) => !skipped.includes(m)).map((m) => m.dm as string);
-  const probes = await probeMaps(host, toProbe, policy.probeTimeoutMs);
+
+  // Mounts of the map or its disks (and of orphan disks) in every mount namespace; swap.
+  const scan = await scanMountNamespaces(host);
+  const swaps = parseSwaps((await host.readFile('/proc/swaps').catch(() => null)) ?? '');
+  const mountsOf = (targets: Array<{ majorMinor: string; names: string[] }>): MapFacts['mounts'] => {
+    const out: MapFacts['mounts'] = [];
+    for (const ns of scan.namespaces) {
+      for (const entry of ns.mounts) {
+        if (targets.some((t) => mountUses(entry, t))) out.push({ mountPoint: entry.mountPoint, how: `${entry.fsType} ${entry.source} (${ns.namespace})`, pids: ns.pids.slice(0, 5) });
+      }
+    }
+    return out;
+  };
   for (const m of maps) {
-    const p = m.dm ? probes.get(m.dm) : undefined;
-    if (p) m.probe = p;
+    m.mounts = mountsOf([
+      { majorMinor: m.majorMinor ?? '', names: m.dm ? [m.dm, `mapper/${m.name}`] : [] },
+      ...m.paths.map((p) => ({ majorMinor: p.devT ?? '', names: p.dev ? [p.dev] : [] })),
+    ]);
+    m.swap = swaps.some((s) => s === `/dev/${m.dm}` || s === `/dev/mapper/${m.name}`);
   }
+  for (const i of intents) for (const d of i.orphans) d.mounts = mountsOf([{ majorMinor: d.devT ?? '', names: [d.name] }]);
+
+  // Who has a map, one of its disks or an orphan disk open: one pass over /proc.
+  const observations = await readObservations(host, deps.stateDir);
+  if (observations.problem) observeNotes.push(observations.problem);
+  const ours = new Set(observations.observations.stuckProbes.filter((p) => p.bootId === bootId).map((p) => `${p.pid}/${p.startTime ?? '?'}`));
+  const isOurProbe = (o: Opener): boolean => ours.has(`${o.pid}/${o.startTime ?? '?'}`);
+  const devPaths = new Map<string, { add: (o: Opener) => void }>();
+  const adder = (list: Opener[]) => ({
+    add(o: Opener): void {
+      const same = list.find((x) => x.pid === o.pid);
+      if (same) same.fds += o.fds;
+      else list.push({ ...o, ownProbe: isOurProbe(o) });
+    },
+  });
+  for (const m of maps) {
+    if (m.dm) for (const p of [`/dev/${m.dm}`, `/dev/mapper/${m.name}`]) devPaths.set(p, adder(m.openers));
+    for (const d of devList(m)) devPaths.set(`/dev/${d}`, adder(m.diskOpeners));
+  }
+  for (const i of intents) for (const d of i.orphans) devPaths.set(`/dev/${d.name}`, adder(d.openers));
+  const openers = await findOpeners(host, new Set(devPaths.keys()));
+  for (const [path, list] of openers) for (const o of list) devPaths.get(path)?.add(o);
+
+  // Probe only maps whose every path is dead and that pass every cheaper interlock.
+  const ctx = { ...base, mountNamespaces: scan.namespaces.length };
+  const dead = maps.filter((m) => m.dm !== null && DEVICE_PATTERNS.dm.test(m.dm) && m.paths.length > 0 && m.paths.every(isDeadPath));
+  const candidates: MapFacts[] = [];
+  for (const m of dead) {
+    const blocked = cheapEvidence(m, ctx, policy).filter((e) => e.status !== 'holds');
+    const earlier = m.openers.filter((o) => o.ownProbe);
+    if (blocked.length) {
+      m.probe = { outcome: 'not-run', durationMs: 0, exitCode: null, stuckPids: [], detail: `not probed: a cheaper interlock holds it (${blocked.map((e) => e.claim).join('; ')})` };
+    } else if (earlier.length) {
+      // Our earlier probe is still stuck on it: reads hang. Another probe would only add one more process in D state.
+      m.probe = { outcome: 'timed-out', durationMs: 0, exitCode: null, stuckPids: earlier.map((o) => o.pid), detail: `not probed again: our earlier probe(s) ${earlier.map((o) => o.pid).join(', ')} are still stuck on it` };
+    } else if (deps.dryRun && m.queueIfNoPath) {
+      m.probe = { outcome: 'skipped-dry-run', durationMs: 0, exitCode: null, stuckPids: [], detail: 'dry-run: the map queues I/O (queue_if_no_path), so a read probe would hang in D state; enforce probes it first' };
+    } else candidates.push(m);
+  }
+  const probes = await probeMaps(host, candidates.map((m) => m.dm as string), policy.probeTimeoutMs);
+  const stuckNow: Array<{ pid: number; startTime: string | null; dm: string }> = [];
+  for (const m of candidates) {
+    const p = probes.get(m.dm as string);
+    if (!p) continue;
+    m.probe = p;
+    // A probe that survived SIGKILL holds the map open from now on: one of our own victims.
+    for (const pid of p.stuckPids) {
+      const who = await processFacts(host, pid);
+      m.openers.push({ ...who, fds: 1, ownProbe: true });
+      stuckNow.push({ pid, startTime: who.startTime, dm: m.dm as string });
+    }
+  }
+
+  // This job is one more observation of the dead maps (a map with a live path starts over).
+  const now = deps.now().toISOString();
+  const counted = recordSightings(observations.observations, dead.map((m) => normalizeWwid(m.wwid)), now, bootId);
+  const alive = new Set(openers.size ? [...openers.values()].flat().map((o) => o.pid) : []);
+  counted.stuckProbes = [
+    ...observations.observations.stuckProbes.filter((p) => p.bootId === bootId && alive.has(p.pid)),
+    ...stuckNow.map((p) => ({ ...p, at: now, bootId })),
+  ].slice(-256);
+  for (const m of dead) {
+    const s = counted.deadMaps[normalizeWwid(m.wwid)];
+    if (s) m.deadSince = { since: s.since, samples: s.samples, acrossBoot: acrossBoot(s, bootId) };
+  }
+  // Dry-run changes nothing on the node, its own bookkeeping included: each dry-run is a first look.
+  if (!deps.dryRun) await writeObservations(host, deps.stateDir, counted);
 
   // Open counts after the probes: a probe stuck on the map is one of its openers from now on.
   const info = await host.run(DM_INFO, t);
@@ -211,23 +329,6 @@ export async function observe(job: ResidualMultipathJob, host: Host, deps: Obser
 
   for (const m of maps) m.openCount = dmInfo?.find((r) => r.name === m.name)?.open ?? null;
 
-  const nodePaths = new Map<string, MapFacts>();
-  for (const m of maps) {
-    if (!m.dm) continue;
-    nodePaths.set(`/dev/${m.dm}`, m);
-    nodePaths.set(`/dev/mapper/${m.name}`, m);
-  }
-  const openers = await findOpeners(host, new Set(nodePaths.keys()));
-  for (const [path, list] of openers) {
-    const m = nodePaths.get(path);
-    if (!m) continue;
-    for (const o of list) {
-      const same = m.openers.find((x) => x.pid === o.pid);
-      if (same) same.fds += o.fds;
-      else m.openers.push({ ...o });
-    }
-  }
-
   const links = maps.length > 0 ? await readByIdLinks(host) : [];
   for (const m of maps) {
     const devices = new Set([m.dm, ...m.paths.map((p) => p.dev)].filter((d): d is string => d !== null));
@@ -236,6 +337,7 @@ export async function observe(job: ResidualMultipathJob, host: Host, deps: Obser
 
   return {
     ...base,
+    intents,
     listing: listing.stray.length ? { ok: false, why: `multipath -ll printed lines outside any map: ${listing.stray.slice(0, 3).join(' | ')}` } : { ok: true },
     maps,
     mountNamespaces: scan.namespaces.length,

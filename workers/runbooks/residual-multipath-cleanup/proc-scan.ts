@@ -2,6 +2,7 @@ import { posix } from 'node:path';
 import type { Host } from '../../host/host.ts';
 import { parseProcStat } from '../../host/process-group.ts';
 import type { Opener } from './facts.ts';
+import { podUidOfCgroup } from './openers.ts';
 import { parseMountinfo, type MountEntry } from './mountinfo.ts';
 
 // What the node's processes hold, read from the host's /proc through the Host port: the mount
@@ -59,12 +60,10 @@ export async function findOpeners(host: Host, devicePaths: ReadonlySet<string>):
       if (target !== null && devicePaths.has(target)) counts.set(target, (counts.get(target) ?? 0) + 1);
     }
     if (counts.size === 0) continue;
-    const statText = await host.readFile(`/proc/${name}/stat`).catch(() => null);
-    const stat = statText === null ? null : parseProcStat(statText);
-    const comm = statText === null ? '?' : statText.slice(statText.indexOf('(') + 1, statText.lastIndexOf(')'));
+    const who = await processFacts(host, Number(name));
     for (const [path, fds] of counts) {
       const list = found.get(path) ?? [];
-      list.push({ pid: Number(name), comm, state: stat?.state ?? '?', fds });
+      list.push({ ...who, fds });
       found.set(path, list);
     }
   }
@@ -78,4 +77,14 @@ export function parseSwaps(text: string): string[] {
     .slice(1)
     .map((l) => l.trim().split(/\s+/)[0] ?? '')
     .filter(Boolean);
+}
+
+/** Who a process is: name, state, start time, and the cgroup (a pod's, when its path names a pod UID). */
+export async function processFacts(host: Host, pid: number): Promise<Omit<Opener, 'fds'>> {
+  const statText = await host.readFile(`/proc/${pid}/stat`).catch(() => null);
+  const stat = statText === null ? null : parseProcStat(statText);
+  const comm = statText === null ? '?' : statText.slice(statText.indexOf('(') + 1, statText.lastIndexOf(')'));
+  const cgroupText = await host.readFile(`/proc/${pid}/cgroup`).catch(() => null);
+  const cgroup = cgroupText?.split('\n').find((l) => l.trim() !== '')?.trim() ?? null;
+  return { pid, comm, state: stat?.state ?? '?', startTime: stat?.startTime ?? null, cgroup, podUid: podUidOfCgroup(cgroup), ownProbe: false };
 }

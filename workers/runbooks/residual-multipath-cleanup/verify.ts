@@ -5,6 +5,7 @@ import { sysBlockPath } from '../../host/paths.ts';
 import type { ResidualPlan } from './plan.ts';
 import type { ResidualPolicy } from './policy.ts';
 import { diskIdentity, dmOfWwid, isSameDisk } from './sysfs-maps.ts';
+import { intentPath } from './intents.ts';
 
 // Observes again: each flushed map, its disks and their /dev/disk/by-id links are gone; every
 // map the plan left alone is still there on the same dm device with its paths. udev removes the
@@ -12,6 +13,7 @@ import { diskIdentity, dmOfWwid, isSameDisk } from './sysfs-maps.ts';
 
 export interface VerifyDeps {
   policy: ResidualPolicy;
+  stateDir: string;
   sleep: (ms: number) => Promise<void>;
   now: () => number;
 }
@@ -34,7 +36,13 @@ export async function verify(_job: ResidualMultipathJob, host: Host, plan: Extra
         break;
       }
       case 'release-queued-io':
+      case 'record-intent':
         break;
+      case 'close-intent': {
+        const left = await host.lstat(intentPath(deps.stateDir, step.wwid));
+        checks.push({ what: `the intent record of WWID ${step.wwid} is removed`, ok: left === null });
+        break;
+      }
       default: {
         const never: never = step;
         return never;

@@ -1,10 +1,18 @@
-import type { MapFacts, PathFacts, ResidualFacts } from '../../../../workers/runbooks/residual-multipath-cleanup/facts.ts';
+import type { MapFacts, Opener, PathFacts, ResidualFacts } from '../../../../workers/runbooks/residual-multipath-cleanup/facts.ts';
 
 // Fact fixtures for plan(): shaped like the lab's iscsi-lun-removed capture (mpathb dead with
 // queue_if_no_path, mpathc healthy and mounted). Each builder takes overrides for near misses.
+// The stuck opener is the capture's own (ps-d-state.txt: pid 857 `(udev-worker)` in D state).
 
 export const DEAD_WWID = '3600140503b080d39e3f42d4a24115262';
 export const LIVE_WWID = '360014053b393903d0d44fca9b746fc94';
+export const OBSERVED_AT = '2025-12-02T15:30:00.000Z';
+export const BOOT_ID = '5c3b7a1e-7d1f-4f0a-9a51-0d2f4a7c9e11';
+
+/** A process with the map open: a system process unless a cgroup says otherwise. */
+export const opener = (pid: number, comm: string, over: Partial<Opener> = {}): Opener => ({
+  pid, comm, state: 'D', fds: 1, startTime: String(1000 + pid), cgroup: '0::/system.slice/systemd-udevd.service', podUid: null, ownProbe: false, ...over,
+});
 
 const path = (hctl: string, dev: string, devT: string, dead: boolean, over: Partial<PathFacts> = {}): PathFacts => ({
   hctl,
@@ -35,12 +43,14 @@ export function deadMap(over: Partial<MapFacts> = {}): MapFacts {
     openCount: 2,
     mounts: [],
     swap: false,
-    openers: [
-      { pid: 857, comm: 'udev-worker', state: 'D', fds: 1 },
-      { pid: 990, comm: 'dd', state: 'D', fds: 1 },
-    ],
+    openers: [opener(857, '(udev-worker)'), opener(990, 'dd', { ownProbe: true, cgroup: '0::/kubepods.slice/volume-medic-agent' })],
+    diskOpeners: [],
     probe: { outcome: 'timed-out', durationMs: 10_050, exitCode: null, stuckPids: [990], detail: 'no answer within 10050 ms, abandoned' },
     byIdLinks: ['/dev/disk/by-id/dm-name-mpathb', `/dev/disk/by-id/dm-uuid-mpath-${DEAD_WWID}`],
+    loopBacked: [],
+    exportedBy: [],
+    // Dead for 5 minutes over 3 of the agent's observations: past the 120 s grace.
+    deadSince: { since: '2025-12-02T15:25:00.000Z', samples: 3, acrossBoot: false },
     ...over,
   };
 }
@@ -63,8 +73,12 @@ export function healthyMap(over: Partial<MapFacts> = {}): MapFacts {
     mounts: [{ mountPoint: '/mnt/healthy', how: 'ext4 /dev/mapper/mpathc (mnt:[4026531841])', pids: [1] }],
     swap: false,
     openers: [],
+    diskOpeners: [opener(700, 'multipathd', { state: 'S', cgroup: '0::/system.slice/multipathd.service' })],
     probe: { outcome: 'not-run', durationMs: 0, exitCode: null, stuckPids: [], detail: 'not probed: the map has a path that is not dead' },
     byIdLinks: [],
+    loopBacked: [],
+    exportedBy: [],
+    deadSince: null,
     ...over,
   };
 }
@@ -80,13 +94,17 @@ export function facts(maps: MapFacts[] = [deadMap(), healthyMap()], over: Partia
     node: 'worker-1',
     ranOn: 'worker-1',
     mode: 'enforce',
-    observedAt: '2025-12-02T15:30:00.000Z',
+    observedAt: OBSERVED_AT,
     listing: { ok: true },
     maps,
     attachments: { known: true, wwids: [] },
     mountNamespaces: 3,
     unreadableMountinfo: [],
     multipathdAgrees: true,
+    bootId: BOOT_ID,
+    intents: [],
+    unreadableIntents: [],
+    observeNotes: [],
     ...over,
   };
 }

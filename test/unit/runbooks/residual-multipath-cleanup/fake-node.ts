@@ -47,7 +47,8 @@ export class FakeNode extends FakeHost {
     this.put('/proc/1/mountinfo', captured('iscsi-lun-removed', 'proc-self-mountinfo.txt'));
     this.put('/proc/1/stat', '1 (init) S 0 1 1 0 -1 4194560');
     this.put('/proc/swaps', 'Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority\n');
-    this.#opener(857, 'udev-worker');
+    // The capture's own stuck opener (ps-d-state.txt): comm `(udev-worker)`, as systemd 252 names its workers.
+    this.#opener(857, '(udev-worker)');
 
     this.on(['multipath', '-ll'], (argv) => ({ stdout: this.#listing(argv[2]) }));
     this.on(['multipathd', 'show', 'maps', 'json'], () => ({ stdout: this.nodes.has('/sys/block/dm-0/dm/uuid') ? captured('iscsi-lun-removed', 'multipathd-show-maps-json.json') : '{"major_version": 0, "minor_version": 1, "maps": []}' }));
@@ -110,11 +111,18 @@ export class FakeNode extends FakeHost {
     }
   }
 
-  #opener(pid: number, comm: string): void {
+  /** A process with an fd on `device` (default the dead map), in `state`, in `cgroup` (default: a system service). */
+  addOpener(pid: number, comm: string, opts: { state?: string; device?: string; cgroup?: string } = {}): void {
+    this.#opener(pid, comm, opts);
+  }
+
+  #opener(pid: number, comm: string, opts: { state?: string; device?: string; cgroup?: string } = {}): void {
     this.put(`/proc/${pid}/ns/mnt`, { type: 'symlink', target: INIT_NS });
     this.put(`/proc/${pid}/mountinfo`, '');
-    this.put(`/proc/${pid}/stat`, `${pid} (${comm}) D 1 ${pid} ${pid} 0 -1 4194560`);
-    this.put(`/proc/${pid}/fd/5`, { type: 'symlink', target: '/dev/dm-0' });
+    // Fields 3..22 of /proc/<pid>/stat: the start time (field 22) tells one process from a later one with its pid.
+    this.put(`/proc/${pid}/stat`, `${pid} (${comm}) ${opts.state ?? 'D'} 1 ${pid} ${pid} 0 -1 4194560 0 0 0 0 0 0 0 0 20 0 1 0 ${5000 + pid} 0 0`);
+    this.put(`/proc/${pid}/cgroup`, `${opts.cgroup ?? `0::/system.slice/${comm.replace(/[()]/g, '')}.service`}\n`);
+    this.put(`/proc/${pid}/fd/5`, { type: 'symlink', target: opts.device ?? '/dev/dm-0' });
   }
 
   #gone(pid: number): void {

@@ -1,25 +1,33 @@
 import { describe, expect, it } from 'vitest';
 import { plan, type ResidualPlan } from '../../../../workers/runbooks/residual-multipath-cleanup/plan.ts';
 import { DEFAULT_POLICY, type ResidualPolicy } from '../../../../workers/runbooks/residual-multipath-cleanup/policy.ts';
-import { DEAD_WWID, deadMap, facts, healthyMap, withOneLivePath } from './facts.fixture.ts';
+import { BOOT_ID, DEAD_WWID, deadMap, facts, healthyMap, opener, withOneLivePath } from './facts.fixture.ts';
 
 const policy = (over: Partial<ResidualPolicy> = {}): ResidualPolicy => ({ ...DEFAULT_POLICY, ...over });
 const ids = (p: ResidualPlan): string[] => (p.kind === 'steps' ? p.steps.map((s) => s.id) : []);
+/** Only the steps that change a device (the intent record's bookkeeping steps left out). */
+const acting = (p: ResidualPlan): string[] => (p.kind === 'steps' ? p.steps.filter((s) => s.destructive).map((s) => s.id) : []);
 const reasons = (p: ResidualPlan): string => (p.kind === 'refuse' ? p.reasons.join(' | ') : `not refused: ${p.kind} ${'summary' in p ? p.summary : ''}`);
 const verdictOf = (p: ResidualPlan, map: string) => p.assessments.find((a) => a.map === map)?.verdict;
 
 describe('a residual map that passes every interlock', () => {
-  it('releases the queue, flushes the map and deletes each disk, in that order', () => {
+  it('records its intent, releases the queue, flushes the map, deletes each disk and forgets the intent, in that order', () => {
     const p = plan(facts(), policy());
     expect(ids(p)).toEqual([
+      `record-intent:${DEAD_WWID}`,
       `release-queued-io:${DEAD_WWID}`,
       `flush-map:${DEAD_WWID}`,
       `delete-disk:sdd:3:0:0:1:${DEAD_WWID}`,
       `delete-disk:sdc:2:0:0:1:${DEAD_WWID}`,
+      `close-intent:${DEAD_WWID}`,
     ]);
-    expect(p.kind === 'steps' && p.steps.every((s) => s.destructive)).toBe(true);
-    expect(p.kind === 'steps' && p.steps[0]).toMatchObject({ kind: 'release-queued-io', map: 'mpathb', highRisk: true });
-    expect(p.kind === 'steps' && p.steps[1]).toMatchObject({ kind: 'flush-map', map: 'mpathb', dm: 'dm-0', paths: ['sdd', 'sdc'], links: deadMap().byIdLinks });
+    expect(p.kind === 'steps' && p.steps.map((s) => s.destructive)).toEqual([false, true, true, true, true, false]);
+    expect(p.kind === 'steps' && p.steps[0]).toMatchObject({
+      kind: 'record-intent',
+      record: { map: 'mpathb', wwid: DEAD_WWID, dm: 'dm-0', bootId: BOOT_ID, disks: [{ name: 'sdd', hctl: '3:0:0:1', wwid: DEAD_WWID }, { name: 'sdc', hctl: '2:0:0:1', wwid: DEAD_WWID }] },
+    });
+    expect(p.kind === 'steps' && p.steps[1]).toMatchObject({ kind: 'release-queued-io', map: 'mpathb', highRisk: true });
+    expect(p.kind === 'steps' && p.steps[2]).toMatchObject({ kind: 'flush-map', map: 'mpathb', dm: 'dm-0', paths: ['sdd', 'sdc'], links: deadMap().byIdLinks });
   });
 
   it('lists the healthy map it leaves alone, with its reason, in the summary', () => {
@@ -30,13 +38,13 @@ describe('a residual map that passes every interlock', () => {
 
   it('does not release queued I/O on a map without queue_if_no_path and with no opener', () => {
     const p = plan(facts([deadMap({ queueIfNoPath: false, features: '0', openCount: 0, openers: [], probe: { outcome: 'io-error', durationMs: 20, exitCode: 1, stuckPids: [], detail: 'Input/output error' } })]), policy());
-    expect(ids(p)).toEqual([`flush-map:${DEAD_WWID}`, `delete-disk:sdd:3:0:0:1:${DEAD_WWID}`, `delete-disk:sdc:2:0:0:1:${DEAD_WWID}`]);
+    expect(acting(p)).toEqual([`flush-map:${DEAD_WWID}`, `delete-disk:sdd:3:0:0:1:${DEAD_WWID}`, `delete-disk:sdc:2:0:0:1:${DEAD_WWID}`]);
   });
 
   it('cleans a dead map whose disks are already gone (only the map is left)', () => {
     const gone = { hctl: null, dev: null, devT: null, dmState: 'failed', checkerState: 'faulty', onlineState: 'running', sysfsState: null, sysfsWwid: null };
     const p = plan(facts([deadMap({ paths: [gone, gone], slaves: [] })]), policy());
-    expect(ids(p)).toEqual([`release-queued-io:${DEAD_WWID}`, `flush-map:${DEAD_WWID}`]);
+    expect(acting(p)).toEqual([`release-queued-io:${DEAD_WWID}`, `flush-map:${DEAD_WWID}`]);
   });
 
   it('notes probe processes stuck in D state', () => {
@@ -82,10 +90,10 @@ describe('interlocks on a map whose paths are all dead', () => {
 
   it('refuses a map still claimed by a VolumeAttachment of this node', () => {
     const p = plan(facts(undefined, { attachments: { known: true, wwids: ['600140503b080d39e3f42d4a24115262'] } }), policy());
-    expect(reasons(p)).toMatch(/VolumeAttachment of node worker-1 still claims WWID 3600140503b080d39e3f42d4a24115262/);
+    expect(reasons(p)).toMatch(/not true that no VolumeAttachment of node worker-1 claims WWID 3600140503b080d39e3f42d4a24115262 \(VolumeAttachments \(Kubernetes API\): it is attached to this node\)/);
   });
 
-  it('refuses a map with a holder (a partition map or LVM on top)', () => refusedFor({ holders: ['dm-5'] }, /held by dm-5 \(\/sys\/block\/dm-0\/holders\)/));
+  it('refuses a map with a holder (a partition map or LVM on top)', () => refusedFor({ holders: ['dm-5'] }, /not true that no partition, LVM, md or dm device sits on dm-0 \(\/sys\/block\/dm-0\/holders: held by dm-5\)/));
 
   it('refuses a dead map that is still mounted, in any mount namespace', () =>
     refusedFor({ mounts: [{ mountPoint: '/var/lib/kubelet/pods/x/volumes/pvc', how: 'ext4 /dev/mapper/mpathb (mnt:[4026532201])', pids: [4242] }] }, /mounted at \/var\/lib\/kubelet\/pods\/x\/volumes\/pvc .*4026532201.*pids 4242/));
@@ -93,18 +101,18 @@ describe('interlocks on a map whose paths are all dead', () => {
   it('refuses a map used as swap', () => refusedFor({ swap: true }, /swap/));
 
   it('refuses a map open by a process that is not stuck on I/O (a real user)', () =>
-    refusedFor({ openers: [{ pid: 31, comm: 'postgres', state: 'S', fds: 1 }, { pid: 857, comm: 'udev-worker', state: 'D', fds: 1 }] }, /open by pid 31 \(postgres, state S\).*a real user/));
+    refusedFor({ openers: [opener(31, 'postgres', { state: 'S', cgroup: null }), opener(857, '(udev-worker)')] }, /live user\(s\): pid 31 \(postgres, state S\)/));
 
-  it('refuses when the open count is higher than the stuck openers explain (a kernel user such as a loop device)', () =>
-    refusedFor({ openCount: 3 }, /dm open count is 3 but only 2 open\(s\) belong to processes stuck/));
+  it('refuses when the open count is higher than the victims explain (a kernel user such as a loop device)', () =>
+    refusedFor({ openCount: 3 }, /open count 3 but victims hold only 2/));
 
-  it('refuses when the open count is unknown', () => refusedFor({ openCount: null }, /open count is unknown/));
+  it('refuses when the open count is unknown', () => refusedFor({ openCount: null }, /no evidence that every open of dm-0 belongs to a known victim \(dmsetup info -c: dmsetup info did not list the map/));
 
   it('refuses a map that still reads', () =>
     refusedFor({ probe: { outcome: 'readable', durationMs: 3, exitCode: 0, stuckPids: [], detail: 'read 1 MiB' } }, /read probe succeeded/));
 
   it('refuses a map that was not probed', () =>
-    refusedFor({ probe: { outcome: 'not-run', durationMs: 0, exitCode: null, stuckPids: [], detail: 'the probe was not run (dry-run host)' } }, /no read probe result/));
+    refusedFor({ probe: { outcome: 'not-run', durationMs: 0, exitCode: null, stuckPids: [], detail: 'the probe was not run (dry-run host)' } }, /no evidence that a direct read of dm-0 fails or hangs/));
 
   const skippedInDryRun = { outcome: 'skipped-dry-run' as const, durationMs: 0, exitCode: null, stuckPids: [], detail: 'dry-run: the map queues I/O' };
 
@@ -116,16 +124,16 @@ describe('interlocks on a map whose paths are all dead', () => {
   it('in enforce, never takes a skipped probe as a failed one', () => {
     const p = plan(facts([deadMap({ probe: skippedInDryRun }), healthyMap()], { mode: 'enforce' }), policy());
     expect(p.kind).toBe('refuse');
-    expect(reasons(p)).toMatch(/no read probe result/);
+    expect(reasons(p)).toMatch(/no evidence that a direct read of dm-0 fails or hangs/);
   });
 
-  it('refuses a map whose multipath view disagrees with sysfs slaves', () => refusedFor({ slaves: ['sdc', 'sdd', 'sde'] }, /sysfs slaves are \[sdc, sdd, sde\]/));
+  it('refuses a map whose multipath view disagrees with sysfs slaves', () => refusedFor({ slaves: ['sdc', 'sdd', 'sde'] }, /contradictory evidence about whether its paths .*sysfs slaves are \[sdc, sdd, sde\]/));
 
-  it('refuses a map whose dm uuid is not the multipath uuid of its WWID', () => refusedFor({ dmUuid: 'LVM-abc' }, /dm uuid is LVM-abc/));
+  it('refuses a map whose dm uuid is not the multipath uuid of its WWID', () => refusedFor({ dmUuid: 'LVM-abc' }, /dm-0 is the multipath map of WWID .*uuid LVM-abc/));
 
   it('refuses a map with a path whose disk now reports another WWID', () => {
     const m = deadMap();
-    refusedFor({ paths: [{ ...m.paths[0]!, sysfsWwid: '3600140599999999999999999999999999' }, m.paths[1]!] }, /path sdd reports WWID 3600140599/);
+    refusedFor({ paths: [{ ...m.paths[0]!, sysfsWwid: '3600140599999999999999999999999999' }, m.paths[1]!] }, /sdd reports 3600140599/);
   });
 
   it('does not take another designator of the same LUN for another WWID (scsi_debug: sysfs NAA, multipath T10)', () => {
@@ -134,7 +142,7 @@ describe('interlocks on a map whose paths are all dead', () => {
     expect(p.kind).toBe('steps');
   });
 
-  it('refuses a map with lines it could not parse', () => refusedFor({ problems: ['  `- something new'] }, /could not be read unambiguously/));
+  it('refuses a map with lines it could not parse', () => refusedFor({ problems: ['  `- something new'] }, /contradictory evidence about whether the state of mpathb reads unambiguously.*something new/));
 
   it('lists every reason, not only the first', () => {
     const p = plan(facts([deadMap({ holders: ['dm-5'], swap: true })]), policy());
@@ -146,7 +154,7 @@ describe('interlocks on a map whose paths are all dead', () => {
 
   it('still cleans without approval a dead map that needs no queue release', () => {
     const p = plan(facts([deadMap({ queueIfNoPath: false, openCount: 0, openers: [] })]), policy({ releaseQueuedIo: 'require-approval' }));
-    expect(ids(p)[0]).toBe(`flush-map:${DEAD_WWID}`);
+    expect(acting(p)[0]).toBe(`flush-map:${DEAD_WWID}`);
   });
 
   it('cleans the residual map and reports the held one when both exist', () => {
@@ -154,7 +162,7 @@ describe('interlocks on a map whose paths are all dead', () => {
     const p = plan(facts([deadMap(), held, healthyMap()]), policy());
     expect(p.kind).toBe('steps');
     expect(ids(p).some((i) => i.includes('dddd'))).toBe(false);
-    expect(p.kind === 'steps' && p.summary).toMatch(/mpathd \(dm-2\) left alone although every path is dead: held by dm-7/);
+    expect(p.kind === 'steps' && p.summary).toMatch(/mpathd \(dm-2\) left alone although every path is dead: not true that no partition, LVM, md or dm device sits on dm-2 \(\/sys\/block\/dm-2\/holders: held by dm-7\)/);
   });
 });
 
@@ -179,13 +187,17 @@ describe('job-level refusals', () => {
     expect(p.kind).toBe('nothing-to-do');
   });
 
-  it('proceeds without the VolumeAttachment check when it cannot be known, and says so', () => {
-    const p = plan(facts(undefined, { attachments: { known: false, why: 'no cluster lookups' } }), policy());
-    expect(p.kind).toBe('steps');
-    expect(p.kind === 'steps' && p.summary).toMatch(/VolumeAttachment check skipped: no cluster lookups/);
+  it('refuses by default when the VolumeAttachments cannot be known, naming what is missing', () => {
+    const p = plan(facts(undefined, { attachments: { known: false, why: 'the API server did not answer' } }), policy());
+    expect(p.kind).toBe('refuse');
+    expect(reasons(p)).toMatch(/no evidence that no VolumeAttachment of node worker-1 claims WWID 3600140503b080d39e3f42d4a24115262 \(VolumeAttachments \(Kubernetes API\): the API server did not answer\)/);
+    expect(DEFAULT_POLICY.attachmentsUnknown).toBe('refuse');
   });
 
-  it('refuses without the VolumeAttachment check when policy requires it', () => {
-    expect(reasons(plan(facts(undefined, { attachments: { known: false, why: 'no cluster lookups' } }), policy({ attachmentsUnknown: 'refuse' })))).toMatch(/policy requires the VolumeAttachment check/);
+  it('proceeds without the VolumeAttachment check only when the operator says so, and every step says it', () => {
+    const p = plan(facts(undefined, { attachments: { known: false, why: 'no cluster lookups' } }), policy({ attachmentsUnknown: 'proceed' }));
+    expect(p.kind).toBe('steps');
+    const flush = p.kind === 'steps' ? p.steps.find((s) => s.kind === 'flush-map') : undefined;
+    expect(flush?.evidence).toContainEqual(expect.objectContaining({ claim: expect.stringMatching(/RESIDUAL_ATTACHMENTS_UNKNOWN=proceed/), status: 'holds', detail: 'unknown: no cluster lookups' }));
   });
 });

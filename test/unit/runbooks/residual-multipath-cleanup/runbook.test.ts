@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import type { ResidualMultipathJob } from '../../../../src/catalogue/jobs.ts';
 import type { Mode, RunbookResult } from '../../../../src/catalogue/result.ts';
 import { RefusedError } from '../../../../workers/engine/errors.ts';
+import { ParkedError } from '../../../../workers/engine/gate.ts';
 import type { RunbookContext } from '../../../../workers/runbooks/registry.ts';
 import { InMemoryAttachedVolumes } from '../../../../workers/runbooks/residual-multipath-cleanup/attached-volumes.ts';
 import { createResidualMultipathCleanup } from '../../../../workers/runbooks/residual-multipath-cleanup/handler.ts';
@@ -24,37 +25,67 @@ const job: ResidualMultipathJob = {
 
 const ctx = (mode: Mode): RunbookContext => ({ jobId: job.key, attempt: 1, mode, ranOn: 'worker-1', log: pino({ level: 'silent' }), signal: new AbortController().signal });
 
-function setup(opts: FakeNodeOptions = {}, policy: Partial<ResidualPolicy> = {}, attached = new InMemoryAttachedVolumes()) {
-  const host = new FakeNode(opts);
-  let t = 0;
+function setup(opts: FakeNodeOptions = {}, policy: Partial<ResidualPolicy> = {}, attached = new InMemoryAttachedVolumes(), node = new FakeNode(opts)) {
+  const host = node;
+  host.put('/proc/sys/kernel/random/boot_id', 'boot-1\n');
+  const clock = { t: 0 };
   const sleeps: number[] = [];
   const handler = createResidualMultipathCleanup({
     host,
     stateDir: '/var/lib/volume-medic',
     attached,
     policy,
-    now: () => new Date(Date.UTC(2025, 11, 2) + t),
+    now: () => new Date(Date.UTC(2025, 11, 2) + clock.t),
     sleep: async (ms) => {
       sleeps.push(ms);
-      t += ms;
+      clock.t += ms;
     },
   });
-  return { host, handler, sleeps };
+  /**
+   * Runs the job as the worker would: a job parked until its evidence matures (one sighting of
+   * the dead map is not enough to release its queued I/O) runs again when it has.
+   */
+  const untilDone = async (j: ResidualMultipathJob = job, c: RunbookContext = ctx('enforce')): Promise<RunbookResult> => {
+    for (let i = 0; ; i++) {
+      try {
+        return await handler(j, c);
+      } catch (err) {
+        if (!(err instanceof ParkedError) || err.parking.reason !== 'evidence' || i > 3) throw err;
+        clock.t = (err.parking.until as Date).getTime() - Date.UTC(2025, 11, 2);
+      }
+    }
+  };
+  return { host, handler, sleeps, clock, untilDone };
 }
 
 const argvs = (r: RunbookResult): string[] => r.commands.map((c) => c.argv.join(' '));
 
 describe('residual-multipath-cleanup on a node where an iSCSI LUN was removed (enforce)', () => {
-  it('releases the queue, flushes mpathb, deletes sdc and sdd, and verifies; mpathc is untouched', async () => {
+  it('waits on its first look: one sighting of a dead map is not enough to release its queued I/O', async () => {
     const { host, handler } = setup();
-    const r = await handler(job, ctx('enforce'));
+    const err = await handler(job, ctx('enforce')).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ParkedError);
+    expect((err as ParkedError).parking).toMatchObject({ reason: 'evidence', why: expect.stringMatching(/every path of mpathb stayed dead over time: held for 0 s over 1 observation\(s\); needs 120 s over at least 2/) });
+    expect(host.commands.some((c) => c[1] === 'message' || (c[0] === 'multipath' && c[1] === '-f'))).toBe(false);
+    expect(host.calls.some((c) => c.op === 'writeSysfs')).toBe(false);
+  });
+
+  it('releases the queue, flushes mpathb, deletes sdc and sdd, and verifies once mpathb stayed dead past the grace; mpathc is untouched', async () => {
+    const { host, untilDone } = setup();
+    const r = await untilDone();
     expect(r.outcome).toBe('succeeded');
     expect(r.steps.map((s) => [s.id.split(':')[0], s.status])).toEqual([
+      ['record-intent', 'skipped-already-done'],
       ['release-queued-io', 'done'],
       ['flush-map', 'done'],
       ['delete-disk', 'done'],
       ['delete-disk', 'done'],
+      ['close-intent', 'done'],
     ]);
+    // Every destructive step carries the evidence it stood on, the persistence of the dead paths included.
+    const release = r.steps.find((s) => s.id.startsWith('release-queued-io'));
+    expect(release?.evidence?.map((e) => e.status).every((x) => x === 'holds')).toBe(true);
+    expect(release?.evidence?.find((e) => e.persistence)).toMatchObject({ persistence: { samples: 2, minSamples: 2, mustHoldMs: 120_000 } });
     const ran = argvs(r);
     expect(ran).toContain('dmsetup message mpathb 0 fail_if_no_path');
     expect(ran).toContain('multipath -f mpathb');
@@ -68,17 +99,19 @@ describe('residual-multipath-cleanup on a node where an iSCSI LUN was removed (e
     expect(JSON.stringify(r.verification)).toMatch(/map mpathc, left alone, is untouched on dm-1 with paths sda, sdb/);
   });
 
-  it('reports the probe it abandoned and the pid stuck in D state', async () => {
-    const { handler } = setup();
-    const r = await handler(job, ctx('enforce'));
-    const dd = r.commands.find((c) => c.argv[0] === 'dd');
+  it('reports the probe it abandoned and the pid stuck in D state, and never probes the map again while that probe hangs', async () => {
+    const { handler, host } = setup();
+    const first = await handler(job, ctx('enforce')).catch((e: unknown) => e);
+    const dd = (first as ParkedError).result.commands.find((c) => c.argv[0] === 'dd');
     expect(dd).toMatchObject({ timedOut: true, stuckPids: [990] });
-    expect(r.summary).toMatch(/990 \(probe of dm-0\)/);
+    expect((first as ParkedError).result.summary).toMatch(/stayed dead over time/);
+    await handler(job, ctx('enforce')).catch((e: unknown) => e);
+    expect(host.commands.filter((c) => c[0] === 'dd')).toHaveLength(1);
   });
 
   it('is a no-op when run a second time', async () => {
-    const { host, handler } = setup();
-    await handler(job, ctx('enforce'));
+    const { host, handler, untilDone } = setup();
+    await untilDone();
     const again = await handler({ ...job, key: 'residual_worker-1_boot-2' }, { ...ctx('enforce'), jobId: 'residual_worker-1_boot-2' });
     expect(again.outcome).toBe('nothing-to-do');
     expect(again.summary).toMatch(/mpathc \(dm-1\) left alone: healthy/);
@@ -87,7 +120,7 @@ describe('residual-multipath-cleanup on a node where an iSCSI LUN was removed (e
   });
 
   it('waits for the open count to fall and retries the flush that answered "map in use"', async () => {
-    const { host, handler, sleeps } = setup({ probe: 'io-error' });
+    const { host, untilDone, sleeps } = setup({ probe: 'io-error' });
     // An opener that gets its EIO only a little after the queue is released.
     host.on(['dmsetup', 'message', 'mpathb', '0', 'fail_if_no_path'], () => {
       host.queueing = false;
@@ -98,16 +131,16 @@ describe('residual-multipath-cleanup on a node where an iSCSI LUN was removed (e
       if (++polls >= 3) host.stuck.clear();
       return { stdout: `Name Maj Min Stat Open Targ Event UUID\nmpathb 253 0 L--w ${host.stuck.size} 1 2 mpath-3600140503b080d39e3f42d4a24115262\n` };
     });
-    const r = await handler(job, ctx('enforce'));
+    const r = await untilDone();
     expect(r.outcome).toBe('succeeded');
     expect(host.flushAttempts).toBe(2);
     expect(sleeps.length).toBeGreaterThan(0);
   });
 
   it('fails (transiently) when the map stays in use past the wait, and keeps the disks', async () => {
-    const { host, handler } = setup({ probe: 'io-error' }, { openCountWaitMs: 2_000 });
+    const { host, untilDone } = setup({ probe: 'io-error' }, { openCountWaitMs: 2_000 });
     host.on(['dmsetup', 'message', 'mpathb', '0', 'fail_if_no_path'], () => ({}));
-    const err = await handler(job, ctx('enforce')).catch((e: unknown) => e);
+    const err = await untilDone().catch((e: unknown) => e);
     expect((err as Error).name).toBe('RunbookFailedError');
     expect((err as Error).message).toMatch(/still in use after 2000 ms \(open count 1\)/);
     expect(['dm-0', 'sdc', 'sdd'].map((d) => host.has(d))).toEqual([true, true, true]);
@@ -117,7 +150,7 @@ describe('residual-multipath-cleanup on a node where an iSCSI LUN was removed (e
     const { host, handler } = setup({}, {}, new InMemoryAttachedVolumes({ 'worker-1': ['600140503b080d39e3f42d4a24115262'] }));
     const err = await handler(job, ctx('enforce')).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(RefusedError);
-    expect((err as RefusedError).reasons.join(' ')).toMatch(/VolumeAttachment of node worker-1 still claims/);
+    expect((err as RefusedError).reasons.join(' ')).toMatch(/not true that no VolumeAttachment of node worker-1 claims WWID/);
     expect(host.commands.some((c) => c[0] === 'multipath' && c[1] === '-f')).toBe(false);
     expect(host.has('dm-0')).toBe(true);
   });
@@ -128,7 +161,7 @@ describe('residual-multipath-cleanup on a node where an iSCSI LUN was removed (e
     host.put('/proc/4242/fd/9', { type: 'symlink', target: '/dev/mapper/mpathb' });
     host.put('/proc/4242/ns/mnt', { type: 'symlink', target: 'mnt:[4026531840]' });
     const err = await handler(job, ctx('enforce')).catch((e: unknown) => e);
-    expect((err as RefusedError).reasons.join(' ')).toMatch(/open by pid 4242 \(postgres, state S\)/);
+    expect((err as RefusedError).reasons.join(' ')).toMatch(/live user\(s\): pid 4242 \(postgres, state S\)/);
   });
 
   it('refuses a dead map mounted in another mount namespace', async () => {
@@ -145,7 +178,10 @@ describe('residual-multipath-cleanup in dry-run', () => {
     const { host, handler } = setup();
     const r = await handler(job, ctx('dry-run'));
     expect(r.outcome).toBe('planned');
-    expect(r.steps.map((s) => s.status)).toEqual(['would-run', 'would-run', 'would-run', 'would-run']);
+    // The intent record was only simulated, so there is none to remove at the end.
+    expect(r.steps.map((s) => s.status)).toEqual(['would-run', 'would-run', 'would-run', 'would-run', 'would-run', 'skipped-already-done']);
+    // Enforce would first wait for a second look at the dead map; the dry-run says so.
+    expect(r.steps[1]?.waitsFor).toMatch(/stayed dead over time.*enforce waits until/);
     // Looks ran on the node; the probe did not: the dead map queues I/O, and a probe of it would
     // be left stuck in D state, which a dry-run must not leave behind.
     expect(host.commands.map((c) => c.join(' '))).toEqual(expect.arrayContaining(['multipath -ll', 'dmsetup info -c']));
@@ -155,7 +191,9 @@ describe('residual-multipath-cleanup in dry-run', () => {
     expect(host.commands.some((c) => (c[0] === 'multipath' && c[1] === '-f') || c[1] === 'message')).toBe(false);
     expect(host.calls.some((c) => c.op === 'writeSysfs')).toBe(false);
     const wouldRun = r.commands.filter((c) => c.exitCode === null && !c.timedOut).map((c) => c.argv.join(' '));
-    expect(wouldRun).toEqual(['dmsetup message mpathb 0 fail_if_no_path', 'multipath -f mpathb', 'host:write-sysfs /sys/block/sdd/device/delete 1', 'host:write-sysfs /sys/block/sdc/device/delete 1']);
+    expect(wouldRun.filter((c) => !c.includes('/var/lib/volume-medic/'))).toEqual(['dmsetup message mpathb 0 fail_if_no_path', 'multipath -f mpathb', 'host:write-sysfs /sys/block/sdd/device/delete 1', 'host:write-sysfs /sys/block/sdc/device/delete 1']);
+    // Its own bookkeeping is only simulated too.
+    expect(host.calls.some((c) => c.op === 'writeFile')).toBe(false);
     expect(['dm-0', 'sdc', 'sdd'].map((d) => host.has(d))).toEqual([true, true, true]);
   });
 });
@@ -176,7 +214,7 @@ describe('observe reads /dev/disk/by-id once per job, not once per map', () => {
       return readlink(p);
     };
     const links = (await list('/dev/disk/by-id')).length;
-    const facts = await observe(job, host, { attached: new InMemoryAttachedVolumes({}, { known: false }), policy: DEFAULT_POLICY, ranOn: 'worker-1', now: () => new Date(), dryRun: true });
+    const facts = await observe(job, host, { attached: new InMemoryAttachedVolumes({}, { known: false }), policy: DEFAULT_POLICY, ranOn: 'worker-1', now: () => new Date(), dryRun: true, stateDir: '/var/lib/volume-medic' });
     expect(facts.maps.length).toBe(2);
     expect(listings).toBe(1);
     expect(readlinks).toBe(links);

@@ -1,0 +1,31 @@
+import type { Opener } from './facts.ts';
+
+// Who an opener of a dead map is (issue 19): a known victim of the dead paths (udev workers,
+// blkid, multipath tools, our own read probe) that may be released by failing the queued I/O,
+// or a live user. D state proves nothing: a database waiting on queued I/O is in D state too,
+// so anything not positively known as a victim is a user, and the map is left alone.
+
+export type OpenerRole =
+  | { kind: 'victim'; why: string }
+  | { kind: 'user'; why: string };
+
+/** `kubepods-burstable-pod1f0c..._2b.slice` or `/kubepods/burstable/pod1f0c...-2b/`: the pod UID. */
+const POD_UID = /kubepods[^\n]*?[/-]pod([0-9a-f]{8}[-_][0-9a-f]{4}[-_][0-9a-f]{4}[-_][0-9a-f]{4}[-_][0-9a-f]{12})/;
+
+export function podUidOfCgroup(cgroup: string | null): string | null {
+  const m = cgroup === null ? null : POD_UID.exec(cgroup);
+  return m?.[1] ? m[1].replace(/_/g, '-') : null;
+}
+
+/** pid, comm, state and where it lives, for a reason a human can act on. */
+export function describeOpener(o: Opener): string {
+  const where = o.podUid ? `, pod UID ${o.podUid}` : o.cgroup ? `, cgroup ${o.cgroup}` : '';
+  return `pid ${o.pid} (${o.comm}, state ${o.state}${where})`;
+}
+
+export function openerRole(o: Opener, victims: readonly string[]): OpenerRole {
+  if (o.ownProbe) return { kind: 'victim', why: 'our own read probe, stuck on the queued I/O' };
+  // A known system name inside a pod is not the node's udev or multipath: a user.
+  if (victims.includes(o.comm) && o.podUid === null) return { kind: 'victim', why: `${o.comm} is a known victim of dead paths` };
+  return { kind: 'user', why: o.podUid ? 'a process of a pod' : 'not a known victim of dead paths' };
+}
