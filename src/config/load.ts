@@ -66,6 +66,8 @@ const ENV: Record<string, [keyof Config, (v: string) => unknown]> = {
   CEPH_ID: ['cephId', (v) => v],
   RBD_FENCING: ['rbdFencing', (v) => v],
   RBD_BLOCKLIST_EXPIRY_SECONDS: ['rbdBlocklistExpirySeconds', (v) => v],
+  RBD_FENCE_NOT_READY_SECONDS: ['rbdFenceNotReadySeconds', (v) => v],
+  RBD_FENCE_CIDRS: ['rbdFenceCidrs', list],
   RBD_HANDOFF_VERIFY_SECONDS: ['rbdHandoffVerifySeconds', (v) => v],
   RBD_FORCE_UNMAP: ['rbdForceUnmap', (v) => v],
   KUBELET_ROOT_DIR: ['kubeletRootDir', (v) => v],

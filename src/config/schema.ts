@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { Mode } from '../catalogue/result.ts';
 import { RunbookName, RUNBOOKS } from '../catalogue/jobs.ts';
+import { isCidr } from '../catalogue/cidr.ts';
 import { NodeName } from '../catalogue/names.ts';
 
 // Every setting, its default and its meaning, in one place. The README's configuration table
@@ -107,6 +108,19 @@ export const Config = z.object({
   rbdFencing: z.enum(['off', 'approval', 'on']).default('approval'),
   /** RBD_BLOCKLIST_EXPIRY_SECONDS: how long a blocklist entry lasts. */
   rbdBlocklistExpirySeconds: z.coerce.number().int().positive().default(3600),
+  /**
+   * RBD_FENCE_NOT_READY_SECONDS: a watcher's node must have been NotReady (Ready False or Unknown,
+   * by its condition's lastTransitionTime) this long before its client is fenced; until then the
+   * job waits. A node with the `node.kubernetes.io/out-of-service` taint is fenced at once.
+   * Default 300.
+   */
+  rbdFenceNotReadySeconds: z.coerce.number().int().min(0).default(300),
+  /**
+   * RBD_FENCE_CIDRS: networks whose watchers may be fenced though no Node lists their address
+   * (e.g. a known external client network), comma-separated IPv4/IPv6 CIDRs. Default none: a
+   * watcher at an address no Node has is never fenced.
+   */
+  rbdFenceCidrs: z.array(z.string().refine(isCidr, 'an IPv4 or IPv6 network in CIDR form, e.g. 192.0.2.0/24 or 2001:db8::/32')).default([]),
   /**
    * RBD_HANDOFF_VERIFY_SECONDS: after handing the unmap to the watcher's node, how long the
    * cluster half waits for that node's watch to leave the image before it fails (and is retried).

@@ -35,6 +35,14 @@ describe('configuration', () => {
     expect(() => loadConfig({ PORT: 'eighty' })).toThrow(ConfigError);
   });
 
+  it('reads the RBD fencing scope: a NotReady grace of 300 s and no fence network by default, listed CIDRs validated at start', () => {
+    expect(loadConfig({})).toMatchObject({ rbdFenceNotReadySeconds: 300, rbdFenceCidrs: [] });
+    expect(loadConfig({ RBD_FENCE_CIDRS: '192.0.2.0/24, 2001:db8::/32', RBD_FENCE_NOT_READY_SECONDS: '0' })).toMatchObject({ rbdFenceCidrs: ['192.0.2.0/24', '2001:db8::/32'], rbdFenceNotReadySeconds: 0 });
+    expect(() => loadConfig({ RBD_FENCE_CIDRS: '192.0.2.0/24,backup-host' })).toThrow(/RBD_FENCE_CIDRS: an IPv4 or IPv6 network in CIDR form.*got \["192.0.2.0\/24","backup-host"\]/);
+    expect(() => loadConfig({ RBD_FENCE_CIDRS: '10.0.0.0/33' })).toThrow(/RBD_FENCE_CIDRS/);
+    expect(() => loadConfig({ RBD_FENCE_NOT_READY_SECONDS: '-1' })).toThrow(/RBD_FENCE_NOT_READY_SECONDS/);
+  });
+
   it('never echoes a token in an error', () => {
     let message = '';
     try {
