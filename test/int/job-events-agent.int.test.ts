@@ -5,7 +5,9 @@ import { JobEventRecorder } from '../../src/kube/job-events.ts';
 import { createLogger } from '../../src/observability/logger.ts';
 import { startReceiver, type Receiver } from '../../src/receiver.ts';
 import type { RunbookResult } from '../../src/catalogue/result.ts';
+import type { ResidualMultipathJob } from '../../src/catalogue/jobs.ts';
 import { RefusedError } from '../../workers/engine/errors.ts';
+import type { RunbookContext } from '../../workers/runbooks/registry.ts';
 import { createNodeAgent } from '../../workers/node-agent/agent.ts';
 import { startFakeKubeApi, type FakeKubeApi } from '../support/fake-kube-api.ts';
 import { testConfig } from '../support/config.ts';
@@ -35,7 +37,7 @@ describe('the node agent records job Events on the Node', () => {
     await dropPrefix(prefix);
   });
 
-  const runJob = async (node: string, handler: () => Promise<RunbookResult>) => {
+  const runJob = async (node: string, handler: (job: ResidualMultipathJob, ctx: RunbookContext) => Promise<RunbookResult>) => {
     const r = await post(`${receiver.url}/v1/alertmanager`, alertmanagerBody([nodeNotReadyAlert(node, 'resolved')]));
     const id: string = r.json.accepted[0].id;
     const agent = createNodeAgent({
@@ -69,6 +71,23 @@ describe('the node agent records job Events on the Node', () => {
     expect(events.map((e) => e.reason).sort()).toEqual(['RemediationStarted', 'RemediationSucceeded']);
     for (const e of events) expect(e.regarding).toMatchObject({ kind: 'Node', name: 'events-ok' });
     expect(events.find((e) => e.reason === 'RemediationSucceeded')!.note).toContain(`job ${id}`);
+  });
+
+  it('names the evidence of each destructive step in the success Event, and writes the step to the audit trail', async () => {
+    const { id, events } = await runJob('events-evidence', async (job, ctx) => {
+      await ctx.audit?.('destructive-step', `job/${ctx.jobId}/flush-map:36001405`, 'multipath -f mpathb; evidence: every path of mpathb is dead (multipath -ll)');
+      return {
+        runbook: 'residual-multipath-cleanup', mode: 'enforce', outcome: 'succeeded', summary: 'remove residual map(s) mpathb',
+        facts: {}, plan: {}, refusals: [], commands: [], ranOn: job.target.node,
+        steps: [{
+          id: 'flush-map:36001405', description: 'multipath -f mpathb', destructive: true, status: 'done', startedAt: new Date().toISOString(), durationMs: 1, commands: [],
+          evidence: [{ claim: 'every path of mpathb is dead', source: 'multipath -ll', observedAt: new Date().toISOString(), status: 'holds' }],
+        }],
+      };
+    });
+    expect(events.find((e) => e.reason === 'RemediationSucceeded')!.note).toMatch(/evidence: flush-map:36001405: every path of mpathb is dead/);
+    const { audit } = await getJson(`${receiver.url}/v1/controls/audit`);
+    expect(audit).toContainEqual(expect.objectContaining({ action: 'destructive-step', by: 'events-evidence', target: `job/${id}/flush-map:36001405`, why: expect.stringMatching(/evidence: every path of mpathb is dead/) }));
   });
 
   it('posts a refusal as a Warning Event with the reason', async () => {
