@@ -14,12 +14,28 @@ export interface NodeAddress {
   address: string;
 }
 
+export interface NodeTaint {
+  key: string;
+  value?: string;
+  /** NoSchedule, PreferNoSchedule, NoExecute. */
+  effect: string;
+  /** ISO 8601; the API server sets it for NoExecute taints only. */
+  timeAdded?: string;
+}
+
 export interface NodeInfo {
   name: string;
   uid?: string;
   addresses: NodeAddress[];
   /** status of the Ready condition, when the node reports one. */
   ready?: 'True' | 'False' | 'Unknown';
+  /**
+   * lastTransitionTime of the Ready condition (ISO 8601): since when `ready` has had its value,
+   * as the API server recorded it. Unset when absent or unreadable: "since when" is then unknown.
+   */
+  readySince?: string;
+  /** spec.taints (e.g. `node.kubernetes.io/out-of-service`, set by an operator on a node that is shut down). */
+  taints?: NodeTaint[];
   /** status.nodeInfo.bootID: changes on every boot; the identity of a node recovery. */
   bootId?: string;
   labels: Record<string, string>;
@@ -94,8 +110,13 @@ export interface DeploymentInfo extends NamespacedName {
 
 export interface ClusterLookups {
   node(name: string): Promise<NodeInfo | undefined>;
-  /** The node with this address (InternalIP, ExternalIP, Hostname...): how an RBD watcher becomes a node. */
-  nodeByAddress(address: string): Promise<NodeInfo | undefined>;
+  /**
+   * Every node listing this address (InternalIP, ExternalIP, Hostname...) in status.addresses:
+   * how an RBD watcher becomes a node. All of them, not the first: two Node objects with one
+   * address (a node replaced under a new name, its old object left behind) make the owner
+   * ambiguous, and the caller must see that.
+   */
+  nodesByAddress(address: string): Promise<NodeInfo[]>;
   persistentVolume(name: string): Promise<PersistentVolumeInfo | undefined>;
   /** The Local PV whose spec.local.path is `path` (and whose node is `node`, when given). */
   persistentVolumeByLocalPath(path: string, node?: string): Promise<PersistentVolumeInfo | undefined>;
@@ -168,9 +189,8 @@ export class InMemoryLookups implements ClusterLookups {
     return this.nodes.get(name);
   }
 
-  async nodeByAddress(address: string): Promise<NodeInfo | undefined> {
-    for (const n of this.nodes.values()) if (n.addresses.some((a) => a.address === address)) return n;
-    return undefined;
+  async nodesByAddress(address: string): Promise<NodeInfo[]> {
+    return [...this.nodes.values()].filter((n) => n.addresses.some((a) => a.address === address));
   }
 
   async persistentVolume(name: string): Promise<PersistentVolumeInfo | undefined> {

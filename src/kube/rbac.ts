@@ -12,7 +12,7 @@ export interface RbacRule {
 }
 
 export const KUBE_RBAC: readonly RbacRule[] = [
-  { apiGroup: '', resource: 'nodes', verbs: ['get', 'list', 'watch'], usedBy: 'Node watch (Ready transitions), reconcile, lookups node/nodeByAddress' },
+  { apiGroup: '', resource: 'nodes', verbs: ['get', 'list', 'watch'], usedBy: 'Node watch (Ready transitions), reconcile, lookups node/nodesByAddress' },
   { apiGroup: '', resource: 'events', verbs: ['list', 'watch'], usedBy: 'Event watch per reason, reconcile (latest events of stuck pods)' },
   { apiGroup: '', resource: 'pods', verbs: ['get', 'list'], usedBy: 'reconcile (pending pods), lookups podsUsingVolume/podsOnNodeUsingClaim/podsOnNode/volumesOfPod/deploymentOfPod' },
   { apiGroup: '', resource: 'persistentvolumes', verbs: ['get', 'list'], usedBy: 'lookups persistentVolume/persistentVolumeByLocalPath/claimOfVolume' },

@@ -31,7 +31,13 @@ export function defaultClusterRegistry(config: Config, deps: ClusterRegistryDeps
         },
       },
       stateDir: config.stateDir,
-      policy: { fencing: config.rbdFencing, blocklistExpirySeconds: config.rbdBlocklistExpirySeconds, handoffVerifyMs: config.rbdHandoffVerifySeconds * 1000 },
+      policy: {
+        fencing: config.rbdFencing,
+        blocklistExpirySeconds: config.rbdBlocklistExpirySeconds,
+        fenceNotReadySeconds: config.rbdFenceNotReadySeconds,
+        fenceCidrs: config.rbdFenceCidrs,
+        handoffVerifyMs: config.rbdHandoffVerifySeconds * 1000,
+      },
     }),
   };
 }

@@ -2,7 +2,7 @@ import type { AppsApi, CoreApi, StorageApi } from './apis.ts';
 import type {
   ClusterLookups, DeploymentInfo, NamespacedName, NodeInfo, PersistentVolumeClaimInfo, PersistentVolumeInfo, PodInfo, VolumeAttachmentInfo,
 } from '../lookups.ts';
-import { findNodeByAddress, readNode } from './nodes.ts';
+import { findNodesByAddress, readNode } from './nodes.ts';
 import { listPodsOnNode, listPodsOnNodeUsingClaim, listPodsUsingClaim, readVolumesOfPod } from './pods.ts';
 import { listVolumeAttachmentsOnNode } from './attachments.ts';
 import { findLocalPersistentVolume, listPersistentVolumes, readClaimOfVolume, readPersistentVolume } from './volumes.ts';
@@ -28,8 +28,8 @@ export class KubeLookups implements ClusterLookups {
   node(name: string): Promise<NodeInfo | undefined> {
     return readNode(this.api.core, name);
   }
-  nodeByAddress(address: string): Promise<NodeInfo | undefined> {
-    return findNodeByAddress(this.api.core, address);
+  nodesByAddress(address: string): Promise<NodeInfo[]> {
+    return findNodesByAddress(this.api.core, address);
   }
   persistentVolume(name: string): Promise<PersistentVolumeInfo | undefined> {
     return readPersistentVolume(this.api.core, name);

@@ -22,9 +22,18 @@ export function lookupsContract(name: string, lookups: () => ClusterLookups): vo
     });
 
     it('finds a node by any of its addresses and by none other', async () => {
-      expect((await lookups().nodeByAddress('10.0.0.12'))?.name).toBe('worker-2');
-      expect((await lookups().nodeByAddress('192.0.2.12'))?.name).toBe('worker-2');
-      expect(await lookups().nodeByAddress('10.0.0.1')).toBeUndefined();
+      expect((await lookups().nodesByAddress('10.0.0.12')).map((n) => n.name)).toEqual(['worker-2']);
+      expect((await lookups().nodesByAddress('192.0.2.12')).map((n) => n.name)).toEqual(['worker-2']);
+      expect(await lookups().nodesByAddress('10.0.0.1')).toEqual([]);
+    });
+
+    it('reads since when a node is not Ready and its taints, the out-of-service one included', async () => {
+      const n = await lookups().node('worker-3');
+      expect(n).toMatchObject({ name: 'worker-3', ready: 'Unknown', readySince: '2025-03-14T05:50:41.000Z' });
+      expect(n!.taints).toContainEqual({ key: 'node.kubernetes.io/out-of-service', value: 'nodeshutdown', effect: 'NoExecute', timeAdded: '2025-03-14T06:02:10.000Z' });
+      expect(n!.taints).toContainEqual({ key: 'node.kubernetes.io/unreachable', effect: 'NoSchedule', timeAdded: '2025-03-14T05:50:41.000Z' });
+      expect((await lookups().nodesByAddress('10.0.0.13'))[0]).toMatchObject({ name: 'worker-3', readySince: '2025-03-14T05:50:41.000Z' });
+      expect((await lookups().node('worker-2'))?.taints).toBeUndefined();
     });
 
     it('reads a Local PV: Block mode, its path and the single node of its affinity', async () => {

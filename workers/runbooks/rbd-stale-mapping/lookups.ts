@@ -9,7 +9,7 @@ import {
 // these are ClusterLookups methods; finding the PV of an RBD image is not yet, so it is one more
 // method here. The cluster worker wires it to src/kube (a PV list filtered on spec.rbd/csi).
 
-export type RbdLookups = Pick<ClusterLookups, 'nodeByAddress' | 'claimOfVolume' | 'podsUsingVolume' | 'deploymentOfPod'> & {
+export type RbdLookups = Pick<ClusterLookups, 'nodesByAddress' | 'claimOfVolume' | 'podsUsingVolume' | 'deploymentOfPod'> & {
   /** The PV backed by this image: ceph-csi (`pool` + `imageName` attributes) or in-tree rbd. */
   volumeOfImage(pool: string, image: string): Promise<PersistentVolumeInfo | undefined>;
 };
@@ -17,7 +17,7 @@ export type RbdLookups = Pick<ClusterLookups, 'nodeByAddress' | 'claimOfVolume' 
 /** Adds `volumeOfImage` to any ClusterLookups, given a way to list PVs. */
 export function rbdLookups(lookups: ClusterLookups, listVolumes: () => Promise<readonly PersistentVolumeInfo[]>): RbdLookups {
   return {
-    nodeByAddress: (a) => lookups.nodeByAddress(a),
+    nodesByAddress: (a) => lookups.nodesByAddress(a),
     claimOfVolume: (pv) => lookups.claimOfVolume(pv),
     podsUsingVolume: (pv) => lookups.podsUsingVolume(pv),
     deploymentOfPod: (p) => lookups.deploymentOfPod(p),

@@ -1,9 +1,10 @@
 import type { RbdStaleMappingJob } from '../../../src/catalogue/jobs.ts';
-import type { NamespacedName, PodInfo } from '../../../src/kube/lookups.ts';
+import { cidrContaining } from '../../../src/catalogue/cidr.ts';
+import type { NamespacedName, NodeInfo, PodInfo } from '../../../src/kube/lookups.ts';
 import { TransientError } from '../../engine/errors.ts';
 import type { Host } from '../../host/host.ts';
 import { blocklist, listWatchers, rbdInfo, rbdStatus } from './ceph-commands.ts';
-import type { PodUse, StaleMappingFacts, WatcherFact, WatcherRole } from './facts.ts';
+import { OUT_OF_SERVICE_TAINT, type PodUse, type StaleMappingFacts, type WatcherFact, type WatcherNode, type WatcherRole } from './facts.ts';
 import type { RbdLookups } from './lookups.ts';
 import type { StaleMappingPolicy } from './policy.ts';
 import type { Watcher } from './watchers.ts';
@@ -37,6 +38,18 @@ function merge(a: readonly Watcher[], b: readonly Watcher[]): Array<Watcher & { 
 
 const isZero = (v: number | string | undefined): boolean => v === 0 || v === '0' || v === '0%';
 
+/** What fencing decides on about the one node that lists the watcher's IP. */
+function watcherNode(node: NodeInfo, ip: string): WatcherNode {
+  const oos = node.taints?.find((t) => t.key === OUT_OF_SERVICE_TAINT);
+  return {
+    name: node.name,
+    ready: node.ready ?? 'absent',
+    ...(node.readySince ? { readySince: node.readySince } : {}),
+    ...(oos ? { outOfService: { effect: oos.effect, ...(oos.value ? { value: oos.value } : {}), ...(oos.timeAdded ? { timeAdded: oos.timeAdded } : {}) } } : {}),
+    addressType: node.addresses.find((a) => a.address === ip)?.type ?? 'unknown',
+  };
+}
+
 export async function observe(job: RbdStaleMappingJob, host: Host, deps: ObserveDeps): Promise<StaleMappingFacts> {
   const { pool, image } = job.target;
   const base = {
@@ -46,6 +59,7 @@ export async function observe(job: RbdStaleMappingJob, host: Host, deps: Observe
     observedAt: deps.now().toISOString(),
     fencing: deps.policy.fencing,
     blocklistExpirySeconds: deps.policy.blocklistExpirySeconds,
+    fenceNotReadySeconds: deps.policy.fenceNotReadySeconds,
   };
   const info = await rbdInfo(host, pool, image);
   if ('missing' in info) {
@@ -64,15 +78,27 @@ export async function observe(job: RbdStaleMappingJob, host: Host, deps: Observe
 
   const watchers: WatcherFact[] = [];
   for (const w of merge(fromRados.watchers, fromStatus.watchers)) {
-    const node = await ask(`node with address ${w.ip}`, () => deps.lookups.nodeByAddress(w.ip));
+    const nodes = await ask(`nodes with address ${w.ip}`, () => deps.lookups.nodesByAddress(w.ip));
+    const node = nodes.length === 1 ? nodes[0]! : undefined;
     let role: WatcherRole;
-    if (!node) role = 'unknown-address';
-    else if (node.name === requesterNode) role = 'requester';
+    let network: string | undefined;
+    if (nodes.length > 1) role = 'ambiguous-address';
+    else if (!node) {
+      network = cidrContaining(w.ip, deps.policy.fenceCidrs);
+      role = network ? 'listed-network' : 'unknown-address';
+    } else if (node.name === requesterNode) role = 'requester';
     else role = node.ready === 'True' ? 'ready-node' : 'not-ready-node';
     const podsOnNode: PodUse[] = node
       ? pods.filter((p) => p.node === node.name).map((p) => ({ namespace: p.namespace, name: p.name, ...(p.node ? { node: p.node } : {}), ...(p.phase ? { phase: p.phase } : {}) }))
       : [];
-    watchers.push({ ...w, node: node ? { name: node.name, ready: node.ready ?? 'absent' } : null, role, podsOnNode });
+    watchers.push({
+      ...w,
+      node: node ? watcherNode(node, w.ip) : null,
+      role,
+      podsOnNode,
+      ...(nodes.length > 1 ? { nodesWithAddress: nodes.map((n) => n.name) } : {}),
+      ...(network ? { network } : {}),
+    });
   }
 
   // Prevention: an RWO claim in a Deployment that surges starts the new pod before the old one

@@ -1,12 +1,16 @@
 import { idempotencyKey } from '../../../src/catalogue/keys.ts';
 import type { RbdStaleMappingJob, RbdUnmapJob } from '../../../src/catalogue/jobs.ts';
+import { evidenceProblems } from '../../engine/evidence.ts';
 import type { Plan } from '../../engine/runbook.ts';
-import type { StaleMappingFacts } from './facts.ts';
+import { fenceEvidence } from './fence-evidence.ts';
+import { OUT_OF_SERVICE_TAINT, type StaleMappingFacts } from './facts.ts';
 import type { StaleMappingStep } from './step.ts';
 
 // plan(facts) -> steps or a refusal, no I/O. Order of questions: does the image exist, who
 // watches it, is any of them a real second user (refuse), then per watcher: a Ready node gets the
-// node half, a gone/unknown one is fenced (by policy).
+// node half; a client of a node that is NotReady past the grace or out of service, or in an
+// operator-listed network, is fenced (by policy) on the evidence of fence-evidence.ts; an address
+// that maps to no known node (or to several) is refused, never fenced.
 
 const RUNNING = new Set(['Running', 'Pending', 'Unknown']);
 
@@ -35,6 +39,12 @@ export function plan(f: StaleMappingFacts, job: RbdStaleMappingJob): Plan<StaleM
   const reasons: string[] = [];
   const steps: StaleMappingStep[] = [];
   for (const w of others) {
+    const byHand = `ceph osd blocklist add ${w.address} ${f.blocklistExpirySeconds}`;
+    const undo = blocklistUndo(w.address).join(' ');
+    if (w.role === 'ready-node' && w.node?.outOfService) {
+      reasons.push(`node ${w.node.name} (watcher ${w.address} of ${spec}) is Ready yet tainted ${OUT_OF_SERVICE_TAINT}: contradictory, so it is neither fenced nor unmapped there; remove the taint or shut the node down`);
+      continue;
+    }
     if (w.role === 'ready-node' && w.node) {
       // A real multi-attach: a pod that is (or may be) running on the watcher's node uses the PVC.
       const live = w.podsOnNode.filter((p) => p.phase === undefined || RUNNING.has(p.phase));
@@ -65,17 +75,36 @@ export function plan(f: StaleMappingFacts, job: RbdStaleMappingJob): Plan<StaleM
       });
       continue;
     }
-    // NotReady, Unknown, or an address no node has: the mapping cannot be released on the node,
-    // so the safe, cluster-side answer is fencing the client. A pod that the API still shows as
-    // Running there is not proof of use: a NotReady node's pods keep their last phase.
-    const why = w.role === 'unknown-address' ? `no node has address ${w.ip}` : `node ${w.node?.name} is not Ready (${w.node?.ready})`;
-    const byHand = `ceph osd blocklist add ${w.address} ${f.blocklistExpirySeconds}`;
+    if (w.role === 'unknown-address') {
+      reasons.push(`watcher ${w.address} of ${spec} is at ${w.ip}, an address no node lists (Node status.addresses) and no RBD_FENCE_CIDRS network contains: `
+        + `it may be an rbd-mirror daemon, a backup host or a VM outside the cluster, so it is not fenced. If it is a stale client, fence it by hand (\`${byHand}\`, undo: \`${undo}\`) or list its network in RBD_FENCE_CIDRS`);
+      continue;
+    }
+    if (w.role !== 'not-ready-node' && w.role !== 'listed-network') {
+      // ambiguous-address (and nothing else reaches here: requester and ready-node are handled above).
+      reasons.push(`watcher ${w.address} of ${spec} is at ${w.ip}, an address of several nodes (${(w.nodesWithAddress ?? []).join(', ')}): which one holds the watch is unknown, so it is neither fenced nor unmapped`);
+      continue;
+    }
+    // A node that is NotReady or out of service, or an address in a listed network: the mapping
+    // cannot be released on a node, so the cluster-side answer is fencing the client, on evidence.
+    // A pod that the API still shows as Running there is not proof of use when the node stopped
+    // posting status (its pods keep their last phase); fence-evidence.ts draws that line.
+    const why = w.role === 'listed-network' ? `${w.ip} is in ${w.network} (RBD_FENCE_CIDRS), no node has it`
+      : w.node?.outOfService ? `node ${w.node.name} is out of service` : `node ${w.node?.name} is not Ready (${w.node?.ready}${w.node?.readySince ? ` since ${w.node.readySince}` : ''})`;
     if (f.blocklisted.includes(w.address)) {
       reasons.push(`${w.address} is already blocklisted but still watches ${spec}: wait for the watch to time out or look at the client`);
       continue;
     }
     if (f.fencing === 'off') {
-      reasons.push(`${why}; fencing is off: to release ${spec}, run \`${byHand}\` (undo: \`${blocklistUndo(w.address).join(' ')}\`)`);
+      reasons.push(`${why}; fencing is off: to release ${spec}, run \`${byHand}\` (undo: \`${undo}\`)`);
+      continue;
+    }
+    const evidence = fenceEvidence(f, w);
+    // Unknown means refuse: the engine would refuse this step on the same items; refusing here
+    // keeps the job all or nothing (no node half handed over next to a fence that cannot run).
+    const problems = evidenceProblems(evidence, new Date(f.observedAt), Number.POSITIVE_INFINITY);
+    if (problems.length > 0) {
+      reasons.push(`not fencing ${w.address} (watcher of ${spec}): ${problems.join('; ')}`);
       continue;
     }
     steps.push({
@@ -91,7 +120,9 @@ export function plan(f: StaleMappingFacts, job: RbdStaleMappingJob): Plan<StaleM
       pool: f.pool,
       headerObject: f.imageInfo.headerObject,
       node: w.node?.name ?? null,
+      ...(w.network ? { network: w.network } : {}),
       undo: blocklistUndo(w.address),
+      evidence,
     });
   }
   // All or nothing: a refusal for one watcher stops the others too; the image is only usable
@@ -99,6 +130,6 @@ export function plan(f: StaleMappingFacts, job: RbdStaleMappingJob): Plan<StaleM
   if (reasons.length > 0) return refuse(...reasons);
 
   const parts = steps.map((s) =>
-    s.kind === 'enqueue-unmap' ? `unmap on node ${s.job.target.node} (${s.job.target.watcher})` : `fence ${s.address}${s.node ? ` (node ${s.node})` : ''}, undo: \`${s.undo.join(' ')}\``);
+    s.kind === 'enqueue-unmap' ? `unmap on node ${s.job.target.node} (${s.job.target.watcher})` : `fence ${s.address}${s.node ? ` (node ${s.node})` : s.network ? ` (network ${s.network})` : ''}, undo: \`${s.undo.join(' ')}\``);
   return { kind: 'steps', summary: withAdvice(`release ${spec}: ${parts.join('; ')}`), steps };
 }

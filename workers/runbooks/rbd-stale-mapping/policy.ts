@@ -11,6 +11,17 @@ export interface StaleMappingPolicy {
   fencing: FencingMode;
   /** How long a blocklist entry lasts; Ceph drops it afterwards. Default 3600 s. */
   blocklistExpirySeconds: number;
+  /**
+   * A watcher's node must have been NotReady (Ready False/Unknown, by the condition's
+   * lastTransitionTime) this long before its client is fenced; a younger NotReady parks the job
+   * until then. A node tainted `node.kubernetes.io/out-of-service` needs no wait. Default 300 s.
+   */
+  fenceNotReadySeconds: number;
+  /**
+   * Networks (CIDR) whose watchers may be fenced though no node lists their address (a known
+   * external client network). Default none: an address of no node is refused.
+   */
+  fenceCidrs: string[];
   /** How long verify waits for a fenced watcher to vanish (observed: ~30 ms). Default 10 s. */
   watcherGoneTimeoutMs: number;
   /**
@@ -26,6 +37,8 @@ export interface StaleMappingPolicy {
 export const DEFAULT_STALE_MAPPING_POLICY: StaleMappingPolicy = {
   fencing: 'approval',
   blocklistExpirySeconds: 3600,
+  fenceNotReadySeconds: 300,
+  fenceCidrs: [],
   watcherGoneTimeoutMs: 10_000,
   handoffVerifyMs: 120_000,
 };

@@ -15,7 +15,7 @@ export const watcher = (over: Partial<WatcherFact> = {}): WatcherFact => ({
   client: 'client.4116',
   cookie: '18446462598732840961',
   seenBy: ['listwatchers', 'status'],
-  node: { name: 'worker-2', ready: 'True' },
+  node: { name: 'worker-2', ready: 'True', addressType: 'InternalIP' },
   role: 'ready-node',
   podsOnNode: [],
   ...over,
@@ -35,5 +35,6 @@ export const facts = (over: Partial<StaleMappingFacts> = {}): StaleMappingFacts 
   blocklisted: [],
   fencing: 'on',
   blocklistExpirySeconds: 3600,
+  fenceNotReadySeconds: 300,
   ...over,
 });
