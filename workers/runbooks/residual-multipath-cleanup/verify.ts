@@ -6,6 +6,7 @@ import type { ResidualPlan } from './plan.ts';
 import type { ResidualPolicy } from './policy.ts';
 import { diskIdentity, dmOfWwid, isSameDisk } from './sysfs-maps.ts';
 import { intentPath } from './intents.ts';
+import { readObservations } from './observations.ts';
 
 // Observes again: each flushed map, its disks and their /dev/disk/by-id links are gone; every
 // map the plan left alone is still there on the same dm device with its paths. udev removes the
@@ -75,5 +76,13 @@ export async function verify(_job: ResidualMultipathJob, host: Host, plan: Extra
       ...(dm === a.dm && missing.length === 0 ? {} : { detail: dm ? `now ${dm}, missing ${missing.join(', ') || 'none'}` : 'gone' }),
     });
   }
+  // Probes we left stuck in D state: reported after the run, never waited for (not a failure).
+  const { observations } = await readObservations(host, deps.stateDir);
+  const hanging: string[] = [];
+  for (const p of observations.stuckProbes) {
+    const stat = await host.readFile(`/proc/${p.pid}/stat`).catch(() => null);
+    if (stat !== null) hanging.push(`${p.pid} (probe of ${p.dm} since ${p.at})`);
+  }
+  if (hanging.length) checks.push({ what: 'read probes still hanging after the run (reported, not waited for)', ok: true, detail: hanging.join(', ') });
   return verification(checks);
 }

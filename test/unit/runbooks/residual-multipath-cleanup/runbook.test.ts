@@ -96,6 +96,8 @@ describe('residual-multipath-cleanup on a node where an iSCSI LUN was removed (e
     expect(['dm-0', 'sdc', 'sdd'].map((d) => host.has(d))).toEqual([false, false, false]);
     expect(['dm-1', 'sda', 'sdb'].map((d) => host.has(d))).toEqual([true, true, true]);
     expect(r.verification).toMatchObject({ ok: true });
+    // The probe of the first look was released with the queue; none is left hanging to report.
+    expect(JSON.stringify(r.verification)).not.toMatch(/still hanging/);
     expect(JSON.stringify(r.verification)).toMatch(/map mpathc, left alone, is untouched on dm-1 with paths sda, sdb/);
   });
 
@@ -135,6 +137,18 @@ describe('residual-multipath-cleanup on a node where an iSCSI LUN was removed (e
     expect(r.outcome).toBe('succeeded');
     expect(host.flushAttempts).toBe(2);
     expect(sleeps.length).toBeGreaterThan(0);
+  });
+
+  it('reports a probe still hanging after the run, without waiting for it', async () => {
+    const { host, untilDone } = setup({ flushRefusesWhileOpen: false });
+    // The kernel lets the udev worker go but keeps our probe in D state.
+    host.on(['dmsetup', 'message', 'mpathb', '0', 'fail_if_no_path'], () => {
+      host.queueing = false;
+      return {};
+    });
+    const r = await untilDone();
+    expect(r.outcome).toBe('succeeded');
+    expect(r.verification).toMatchObject({ ok: true, checks: expect.arrayContaining([expect.objectContaining({ what: expect.stringMatching(/read probes still hanging after the run/), detail: expect.stringMatching(/^990 \(probe of dm-0 since /) })]) });
   });
 
   it('fails (transiently) when the map stays in use past the wait, and keeps the disks', async () => {
