@@ -99,6 +99,21 @@ describe('openers of a dead map', () => {
   });
 });
 
+describe('what sits on a dead map without being a holder', () => {
+  it.each([
+    ['a loop device backed by it', '/sys/block/loop5/loop/backing_file', '/dev/dm-0\n', /no loop device is backed by mpathb \(\/sys\/block\/loop\*\/loop\/backing_file: backing loop5\)/],
+    ['an iSCSI (LIO) backstore exporting it', '/sys/kernel/config/target/core/iblock_0/lun7/udev_path', '/dev/mapper/mpathb\n', /no iSCSI\/LIO target exports mpathb .*exported by iblock_0\/lun7/],
+  ])('leaves it alone when %s, without probing it', async (_, path, content, reason) => {
+    const { host, run } = node();
+    host.put(path, content);
+    const err = await run(1).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(RefusedError);
+    expect((err as RefusedError).reasons.join(' ')).toMatch(reason);
+    expect(destructive(host)).toEqual([]);
+    expect(host.commands.some((c) => c[0] === 'dd')).toBe(false);
+  });
+});
+
 describe('what cannot be known', () => {
   it('refuses in enforce when the node’s VolumeAttachments cannot be read, and probes nothing', async () => {
     const { host, run } = node({ attached: new InMemoryAttachedVolumes({}, { known: false }) });
