@@ -19,11 +19,17 @@ export interface ObserveDeps {
   now: () => Date;
 }
 
-/** `rbd showmapped`, or the kernel's sysfs record when the node has no rbd CLI. */
-export async function listMappings(host: Host): Promise<Mapping[]> {
+export const SYSFS_MAPPINGS_SOURCE = '/sys/bus/rbd/devices/<id>/{pool,pool_ns,name,current_snap}';
+
+/** `rbd showmapped`, or the kernel's sysfs record when the node has no rbd CLI; and which it was. */
+export async function readMappings(host: Host): Promise<{ mappings: Mapping[]; source: string }> {
   const r = await host.run(SHOWMAPPED);
-  if (isMissingCommand(r)) return sysfsMappings(host);
-  return parseShowmappedJson(expectOk(r).stdout);
+  if (isMissingCommand(r)) return { mappings: await sysfsMappings(host), source: SYSFS_MAPPINGS_SOURCE };
+  return { mappings: parseShowmappedJson(expectOk(r).stdout), source: SHOWMAPPED.join(' ') };
+}
+
+export async function listMappings(host: Host): Promise<Mapping[]> {
+  return (await readMappings(host)).mappings;
 }
 
 export const headMappings = (all: readonly Mapping[], pool: string, image: string): Mapping[] =>
@@ -36,7 +42,10 @@ export async function majorMinorOf(host: Host, device: string): Promise<string |
 
 export async function observe(job: RbdUnmapJob, host: Host, deps: ObserveDeps): Promise<UnmapFacts> {
   const { node, pool, image, watcher } = job.target;
-  const mappings = headMappings(await listMappings(host), pool, image);
+  // The start of observing dates every fact: evidence can only look older than it is.
+  const observedAt = deps.now().toISOString();
+  const listed = await readMappings(host);
+  const mappings = headMappings(listed.mappings, pool, image);
   const link = await host.readlink(`/dev/rbd/${pool}/${image}`);
 
   let pods;
@@ -63,12 +72,15 @@ export async function observe(job: RbdUnmapJob, host: Host, deps: ObserveDeps): 
     pool,
     image,
     watcher,
-    observedAt: deps.now().toISOString(),
+    observedAt,
+    mappingsSource: listed.source,
     mapped,
     byPoolLink: link === null ? null : posix.basename(link),
     claimUsersHere,
     runningPodUids: pods.flatMap((p) => (p.uid ? [p.uid] : [])),
+    podsWithoutUid: pods.filter((p) => !p.uid).map((p) => `${p.namespace}/${p.name}`),
     claimKnown: claim !== undefined,
+    ...(claim ? { claim: { namespace: claim.namespace, name: claim.name } } : {}),
     policy: { force: deps.policy.force, kubeletRoot: deps.policy.kubeletRoot },
   };
 }

@@ -1,12 +1,15 @@
+import { evidenceProblems } from '../../engine/evidence.ts';
 import type { Plan } from '../../engine/runbook.ts';
 import { classify, describeHolder, podUidOfKubeletPath, type ClassifyContext } from './classify.ts';
 import type { UnmapFacts } from './facts.ts';
 import type { UnmapStep } from './step.ts';
+import { deviceEvidence, leftoverEvidence, staleMountEvidence } from './unmap-evidence.ts';
 
 // plan(facts) -> steps or a refusal, no I/O. Refuses on: the wrong node, a pod here that still
 // uses the PVC (real multi-attach), anything live or foreign holding the device, kernel
 // holders, and leftovers when force is not allowed. Otherwise: unmount the stale kubelet
-// mounts (pod mounts before the global mount they sit on), then unmap.
+// mounts (pod mounts before the global mount they sit on), then unmap. Every step carries the
+// evidence it stands on (unmap-evidence.ts); evidence that cannot be shown refuses the plan.
 
 export function plan(f: UnmapFacts): Plan<UnmapStep> {
   const spec = `${f.pool}/${f.image}`;
@@ -36,6 +39,10 @@ export function plan(f: UnmapFacts): Plan<UnmapStep> {
     }
     // Pod volume mounts (bind mounts of the staging mount) before the global staging mount,
     // which is the order kubelet tears them down in; within each, a nested mount before its base.
+    const evidence = deviceEvidence(f, m, c);
+    // Unknown means refuse: the engine would refuse the steps on these same items.
+    const problems = evidenceProblems(evidence, new Date(f.observedAt), Number.POSITIVE_INFINITY);
+    if (problems.length > 0) reasons.push(`not touching ${dev}: ${problems.join('; ')}`);
     const isPodMount = (p: string): number => (podUidOfKubeletPath(ctx.kubeletRoot, p) === null ? 1 : 0);
     const stale = c.mounts.filter((x) => x.host && x.class === 'stale')
       .sort((a, b) => isPodMount(a.mountPoint) - isPodMount(b.mountPoint) || b.mountPoint.length - a.mountPoint.length);
@@ -48,6 +55,7 @@ export function plan(f: UnmapFacts): Plan<UnmapStep> {
         device: m.device,
         majorMinor: m.majorMinor,
         mountPoint: s.mountPoint,
+        evidence: [...evidence, staleMountEvidence(f, m, s, podUidOfKubeletPath(ctx.kubeletRoot, s.mountPoint))],
       });
     }
     steps.push({
@@ -64,6 +72,7 @@ export function plan(f: UnmapFacts): Plan<UnmapStep> {
       // holds the step for approval (APPROVAL_HIGH_RISK). A plain unmap is not.
       ...(f.policy.force === 'no-live-workload' && leftovers.length > 0 ? { risk: 'high' as const } : {}),
       context: ctx,
+      evidence: leftovers.length > 0 ? [...evidence, leftoverEvidence(f, m, leftovers.map(describeHolder))] : evidence,
     });
   }
   if (reasons.length > 0) return refuse(...reasons);

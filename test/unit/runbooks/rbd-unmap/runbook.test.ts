@@ -61,6 +61,57 @@ describe('rbd-unmap on a simulated node', () => {
     expect(argvs(host).some((a) => a.includes('rbd0'))).toBe(false);
   });
 
+  it('gives every destructive step its evidence: the mapping, the scan, no pod using the PVC, and why each mount is stale', async () => {
+    const r = await run(fakeNode()).result;
+    expect(r.outcome).toBe('succeeded');
+    const [podMount, globalMount, unmap] = r.steps;
+    const claims = (s: typeof unmap): string[] => (s!.evidence ?? []).map((e) => e.claim);
+    for (const s of r.steps) {
+      expect(s.destructive).toBe(true);
+      expect(s.evidence!.every((e) => e.status === 'holds')).toBe(true);
+      expect(s.evidence).toContainEqual(expect.objectContaining({ claim: '/dev/rbd1 is the kernel\'s mapping of kube/csi-vol-0001 (image head, id 1)', source: 'rbd showmapped --format json', detail: '/dev/rbd/kube/csi-vol-0001 -> rbd1' }));
+      expect(claims(s)).toContain('no pod that may run on node worker-2 (Pending, Running, Unknown) uses PVC shop/db-data');
+      expect(claims(s)).toContain('the holder scan saw the host\'s mounts and processes');
+      expect(claims(s)).toContain('nothing live or foreign holds /dev/rbd1: its mounts and openers belong to pods that no longer run on node worker-2');
+    }
+    expect(claims(podMount)).toContain(`${POD_MOUNT} is kubelet's mount of /dev/rbd1 for pod ${STALE_POD}, which does not run on node worker-2`);
+    expect(claims(globalMount)).toContain(`${GLOBAL_MOUNT} is kubelet's global mount of /dev/rbd1, and no pod that may run on node worker-2 mounts it or uses the PVC`);
+    expect(claims(unmap).some((c) => c.includes('left over'))).toBe(false);
+  });
+
+  it('refuses to touch the device when the job names no PVC: a pod here using it cannot be ruled out', async () => {
+    const host = fakeNode();
+    const { claim: _claim, ...noClaim } = job;
+    const err = (await run(host, { j: noClaim }).result.catch((e: unknown) => e)) as RefusedError;
+    expect(err).toBeInstanceOf(RefusedError);
+    expect(err.reasons.join(' ')).toContain('not touching /dev/rbd1: no evidence that no pod that may run on node worker-2 uses the PVC of kube/csi-vol-0001 (Pods on node worker-2 (spec.nodeName, status.phase, volumes): the job names no PVC)');
+    expect(argvs(host).some((a) => a.startsWith('umount') || a.startsWith('rbd unmap'))).toBe(false);
+  });
+
+  it('refuses, even where force is allowed, when the holder scan cannot see the host\'s processes', async () => {
+    const host = fakeNode();
+    host.nodes.delete('/proc/1/ns/mnt');
+    const err = (await run(host, { policy: { force: 'no-live-workload' } }).result.catch((e: unknown) => e)) as RefusedError;
+    expect(err).toBeInstanceOf(RefusedError);
+    expect(err.reasons.join(' ')).toContain('no evidence that the holder scan saw the host\'s mounts and processes');
+    expect(argvs(host).some((a) => a.startsWith('umount') || a.startsWith('rbd unmap'))).toBe(false);
+  });
+
+  it('refuses when a pod that may run here has no uid, so its mounts cannot be told from stale ones', async () => {
+    const host = fakeNode();
+    const err = (await run(host, { pods: [pod({ name: 'cache-0' })] }).result.catch((e: unknown) => e)) as RefusedError;
+    expect(err.reasons.join(' ')).toContain('no evidence that every pod that may run on node worker-2 is known by uid');
+    expect(err.reasons.join(' ')).toContain('no uid: shop/cache-0');
+    expect(argvs(host).some((a) => a.startsWith('umount') || a.startsWith('rbd unmap'))).toBe(false);
+  });
+
+  it('refuses when the image\'s udev link names a device not listed as its mapping', async () => {
+    const host = fakeNode().put('/dev/rbd/kube/csi-vol-0001', { type: 'symlink', target: '../../rbd0' });
+    const err = (await run(host).result.catch((e: unknown) => e)) as RefusedError;
+    expect(err.reasons.join(' ')).toContain('contradictory evidence about whether /dev/rbd1 is the kernel\'s mapping of kube/csi-vol-0001 (image head, id 1) (rbd showmapped --format json: /dev/rbd/kube/csi-vol-0001 -> rbd0)');
+    expect(argvs(host).some((a) => a.includes('rbd0') || a.startsWith('umount') || a.startsWith('rbd unmap'))).toBe(false);
+  });
+
   it('retries a busy unmap after a pause, as udev and blkid open the device briefly after the last close', async () => {
     const host = fakeNode({ busyTimes: 1 });
     const { result, sleeps } = run(host);
@@ -97,6 +148,10 @@ describe('rbd-unmap on a simulated node', () => {
     expect(done.outcome).toBe('succeeded');
     // An unmap that may be forced is a high-risk step: with the operator controls on, the engine holds it for approval.
     expect(done.plan).toMatchObject({ kind: 'steps', steps: expect.arrayContaining([expect.objectContaining({ kind: 'unmap', forceAllowed: true, risk: 'high' })]) });
+    // ...on the evidence that what it gets past is left over from a pod gone from here.
+    expect(done.steps.find((s) => s.id === 'unmap:rbd1:kube/csi-vol-0001')!.evidence).toContainEqual(expect.objectContaining({
+      claim: 'what else holds /dev/rbd1 is left over from pods that no longer run on node worker-2', status: 'holds', detail: expect.stringContaining('leftover mount /var/lib/postgresql/data'),
+    }));
     expect(argvs(host).filter((a) => a.startsWith('rbd unmap'))).toEqual(['rbd unmap /dev/rbd1', 'rbd unmap /dev/rbd1', 'rbd unmap /dev/rbd1', 'rbd unmap -o force /dev/rbd1']);
     expect(sleeps).toEqual([1000, 1000]);
   });
@@ -127,6 +182,7 @@ describe('rbd-unmap on a simulated node', () => {
     expect(r.outcome).toBe('succeeded');
     expect(r.verification).toMatchObject({ ok: true });
     expect(host.calls.filter((c) => c.op === 'writeSysfs').map((c) => c.args)).toEqual([['/sys/bus/rbd/remove_single_major', '1'], ['/sys/bus/rbd/remove_single_major', '1']]);
+    expect(r.steps.at(-1)!.evidence).toContainEqual(expect.objectContaining({ claim: '/dev/rbd1 is the kernel\'s mapping of kube/csi-vol-0001 (image head, id 1)', source: '/sys/bus/rbd/devices/<id>/{pool,pool_ns,name,current_snap}', status: 'holds' }));
     expect(sleeps).toEqual([1000]);
     expect(host.nodes.has('/sys/bus/rbd/devices/1/name')).toBe(false);
     expect(host.nodes.has('/sys/bus/rbd/devices/0/name')).toBe(true);
