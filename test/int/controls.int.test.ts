@@ -19,7 +19,12 @@ const TOKEN = 'controls-test-token-0123456789';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-const step = (id: string, extra: Partial<ToyStep> = {}): ToyStep => ({ id, description: `toy ${id}`, destructive: true, file: `/w/${id}`, ...extra });
+/** A destructive toy step with the positive evidence the engine requires of one, observed now. */
+const step = (id: string, extra: Partial<ToyStep> = {}): ToyStep => ({
+  id, description: `toy ${id}`, destructive: true, file: `/w/${id}`,
+  evidence: [{ claim: `${id} is safe to change`, source: 'toy', observedAt: new Date().toISOString(), status: 'holds' }],
+  ...extra,
+});
 
 describe('operator controls with a real Redis, receiver and node agent', () => {
   const prefix = uniquePrefix('controls');
