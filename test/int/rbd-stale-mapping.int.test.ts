@@ -42,11 +42,18 @@ const job: RbdStaleMappingJob = {
   evidence: [{ source: 'k8s-event', summary: 'FailedMount: rbd image kube/csi-vol-0001 is still being used', raw: {} }],
 };
 
-function lookups(watcherNodeReady: 'True' | 'False'): InMemoryRbdLookups {
-  return new InMemoryRbdLookups()
-    .addNode({ name: 'worker-1', addresses: [{ type: 'InternalIP', address: '10.0.0.1' }], ready: 'True', labels: {} })
+/** `null`: no node has the watcher's address (127.0.0.1); `False`: NotReady for 10 min, past the grace. */
+function lookups(watcherNodeReady: 'True' | 'False' | null): InMemoryRbdLookups {
+  const l = new InMemoryRbdLookups()
+    .addNode({ name: 'worker-1', addresses: [{ type: 'InternalIP', address: '10.0.0.1' }], ready: 'True', labels: {} });
+  if (watcherNodeReady) {
     // The watch comes from this machine: the "stale" node is the one with InternalIP 127.0.0.1.
-    .addNode({ name: 'worker-2', addresses: [{ type: 'InternalIP', address: '127.0.0.1' }, { type: 'Hostname', address: 'worker-2' }], ready: watcherNodeReady, labels: {} })
+    l.addNode({
+      name: 'worker-2', addresses: [{ type: 'InternalIP', address: '127.0.0.1' }, { type: 'Hostname', address: 'worker-2' }], ready: watcherNodeReady,
+      readySince: new Date(Date.now() - 600_000).toISOString(), labels: {},
+    });
+  }
+  return l
     .addPersistentVolume({ name: 'pvc-0001', volumeMode: 'Filesystem', rbd: { pool: POOL, image: IMAGE }, claim: { namespace: 'shop', name: 'db-data' }, accessModes: ['ReadWriteOnce'] })
     .addClaim({ namespace: 'shop', name: 'db-data', volumeName: 'pvc-0001', accessModes: ['ReadWriteOnce'], phase: 'Bound' })
     .addPod({ namespace: 'shop', name: 'db-7f9c-new', node: 'worker-1', phase: 'Pending', claims: ['db-data'], waiting: [], controller: { kind: 'ReplicaSet', name: 'db-7f9c' } })
@@ -97,14 +104,14 @@ describe.skipIf(skip !== undefined)('rbd-stale-mapping against a real Ceph', () 
     return added[0]!;
   }
 
-  const handler = (ready: 'True' | 'False', fencing: FencingMode, sink: NodeJobSink, handoffVerifyMs = 20_000) =>
+  const handler = (ready: 'True' | 'False' | null, fencing: FencingMode, sink: NodeJobSink, handoffVerifyMs = 20_000, fenceCidrs: string[] = []) =>
     createRbdStaleMapping({
       host: createRealHost(),
       ceph: { conf: ceph.conf },
       lookups: lookups(ready),
       nodeJobs: sink,
       stateDir,
-      policy: { fencing, blocklistExpirySeconds: 600, handoffVerifyMs },
+      policy: { fencing, blocklistExpirySeconds: 600, handoffVerifyMs, fenceCidrs },
     });
   const noSink: NodeJobSink = { enqueue: async () => { throw new Error('must not enqueue'); } };
 
@@ -116,6 +123,13 @@ describe.skipIf(skip !== undefined)('rbd-stale-mapping against a real Ceph', () 
 
     expect(result.outcome).toBe('succeeded');
     expect(result.steps.map((s) => [s.id, s.status])).toEqual([[`blocklist-add:${address}`, 'done']]);
+    expect(result.steps[0]!.evidence!.map((e) => [e.claim, e.status])).toEqual([
+      [expect.stringMatching(new RegExp(`^${address} \\(client\\.[0-9]+\\) still watches ${POOL}/${IMAGE}$`)), 'holds'],
+      ['127.0.0.1 is an address of node worker-2, and of no other node', 'holds'],
+      ['node worker-2 has not been Ready for 300 s', 'holds'],
+      ['no pod on node worker-2 that uses PVC shop/db-data may still run', 'holds'],
+      [`${address} is not blocklisted yet`, 'holds'],
+    ]);
     expect(result.summary).toContain(`undo: \`ceph osd blocklist rm ${address}\``);
     expect(result.summary).toContain('Prevention: Deployment shop/db');
     expect(await watchers()).not.toContain(address);
@@ -127,6 +141,27 @@ describe.skipIf(skip !== undefined)('rbd-stale-mapping against a real Ceph', () 
     expect(argvs.some((a) => a.startsWith('rados -p kube listwatchers rbd_header.'))).toBe(true);
     expect(JSON.stringify(result)).not.toContain(ceph.conf);
     console.info(`fence run took ${tookMs} ms`);
+    await ceph.cli('ceph', ['osd', 'blocklist', 'rm', address]);
+  });
+
+  it('never fences a real watcher whose address no node has: refused, naming the address and the image, and it keeps watching', async () => {
+    const address = await holdWatch();
+    const err = await handler(null, 'on', noSink)(job, ctx('enforce')).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(RefusedError);
+    const reasons = (err as RefusedError).reasons.join(' ');
+    expect(reasons).toContain(`watcher ${address} of ${POOL}/${IMAGE} is at 127.0.0.1, an address no node lists`);
+    const result = (err as { result?: RunbookResult }).result!;
+    expect(result.commands.some((c) => c.argv.includes('blocklist') && c.argv.includes('add'))).toBe(false);
+    expect(await watchers()).toContain(address);
+    expect((await ceph.cli('ceph', ['osd', 'blocklist', 'ls'])).stdout).not.toContain(address);
+  });
+
+  it('fences a real watcher whose address no node has when it lies in a listed network, with evidence naming it', async () => {
+    const address = await holdWatch();
+    const result = await handler(null, 'on', noSink, 20_000, ['127.0.0.0/8'])(job, ctx('enforce'));
+    expect(result.outcome).toBe('succeeded');
+    expect(result.steps[0]!.evidence).toContainEqual(expect.objectContaining({ claim: '127.0.0.1 is in 127.0.0.0/8, a network the operator allows fencing in, and no node lists it', status: 'holds' }));
+    expect(await watchers()).not.toContain(address);
     await ceph.cli('ceph', ['osd', 'blocklist', 'rm', address]);
   });
 
