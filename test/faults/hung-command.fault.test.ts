@@ -42,7 +42,7 @@ describe('hung host commands', () => {
       records.push(probe);
       return { probe };
     },
-    plan: () => ({ kind: 'steps', summary: 'one step that hangs', steps: [{ id: 'hang', description: 'a command that hangs', destructive: true }] }),
+    plan: () => ({ kind: 'steps', summary: 'one step that hangs', steps: [{ id: 'hang', description: 'a command that hangs', destructive: true, evidence: [{ claim: 'the toy device is ours', source: 'toy', observedAt: new Date().toISOString(), status: 'holds' as const }] }] }),
     steps: {
       isDone: async () => false,
       apply: async () => {

@@ -44,8 +44,8 @@ describe('the /ui dashboard in headless chromium', () => {
   const toy = toyRunbook(() => ({
     kind: 'steps', summary: 'release queued I/O then flush mpatha',
     steps: [
-      { id: 'release-queued-io:3600a0b8', description: 'dmsetup message mpatha 0 fail_if_no_path', destructive: true, risk: 'high', file: '/w/release' },
-      { id: 'flush-map:3600a0b8', description: 'multipath -f mpatha', destructive: true, file: '/w/flush' },
+      { id: 'release-queued-io:3600a0b8', description: 'dmsetup message mpatha 0 fail_if_no_path', destructive: true, risk: 'high', file: '/w/release', evidence: [{ claim: 'every path of mpatha is dead', source: 'toy', observedAt: new Date().toISOString(), status: 'holds' as const }] },
+      { id: 'flush-map:3600a0b8', description: 'multipath -f mpatha', destructive: true, file: '/w/flush', evidence: [{ claim: 'nothing holds mpatha', source: 'toy', observedAt: new Date().toISOString(), status: 'holds' as const }] },
     ],
   }));
 

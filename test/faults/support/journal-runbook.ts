@@ -15,7 +15,7 @@ export function journalRunbook(pauseBefore: string | undefined, onPause: (step: 
   return {
     runbook: 'residual-multipath-cleanup',
     observe: async () => ({}),
-    plan: () => ({ kind: 'steps', summary: 'four destructive steps', steps: STEP_IDS.map((id) => ({ id, description: `detach ${id}`, destructive: true })) }),
+    plan: () => ({ kind: 'steps', summary: 'four destructive steps', steps: STEP_IDS.map((id) => ({ id, description: `detach ${id}`, destructive: true, evidence: [{ claim: `${id} is ours`, source: 'toy', observedAt: new Date().toISOString(), status: 'holds' as const }] })) }),
     steps: {
       isDone: async () => false,
       apply: async (step, host) => {
