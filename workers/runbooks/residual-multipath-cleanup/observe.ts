@@ -314,7 +314,7 @@ export async function observe(job: ResidualMultipathJob, host: Host, deps: Obser
     if (s) m.deadSince = { since: s.since, samples: s.samples, acrossBoot: acrossBoot(s, bootId) };
   }
   // Dry-run changes nothing on the node, its own bookkeeping included: each dry-run is a first look.
-  if (!deps.dryRun) await writeObservations(host, deps.stateDir, counted);
+  if (!deps.dryRun && JSON.stringify(counted) !== JSON.stringify(observations.observations)) await writeObservations(host, deps.stateDir, counted);
 
   // Open counts after the probes: a probe stuck on the map is one of its openers from now on.
   const info = await host.run(DM_INFO, t);
