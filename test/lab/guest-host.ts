@@ -35,7 +35,7 @@ rec('/sys/block')
 for b in ls('/sys/block'):
     base = '/sys/block/' + b
     rec(base)
-    for sub in ('dev', 'dm', 'dm/uuid', 'dm/name', 'device', 'device/state', 'device/wwid', 'slaves', 'holders'):
+    for sub in ('dev', 'dm', 'dm/uuid', 'dm/name', 'device', 'device/state', 'device/wwid', 'slaves', 'holders', 'loop', 'loop/backing_file'):
         rec(base + '/' + sub)
     rec(base + '/device/delete', read=False)
     for d in ('slaves', 'holders'):
@@ -46,7 +46,14 @@ for d in ls('/sys/bus/rbd/devices'):
     base = '/sys/bus/rbd/devices/' + d
     rec(base)
     for f in ('client_addr', 'client_id', 'pool', 'name', 'current_snap'): rec(base + '/' + f)
-rec('/proc'); rec('/proc/swaps')
+rec('/proc'); rec('/proc/swaps'); rec('/proc/sys/kernel/random/boot_id')
+lio = '/sys/kernel/config/target/core'
+rec(lio)
+for hba in ls(lio):
+    rec(lio + '/' + hba)
+    for dev in ls(lio + '/' + hba):
+        rec(lio + '/' + hba + '/' + dev)
+        rec(lio + '/' + hba + '/' + dev + '/udev_path')
 for pid in ls('/proc'):
     if not pid.isdigit(): continue
     p = '/proc/' + pid

@@ -279,7 +279,7 @@ export async function observe(job: ResidualMultipathJob, host: Host, deps: Obser
     const blocked = cheapEvidence(m, ctx, policy).filter((e) => e.status !== 'holds');
     const earlier = m.openers.filter((o) => o.ownProbe);
     if (blocked.length) {
-      m.probe = { outcome: 'not-run', durationMs: 0, exitCode: null, stuckPids: [], detail: `not probed: a cheaper interlock holds it (${blocked.map((e) => e.claim).join('; ')})` };
+      m.probe = { outcome: 'not-run', durationMs: 0, exitCode: null, stuckPids: [], detail: `not probed: held by ${blocked.length} cheaper interlock(s) above` };
     } else if (earlier.length) {
       // Our earlier probe is still stuck on it: reads hang. Another probe would only add one more process in D state.
       m.probe = { outcome: 'timed-out', durationMs: 0, exitCode: null, stuckPids: earlier.map((o) => o.pid), detail: `not probed again: our earlier probe(s) ${earlier.map((o) => o.pid).join(', ')} are still stuck on it` };
