@@ -6,7 +6,8 @@ import { z } from 'zod';
 
 export const EVIDENCE_MAX_BYTES = 8 * 1024;
 
-export const SignalSource = z.enum(['alertmanager', 'k8s-event', 'npd', 'k8s-watch', 'api']);
+/** `agent`: a node agent's own check (a placeholder's disk came back, an interrupted cleanup to finish). */
+export const SignalSource = z.enum(['alertmanager', 'k8s-event', 'npd', 'k8s-watch', 'api', 'agent']);
 export type SignalSource = z.infer<typeof SignalSource>;
 
 export const Evidence = z.object({

@@ -31,7 +31,17 @@ export const LocalPvPlaceholderJob = z.object({
   target: z.object({ node: NodeName, pv: ObjectName, path: DiskLinkPath }),
   /** `place` bridges a missing disk with a 512-byte loop device; `release` removes our placeholder. */
   action: z.enum(['place', 'release']),
-});
+  /**
+   * Who asks for a release. `detector` (NPD's condition cleared, an Event, the agent's own check):
+   * the agent verifies the real disk is back before it detaches anything; a release job without
+   * this field is treated as one. `operator` (POST /v1/placeholders/release): must carry `force`,
+   * and detaches without the disk check, recorded as such in the evidence and the audit trail.
+   */
+  release: z
+    .object({ by: z.enum(['detector', 'operator']), force: z.boolean() })
+    .refine((r) => (r.by === 'operator') === r.force, 'an operator release must carry force: true, and only an operator release may')
+    .optional(),
+}).refine((j) => j.release === undefined || j.action === 'release', 'release applies to action release only');
 
 export const RbdStaleMappingJob = z.object({
   ...base,

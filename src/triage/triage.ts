@@ -141,6 +141,8 @@ async function localDevice(s: LocalDeviceMissingSignal | LocalDeviceRestoredSign
       key: idempotencyKey(action === 'place' ? 'lpv' : 'lpv-release', [target.pv, target.path]),
       target,
       action,
+      // A signal that the disk is back is a detector's word: the agent verifies it before releasing.
+      ...(action === 'release' ? { release: { by: 'detector' as const, force: false } } : {}),
       evidence: [s.evidence],
     },
   };

@@ -1,6 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { closeSync, openSync, writeSync } from 'node:fs';
-import { lstat, mkdir, mkdtemp, readFile, readlink, rm, stat, writeFile } from 'node:fs/promises';
+import { lstat, mkdir, mkdtemp, readFile, readlink, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
@@ -49,16 +49,33 @@ afterAll(async () => {
 
 const at = (p: string): string => join(root, p);
 
-function job(action: 'place' | 'release' = 'place', pv = 'local-pv-1', link = LINK): LocalPvPlaceholderJob {
+function job(action: 'place' | 'release' = 'place', pv = 'local-pv-1', link = LINK, by: 'detector' | 'operator' = 'detector'): LocalPvPlaceholderJob {
   return {
     version: 1,
-    key: `lpv_${pv}_${action}_0123456789ab`,
+    key: `lpv_${pv}_${action}_${by}_0123456789ab`,
     runbook: 'local-pv-placeholder',
     action,
     target: { node: NODE, pv, path: link },
-    evidence: [{ source: 'k8s-event', summary: 'not a device node', raw: {} }],
+    ...(action === 'release' ? { release: { by, force: by === 'operator' } } : {}),
+    evidence: [{ source: by === 'operator' ? 'api' : 'npd', summary: by === 'operator' ? 'release forced by alice: the disk was replaced' : 'LocalDiskLost cleared', raw: {} }],
   };
 }
+
+/**
+ * The disk comes back, staged under the test's host root the way the kernel and udev show it:
+ * /sys/block/sdq with the WWN, a block device node /dev/sdq that is not a loop device (8:240,
+ * an sd number; this machine's kernel has no SCSI, so the node is made with mknod), and udev's
+ * by-id link (`udevLink`: the PV's own path, replacing our link, as udev does).
+ */
+async function diskComesBack(udevLink: string = LINK): Promise<void> {
+  await mkdir(at('/sys/block/sdq/device'), { recursive: true });
+  await writeFile(at('/sys/block/sdq/device/wwid'), `naa.${WWN}\n`);
+  execFileSync('mknod', [at('/dev/sdq'), 'b', '8', '240']);
+  await rm(at(udevLink), { force: true });
+  await symlink('../../sdq', at(udevLink));
+}
+
+const ranLosetupDetach = (r: RunbookResult): boolean => r.commands.some((c) => c.argv[0] === 'losetup' && c.argv[1] === '-d');
 
 function ctx(j: LocalPvPlaceholderJob, mode: Mode = 'enforce'): RunbookContext {
   return { jobId: j.key, attempt: 1, mode, ranOn: NODE, log: pino({ level: 'silent' }), signal: new AbortController().signal };
@@ -194,22 +211,46 @@ describe('dry-run', () => {
 });
 
 describe('releasing a placeholder', () => {
-  it('removes the link, detaches the loop device and forgets it on request', async () => {
+  it('keeps the placeholder when the detector says the disk is back but it is not: no losetup -d, and the reason names what is missing', async () => {
     const { loop } = await place();
+    const r = job('release');
+    const err = await handler()(r, ctx(r)).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(RefusedError);
+    expect((err as RefusedError).reasons.join()).toMatch(new RegExp(`no block device with WWN ${WWN}.*${LINK} points at /dev/${loop} \\(a loop device: our placeholder\\)`));
+    expect(ranLosetupDetach((err as RefusedError).result as RunbookResult)).toBe(false);
+    expect(attachedLoops().filter((a) => a.loop === loop)).toHaveLength(1);
+    expect(await readlink(at(LINK))).toBe(`/dev/${loop}`);
+  });
+
+  it('detaches the placeholder once the disk is back: a non-loop block device with the WWN behind the by-id link', async () => {
+    const { loop } = await place();
+    await diskComesBack();
     const r = job('release');
     const result = await handler()(r, ctx(r));
     expect(result.outcome).toBe('succeeded');
-    expect(result.steps.map((s) => s.id)).toEqual([`remove-link:${LINK}:${loop}`, `detach-loop:${loop}:local-pv-1`, 'delete-image:local-pv-1', 'delete-record:local-pv-1']);
-    await expect(lstat(at(LINK))).rejects.toMatchObject({ code: 'ENOENT' });
+    // udev's link is left alone; our loop device, image and record go.
+    expect(result.steps.map((s) => s.id)).toEqual([`detach-loop:${loop}:local-pv-1`, 'delete-image:local-pv-1', 'delete-record:local-pv-1']);
+    expect(result.steps[0]?.evidence?.map((e) => e.claim)).toEqual(expect.arrayContaining([`a block device with WWN ${WWN} is present, and it is not a loop device`, `a /dev/disk/by-id link of WWN ${WWN} leads to it`]));
+    expect(await readlink(at(LINK))).toBe('../../sdq');
     expect(attachedLoops().filter((a) => a.loop === loop)).toEqual([]);
     expect(await readFile(at(`${STATE_DIR}/placeholders/local-pv-1.img`)).catch(() => null)).toBeNull();
     expect((await new PlaceholderStore(STATE_DIR).list(createRealHost({ root }))).records).toEqual([]);
   });
 
-  it('releases by itself when the disk with the same WWN comes back', async () => {
+  it('removes the link, detaches the loop device and forgets it on an operator’s forced request, saying so', async () => {
     const { loop } = await place();
-    await mkdir(at('/sys/block/sdq/device'), { recursive: true });
-    await writeFile(at('/sys/block/sdq/device/wwid'), `naa.${WWN}\n`);
+    const r = job('release', 'local-pv-1', LINK, 'operator');
+    const result = await handler()(r, ctx(r));
+    expect(result.outcome).toBe('succeeded');
+    expect(result.steps.map((s) => s.id)).toEqual([`remove-link:${LINK}:${loop}`, `detach-loop:${loop}:local-pv-1`, 'delete-image:local-pv-1', 'delete-record:local-pv-1']);
+    expect(result.steps[1]?.evidence?.[0]).toMatchObject({ claim: 'an operator forced the release without the disk check', detail: expect.stringMatching(/forced by alice/) });
+    await expect(lstat(at(LINK))).rejects.toMatchObject({ code: 'ENOENT' });
+    expect(attachedLoops().filter((a) => a.loop === loop)).toEqual([]);
+  });
+
+  it('releases by itself when the disk with the same WWN comes back (a place job finds it back)', async () => {
+    const { loop } = await place();
+    await diskComesBack(`/dev/disk/by-id/scsi-3${WWN}`);
     const result = await handler()(job(), ctx(job()));
     expect(result.outcome).toBe('succeeded');
     expect(result.summary).toMatch(/is back/);
@@ -223,7 +264,7 @@ describe('releasing a placeholder', () => {
     const foreign = join(root, 'foreign.img');
     await writeFile(foreign, Buffer.alloc(4096));
     execFileSync('losetup', [`/dev/${loop}`, foreign]);
-    const r = job('release');
+    const r = job('release', 'local-pv-1', LINK, 'operator');
     const result = await handler()(r, ctx(r));
     expect(result.steps.map((s) => s.id)).not.toContain(`detach-loop:${loop}:local-pv-1`);
     expect(attachedLoops()).toContainEqual({ loop, backFile: foreign });

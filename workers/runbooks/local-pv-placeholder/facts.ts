@@ -17,6 +17,11 @@ export interface Sighting {
 
 export interface PlaceholderFacts {
   action: 'place' | 'release';
+  /**
+   * Who asked for a release: the detector (verified: the disk must be back) or an operator with
+   * force (not verified; recorded). A release job from before this field is a detector's.
+   */
+  release: { by: 'detector' | 'operator'; force: boolean; asked: string };
   jobId: string;
   observedAt: string;
   node: string;

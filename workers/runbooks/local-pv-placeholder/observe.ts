@@ -86,6 +86,7 @@ export async function observe(job: LocalPvPlaceholderJob, host: Host, deps: Obse
   const imageInfo = await host.lstat(image);
   return {
     action: job.action,
+    release: { ...(job.release ?? { by: 'detector', force: false }), asked: job.evidence.map((e) => `${e.source}: ${e.summary}`).join('; ') },
     jobId: deps.jobId,
     observedAt: deps.now().toISOString(),
     node,

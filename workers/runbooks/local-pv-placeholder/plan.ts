@@ -1,4 +1,7 @@
+import type { StepEvidence } from '../../../src/catalogue/step-evidence.ts';
+import { evidenceProblems } from '../../engine/evidence.ts';
 import type { Plan } from '../../engine/runbook.ts';
+import { diskBackEvidence, operatorForceEvidence } from './disk-back.ts';
 import type { PlaceholderFacts } from './facts.ts';
 import type { PlaceholderRecord } from './record.ts';
 import type { PlaceholderStep } from './step.ts';
@@ -39,7 +42,19 @@ export function plan(f: PlaceholderFacts): Plan<PlaceholderStep> {
   if (f.record && f.record.path !== f.path) {
     return refuse(`PV ${f.pv} has a placeholder recorded for ${f.record.path}, not ${f.path}: release that one first`);
   }
-  if (f.action === 'release') return planRelease(f, 'release requested');
+  if (f.action === 'release') {
+    if (f.release.by === 'operator' && f.release.force) return planRelease(f, `release forced by an operator (${f.release.asked})`, [operatorForceEvidence(f)]);
+    if (!f.record) return nothing(`release requested, but no placeholder is recorded for PV ${f.pv}`);
+    const back = diskBackEvidence(f);
+    const missing = notPositive(back, f);
+    if (missing.length) {
+      return refuse(
+        `the disk of PV ${f.pv} is not back, so its placeholder stays: ${missing.join('; ')}. ` +
+          'If the disk was replaced or will not return, an operator can release it with force: POST /v1/placeholders/release',
+      );
+    }
+    return planRelease(f, `the disk with WWN ${f.record.wwn} is back`, back);
+  }
 
   if (!f.optIn.optedIn) {
     const seen = f.optIn.value === null ? 'absent' : `"${f.optIn.value}"`;
@@ -51,13 +66,18 @@ export function plan(f: PlaceholderFacts): Plan<PlaceholderStep> {
   const seenAs = f.sightings.map((s) => `${s.device} (${s.via})`).join(', ');
 
   if (f.record) {
-    if (f.sightings.length > 0) return planRelease(f, `the disk with WWN ${f.wwn} is back: ${seenAs}`);
+    if (f.sightings.length > 0) {
+      const back = diskBackEvidence(f);
+      const missing = notPositive(back, f);
+      if (missing.length) return refuse(`a disk with WWN ${f.wwn} is seen (${seenAs}) but is not shown back: ${missing.join('; ')}; the placeholder stays until it is`);
+      return planRelease(f, `the disk with WWN ${f.wwn} is back: ${seenAs}`, back);
+    }
     const placedAt = new Set(f.record.disksAtPlacement);
     const newcomers = f.disksPresent.filter((w) => !placedAt.has(w));
     if (newcomers.length > 0) {
       return refuse(
         `the disk with WWN ${f.wwn} is still missing but a disk with a new WWN (${newcomers.join(', ')}) appeared since the placeholder was placed: ` +
-          'the disk was probably replaced, so the PV must be recreated (a placeholder cannot stand in for a new disk); release the placeholder with a release job',
+          'the disk was probably replaced, so the PV must be recreated (a placeholder cannot stand in for a new disk); release the placeholder with force: POST /v1/placeholders/release',
       );
     }
     return planPlace(f, f.record);
@@ -135,15 +155,23 @@ function planPlace(f: PlaceholderFacts, recorded: PlaceholderRecord): Plan<Place
   return { kind: 'steps', summary: `placeholder for PV ${f.pv}: ${f.path} -> ${target}, a ${PLACEHOLDER_BYTES}-byte loop device`, steps };
 }
 
-function planRelease(f: PlaceholderFacts, why: string): Plan<PlaceholderStep> {
+/** Evidence items that are not positive, as reasons (no age limit at plan time). */
+const notPositive = (items: readonly StepEvidence[], f: PlaceholderFacts): string[] => evidenceProblems(items, new Date(f.observedAt), Number.POSITIVE_INFINITY);
+
+/** `basis`: what allows the release at all (the disk is back, or an operator forced it), on every destructive step. */
+function planRelease(f: PlaceholderFacts, why: string, basis: StepEvidence[]): Plan<PlaceholderStep> {
   const r = f.record;
   if (!r) return nothing(`${why}, but no placeholder is recorded for PV ${f.pv}`);
   const target = devOf(r.loop);
   const notes: string[] = [];
   const steps: PlaceholderStep[] = [];
+  const seen = (claim: string, source: string): StepEvidence[] => [...basis, { claim, source, observedAt: f.observedAt, status: 'holds' }];
 
   if (f.pathState.kind === 'link' && f.pathState.target === target) {
-    steps.push({ kind: 'remove-link', id: `remove-link:${f.path}:${r.loop}`, description: `remove ${f.path} (it points at our ${target})`, destructive: true, path: f.path, target });
+    steps.push({
+      kind: 'remove-link', id: `remove-link:${f.path}:${r.loop}`, description: `remove ${f.path} (it points at our ${target})`, destructive: true, path: f.path, target,
+      evidence: seen(`${f.path} points at our ${target}`, `readlink ${f.path}`),
+    });
   } else {
     notes.push(`${f.path} does not point at ${target}: left as it is`);
   }
@@ -152,10 +180,16 @@ function planRelease(f: PlaceholderFacts, why: string): Plan<PlaceholderStep> {
   const backing = attachedTo(f, r.loop);
   if (backing !== undefined && !isOurs(f, backing)) notes.push(`${r.loop} is attached to ${backing ?? 'nothing'}, which we did not attach: not detaching it`);
   for (const loop of ours) {
-    steps.push({ kind: 'detach-loop', id: `detach-loop:${loop}:${f.pv}`, description: `detach ${devOf(loop)} (backed by our image)`, destructive: true, loop, image: r.image });
+    steps.push({
+      kind: 'detach-loop', id: `detach-loop:${loop}:${f.pv}`, description: `detach ${devOf(loop)} (backed by our image)`, destructive: true, loop, image: r.image,
+      evidence: seen(`${devOf(loop)} is backed by our image ${f.image.seenByCommandsAs}`, 'losetup --list --json'),
+    });
   }
   if (f.image.size !== null) {
-    steps.push({ kind: 'delete-image', id: `delete-image:${f.pv}`, description: `delete the image ${r.image}`, destructive: true, image: r.image });
+    steps.push({
+      kind: 'delete-image', id: `delete-image:${f.pv}`, description: `delete the image ${r.image}`, destructive: true, image: r.image,
+      evidence: seen(`${r.image} is the image recorded for PV ${f.pv}`, `the placeholder record of PV ${f.pv}`),
+    });
   }
   steps.push({ kind: 'delete-record', id: `delete-record:${f.pv}`, description: `forget the placeholder of PV ${f.pv}`, destructive: false, pv: f.pv });
   const udev = f.sightings.length > 0 ? '; if the by-id link does not come back by itself, run `udevadm trigger --action=add` for the disk' : '';

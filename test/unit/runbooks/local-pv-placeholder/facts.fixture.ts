@@ -11,6 +11,7 @@ export const IMAGE = '/var/lib/volume-medic/placeholders/local-pv-1.img';
 export function lostDisk(overrides: Partial<PlaceholderFacts> = {}): PlaceholderFacts {
   return {
     action: 'place',
+    release: { by: 'detector', force: false, asked: 'npd: LocalDiskLost cleared on worker-1' },
     jobId: 'lpv_local-pv-1_0123456789ab',
     observedAt: '2025-01-01T00:00:00.000Z',
     node: 'worker-1',
@@ -55,3 +56,11 @@ export function placed(overrides: Partial<PlaceholderFacts> = {}): PlaceholderFa
     ...overrides,
   });
 }
+
+/** The real disk back: sdd has the WWN in sysfs, and udev's by-id links lead to it. */
+export const DISK_BACK: Pick<PlaceholderFacts, 'sightings'> = {
+  sightings: [
+    { device: '/dev/sdd', via: '/sys/block/sdd' },
+    { device: '/dev/sdd', via: `/dev/disk/by-id/scsi-3${WWN}` },
+  ],
+};

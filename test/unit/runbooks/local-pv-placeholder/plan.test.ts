@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { Plan } from '../../../../workers/engine/runbook.ts';
 import { pickLoop, plan } from '../../../../workers/runbooks/local-pv-placeholder/plan.ts';
 import type { PlaceholderStep } from '../../../../workers/runbooks/local-pv-placeholder/step.ts';
-import { IMAGE, PATH, WWN, lostDisk, placed, recordFor } from './facts.fixture.ts';
+import { DISK_BACK, IMAGE, PATH, WWN, lostDisk, placed, recordFor } from './facts.fixture.ts';
 
 const kinds = (p: Plan<PlaceholderStep>): string[] => (p.kind === 'steps' ? p.steps.map((s) => s.kind) : []);
 const reasons = (p: Plan<PlaceholderStep>): string => (p.kind === 'refuse' ? p.reasons.join(' ') : `not refused: ${p.kind}`);
@@ -91,9 +91,14 @@ describe('a second job for the same PV', () => {
   });
 
   it('releases the placeholder when the disk with the same WWN is back', () => {
-    const p = plan(placed({ sightings: [{ device: '/dev/sdd', via: '/sys/block/sdd' }], disksPresent: ['5000c500aaaaaaaa', WWN] }));
+    const p = plan(placed({ ...DISK_BACK, disksPresent: ['5000c500aaaaaaaa', WWN] }));
     expect(kinds(p)).toEqual(['remove-link', 'detach-loop', 'delete-image', 'delete-record']);
     expect(p.kind === 'steps' && p.summary).toMatch(/is back.*\/dev\/sdd/);
+  });
+
+  it('keeps the placeholder while the disk is seen in sysfs but no by-id link leads to it yet', () => {
+    const p = plan(placed({ sightings: [{ device: '/dev/sdd', via: '/sys/block/sdd' }], disksPresent: ['5000c500aaaaaaaa', WWN] }));
+    expect(reasons(p)).toMatch(/not true that a \/dev\/disk\/by-id link of WWN 5000c500a1b2c3d4 leads to it .*points at \/dev\/loop101 \(a loop device: our placeholder\)/);
   });
 
   it('reports that the PV must be recreated when a disk with a new WWN appeared instead', () => {
@@ -116,12 +121,51 @@ describe('a second job for the same PV', () => {
 });
 
 describe('releasing a placeholder', () => {
-  const release = { action: 'release' as const };
+  /** A detector's release (NPD's condition cleared) on a node where the disk is back. */
+  const release = { action: 'release' as const, ...DISK_BACK };
 
   it('removes our link, detaches our loop device, deletes the image and the record', () => {
     const p = plan(placed(release));
     expect(kinds(p)).toEqual(['remove-link', 'detach-loop', 'delete-image', 'delete-record']);
     expect(step(p, 'detach-loop')).toMatchObject({ loop: 'loop101', destructive: true });
+  });
+
+  it('gives every destructive step the evidence that the disk is back and that the object is ours', () => {
+    const p = plan(placed(release));
+    const claims = (k: string) => (p.kind === 'steps' ? p.steps.find((s) => s.kind === k)?.evidence ?? [] : []).map((e) => `${e.status} ${e.claim}`);
+    for (const k of ['remove-link', 'detach-loop', 'delete-image']) {
+      expect(claims(k)).toEqual(expect.arrayContaining(['holds a block device with WWN 5000c500a1b2c3d4 is present, and it is not a loop device', 'holds a /dev/disk/by-id link of WWN 5000c500a1b2c3d4 leads to it']));
+    }
+    expect(claims('detach-loop')).toContain(`holds /dev/loop101 is backed by our image ${IMAGE}`);
+  });
+
+  it('keeps the placeholder when the detector says the disk is back but the node does not show it, naming what is missing', () => {
+    const p = plan(placed({ action: 'release' }));
+    expect(p.kind).toBe('refuse');
+    expect(reasons(p)).toMatch(/the disk of PV local-pv-1 is not back, so its placeholder stays: not true that a block device with WWN 5000c500a1b2c3d4 is present.*no block device with WWN 5000c500a1b2c3d4.*points at \/dev\/loop101 \(a loop device: our placeholder\).*release it with force/);
+  });
+
+  it('treats a release job from before the field existed as a detector’s: verified', () => {
+    const { release: _r, ...facts } = placed({ action: 'release' });
+    expect(plan({ ...facts, release: { by: 'detector', force: false, asked: '' } }).kind).toBe('refuse');
+  });
+
+  it('never counts a loop device with that WWN as the disk', () => {
+    const p = plan(placed({ action: 'release', sightings: [{ device: '/dev/loop7', via: '/sys/block/loop7' }, { device: '/dev/loop7', via: `/dev/disk/by-id/scsi-3${WWN}` }] }));
+    expect(p.kind).toBe('refuse');
+  });
+
+  it('releases on the disk that udev linked back at the PV’s own path, leaving that link alone', () => {
+    const p = plan(placed({ action: 'release', sightings: [{ device: '/dev/sdd', via: '/sys/block/sdd' }], pathState: { kind: 'link', target: '../../sdd', resolvesTo: '/dev/sdd', resolvedType: 'block' } }));
+    expect(kinds(p)).toEqual(['detach-loop', 'delete-image', 'delete-record']);
+  });
+
+  it('releases on an operator’s forced request without the disk, and says so in the evidence', () => {
+    const p = plan(placed({ action: 'release', release: { by: 'operator', force: true, asked: 'api: release of the placeholder of PV local-pv-1 forced by alice: disk replaced' } }));
+    expect(kinds(p)).toEqual(['remove-link', 'detach-loop', 'delete-image', 'delete-record']);
+    const ev = p.kind === 'steps' ? p.steps.find((s) => s.kind === 'detach-loop')?.evidence : [];
+    expect(ev?.[0]).toMatchObject({ claim: 'an operator forced the release without the disk check', status: 'holds', detail: expect.stringMatching(/forced by alice: disk replaced/) });
+    expect(p.kind === 'steps' && p.summary).toMatch(/release forced by an operator/);
   });
 
   it('never detaches a loop device backed by a file it did not create', () => {
@@ -132,6 +176,7 @@ describe('releasing a placeholder', () => {
 
   it('leaves the link alone when it no longer points at our loop device', () => {
     const p = plan(placed({ ...release, pathState: { kind: 'link', target: '../../sdd', resolvesTo: '/dev/sdd', resolvedType: 'block' } }));
+    expect(p.kind).toBe('steps');
     expect(kinds(p)).not.toContain('remove-link');
   });
 
