@@ -278,6 +278,9 @@ describe.skipIf(skipReason !== null)('rbd-stale-mapping on a real kernel RBD cli
       runbook: 'rbd-unmap',
       key: 'rbdu_kube_csi-vol-nocli_lab0000001',
       target: { node: 'lab-node', pool: POOL, image: NOCLI, watcher: watcher! },
+      // The cluster half always names the PVC it found; without one the node half refuses
+      // (a pod here still using the image could not be ruled out).
+      claim: { namespace: 'shop', name: 'nocli-data' },
       evidence: [{ source: 'api', summary: 'lab', raw: {} }],
     };
     const handler = createRbdUnmap({ host: withoutRbdCli(guestHost(vm, stats, STATE_DIR)), stateDir: STATE_DIR, pods, policy: { busyDelayMs: 500 } });
