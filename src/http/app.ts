@@ -7,6 +7,7 @@ import { healthRoutes } from './routes/health.ts';
 import { jobRoutes } from './routes/jobs.ts';
 import { webhookRoutes, type WebhookDeps } from './routes/webhooks.ts';
 import { controlRoutes } from './routes/controls.ts';
+import { placeholderRoutes } from './routes/placeholders.ts';
 import { uiRoutes } from './routes/ui.ts';
 import type { OperatorActions } from '../controls/operator-actions.ts';
 import type { Queue } from 'bullmq';
@@ -50,6 +51,7 @@ export function createApp(deps: AppDeps): Express {
   if (deps.controls) app.use(uiRoutes({ redis: deps.redis, prefix: deps.prefix, tokens: deps.tokens, queue: deps.controls.queue, controls: deps.controls.actions, write: deps.controls.dashboardWrite }));
   app.use(jobRoutes(deps.reader));
   if (deps.controls) app.use(controlRoutes(deps.controls.actions));
+  if (deps.controls) app.use(placeholderRoutes({ dispatcher: deps.dispatcher, audit: deps.controls.actions.store, retryAfterSeconds: deps.retryAfterSeconds }));
   app.use((_req, res) => res.status(404).json({ error: 'no such route' }));
   app.use(errorHandler(deps.log, (path, outcome) => {
     const source = SOURCE_OF[path];
