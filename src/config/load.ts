@@ -54,6 +54,7 @@ const ENV: Record<string, [keyof Config, (v: string) => unknown]> = {
   HOST_ROOT: ['hostRoot', (v) => v],
   HOST_NSENTER: ['hostNsenter', (v) => (v === 'true' || v === '1' ? true : v === 'false' || v === '0' ? false : v)],
   PLACEHOLDER_OPT_IN_LABEL: ['placeholderOptInLabel', (v) => v],
+  PLACEHOLDER_CHECK_SECONDS: ['placeholderCheckSeconds', (v) => v],
   NODE_LABELS: ['nodeLabels', labels],
   RESIDUAL_MAX_MAPS_PER_JOB: ['residualMaxMapsPerJob', (v) => v],
   RESIDUAL_RELEASE_QUEUED_IO: ['residualReleaseQueuedIo', (v) => v],

@@ -1,4 +1,5 @@
 import { DelayedError, Worker, UnrecoverableError, type Job } from 'bullmq';
+import type { Redis } from 'ioredis';
 import { RemediationJob, type RunbookName } from '../../src/catalogue/jobs.ts';
 import { recordFinished } from '../../src/catalogue/job-stats.ts';
 import type { Mode, RunbookResult } from '../../src/catalogue/result.ts';
@@ -40,6 +41,8 @@ const DEFAULT_RECHECK_MS = 30_000;
 
 export interface RunbookWorker {
   worker: Worker;
+  /** The worker's command connection (not the blocking one): the agent's own checks enqueue on it, no third connection. */
+  connection: Redis;
   close(): Promise<void>;
 }
 
@@ -156,6 +159,7 @@ export function createRunbookWorker(opts: RunbookWorkerOptions): RunbookWorker {
   let closing: Promise<void> | undefined;
   return {
     worker,
+    connection,
     close: () => (closing ??= (async () => {
       shutdown.abort();
       // Waits for the running job to finish its current step; BullMQ keeps its lock meanwhile.

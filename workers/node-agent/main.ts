@@ -3,12 +3,15 @@ import { KubeLookups } from '../../src/kube/api/kube-lookups.ts';
 import { JobEventRecorder } from '../../src/kube/job-events.ts';
 import { createLogger } from '../../src/observability/logger.ts';
 import { runMain } from '../../src/process/run-main.ts';
+import { Dispatcher } from '../../src/queues/dispatcher.ts';
+import { createRealHost } from '../host/index.ts';
 import { createNodeAgent } from './agent.ts';
 import { agentKubeApis } from './kube-apis.ts';
 import { KubeAttachedVolumes } from './kube-attached-volumes.ts';
 import { KubeNodeLabels } from './kube-node-labels.ts';
 import { KubeNodePods } from './kube-node-pods.ts';
 import { defaultNodeRegistry } from './registry.ts';
+import { startSelfChecks } from './self-checks.ts';
 
 // `npm run node-agent`: the node agent, configured from the environment. Refuses to start
 // without NODE_NAME (in a DaemonSet it comes from spec.nodeName). On SIGTERM it finishes the
@@ -27,6 +30,23 @@ await runMain(log, async (config) => {
   const nodeLabels = lookups ? new KubeNodeLabels(lookups) : undefined;
   const deps = lookups && nodeLabels ? { nodeLabels, attachedVolumes: new KubeAttachedVolumes(lookups), nodePods: new KubeNodePods(lookups) } : {};
   const agent = createNodeAgent({ config, registry: defaultNodeRegistry(config, log, deps), log: log.child({ node: config.nodeName }), ...(nodeLabels ? { nodeLabels } : {}), ...(events ? { events } : {}) });
+  // What the agent notices by itself (a placeholder's disk back, an interrupted cleanup) goes on
+  // its own queue through the worker's command connection: no third connection per node.
+  const dispatcher = new Dispatcher(agent.connection, { prefix: config.queuePrefix, timeoutMs: config.enqueueTimeoutMs });
+  const checks = startSelfChecks({
+    node: config.nodeName,
+    host: createRealHost({ root: config.hostRoot, nsenter: config.hostNsenter }),
+    stateDir: config.stateDir,
+    enqueue: (jobs) => dispatcher.enqueue(jobs),
+    intervalMs: config.placeholderCheckSeconds * 1000,
+    log: log.child({ node: config.nodeName, component: 'self-checks' }),
+  });
   log.info({ node: config.nodeName, defaultMode: config.defaultMode, modes: config.runbookModes, labels: inCluster ? 'api-server' : 'NODE_LABELS' }, 'node agent started');
-  return agent;
+  return {
+    close: async () => {
+      checks.stop();
+      await dispatcher.close();
+      await agent.close();
+    },
+  };
 });

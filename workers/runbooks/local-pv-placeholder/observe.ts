@@ -33,8 +33,8 @@ async function pathState(host: Host, path: string): Promise<PathState> {
   return { kind: 'link', target, resolvesTo: end.path, resolvedType: end.info?.type ?? null };
 }
 
-/** WWN per disk from sysfs: SCSI disks, NVMe namespaces and multipath maps. */
-async function sysfsDisks(host: Host): Promise<Map<string, string>> {
+/** WWN per disk from sysfs: SCSI disks, NVMe namespaces and multipath maps (never loop devices). */
+export async function sysfsDisks(host: Host): Promise<Map<string, string>> {
   const disks = new Map<string, string>();
   for (const name of await host.list('/sys/block')) {
     let wwn: string | null = null;
