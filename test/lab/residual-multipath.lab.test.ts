@@ -21,7 +21,7 @@ import { createResidualMultipathCleanup } from '../../workers/runbooks/residual-
 import { RefusedError } from '../../workers/engine/errors.ts';
 import { ParkedError } from '../../workers/engine/gate.ts';
 import { labSkipReason } from './image.ts';
-import { failPaths, listMaps, pathStates, type GuestMap } from './scsi-debug-scenario.ts';
+import { createQueueingScsiDebugMaps, failPaths, listMaps, type GuestMap } from './scsi-debug-scenario.ts';
 import { createIscsiLab, removeLun, type IscsiLun } from './iscsi-scenario.ts';
 import { guestHost } from './guest-host.ts';
 import { waitInGuest } from './guest-wait.ts';
@@ -87,19 +87,7 @@ describe.skipIf(skipReason !== null)('residual-multipath-cleanup on a real kerne
     timings['boot to ready'] = `${vm.bootMs} ms`;
     t = performance.now();
     // Queue forever on a dead map, as iSCSI/FC CSI set-ups commonly do: the probe must hang.
-    await vm.runOk(`printf 'overrides {\\n\\tno_path_retry queue\\n}\\n' >> /etc/multipath.conf && multipathd reconfigure`);
-    await vm.runOk(['modprobe', 'scsi_debug', 'dev_size_mb=16', 'num_tgts=4', 'add_host=3', 'vpd_use_hostno=0']);
-    await vm.runOk(['udevadm', 'settle', '--timeout=60'], { timeoutMs: 70_000 });
-    const deadline = Date.now() + 120_000;
-    let maps: GuestMap[] = [];
-    for (;;) {
-      maps = (await listMaps(vm)).filter((m) => /scsi_debug/.test(m.uuid) && m.paths.length === 3);
-      const states = await pathStates(vm);
-      if (maps.length === 4 && maps.every((m) => m.paths.every((p) => states.get(p)?.dm === 'active'))) break;
-      if (Date.now() > deadline) throw new Error(`expected 4 scsi_debug maps with 3 active paths: ${JSON.stringify(maps)}\n${(await vm.run(['multipath', '-ll'])).stdout}`);
-      await new Promise((r) => setTimeout(r, 500));
-    }
-    maps.sort((a, b) => a.uuid.localeCompare(b.uuid));
+    const maps = await createQueueingScsiDebugMaps(vm, 4);
     [dead, degraded, healthy, deadMounted] = maps as [GuestMap, GuestMap, GuestMap, GuestMap];
     await vm.runOk(`set -e; mkfs.ext4 -q /dev/mapper/${healthy.name}; mkdir -p /mnt/healthy; mount /dev/mapper/${healthy.name} /mnt/healthy; echo data > /mnt/healthy/file; sync`);
     await vm.runOk(`set -e; mkfs.ext4 -q /dev/mapper/${deadMounted.name}; mkdir -p /mnt/stale; mount /dev/mapper/${deadMounted.name} /mnt/stale; sync`);

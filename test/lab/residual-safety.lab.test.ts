@@ -18,7 +18,7 @@ import { InMemoryAttachedVolumes } from '../../workers/runbooks/residual-multipa
 import { createResidualMultipathCleanup } from '../../workers/runbooks/residual-multipath-cleanup/handler.ts';
 import { labSkipReason } from './image.ts';
 import { guestHost } from './guest-host.ts';
-import { failPaths, listMaps, pathStates, restorePaths, type GuestMap } from './scsi-debug-scenario.ts';
+import { createQueueingScsiDebugMaps, failPaths, listMaps, restorePaths, type GuestMap } from './scsi-debug-scenario.ts';
 import { bootLabVm, type LabVm } from './vm.ts';
 
 const skipReason = labSkipReason();
@@ -70,19 +70,7 @@ describe.skipIf(skipReason !== null)('issue 19 on a real kernel: live I/O throug
 
   beforeAll(async () => {
     vm = await bootLabVm({ log });
-    await vm.runOk(`printf 'overrides {\\n\\tno_path_retry queue\\n}\\n' >> /etc/multipath.conf && multipathd reconfigure`);
-    await vm.runOk(['modprobe', 'scsi_debug', 'dev_size_mb=16', 'num_tgts=2', 'add_host=3', 'vpd_use_hostno=0']);
-    await vm.runOk(['udevadm', 'settle', '--timeout=60'], { timeoutMs: 70_000 });
-    const deadline = Date.now() + 120_000;
-    let maps: GuestMap[] = [];
-    for (;;) {
-      maps = (await listMaps(vm)).filter((m) => /scsi_debug/.test(m.uuid) && m.paths.length === 3);
-      const states = await pathStates(vm);
-      if (maps.length === 2 && maps.every((m) => m.paths.every((p) => states.get(p)?.dm === 'active'))) break;
-      if (Date.now() > deadline) throw new Error(`expected 2 scsi_debug maps with 3 active paths: ${JSON.stringify(maps)}`);
-      await sleep(500);
-    }
-    maps.sort((a, b) => a.uuid.localeCompare(b.uuid));
+    const maps = await createQueueingScsiDebugMaps(vm, 2);
     [live, doomed] = maps as [GuestMap, GuestMap];
     log(`[residual-safety] live I/O on ${live.name} ${live.dm} ${live.paths.join(',')}; doomed ${doomed.name} ${doomed.dm} ${doomed.paths.join(',')}`);
   }, 10 * 60_000);

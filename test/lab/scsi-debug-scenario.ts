@@ -64,6 +64,25 @@ export async function createScsiDebugMap(vm: LabVm, { hosts = 3, sizeMb = 64 } =
 }
 
 /**
+ * Makes every dead map queue I/O forever (`no_path_retry queue`, as iSCSI/FC CSI set-ups commonly
+ * do: a probe of a dead map hangs), loads scsi_debug with `count` targets behind 3 hosts, and waits
+ * for multipathd to build `count` maps with 3 active paths each. Returns them sorted by uuid.
+ */
+export async function createQueueingScsiDebugMaps(vm: LabVm, count: number): Promise<GuestMap[]> {
+  await vm.runOk(`printf 'overrides {\\n\\tno_path_retry queue\\n}\\n' >> /etc/multipath.conf && multipathd reconfigure`);
+  await vm.runOk(['modprobe', 'scsi_debug', 'dev_size_mb=16', `num_tgts=${count}`, 'add_host=3', 'vpd_use_hostno=0']);
+  await vm.runOk(['udevadm', 'settle', '--timeout=60'], { timeoutMs: 70_000 });
+  const deadline = Date.now() + 120_000;
+  for (;;) {
+    const maps = (await listMaps(vm)).filter((m) => /scsi_debug/.test(m.uuid) && m.paths.length === 3);
+    const states = await pathStates(vm);
+    if (maps.length === count && maps.every((m) => m.paths.every((p) => states.get(p)?.dm === 'active'))) return maps.sort((a, b) => a.uuid.localeCompare(b.uuid));
+    if (Date.now() > deadline) throw new Error(`expected ${count} scsi_debug maps with 3 active paths: ${JSON.stringify(maps)}\n${(await vm.run(['multipath', '-ll'])).stdout}`);
+    await new Promise((r) => setTimeout(r, 500));
+  }
+}
+
+/**
  * Sets the SCSI device state of each path to offline and waits until multipathd shows all three
  * columns of it: `failed faulty offline`. Waiting for `failed faulty` alone races: when I/O fails
  * on the path first, the kernel fails it in the map and multipathd marks it faulty from the dm
