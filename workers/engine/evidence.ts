@@ -32,14 +32,20 @@ export function evidenceProblems(items: readonly StepEvidence[], now: Date, maxA
   const out: string[] = [];
   for (const e of items) {
     const seen = Date.parse(e.observedAt);
-    if (e.status === 'fails') out.push(`not true that ${e.claim} (${e.source}${e.detail ? `: ${e.detail}` : ''})`);
-    else if (e.status === 'missing') out.push(`no evidence that ${e.claim} (${e.source}${e.detail ? `: ${e.detail}` : ''})`);
-    else if (e.status === 'contradicted') out.push(`contradictory evidence about whether ${e.claim} (${e.source}${e.detail ? `: ${e.detail}` : ''})`);
+    const where = `(${e.source}${e.detail ? `: ${e.detail}` : ''})`;
+    if (e.status === 'fails') out.push(`not true that ${e.claim} ${where}`);
+    else if (e.status === 'missing') out.push(`no evidence that ${e.claim} ${where}`);
+    else if (e.status === 'contradicted') out.push(`contradictory evidence about whether ${e.claim} ${where}`);
     else if (Number.isNaN(seen)) out.push(`the evidence that ${e.claim} has no readable time (${e.observedAt})`);
     else if (seen - now.getTime() > FUTURE_SLACK_MS) out.push(`the evidence that ${e.claim} is dated ${e.observedAt}, in the future`);
     else if (now.getTime() - seen > maxAgeMs) out.push(`the evidence that ${e.claim} is stale: observed ${seconds(now.getTime() - seen)} ago (${e.source}), the limit is ${seconds(maxAgeMs)}`);
   }
   return out;
+}
+
+/** A plan's reasons to leave something alone, from the evidence it just observed (nothing is stale at plan time). */
+export function planProblems(items: readonly StepEvidence[], observedAt: string): string[] {
+  return evidenceProblems(items, new Date(observedAt), Number.POSITIVE_INFINITY);
 }
 
 /** When every persistent claim will have held long enough, or undefined when they all have. */

@@ -5,7 +5,7 @@ import { createAuditHost } from '../host/audit-host.ts';
 import type { RunbookContext } from '../runbooks/registry.ts';
 import { PermanentError, RefusedError } from './errors.ts';
 import { ParkedError, type GateDecision } from './gate.ts';
-import { DEFAULT_EVIDENCE_MAX_AGE_MS, describeEvidence, judgeEvidence } from './evidence.ts';
+import { describeEvidence, judgeEvidence } from './evidence.ts';
 import { Journal } from './journal.ts';
 import type { PlannedStep, RunbookDefinition, Verification } from './runbook.ts';
 import { RunbookFailedError } from './runbook-failed-error.ts';
@@ -119,7 +119,7 @@ export async function runRunbook<R extends RunbookName, F, S extends PlannedStep
         await journal?.markDone(step.id);
       } else {
         // Unknown means refuse: a destructive step runs only on positive, fresh, mature evidence.
-        const judged = judgeEvidence(step, now(), def.evidenceMaxAgeMs ?? DEFAULT_EVIDENCE_MAX_AGE_MS);
+        const judged = judgeEvidence(step, now());
         if (judged.kind === 'refuse') {
           steps.pop();
           ctx.log.warn({ jobId: ctx.jobId, step: step.id, reasons: judged.reasons }, 'step refused: its evidence does not hold');

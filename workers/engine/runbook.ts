@@ -52,8 +52,6 @@ export interface Verification {
 
 export interface RunbookDefinition<R extends RunbookName, F, S extends PlannedStep> {
   runbook: R;
-  /** Evidence older than this at a destructive step is stale; default DEFAULT_EVIDENCE_MAX_AGE_MS. */
-  evidenceMaxAgeMs?: number;
   observe(job: JobOf<R>, host: Host): Promise<F>;
   plan(facts: F, job: JobOf<R>): Plan<S>;
   steps: StepExecutor<S>;

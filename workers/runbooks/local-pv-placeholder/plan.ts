@@ -1,5 +1,5 @@
 import type { StepEvidence } from '../../../src/catalogue/step-evidence.ts';
-import { evidenceProblems } from '../../engine/evidence.ts';
+import { planProblems } from '../../engine/evidence.ts';
 import type { Plan } from '../../engine/runbook.ts';
 import { diskBackEvidence, operatorForceEvidence } from './disk-back.ts';
 import type { PlaceholderFacts } from './facts.ts';
@@ -46,7 +46,7 @@ export function plan(f: PlaceholderFacts): Plan<PlaceholderStep> {
     if (f.release.by === 'operator' && f.release.force) return planRelease(f, `release forced by an operator (${f.release.asked})`, [operatorForceEvidence(f)]);
     if (!f.record) return nothing(`release requested, but no placeholder is recorded for PV ${f.pv}`);
     const back = diskBackEvidence(f);
-    const missing = notPositive(back, f);
+    const missing = planProblems(back, f.observedAt);
     if (missing.length) {
       return refuse(
         `the disk of PV ${f.pv} is not back, so its placeholder stays: ${missing.join('; ')}. ` +
@@ -68,7 +68,7 @@ export function plan(f: PlaceholderFacts): Plan<PlaceholderStep> {
   if (f.record) {
     if (f.sightings.length > 0) {
       const back = diskBackEvidence(f);
-      const missing = notPositive(back, f);
+      const missing = planProblems(back, f.observedAt);
       if (missing.length) return refuse(`a disk with WWN ${f.wwn} is seen (${seenAs}) but is not shown back: ${missing.join('; ')}; the placeholder stays until it is`);
       return planRelease(f, `the disk with WWN ${f.wwn} is back: ${seenAs}`, back);
     }
@@ -155,8 +155,6 @@ function planPlace(f: PlaceholderFacts, recorded: PlaceholderRecord): Plan<Place
   return { kind: 'steps', summary: `placeholder for PV ${f.pv}: ${f.path} -> ${target}, a ${PLACEHOLDER_BYTES}-byte loop device`, steps };
 }
 
-/** Evidence items that are not positive, as reasons (no age limit at plan time). */
-const notPositive = (items: readonly StepEvidence[], f: PlaceholderFacts): string[] => evidenceProblems(items, new Date(f.observedAt), Number.POSITIVE_INFINITY);
 
 /** `basis`: what allows the release at all (the disk is back, or an operator forced it), on every destructive step. */
 function planRelease(f: PlaceholderFacts, why: string, basis: StepEvidence[]): Plan<PlaceholderStep> {

@@ -1,6 +1,6 @@
 import { idempotencyKey } from '../../../src/catalogue/keys.ts';
 import type { RbdStaleMappingJob, RbdUnmapJob } from '../../../src/catalogue/jobs.ts';
-import { evidenceProblems } from '../../engine/evidence.ts';
+import { planProblems } from '../../engine/evidence.ts';
 import type { Plan } from '../../engine/runbook.ts';
 import { fenceEvidence } from './fence-evidence.ts';
 import { OUT_OF_SERVICE_TAINT, type StaleMappingFacts } from './facts.ts';
@@ -102,7 +102,7 @@ export function plan(f: StaleMappingFacts, job: RbdStaleMappingJob): Plan<StaleM
     const evidence = fenceEvidence(f, w);
     // Unknown means refuse: the engine would refuse this step on the same items; refusing here
     // keeps the job all or nothing (no node half handed over next to a fence that cannot run).
-    const problems = evidenceProblems(evidence, new Date(f.observedAt), Number.POSITIVE_INFINITY);
+    const problems = planProblems(evidence, f.observedAt);
     if (problems.length > 0) {
       reasons.push(`not fencing ${w.address} (watcher of ${spec}): ${problems.join('; ')}`);
       continue;

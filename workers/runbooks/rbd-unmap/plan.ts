@@ -1,4 +1,4 @@
-import { evidenceProblems } from '../../engine/evidence.ts';
+import { planProblems } from '../../engine/evidence.ts';
 import type { Plan } from '../../engine/runbook.ts';
 import { classify, describeHolder, podUidOfKubeletPath, type ClassifyContext } from './classify.ts';
 import type { UnmapFacts } from './facts.ts';
@@ -41,7 +41,7 @@ export function plan(f: UnmapFacts): Plan<UnmapStep> {
     // which is the order kubelet tears them down in; within each, a nested mount before its base.
     const evidence = deviceEvidence(f, m, c);
     // Unknown means refuse: the engine would refuse the steps on these same items.
-    const problems = evidenceProblems(evidence, new Date(f.observedAt), Number.POSITIVE_INFINITY);
+    const problems = planProblems(evidence, f.observedAt);
     if (problems.length > 0) reasons.push(`not touching ${dev}: ${problems.join('; ')}`);
     const isPodMount = (p: string): number => (podUidOfKubeletPath(ctx.kubeletRoot, p) === null ? 1 : 0);
     const stale = c.mounts.filter((x) => x.host && x.class === 'stale')

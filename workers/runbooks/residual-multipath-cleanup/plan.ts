@@ -1,5 +1,5 @@
 import type { StepEvidence } from '../../../src/catalogue/step-evidence.ts';
-import { evidenceProblems } from '../../engine/evidence.ts';
+import { planProblems } from '../../engine/evidence.ts';
 import type { Plan } from '../../engine/runbook.ts';
 import type { IntentFacts, MapFacts, ResidualFacts } from './facts.ts';
 import { intentPath, type IntentRecord } from './intents.ts';
@@ -42,8 +42,7 @@ export interface PlanContext {
 const devList = (m: MapFacts): string[] => m.paths.map((p) => p.dev).filter((d): d is string => d !== null);
 const pathText = (m: MapFacts): string =>
   m.paths.map((p) => `${p.dev ?? '-'} ${p.dmState} ${p.checkerState}${p.onlineState ? ` ${p.onlineState}` : ''}`).join(', ');
-/** Reasons from evidence as observed: never stale at plan time, so no age limit here. */
-const reasonsOf = (items: readonly StepEvidence[], f: ResidualFacts): string[] => evidenceProblems(items, new Date(f.observedAt), Number.POSITIVE_INFINITY);
+const reasonsOf = (items: readonly StepEvidence[], f: ResidualFacts): string[] => planProblems(items, f.observedAt);
 
 /** Every evidence item of a map whose paths are all dead (empty reasons: it is residual). */
 export function mapEvidence(m: MapFacts, f: ResidualFacts, policy: ResidualPolicy): StepEvidence[] {
