@@ -304,7 +304,7 @@ export async function observe(job: ResidualMultipathJob, host: Host, deps: Obser
   // This job is one more observation of the dead maps (a map with a live path starts over).
   const now = deps.now().toISOString();
   const counted = recordSightings(observations.observations, dead.map((m) => normalizeWwid(m.wwid)), now, bootId);
-  const alive = new Set(openers.size ? [...openers.values()].flat().map((o) => o.pid) : []);
+  const alive = new Set([...openers.values()].flat().map((o) => o.pid));
   counted.stuckProbes = [
     ...observations.observations.stuckProbes.filter((p) => p.bootId === bootId && alive.has(p.pid)),
     ...stuckNow.map((p) => ({ ...p, at: now, bootId })),

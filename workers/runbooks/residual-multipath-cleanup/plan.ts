@@ -1,7 +1,7 @@
 import type { StepEvidence } from '../../../src/catalogue/step-evidence.ts';
 import { planProblems } from '../../engine/evidence.ts';
 import type { Plan } from '../../engine/runbook.ts';
-import type { IntentFacts, MapFacts, ResidualFacts } from './facts.ts';
+import type { MapFacts, ResidualFacts } from './facts.ts';
 import { intentPath, type IntentRecord } from './intents.ts';
 import { cheapEvidence, orphanEvidence, persistenceEvidence, probeEvidence } from './map-evidence.ts';
 import { isDeadPath } from './multipath-ll.ts';
@@ -150,7 +150,7 @@ function closeIntent(wwid: string, map: string, ctx: PlanContext, why: string): 
 /** What to do about intent records whose map is gone: finish deleting their disks, or forget them. */
 function planIntents(f: ResidualFacts, policy: ResidualPolicy, ctx: PlanContext, notes: string[], held: string[]): ResidualStep[] {
   const steps: ResidualStep[] = [];
-  for (const i of f.intents as IntentFacts[]) {
+  for (const i of f.intents) {
     const r = i.record;
     if (i.mapPresent) continue; // the map itself is assessed like any other
     const path = intentPath(ctx.stateDir, r.wwid);
