@@ -1,6 +1,5 @@
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
-import type { LocalPvPlaceholderJob } from '../../../src/catalogue/jobs.ts';
 import type { Mode } from '../../../src/catalogue/result.ts';
 import type { StepEvidence } from '../../../src/catalogue/step-evidence.ts';
 import { RefusedError } from '../../../workers/engine/errors.ts';
@@ -10,6 +9,7 @@ import { runRunbook } from '../../../workers/engine/run-runbook.ts';
 import type { Plan, PlannedStep, RunbookDefinition } from '../../../workers/engine/runbook.ts';
 import { FakeHost } from '../../../workers/host/fake-host.ts';
 import type { RunbookContext } from '../../../workers/runbooks/registry.ts';
+import { toyJob } from './toy-job.ts';
 
 // Unknown means refuse, once, in the engine: a destructive step runs only on positive, fresh,
 // mature evidence; everything else is refused (or waits) with a reason that names what is missing.
@@ -70,14 +70,7 @@ describe('judging a step’s evidence', () => {
 });
 
 type Step = PlannedStep & { file: string };
-const job: LocalPvPlaceholderJob = {
-  version: 1,
-  key: 'lpv_test_0123456789ab',
-  runbook: 'local-pv-placeholder',
-  action: 'place',
-  target: { node: 'worker-1', pv: 'pv-1', path: '/dev/disk/by-id/wwn-0x5000c500a1b2c3d4' },
-  evidence: [{ source: 'api', summary: 'test', raw: {} }],
-};
+const job = toyJob;
 
 function toy(evidence: StepEvidence[] | undefined): RunbookDefinition<'local-pv-placeholder', object, Step> {
   const planned: Plan<Step> = { kind: 'steps', summary: 'wipe b', steps: [{ ...step(evidence), file: '/work/b' }] };

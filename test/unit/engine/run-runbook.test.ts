@@ -1,6 +1,5 @@
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
-import type { LocalPvPlaceholderJob } from '../../../src/catalogue/jobs.ts';
 import type { Mode } from '../../../src/catalogue/result.ts';
 import { RefusedError } from '../../../workers/engine/errors.ts';
 import { runRunbook } from '../../../workers/engine/run-runbook.ts';
@@ -9,19 +8,13 @@ import type { Plan, PlannedStep, RunbookDefinition } from '../../../workers/engi
 import { expectOk } from '../../../workers/host/command-failed.ts';
 import { FakeHost } from '../../../workers/host/fake-host.ts';
 import type { RunbookContext } from '../../../workers/runbooks/registry.ts';
+import { toyJob } from './toy-job.ts';
 
 // The engine on a fake host: a toy runbook with one ordinary and one destructive step.
 
 type Step = PlannedStep & { file: string };
 
-const job: LocalPvPlaceholderJob = {
-  version: 1,
-  key: 'lpv_test_0123456789ab',
-  runbook: 'local-pv-placeholder',
-  action: 'place',
-  target: { node: 'worker-1', pv: 'pv-1', path: '/dev/disk/by-id/wwn-0x5000c500a1b2c3d4' },
-  evidence: [{ source: 'api', summary: 'test', raw: {} }],
-};
+const job = toyJob;
 
 const ctx = (mode: Mode): RunbookContext => ({
   jobId: job.key,
