@@ -191,7 +191,10 @@ describe('a retried job', () => {
 
 describe('dry-run', () => {
   it('shows the plan and the commands it would run, and changes nothing', async () => {
-    const before = attachedLoops();
+    // Only this test's loop devices: other test files (and other users of the machine) attach and
+    // detach their own meanwhile.
+    const ours = () => attachedLoops().filter((a) => a.backFile?.startsWith(`${root}/`));
+    const before = ours();
     const j = job();
     const result = await handler()(j, ctx(j, 'dry-run'));
     expect(result.outcome).toBe('planned');
@@ -204,7 +207,7 @@ describe('dry-run', () => {
     expect(attach?.[2]).toBe(at(`${STATE_DIR}/placeholders/local-pv-1.img`));
     expect(argvs.some((a) => a[0] === 'mknod')).toBe(true);
     expect(argvs).toContainEqual(['host:rename', expect.stringContaining('.volume-medic-tmp'), LINK]);
-    expect(attachedLoops()).toEqual(before);
+    expect(ours()).toEqual(before);
     await expect(lstat(at(LINK))).rejects.toMatchObject({ code: 'ENOENT' });
     await expect(lstat(at(STATE_DIR))).rejects.toMatchObject({ code: 'ENOENT' });
   });
@@ -217,6 +220,33 @@ describe('releasing a placeholder', () => {
     const err = await handler()(r, ctx(r)).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(RefusedError);
     expect((err as RefusedError).reasons.join()).toMatch(new RegExp(`no block device with WWN ${WWN}.*${LINK} points at /dev/${loop} \\(a loop device: our placeholder\\)`));
+    expect(ranLosetupDetach((err as RefusedError).result as RunbookResult)).toBe(false);
+    expect(attachedLoops().filter((a) => a.loop === loop)).toHaveLength(1);
+    expect(await readlink(at(LINK))).toBe(`/dev/${loop}`);
+  });
+
+  it('treats a release job stored before anyone said who asks as a detector’s: no losetup -d while the disk is missing', async () => {
+    const { loop } = await place();
+    const { release: _who, ...old } = job('release');
+    const err = await handler()(old, ctx(old)).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(RefusedError);
+    expect((err as RefusedError).reasons.join()).toMatch(new RegExp(`the disk of PV local-pv-1 is not back.*no block device with WWN ${WWN}`));
+    expect(ranLosetupDetach((err as RefusedError).result as RunbookResult)).toBe(false);
+    expect(attachedLoops().filter((a) => a.loop === loop)).toHaveLength(1);
+  });
+
+  it('keeps the placeholder while sysfs shows the disk but the by-id link still points at our loop device (udev has not run)', async () => {
+    const { loop } = await place();
+    // The kernel's half of the disk's return, without udev's: the WWN in sysfs and the device node.
+    await mkdir(at('/sys/block/sdq/device'), { recursive: true });
+    await writeFile(at('/sys/block/sdq/device/wwid'), `naa.${WWN}\n`);
+    execFileSync('mknod', [at('/dev/sdq'), 'b', '8', '240']);
+    const r = job('release');
+    const err = await handler()(r, ctx(r)).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(RefusedError);
+    const why = (err as RefusedError).reasons.join();
+    expect(why).toMatch(new RegExp(`not true that a /dev/disk/by-id link of WWN ${WWN} leads to it .*${LINK} points at /dev/${loop} \\(a loop device: our placeholder\\)`));
+    expect(why).not.toMatch(/no block device with WWN/);
     expect(ranLosetupDetach((err as RefusedError).result as RunbookResult)).toBe(false);
     expect(attachedLoops().filter((a) => a.loop === loop)).toHaveLength(1);
     expect(await readlink(at(LINK))).toBe(`/dev/${loop}`);
