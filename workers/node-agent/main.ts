@@ -44,7 +44,7 @@ await runMain(log, async (config) => {
   log.info({ node: config.nodeName, defaultMode: config.defaultMode, modes: config.runbookModes, labels: inCluster ? 'api-server' : 'NODE_LABELS' }, 'node agent started');
   return {
     close: async () => {
-      checks.stop();
+      await checks.stop();
       await dispatcher.close();
       await agent.close();
     },

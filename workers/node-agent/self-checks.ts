@@ -25,7 +25,18 @@ export interface SelfChecksOptions {
   /** Placeholder checks after the one at start; 0: at start only. */
   intervalMs: number;
   log: Logger;
+  /** Calls `tick` every `ms` until the returned function is called (tests pass their own clock). */
+  every?: Every;
 }
+
+export type Every = (ms: number, tick: () => void) => () => void;
+
+/** setInterval, not keeping the process alive for it. */
+export const everyInterval: Every = (ms, tick) => {
+  const timer = setInterval(tick, ms);
+  timer.unref();
+  return () => clearInterval(timer);
+};
 
 /** Release jobs for the placeholders whose disk (its WWN, on a device that is not a loop) is back. */
 export async function returnedDiskReleases(host: Host, stateDir: string, node: string): Promise<LocalPvPlaceholderJob[]> {
@@ -65,7 +76,14 @@ export async function interruptedCleanup(host: Host, stateDir: string, node: str
   };
 }
 
-export function startSelfChecks(opts: SelfChecksOptions): { stop: () => void; first: Promise<void> } {
+export interface SelfChecks {
+  /** The checks at start. */
+  first: Promise<void>;
+  /** No more checks; resolves once a check that is running has finished (before the queue connection closes). */
+  stop: () => Promise<void>;
+}
+
+export function startSelfChecks(opts: SelfChecksOptions): SelfChecks {
   const placeholders = async (): Promise<void> => {
     try {
       const jobs = await returnedDiskReleases(opts.host, opts.stateDir, opts.node);
@@ -86,8 +104,25 @@ export function startSelfChecks(opts: SelfChecksOptions): { stop: () => void; fi
       opts.log.warn({ err: (err as Error).message }, 'could not look for interrupted cleanups');
     }
   };
-  const first = Promise.all([intents(), placeholders()]).then(() => undefined);
-  const timer = opts.intervalMs > 0 ? setInterval(() => void placeholders(), opts.intervalMs) : undefined;
-  timer?.unref();
-  return { first, stop: () => clearInterval(timer) };
+  // One check at a time: a tick while one runs (slow sysfs, Redis timing out) is skipped, not queued.
+  let running: Promise<void> = Promise.all([intents(), placeholders()]).then(() => undefined);
+  let busy = true;
+  const first = running.finally(() => {
+    busy = false;
+  });
+  const tick = (): void => {
+    if (busy) return;
+    busy = true;
+    running = placeholders().finally(() => {
+      busy = false;
+    });
+  };
+  const cancel = opts.intervalMs > 0 ? (opts.every ?? everyInterval)(opts.intervalMs, tick) : () => {};
+  return {
+    first,
+    stop: async () => {
+      cancel();
+      await running;
+    },
+  };
 }

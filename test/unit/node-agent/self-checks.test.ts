@@ -65,14 +65,28 @@ describe('intent records of an interrupted cleanup', () => {
   });
 });
 
+/** A clock for the interval: the test fires the ticks, nothing sleeps. */
+function manualEvery() {
+  const timers: Array<{ ms: number; tick: () => void; stopped: boolean }> = [];
+  const every = (ms: number, tick: () => void) => {
+    const t = { ms, tick, stopped: false };
+    timers.push(t);
+    return () => void (t.stopped = true);
+  };
+  const fire = () => timers.filter((t) => !t.stopped).forEach((t) => t.tick());
+  return { every, timers, fire };
+}
+const settle = () => new Promise((r) => setImmediate(r));
+
 describe('the checks', () => {
   it('look at start and then on their interval, and a failure to store is logged, not thrown', async () => {
     const host = node();
     diskBack(host);
     const stored: string[] = [];
     let fail = true;
+    const clock = manualEvery();
     const checks = startSelfChecks({
-      node: 'worker-1', host, stateDir: STATE, intervalMs: 20, log: pino({ level: 'silent' }),
+      node: 'worker-1', host, stateDir: STATE, intervalMs: 300_000, log: pino({ level: 'silent' }), every: clock.every,
       enqueue: async (jobs) => {
         if (fail) {
           fail = false;
@@ -83,9 +97,50 @@ describe('the checks', () => {
     });
     await checks.first;
     expect(stored).toEqual([]);
-    await new Promise((r) => setTimeout(r, 60));
-    checks.stop();
-    expect(stored.length).toBeGreaterThan(0);
+    expect(clock.timers.map((t) => t.ms)).toEqual([300_000]);
+    clock.fire();
+    await settle();
+    clock.fire();
+    await checks.stop();
+    expect(stored).toHaveLength(2);
     expect(new Set(stored).size).toBe(1);
+    expect(clock.timers[0]?.stopped).toBe(true);
+  });
+
+  it('look at start only with an interval of 0', async () => {
+    const clock = manualEvery();
+    const checks = startSelfChecks({ node: 'worker-1', host: node(), stateDir: STATE, intervalMs: 0, log: pino({ level: 'silent' }), every: clock.every, enqueue: async () => {} });
+    await checks.first;
+    expect(clock.timers).toEqual([]);
+  });
+
+  it('skip a tick while a check still runs, and stop only once it has finished', async () => {
+    const host = node();
+    diskBack(host);
+    const clock = manualEvery();
+    let calls = 0;
+    let release: () => void = () => {};
+    const checks = startSelfChecks({
+      node: 'worker-1', host, stateDir: STATE, intervalMs: 1000, log: pino({ level: 'silent' }), every: clock.every,
+      enqueue: async () => {
+        calls++;
+        if (calls === 2) await new Promise<void>((r) => (release = r));
+      },
+    });
+    await checks.first;
+    clock.fire();
+    await settle();
+    expect(calls).toBe(2);
+    clock.fire();
+    clock.fire();
+    await settle();
+    expect(calls).toBe(2);
+    let stopped = false;
+    const stopping = checks.stop().then(() => (stopped = true));
+    await settle();
+    expect(stopped).toBe(false);
+    release();
+    await stopping;
+    expect(calls).toBe(2);
   });
 });
