@@ -44,13 +44,13 @@ export const Config = z.object({
   hostRoot: z.string().default('/'),
   /** HOST_NSENTER: run host commands through `nsenter -t 1 -m -n --` (node agent in a privileged container with hostPID). */
   hostNsenter: z.boolean().default(false),
-  /** PLACEHOLDER_OPT_IN_LABEL: node label (key=value) that allows Local PV placeholders on a node. */
   /**
    * PLACEHOLDER_CHECK_SECONDS: node agent: how often it looks whether the disk of one of its Local
    * PV placeholders came back (sysfs), and if so asks for the placeholder's release (verified like
    * any detector's release). It also looks at start. 0: at start only. Default 300.
    */
   placeholderCheckSeconds: z.coerce.number().int().min(0).default(300),
+  /** PLACEHOLDER_OPT_IN_LABEL: node label (key=value) that allows Local PV placeholders on a node. */
   placeholderOptInLabel: z.string().regex(/^[A-Za-z0-9./_-]{1,316}=[A-Za-z0-9._-]{0,63}$/, 'expected <label key>=<value>').default('volume-medic.io/local-pv-placeholder=enabled'),
   /** NODE_LABELS: the node's labels (k=v,...) when the agent runs without cluster access (npm start, tests). */
   nodeLabels: z.record(z.string(), z.string()).optional(),

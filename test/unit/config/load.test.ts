@@ -43,6 +43,13 @@ describe('configuration', () => {
     expect(() => loadConfig({ RBD_FENCE_NOT_READY_SECONDS: '-1' })).toThrow(/RBD_FENCE_NOT_READY_SECONDS/);
   });
 
+  it('reads how often the agent looks for a placeholder’s returned disk: 300 s by default, 0 for at start only', () => {
+    expect(loadConfig({})).toMatchObject({ placeholderCheckSeconds: 300 });
+    expect(loadConfig({ PLACEHOLDER_CHECK_SECONDS: '0' })).toMatchObject({ placeholderCheckSeconds: 0 });
+    expect(() => loadConfig({ PLACEHOLDER_CHECK_SECONDS: '-5' })).toThrow(/PLACEHOLDER_CHECK_SECONDS/);
+    expect(() => loadConfig({ PLACEHOLDER_CHECK_SECONDS: 'often' })).toThrow(/PLACEHOLDER_CHECK_SECONDS/);
+  });
+
   it('never echoes a token in an error', () => {
     let message = '';
     try {
