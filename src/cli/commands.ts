@@ -14,6 +14,8 @@ export interface Opts {
   runbook?: string;
   limit?: string;
   source?: string;
+  path?: string;
+  force?: boolean;
 }
 
 export type Out = (text: string) => void;
@@ -140,4 +142,18 @@ export async function approvals(api: ApiClient, o: Opts, out: Out): Promise<void
 
 export class UsageError extends Error {
   override name = 'UsageError';
+}
+
+/**
+ * An operator's release of a Local PV placeholder, without the disk check (POST
+ * /v1/placeholders/release). The API decides what is valid: without --force it answers why force
+ * is needed, and the CLI shows that answer.
+ */
+export async function placeholders(api: ApiClient, args: string[], o: Opts, out: Out): Promise<void> {
+  const pv = args[1];
+  if (args[0] !== 'release' || !pv || !o.node || !o.path) throw new UsageError('placeholders release <pv> --node N --path /dev/disk/by-id/... --force --why TEXT');
+  const r = await api.post('/v1/placeholders/release', { node: o.node, pv, path: o.path, ...(o.force ? { force: true } : {}), by: o.by, why: o.why ?? '' });
+  if (o.json) return out(JSON.stringify(r, null, 2));
+  const a = r.accepted;
+  out(`${a.id}: forced release of the placeholder of PV ${pv} on node ${o.node} ${a.deduplicated ? 'was already asked for' : 'stored'} (queue ${a.queue}); see: volume-medic job ${a.id}`);
 }

@@ -2,7 +2,7 @@
 import { hostname, userInfo } from 'node:os';
 import { parseArgs } from 'node:util';
 import { ApiError, apiClient } from './client.ts';
-import { UsageError, approvals, breakers, decide, explain, job, jobs, modes, pause, type Opts } from './commands.ts';
+import { UsageError, approvals, breakers, decide, explain, job, jobs, modes, pause, placeholders, type Opts } from './commands.ts';
 
 // `volume-medic`: the operator's command line, against the receiver's API.
 // URL: --url, else VOLUME_MEDIC_URL, else http://127.0.0.1:8080. Token: --token, else
@@ -25,6 +25,9 @@ commands:
   breakers reset <cluster|storm|node/NAME> [--why T]  close a tripped breaker
   modes                                               configured modes and API overrides
   modes set <runbook/NAME|node/NAME> <dry-run|enforce|default> [--why T]
+  placeholders release <pv> --node N --path P --force --why TEXT
+                                                      detach a Local PV placeholder WITHOUT checking
+                                                      that its disk is back (replaced, or not returning)
 
 options: --by NAME (who you are; default $VOLUME_MEDIC_USER or $USER@host), --json (raw API answer)
 env: VOLUME_MEDIC_URL, VOLUME_MEDIC_TOKEN, VOLUME_MEDIC_USER`;
@@ -39,6 +42,7 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv, out: (s: strin
         url: { type: 'string' }, token: { type: 'string' }, json: { type: 'boolean', default: false },
         by: { type: 'string' }, why: { type: 'string' }, node: { type: 'string' }, state: { type: 'string' },
         runbook: { type: 'string' }, limit: { type: 'string' }, source: { type: 'string' }, help: { type: 'boolean', short: 'h' },
+        path: { type: 'string' }, force: { type: 'boolean', default: false },
       },
     });
   } catch (e) {
@@ -63,6 +67,8 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv, out: (s: strin
     ...(v.runbook !== undefined ? { runbook: v.runbook } : {}),
     ...(v.limit !== undefined ? { limit: v.limit } : {}),
     ...(v.source !== undefined ? { source: v.source } : {}),
+    ...(v.path !== undefined ? { path: v.path } : {}),
+    force: v.force ?? false,
   };
   const need = (what: string): string => {
     if (!args[0]) throw new UsageError(`${cmd} ${what}`);
@@ -78,6 +84,7 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv, out: (s: strin
       case 'pause': case 'resume': await pause(api, cmd, o, out); break;
       case 'breakers': await breakers(api, args, o, out); break;
       case 'modes': await modes(api, args, o, out); break;
+      case 'placeholders': await placeholders(api, args, o, out); break;
       default: throw new UsageError(`unknown command ${cmd}`);
     }
     return 0;

@@ -139,6 +139,21 @@ describe('the volume-medic CLI against a real receiver', () => {
     expect((await cli(['modes', 'set', 'node/cli-node', 'default'])).stdout).not.toMatch(/node\/cli-node/);
   });
 
+  it('forces a placeholder’s release only with --force, naming who asks and why', async () => {
+    // A node no agent serves here: the job stays stored for the test to read.
+    const args = ['placeholders', 'release', 'local-pv-7', '--node', 'cli-other-node', '--path', '/dev/disk/by-id/wwn-0x5000c500a1b2c3d4', '--why', 'disk replaced'];
+    const without = await cli(args);
+    expect(without.code).toBe(1);
+    expect(without.stderr).toMatch(/400 .*force: true/);
+    const forced = await cli([...args, '--force']);
+    expect(forced.code).toBe(0);
+    const id = /^(\S+): forced release of the placeholder of PV local-pv-7 on node cli-other-node stored/.exec(forced.stdout)?.[1];
+    expect(id).toBeDefined();
+    const shown = await cli(['--json', 'job', id ?? '']);
+    expect(JSON.parse(shown.stdout)).toMatchObject({ evidence: [{ source: 'api', summary: 'release of the placeholder of PV local-pv-7 forced by oncall-ana: disk replaced' }] });
+    expect((await cli(['placeholders', 'release', 'local-pv-7', '--force'])).code).toBe(2);
+  });
+
   it('takes URL and token from flags, says why it failed, and exits 1 on API errors and 2 on bad usage', async () => {
     const flags = await cli(['--url', receiver.url, '--token', TOKEN, 'jobs', '--limit', '1'], { VOLUME_MEDIC_URL: '', VOLUME_MEDIC_TOKEN: '' });
     expect(flags.code).toBe(0);
