@@ -40,7 +40,9 @@ async function once(n: number, policy: ResidualPolicy, dryRun: boolean): Promise
   const host = new SimulatedMultipathHost(n);
   const started = performance.now();
   const facts = await observe(job, host, {
-    attached: new InMemoryAttachedVolumes({}, { known: false }),
+    // A cluster where nothing is attached to the node: unknown attachments would hold every map
+    // before its probe, and the bench would time nothing.
+    attached: new InMemoryAttachedVolumes({}),
     policy,
     ranOn: 'bench-node',
     now: () => new Date(),
