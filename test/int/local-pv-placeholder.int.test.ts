@@ -61,15 +61,22 @@ function job(action: 'place' | 'release' = 'place', pv = 'local-pv-1', link = LI
   };
 }
 
-/**
- * The disk comes back, staged under the test's host root the way the kernel and udev show it:
- * /sys/block/sdq with the WWN, a block device node /dev/sdq that is not a loop device (8:240,
- * an sd number; this machine's kernel has no SCSI, so the node is made with mknod), and udev's
- * by-id link (`udevLink`: the PV's own path, replacing our link, as udev does).
- */
-async function diskComesBack(udevLink: string = LINK): Promise<void> {
+/** The kernel's half of a disk's return, staged: sysfs names sdq (8:240) with the WWN. */
+async function sysfsShowsDisk(): Promise<void> {
   await mkdir(at('/sys/block/sdq/device'), { recursive: true });
   await writeFile(at('/sys/block/sdq/device/wwid'), `naa.${WWN}\n`);
+  await writeFile(at('/sys/block/sdq/dev'), '8:240\n');
+}
+
+/**
+ * The disk comes back, staged under the test's host root the way the kernel and udev show it:
+ * /sys/block/sdq with the WWN and its number 8:240, a block device node /dev/sdq with that number
+ * (an sd number, not a loop's; this machine's kernel has no SCSI, so the node is made with mknod
+ * and opening it would fail, which the runbook never does), and udev's by-id link (`udevLink`:
+ * the PV's own path, replacing our link, as udev does). The loop devices are the kernel's.
+ */
+async function diskComesBack(udevLink: string = LINK): Promise<void> {
+  await sysfsShowsDisk();
   execFileSync('mknod', [at('/dev/sdq'), 'b', '8', '240']);
   await rm(at(udevLink), { force: true });
   await symlink('../../sdq', at(udevLink));
@@ -238,8 +245,7 @@ describe('releasing a placeholder', () => {
   it('keeps the placeholder while sysfs shows the disk but the by-id link still points at our loop device (udev has not run)', async () => {
     const { loop } = await place();
     // The kernel's half of the disk's return, without udev's: the WWN in sysfs and the device node.
-    await mkdir(at('/sys/block/sdq/device'), { recursive: true });
-    await writeFile(at('/sys/block/sdq/device/wwid'), `naa.${WWN}\n`);
+    await sysfsShowsDisk();
     execFileSync('mknod', [at('/dev/sdq'), 'b', '8', '240']);
     const r = job('release');
     const err = await handler()(r, ctx(r)).catch((e: unknown) => e);
@@ -250,6 +256,20 @@ describe('releasing a placeholder', () => {
     expect(ranLosetupDetach((err as RefusedError).result as RunbookResult)).toBe(false);
     expect(attachedLoops().filter((a) => a.loop === loop)).toHaveLength(1);
     expect(await readlink(at(LINK))).toBe(`/dev/${loop}`);
+  });
+
+  it('keeps the placeholder when the by-id link leads to a node named like the disk that is really our loop device', async () => {
+    const { loop } = await place();
+    await sysfsShowsDisk();
+    // /dev/sdq made with our loop device's number: the name says disk, the node opens the placeholder.
+    execFileSync('mknod', [at('/dev/sdq'), 'b', '7', String(loopNumber(loop))]);
+    await symlink('../../sdq', at(`/dev/disk/by-id/scsi-3${WWN}`));
+    const r = job('release');
+    const err = await handler()(r, ctx(r)).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(RefusedError);
+    expect((err as RefusedError).reasons.join()).toMatch(new RegExp(`scsi-3${WWN} -> /dev/sdq, but that node is 7:${loopNumber(loop)} and the kernel's /dev/sdq is 8:240`));
+    expect(ranLosetupDetach((err as RefusedError).result as RunbookResult)).toBe(false);
+    expect(attachedLoops().filter((a) => a.loop === loop)).toHaveLength(1);
   });
 
   it('detaches the placeholder once the disk is back: a non-loop block device with the WWN behind the by-id link', async () => {

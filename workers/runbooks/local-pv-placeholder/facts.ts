@@ -6,13 +6,20 @@ import type { PlaceholderRecord } from './record.ts';
 
 export type PathState =
   | { kind: 'missing' }
-  | { kind: 'link'; target: string; resolvesTo: string; resolvedType: FileType | null }
+  /** `resolvedDev`: the device number (`major:minor`) of the block device node at the end of the chain. */
+  | { kind: 'link'; target: string; resolvesTo: string; resolvedType: FileType | null; resolvedDev?: string | null }
   | { kind: 'not-a-link'; type: FileType };
 
 /** A disk with the PV's WWN, seen under another name. */
 export interface Sighting {
   device: string;
   via: string;
+  /**
+   * The device number (`major:minor`): from sysfs's `dev` for a /sys/block sighting (the kernel's
+   * device), from the node itself for a link's (what opening the link really opens); null when
+   * unknown. A link shows the disk only when both agree.
+   */
+  dev?: string | null;
 }
 
 export interface PlaceholderFacts {

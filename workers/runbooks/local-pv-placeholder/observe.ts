@@ -2,7 +2,7 @@ import { posix } from 'node:path';
 import type { LocalPvPlaceholderJob } from '../../../src/catalogue/jobs.ts';
 import { DEVICE_PATTERNS, isDiskLinkPath } from '../../../src/catalogue/names.ts';
 import { TransientError } from '../../engine/errors.ts';
-import type { Host } from '../../host/host.ts';
+import type { FileInfo, Host } from '../../host/host.ts';
 import { followLink } from '../../host/follow-link.ts';
 import { assertDiskLinkPath, sysBlockPath } from '../../host/paths.ts';
 import type { PathState, PlaceholderFacts, Sighting } from './facts.ts';
@@ -24,13 +24,17 @@ const BY_ID = '/dev/disk/by-id';
 /** NVMe namespaces are not in DEVICE_PATTERNS (we never act on them), but a WWN can live there. */
 const NVME = /^nvme[0-9]{1,4}n[0-9]{1,4}$/;
 
+/** `major:minor` of a block device node, null for anything else. */
+const devOf = (info: FileInfo | null | undefined): string | null =>
+  info?.type === 'block' && info.major !== undefined && info.minor !== undefined ? `${info.major}:${info.minor}` : null;
+
 async function pathState(host: Host, path: string): Promise<PathState> {
   const info = await host.lstat(path);
   if (!info) return { kind: 'missing' };
   if (info.type !== 'symlink') return { kind: 'not-a-link', type: info.type };
   const target = (await host.readlink(path)) ?? '';
   const end = await followLink(host, path);
-  return { kind: 'link', target, resolvesTo: end.path, resolvedType: end.info?.type ?? null };
+  return { kind: 'link', target, resolvesTo: end.path, resolvedType: end.info?.type ?? null, resolvedDev: devOf(end.info) };
 }
 
 /** WWN per disk from sysfs: SCSI disks, NVMe namespaces and multipath maps (never loop devices). */
@@ -53,7 +57,7 @@ async function linkSightings(host: Host, path: string, wwn: string, ourLoops: Se
     const link = `${BY_ID}/${name}`;
     if (link === path || !isDiskLinkPath(link) || wwnOfLinkName(name) !== wwn) continue;
     const end = await followLink(host, link);
-    if (end.info?.type === 'block' && !ourLoops.has(posix.basename(end.path))) found.push({ device: end.path, via: link });
+    if (end.info?.type === 'block' && !ourLoops.has(posix.basename(end.path))) found.push({ device: end.path, via: link, dev: devOf(end.info) });
   }
   return found;
 }
@@ -78,7 +82,10 @@ export async function observe(job: LocalPvPlaceholderJob, host: Host, deps: Obse
   const disks = await sysfsDisks(host);
   const sightings: Sighting[] = [];
   if (wwn) {
-    for (const [name, w] of disks) if (w === wwn) sightings.push({ device: `/dev/${name}`, via: `/sys/block/${name}` });
+    for (const [name, w] of disks) {
+      // sysfsDisks only names sd, dm and nvme devices, all safe in a /sys/block path.
+      if (w === wwn) sightings.push({ device: `/dev/${name}`, via: `/sys/block/${name}`, dev: (await host.readFile(`/sys/block/${name}/dev`))?.trim() || null });
+    }
     sightings.push(...(await linkSightings(host, path, wwn, ourLoops)));
   }
 

@@ -57,10 +57,13 @@ export function placed(overrides: Partial<PlaceholderFacts> = {}): PlaceholderFa
   });
 }
 
-/** The real disk back: sdd has the WWN in sysfs, and udev's by-id links lead to it. */
+/** The kernel's number of sdd (sysfs `dev`), and of the node /dev/sdd udev made for it. */
+export const SDD = '8:48';
+
+/** The real disk back: sdd has the WWN in sysfs, and udev's by-id links lead to its node. */
 export const DISK_BACK: Pick<PlaceholderFacts, 'sightings'> = {
   sightings: [
-    { device: '/dev/sdd', via: '/sys/block/sdd' },
-    { device: '/dev/sdd', via: `/dev/disk/by-id/scsi-3${WWN}` },
+    { device: '/dev/sdd', via: '/sys/block/sdd', dev: SDD },
+    { device: '/dev/sdd', via: `/dev/disk/by-id/scsi-3${WWN}`, dev: SDD },
   ],
 };

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { Plan } from '../../../../workers/engine/runbook.ts';
 import { pickLoop, plan } from '../../../../workers/runbooks/local-pv-placeholder/plan.ts';
 import type { PlaceholderStep } from '../../../../workers/runbooks/local-pv-placeholder/step.ts';
-import { DISK_BACK, IMAGE, PATH, WWN, lostDisk, placed, recordFor } from './facts.fixture.ts';
+import { DISK_BACK, IMAGE, PATH, SDD, WWN, lostDisk, placed, recordFor } from './facts.fixture.ts';
 
 const kinds = (p: Plan<PlaceholderStep>): string[] => (p.kind === 'steps' ? p.steps.map((s) => s.kind) : []);
 const reasons = (p: Plan<PlaceholderStep>): string => (p.kind === 'refuse' ? p.reasons.join(' ') : `not refused: ${p.kind}`);
@@ -156,8 +156,18 @@ describe('releasing a placeholder', () => {
   });
 
   it('releases on the disk that udev linked back at the PV’s own path, leaving that link alone', () => {
-    const p = plan(placed({ action: 'release', sightings: [{ device: '/dev/sdd', via: '/sys/block/sdd' }], pathState: { kind: 'link', target: '../../sdd', resolvesTo: '/dev/sdd', resolvedType: 'block' } }));
+    const p = plan(placed({ action: 'release', sightings: [{ device: '/dev/sdd', via: '/sys/block/sdd', dev: SDD }], pathState: { kind: 'link', target: '../../sdd', resolvesTo: '/dev/sdd', resolvedType: 'block', resolvedDev: SDD } }));
     expect(kinds(p)).toEqual(['detach-loop', 'delete-image', 'delete-record']);
+  });
+
+  it('keeps the placeholder when the node the link leads to is not the kernel’s device of that name (a loop device made with mknod as sdd)', () => {
+    const p = plan(placed({ action: 'release', sightings: [{ device: '/dev/sdd', via: '/sys/block/sdd', dev: SDD }, { device: '/dev/sdd', via: `/dev/disk/by-id/scsi-3${WWN}`, dev: '7:101' }] }));
+    expect(reasons(p)).toMatch(new RegExp(`not true that a /dev/disk/by-id link of WWN ${WWN} leads to it .*scsi-3${WWN} -> /dev/sdd, but that node is 7:101 and the kernel's /dev/sdd is 8:48`));
+  });
+
+  it('keeps the placeholder when sysfs does not say which device number the disk has', () => {
+    const p = plan(placed({ action: 'release', sightings: [{ device: '/dev/sdd', via: '/sys/block/sdd', dev: null }, { device: '/dev/sdd', via: `/dev/disk/by-id/scsi-3${WWN}`, dev: SDD }] }));
+    expect(reasons(p)).toMatch(/the kernel's \/dev\/sdd is of unknown number/);
   });
 
   it('releases on an operator’s forced request without the disk, and says so in the evidence', () => {
