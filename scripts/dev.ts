@@ -21,6 +21,9 @@ try {
   if (!isNodeName(nodeName)) throw new ConfigError(`this machine's name "${nodeName}" is not a valid node name; set NODE_NAME`);
   const config = { ...loadConfig({ ...process.env, REDIS_URL: redis.url, NODE_NAME: nodeName }), defaultMode: 'dry-run' as const, runbookModes: {} };
   log.level = config.logLevel;
+  // A trial on one machine: without a token the receiver is open, and says so (the deployed
+  // receiver, src/main.ts, refuses to start without one unless ALLOW_UNAUTHENTICATED=true).
+  if (config.tokens.length === 0) log.warn('no VOLUME_MEDIC_TOKEN: this trial receiver accepts requests without authentication');
   const receiver = await startReceiver(config, { log: log.child({ component: 'receiver' }) });
   const agent = createNodeAgent({ config, registry: defaultNodeRegistry(config, log), log: log.child({ component: 'node-agent', node: nodeName }) });
   log.info({ receiver: receiver.url, node: nodeName, mode: 'dry-run' }, `volume-medic is running. Try: curl -s -XPOST ${receiver.url}/v1/explain?source=alertmanager -d @test/fixtures/alertmanager/kube-node-not-ready-resolved.json`);

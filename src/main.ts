@@ -1,3 +1,4 @@
+import { ConfigError } from './config/load.ts';
 import { createLogger } from './observability/logger.ts';
 import { runMain } from './process/run-main.ts';
 import { startReceiver } from './receiver.ts';
@@ -6,6 +7,12 @@ import { startReceiver } from './receiver.ts';
 
 const log = createLogger('receiver', undefined, { buffered: true });
 await runMain(log, (config) => {
-  if (config.tokens.length === 0) log.warn('VOLUME_MEDIC_TOKEN is not set: webhooks are accepted without authentication');
+  // Fail closed: a receiver without a token would take enforce, approvals and jobs from anyone.
+  if (config.tokens.length === 0) {
+    if (!config.allowUnauthenticated) {
+      throw new ConfigError('no token: set VOLUME_MEDIC_TOKEN, or VOLUME_MEDIC_TOKEN_FILE to a file with at least one token (an empty file counts as none); ALLOW_UNAUTHENTICATED=true runs without authentication');
+    }
+    log.error('ALLOW_UNAUTHENTICATED=true and no token: every /v1 route, operator actions included, is open to anyone who can reach this port');
+  }
   return startReceiver(config, { log });
 });

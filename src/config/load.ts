@@ -42,6 +42,7 @@ const ENV: Record<string, [keyof Config, (v: string) => unknown]> = {
   REDIS_URL: ['redisUrl', (v) => v],
   QUEUE_PREFIX: ['queuePrefix', (v) => v],
   VOLUME_MEDIC_TOKEN: ['tokens', list],
+  ALLOW_UNAUTHENTICATED: ['allowUnauthenticated', (v) => v],
   BODY_LIMIT: ['bodyLimit', (v) => v],
   ENQUEUE_TIMEOUT_MS: ['enqueueTimeoutMs', (v) => v],
   NODE_RECOVERY_ALERTS: ['nodeRecoveryAlerts', list],

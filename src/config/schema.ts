@@ -22,6 +22,11 @@ export const Config = z.object({
   queuePrefix: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'letters, digits, _ and - only').default('volume-medic'),
   /** VOLUME_MEDIC_TOKEN: bearer token(s) the webhook senders must present; comma-separated to rotate. */
   tokens: z.array(z.string().min(16, 'a token must be at least 16 characters')).default([]),
+  /**
+   * ALLOW_UNAUTHENTICATED: the receiver starts without any token only when this is true (then it
+   * warns at start and on /readyz). Default false: no token is a configuration error (exit 2).
+   */
+  allowUnauthenticated: z.union([z.boolean(), z.stringbool()]).default(false),
   /** BODY_LIMIT: largest webhook body accepted, in bytes (larger: 413). */
   bodyLimit: z.coerce.number().int().min(1024).default(1024 * 1024),
   /** ENQUEUE_TIMEOUT_MS: how long storing jobs may take before the receiver answers 503. */

@@ -46,7 +46,7 @@ export function createApp(deps: AppDeps): Express {
   // dashboard and probes are rare. (Neither lives under /v1, so the order changes no match.)
   app.use(webhookRoutes(deps, [auth, body]));
   app.use('/v1', auth, body);
-  app.use(healthRoutes(deps.redis, deps.prefix, deps.metrics.registry, deps.kubeState, deps.controls !== undefined));
+  app.use(healthRoutes(deps.redis, deps.prefix, deps.metrics.registry, deps.kubeState, deps.controls !== undefined, deps.tokens.length > 0));
   // The dashboard has its own auth (a browser cannot send a bearer header): see routes/ui-auth.ts.
   if (deps.controls) app.use(uiRoutes({ redis: deps.redis, prefix: deps.prefix, tokens: deps.tokens, queue: deps.controls.queue, controls: deps.controls.actions, write: deps.controls.dashboardWrite }));
   app.use(jobRoutes(deps.reader));

@@ -12,8 +12,10 @@ import { controlsExposition, controlsSummary } from '../../controls/status.ts';
 const withTimeout = <T>(p: Promise<T>, ms: number): Promise<T> =>
   Promise.race([p, new Promise<never>((_, rej) => setTimeout(() => rej(new Error(`no answer within ${ms} ms`)), ms).unref())]);
 
-export function healthRoutes(redis: Redis, prefix: string, registry: Registry, kubeState?: () => KubeWatchesState | undefined, controls = false): Router {
+export function healthRoutes(redis: Redis, prefix: string, registry: Registry, kubeState?: () => KubeWatchesState | undefined, controls = false, authenticated = true): Router {
   const r = Router();
+  // Said on every /readyz answer, so a dashboard or a probe log shows it, not only the start-up log.
+  const auth = authenticated ? {} : { auth: 'none: no token, ALLOW_UNAUTHENTICATED (every /v1 route is open)' };
   r.get('/healthz', (_req, res) => res.json({ status: 'ok' }));
   r.get('/readyz', async (_req, res) => {
     // Watches are reported, not gated on: webhooks are stored fine while a watch restarts.
@@ -25,9 +27,9 @@ export function healthRoutes(redis: Redis, prefix: string, registry: Registry, k
       const summary = controls ? await withTimeout(controlsSummary(redis, prefix), 1000).catch(() => undefined) : undefined;
       const paused = summary ? summary.paused.cluster || summary.paused.nodes.length > 0 : false;
       const c = summary ? { paused, controls: summary } : {};
-      return res.json({ status: paused ? 'ready, paused' : 'ready', redis: 'ok', ...c, ...k });
+      return res.json({ status: paused ? 'ready, paused' : 'ready', redis: 'ok', ...auth, ...c, ...k });
     } catch (err) {
-      return res.status(503).json({ status: 'not ready', redis: (err as Error).message, ...k });
+      return res.status(503).json({ status: 'not ready', redis: (err as Error).message, ...auth, ...k });
     }
   });
   r.get('/metrics', async (_req, res) => {

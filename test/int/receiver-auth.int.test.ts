@@ -1,0 +1,77 @@
+import { spawn } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, inject, it } from 'vitest';
+import { uniquePrefix } from '../support/redis.ts';
+
+// Issue 20, "fail closed": the receiver process (npm run receiver) refuses to start without a
+// token, an empty token file included, unless ALLOW_UNAUTHENTICATED=true says so; then it starts,
+// warns, and /readyz says that every /v1 route is open.
+
+const dirs: string[] = [];
+afterAll(async () => {
+  for (const d of dirs) await rm(d, { recursive: true, force: true });
+});
+
+function receiver(env: Record<string, string>): { exited: Promise<number | null>; output: () => string; stop: () => void } {
+  const child = spawn(process.execPath, ['src/main.ts'], {
+    env: { ...process.env, VOLUME_MEDIC_TOKEN: '', VOLUME_MEDIC_TOKEN_FILE: '', REDIS_URL: inject('redisUrl'), QUEUE_PREFIX: uniquePrefix('auth'), PORT: '0', LISTEN_ADDRESS: '127.0.0.1', LOG_LEVEL: 'info', KUBE_WATCH: 'false', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let text = '';
+  child.stdout.on('data', (d: Buffer) => (text += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (text += d.toString()));
+  return { exited: new Promise((r) => child.once('exit', (code) => r(code))), output: () => text, stop: () => child.kill('SIGTERM') };
+}
+
+describe('the receiver without a token', () => {
+  it('exits 2 saying how to set one', async () => {
+    const r = receiver({});
+    expect(await r.exited).toBe(2);
+    expect(r.output()).toMatch(/no token: set VOLUME_MEDIC_TOKEN.*ALLOW_UNAUTHENTICATED=true/);
+  }, 20_000);
+
+  it('exits 2 when the token file is empty', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'vm-auth-'));
+    dirs.push(dir);
+    await writeFile(join(dir, 'token'), '\n');
+    const r = receiver({ VOLUME_MEDIC_TOKEN_FILE: join(dir, 'token') });
+    expect(await r.exited).toBe(2);
+    expect(r.output()).toMatch(/an empty file counts as none/);
+  }, 20_000);
+
+  it('starts only with ALLOW_UNAUTHENTICATED=true, warns, and /readyz says every route is open', async () => {
+    const r = receiver({ ALLOW_UNAUTHENTICATED: 'true' });
+    try {
+      const deadline = Date.now() + 15_000;
+      let url: string | undefined;
+      while (!(url = /"url":"(http:\/\/[^"]+)"/.exec(r.output())?.[1])) {
+        if (Date.now() > deadline) throw new Error(`the receiver did not start:\n${r.output()}`);
+        await new Promise((res) => setTimeout(res, 100));
+      }
+      expect(r.output()).toMatch(/"level":50.*ALLOW_UNAUTHENTICATED=true and no token/);
+      const ready = await (await fetch(`${url}/readyz`)).json() as { auth?: string };
+      expect(ready.auth).toMatch(/none: no token, ALLOW_UNAUTHENTICATED/);
+    } finally {
+      r.stop();
+      await r.exited;
+    }
+  }, 30_000);
+
+  it('with a token, /readyz says nothing about authentication being off', async () => {
+    const r = receiver({ VOLUME_MEDIC_TOKEN: 'receiver-auth-token-0123456789' });
+    try {
+      const deadline = Date.now() + 15_000;
+      let url: string | undefined;
+      while (!(url = /"url":"(http:\/\/[^"]+)"/.exec(r.output())?.[1])) {
+        if (Date.now() > deadline) throw new Error(`the receiver did not start:\n${r.output()}`);
+        await new Promise((res) => setTimeout(res, 100));
+      }
+      expect(((await (await fetch(`${url}/readyz`)).json()) as { auth?: string }).auth).toBeUndefined();
+    } finally {
+      r.stop();
+      await r.exited;
+    }
+  }, 30_000);
+});
