@@ -3,7 +3,9 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, inject, it } from 'vitest';
-import { uniquePrefix } from '../support/redis.ts';
+import { startReceiver } from '../../src/receiver.ts';
+import { testConfig } from '../support/config.ts';
+import { dropPrefix, redisUrl, uniquePrefix } from '../support/redis.ts';
 
 // Issue 20, "fail closed": the receiver process (npm run receiver) refuses to start without a
 // token, an empty token file included, unless ALLOW_UNAUTHENTICATED=true says so; then it starts,
@@ -74,4 +76,21 @@ describe('the receiver without a token', () => {
       await r.exited;
     }
   }, 30_000);
+});
+
+describe('the dashboard with a malformed session cookie', () => {
+  it('answers as for no session (the login page), never a 500', async () => {
+    const prefix = uniquePrefix('uicookie');
+    const rec = await startReceiver(testConfig({ redisUrl: redisUrl(), queuePrefix: prefix, tokens: ['ui-cookie-token-0123456789'] }));
+    try {
+      for (const cookie of ['vm_ui=%E0%A4%A', 'vm_ui=%', `vm_ui=${'%zz'.repeat(1000)}`, 'vm_ui']) {
+        const r = await fetch(`${rec.url}/ui/`, { headers: { cookie }, redirect: 'manual' });
+        expect(r.status, cookie).toBeLessThan(500);
+        expect(r.status, cookie).not.toBe(200);
+      }
+    } finally {
+      await rec.close();
+      await dropPrefix(prefix);
+    }
+  });
 });

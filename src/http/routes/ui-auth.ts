@@ -15,10 +15,17 @@ const MAX_AGE_S = 12 * 3600;
 const digest = (v: string): Buffer => createHash('sha256').update(v, 'utf8').digest();
 const session = (token: string): string => createHash('sha256').update(`volume-medic-ui-session\0${token}`, 'utf8').digest('base64url');
 
+/** The cookie's value; undefined when absent or not valid percent-encoding (a bad cookie is no session, never a 500). */
 export function cookieValue(req: Request, name: string): string | undefined {
   for (const part of (req.get('cookie') ?? '').split(';')) {
     const i = part.indexOf('=');
-    if (i > 0 && part.slice(0, i).trim() === name) return decodeURIComponent(part.slice(i + 1).trim());
+    if (i > 0 && part.slice(0, i).trim() === name) {
+      try {
+        return decodeURIComponent(part.slice(i + 1).trim());
+      } catch {
+        return undefined;
+      }
+    }
   }
   return undefined;
 }
