@@ -19,8 +19,26 @@ export const Evidence = z.object({
 });
 export type Evidence = z.infer<typeof Evidence>;
 
+/** Deeper than this, a value in captured evidence is replaced by a note (a sender's 5,000-level field must not crash us). */
+export const EVIDENCE_MAX_DEPTH = 32;
+
 export function boundedRaw(raw: unknown): unknown {
-  const json = JSON.stringify(raw) ?? 'null';
+  let json: string;
+  try {
+    json = JSON.stringify(raw) ?? 'null';
+  } catch (err) {
+    // A value nested deeper than the stack allows (RangeError): keep its top, note the rest.
+    if (!(err instanceof RangeError)) throw err;
+    return boundedRaw(pruned(raw, EVIDENCE_MAX_DEPTH));
+  }
   if (json.length <= EVIDENCE_MAX_BYTES) return raw;
   return { truncated: true, bytes: json.length, head: json.slice(0, EVIDENCE_MAX_BYTES) };
+}
+
+/** A copy of `v` down to `depth` levels; anything deeper becomes a string saying so. */
+function pruned(v: unknown, depth: number): unknown {
+  if (v === null || typeof v !== 'object') return v;
+  if (depth <= 0) return `[nested deeper than ${EVIDENCE_MAX_DEPTH} levels: left out]`;
+  if (Array.isArray(v)) return v.map((x) => pruned(x, depth - 1));
+  return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, pruned(x, depth - 1)]));
 }
