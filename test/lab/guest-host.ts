@@ -81,6 +81,9 @@ json.dump(out, sys.stdout)
 
 type Entry = { t: 'l'; v: string } | { t: 'd' } | { t: 'b'; ma: number; mi: number } | { t: 'f'; v: string | null };
 
+/** What guestHost needs of a lab VM. */
+export type GuestCommands = Pick<LabVm, 'run' | 'runOk'>;
+
 export interface GuestHostStats {
   snapshots: number;
   commands: number;
@@ -100,8 +103,12 @@ export function withoutRbdCli(inner: Host): Host {
   };
 }
 
-/** The Host port over the lab VM: commands run in the guest, files are read from a snapshot. */
-export function guestHost(vm: LabVm, stats: GuestHostStats, stateDir: string): Host {
+/**
+ * The Host port over the lab VM: commands run in the guest, files are read from a snapshot. Only
+ * `run`/`runOk` of the VM are used, so a test can pass a stand-in that records every command or
+ * relays them from another process (residual-child.ts).
+ */
+export function guestHost(vm: GuestCommands, stats: GuestHostStats, stateDir: string): Host {
   const script = snapshotPy(stateDir);
   let snap: Map<string, Entry> | null = null;
   const load = async (): Promise<Map<string, Entry>> => {
