@@ -27,6 +27,17 @@ function receiver(env: Record<string, string>): { exited: Promise<number | null>
   return { exited: new Promise((r) => child.once('exit', (code) => r(code))), output: () => text, stop: () => child.kill('SIGTERM') };
 }
 
+/** The URL the receiver says it listens on, once it says so. */
+async function listening(r: ReturnType<typeof receiver>): Promise<string> {
+  const deadline = Date.now() + 15_000;
+  for (;;) {
+    const url = /"url":"(http:\/\/[^"]+)"/.exec(r.output())?.[1];
+    if (url) return url;
+    if (Date.now() > deadline) throw new Error(`the receiver did not start:\n${r.output()}`);
+    await new Promise((res) => setTimeout(res, 100));
+  }
+}
+
 describe('the receiver without a token', () => {
   it('exits 2 saying how to set one', async () => {
     const r = receiver({});
@@ -46,12 +57,7 @@ describe('the receiver without a token', () => {
   it('starts only with ALLOW_UNAUTHENTICATED=true, warns, and /readyz says every route is open', async () => {
     const r = receiver({ ALLOW_UNAUTHENTICATED: 'true' });
     try {
-      const deadline = Date.now() + 15_000;
-      let url: string | undefined;
-      while (!(url = /"url":"(http:\/\/[^"]+)"/.exec(r.output())?.[1])) {
-        if (Date.now() > deadline) throw new Error(`the receiver did not start:\n${r.output()}`);
-        await new Promise((res) => setTimeout(res, 100));
-      }
+      const url = await listening(r);
       expect(r.output()).toMatch(/"level":50.*ALLOW_UNAUTHENTICATED=true and no token/);
       const ready = await (await fetch(`${url}/readyz`)).json() as { auth?: string };
       expect(ready.auth).toMatch(/none: no token, ALLOW_UNAUTHENTICATED/);
@@ -64,12 +70,7 @@ describe('the receiver without a token', () => {
   it('with a token, /readyz says nothing about authentication being off', async () => {
     const r = receiver({ VOLUME_MEDIC_TOKEN: 'receiver-auth-token-0123456789' });
     try {
-      const deadline = Date.now() + 15_000;
-      let url: string | undefined;
-      while (!(url = /"url":"(http:\/\/[^"]+)"/.exec(r.output())?.[1])) {
-        if (Date.now() > deadline) throw new Error(`the receiver did not start:\n${r.output()}`);
-        await new Promise((res) => setTimeout(res, 100));
-      }
+      const url = await listening(r);
       expect(((await (await fetch(`${url}/readyz`)).json()) as { auth?: string }).auth).toBeUndefined();
     } finally {
       r.stop();
