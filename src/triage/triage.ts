@@ -1,7 +1,7 @@
 import { idempotencyKey } from '../catalogue/keys.ts';
 import { isCephName, isDiskLinkPath, isNamespace, isNodeName, isObjectName } from '../catalogue/names.ts';
 import type { LocalPvPlaceholderJob, RemediationJob } from '../catalogue/jobs.ts';
-import type { ClusterLookups } from '../kube/lookups.ts';
+import type { LookupsOf } from '../kube/rbac.ts';
 import type {
   Ignored, LocalDeviceMissingSignal, LocalDeviceRestoredSignal, NodeRecoveredSignal, RbdImageBusySignal, Signal,
 } from '../signals/index.ts';
@@ -12,7 +12,8 @@ import { withBootIdentity } from '../signals/boot-identity.ts';
 // node or device name goes becomes an ignored reason, never a job.
 
 export interface TriageDeps {
-  lookups: ClusterLookups;
+  /** Only the lookups src/kube/rbac.ts lists for the receiver (its role grants no more). */
+  lookups: LookupsOf<'receiver'>;
 }
 
 export interface TriageResult {
@@ -68,7 +69,7 @@ function triageOne(signal: Signal, deps: TriageDeps): Promise<One | One[]> | One
 const ignore = (signal: Signal, reason: Ignored['reason'], detail: string): One => ({ ignored: { reason, detail, source: signal.evidence.source } });
 const quote = (v: string): string => JSON.stringify(v.length > 80 ? `${v.slice(0, 80)}...` : v);
 
-function nodeRecovered(signal: NodeRecoveredSignal, lookups: ClusterLookups): One | Promise<One> {
+function nodeRecovered(signal: NodeRecoveredSignal, lookups: LookupsOf<'receiver'>): One | Promise<One> {
   if (!isNodeName(signal.node)) return ignore(signal, 'invalid-node-name', `node ${quote(signal.node)} is not a valid node name`);
   // A NodeReady event names no boot: the node's current one makes it the same incident as the
   // Rebooted event and the Node watch (the watch path has done this already; then it is a no-op).
@@ -105,7 +106,7 @@ function rbdBusy(s: RbdImageBusySignal): One {
   };
 }
 
-async function localDevice(s: LocalDeviceMissingSignal | LocalDeviceRestoredSignal, lookups: ClusterLookups): Promise<One> {
+async function localDevice(s: LocalDeviceMissingSignal | LocalDeviceRestoredSignal, lookups: LookupsOf<'receiver'>): Promise<One> {
   if (s.pv !== undefined && !isObjectName(s.pv)) return ignore(s, 'invalid-name', `PV name ${quote(s.pv)} is not valid`);
   if (s.node !== undefined && !isNodeName(s.node)) return ignore(s, 'invalid-node-name', `node ${quote(s.node)} is not a valid node name`);
   if (s.path !== undefined && !isDiskLinkPath(s.path)) {
@@ -153,7 +154,7 @@ async function localDevice(s: LocalDeviceMissingSignal | LocalDeviceRestoredSign
  * gets a placement job. That is safe because the node agent only places where the PV's path is
  * really missing; a PV whose disk is present ends as nothing-to-do.
  */
-async function localDevicesOfPod(s: LocalDeviceMissingSignal, pod: { namespace: string; name: string }, lookups: ClusterLookups): Promise<One[]> {
+async function localDevicesOfPod(s: LocalDeviceMissingSignal, pod: { namespace: string; name: string }, lookups: LookupsOf<'receiver'>): Promise<One[]> {
   if (!isNamespace(pod.namespace) || !isObjectName(pod.name)) return [ignore(s, 'invalid-name', `pod ${quote(`${pod.namespace}/${pod.name}`)} is not a valid pod name`)];
   const local = (await lookups.volumesOfPod(pod)).filter((pv) => pv.local && pv.volumeMode === 'Block');
   if (local.length === 0) return [ignore(s, 'pv-unknown', `pod ${pod.namespace}/${pod.name} uses no Local PV in Block mode that the cluster knows of`)];

@@ -10,6 +10,7 @@ import { RefusedError } from '../../workers/engine/errors.ts';
 import type { RunbookContext } from '../../workers/runbooks/registry.ts';
 import { createNodeAgent } from '../../workers/node-agent/agent.ts';
 import { startFakeKubeApi, type FakeKubeApi } from '../support/fake-kube-api.ts';
+import { uncoveredByRbac } from '../support/kube-objects.ts';
 import { testConfig } from '../support/config.ts';
 import { dropPrefix, redisUrl, uniquePrefix } from '../support/redis.ts';
 import { alertmanagerBody, getJson, nodeNotReadyAlert, post } from '../support/payloads.ts';
@@ -96,5 +97,11 @@ describe('the node agent records job Events on the Node', () => {
     });
     const refused = events.find((e) => e.reason === 'RemediationRefused') as { note: string; type?: string } | undefined;
     expect(refused?.note).toContain('map dm-3 still has a live path');
+  });
+
+  // Last on purpose: sees every request the agent's recorder made above.
+  it('writes Events only where the node agent\'s Role allows (namespace default)', () => {
+    expect(api.requests.length).toBeGreaterThan(0);
+    expect(uncoveredByRbac(api.requests, 'node-agent')).toEqual([]);
   });
 });

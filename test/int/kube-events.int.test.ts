@@ -1,11 +1,12 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { kubeClients } from '../../src/kube/client.ts';
 import type { EventsApi } from '../../src/kube/api/apis.ts';
 import { restApis } from '../../src/kube/rest/apis.ts';
 import { KubeRest } from '../../src/kube/rest/transport.ts';
 import { JobEventRecorder, jobEventName } from '../../src/kube/job-events.ts';
 import { startFakeKubeApi, type FakeKubeApi } from '../support/fake-kube-api.ts';
-import { uncoveredByRbac } from '../support/kube-objects.ts';
+import { apiCallOf, uncoveredByRbac } from '../support/kube-objects.ts';
+import { DIRECT_CALLS } from '../../src/kube/rbac.ts';
 
 // Job results written as events.k8s.io/v1 Events through the real client, received by the fake
 // API server exactly as a real one would receive them.
@@ -29,9 +30,19 @@ describe.each(CLIENTS)('Kubernetes Events for jobs, through %s', (_name, client)
     api = await startFakeKubeApi();
     clock = T0;
   });
+  const made = new Set<string | undefined>();
   afterEach(async () => {
-    expect(uncoveredByRbac(api.requests)).toEqual([]);
+    // Any subject: the cluster worker's Events (on a Pod) may be in any namespace.
+    expect(uncoveredByRbac(api.requests, 'cluster-worker')).toEqual([]);
+    for (const r of api.requests) made.add(apiCallOf(r)?.call);
     await api.close();
+  });
+  // The other way: the recorder uses every Event verb the workers' roles grant (create, the read
+  // after a conflict, the series patch), so none of them is a grant nobody uses.
+  afterAll(() => {
+    for (const c of ['cluster-worker', 'node-agent'] as const) {
+      expect([...made].sort(), c).toEqual(DIRECT_CALLS[c].map((d) => d.call).sort());
+    }
   });
 
   it('posts an Event for a job on its Node with the right regarding object, controller and job id', async () => {

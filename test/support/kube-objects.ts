@@ -1,5 +1,5 @@
 import { parseKubePath, type RecordedRequest } from './fake-kube-api.ts';
-import { KUBE_RBAC, verbOf } from '../../src/kube/rbac.ts';
+import { allows, verbOf, type ApiCall, type Component } from '../../src/kube/rbac.ts';
 
 // Builders for the Kubernetes objects the watch tests change, in the shapes the API server
 // serves (see test/fixtures/kube/cluster.json for complete captured-shape objects), and the check
@@ -44,18 +44,28 @@ export function coreEvent(o: { name: string; namespace?: string; uid?: string; r
   };
 }
 
-/** Requests the adapter made that no rule in KUBE_RBAC allows, as `verb group/resource`. */
-export function uncoveredByRbac(requests: readonly RecordedRequest[]): string[] {
+/**
+ * Requests a component made that its list in src/kube/rbac.ts does not allow (a namespaced grant
+ * covers requests in that namespace only), as `verb group/resource [namespace]`.
+ */
+export function uncoveredByRbac(requests: readonly RecordedRequest[], component: Component): string[] {
   const out = new Set<string>();
   for (const r of requests) {
-    const p = parseKubePath(r.path);
-    if (!p) continue;
-    const segs = p.collection.split('/');
-    const group = segs[0] === 'api' ? '' : segs[1]!;
-    const resource = segs[segs.length - 1]!;
-    const verb = verbOf(r.method, r.query['watch'] === 'true', p.name !== undefined);
-    const ok = KUBE_RBAC.some((rule) => rule.apiGroup === group && rule.resource === resource && verb !== undefined && rule.verbs.includes(verb));
-    if (!ok) out.add(`${verb ?? r.method} ${group || 'core'}/${resource}`);
+    const call = apiCallOf(r);
+    if (!call) continue;
+    if (!allows(component, call.call, call.namespace)) out.add(`${call.call}${call.namespace ? ` in ${call.namespace}` : ''}`);
   }
   return [...out];
+}
+
+/** A recorded request as the API call RBAC sees ("group/resource verb") and its namespace. */
+export function apiCallOf(r: RecordedRequest): { call: ApiCall; namespace?: string } | undefined {
+  const p = parseKubePath(r.path);
+  if (!p) return undefined;
+  const segs = p.collection.split('/');
+  const group = segs[0] === 'api' ? '' : segs[1]!;
+  const resource = segs[segs.length - 1]!;
+  const verb = verbOf(r.method, r.query['watch'] === 'true', p.name !== undefined);
+  const call = `${group}/${resource} ${verb ?? r.method.toLowerCase()}` as ApiCall;
+  return { call, ...(p.namespace ? { namespace: p.namespace } : {}) };
 }

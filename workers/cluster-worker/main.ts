@@ -4,6 +4,7 @@ import { KubeLookups } from '../../src/kube/api/kube-lookups.ts';
 import { kubeClients, loadKubeConfig } from '../../src/kube/client.ts';
 import { JobEventRecorder } from '../../src/kube/job-events.ts';
 import { InMemoryLookups } from '../../src/kube/lookups.ts';
+import type { LookupsOf } from '../../src/kube/rbac.ts';
 import { createLogger } from '../../src/observability/logger.ts';
 import { runMain } from '../../src/process/run-main.ts';
 import { Dispatcher } from '../../src/queues/dispatcher.ts';
@@ -20,7 +21,7 @@ const log = createLogger('cluster-worker');
 await runMain(log, (config) => {
   const inCluster = Boolean(process.env['KUBERNETES_SERVICE_HOST'] || process.env['KUBECONFIG']);
   const clients = inCluster ? kubeClients(loadKubeConfig()) : undefined;
-  const lookups = clients ? new KubeLookups(clients) : new InMemoryLookups();
+  const lookups: LookupsOf<'cluster-worker'> = clients ? new KubeLookups(clients) : new InMemoryLookups();
   // Node-side halves go onto the node's own queue, like any job the receiver stores.
   const redis = producerConnection(config.redisUrl);
   redis.on('error', (err) => log.debug({ err: err.message }, 'redis connection error'));

@@ -1,5 +1,5 @@
 import type { Config } from '../../src/config/schema.ts';
-import type { ClusterLookups } from '../../src/kube/lookups.ts';
+import type { LookupsOf } from '../../src/kube/rbac.ts';
 import type { Dispatcher } from '../../src/queues/dispatcher.ts';
 import { createRealHost } from '../host/index.ts';
 import { createRbdStaleMapping, rbdLookups } from '../runbooks/rbd-stale-mapping/index.ts';
@@ -9,7 +9,8 @@ import type { RunbookRegistry } from '../runbooks/registry.ts';
 // whole cluster's view. They hand node-side work to the node's own queue through the dispatcher.
 
 export interface ClusterRegistryDeps {
-  lookups: ClusterLookups;
+  /** Only the lookups src/kube/rbac.ts lists for the cluster worker (its role grants no more). */
+  lookups: LookupsOf<'cluster-worker'>;
   dispatcher: Pick<Dispatcher, 'enqueue'>;
 }
 

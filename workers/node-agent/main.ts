@@ -1,6 +1,7 @@
 import { ConfigError } from '../../src/config/load.ts';
 import { KubeLookups } from '../../src/kube/api/kube-lookups.ts';
 import { JobEventRecorder } from '../../src/kube/job-events.ts';
+import type { LookupsOf } from '../../src/kube/rbac.ts';
 import { createLogger } from '../../src/observability/logger.ts';
 import { runMain } from '../../src/process/run-main.ts';
 import { Dispatcher } from '../../src/queues/dispatcher.ts';
@@ -25,7 +26,8 @@ await runMain(log, async (config) => {
   if (!config.nodeName) throw new ConfigError('NODE_NAME is required: the node agent serves exactly one node (set it from spec.nodeName)');
   const clients = await agentKubeApis();
   const inCluster = clients !== undefined;
-  const lookups = clients ? new KubeLookups(clients) : undefined;
+  // Typed as the node agent's list in src/kube/rbac.ts: another lookup would need another grant.
+  const lookups: LookupsOf<'node-agent'> | undefined = clients ? new KubeLookups(clients) : undefined;
   const events = clients ? new JobEventRecorder({ events: clients.events, instance: config.nodeName, log }) : undefined;
   const nodeLabels = lookups ? new KubeNodeLabels(lookups) : undefined;
   const deps = lookups && nodeLabels ? { nodeLabels, attachedVolumes: new KubeAttachedVolumes(lookups), nodePods: new KubeNodePods(lookups) } : {};

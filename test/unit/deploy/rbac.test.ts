@@ -1,12 +1,14 @@
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { OVERLAYS, renderKustomization, type KObject } from '../../../scripts/deploy/kustomize.ts';
-import { KUBE_RBAC } from '../../../src/kube/rbac.ts';
+import { COMPONENTS, permissionsOf, SERVICE_ACCOUNTS, type Component } from '../../../src/kube/rbac.ts';
 import { DEPLOY_DIR } from './manifests.ts';
 
-// The rendered RBAC grants exactly what the Kubernetes adapter uses (src/kube/rbac.ts, KUBE_RBAC):
-// everything it needs, and nothing cluster-wide beyond it (no `*`, no Secrets, no writes other
-// than Events).
+// The rendered RBAC grants each component's ServiceAccount exactly the API calls its code makes
+// (src/kube/rbac.ts, per component; test/int/kube-rbac.int.test.ts ties that list to the calls
+// the code really makes): everything it needs, nothing beyond (no `*`, no Secrets, no writes
+// other than Events and the receiver's review objects), and a namespaced grant where the code
+// writes in one namespace only.
 
 interface Rule {
   apiGroups?: string[];
@@ -25,7 +27,29 @@ function grants(rules: readonly Rule[]): Set<string> {
   return out;
 }
 
-const needed = new Set(KUBE_RBAC.flatMap((n) => n.verbs.map((v) => `${n.apiGroup}/${n.resource} ${v}`)));
+type Subject = { kind: string; name: string; namespace?: string };
+
+/**
+ * "scope|group/resource verb" for everything bound to a ServiceAccount: a ClusterRoleBinding
+ * grants its ClusterRole everywhere ('*'), a RoleBinding grants its Role (or ClusterRole) in the
+ * RoleBinding's namespace only.
+ */
+export function grantedTo(objects: readonly KObject[], account: string): Set<string> {
+  const out = new Set<string>();
+  const role = (kind: string, name: string, namespace: string | undefined): Rule[] => {
+    const r = objects.find((o) => o.kind === kind && o.metadata.name === name && (kind === 'ClusterRole' || o.metadata.namespace === namespace));
+    if (!r) throw new Error(`a binding refers to ${kind}/${name}, which is not rendered`);
+    return (r['rules'] as Rule[] | undefined) ?? [];
+  };
+  for (const b of objects.filter((o) => o.kind === 'ClusterRoleBinding' || o.kind === 'RoleBinding')) {
+    const subjects = (b['subjects'] as Subject[] | undefined) ?? [];
+    if (!subjects.some((s) => s.kind === 'ServiceAccount' && s.name === account && s.namespace === 'volume-medic')) continue;
+    const ref = b['roleRef'] as { kind: string; name: string };
+    const scope = b.kind === 'ClusterRoleBinding' ? '*' : b.metadata.namespace!;
+    for (const g of grants(role(ref.kind, ref.name, b.metadata.namespace))) out.add(`${scope}|${g}`);
+  }
+  return out;
+}
 
 describe.each(OVERLAYS)('RBAC of %s', (overlay) => {
   const objects = renderKustomization(join(DEPLOY_DIR, 'overlays', overlay));
@@ -44,15 +68,24 @@ describe.each(OVERLAYS)('RBAC of %s', (overlay) => {
     for (const c of clusterRoles) expect(c['aggregationRule']).toBeUndefined();
   });
 
-  it('the ClusterRoles grant exactly what the Kubernetes adapter uses', () => {
-    expect([...grants(rules)].sort()).toEqual([...needed].sort());
+  it.each(COMPONENTS)('the %s\'s roles grant exactly what its code calls (src/kube/rbac.ts)', (component: Component) => {
+    expect([...grantedTo(objects, SERVICE_ACCOUNTS[component])].sort()).toEqual([...permissionsOf(component)].sort());
   });
 
-  it('no Secrets and no writes beyond Events', () => {
-    for (const g of grants(rules)) {
+  it('the node agent writes Events in `default` only, through a Role there', () => {
+    const agent = [...grantedTo(objects, SERVICE_ACCOUNTS['node-agent'])];
+    const writes = agent.filter((g) => /\/events (create|patch)$/.test(g));
+    expect(writes.sort()).toEqual(['default|events.k8s.io/events create', 'default|events.k8s.io/events patch']);
+  });
+
+  it('no Secrets, and no writes beyond Events and the receiver\'s review objects', () => {
+    const all = [...rules, ...of('Role').flatMap((x) => (x['rules'] as Rule[] | undefined) ?? [])];
+    for (const g of grants(all)) {
       expect(g).not.toMatch(/\/secrets /);
       const [resource, verb] = g.split(' ') as [string, string];
-      if (!['get', 'list', 'watch'].includes(verb)) expect(resource).toMatch(/^(events\.k8s\.io)?\/events$/);
+      if (!['get', 'list', 'watch'].includes(verb)) {
+        expect(resource).toMatch(/^((events\.k8s\.io)?\/events|authentication\.k8s\.io\/tokenreviews|authorization\.k8s\.io\/subjectaccessreviews)$/);
+      }
     }
   });
 
@@ -64,10 +97,10 @@ describe.each(OVERLAYS)('RBAC of %s', (overlay) => {
       return spec && o.metadata.name !== 'volume-medic-redis' ? [spec.serviceAccountName] : [];
     });
     expect(used.sort()).toEqual(accounts);
-    const roleNames = new Set(clusterRoles.map((c) => c.metadata.name));
+    const roleNames = new Set([...clusterRoles, ...of('Role')].map((c) => `${c.kind}/${c.metadata.name}`));
     for (const b of [...of('ClusterRoleBinding'), ...of('RoleBinding')]) {
       const ref = b['roleRef'] as { kind: string; name: string };
-      expect(roleNames.has(ref.name), `${b.metadata.name} binds ${ref.kind}/${ref.name}`).toBe(true);
+      expect(roleNames.has(`${ref.kind}/${ref.name}`), `${b.metadata.name} binds ${ref.kind}/${ref.name}`).toBe(true);
       for (const s of b['subjects'] as { kind: string; name: string; namespace?: string }[]) {
         expect(s.kind).toBe('ServiceAccount');
         expect(accounts).toContain(s.name);

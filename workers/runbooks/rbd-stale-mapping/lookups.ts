@@ -15,7 +15,7 @@ export type RbdLookups = Pick<ClusterLookups, 'nodesByAddress' | 'claimOfVolume'
 };
 
 /** Adds `volumeOfImage` to any ClusterLookups, given a way to list PVs. */
-export function rbdLookups(lookups: ClusterLookups, listVolumes: () => Promise<readonly PersistentVolumeInfo[]>): RbdLookups {
+export function rbdLookups(lookups: Omit<RbdLookups, 'volumeOfImage'>, listVolumes: () => Promise<readonly PersistentVolumeInfo[]>): RbdLookups {
   return {
     nodesByAddress: (a) => lookups.nodesByAddress(a),
     claimOfVolume: (pv) => lookups.claimOfVolume(pv),
