@@ -161,14 +161,59 @@ describe('what the installation promises', () => {
     expect(spec.hostNetwork).toBeUndefined();
     const hostPaths = Object.fromEntries((spec.volumes ?? []).filter((v) => v.hostPath).map((v) => [v.name, v.hostPath!.path]));
     const mounts = Object.fromEntries((c.volumeMounts ?? []).map((m) => [m.mountPath, m.name]));
-    for (const p of ['/dev', '/sys', '/proc', '/etc/multipath', '/run/udev', '/var/lib/kubelet', '/var/lib/volume-medic']) {
+    for (const p of ['/dev', '/sys', '/proc', '/etc/multipath', '/run/udev', '/var/lib/volume-medic']) {
       const volume = mounts[`/host${p}`];
       expect(volume, `/host${p} is mounted`).toBeDefined();
       expect(hostPaths[volume!]).toBe(p);
     }
     expect(Object.values(hostPaths)).not.toContain('/');
+  });
+
+  it('the node agent mounts only the host paths its runbooks use, read-only where they only read', () => {
+    const spec = podSpec(find(rendered['dry-run'], 'DaemonSet', 'volume-medic-node-agent'))!;
+    const c = spec.containers[0]!;
+    const hostPaths = Object.fromEntries((spec.volumes ?? []).filter((v) => v.hostPath).map((v) => [v.name, v.hostPath!.path]));
+    expect(Object.values(hostPaths).sort()).toEqual(['/dev', '/etc/multipath', '/proc', '/run/udev', '/sys', '/var/lib/volume-medic']);
+    // rbd-unmap's umount runs in the host's mount namespace (nsenter): no kubelet directory in the pod.
+    expect(c.env?.find((e) => e.name === 'HOST_NSENTER')?.value).toBe('true');
+    const writable = (c.volumeMounts ?? []).filter((m) => hostPaths[m.name] && !(m as { readOnly?: boolean }).readOnly).map((m) => hostPaths[m.name]);
+    // What the runbooks write: the placeholder's by-id link, sysfs delete/remove files, STATE_DIR.
+    expect([...new Set(writable)].sort()).toEqual(['/dev', '/sys', '/var/lib/volume-medic']);
+    for (const m of c.volumeMounts ?? []) expect((m as { mountPropagation?: string }).mountPropagation, m.mountPath).toBeUndefined();
     expect(spec.tolerations).toEqual([{ operator: 'Exists' }]);
     expect(spec.nodeSelector).toMatchObject({ 'volume-medic.io/node-agent': 'enabled' });
+  });
+
+  it('a NetworkPolicy for each process: in only to the receiver\'s port, out only to DNS, the API server, Redis (and Ceph for the cluster worker)', () => {
+    type Port = { port: number | string; endPort?: number; protocol: string };
+    type Policy = { podSelector: { matchLabels: Record<string, string> }; policyTypes: string[]; ingress?: Array<{ from?: unknown[]; ports?: Port[] }>; egress?: Array<{ to?: unknown[]; ports?: Port[] }> };
+    const ports = (rules: Array<{ ports?: Port[] }> | undefined): string[] => (rules ?? []).flatMap((r) => {
+      expect(r.ports, 'a rule without ports allows every port').toBeDefined();
+      return r.ports!.map((p) => `${p.protocol}/${p.port}${p.endPort ? `-${p.endPort}` : ''}`);
+    }).sort();
+    const base = ['TCP/443', 'TCP/53', 'TCP/6379', 'TCP/6443', 'UDP/53'];
+    const want: Record<string, { ingress: string[]; egress: string[] }> = {
+      receiver: { ingress: ['TCP/http'], egress: base },
+      'cluster-worker': { ingress: [], egress: [...base, 'TCP/3300', 'TCP/6789', 'TCP/6800-7568'].sort() },
+      'node-agent': { ingress: [], egress: base },
+    };
+    for (const [overlay, objects] of Object.entries(rendered)) {
+      const policies = objects.filter((o) => o.kind === 'NetworkPolicy').map((o) => o['spec'] as Policy);
+      for (const [component, w] of Object.entries(want)) {
+        const mine = policies.filter((p) => p.podSelector.matchLabels?.['app.kubernetes.io/component'] === component);
+        expect(mine, `${overlay}: one policy selects the ${component}`).toHaveLength(1);
+        const p = mine[0]!;
+        expect(p.policyTypes.sort(), `${overlay} ${component}`).toEqual(['Egress', 'Ingress']);
+        expect(ports(p.ingress), `${overlay} ${component} ingress`).toEqual(w.ingress);
+        expect(ports(p.egress), `${overlay} ${component} egress`).toEqual(w.egress);
+      }
+    }
+    const redis = find(rendered['with-redis'], 'NetworkPolicy', 'volume-medic-redis')['spec'] as Policy & { ingress: Array<{ from: Array<{ podSelector: { matchExpressions: Array<{ key: string; values: string[] }> } }> }> };
+    expect(redis.policyTypes.sort()).toEqual(['Egress', 'Ingress']);
+    expect(redis.egress).toEqual([]);
+    expect(redis.ingress).toHaveLength(1);
+    expect(redis.ingress[0]!.from).toHaveLength(1);
+    expect(redis.ingress[0]!.from[0]!.podSelector.matchExpressions.find((e) => e.key === 'app.kubernetes.io/component')?.values.sort()).toEqual(['cluster-worker', 'node-agent', 'receiver']);
   });
 
   it('every Node.js container bounds V8\'s heap 64 MiB under its memory limit', () => {
