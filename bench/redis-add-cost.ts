@@ -25,6 +25,12 @@ import { fill, groupedAlerts } from './lib/payloads.ts';
 import { startPrivateRedis } from './lib/redis-server.ts';
 import { redisCpu } from './lib/redis-cpu.ts';
 import { round } from './lib/stats.ts';
+import { randomBytes } from 'node:crypto';
+import { keyringFor } from '../src/trust/keyring.ts';
+import { sealerOf } from '../src/trust/seal.ts';
+
+// Jobs are sealed as the receiver seals them: the cost is part of ours.
+const BENCH_SEALER = sealerOf(keyringFor('receiver', new Map([['receiver.bench', randomBytes(32)]])));
 
 const PREFIX = 'cost';
 export const MODES = ['dispatcher', 'addBulk', 'reference'] as const;
@@ -72,7 +78,7 @@ export async function redisAddCost(url: string, opts: { groups?: number; perCall
     }
     return q;
   };
-  const dispatcher = new Dispatcher(conn, { prefix: PREFIX, timeoutMs: 30_000, knownKeyMaxMs: 0 });
+  const dispatcher = new Dispatcher(conn, { prefix: PREFIX, timeoutMs: 30_000, knownKeyMaxMs: 0, sealer: BENCH_SEALER });
   const add = async (mode: Mode, groups: Group[]): Promise<number> => {
     if (mode === 'dispatcher') return (await dispatcher.enqueue(groups.flatMap((g) => g.jobs))).length;
     if (mode === 'reference') {

@@ -15,6 +15,7 @@ import { runbookScale, type ScaleRow } from './runbook-scale.ts';
 import { addCostTable, redisAddCost, type AddCostRow } from './redis-add-cost.ts';
 import { renderKustomization } from '../scripts/deploy/kustomize.ts';
 import { buildDist } from '../scripts/lib/build-dist.ts';
+import { writeSigningKeys } from '../scripts/lib/signing-keys.ts';
 
 // `npm run bench` (node bench/run.ts): the receiver against a bare express endpoint on the same
 // machine, in the same run, plus a dedup storm, latency to start and footprint. Loopback only,
@@ -30,6 +31,8 @@ const ROUNDS = 3;
 const CONNECTIONS = 20;
 const ONLY = new Set((process.env['BENCH_ONLY'] ?? 'throughput,redis,storm,latency,footprint,scale').split(','));
 const PREFIX = 'bench';
+// Every process of the run (children inherit the environment) seals and verifies with these keys, as deployed.
+process.env['SIGNING_KEYS_DIR'] ||= writeSigningKeys(undefined);
 const here = (p: string): string => new URL(p, import.meta.url).pathname;
 
 type Kind = 'bare' | 'addBulk' | 'unique' | 'repeat' | 'repeat, body differs';

@@ -10,6 +10,7 @@ import { startReceiver } from '../src/receiver.ts';
 import { createNodeAgent } from '../workers/node-agent/agent.ts';
 import { defaultNodeRegistry } from '../workers/node-agent/registry.ts';
 import { findOrStartRedis, NoRedisError } from './lib/local-redis.ts';
+import { writeSigningKeys } from './lib/signing-keys.ts';
 
 const log = createLogger('dev');
 
@@ -19,7 +20,10 @@ try {
   if (redis.origin === 'private') log.info({ url: redis.url }, 'no Redis configured and none answering locally: started a private redis-server (stopped on exit, keeps nothing)');
   const nodeName = process.env['NODE_NAME'] || hostname().toLowerCase();
   if (!isNodeName(nodeName)) throw new ConfigError(`this machine's name "${nodeName}" is not a valid node name; set NODE_NAME`);
-  const config = { ...loadConfig({ ...process.env, REDIS_URL: redis.url, NODE_NAME: nodeName }), defaultMode: 'dry-run' as const, runbookModes: {} };
+  // A trial has no Secret: fresh signing keys in a private temporary directory, so the receiver
+  // seals and the agent verifies as deployed (SIGNING_KEYS_DIR, when set, is used instead).
+  const keys = process.env['SIGNING_KEYS_DIR'] || writeSigningKeys(undefined);
+  const config = { ...loadConfig({ ...process.env, REDIS_URL: redis.url, NODE_NAME: nodeName, SIGNING_KEYS_DIR: keys }), defaultMode: 'dry-run' as const, runbookModes: {} };
   log.level = config.logLevel;
   // A trial on one machine: without a token the receiver is open, and says so (the deployed
   // receiver, src/main.ts, refuses to start without one unless ALLOW_UNAUTHENTICATED=true).

@@ -11,6 +11,7 @@ import { createApp } from './http/app.ts';
 import { createLogger, type Logger } from './observability/logger.ts';
 import { createReceiverMetrics } from './observability/metrics.ts';
 import { Dispatcher } from './queues/dispatcher.ts';
+import { trustFromConfig } from './trust/from-config.ts';
 import { JobReader } from './queues/job-reader.ts';
 import { producerConnection, whenReady } from './queues/redis.ts';
 import { OperatorActions } from './controls/operator-actions.ts';
@@ -34,6 +35,9 @@ export interface ReceiverOptions {
 
 export async function startReceiver(config: Config, opts: ReceiverOptions = {}): Promise<Receiver> {
   const log = opts.log ?? createLogger('receiver', config.logLevel, { buffered: true });
+  // Everything the receiver stores for an agent is sealed with its key (fails closed without one).
+  const trust = trustFromConfig(config, 'receiver');
+  if (trust.allowUnsigned) log.warn('ALLOW_UNSIGNED_WORK=true: agents accept work without a seal; anyone who can write to Redis can make them act');
   const redis = producerConnection(config.redisUrl);
   redis.on('error', (err) => log.debug({ err: err.message }, 'redis connection error'));
   try {
@@ -45,6 +49,8 @@ export async function startReceiver(config: Config, opts: ReceiverOptions = {}):
   const dispatcher = new Dispatcher(redis, {
     prefix: config.queuePrefix,
     timeoutMs: config.enqueueTimeoutMs,
+    sealer: trust.sealer,
+    sealTtlMs: trust.ttlMs,
     ...(config.dedupWindowSeconds !== undefined ? { dedupWindowSeconds: config.dedupWindowSeconds } : {}),
     // Every new job once, whichever way it came (webhook or watch), one line per Redis call.
     onStored: (jobs) => log.info({ stored: jobs.map((j) => ({ id: j.id, queue: j.queue, runbook: j.runbook })) }, 'jobs stored'),

@@ -11,6 +11,7 @@ import type { RunbookResult } from '../../src/catalogue/result.ts';
 const config = Config.parse({
   redisUrl: process.env['REDIS_URL'],
   queuePrefix: process.env['QUEUE_PREFIX'],
+  signingKeysDir: process.env['SIGNING_KEYS_DIR'],
   nodeName: process.env['NODE_NAME'],
   logLevel: 'warn',
 });

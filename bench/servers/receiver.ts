@@ -11,6 +11,7 @@ const config = Config.parse({
   listenAddress: '127.0.0.1',
   redisUrl: process.env['REDIS_URL'],
   queuePrefix: process.env['QUEUE_PREFIX'],
+  signingKeysDir: process.env['SIGNING_KEYS_DIR'],
   logLevel: process.env['LOG_LEVEL'] ?? 'warn',
   ...(process.env['ENQUEUE_TIMEOUT_MS'] ? { enqueueTimeoutMs: process.env['ENQUEUE_TIMEOUT_MS'] } : {}),
   ...(process.env['VOLUME_MEDIC_TOKEN'] ? { tokens: [process.env['VOLUME_MEDIC_TOKEN']] } : {}),

@@ -19,12 +19,21 @@ export async function recordFinished(redis: Redis, prefix: string, runbook: stri
   await p.exec();
 }
 
+/**
+ * Record work or a control record refused as untrusted (unsigned, badly sealed, expired,
+ * replayed, from the wrong issuer): `kind` is job | mode | pause | approval.
+ */
+export async function recordUntrusted(redis: Redis, prefix: string, kind: string, reason: string): Promise<void> {
+  await redis.hincrby(statsKey(prefix), `untrusted|${kind}|${reason}`, 1);
+}
+
 const esc = (v: string): string => v.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n');
 
 /** Prometheus text exposition of the fleet-wide counters. */
 export async function finishedExposition(redis: Redis, prefix: string): Promise<string> {
   const h = await redis.hgetall(statsKey(prefix));
   const finished: string[] = [];
+  const untrusted: string[] = [];
   const buckets = new Map<string, Map<string, number>>();
   const sums = new Map<string, number>();
   for (const [field, value] of Object.entries(h)) {
@@ -35,11 +44,15 @@ export async function finishedExposition(redis: Redis, prefix: string): Promise<
       m.set(extra, Number(value));
       buckets.set(runbook, m);
     } else if (kind === 'sum') sums.set(runbook, Number(value));
+    else if (kind === 'untrusted') untrusted.push(`volume_medic_untrusted_refused_total{kind="${esc(runbook)}",reason="${esc(extra)}"} ${Number(value)}`);
   }
   const lines = [
     '# HELP volume_medic_jobs_finished_total Remediation jobs finished, by runbook and outcome (all workers).',
     '# TYPE volume_medic_jobs_finished_total counter',
     ...finished.sort(),
+    '# HELP volume_medic_untrusted_refused_total Jobs and control records an agent refused to act on: unsigned, badly sealed, expired, replayed or from the wrong issuer (all workers).',
+    '# TYPE volume_medic_untrusted_refused_total counter',
+    ...untrusted.sort(),
     '# HELP volume_medic_job_duration_seconds Time a runbook took, from start to result (all workers).',
     '# TYPE volume_medic_job_duration_seconds histogram',
   ];

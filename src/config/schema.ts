@@ -27,6 +27,22 @@ export const Config = z.object({
    * warns at start and on /readyz). Default false: no token is a configuration error (exit 2).
    */
   allowUnauthenticated: z.union([z.boolean(), z.stringbool()]).default(false),
+  /**
+   * SIGNING_KEYS_DIR: directory of signing keys (a mounted Secret), one file per key named
+   * `<role>.<key id>` (roles: receiver, cluster-worker, node-agent), each at least 32 random bytes
+   * in base64. Every job and operator control is sealed (HMAC-SHA256) by the role that issues it
+   * and verified before an agent acts. Required unless ALLOW_UNSIGNED_WORK=true.
+   */
+  signingKeysDir: z.string().min(1).optional(),
+  /** SIGNING_KEY_ID: the key id this process seals with (rotation); default the greatest id of its role. */
+  signingKeyId: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/).optional(),
+  /**
+   * ALLOW_UNSIGNED_WORK: start without signing keys, and accept work and controls without a seal
+   * (a bad seal is still refused). For development and for rolling signing out; default false.
+   */
+  allowUnsignedWork: z.union([z.boolean(), z.stringbool()]).default(false),
+  /** WORK_SEAL_TTL_SECONDS: how long sealed work stays valid (must exceed APPROVAL_TTL_SECONDS). Default 86400. */
+  workSealTtlSeconds: z.coerce.number().int().positive().default(86_400),
   /** BODY_LIMIT: largest webhook body accepted, in bytes (larger: 413). */
   bodyLimit: z.coerce.number().int().min(1024).default(1024 * 1024),
   /** ENQUEUE_TIMEOUT_MS: how long storing jobs may take before the receiver answers 503. */

@@ -6,6 +6,8 @@ import { RUNBOOK_POLICY, dedupWindowMs } from '../catalogue/policy.ts';
 import { RUNBOOKS, type RemediationJob, type RunbookName } from '../catalogue/jobs.ts';
 import { knownQueuesKey } from './known-queues.ts';
 import { GenerationalMap } from '../collections/generational-map.ts';
+import type { Sealer } from '../trust/seal.ts';
+import { sealJob } from '../trust/work.ts';
 
 // Puts triaged jobs on their queues. The job id IS the idempotency key, so BullMQ itself folds a
 // repeat into the existing job for as long as that job is kept; completed and failed jobs are
@@ -57,6 +59,13 @@ export interface DispatcherOptions {
    * line per request cost ~13 us of a new job's ~100).
    */
   onStored?: (jobs: readonly Enqueued[]) => void;
+  /**
+   * Seals every job with this process's role key (src/trust): agents refuse work without a valid
+   * seal. Undefined only where ALLOW_UNSIGNED_WORK runs without keys.
+   */
+  sealer: Sealer | undefined;
+  /** How long a sealed job stays valid (WORK_SEAL_TTL_SECONDS). */
+  sealTtlMs?: number;
 }
 
 /**
@@ -71,6 +80,9 @@ const CLOCK_SKEW_MARGIN_MS = 60_000;
  * made batches smaller.
  */
 const MAX_IN_FLIGHT = 2;
+
+/** WORK_SEAL_TTL_SECONDS' default. */
+const DEFAULT_SEAL_TTL_MS = 86_400_000;
 
 /** How long jobs wait for the calls on their way before one more is sent alongside them. */
 const STALL_MS = 20;
@@ -268,7 +280,9 @@ export class Dispatcher {
     const sentAt = this.now();
     const items = batch.map((b): BatchItem => {
       const queue = this.queue(b.queueName);
-      const job = new Job(queue, b.job.runbook, b.job, jobOptions(b.job, this.windowMs(b.job.runbook)), b.job.key);
+      const sealer = this.opts.sealer;
+      const data = sealer ? sealJob(sealer, b.queueName, b.job, this.opts.sealTtlMs ?? DEFAULT_SEAL_TTL_MS) : b.job;
+      const job = new Job(queue, b.job.runbook, data, jobOptions(b.job, this.windowMs(b.job.runbook)), b.job.key);
       // The job's timestamp is read right before its add, in the same script call: exact within
       // one receiver (concurrent repeats are coalesced above); across receiver replicas two
       // racing first deliveries run one after the other in Redis, so the second sees the first.

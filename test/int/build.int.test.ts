@@ -6,6 +6,7 @@ import { OVERLAYS, renderKustomization } from '../../scripts/deploy/kustomize.ts
 import { buildDist } from '../../scripts/lib/build-dist.ts';
 import { DEPLOY_DIR, podSpec } from '../unit/deploy/manifests.ts';
 import { uniquePrefix } from '../support/redis.ts';
+import { TEST_KEYS_DIR } from '../support/trust.ts';
 
 // The image runs `npm run build`'s output with the commands of deploy/base (Dockerfile). Build it
 // here and start every command the manifests name, flags included (the node agent's V8 flags
@@ -46,7 +47,7 @@ describe('the deployable build (npm run build) runs every command of the manifes
     const argv = commands.get(name)!;
     const child = spawn(process.execPath, argv.slice(1), {
       cwd: out,
-      env: { ...process.env, REDIS_URL: inject('redisUrl'), QUEUE_PREFIX: uniquePrefix('build'), NODE_NAME: 'build-node', VOLUME_MEDIC_TOKEN: 'build-test-token-0123456789', PORT: '0', LISTEN_ADDRESS: '127.0.0.1', STATE_DIR: join(out, 'state'), LOG_LEVEL: 'info', KUBERNETES_SERVICE_HOST: '', KUBECONFIG: '' },
+      env: { ...process.env, REDIS_URL: inject('redisUrl'), QUEUE_PREFIX: uniquePrefix('build'), NODE_NAME: 'build-node', VOLUME_MEDIC_TOKEN: 'build-test-token-0123456789', PORT: '0', LISTEN_ADDRESS: '127.0.0.1', STATE_DIR: join(out, 'state'), LOG_LEVEL: 'info', KUBERNETES_SERVICE_HOST: '', SIGNING_KEYS_DIR: TEST_KEYS_DIR, KUBECONFIG: '' },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let text = '';

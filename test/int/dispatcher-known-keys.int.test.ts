@@ -4,6 +4,7 @@ import type { ResidualMultipathJob } from '../../src/catalogue/jobs.ts';
 import { Dispatcher, StoreUnavailableError, type Enqueued } from '../../src/queues/dispatcher.ts';
 import { producerConnection } from '../../src/queues/redis.ts';
 import { dropPrefix, redisUrl, uniquePrefix } from '../support/redis.ts';
+import { testSealer } from '../support/trust.ts';
 
 // The dispatcher answers a key it stored from memory, without Redis, only within a bound it can
 // prove (issue 8): never past the smallest dedup window of the queue minus a clock margin, never
@@ -21,7 +22,7 @@ describe('dispatcher known keys', () => {
   let clock = Date.now();
   const dispatchers: Dispatcher[] = [];
   const dispatcher = (opts: { dedupWindowSeconds?: number; knownKeyMaxMs?: number; onStored?: (jobs: readonly Enqueued[]) => void } = {}) => {
-    const d = new Dispatcher(redis, { prefix, timeoutMs: 2_000, now: () => clock, ...opts });
+    const d = new Dispatcher(redis, { prefix, timeoutMs: 2_000, now: () => clock, sealer: testSealer('receiver'), ...opts });
     dispatchers.push(d);
     return d;
   };
@@ -83,7 +84,7 @@ describe('dispatcher known keys', () => {
 
   it('forgets everything when the connection drops, and answers 503 while it is down', async () => {
     const conn = producerConnection(redisUrl());
-    const d = new Dispatcher(conn, { prefix, timeoutMs: 1_000, now: () => clock });
+    const d = new Dispatcher(conn, { prefix, timeoutMs: 1_000, now: () => clock, sealer: testSealer('receiver') });
     try {
       await d.enqueue([job('known_d_000000000001')]);
       await admin.del(jobKey('known_d_000000000001'));

@@ -14,6 +14,7 @@ import { DIRECT_CALLS } from '../../src/kube/rbac.ts';
 import { testConfig } from '../support/config.ts';
 import { post } from '../support/payloads.ts';
 import { dropPrefix, redisUrl, uniquePrefix } from '../support/redis.ts';
+import { testSealer } from '../support/trust.ts';
 
 // The real @kubernetes/client-node against the fake list/watch API server, the real ingest path
 // and a real Redis: what the watch sees becomes exactly the jobs a webhook would make.
@@ -71,7 +72,7 @@ describe('Kubernetes watches against a list/watch API server', () => {
     api = await startFakeKubeApi();
     prefix = uniquePrefix('kwatch');
     redis = new Redis(redisUrl());
-    dispatcher = new Dispatcher(redis, { prefix, timeoutMs: 5_000 });
+    dispatcher = new Dispatcher(redis, { prefix, timeoutMs: 5_000, sealer: testSealer('receiver') });
   });
   afterEach(async () => {
     await watches?.close();

@@ -22,6 +22,7 @@ import { createRbdStaleMapping, InMemoryRbdLookups, type FencingMode, type NodeJ
 import type { RunbookContext } from '../../workers/runbooks/registry.ts';
 import { cephUnavailable, startCeph, type TestCeph } from '../support/ceph.ts';
 import { dropPrefix, redisUrl, uniquePrefix } from '../support/redis.ts';
+import { testSealer } from '../support/trust.ts';
 
 // The cluster half against a REAL one-node Ceph (test/support/ceph.ts): a separate `rbd watch`
 // process holds a watch on the image; the runbook finds it through `rbd info` -> `rados
@@ -172,7 +173,7 @@ describe.skipIf(skip !== undefined)('rbd-stale-mapping against a real Ceph', () 
     const holder = watches.at(-1)!;
     const prefix = uniquePrefix('rbd');
     const redis = producerConnection(redisUrl());
-    const dispatcher = new Dispatcher(redis, { prefix, timeoutMs: 5_000 });
+    const dispatcher = new Dispatcher(redis, { prefix, timeoutMs: 5_000, sealer: testSealer('cluster-worker') });
     try {
       const sink: NodeJobSink = {
         async enqueue(j: RbdUnmapJob) {
@@ -212,7 +213,7 @@ describe.skipIf(skip !== undefined)('rbd-stale-mapping against a real Ceph', () 
     const TOKEN = 'integration-test-token-0123456789';
     const prefix = uniquePrefix('rbde2e');
     const redis = producerConnection(redisUrl());
-    const dispatcher = new Dispatcher(redis, { prefix, timeoutMs: 5_000 });
+    const dispatcher = new Dispatcher(redis, { prefix, timeoutMs: 5_000, sealer: testSealer('cluster-worker') });
     const receiver = await startReceiver(testConfig({ redisUrl: redisUrl(), queuePrefix: prefix, tokens: [TOKEN] }));
     const k8s = new InMemoryRbdLookups()
       .addNode({ name: 'k8s-dev-worker0', addresses: [{ type: 'InternalIP', address: '10.0.0.10' }], ready: 'True', labels: {} })

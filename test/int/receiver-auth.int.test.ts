@@ -6,6 +6,7 @@ import { afterAll, describe, expect, inject, it } from 'vitest';
 import { startReceiver } from '../../src/receiver.ts';
 import { testConfig } from '../support/config.ts';
 import { dropPrefix, redisUrl, uniquePrefix } from '../support/redis.ts';
+import { TEST_KEYS_DIR } from '../support/trust.ts';
 
 // Issue 20, "fail closed": the receiver process (npm run receiver) refuses to start without a
 // token, an empty token file included, unless ALLOW_UNAUTHENTICATED=true says so; then it starts,
@@ -18,7 +19,7 @@ afterAll(async () => {
 
 function receiver(env: Record<string, string>): { exited: Promise<number | null>; output: () => string; stop: () => void } {
   const child = spawn(process.execPath, ['src/main.ts'], {
-    env: { ...process.env, VOLUME_MEDIC_TOKEN: '', VOLUME_MEDIC_TOKEN_FILE: '', REDIS_URL: inject('redisUrl'), QUEUE_PREFIX: uniquePrefix('auth'), PORT: '0', LISTEN_ADDRESS: '127.0.0.1', LOG_LEVEL: 'info', KUBE_WATCH: 'false', ...env },
+    env: { ...process.env, VOLUME_MEDIC_TOKEN: '', VOLUME_MEDIC_TOKEN_FILE: '', REDIS_URL: inject('redisUrl'), QUEUE_PREFIX: uniquePrefix('auth'), PORT: '0', LISTEN_ADDRESS: '127.0.0.1', LOG_LEVEL: 'info', KUBE_WATCH: 'false', SIGNING_KEYS_DIR: TEST_KEYS_DIR, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let text = '';

@@ -8,6 +8,7 @@ import { Dispatcher } from '../../src/queues/dispatcher.ts';
 import { createRealHost } from '../../workers/host/real-host.ts';
 import { startSelfChecks } from '../../workers/node-agent/self-checks.ts';
 import { dropPrefix, redisUrl, uniquePrefix } from '../support/redis.ts';
+import { testSealer } from '../support/trust.ts';
 
 // The node agent's own placeholder check against a real Redis, on a host root of the test's
 // (its placeholder record and sysfs): a returned disk makes exactly one release job however
@@ -39,7 +40,7 @@ describe('the agent’s placeholder check with a real Redis', () => {
     await mkdir(join(root, 'sys/block/sdq/device'), { recursive: true });
     await writeFile(join(root, 'sys/block/sdq/device/wwid'), `naa.${WWN}\n`);
 
-    const dispatcher = new Dispatcher(redis, { prefix, timeoutMs: 5_000 });
+    const dispatcher = new Dispatcher(redis, { prefix, timeoutMs: 5_000, sealer: testSealer('node-agent') });
     const outcomes: boolean[] = [];
     const check = () => startSelfChecks({
       node: 'worker-9', host: createRealHost({ root }), stateDir: STATE, intervalMs: 0, log: pino({ level: 'silent' }),

@@ -11,6 +11,9 @@ import { Dispatcher } from '../../src/queues/dispatcher.ts';
 import { producerConnection } from '../../src/queues/redis.ts';
 import { createRunbookWorker } from '../engine/runbook-worker.ts';
 import { controlsFromConfig } from '../engine/job-controls.ts';
+import { seenWork } from '../engine/seen-work.ts';
+import { trustFromConfig } from '../../src/trust/from-config.ts';
+import { join } from 'node:path';
 import { defaultClusterRegistry } from './registry.ts';
 
 // `npm run cluster-worker`: runs cluster-side runbooks (where Ceph credentials are). In a pod (or
@@ -25,7 +28,10 @@ await runMain(log, (config) => {
   // Node-side halves go onto the node's own queue, like any job the receiver stores.
   const redis = producerConnection(config.redisUrl);
   redis.on('error', (err) => log.debug({ err: err.message }, 'redis connection error'));
-  const dispatcher = new Dispatcher(redis, { prefix: config.queuePrefix, timeoutMs: config.enqueueTimeoutMs });
+  // It verifies the receiver's seal on what it runs, and seals the node halves it hands out.
+  const trust = trustFromConfig(config, 'cluster-worker');
+  if (trust.allowUnsigned) log.warn('ALLOW_UNSIGNED_WORK=true: the cluster worker runs work without a seal');
+  const dispatcher = new Dispatcher(redis, { prefix: config.queuePrefix, timeoutMs: config.enqueueTimeoutMs, sealer: trust.sealer, sealTtlMs: trust.ttlMs });
   const worker = createRunbookWorker({
     queue: CLUSTER_QUEUE,
     redisUrl: config.redisUrl,
@@ -37,6 +43,7 @@ await runMain(log, (config) => {
     lockDurationMs: config.lockDurationMs,
     log,
     controls: controlsFromConfig(config),
+    trust: { ring: trust.ring, allowUnsigned: trust.allowUnsigned, seen: seenWork(join(config.stateDir, 'seen-work-cluster.json'), log) },
     ...(clients ? { events: new JobEventRecorder({ events: clients.events, log }) } : {}),
   });
   log.info({ kube: inCluster ? 'api-server' : 'none' }, 'cluster worker started');

@@ -1,7 +1,11 @@
 import { DelayedError, Worker, UnrecoverableError, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { RemediationJob, type RunbookName } from '../../src/catalogue/jobs.ts';
-import { recordFinished } from '../../src/catalogue/job-stats.ts';
+import { recordFinished, recordUntrusted } from '../../src/catalogue/job-stats.ts';
+import type { Keyring } from '../../src/trust/keyring.ts';
+import type { Seal, Untrusted } from '../../src/trust/seal.ts';
+import { issuerMayNot, verifyJobSeal } from '../../src/trust/work.ts';
+import type { SeenWork } from './seen-work.ts';
 import type { Mode, RunbookResult } from '../../src/catalogue/result.ts';
 import { workerConnection } from '../../src/queues/redis.ts';
 import type { Logger } from '../../src/observability/logger.ts';
@@ -34,7 +38,23 @@ export interface RunbookWorkerOptions {
   controls?: Omit<JobControlsOptions, 'redis' | 'prefix' | 'log'>;
   /** Kubernetes Events for job start, refusal, success and failure (cluster access only). */
   events?: JobEventSink;
+  /**
+   * Sealed work: every job's seal is verified (issuer's key, bound to this queue and job id, not
+   * expired, an issuer allowed to ask for this runbook, not a replay of finished work) before
+   * anything else runs. Without it (tests of the runbooks alone) jobs are taken as they are.
+   */
+  trust?: WorkTrust;
 }
+
+export interface WorkTrust {
+  ring: Keyring;
+  /** ALLOW_UNSIGNED_WORK: a job without a seal is run (a bad seal is still refused). */
+  allowUnsigned: boolean;
+  seen: SeenWork;
+  now?: () => number;
+}
+
+type TrustCheck = { seal?: Seal; refused?: undefined } | { refused: { reason: Untrusted; detail: string } };
 
 /** How long a parked job waits before it looks again when nothing says otherwise (no controls). */
 const DEFAULT_RECHECK_MS = 30_000;
@@ -69,6 +89,13 @@ export function createRunbookWorker(opts: RunbookWorkerOptions): RunbookWorker {
       recordFinished(connection, opts.prefix, runbook, outcome, (Date.now() - started) / 1000).catch((err: Error) => {
         opts.log.warn({ err: err.message }, 'could not record job statistics');
       });
+    // Before anything else, even the job's own Events: untrusted data names no object we write about.
+    const trusted = checkTrust(job, parsed.success ? parsed.data : undefined);
+    if (trusted.refused) return refuseUntrusted(job, parsed.success ? parsed.data.runbook : 'unknown', trusted.refused);
+    const sealed = trusted.seal;
+    const done = (): void => {
+      if (sealed) opts.trust?.seen.markFinished(sealed.mac, sealed.exp);
+    };
     try {
       if (!parsed.success) throw new PermanentError(`job data does not match the catalogue: ${parsed.error.issues[0]?.message ?? 'invalid'}`);
       const wrongPlace = opts.accepts(parsed.data);
@@ -96,6 +123,7 @@ export function createRunbookWorker(opts: RunbookWorkerOptions): RunbookWorker {
       const handled = await handler(parsed.data as never, ctx);
       const result = modeWhy ? { ...handled, modeWhy } : handled;
       await job.log(`${result.outcome}: ${result.summary}`);
+      done();
       await finish(result.outcome);
       const evidence = destructiveEvidenceLine(result.steps);
       event('succeeded', `${result.outcome}: ${result.summary}${evidence ? `; ${evidence}` : ''}`, result.mode);
@@ -115,12 +143,42 @@ export function createRunbookWorker(opts: RunbookWorkerOptions): RunbookWorker {
         await job.updateProgress({ result: partial } as object).catch(() => {});
       }
       const ending = !shouldRetry(err) || lastAttempt;
+      if (ending) done();
       if (ending) await finish(err instanceof RefusedError ? 'refused' : e.message.startsWith('not implemented') ? 'not-implemented' : 'failed');
       if (err instanceof RefusedError) event('refused', e.message);
       else if (ending) event('failed', e.message);
       opts.log.warn({ jobId: job.id, runbook, err: e.message, retry: !ending }, 'job attempt failed');
       throw forBullmq(err);
     }
+  };
+
+  const checkTrust = (job: Job, parsedJob: RemediationJob | undefined): TrustCheck => {
+    const t = opts.trust;
+    if (!t) return {};
+    const v = verifyJobSeal(t.ring, opts.queue, job.id ?? '', job.data, (t.now ?? Date.now)());
+    if (!v.ok) return v.reason === 'unsigned' && t.allowUnsigned ? {} : { refused: { reason: v.reason, detail: v.detail } };
+    const notAllowed = parsedJob ? issuerMayNot(v.seal.iss, parsedJob) : undefined;
+    if (notAllowed) return { refused: { reason: 'wrong-issuer', detail: `sealed by ${v.seal.iss}.${v.seal.kid}: ${notAllowed}` } };
+    if (t.seen.finished(v.seal.mac)) return { refused: { reason: 'replayed', detail: `this sealed job (issued by ${v.seal.iss} at ${new Date(v.seal.iat).toISOString()}) already finished here` } };
+    return { seal: v.seal };
+  };
+
+  /**
+   * Untrusted work fails at once without running anything: logged on the job, counted
+   * (volume_medic_untrusted_refused_total), in the audit trail, and an Event on the agent's node.
+   */
+  const refuseUntrusted = async (job: Job, claimed: string, r: { reason: Untrusted; detail: string }): Promise<never> => {
+    const why = `untrusted work refused (${r.reason}): ${r.detail}; nothing was run`;
+    opts.log.error({ jobId: job.id, queue: opts.queue, claimedRunbook: claimed, reason: r.reason, detail: r.detail }, 'untrusted work refused');
+    await Promise.all([
+      job.log(why).catch(() => {}),
+      recordUntrusted(connection, opts.prefix, 'job', r.reason).catch(() => {}),
+      recordFinished(connection, opts.prefix, claimed, 'untrusted', 0).catch(() => {}),
+      controls?.audit('work-refused', `job/${String(job.id).slice(0, 200)}`, `${r.reason}: ${r.detail}; queue ${opts.queue}; claimed runbook ${claimed}`).catch(() => {}),
+    ]);
+    const node = opts.controls?.node;
+    if (node && opts.events) void opts.events.recordJobEvent({ jobId: String(job.id ?? '').slice(0, 200), runbook: 'untrusted', outcome: 'refused', regarding: { kind: 'Node', name: node }, message: why.slice(0, 900) });
+    throw new UnrecoverableError(why);
   };
 
   /**

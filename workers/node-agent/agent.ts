@@ -9,6 +9,9 @@ import { NODE_MODE_LABEL } from '../../src/controls/effective-mode.ts';
 import type { NodeLabels } from '../runbooks/local-pv-placeholder/node-labels.ts';
 import type { RunbookRegistry } from '../runbooks/registry.ts';
 import type { JobEventSink } from '../engine/job-events.ts';
+import { seenWork } from '../engine/seen-work.ts';
+import { trustFromConfig, type Trust } from '../../src/trust/from-config.ts';
+import { join } from 'node:path';
 
 // The node agent: one per node (a DaemonSet pod), consuming only its own node's queue, one job
 // at a time, so two runbooks never change the same node's devices at once.
@@ -23,10 +26,17 @@ export interface NodeAgentOptions {
   events?: JobEventSink;
 }
 
-export function createNodeAgent({ config, registry, log, nodeLabels, events }: NodeAgentOptions): RunbookWorker {
+export interface NodeAgent extends RunbookWorker {
+  /** The agent's keys: it verifies what it runs and seals what its own checks ask for. */
+  trust: Trust;
+}
+
+export function createNodeAgent({ config, registry, log, nodeLabels, events }: NodeAgentOptions): NodeAgent {
   const node = config.nodeName;
   if (!node) throw new Error('NODE_NAME is required: the node agent must know which node it serves');
-  return createRunbookWorker({
+  const trust = trustFromConfig(config, 'node-agent');
+  if (trust.allowUnsigned) log.warn('ALLOW_UNSIGNED_WORK=true: this agent runs work without a seal; anyone who can write to Redis can make it act');
+  const worker = createRunbookWorker({
     queue: nodeQueueName(node),
     redisUrl: config.redisUrl,
     prefix: config.queuePrefix,
@@ -45,5 +55,7 @@ export function createNodeAgent({ config, registry, log, nodeLabels, events }: N
       nodeModeLabel: async () => (nodeLabels ? (await nodeLabels.labelsOf(node))?.[NODE_MODE_LABEL] : config.nodeLabels?.[NODE_MODE_LABEL]),
     },
     ...(events ? { events } : {}),
+    trust: { ring: trust.ring, allowUnsigned: trust.allowUnsigned, seen: seenWork(join(config.stateDir, 'seen-work.json'), log) },
   });
+  return Object.assign(worker, { trust });
 }

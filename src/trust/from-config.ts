@@ -1,0 +1,53 @@
+import { ConfigError } from '../config/load.ts';
+import type { Config } from '../config/schema.ts';
+import { KeyringError, keyringFor, readKeys, type Keyring } from './keyring.ts';
+import type { Role } from './roles.ts';
+import { sealerOf, type Sealer } from './seal.ts';
+
+// A process's trust settings from its configuration. Fail closed: a process that must seal or
+// verify and has no keys does not start (exit 2) unless ALLOW_UNSIGNED_WORK=true says so.
+
+export interface Trust {
+  role: Role;
+  ring: Keyring;
+  /** Seals what this process issues; undefined only with ALLOW_UNSIGNED_WORK and no key of its role. */
+  sealer?: Sealer;
+  /** How long sealed work stays valid. */
+  ttlMs: number;
+  /** Accept work and control records without a seal (a badly sealed one is still refused). */
+  allowUnsigned: boolean;
+}
+
+/** The roles whose keys each process needs to verify what it acts on. */
+const VERIFIES: Record<Role, readonly Role[]> = {
+  receiver: [],
+  'cluster-worker': ['receiver'],
+  'node-agent': ['receiver', 'cluster-worker', 'node-agent'],
+};
+
+export function trustFromConfig(config: Pick<Config, 'signingKeysDir' | 'signingKeyId' | 'allowUnsignedWork' | 'workSealTtlSeconds' | 'approvalTtlSeconds'>, role: Role): Trust {
+  const ttlMs = config.workSealTtlSeconds * 1000;
+  if (config.workSealTtlSeconds <= config.approvalTtlSeconds) {
+    throw new ConfigError(`WORK_SEAL_TTL_SECONDS (${config.workSealTtlSeconds}) must be longer than APPROVAL_TTL_SECONDS (${config.approvalTtlSeconds}): a job waiting for approval would expire first`);
+  }
+  if (!config.signingKeysDir) {
+    if (!config.allowUnsignedWork) {
+      throw new ConfigError('SIGNING_KEYS_DIR is not set: work and operator controls cannot be sealed or verified; point it at the mounted signing keys (see README, "Signed work"), or set ALLOW_UNSIGNED_WORK=true to run without (anyone who can write to Redis can then make agents act)');
+    }
+    return { role, ring: { verify: new Map() }, ttlMs, allowUnsigned: true };
+  }
+  let ring: Keyring;
+  try {
+    ring = keyringFor(role, readKeys(config.signingKeysDir), config.signingKeyId);
+  } catch (err) {
+    if (err instanceof KeyringError) throw new ConfigError(err.message);
+    throw err;
+  }
+  const sealer = sealerOf(ring);
+  if (!config.allowUnsignedWork) {
+    const missing = [...new Set([role, ...VERIFIES[role]])]
+      .filter((r) => ![...ring.verify.keys()].some((k) => k.startsWith(`${r}.`)));
+    if (missing.length > 0) throw new ConfigError(`SIGNING_KEYS_DIR ${config.signingKeysDir} has no key of role(s) ${missing.join(', ')}: a ${role} seals with its own role's key and verifies ${VERIFIES[role].join(', ') || 'nothing'}`);
+  }
+  return { role, ring, ...(sealer ? { sealer } : {}), ttlMs, allowUnsigned: config.allowUnsignedWork };
+}

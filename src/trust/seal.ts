@@ -1,0 +1,76 @@
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import { z } from 'zod';
+import { canonical } from './canonical.ts';
+import type { Keyring } from './keyring.ts';
+import { KeyId, Role } from './roles.ts';
+
+// A seal: HMAC-SHA256 over the canonical encoding of what it vouches for (its purpose, the
+// subject it is bound to — a queue and job id, a control field — the value itself, and the
+// seal's own issuer, key id, issue time and expiry). Moving a sealed value to another subject,
+// changing one byte of it, or re-dating it breaks the MAC.
+
+export const Seal = z.object({
+  v: z.literal(1),
+  iss: Role,
+  kid: KeyId,
+  /** Issued at, epoch ms. */
+  iat: z.number().int().nonnegative(),
+  /** Not valid after, epoch ms. */
+  exp: z.number().int().nonnegative(),
+  mac: z.string().regex(/^[A-Za-z0-9_-]{43}$/, 'a base64url HMAC-SHA256'),
+});
+export type Seal = z.infer<typeof Seal>;
+
+/** What a seal is for: the same bytes sealed as a job are not a valid control record. */
+export type Purpose = 'job' | 'control';
+
+/** Refusal reasons, also the `reason` label of volume_medic_untrusted_refused_total. */
+export type Untrusted = 'unsigned' | 'malformed' | 'unknown-key' | 'bad-mac' | 'not-yet-valid' | 'expired' | 'wrong-issuer' | 'replayed';
+
+export type Verdict = { ok: true; seal: Seal } | { ok: false; reason: Untrusted; detail: string };
+
+/** How far an issuer's clock may run ahead of the verifier's. */
+export const CLOCK_SKEW_MS = 60_000;
+
+const macOf = (key: Buffer, purpose: Purpose, subject: string, value: unknown, s: Omit<Seal, 'mac'>): string =>
+  createHmac('sha256', key).update(canonical({ purpose, subject, value, v: s.v, iss: s.iss, kid: s.kid, iat: s.iat, exp: s.exp }), 'utf8').digest('base64url');
+
+export interface Sealer {
+  readonly role: Role;
+  seal(purpose: Purpose, subject: string, value: unknown, ttlMs: number): Seal;
+}
+
+/** The sealer of a keyring with a signing key; undefined without one. */
+export function sealerOf(ring: Keyring, now: () => number = Date.now): Sealer | undefined {
+  const k = ring.signing;
+  if (!k) return undefined;
+  return {
+    role: k.role,
+    seal(purpose, subject, value, ttlMs) {
+      const iat = now();
+      const head = { v: 1 as const, iss: k.role, kid: k.kid, iat, exp: iat + ttlMs };
+      return { ...head, mac: macOf(k.key, purpose, subject, value, head) };
+    },
+  };
+}
+
+/** Checks the MAC and the validity window; who may issue what is the caller's policy. */
+export function verifySeal(ring: Keyring, purpose: Purpose, subject: string, value: unknown, raw: unknown, now: number): Verdict {
+  if (raw === undefined || raw === null) return { ok: false, reason: 'unsigned', detail: 'no seal' };
+  const parsed = Seal.safeParse(raw);
+  if (!parsed.success) return { ok: false, reason: 'malformed', detail: `seal does not parse: ${parsed.error.issues[0]?.message ?? 'invalid'}` };
+  const s = parsed.data;
+  const key = ring.verify.get(`${s.iss}.${s.kid}`);
+  if (!key) return { ok: false, reason: 'unknown-key', detail: `no key ${s.iss}.${s.kid}` };
+  let expected: Buffer;
+  try {
+    expected = Buffer.from(macOf(key, purpose, subject, value, s), 'base64url');
+  } catch (err) {
+    return { ok: false, reason: 'malformed', detail: (err as Error).message };
+  }
+  const given = Buffer.from(s.mac, 'base64url');
+  if (given.length !== expected.length || !timingSafeEqual(given, expected)) return { ok: false, reason: 'bad-mac', detail: `seal ${s.iss}.${s.kid} does not match the content` };
+  if (s.iat > now + CLOCK_SKEW_MS) return { ok: false, reason: 'not-yet-valid', detail: `issued at ${new Date(s.iat).toISOString()}, in the future` };
+  if (now > s.exp) return { ok: false, reason: 'expired', detail: `expired at ${new Date(s.exp).toISOString()}` };
+  return { ok: true, seal: s };
+}

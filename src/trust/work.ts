@@ -1,0 +1,47 @@
+import type { RemediationJob } from '../catalogue/jobs.ts';
+import type { Keyring } from './keyring.ts';
+import type { Role } from './roles.ts';
+import { verifySeal, type Sealer, type Verdict } from './seal.ts';
+
+// Sealed work: a job's data on its queue is the catalogue job plus `seal`, bound to the queue
+// and the job id. Only the issuer's role key makes it; agents verify it before anything else.
+
+export const SEAL_FIELD = 'seal';
+
+const subjectOf = (queue: string, jobId: string): string => `${queue}/${jobId}`;
+
+/** The data stored for `job` on `queue` (job id = its key). */
+export function sealJob(sealer: Sealer, queue: string, job: RemediationJob, ttlMs: number): RemediationJob & { seal: ReturnType<Sealer['seal']> } {
+  return { ...job, seal: sealer.seal('job', subjectOf(queue, job.key), job, ttlMs) };
+}
+
+/** Verifies the seal of data read from `queue` under `jobId` (untrusted: straight from Redis). */
+export function verifyJobSeal(ring: Keyring, queue: string, jobId: string, data: unknown, now: number): Verdict {
+  if (data === null || typeof data !== 'object' || Array.isArray(data)) return { ok: false, reason: 'malformed', detail: 'job data is not an object' };
+  const { [SEAL_FIELD]: seal, ...body } = data as Record<string, unknown>;
+  return verifySeal(ring, 'job', subjectOf(queue, jobId), body, seal, now);
+}
+
+/**
+ * Who may issue which work. The receiver: what triage and the operator API ask for. The cluster
+ * worker: only the node half of an RBD release (`rbd-unmap`), which nothing else may ask for.
+ * A node agent: only what its own checks find on its own node (a detector's placeholder release,
+ * finishing an interrupted multipath cleanup); the agent also checks the node is its own.
+ * Returns why not, or undefined when allowed.
+ */
+export function issuerMayNot(role: Role, job: RemediationJob): string | undefined {
+  switch (role) {
+    case 'receiver':
+      return job.runbook === 'rbd-unmap' ? 'rbd-unmap is issued by the cluster worker only, not the receiver' : undefined;
+    case 'cluster-worker':
+      return job.runbook === 'rbd-unmap' ? undefined : `${job.runbook} is not issued by the cluster worker`;
+    case 'node-agent':
+      if (job.runbook === 'residual-multipath-cleanup') return undefined;
+      if (job.runbook === 'local-pv-placeholder' && job.action === 'release' && (job.release?.by ?? 'detector') === 'detector') return undefined;
+      return `a node agent issues only its own checks' work (multipath cleanup, a detector's placeholder release), not ${job.runbook}${job.runbook === 'local-pv-placeholder' ? ` ${job.action}${job.release ? ` by ${job.release.by}` : ''}` : ''}`;
+    default: {
+      const never: never = role;
+      return never;
+    }
+  }
+}
