@@ -6,8 +6,9 @@ import { fenceEvidence } from './fence-evidence.ts';
 import { OUT_OF_SERVICE_TAINT, type StaleMappingFacts } from './facts.ts';
 import type { StaleMappingStep } from './step.ts';
 
-// plan(facts) -> steps or a refusal, no I/O. Order of questions: does the image exist, who
-// watches it, is any of them a real second user (refuse), then per watcher: a Ready node gets the
+// plan(facts) -> steps or a refusal, no I/O. Order of questions: does the image exist, is it a
+// PersistentVolume's of this cluster (else refuse: not ours), who watches it, is any of them a
+// real second user (refuse), then per watcher: a Ready node gets the
 // node half; a client of a node that is NotReady past the grace or out of service, or in an
 // operator-listed network, is fenced (by policy) on the evidence of fence-evidence.ts; an address
 // that maps to no known node (or to several) is refused, never fenced.
@@ -27,6 +28,12 @@ export function plan(f: StaleMappingFacts, job: RbdStaleMappingJob): Plan<StaleM
   const refuse = (...reasons: string[]): Plan<StaleMappingStep> => ({ kind: 'refuse', reasons: f.advice ? [...reasons, `prevention: ${f.advice}`] : reasons });
 
   if (!f.imageInfo) return refuse(`rbd image ${spec} does not exist (${f.imageError ?? 'rbd info failed'}): nothing to release`);
+  // The job may stem from an Event anyone could write in their own namespace (issue 20). An
+  // image no PV names is some other user's of the Ceph cluster (another cluster, rbd-mirror, a
+  // VM disk): never fenced nor unmapped on the word of an Event.
+  if (!f.volume) {
+    return refuse(`rbd image ${spec} belongs to no PersistentVolume of this cluster (no PV's CSI volumeAttributes pool + imageName, nor an rbd volume source, names it): not releasing it`);
+  }
   if (f.unparsedWatchers.length > 0) {
     return refuse(`watchers of ${spec} that cannot be read: ${f.unparsedWatchers.join(' | ')}; not acting on a listing we do not understand`);
   }

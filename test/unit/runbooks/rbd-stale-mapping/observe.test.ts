@@ -103,6 +103,22 @@ describe('rbd-stale-mapping observe + plan on recorded Ceph output', () => {
     expect(clock.t).toBe(30_000);
   });
 
+  it('never fences nor hands over for an image no PV of the cluster names, even a watcher in a listed network', async () => {
+    // The cluster knows a PV of the same pool, but for another image.
+    const other = new InMemoryRbdLookups()
+      .addNode({ name: 'worker-1', addresses: [{ type: 'InternalIP', address: '10.0.0.1' }], ready: 'True', labels: {} })
+      .addPersistentVolume({ name: 'pvc-0002', volumeMode: 'Filesystem', rbd: { pool: 'kube', image: 'csi-vol-0002' }, claim: { namespace: 'shop', name: 'other' } }) as InMemoryRbdLookups;
+    const host = ceph();
+    const sink = new InMemoryNodeJobSink();
+    const err = await createRbdStaleMapping({
+      host, ceph: {}, lookups: other, nodeJobs: sink, stateDir: '/state', policy: { fencing: 'on', fenceCidrs: ['10.0.0.0/29'] }, now: () => NOW,
+    })(job, ctx).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(RefusedError);
+    expect((err as RefusedError).reasons).toEqual([expect.stringMatching(/^rbd image kube\/csi-vol-0001 belongs to no PersistentVolume of this cluster/)]);
+    expect(blocklistAdds(host)).toEqual([]);
+    expect(sink.jobs).toEqual([]);
+  });
+
   it('never fences a watcher at an address no node has: no blocklist step, the refusal names the IP and the image', async () => {
     const { host, run } = fence(null);
     const err = await run().catch((e: unknown) => e);

@@ -54,9 +54,20 @@ describe('rbd-stale-mapping plan', () => {
     expect(p.kind).toBe('steps');
   });
 
-  it('refuses to hand over when no PVC is known, since a user on that node cannot be ruled out', () => {
-    const p = plan(facts({ volume: null }), job);
+  it('refuses to hand over when the PV has no known PVC, since a user on that node cannot be ruled out', () => {
+    const p = plan(facts({ volume: { pv: 'pvc-0001', accessModes: [] } }), job);
     expect(p).toMatchObject({ kind: 'refuse', reasons: [expect.stringContaining('no PVC is known')] });
+  });
+
+  it('refuses, naming pool and image, an image that belongs to no PV of the cluster, whatever its watchers', () => {
+    // Fenceable watchers (a node NotReady past the grace, a listed network) and a Ready node: none
+    // of them is touched for an image that is not a PersistentVolume's.
+    for (const watchers of [[gone, listed], [watcher()], [watcher(), gone]]) {
+      expect(plan(facts({ watchers, volume: null }), job)).toEqual({
+        kind: 'refuse',
+        reasons: ['rbd image kube/csi-vol-0001 belongs to no PersistentVolume of this cluster (no PV\'s CSI volumeAttributes pool + imageName, nor an rbd volume source, names it): not releasing it'],
+      });
+    }
   });
 
   it('fences the client of a node NotReady past the grace and of a listed network, recording the undo', () => {
@@ -133,7 +144,7 @@ describe('rbd-stale-mapping plan', () => {
     expect(a.kind === 'refuse' && a.reasons[0]).toContain('since when is not recorded');
     const noCondition = watcher({ ...gone, node: { name: 'worker-3', ready: 'absent', addressType: 'InternalIP' } });
     expect(plan(facts({ watchers: [noCondition] }), job)).toMatchObject({ kind: 'refuse', reasons: [expect.stringContaining('the Node reports no Ready condition')] });
-    expect(plan(facts({ watchers: [gone], volume: null }), job)).toMatchObject({ kind: 'refuse', reasons: [expect.stringContaining('no evidence that no pod on node worker-3 that uses kube/csi-vol-0001 may still run')] });
+    expect(plan(facts({ watchers: [gone], volume: { pv: 'pvc-0001', accessModes: [] } }), job)).toMatchObject({ kind: 'refuse', reasons: [expect.stringContaining('no evidence that no pod on node worker-3 that uses kube/csi-vol-0001 may still run')] });
   });
 
   it('refuses to fence a node whose kubelet still reports (Ready=False) a running pod using the PVC', () => {
