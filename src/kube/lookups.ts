@@ -130,8 +130,11 @@ export interface ClusterLookups {
   /** The Deployment controlling this pod through its ReplicaSet, for the RBD prevention advice. */
   deploymentOfPod(pod: NamespacedName): Promise<DeploymentInfo | undefined>;
   /**
-   * The PVs bound to the pod's claims (unknown pod: none). containerd's "not a device node" names
-   * neither the PV nor the path, only the pod: this is how triage finds its Local PVs.
+   * The PVs bound to the pod's claims (unknown pod: none), bound both ways: the PVC's volumeName
+   * names the PV and the PV's claimRef names that PVC. A PVC that merely names someone else's PV
+   * (and stays Pending) does not count. containerd's "not a device node" names neither the PV nor
+   * the path, only the pod: this is how triage finds its Local PVs; and how it confirms that a
+   * pod's Event is about a volume that pod really uses.
    */
   volumesOfPod(pod: NamespacedName): Promise<PersistentVolumeInfo[]>;
   /** Every PV (the RBD runbook finds the PV of a pool/image among them). */
@@ -230,7 +233,7 @@ export class InMemoryLookups implements ClusterLookups {
     return p.claims.flatMap((name) => {
       const volume = this.claims.get(nsKey({ namespace: pod.namespace, name }))?.volumeName;
       const pv = volume ? this.pvs.get(volume) : undefined;
-      return pv ? [pv] : [];
+      return pv && pv.claim?.namespace === pod.namespace && pv.claim.name === name ? [pv] : [];
     });
   }
 

@@ -53,7 +53,8 @@ export async function readVolumesOfPod(core: CoreApi, pod: NamespacedName): Prom
       throw err;
     }
     const pv = volume ? await readPersistentVolume(core, volume) : undefined;
-    if (pv) out.push(pv);
+    // Bound both ways (ClusterLookups.volumesOfPod): the PV's claimRef names this very PVC.
+    if (pv && pv.claim?.namespace === pod.namespace && pv.claim.name === name) out.push(pv);
   }
   return out;
 }

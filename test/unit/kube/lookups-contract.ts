@@ -116,6 +116,11 @@ export function lookupsContract(name: string, lookups: () => ClusterLookups): vo
       expect(await lookups().volumesOfPod({ namespace: 'kafka', name: 'no-such-pod' })).toEqual([]);
     });
 
+    it('gives no PV to a pod whose PVC names a PV bound to another namespace\'s claim', async () => {
+      // tenant-a/borrowed sets volumeName local-pv-3f8a1c2e, whose claimRef is kafka/data-kafka-0.
+      expect(await lookups().volumesOfPod({ namespace: 'tenant-a', name: 'squatter' })).toEqual([]);
+    });
+
     it('gives no Deployment for a StatefulSet pod or a pod whose ReplicaSet is gone', async () => {
       expect(await lookups().deploymentOfPod({ namespace: 'kafka', name: 'kafka-0' })).toBeUndefined();
       expect(await lookups().deploymentOfPod({ namespace: 'shop', name: 'web-7d4b9c6f5-x2kqp' })).toBeUndefined();
