@@ -8,6 +8,7 @@ import { kubeClients, loadKubeConfig } from './kube/client.ts';
 import { createKubeMetrics } from './kube/kube-metrics.ts';
 import { startKubeWatches, type KubeWatches } from './kube/kube-watches.ts';
 import { createApp } from './http/app.ts';
+import type { EventTrust } from './sources/event-trust.ts';
 import { createLogger, type Logger } from './observability/logger.ts';
 import { createReceiverMetrics } from './observability/metrics.ts';
 import { Dispatcher } from './queues/dispatcher.ts';
@@ -60,6 +61,7 @@ export async function startReceiver(config: Config, opts: ReceiverOptions = {}):
   const kubeConfig = config.kubeWatch ? loadKubeConfig() : undefined;
   const lookups = opts.lookups ?? (kubeConfig ? new KubeLookups(kubeClients(kubeConfig)) : new InMemoryLookups());
   let watches: KubeWatches | undefined;
+  const eventTrust: EventTrust = { npdSources: new Set(config.npdEventSources), npdNamespace: config.npdEventNamespace };
   const app = createApp({
     redis,
     prefix: config.queuePrefix,
@@ -70,6 +72,7 @@ export async function startReceiver(config: Config, opts: ReceiverOptions = {}):
     lookups,
     kubeState: () => watches?.state(),
     nodeRecoveryAlerts: new Set(config.nodeRecoveryAlerts),
+    eventTrust,
     metrics,
     log,
     ...(opts.repeats ? { repeats: opts.repeats } : {}),
@@ -100,7 +103,7 @@ export async function startReceiver(config: Config, opts: ReceiverOptions = {}):
   log.info({ url, auth: config.tokens.length > 0 ? 'bearer token required' : 'none' }, 'receiver listening');
   if (kubeConfig) {
     watches = await startKubeWatches({
-      kubeConfig, ingest: { lookups, dispatcher }, log: log.child({ component: 'kube' }),
+      kubeConfig, ingest: { lookups, dispatcher }, eventTrust, log: log.child({ component: 'kube' }),
       metrics: createKubeMetrics(metrics.registry), reconcileIntervalMs: config.kubeReconcileSeconds * 1000,
     });
   }

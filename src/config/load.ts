@@ -50,6 +50,8 @@ const ENV: Record<string, [keyof Config, (v: string) => unknown]> = {
   BODY_LIMIT: ['bodyLimit', (v) => v],
   ENQUEUE_TIMEOUT_MS: ['enqueueTimeoutMs', (v) => v],
   NODE_RECOVERY_ALERTS: ['nodeRecoveryAlerts', list],
+  NPD_EVENT_SOURCES: ['npdEventSources', list],
+  NPD_EVENT_NAMESPACE: ['npdEventNamespace', (v) => v],
   DEDUP_WINDOW_SECONDS: ['dedupWindowSeconds', (v) => v],
   NODE_NAME: ['nodeName', (v) => v],
   DEFAULT_MODE: ['defaultMode', (v) => v],

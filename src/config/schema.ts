@@ -3,6 +3,7 @@ import { Mode } from '../catalogue/result.ts';
 import { RunbookName, RUNBOOKS } from '../catalogue/jobs.ts';
 import { isCidr } from '../catalogue/cidr.ts';
 import { NodeName } from '../catalogue/names.ts';
+import { DEFAULT_NPD_EVENT_SOURCES } from '../sources/event-trust.ts';
 
 // Every setting, its default and its meaning, in one place. The README's configuration table
 // mirrors this file. Environment variables (UPPER_SNAKE) override the optional config file
@@ -49,6 +50,14 @@ export const Config = z.object({
   enqueueTimeoutMs: Millis.default(5_000),
   /** NODE_RECOVERY_ALERTS: alert names whose resolution means a node is back. */
   nodeRecoveryAlerts: z.array(z.string().min(1)).default(['KubeNodeNotReady', 'KubeNodeUnreachable']),
+  /**
+   * NPD_EVENT_SOURCES: node-problem-detector monitors whose LocalDiskLost Events are believed
+   * (NPD writes a monitor config's `source` as the Event's source.component). Default
+   * `local-pv-monitor`, the monitor in deploy/integrations/npd. Other reporters: see event-trust.ts.
+   */
+  npdEventSources: z.array(z.string().regex(/^[A-Za-z0-9._:-]{1,253}$/, 'a component name: letters, digits, . _ : -')).min(1).default([...DEFAULT_NPD_EVENT_SOURCES]),
+  /** NPD_EVENT_NAMESPACE: the namespace NPD writes its Events in (its --event-namespace; `default` when that is unset). */
+  npdEventNamespace: z.string().regex(/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/, 'a namespace name').default('default'),
   /** DEDUP_WINDOW_SECONDS: when set, overrides every runbook's deduplication window (see catalogue/policy.ts). */
   dedupWindowSeconds: z.coerce.number().int().positive().optional(),
   /** NODE_NAME: the node a node agent serves (required by the node agent only). */

@@ -3,6 +3,7 @@ import { AlertmanagerPayload, alertmanagerSignals } from '../sources/alertmanage
 import { KubeEventsBody } from '../sources/kube-event.ts';
 import { kubeEventSignals } from '../sources/kube-events.ts';
 import { NpdBody, npdSignals } from '../sources/npd.ts';
+import type { EventTrust } from '../sources/event-trust.ts';
 import type { Signal, SourceResult } from '../signals/index.ts';
 import { describeZodError } from './zod-error.ts';
 
@@ -14,6 +15,8 @@ export type WebhookSource = (typeof WEBHOOK_SOURCES)[number];
 
 export interface ParseOptions {
   nodeRecoveryAlerts: ReadonlySet<string>;
+  /** Which Events are believed (NPD_EVENT_SOURCES, NPD_EVENT_NAMESPACE). */
+  eventTrust: EventTrust;
 }
 
 export type Parsed = ({ ok: true } & SourceResult<Signal>) | { ok: false; error: string };
@@ -29,9 +32,9 @@ export function parseWebhook(source: WebhookSource, body: unknown, opts: ParseOp
       case 'alertmanager':
         return run(AlertmanagerPayload, body, (p) => alertmanagerSignals(p, opts) as SourceResult<Signal>);
       case 'events':
-        return run(KubeEventsBody, body, kubeEventSignals);
+        return run(KubeEventsBody, body, (b) => kubeEventSignals(b, opts.eventTrust));
       case 'npd':
-        return run(NpdBody, body, npdSignals);
+        return run(NpdBody, body, (b) => npdSignals(b, opts.eventTrust));
       default: {
         const never: never = source;
         return never;

@@ -1,5 +1,6 @@
 import { classifyEvent } from '../sources/classify-event.ts';
 import { KubeEventPayload } from '../sources/kube-event.ts';
+import type { EventTrust } from '../sources/event-trust.ts';
 import { withBootIdentity, type Signal } from '../signals/index.ts';
 
 // A watched (or listed) Event -> signals, through the same parser and classifier as POST
@@ -11,17 +12,17 @@ export const REPORTING_CONTROLLER = 'volume-medic';
 
 export type EventOutcome =
   | { outcome: 'signal'; signals: Signal[] }
-  | { outcome: 'ignored'; reason: string }
+  | { outcome: 'ignored'; reason: string; detail: string }
   | { outcome: 'invalid'; reason: string }
   | { outcome: 'own' };
 
-export function eventSignals(obj: unknown, bootIdOf: (node: string) => string | undefined): EventOutcome {
+export function eventSignals(obj: unknown, bootIdOf: (node: string) => string | undefined, trust: EventTrust): EventOutcome {
   const parsed = KubeEventPayload.safeParse(obj);
   if (!parsed.success) return { outcome: 'invalid', reason: parsed.error.issues[0]?.message ?? 'not an Event' };
   const ev = parsed.data;
   if (ev.component === REPORTING_CONTROLLER) return { outcome: 'own' };
-  const c = classifyEvent(ev, 'k8s-watch');
-  if (c.ignored) return { outcome: 'ignored', reason: c.ignored.reason };
+  const c = classifyEvent(ev, 'k8s-watch', trust);
+  if (c.ignored) return { outcome: 'ignored', reason: c.ignored.reason, detail: c.ignored.detail };
   return {
     outcome: 'signal',
     signals: c.signals.map((s) => (s.kind === 'node-recovered' ? withBootIdentity(s, bootIdOf(s.node)) : s)),

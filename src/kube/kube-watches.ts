@@ -3,6 +3,7 @@ import type { IngestDeps } from '../ingest/ingest.ts';
 import type { Logger } from '../observability/logger.ts';
 import { kubeClients } from './client.ts';
 import { eventSignals } from './event-signals.ts';
+import { DEFAULT_EVENT_TRUST, type EventTrust } from '../sources/event-trust.ts';
 import type { KubeMetrics } from './kube-metrics.ts';
 import { NodeReadyTracker, nodeRecoveredSignal, observeNode } from './node-ready.ts';
 import { reconcileOnce, type ReconcileResult } from './reconcile.ts';
@@ -29,6 +30,8 @@ export interface KubeWatchesOptions {
   backoff?: BackoffPolicy;
   /** Default WATCHED_EVENT_REASONS. */
   eventReasons?: readonly string[];
+  /** Which Events are believed (the receiver passes NPD_EVENT_SOURCES, NPD_EVENT_NAMESPACE). Default DEFAULT_EVENT_TRUST. */
+  eventTrust?: EventTrust;
   /** Watch Nodes. Default true. */
   nodes?: boolean;
   /** Period of the reconcile loop; 0 runs it once at start only. Default 5 minutes. */
@@ -74,6 +77,7 @@ export async function startKubeWatches(o: KubeWatchesOptions): Promise<KubeWatch
   const tracker = new NodeReadyTracker();
   const informers: Array<SupervisedInformer<any>> = [];
   const count = (watch: string, outcome: string): void => o.metrics?.observed.inc({ watch, outcome });
+  const trust = o.eventTrust ?? DEFAULT_EVENT_TRUST;
 
   if (o.nodes !== false) {
     const nodes = new SupervisedInformer<V1Node>({ ...common, name: 'nodes', path: '/api/v1/nodes', list: () => core.listNode({}) });
@@ -109,8 +113,10 @@ export async function startKubeWatches(o: KubeWatchesOptions): Promise<KubeWatch
       const rv = obj.metadata?.resourceVersion ?? '';
       if (uid && handled.get(uid) === rv) return count(name, 'unchanged');
       if (uid) handled.set(uid, rv);
-      const r = eventSignals(obj, (node) => tracker.bootId(node));
+      const r = eventSignals(obj, (node) => tracker.bootId(node), trust);
       count(name, r.outcome);
+      // Debug, not info: anyone who may create Events can make many that are not believed.
+      if (r.outcome === 'ignored') log?.debug({ watch: name, uid, reason: r.reason, detail: r.detail }, 'watched Event ignored');
       if (r.outcome === 'signal') await sink.submit(r.signals, name);
     };
     inf.on('add', onEvent);
@@ -123,7 +129,7 @@ export async function startKubeWatches(o: KubeWatchesOptions): Promise<KubeWatch
   const reconcileNow = (): Promise<ReconcileResult | undefined> => (running ??= (async () => {
     try {
       const result = await reconcileOnce({
-        core, sink, now, recentReadyMs: o.recentReadyMs ?? 30 * 60_000, bootIdOf: (n) => tracker.bootId(n), ...(log ? { log } : {}),
+        core, sink, now, recentReadyMs: o.recentReadyMs ?? 30 * 60_000, bootIdOf: (n) => tracker.bootId(n), eventTrust: trust, ...(log ? { log } : {}),
       });
       Object.assign(rec, { runs: rec.runs + 1, lastRunAt: now(), lastResult: result });
       delete rec.lastError;

@@ -3,6 +3,7 @@ import { CONTAINER_REASONS, VOLUME_REASONS } from '../sources/classify-event.ts'
 import type { Logger } from '../observability/logger.ts';
 import type { Signal } from '../signals/index.ts';
 import { eventLastSeen, eventSignals } from './event-signals.ts';
+import type { EventTrust } from '../sources/event-trust.ts';
 import { nodeRecoveredSignal, observeNode, recentlyRecovered } from './node-ready.ts';
 import type { SignalSink } from './signal-sink.ts';
 import { toPlain } from './supervised-informer.ts';
@@ -24,6 +25,8 @@ export interface ReconcileOptions {
   maxPods?: number;
   /** Boot ids the Node watch knows, to give NodeReady events their boot identity. */
   bootIdOf?: (node: string) => string | undefined;
+  /** Which Events are believed. */
+  eventTrust: EventTrust;
   log?: Logger;
 }
 
@@ -65,7 +68,7 @@ export async function reconcileOnce(o: ReconcileOptions): Promise<ReconcileResul
       if (!latest.has(reason)) latest.set(reason, e);
     }
     for (const e of latest.values()) {
-      const r = eventSignals(e, bootIdOf);
+      const r = eventSignals(e, bootIdOf, o.eventTrust);
       if (r.outcome === 'signal') signals.push({ s: r.signals, origin: 'reconcile-pods' });
     }
   }

@@ -21,7 +21,8 @@ export interface RbdImageBusySignal extends SignalBase {
   kind: 'rbd-image-busy';
   pool: string;
   image: string;
-  pod?: { namespace: string; name: string };
+  /** The pod whose Event said so: triage acts only when the cluster confirms it uses this image. */
+  pod: { namespace: string; name: string };
   /** The node of the pod that cannot mount: where the image is wanted, not where it is held. */
   node?: string;
 }
@@ -30,7 +31,10 @@ export interface LocalDeviceMissingSignal extends SignalBase {
   kind: 'local-device-missing';
   pv?: string;
   path?: string;
-  /** The pod that cannot start, when the message names neither PV nor path (containerd). */
+  /**
+   * The pod whose Event reported it (a kubelet Event; NPD's name no pod). Set, triage acts only on
+   * a PV the cluster confirms the pod uses; containerd's message names nothing else.
+   */
   pod?: { namespace: string; name: string };
   /** Node as the sender saw it; the PV's node affinity wins when the PV is known. */
   node?: string;

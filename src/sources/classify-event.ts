@@ -1,5 +1,6 @@
 import { boundedRaw, type Evidence, type SignalSource } from '../catalogue/evidence.ts';
 import type { Ignored, Signal } from '../signals/index.ts';
+import { distrust, type EventTrust } from './event-trust.ts';
 import type { KubeEvent } from './kube-event.ts';
 import {
   DISK_LINK_IN_TEXT, FOR_VOLUME, LOCAL_VOLUME_DEVICE_PV, LSTAT_MISSING, NOT_A_DEVICE_NODE,
@@ -8,6 +9,7 @@ import {
 
 // One Kubernetes Event -> at most a few signals, or the reason it is not ours. Used by the
 // webhook routes and by the Kubernetes watch, so one incident has one identity however it came.
+// An Event is read only once event-trust.ts believes its reporter, object kind and namespace.
 
 export const VOLUME_REASONS = new Set(['FailedMount', 'FailedMapVolume', 'FailedAttachVolume']);
 export const CONTAINER_REASONS = new Set(['Failed', 'CreateContainerError']);
@@ -27,11 +29,15 @@ function eventIdentity(ev: KubeEvent): string[] {
   return ev.uid ? ['event', ev.uid] : ['event', ev.involved.kind ?? '', ev.involved.namespace ?? '', ev.involved.name ?? '', ev.reason, ev.message];
 }
 
-export function classifyEvent(ev: KubeEvent, source: SignalSource): Classified {
+export function classifyEvent(ev: KubeEvent, source: SignalSource, trust: EventTrust): Classified {
+  const relevant = NODE_REASONS.has(ev.reason) || VOLUME_REASONS.has(ev.reason) || CONTAINER_REASONS.has(ev.reason) || LOCAL_DISK_LOST.has(ev.reason);
+  if (!relevant) return { ignored: { reason: 'event-reason-not-relevant', detail: `reason ${ev.reason || '(none)'} is not one volume-medic acts on`, source } };
+  const no = distrust(ev, trust);
+  if (no) return { ignored: { ...no, source } };
   if (NODE_REASONS.has(ev.reason)) return classifyNodeEvent(ev, source);
-  if (VOLUME_REASONS.has(ev.reason) || CONTAINER_REASONS.has(ev.reason)) return classifyVolumeEvent(ev, source);
-  if (LOCAL_DISK_LOST.has(ev.reason)) return classifyLocalDiskLost(ev.reason, ev.message, ev.involved.name ?? ev.host, eventIdentity(ev), evidence(source, ev), true);
-  return { ignored: { reason: 'event-reason-not-relevant', detail: `reason ${ev.reason || '(none)'} is not one volume-medic acts on`, source } };
+  // The node is the involved Node (distrust() made sure it is one), never source.host.
+  if (LOCAL_DISK_LOST.has(ev.reason)) return classifyLocalDiskLost(ev.reason, ev.message, ev.involved.name, eventIdentity(ev), evidence(source, ev), true);
+  return classifyVolumeEvent(ev, source);
 }
 
 function classifyNodeEvent(ev: KubeEvent, source: SignalSource): Classified {
@@ -55,8 +61,10 @@ function classifyNodeEvent(ev: KubeEvent, source: SignalSource): Classified {
 }
 
 function classifyVolumeEvent(ev: KubeEvent, source: SignalSource): Classified {
-  const pod = ev.involved.kind === 'Pod' && ev.involved.name && ev.involved.namespace
-    ? { namespace: ev.involved.namespace, name: ev.involved.name } : undefined;
+  // Every signal of a Pod Event names its pod: triage acts on it only once the pod is confirmed
+  // to use the volume the message names.
+  const pod = ev.involved.name && ev.involved.namespace ? { namespace: ev.involved.namespace, name: ev.involved.name } : undefined;
+  if (!pod) return { ignored: { reason: 'invalid-name', detail: `${ev.reason} about a Pod without a name`, source } };
   const rbd = RBD_STILL_USED.exec(ev.message);
   if (rbd && VOLUME_REASONS.has(ev.reason)) {
     const parts = rbd[1]!.split('/');
@@ -66,8 +74,8 @@ function classifyVolumeEvent(ev: KubeEvent, source: SignalSource): Classified {
     const [pool, image] = parts as [string, string];
     return {
       signals: [{
-        kind: 'rbd-image-busy', version: 1, pool, image,
-        ...(pod ? { pod } : {}), ...(ev.host ? { node: ev.host } : {}),
+        kind: 'rbd-image-busy', version: 1, pool, image, pod,
+        ...(ev.host ? { node: ev.host } : {}),
         identity: ['rbd', pool, image],
         evidence: evidence(source, ev),
       }],
@@ -76,24 +84,24 @@ function classifyVolumeEvent(ev: KubeEvent, source: SignalSource): Classified {
   if (CONTAINER_REASONS.has(ev.reason) && NOT_A_DEVICE_NODE.test(ev.message)) {
     const pvFromDevice = LOCAL_VOLUME_DEVICE_PV.exec(ev.message)?.[1];
     const path = DISK_LINK_IN_TEXT.exec(ev.message)?.[1];
-    if (pvFromDevice || path) return localMissing(ev, source, pvFromDevice, path);
+    if (pvFromDevice || path) return localMissing(ev, source, pod, pvFromDevice, path);
     // containerd names neither the PV nor the device: only the pod. Triage asks the cluster for
     // the pod's Local PVs. A path that is not a local-volume device (a CSI volume) is not ours.
-    if (pod && !/\/volumeDevices\//.test(ev.message)) return localMissing(ev, source, undefined, undefined, pod);
-    return { ignored: { reason: 'event-message-not-recognised', detail: '"not a device node" without a local PV, device path or pod', source } };
+    if (!/\/volumeDevices\//.test(ev.message)) return localMissing(ev, source, pod, undefined, undefined);
+    return { ignored: { reason: 'event-message-not-recognised', detail: '"not a device node" for a volume that is not a local PV', source } };
   }
   if (ev.reason === 'FailedMapVolume' || ev.reason === 'FailedMount') {
     const path = LSTAT_MISSING.exec(ev.message)?.[1] ?? PATH_DOES_NOT_EXIST.exec(ev.message)?.[1];
-    if (path) return localMissing(ev, source, FOR_VOLUME.exec(ev.message)?.[1], path);
+    if (path) return localMissing(ev, source, pod, FOR_VOLUME.exec(ev.message)?.[1], path);
   }
   return { ignored: { reason: 'event-message-not-recognised', detail: `${ev.reason}: message matches no known storage failure`, source } };
 }
 
-function localMissing(ev: KubeEvent, source: SignalSource, pv: string | undefined, path: string | undefined, pod?: { namespace: string; name: string }): Classified {
+function localMissing(ev: KubeEvent, source: SignalSource, pod: { namespace: string; name: string }, pv: string | undefined, path: string | undefined): Classified {
   return {
     signals: [{
       kind: 'local-device-missing', version: 1,
-      ...(pv ? { pv } : {}), ...(path ? { path } : {}), ...(pod ? { pod } : {}), ...(ev.host ? { node: ev.host } : {}),
+      ...(pv ? { pv } : {}), ...(path ? { path } : {}), pod, ...(ev.host ? { node: ev.host } : {}),
       identity: eventIdentity(ev),
       evidence: evidence(source, ev),
     }],

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { boundedRaw } from '../catalogue/evidence.ts';
 import type { Ignored, Signal, SourceResult } from '../signals/index.ts';
 import { classifyEvent, classifyLocalDiskLost, LOCAL_DISK_LOST } from './classify-event.ts';
+import type { EventTrust } from './event-trust.ts';
 import { type KubeEvent, KubeEventPayload } from './kube-event.ts';
 
 // node-problem-detector reports in two ways: Events on the Node (involvedObject kind Node,
@@ -26,7 +27,7 @@ export const NpdConditionsReport = z.object({
 export const NpdBody = z.union([NpdConditionsReport, KubeEventPayload, z.array(KubeEventPayload).max(10_000)]);
 export type NpdBody = z.infer<typeof NpdBody>;
 
-export function npdSignals(body: NpdBody): SourceResult<Signal> {
+export function npdSignals(body: NpdBody, trust: EventTrust): SourceResult<Signal> {
   const signals: Signal[] = [];
   const ignored: Ignored[] = [];
   if ('conditions' in body && 'node' in body && Array.isArray(body.conditions)) {
@@ -46,7 +47,7 @@ export function npdSignals(body: NpdBody): SourceResult<Signal> {
   }
   const events: KubeEvent[] = Array.isArray(body) ? body : [body as KubeEvent];
   events.forEach((e, index) => {
-    const r = classifyEvent(e, 'npd');
+    const r = classifyEvent(e, 'npd', trust);
     if (r.signals) signals.push(...r.signals);
     else ignored.push({ ...r.ignored, index });
   });

@@ -1,6 +1,7 @@
 import { idempotencyKey } from '../catalogue/keys.ts';
 import { isCephName, isDiskLinkPath, isNamespace, isNodeName, isObjectName } from '../catalogue/names.ts';
 import type { LocalPvPlaceholderJob, RemediationJob } from '../catalogue/jobs.ts';
+import type { PersistentVolumeInfo } from '../kube/lookups.ts';
 import type { LookupsOf } from '../kube/rbac.ts';
 import type {
   Ignored, LocalDeviceMissingSignal, LocalDeviceRestoredSignal, NodeRecoveredSignal, RbdImageBusySignal, Signal,
@@ -10,6 +11,12 @@ import { withBootIdentity } from '../signals/boot-identity.ts';
 // Triage: signals in, jobs and reasons out. Pure but for the injected lookups. Every name is
 // validated here, before it can reach a job: a value like `sdb; rm -rf /` or `../../etc` where a
 // node or device name goes becomes an ignored reason, never a job.
+//
+// A signal from a Pod's Event is only as trustworthy as that pod's namespace, which may be any
+// tenant's (src/sources/event-trust.ts): it becomes a job only when the cluster confirms the pod
+// uses the volume the message names (pod -> its PVC -> the PV bound both ways). Without cluster
+// access (KUBE_WATCH off, empty lookups) nothing confirms it, so no Pod Event makes a job:
+// unknown means refuse.
 
 export interface TriageDeps {
   /** Only the lookups src/kube/rbac.ts lists for the receiver (its role grants no more). */
@@ -54,9 +61,10 @@ function triageOne(signal: Signal, deps: TriageDeps): Promise<One | One[]> | One
     case 'node-recovered':
       return nodeRecovered(signal, deps.lookups);
     case 'rbd-image-busy':
-      return rbdBusy(signal);
+      return rbdBusy(signal, deps.lookups);
     case 'local-device-missing':
-      return signal.pv || signal.path || !signal.pod ? localDevice(signal, deps.lookups) : localDevicesOfPod(signal, signal.pod, deps.lookups);
+      if (!signal.pod) return localDevice(signal, deps.lookups);
+      return signal.pv || signal.path ? localDeviceOfPod(signal, signal.pod, deps.lookups) : localDevicesOfPod(signal, signal.pod, deps.lookups);
     case 'local-device-restored':
       return localDevice(signal, deps.lookups);
     default: {
@@ -91,10 +99,17 @@ function residualJob(s: NodeRecoveredSignal): One {
   };
 }
 
-function rbdBusy(s: RbdImageBusySignal): One {
+async function rbdBusy(s: RbdImageBusySignal, lookups: LookupsOf<'receiver'>): Promise<One> {
   if (!isCephName(s.pool) || !isCephName(s.image)) return ignore(s, 'invalid-name', `rbd image ${quote(`${s.pool}/${s.image}`)} is not a valid pool/image`);
   if (s.node !== undefined && !isNodeName(s.node)) return ignore(s, 'invalid-node-name', `node ${quote(s.node)} is not a valid node name`);
-  const pod = s.pod && isNamespace(s.pod.namespace) && isObjectName(s.pod.name) ? s.pod : undefined;
+  const pod = s.pod;
+  if (!isNamespace(pod.namespace) || !isObjectName(pod.name)) return ignore(s, 'invalid-name', `pod ${quote(`${pod.namespace}/${pod.name}`)} is not a valid pod name`);
+  // This runbook can fence clients: an Event anyone could have written in their own namespace
+  // starts it only for an image the cluster shows that pod using.
+  const pvs = await podVolumes(pod, lookups);
+  if (!pvs.some((pv) => pv.rbd?.pool === s.pool && pv.rbd.image === s.image)) {
+    return ignore(s, 'pod-volume-unconfirmed', `pod ${pod.namespace}/${pod.name} uses no PV backed by rbd image ${s.pool}/${s.image} that the cluster knows of${UNCONFIRMED}`);
+  }
   return {
     job: {
       runbook: 'rbd-stale-mapping',
@@ -106,15 +121,48 @@ function rbdBusy(s: RbdImageBusySignal): One {
   };
 }
 
-async function localDevice(s: LocalDeviceMissingSignal | LocalDeviceRestoredSignal, lookups: LookupsOf<'receiver'>): Promise<One> {
+const UNCONFIRMED = ' (its PVC, bound to that PV, bound back to the PVC); an Event about a pod is acted on only then, and without cluster access (KUBE_WATCH) nothing confirms it';
+
+/** The PVs the pod's claims are bound to, both ways (ClusterLookups.volumesOfPod). */
+const podVolumes = (pod: { namespace: string; name: string }, lookups: LookupsOf<'receiver'>): Promise<PersistentVolumeInfo[]> => lookups.volumesOfPod(pod);
+
+function localNames(s: LocalDeviceMissingSignal | LocalDeviceRestoredSignal): One | undefined {
   if (s.pv !== undefined && !isObjectName(s.pv)) return ignore(s, 'invalid-name', `PV name ${quote(s.pv)} is not valid`);
   if (s.node !== undefined && !isNodeName(s.node)) return ignore(s, 'invalid-node-name', `node ${quote(s.node)} is not a valid node name`);
   if (s.path !== undefined && !isDiskLinkPath(s.path)) {
     return ignore(s, 'path-not-a-device-link', `path ${quote(s.path)} is not a /dev/disk/by-* link; only those can get a placeholder device`);
   }
+  return undefined;
+}
+
+async function localDevice(s: LocalDeviceMissingSignal | LocalDeviceRestoredSignal, lookups: LookupsOf<'receiver'>): Promise<One> {
+  const invalid = localNames(s);
+  if (invalid) return invalid;
   // The PV is the authority on where a Local PV lives: its path and its node affinity.
   const pv = (s.pv ? await lookups.persistentVolume(s.pv) : undefined)
     ?? (s.path ? await lookups.persistentVolumeByLocalPath(s.path, s.node) : undefined);
+  return localDeviceJob(s, pv);
+}
+
+/**
+ * A kubelet Event naming a Local PV (or its path) for a pod: the PV must be one the pod uses. A
+ * PV known to the cluster but not the pod's is as good as unknown here: the event's namespace
+ * vouches for nothing else.
+ */
+async function localDeviceOfPod(s: LocalDeviceMissingSignal, pod: { namespace: string; name: string }, lookups: LookupsOf<'receiver'>): Promise<One> {
+  const invalid = localNames(s);
+  if (invalid) return invalid;
+  if (!isNamespace(pod.namespace) || !isObjectName(pod.name)) return ignore(s, 'invalid-name', `pod ${quote(`${pod.namespace}/${pod.name}`)} is not a valid pod name`);
+  const pvs = await podVolumes(pod, lookups);
+  const pv = s.pv ? pvs.find((v) => v.name === s.pv) : pvs.find((v) => v.local?.path === s.path);
+  if (!pv) {
+    const what = s.pv ? `PV ${s.pv}` : `a Local PV at ${quote(s.path ?? '')}`;
+    return ignore(s, 'pod-volume-unconfirmed', `pod ${pod.namespace}/${pod.name} does not use ${what} as far as the cluster knows${UNCONFIRMED}`);
+  }
+  return localDeviceJob(s, pv);
+}
+
+function localDeviceJob(s: LocalDeviceMissingSignal | LocalDeviceRestoredSignal, pv: PersistentVolumeInfo | undefined): One {
   let target: LocalPvPlaceholderJob['target'];
   if (pv) {
     if (!pv.local || pv.volumeMode !== 'Block') {
@@ -129,7 +177,8 @@ async function localDevice(s: LocalDeviceMissingSignal | LocalDeviceRestoredSign
     target = { node, pv: pv.name, path: pv.local.path };
   } else if (s.pv && s.path && s.node) {
     // Not known to our lookups (no cluster access configured, or not cached yet), but the sender
-    // named all three. The node agent re-checks everything on the node before it changes anything.
+    // named all three: an NPD report about its own node (a Pod's Event never gets here). The
+    // node agent re-checks everything on the node before it changes anything.
     target = { node: s.node, pv: s.pv, path: s.path };
   } else {
     return ignore(s, 'pv-unknown', `no PersistentVolume found for ${s.pv ? `name ${quote(s.pv)}` : `path ${quote(s.path ?? '')}`}`);
@@ -156,7 +205,8 @@ async function localDevice(s: LocalDeviceMissingSignal | LocalDeviceRestoredSign
  */
 async function localDevicesOfPod(s: LocalDeviceMissingSignal, pod: { namespace: string; name: string }, lookups: LookupsOf<'receiver'>): Promise<One[]> {
   if (!isNamespace(pod.namespace) || !isObjectName(pod.name)) return [ignore(s, 'invalid-name', `pod ${quote(`${pod.namespace}/${pod.name}`)} is not a valid pod name`)];
-  const local = (await lookups.volumesOfPod(pod)).filter((pv) => pv.local && pv.volumeMode === 'Block');
-  if (local.length === 0) return [ignore(s, 'pv-unknown', `pod ${pod.namespace}/${pod.name} uses no Local PV in Block mode that the cluster knows of`)];
-  return Promise.all(local.map((pv) => localDevice({ ...s, pv: pv.name }, lookups)));
+  if (s.node !== undefined && !isNodeName(s.node)) return [ignore(s, 'invalid-node-name', `node ${quote(s.node)} is not a valid node name`)];
+  const local = (await podVolumes(pod, lookups)).filter((pv) => pv.local && pv.volumeMode === 'Block');
+  if (local.length === 0) return [ignore(s, 'pod-volume-unconfirmed', `pod ${pod.namespace}/${pod.name} uses no Local PV in Block mode that the cluster knows of${UNCONFIRMED}`)];
+  return local.map((pv) => localDeviceJob({ ...s, pv: pv.name }, pv));
 }

@@ -69,7 +69,7 @@ describe('bad input never becomes a job and never stops the receiver', () => {
     ['an rbd pool with a shell metacharacter', 'MountVolume.WaitForAttach failed for volume "pvc-9" : rbd image kube;reboot/img is still being used', 'invalid-name'],
   ])('ignores an event with %s', async (_name, message, reason) => {
     const r = await post(`${receiver.url}/v1/events`, {
-      metadata: { uid: `u-${reason}` }, involvedObject: { kind: 'Pod', namespace: 'db', name: 'pg-0' },
+      metadata: { uid: `u-${reason}`, namespace: 'db' }, involvedObject: { kind: 'Pod', namespace: 'db', name: 'pg-0' },
       reason: message.startsWith('Map') ? 'FailedMapVolume' : 'FailedMount', message, source: { component: 'kubelet', host: 'worker-1' },
     }, TOKEN);
     expect(r.status).toBe(202);

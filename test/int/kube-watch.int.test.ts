@@ -4,12 +4,14 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { idempotencyKey } from '../../src/catalogue/keys.ts';
 import { CLUSTER_QUEUE, nodeQueueName } from '../../src/catalogue/queues.ts';
 import { InMemoryLookups } from '../../src/kube/lookups.ts';
+import { KubeLookups } from '../../src/kube/api/kube-lookups.ts';
+import { kubeClients } from '../../src/kube/client.ts';
 import { startKubeWatches, type KubeWatches, type KubeWatchesOptions } from '../../src/kube/kube-watches.ts';
 import { realSleep, type Sleep } from '../../src/kube/supervised-informer.ts';
 import { Dispatcher } from '../../src/queues/dispatcher.ts';
 import { startReceiver } from '../../src/receiver.ts';
 import { startFakeKubeApi, type FakeKubeApi, type RecordedRequest } from '../support/fake-kube-api.ts';
-import { apiCallOf, coreEvent, node, uncoveredByRbac } from '../support/kube-objects.ts';
+import { apiCallOf, coreEvent, node, podWithVolume, uncoveredByRbac } from '../support/kube-objects.ts';
 import { DIRECT_CALLS } from '../../src/kube/rbac.ts';
 import { testConfig } from '../support/config.ts';
 import { post } from '../support/payloads.ts';
@@ -50,7 +52,9 @@ describe('Kubernetes watches against a list/watch API server', () => {
   const start = async (o: Partial<KubeWatchesOptions> = {}): Promise<KubeWatches> => {
     watches = await startKubeWatches({
       kubeConfig: api.kubeConfig(),
-      ingest: { lookups: new InMemoryLookups(), dispatcher },
+      // Triage asks the same fake API server: a Pod Event becomes a job only for a volume the
+      // pod really uses there.
+      ingest: { lookups: new KubeLookups(kubeClients(api.kubeConfig())), dispatcher },
       sleep,
       backoff: { initialMs: 100, maxMs: 400 },
       reconcileIntervalMs: 0,
@@ -202,6 +206,7 @@ describe('Kubernetes watches against a list/watch API server', () => {
 
   it('turns a watched FailedMount "rbd image is still being used" Event into the rbd job', async () => {
     await start({ nodes: false });
+    for (const o of podWithVolume({ namespace: 'shop', pod: 'web-0', node: 'worker-1', claim: 'data-web-0', pv: 'pvc-1', rbd: { pool: 'replicapool', image: 'csi-vol-0b3f5f8e' } })) api.put(o);
     api.put(coreEvent({
       name: 'web-0.17f0a1b2c3d4e5f6', namespace: 'shop', reason: 'FailedMount', host: 'worker-1',
       involved: { kind: 'Pod', name: 'web-0', namespace: 'shop' },
@@ -225,19 +230,14 @@ describe('Kubernetes watches against a list/watch API server', () => {
     api.put(node('worker-8', 'True', BOOT, { readySince: new Date(now - 120_000), created: new Date(now - 10 * 86_400_000) }));
     api.put(node('worker-new', 'True', 'new-boot', { readySince: new Date(now - 60_000), created: new Date(now - 120_000) }));
     api.put(node('worker-old', 'True', 'old-boot', { readySince: new Date(now - 5 * 86_400_000) }));
-    api.put({
-      apiVersion: 'v1', kind: 'Pod',
-      metadata: { name: 'kafka-0', namespace: 'kafka' },
-      spec: { nodeName: 'worker-8', containers: [{ name: 'kafka', image: 'apache/kafka:3.9.0' }] },
-      status: { phase: 'Pending', containerStatuses: [{ name: 'kafka', ready: false, restartCount: 0, image: 'apache/kafka:3.9.0', imageID: '', state: { waiting: { reason: 'ContainerCreating' } } }] },
-    });
+    for (const o of podWithVolume({ namespace: 'kafka', pod: 'kafka-0', node: 'worker-8', claim: 'data-kafka-0', pv: 'local-pv-3f8a1c2e', local: { path: '/dev/disk/by-id/wwn-0x5000c500a1b2c3d4' } })) api.put(o);
     api.put(coreEvent({
       name: 'kafka-0.1820aa', namespace: 'kafka', reason: 'FailedMapVolume', host: 'worker-8',
       involved: { kind: 'Pod', name: 'kafka-0', namespace: 'kafka' },
       message: 'MapVolume.EvalHostSymlinks failed for volume "local-pv-3f8a1c2e" : lstat /dev/disk/by-id/wwn-0x5000c500a1b2c3d4: no such file or directory',
     }));
     watches = await startKubeWatches({
-      kubeConfig: api.kubeConfig(), ingest: { lookups: new InMemoryLookups(), dispatcher }, sleep, reconcileIntervalMs: 0, nodes: false, eventReasons: [],
+      kubeConfig: api.kubeConfig(), ingest: { lookups: new KubeLookups(kubeClients(api.kubeConfig())), dispatcher }, sleep, reconcileIntervalMs: 0, nodes: false, eventReasons: [],
     });
     await until('a reconcile run', () => watches!.state().reconcile.runs === 1);
     expect(watches.state().reconcile.lastError).toBeUndefined();

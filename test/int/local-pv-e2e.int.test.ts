@@ -27,10 +27,14 @@ let root = '';
 let receiver: Receiver;
 const prefix = uniquePrefix('lpv-e2e');
 
+// The pod of the Event uses both PVs through its claims: a Pod's Event makes a job only then.
 const lookups = new InMemoryLookups([
-  { name: 'local-pv-enforce', volumeMode: 'Block', local: { path: '/dev/disk/by-id/wwn-0x5000c500e2e00001', node: NODE } },
-  { name: 'local-pv-dryrun', volumeMode: 'Block', local: { path: '/dev/disk/by-id/wwn-0x5000c500e2e00002', node: NODE } },
-]);
+  { name: 'local-pv-enforce', volumeMode: 'Block', local: { path: '/dev/disk/by-id/wwn-0x5000c500e2e00001', node: NODE }, claim: { namespace: 'db', name: 'data-enforce' } },
+  { name: 'local-pv-dryrun', volumeMode: 'Block', local: { path: '/dev/disk/by-id/wwn-0x5000c500e2e00002', node: NODE }, claim: { namespace: 'db', name: 'data-dryrun' } },
+])
+  .addPod({ namespace: 'db', name: 'pg-0', node: NODE, phase: 'Pending', claims: ['data-enforce', 'data-dryrun'], waiting: [] })
+  .addClaim({ namespace: 'db', name: 'data-enforce', volumeName: 'local-pv-enforce', accessModes: ['ReadWriteOnce'] })
+  .addClaim({ namespace: 'db', name: 'data-dryrun', volumeName: 'local-pv-dryrun', accessModes: ['ReadWriteOnce'] });
 
 function notADeviceNode(pv: string, uid: string) {
   return {

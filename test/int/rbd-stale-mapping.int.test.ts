@@ -214,7 +214,6 @@ describe.skipIf(skip !== undefined)('rbd-stale-mapping against a real Ceph', () 
     const prefix = uniquePrefix('rbde2e');
     const redis = producerConnection(redisUrl());
     const dispatcher = new Dispatcher(redis, { prefix, timeoutMs: 5_000, sealer: testSealer('cluster-worker') });
-    const receiver = await startReceiver(testConfig({ redisUrl: redisUrl(), queuePrefix: prefix, tokens: [TOKEN] }));
     const k8s = new InMemoryRbdLookups()
       .addNode({ name: 'k8s-dev-worker0', addresses: [{ type: 'InternalIP', address: '10.0.0.10' }], ready: 'True', labels: {} })
       .addNode({ name: 'k8s-dev-worker1', addresses: [{ type: 'InternalIP', address: '127.0.0.1' }], ready: 'True', labels: {} })
@@ -223,6 +222,8 @@ describe.skipIf(skip !== undefined)('rbd-stale-mapping against a real Ceph', () 
       .addPod({ namespace: 'monitoring', name: 'kube-prometheus-grafana-74bfb88f64-tctbf', node: 'k8s-dev-worker0', phase: 'Pending', claims: ['grafana'], waiting: [], controller: { kind: 'ReplicaSet', name: 'kube-prometheus-grafana-74bfb88f64' } })
       .addReplicaSet({ namespace: 'monitoring', name: 'kube-prometheus-grafana-74bfb88f64' }, 'kube-prometheus-grafana')
       .addDeployment({ namespace: 'monitoring', name: 'kube-prometheus-grafana', strategy: 'RollingUpdate', claims: ['grafana'] }) as InMemoryRbdLookups;
+    // The receiver sees the same cluster: it takes the Event only because the pod uses that image.
+    const receiver = await startReceiver(testConfig({ redisUrl: redisUrl(), queuePrefix: prefix, tokens: [TOKEN] }), { lookups: k8s });
     const worker = createRunbookWorker({
       queue: CLUSTER_QUEUE,
       redisUrl: redisUrl(),

@@ -4,6 +4,7 @@ import { pino } from 'pino';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startReceiver, type Receiver } from '../../src/receiver.ts';
+import { InMemoryLookups } from '../../src/kube/lookups.ts';
 import { nodeQueueName } from '../../src/catalogue/queues.ts';
 import { testConfig } from '../support/config.ts';
 import { dropPrefix, redisUrl, uniquePrefix } from '../support/redis.ts';
@@ -19,7 +20,11 @@ describe('receiver with a real Redis', () => {
 
   beforeAll(async () => {
     redis = new Redis(redisUrl());
-    receiver = await startReceiver(testConfig({ redisUrl: redisUrl(), queuePrefix: prefix, tokens: [TOKEN] }));
+    // The cluster as triage's lookups see it: shop/web-0 uses the rbd image its Event names.
+    const lookups = new InMemoryLookups([{ name: 'pvc-1', volumeMode: 'Filesystem', claim: { namespace: 'shop', name: 'data-web-0' }, rbd: { pool: 'replicapool', image: 'csi-vol-0b3f5f8e' } }])
+      .addPod({ namespace: 'shop', name: 'web-0', node: 'worker-e', claims: ['data-web-0'], waiting: [] })
+      .addClaim({ namespace: 'shop', name: 'data-web-0', volumeName: 'pvc-1', accessModes: ['ReadWriteOnce'] });
+    receiver = await startReceiver(testConfig({ redisUrl: redisUrl(), queuePrefix: prefix, tokens: [TOKEN] }), { lookups });
   });
   afterAll(async () => {
     await receiver?.close();

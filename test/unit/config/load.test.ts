@@ -43,6 +43,15 @@ describe('configuration', () => {
     expect(() => loadConfig({ RBD_FENCE_NOT_READY_SECONDS: '-1' })).toThrow(/RBD_FENCE_NOT_READY_SECONDS/);
   });
 
+  it('believes LocalDiskLost Events from the bundled NPD monitor in `default` unless told other monitors and namespace', () => {
+    expect(loadConfig({})).toMatchObject({ npdEventSources: ['local-pv-monitor'], npdEventNamespace: 'default' });
+    expect(loadConfig({ NPD_EVENT_SOURCES: 'local-pv-monitor, disk-monitor', NPD_EVENT_NAMESPACE: 'node-problem-detector' }))
+      .toMatchObject({ npdEventSources: ['local-pv-monitor', 'disk-monitor'], npdEventNamespace: 'node-problem-detector' });
+    expect(() => loadConfig({ NPD_EVENT_SOURCES: ',' })).toThrow(/NPD_EVENT_SOURCES/);
+    expect(() => loadConfig({ NPD_EVENT_SOURCES: 'kernel monitor' })).toThrow(/NPD_EVENT_SOURCES/);
+    expect(() => loadConfig({ NPD_EVENT_NAMESPACE: 'Default' })).toThrow(/NPD_EVENT_NAMESPACE/);
+  });
+
   it('reads how often the agent looks for a placeholder’s returned disk: 300 s by default, 0 for at start only', () => {
     expect(loadConfig({})).toMatchObject({ placeholderCheckSeconds: 300 });
     expect(loadConfig({ PLACEHOLDER_CHECK_SECONDS: '0' })).toMatchObject({ placeholderCheckSeconds: 0 });

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { NodeReadyTracker, nodeRecoveredSignal, observeNode, recentlyRecovered } from '../../../src/kube/node-ready.ts';
 import { idempotencyKey } from '../../../src/catalogue/keys.ts';
 import { classifyEvent } from '../../../src/sources/classify-event.ts';
+import { DEFAULT_EVENT_TRUST } from '../../../src/sources/event-trust.ts';
 import { KubeEventPayload } from '../../../src/sources/kube-event.ts';
 import { triage } from '../../../src/triage/triage.ts';
 import { InMemoryLookups } from '../../../src/kube/lookups.ts';
@@ -46,7 +47,7 @@ describe('node recovery from Node objects', () => {
   it('gives the same job key as the kubelet Rebooted event of the same boot', async () => {
     const fromWatch = nodeRecoveredSignal(observeNode(worker1)!, 'k8s-watch', 'Node worker-1 Ready Unknown -> True (watch)');
     const rebooted = KubeEventPayload.parse(JSON.parse(readFileSync(new URL('../../fixtures/events/node-rebooted.exporter.json', import.meta.url), 'utf8')));
-    const fromEvent = classifyEvent(rebooted, 'k8s-event').signals!;
+    const fromEvent = classifyEvent(rebooted, 'k8s-event', DEFAULT_EVENT_TRUST).signals!;
     const lookups = new InMemoryLookups();
     const a = await triage([fromWatch], { lookups });
     const b = await triage(fromEvent, { lookups });

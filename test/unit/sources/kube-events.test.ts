@@ -113,6 +113,7 @@ describe('Kubernetes Event source', () => {
     const body = structuredClone(fixture('events', 'rbd-still-used-ceph-csi-map.events-v1')) as Record<string, unknown>;
     delete body['deprecatedSource'];
     body['reportingController'] = 'attachdetach-controller';
+    body['reason'] = 'FailedAttachVolume';
     const [s] = signalsFrom('events', body).signals;
     expect(s).toBeDefined();
     expect(s && 'node' in s ? s.node : undefined).toBeUndefined();

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { queueFor } from '../../../src/catalogue/queues.ts';
 import { InMemoryLookups } from '../../../src/kube/lookups.ts';
 import { triage } from '../../../src/triage/index.ts';
-import { fixtureLookups, fixtureSignals, type FixtureSource } from '../../support/fixtures.ts';
+import { fixture, fixtureLookups, fixtureSignals, fixtureVolumeLookups, signalsFrom, type FixtureSource } from '../../support/fixtures.ts';
 
 // The whole way from a captured payload to jobs: parse, extract signals, triage against the PVs
 // the fixtures refer to. Each failure class has its trigger and near-miss twins; every payload part
@@ -41,7 +41,10 @@ const CASES: Case[] = [
   { name: 'does nothing for a Filesystem-mode Local PV whose device vanished', source: 'events', fixture: 'local-pv-newmounter-path-missing.events-v1', jobs: [], ignored: ['pv-not-local-block-device'] },
   { name: 'does nothing for a FailedMount of an NFS volume', source: 'events', fixture: 'nfs-mount-failed.exporter', jobs: [], ignored: ['event-message-not-recognised'] },
   { name: 'does nothing for "not a device node" on a CSI block volume', source: 'events', fixture: 'not-a-device-node-csi-volume-dockerd.exporter', jobs: [], ignored: ['event-message-not-recognised'] },
-  { name: 'does nothing for containerd\'s "not a device node" when the cluster does not know the pod\'s volumes', source: 'events', fixture: 'not-a-device-node-containerd.exporter', jobs: [], ignored: ['pv-unknown'] },
+  {
+    name: 'bridges every Local PV of the pod containerd refuses as "not a device node" (the message names no disk)', source: 'events', fixture: 'not-a-device-node-containerd.exporter',
+    jobs: [placeholder('worker-2', 'local-pv-1', PG_DISK), placeholder('worker-2', 'local-pv-2', '/dev/disk/by-id/wwn-0x5000c500deadbeef')], ignored: [],
+  },
   { name: 'does nothing for a disk path NPD cut short', source: 'npd', fixture: 'local-disk-lost-truncated-output.conditions', jobs: [], ignored: ['pv-unknown'] },
   { name: 'does nothing when LocalDiskLost clears without naming a disk', source: 'npd', fixture: 'local-disk-cleared-default.conditions', jobs: [], ignored: ['restore-names-no-device'] },
   { name: 'does nothing for a KernelDeadlock condition', source: 'npd', fixture: 'kernel-deadlock.conditions', jobs: [], ignored: ['condition-not-relevant'] },
@@ -69,6 +72,12 @@ const CASES: Case[] = [
   { name: 'does nothing for an rbd map that timed out', source: 'events', fixture: 'rbd-map-timed-out.exporter', jobs: [], ignored: ['event-message-not-recognised'] },
   { name: 'does nothing for a busy image the provisioner could not delete', source: 'events', fixture: 'rbd-delete-still-used.exporter', jobs: [], ignored: ['event-reason-not-relevant'] },
   { name: 'does nothing for an image inside a RADOS namespace', source: 'events', fixture: 'rbd-still-used-rados-namespace.exporter', jobs: [], ignored: ['invalid-name'] },
+
+  // forged: Events anyone may create in their own namespace (see test/fixtures/README.md)
+  { name: 'does nothing for a kubelet-looking "still being used" about a tenant pod that does not use the image', source: 'events', fixture: 'forged-rbd-still-used-tenant.exporter', jobs: [], ignored: ['pod-volume-unconfirmed'] },
+  { name: 'does nothing for a "still being used" from a reporter that is not kubelet', source: 'events', fixture: 'forged-rbd-still-used-wrong-reporter.exporter', jobs: [], ignored: ['event-reporter-not-trusted'] },
+  { name: 'releases no placeholder for a LocalDiskLost "present" on a ConfigMap', source: 'events', fixture: 'forged-local-disk-restored-configmap.exporter', jobs: [], ignored: ['event-wrong-object-kind'] },
+  { name: 'releases no placeholder for a LocalDiskLost "present" about a Node written in a tenant namespace', source: 'npd', fixture: 'forged-local-disk-restored-node-tenant.event', jobs: [], ignored: ['event-namespace-not-trusted'] },
 
   // mixed
   {
@@ -104,27 +113,59 @@ describe('triage of captured payloads', () => {
     for (const j of r.jobs) expect(j.evidence.length).toBeGreaterThan(0);
   });
 
-  it('trusts a PV, path and node the sender named when the cluster does not know the PV (the node agent re-checks)', async () => {
-    const found = fixtureSignals('events', 'local-pv-map-lstat-missing.exporter');
+  it('trusts a PV, path and node NPD named about its own node when the cluster does not know the PV (the node agent re-checks)', async () => {
+    const found = fixtureSignals('npd', 'local-disk-lost.event');
     const r = await triage(found.signals, { lookups: new InMemoryLookups() });
     expect(r.jobs.map((j) => j.target)).toEqual([{ node: 'worker-2', pv: 'local-pv-1', path: PG_DISK }]);
   });
 
-  it('does not bridge "not a device node" when the cluster does not know the PV, since the message names no path', async () => {
-    const found = fixtureSignals('events', 'not-a-device-node-local-pv-dockerd.exporter');
+  // A Pod's Event may come from any tenant's namespace: without a cluster that confirms the pod
+  // uses the volume (no KUBE_WATCH: empty lookups), unknown means refuse.
+  it.each([
+    'local-pv-map-lstat-missing.exporter', 'not-a-device-node-local-pv-dockerd.exporter', 'not-a-device-node-containerd.exporter',
+    'rbd-still-used-ceph-csi.exporter', 'rbd-still-used-in-tree.exporter',
+  ])('makes no job of the Pod Event %s when the cluster cannot confirm the pod uses the volume', async (name) => {
+    const found = fixtureSignals('events', name);
+    expect(found.signals).toHaveLength(1);
     const r = await triage(found.signals, { lookups: new InMemoryLookups() });
     expect(r.jobs).toEqual([]);
-    expect(r.ignored.map((i) => i.reason)).toEqual(['pv-unknown']);
+    expect(r.ignored.map((i) => i.reason)).toEqual(['pod-volume-unconfirmed']);
   });
 
-  it('bridges containerd\'s pathless "not a device node" through the Local PVs of the failing pod', async () => {
-    const found = fixtureSignals('events', 'not-a-device-node-containerd.exporter');
+  it('makes no job of a Pod Event naming a PV the cluster knows but the pod does not use', async () => {
+    const found = fixtureSignals('events', 'local-pv-map-lstat-missing.exporter');
+    const r = await triage(found.signals, { lookups: fixtureVolumeLookups() });
+    expect(r.jobs).toEqual([]);
+    expect(r.ignored).toEqual([expect.objectContaining({ reason: 'pod-volume-unconfirmed', detail: expect.stringContaining('pod db/postgres-0 does not use PV local-pv-1') })]);
+  });
+
+  it('makes no rbd job for a tenant pod whose Event names an image of another namespace\'s PV', async () => {
+    // The grafana image, reported from a tenant's own namespace about a pod that exists there
+    // and has a volume, just not that one.
+    const body = structuredClone(fixture('events', 'rbd-still-used-ceph-csi.exporter')) as Record<string, any>;
+    body['metadata']['namespace'] = 'tenant-a';
+    body['involvedObject'] = { ...body['involvedObject'], namespace: 'tenant-a', name: 'innocent-0' };
+    const found = signalsFrom('events', body);
+    expect(found.signals).toHaveLength(1);
     const lookups = fixtureLookups()
+      .addPod({ namespace: 'tenant-a', name: 'innocent-0', node: 'k8s-dev-worker0', claims: ['scratch'], waiting: [] })
+      .addClaim({ namespace: 'tenant-a', name: 'scratch', volumeName: 'pvc-tenant-scratch', accessModes: ['ReadWriteOnce'] })
+      .addPersistentVolume({ name: 'pvc-tenant-scratch', volumeMode: 'Filesystem', claim: { namespace: 'tenant-a', name: 'scratch' }, rbd: { pool: 'k8s-dev', image: 'csi-vol-tenant' } });
+    const r = await triage(found.signals, { lookups });
+    expect(r.jobs).toEqual([]);
+    expect(r.ignored).toEqual([expect.objectContaining({
+      reason: 'pod-volume-unconfirmed', detail: expect.stringContaining('pod tenant-a/innocent-0 uses no PV backed by rbd image k8s-dev/csi-vol-dea80a4e-85b6-46e2-9d08-ffba10ef7825'),
+    })]);
+  });
+
+  it('bridges containerd\'s pathless "not a device node" through the Local PVs of the failing pod, not its other volumes', async () => {
+    const found = fixtureSignals('events', 'not-a-device-node-containerd.exporter');
+    const lookups = fixtureVolumeLookups()
       .addPod({ namespace: 'db', name: 'postgres-0', node: 'worker-2', phase: 'Pending', claims: ['data-postgres-0', 'wal-postgres-0', 'config'], waiting: [] })
       .addClaim({ namespace: 'db', name: 'data-postgres-0', volumeName: 'local-pv-1', accessModes: ['ReadWriteOnce'] })
       .addClaim({ namespace: 'db', name: 'wal-postgres-0', volumeName: 'local-pv-2', accessModes: ['ReadWriteOnce'] })
       .addClaim({ namespace: 'db', name: 'config', volumeName: 'pvc-nfs-1', accessModes: ['ReadWriteMany'] })
-      .addPersistentVolume({ name: 'pvc-nfs-1', volumeMode: 'Filesystem' });
+      .addPersistentVolume({ name: 'pvc-nfs-1', volumeMode: 'Filesystem', claim: { namespace: 'db', name: 'config' } });
     const r = await triage(found.signals, { lookups });
     // Both Local PVs get a job; the agent places only where the path is really missing.
     expect(r.jobs.map((j) => j.target)).toEqual([
@@ -136,12 +177,12 @@ describe('triage of captured payloads', () => {
 
   it('does not bridge containerd\'s "not a device node" for a pod with only non-local volumes', async () => {
     const found = fixtureSignals('events', 'not-a-device-node-containerd.exporter');
-    const lookups = fixtureLookups()
+    const lookups = fixtureVolumeLookups()
       .addPod({ namespace: 'db', name: 'postgres-0', node: 'worker-2', claims: ['config'], waiting: [] })
       .addClaim({ namespace: 'db', name: 'config', volumeName: 'pvc-csi-1', accessModes: ['ReadWriteOnce'] })
-      .addPersistentVolume({ name: 'pvc-csi-1', volumeMode: 'Block', csi: { driver: 'rbd.csi.ceph.com', volumeHandle: 'x', attributes: {} } });
+      .addPersistentVolume({ name: 'pvc-csi-1', volumeMode: 'Block', claim: { namespace: 'db', name: 'config' }, csi: { driver: 'rbd.csi.ceph.com', volumeHandle: 'x', attributes: {} } });
     const r = await triage(found.signals, { lookups });
     expect(r.jobs).toEqual([]);
-    expect(r.ignored.map((i) => i.reason)).toEqual(['pv-unknown']);
+    expect(r.ignored.map((i) => i.reason)).toEqual(['pod-volume-unconfirmed']);
   });
 });
