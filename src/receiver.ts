@@ -90,6 +90,12 @@ export async function startReceiver(config: Config, opts: ReceiverOptions = {}):
         },
         approvalTtlMs: config.approvalTtlSeconds * 1000,
         configuredModes: { default: config.defaultMode, runbooks: config.runbookModes },
+        trust: {
+          ...(trust.sealer ? { sealer: trust.sealer } : {}),
+          ring: trust.ring,
+          allowUnsigned: trust.allowUnsigned,
+          onUntrusted: (u) => log.warn({ kind: u.kind, field: u.field.slice(0, 200), reason: u.reason, detail: u.detail }, 'untrusted control record ignored (not written through the API)'),
+        },
       }),
       queue: (name) => dispatcher.queue(name),
       dashboardWrite: config.dashboardWrite,

@@ -1,6 +1,7 @@
 import type { Redis } from 'ioredis';
 import { controlKeys, type ControlKeys } from './keys.ts';
-import { ApprovalRecord, type ApprovalState, parseJson } from './records.ts';
+import { ApprovalRecord, type ApprovalState } from './records.ts';
+import { SealedRecords, sealRecord, type ControlTrust } from './sealed-records.ts';
 
 // One approval record per job. The worker writes the request (with the plan's gated steps);
 // the API decides it. A decision is a compare-and-set on the state, so an approval racing the
@@ -20,23 +21,37 @@ return 1`;
 export class ApprovalStore {
   readonly #redis: Redis;
   readonly #keys: ControlKeys;
+  readonly #sealed: SealedRecords;
+  readonly #trust: ControlTrust | undefined;
 
-  constructor(redis: Redis, prefix: string) {
+  /**
+   * `trust`: the API seals its decisions; a worker verifies them. Only an approval needs a valid
+   * seal to count: a request (written by the worker itself), a rejection or an expiry only ever
+   * stops a step, so an unsealed one is taken as it is.
+   */
+  constructor(redis: Redis, prefix: string, trust?: ControlTrust) {
     this.#redis = redis;
     this.#keys = controlKeys(prefix);
+    this.#trust = trust;
+    this.#sealed = new SealedRecords(trust);
   }
 
   async get(jobId: string): Promise<ApprovalRecord | undefined> {
-    return parseJson(ApprovalRecord, await this.#redis.get(this.#keys.approval(jobId)));
+    const text = await this.#redis.get(this.#keys.approval(jobId));
+    const rec = new SealedRecords(undefined).open(ApprovalRecord, 'approval', jobId, text);
+    if (!rec || rec.state !== 'approved' || !this.#trust?.ring) return rec;
+    // An approval counts only with the API's seal over this very record (job, its creation time, the steps, the approver, until when).
+    return this.#sealed.open(ApprovalRecord, 'approval', jobId, text);
   }
 
   async put(rec: ApprovalRecord): Promise<void> {
     await this.#redis.set(this.#keys.approval(rec.jobId), JSON.stringify(rec), 'EX', KEEP_SECONDS);
   }
 
-  /** Moves the record from `from` to `next.state`; false when someone else got there first. */
+  /** Moves the record from `from` to `next.state`; false when someone else got there first. A decision is sealed by the API. */
   async transition(from: ApprovalState, next: ApprovalRecord): Promise<boolean> {
-    const r = await this.#redis.eval(CAS, 1, this.#keys.approval(next.jobId), from, JSON.stringify(next), String(KEEP_SECONDS));
+    const { json } = next.state === 'approved' || next.state === 'rejected' ? sealRecord(this.#trust, 'approval', next.jobId, next, { ttlMs: Math.max(1000, Date.parse(next.validUntil ?? next.expiresAt) - Date.now() + 60_000) }) : { json: JSON.stringify(next) };
+    const r = await this.#redis.eval(CAS, 1, this.#keys.approval(next.jobId), from, json, String(KEEP_SECONDS));
     return r === 1;
   }
 }

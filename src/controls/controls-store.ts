@@ -2,6 +2,7 @@ import type { Redis } from 'ioredis';
 import type { Mode } from '../catalogue/result.ts';
 import { controlKeys, type ControlKeys } from './keys.ts';
 import { AuditEntry, ModeOverride, ParkedJob, PauseRecord, parseJson } from './records.ts';
+import { SealedRecords, sealRecord, sealedAtField, type ControlKind, type ControlTrust } from './sealed-records.ts';
 
 // Modes, pause switches, the audit trail and the list of parked jobs, kept in Redis so every
 // receiver replica and every agent sees the same switches without a restart. Workers read them
@@ -25,11 +26,23 @@ export class ControlsStore {
   readonly redis: Redis;
   readonly keys: ControlKeys;
   readonly #now: () => Date;
+  readonly #sealed: SealedRecords;
 
-  constructor(redis: Redis, prefix: string, now: () => Date = () => new Date()) {
+  /** `trust`: the API seals what it writes; workers verify what they read (sealed-records.ts). */
+  constructor(redis: Redis, prefix: string, now: () => Date = () => new Date(), trust?: ControlTrust) {
     this.redis = redis;
     this.keys = controlKeys(prefix);
     this.#now = now;
+    this.#sealed = new SealedRecords(trust);
+  }
+
+  /** The JSON to store at `field`, sealed later than anything the API sealed there before. */
+  async #sealFor(kind: ControlKind, field: string, record: object): Promise<{ json: string; commit: () => Promise<unknown> }> {
+    if (!this.#sealed.trust?.sealer) return { json: JSON.stringify(record), commit: async () => {} };
+    const at = sealedAtField(kind, field);
+    const last = Number(await this.redis.hget(this.keys.sealedAt, at)) || 0;
+    const { json, iat } = sealRecord(this.#sealed.trust, kind, field, record, { notBefore: last + 1 });
+    return { json, commit: () => this.redis.hset(this.keys.sealedAt, at, String(iat)) };
   }
 
   now(): Date {
@@ -52,7 +65,7 @@ export class ControlsStore {
     const all = await this.redis.hgetall(this.keys.modes);
     const out = { runbooks: {} as Record<string, ModeOverride>, nodes: {} as Record<string, ModeOverride> };
     for (const [field, text] of Object.entries(all)) {
-      const o = parseJson(ModeOverride, text);
+      const o = this.#sealed.open(ModeOverride, 'mode', field, text);
       if (!o) continue;
       if (field.startsWith('runbook/')) out.runbooks[field.slice(8)] = o;
       else if (field.startsWith('node/')) out.nodes[field.slice(5)] = o;
@@ -62,8 +75,8 @@ export class ControlsStore {
 
   async overridesFor(runbook: string, node?: string): Promise<{ runbookOverride?: ModeOverride; nodeOverride?: ModeOverride }> {
     const [r, n] = await this.redis.hmget(this.keys.modes, `runbook/${runbook}`, node ? `node/${node}` : 'node/');
-    const runbookOverride = parseJson(ModeOverride, r);
-    const nodeOverride = parseJson(ModeOverride, n);
+    const runbookOverride = this.#sealed.open(ModeOverride, 'mode', `runbook/${runbook}`, r);
+    const nodeOverride = node ? this.#sealed.open(ModeOverride, 'mode', `node/${node}`, n) : undefined;
     return { ...(runbookOverride ? { runbookOverride } : {}), ...(nodeOverride ? { nodeOverride } : {}) };
   }
 
@@ -71,7 +84,11 @@ export class ControlsStore {
   async setMode(scope: ModeScope, mode: Mode | null, asked: Asked): Promise<void> {
     const field = scopeField(scope);
     if (mode === null) await this.redis.hdel(this.keys.modes, field);
-    else await this.redis.hset(this.keys.modes, field, JSON.stringify({ mode, by: asked.by, why: asked.why ?? '', at: this.#now().toISOString() } satisfies ModeOverride));
+    else {
+      const { json, commit } = await this.#sealFor('mode', field, { mode, by: asked.by, why: asked.why ?? '', at: this.#now().toISOString() } satisfies ModeOverride);
+      await this.redis.hset(this.keys.modes, field, json);
+      await commit();
+    }
     await this.audit(mode === null ? 'mode-cleared' : `mode-${mode}`, field, asked);
   }
 
@@ -81,7 +98,7 @@ export class ControlsStore {
     const all = await this.redis.hgetall(this.keys.pause);
     const out: Pauses = { nodes: {} };
     for (const [field, text] of Object.entries(all)) {
-      const p = parseJson(PauseRecord, text);
+      const p = this.#sealed.open(PauseRecord, 'pause', field, text);
       if (!p) continue;
       if (field === 'cluster') out.cluster = p;
       else if (field.startsWith('node/')) out.nodes[field.slice(5)] = p;
@@ -92,9 +109,9 @@ export class ControlsStore {
   /** Why a job for `node` (or a cluster job) must wait now, if it must. */
   async pausedFor(node?: string): Promise<string | undefined> {
     const [c, n] = await this.redis.hmget(this.keys.pause, 'cluster', node ? `node/${node}` : 'node/');
-    const cluster = parseJson(PauseRecord, c);
+    const cluster = this.#sealed.open(PauseRecord, 'pause', 'cluster', c);
     if (cluster) return `cluster-wide pause by ${cluster.by} at ${cluster.at}${cluster.why ? `: ${cluster.why}` : ''}`;
-    const mine = parseJson(PauseRecord, n);
+    const mine = node ? this.#sealed.open(PauseRecord, 'pause', `node/${node}`, n) : undefined;
     if (mine) return `node ${node} paused by ${mine.by} at ${mine.at}${mine.why ? `: ${mine.why}` : ''}`;
     return undefined;
   }
@@ -103,8 +120,9 @@ export class ControlsStore {
   async pause(node: string | undefined, asked: Asked): Promise<boolean> {
     const field = node ? `node/${node}` : 'cluster';
     const rec: PauseRecord = { by: asked.by, why: asked.why ?? '', at: this.#now().toISOString() };
-    const added = await this.redis.hsetnx(this.keys.pause, field, JSON.stringify(rec));
-    if (added) await this.audit('pause', field, asked);
+    const { json, commit } = await this.#sealFor('pause', field, rec);
+    const added = await this.redis.hsetnx(this.keys.pause, field, json);
+    if (added) await Promise.all([commit(), this.audit('pause', field, asked)]);
     return added === 1;
   }
 

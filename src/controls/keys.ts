@@ -13,6 +13,11 @@ export const controlKeys = (prefix: string) => ({
   parked: `${prefix}:vm:ctl:parked`,
   /** string: ApprovalRecord JSON of one job */
   approval: (jobId: string) => `${prefix}:vm:ctl:approval:${jobId}`,
+  /**
+   * hash `<kind>/<field>` -> the seal time (epoch ms) of the last record the API wrote there, so
+   * the next one seals later whatever the writers' clocks (readers refuse older seals as replays).
+   */
+  sealedAt: `${prefix}:vm:ctl:sealed-at`,
   /** hash `cluster` | `storm` | `node/<name>` -> TripRecord JSON */
   tripped: `${prefix}:vm:ctl:breaker:tripped`,
   /** sorted sets of destructive steps (member: job/step/time, score: ms) in the last hour */

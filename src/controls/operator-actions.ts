@@ -5,6 +5,7 @@ import { ApprovalStore } from './approval-store.ts';
 import { Breakers, type BreakerCaps, type BreakerState } from './breakers.ts';
 import { ControlsStore, type Asked, type ModeScope, type Pauses } from './controls-store.ts';
 import type { ApprovalRecord, AuditEntry, ModeOverride, ParkedJob, ParkReason, TripRecord } from './records.ts';
+import type { ControlTrust } from './sealed-records.ts';
 
 // What an operator can do through the API, in one place (the HTTP routes only parse and answer).
 // Every change is recorded in the audit trail with who and why. After a change that can release
@@ -20,6 +21,8 @@ export interface OperatorOptions {
   approvalTtlMs: number;
   configuredModes: { default: Mode; runbooks: Partial<Record<string, Mode>> };
   now?: () => Date;
+  /** Seals what the API writes (modes, pauses, decisions) and shows only records whose seal holds. */
+  trust?: ControlTrust;
 }
 
 export type DecisionResult =
@@ -43,8 +46,8 @@ export class OperatorActions {
   constructor(opts: OperatorOptions) {
     this.#opts = opts;
     this.#now = opts.now ?? (() => new Date());
-    this.store = new ControlsStore(opts.redis, opts.prefix, this.#now);
-    this.approvals = new ApprovalStore(opts.redis, opts.prefix);
+    this.store = new ControlsStore(opts.redis, opts.prefix, this.#now, opts.trust);
+    this.approvals = new ApprovalStore(opts.redis, opts.prefix, opts.trust);
     this.breakers = new Breakers(opts.redis, opts.prefix, this.#now);
   }
 

@@ -37,7 +37,8 @@ const macOf = (key: Buffer, purpose: Purpose, subject: string, value: unknown, s
 
 export interface Sealer {
   readonly role: Role;
-  seal(purpose: Purpose, subject: string, value: unknown, ttlMs: number): Seal;
+  /** `notBefore`: the seal's issue time is at least this (a later record of a field always seals later, whatever the clocks of several writers). */
+  seal(purpose: Purpose, subject: string, value: unknown, ttlMs: number, notBefore?: number): Seal;
 }
 
 /** The sealer of a keyring with a signing key; undefined without one. */
@@ -46,8 +47,8 @@ export function sealerOf(ring: Keyring, now: () => number = Date.now): Sealer | 
   if (!k) return undefined;
   return {
     role: k.role,
-    seal(purpose, subject, value, ttlMs) {
-      const iat = now();
+    seal(purpose, subject, value, ttlMs, notBefore = 0) {
+      const iat = Math.max(now(), notBefore);
       const head = { v: 1 as const, iss: k.role, kid: k.kid, iat, exp: iat + ttlMs };
       return { ...head, mac: macOf(k.key, purpose, subject, value, head) };
     },

@@ -10,6 +10,8 @@ import { startChild, type Child } from '../../bench/lib/child.ts';
 import { waitFor } from '../support/alertmanager.ts';
 import { dropPrefix, redisUrl, uniquePrefix } from '../support/redis.ts';
 import { EFFECTS_LOG, STEP_IDS } from './support/journal-runbook.ts';
+import { sealJob } from '../../src/trust/work.ts';
+import { TEST_KEYS_DIR, testSealer } from '../support/trust.ts';
 
 // SIGKILL of the node agent in the middle of a runbook with four destructive steps: after two
 // took effect and the third is under way. The job stalls, another agent takes it, resumes from
@@ -24,7 +26,7 @@ describe('node agent killed in the middle of a runbook', () => {
   let root: string;
   const agents: Child[] = [];
   const agent = (env: Record<string, string>) => {
-    const a = startChild(new URL('./support/journal-agent.ts', import.meta.url).pathname, { REDIS_URL: redisUrl(), QUEUE_PREFIX: prefix, NODE_NAME: NODE, HOST_ROOT: root, ...env });
+    const a = startChild(new URL('./support/journal-agent.ts', import.meta.url).pathname, { REDIS_URL: redisUrl(), QUEUE_PREFIX: prefix, NODE_NAME: NODE, HOST_ROOT: root, SIGNING_KEYS_DIR: TEST_KEYS_DIR, ...env });
     agents.push(a);
     return a;
   };
@@ -46,7 +48,7 @@ describe('node agent killed in the middle of a runbook', () => {
   it('resumes from its journal and runs no step that took effect twice', async () => {
     const key = 'residual_fault-journal-node_boot_0123456789ab';
     const data: ResidualMultipathJob = { runbook: 'residual-multipath-cleanup', version: 1, key, target: { node: NODE }, evidence: [{ source: 'api', summary: 'fault test', raw: null }] };
-    await queue.add(data.runbook, data, { jobId: key, attempts: 4, backoff: { type: 'fixed', delay: 100 } });
+    await queue.add(data.runbook, sealJob(testSealer('receiver'), nodeQueueName(NODE), data, 86_400_000), { jobId: key, attempts: 4, backoff: { type: 'fixed', delay: 100 } });
 
     const first = agent({ PAUSE_BEFORE: 'detach:c' });
     await first.waitLine('PAUSED detach:c');

@@ -16,6 +16,11 @@ import { createRealHost } from '../../workers/host/real-host.ts';
 import { createNodeAgent } from '../../workers/node-agent/agent.ts';
 import { waitFor } from '../support/alertmanager.ts';
 import { dropPrefix, redisUrl, uniquePrefix } from '../support/redis.ts';
+import { sealJob } from '../../src/trust/work.ts';
+import { TEST_KEYS_DIR, testSealer } from '../support/trust.ts';
+import type { RemediationJob } from '../../src/catalogue/jobs.ts';
+
+const sealed = (j: RemediationJob) => sealJob(testSealer('receiver'), nodeQueueName(NODE), j, 86_400_000);
 
 // Host commands that hang (one ignoring SIGTERM, like a read stuck on a dead multipath map):
 // each ends at its deadline, the job fails visibly, and the node's next job starts right after,
@@ -66,7 +71,7 @@ describe('hung host commands', () => {
   });
 
   it('ends every hung command at its deadline and starts the node\'s next job right after', async () => {
-    const config = Config.parse({ redisUrl: redisUrl(), queuePrefix: prefix, nodeName: NODE, defaultMode: 'enforce', logLevel: 'silent' });
+    const config = Config.parse({ redisUrl: redisUrl(), queuePrefix: prefix, nodeName: NODE, signingKeysDir: TEST_KEYS_DIR, defaultMode: 'enforce', logLevel: 'silent' });
     const agent = createNodeAgent({
       config,
       log: createLogger('hung', 'silent'),
@@ -80,8 +85,8 @@ describe('hung host commands', () => {
     });
     try {
       const job = (key: string): ResidualMultipathJob => ({ runbook: 'residual-multipath-cleanup', version: 1, key, target: { node: NODE }, evidence: [{ source: 'api', summary: 'fault test', raw: null }] });
-      await queue.add('residual-multipath-cleanup', job('residual_hung_000000000001'), { jobId: 'residual_hung_000000000001', attempts: 1 });
-      await queue.add('residual-multipath-cleanup', job('residual_next_000000000002'), { jobId: 'residual_next_000000000002', attempts: 1 });
+      await queue.add('residual-multipath-cleanup', sealed(job('residual_hung_000000000001')), { jobId: 'residual_hung_000000000001', attempts: 1 });
+      await queue.add('residual-multipath-cleanup', sealed(job('residual_next_000000000002')), { jobId: 'residual_next_000000000002', attempts: 1 });
       await waitFor('the next job to start', async () => started.has('residual_next_000000000002'), 20_000);
 
       const hung = await queue.getJob('residual_hung_000000000001');

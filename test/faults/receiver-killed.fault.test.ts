@@ -4,6 +4,7 @@ import { startChild, type Child } from '../../bench/lib/child.ts';
 import { fill, groupedAlerts, oneAlert } from '../../bench/lib/payloads.ts';
 import { startPrivateRedis, type PrivateRedis } from '../../bench/lib/redis-server.ts';
 import { sleep } from '../support/alertmanager.ts';
+import { TEST_KEYS_DIR } from '../support/trust.ts';
 
 // The receiver is SIGKILLed in the middle of a load of unique webhooks (1-alert and grouped
 // 50-alert payloads from 16 concurrent senders). Every job the receiver acknowledged with 202
@@ -29,7 +30,7 @@ describe('receiver killed under load', () => {
   });
 
   it('loses nothing it acknowledged with 202', async () => {
-    receiver = startChild(new URL('../../bench/servers/receiver.ts', import.meta.url).pathname, { REDIS_URL: redis.url, QUEUE_PREFIX: PREFIX, LOG_LEVEL: 'warn' }, { stdout: 'ignore' });
+    receiver = startChild(new URL('../../bench/servers/receiver.ts', import.meta.url).pathname, { REDIS_URL: redis.url, QUEUE_PREFIX: PREFIX, LOG_LEVEL: 'warn', SIGNING_KEYS_DIR: TEST_KEYS_DIR }, { stdout: 'ignore' });
     const url = await receiver.waitLine('READY ');
     const payloads = [oneAlert(), groupedAlerts(50)];
     const acked: { queue: string; key: string }[] = [];

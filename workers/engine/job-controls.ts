@@ -6,6 +6,7 @@ import { Breakers, type BreakerCaps } from '../../src/controls/breakers.ts';
 import { ControlsStore } from '../../src/controls/controls-store.ts';
 import { effectiveMode } from '../../src/controls/effective-mode.ts';
 import type { ApprovalRecord, ParkedJob } from '../../src/controls/records.ts';
+import type { ControlTrust } from '../../src/controls/sealed-records.ts';
 import type { Logger } from '../../src/observability/logger.ts';
 import { approvalReason, gatedSteps, type ApprovalPolicy } from './approval-policy.ts';
 import { RefusedError } from './errors.ts';
@@ -37,6 +38,8 @@ export interface JobControlsOptions {
   nodeModeLabel?: () => Promise<string | undefined>;
   log: Logger;
   now?: () => Date;
+  /** Verifies the API's seals on modes, pauses and approvals; without it records are taken as they are (tests). */
+  trust?: ControlTrust;
 }
 
 export interface JobStart {
@@ -80,8 +83,8 @@ export function controlsFromConfig(config: Config): Pick<JobControlsOptions, 'ap
 
 export function createJobControls(opts: JobControlsOptions): JobControls {
   const now = opts.now ?? (() => new Date());
-  const store = new ControlsStore(opts.redis, opts.prefix, now);
-  const approvals = new ApprovalStore(opts.redis, opts.prefix);
+  const store = new ControlsStore(opts.redis, opts.prefix, now, opts.trust);
+  const approvals = new ApprovalStore(opts.redis, opts.prefix, opts.trust);
   const breakers = new Breakers(opts.redis, opts.prefix, now);
   const node = opts.node;
 

@@ -6,6 +6,7 @@ import type { Keyring } from '../../src/trust/keyring.ts';
 import type { Seal, Untrusted } from '../../src/trust/seal.ts';
 import { issuerMayNot, verifyJobSeal } from '../../src/trust/work.ts';
 import type { SeenWork } from './seen-work.ts';
+import type { ControlTrust } from '../../src/controls/sealed-records.ts';
 import type { Mode, RunbookResult } from '../../src/catalogue/result.ts';
 import { workerConnection } from '../../src/queues/redis.ts';
 import type { Logger } from '../../src/observability/logger.ts';
@@ -70,7 +71,7 @@ export function createRunbookWorker(opts: RunbookWorkerOptions): RunbookWorker {
   const connection = workerConnection(opts.redisUrl);
   const shutdown = new AbortController();
   const controls: JobControls | undefined = opts.controls
-    ? createJobControls({ ...opts.controls, redis: connection, prefix: opts.prefix, log: opts.log })
+    ? createJobControls({ ...opts.controls, redis: connection, prefix: opts.prefix, log: opts.log, ...(opts.trust ? { trust: controlTrust(opts.trust) } : {}) })
     : undefined;
 
   const processor = async (job: Job, token?: string): Promise<RunbookResult> => {
@@ -151,6 +152,28 @@ export function createRunbookWorker(opts: RunbookWorkerOptions): RunbookWorker {
       throw forBullmq(err);
     }
   };
+
+  /**
+   * A mode, pause or approval without the API's valid seal is ignored (as if absent) and reported:
+   * logged, counted, and in the audit trail, at most once per record and reason every 10 minutes.
+   */
+  function controlTrust(t: WorkTrust): ControlTrust {
+    const told = new Map<string, number>();
+    return {
+      ring: t.ring,
+      allowUnsigned: t.allowUnsigned,
+      ...(t.now ? { now: t.now } : {}),
+      onUntrusted: (u) => {
+        const key = `${u.kind}/${u.field}/${u.reason}`;
+        const at = Date.now();
+        if ((told.get(key) ?? 0) > at - 600_000) return;
+        told.set(key, at);
+        opts.log.error({ kind: u.kind, field: u.field.slice(0, 200), reason: u.reason, detail: u.detail }, 'untrusted control record ignored');
+        void recordUntrusted(connection, opts.prefix, u.kind, u.reason).catch(() => {});
+        void controls?.audit('control-refused', `${u.kind}/${u.field.slice(0, 200)}`, `${u.reason}: ${u.detail}; ignored, as if absent`).catch(() => {});
+      },
+    };
+  }
 
   const checkTrust = (job: Job, parsedJob: RemediationJob | undefined): TrustCheck => {
     const t = opts.trust;

@@ -13,6 +13,7 @@ const config = Config.parse({
   redisUrl: process.env['REDIS_URL'],
   queuePrefix: process.env['QUEUE_PREFIX'],
   nodeName: process.env['NODE_NAME'],
+  signingKeysDir: process.env['SIGNING_KEYS_DIR'],
   defaultMode: 'enforce',
   lockDurationMs: 1_000,
   logLevel: 'warn',

@@ -1,0 +1,156 @@
+import { Queue } from 'bullmq';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { RemediationJob } from '../../src/catalogue/jobs.ts';
+import { finishedExposition } from '../../src/catalogue/job-stats.ts';
+import { nodeQueueName } from '../../src/catalogue/queues.ts';
+import type { Config } from '../../src/config/schema.ts';
+import { controlKeys } from '../../src/controls/keys.ts';
+import { OperatorActions } from '../../src/controls/operator-actions.ts';
+import { createLogger } from '../../src/observability/logger.ts';
+import { trustFromConfig } from '../../src/trust/from-config.ts';
+import { sealJob } from '../../src/trust/work.ts';
+import type { RunbookWorker } from '../../workers/engine/runbook-worker.ts';
+import { createNodeAgent } from '../../workers/node-agent/agent.ts';
+import { testConfig } from '../support/config.ts';
+import { fastControls, toyRunbook, type ToyStep } from '../support/controls-harness.ts';
+import { dropPrefix, redisUrl, uniquePrefix } from '../support/redis.ts';
+import { testSealer } from '../support/trust.ts';
+import { waitFor } from '../support/wait.ts';
+
+// Issue 20: "a control record written straight into Redis changes nothing". Modes, pauses and
+// approval decisions are sealed by the API (OperatorActions with the receiver's key, as the
+// receiver wires it); the agent (the real createNodeAgent, verifying with the test keys) ignores
+// any record without a valid seal, reports it (audit trail, metric), and ignores an old sealed
+// record put back after a newer one, or after its field was cleared (a replay).
+
+const silent = createLogger('test', 'silent');
+const RUNBOOK = 'residual-multipath-cleanup';
+
+const step = (id: string, extra: Partial<ToyStep> = {}): ToyStep => ({
+  id, description: `toy ${id}`, destructive: true, file: `/w/${id}`,
+  evidence: [{ claim: `${id} is safe to change`, source: 'toy', observedAt: new Date().toISOString(), status: 'holds' }],
+  ...extra,
+});
+
+describe('control records written straight into Redis change nothing', () => {
+  const prefix = uniquePrefix('sealedctl');
+  const keys = controlKeys(prefix);
+  let redis: Redis;
+  let api: OperatorActions;
+  const agents: RunbookWorker[] = [];
+  const queues: Queue[] = [];
+  const base = (over: Partial<Config> = {}): Config => testConfig({ redisUrl: redisUrl(), queuePrefix: prefix, ...fastControls, ...over });
+
+  beforeAll(() => {
+    redis = new Redis(redisUrl());
+    const config = base();
+    const trust = trustFromConfig(config, 'receiver');
+    api = new OperatorActions({
+      redis, prefix, queue: (name) => { const q = new Queue(name, { connection: redis, prefix }); queues.push(q); return q; },
+      caps: { nodePerHour: 0, clusterPerHour: 0, stormNodes: 0, stormWindowMs: 1000 },
+      approvalTtlMs: 3_600_000,
+      configuredModes: { default: 'dry-run', runbooks: {} },
+      trust: { sealer: trust.sealer!, ring: trust.ring, allowUnsigned: false },
+    });
+  });
+  afterAll(async () => {
+    await Promise.all(agents.map((a) => a.close()));
+    await Promise.all(queues.map((q) => q.close()));
+    await dropPrefix(prefix);
+    redis?.disconnect();
+  });
+
+  let n = 0;
+  /** A job sealed by the receiver, straight onto the node's queue; resolves when it finished or parked. */
+  const run = async (node: string, until: 'finished' | 'parked' = 'finished') => {
+    n += 1;
+    const key = `sealedctl-${n}`;
+    const queue = new Queue(nodeQueueName(node), { connection: redis, prefix });
+    queues.push(queue);
+    const job: RemediationJob = { version: 1, key, runbook: RUNBOOK, target: { node }, evidence: [{ source: 'api', summary: 'test', raw: null }] };
+    await queue.add(RUNBOOK, sealJob(testSealer('receiver'), queue.name, job, 86_400_000), { jobId: key });
+    return waitFor(`job ${key} ${until}`, async () => {
+      const j = await queue.getJob(key);
+      if (!j) return undefined;
+      if (until === 'parked') return (j.progress as { parked?: unknown } | undefined)?.parked ? j : undefined;
+      return (j.finishedOn ?? 0) > 0 ? j : undefined;
+    }, 10_000);
+  };
+  const agent = (node: string, steps: ToyStep[], over: Partial<Config> = {}) => {
+    const toy = toyRunbook(() => ({ kind: 'steps', summary: 'toy', steps }));
+    agents.push(createNodeAgent({ config: base({ nodeName: node, stateDir: `/tmp/vm-sealedctl-${prefix}-${node}`, ...over }), registry: toy.registry, log: silent }));
+    return toy;
+  };
+  const audit = async () => (await api.store.auditLog(500)).map((e) => `${e.action} ${e.target} ${e.by}`);
+
+  it('a forged enforce override is ignored and reported; the API\'s override counts', async () => {
+    const toy = agent('ctl-mode', [step('m1', { destructive: false })]);
+    await redis.hset(keys.modes, `runbook/${RUNBOOK}`, JSON.stringify({ mode: 'enforce', by: 'alice', why: 'one HSET', at: new Date().toISOString() }));
+    const forged = await run('ctl-mode');
+    expect(forged.returnvalue).toMatchObject({ mode: 'dry-run', outcome: 'planned' });
+    expect(await toy.ran('/w/m1')).toBe(false);
+    expect(await audit()).toContain(`control-refused mode/runbook/${RUNBOOK} ctl-mode`);
+    expect(await finishedExposition(redis, prefix)).toMatch(/volume_medic_untrusted_refused_total\{kind="mode",reason="unsigned"\} [1-9]/);
+    // The API's own view does not show it either.
+    expect((await api.view()).modes.overrides.runbooks[RUNBOOK]).toBeUndefined();
+
+    await api.setMode({ runbook: RUNBOOK }, 'enforce', { by: 'alice', why: 'INC-1' });
+    const sealed = await redis.hget(keys.modes, `runbook/${RUNBOOK}`);
+    const real = await run('ctl-mode');
+    expect(real.returnvalue).toMatchObject({ mode: 'enforce', outcome: 'succeeded' });
+
+    // Cleared through the API, then the old sealed record put back: a replay, ignored.
+    await api.setMode({ runbook: RUNBOOK }, null, { by: 'alice' });
+    await run('ctl-mode');
+    await redis.hset(keys.modes, `runbook/${RUNBOOK}`, sealed!);
+    const replayed = await run('ctl-mode');
+    expect(replayed.returnvalue).toMatchObject({ mode: 'dry-run' });
+    expect(await finishedExposition(redis, prefix)).toMatch(/volume_medic_untrusted_refused_total\{kind="mode",reason="replayed"\} [1-9]/);
+    await redis.hdel(keys.modes, `runbook/${RUNBOOK}`);
+  });
+
+  it('a sealed override moved to another field is ignored', async () => {
+    agent('ctl-moved', [step('x1', { destructive: false })]);
+    await api.setMode({ node: 'elsewhere' }, 'enforce', { by: 'alice' });
+    const sealed = await redis.hget(keys.modes, 'node/elsewhere');
+    await redis.hset(keys.modes, `runbook/${RUNBOOK}`, sealed!);
+    const j = await run('ctl-moved');
+    expect(j.returnvalue).toMatchObject({ mode: 'dry-run' });
+    expect(await finishedExposition(redis, prefix)).toMatch(/volume_medic_untrusted_refused_total\{kind="mode",reason="bad-mac"\} [1-9]/);
+    await redis.hdel(keys.modes, `runbook/${RUNBOOK}`, 'node/elsewhere');
+  });
+
+  it('a forged pause does not stop a job; the API\'s pause does', async () => {
+    const toy = agent('ctl-pause', [step('p1', { destructive: false })], { runbookModes: { [RUNBOOK]: 'enforce' } });
+    await redis.hset(keys.pause, 'node/ctl-pause', JSON.stringify({ by: 'mallory', why: '', at: new Date().toISOString() }));
+    const forged = await run('ctl-pause');
+    expect(forged.returnvalue).toMatchObject({ outcome: 'succeeded' });
+    expect(await toy.ran('/w/p1')).toBe(true);
+    await redis.hdel(keys.pause, 'node/ctl-pause');
+
+    await api.pause('ctl-pause', { by: 'bob', why: 'maintenance' });
+    const parked = await run('ctl-pause', 'parked');
+    expect((parked.progress as { parked: { reason: string } }).parked.reason).toBe('paused');
+    await api.resume('ctl-pause', { by: 'bob' });
+  });
+
+  it('an approval written straight into Redis does not run the step; the API\'s approval does', async () => {
+    const toy = agent('ctl-approve', [step('safe', { destructive: false }), step('release', { risk: 'high' })], { runbookModes: { [RUNBOOK]: 'enforce' } });
+    const parked = await run('ctl-approve', 'parked');
+    const id = parked.id!;
+    const key = keys.approval(id);
+    const pending = JSON.parse((await redis.get(key))!) as Record<string, unknown>;
+    expect(pending['state']).toBe('pending');
+    await redis.set(key, JSON.stringify({ ...pending, state: 'approved', decidedBy: 'mallory', decidedAt: new Date().toISOString(), validUntil: new Date(Date.now() + 3_600_000).toISOString() }));
+    await parked.promote().catch(() => {});
+    // Looked again (every 0.3 s) and still waits: the forged approval was ignored and replaced by a new request.
+    await waitFor('the forged approval to be reported', async () => ((await audit()).includes(`control-refused approval/${id} ctl-approve`) ? true : undefined), 5_000);
+    expect(await toy.ran('/w/release')).toBe(false);
+    expect(JSON.parse((await redis.get(key))!).state).toBe('pending');
+
+    const ok = await api.approve(id, { by: 'carol', why: 'checked' });
+    expect(ok.ok).toBe(true);
+    await waitFor('the approved step to run', async () => ((await toy.ran('/w/release')) ? true : undefined), 10_000);
+  });
+});
