@@ -236,7 +236,8 @@ export function renderedFileText(): string {
   const header = [
     '# volume-medic, rendered from deploy/overlays/dry-run by scripts/deploy/render.ts. Do not edit:',
     '# change deploy/base or the overlay and run `node scripts/deploy/render.ts` (CI checks they agree).',
-    '# Before applying, create the Secret volume-medic-webhook-token (README: Install on a cluster).',
+    '# Before applying, create the Secret volume-medic-webhook-token and the Redis Secrets',
+    '# (`node scripts/deploy/redis-secrets.ts --address <your redis> | kubectl apply -f -`; README: Install on a cluster).',
     '',
   ].join('\n');
   return `${header}${toYaml(renderKustomization(join(DEPLOY_DIR, 'overlays', RENDERED_OVERLAY)))}`;

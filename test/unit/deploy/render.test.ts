@@ -3,6 +3,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { REDIS_ACL_SECRET, REDIS_URL_SECRETS } from '../../../scripts/deploy/redis-acl.ts';
 import { loadConfig } from '../../../src/config/load.ts';
 import {
   KustomizeError, OVERLAYS, RENDERED_FILE, readObjects, renderKustomization, renderedFileText, sortObjects, type KObject,
@@ -119,7 +120,8 @@ describe('what the installation promises', () => {
         for (const c of spec.containers) {
           expect(c.envFrom?.map((e) => e.configMapRef?.name), `${overlay} ${o.metadata.name}`).toEqual(['volume-medic-config']);
           const env: Record<string, string> = { ...data };
-          for (const e of c.env ?? []) env[e.name] = e.value ?? 'worker-1';
+          // Values from the pod or a Secret: a sample of what they hold.
+          for (const e of c.env ?? []) env[e.name] = e.value ?? (e.name === 'REDIS_URL' ? 'redis://volume-medic-receiver:p@redis:6379' : 'worker-1');
           for (const name of Object.keys(env)) {
             const isSetting = known.includes(`  ${name}: [`) || known.includes(`env['${name}']`);
             expect(isSetting || external.has(name), `${overlay} ${o.metadata.name}: ${name} is not a setting of src/config/load.ts`).toBe(true);
@@ -269,6 +271,16 @@ describe('what the installation promises', () => {
     }
   });
 
+  it('REDIS_URL (credentials) comes from each process\'s own Secret, never from the ConfigMap', () => {
+    for (const [overlay, objects] of Object.entries(rendered)) {
+      expect(Object.keys(find(objects, 'ConfigMap', 'volume-medic-config')['data'] as Record<string, string>), overlay).not.toContain('REDIS_URL');
+      for (const [component, kind] of [['receiver', 'Deployment'], ['cluster-worker', 'Deployment'], ['node-agent', 'DaemonSet']] as const) {
+        const c = podSpec(find(objects, kind, `volume-medic-${component}`))!.containers[0]!;
+        expect(c.env?.find((e) => e.name === 'REDIS_URL')?.valueFrom, `${overlay} ${component}`).toEqual({ secretKeyRef: { name: REDIS_URL_SECRETS[component], key: 'url' } });
+      }
+    }
+  });
+
   it('the image is named in one place and every volume-medic container uses it', () => {
     const base = readFileSync(join(DEPLOY_DIR, 'base/kustomization.yaml'), 'utf8');
     expect(base).toMatch(/newName: ghcr\.io\/volume-medic\/volume-medic/);
@@ -279,13 +291,18 @@ describe('what the installation promises', () => {
     expect([...images]).toEqual(['ghcr.io/volume-medic/volume-medic:0.1.0']);
   });
 
-  it('with-redis bundles one Redis with maxmemory-policy noeviction at the URL the ConfigMap names', () => {
+  it('with-redis bundles one Redis with maxmemory-policy noeviction that requires a volume-medic ACL user', () => {
     const objects = rendered['with-redis'];
-    const redis = podSpec(find(objects, 'Deployment', 'volume-medic-redis'))!.containers[0]!;
+    const spec = podSpec(find(objects, 'Deployment', 'volume-medic-redis'))!;
+    const redis = spec.containers[0]!;
     const args = (redis as { args?: string[] }).args ?? [];
     expect(args[args.indexOf('--maxmemory-policy') + 1]).toBe('noeviction');
-    const url = (find(objects, 'ConfigMap', 'volume-medic-config')['data'] as Record<string, string>)['REDIS_URL'];
-    expect(url).toBe('redis://volume-medic-redis.volume-medic.svc:6379');
+    // The ACL file (default user off) comes from a Secret, mounted read-only where --aclfile reads it.
+    const aclFile = args[args.indexOf('--aclfile') + 1]!;
+    expect(aclFile).toBe('/etc/redis/acl/users.acl');
+    const mount = redis.volumeMounts?.find((m) => aclFile.startsWith(`${m.mountPath}/`)) as { name: string; readOnly?: boolean } | undefined;
+    expect(mount?.readOnly).toBe(true);
+    expect(spec.volumes?.find((v) => v.name === mount!.name)?.secret?.secretName).toBe(REDIS_ACL_SECRET);
     expect(find(objects, 'Service', 'volume-medic-redis')).toBeDefined();
     expect(rendered['dry-run'].some((o) => o.metadata.name === 'volume-medic-redis')).toBe(false);
   });
