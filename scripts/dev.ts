@@ -23,7 +23,12 @@ try {
   // A trial has no Secret: fresh signing keys in a private temporary directory, so the receiver
   // seals and the agent verifies as deployed (SIGNING_KEYS_DIR, when set, is used instead).
   const keys = process.env['SIGNING_KEYS_DIR'] || writeSigningKeys(undefined);
-  const config = { ...loadConfig({ ...process.env, REDIS_URL: redis.url, NODE_NAME: nodeName, SIGNING_KEYS_DIR: keys }), defaultMode: 'dry-run' as const, runbookModes: {} };
+  const loaded = loadConfig({ ...process.env, REDIS_URL: redis.url, NODE_NAME: nodeName, SIGNING_KEYS_DIR: keys });
+  // A trial on one machine usually has no cluster to ask who an operator is: unless OPERATOR_AUTH
+  // says otherwise, anyone reaching the port is operator insecure-anonymous (and says so).
+  const operatorAuth = process.env['OPERATOR_AUTH'] ? loaded.operatorAuth : 'insecure' as const;
+  if (operatorAuth === 'insecure') log.warn('OPERATOR_AUTH=insecure for this trial: anyone who reaches the port may approve, pause and set modes (set OPERATOR_AUTH=kubernetes to use your kubeconfig\'s cluster)');
+  const config = { ...loaded, operatorAuth, defaultMode: 'dry-run' as const, runbookModes: {} };
   log.level = config.logLevel;
   // A trial on one machine: without a token the receiver is open, and says so (the deployed
   // receiver, src/main.ts, refuses to start without one unless ALLOW_UNAUTHENTICATED=true).

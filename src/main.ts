@@ -12,7 +12,13 @@ await runMain(log, (config) => {
     if (!config.allowUnauthenticated) {
       throw new ConfigError('no token: set VOLUME_MEDIC_TOKEN, or VOLUME_MEDIC_TOKEN_FILE to a file with at least one token (an empty file counts as none); ALLOW_UNAUTHENTICATED=true runs without authentication');
     }
-    log.error('ALLOW_UNAUTHENTICATED=true and no token: every /v1 route, operator actions included, is open to anyone who can reach this port');
+    log.error('ALLOW_UNAUTHENTICATED=true and no token: the webhook routes are open to anyone who can reach this port (operator routes follow OPERATOR_AUTH)');
   }
+  // Operators without identity only as a deliberate, double opt-in for a local trial.
+  if (config.operatorAuth === 'insecure') {
+    if (!config.allowUnauthenticated) throw new ConfigError('OPERATOR_AUTH=insecure makes anyone who reaches this port an operator with every verb (enforce, approve): it needs ALLOW_UNAUTHENTICATED=true as well');
+    log.error('OPERATOR_AUTH=insecure: anyone who can reach this port may set modes, approve, pause and release placeholders, recorded as insecure-anonymous');
+  }
+  if (process.env['DASHBOARD_WRITE']) log.warn('DASHBOARD_WRITE is ignored: the queue board is always read-only; decide on jobs on their /ui/jobs/<id> page');
   return startReceiver(config, { log });
 });

@@ -17,6 +17,12 @@ import { JobReader } from './queues/job-reader.ts';
 import { producerConnection, whenReady } from './queues/redis.ts';
 import { OperatorActions } from './controls/operator-actions.ts';
 import type { RepeatAnswers } from './ingest/repeat-answers.ts';
+import type { KubeConfig } from '@kubernetes/client-node';
+import { cachedReviews } from './auth/cached-reviews.ts';
+import { kubeAccessReviews, type AccessReviews } from './auth/access-reviews.ts';
+import { FailedAuthLimiter } from './auth/failed-auth-limiter.ts';
+import { OperatorAuth } from './auth/operator-auth.ts';
+import { KubeConfigError } from './kube/config-error.ts';
 
 // Composition root of the receiver: wires configuration, Redis, queues, lookups and the HTTP app,
 // and owns their shutdown order (stop taking requests, then close queues, then Redis).
@@ -32,6 +38,31 @@ export interface ReceiverOptions {
   log?: Logger;
   /** Answers for repeated Alertmanager alerts (default: a private one of the default size). */
   repeats?: RepeatAnswers;
+  /**
+   * OPERATOR_AUTH=kubernetes: the API server that reviews operator tokens (tests: the fake's).
+   * Default: the KUBE_WATCH access when loaded, else the pod's service account or kubeconfig.
+   */
+  operatorKubeConfig?: KubeConfig;
+}
+
+/** TokenReview/SubjectAccessReview access for OPERATOR_AUTH=kubernetes, or why there is none. */
+function operatorReviews(config: Config, kc: KubeConfig | undefined): { reviews?: AccessReviews; unavailableReason?: string } {
+  if (config.operatorAuth !== 'kubernetes') return {};
+  let access = kc;
+  if (!access) {
+    try {
+      access = loadKubeConfig();
+    } catch (err) {
+      if (!(err instanceof KubeConfigError)) throw err;
+      return { unavailableReason: err.message };
+    }
+  }
+  return {
+    reviews: cachedReviews(kubeAccessReviews(access, config.operatorTokenAudiences), {
+      tokenTtlMs: config.operatorTokenCacheSeconds * 1000,
+      accessTtlMs: config.operatorAccessCacheSeconds * 1000,
+    }),
+  };
 }
 
 export async function startReceiver(config: Config, opts: ReceiverOptions = {}): Promise<Receiver> {
@@ -62,10 +93,22 @@ export async function startReceiver(config: Config, opts: ReceiverOptions = {}):
   const lookups = opts.lookups ?? (kubeConfig ? new KubeLookups(kubeClients(kubeConfig)) : new InMemoryLookups());
   let watches: KubeWatches | undefined;
   const eventTrust: EventTrust = { npdSources: new Set(config.npdEventSources), npdNamespace: config.npdEventNamespace };
+  const authLimiter = new FailedAuthLimiter({ perMinute: config.authFailuresPerMinute });
+  const operatorAuth = new OperatorAuth({
+    mode: config.operatorAuth,
+    ...operatorReviews(config, opts.operatorKubeConfig ?? kubeConfig),
+    webhookTokens: config.tokens,
+    proxy: { cidrs: config.authProxyCidrs, userHeader: config.authProxyUserHeader, groupsHeader: config.authProxyGroupsHeader },
+    limiter: authLimiter,
+  });
+  if (operatorAuth.unavailable && config.operatorAuth === 'kubernetes') log.error({ why: operatorAuth.unavailable }, 'operator routes and the dashboard will answer 503 until this is fixed (OPERATOR_AUTH=off says that no operator access is wanted)');
   const app = createApp({
     redis,
     prefix: config.queuePrefix,
     tokens: config.tokens,
+    operatorAuth,
+    authLimiter,
+    trustedProxyCidrs: config.trustedProxyCidrs,
     bodyLimit: config.bodyLimit,
     reader: new JobReader(redis, config.queuePrefix, dispatcher),
     dispatcher,
@@ -98,7 +141,7 @@ export async function startReceiver(config: Config, opts: ReceiverOptions = {}):
         },
       }),
       queue: (name) => dispatcher.queue(name),
-      dashboardWrite: config.dashboardWrite,
+      uiSessionTtlSeconds: config.uiSessionTtlSeconds,
     },
   });
   const server = app.listen(config.port, config.listenAddress);
@@ -106,7 +149,7 @@ export async function startReceiver(config: Config, opts: ReceiverOptions = {}):
   const addr = server.address() as AddressInfo;
   const host = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
   const url = `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${addr.port}`;
-  log.info({ url, auth: config.tokens.length > 0 ? 'bearer token required' : 'none' }, 'receiver listening');
+  log.info({ url, auth: config.tokens.length > 0 ? 'bearer token required' : 'none', operators: config.operatorAuth }, 'receiver listening');
   if (kubeConfig) {
     watches = await startKubeWatches({
       kubeConfig, ingest: { lookups, dispatcher }, eventTrust, log: log.child({ component: 'kube' }),

@@ -5,5 +5,4 @@ export * from './operator.ts';
 export * from './operator-auth.ts';
 export * from './permissions.ts';
 export * from './token-match.ts';
-export * from './rbac.ts';
 export * from './session-store.ts';

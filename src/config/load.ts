@@ -48,6 +48,15 @@ const ENV: Record<string, [keyof Config, (v: string) => unknown]> = {
   ALLOW_UNSIGNED_WORK: ['allowUnsignedWork', (v) => v],
   WORK_SEAL_TTL_SECONDS: ['workSealTtlSeconds', (v) => v],
   BODY_LIMIT: ['bodyLimit', (v) => v],
+  OPERATOR_AUTH: ['operatorAuth', (v) => v],
+  OPERATOR_TOKEN_AUDIENCES: ['operatorTokenAudiences', list],
+  OPERATOR_TOKEN_CACHE_SECONDS: ['operatorTokenCacheSeconds', (v) => v],
+  OPERATOR_ACCESS_CACHE_SECONDS: ['operatorAccessCacheSeconds', (v) => v],
+  AUTH_PROXY_CIDRS: ['authProxyCidrs', list],
+  AUTH_PROXY_USER_HEADER: ['authProxyUserHeader', (v) => v],
+  AUTH_PROXY_GROUPS_HEADER: ['authProxyGroupsHeader', (v) => v],
+  TRUSTED_PROXY_CIDRS: ['trustedProxyCidrs', list],
+  AUTH_FAILURES_PER_MINUTE: ['authFailuresPerMinute', (v) => v],
   ENQUEUE_TIMEOUT_MS: ['enqueueTimeoutMs', (v) => v],
   NODE_RECOVERY_ALERTS: ['nodeRecoveryAlerts', list],
   NPD_EVENT_SOURCES: ['npdEventSources', list],
@@ -91,7 +100,7 @@ const ENV: Record<string, [keyof Config, (v: string) => unknown]> = {
   BREAKER_STORM_NODES: ['breakerStormNodes', (v) => v],
   BREAKER_STORM_WINDOW_SECONDS: ['breakerStormWindowSeconds', (v) => v],
   CONTROLS_RECHECK_SECONDS: ['controlsRecheckSeconds', (v) => v],
-  DASHBOARD_WRITE: ['dashboardWrite', (v) => v],
+  UI_SESSION_TTL_SECONDS: ['uiSessionTtlSeconds', (v) => v],
 };
 const ENV_OF = Object.fromEntries(Object.entries(ENV).map(([env, [key]]) => [key, env]));
 

@@ -44,6 +44,47 @@ export const Config = z.object({
   allowUnsignedWork: z.union([z.boolean(), z.stringbool()]).default(false),
   /** WORK_SEAL_TTL_SECONDS: how long sealed work stays valid (must exceed APPROVAL_TTL_SECONDS). Default 86400. */
   workSealTtlSeconds: z.coerce.number().int().positive().default(86_400),
+  /**
+   * OPERATOR_AUTH: how operators (modes, pauses, breakers, approvals, placeholder release, job
+   * reads, the /ui dashboard) are identified. `kubernetes` (default): a Kubernetes bearer token,
+   * checked with TokenReview and authorised with SubjectAccessReview on the volume-medic.io verbs
+   * (README, "Operator identity"), through the pod's service account or a kubeconfig, as
+   * KUBE_WATCH; without Kubernetes access every operator route answers 503 saying so. `off`:
+   * operator routes answer 403. `insecure`: anyone reaching the port is operator
+   * `insecure-anonymous` with every verb; only with ALLOW_UNAUTHENTICATED=true (local trials).
+   * The webhook token never opens an operator route, whatever this says.
+   */
+  operatorAuth: z.enum(['kubernetes', 'off', 'insecure']).default('kubernetes'),
+  /** OPERATOR_TOKEN_AUDIENCES: audiences an operator token must be meant for (TokenReview spec.audiences); default none: the API server's own, as `kubectl create token` gives. */
+  operatorTokenAudiences: z.array(z.string().min(1)).default([]),
+  /** OPERATOR_TOKEN_CACHE_SECONDS: how long an accepted token is remembered (by its SHA-256) before it is reviewed again. 0: every request. Default 30. */
+  operatorTokenCacheSeconds: z.coerce.number().int().min(0).max(600).default(30),
+  /** OPERATOR_ACCESS_CACHE_SECONDS: how long a SubjectAccessReview answer (allowed or not) is remembered. 0: every request. Default 10. */
+  operatorAccessCacheSeconds: z.coerce.number().int().min(0).max(600).default(10),
+  /**
+   * AUTH_PROXY_CIDRS: TCP peers (an oauth2-proxy style auth proxy) whose AUTH_PROXY_USER_HEADER
+   * and AUTH_PROXY_GROUPS_HEADER are believed as the operator's identity (still authorised with
+   * SubjectAccessReview). From any other address those headers are ignored. The proxy must
+   * overwrite them on every request. Default none.
+   */
+  authProxyCidrs: z.array(z.string().refine(isCidr, 'an IPv4 or IPv6 network in CIDR form, e.g. 10.0.0.0/8')).default([]),
+  /** AUTH_PROXY_USER_HEADER: the auth proxy's user header. Default X-Forwarded-User. */
+  authProxyUserHeader: z.string().regex(/^[A-Za-z0-9-]{1,64}$/, 'an HTTP header name').default('X-Forwarded-User'),
+  /** AUTH_PROXY_GROUPS_HEADER: the auth proxy's groups header (comma-separated groups). Default X-Forwarded-Groups. */
+  authProxyGroupsHeader: z.string().regex(/^[A-Za-z0-9-]{1,64}$/, 'an HTTP header name').default('X-Forwarded-Groups'),
+  /**
+   * TRUSTED_PROXY_CIDRS: reverse proxies (ingress controllers) whose X-Forwarded-For and
+   * X-Forwarded-Proto are believed: the client address failed attempts count against, and
+   * whether the dashboard's cookie is Secure. Default none: the TCP peer, and the socket's own
+   * protocol.
+   */
+  trustedProxyCidrs: z.array(z.string().refine(isCidr, 'an IPv4 or IPv6 network in CIDR form, e.g. 10.0.0.0/8')).default([]),
+  /**
+   * AUTH_FAILURES_PER_MINUTE: failed authentications (bearer tokens, dashboard sign-ins) one
+   * client address may make per minute, as a bucket of this size refilled at this rate; beyond
+   * it every attempt from the address gets 429 with Retry-After. 0: no limit. Default 20.
+   */
+  authFailuresPerMinute: z.coerce.number().int().min(0).default(20),
   /** BODY_LIMIT: largest webhook body accepted, in bytes (larger: 413). */
   bodyLimit: z.coerce.number().int().min(1024).default(1024 * 1024),
   /** ENQUEUE_TIMEOUT_MS: how long storing jobs may take before the receiver answers 503. */
@@ -110,8 +151,12 @@ export const Config = z.object({
   breakerStormWindowSeconds: z.coerce.number().int().positive().default(600),
   /** CONTROLS_RECHECK_SECONDS: how often a job parked by a pause, an approval or a breaker looks again. Default 15. */
   controlsRecheckSeconds: z.coerce.number().positive().default(15),
-  /** DASHBOARD_WRITE: the /ui/queues dashboard may retry, promote and remove jobs; default false (read-only). */
-  dashboardWrite: z.union([z.boolean(), z.stringbool()]).default(false),
+  /**
+   * UI_SESSION_TTL_SECONDS: how long a dashboard sign-in lasts (server-side, in Redis; signing out
+   * ends it at once). The operator's RBAC is checked again on every request regardless. Default
+   * 28800 (8 h). (The queue board is always read-only; DASHBOARD_WRITE is gone.)
+   */
+  uiSessionTtlSeconds: z.coerce.number().int().min(60).max(7 * 24 * 3600).default(8 * 3600),
   /** RESIDUAL_MAX_MAPS_PER_JOB: more residual maps than this in one job: refuse and ask a human. */
   residualMaxMapsPerJob: z.coerce.number().int().min(1).default(8),
   /** RESIDUAL_RELEASE_QUEUED_IO: `auto` releases a dead map's queued I/O (fail_if_no_path) after every other interlock passed; `require-approval` leaves it. */

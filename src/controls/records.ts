@@ -2,10 +2,11 @@ import { z } from 'zod';
 import { Mode } from '../catalogue/result.ts';
 
 // The records the controls keep in Redis, parsed when read back (Redis is a boundary).
-// `by` is who asked (the API has bearer tokens, not identities, so the caller names itself;
-// the CLI defaults to $USER@host), `why` is free text; both are recorded with the time.
+// `by` is who asked: the operator's verified user name (TokenReview or a trusted auth proxy,
+// src/auth/), never what a request said; `why` is free text; both are recorded with the time.
+// Kubernetes user names run long (system:serviceaccount:<namespace>:<name>, OIDC issuers).
 
-const Who = z.string().trim().min(1).max(120);
+const Who = z.string().trim().min(1).max(512);
 const Why = z.string().trim().max(500);
 
 export const Decision = z.object({ by: Who, why: Why.default(''), at: z.string() });

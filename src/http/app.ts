@@ -1,11 +1,15 @@
 import express, { type Express } from 'express';
 import type { Redis } from 'ioredis';
 import { bearerAuth } from './auth.ts';
+import { operatorGate } from './operator-gate.ts';
+import { SessionStore } from '../auth/session-store.ts';
+import type { OperatorAuth } from '../auth/operator-auth.ts';
+import type { FailedAuthLimiter } from '../auth/failed-auth-limiter.ts';
 import { jsonBody } from './json-body.ts';
 import { errorHandler } from './errors.ts';
 import { healthRoutes } from './routes/health.ts';
 import { jobRoutes } from './routes/jobs.ts';
-import { webhookRoutes, type WebhookDeps } from './routes/webhooks.ts';
+import { explainRoutes, webhookRoutes, type WebhookDeps } from './routes/webhooks.ts';
 import { controlRoutes } from './routes/controls.ts';
 import { placeholderRoutes } from './routes/placeholders.ts';
 import { uiRoutes } from './routes/ui.ts';
@@ -17,13 +21,20 @@ import type { KubeWatchesState } from '../kube/kube-watches.ts';
 export interface AppDeps extends WebhookDeps {
   redis: Redis;
   prefix: string;
+  /** The webhook senders' tokens (VOLUME_MEDIC_TOKEN): they open the webhook routes only. */
   tokens: readonly string[];
+  /** Operator identity and RBAC for every other /v1 route and the dashboard. */
+  operatorAuth: OperatorAuth;
+  /** Failed authentications per client address (webhook token, operator token, dashboard sign-in). */
+  authLimiter: FailedAuthLimiter;
+  /** TRUSTED_PROXY_CIDRS: whose X-Forwarded-For/-Proto express believes (req.ip, req.secure). */
+  trustedProxyCidrs: readonly string[];
   bodyLimit: number;
   reader: JobReader;
   /** The Kubernetes watches' state, when KUBE_WATCH is on. */
   kubeState?: () => KubeWatchesState | undefined;
   /** Operator controls: /v1 control routes, the /ui dashboard, and pause/breakers in /readyz and /metrics. */
-  controls?: { actions: OperatorActions; queue: (name: string) => Queue; dashboardWrite: boolean };
+  controls?: { actions: OperatorActions; queue: (name: string) => Queue; uiSessionTtlSeconds: number };
 }
 
 const SOURCE_OF: Record<string, string> = { '/v1/alertmanager': 'alertmanager', '/v1/events': 'events', '/v1/npd': 'npd' };
@@ -34,8 +45,10 @@ export function createApp(deps: AppDeps): Express {
   app.set('query parser', 'simple');
   // No ETag: nothing here is cached by clients, and hashing every webhook answer costs the hot path.
   app.set('etag', false);
+  // req.ip and req.secure follow X-Forwarded-For/-Proto only from these peers (none: never).
+  app.set('trust proxy', deps.trustedProxyCidrs.length ? [...deps.trustedProxyCidrs] : false);
   // Auth before the body is read: an unauthenticated sender does not get us to parse 1 MiB.
-  const auth = bearerAuth(deps.tokens, (req) => {
+  const auth = bearerAuth(deps.tokens, deps.authLimiter, (req) => {
     const source = SOURCE_OF[req.originalUrl.split('?')[0] ?? ''];
     if (source) deps.metrics.webhooks.inc({ source, outcome: 'unauthorized' });
   });
@@ -45,11 +58,18 @@ export function createApp(deps: AppDeps): Express {
   // the router from the top, and a route match is cheaper than prefix middleware (issue 8). The
   // dashboard and probes are rare. (Neither lives under /v1, so the order changes no match.)
   app.use(webhookRoutes(deps, [auth, body]));
-  app.use('/v1', auth, body);
-  app.use(healthRoutes(deps.redis, deps.prefix, deps.metrics.registry, deps.kubeState, deps.controls !== undefined, deps.tokens.length > 0));
-  // The dashboard has its own auth (a browser cannot send a bearer header): see routes/ui-auth.ts.
-  if (deps.controls) app.use(uiRoutes({ redis: deps.redis, prefix: deps.prefix, tokens: deps.tokens, queue: deps.controls.queue, controls: deps.controls.actions, write: deps.controls.dashboardWrite }));
+  // Every other /v1 route: an operator identity with the route's RBAC verb (src/auth/permissions.ts).
+  app.use('/v1', operatorGate(deps.operatorAuth), body);
+  app.use(healthRoutes(deps.redis, deps.prefix, deps.metrics.registry, deps.kubeState, deps.controls !== undefined, deps.tokens.length > 0, deps.operatorAuth));
+  // The dashboard has its own sign-in and sessions (a browser cannot send a bearer header): see routes/ui-auth.ts.
+  if (deps.controls) {
+    app.use(uiRoutes({
+      redis: deps.redis, prefix: deps.prefix, auth: deps.operatorAuth, queue: deps.controls.queue, controls: deps.controls.actions,
+      sessions: new SessionStore(deps.redis, deps.prefix, deps.controls.uiSessionTtlSeconds),
+    }));
+  }
   app.use(jobRoutes(deps.reader));
+  app.use(explainRoutes(deps));
   if (deps.controls) app.use(controlRoutes(deps.controls.actions));
   if (deps.controls) app.use(placeholderRoutes({ dispatcher: deps.dispatcher, audit: deps.controls.actions.store, retryAfterSeconds: deps.retryAfterSeconds }));
   app.use((_req, res) => res.status(404).json({ error: 'no such route' }));

@@ -1,23 +1,27 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
-import type { RequestHandler } from 'express';
+import type { Request, RequestHandler } from 'express';
+import type { FailedAuthLimiter } from '../auth/failed-auth-limiter.ts';
+import { bearerOf } from '../auth/operator-auth.ts';
+import { tokenMatcher } from '../auth/token-match.ts';
 
-// Bearer-token check for the webhook and API routes. Tokens are hashed once; each request's
-// token is hashed and compared in constant time against every configured token, so neither the
-// content nor the length of a token leaks through timing.
+// The webhook routes' bearer-token check (VOLUME_MEDIC_TOKEN: what Alertmanager, the event
+// exporter and NPD hold). It opens the webhook routes and nothing else (operator routes:
+// operator-gate.ts). No token configured (ALLOW_UNAUTHENTICATED): open. A failed attempt spends
+// the address's failed-auth budget; an address out of it gets 429 before its token is looked at.
 
-const digest = (v: string): Buffer => createHash('sha256').update(v, 'utf8').digest();
-
-export function bearerAuth(tokens: readonly string[], onDenied: (req: Parameters<RequestHandler>[0]) => void): RequestHandler {
-  const expected = tokens.map(digest);
+export function bearerAuth(tokens: readonly string[], limiter: FailedAuthLimiter, onDenied: (req: Request) => void): RequestHandler {
+  const matches = tokenMatcher(tokens);
+  const open = tokens.length === 0;
   return (req, res, next) => {
-    if (expected.length === 0) return next();
-    const header = req.get('authorization') ?? '';
-    const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
-    const given = digest(m?.[1] ?? '');
-    let ok = false;
-    for (const e of expected) ok = timingSafeEqual(e, given) || ok;
-    if (ok && m) return next();
+    if (open) return next();
+    const wait = limiter.retryAfter(req.ip ?? '');
+    if (wait !== undefined) {
+      onDenied(req);
+      return res.set('Retry-After', String(wait)).status(429).json({ error: `too many failed authentication attempts from this address; retry in ${wait} s` });
+    }
+    const token = bearerOf(req.get('authorization'));
+    if (token !== undefined && matches(token)) return next();
+    limiter.failed(req.ip ?? '');
     onDenied(req);
-    res.set('WWW-Authenticate', 'Bearer realm="volume-medic"').status(401).json({ error: 'missing or invalid bearer token' });
+    return res.set('WWW-Authenticate', 'Bearer realm="volume-medic"').status(401).json({ error: 'missing or invalid bearer token (the webhook routes take VOLUME_MEDIC_TOKEN)' });
   };
 }

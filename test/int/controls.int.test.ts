@@ -10,9 +10,11 @@ import { fastControls, toyRunbook, type Toy, type ToyStep } from '../support/con
 import { alertmanagerBody, getJson, nodeNotReadyAlert, post } from '../support/payloads.ts';
 import { dropPrefix, redisUrl, uniquePrefix } from '../support/redis.ts';
 import { waitFor } from '../support/wait.ts';
+import { startOperators, type Operators } from '../support/operators.ts';
 
 // Each operator control against a real Redis, a real receiver and a real node agent running a
-// toy runbook whose steps write files on a fake host.
+// toy runbook whose steps write files on a fake host. Operators are Kubernetes users of the fake
+// API server (TokenReview/SubjectAccessReview): `api(path, body, 'alice')` acts as alice.
 
 const silent = createLogger('test', 'silent');
 const TOKEN = 'controls-test-token-0123456789';
@@ -30,23 +32,26 @@ describe('operator controls with a real Redis, receiver and node agent', () => {
   const prefix = uniquePrefix('controls');
   let receiver: Receiver;
   let redis: Redis;
+  let ops: Operators;
   const agents: RunbookWorker[] = [];
   const base = (over: Partial<Config> = {}): Config =>
     testConfig({ redisUrl: redisUrl(), queuePrefix: prefix, tokens: [TOKEN], ...fastControls, ...over });
 
   beforeAll(async () => {
     redis = new Redis(redisUrl());
-    receiver = await startReceiver(base({ breakerNodeDestructivePerHour: 3, breakerStormNodes: 0, approvalTtlSeconds: 3600 }));
+    ops = await startOperators();
+    receiver = await startReceiver(base({ breakerNodeDestructivePerHour: 3, breakerStormNodes: 0, approvalTtlSeconds: 3600 }), { operatorKubeConfig: ops.api.kubeConfig() });
   });
   afterAll(async () => {
     await Promise.all(agents.map((a) => a.close()));
     await receiver?.close();
+    await ops?.close();
     await dropPrefix(prefix);
     redis?.disconnect();
   });
 
-  const api = (path: string, body?: unknown) => post(`${receiver.url}${path}`, body ?? {}, TOKEN);
-  const get = (path: string) => getJson(`${receiver.url}${path}`, TOKEN);
+  const api = (path: string, body: unknown = {}, as = 'oncall') => post(`${receiver.url}${path}`, body, ops.token(as));
+  const get = (path: string) => getJson(`${receiver.url}${path}`, ops.token('reader'));
   const agent = (node: string, toy: Toy, over: Partial<Config> = {}) => {
     const a = createNodeAgent({ config: base({ nodeName: node, ...over }), registry: toy.registry, log: silent });
     agents.push(a);
@@ -70,19 +75,19 @@ describe('operator controls with a real Redis, receiver and node agent', () => {
     expect(first.result).toMatchObject({ mode: 'dry-run', outcome: 'planned', modeWhy: expect.stringMatching(/by configuration/) });
     expect(await toy.ran('/w/m1')).toBe(false);
 
-    const set = await api('/v1/modes', { runbook: 'residual-multipath-cleanup', mode: 'enforce', by: 'alice', why: 'INC-1 verified in staging' });
+    const set = await api('/v1/modes', { runbook: 'residual-multipath-cleanup', mode: 'enforce', why: 'INC-1 verified in staging' }, 'alice');
     expect(set.status).toBe(200);
     const second = await until(await newJob('node-mode'), (j) => j.state === 'completed', 'second job');
     expect(second.result).toMatchObject({ mode: 'enforce', outcome: 'succeeded', modeWhy: expect.stringMatching(/enforce set by alice .*INC-1/) });
     expect(await toy.ran('/w/m1')).toBe(true);
 
     // The node holds its agent to dry-run, whatever the runbook says.
-    await api('/v1/modes', { node: 'node-mode', mode: 'dry-run', by: 'bob', why: 'disk vendor on site' });
+    await api('/v1/modes', { node: 'node-mode', mode: 'dry-run', why: 'disk vendor on site' }, 'bob');
     const third = await until(await newJob('node-mode'), (j) => j.state === 'completed', 'third job');
     expect(third.result).toMatchObject({ mode: 'dry-run', modeWhy: expect.stringMatching(/node node-mode dry-run set by bob/) });
     expect(third.log.join('\n')).toMatch(/in dry-run mode \(node node-mode dry-run set by bob/);
-    await api('/v1/modes', { node: 'node-mode', mode: 'default', by: 'bob' });
-    await api('/v1/modes', { runbook: 'residual-multipath-cleanup', mode: 'default', by: 'alice' });
+    await api('/v1/modes', { node: 'node-mode', mode: 'default' }, 'bob');
+    await api('/v1/modes', { runbook: 'residual-multipath-cleanup', mode: 'default' }, 'alice');
     const audit = await get('/v1/controls/audit');
     expect(audit.audit.map((e: any) => `${e.action} ${e.target} ${e.by}`)).toContain('mode-enforce runbook/residual-multipath-cleanup alice');
     await a.close();
@@ -109,7 +114,7 @@ describe('operator controls with a real Redis, receiver and node agent', () => {
       await sleep(800);
       expect(await toy.ran('/w/release')).toBe(false);
 
-      const ok = await api(`/v1/jobs/${id}/approve`, { by: 'carol', why: 'checked multipath -ll by hand' });
+      const ok = await api(`/v1/jobs/${id}/approve`, { why: 'checked multipath -ll by hand' }, 'carol');
       expect(ok.status).toBe(200);
       expect(ok.json).toMatchObject({ state: 'approved', decidedBy: 'carol' });
       const done = await until(id, (j) => j.state === 'completed', 'job completed after approval');
@@ -119,7 +124,7 @@ describe('operator controls with a real Redis, receiver and node agent', () => {
       expect(done.attemptsMade).toBe(1);
       expect(await toy.ran('/w/flush')).toBe(true);
       // A decision is final.
-      expect((await api(`/v1/jobs/${id}/approve`, { by: 'dave' })).status).toBe(409);
+      expect((await api(`/v1/jobs/${id}/approve`, {}, 'dave')).status).toBe(409);
     });
 
     it('never runs the step after reject: the job fails as refused, with who and why', async () => {
@@ -127,8 +132,8 @@ describe('operator controls with a real Redis, receiver and node agent', () => {
       agent('node-reject', toy, enforce);
       const id = await newJob('node-reject');
       await until(id, (j) => j.progress?.parked?.reason === 'approval', 'job parked for approval');
-      expect((await api(`/v1/jobs/${id}/reject`, { by: 'erin' })).status).toBe(400); // why is required
-      const r = await api(`/v1/jobs/${id}/reject`, { by: 'erin', why: 'map is a live LUN per storage team' });
+      expect((await api(`/v1/jobs/${id}/reject`, {}, 'erin')).status).toBe(400); // why is required
+      const r = await api(`/v1/jobs/${id}/reject`, { why: 'map is a live LUN per storage team' }, 'erin');
       expect(r.json).toMatchObject({ state: 'rejected', decidedBy: 'erin' });
       const failed = await until(id, (j) => j.state === 'failed', 'job failed after reject');
       expect(failed.failedReason).toMatch(/approval rejected by erin .*live LUN/);
@@ -144,7 +149,7 @@ describe('operator controls with a real Redis, receiver and node agent', () => {
       await until(id, (j) => j.progress?.parked?.reason === 'approval', 'job parked for approval');
       const failed = await until(id, (j) => j.state === 'failed', 'job failed after expiry');
       expect(failed.failedReason).toMatch(/approval request expired/);
-      expect((await api(`/v1/jobs/${id}/approve`, { by: 'late' })).status).toBe(409);
+      expect((await api(`/v1/jobs/${id}/approve`, {}, 'late')).status).toBe(409);
       expect(await toy.ran('/w/release')).toBe(false);
     });
   });
@@ -153,8 +158,8 @@ describe('operator controls with a real Redis, receiver and node agent', () => {
     const toy = toyRunbook((node) => ({ kind: 'steps', summary: 'one file', steps: [step(`p-${node}`, { destructive: false })] }));
     agent('node-p1', toy);
     agent('node-p2', toy);
-    expect((await api('/v1/pause', { by: 'frank', why: 'SAN firmware upgrade' })).json).toMatchObject({ paused: 'cluster', changed: true });
-    expect((await api('/v1/pause', { node: 'node-p2', by: 'frank', why: 'node under investigation' })).status).toBe(200);
+    expect((await api('/v1/pause', { why: 'SAN firmware upgrade' }, 'frank')).json).toMatchObject({ paused: 'cluster', changed: true });
+    expect((await api('/v1/pause', { node: 'node-p2', why: 'node under investigation' }, 'frank')).status).toBe(200);
     const ready = await getJson(`${receiver.url}/readyz`);
     expect(ready).toMatchObject({ status: 'ready, paused', paused: true, controls: { paused: { cluster: true, nodes: ['node-p2'] } } });
 
@@ -170,14 +175,14 @@ describe('operator controls with a real Redis, receiver and node agent', () => {
     expect((await job(j1)).state).not.toBe('completed');
 
     // Resuming the cluster releases node-p1; node-p2 stays held by its own pause.
-    const resumed = await api('/v1/resume', { by: 'frank' });
+    const resumed = await api('/v1/resume', {}, 'frank');
     expect(resumed.json).toMatchObject({ resumed: 'cluster', changed: true });
     const done = await until(j1, (j) => j.state === 'completed', 'job released by resume', 5_000);
     expect(done.result.outcome).toBe('planned');
     await sleep(700);
     expect((await job(j2)).progress.parked.why).toMatch(/node node-p2 paused by frank/);
     expect((await job(j2)).state).not.toBe('completed');
-    await api('/v1/resume', { node: 'node-p2', by: 'frank' });
+    await api('/v1/resume', { node: 'node-p2' }, 'frank');
     await until(j2, (j) => j.state === 'completed', 'node job released', 5_000);
     expect((await getJson(`${receiver.url}/readyz`))).toMatchObject({ status: 'ready', paused: false });
   });
@@ -196,11 +201,11 @@ describe('operator controls with a real Redis, receiver and node agent', () => {
     agent('node-mid', toy, { runbookModes: { 'residual-multipath-cleanup': 'enforce' } });
     const id = await newJob('node-mid');
     await waitFor('first step', async () => ((await toy.ran('/w/slow-1')) ? true : undefined));
-    await api('/v1/pause', { node: 'node-mid', by: 'gina', why: 'stop now' });
+    await api('/v1/pause', { node: 'node-mid', why: 'stop now' }, 'gina');
     release();
     const held = await until(id, (j) => j.progress?.parked?.reason === 'paused', 'running job parked');
     expect(held.progress.result.steps.map((s: any) => s.id)).toEqual(['slow-1']);
-    await api('/v1/resume', { node: 'node-mid', by: 'gina' });
+    await api('/v1/resume', { node: 'node-mid' }, 'gina');
     await until(id, (j) => j.state === 'completed', 'job finished after resume', 5_000);
   });
 
@@ -219,7 +224,7 @@ describe('operator controls with a real Redis, receiver and node agent', () => {
     await sleep(800);
     expect(await toy.ran('/w/d4')).toBe(false);
 
-    const reset = await api('/v1/breakers/reset', { breaker: 'node/node-brk', by: 'hank', why: 'reviewed the four deletions' });
+    const reset = await api('/v1/breakers/reset', { breaker: 'node/node-brk', why: 'reviewed the four deletions' }, 'hank');
     expect(reset.json).toMatchObject({ cleared: { breaker: 'node/node-brk' } });
     const done = await until(id, (j) => j.state === 'completed', 'job finished after reset', 5_000);
     expect(done.result.outcome).toBe('succeeded');
@@ -230,7 +235,7 @@ describe('operator controls with a real Redis, receiver and node agent', () => {
     const toy = toyRunbook((node) => ({ kind: 'steps', summary: 'one deletion', steps: [step(`s-${node}`)] }));
     const cfg: Partial<Config> = { breakerStormNodes: 2, breakerStormWindowSeconds: 600, runbookModes: { 'residual-multipath-cleanup': 'enforce' } };
     // Earlier tests' nodes are in the window too: start from an empty one.
-    await api('/v1/breakers/reset', { breaker: 'storm', by: 'test' });
+    await api('/v1/breakers/reset', { breaker: 'storm' }, 'test');
     for (const node of ['storm-a', 'storm-b', 'storm-c']) agent(node, toy, cfg);
     const ids = [];
     for (const node of ['storm-a', 'storm-b', 'storm-c']) ids.push(await newJob(node));
@@ -241,15 +246,16 @@ describe('operator controls with a real Redis, receiver and node agent', () => {
     const parked = await until(ids[2] as string, (j) => j.state === 'completed' || j.progress?.parked?.reason === 'breaker', 'third node blocked');
     expect(parked.progress?.parked?.why).toMatch(/breaker storm is tripped \(3 nodes started recovery jobs within 600 s \(more than 2\)/);
     expect(await toy.ran('/w/s-storm-c')).toBe(false);
-    await api('/v1/breakers/reset', { breaker: 'storm', by: 'ivy', why: 'rack power restored, one cause' });
+    await api('/v1/breakers/reset', { breaker: 'storm', why: 'rack power restored, one cause' }, 'ivy');
     await until(ids[2] as string, (j) => j.state === 'completed', 'job finished after storm reset', 5_000);
   });
 
-  it('control routes need the bearer token and validate their input', async () => {
-    expect((await post(`${receiver.url}/v1/pause`, { by: 'x' })).status).toBe(401);
-    expect((await api('/v1/pause', {})).status).toBe(400);
-    expect((await api('/v1/breakers/reset', { breaker: 'node/../x', by: 'x' })).status).toBe(400);
-    expect((await api('/v1/modes', { runbook: 'residual-multipath-cleanup', node: 'n', mode: 'enforce', by: 'x' })).status).toBe(400);
-    expect((await api('/v1/jobs/nope_nope/approve', { by: 'x' })).status).toBe(404);
+  it('control routes need an operator and validate their input', async () => {
+    expect((await post(`${receiver.url}/v1/pause`, {})).status).toBe(401);
+    expect((await post(`${receiver.url}/v1/pause`, {}, TOKEN)).status).toBe(403);
+    expect((await api('/v1/pause', { node: 'Not A Node!' }, 'x')).status).toBe(400);
+    expect((await api('/v1/breakers/reset', { breaker: 'node/../x' }, 'x')).status).toBe(400);
+    expect((await api('/v1/modes', { runbook: 'residual-multipath-cleanup', node: 'n', mode: 'enforce' }, 'x')).status).toBe(400);
+    expect((await api('/v1/jobs/nope_nope/approve', {}, 'x')).status).toBe(404);
   });
 });

@@ -13,6 +13,7 @@ import { fastControls, toyRunbook } from '../support/controls-harness.ts';
 import { alertmanagerBody, getJson, nodeNotReadyAlert, post } from '../support/payloads.ts';
 import { dropPrefix, redisUrl, uniquePrefix } from '../support/redis.ts';
 import { waitFor } from '../support/wait.ts';
+import { startOperators, type Operators } from '../support/operators.ts';
 
 // The dashboard in a real headless browser: Debian's chromium driven by playwright-core. The
 // network is closed here, so chromium is told not to reach out (no QUIC, no background
@@ -23,7 +24,7 @@ const inCi = !!process.env['CI'] && process.env['CI'] !== 'false';
 const available = existsSync(CHROMIUM);
 if (!available && !inCi) console.warn(`SKIPPING test/int/dashboard.int.test.ts: ${CHROMIUM} not found (apt-get install chromium, or set CHROMIUM_BIN). In CI (CI set) this fails instead.`);
 
-const TOKEN = 'dashboard-test-token-0123456789';
+const WEBHOOK_TOKEN = 'dashboard-test-token-0123456789';
 const silent = createLogger('test', 'silent');
 
 
@@ -41,6 +42,8 @@ describe('the /ui dashboard in headless chromium', () => {
   let page: Page;
   let profile: string;
   let parkedId: string;
+  let ops: Operators;
+  let TOKEN: string;
   const toy = toyRunbook(() => ({
     kind: 'steps', summary: 'release queued I/O then flush mpatha',
     steps: [
@@ -50,16 +53,18 @@ describe('the /ui dashboard in headless chromium', () => {
   }));
 
   beforeAll(async () => {
-    const config = (over: Partial<Config> = {}) => testConfig({ redisUrl: redisUrl(), queuePrefix: prefix, tokens: [TOKEN], ...fastControls, ...over });
-    receiver = await startReceiver(config());
+    const config = (over: Partial<Config> = {}) => testConfig({ redisUrl: redisUrl(), queuePrefix: prefix, tokens: [WEBHOOK_TOKEN], ...fastControls, ...over });
+    ops = await startOperators();
+    TOKEN = ops.token('dora@example.com');
+    receiver = await startReceiver(config(), { operatorKubeConfig: ops.api.kubeConfig() });
     // A long recheck keeps the parked job 'delayed' while the page shows it (with the fast one it
     // is briefly 'active' at each recheck, and under load the page caught it there).
     agent = createNodeAgent({ config: config({ nodeName: 'ui-node', runbookModes: { 'residual-multipath-cleanup': 'enforce' }, controlsRecheckSeconds: 30 }), registry: toy.registry, log: silent });
-    const r = await post(`${receiver.url}/v1/alertmanager`, alertmanagerBody([nodeNotReadyAlert('ui-node', 'resolved')]), TOKEN);
+    const r = await post(`${receiver.url}/v1/alertmanager`, alertmanagerBody([nodeNotReadyAlert('ui-node', 'resolved')]), WEBHOOK_TOKEN);
     parkedId = r.json.accepted[0].id;
     await waitFor('job parked for approval', async () => ((await getJson(`${receiver.url}/v1/jobs/${parkedId}`, TOKEN)).progress?.parked?.reason === 'approval' ? true : undefined));
     // A second node's job that nobody runs: its queue must be listed too.
-    await post(`${receiver.url}/v1/alertmanager`, alertmanagerBody([nodeNotReadyAlert('ui-other', 'resolved')]), TOKEN);
+    await post(`${receiver.url}/v1/alertmanager`, alertmanagerBody([nodeNotReadyAlert('ui-other', 'resolved')]), WEBHOOK_TOKEN);
 
     profile = mkdtempSync(join(tmpdir(), 'vm-chromium-'));
     context = await chromium.launchPersistentContext(profile, {
@@ -75,21 +80,29 @@ describe('the /ui dashboard in headless chromium', () => {
     if (profile) rmSync(profile, { recursive: true, force: true });
     await agent?.close();
     await receiver?.close();
+    await ops?.close();
     await dropPrefix(prefix);
   });
 
-  it('asks for the token, signs in through the form, and keeps the session in an HttpOnly SameSite=Strict cookie', async () => {
+  it('asks for a Kubernetes token, signs in through the form, and keeps only a random session id in an HttpOnly SameSite=Strict cookie', async () => {
     await page.goto(`${receiver.url}/ui/queues/`);
     expect(await page.locator('form[action="/ui/login"]').count()).toBe(1);
     await page.fill('input[name=token]', 'not-the-token-at-all');
     await page.click('button[type=submit]');
-    await page.waitForSelector('text=That token is not valid.');
+    await page.waitForSelector('text=the API server did not accept the token');
+    // The webhook senders' token does not open the dashboard.
+    await page.fill('input[name=token]', WEBHOOK_TOKEN);
+    await page.click('button[type=submit]');
+    await page.waitForSelector('text=may only post webhooks');
     await page.fill('input[name=token]', TOKEN);
     await page.click('button[type=submit]');
     await page.waitForURL(`${receiver.url}/ui/queues/`);
     const [cookie] = await context.cookies(receiver.url + '/ui/');
     expect(cookie).toMatchObject({ name: 'vm_ui', httpOnly: true, sameSite: 'Strict', path: '/ui' });
     expect(cookie?.value).not.toContain(TOKEN);
+    expect(cookie?.value).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    await page.goto(`${receiver.url}/ui/`);
+    expect(await page.locator('nav').innerText()).toContain('signed in as dora@example.com');
   });
 
   it('lists the queues in bull-board, and shows a job', async () => {
@@ -101,8 +114,10 @@ describe('the /ui dashboard in headless chromium', () => {
     await page.waitForSelector(`text=${parkedId.slice(0, 30)}`, { timeout: 20_000 });
     const body = await page.locator('body').innerText();
     expect(body).toContain('residual-multipath-cleanup');
-    // Read-only by default: the board's own write API is refused whatever the UI shows.
-    const put = await context.request.put(`${receiver.url}/ui/queues/api/queues/vm-node-ui-node/pause`);
+    // Read-only always: the board's own write API is refused whatever the UI shows (with the
+    // session's CSRF token and our own origin, so it is the board's refusal, not the guard's).
+    const csrf = await page.evaluate(() => fetch('/ui/').then((r) => r.text()).then((t) => /name="_csrf" value="([^"]+)"/.exec(t)?.[1] ?? ''));
+    const put = await context.request.put(`${receiver.url}/ui/queues/api/queues/vm-node-ui-node/pause`, { headers: { origin: receiver.url, 'x-csrf-token': csrf } });
     expect(put.status()).toBe(405);
   });
 
@@ -121,13 +136,12 @@ describe('the /ui dashboard in headless chromium', () => {
     expect(text).toMatch(/flush-map:3600a0b8/);
   });
 
-  it('accepts ?token= once, drops it from the address, and refuses without a session', async () => {
+  it('refuses a token in the URL: ?token= is no sign-in', async () => {
     await context.clearCookies();
     const denied = await context.request.get(`${receiver.url}/ui/queues/api/queues`, { headers: { accept: 'application/json' } });
     expect(denied.status()).toBe(401);
     await page.goto(`${receiver.url}/ui/?token=${TOKEN}`);
-    await page.waitForURL(`${receiver.url}/ui/`);
-    await page.waitForSelector('h2#node-ui-node');
-    expect(page.url()).not.toContain('token');
+    expect(await page.locator('form[action="/ui/login"]').count()).toBe(1);
+    expect(await context.cookies(receiver.url + '/ui/')).toEqual([]);
   });
 });

@@ -16,7 +16,7 @@ describe('a recognised Event with a field nested 5,000 levels deep', () => {
   const prefix = uniquePrefix('deep');
   let receiver: Receiver;
   beforeAll(async () => {
-    receiver = await startReceiver(testConfig({ redisUrl: redisUrl(), queuePrefix: prefix }));
+    receiver = await startReceiver(testConfig({ redisUrl: redisUrl(), queuePrefix: prefix, operatorAuth: 'insecure' }));
   });
   afterAll(async () => {
     await receiver?.close();

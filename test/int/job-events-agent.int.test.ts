@@ -30,7 +30,7 @@ describe('the node agent records job Events on the Node', () => {
 
   beforeAll(async () => {
     api = await startFakeKubeApi();
-    receiver = await startReceiver(testConfig({ redisUrl: redisUrl(), queuePrefix: prefix }));
+    receiver = await startReceiver(testConfig({ redisUrl: redisUrl(), queuePrefix: prefix, operatorAuth: 'insecure' }));
   });
   afterAll(async () => {
     await receiver?.close();

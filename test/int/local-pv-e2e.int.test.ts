@@ -88,7 +88,7 @@ describe('a "not a device node" Event, end to end on real loop devices', () => {
     root = await mkdtemp(join(tmpdir(), 'vm-lpv-e2e-'));
     await mkdir(join(root, 'dev/disk/by-id'), { recursive: true });
     await mkdir(join(root, 'sys/block'), { recursive: true });
-    receiver = await startReceiver(testConfig({ redisUrl: redisUrl(), queuePrefix: prefix }), { lookups });
+    receiver = await startReceiver(testConfig({ redisUrl: redisUrl(), queuePrefix: prefix, operatorAuth: 'insecure' }), { lookups });
   });
   afterEach(() => detachOurs());
   afterAll(async () => {

@@ -29,7 +29,7 @@ describe('node agent with a real Redis', () => {
 
   beforeAll(async () => {
     redis = new Redis(redisUrl());
-    receiver = await startReceiver(testConfig({ redisUrl: redisUrl(), queuePrefix: prefix }));
+    receiver = await startReceiver(testConfig({ redisUrl: redisUrl(), queuePrefix: prefix, operatorAuth: 'insecure' }));
   });
   afterAll(async () => {
     await receiver?.close();

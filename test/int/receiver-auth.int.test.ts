@@ -68,6 +68,12 @@ describe('the receiver without a token', () => {
     }
   }, 30_000);
 
+  it('exits 2 for OPERATOR_AUTH=insecure unless ALLOW_UNAUTHENTICATED=true says so too', async () => {
+    const r = receiver({ VOLUME_MEDIC_TOKEN: 'receiver-auth-token-0123456789', OPERATOR_AUTH: 'insecure' });
+    expect(await r.exited).toBe(2);
+    expect(r.output()).toMatch(/OPERATOR_AUTH=insecure .* needs ALLOW_UNAUTHENTICATED=true/);
+  }, 20_000);
+
   it('with a token, /readyz says nothing about authentication being off', async () => {
     const r = receiver({ VOLUME_MEDIC_TOKEN: 'receiver-auth-token-0123456789' });
     try {

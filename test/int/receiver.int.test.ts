@@ -24,7 +24,8 @@ describe('receiver with a real Redis', () => {
     const lookups = new InMemoryLookups([{ name: 'pvc-1', volumeMode: 'Filesystem', claim: { namespace: 'shop', name: 'data-web-0' }, rbd: { pool: 'replicapool', image: 'csi-vol-0b3f5f8e' } }])
       .addPod({ namespace: 'shop', name: 'web-0', node: 'worker-e', claims: ['data-web-0'], waiting: [] })
       .addClaim({ namespace: 'shop', name: 'data-web-0', volumeName: 'pvc-1', accessModes: ['ReadWriteOnce'] });
-    receiver = await startReceiver(testConfig({ redisUrl: redisUrl(), queuePrefix: prefix, tokens: [TOKEN] }), { lookups });
+    // Job reads are an operator's: OPERATOR_AUTH=insecure here (identity is test/int/operator-identity's subject).
+    receiver = await startReceiver(testConfig({ redisUrl: redisUrl(), queuePrefix: prefix, tokens: [TOKEN], operatorAuth: 'insecure' }), { lookups });
   });
   afterAll(async () => {
     await receiver?.close();
@@ -116,20 +117,20 @@ describe('receiver with a real Redis', () => {
   });
 
   it('lists jobs and shows one with its evidence through the API', async () => {
-    const list = await getJson(`${receiver.url}/v1/jobs?node=worker-a`, TOKEN);
+    const list = await getJson(`${receiver.url}/v1/jobs?node=worker-a`);
     expect(list.jobs).toHaveLength(1);
     expect(list.jobs[0]).toMatchObject({ runbook: 'residual-multipath-cleanup', node: 'worker-a', state: 'waiting' });
-    const one = await getJson(`${receiver.url}/v1/jobs/${list.jobs[0].id}`, TOKEN);
+    const one = await getJson(`${receiver.url}/v1/jobs/${list.jobs[0].id}`);
     expect(one).toMatchObject({ id: list.jobs[0].id, key: list.jobs[0].id, attemptsMade: 0, valid: true, target: { node: 'worker-a' } });
     expect(one.evidence[0].summary).toContain('KubeNodeNotReady resolved');
-    const missing = await fetch(`${receiver.url}/v1/jobs/nope-none`, { headers: { authorization: `Bearer ${TOKEN}` } });
+    const missing = await fetch(`${receiver.url}/v1/jobs/nope-none`);
     expect(missing.status).toBe(404);
   });
 
   it('explains a payload without enqueuing anything', async () => {
     const body = alertmanagerBody([nodeNotReadyAlert('worker-explain', 'resolved'), nodeNotReadyAlert('worker-f', 'firing')]);
     const r = await fetch(`${receiver.url}/v1/explain?source=alertmanager`, {
-      method: 'POST', headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, body: JSON.stringify(body),
+      method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body),
     });
     expect(r.status).toBe(200);
     const e: any = await r.json();

@@ -15,6 +15,10 @@ import { kubeConfigFor } from '../../src/kube/client.ts';
 // - GET/POST/PATCH (json-patch and merge-patch) of single objects, with 404/409 `Status` answers.
 // Connections can be dropped gracefully or abruptly, held while a test changes the world, and any
 // request can be made to fail. Every request and every write is recorded for assertions.
+// - POST tokenreviews (authentication.k8s.io/v1) and subjectaccessreviews (authorization.k8s.io/v1),
+//   answered 201 as the real API server does, from the users (token -> user info) and the RBAC
+//   grants a test gives (addUser, grant). Only resource attributes are authorised; a SAR for a
+//   user or group nobody granted anything is `allowed: false` with no reason, as RBAC answers.
 // Simplification: core/v1 and events.k8s.io/v1 Events are separate collections here.
 
 type Obj = Record<string, any>;
@@ -43,6 +47,26 @@ export interface RecordedRequest {
 }
 
 type Selector = (o: Obj) => boolean;
+
+export interface FakeUser {
+  username: string;
+  uid?: string;
+  groups?: string[];
+  extra?: Record<string, string[]>;
+  /** Audiences the token is good for; default the API server's (`https://kubernetes.default.svc`). */
+  audiences?: string[];
+}
+
+/** An RBAC grant: verbs on resources of an API group, to a user or a group ('*' verb: all). */
+export interface FakeGrant {
+  user?: string;
+  group?: string;
+  apiGroup: string;
+  resource: string;
+  verbs: string[];
+}
+
+const API_SERVER_AUDIENCE = 'https://kubernetes.default.svc';
 
 const pathValue = (o: Obj, path: string): unknown => path.split('.').reduce<unknown>((v, k) => (v && typeof v === 'object' ? (v as Obj)[k] : undefined), o);
 
@@ -113,6 +137,26 @@ export class FakeKubeApi {
   private readonly watchers = new Set<Watcher>();
   private held: { promise: Promise<void>; release: () => void } | undefined;
   private failures: Array<{ match: RegExp; code: number; times: number }> = [];
+  private readonly users = new Map<string, FakeUser>();
+  private readonly grants: FakeGrant[] = [];
+
+  /** A bearer token the fake's TokenReview accepts as this user. */
+  addUser(token: string, user: FakeUser): void {
+    this.users.set(token, user);
+  }
+
+  removeUser(token: string): void {
+    this.users.delete(token);
+  }
+
+  /** What SubjectAccessReview allows from now on. */
+  grant(g: FakeGrant): void {
+    this.grants.push(g);
+  }
+
+  revokeAll(): void {
+    this.grants.length = 0;
+  }
 
   async start(): Promise<this> {
     this.server = createServer((req, res) => {
@@ -272,6 +316,8 @@ export class FakeKubeApi {
       this.failures = this.failures.filter((f) => f.times > 0);
       return this.send(res, fail.code, status(fail.code, 'InternalError', 'injected failure'));
     }
+    if (method === 'POST' && u.pathname === '/apis/authentication.k8s.io/v1/tokenreviews') return this.send(res, 201, this.tokenReview(body as Obj));
+    if (method === 'POST' && u.pathname === '/apis/authorization.k8s.io/v1/subjectaccessreviews') return this.send(res, 201, this.accessReview(body as Obj));
     const p = parseKubePath(u.pathname);
     if (!p) return this.send(res, 404, status(404, 'NotFound', `the server could not find the requested resource ${u.pathname}`));
     const objects = this.collection(p.collection);
@@ -310,6 +356,30 @@ export class FakeKubeApi {
       return this.send(res, 200, this.put(obj));
     }
     return this.send(res, 405, status(405, 'MethodNotAllowed', `${method} not supported by the fake`));
+  }
+
+  private tokenReview(review: Obj): Obj {
+    const spec = (review?.['spec'] ?? {}) as { token?: string; audiences?: string[] };
+    const user = spec.token !== undefined ? this.users.get(spec.token) : undefined;
+    const base = { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenReview', metadata: { creationTimestamp: null }, spec };
+    const tokenAudiences = user?.audiences ?? [API_SERVER_AUDIENCE];
+    const wanted = spec.audiences?.length ? spec.audiences : [API_SERVER_AUDIENCE];
+    const audiences = wanted.filter((a) => tokenAudiences.includes(a));
+    if (!user || audiences.length === 0) return { ...base, status: { user: {}, error: '[invalid bearer token, token lookup failed]' } };
+    const { username, uid, groups, extra } = user;
+    return { ...base, status: { authenticated: true, user: { username, ...(uid ? { uid } : {}), groups: [...(groups ?? []), 'system:authenticated'], ...(extra ? { extra } : {}) }, audiences } };
+  }
+
+  private accessReview(review: Obj): Obj {
+    const spec = (review?.['spec'] ?? {}) as { user?: string; groups?: string[]; resourceAttributes?: { group?: string; resource?: string; verb?: string } };
+    const ra = spec.resourceAttributes ?? {};
+    const allowed = this.grants.some((g) => (g.user === undefined || g.user === spec.user) && (g.group === undefined || (spec.groups ?? []).includes(g.group))
+      && (g.user !== undefined || g.group !== undefined)
+      && g.apiGroup === (ra.group ?? '') && g.resource === ra.resource && (g.verbs.includes('*') || g.verbs.includes(ra.verb ?? '')));
+    return {
+      apiVersion: 'authorization.k8s.io/v1', kind: 'SubjectAccessReview', metadata: { creationTimestamp: null }, spec,
+      status: allowed ? { allowed: true, reason: 'RBAC: allowed by the fake\'s grants' } : { allowed: false },
+    };
   }
 
   private async watch(req: IncomingMessage, res: ServerResponse, p: { collection: string; namespace?: string }, query: Record<string, string>): Promise<void> {

@@ -6,11 +6,13 @@ import { NodeName } from '../../catalogue/names.ts';
 import type { OperatorActions } from '../../controls/operator-actions.ts';
 import { BreakerName } from '../../controls/records.ts';
 import { describeZodError } from '../../ingest/zod-error.ts';
+import { operatorOf } from '../operator-gate.ts';
 
 // The operator's API: modes, pause/resume, breakers, approvals. Parse, hand over, answer
-// (CONVENTIONS 11). Every change names who asks (`by`) and may say why; both are recorded.
+// (CONVENTIONS 11). Who asks is the operator the gate verified (operator-gate.ts), never a body
+// field (a `by` in the body is ignored); they may say why; both are recorded, and each answer
+// says who was recorded (`recordedAs`).
 
-const Who = z.string().trim().min(1, 'say who asks (by)').max(120);
 const Why = z.string().trim().max(500).optional();
 
 const ModeBody = z.object({
@@ -18,17 +20,17 @@ const ModeBody = z.object({
   node: NodeName.optional(),
   /** `default`: drop the override, back to configuration. */
   mode: z.enum(['dry-run', 'enforce', 'default']),
-  by: Who,
   why: Why,
 }).refine((b) => (b.runbook === undefined) !== (b.node === undefined), 'name exactly one of runbook or node');
-const PauseBody = z.object({ node: NodeName.optional(), by: Who, why: Why });
-const ResetBody = z.object({ breaker: BreakerName, by: Who, why: Why });
-const ApproveBody = z.object({ by: Who, why: Why });
-const RejectBody = z.object({ by: Who, why: z.string().trim().min(1, 'say why the step must not run (why)').max(500) });
+const PauseBody = z.object({ node: NodeName.optional(), why: Why });
+const ResetBody = z.object({ breaker: BreakerName, why: Why });
+const ApproveBody = z.object({ why: Why });
+const RejectBody = z.object({ why: z.string().trim().min(1, 'say why the step must not run (why)').max(500) });
 const Limit = z.object({ limit: z.coerce.number().int().min(1).max(1000).default(100) });
 
 const bad = (res: Response, err: z.ZodError) => res.status(400).json({ error: describeZodError(err) });
-const asked = (b: { by: string; why?: string | undefined }) => ({ by: b.by, ...(b.why ? { why: b.why } : {}) });
+const asked = (res: Response, b: { why?: string | undefined }) => ({ by: operatorOf(res).username, ...(b.why ? { why: b.why } : {}) });
+const recordedAs = (res: Response) => ({ recordedAs: operatorOf(res).username });
 
 export function controlRoutes(ops: OperatorActions): Router {
   const r = Router();
@@ -44,29 +46,29 @@ export function controlRoutes(ops: OperatorActions): Router {
     const b = ModeBody.safeParse(req.body ?? {});
     if (!b.success) return bad(res, b.error);
     const scope = b.data.runbook ? { runbook: b.data.runbook } : { node: b.data.node as string };
-    await ops.setMode(scope, b.data.mode === 'default' ? null : b.data.mode, asked(b.data));
-    return res.json({ modes: (await ops.view()).modes });
+    await ops.setMode(scope, b.data.mode === 'default' ? null : b.data.mode, asked(res, b.data));
+    return res.json({ modes: (await ops.view()).modes, ...recordedAs(res) });
   });
 
   r.post('/v1/pause', async (req, res) => {
     const b = PauseBody.safeParse(req.body ?? {});
     if (!b.success) return bad(res, b.error);
-    const changed = await ops.pause(b.data.node, asked(b.data));
-    return res.json({ paused: b.data.node ? `node/${b.data.node}` : 'cluster', changed, pauses: (await ops.view()).pauses });
+    const changed = await ops.pause(b.data.node, asked(res, b.data));
+    return res.json({ paused: b.data.node ? `node/${b.data.node}` : 'cluster', changed, pauses: (await ops.view()).pauses, ...recordedAs(res) });
   });
   r.post('/v1/resume', async (req, res) => {
     const b = PauseBody.safeParse(req.body ?? {});
     if (!b.success) return bad(res, b.error);
-    const { changed, released } = await ops.resume(b.data.node, asked(b.data));
-    return res.json({ resumed: b.data.node ? `node/${b.data.node}` : 'cluster', changed, released, pauses: (await ops.view()).pauses });
+    const { changed, released } = await ops.resume(b.data.node, asked(res, b.data));
+    return res.json({ resumed: b.data.node ? `node/${b.data.node}` : 'cluster', changed, released, pauses: (await ops.view()).pauses, ...recordedAs(res) });
   });
 
   r.get('/v1/breakers', async (_req, res) => res.json({ breakers: await ops.breakerStates() }));
   r.post('/v1/breakers/reset', async (req, res) => {
     const b = ResetBody.safeParse(req.body ?? {});
     if (!b.success) return bad(res, b.error);
-    const out = await ops.resetBreaker(b.data.breaker, asked(b.data));
-    return res.json({ breaker: b.data.breaker, ...out });
+    const out = await ops.resetBreaker(b.data.breaker, asked(res, b.data));
+    return res.json({ breaker: b.data.breaker, ...out, ...recordedAs(res) });
   });
 
   r.get('/v1/approvals', async (_req, res) => res.json({ approvals: await ops.pendingApprovals() }));
@@ -80,7 +82,7 @@ export function controlRoutes(ops: OperatorActions): Router {
       if (!JOB_ID.test(req.params.id)) return res.status(400).json({ error: 'not a valid job id' });
       const b = (verb === 'approve' ? ApproveBody : RejectBody).safeParse(req.body ?? {});
       if (!b.success) return bad(res, b.error);
-      const out = verb === 'approve' ? await ops.approve(req.params.id, asked(b.data)) : await ops.reject(req.params.id, asked(b.data));
+      const out = verb === 'approve' ? await ops.approve(req.params.id, asked(res, b.data)) : await ops.reject(req.params.id, asked(res, b.data));
       return out.ok ? res.json(out.approval) : res.status(out.status).json({ error: out.error, ...(out.approval ? { approval: out.approval } : {}) });
     });
   }

@@ -4,6 +4,7 @@ import type { Registry } from 'prom-client';
 import { finishedExposition } from '../../catalogue/job-stats.ts';
 import type { KubeWatchesState } from '../../kube/kube-watches.ts';
 import { controlsExposition, controlsSummary } from '../../controls/status.ts';
+import type { OperatorAuth } from '../../auth/operator-auth.ts';
 
 // /healthz: the process answers. /readyz: Redis answers too (without it a webhook cannot be
 // stored, so load balancers should send to another replica). /metrics: this receiver plus the
@@ -12,10 +13,17 @@ import { controlsExposition, controlsSummary } from '../../controls/status.ts';
 const withTimeout = <T>(p: Promise<T>, ms: number): Promise<T> =>
   Promise.race([p, new Promise<never>((_, rej) => setTimeout(() => rej(new Error(`no answer within ${ms} ms`)), ms).unref())]);
 
-export function healthRoutes(redis: Redis, prefix: string, registry: Registry, kubeState?: () => KubeWatchesState | undefined, controls = false, authenticated = true): Router {
+export function healthRoutes(redis: Redis, prefix: string, registry: Registry, kubeState?: () => KubeWatchesState | undefined, controls = false, authenticated = true, operators?: OperatorAuth): Router {
   const r = Router();
   // Said on every /readyz answer, so a dashboard or a probe log shows it, not only the start-up log.
-  const auth = authenticated ? {} : { auth: 'none: no token, ALLOW_UNAUTHENTICATED (every /v1 route is open)' };
+  const webhookAuth = authenticated ? {} : { auth: 'none: no token, ALLOW_UNAUTHENTICATED (the webhook routes are open)' };
+  // How operators are identified, and why they cannot be when they cannot (no Kubernetes access).
+  const operatorAuth = (): Record<string, string> => {
+    if (!operators) return {};
+    if (operators.mode === 'insecure') return { operators: 'insecure: OPERATOR_AUTH=insecure, anyone reaching this port is an operator with every verb' };
+    const why = operators.unavailable;
+    return { operators: why ? `${operators.mode}: ${why}` : operators.mode };
+  };
   r.get('/healthz', (_req, res) => res.json({ status: 'ok' }));
   r.get('/readyz', async (_req, res) => {
     // Watches are reported, not gated on: webhooks are stored fine while a watch restarts.
@@ -27,9 +35,9 @@ export function healthRoutes(redis: Redis, prefix: string, registry: Registry, k
       const summary = controls ? await withTimeout(controlsSummary(redis, prefix), 1000).catch(() => undefined) : undefined;
       const paused = summary ? summary.paused.cluster || summary.paused.nodes.length > 0 : false;
       const c = summary ? { paused, controls: summary } : {};
-      return res.json({ status: paused ? 'ready, paused' : 'ready', redis: 'ok', ...auth, ...c, ...k });
+      return res.json({ status: paused ? 'ready, paused' : 'ready', redis: 'ok', ...webhookAuth, ...operatorAuth(), ...c, ...k });
     } catch (err) {
-      return res.status(503).json({ status: 'not ready', redis: (err as Error).message, ...auth, ...k });
+      return res.status(503).json({ status: 'not ready', redis: (err as Error).message, ...webhookAuth, ...operatorAuth(), ...k });
     }
   });
   r.get('/metrics', async (_req, res) => {

@@ -7,11 +7,13 @@ import type { ControlsStore } from '../../controls/controls-store.ts';
 import { describeZodError } from '../../ingest/zod-error.ts';
 import type { Dispatcher } from '../../queues/dispatcher.ts';
 import { StoreUnavailableError } from '../../queues/dispatcher.ts';
+import { operatorOf } from '../operator-gate.ts';
 
 // An operator's release of a Local PV placeholder (issue 19). The agent releases a placeholder by
 // itself once the real disk is back; this is for the other cases (the disk was replaced, or will
-// not return) and therefore detaches WITHOUT the disk check: it must say `force: true`, name who
-// asks and why, and the stored request goes to the audit trail (each step it takes does too).
+// not return) and therefore detaches WITHOUT the disk check: it must say `force: true` and why;
+// who asks is the verified operator (a `by` in the body is ignored); the stored request goes to
+// the audit trail (each step it takes does too).
 
 const ReleaseBody = z.object({
   node: NodeName,
@@ -21,7 +23,6 @@ const ReleaseBody = z.object({
   force: z.literal(true, {
     error: 'an operator release must carry force: true: it detaches the placeholder without checking that the disk is back (the agent releases it by itself once the disk returns)',
   }),
-  by: z.string().trim().min(1, 'say who asks (by)').max(120),
   why: z.string().trim().min(1, 'say why the placeholder must go without its disk (why)').max(500),
 });
 
@@ -36,7 +37,8 @@ export function placeholderRoutes(deps: PlaceholderRouteDeps): Router {
   r.post('/v1/placeholders/release', async (req, res) => {
     const b = ReleaseBody.safeParse(req.body ?? {});
     if (!b.success) return res.status(400).json({ error: describeZodError(b.error) });
-    const { node, pv, path, by, why } = b.data;
+    const { node, pv, path, why } = b.data;
+    const by = operatorOf(res).username;
     const job: LocalPvPlaceholderJob = RemediationJob.parse({
       version: 1,
       runbook: 'local-pv-placeholder',
@@ -50,7 +52,7 @@ export function placeholderRoutes(deps: PlaceholderRouteDeps): Router {
     try {
       const [stored] = await deps.dispatcher.enqueue([job]);
       await deps.audit.audit('placeholder-release-forced', `pv/${pv} job/${job.key}`, { by, why });
-      return res.status(202).json({ accepted: stored });
+      return res.status(202).json({ accepted: stored, recordedAs: by });
     } catch (err) {
       if (!(err instanceof StoreUnavailableError)) throw err;
       return res.set('Retry-After', String(deps.retryAfterSeconds)).status(503).json({ error: 'the job could not be stored, retry later' });

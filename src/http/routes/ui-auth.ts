@@ -1,23 +1,33 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
 import express, { Router, type Request, type RequestHandler, type Response } from 'express';
+import type { AuthAnswer, OperatorAuth } from '../../auth/operator-auth.ts';
+import type { Permission } from '../../auth/permissions.ts';
+import { csrfMatches, operatorOfSession, type SessionStore, type UiSession } from '../../auth/session-store.ts';
+import { asking } from '../operator-gate.ts';
+import { esc } from './ui-pages.ts';
 
-// Browsers cannot send a bearer header, so /ui also accepts the token once, through a login
-// form or `?token=` on any /ui page, and answers with an HttpOnly, SameSite=Strict cookie
-// scoped to /ui. The cookie holds a hash of the token, not the token: it opens the dashboard
-// and nothing else (the /v1 API still wants the bearer header). A `?token=` is dropped from the
-// address bar at once (Referrer-Policy: no-referrer meanwhile). The onward navigation is a
-// same-site page refresh, not a redirect, so a link opened from another site (a chat, a
-// runbook wiki) still gets its Strict cookie on the next request.
+// Who may see the dashboard, and how a browser proves it (a browser cannot send a bearer header):
+// - sign-in with a Kubernetes token (TokenReview, as the API) through a form, or, behind a
+//   configured auth proxy, by the proxy's identity headers; either way the operator must be
+//   allowed `list jobs.volume-medic.io` (SubjectAccessReview), checked again on every request;
+// - a server-side session (session-store.ts): the cookie holds only a random id, HttpOnly,
+//   SameSite=Strict, Path=/ui, Secure when the request came over https (X-Forwarded-Proto only
+//   from TRUSTED_PROXY_CIDRS); logging out deletes the session;
+// - every request that is not GET/HEAD must come from our own origin (Origin, else
+//   Sec-Fetch-Site; neither: refused) and carry the session's CSRF token (form field `_csrf` or
+//   header X-CSRF-Token); the sign-in form has no session yet, so it gets the origin check only.
+// Tokens never go in URLs.
 
 export const UI_COOKIE = 'vm_ui';
-const MAX_AGE_S = 12 * 3600;
-
-const digest = (v: string): Buffer => createHash('sha256').update(v, 'utf8').digest();
-const session = (token: string): string => createHash('sha256').update(`volume-medic-ui-session\0${token}`, 'utf8').digest('base64url');
+export const CSRF_FIELD = '_csrf';
+export const CSRF_HEADER = 'x-csrf-token';
+/** What seeing the dashboard takes. */
+export const DASHBOARD_PERMISSION: Permission = { resource: 'jobs', verb: 'list' };
 
 /** The cookie's value; undefined when absent or not valid percent-encoding (a bad cookie is no session, never a 500). */
 export function cookieValue(req: Request, name: string): string | undefined {
-  for (const part of (req.get('cookie') ?? '').split(';')) {
+  const header = req.get('cookie');
+  if (!header || header.length > 8192) return undefined;
+  for (const part of header.split(';')) {
     const i = part.indexOf('=');
     if (i > 0 && part.slice(0, i).trim() === name) {
       try {
@@ -30,80 +40,141 @@ export function cookieValue(req: Request, name: string): string | undefined {
   return undefined;
 }
 
-const esc = (s: string): string => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
-/** Only our own pages are followed after a login (no open redirect). */
-const safeNext = (v: unknown): string => (typeof v === 'string' && /^\/ui(\/[A-Za-z0-9._~%/?&=-]*)?$/.test(v) ? v : '/ui/');
+/** Only our own pages are followed after a sign-in (no open redirect). */
+const safeNext = (v: unknown): string => (typeof v === 'string' && /^\/ui(\/[A-Za-z0-9._~%/?&=-]*)?$/.test(v) && !v.includes('//') ? v : '/ui/');
+
+const PAGE_HEADERS = { 'Cache-Control': 'no-store' };
 
 function onward(res: Response, to: string): void {
-  res.set({ 'Cache-Control': 'no-store', 'Referrer-Policy': 'no-referrer' }).type('html')
+  res.set(PAGE_HEADERS).type('html')
     .send(`<!doctype html><meta charset="utf-8"><meta http-equiv="refresh" content="0;url=${esc(to)}"><title>volume-medic</title><a href="${esc(to)}">continue</a>`);
 }
 
-function loginPage(res: Response, next: string, status: number, note = ''): void {
-  res.status(status).set({ 'Cache-Control': 'no-store', 'Referrer-Policy': 'no-referrer' }).type('html').send(`<!doctype html>
-<html><head><meta charset="utf-8"><title>volume-medic: sign in</title>
-<style>body{font-family:system-ui,sans-serif;max-width:28rem;margin:4rem auto}input{width:100%;padding:.4rem;margin:.4rem 0}</style></head>
-<body><h1>volume-medic</h1>${note ? `<p role="alert">${esc(note)}</p>` : ''}
-<form method="post" action="/ui/login"><label>API token <input type="password" name="token" autocomplete="current-password" autofocus></label>
-<input type="hidden" name="next" value="${esc(next)}"><button type="submit">Sign in</button></form></body></html>`);
+function loginPage(res: Response, next: string, status: number, note = '', insecure = false): void {
+  res.status(status).set(PAGE_HEADERS).type('html').send(`<!doctype html>
+<html><head><meta charset="utf-8"><title>volume-medic: sign in</title><link rel="stylesheet" href="/ui/style.css"></head>
+<body class="login"><h1>volume-medic</h1>${note ? `<p role="alert">${esc(note)}</p>` : ''}
+<form method="post" action="/ui/login"><label>Kubernetes token <input type="password" name="token" autocomplete="off" autofocus></label>
+<input type="hidden" name="next" value="${esc(next)}"><button type="submit">Sign in</button></form>
+<p><small>${insecure ? 'OPERATOR_AUTH=insecure: any token, or none, signs in.' : 'A token of your Kubernetes user, e.g. <code>kubectl create token &lt;service-account&gt;</code>; what you may do is what cluster RBAC grants on volume-medic.io.'}</small></p></body></html>`);
 }
 
+/** Our own origin, as the browser sees it (behind a trusted proxy: its scheme and host). */
+const ownOrigin = (req: Request): string => `${req.protocol}://${req.host}`;
+
+/** Refusal reason when a state-changing request may come from another site; undefined when it is ours. */
+export function crossSiteReason(req: Request): string | undefined {
+  const origin = req.get('origin');
+  const site = req.get('sec-fetch-site');
+  if (origin !== undefined) return origin === ownOrigin(req) ? undefined : `cross-origin request refused (Origin ${origin.slice(0, 100)})`;
+  if (site !== undefined) return site === 'same-origin' ? undefined : `cross-site request refused (Sec-Fetch-Site ${site.slice(0, 30)})`;
+  return 'request refused: neither Origin nor Sec-Fetch-Site says it came from this dashboard';
+}
+
+const isRead = (req: Request): boolean => req.method === 'GET' || req.method === 'HEAD';
+const wantsHtml = (req: Request): boolean => isRead(req) && req.accepts(['html', 'json']) === 'html';
+
 export interface UiAuth {
-  /** /ui/login and /ui/logout. */
+  /** /ui/login, /ui/logout (before the guard). */
   routes: Router;
-  /** Guards everything else under /ui. */
+  /** Guards everything else under /ui; leaves the session in res.locals (uiSession, operator). */
   guard: RequestHandler;
 }
 
-export function uiAuth(tokens: readonly string[]): UiAuth {
-  const expected = tokens.map(digest);
-  const sessions = tokens.map((t) => digest(session(t)));
-  const matches = (list: Buffer[], v: string | undefined): boolean => {
-    if (v === undefined) return false;
-    const given = digest(v);
-    let ok = false;
-    for (const e of list) ok = timingSafeEqual(e, given) || ok;
-    return ok;
-  };
-  const sessionFor = (token: string): string | undefined => (matches(expected, token) ? session(token) : undefined);
+export interface UiAuthDeps {
+  auth: OperatorAuth;
+  sessions: SessionStore;
+}
+
+export const sessionOf = (res: Response): UiSession => res.locals['uiSession'] as UiSession;
+
+export function uiAuth(deps: UiAuthDeps): UiAuth {
+  const { auth, sessions } = deps;
   const setCookie = (req: Request, res: Response, value: string, maxAge: number): void => {
     res.append('Set-Cookie', `${UI_COOKIE}=${value}; Path=/ui; HttpOnly; SameSite=Strict; Max-Age=${maxAge}${req.secure ? '; Secure' : ''}`);
   };
+  /** `next`: where a sign-in from the page shown goes (default: the page asked for). */
+  const denied = (req: Request, res: Response, a: Extract<AuthAnswer, { ok: false }>, next = safeNext(req.originalUrl)): void => {
+    if (a.retryAfter !== undefined) res.set('Retry-After', String(a.retryAfter));
+    if (wantsHtml(req) || req.path === '/ui/login') return loginPage(res, next, a.status, a.error, auth.mode === 'insecure');
+    res.status(a.status).json({ error: a.error });
+  };
+  /** A new session for a verified operator allowed to see the dashboard; the old one, if any, is dropped. */
+  const signIn = async (req: Request, res: Response, who: AuthAnswer, next?: string): Promise<UiSession | undefined> => {
+    const allowed = who.ok ? await auth.authorise(who.operator, DASHBOARD_PERMISSION) : who;
+    if (!allowed.ok) {
+      denied(req, res, allowed, next);
+      return undefined;
+    }
+    await sessions.delete(cookieValue(req, UI_COOKIE));
+    const { id, session } = await sessions.create(allowed.operator);
+    setCookie(req, res, id, sessions.ttlSeconds);
+    return session;
+  };
+  const form = express.urlencoded({ extended: false, limit: 16 * 1024, parameterLimit: 20 });
 
   const routes = Router();
-  routes.get('/ui/login', (req, res) => (tokens.length === 0 ? onward(res, safeNext(req.query['next'])) : loginPage(res, safeNext(req.query['next']), 200)));
-  routes.post('/ui/login', express.urlencoded({ extended: false, limit: 4096 }), (req, res) => {
+  routes.get('/ui/login', async (req, res) => {
+    const next = safeNext(req.query['next']);
+    const proxied = auth.proxyIdentity(asking(req));
+    if (proxied) return (await signIn(req, res, proxied, next)) ? onward(res, next) : undefined;
+    return loginPage(res, next, 200, '', auth.mode === 'insecure');
+  });
+  routes.post('/ui/login', form, async (req, res) => {
+    const cross = crossSiteReason(req);
+    if (cross) return res.status(403).type('text').send(cross);
     const body = (req.body ?? {}) as Record<string, unknown>;
     const next = safeNext(body['next']);
-    const s = typeof body['token'] === 'string' ? sessionFor(body['token'].trim()) : undefined;
-    if (!s) return loginPage(res, next, 401, 'That token is not valid.');
-    setCookie(req, res, s, MAX_AGE_S);
-    return onward(res, next);
+    const token = typeof body['token'] === 'string' ? body['token'].trim() : '';
+    if (!token && auth.mode !== 'insecure') {
+      auth.failed(req.ip ?? '');
+      return loginPage(res, next, 401, 'Give a Kubernetes token.');
+    }
+    const who = await auth.authenticateToken(token || 'insecure', req.ip ?? '');
+    return (await signIn(req, res, who, next)) ? onward(res, next) : undefined;
   });
-  routes.post('/ui/logout', (req, res) => {
+  routes.post('/ui/logout', form, async (req, res) => {
+    const id = cookieValue(req, UI_COOKIE);
+    const session = await sessions.get(id);
+    const cross = crossSiteReason(req);
+    if (cross) return res.status(403).type('text').send(cross);
+    if (session && !csrfMatches(session, (req.body as Record<string, unknown> | undefined)?.[CSRF_FIELD] ?? req.get(CSRF_HEADER))) {
+      return res.status(403).type('text').send('missing or wrong CSRF token');
+    }
+    await sessions.delete(id);
     setCookie(req, res, '', 0);
-    onward(res, '/ui/login');
+    return onward(res, '/ui/login');
   });
 
-  const guard: RequestHandler = (req, res, next) => {
-    if (tokens.length === 0) return next();
-    const bearer = /^Bearer\s+(\S+)\s*$/i.exec(req.get('authorization') ?? '')?.[1];
-    if (bearer !== undefined && matches(expected, bearer)) return next();
-    const q = req.query['token'];
-    if (typeof q === 'string' && req.method === 'GET') {
-      const s = sessionFor(q);
-      if (s) {
-        setCookie(req, res, s, MAX_AGE_S);
-        const url = new URL(req.originalUrl, 'http://x');
-        url.searchParams.delete('token');
-        return onward(res, `${url.pathname}${url.search}`);
-      }
+  const guard: RequestHandler = async (req, res, next) => {
+    const id = cookieValue(req, UI_COOKIE);
+    let session = await sessions.get(id);
+    const proxied = auth.proxyIdentity(asking(req));
+    if (proxied && !proxied.ok) return denied(req, res, proxied);
+    if (proxied?.ok && (session?.via !== 'proxy' || session.username !== proxied.operator.username)) {
+      // The proxy vouches for someone this session is not: a new session, on a page load only
+      // (a write would have no CSRF token of the new session).
+      if (!isRead(req)) return res.status(403).json({ error: 'the auth proxy names another user than this session: reload the page' });
+      session = await signIn(req, res, proxied);
+      if (!session) return undefined;
     }
-    if (matches(sessions, cookieValue(req, UI_COOKIE))) return next();
-    if (req.method === 'GET' && (req.accepts(['html', 'json']) === 'html')) {
-      return loginPage(res, safeNext(req.originalUrl.replace(/([?&])token=[^&]*&?/, '$1')), 401, typeof q === 'string' ? 'That token is not valid.' : '');
+    if (!session) {
+      if (wantsHtml(req)) return loginPage(res, safeNext(req.originalUrl), 401);
+      return res.status(401).json({ error: 'not signed in (sign in at /ui/login)' });
     }
-    res.set('WWW-Authenticate', 'Bearer realm="volume-medic"').status(401).json({ error: 'missing or invalid token (sign in at /ui/login)' });
+    if (!isRead(req)) {
+      const cross = crossSiteReason(req);
+      if (cross) return res.status(403).json({ error: cross });
+      await new Promise<void>((resolve, reject) => form(req, res, (err?: unknown) => (err ? reject(err) : resolve())));
+      const given = (req.body as Record<string, unknown> | undefined)?.[CSRF_FIELD] ?? req.get(CSRF_HEADER);
+      if (!csrfMatches(session, given)) return res.status(403).json({ error: 'missing or wrong CSRF token' });
+    }
+    const operator = operatorOfSession(session);
+    const allowed = await auth.authorise(operator, DASHBOARD_PERMISSION);
+    if (!allowed.ok) return denied(req, res, allowed);
+    res.locals['uiSession'] = session;
+    res.locals['operator'] = operator;
+    return next();
   };
   return { routes, guard };
 }

@@ -36,15 +36,26 @@ export interface Incident {
 
 export const esc = (v: unknown): string => String(v ?? '').replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
-const STYLE = `body{font-family:system-ui,sans-serif;margin:1.5rem;color:#222}table{border-collapse:collapse;width:100%;margin:.5rem 0 1.5rem}
+/** Served as /ui/style.css: the Content-Security-Policy allows no inline style. */
+export const STYLE = `body.login{max-width:28rem;margin:4rem auto}body.login input{width:100%;padding:.4rem;margin:.4rem 0}
+body{font-family:system-ui,sans-serif;margin:1.5rem;color:#222}table{border-collapse:collapse;width:100%;margin:.5rem 0 1.5rem}
 th,td{border-bottom:1px solid #ddd;padding:.3rem .5rem;text-align:left;vertical-align:top;font-size:.92rem}th{background:#f4f4f4}
 .banner{padding:.5rem .8rem;margin:.4rem 0;border-radius:4px}.warn{background:#fff3cd}.bad{background:#f8d7da}.ok{background:#e7f5ea}
 code,pre{font-family:ui-monospace,monospace;font-size:.85rem}pre{background:#f7f7f7;padding:.4rem;overflow:auto;max-height:16rem}
-.o-succeeded{color:#176b2c}.o-failed,.o-refused{color:#a11}.o-waiting{color:#8a5a00}nav a{margin-right:1rem}`;
+.o-succeeded{color:#176b2c}.o-failed,.o-refused{color:#a11}.o-waiting{color:#8a5a00}nav a{margin-right:1rem}
+form.inline{display:inline}form.decide{margin:.3rem 0}form.decide input[name=why]{width:24rem}`;
 
-function layout(title: string, body: string): string {
-  return `<!doctype html><html><head><meta charset="utf-8"><title>${esc(title)}</title><style>${STYLE}</style></head><body>
-<nav><a href="/ui/">Incidents</a><a href="/ui/queues/">Queues</a><form method="post" action="/ui/logout" style="display:inline"><button>Sign out</button></form></nav>
+/** What every page needs of the session: the CSRF token for its forms, and who is signed in. */
+export interface PageCtx {
+  csrf: string;
+  username: string;
+}
+
+const csrfField = (ctx: PageCtx): string => `<input type="hidden" name="_csrf" value="${esc(ctx.csrf)}">`;
+
+function layout(title: string, body: string, ctx: PageCtx): string {
+  return `<!doctype html><html><head><meta charset="utf-8"><title>${esc(title)}</title><link rel="stylesheet" href="/ui/style.css"></head><body>
+<nav><a href="/ui/">Incidents</a><a href="/ui/queues/">Queues</a><span>signed in as <b>${esc(ctx.username)}</b></span> <form class="inline" method="post" action="/ui/logout">${csrfField(ctx)}<button>Sign out</button></form></nav>
 ${body}</body></html>`;
 }
 
@@ -70,7 +81,7 @@ function stepsTable(steps: IncidentStep[], withCommands: boolean): string {
   return `<table><thead><tr><th>step</th><th>what</th><th>kind</th><th>status</th></tr></thead><tbody>${rows}</tbody></table>`;
 }
 
-export function incidentsPage(incidents: Incident[], controls: ControlsSummary | undefined): string {
+export function incidentsPage(incidents: Incident[], controls: ControlsSummary | undefined, ctx: PageCtx): string {
   const byNode = new Map<string, Incident[]>();
   for (const i of incidents) byNode.set(i.node, [...(byNode.get(i.node) ?? []), i]);
   const sections = [...byNode.entries()].sort(([a], [b]) => a.localeCompare(b)).map(([node, list]) => `
@@ -80,10 +91,10 @@ ${list.map((i) => `<tr data-job="${esc(i.id)}"><td>${esc(i.createdAt)}</td><td><
 <td>${esc(i.state)}</td><td>${esc(i.mode ?? '')}</td><td>${outcomeCell(i)}</td>
 <td>${esc(i.waiting?.why ?? i.summary ?? i.failedReason ?? '')}${i.steps.length ? `<details><summary>plan: ${i.steps.length} step(s)</summary>${stepsTable(i.steps, false)}</details>` : ''}</td></tr>`).join('\n')}
 </tbody></table>`).join('\n');
-  return layout('volume-medic: incidents', `<h1>Incidents by node</h1>${banners(controls)}${sections || '<p>No jobs yet.</p>'}`);
+  return layout('volume-medic: incidents', `<h1>Incidents by node</h1>${banners(controls)}${sections || '<p>No jobs yet.</p>'}`, ctx);
 }
 
-export function jobPage(i: Incident, approval: unknown): string {
+export function jobPage(i: Incident, approval: unknown, ctx: PageCtx): string {
   const a = approval as { state?: string; steps?: { id: string; why: string }[]; expiresAt?: string; decidedBy?: string; why?: string } | undefined;
   return layout(`volume-medic: ${i.id}`, `<h1>${esc(i.runbook)} on ${esc(i.node)}</h1>
 <table><tbody>
@@ -92,9 +103,16 @@ export function jobPage(i: Incident, approval: unknown): string {
 <tr><th>mode</th><td>${esc(i.mode ?? '')} ${i.modeWhy ? `<small>(${esc(i.modeWhy)})</small>` : ''}</td></tr>
 <tr><th>outcome</th><td>${outcomeCell(i)} ${esc(i.summary ?? i.failedReason ?? '')}</td></tr>
 ${i.waiting ? `<tr><th>waiting</th><td>${esc(i.waiting.reason)} since ${esc(i.waiting.since ?? '')}: ${esc(i.waiting.why)}</td></tr>` : ''}
-${a ? `<tr><th>approval</th><td>${esc(a.state)}${a.decidedBy ? ` by ${esc(a.decidedBy)}` : ''}${a.why ? `: ${esc(a.why)}` : ''}; expires ${esc(a.expiresAt)}; steps ${esc((a.steps ?? []).map((s) => s.id).join(', '))}. Decide with <code>volume-medic approve|reject ${esc(i.id)}</code>.</td></tr>` : ''}
+${a ? `<tr><th>approval</th><td>${esc(a.state)}${a.decidedBy ? ` by ${esc(a.decidedBy)}` : ''}${a.why ? `: ${esc(a.why)}` : ''}; expires ${esc(a.expiresAt)}; steps ${esc((a.steps ?? []).map((s) => s.id).join(', '))}. Decide with <code>volume-medic approve|reject ${esc(i.id)}</code>${a.state === 'pending' ? ' or here' : ''}.${a.state === 'pending' ? decideForms(i.id, ctx) : ''}</td></tr>` : ''}
 ${i.refusals.length ? `<tr><th>refused</th><td><ul>${i.refusals.map((r) => `<li>${esc(r)}</li>`).join('')}</ul></td></tr>` : ''}
 </tbody></table>
 <h2>Plan and steps</h2>${stepsTable(i.steps, true)}
-<h2>Log</h2><pre>${esc((i.log ?? []).join('\n'))}</pre>`);
+<h2>Log</h2><pre>${esc((i.log ?? []).join('\n'))}</pre>`, ctx);
+}
+
+/** Approve and Reject, recorded as the signed-in operator (if RBAC lets them). */
+function decideForms(id: string, ctx: PageCtx): string {
+  const action = (verb: string) => `/ui/jobs/${encodeURIComponent(id)}/${verb}`;
+  return `<form class="decide" method="post" action="${esc(action('approve'))}">${csrfField(ctx)}<input name="why" placeholder="why (optional)" maxlength="500"> <button name="decision" value="approve">Approve</button></form>
+<form class="decide" method="post" action="${esc(action('reject'))}">${csrfField(ctx)}<input name="why" placeholder="why (required)" maxlength="500" required> <button name="decision" value="reject">Reject</button></form>`;
 }

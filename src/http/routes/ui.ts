@@ -2,7 +2,10 @@ import { createBullBoard } from '@bull-board/api';
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { ExpressAdapter } from '@bull-board/express';
 import type { Job, Queue } from 'bullmq';
-import { Router } from 'express';
+import { Router, type Response } from 'express';
+import { z } from 'zod';
+import type { OperatorAuth } from '../../auth/operator-auth.ts';
+import type { SessionStore } from '../../auth/session-store.ts';
 import type { Redis } from 'ioredis';
 import { RemediationJob, jobNode } from '../../catalogue/jobs.ts';
 import { JOB_ID } from '../../catalogue/keys.ts';
@@ -10,30 +13,37 @@ import { nodeOfQueue } from '../../catalogue/queues.ts';
 import type { OperatorActions } from '../../controls/operator-actions.ts';
 import { controlsSummary } from '../../controls/status.ts';
 import { knownQueuesKey } from '../../queues/known-queues.ts';
-import { uiAuth } from './ui-auth.ts';
-import { incidentsPage, jobPage, type Incident, type IncidentStep } from './ui-pages.ts';
+import { operatorOf } from '../operator-gate.ts';
+import { sessionOf, uiAuth } from './ui-auth.ts';
+import { STYLE, incidentsPage, jobPage, type Incident, type IncidentStep } from './ui-pages.ts';
 
-// The dashboard under /ui, behind the same tokens as the API (see ui-auth.ts):
+// The dashboard under /ui, for operators signed in as ui-auth.ts says:
 // - /ui/queues/: bull-board over every queue the receiver has used (node queues appear as
-//   nodes get their first job), read-only unless DASHBOARD_WRITE;
-// - /ui/: recent incidents by node with plan and outcome; /ui/jobs/:id one job in full.
+//   nodes get their first job), always read-only: its own write API (add, retry, promote,
+//   clean, obliterate) takes arbitrary job data, so it is refused whatever its buttons show;
+// - /ui/: recent incidents by node with plan and outcome; /ui/jobs/:id one job in full, with
+//   Approve/Reject for a job that waits, which go through the operator actions with the
+//   operator's own RBAC verb (SubjectAccessReview), as the API's.
 
 export interface UiDeps {
   redis: Redis;
   prefix: string;
-  tokens: readonly string[];
+  auth: OperatorAuth;
+  sessions: SessionStore;
   queue: (name: string) => Queue;
   controls: OperatorActions;
-  /** DASHBOARD_WRITE: allow bull-board's retry/promote/remove/clean. */
-  write: boolean;
 }
+
+const Decision = z.object({ why: z.string().trim().max(500).optional() });
 
 const BOARD_PATH = '/ui/queues';
 const STATES = ['active', 'waiting', 'delayed', 'paused', 'prioritized', 'failed', 'completed'] as const;
 
 export function uiRoutes(deps: UiDeps): Router {
   const r = Router();
-  const auth = uiAuth(deps.tokens);
+  const auth = uiAuth({ auth: deps.auth, sessions: deps.sessions });
+  // Not a secret, and the sign-in page needs it before any session.
+  r.get('/ui/style.css', (_req, res) => res.set('Cache-Control', 'max-age=3600').type('css').send(STYLE));
   r.use(auth.routes);
   r.use('/ui', auth.guard);
 
@@ -50,11 +60,11 @@ export function uiRoutes(deps: UiDeps): Router {
     const names = (await deps.redis.smembers(knownQueuesKey(deps.prefix))).sort();
     if (names.join('\n') === shown) return;
     shown = names.join('\n');
-    board.replaceQueues(names.map((n) => new BullMQAdapter(deps.queue(n), { readOnlyMode: !deps.write, allowRetries: deps.write })));
+    board.replaceQueues(names.map((n) => new BullMQAdapter(deps.queue(n), { readOnlyMode: true, allowRetries: false })));
   };
   r.use(BOARD_PATH, async (req, res, next) => {
     // Read-only means read-only, whatever the board's own buttons do.
-    if (!deps.write && req.method !== 'GET' && req.method !== 'HEAD') return res.status(405).json({ error: 'the dashboard is read-only (DASHBOARD_WRITE=false)' });
+    if (req.method !== 'GET' && req.method !== 'HEAD') return res.status(405).json({ error: 'the queue board is read-only; decide on waiting jobs on their /ui/jobs/<id> page or with the CLI' });
     try {
       await refreshQueues();
     } catch {
@@ -65,7 +75,7 @@ export function uiRoutes(deps: UiDeps): Router {
 
   r.get(['/ui', '/ui/', '/ui/incidents'], async (_req, res) => {
     const [incidents, controls] = await Promise.all([recentIncidents(deps, 200), controlsSummary(deps.redis, deps.prefix).catch(() => undefined)]);
-    res.set('Cache-Control', 'no-store').type('html').send(incidentsPage(incidents, controls));
+    res.set('Cache-Control', 'no-store').type('html').send(incidentsPage(incidents, controls, pageCtx(res)));
   });
   r.get('/ui/jobs/:id', async (req, res) => {
     const id = req.params.id;
@@ -76,12 +86,31 @@ export function uiRoutes(deps: UiDeps): Router {
       if (!job) continue;
       const [state, logs, approval] = await Promise.all([job.getState(), q.getJobLogs(id, 0, 199), deps.controls.approval(id)]);
       const incident = { ...toIncident(job, name, state), log: logs.logs };
-      return res.set('Cache-Control', 'no-store').type('html').send(jobPage(incident, approval && approval.jobCreatedAt === job.timestamp ? approval : undefined));
+      return res.set('Cache-Control', 'no-store').type('html').send(jobPage(incident, approval && approval.jobCreatedAt === job.timestamp ? approval : undefined, pageCtx(res)));
     }
     return res.status(404).type('text').send(`no job ${id}`);
   });
+  // The guard checked origin and CSRF token; the verb is the operator's own, as on the API.
+  for (const verb of ['approve', 'reject'] as const) {
+    r.post(`/ui/jobs/:id/${verb}`, async (req, res) => {
+      const id = req.params.id;
+      if (!JOB_ID.test(id)) return res.status(400).type('text').send('not a valid job id');
+      const b = Decision.safeParse(req.body ?? {});
+      if (!b.success) return res.status(400).type('text').send('why: at most 500 characters');
+      if (verb === 'reject' && !b.data.why) return res.status(400).type('text').send('say why the step must not run (why)');
+      const operator = operatorOf(res);
+      const allowed = await deps.auth.authorise(operator, { resource: 'jobs', verb });
+      if (!allowed.ok) return res.status(allowed.status).type('text').send(allowed.error);
+      const asked = { by: operator.username, ...(b.data.why ? { why: b.data.why } : {}) };
+      const out = verb === 'approve' ? await deps.controls.approve(id, asked) : await deps.controls.reject(id, asked);
+      if (!out.ok) return res.status(out.status).type('text').send(out.error);
+      return res.redirect(303, `/ui/jobs/${encodeURIComponent(id)}`);
+    });
+  }
   return r;
 }
+
+const pageCtx = (res: Response) => ({ csrf: sessionOf(res).csrf, username: sessionOf(res).username });
 
 async function recentIncidents(deps: UiDeps, limit: number): Promise<Incident[]> {
   const out: Incident[] = [];

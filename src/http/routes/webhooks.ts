@@ -128,7 +128,16 @@ export function webhookRoutes(deps: WebhookDeps, before: readonly RequestHandler
   r.post('/v1/events', ...before, handle('events'));
   r.post('/v1/npd', ...before, handle('npd'));
 
-  r.post('/v1/explain', ...before, async (req, res) => {
+  return r;
+}
+
+/**
+ * What a webhook payload would do, storing nothing: an operator's question (the CLI's
+ * `explain`), so it sits behind the operator gate, not the webhook token.
+ */
+export function explainRoutes(deps: WebhookDeps): Router {
+  const r = Router();
+  r.post('/v1/explain', async (req, res) => {
     const source = req.query['source'];
     if (!isSource(source)) return res.status(400).json({ error: `query parameter source must be one of ${WEBHOOK_SOURCES.join(', ')}` });
     const parsed = parseWebhook(source, req.body, deps);
