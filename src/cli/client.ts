@@ -1,4 +1,5 @@
-// The CLI's only way in: the receiver's HTTP API, with the bearer token when one is given.
+// The CLI's only way in: the receiver's HTTP API, with the operator's bearer token when there is
+// one. A 401 says where the token came from (or why there was none).
 
 export class ApiError extends Error {
   override name = 'ApiError';
@@ -14,7 +15,7 @@ export interface ApiClient {
   post(path: string, body: unknown): Promise<any>;
 }
 
-export function apiClient(baseUrl: string, token: string | undefined): ApiClient {
+export function apiClient(baseUrl: string, token: string | undefined, tokenFrom = '--token'): ApiClient {
   const base = baseUrl.replace(/\/+$/, '');
   const call = async (method: string, path: string, body?: unknown): Promise<any> => {
     let res: Response;
@@ -35,7 +36,8 @@ export function apiClient(baseUrl: string, token: string | undefined): ApiClient
     } catch {
       json = { error: text.slice(0, 500) };
     }
-    if (!res.ok) throw new ApiError(res.status, `${method} ${path}: ${res.status} ${json?.error ?? res.statusText}`);
+    const hint = res.status === 401 ? ` (operator token: ${token ? tokenFrom : tokenFrom || 'none'})` : '';
+    if (!res.ok) throw new ApiError(res.status, `${method} ${path}: ${res.status} ${json?.error ?? res.statusText}${hint}`);
     return json;
   };
   return { get: (p) => call('GET', p), post: (p, b) => call('POST', p, b) };

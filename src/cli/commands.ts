@@ -7,7 +7,6 @@ import { fields, table } from './table.ts';
 
 export interface Opts {
   json: boolean;
-  by: string;
   why?: string;
   node?: string;
   state?: string;
@@ -27,7 +26,8 @@ const q = (params: Record<string, string | undefined>): string => {
   return s ? `?${s}` : '';
 };
 const enc = encodeURIComponent;
-const asked = (o: Opts) => ({ by: o.by, ...(o.why ? { why: o.why } : {}) });
+/** Who asks is the token's user, recorded by the receiver; only why is ours to say. */
+const asked = (o: Opts) => (o.why ? { why: o.why } : {});
 
 /** Alertmanager bodies have `alerts`, NPD condition bodies `conditions`; everything else is a Kubernetes Event. */
 export function guessSource(body: unknown): string {
@@ -96,7 +96,7 @@ export async function pause(api: ApiClient, verb: 'pause' | 'resume', o: Opts, o
   const r = await api.post(`/v1/${verb}`, { ...(o.node ? { node: o.node } : {}), ...asked(o) });
   if (o.json) return out(JSON.stringify(r, null, 2));
   const scope = o.node ? `node ${o.node}` : 'cluster';
-  out(verb === 'pause' ? `${scope}: ${r.changed ? 'paused' : 'was already paused'}` : `${scope}: ${r.changed ? `resumed, ${r.released} parked job(s) released` : 'was not paused'}`);
+  out(verb === 'pause' ? `${scope}: ${r.changed ? `paused by ${r.recordedAs}` : 'was already paused'}` : `${scope}: ${r.changed ? `resumed by ${r.recordedAs}, ${r.released} parked job(s) released` : 'was not paused'}`);
   const nodes = Object.keys(r.pauses.nodes);
   out(`now: cluster ${r.pauses.cluster ? 'PAUSED' : 'running'}${nodes.length ? `; paused nodes: ${nodes.join(', ')}` : ''}`);
 }
@@ -152,8 +152,8 @@ export class UsageError extends Error {
 export async function placeholders(api: ApiClient, args: string[], o: Opts, out: Out): Promise<void> {
   const pv = args[1];
   if (args[0] !== 'release' || !pv || !o.node || !o.path) throw new UsageError('placeholders release <pv> --node N --path /dev/disk/by-id/... --force --why TEXT');
-  const r = await api.post('/v1/placeholders/release', { node: o.node, pv, path: o.path, ...(o.force ? { force: true } : {}), by: o.by, why: o.why ?? '' });
+  const r = await api.post('/v1/placeholders/release', { node: o.node, pv, path: o.path, ...(o.force ? { force: true } : {}), why: o.why ?? '' });
   if (o.json) return out(JSON.stringify(r, null, 2));
   const a = r.accepted;
-  out(`${a.id}: forced release of the placeholder of PV ${pv} on node ${o.node} ${a.deduplicated ? 'was already asked for' : 'stored'} (queue ${a.queue}); see: volume-medic job ${a.id}`);
+  out(`${a.id}: forced release of the placeholder of PV ${pv} on node ${o.node} ${a.deduplicated ? 'was already asked for' : 'stored'} (queue ${a.queue}), asked by ${r.recordedAs}; see: volume-medic job ${a.id}`);
 }

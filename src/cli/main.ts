@@ -1,14 +1,15 @@
 #!/usr/bin/env node
-import { hostname, userInfo } from 'node:os';
 import { parseArgs } from 'node:util';
 import { ApiError, apiClient } from './client.ts';
+import { operatorToken } from './operator-token.ts';
 import { UsageError, approvals, breakers, decide, explain, job, jobs, modes, pause, placeholders, type Opts } from './commands.ts';
 
 // `volume-medic`: the operator's command line, against the receiver's API.
-// URL: --url, else VOLUME_MEDIC_URL, else http://127.0.0.1:8080. Token: --token, else
-// VOLUME_MEDIC_TOKEN (the first, when it lists several). Who you are, for approvals and
-// pauses: --by, else VOLUME_MEDIC_USER, else $USER@host. Exit codes: 0 done, 1 the API said no
-// (or could not be reached), 2 bad usage.
+// URL: --url, else VOLUME_MEDIC_URL, else http://127.0.0.1:8080. Who you are is your Kubernetes
+// identity: --token, else VOLUME_MEDIC_OPERATOR_TOKEN, else your kubeconfig's current user
+// (operator-token.ts); the receiver checks it (TokenReview) and records that user name, and
+// cluster RBAC decides what you may do. Exit codes: 0 done, 1 the API said no (or could not be
+// reached), 2 bad usage.
 
 const USAGE = `usage: volume-medic [--url URL] [--token TOKEN] [--json] <command>
 
@@ -29,8 +30,10 @@ commands:
                                                       detach a Local PV placeholder WITHOUT checking
                                                       that its disk is back (replaced, or not returning)
 
-options: --by NAME (who you are; default $VOLUME_MEDIC_USER or $USER@host), --json (raw API answer)
-env: VOLUME_MEDIC_URL, VOLUME_MEDIC_TOKEN, VOLUME_MEDIC_USER`;
+options: --token TOKEN (a Kubernetes token; default: VOLUME_MEDIC_OPERATOR_TOKEN, else your kubeconfig's
+         current user), --json (raw API answer)
+env: VOLUME_MEDIC_URL, VOLUME_MEDIC_OPERATOR_TOKEN, KUBECONFIG
+You are recorded as the user your token belongs to; RBAC on volume-medic.io decides what you may do.`;
 
 export async function run(argv: string[], env: NodeJS.ProcessEnv, out: (s: string) => void, err: (s: string) => void): Promise<number> {
   let parsed;
@@ -40,7 +43,7 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv, out: (s: strin
       allowPositionals: true,
       options: {
         url: { type: 'string' }, token: { type: 'string' }, json: { type: 'boolean', default: false },
-        by: { type: 'string' }, why: { type: 'string' }, node: { type: 'string' }, state: { type: 'string' },
+        why: { type: 'string' }, node: { type: 'string' }, state: { type: 'string' },
         runbook: { type: 'string' }, limit: { type: 'string' }, source: { type: 'string' }, help: { type: 'boolean', short: 'h' },
         path: { type: 'string' }, force: { type: 'boolean', default: false },
       },
@@ -55,12 +58,10 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv, out: (s: strin
     return v.help ? 0 : 2;
   }
   const url = v.url ?? env['VOLUME_MEDIC_URL'] ?? 'http://127.0.0.1:8080';
-  const token = v.token ?? env['VOLUME_MEDIC_TOKEN']?.split(',')[0]?.trim();
-  const api = apiClient(url, token || undefined);
-  const user = (() => { try { return userInfo().username; } catch { return env['USER'] ?? 'unknown'; } })();
+  const source = await operatorToken(v.token, env);
+  const api = apiClient(url, source.token, source.from);
   const o: Opts = {
     json: v.json ?? false,
-    by: v.by ?? env['VOLUME_MEDIC_USER'] ?? `${user}@${hostname()}`,
     ...(v.why !== undefined ? { why: v.why } : {}),
     ...(v.node !== undefined ? { node: v.node } : {}),
     ...(v.state !== undefined ? { state: v.state } : {}),

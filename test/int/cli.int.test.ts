@@ -1,4 +1,7 @@
 import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -12,10 +15,12 @@ import { fastControls, toyRunbook } from '../support/controls-harness.ts';
 import { alertmanagerBody, nodeNotReadyAlert, post } from '../support/payloads.ts';
 import { dropPrefix, redisUrl, uniquePrefix } from '../support/redis.ts';
 import { waitFor } from '../support/wait.ts';
+import { startOperators, type Operators } from '../support/operators.ts';
 
 // The CLI as an operator runs it: a separate process (`node src/cli/main.ts`, what the package's
-// `bin` runs), URL and token from the environment or flags, against a real receiver, a real
-// Redis and a node agent.
+// `bin` runs), URL from the environment or flags, the operator's identity from their kubeconfig
+// (a token of user oncall-ana, reviewed by the fake API server's TokenReview) or --token, against
+// a real receiver, a real Redis and a node agent.
 
 const exec = promisify(execFile);
 const TOKEN = 'cli-test-token-0123456789abcdef';
@@ -27,6 +32,9 @@ describe('the volume-medic CLI against a real receiver', () => {
   let receiver: Receiver;
   let agent: RunbookWorker;
   let redis: Redis;
+  let ops: Operators;
+  let kubeDir: string;
+  let kubeconfig: string;
   const toy = toyRunbook(() => ({
     kind: 'steps', summary: 'release queued I/O then flush mpatha',
     steps: [
@@ -38,7 +46,7 @@ describe('the volume-medic CLI against a real receiver', () => {
   const cli = async (args: string[], env: Record<string, string> = {}) => {
     try {
       const r = await exec(process.execPath, ['src/cli/main.ts', ...args], {
-        env: { PATH: process.env['PATH'] ?? '', VOLUME_MEDIC_URL: receiver.url, VOLUME_MEDIC_TOKEN: TOKEN, VOLUME_MEDIC_USER: 'oncall-ana', ...env },
+        env: { PATH: process.env['PATH'] ?? '', HOME: kubeDir, VOLUME_MEDIC_URL: receiver.url, KUBECONFIG: kubeconfig, ...env },
         timeout: 30_000,
       });
       return { code: 0, stdout: r.stdout, stderr: r.stderr };
@@ -50,8 +58,18 @@ describe('the volume-medic CLI against a real receiver', () => {
 
   beforeAll(async () => {
     redis = new Redis(redisUrl());
+    ops = await startOperators();
+    kubeDir = mkdtempSync(join(tmpdir(), 'vm-cli-kube-'));
+    kubeconfig = join(kubeDir, 'config');
+    // What `kubectl config set-credentials` writes: the current context's user holds a token.
+    writeFileSync(kubeconfig, JSON.stringify({
+      apiVersion: 'v1', kind: 'Config', 'current-context': 'prod',
+      clusters: [{ name: 'prod', cluster: { server: ops.api.url } }],
+      users: [{ name: 'ana', user: { token: ops.token('oncall-ana') } }],
+      contexts: [{ name: 'prod', context: { cluster: 'prod', user: 'ana' } }],
+    }));
     const config = (over: Partial<Config> = {}) => testConfig({ redisUrl: redisUrl(), queuePrefix: prefix, tokens: [TOKEN], ...fastControls, ...over });
-    receiver = await startReceiver(config());
+    receiver = await startReceiver(config(), { operatorKubeConfig: ops.api.kubeConfig() });
     // A parked job looks again every recheck, briefly 'active' each time; a long recheck keeps it
     // 'delayed' while the CLI looks at it. Approve and resume promote it at once regardless.
     agent = createNodeAgent({ config: config({ nodeName: 'cli-node', runbookModes: { 'residual-multipath-cleanup': 'enforce' }, controlsRecheckSeconds: 30 }), registry: toy.registry, log: silent });
@@ -59,6 +77,8 @@ describe('the volume-medic CLI against a real receiver', () => {
   afterAll(async () => {
     await agent?.close();
     await receiver?.close();
+    await ops?.close();
+    if (kubeDir) rmSync(kubeDir, { recursive: true, force: true });
     await dropPrefix(prefix);
     redis?.disconnect();
   });
@@ -112,13 +132,13 @@ describe('the volume-medic CLI against a real receiver', () => {
 
   it('pauses and resumes a node and the cluster, and shows the breakers', async () => {
     const p = await cli(['pause', '--node', 'cli-node', '--why', 'maintenance']);
-    expect(p.stdout).toMatch(/node cli-node: paused\nnow: cluster running; paused nodes: cli-node/);
-    const c = await cli(['pause', '--by', 'lead-bo']);
-    expect(c.stdout).toMatch(/cluster: paused\nnow: cluster PAUSED/);
+    expect(p.stdout).toMatch(/node cli-node: paused by oncall-ana\nnow: cluster running; paused nodes: cli-node/);
+    const c = await cli(['pause', '--token', ops.token('lead-bo')]);
+    expect(c.stdout).toMatch(/cluster: paused by lead-bo\nnow: cluster PAUSED/);
     const ready = await (await fetch(`${receiver.url}/readyz`)).json();
     expect(ready).toMatchObject({ paused: true });
-    expect((await cli(['resume'])).stdout).toMatch(/cluster: resumed/);
-    expect((await cli(['resume', '--node', 'cli-node'])).stdout).toMatch(/node cli-node: resumed, \d+ parked job\(s\) released\nnow: cluster running$/m);
+    expect((await cli(['resume'])).stdout).toMatch(/cluster: resumed by oncall-ana/);
+    expect((await cli(['resume', '--node', 'cli-node'])).stdout).toMatch(/node cli-node: resumed by oncall-ana, \d+ parked job\(s\) released\nnow: cluster running$/m);
 
     const b = await cli(['breakers']);
     expect(b.code).toBe(0);
@@ -154,12 +174,21 @@ describe('the volume-medic CLI against a real receiver', () => {
     expect((await cli(['placeholders', 'release', 'local-pv-7', '--force'])).code).toBe(2);
   });
 
-  it('takes URL and token from flags, says why it failed, and exits 1 on API errors and 2 on bad usage', async () => {
-    const flags = await cli(['--url', receiver.url, '--token', TOKEN, 'jobs', '--limit', '1'], { VOLUME_MEDIC_URL: '', VOLUME_MEDIC_TOKEN: '' });
-    expect(flags.code).toBe(0);
-    const denied = await cli(['jobs'], { VOLUME_MEDIC_TOKEN: 'wrong-token-wrong-token' });
+  it('takes URL and token from flags or VOLUME_MEDIC_OPERATOR_TOKEN, says why it failed, and exits 1 on API errors and 2 on bad usage', async () => {
+    const flags = await cli(['--url', receiver.url, '--token', ops.token('flag-fay'), 'pause', '--node', 'cli-flag'], { VOLUME_MEDIC_URL: '', KUBECONFIG: '' });
+    expect(flags.stdout).toMatch(/node cli-flag: paused by flag-fay/);
+    const env = await cli(['resume', '--node', 'cli-flag'], { VOLUME_MEDIC_OPERATOR_TOKEN: ops.token('env-eve') });
+    expect(env.stdout).toMatch(/node cli-flag: resumed by env-eve/);
+    const denied = await cli(['jobs'], { VOLUME_MEDIC_OPERATOR_TOKEN: 'wrong-token-wrong-token' });
     expect(denied.code).toBe(1);
-    expect(denied.stderr).toMatch(/401 missing or invalid bearer token/);
+    expect(denied.stderr).toMatch(/401 the API server did not accept the token.*\(operator token: VOLUME_MEDIC_OPERATOR_TOKEN\)/);
+    const none = await cli(['jobs'], { KUBECONFIG: join(kubeDir, 'missing') });
+    expect(none.stderr).toMatch(/401 missing bearer token.*no kubeconfig user .*missing: ENOENT/);
+    // The webhook senders' token opens no CLI command.
+    const webhook = await cli(['jobs', '--token', TOKEN]);
+    expect(webhook.code).toBe(1);
+    expect(webhook.stderr).toMatch(/403 the webhook token .* may only post webhooks/);
+    expect((await cli(['pause', '--by', 'someone'])).code).toBe(2);
     const down = await cli(['jobs'], { VOLUME_MEDIC_URL: 'http://127.0.0.1:9' });
     expect(down.code).toBe(1);
     expect(down.stderr).toMatch(/cannot reach http:\/\/127.0.0.1:9/);
