@@ -113,7 +113,8 @@ describe('Event trust without cluster access (no KUBE_WATCH)', () => {
 
   beforeAll(async () => {
     redis = new Redis(redisUrl());
-    receiver = await startReceiver(testConfig({ redisUrl: redisUrl(), queuePrefix: prefix, tokens: [TOKEN], kubeWatch: false }));
+    // Job reads are an operator's (OPERATOR_AUTH=insecure here: operator identity is not this file's subject).
+    receiver = await startReceiver(testConfig({ redisUrl: redisUrl(), queuePrefix: prefix, tokens: [TOKEN], kubeWatch: false, operatorAuth: 'insecure' }));
   });
   afterAll(async () => {
     await receiver?.close();
@@ -131,7 +132,7 @@ describe('Event trust without cluster access (no KUBE_WATCH)', () => {
     expect(await jobsIn(redis, prefix, nodeQueueName('worker-2'))).toEqual([]);
     const rebooted = await post(`${receiver.url}/v1/events`, fixture('events', 'node-rebooted.exporter'), TOKEN);
     expect(rebooted.json.accepted).toEqual([expect.objectContaining({ runbook: 'residual-multipath-cleanup', node: 'worker-1' })]);
-    expect(await getJson(`${receiver.url}/v1/jobs?node=worker-1`, TOKEN)).toMatchObject({ jobs: [expect.objectContaining({ node: 'worker-1' })] });
+    expect(await getJson(`${receiver.url}/v1/jobs?node=worker-1`)).toMatchObject({ jobs: [expect.objectContaining({ node: 'worker-1' })] });
   });
 });
 
