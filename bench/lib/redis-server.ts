@@ -25,7 +25,15 @@ process.once('exit', () => {
   for (const c of live) c.kill('SIGKILL');
 });
 
-export async function startPrivateRedis(opts: { persistent?: boolean } = {}): Promise<PrivateRedis> {
+export interface PrivateRedisOptions {
+  persistent?: boolean;
+  /** More redis-server arguments (e.g. `--maxclients 40000`). */
+  args?: readonly string[];
+  /** Open-file limit of the server (set with prlimit; the fleet bench needs more than the shell's). */
+  nofile?: number;
+}
+
+export async function startPrivateRedis(opts: PrivateRedisOptions = {}): Promise<PrivateRedis> {
   const port = await freePort();
   const dir = mkdtempSync(join(tmpdir(), 'vm-private-redis-'));
   const url = `redis://127.0.0.1:${port}`;
@@ -33,10 +41,13 @@ export async function startPrivateRedis(opts: { persistent?: boolean } = {}): Pr
     '--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '',
     '--maxmemory-policy', 'noeviction',
     ...(opts.persistent ? ['--appendonly', 'yes', '--appendfsync', 'always'] : ['--appendonly', 'no']),
+    ...(opts.args ?? []),
   ];
   let child: ChildProcess | undefined;
   const start = async (): Promise<void> => {
-    const c = spawn('redis-server', args, { stdio: 'ignore' });
+    const c = opts.nofile
+      ? spawn('prlimit', [`--nofile=${opts.nofile}:${opts.nofile}`, '--', 'redis-server', ...args], { stdio: 'ignore' })
+      : spawn('redis-server', args, { stdio: 'ignore' });
     child = c;
     live.add(c);
     c.once('exit', () => live.delete(c));

@@ -57,6 +57,9 @@ export interface WorkTrust {
 
 type TrustCheck = { seal?: Seal; refused?: undefined } | { refused: { reason: Untrusted; detail: string } };
 
+/** BullMQ's drainDelay for our workers: see the Worker options below. */
+const IDLE_BLOCK_SECONDS = 30;
+
 /** How long a parked job waits before it looks again when nothing says otherwise (no controls). */
 const DEFAULT_RECHECK_MS = 30_000;
 
@@ -227,6 +230,11 @@ export function createRunbookWorker(opts: RunbookWorkerOptions): RunbookWorker {
     connection,
     prefix: opts.prefix,
     concurrency: 1,
+    // An idle worker blocks on its queue's marker this long per round trip (BullMQ's default: 5 s).
+    // A new job wakes it at once whatever this is, so it costs no latency; at fleet scale it is
+    // most of Redis's idle load (bench/fleet.ts: a wake-up is a BZPOPMIN plus a script call, 6x
+    // fewer at 30 s). BullMQ ends the wait after this + 1 s on a connection that died silently.
+    drainDelay: IDLE_BLOCK_SECONDS,
     lockDuration: opts.lockDurationMs,
     stalledInterval: opts.lockDurationMs,
     // A job that stalled (its worker died) is taken again; after this many stalls it fails, so

@@ -1,0 +1,233 @@
+import { Queue } from 'bullmq';
+import { Redis } from 'ioredis';
+import { mkdtempSync, mkdirSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { nodeQueueName } from '../src/catalogue/queues.ts';
+import { writeSigningKeys } from '../scripts/lib/signing-keys.ts';
+import { alertmanagerBody, nodeNotReadyAlert } from '../test/support/payloads.ts';
+import { startChild, type Child } from './lib/child.ts';
+import { redisCpu } from './lib/redis-cpu.ts';
+import { startPrivateRedis, type PrivateRedis } from './lib/redis-server.ts';
+
+// `npm run bench:fleet` (issue 21): N simulated node agents against one private redis-server on
+// loopback, our agents (the real createNodeAgent, many per process, runbooks that do nothing)
+// side by side with bare BullMQ workers on the same queues in the same run. For each N: Redis's
+// idle CPU, commands, memory and connections per 1,000 agents, then a storm of one job per node
+// (ours: Alertmanager webhooks into the real receiver, 50 alerts per request as Alertmanager
+// groups them; bare: Queue.add straight into each node's queue): time to all started and all
+// done, the receiver's answers (202, 503 + Retry-After which the sender retries, anything else),
+// lost and duplicated jobs. FLEET_SIZES (default 1000,5000,10000), FLEET_PER_PROCESS (1000),
+// FLEET_IDLE_SECONDS (60: two of an idle worker's 30 s waits). Results: printed, and bench/results/fleet-<time>.json.
+
+const here = (p: string): string => join(dirname(fileURLToPath(import.meta.url)), p);
+const SIZES = (process.env['FLEET_SIZES'] ?? '1000,5000,10000').split(',').map(Number).filter((n) => n > 0);
+const PER_PROCESS = Number(process.env['FLEET_PER_PROCESS'] ?? 1000);
+const IDLE_SECONDS = Number(process.env['FLEET_IDLE_SECONDS'] ?? 60);
+const STORM_TIMEOUT_MS = Number(process.env['FLEET_STORM_TIMEOUT_S'] ?? 300) * 1000;
+const PREFIX = 'fleet';
+const keysDir = process.env['SIGNING_KEYS_DIR'] || writeSigningKeys(undefined);
+const stateRoot = mkdtempSync(join(tmpdir(), 'vm-fleet-state-'));
+const nodeName = (i: number): string => `fleet-${String(i).padStart(5, '0')}`;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const round = (v: number, d = 1): number => Math.round(v * 10 ** d) / 10 ** d;
+
+type Kind = 'bare' | 'ours';
+
+interface Fleet {
+  children: Child[];
+  ran: Map<string, number>;
+  done: Map<string, number>;
+  firstRanAt: number;
+  lastRanAt: number;
+  lastDoneAt: number;
+}
+
+async function startFleet(kind: Kind, n: number, redis: PrivateRedis): Promise<{ fleet: Fleet; readyMs: number }> {
+  const fleet: Fleet = { children: [], ran: new Map(), done: new Map(), firstRanAt: 0, lastRanAt: 0, lastDoneAt: 0 };
+  const t0 = performance.now();
+  for (let from = 0; from < n; from += PER_PROCESS) {
+    const c = startChild(here('./servers/fleet-agents.ts'), {
+      FLEET_FROM: String(from), FLEET_TO: String(Math.min(n, from + PER_PROCESS)), FLEET_KIND: kind,
+      REDIS_URL: redis.url, QUEUE_PREFIX: PREFIX, SIGNING_KEYS_DIR: keysDir, STATE_DIR: stateRoot,
+    }, { execArgv: ['--max-old-space-size=4096'] });
+    c.proc.on('message', (m: unknown) => {
+      const text = (m as { line?: string }).line ?? '';
+      const now = performance.now();
+      for (const line of text.split('\n')) {
+        const [what, node] = line.split(' ');
+        if (!node) continue;
+        if (what === 'RAN') {
+          fleet.ran.set(node, (fleet.ran.get(node) ?? 0) + 1);
+          fleet.firstRanAt ||= now;
+          fleet.lastRanAt = now;
+        } else if (what === 'DONE') {
+          fleet.done.set(node, (fleet.done.get(node) ?? 0) + 1);
+          fleet.lastDoneAt = now;
+        }
+      }
+    });
+    fleet.children.push(c);
+  }
+  await Promise.all(fleet.children.map((c) => c.waitLine('READY', 300_000)));
+  return { fleet, readyMs: performance.now() - t0 };
+}
+
+interface Idle {
+  cpuPctOfCore: number;
+  commandsPerSecond: number;
+  connections: number;
+  memoryMiB: number;
+}
+
+async function idle(admin: Redis, baseMemory: number): Promise<Idle> {
+  await sleep(5_000);
+  const stat = async () => {
+    const info = await admin.info('stats');
+    return Number(/total_commands_processed:(\d+)/.exec(info)?.[1] ?? 0);
+  };
+  const [c0, k0, t0] = [await redisCpu(admin), await stat(), performance.now()];
+  await sleep(IDLE_SECONDS * 1000);
+  const [c1, k1, t1] = [await redisCpu(admin), await stat(), performance.now()];
+  const clients = Number(/connected_clients:(\d+)/.exec(await admin.info('clients'))?.[1] ?? 0);
+  const memory = Number(/used_memory:(\d+)/.exec(await admin.info('memory'))?.[1] ?? 0);
+  const secs = (t1 - t0) / 1000;
+  return {
+    cpuPctOfCore: round(((c1.mainMs - c0.mainMs) / (t1 - t0)) * 100, 2),
+    commandsPerSecond: round((k1 - k0 - 2) / secs, 0),
+    connections: clients - 1,
+    memoryMiB: round((memory - baseMemory) / 2 ** 20, 1),
+  };
+}
+
+interface Storm {
+  jobs: number;
+  allStartedS: number;
+  allDoneS: number;
+  answers: Record<string, number>;
+  lost: number;
+  duplicated: number;
+  redisCpuMsPerJob: number;
+}
+
+async function waitAll(fleet: Fleet, nodes: string[]): Promise<void> {
+  const deadline = performance.now() + STORM_TIMEOUT_MS;
+  while (performance.now() < deadline) {
+    if (nodes.every((n) => fleet.done.has(n))) return;
+    await sleep(200);
+  }
+}
+
+function stormResult(fleet: Fleet, nodes: string[], t0: number, answers: Record<string, number>, cpuMs: number): Storm {
+  const lost = nodes.filter((n) => !fleet.ran.has(n)).length;
+  const duplicated = nodes.filter((n) => (fleet.ran.get(n) ?? 0) > 1).length;
+  return {
+    jobs: nodes.length,
+    allStartedS: lost === 0 ? round((fleet.lastRanAt - t0) / 1000, 2) : Number.NaN,
+    allDoneS: nodes.every((n) => fleet.done.has(n)) ? round((fleet.lastDoneAt - t0) / 1000, 2) : Number.NaN,
+    answers,
+    lost,
+    duplicated,
+    redisCpuMsPerJob: round(cpuMs / nodes.length, 3),
+  };
+}
+
+async function bareStorm(fleet: Fleet, n: number, redis: PrivateRedis, admin: Redis): Promise<Storm> {
+  const conn = new Redis(redis.url, { maxRetriesPerRequest: null });
+  const nodes = Array.from({ length: n }, (_, i) => nodeName(i));
+  const cpu0 = await redisCpu(admin);
+  const t0 = performance.now();
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < nodes.length) {
+      const node = nodes[next++]!;
+      const q = new Queue(nodeQueueName(node), { connection: conn, prefix: PREFIX });
+      await q.add('residual-multipath-cleanup', { node }, { jobId: `bare-${node}`, removeOnComplete: { age: 900 } });
+      await q.close();
+    }
+  };
+  await Promise.all(Array.from({ length: 20 }, worker));
+  await waitAll(fleet, nodes);
+  const cpu1 = await redisCpu(admin);
+  conn.disconnect();
+  return stormResult(fleet, nodes, t0, { added: n }, cpu1.mainMs - cpu0.mainMs);
+}
+
+async function ourStorm(fleet: Fleet, n: number, redis: PrivateRedis, admin: Redis): Promise<Storm> {
+  const receiver = startChild(here('./servers/receiver.ts'), { REDIS_URL: redis.url, QUEUE_PREFIX: PREFIX, SIGNING_KEYS_DIR: keysDir, LOG_LEVEL: 'warn' }, { execArgv: ['--max-old-space-size=384', '--max-semi-space-size=64'] });
+  const url = await receiver.waitLine('READY');
+  const nodes = Array.from({ length: n }, (_, i) => nodeName(i));
+  const groups: string[][] = [];
+  for (let i = 0; i < nodes.length; i += 50) groups.push(nodes.slice(i, i + 50));
+  const answers: Record<string, number> = {};
+  const cpu0 = await redisCpu(admin);
+  const t0 = performance.now();
+  let next = 0;
+  // Alertmanager's way: 20 notifications on their way at once; a 503 is retried after its Retry-After.
+  const sender = async (): Promise<void> => {
+    while (next < groups.length) {
+      const g = groups[next++]!;
+      const body = JSON.stringify(alertmanagerBody(g.map((node) => nodeNotReadyAlert(node, 'resolved', `fp${node.replace(/[^a-z0-9]/g, '')}`))));
+      for (let attempt = 0; attempt < 20; attempt++) {
+        const r = await fetch(`${url}/v1/alertmanager`, { method: 'POST', headers: { 'content-type': 'application/json' }, body }).catch(() => undefined);
+        const status = r ? String(r.status) : 'error';
+        answers[status] = (answers[status] ?? 0) + 1;
+        await r?.arrayBuffer();
+        if (r && r.status < 500) break;
+        await sleep(1000 * Number(r?.headers.get('retry-after') ?? 1));
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: 20 }, sender));
+  await waitAll(fleet, nodes);
+  const cpu1 = await redisCpu(admin);
+  await receiver.kill();
+  return stormResult(fleet, nodes, t0, answers, cpu1.mainMs - cpu0.mainMs);
+}
+
+interface Row {
+  n: number;
+  kind: Kind;
+  readyS: number;
+  idle: Idle;
+  storm: Storm;
+}
+
+const rows: Row[] = [];
+for (const n of SIZES) {
+  for (const kind of ['bare', 'ours'] as const) {
+    const redis = await startPrivateRedis({ args: ['--maxclients', String(2 * n + 1000)], nofile: 2 * n + 2000 });
+    const admin = new Redis(redis.url);
+    try {
+      const base = Number(/used_memory:(\d+)/.exec(await admin.info('memory'))?.[1] ?? 0);
+      const { fleet, readyMs } = await startFleet(kind, n, redis);
+      const i = await idle(admin, base);
+      const storm = kind === 'bare' ? await bareStorm(fleet, n, redis, admin) : await ourStorm(fleet, n, redis, admin);
+      rows.push({ n, kind, readyS: round(readyMs / 1000), idle: i, storm });
+      process.stdout.write(`${JSON.stringify(rows.at(-1))}\n`);
+      await Promise.all(fleet.children.map((c) => c.kill('SIGKILL')));
+    } finally {
+      admin.disconnect();
+      await redis.destroy();
+    }
+  }
+}
+
+const per1000 = (v: number, n: number): number => round((v / n) * 1000, 2);
+process.stdout.write('\n| N | kind | ready s | idle Redis CPU % of a core | per 1,000 agents | commands/s | connections | memory MiB per 1,000 | storm: all started s | all done s | answers | lost | dup | Redis CPU ms/job |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n');
+for (const r of rows) {
+  process.stdout.write(`| ${r.n} | ${r.kind} | ${r.readyS} | ${r.idle.cpuPctOfCore} | ${per1000(r.idle.cpuPctOfCore, r.n)} | ${r.idle.commandsPerSecond} | ${r.idle.connections} | ${per1000(r.idle.memoryMiB, r.n)} | ${r.storm.allStartedS} | ${r.storm.allDoneS} | ${Object.entries(r.storm.answers).map(([k, v]) => `${k}: ${v}`).join(', ')} | ${r.storm.lost} | ${r.storm.duplicated} | ${r.storm.redisCpuMsPerJob} |\n`);
+}
+process.stdout.write('\nours / bare, same N:\n');
+for (const n of SIZES) {
+  const o = rows.find((r) => r.n === n && r.kind === 'ours');
+  const b = rows.find((r) => r.n === n && r.kind === 'bare');
+  if (!o || !b) continue;
+  process.stdout.write(`  N=${n}: idle CPU ${round(o.idle.cpuPctOfCore / b.idle.cpuPctOfCore, 2)}x, idle commands ${round(o.idle.commandsPerSecond / b.idle.commandsPerSecond, 2)}x, memory ${round(o.idle.memoryMiB / b.idle.memoryMiB, 2)}x, storm all done ${round(o.storm.allDoneS / b.storm.allDoneS, 2)}x, Redis CPU per job ${round(o.storm.redisCpuMsPerJob / b.storm.redisCpuMsPerJob, 2)}x\n`);
+}
+const out = here(`./results/fleet-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
+mkdirSync(dirname(out), { recursive: true });
+writeFileSync(out, JSON.stringify({ sizes: SIZES, perProcess: PER_PROCESS, idleSeconds: IDLE_SECONDS, rows }, null, 2));
+process.stdout.write(`\nwrote ${out}\n`);
+process.exit(0);

@@ -1,0 +1,65 @@
+import { Worker } from 'bullmq';
+import { announce } from '../lib/child.ts';
+import { Config } from '../../src/config/schema.ts';
+import { nodeQueueName } from '../../src/catalogue/queues.ts';
+import { RUNBOOKS, type RunbookName } from '../../src/catalogue/jobs.ts';
+import type { RunbookResult } from '../../src/catalogue/result.ts';
+import { createLogger } from '../../src/observability/logger.ts';
+import { createNodeAgent } from '../../workers/node-agent/agent.ts';
+import type { RunbookContext, RunbookHandler, RunbookRegistry } from '../../workers/runbooks/registry.ts';
+
+// Many simulated node agents in one process, for bench/fleet.ts. FLEET_KIND=ours: the real
+// createNodeAgent per node (its BullMQ worker, seal checks, controls, statistics: the same code
+// and the same two connections per agent as a DaemonSet pod), whose runbooks do nothing (no host).
+// FLEET_KIND=bare: a bare BullMQ Worker per node queue with a no-op processor, the baseline.
+// Nodes fleet-<FLEET_FROM>..fleet-<FLEET_TO - 1>. Says READY when every worker is connected;
+// then `RAN <node>` and `DONE <node>` per job (batched into one IPC message every 100 ms).
+
+const from = Number(process.env['FLEET_FROM']);
+const to = Number(process.env['FLEET_TO']);
+const kind = process.env['FLEET_KIND'] === 'bare' ? 'bare' : 'ours';
+const url = process.env['REDIS_URL']!;
+const prefix = process.env['QUEUE_PREFIX']!;
+const nodeName = (i: number): string => `fleet-${String(i).padStart(5, '0')}`;
+
+let pending: string[] = [];
+setInterval(() => {
+  if (pending.length === 0) return;
+  announce(pending.join('\n'));
+  pending = [];
+}, 100).unref();
+const say = (line: string): void => {
+  pending.push(line);
+};
+
+const log = createLogger('fleet-agent', 'warn');
+const stub = (runbook: RunbookName): RunbookHandler<RunbookName> => async (_job: unknown, ctx: RunbookContext): Promise<RunbookResult> => {
+  say(`RAN ${ctx.ranOn}`);
+  return { runbook, mode: ctx.mode, outcome: 'nothing-to-do', summary: 'fleet stand-in', facts: null, plan: null, refusals: [], steps: [], commands: [], ranOn: ctx.ranOn };
+};
+const registry = Object.fromEntries(RUNBOOKS.map((r) => [r, stub(r)])) as RunbookRegistry;
+
+const workers: Worker[] = [];
+for (let i = from; i < to; i++) {
+  const node = nodeName(i);
+  if (kind === 'ours') {
+    const config = Config.parse({
+      redisUrl: url, queuePrefix: prefix, nodeName: node, logLevel: 'warn',
+      signingKeysDir: process.env['SIGNING_KEYS_DIR'], stateDir: `${process.env['STATE_DIR']}/${node}`,
+    });
+    const agent = createNodeAgent({ config, registry, log });
+    agent.worker.on('completed', () => say(`DONE ${node}`));
+    workers.push(agent.worker);
+  } else {
+    const w = new Worker(nodeQueueName(node), async () => {
+      say(`RAN ${node}`);
+      return { ok: true };
+    }, { connection: { url, maxRetriesPerRequest: null } as never, prefix, concurrency: 1 });
+    w.on('completed', () => say(`DONE ${node}`));
+    w.on('error', () => {});
+    workers.push(w);
+  }
+}
+await Promise.all(workers.map((w) => w.waitUntilReady()));
+announce(`READY ${workers.length}`);
+process.on('SIGTERM', () => void Promise.all(workers.map((w) => w.close())).then(() => process.exit(0)));
