@@ -62,11 +62,17 @@ function loginPage(res: Response, next: string, status: number, note = '', insec
 /** Our own origin, as the browser sees it (behind a trusted proxy: its scheme and host). */
 const ownOrigin = (req: Request): string => `${req.protocol}://${req.host}`;
 
-/** Refusal reason when a state-changing request may come from another site; undefined when it is ours. */
+/**
+ * Refusal reason when a state-changing request may come from another site; undefined when it is
+ * ours. A real Origin must be ours. `Origin: null` says nothing: browsers send it for our own form
+ * posts too, since our pages are served with Referrer-Policy: no-referrer (Fetch, "serializing a
+ * request origin"), and for sandboxed or data: documents; then Sec-Fetch-Site, which the browser
+ * sets and a page cannot, must say same-origin. Neither header: refused.
+ */
 export function crossSiteReason(req: Request): string | undefined {
   const origin = req.get('origin');
   const site = req.get('sec-fetch-site');
-  if (origin !== undefined) return origin === ownOrigin(req) ? undefined : `cross-origin request refused (Origin ${origin.slice(0, 100)})`;
+  if (origin !== undefined && origin !== 'null') return origin === ownOrigin(req) ? undefined : `cross-origin request refused (Origin ${origin.slice(0, 100)})`;
   if (site !== undefined) return site === 'same-origin' ? undefined : `cross-site request refused (Sec-Fetch-Site ${site.slice(0, 30)})`;
   return 'request refused: neither Origin nor Sec-Fetch-Site says it came from this dashboard';
 }
