@@ -226,7 +226,7 @@ describe('operator controls with a real Redis, receiver and node agent', () => {
 
     const reset = await api('/v1/breakers/reset', { breaker: 'node/node-brk', why: 'reviewed the four deletions' }, 'hank');
     expect(reset.json).toMatchObject({ cleared: { breaker: 'node/node-brk' } });
-    const done = await until(id, (j) => j.state === 'completed', 'job finished after reset', 5_000);
+    const done = await until(id, (j) => j.state === 'completed', 'job finished after reset', 15_000);
     expect(done.result.outcome).toBe('succeeded');
     expect(await toy.ran('/w/d4')).toBe(true);
   });
@@ -247,7 +247,7 @@ describe('operator controls with a real Redis, receiver and node agent', () => {
     expect(parked.progress?.parked?.why).toMatch(/breaker storm is tripped \(3 nodes started recovery jobs within 600 s \(more than 2\)/);
     expect(await toy.ran('/w/s-storm-c')).toBe(false);
     await api('/v1/breakers/reset', { breaker: 'storm', why: 'rack power restored, one cause' }, 'ivy');
-    await until(ids[2] as string, (j) => j.state === 'completed', 'job finished after storm reset', 5_000);
+    await until(ids[2] as string, (j) => j.state === 'completed', 'job finished after storm reset', 15_000);
   });
 
   it('control routes need an operator and validate their input', async () => {
