@@ -122,7 +122,8 @@ describe('the deploy ACL file on a real redis-server', () => {
     const closers: Array<() => Promise<void>> = [];
     try {
       // The receiver stores a node job from a webhook and answers reads of it.
-      receiver = await startReceiver(testConfig({ redisUrl: url('receiver'), queuePrefix: prefix }));
+      // Job reads are an operator's (OPERATOR_AUTH=insecure: operator identity is not this file's subject).
+      receiver = await startReceiver(testConfig({ redisUrl: url('receiver'), queuePrefix: prefix, operatorAuth: 'insecure' }));
       const r = await post(`${receiver.url}/v1/alertmanager`, alertmanagerBody([nodeNotReadyAlert(node, 'resolved')]));
       expect(r.status).toBe(202);
       const residualId: string = r.json.accepted[0].id;
