@@ -1,5 +1,5 @@
 import { once } from 'node:events';
-import type { Server } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Config } from './config/schema.ts';
 import { InMemoryLookups, type ClusterLookups } from './kube/lookups.ts';
@@ -144,7 +144,14 @@ export async function startReceiver(config: Config, opts: ReceiverOptions = {}):
       uiSessionTtlSeconds: config.uiSessionTtlSeconds,
     },
   });
-  const server = app.listen(config.port, config.listenAddress);
+  // Slow senders must not hold sockets for Node's default 300 s: headers and the whole request
+  // have deadlines (408 and close), checked every second rather than Node's default 30.
+  const server = createServer({
+    headersTimeout: config.httpHeadersTimeoutMs,
+    requestTimeout: config.httpRequestTimeoutMs,
+    connectionsCheckingInterval: Math.min(1_000, config.httpHeadersTimeoutMs),
+  }, app);
+  server.listen(config.port, config.listenAddress);
   await once(server, 'listening');
   const addr = server.address() as AddressInfo;
   const host = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;

@@ -58,6 +58,8 @@ const ENV: Record<string, [keyof Config, (v: string) => unknown]> = {
   TRUSTED_PROXY_CIDRS: ['trustedProxyCidrs', list],
   AUTH_FAILURES_PER_MINUTE: ['authFailuresPerMinute', (v) => v],
   ENQUEUE_TIMEOUT_MS: ['enqueueTimeoutMs', (v) => v],
+  HTTP_HEADERS_TIMEOUT_MS: ['httpHeadersTimeoutMs', (v) => v],
+  HTTP_REQUEST_TIMEOUT_MS: ['httpRequestTimeoutMs', (v) => v],
   NODE_RECOVERY_ALERTS: ['nodeRecoveryAlerts', list],
   NPD_EVENT_SOURCES: ['npdEventSources', list],
   NPD_EVENT_NAMESPACE: ['npdEventNamespace', (v) => v],
@@ -143,6 +145,9 @@ export function loadConfig(env: Env = process.env): Config {
   }
   const result = Config.safeParse(raw);
   if (!result.success) throw new ConfigError(`invalid configuration:\n${describe(result.error, raw)}`);
+  if (result.data.httpHeadersTimeoutMs > result.data.httpRequestTimeoutMs) {
+    throw new ConfigError(`invalid configuration:\n  HTTP_HEADERS_TIMEOUT_MS: may not exceed HTTP_REQUEST_TIMEOUT_MS (${result.data.httpRequestTimeoutMs}) (got ${result.data.httpHeadersTimeoutMs})`);
+  }
   return result.data;
 }
 

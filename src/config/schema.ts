@@ -87,6 +87,15 @@ export const Config = z.object({
   authFailuresPerMinute: z.coerce.number().int().min(0).default(20),
   /** BODY_LIMIT: largest webhook body accepted, in bytes (larger: 413). */
   bodyLimit: z.coerce.number().int().min(1024).default(1024 * 1024),
+  /**
+   * HTTP_HEADERS_TIMEOUT_MS: how long a client may take to send a request's headers, and
+   * HTTP_REQUEST_TIMEOUT_MS: the whole request, body included (Node's default is 300 s, which
+   * lets a few slow senders hold sockets and memory). A request over either gets 408 and its
+   * socket is closed. Webhook bodies are at most BODY_LIMIT and come from nearby senders.
+   * Defaults 10 s and 30 s; the headers timeout may not exceed the request timeout.
+   */
+  httpHeadersTimeoutMs: Millis.default(10_000),
+  httpRequestTimeoutMs: Millis.default(30_000),
   /** ENQUEUE_TIMEOUT_MS: how long storing jobs may take before the receiver answers 503. */
   enqueueTimeoutMs: Millis.default(5_000),
   /** NODE_RECOVERY_ALERTS: alert names whose resolution means a node is back. */

@@ -1,0 +1,67 @@
+import { connect, type Socket } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startReceiver, type Receiver } from '../../src/receiver.ts';
+import { testConfig } from '../support/config.ts';
+import { dropPrefix, redisUrl, uniquePrefix } from '../support/redis.ts';
+
+// Slow senders (issue 20, item 7): with Node's default requestTimeout of 300 s, a client that
+// trickles a body byte by byte held its socket for five minutes. Here, on loopback, a body and a
+// header block each trickled below their deadline are cut off: 408 and the socket closed.
+
+const prefix = uniquePrefix('timeouts');
+let receiver: Receiver;
+const HEADERS_MS = 400;
+const REQUEST_MS = 800;
+
+beforeAll(async () => {
+  receiver = await startReceiver(testConfig({ redisUrl: redisUrl(), queuePrefix: prefix, httpHeadersTimeoutMs: HEADERS_MS, httpRequestTimeoutMs: REQUEST_MS }));
+});
+afterAll(async () => {
+  await receiver?.close();
+  await dropPrefix(prefix);
+});
+
+/** Opens a socket, writes `first`, then one byte of `drip` every 100 ms; resolves when the server closes it (or after `giveUpMs`). */
+function trickle(first: string, drip: string, giveUpMs = 5_000): Promise<{ closedAfterMs: number | undefined; answer: string }> {
+  const { port } = new URL(receiver.url);
+  return new Promise((resolve) => {
+    const started = Date.now();
+    let answer = '';
+    const socket: Socket = connect(Number(port), '127.0.0.1', () => socket.write(first));
+    let i = 0;
+    const timer = setInterval(() => {
+      if (!socket.destroyed && i < drip.length) socket.write(drip[i++]!);
+    }, 100);
+    const done = (closedAfterMs: number | undefined): void => {
+      clearInterval(timer);
+      clearTimeout(giveUp);
+      socket.destroy();
+      resolve({ closedAfterMs, answer });
+    };
+    const giveUp = setTimeout(() => done(undefined), giveUpMs);
+    socket.on('data', (d) => (answer += d.toString()));
+    socket.on('error', () => {});
+    socket.on('close', () => done(Date.now() - started));
+  });
+}
+
+describe('the receiver against slow senders', () => {
+  it('closes the socket of a body trickled past the request timeout, with 408', async () => {
+    const head = `POST /v1/alertmanager HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n`;
+    const r = await trickle(head, '{'.padEnd(1000, ' '));
+    expect(r.closedAfterMs, 'the socket is still open after 5 s').toBeDefined();
+    expect(r.closedAfterMs!).toBeLessThan(REQUEST_MS + 2_500);
+    expect(r.answer).toMatch(/^HTTP\/1\.1 408 /);
+  });
+
+  it('closes the socket of headers trickled past the headers timeout', async () => {
+    const r = await trickle('GET /healthz HTTP/1.1\r\n', 'X-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa');
+    expect(r.closedAfterMs, 'the socket is still open after 5 s').toBeDefined();
+    expect(r.closedAfterMs!).toBeLessThan(HEADERS_MS + 2_500);
+  });
+
+  it('still answers a request sent at a normal pace', async () => {
+    const res = await fetch(`${receiver.url}/healthz`);
+    expect(res.status).toBe(200);
+  });
+});
