@@ -3,6 +3,7 @@ import { parseArgs } from 'node:util';
 import { ApiError, apiClient } from './client.ts';
 import { operatorToken } from './operator-token.ts';
 import { terminalSafe } from './terminal-safe.ts';
+import { redactUrlsIn } from '../observability/redact-url.ts';
 import { UsageError, approvals, breakers, decide, explain, job, jobs, modes, pause, placeholders, type Opts } from './commands.ts';
 
 // `volume-medic`: the operator's command line, against the receiver's API.
@@ -39,7 +40,7 @@ You are recorded as the user your token belongs to; RBAC on volume-medic.io deci
 export async function run(argv: string[], env: NodeJS.ProcessEnv, rawOut: (s: string) => void, rawErr: (s: string) => void): Promise<number> {
   // Every line printed, to stdout and stderr, may carry API data: no terminal control characters.
   const out = (s: string): void => rawOut(terminalSafe(s));
-  const err = (s: string): void => rawErr(terminalSafe(s));
+  const err = (s: string): void => rawErr(terminalSafe(redactUrlsIn(s)));
   let parsed;
   try {
     parsed = parseArgs({

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { Config } from './schema.ts';
+import { redactUrl, redactUrlsIn } from '../observability/redact-url.ts';
 
 // Configuration is read once at start and validated; a bad value stops the process with a
 // message naming the variable, what it expected and what it got. Secrets (tokens) are never
@@ -156,7 +157,10 @@ function describe(error: z.ZodError, raw: Record<string, unknown>): string {
     const key = String(issue.path[0] ?? '');
     const name = ENV_OF[key] ?? key;
     const secret = key === 'tokens';
-    const got = secret || !(key in raw) ? '' : ` (got ${JSON.stringify(raw[key])})`;
+    // A URL may carry a password (REDIS_URL): shown with its userinfo hidden, malformed or not.
+    const value = raw[key];
+    const shown = typeof value === 'string' && value.includes('@') ? redactUrl(value) : value;
+    const got = secret || !(key in raw) ? '' : ` (got ${redactUrlsIn(JSON.stringify(shown))})`;
     return `  ${name}: ${issue.message}${got}`;
   }).join('\n');
 }

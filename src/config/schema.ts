@@ -17,8 +17,9 @@ export const Config = z.object({
   port: Port.default(8080),
   /** LISTEN_ADDRESS: address the receiver binds to. */
   listenAddress: z.string().default('0.0.0.0'),
-  /** REDIS_URL: where the queues live. */
-  redisUrl: z.string().url().default('redis://127.0.0.1:6379'),
+  /** REDIS_URL: where the queues live: redis[s]://[user:password@]host[:port][/db]. */
+  redisUrl: z.string().url().refine((u) => /^rediss?:\/\/[^\s]+$/.test(u) && URL.canParse(u) && new URL(u).hostname !== '', 'not a redis:// or rediss:// URL with a host')
+    .default('redis://127.0.0.1:6379'),
   /** QUEUE_PREFIX: BullMQ key prefix, so several installations can share one Redis. */
   queuePrefix: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'letters, digits, _ and - only').default('volume-medic'),
   /** VOLUME_MEDIC_TOKEN: bearer token(s) the webhook senders must present; comma-separated to rotate. */

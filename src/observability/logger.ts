@@ -1,7 +1,10 @@
 import { pino, type Logger } from 'pino';
+import { redactUrlsIn } from './redact-url.ts';
 
 // Structured logs only. Redaction is a safety net: nothing secret should be logged in the first
-// place (tokens are compared, never printed; Ceph keyrings are paths, never contents).
+// place (tokens are compared, never printed; Ceph keyrings are paths, never contents). Every line
+// also has the userinfo of any URL in it hidden (a REDIS_URL's password inside an error message,
+// wherever it came from): the written line itself is rewritten, so no field or message escapes.
 
 export type { Logger };
 
@@ -25,7 +28,7 @@ export function createLogger(name: string, level = process.env['LOG_LEVEL'] ?? '
     level,
     redact: { paths: ['token', 'tokens', '*.token', '*.tokens', 'authorization', '*.authorization', 'headers.authorization', 'req.headers.authorization'], censor: '[redacted]' },
   };
-  if (!opts.buffered) return pino(options);
+  if (!opts.buffered) return pino({ ...options, hooks: { streamWrite: redactUrlsIn } });
   const dest = pino.destination({ dest: 1, sync: false, minLength: BUFFER_BYTES });
   // A quiet receiver still shows its lines within a second: flush what is held, when something is.
   let held = false;
@@ -38,5 +41,5 @@ export function createLogger(name: string, level = process.env['LOG_LEVEL'] ?? '
       // Destroyed: the process is shutting down and pino flushed on its way out.
     }
   }, FLUSH_EVERY_MS).unref();
-  return pino({ ...options, hooks: { streamWrite: (line) => ((held = true), line) } }, dest);
+  return pino({ ...options, hooks: { streamWrite: (line) => ((held = true), redactUrlsIn(line)) } }, dest);
 }

@@ -28,6 +28,8 @@ export async function runMain(log: Logger, start: (config: Config) => Promise<Cl
       log.fatal(err.message);
       process.exit(2);
     }
-    throw err;
+    // Through the logger, not Node's uncaught-error print: its lines hide URL credentials.
+    log.fatal({ err }, 'failed to start');
+    process.exit(1);
   }
 }
