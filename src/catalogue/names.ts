@@ -17,6 +17,13 @@ const CEPH_NAME = /^(?=.{1,128}$)[A-Za-z0-9][A-Za-z0-9._-]*$/;
 const CEPH_CLIENT_ADDRESS = /^(?:(?:25[0-5]|2[0-4][0-9]|1?[0-9]?[0-9])(?:\.(?:25[0-5]|2[0-4][0-9]|1?[0-9]?[0-9])){3}|\[[0-9a-fA-F:.]{2,45}\]):[0-9]{1,5}\/[0-9]{1,10}$/;
 /** A /dev/disk/by-id (or by-path/by-uuid) link, the only device paths a Local PV may name for us. */
 const DISK_LINK_PATH = /^\/dev\/disk\/by-(id|path|uuid|partuuid)\/[A-Za-z0-9:._+@-]{1,200}$/;
+/**
+ * A device-mapper multipath map name as it reaches argv (`multipath -f <map>`, `dmsetup message
+ * <map> ...`): a user_friendly_names alias (mpatha), a WWID (3600a0b8..., eui.*, SATA_...), or a
+ * configured alias. Device-mapper allows nearly anything but `/`; we take letters, digits and
+ * `_ . : -`, up to 128, never a leading `-` (an option to multipath/dmsetup) or `.`.
+ */
+const MAP_NAME = /^[A-Za-z0-9_][A-Za-z0-9_.:-]{0,127}$/;
 /** Kernel block device names we act on. */
 export const DEVICE_PATTERNS = {
   scsi: /^sd[a-z]{1,4}$/,
@@ -29,6 +36,7 @@ export const isNodeName = (v: string): boolean => DNS_SUBDOMAIN.test(v);
 export const isNamespace = (v: string): boolean => DNS_LABEL.test(v);
 export const isObjectName = (v: string): boolean => DNS_SUBDOMAIN.test(v);
 export const isCephName = (v: string): boolean => CEPH_NAME.test(v) && !v.includes('..');
+export const isMapName = (v: string): boolean => MAP_NAME.test(v);
 export const isCephClientAddress = (v: string): boolean => CEPH_CLIENT_ADDRESS.test(v);
 export const isDiskLinkPath = (v: string): boolean => DISK_LINK_PATH.test(v) && !v.includes('/../') && !v.endsWith('/..');
 export const isDeviceName = (v: string): boolean =>

@@ -1,3 +1,4 @@
+import { isMapName } from '../../../src/catalogue/names.ts';
 import { RefusedError, TransientError } from '../../engine/errors.ts';
 import type { StepExecutor } from '../../engine/runbook.ts';
 import type { Host } from '../../host/host.ts';
@@ -29,10 +30,20 @@ export interface ExecutorDeps {
   stateDir: string;
 }
 
+/**
+ * A map name as an argv element, checked again here whatever planned it (a step from an older
+ * job, an intent record on disk): a name outside the pattern, e.g. `-f` or `--help`, would be an
+ * option to multipath/dmsetup. Refused, not retried.
+ */
+function mapArg(map: string): string {
+  if (!isMapName(map)) throw new RefusedError([`the map name ${JSON.stringify(map.slice(0, 140))} is not a plain map name: it never goes into a command`]);
+  return map;
+}
+
 const inUse = (text: string): boolean => /in use|busy/i.test(text);
 
 async function openCount(host: Host, map: string, timeoutMs: number): Promise<number | null> {
-  const r = await host.run(['dmsetup', 'info', '-c', map], { timeoutMs });
+  const r = await host.run(['dmsetup', 'info', '-c', mapArg(map)], { timeoutMs });
   if (r.exitCode !== 0) return null;
   try {
     return parseDmsetupInfoColumns(r.stdout).find((i) => i.name === map)?.open ?? null;
@@ -54,7 +65,7 @@ async function assertSameMap(host: Host, step: { map: string; wwid: string; dm: 
 async function assertStillDead(host: Host, step: { map: string; dm: string }, timeoutMs: number): Promise<void> {
   const holders = await host.list(sysBlockPath(step.dm, 'holders'));
   if (holders.length) throw new RefusedError([`${step.map} gained holder(s) ${holders.join(', ')} since the plan: not removing it`]);
-  const ll = expectOk(await host.run(['multipath', '-ll', step.map], { timeoutMs }));
+  const ll = expectOk(await host.run(['multipath', '-ll', mapArg(step.map)], { timeoutMs }));
   const map = parseMultipathLl(ll.stdout).maps.find((m) => m.name === step.map);
   const live = map ? pathsOf(map).filter((p) => !isDeadPath(p)) : [];
   if (live.length) throw new RefusedError([`path(s) ${live.map((p) => `${p.dev ?? '-'} ${p.dmState} ${p.checkerState}`).join(', ')} of ${step.map} came back since the plan: not removing it`]);
@@ -66,6 +77,7 @@ export function createStepExecutor(deps: ExecutorDeps): StepExecutor<ResidualSte
 
   return {
     async isDone(step, host) {
+      if ('map' in step) mapArg(step.map);
       switch (step.kind) {
         case 'record-intent': {
           // A record for the same map on the same dm device stays: its done steps are history.
@@ -77,7 +89,7 @@ export function createStepExecutor(deps: ExecutorDeps): StepExecutor<ResidualSte
           return (await host.lstat(intentPath(deps.stateDir, step.wwid))) === null;
         case 'release-queued-io': {
           if ((await dmOfWwid(host, step.wwid)) === null) return true;
-          const table = await host.run(['dmsetup', 'table', step.map], t);
+          const table = await host.run(['dmsetup', 'table', mapArg(step.map)], t);
           return table.exitCode === 0 && table.stdout.trim() !== '' && !table.stdout.includes('queue_if_no_path');
         }
         case 'flush-map':
@@ -95,6 +107,7 @@ export function createStepExecutor(deps: ExecutorDeps): StepExecutor<ResidualSte
     },
 
     async apply(step, host) {
+      if ('map' in step) mapArg(step.map);
       await applyStep(step, host);
       if (step.destructive && 'wwid' in step) await markIntentStep(host, deps.stateDir, step.wwid, step.id, new Date(deps.now()).toISOString());
     },
@@ -111,7 +124,7 @@ export function createStepExecutor(deps: ExecutorDeps): StepExecutor<ResidualSte
         case 'release-queued-io': {
           await assertSameMap(host, step);
           await assertStillDead(host, step, policy.commandTimeoutMs);
-          expectOk(await host.run(['dmsetup', 'message', step.map, '0', 'fail_if_no_path'], t));
+          expectOk(await host.run(['dmsetup', 'message', mapArg(step.map), '0', 'fail_if_no_path'], t));
           return;
         }
         case 'flush-map': {
@@ -120,7 +133,7 @@ export function createStepExecutor(deps: ExecutorDeps): StepExecutor<ResidualSte
           // Openers that were stuck on queued I/O need a moment to get their EIO and close.
           const deadline = deps.now() + policy.openCountWaitMs;
           for (;;) {
-            const r = await host.run(['multipath', '-f', step.map], t);
+            const r = await host.run(['multipath', '-f', mapArg(step.map)], t);
             // Simulated (dry-run), flushed, or gone by other hands: done either way.
             if (r.exitCode === 0 || wasSimulated(r) || (await dmOfWwid(host, step.wwid)) === null) return;
             if (!inUse(`${r.stdout}\n${r.stderr}`) || deps.now() >= deadline) {

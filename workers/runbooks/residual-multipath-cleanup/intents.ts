@@ -1,4 +1,5 @@
 import { posix } from 'node:path';
+import { isMapName } from '../../../src/catalogue/names.ts';
 import { z } from 'zod';
 import type { Host } from '../../host/host.ts';
 
@@ -12,7 +13,8 @@ import type { Host } from '../../host/host.ts';
 export const IntentRecord = z.object({
   version: z.literal(1),
   jobId: z.string(),
-  map: z.string(),
+  /** A record on disk is input: a map name outside the pattern makes it unreadable (never acted on). */
+  map: z.string().refine(isMapName, 'not a plain map name'),
   wwid: z.string().regex(/^[0-9A-Za-z._:-]{1,128}$/),
   dm: z.string(),
   disks: z.array(z.object({ name: z.string(), hctl: z.string().nullable(), wwid: z.string() })).max(64),

@@ -1,6 +1,6 @@
 import { posix } from 'node:path';
 import type { ResidualMultipathJob } from '../../../src/catalogue/jobs.ts';
-import { DEVICE_PATTERNS } from '../../../src/catalogue/names.ts';
+import { DEVICE_PATTERNS, isMapName } from '../../../src/catalogue/names.ts';
 import { TransientError } from '../../engine/errors.ts';
 import type { Host } from '../../host/host.ts';
 import { describeFailure } from '../../host/command-failed.ts';
@@ -164,6 +164,9 @@ export async function observe(job: ResidualMultipathJob, host: Host, deps: Obser
   for (const m of listing.maps) {
     const wwid = m.wwid;
     const problems = [...m.problems];
+    // The name goes into argv (multipath -f, dmsetup message): a name outside the pattern is a
+    // map we do not touch (its evidence is contradicted), whatever else it shows.
+    if (!isMapName(m.name)) problems.push(`the map name ${JSON.stringify(m.name.slice(0, 140))} is not a plain map name (letters, digits, _ . : -, not starting with - or .): not acted on`);
     const bySysfs = [...uuids].find(([, u]) => wwidOfDmUuid(u) === normalizeWwid(wwid))?.[0] ?? null;
     const dm = m.dm ?? bySysfs;
     if (dm && bySysfs !== dm) problems.push(`sysfs does not show ${dm} as the map of WWID ${wwid} (${bySysfs ?? 'no dm device has uuid mpath-' + wwid})`);

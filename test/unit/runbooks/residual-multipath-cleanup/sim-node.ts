@@ -51,14 +51,15 @@ export class SimNode extends FakeHost {
   #attempts = 0;
   #nextPid = 5000;
 
-  constructor(specs: readonly MapSpec[], crash: Crash | null = null) {
+  /** `names`: the maps' names (default mpatha, mpathb, ...), e.g. a hostile alias from multipath.conf. */
+  constructor(specs: readonly MapSpec[], crash: Crash | null = null, names: readonly string[] = []) {
     super();
     this.crash = crash;
     let disk = 0;
     this.maps = specs.map((spec, i) => {
       const m: SimMap = {
         index: i,
-        name: `mpath${String.fromCharCode(97 + i)}`,
+        name: names[i] ?? `mpath${String.fromCharCode(97 + i)}`,
         wwid: wwidOf(i),
         dm: `dm-${i}`,
         spec,
