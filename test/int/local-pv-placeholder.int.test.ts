@@ -320,6 +320,34 @@ describe('releasing a placeholder', () => {
     expect(attachedLoops()).toContainEqual({ loop, backFile: foreign });
   });
 
+  // Issue 20, item 7: the record's image path is input (a file on the host); only the image in
+  // STATE_DIR that we made is ever attached or deleted.
+  it('refuses a release whose record names an image outside STATE_DIR: that file stays, nothing is detached', async () => {
+    const { loop } = await place();
+    await mkdir(at('/etc'), { recursive: true });
+    await writeFile(at('/etc/precious.img'), 'keep me');
+    const recordFile = at(`${STATE_DIR}/placeholders/local-pv-1.json`);
+    const record = JSON.parse(await readFile(recordFile, 'utf8'));
+    await writeFile(recordFile, JSON.stringify({ ...record, image: '/etc/precious.img' }));
+    const r = job('release', 'local-pv-1', LINK, 'operator');
+    const err = await handler()(r, ctx(r)).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(RefusedError);
+    expect((err as RefusedError).reasons.join()).toMatch(/names the image \/etc\/precious\.img, not \/var\/lib\/volume-medic\/placeholders\/local-pv-1\.img/);
+    expect(await readFile(at('/etc/precious.img'), 'utf8')).toBe('keep me');
+    expect(attachedLoops().filter((a) => a.loop === loop)).toHaveLength(1);
+  });
+
+  it('refuses to place an image when the placeholders directory is a symlink out of STATE_DIR: nothing is created there', async () => {
+    await mkdir(at('/elsewhere'), { recursive: true });
+    await mkdir(at(STATE_DIR), { recursive: true });
+    await symlink('../../../elsewhere', at(`${STATE_DIR}/placeholders`));
+    const err = await handler()(job(), ctx(job())).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(RefusedError);
+    expect((err as RefusedError).reasons.join()).toMatch(/resolves to \/elsewhere, outside \/var\/lib\/volume-medic\/placeholders/);
+    expect(execFileSync('ls', ['-A', at('/elsewhere')], { encoding: 'utf8' })).toBe('');
+    expect(attachedLoops().filter((a) => a.backFile?.startsWith(root))).toEqual([]);
+  });
+
   it('reports that the PV must be recreated when a disk with a new WWN replaced it', async () => {
     await place();
     await mkdir(at('/sys/block/sdr/device'), { recursive: true });

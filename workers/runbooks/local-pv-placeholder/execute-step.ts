@@ -5,6 +5,7 @@ import type { StepExecutor } from '../../engine/runbook.ts';
 import type { Host } from '../../host/host.ts';
 import { expectOk } from '../../host/command-failed.ts';
 import { devPath } from '../../host/paths.ts';
+import { imageOutsideStateDir } from './image-path.ts';
 import { listLoops } from './loops.ts';
 import type { PlaceholderStore } from './record-store.ts';
 import type { PlaceholderStep } from './step.ts';
@@ -62,6 +63,12 @@ export function createStepExecutor(store: PlaceholderStore): StepExecutor<Placeh
     },
 
     async apply(step, host) {
+      // Checked again right before any losetup or rm of an image: a directory could have been
+      // swapped for a symlink since the plan.
+      if ('image' in step) {
+        const outside = await imageOutsideStateDir(host, store, step.image);
+        if (outside) throw new RefusedError([`not touching the image: ${outside}`]);
+      }
       switch (step.kind) {
         case 'write-record':
           return store.put(host, step.record);

@@ -48,5 +48,9 @@ export interface PlaceholderFacts {
   /** Loop devices recorded for other PVs (reserved even while not attached yet). */
   reservedLoops: string[];
   attached: LoopAttachment[];
-  image: { path: string; seenByCommandsAs: string; size: number | null };
+  /**
+   * `outside`: why the image path may not be touched (its directory resolves outside STATE_DIR,
+   * or it is not a regular file); unset when it may (image-path.ts).
+   */
+  image: { path: string; seenByCommandsAs: string; size: number | null; outside?: string };
 }

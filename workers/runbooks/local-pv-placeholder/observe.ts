@@ -1,4 +1,5 @@
 import { posix } from 'node:path';
+import { imageOutsideStateDir } from './image-path.ts';
 import type { LocalPvPlaceholderJob } from '../../../src/catalogue/jobs.ts';
 import { DEVICE_PATTERNS, isDiskLinkPath } from '../../../src/catalogue/names.ts';
 import { TransientError } from '../../engine/errors.ts';
@@ -91,6 +92,7 @@ export async function observe(job: LocalPvPlaceholderJob, host: Host, deps: Obse
 
   const image = deps.store.imagePath(pv);
   const imageInfo = await host.lstat(image);
+  const outside = await imageOutsideStateDir(host, deps.store, image);
   return {
     action: job.action,
     release: { ...(job.release ?? { by: 'detector', force: false }), asked: job.evidence.map((e) => `${e.source}: ${e.summary}`).join('; ') },
@@ -109,6 +111,6 @@ export async function observe(job: LocalPvPlaceholderJob, host: Host, deps: Obse
     recordUnreadable: own === 'unreadable',
     reservedLoops: listing.records.filter((r) => r.pv !== pv).map((r) => r.loop),
     attached: await listLoops(host),
-    image: { path: image, seenByCommandsAs: host.argPath(image), size: imageInfo?.type === 'file' ? imageInfo.size : null },
+    image: { path: image, seenByCommandsAs: host.argPath(image), size: imageInfo?.type === 'file' ? imageInfo.size : null, ...(outside ? { outside } : {}) },
   };
 }

@@ -42,6 +42,12 @@ export function plan(f: PlaceholderFacts): Plan<PlaceholderStep> {
   if (f.record && f.record.path !== f.path) {
     return refuse(`PV ${f.pv} has a placeholder recorded for ${f.record.path}, not ${f.path}: release that one first`);
   }
+  // The image is created, attached and deleted: only ever the file in STATE_DIR that we make. A
+  // record naming another file (edited on disk) or a directory swapped for a symlink stops here.
+  if (f.record && f.record.image !== f.image.path) {
+    return refuse(`the placeholder record of PV ${f.pv} names the image ${f.record.image}, not ${f.image.path}: not touching either; inspect the record by hand`);
+  }
+  if (f.image.outside) return refuse(`the placeholder image of PV ${f.pv} may not be touched: ${f.image.outside}`);
   if (f.action === 'release') {
     if (f.release.by === 'operator' && f.release.force) return planRelease(f, `release forced by an operator (${f.release.asked})`, [operatorForceEvidence(f)]);
     if (!f.record) return nothing(`release requested, but no placeholder is recorded for PV ${f.pv}`);

@@ -16,8 +16,10 @@ export interface RecordListing {
 
 export class PlaceholderStore {
   readonly dir: string;
+  readonly stateDir: string;
 
   constructor(stateDir: string) {
+    this.stateDir = stateDir;
     this.dir = posix.join(stateDir, 'placeholders');
   }
 
