@@ -237,8 +237,16 @@ describe('operator controls with a real Redis, receiver and node agent', () => {
     // Earlier tests' nodes are in the window too: start from an empty one.
     await api('/v1/breakers/reset', { breaker: 'storm' }, 'test');
     for (const node of ['storm-a', 'storm-b', 'storm-c']) agent(node, toy, cfg);
+    // The first two nodes' jobs finish before the third starts: were they still running when the
+    // storm tripped, they would park too, and the reset below would release three nodes at once
+    // and trip the storm again (as it should), leaving the third job parked (seen under load).
     const ids = [];
-    for (const node of ['storm-a', 'storm-b', 'storm-c']) ids.push(await newJob(node));
+    for (const node of ['storm-a', 'storm-b']) {
+      const id = await newJob(node);
+      ids.push(id);
+      await until(id, (j) => j.state === 'completed', `${node}'s job done`);
+    }
+    ids.push(await newJob('storm-c'));
     await waitFor('storm breaker tripped', async () => {
       const b = await get('/v1/breakers');
       return b.breakers.find((x: any) => x.name === 'storm' && x.tripped) ?? undefined;
