@@ -210,8 +210,18 @@ describe('the deploy ACL file on a real redis-server', () => {
     await refused(r.client('LIST'));
     await refused(r.publish('anything', 'x'));
     await refused(r.call('SHUTDOWN', 'NOSAVE'));
-    // Inside its prefix it may write.
-    expect(await r.set(`${prefix}:acl-test:${c}`, 'ok')).toBe('OK');
+    // Inside its prefix it may write (a node agent only its queues and what a worker records).
+    if (c === 'node-agent') {
+      await refused(r.set(`${prefix}:acl-test:${c}`, 'ok'));
+      expect(await r.set(`${prefix}:vm-node-acl-test:x`, 'ok')).toBe('OK');
+      // It reads the operator controls, and cannot change them: no HSET enforce, no lifting a pause.
+      expect(await r.hget(`${prefix}:vm:ctl:modes`, 'runbook/x')).toBeNull();
+      await refused(r.hset(`${prefix}:vm:ctl:modes`, 'runbook/x', '{"mode":"enforce"}'));
+      await refused(r.hdel(`${prefix}:vm:ctl:pause`, 'cluster'));
+      await refused(r.eval("return redis.call('HSET', KEYS[1], 'cluster', '{}')", 1, `${prefix}:vm:ctl:pause`));
+    } else {
+      expect(await r.set(`${prefix}:acl-test:${c}`, 'ok')).toBe('OK');
+    }
     if (c === 'receiver') await refused(r.bzpopmin(`${prefix}:x:marker`, 0.01));
   });
 

@@ -77,9 +77,12 @@ describe('the Redis ACL users (deploy/components/redis/users.acl.template)', () 
     expect(users.get('healthcheck')).toEqual(['on', 'nopass', 'resetkeys', 'resetchannels', '-@all', '+ping']);
     for (const c of COMPONENTS) {
       const rules = users.get(REDIS_USERS[c])!;
-      expect(rules.slice(0, 6)).toEqual(['on', `#${require('node:crypto').createHash('sha256').update(passwords[c]).digest('hex')}`, 'resetkeys', 'resetchannels', '~volume-medic:*', '-@all']);
+      const keys = c === 'node-agent'
+        ? ['~volume-medic:vm-node-*', '~volume-medic:vm:queues', '~volume-medic:vm:stats', '~volume-medic:vm:ctl:audit', '~volume-medic:vm:ctl:parked', '~volume-medic:vm:ctl:approval:*', '~volume-medic:vm:ctl:breaker:*', '%R~volume-medic:vm:ctl:modes', '%R~volume-medic:vm:ctl:pause']
+        : ['~volume-medic:*'];
+      expect(rules.slice(0, 5 + keys.length)).toEqual(['on', `#${require('node:crypto').createHash('sha256').update(passwords[c]).digest('hex')}`, 'resetkeys', 'resetchannels', ...keys, '-@all']);
       // Only single commands after that: no categories, no other key or channel patterns.
-      for (const r of rules.slice(6)) expect(r, `${c}: ${r}`).toMatch(/^\+[a-z]+(\|[a-z]+)?$/);
+      for (const r of rules.slice(5 + keys.length)) expect(r, `${c}: ${r}`).toMatch(/^\+[a-z]+(\|[a-z]+)?$/);
     }
   });
 
