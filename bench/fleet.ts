@@ -143,7 +143,7 @@ async function bareStorm(fleet: Fleet, n: number, redis: PrivateRedis, admin: Re
   const worker = async (): Promise<void> => {
     while (next < nodes.length) {
       const node = nodes[next++]!;
-      const q = new Queue(nodeQueueName(node), { connection: conn, prefix: PREFIX });
+      const q = new Queue(nodeQueueName(node), { connection: conn, prefix: PREFIX, skipVersionCheck: true });
       await q.add('residual-multipath-cleanup', { node }, { jobId: `bare-${node}`, removeOnComplete: { age: 900 } });
       await q.close();
     }

@@ -229,6 +229,10 @@ export function createRunbookWorker(opts: RunbookWorkerOptions): RunbookWorker {
   const worker = new Worker(opts.queue, processor, {
     connection,
     prefix: opts.prefix,
+    // No full INFO per connection at start (BullMQ's version check): after a power loss 10,000
+    // agents connecting at once each sent two, costlier the more clients Redis already has.
+    // README states the Redis versions we run on.
+    skipVersionCheck: true,
     concurrency: 1,
     // An idle worker blocks on its queue's marker this long per round trip (BullMQ's default: 5 s).
     // A new job wakes it at once whatever this is, so it costs no latency; at fleet scale it is
