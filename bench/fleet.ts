@@ -110,6 +110,18 @@ interface Storm {
   lost: number;
   duplicated: number;
   redisCpuMsPerJob: number;
+  /** Redis commands per job during the storm (scripts' own calls included), the largest first. */
+  commandsPerJob?: Record<string, number>;
+}
+
+/** Commands per job from INFO commandstats (reset before the storm: a private Redis). */
+async function commandsPerJob(admin: Redis, jobs: number): Promise<Record<string, number>> {
+  const out: [string, number][] = [];
+  for (const m of (await admin.info('commandstats')).matchAll(/^cmdstat_([a-z|]+):calls=(\d+)/gm)) {
+    if (m[1]!.startsWith('config') || m[1] === 'info') continue;
+    out.push([m[1]!, round(Number(m[2]) / jobs, 2)]);
+  }
+  return Object.fromEntries(out.sort((a, b) => b[1] - a[1]).filter(([, v]) => v >= 0.05));
 }
 
 async function waitAll(fleet: Fleet, nodes: string[]): Promise<void> {
@@ -216,7 +228,9 @@ for (const n of SIZES) {
       const base = Number(/used_memory:(\d+)/.exec(await admin.info('memory'))?.[1] ?? 0);
       const { fleet, readyMs } = await startFleet(kind, n, redis);
       const i = await idle(admin, base);
+      await admin.config('RESETSTAT');
       const storm = kind === 'bare' ? await bareStorm(fleet, n, redis, admin) : await ourStorm(fleet, n, redis, admin);
+      storm.commandsPerJob = await commandsPerJob(admin, n);
       rows.push({ n, kind, readyS: round(readyMs / 1000), idle: i, storm });
       process.stdout.write(`${JSON.stringify(rows.at(-1))}\n`);
       await Promise.all(fleet.children.map((c) => c.kill('SIGKILL')));

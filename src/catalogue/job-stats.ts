@@ -13,8 +13,9 @@ export async function recordFinished(redis: Redis, prefix: string, runbook: stri
   const key = statsKey(prefix);
   const p = redis.pipeline();
   p.hincrby(key, `finished|${runbook}|${outcome}`, 1);
-  for (const le of DURATION_BUCKETS_S) if (durationS <= le) p.hincrby(key, `bucket|${runbook}|${le}`, 1);
-  p.hincrby(key, `bucket|${runbook}|+Inf`, 1);
+  // One counter for the bucket the duration falls in; the exposition adds them up into
+  // Prometheus' cumulative buckets (3 commands per job, not up to 12: issue 21, job cost).
+  p.hincrby(key, `in|${runbook}|${DURATION_BUCKETS_S.find((le) => durationS <= le) ?? '+Inf'}`, 1);
   p.hincrbyfloat(key, `sum|${runbook}`, durationS);
   await p.exec();
 }
@@ -26,6 +27,8 @@ export async function recordFinished(redis: Redis, prefix: string, runbook: stri
 export async function recordUntrusted(redis: Redis, prefix: string, kind: string, reason: string): Promise<void> {
   await redis.hincrby(statsKey(prefix), `untrusted|${kind}|${reason}`, 1);
 }
+
+const BUCKET_LABELS: readonly string[] = [...DURATION_BUCKETS_S.map(String), '+Inf'];
 
 const esc = (v: string): string => v.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n');
 
@@ -39,9 +42,13 @@ export async function finishedExposition(redis: Redis, prefix: string): Promise<
   for (const [field, value] of Object.entries(h)) {
     const [kind, runbook = '', extra = ''] = field.split('|');
     if (kind === 'finished') finished.push(`volume_medic_jobs_finished_total{runbook="${esc(runbook)}",outcome="${esc(extra)}"} ${Number(value)}`);
-    else if (kind === 'bucket') {
+    else if (kind === 'bucket' || kind === 'in') {
+      // `bucket|`: cumulative counts written before issue 21 (kept as they are); `in|`: per bucket.
       const m = buckets.get(runbook) ?? new Map<string, number>();
-      m.set(extra, Number(value));
+      const at = BUCKET_LABELS.indexOf(extra);
+      if (at < 0) continue;
+      const les = kind === 'bucket' ? [extra] : BUCKET_LABELS.slice(at);
+      for (const le of les) m.set(le, (m.get(le) ?? 0) + Number(value));
       buckets.set(runbook, m);
     } else if (kind === 'sum') sums.set(runbook, Number(value));
     else if (kind === 'untrusted') untrusted.push(`volume_medic_untrusted_refused_total{kind="${esc(runbook)}",reason="${esc(extra)}"} ${Number(value)}`);
@@ -57,7 +64,7 @@ export async function finishedExposition(redis: Redis, prefix: string): Promise<
     '# TYPE volume_medic_job_duration_seconds histogram',
   ];
   for (const [runbook, m] of [...buckets].sort(([a], [b]) => a.localeCompare(b))) {
-    for (const le of [...DURATION_BUCKETS_S.map(String), '+Inf']) {
+    for (const le of BUCKET_LABELS) {
       lines.push(`volume_medic_job_duration_seconds_bucket{runbook="${esc(runbook)}",le="${le}"} ${m.get(le) ?? 0}`);
     }
     lines.push(`volume_medic_job_duration_seconds_sum{runbook="${esc(runbook)}"} ${sums.get(runbook) ?? 0}`);

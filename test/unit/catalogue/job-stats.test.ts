@@ -1,0 +1,38 @@
+import type { Redis } from 'ioredis';
+import { describe, expect, it } from 'vitest';
+import { finishedExposition, recordFinished } from '../../../src/catalogue/job-stats.ts';
+
+// The stats hash in memory: what recordFinished writes, what the exposition reads.
+function fakeRedis(): Redis & { hash: Map<string, number> } {
+  const hash = new Map<string, number>();
+  const ops: (() => void)[] = [];
+  const pipeline = {
+    hincrby: (_k: string, f: string, n: number) => { ops.push(() => hash.set(f, (hash.get(f) ?? 0) + n)); return pipeline; },
+    hincrbyfloat: (_k: string, f: string, n: number) => { ops.push(() => hash.set(f, (hash.get(f) ?? 0) + n)); return pipeline; },
+    exec: async () => { for (const o of ops.splice(0)) o(); return []; },
+  };
+  return { hash, pipeline: () => pipeline, hgetall: async () => Object.fromEntries([...hash].map(([k, v]) => [k, String(v)])) } as never;
+}
+
+describe('job statistics', () => {
+  it('writes one bucket per job and exposes cumulative Prometheus buckets', async () => {
+    const r = fakeRedis();
+    for (const d of [0.05, 0.7, 0.7, 42, 5000]) await recordFinished(r, 'p', 'rb', 'succeeded', d);
+    expect([...r.hash.keys()].filter((k) => k.startsWith('in|')).length).toBe(4);
+    const text = await finishedExposition(r, 'p');
+    const bucket = (le: string) => Number(new RegExp(`_bucket\\{runbook="rb",le="${le.replace('+', '\\+')}"\\} (\\d+)`).exec(text)?.[1]);
+    expect([bucket('0.1'), bucket('0.5'), bucket('1'), bucket('30'), bucket('60'), bucket('900'), bucket('+Inf')]).toEqual([1, 1, 3, 3, 4, 4, 5]);
+    expect(text).toMatch(/volume_medic_job_duration_seconds_count\{runbook="rb"\} 5/);
+    expect(text).toMatch(/volume_medic_jobs_finished_total\{runbook="rb",outcome="succeeded"\} 5/);
+  });
+
+  it('adds the cumulative buckets written before to the new ones', async () => {
+    const r = fakeRedis();
+    r.hash.set('bucket|rb|1', 2);
+    r.hash.set('bucket|rb|+Inf', 3);
+    await recordFinished(r, 'p', 'rb', 'succeeded', 0.2);
+    const text = await finishedExposition(r, 'p');
+    expect(text).toMatch(/le="1"\} 3/);
+    expect(text).toMatch(/le="\+Inf"\} 4/);
+  });
+});
