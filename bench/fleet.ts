@@ -26,6 +26,7 @@ const here = (p: string): string => join(dirname(fileURLToPath(import.meta.url))
 const SIZES = (process.env['FLEET_SIZES'] ?? '1000,5000,10000').split(',').map(Number).filter((n) => n > 0);
 const PER_PROCESS = Number(process.env['FLEET_PER_PROCESS'] ?? 1000);
 const IDLE_SECONDS = Number(process.env['FLEET_IDLE_SECONDS'] ?? 60);
+const RECONNECT_WAIT_S = Number(process.env['FLEET_RECONNECT_WAIT_S'] ?? 60);
 const STORM_TIMEOUT_MS = Number(process.env['FLEET_STORM_TIMEOUT_S'] ?? 300) * 1000;
 const PREFIX = 'fleet';
 const keysDir = process.env['SIGNING_KEYS_DIR'] || writeSigningKeys(undefined);
@@ -40,13 +41,15 @@ interface Fleet {
   children: Child[];
   ran: Map<string, number>;
   done: Map<string, number>;
+  /** Epoch ms of each agent's connection coming back, per node, after startup. */
+  up: Map<string, number[]>;
   firstRanAt: number;
   lastRanAt: number;
   lastDoneAt: number;
 }
 
 async function startFleet(kind: Kind, n: number, redis: PrivateRedis): Promise<{ fleet: Fleet; readyMs: number }> {
-  const fleet: Fleet = { children: [], ran: new Map(), done: new Map(), firstRanAt: 0, lastRanAt: 0, lastDoneAt: 0 };
+  const fleet: Fleet = { children: [], ran: new Map(), done: new Map(), up: new Map(), firstRanAt: 0, lastRanAt: 0, lastDoneAt: 0 };
   const t0 = performance.now();
   for (let from = 0; from < n; from += PER_PROCESS) {
     const c = startChild(here('./servers/fleet-agents.ts'), {
@@ -57,8 +60,9 @@ async function startFleet(kind: Kind, n: number, redis: PrivateRedis): Promise<{
       const text = (m as { line?: string }).line ?? '';
       const now = performance.now();
       for (const line of text.split('\n')) {
-        const [what, node] = line.split(' ');
+        const [what, node, at] = line.split(' ');
         if (!node) continue;
+        if (what === 'UP') fleet.up.set(node, [...(fleet.up.get(node) ?? []), Number(at)]);
         if (what === 'RAN') {
           fleet.ran.set(node, (fleet.ran.get(node) ?? 0) + 1);
           fleet.firstRanAt ||= now;
@@ -199,12 +203,41 @@ async function ourStorm(fleet: Fleet, n: number, redis: PrivateRedis, admin: Red
   return stormResult(fleet, nodes, t0, answers, cpu1.mainMs - cpu0.mainMs);
 }
 
+interface Reconnect {
+  /** Agents whose connection came back within RECONNECT_WAIT_S of the restart. */
+  back: number;
+  /** Seconds from Redis answering again until the last agent was back. */
+  allBackS: number;
+  /** Agents back in each second after Redis answered again. */
+  perSecond: number[];
+}
+
+/**
+ * Redis restarted under the agents: when does each come back? Full jitter spreads them; without
+ * it every agent reconnects in the same retry slots.
+ */
+async function reconnectStorm(fleet: Fleet, n: number, redis: PrivateRedis): Promise<Reconnect> {
+  const before = new Map([...fleet.up].map(([k, v]) => [k, v.length]));
+  await redis.stop();
+  await sleep(3_000);
+  await redis.start();
+  const t0 = Date.now();
+  const deadline = performance.now() + RECONNECT_WAIT_S * 1000;
+  const backAt = (): number[] => [...fleet.up].map(([k, v]) => (v.length > (before.get(k) ?? 0) ? v.at(-1)! : Number.NaN)).filter(Number.isFinite);
+  while (performance.now() < deadline && backAt().length < n) await sleep(250);
+  const at = backAt().map((t) => Math.max(0, t - t0));
+  const perSecond = Array.from({ length: Math.ceil(Math.max(0, ...at) / 1000) + 1 }, () => 0);
+  for (const t of at) perSecond[Math.floor(t / 1000)]! += 1;
+  return { back: at.length, allBackS: at.length === n ? round(Math.max(...at) / 1000, 1) : Number.NaN, perSecond };
+}
+
 interface Row {
   n: number;
   kind: Kind;
   readyS: number;
   idle: Idle;
   storm: Storm;
+  reconnect?: Reconnect;
 }
 
 // Every agent holds two connections (BullMQ's blocking one and its command one), so one Redis
@@ -231,7 +264,8 @@ for (const n of SIZES) {
       await admin.config('RESETSTAT');
       const storm = kind === 'bare' ? await bareStorm(fleet, n, redis, admin) : await ourStorm(fleet, n, redis, admin);
       storm.commandsPerJob = await commandsPerJob(admin, n);
-      rows.push({ n, kind, readyS: round(readyMs / 1000), idle: i, storm });
+      const reconnect = kind === 'ours' ? await reconnectStorm(fleet, n, redis) : undefined;
+      rows.push({ n, kind, readyS: round(readyMs / 1000), idle: i, storm, ...(reconnect ? { reconnect } : {}) });
       process.stdout.write(`${JSON.stringify(rows.at(-1))}\n`);
       await Promise.all(fleet.children.map((c) => c.kill('SIGKILL')));
     } finally {
@@ -245,6 +279,9 @@ const per1000 = (v: number, n: number): number => round((v / n) * 1000, 2);
 process.stdout.write('\n| N | kind | ready s | idle Redis CPU % of a core | per 1,000 agents | commands/s | connections | memory MiB per 1,000 | storm: all started s | all done s | answers | lost | dup | Redis CPU ms/job |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n');
 for (const r of rows) {
   process.stdout.write(`| ${r.n} | ${r.kind} | ${r.readyS} | ${r.idle.cpuPctOfCore} | ${per1000(r.idle.cpuPctOfCore, r.n)} | ${r.idle.commandsPerSecond} | ${r.idle.connections} | ${per1000(r.idle.memoryMiB, r.n)} | ${r.storm.allStartedS} | ${r.storm.allDoneS} | ${Object.entries(r.storm.answers).map(([k, v]) => `${k}: ${v}`).join(', ')} | ${r.storm.lost} | ${r.storm.duplicated} | ${r.storm.redisCpuMsPerJob} |\n`);
+}
+for (const r of rows) {
+  if (r.reconnect) process.stdout.write(`\nN=${r.n}: Redis restarted under the agents: ${r.reconnect.back} of ${r.n} back, the last ${r.reconnect.allBackS} s after Redis answered; agents back per second: ${r.reconnect.perSecond.join(' ')}\n`);
 }
 process.stdout.write('\nours / bare, same N:\n');
 for (const n of SIZES) {

@@ -49,6 +49,8 @@ for (let i = from; i < to; i++) {
     });
     const agent = createNodeAgent({ config, registry, log });
     agent.worker.on('completed', () => say(`DONE ${node}`));
+    // Reconnections after a Redis restart: when each agent's command connection is back (epoch ms).
+    agent.connection.on('ready', () => say(`UP ${node} ${Date.now()}`));
     workers.push(agent.worker);
   } else {
     const w = new Worker(nodeQueueName(node), async () => {
