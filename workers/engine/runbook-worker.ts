@@ -111,7 +111,9 @@ export function createRunbookWorker(opts: RunbookWorkerOptions): RunbookWorker {
       const begun = await controls?.begin({ jobId, queue: opts.queue, runbook, createdAt: job.timestamp, configuredMode: opts.modeOf(parsed.data.runbook) });
       modeWhy = begun?.modeWhy;
       if (begun?.park) return await park(job, token, begun.park);
-      await controls?.unpark(jobId);
+      // Only a job that ran before can be listed as parked (a first run's progress is 0): one
+      // command less per job (bench:fleet counts them).
+      if (typeof job.progress === 'object' && job.progress !== null) await controls?.unpark(jobId);
       const ctx: RunbookContext = {
         jobId,
         attempt: job.attemptsMade + 1,
