@@ -15,6 +15,7 @@ import { Dispatcher } from './queues/dispatcher.ts';
 import { trustFromConfig } from './trust/from-config.ts';
 import { JobReader } from './queues/job-reader.ts';
 import { producerConnection, whenReady } from './queues/redis.ts';
+import { redisTarget } from './queues/redis-target.ts';
 import { OperatorActions } from './controls/operator-actions.ts';
 import type { RepeatAnswers } from './ingest/repeat-answers.ts';
 import type { KubeConfig } from '@kubernetes/client-node';
@@ -70,7 +71,7 @@ export async function startReceiver(config: Config, opts: ReceiverOptions = {}):
   // Everything the receiver stores for an agent is sealed with its key (fails closed without one).
   const trust = trustFromConfig(config, 'receiver');
   if (trust.allowUnsigned) log.warn('ALLOW_UNSIGNED_WORK=true: agents accept work without a seal; anyone who can write to Redis can make them act');
-  const redis = producerConnection(config.redisUrl);
+  const redis = producerConnection(redisTarget(config));
   redis.on('error', (err) => log.debug({ err: err.message }, 'redis connection error'));
   try {
     await whenReady(redis, 5_000);

@@ -1,5 +1,5 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { RedisConnection } from '../queues/redis.ts';
 import { z } from 'zod';
 import type { Operator } from './operator.ts';
 
@@ -26,12 +26,12 @@ export type UiSession = z.infer<typeof Session>;
 const ID = /^[A-Za-z0-9_-]{43}$/;
 
 export class SessionStore {
-  readonly #redis: Redis;
+  readonly #redis: RedisConnection;
   readonly #prefix: string;
   readonly #ttlSeconds: number;
   readonly #now: () => Date;
 
-  constructor(redis: Redis, prefix: string, ttlSeconds: number, now: () => Date = () => new Date()) {
+  constructor(redis: RedisConnection, prefix: string, ttlSeconds: number, now: () => Date = () => new Date()) {
     this.#redis = redis;
     this.#prefix = prefix;
     this.#ttlSeconds = ttlSeconds;

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisConnection } from '../queues/redis.ts';
 
 // Finished-job counters and durations live in one Redis hash, written by whichever worker
 // finished the job (node agents, cluster worker) and read by the receiver's /metrics, so one
@@ -9,7 +9,7 @@ export const DURATION_BUCKETS_S = [0.1, 0.5, 1, 5, 15, 30, 60, 300, 900] as cons
 export const statsKey = (prefix: string): string => `${prefix}:vm:stats`;
 
 /** Record one finished job (outcome: the RunbookResult outcome, or `error`). */
-export async function recordFinished(redis: Redis, prefix: string, runbook: string, outcome: string, durationS: number): Promise<void> {
+export async function recordFinished(redis: RedisConnection, prefix: string, runbook: string, outcome: string, durationS: number): Promise<void> {
   const key = statsKey(prefix);
   const p = redis.pipeline();
   p.hincrby(key, `finished|${runbook}|${outcome}`, 1);
@@ -24,7 +24,7 @@ export async function recordFinished(redis: Redis, prefix: string, runbook: stri
  * Record work or a control record refused as untrusted (unsigned, badly sealed, expired,
  * replayed, from the wrong issuer): `kind` is job | mode | pause | approval.
  */
-export async function recordUntrusted(redis: Redis, prefix: string, kind: string, reason: string): Promise<void> {
+export async function recordUntrusted(redis: RedisConnection, prefix: string, kind: string, reason: string): Promise<void> {
   await redis.hincrby(statsKey(prefix), `untrusted|${kind}|${reason}`, 1);
 }
 
@@ -33,7 +33,7 @@ const BUCKET_LABELS: readonly string[] = [...DURATION_BUCKETS_S.map(String), '+I
 const esc = (v: string): string => v.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n');
 
 /** Prometheus text exposition of the fleet-wide counters. */
-export async function finishedExposition(redis: Redis, prefix: string): Promise<string> {
+export async function finishedExposition(redis: RedisConnection, prefix: string): Promise<string> {
   const h = await redis.hgetall(statsKey(prefix));
   const finished: string[] = [];
   const untrusted: string[] = [];

@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { accessSync, constants, readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { Config } from './schema.ts';
@@ -41,6 +41,16 @@ const ENV: Record<string, [keyof Config, (v: string) => unknown]> = {
   PORT: ['port', (v) => v],
   LISTEN_ADDRESS: ['listenAddress', (v) => v],
   REDIS_URL: ['redisUrl', (v) => v],
+  REDIS_SENTINELS: ['redisSentinels', list],
+  REDIS_SENTINEL_NAME: ['redisSentinelName', (v) => v],
+  REDIS_SENTINEL_PASSWORD: ['redisSentinelPassword', (v) => v],
+  REDIS_CLUSTER_NODES: ['redisClusterNodes', list],
+  REDIS_USERNAME: ['redisUsername', (v) => v],
+  REDIS_PASSWORD: ['redisPassword', (v) => v],
+  REDIS_TLS: ['redisTls', (v) => v],
+  REDIS_TLS_CA_FILE: ['redisTlsCaFile', (v) => v],
+  REDIS_ACK_REPLICAS: ['redisAckReplicas', (v) => v],
+  REDIS_ACK_TIMEOUT_MS: ['redisAckTimeoutMs', (v) => v],
   QUEUE_PREFIX: ['queuePrefix', (v) => v],
   VOLUME_MEDIC_TOKEN: ['tokens', list],
   ALLOW_UNAUTHENTICATED: ['allowUnauthenticated', (v) => v],
@@ -149,18 +159,27 @@ export function loadConfig(env: Env = process.env): Config {
   if (result.data.httpHeadersTimeoutMs > result.data.httpRequestTimeoutMs) {
     throw new ConfigError(`invalid configuration:\n  HTTP_HEADERS_TIMEOUT_MS: may not exceed HTTP_REQUEST_TIMEOUT_MS (${result.data.httpRequestTimeoutMs}) (got ${result.data.httpHeadersTimeoutMs})`);
   }
+  if (result.data.redisTlsCaFile) {
+    try {
+      accessSync(result.data.redisTlsCaFile, constants.R_OK);
+    } catch (err) {
+      throw new ConfigError(`REDIS_TLS_CA_FILE: cannot read ${result.data.redisTlsCaFile}: ${(err as NodeJS.ErrnoException).code ?? 'error'}`);
+    }
+  }
   return result.data;
 }
+
+/** Settings whose values never appear in a message. */
+const SECRET = new Set(['tokens', 'redisPassword', 'redisSentinelPassword']);
 
 function describe(error: z.ZodError, raw: Record<string, unknown>): string {
   return error.issues.map((issue) => {
     const key = String(issue.path[0] ?? '');
     const name = ENV_OF[key] ?? key;
-    const secret = key === 'tokens';
     // A URL may carry a password (REDIS_URL): shown with its userinfo hidden, malformed or not.
     const value = raw[key];
     const shown = typeof value === 'string' && value.includes('@') ? redactUrl(value) : value;
-    const got = secret || !(key in raw) ? '' : ` (got ${redactUrlsIn(JSON.stringify(shown))})`;
+    const got = SECRET.has(key) || !(key in raw) ? '' : ` (got ${redactUrlsIn(JSON.stringify(shown))})`;
     return `  ${name}: ${issue.message}${got}`;
   }).join('\n');
 }

@@ -12,15 +12,61 @@ import { DEFAULT_NPD_EVENT_SOURCES } from '../sources/event-trust.ts';
 const Port = z.coerce.number().int().min(0).max(65535);
 const Millis = z.coerce.number().int().positive();
 
+function isRedisUrl(v: string): boolean {
+  try {
+    const u = new URL(v);
+    return (u.protocol === 'redis:' || u.protocol === 'rediss:') && u.hostname !== '' && !/\s/.test(v);
+  } catch {
+    return false;
+  }
+}
+
+/** `host:port` (IPv6 in brackets); a port is required: a default would hide a typo. */
+export const HOST_PORT = /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?):([0-9]{1,5})$/;
+const HostPort = z.string().refine((v) => {
+  const m = HOST_PORT.exec(v);
+  return m !== null && Number(m[3]) >= 1 && Number(m[3]) <= 65535;
+}, 'expected host:port with a port from 1 to 65535 (e.g. redis-0.redis:26379)');
+
 export const Config = z.object({
   /** PORT: HTTP port of the receiver. */
   port: Port.default(8080),
   /** LISTEN_ADDRESS: address the receiver binds to. */
   listenAddress: z.string().default('0.0.0.0'),
-  /** REDIS_URL: where the queues live: redis[s]://[user:password@]host[:port][/db]. */
-  redisUrl: z.string().url().refine((u) => /^rediss?:\/\/[^\s]+$/.test(u) && URL.canParse(u) && new URL(u).hostname !== '', 'not a redis:// or rediss:// URL with a host')
-    .default('redis://127.0.0.1:6379'),
-  /** QUEUE_PREFIX: BullMQ key prefix, so several installations can share one Redis. */
+  // --- Redis: exactly one of REDIS_URL, REDIS_SENTINELS, REDIS_CLUSTER_NODES (none: REDIS_URL's
+  // default, for development). See src/queues/redis-target.ts for how they become a connection.
+  /** REDIS_URL: a single Redis, `redis://` or `rediss://` (TLS). Default `redis://127.0.0.1:6379` when no topology is set. */
+  redisUrl: z.string().refine(isRedisUrl, 'a redis:// or rediss:// URL').optional(),
+  /** REDIS_SENTINELS: Sentinel-managed primary/replica: the sentinels, `host:port,host:port`; needs REDIS_SENTINEL_NAME. */
+  redisSentinels: z.array(HostPort).min(1).optional(),
+  /** REDIS_SENTINEL_NAME: the primary's name the sentinels monitor (`sentinel monitor <name> ...`). */
+  redisSentinelName: z.string().regex(/^[A-Za-z0-9._-]{1,128}$/, 'letters, digits, . _ - only').optional(),
+  /** REDIS_SENTINEL_PASSWORD: the sentinels' own password (`requirepass` of the sentinels), if any. Never logged. */
+  redisSentinelPassword: z.string().min(1).optional(),
+  /** REDIS_CLUSTER_NODES: Redis Cluster: some of its nodes, `host:port,host:port` (the rest is discovered). */
+  redisClusterNodes: z.array(HostPort).min(1).optional(),
+  /** REDIS_USERNAME: ACL user for the Redis servers (all three topologies); default none (`default`). */
+  redisUsername: z.string().min(1).optional(),
+  /** REDIS_PASSWORD: password of the Redis servers (all three topologies); overrides one in REDIS_URL. Never logged. */
+  redisPassword: z.string().min(1).optional(),
+  /** REDIS_TLS: connect with TLS (all three topologies; sentinels too). `rediss://` implies it. Default false. */
+  redisTls: z.union([z.boolean(), z.stringbool()]).default(false),
+  /** REDIS_TLS_CA_FILE: PEM file of the CA that signed the Redis servers' certificates (default: the system's CAs). */
+  redisTlsCaFile: z.string().min(1).optional(),
+  /**
+   * REDIS_ACK_REPLICAS: a webhook is answered 202 only once this many replicas acknowledged its
+   * job (`WAIT`, on a connection of its own); when they do not within REDIS_ACK_TIMEOUT_MS the
+   * answer is 503 and the sender retries. Default 1 with REDIS_SENTINELS, else 0 (no wait).
+   * Not supported with REDIS_CLUSTER_NODES (a batch spans masters).
+   */
+  redisAckReplicas: z.coerce.number().int().min(0).max(16).optional(),
+  /** REDIS_ACK_TIMEOUT_MS: how long a replica acknowledgement is waited for. Default 1000. */
+  redisAckTimeoutMs: Millis.default(1_000),
+  /**
+   * QUEUE_PREFIX: BullMQ key prefix, so several installations can share one Redis. No `{}`: the
+   * hash tag of every key is in the queue name (`{vm-node-<node>}`), one slot per queue; a tag in
+   * the prefix would put the whole installation in one slot of a Cluster.
+   */
   queuePrefix: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'letters, digits, _ and - only').default('volume-medic'),
   /** VOLUME_MEDIC_TOKEN: bearer token(s) the webhook senders must present; comma-separated to rotate. */
   tokens: z.array(z.string().min(16, 'a token must be at least 16 characters')).default([]),
@@ -224,7 +270,19 @@ export const Config = z.object({
   kubeletRootDir: z.string().regex(/^\/[A-Za-z0-9._/-]*$/).default('/var/lib/kubelet'),
   /** LOG_LEVEL: pino level. */
   logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+}).superRefine((c, ctx) => {
+  // Exactly one topology. Issues name the setting (load.ts turns that into the variable's name).
+  const set = (['redisUrl', 'redisSentinels', 'redisClusterNodes'] as const).filter((k) => c[k] !== undefined);
+  if (set.length > 1) {
+    for (const k of set.slice(1)) ctx.addIssue({ code: 'custom', path: [k], message: `set only one of REDIS_URL, REDIS_SENTINELS, REDIS_CLUSTER_NODES (also set: ${set.filter((o) => o !== k).map(envName).join(', ')})` });
+  }
+  if (c.redisSentinels && !c.redisSentinelName) ctx.addIssue({ code: 'custom', path: ['redisSentinelName'], message: 'required with REDIS_SENTINELS: the name of the primary the sentinels monitor' });
+  if (!c.redisSentinels && c.redisSentinelName) ctx.addIssue({ code: 'custom', path: ['redisSentinelName'], message: 'only meaningful with REDIS_SENTINELS' });
+  if (!c.redisSentinels && c.redisSentinelPassword) ctx.addIssue({ code: 'custom', path: ['redisSentinelPassword'], message: 'only meaningful with REDIS_SENTINELS' });
+  if (c.redisClusterNodes && (c.redisAckReplicas ?? 0) > 0) ctx.addIssue({ code: 'custom', path: ['redisAckReplicas'], message: 'not supported with REDIS_CLUSTER_NODES (a batch of jobs spans masters); set 0' });
 });
 export type Config = z.infer<typeof Config>;
+
+const envName = (k: string): string => k.replace(/[A-Z]/g, (c) => `_${c}`).toUpperCase();
 
 export const KNOWN_RUNBOOKS = RUNBOOKS;

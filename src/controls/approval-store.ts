@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisConnection } from '../queues/redis.ts';
 import { controlKeys, type ControlKeys } from './keys.ts';
 import { ApprovalRecord, type ApprovalState } from './records.ts';
 import { SealedRecords, sealRecord, type ControlTrust } from './sealed-records.ts';
@@ -19,7 +19,7 @@ redis.call('SET', KEYS[1], ARGV[2], 'EX', tonumber(ARGV[3]))
 return 1`;
 
 export class ApprovalStore {
-  readonly #redis: Redis;
+  readonly #redis: RedisConnection;
   readonly #keys: ControlKeys;
   readonly #sealed: SealedRecords;
   readonly #trust: ControlTrust | undefined;
@@ -29,7 +29,7 @@ export class ApprovalStore {
    * seal to count: a request (written by the worker itself), a rejection or an expiry only ever
    * stops a step, so an unsealed one is taken as it is.
    */
-  constructor(redis: Redis, prefix: string, trust?: ControlTrust) {
+  constructor(redis: RedisConnection, prefix: string, trust?: ControlTrust) {
     this.#redis = redis;
     this.#keys = controlKeys(prefix);
     this.#trust = trust;

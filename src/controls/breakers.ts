@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import { scanKeys, type RedisConnection } from '../queues/redis.ts';
 import { controlKeys, type ControlKeys } from './keys.ts';
 import { TripRecord, parseJson } from './records.ts';
 
@@ -87,11 +87,11 @@ export interface BreakerState {
 }
 
 export class Breakers {
-  readonly #redis: Redis;
+  readonly #redis: RedisConnection;
   readonly #keys: ControlKeys;
   readonly #now: () => Date;
 
-  constructor(redis: Redis, prefix: string, now: () => Date = () => new Date()) {
+  constructor(redis: RedisConnection, prefix: string, now: () => Date = () => new Date()) {
     this.#redis = redis;
     this.#keys = controlKeys(prefix);
     this.#now = now;
@@ -134,7 +134,7 @@ export class Breakers {
       { name: 'storm', cap: caps.stormNodes, windowSeconds: caps.stormWindowMs / 1000, count: await count(this.#keys.storm, caps.stormWindowMs) },
     ];
     const nodes = new Set<string>([...trips.keys()].filter((k) => k.startsWith('node/')).map((k) => k.slice(5)));
-    for await (const keys of this.#redis.scanStream({ match: this.#keys.destructiveNode('*'), count: 200 }) as AsyncIterable<string[]>) {
+    for await (const keys of scanKeys(this.#redis, this.#keys.destructiveNode('*'))) {
       for (const k of keys) nodes.add(k.slice(this.#keys.destructiveNode('').length));
     }
     for (const node of [...nodes].sort()) {

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisConnection } from '../queues/redis.ts';
 import type { Mode } from '../catalogue/result.ts';
 import { controlKeys, type ControlKeys } from './keys.ts';
 import { AuditEntry, ModeOverride, ParkedJob, PauseRecord, parseJson } from './records.ts';
@@ -23,13 +23,13 @@ export interface Pauses {
 }
 
 export class ControlsStore {
-  readonly redis: Redis;
+  readonly redis: RedisConnection;
   readonly keys: ControlKeys;
   readonly #now: () => Date;
   readonly #sealed: SealedRecords;
 
   /** `trust`: the API seals what it writes; workers verify what they read (sealed-records.ts). */
-  constructor(redis: Redis, prefix: string, now: () => Date = () => new Date(), trust?: ControlTrust) {
+  constructor(redis: RedisConnection, prefix: string, now: () => Date = () => new Date(), trust?: ControlTrust) {
     this.redis = redis;
     this.keys = controlKeys(prefix);
     this.#now = now;

@@ -1,5 +1,5 @@
 import type { Queue } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { RedisConnection } from '../queues/redis.ts';
 import type { Mode } from '../catalogue/result.ts';
 import { ApprovalStore } from './approval-store.ts';
 import { Breakers, type BreakerCaps, type BreakerState } from './breakers.ts';
@@ -13,7 +13,7 @@ import type { ControlTrust } from './sealed-records.ts';
 // `delayed` so they look again at once instead of at their next recheck.
 
 export interface OperatorOptions {
-  redis: Redis;
+  redis: RedisConnection;
   prefix: string;
   /** A queue by name (the receiver's, on its producer connection). */
   queue: (name: string) => Queue;

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisConnection } from '../queues/redis.ts';
 import { Breakers } from './breakers.ts';
 import { ControlsStore } from './controls-store.ts';
 import { ParkReason } from './records.ts';
@@ -14,7 +14,7 @@ export interface ControlsSummary {
   parked: Record<ParkReason, number>;
 }
 
-export async function controlsSummary(redis: Redis, prefix: string): Promise<ControlsSummary> {
+export async function controlsSummary(redis: RedisConnection, prefix: string): Promise<ControlsSummary> {
   const store = new ControlsStore(redis, prefix);
   const [pauses, trips, parked] = await Promise.all([store.pauses(), new Breakers(redis, prefix).tripped(), store.parkedJobs()]);
   const count: Record<ParkReason, number> = { paused: 0, approval: 0, breaker: 0, evidence: 0 };

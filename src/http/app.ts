@@ -1,5 +1,5 @@
 import express, { type Express } from 'express';
-import type { Redis } from 'ioredis';
+import type { RedisConnection } from '../queues/redis.ts';
 import { bearerAuth } from './auth.ts';
 import { operatorGate } from './operator-gate.ts';
 import { SessionStore } from '../auth/session-store.ts';
@@ -19,7 +19,7 @@ import type { JobReader } from '../queues/job-reader.ts';
 import type { KubeWatchesState } from '../kube/kube-watches.ts';
 
 export interface AppDeps extends WebhookDeps {
-  redis: Redis;
+  redis: RedisConnection;
   prefix: string;
   /** The webhook senders' tokens (VOLUME_MEDIC_TOKEN): they open the webhook routes only. */
   tokens: readonly string[];

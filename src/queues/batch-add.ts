@@ -1,5 +1,5 @@
 import type { Job, RedisClient } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { RedisConnection } from './redis.ts';
 
 // Many jobs, one script call (issue 8). BullMQ adds a job with its `addStandardJob` Lua script,
 // one EVALSHA per job; a webhook burst made one EVALSHA (and an HMGET) per job in a pipeline, and
@@ -101,11 +101,11 @@ const isLoadedScript = (v: unknown): v is LoadedScript => typeof v === 'object' 
 type ScriptFn = (numKeys: number, ...keysAndArgs: (string | Buffer)[]) => Promise<unknown>;
 
 export class BatchAdd {
-  private readonly redis: Redis;
+  private readonly redis: RedisConnection;
   /** addStandardJob:<version> -> our command's name on the connection. */
   private readonly defined = new Map<string, string>();
 
-  constructor(redis: Redis) {
+  constructor(redis: RedisConnection) {
     this.redis = redis;
   }
 

@@ -1,5 +1,5 @@
 import { Job, Queue, type JobsOptions } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { RedisConnection } from './redis.ts';
 import { BatchAdd, captureAdd, type BatchItem } from './batch-add.ts';
 import { CLUSTER_QUEUE, queueFor } from '../catalogue/queues.ts';
 import { RUNBOOK_POLICY, dedupWindowMs } from '../catalogue/policy.ts';
@@ -117,12 +117,12 @@ export class Dispatcher {
   /** Script calls sent and not answered yet. */
   private sending = 0;
   private stallTimer: NodeJS.Timeout | undefined;
-  private readonly redis: Redis;
+  private readonly redis: RedisConnection;
   private readonly opts: DispatcherOptions;
   private readonly now: () => number;
   private readonly knownKeyMaxMs: number;
 
-  constructor(redis: Redis, opts: DispatcherOptions) {
+  constructor(redis: RedisConnection, opts: DispatcherOptions) {
     this.redis = redis;
     this.opts = opts;
     this.now = opts.now ?? Date.now;

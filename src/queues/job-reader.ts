@@ -1,5 +1,5 @@
 import type { Job, JobType } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { RedisConnection } from './redis.ts';
 import { RemediationJob, jobNode } from '../catalogue/jobs.ts';
 import { nodeOfQueue } from '../catalogue/queues.ts';
 import type { Dispatcher } from './dispatcher.ts';
@@ -46,11 +46,11 @@ export interface JobFilter {
 const iso = (ms: number | undefined): string | undefined => (ms ? new Date(ms).toISOString() : undefined);
 
 export class JobReader {
-  private readonly redis: Redis;
+  private readonly redis: RedisConnection;
   private readonly prefix: string;
   private readonly dispatcher: Dispatcher;
 
-  constructor(redis: Redis, prefix: string, dispatcher: Dispatcher) {
+  constructor(redis: RedisConnection, prefix: string, dispatcher: Dispatcher) {
     this.redis = redis;
     this.prefix = prefix;
     this.dispatcher = dispatcher;

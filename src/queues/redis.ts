@@ -1,45 +1,90 @@
 import { readFileSync } from 'node:fs';
-import { Redis, type RedisOptions } from 'ioredis';
+import type { ConnectionOptions } from 'node:tls';
+import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
+import { ConfigError } from '../config/load.ts';
+import { fullJitter, PRODUCER_BACKOFF, WORKER_BACKOFF } from './reconnect-backoff.ts';
+import type { RedisTarget } from './redis-target.ts';
 
+// The one place connections are made, for every topology (single, Sentinel, Cluster). Every
+// module takes a RedisConnection, never assumes a single server.
+//
 // Two kinds of connection. The receiver's must fail fast when Redis is away, so a webhook gets a
 // 503 (and the sender retries) instead of hanging in ioredis' offline queue. A worker's must
 // wait forever for blocking commands, as BullMQ requires (maxRetriesPerRequest: null).
 //
-// REDIS_URL carries the user and password (redis://user:password@host:6379; each process has its
-// own ACL user, deploy/README.md "Redis") and TLS (rediss://). ioredis reads both from the URL; a
-// private CA for rediss:// is REDIS_TLS_CA_FILE (PEM), read from the environment here so every
-// connection (the receiver's, the workers', BullMQ's duplicates of them) gets it. Unset: the
-// system's CAs. The certificate's name is always checked.
+// Credentials: REDIS_URL may carry the user and password (redis://user:password@host:6379; each
+// process has its own ACL user, deploy/README.md "Redis"); REDIS_USERNAME / REDIS_PASSWORD set
+// them for every topology (and override the URL's). TLS: rediss:// or REDIS_TLS=true, with a
+// private CA from REDIS_TLS_CA_FILE (PEM; unset: the system's CAs). The certificate's name is
+// always checked. BullMQ's duplicates of a connection inherit all of it.
 
-type Env = Readonly<Record<string, string | undefined>>;
+/** A connection to wherever Redis is: a server (direct or found through Sentinel) or a Cluster. */
+export type RedisConnection = Redis | Cluster;
 
-/** TLS options for a rediss:// URL with a private CA; nothing for other URLs. */
-export function tlsOptions(url: string, env: Env = process.env): Pick<RedisOptions, 'tls'> {
-  const caFile = env['REDIS_TLS_CA_FILE'];
-  if (!caFile || !url.startsWith('rediss://')) return {};
-  return { tls: { ca: readFileSync(caFile, 'utf8') } };
+export type ConnectionRole = 'producer' | 'worker';
+
+/** A plain string is a single server's URL (tests, tools). */
+export function connect(target: RedisTarget | string, role: ConnectionRole): RedisConnection {
+  const t: RedisTarget = typeof target === 'string' ? { kind: 'single', url: target } : target;
+  const producer = role === 'producer';
+  const retryStrategy = fullJitter(producer ? PRODUCER_BACKOFF : WORKER_BACKOFF);
+  const requests: RedisOptions = producer ? { maxRetriesPerRequest: 1, connectTimeout: 2_000 } : { maxRetriesPerRequest: null };
+  const tls = tlsOptions(t);
+  const auth: RedisOptions = {
+    ...(t.username ? { username: t.username } : {}),
+    ...(t.password ? { password: t.password } : {}),
+    ...(tls ? { tls } : {}),
+  };
+  switch (t.kind) {
+    case 'single':
+      return new Redis(t.url, { ...requests, ...auth, enableOfflineQueue: !producer, retryStrategy });
+    case 'sentinel':
+      return new Redis({
+        ...requests,
+        ...auth,
+        enableOfflineQueue: !producer,
+        sentinels: t.sentinels,
+        name: t.name,
+        role: 'master',
+        ...(t.sentinelPassword ? { sentinelPassword: t.sentinelPassword } : {}),
+        ...(tls ? { sentinelTLS: tls, enableTLSForSentinelMode: true } : {}),
+        retryStrategy,
+        // All sentinels unreachable: the same jittered wait, never giving up.
+        sentinelRetryStrategy: retryStrategy,
+        // Learns of a failover from the sentinels' +switch-master at once, rather than when the
+        // old primary's connection finally drops.
+        failoverDetector: true,
+      });
+    case 'cluster': {
+      const options: ClusterOptions = {
+        enableOfflineQueue: !producer,
+        enableReadyCheck: true,
+        clusterRetryStrategy: retryStrategy,
+        // Per-node connections: ioredis forces their own retryStrategy off and refreshes slots instead.
+        redisOptions: { ...requests, ...auth },
+      };
+      return new Cluster(t.nodes, options);
+    }
+    default:
+      return t satisfies never;
+  }
 }
 
-export function producerConnection(url: string, env: Env = process.env): Redis {
-  return new Redis(url, {
-    ...tlsOptions(url, env),
-    enableOfflineQueue: false,
-    maxRetriesPerRequest: 1,
-    connectTimeout: 2_000,
-    retryStrategy: (times) => Math.min(times * 200, 2_000),
-  });
-}
+export const producerConnection = (target: RedisTarget | string): RedisConnection => connect(target, 'producer');
+export const workerConnection = (target: RedisTarget | string): RedisConnection => connect(target, 'worker');
 
-export function workerConnection(url: string, env: Env = process.env): Redis {
-  return new Redis(url, {
-    ...tlsOptions(url, env),
-    maxRetriesPerRequest: null,
-    retryStrategy: (times) => Math.min(times * 200, 5_000),
-  });
+function tlsOptions(t: RedisTarget): ConnectionOptions | undefined {
+  if (!t.tls) return undefined;
+  if (!t.tls.caFile) return {};
+  try {
+    return { ca: readFileSync(t.tls.caFile) };
+  } catch (err) {
+    throw new ConfigError(`REDIS_TLS_CA_FILE: cannot read ${t.tls.caFile}: ${(err as NodeJS.ErrnoException).code ?? 'error'}`);
+  }
 }
 
 /** Resolves once the connection is ready, or rejects after `ms` (the caller decides whether that is fatal). */
-export function whenReady(redis: Redis, ms: number): Promise<void> {
+export function whenReady(redis: RedisConnection, ms: number): Promise<void> {
   if (redis.status === 'ready') return Promise.resolve();
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {
@@ -52,4 +97,20 @@ export function whenReady(redis: Redis, ms: number): Promise<void> {
     };
     redis.once('ready', onReady);
   });
+}
+
+/**
+ * Every key matching `pattern`, without KEYS: SCAN on the server, or on every master of a
+ * Cluster (a Cluster has no scan of its own; each master holds its slots' keys).
+ */
+export async function* scanKeys(redis: RedisConnection, pattern: string, count = 200): AsyncGenerator<string[]> {
+  const servers: Redis[] = redis instanceof Cluster ? redis.nodes('master') : [redis];
+  for (const server of servers) {
+    let cursor = '0';
+    do {
+      const [next, keys] = await server.scan(cursor, 'MATCH', pattern, 'COUNT', count);
+      cursor = next;
+      if (keys.length > 0) yield keys;
+    } while (cursor !== '0');
+  }
 }

@@ -2,7 +2,7 @@ import { Job, Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BatchAdd, captureAdd, MAX_JOBS_PER_CALL, type BatchReply } from '../../src/queues/batch-add.ts';
-import { producerConnection } from '../../src/queues/redis.ts';
+import { producerConnection, type RedisConnection } from '../../src/queues/redis.ts';
 import { dropPrefix, redisUrl, uniquePrefix } from '../support/redis.ts';
 
 // The batch add runs BullMQ's own add script once per job inside one script call (issue 8). This
@@ -46,7 +46,7 @@ async function dump(r: Redis, prefix: string): Promise<Record<string, unknown>> 
 describe('batch add: BullMQ\'s add script, once per job, in one call', () => {
   const viaBullmq = uniquePrefix('bq');
   const viaBatch = uniquePrefix('bb');
-  let redis: Redis;
+  let redis: RedisConnection;
   let admin: Redis;
   const queues = new Map<string, Queue>();
   const queue = async (prefix: string, name: string): Promise<Queue> => {

@@ -1,8 +1,9 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ResidualMultipathJob } from '../../src/catalogue/jobs.ts';
+import { nodeQueueName } from '../../src/catalogue/queues.ts';
 import { Dispatcher, StoreUnavailableError, type Enqueued } from '../../src/queues/dispatcher.ts';
-import { producerConnection } from '../../src/queues/redis.ts';
+import { producerConnection, type RedisConnection } from '../../src/queues/redis.ts';
 import { dropPrefix, redisUrl, uniquePrefix } from '../support/redis.ts';
 import { testSealer } from '../support/trust.ts';
 
@@ -16,7 +17,7 @@ const job = (key: string, node = 'worker-known'): ResidualMultipathJob => ({
 
 describe('dispatcher known keys', () => {
   const prefix = uniquePrefix('known');
-  let redis: Redis;
+  let redis: RedisConnection;
   let admin: Redis;
   // Starts at the real time: a job's stored timestamp comes from BullMQ's own Date.now().
   let clock = Date.now();
@@ -26,7 +27,7 @@ describe('dispatcher known keys', () => {
     dispatchers.push(d);
     return d;
   };
-  const jobKey = (key: string, node = 'worker-known') => `${prefix}:vm-node-${node}:${key}`;
+  const jobKey = (key: string, node = 'worker-known') => `${prefix}:${nodeQueueName(node)}:${key}`;
 
   beforeAll(() => {
     redis = producerConnection(redisUrl());
@@ -43,7 +44,7 @@ describe('dispatcher known keys', () => {
     clock = Date.now();
     const d = dispatcher({ knownKeyMaxMs: 10_000 });
     const [first] = await d.enqueue([job('known_a_000000000001')]);
-    expect(first).toMatchObject({ deduplicated: false, queue: 'vm-node-worker-known' });
+    expect(first).toMatchObject({ deduplicated: false, queue: nodeQueueName('worker-known') });
     // An operator deletes the job: within the cap the repeat is still folded (no Redis read)...
     await admin.del(jobKey('known_a_000000000001'));
     clock += 9_000;

@@ -226,7 +226,7 @@ describe.skipIf(skip !== undefined)('rbd-stale-mapping against a real Ceph', () 
     const receiver = await startReceiver(testConfig({ redisUrl: redisUrl(), queuePrefix: prefix, tokens: [TOKEN] }), { lookups: k8s });
     const worker = createRunbookWorker({
       queue: CLUSTER_QUEUE,
-      redisUrl: redisUrl(),
+      redis: redisUrl(),
       prefix,
       ranOn: 'cluster-worker',
       registry: {

@@ -13,6 +13,8 @@ import type { Component } from '../../src/kube/rbac.ts';
 import { createLogger } from '../../src/observability/logger.ts';
 import { Dispatcher } from '../../src/queues/dispatcher.ts';
 import { producerConnection } from '../../src/queues/redis.ts';
+import { redisTarget } from '../../src/queues/redis-target.ts';
+import { loadConfig } from '../../src/config/load.ts';
 import { startReceiver, type Receiver } from '../../src/receiver.ts';
 import { createRunbookWorker } from '../../workers/engine/runbook-worker.ts';
 import { trustFromConfig } from '../../src/trust/from-config.ts';
@@ -144,7 +146,7 @@ describe('the deploy ACL file on a real redis-server', () => {
       const clusterCfg = testConfig({ redisUrl: url('cluster-worker'), queuePrefix: prefix, defaultMode: 'enforce', stateDir: join(dir, 'cluster') });
       const trust = trustFromConfig(clusterCfg, 'cluster-worker');
       const cluster = createRunbookWorker({
-        queue: CLUSTER_QUEUE, redisUrl: clusterCfg.redisUrl, prefix, ranOn: 'cluster-worker', log: silent,
+        queue: CLUSTER_QUEUE, redis: redisTarget(clusterCfg), prefix, ranOn: 'cluster-worker', log: silent,
         modeOf: () => 'enforce', accepts: () => undefined, lockDurationMs: clusterCfg.lockDurationMs,
         controls: controlsFromConfig(clusterCfg),
         trust: { ring: trust.ring, allowUnsigned: false, seen: seenWork(join(dir, 'cluster', 'seen-work.json'), silent) },
@@ -228,13 +230,14 @@ describe('the deploy ACL file on a real redis-server', () => {
   it('connects with rediss:// and the CA in REDIS_TLS_CA_FILE, and refuses a server it cannot verify', async ({ skip }) => {
     if (!tlsPort) return skip('openssl is not installed');
     const tlsUrl = url('receiver', 'rediss', tlsPort, 'localhost');
-    const ok = producerConnection(tlsUrl, { REDIS_TLS_CA_FILE: join(dir, 'ca.pem') });
+    // Through configuration, as the processes read it.
+    const ok = producerConnection(redisTarget(loadConfig({ REDIS_URL: tlsUrl, REDIS_TLS_CA_FILE: join(dir, 'ca.pem') }))) as Redis;
     connections.push(ok);
     ok.on('error', () => {});
     await waitFor('the TLS connection', async () => (ok.status === 'ready' ? true : undefined));
     expect(await ok.ping()).toBe('PONG');
     // Without the CA (the system's only), the server's certificate does not verify.
-    const unverified = producerConnection(tlsUrl, {});
+    const unverified = producerConnection(redisTarget(loadConfig({ REDIS_URL: tlsUrl }))) as Redis;
     connections.push(unverified);
     const error = await new Promise<Error>((resolve) => unverified.once('error', resolve));
     expect(error.message).toMatch(/self.signed|certificate/i);

@@ -9,6 +9,7 @@ import { createLogger } from '../../src/observability/logger.ts';
 import { runMain } from '../../src/process/run-main.ts';
 import { Dispatcher } from '../../src/queues/dispatcher.ts';
 import { producerConnection } from '../../src/queues/redis.ts';
+import { redisTarget } from '../../src/queues/redis-target.ts';
 import { createRunbookWorker } from '../engine/runbook-worker.ts';
 import { controlsFromConfig } from '../engine/job-controls.ts';
 import { seenWork } from '../engine/seen-work.ts';
@@ -26,7 +27,7 @@ await runMain(log, (config) => {
   const clients = inCluster ? kubeClients(loadKubeConfig()) : undefined;
   const lookups: LookupsOf<'cluster-worker'> = clients ? new KubeLookups(clients) : new InMemoryLookups();
   // Node-side halves go onto the node's own queue, like any job the receiver stores.
-  const redis = producerConnection(config.redisUrl);
+  const redis = producerConnection(redisTarget(config));
   redis.on('error', (err) => log.debug({ err: err.message }, 'redis connection error'));
   // It verifies the receiver's seal on what it runs, and seals the node halves it hands out.
   const trust = trustFromConfig(config, 'cluster-worker');
@@ -34,7 +35,7 @@ await runMain(log, (config) => {
   const dispatcher = new Dispatcher(redis, { prefix: config.queuePrefix, timeoutMs: config.enqueueTimeoutMs, sealer: trust.sealer, sealTtlMs: trust.ttlMs });
   const worker = createRunbookWorker({
     queue: CLUSTER_QUEUE,
-    redisUrl: config.redisUrl,
+    redis: redisTarget(config),
     prefix: config.queuePrefix,
     ranOn: 'cluster-worker',
     registry: defaultClusterRegistry(config, { lookups, dispatcher }),

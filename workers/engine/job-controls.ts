@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisConnection } from '../../src/queues/redis.ts';
 import type { Config } from '../../src/config/schema.ts';
 import type { Mode } from '../../src/catalogue/result.ts';
 import { ApprovalStore } from '../../src/controls/approval-store.ts';
@@ -26,7 +26,7 @@ import type { PlannedStep } from './runbook.ts';
 // or at once when the API resumes, approves or resets.
 
 export interface JobControlsOptions {
-  redis: Redis;
+  redis: RedisConnection;
   prefix: string;
   approval: ApprovalPolicy;
   approvalTtlMs: number;

@@ -1,5 +1,5 @@
 import { DelayedError, Worker, UnrecoverableError, type Job } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { RedisConnection } from '../../src/queues/redis.ts';
 import { RemediationJob, type RunbookName } from '../../src/catalogue/jobs.ts';
 import { recordFinished, recordUntrusted } from '../../src/catalogue/job-stats.ts';
 import type { Keyring } from '../../src/trust/keyring.ts';
@@ -9,6 +9,7 @@ import type { SeenWork } from './seen-work.ts';
 import type { ControlTrust } from '../../src/controls/sealed-records.ts';
 import type { Mode, RunbookResult } from '../../src/catalogue/result.ts';
 import { workerConnection } from '../../src/queues/redis.ts';
+import type { RedisTarget } from '../../src/queues/redis-target.ts';
 import type { Logger } from '../../src/observability/logger.ts';
 import type { RunbookContext, RunbookHandler, RunbookRegistry } from '../runbooks/registry.ts';
 import { eventSubject, type JobEventSink } from './job-events.ts';
@@ -23,7 +24,8 @@ import { createJobControls, type JobControls, type JobControlsOptions } from './
 
 export interface RunbookWorkerOptions {
   queue: string;
-  redisUrl: string;
+  /** Where Redis is (a URL: a single server). */
+  redis: RedisTarget | string;
   prefix: string;
   ranOn: string;
   registry: RunbookRegistry;
@@ -66,12 +68,12 @@ const DEFAULT_RECHECK_MS = 30_000;
 export interface RunbookWorker {
   worker: Worker;
   /** The worker's command connection (not the blocking one): the agent's own checks enqueue on it, no third connection. */
-  connection: Redis;
+  connection: RedisConnection;
   close(): Promise<void>;
 }
 
 export function createRunbookWorker(opts: RunbookWorkerOptions): RunbookWorker {
-  const connection = workerConnection(opts.redisUrl);
+  const connection = workerConnection(opts.redis);
   const shutdown = new AbortController();
   const controls: JobControls | undefined = opts.controls
     ? createJobControls({ ...opts.controls, redis: connection, prefix: opts.prefix, log: opts.log, ...(opts.trust ? { trust: controlTrust(opts.trust) } : {}) })

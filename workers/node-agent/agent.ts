@@ -2,6 +2,7 @@ import { modeOf } from '../../src/config/load.ts';
 import type { Config } from '../../src/config/schema.ts';
 import { jobNode } from '../../src/catalogue/jobs.ts';
 import { nodeQueueName } from '../../src/catalogue/queues.ts';
+import { redisTarget } from '../../src/queues/redis-target.ts';
 import type { Logger } from '../../src/observability/logger.ts';
 import { createRunbookWorker, type RunbookWorker } from '../engine/runbook-worker.ts';
 import { controlsFromConfig } from '../engine/job-controls.ts';
@@ -38,7 +39,7 @@ export function createNodeAgent({ config, registry, log, nodeLabels, events }: N
   if (trust.allowUnsigned) log.warn('ALLOW_UNSIGNED_WORK=true: this agent runs work without a seal; anyone who can write to Redis can make it act');
   const worker = createRunbookWorker({
     queue: nodeQueueName(node),
-    redisUrl: config.redisUrl,
+    redis: redisTarget(config),
     prefix: config.queuePrefix,
     ranOn: node,
     registry,

@@ -1,5 +1,5 @@
 import { Router } from 'express';
-import type { Redis } from 'ioredis';
+import type { RedisConnection } from '../../queues/redis.ts';
 import type { Registry } from 'prom-client';
 import { finishedExposition } from '../../catalogue/job-stats.ts';
 import type { KubeWatchesState } from '../../kube/kube-watches.ts';
@@ -13,7 +13,7 @@ import type { OperatorAuth } from '../../auth/operator-auth.ts';
 const withTimeout = <T>(p: Promise<T>, ms: number): Promise<T> =>
   Promise.race([p, new Promise<never>((_, rej) => setTimeout(() => rej(new Error(`no answer within ${ms} ms`)), ms).unref())]);
 
-export function healthRoutes(redis: Redis, prefix: string, registry: Registry, kubeState?: () => KubeWatchesState | undefined, controls = false, authenticated = true, operators?: OperatorAuth): Router {
+export function healthRoutes(redis: RedisConnection, prefix: string, registry: Registry, kubeState?: () => KubeWatchesState | undefined, controls = false, authenticated = true, operators?: OperatorAuth): Router {
   const r = Router();
   // Said on every /readyz answer, so a dashboard or a probe log shows it, not only the start-up log.
   const webhookAuth = authenticated ? {} : { auth: 'none: no token, ALLOW_UNAUTHENTICATED (the webhook routes are open)' };

@@ -6,7 +6,7 @@ import { Router, type Response } from 'express';
 import { z } from 'zod';
 import type { OperatorAuth } from '../../auth/operator-auth.ts';
 import type { SessionStore } from '../../auth/session-store.ts';
-import type { Redis } from 'ioredis';
+import type { RedisConnection } from '../../queues/redis.ts';
 import { RemediationJob, jobNode } from '../../catalogue/jobs.ts';
 import { JOB_ID } from '../../catalogue/keys.ts';
 import { nodeOfQueue } from '../../catalogue/queues.ts';
@@ -26,7 +26,7 @@ import { STYLE, incidentsPage, jobPage, type Incident, type IncidentStep } from 
 //   operator's own RBAC verb (SubjectAccessReview), as the API's.
 
 export interface UiDeps {
-  redis: Redis;
+  redis: RedisConnection;
   prefix: string;
   auth: OperatorAuth;
   sessions: SessionStore;
