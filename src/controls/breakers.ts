@@ -1,4 +1,4 @@
-import { scanKeys, type RedisConnection } from '../queues/redis.ts';
+import type { RedisConnection } from '../queues/redis.ts';
 import { controlKeys, type ControlKeys } from './keys.ts';
 import { TripRecord, parseJson } from './records.ts';
 
@@ -48,6 +48,9 @@ if nodeField ~= '' then
   redis.call('ZADD', KEYS[2], now, member)
   redis.call('PEXPIRE', KEYS[2], window)
   n = redis.call('ZCARD', KEYS[2])
+  redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', now - window)
+  redis.call('ZADD', KEYS[4], now, string.sub(nodeField, 6))
+  redis.call('PEXPIRE', KEYS[4], window)
 end
 local trips = {}
 if nodeField ~= '' and nodeCap > 0 and n >= nodeCap then
@@ -101,7 +104,8 @@ export class Breakers {
   async reserveDestructive(caps: BreakerCaps, what: { node?: string; jobId: string; stepId: string }): Promise<Reservation> {
     const now = this.#now();
     const nodeField = what.node ? `node/${what.node}` : '';
-    const r = (await this.#redis.eval(RESERVE, 3, this.#keys.tripped, what.node ? this.#keys.destructiveNode(what.node) : `${this.#keys.tripped}:none`, this.#keys.destructiveCluster,
+    // Four keys, one slot (the breakers' hash tag): a node-less step passes a placeholder key of the same slot, never written.
+    const r = (await this.#redis.eval(RESERVE, 4, this.#keys.tripped, what.node ? this.#keys.destructiveNode(what.node) : `${this.#keys.tripped}:none`, this.#keys.destructiveCluster, this.#keys.destructiveNodes,
       String(now.getTime()), String(HOUR_MS), nodeField, String(caps.nodePerHour), String(caps.clusterPerHour),
       `${what.jobId}/${what.stepId}@${now.toISOString()}`, now.toISOString())) as [number, ...unknown[]];
     if (r[0] === 0) {
@@ -134,9 +138,8 @@ export class Breakers {
       { name: 'storm', cap: caps.stormNodes, windowSeconds: caps.stormWindowMs / 1000, count: await count(this.#keys.storm, caps.stormWindowMs) },
     ];
     const nodes = new Set<string>([...trips.keys()].filter((k) => k.startsWith('node/')).map((k) => k.slice(5)));
-    for await (const keys of scanKeys(this.#redis, this.#keys.destructiveNode('*'))) {
-      for (const k of keys) nodes.add(k.slice(this.#keys.destructiveNode('').length));
-    }
+    // Nodes with a window: the index the reservation keeps (no SCAN over the keyspace, any topology).
+    for (const node of await this.#redis.zrangebyscore(this.#keys.destructiveNodes, now - HOUR_MS, '+inf')) nodes.add(node);
     for (const node of [...nodes].sort()) {
       out.push({ name: `node/${node}`, cap: caps.nodePerHour, windowSeconds: HOUR_MS / 1000, count: await count(this.#keys.destructiveNode(node), HOUR_MS) });
     }
@@ -147,7 +150,10 @@ export class Breakers {
   async reset(name: string): Promise<TripRecord | undefined> {
     const [trip] = await Promise.all([this.#redis.hget(this.#keys.tripped, name)]);
     const windowKey = name === 'cluster' ? this.#keys.destructiveCluster : name === 'storm' ? this.#keys.storm : this.#keys.destructiveNode(name.slice(5));
-    await this.#redis.multi().hdel(this.#keys.tripped, name).del(windowKey).exec();
+    // One slot: every breaker key carries the breakers' hash tag.
+    const tx = this.#redis.multi().hdel(this.#keys.tripped, name).del(windowKey);
+    if (name.startsWith('node/')) tx.zrem(this.#keys.destructiveNodes, name.slice(5));
+    await tx.exec();
     return parseJson(TripRecord, trip);
   }
 }

@@ -1,6 +1,16 @@
 // Redis layout of the operator controls (this file is the contract between the receiver, which
 // changes controls through the API, and the workers, which read them at job start and before
 // each step). Everything lives under the installation's QUEUE_PREFIX.
+//
+// Redis Cluster: every script and transaction here touches one slot. The controls are one key
+// each (a hash of all nodes' modes, of all pauses, ...), read and written one key at a time.
+// The breakers are the one place where a script spans keys (a destructive step takes a slot in
+// its node's window and in the cluster's at once, and checks the trips): all breaker keys share
+// the hash tag `{vm-breakers}`, so they sit in one slot by design. Their traffic is one script per
+// destructive step and per job start, small enough for one master.
+
+/** Hash tag of every breaker key (shared by installations on one Cluster: their keys differ by prefix). */
+export const BREAKERS_TAG = '{vm-breakers}';
 
 export const controlKeys = (prefix: string) => ({
   /** hash `runbook/<name>` | `node/<name>` -> ModeOverride JSON */
@@ -19,11 +29,13 @@ export const controlKeys = (prefix: string) => ({
    */
   sealedAt: `${prefix}:vm:ctl:sealed-at`,
   /** hash `cluster` | `storm` | `node/<name>` -> TripRecord JSON */
-  tripped: `${prefix}:vm:ctl:breaker:tripped`,
+  tripped: `${prefix}:${BREAKERS_TAG}:tripped`,
   /** sorted sets of destructive steps (member: job/step/time, score: ms) in the last hour */
-  destructiveCluster: `${prefix}:vm:ctl:breaker:destructive:cluster`,
-  destructiveNode: (node: string) => `${prefix}:vm:ctl:breaker:destructive:node/${node}`,
+  destructiveCluster: `${prefix}:${BREAKERS_TAG}:destructive:cluster`,
+  destructiveNode: (node: string) => `${prefix}:${BREAKERS_TAG}:destructive:node/${node}`,
+  /** sorted set member: node, score: its last destructive step (ms): the nodes with a window, without a SCAN */
+  destructiveNodes: `${prefix}:${BREAKERS_TAG}:destructive:nodes`,
   /** sorted set member: node, score: last job start (ms) */
-  storm: `${prefix}:vm:ctl:breaker:storm`,
+  storm: `${prefix}:${BREAKERS_TAG}:storm`,
 });
 export type ControlKeys = ReturnType<typeof controlKeys>;

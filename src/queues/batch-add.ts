@@ -109,8 +109,31 @@ export class BatchAdd {
     this.redis = redis;
   }
 
-  /** Adds the jobs, in order, in one script call per MAX_JOBS_PER_CALL jobs. One reply per item. */
+  /**
+   * Adds the jobs, in order, in one script call per MAX_JOBS_PER_CALL jobs. One reply per item.
+   * On a Cluster a script may touch one slot only: one call per queue (each queue is its own
+   * hash tag, src/catalogue/queues.ts), sent together; ioredis routes each to its master.
+   */
   async add(items: readonly BatchItem[]): Promise<BatchReply[]> {
+    if (!this.redis.isCluster) return this.addInOrder(items);
+    const byQueue = new Map<string, number[]>();
+    items.forEach((it, i) => {
+      const q = it.call.keys[0]!;
+      const list = byQueue.get(q);
+      if (list) list.push(i);
+      else byQueue.set(q, [i]);
+    });
+    if (byQueue.size === 1) return this.addInOrder(items);
+    const out: BatchReply[] = new Array<BatchReply>(items.length);
+    // A master that fails fails its queues' jobs only.
+    await Promise.all([...byQueue.values()].map((indexes) => this.addInOrder(indexes.map((i) => items[i]!)).then(
+      (replies) => indexes.forEach((i, j) => { out[i] = replies[j]!; }),
+      (err: unknown) => indexes.forEach((i) => { out[i] = { error: err instanceof Error ? err : new Error(String(err)) }; }),
+    )));
+    return out;
+  }
+
+  private async addInOrder(items: readonly BatchItem[]): Promise<BatchReply[]> {
     const calls: Promise<BatchReply[]>[] = [];
     for (let i = 0; i < items.length; i += MAX_JOBS_PER_CALL) calls.push(this.call(items.slice(i, i + MAX_JOBS_PER_CALL)));
     return (await Promise.all(calls)).flat();

@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Config } from '../../src/config/schema.ts';
 import { createLogger } from '../../src/observability/logger.ts';
 import { startReceiver, type Receiver } from '../../src/receiver.ts';
+import { nodeQueueName } from '../../src/catalogue/queues.ts';
 import type { RunbookWorker } from '../../workers/engine/runbook-worker.ts';
 import { createNodeAgent } from '../../workers/node-agent/agent.ts';
 import { testConfig } from '../support/config.ts';
@@ -26,6 +27,8 @@ if (!available && !inCi) console.warn(`SKIPPING test/int/dashboard.int.test.ts: 
 
 const WEBHOOK_TOKEN = 'dashboard-test-token-0123456789';
 const silent = createLogger('test', 'silent');
+/** The node queue the dashboard shows (a hash-tagged name: braces are escaped in URLs). */
+const QN = nodeQueueName('ui-node');
 
 
 describe('the /ui dashboard in headless chromium', () => {
@@ -109,7 +112,7 @@ describe('the /ui dashboard in headless chromium', () => {
     await page.goto(`${receiver.url}/ui/queues/`);
     await page.waitForSelector('text=vm-node-ui-node', { timeout: 20_000 });
     await page.waitForSelector('text=vm-node-ui-other');
-    await page.goto(`${receiver.url}/ui/queues/queue/vm-node-ui-node?status=delayed`);
+    await page.goto(`${receiver.url}/ui/queues/queue/${encodeURIComponent(QN)}?status=delayed`);
     // bull-board shows the job's id (it may shorten long ids in the card title) and its data.
     await page.waitForSelector(`text=${parkedId.slice(0, 30)}`, { timeout: 20_000 });
     const body = await page.locator('body').innerText();
@@ -117,7 +120,7 @@ describe('the /ui dashboard in headless chromium', () => {
     // Read-only always: the board's own write API is refused whatever the UI shows (with the
     // session's CSRF token and our own origin, so it is the board's refusal, not the guard's).
     const csrf = await page.evaluate(() => fetch('/ui/').then((r) => r.text()).then((t) => /name="_csrf" value="([^"]+)"/.exec(t)?.[1] ?? ''));
-    const put = await context.request.put(`${receiver.url}/ui/queues/api/queues/vm-node-ui-node/pause`, { headers: { origin: receiver.url, 'x-csrf-token': csrf } });
+    const put = await context.request.put(`${receiver.url}/ui/queues/api/queues/${encodeURIComponent(QN)}/pause`, { headers: { origin: receiver.url, 'x-csrf-token': csrf } });
     expect(put.status()).toBe(405);
   });
 

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { inject } from 'vitest';
+import { scanKeys, type RedisConnection } from '../../src/queues/redis.ts';
 
 // Each test gets its own BullMQ prefix, and removes its keys afterwards.
 
@@ -20,4 +21,9 @@ export async function dropPrefix(prefix: string): Promise<void> {
   } finally {
     r.disconnect();
   }
+}
+
+/** dropPrefix on any topology (a Cluster: every master scanned, keys deleted one by one: they span slots). */
+export async function dropPrefixOn(redis: RedisConnection, prefix: string): Promise<void> {
+  for await (const keys of scanKeys(redis, `${prefix}:*`, 500)) await Promise.all(keys.map((k) => redis.unlink(k)));
 }

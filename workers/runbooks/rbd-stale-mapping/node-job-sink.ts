@@ -1,8 +1,9 @@
 import type { RbdUnmapJob } from '../../../src/catalogue/jobs.ts';
+import { nodeQueueName } from '../../../src/catalogue/queues.ts';
 
 // How the cluster half hands work to the watcher's node: one method, wired by the cluster worker
 // to src/queues/dispatcher.ts (`Dispatcher.enqueue([job])`, which puts an `rbd-unmap` job on
-// `vm-node-<node>` because its placement is `node`). The job id is the key, so a repeat folds.
+// `{vm-node-<node>}` because its placement is `node`). The job id is the key, so a repeat folds.
 
 export interface NodeJobSink {
   enqueue(job: RbdUnmapJob): Promise<{ queue: string; deduplicated: boolean }>;
@@ -14,6 +15,6 @@ export class InMemoryNodeJobSink implements NodeJobSink {
   async enqueue(job: RbdUnmapJob): Promise<{ queue: string; deduplicated: boolean }> {
     const deduplicated = this.jobs.some((j) => j.key === job.key);
     if (!deduplicated) this.jobs.push(job);
-    return { queue: `vm-node-${job.target.node}`, deduplicated };
+    return { queue: nodeQueueName(job.target.node), deduplicated };
   }
 }

@@ -1,0 +1,211 @@
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Redis } from 'ioredis';
+import { freePort } from '../../scripts/lib/local-redis.ts';
+
+// Real Redis topologies on loopback, started by the test that needs them and stopped by PID:
+// a 3-master Cluster (`redis-server --cluster-enabled yes` + `redis-cli --cluster create`) and a
+// Sentinel set (primary, replica, three `redis-server --sentinel`). Nothing persists; every
+// server lives in its own temporary directory.
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export interface Server {
+  port: number;
+  proc: ChildProcess;
+  /** SIGKILL: the server dies as on a power loss (no persistence, nothing flushed). */
+  kill(): void;
+}
+
+class Servers {
+  readonly dir = mkdtempSync(join(tmpdir(), 'vm-redis-topology-'));
+  readonly all: Server[] = [];
+
+  start(port: number, args: string[], confText?: string): Server {
+    // A directory per start: a replica's full sync writes dump.rdb, which a server started later
+    // in the same directory would load.
+    const dir = join(this.dir, `${port}-${this.all.length}`);
+    mkdirSync(dir);
+    const conf = confText === undefined ? [] : [this.writeConf(dir, confText)];
+    const proc = spawn('redis-server', [...conf, '--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--appendonly', 'no', ...args], { stdio: 'ignore' });
+    proc.on('error', () => {});
+    const server: Server = { port, proc, kill: () => { if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL'); } };
+    this.all.push(server);
+    return server;
+  }
+
+  private writeConf(dir: string, text: string): string {
+    const p = join(dir, 'redis.conf');
+    writeFileSync(p, text);
+    return p;
+  }
+
+  stop(): void {
+    for (const s of this.all) s.kill();
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+export async function answers(port: number): Promise<boolean> {
+  const r = new Redis({ port, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 0, connectTimeout: 500, retryStrategy: () => null });
+  r.on('error', () => {});
+  try {
+    await r.connect();
+    return (await r.ping()) === 'PONG';
+  } catch {
+    return false;
+  } finally {
+    r.disconnect();
+  }
+}
+
+async function until(what: string, f: () => Promise<boolean>, ms = 15_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!(await f())) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await sleep(100);
+  }
+}
+
+/** Several free ports, distinct. */
+async function ports(n: number): Promise<number[]> {
+  const out = new Set<number>();
+  while (out.size < n) out.add(await freePort());
+  return [...out];
+}
+
+export const topologiesAvailable = (): string | undefined =>
+  spawnSync('redis-server', ['--version']).error ? 'redis-server is not installed' : spawnSync('redis-cli', ['--version']).error ? 'redis-cli is not installed' : undefined;
+
+export interface LocalCluster {
+  nodes: { host: string; port: number }[];
+  /** REDIS_CLUSTER_NODES */
+  env: string;
+  stop(): void;
+}
+
+/** Three masters, no replicas, every slot assigned. */
+export async function startCluster(): Promise<LocalCluster> {
+  const servers = new Servers();
+  try {
+    const ps = await ports(6);
+    const masters = ps.slice(0, 3);
+    masters.forEach((p, i) => servers.start(p, ['--cluster-enabled', 'yes', '--cluster-config-file', `nodes-${p}.conf`, '--cluster-port', String(ps[3 + i]), '--cluster-node-timeout', '2000']));
+    for (const p of masters) await until(`cluster node ${p}`, () => answers(p));
+    const create = spawnSync('redis-cli', ['--cluster', 'create', ...masters.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', '0', '--cluster-yes'], { encoding: 'utf8', timeout: 30_000 });
+    if (create.status !== 0) throw new Error(`redis-cli --cluster create failed: ${create.stdout}\n${create.stderr}`);
+    await until('cluster state ok on every node', async () => {
+      for (const p of masters) {
+        const info = spawnSync('redis-cli', ['-p', String(p), 'cluster', 'info'], { encoding: 'utf8' }).stdout;
+        if (!/cluster_state:ok/.test(info)) return false;
+      }
+      return true;
+    });
+    return { nodes: masters.map((port) => ({ host: '127.0.0.1', port })), env: masters.map((p) => `127.0.0.1:${p}`).join(','), stop: () => servers.stop() };
+  } catch (err) {
+    servers.stop();
+    throw err;
+  }
+}
+
+export interface LocalSentinelSet {
+  name: string;
+  primary: Server;
+  replica: Server;
+  sentinels: number[];
+  /** REDIS_SENTINELS */
+  env: string;
+  /** The primary's address as the sentinels have it now. */
+  primaryPort(): Promise<number>;
+  /** Starts a server on `port` as a replica of the current primary (an old primary coming back). */
+  restartAsReplica(port: number): Promise<Server>;
+  stop(): void;
+}
+
+/**
+ * A primary, one replica and three sentinels (quorum 2) that fail over within ~2-3 s of the
+ * primary's death (down-after 1000 ms). Resolves once the replica is in sync and every sentinel
+ * knows the other two and the replica, so a failover can happen at once.
+ */
+export async function startSentinelSet(name = 'vmprimary'): Promise<LocalSentinelSet> {
+  const servers = new Servers();
+  try {
+    const [pp, rp, ...sp] = await ports(5);
+    const primary = servers.start(pp!, []);
+    await until('primary', () => answers(pp!));
+    const replica = servers.start(rp!, ['--replicaof', '127.0.0.1', String(pp)]);
+    const sentinelConf = [
+      'sentinel resolve-hostnames no',
+      `sentinel monitor ${name} 127.0.0.1 ${pp} 2`,
+      `sentinel down-after-milliseconds ${name} 1000`,
+      `sentinel failover-timeout ${name} 4000`,
+      `sentinel parallel-syncs ${name} 1`,
+      '',
+    ].join('\n');
+    for (const p of sp) servers.start(p, ['--sentinel'], sentinelConf);
+    const admin = (port: number) => new Redis({ port, host: '127.0.0.1', maxRetriesPerRequest: 0, retryStrategy: () => null, lazyConnect: true });
+    await until('replica in sync', async () => {
+      const r = admin(pp!);
+      r.on('error', () => {});
+      try {
+        const info = String(await r.info('replication'));
+        return /connected_slaves:1/.test(info) && /state=online/.test(info);
+      } catch {
+        return false;
+      } finally {
+        r.disconnect();
+      }
+    });
+    await until('sentinels know each other and the replica', async () => {
+      for (const p of sp) {
+        const s = admin(p);
+        s.on('error', () => {});
+        try {
+          const others = (await s.call('SENTINEL', 'SENTINELS', name)) as unknown[];
+          const replicas = (await s.call('SENTINEL', 'REPLICAS', name)) as unknown[];
+          if (others.length < 2 || replicas.length < 1) return false;
+        } catch {
+          return false;
+        } finally {
+          s.disconnect();
+        }
+      }
+      return true;
+    }, 20_000);
+    const primaryPort = async (): Promise<number> => {
+      for (const p of sp) {
+        const s = admin(p);
+        s.on('error', () => {});
+        try {
+          const addr = (await s.call('SENTINEL', 'GET-MASTER-ADDR-BY-NAME', name)) as [string, string] | null;
+          if (addr) return Number(addr[1]);
+        } catch {
+          // Try the next sentinel.
+        } finally {
+          s.disconnect();
+        }
+      }
+      throw new Error('no sentinel answered');
+    };
+    return {
+      name,
+      primary,
+      replica,
+      sentinels: sp,
+      env: sp.map((p) => `127.0.0.1:${p}`).join(','),
+      primaryPort,
+      restartAsReplica: async (port: number) => {
+        const current = await primaryPort();
+        const s = servers.start(port, ['--replicaof', '127.0.0.1', String(current)]);
+        await until(`old primary back on ${port}`, () => answers(port));
+        return s;
+      },
+      stop: () => servers.stop(),
+    };
+  } catch (err) {
+    servers.stop();
+    throw err;
+  }
+}
