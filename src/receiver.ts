@@ -15,7 +15,9 @@ import { Dispatcher } from './queues/dispatcher.ts';
 import { trustFromConfig } from './trust/from-config.ts';
 import { JobReader } from './queues/job-reader.ts';
 import { producerConnection, whenReady } from './queues/redis.ts';
-import { redisTarget } from './queues/redis-target.ts';
+import { ackReplicas, describeTarget, redisTarget } from './queues/redis-target.ts';
+import { ReplicaAck, replicaAckKey } from './queues/replica-ack.ts';
+import type { Redis } from 'ioredis';
 import { OperatorActions } from './controls/operator-actions.ts';
 import type { RepeatAnswers } from './ingest/repeat-answers.ts';
 import type { KubeConfig } from '@kubernetes/client-node';
@@ -71,8 +73,19 @@ export async function startReceiver(config: Config, opts: ReceiverOptions = {}):
   // Everything the receiver stores for an agent is sealed with its key (fails closed without one).
   const trust = trustFromConfig(config, 'receiver');
   if (trust.allowUnsigned) log.warn('ALLOW_UNSIGNED_WORK=true: agents accept work without a seal; anyone who can write to Redis can make them act');
-  const redis = producerConnection(redisTarget(config));
+  const target = redisTarget(config);
+  const redis = producerConnection(target);
   redis.on('error', (err) => log.debug({ err: err.message }, 'redis connection error'));
+  // REDIS_ACK_REPLICAS: 202 only once a replica has the job, asked on a connection of its own
+  // (config refuses it on a Cluster, so this is a single server or a Sentinel primary).
+  const replicas = ackReplicas(config);
+  let replicaAck: ReplicaAck | undefined;
+  if (replicas > 0 && target.kind !== 'cluster') {
+    const ackConnection = producerConnection(target) as Redis;
+    ackConnection.on('error', (err) => log.debug({ err: err.message }, 'redis connection error (replica acknowledgement)'));
+    replicaAck = new ReplicaAck(ackConnection, { replicas, timeoutMs: config.redisAckTimeoutMs, markerKey: replicaAckKey(config.queuePrefix) });
+  }
+  log.info({ redis: describeTarget(target), ackReplicas: replicaAck ? replicas : 0 }, 'redis');
   try {
     await whenReady(redis, 5_000);
   } catch (err) {
@@ -84,6 +97,7 @@ export async function startReceiver(config: Config, opts: ReceiverOptions = {}):
     timeoutMs: config.enqueueTimeoutMs,
     sealer: trust.sealer,
     sealTtlMs: trust.ttlMs,
+    ...(replicaAck ? { replicaAck } : {}),
     ...(config.dedupWindowSeconds !== undefined ? { dedupWindowSeconds: config.dedupWindowSeconds } : {}),
     // Every new job once, whichever way it came (webhook or watch), one line per Redis call.
     onStored: (jobs) => log.info({ stored: jobs.map((j) => ({ id: j.id, queue: j.queue, runbook: j.runbook })) }, 'jobs stored'),
@@ -173,6 +187,7 @@ export async function startReceiver(config: Config, opts: ReceiverOptions = {}):
       await new Promise<void>((resolve) => server.close(() => resolve()));
       await watches?.close();
       await dispatcher.close();
+      await replicaAck?.close();
       await redis.quit().catch(() => redis.disconnect());
     })()),
   };

@@ -5,6 +5,7 @@ import { CLUSTER_QUEUE, queueFor } from '../catalogue/queues.ts';
 import { RUNBOOK_POLICY, dedupWindowMs } from '../catalogue/policy.ts';
 import { RUNBOOKS, type RemediationJob, type RunbookName } from '../catalogue/jobs.ts';
 import { knownQueuesKey } from './known-queues.ts';
+import type { ReplicaAck } from './replica-ack.ts';
 import { GenerationalMap } from '../collections/generational-map.ts';
 import type { Sealer } from '../trust/seal.ts';
 import { sealJob } from '../trust/work.ts';
@@ -66,6 +67,11 @@ export interface DispatcherOptions {
   sealer: Sealer | undefined;
   /** How long a sealed job stays valid (WORK_SEAL_TTL_SECONDS). */
   sealTtlMs?: number;
+  /**
+   * REDIS_ACK_REPLICAS: a job is answered (and remembered as known) only after replicas
+   * acknowledged it (replica-ack.ts); when they do not, the request fails as StoreUnavailable.
+   */
+  replicaAck?: Pick<ReplicaAck, 'confirm'>;
 }
 
 /**
@@ -294,6 +300,7 @@ export class Dispatcher {
     const [replies] = await Promise.all([this.batchAdd.add(items), recorded]);
     if (recorded) for (const q of newQueues) this.recordedQueues.add(q);
     const stored: Enqueued[] = [];
+    const done: { b: Pending; a: Enqueued; storedAt: number }[] = [];
     for (let i = 0; i < batch.length; i++) {
       const b = batch[i]!;
       const r = replies[i]!;
@@ -305,13 +312,26 @@ export class Dispatcher {
         b.reject(new Error(`BullMQ refused job ${b.job.key} (code ${r.result})`));
         continue;
       }
-      const storedAt = r.existingTimestamp !== null ? Number(r.existingTimestamp) : sentAt;
-      this.remember(b.queueName, b.job.key, storedAt);
       const a = answer(b.job, b.queueName, r.existingTimestamp !== null);
       if (!a.deduplicated) stored.push(a);
-      b.resolve(a);
+      done.push({ b, a, storedAt: r.existingTimestamp !== null ? Number(r.existingTimestamp) : sentAt });
     }
+    // In Redis now (on the primary), whatever the answer below.
     if (stored.length > 0) this.opts.onStored?.(stored);
+    const settle = (): void => {
+      for (const { b, a, storedAt } of done) {
+        this.remember(b.queueName, b.job.key, storedAt);
+        b.resolve(a);
+      }
+    };
+    const ack = this.opts.replicaAck;
+    if (!ack || done.length === 0) return settle();
+    // Answered only once replicas have the jobs (a folded repeat too: the job it folded into may
+    // not be replicated yet). Not awaited: the next batch is stored while this one waits.
+    ack.confirm().then(settle, (err: unknown) => {
+      const why = new StoreUnavailableError(`jobs stored but not acknowledged by a replica: ${(err as Error).message}`);
+      for (const { b } of done) b.reject(why);
+    });
   }
 
   private windowMs(runbook: RunbookName): number {

@@ -7,9 +7,17 @@ import { RUNBOOKS, type RunbookName } from '../../src/catalogue/jobs.ts';
 import type { RunbookContext, RunbookHandler, RunbookRegistry } from '../../workers/runbooks/registry.ts';
 import type { RunbookResult } from '../../src/catalogue/result.ts';
 import { testConfig } from './config.ts';
+import { loadConfig } from '../../src/config/load.ts';
 
+// Where Redis is: REDIS_URL, or the Sentinel / Cluster settings, read as the real agent reads them.
+const env = process.env;
+const redisOnly = Object.fromEntries(Object.entries(env).filter(([k]) => k.startsWith('REDIS_')));
+const { redisUrl, redisSentinels, redisSentinelName, redisClusterNodes } = loadConfig(redisOnly);
 const config = testConfig({
-  redisUrl: process.env['REDIS_URL']!,
+  ...(redisUrl ? { redisUrl } : {}),
+  ...(redisSentinels ? { redisSentinels, redisSentinelName } : {}),
+  ...(redisClusterNodes ? { redisClusterNodes } : {}),
+  ...(env['LOCK_DURATION_MS'] ? { lockDurationMs: Number(env['LOCK_DURATION_MS']) } : {}),
   queuePrefix: process.env['QUEUE_PREFIX']!,
   nodeName: process.env['NODE_NAME']!,
   stateDir: process.env['STATE_DIR']!,

@@ -1,0 +1,85 @@
+import type { Redis } from 'ioredis';
+
+// A 202 that survives a failover. Replication is asynchronous: a job the primary stored and
+// acknowledged can be gone after Sentinel promotes a replica that had not received it yet. So,
+// before the receiver answers 202, a replica must have the job (REDIS_ACK_REPLICAS).
+//
+// WAIT counts the replicas that acknowledged the last write *of the connection it runs on*. It
+// runs here on a connection of its own, after a write of its own (the marker): replication is one
+// ordered stream, and the marker is written after the jobs' replies arrived, so a replica that
+// has the marker has the jobs. Why not WAIT on the producer connection: a WAIT holds up every
+// command queued behind it on that connection; with no replica left, every /readyz, control read
+// and job store would queue behind timeouts. Here only the answers that wait for an ack wait.
+//
+// Not enough replicas within the timeout: the caller answers 503 and the sender retries (the job
+// is stored on the primary meanwhile and may run; the retry folds into it and is answered 202
+// once a replica acknowledges). What WAIT cannot do: stop a primary cut off by a partition from
+// taking writes; Redis' own `min-replicas-to-write` on the primary is for that.
+
+/** The marker of an installation: a string overwritten by each round. */
+export const replicaAckKey = (prefix: string): string => `${prefix}:vm:replica-ack`;
+
+export interface ReplicaAckOptions {
+  replicas: number;
+  timeoutMs: number;
+  /** The marker key (a string with a short TTL, overwritten by each round). */
+  markerKey: string;
+}
+
+export class NotReplicatedError extends Error {
+  override name = 'NotReplicatedError';
+}
+
+export class ReplicaAck {
+  readonly #redis: Redis;
+  readonly #opts: ReplicaAckOptions;
+  /** A round not sent yet: callers arriving now are covered by it. */
+  #next: Promise<void> | undefined;
+  /** The round on its way (its marker may predate a newer caller's writes). */
+  #running: Promise<void> | undefined;
+
+  /** `redis`: a connection for this alone (never one that carries other commands). */
+  constructor(redis: Redis, opts: ReplicaAckOptions) {
+    this.#redis = redis;
+    this.#opts = opts;
+  }
+
+  /**
+   * Resolves once `replicas` replicas acknowledged everything this process wrote before the call
+   * (on any connection to this primary); rejects with NotReplicatedError when they did not
+   * within the timeout, or when the primary cannot be reached. Concurrent callers share rounds:
+   * at most one round waits and one more is queued, whatever the number of callers.
+   */
+  confirm(): Promise<void> {
+    if (this.#next) return this.#next;
+    const before = this.#running ?? Promise.resolve();
+    const round: Promise<void> = before.catch(() => {}).then(() => {
+      this.#next = undefined;
+      this.#running = round;
+      return this.#round();
+    }).finally(() => {
+      if (this.#running === round) this.#running = undefined;
+    });
+    this.#next = round;
+    return round;
+  }
+
+  async #round(): Promise<void> {
+    const { replicas, timeoutMs, markerKey } = this.#opts;
+    let acked: number;
+    try {
+      const res = await this.#redis.pipeline().set(markerKey, String(Date.now()), 'PX', 60_000).wait(replicas, timeoutMs).exec();
+      const [setErr] = res?.[0] ?? [new Error('no reply')];
+      const [waitErr, n] = res?.[1] ?? [new Error('no reply')];
+      if (setErr || waitErr) throw setErr ?? waitErr;
+      acked = Number(n);
+    } catch (err) {
+      throw new NotReplicatedError(`could not ask for a replica acknowledgement: ${(err as Error).message}`);
+    }
+    if (acked < replicas) throw new NotReplicatedError(`${acked} of ${replicas} replica(s) acknowledged within ${timeoutMs} ms`);
+  }
+
+  close(): Promise<void> {
+    return this.#redis.quit().then(() => {}, () => this.#redis.disconnect());
+  }
+}

@@ -1,0 +1,174 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startReceiver, type Receiver } from '../../src/receiver.ts';
+import { testConfig } from '../support/config.ts';
+import { alertmanagerBody, getJson, nodeNotReadyAlert, post } from '../support/payloads.ts';
+import { uniquePrefix } from '../support/redis.ts';
+import { answers, startSentinelSet, topologiesAvailable, type LocalSentinelSet, type Server } from '../support/redis-topology.ts';
+import { waitFor } from '../support/wait.ts';
+import { freePort } from '../../scripts/lib/local-redis.ts';
+
+// volume-medic on a Sentinel-managed primary/replica started by this test (redis-server, a
+// replica, three redis-server --sentinel), through the real receiver and a real node agent
+// process (test/support/stub-agent.ts prints `RAN <runbook> <jobId> <mode>` per run).
+//
+// The primary is SIGKILLed in the middle of a storm of webhooks. Senders retry on 503 as
+// Alertmanager does. What must hold: senders only ever got 202 or 503; every job answered 202
+// ran exactly once (replication is asynchronous: the receiver answers 202 only once a replica
+// acknowledged the job, REDIS_ACK_REPLICAS); while the new primary has no replica, webhooks get
+// 503 (never a 202 that a second failover could lose); once the old primary is back as a
+// replica, 202s resume.
+
+const TOKEN = 'sentinel-test-token-0123456789';
+const NODE = 'sn-node';
+const skip = topologiesAvailable();
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** The environment of a child process, without any Redis setting of ours (exactly one topology). */
+function cleanEnv(): Record<string, string | undefined> {
+  const env: Record<string, string | undefined> = { ...process.env };
+  for (const k of Object.keys(env)) if (k.startsWith('REDIS_')) delete env[k];
+  return env;
+}
+
+describe.skipIf(skip)('a Sentinel-managed primary and replica', () => {
+  let set: LocalSentinelSet;
+  let receiver: Receiver;
+  let agent: ChildProcess;
+  let out = '';
+  const prefix = uniquePrefix('sentinel');
+  const stateDir = mkdtempSync(join(tmpdir(), 'vm-sentinel-state-'));
+
+  beforeAll(async () => {
+    set = await startSentinelSet();
+    receiver = await startReceiver(testConfig({
+      redisSentinels: set.env.split(','), redisSentinelName: set.name, queuePrefix: prefix, tokens: [TOKEN],
+      // A replica acknowledgement is waited for at most 500 ms; a webhook waits at most 3 s.
+      redisAckTimeoutMs: 500, enqueueTimeoutMs: 3_000,
+    }));
+    agent = spawn(process.execPath, ['test/support/stub-agent.ts'], {
+      env: { ...cleanEnv(), REDIS_SENTINELS: set.env, REDIS_SENTINEL_NAME: set.name, QUEUE_PREFIX: prefix, NODE_NAME: NODE, STATE_DIR: stateDir, LOCK_DURATION_MS: '2000' },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    agent.stdout!.on('data', (d: Buffer) => { out += d.toString(); });
+    await waitFor('the agent to start', async () => (out.includes('READY') ? true : undefined));
+  }, 60_000);
+  afterAll(async () => {
+    agent?.kill('SIGKILL');
+    await receiver?.close();
+    set?.stop();
+    rmSync(stateDir, { recursive: true, force: true });
+  });
+
+  const ranCounts = (): Map<string, number> => {
+    const m = new Map<string, number>();
+    for (const line of out.split('\n')) {
+      const id = /^RAN \S+ (\S+) /.exec(line)?.[1];
+      if (id) m.set(id, (m.get(id) ?? 0) + 1);
+    }
+    return m;
+  };
+
+  it('loses no job answered 202 when the primary is SIGKILLed mid-storm: each runs exactly once, senders see only 202 or 503', async () => {
+    const oldPrimary = set.primary;
+    const statuses = new Map<number, number>();
+    const accepted = new Map<number, string>(); // incident -> job id answered 202
+    let next = 0;
+    let stopAt = Number.POSITIVE_INFINITY;
+    const webhook = async (i: number) => post(`${receiver.url}/v1/alertmanager`, alertmanagerBody([nodeNotReadyAlert(NODE, 'resolved', `storm${i}`)]), TOKEN);
+    /** One sender: a new incident every ~100 ms; a 503 is retried after 200 ms until 202 (as Alertmanager does). */
+    const sender = async (): Promise<void> => {
+      while (Date.now() < stopAt) {
+        const i = next++;
+        for (;;) {
+          const r = await webhook(i);
+          statuses.set(r.status, (statuses.get(r.status) ?? 0) + 1);
+          if (r.status === 202) {
+            accepted.set(i, r.json.accepted[0].id);
+            break;
+          }
+          if (r.status === 503) expect(r.headers.get('retry-after')).toBeTruthy();
+          else break;
+          await sleep(200);
+        }
+        await sleep(100);
+      }
+    };
+    const senders = Array.from({ length: 4 }, () => sender());
+
+    // Steady state: 202s and jobs running.
+    await waitFor('jobs running before the failover', async () => (ranCounts().size >= 10 ? true : undefined), 15_000);
+    const acceptedBeforeKill = accepted.size;
+    oldPrimary.kill();
+    const killedAt = Date.now();
+    await waitFor('the sentinels to promote the replica', async () => ((await set.primaryPort()) === set.replica.port ? true : undefined), 20_000);
+    const failoverMs = Date.now() - killedAt;
+
+    // The new primary has no replica: a webhook for a new incident is stored but answered 503.
+    const lonely = await webhook(100_000);
+    expect(lonely.status).toBe(503);
+    expect(lonely.headers.get('retry-after')).toBeTruthy();
+
+    // The old primary comes back empty, as a replica of the new one: 202s resume.
+    const back: Server = await set.restartAsReplica(oldPrimary.port);
+    expect(back.port).toBe(oldPrimary.port);
+    await waitFor('a 202 after the old primary rejoined', async () => ((await webhook(100_000)).status === 202 ? true : undefined), 20_000);
+    const acceptedAfterRejoin = accepted.size;
+    await sleep(1_000);
+    stopAt = Date.now();
+    await Promise.all(senders);
+    expect(accepted.size).toBeGreaterThan(acceptedAfterRejoin);
+
+    // Every accepted job runs; then a while longer (two lock durations) for any job the failover
+    // left active on the new primary to be taken again: it must not run a second time.
+    const ids = [...accepted.values()];
+    await waitFor('every accepted job ran', async () => (ids.every((id) => ranCounts().has(id)) ? true : undefined), 30_000);
+    await sleep(4_500);
+    const runs = ranCounts();
+    const twice = ids.filter((id) => (runs.get(id) ?? 0) !== 1);
+    expect(twice, `jobs not run exactly once: ${twice.join(', ')}`).toEqual([]);
+    // Jobs answered 503 only (stored, not acknowledged) may run, but never twice either.
+    expect([...runs.values()].every((n) => n === 1)).toBe(true);
+    expect([...statuses.keys()].sort()).toEqual([202, 503]);
+    console.log(`sentinel failover: ${failoverMs} ms from SIGKILL to promotion; ${accepted.size} incidents answered 202 (${acceptedBeforeKill} before the kill), ${statuses.get(503) ?? 0} answers 503, ${runs.size} jobs ran, each once`);
+  });
+
+  it('a WAIT for a replica that is not there holds up only the answers that wait for it', async () => {
+    // A single Redis without replicas, REDIS_ACK_REPLICAS=1: every new job is answered 503 after
+    // the acknowledgement timeout, while /readyz and the controls (the shared connection) answer at once.
+    const port = await freePort();
+    const dir = mkdtempSync(join(tmpdir(), 'vm-lonely-redis-'));
+    const lone = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], { stdio: 'ignore' });
+    let r: Receiver | undefined;
+    const admin = new Redis({ port, host: '127.0.0.1', lazyConnect: true });
+    try {
+      await waitFor('the lone redis', async () => ((await answers(port)) ? true : undefined));
+      r = await startReceiver(testConfig({ redisUrl: `redis://127.0.0.1:${port}`, queuePrefix: uniquePrefix('lone'), tokens: [TOKEN], redisAckReplicas: 1, redisAckTimeoutMs: 2_000, enqueueTimeoutMs: 10_000 }));
+      const started = Date.now();
+      const storing = Promise.all(Array.from({ length: 5 }, (_, i) => post(`${r!.url}/v1/alertmanager`, alertmanagerBody([nodeNotReadyAlert(`lone-${i}`, 'resolved')]), TOKEN)));
+      await sleep(100);
+      const t0 = Date.now();
+      expect(await getJson(`${r.url}/readyz`)).toMatchObject({ status: 'ready', redis: 'ok' });
+      expect((await getJson(`${r.url}/v1/controls`, TOKEN)).pauses).toBeDefined();
+      const sideMs = Date.now() - t0;
+      expect(sideMs).toBeLessThan(1_000);
+      const answersToStore = await storing;
+      expect(answersToStore.map((a) => a.status)).toEqual([503, 503, 503, 503, 503]);
+      expect(answersToStore[0]!.json.error).toMatch(/could not be stored/);
+      // Concurrent requests shared rounds (at most one waiting and one queued): not five timeouts in a row.
+      expect(Date.now() - started).toBeLessThan(2.5 * 2_000);
+      // The jobs are in Redis all the same (a retry folds into them, and is answered 202 once a replica acknowledges).
+      await admin.connect();
+      expect((await admin.keys('*:{vm-node-lone-*}:meta')).length).toBe(5);
+    } finally {
+      admin.disconnect();
+      await r?.close();
+      lone.kill('SIGKILL');
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
