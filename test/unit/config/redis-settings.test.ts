@@ -22,7 +22,10 @@ describe('Redis settings', () => {
   });
 
   it('takes a redis:// or rediss:// URL and refuses any other scheme, naming REDIS_URL', () => {
-    expect(redisTarget(loadConfig({ REDIS_URL: 'rediss://cache.example:6380/2' }))).toEqual({ kind: 'single', url: 'rediss://cache.example:6380/2' });
+    expect(redisTarget(loadConfig({ REDIS_URL: 'rediss://cache.example:6380/2' }))).toEqual({ kind: 'single', url: 'rediss://cache.example:6380/2', tls: {} });
+    // A CA file alone does not turn TLS on (it may be mounted everywhere); with rediss:// it is the CA.
+    expect(redisTarget(loadConfig({ REDIS_URL: 'redis://cache:6379', REDIS_TLS_CA_FILE: '/etc/hostname' }))).toEqual({ kind: 'single', url: 'redis://cache:6379' });
+    expect(redisTarget(loadConfig({ REDIS_URL: 'rediss://cache:6379', REDIS_TLS_CA_FILE: '/etc/hostname' }))).toEqual({ kind: 'single', url: 'rediss://cache:6379', tls: { caFile: '/etc/hostname' } });
     expect(fails({ REDIS_URL: 'http://cache.example:6379' })).toMatch(/REDIS_URL: a redis:\/\/ or rediss:\/\/ URL \(got "http:\/\/cache.example:6379"\)/);
     expect(fails({ REDIS_URL: 'cache.example:6379' })).toMatch(/REDIS_URL/);
   });

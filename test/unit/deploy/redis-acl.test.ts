@@ -69,6 +69,10 @@ function ourDirectCommands(): Map<string, string> {
 const ONLY: Record<string, readonly Component[]> = {
   bzpopmin: ['cluster-worker', 'node-agent'], // BullMQ Worker: waiting on the queue's marker
   hincrbyfloat: ['cluster-worker', 'node-agent'], // src/catalogue/job-stats.ts, after each job a worker ran
+  // src/queues/replica-ack.ts: only with REDIS_ACK_REPLICAS > 0 (default with Sentinel, 0 on a
+  // single server such as the bundled one, whose ACL therefore need not grant it). An ACL for a
+  // primary with replicas must give the receiver +wait (README, "Redis topologies").
+  wait: [],
 };
 
 describe('the Redis ACL users (deploy/components/redis/users.acl.template)', () => {
@@ -101,7 +105,7 @@ describe('the Redis ACL users (deploy/components/redis/users.acl.template)', () 
     const lua = luaCommands(ourSources.map(([, t]) => t).join('\n'));
     const direct = ourDirectCommands();
     expect(direct.has('hsetnx') && direct.has('zcount') && direct.has('hincrbyfloat')).toBe(true);
-    for (const cmd of [...lua, ...direct.keys(), 'evalsha', 'eval', 'ping', 'info', 'client|setname', 'multi', 'exec', 'scan' /* scanStream, src/controls/breakers.ts */]) {
+    for (const cmd of [...lua, ...direct.keys(), 'evalsha', 'eval', 'ping', 'info', 'client|setname', 'multi', 'exec', 'scan' /* scanKeys, src/queues/redis.ts (tests, tools) */]) {
       const who = ONLY[cmd] ?? COMPONENTS;
       for (const c of who) expect(allowed(c).has(cmd), `${c} needs ${cmd} (${direct.get(cmd) ?? 'Lua / BullMQ'})`).toBe(true);
     }
