@@ -12,6 +12,7 @@ import { testConfig } from '../support/config.ts';
 import { fastControls, toyRunbook, type ToyStep } from '../support/controls-harness.ts';
 import { alertmanagerBody, getJson, nodeNotReadyAlert, post } from '../support/payloads.ts';
 import { dropPrefixOn, uniquePrefix } from '../support/redis.ts';
+import { startOperators, type Operators } from '../support/operators.ts';
 import { startCluster, topologiesAvailable, type LocalCluster } from '../support/redis-topology.ts';
 import { waitFor } from '../support/wait.ts';
 
@@ -40,14 +41,18 @@ describe.skipIf(skip)('a 3-master Redis Cluster', () => {
   const base = (over: Partial<Config> = {}): Config =>
     testConfig({ redisClusterNodes: cluster.nodes.map((n) => `${n.host}:${n.port}`), queuePrefix: prefix, tokens: [TOKEN], ...fastControls, ...over });
 
+  let ops: Operators;
+
   beforeAll(async () => {
     cluster = await startCluster();
     admin = new Cluster(cluster.nodes);
-    receiver = await startReceiver(base({ breakerNodeDestructivePerHour: 3 }));
+    ops = await startOperators();
+    receiver = await startReceiver(base({ breakerNodeDestructivePerHour: 3 }), { operatorKubeConfig: ops.api.kubeConfig() });
   }, 60_000);
   afterAll(async () => {
     await Promise.all(agents.map((a) => a.close()));
     await receiver?.close();
+    await ops?.close();
     if (admin) {
       await dropPrefixOn(admin, prefix);
       admin.disconnect();
@@ -55,8 +60,8 @@ describe.skipIf(skip)('a 3-master Redis Cluster', () => {
     cluster?.stop();
   });
 
-  const api = (path: string, body?: unknown) => post(`${receiver.url}${path}`, body ?? {}, TOKEN);
-  const get = (path: string) => getJson(`${receiver.url}${path}`, TOKEN);
+  const api = (path: string, body: unknown = {}) => post(`${receiver.url}${path}`, body, ops.token('oncall'));
+  const get = (path: string) => getJson(`${receiver.url}${path}`, ops.token('reader'));
   const job = (id: string) => get(`/v1/jobs/${id}`);
   const until = (id: string, pred: (j: any) => boolean, what: string, ms?: number) =>
     waitFor(what, async () => { const j = await job(id); return pred(j) ? j : undefined; }, ms);
@@ -108,12 +113,12 @@ describe.skipIf(skip)('a 3-master Redis Cluster', () => {
   it('holds a node\'s job while it is paused and releases it on resume', async () => {
     const toy = toyRunbook((node) => ({ kind: 'steps', summary: 'one file', steps: [step(`p-${node}`, { destructive: false })] }));
     agent('cl-paused', toy.registry);
-    expect((await api('/v1/pause', { node: 'cl-paused', by: 'frank', why: 'SAN firmware upgrade' })).status).toBe(200);
+    expect((await api('/v1/pause', { node: 'cl-paused', why: 'SAN firmware upgrade' })).status).toBe(200);
     const id = await newJob('cl-paused');
     const held = await until(id, (j) => j.progress?.parked?.reason === 'paused', 'job held by the pause');
-    expect(held.progress.parked.why).toMatch(/node cl-paused paused by frank/);
+    expect(held.progress.parked.why).toMatch(/node cl-paused paused by oncall/);
     expect((await get('/v1/controls')).parked.map((p: any) => p.jobId)).toContain(id);
-    await api('/v1/resume', { node: 'cl-paused', by: 'frank' });
+    await api('/v1/resume', { node: 'cl-paused' });
     await until(id, (j) => j.state === 'completed', 'job released by resume', 10_000);
     expect((await get('/v1/controls/audit')).audit.map((e: any) => e.action)).toEqual(expect.arrayContaining(['pause', 'resume']));
   });
@@ -126,15 +131,15 @@ describe.skipIf(skip)('a 3-master Redis Cluster', () => {
     await until(id, (j) => j.progress?.parked?.reason === 'approval', 'job parked for approval');
     expect((await get('/v1/approvals')).approvals.map((a: any) => a.jobId)).toContain(id);
     expect(await toy.ran('/w/release')).toBe(false);
-    const ok = await api(`/v1/jobs/${id}/approve`, { by: 'carol', why: 'checked by hand' });
-    expect(ok.json).toMatchObject({ state: 'approved', decidedBy: 'carol' });
+    const ok = await api(`/v1/jobs/${id}/approve`, { why: 'checked by hand' });
+    expect(ok.json).toMatchObject({ state: 'approved', decidedBy: 'oncall' });
     const done = await until(id, (j) => j.state === 'completed', 'job completed after approval');
     expect(done.result.outcome).toBe('succeeded');
     expect(await toy.ran('/w/flush')).toBe(true);
     // Both destructive steps took their breaker slots (one script, one slot).
     const breakers = (await get('/v1/breakers')).breakers;
     expect(breakers.find((b: any) => b.name === 'node/cl-approve')).toMatchObject({ count: 2 });
-    expect((await api(`/v1/jobs/${id}/approve`, { by: 'dave' })).status).toBe(409);
+    expect((await api(`/v1/jobs/${id}/approve`)).status).toBe(409);
   });
 
   describe('breakers', () => {
