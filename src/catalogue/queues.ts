@@ -1,19 +1,21 @@
 import { jobNode, type RemediationJob } from './jobs.ts';
 import { RUNBOOK_POLICY } from './policy.ts';
 
-// Queue names are part of the contract: the receiver puts a node's jobs on `{vm-node-<node>}` and
+// Queue names are part of the contract: the receiver puts a node's jobs on `vm-node-{<node>}` and
 // only that node's agent (NODE_NAME) consumes it; the job seal binds this name. Node names are
 // RFC 1123 subdomains, so the name never holds the ':' BullMQ forbids.
 //
-// The braces are a Redis Cluster hash tag (BullMQ's "wrap the queue name" scheme): every key of
-// a queue (`<prefix>:{vm-node-<node>}:wait`, `...:<jobId>`, ...) hashes by the name alone, so
+// The braces are a Redis Cluster hash tag (BullMQ's "wrap the queue name" scheme): every key of a
+// queue (`<prefix>:vm-node-{<node>}:wait`, `...:<jobId>`, ...) hashes by the node's name alone, so
 // each of BullMQ's scripts touches one slot, and the fleet's queues spread over the masters. The
-// same names are used on a single Redis and with Sentinel, so there is one layout to reason about.
+// names still start with `vm-node-` (key patterns such as the node agents' ACL,
+// `~<prefix>:vm-node-*`, hold), and are the same on a single Redis and with Sentinel: one layout
+// to reason about.
 
-export const CLUSTER_QUEUE = '{vm-cluster}';
-const NODE_QUEUE = /^\{vm-node-(.+)\}$/;
+export const CLUSTER_QUEUE = 'vm-cluster-{cluster}';
+const NODE_QUEUE = /^vm-node-\{(.+)\}$/;
 
-export const nodeQueueName = (node: string): string => `{vm-node-${node}}`;
+export const nodeQueueName = (node: string): string => `vm-node-{${node}}`;
 
 export function queueFor(job: RemediationJob): string {
   if (RUNBOOK_POLICY[job.runbook].placement === 'cluster') return CLUSTER_QUEUE;

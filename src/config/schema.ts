@@ -64,7 +64,7 @@ export const Config = z.object({
   redisAckTimeoutMs: Millis.default(1_000),
   /**
    * QUEUE_PREFIX: BullMQ key prefix, so several installations can share one Redis. No `{}`: the
-   * hash tag of every key is in the queue name (`{vm-node-<node>}`), one slot per queue; a tag in
+   * hash tag of every key is in the queue name (`vm-node-{<node>}`), one slot per queue; a tag in
    * the prefix would put the whole installation in one slot of a Cluster.
    */
   queuePrefix: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'letters, digits, _ and - only').default('volume-medic'),

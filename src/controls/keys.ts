@@ -6,11 +6,12 @@
 // each (a hash of all nodes' modes, of all pauses, ...), read and written one key at a time.
 // The breakers are the one place where a script spans keys (a destructive step takes a slot in
 // its node's window and in the cluster's at once, and checks the trips): all breaker keys share
-// the hash tag `{vm-breakers}`, so they sit in one slot by design. Their traffic is one script per
-// destructive step and per job start, small enough for one master.
+// the hash tag `{breakers}`, so they sit in one slot by design. Their traffic is one script per
+// destructive step and per job start, small enough for one master. They stay under
+// `<prefix>:vm:ctl:breaker:` (key patterns such as the node agents' ACL hold).
 
 /** Hash tag of every breaker key (shared by installations on one Cluster: their keys differ by prefix). */
-export const BREAKERS_TAG = '{vm-breakers}';
+export const BREAKERS_TAG = '{breakers}';
 
 export const controlKeys = (prefix: string) => ({
   /** hash `runbook/<name>` | `node/<name>` -> ModeOverride JSON */
@@ -29,13 +30,13 @@ export const controlKeys = (prefix: string) => ({
    */
   sealedAt: `${prefix}:vm:ctl:sealed-at`,
   /** hash `cluster` | `storm` | `node/<name>` -> TripRecord JSON */
-  tripped: `${prefix}:${BREAKERS_TAG}:tripped`,
+  tripped: `${prefix}:vm:ctl:breaker:${BREAKERS_TAG}:tripped`,
   /** sorted sets of destructive steps (member: job/step/time, score: ms) in the last hour */
-  destructiveCluster: `${prefix}:${BREAKERS_TAG}:destructive:cluster`,
-  destructiveNode: (node: string) => `${prefix}:${BREAKERS_TAG}:destructive:node/${node}`,
+  destructiveCluster: `${prefix}:vm:ctl:breaker:${BREAKERS_TAG}:destructive:cluster`,
+  destructiveNode: (node: string) => `${prefix}:vm:ctl:breaker:${BREAKERS_TAG}:destructive:node/${node}`,
   /** sorted set member: node, score: its last destructive step (ms): the nodes with a window, without a SCAN */
-  destructiveNodes: `${prefix}:${BREAKERS_TAG}:destructive:nodes`,
+  destructiveNodes: `${prefix}:vm:ctl:breaker:${BREAKERS_TAG}:destructive:nodes`,
   /** sorted set member: node, score: last job start (ms) */
-  storm: `${prefix}:${BREAKERS_TAG}:storm`,
+  storm: `${prefix}:vm:ctl:breaker:${BREAKERS_TAG}:storm`,
 });
 export type ControlKeys = ReturnType<typeof controlKeys>;

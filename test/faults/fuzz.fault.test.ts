@@ -138,7 +138,7 @@ describe('fuzzing every route with mutated real payloads', () => {
         if (typeof t['pv'] === 'string') expect(isObjectName(t['pv']), `pv of ${k}`).toBe(true);
         if (typeof t['path'] === 'string') expect(isDiskLinkPath(t['path']), `path of ${k}`).toBe(true);
         if (typeof t['pool'] === 'string') expect(isCephName(t['pool']) && isCephName(String(t['image'])), `pool/image of ${k}`).toBe(true);
-        expect(k.split(':')[1]).toMatch(/^\{vm-(cluster|node-[a-z0-9.-]+)\}$/);
+        expect(k.split(':')[1]).toMatch(/^vm-(cluster-\{cluster\}|node-\{[a-z0-9.-]+\})$/);
       }
       console.log(`fuzz: ${jobs} jobs stored, all valid`);
       expect(jobs).toBeGreaterThan(0);

@@ -98,7 +98,7 @@ describe.skipIf(!alertmanagerAvailable())(`Redis away for ${OUTAGE_MS / 1000} s 
     await sleep(3_000);
     const perNode = await Promise.all([...before, ...during].map(async (n) => [n, await jobsOf(n)] as const));
     for (const [node, ids] of perNode) expect(ids, `jobs of ${node}`).toHaveLength(1);
-    const queues = new Set((await admin.keys(`${prefix}:{vm-node-*}:meta`)).map((k) => k.split(':')[1]));
+    const queues = new Set((await admin.keys(`${prefix}:vm-node-*:meta`)).map((k) => k.split(':')[1]));
     expect([...queues].sort()).toEqual([...before, ...during].map(nodeQueueName).sort());
     const stored = await metric('volume_medic_jobs_enqueued_total', { runbook: 'residual-multipath-cleanup' });
     expect(stored).toBe(before.length + during.length);

@@ -91,7 +91,7 @@ describe('real Alertmanager -> receiver', () => {
   const logs = () => managers.map((m, i) => `--- alertmanager #${i} (${m.url}) log tail ---\n${m.log().slice(-3000)}`).join('\n');
   /** Node queues of this test's prefix, other than `except`'s, that hold any job. */
   const otherNodeQueuesWithJobs = async (except: string) => {
-    const names = new Set((await redis.keys(`${prefix}:{vm-node-*`)).map((k) => k.slice(prefix.length + 1).split(':')[0]!));
+    const names = new Set((await redis.keys(`${prefix}:vm-node-*`)).map((k) => k.slice(prefix.length + 1).split(':')[0]!));
     names.delete(nodeQueueName(except));
     const withJobs: string[] = [];
     for (const n of names) {

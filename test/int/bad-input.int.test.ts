@@ -11,7 +11,7 @@ describe('bad input never becomes a job and never stops the receiver', () => {
   const prefix = uniquePrefix('bad');
   let receiver: Receiver;
   let redis: Redis;
-  const jobKeys = async () => (await redis.keys(`${prefix}:{vm-*}:*`)).filter((k) => !/:(meta|events|id|stalled-check|wait|marker)$/.test(k));
+  const jobKeys = async () => (await redis.keys(`${prefix}:vm-*:*`)).filter((k) => !/:(meta|events|id|stalled-check|wait|marker)$/.test(k));
 
   beforeAll(async () => {
     redis = new Redis(redisUrl());

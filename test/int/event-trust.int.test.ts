@@ -52,7 +52,7 @@ describe('Event trust: POST /v1/events and /v1/npd', () => {
   const prefix = uniquePrefix('evtrust');
   let receiver: Receiver;
   let redis: Redis;
-  const allJobs = async () => (await redis.keys(`${prefix}:{vm-*}:*`)).filter((k) => !/:(meta|events|id|stalled-check|wait|marker|prioritized|pc)$/.test(k));
+  const allJobs = async () => (await redis.keys(`${prefix}:vm-*:*`)).filter((k) => !/:(meta|events|id|stalled-check|wait|marker|prioritized|pc)$/.test(k));
 
   beforeAll(async () => {
     redis = new Redis(redisUrl());

@@ -57,7 +57,7 @@ function detachOurs(): void {
 async function runThrough(pv: string, uid: string, mode: Mode): Promise<any> {
   const r = await post(`${receiver.url}/v1/events`, notADeviceNode(pv, uid));
   expect(r.status).toBe(202);
-  expect(r.json.accepted).toEqual([expect.objectContaining({ runbook: 'local-pv-placeholder', queue: `{vm-node-${NODE}}`, node: NODE })]);
+  expect(r.json.accepted).toEqual([expect.objectContaining({ runbook: 'local-pv-placeholder', queue: `vm-node-{${NODE}}`, node: NODE })]);
   const config = testConfig({ redisUrl: redisUrl(), queuePrefix: prefix, nodeName: NODE, runbookModes: { 'local-pv-placeholder': mode } });
   const agent = createNodeAgent({
     config,

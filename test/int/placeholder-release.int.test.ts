@@ -46,8 +46,8 @@ describe('an operator releases a placeholder', () => {
     const r = await post(`${receiver.url}/v1/placeholders/release`, { ...body, force: true, by: 'mallory' }, TOKEN);
     expect(r.status).toBe(202);
     expect(r.json.recordedAs).toBe('alice');
-    expect(r.json.accepted).toMatchObject({ runbook: 'local-pv-placeholder', node: 'worker-1', queue: '{vm-node-worker-1}', deduplicated: false });
-    const queue = new Queue('{vm-node-worker-1}', { connection: { url: redisUrl() }, prefix });
+    expect(r.json.accepted).toMatchObject({ runbook: 'local-pv-placeholder', node: 'worker-1', queue: 'vm-node-{worker-1}', deduplicated: false });
+    const queue = new Queue('vm-node-{worker-1}', { connection: { url: redisUrl() }, prefix });
     const stored = await queue.getJob(r.json.accepted.id).finally(() => queue.close());
     expect(stored?.data).toMatchObject({ action: 'release', release: { by: 'operator', force: true }, target: { node: 'worker-1', pv: 'local-pv-3f2a', path: body.path } });
     const job = await getJson(`${receiver.url}/v1/jobs/${r.json.accepted.id}`, TOKEN);

@@ -37,7 +37,7 @@ describe('receiver with a real Redis', () => {
     const r = await post(`${receiver.url}/v1/alertmanager`, alertmanagerBody([nodeNotReadyAlert('worker-a', 'resolved')]), TOKEN);
     expect(r.status).toBe(202);
     expect(r.json.accepted).toHaveLength(1);
-    expect(r.json.accepted[0]).toMatchObject({ runbook: 'residual-multipath-cleanup', node: 'worker-a', queue: '{vm-node-worker-a}', deduplicated: false });
+    expect(r.json.accepted[0]).toMatchObject({ runbook: 'residual-multipath-cleanup', node: 'worker-a', queue: 'vm-node-{worker-a}', deduplicated: false });
     const q = queue('worker-a');
     const jobs = await q.getJobs(['waiting', 'delayed', 'active']);
     expect(jobs).toHaveLength(1);
@@ -68,7 +68,7 @@ describe('receiver with a real Redis', () => {
       nodeNotReadyAlert('worker-b', 'resolved'), nodeNotReadyAlert('worker-c', 'resolved'), nodeNotReadyAlert('worker-d', 'firing'),
     ]), TOKEN);
     expect(r.status).toBe(202);
-    expect(r.json.accepted.map((a: { queue: string }) => a.queue).sort()).toEqual(['{vm-node-worker-b}', '{vm-node-worker-c}']);
+    expect(r.json.accepted.map((a: { queue: string }) => a.queue).sort()).toEqual(['vm-node-{worker-b}', 'vm-node-{worker-c}']);
     expect(r.json.ignored).toEqual([expect.objectContaining({ reason: 'alert-still-firing', index: 2 })]);
     for (const n of ['worker-b', 'worker-c']) {
       const q = queue(n);
@@ -91,8 +91,8 @@ describe('receiver with a real Redis', () => {
     };
     const r = await post(`${receiver.url}/v1/events`, [event, event], TOKEN);
     expect(r.status).toBe(202);
-    expect(r.json.accepted).toEqual([expect.objectContaining({ runbook: 'rbd-stale-mapping', queue: '{vm-cluster}' })]);
-    const q = new Queue('{vm-cluster}', { connection: redis, prefix });
+    expect(r.json.accepted).toEqual([expect.objectContaining({ runbook: 'rbd-stale-mapping', queue: 'vm-cluster-{cluster}' })]);
+    const q = new Queue('vm-cluster-{cluster}', { connection: redis, prefix });
     const [job] = await q.getJobs(['waiting']);
     expect(job!.data.target).toEqual({ pool: 'replicapool', image: 'csi-vol-0b3f5f8e', pod: { namespace: 'shop', name: 'web-0' }, node: 'worker-e' });
     expect(job!.data.evidence).toHaveLength(2);
@@ -108,7 +108,7 @@ describe('receiver with a real Redis', () => {
       ],
     }, TOKEN);
     expect(r.status).toBe(202);
-    expect(r.json.accepted).toEqual([expect.objectContaining({ runbook: 'local-pv-placeholder', queue: '{vm-node-worker-g}', node: 'worker-g' })]);
+    expect(r.json.accepted).toEqual([expect.objectContaining({ runbook: 'local-pv-placeholder', queue: 'vm-node-{worker-g}', node: 'worker-g' })]);
     expect(r.json.ignored).toEqual([expect.objectContaining({ reason: 'condition-not-relevant', index: 0 })]);
     const q = queue('worker-g');
     const [job] = await q.getJobs(['waiting']);
@@ -163,7 +163,7 @@ describe('receiver logs', () => {
       await post(`${receiver.url}/v1/alertmanager`, body, TOKEN);
       const stored = lines.filter((l) => l['msg'] === 'jobs stored');
       expect(stored).toHaveLength(1);
-      expect(stored[0]!['stored']).toEqual([{ id: first.json.accepted[0].id, queue: '{vm-node-worker-log}', runbook: 'residual-multipath-cleanup' }]);
+      expect(stored[0]!['stored']).toEqual([{ id: first.json.accepted[0].id, queue: 'vm-node-{worker-log}', runbook: 'residual-multipath-cleanup' }]);
     } finally {
       await receiver.close();
       await dropPrefix(prefix);

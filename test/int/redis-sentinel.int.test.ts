@@ -8,6 +8,7 @@ import { startReceiver, type Receiver } from '../../src/receiver.ts';
 import { testConfig } from '../support/config.ts';
 import { alertmanagerBody, getJson, nodeNotReadyAlert, post } from '../support/payloads.ts';
 import { uniquePrefix } from '../support/redis.ts';
+import { startOperators, type Operators } from '../support/operators.ts';
 import { answers, startSentinelSet, topologiesAvailable, type LocalSentinelSet, type Server } from '../support/redis-topology.ts';
 import { waitFor } from '../support/wait.ts';
 import { freePort } from '../../scripts/lib/local-redis.ts';
@@ -43,13 +44,16 @@ describe.skipIf(skip)('a Sentinel-managed primary and replica', () => {
   const prefix = uniquePrefix('sentinel');
   const stateDir = mkdtempSync(join(tmpdir(), 'vm-sentinel-state-'));
 
+  let ops: Operators;
+
   beforeAll(async () => {
     set = await startSentinelSet();
+    ops = await startOperators();
     receiver = await startReceiver(testConfig({
       redisSentinels: set.env.split(','), redisSentinelName: set.name, queuePrefix: prefix, tokens: [TOKEN],
       // A replica acknowledgement is waited for at most 500 ms; a webhook waits at most 3 s.
       redisAckTimeoutMs: 500, enqueueTimeoutMs: 3_000,
-    }));
+    }), { operatorKubeConfig: ops.api.kubeConfig() });
     agent = spawn(process.execPath, ['test/support/stub-agent.ts'], {
       env: { ...cleanEnv(), REDIS_SENTINELS: set.env, REDIS_SENTINEL_NAME: set.name, QUEUE_PREFIX: prefix, NODE_NAME: NODE, STATE_DIR: stateDir, LOCK_DURATION_MS: '2000' },
       stdio: ['ignore', 'pipe', 'inherit'],
@@ -60,6 +64,7 @@ describe.skipIf(skip)('a Sentinel-managed primary and replica', () => {
   afterAll(async () => {
     agent?.kill('SIGKILL');
     await receiver?.close();
+    await ops?.close();
     set?.stop();
     rmSync(stateDir, { recursive: true, force: true });
   });
@@ -126,7 +131,12 @@ describe.skipIf(skip)('a Sentinel-managed primary and replica', () => {
     // Every accepted job runs; then a while longer (two lock durations) for any job the failover
     // left active on the new primary to be taken again: it must not run a second time.
     const ids = [...accepted.values()];
-    await waitFor('every accepted job ran', async () => (ids.every((id) => ranCounts().has(id)) ? true : undefined), 30_000);
+    await waitFor('every accepted job ran', async () => (ids.every((id) => ranCounts().has(id)) ? true : undefined), 30_000).catch(async (err: Error) => {
+      // Say which, and where they are: lost (no hash), or stored and not run (the agent).
+      const missing = ids.filter((id) => !ranCounts().has(id));
+      const states = await Promise.all(missing.map(async (id) => `${id}: ${JSON.stringify(await getJson(`${receiver.url}/v1/jobs/${encodeURIComponent(id)}`, ops.token('reader')))}`.slice(0, 400)));
+      throw new Error(`${err.message}; not run: ${states.join('\n')}`);
+    });
     await sleep(4_500);
     const runs = ranCounts();
     const twice = ids.filter((id) => (runs.get(id) ?? 0) !== 1);
@@ -164,7 +174,7 @@ describe.skipIf(skip)('a Sentinel-managed primary and replica', () => {
       expect(Date.now() - started).toBeLessThan(2.5 * 2_000);
       // The jobs are in Redis all the same (a retry folds into them, and is answered 202 once a replica acknowledges).
       await admin.connect();
-      expect((await admin.keys('*:{vm-node-lone-*}:meta')).length).toBe(5);
+      expect((await admin.keys('*:vm-node-{lone-*}:meta')).length).toBe(5);
     } finally {
       admin.disconnect();
       await r?.close();

@@ -48,7 +48,7 @@ describe('the agent’s placeholder check with a real Redis', () => {
     }).first;
     await check();
     await check();
-    const jobs = await dispatcher.queue('{vm-node-worker-9}').getJobs(['wait', 'delayed', 'active', 'completed', 'failed']);
+    const jobs = await dispatcher.queue('vm-node-{worker-9}').getJobs(['wait', 'delayed', 'active', 'completed', 'failed']);
     expect(jobs.map((j) => (j.data as { target: { pv: string } }).target.pv)).toEqual(['local-pv-back']);
     expect(outcomes).toEqual([false, true]);
     await dispatcher.close();

@@ -3,7 +3,7 @@ import { RepeatAnswers } from '../../../src/ingest/repeat-answers.ts';
 import type { IngestResult } from '../../../src/ingest/ingest.ts';
 
 const result = (key: string): IngestResult => ({
-  accepted: [{ id: key, queue: '{vm-node-w1}', runbook: 'residual-multipath-cleanup', node: 'w1', key, deduplicated: false }],
+  accepted: [{ id: key, queue: 'vm-node-{w1}', runbook: 'residual-multipath-cleanup', node: 'w1', key, deduplicated: false }],
   ignored: [{ reason: 'alert-still-firing', detail: 'firing', source: 'alertmanager', index: 1 }],
 });
 
@@ -20,10 +20,10 @@ describe('RepeatAnswers', () => {
     expect(seen.sameBody).toBe(true);
     const a = seen.answer!;
     expect(JSON.parse(a.text)).toEqual({
-      accepted: [{ id: 'k1', queue: '{vm-node-w1}', runbook: 'residual-multipath-cleanup', node: 'w1', key: 'k1', deduplicated: true }],
+      accepted: [{ id: 'k1', queue: 'vm-node-{w1}', runbook: 'residual-multipath-cleanup', node: 'w1', key: 'k1', deduplicated: true }],
       ignored: [{ reason: 'alert-still-firing', detail: 'firing', source: 'alertmanager', index: 1 }],
     });
-    expect(a.jobs).toMatchObject([{ queue: '{vm-node-w1}', key: 'k1', runbook: 'residual-multipath-cleanup' }]);
+    expect(a.jobs).toMatchObject([{ queue: 'vm-node-{w1}', key: 'k1', runbook: 'residual-multipath-cleanup' }]);
     expect(a.ignored).toMatchObject([{ source: 'alertmanager', reason: 'alert-still-firing' }]);
     expect(a.text).toBe(a.text);
   });

@@ -11,10 +11,10 @@ import { fixture, fixtureLookups, fixtureSignals, fixtureVolumeLookups, signalsF
 type JobExpect = { runbook: string; target: Record<string, unknown>; queue: string; action?: 'place' | 'release' };
 type Case = { name: string; source: FixtureSource; fixture: string; jobs: JobExpect[]; ignored: string[] };
 
-const residual = (node: string): JobExpect => ({ runbook: 'residual-multipath-cleanup', target: { node }, queue: `{vm-node-${node}}` });
+const residual = (node: string): JobExpect => ({ runbook: 'residual-multipath-cleanup', target: { node }, queue: `vm-node-{${node}}` });
 const placeholder = (node: string, pv: string, path: string, action: 'place' | 'release' = 'place'): JobExpect =>
-  ({ runbook: 'local-pv-placeholder', target: { node, pv, path }, queue: `{vm-node-${node}}`, action });
-const rbd = (target: Record<string, unknown>): JobExpect => ({ runbook: 'rbd-stale-mapping', target, queue: '{vm-cluster}' });
+  ({ runbook: 'local-pv-placeholder', target: { node, pv, path }, queue: `vm-node-{${node}}`, action });
+const rbd = (target: Record<string, unknown>): JobExpect => ({ runbook: 'rbd-stale-mapping', target, queue: 'vm-cluster-{cluster}' });
 
 const PG_DISK = '/dev/disk/by-id/wwn-0x5000c500a1b2c3d4';
 

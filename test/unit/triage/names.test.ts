@@ -46,7 +46,7 @@ describe('names in jobs', () => {
     for (const job of jobs) {
       expect(RemediationJob.safeParse(job).success).toBe(true);
       expect(targetNamesValid(job)).toBe(true);
-      expect(queueFor(job)).toMatch(/^\{vm-(cluster|node-[a-z0-9.-]+)\}$/);
+      expect(queueFor(job)).toMatch(/^vm-(cluster-\{cluster\}|node-\{[a-z0-9.-]+\})$/);
       expect(JSON.stringify(job.target)).not.toMatch(/[;\s]|\.\.|rm -rf/);
     }
   });

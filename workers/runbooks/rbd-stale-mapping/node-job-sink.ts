@@ -3,7 +3,7 @@ import { nodeQueueName } from '../../../src/catalogue/queues.ts';
 
 // How the cluster half hands work to the watcher's node: one method, wired by the cluster worker
 // to src/queues/dispatcher.ts (`Dispatcher.enqueue([job])`, which puts an `rbd-unmap` job on
-// `{vm-node-<node>}` because its placement is `node`). The job id is the key, so a repeat folds.
+// `vm-node-{<node>}` because its placement is `node`). The job id is the key, so a repeat folds.
 
 export interface NodeJobSink {
   enqueue(job: RbdUnmapJob): Promise<{ queue: string; deduplicated: boolean }>;

@@ -29,7 +29,7 @@ describe('rbd-stale-mapping plan', () => {
     expect(node.parent).toBe(job.key);
     expect(node.key).toBe(unmapJobKey(job.key, '10.0.0.2:0/3710147553'));
     expect(node.key).not.toContain(':');
-    expect(queueFor(node)).toBe('{vm-node-worker-2}');
+    expect(queueFor(node)).toBe('vm-node-{worker-2}');
   });
 
   it('gives the same node job key for the same parent and watcher, and different keys for different watchers', () => {
