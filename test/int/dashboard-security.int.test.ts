@@ -110,7 +110,7 @@ describe('dashboard writes and sessions in headless chromium', () => {
     const login = await page.goto(`${receiver.url}/ui/login`);
     await signIn();
     const board = await page.goto(`${receiver.url}/ui/queues/`);
-    await page.waitForSelector('text=vm-node-uisec-node', { timeout: 20_000 });
+    await page.waitForSelector('text=vm-node-{uisec-node}', { timeout: 20_000 });
     for (const res of [login, board]) {
       const h = res!.headers();
       expect(h['content-security-policy']).toBe("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; font-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'self'");

@@ -110,8 +110,8 @@ describe('the /ui dashboard in headless chromium', () => {
 
   it('lists the queues in bull-board, and shows a job', async () => {
     await page.goto(`${receiver.url}/ui/queues/`);
-    await page.waitForSelector('text=vm-node-ui-node', { timeout: 20_000 });
-    await page.waitForSelector('text=vm-node-ui-other');
+    await page.waitForSelector(`text=${QN}`, { timeout: 20_000 });
+    await page.waitForSelector(`text=${nodeQueueName('ui-other')}`);
     await page.goto(`${receiver.url}/ui/queues/queue/${encodeURIComponent(QN)}?status=delayed`);
     // bull-board shows the job's id (it may shorten long ids in the card title) and its data.
     await page.waitForSelector(`text=${parkedId.slice(0, 30)}`, { timeout: 20_000 });
