@@ -15,6 +15,10 @@ import { startChild } from './lib/child.ts';
 import { fill, groupedAlerts, oneAlert, rebootedEvent } from './lib/payloads.ts';
 import { startPrivateRedis } from './lib/redis-server.ts';
 import { redisCpu } from './lib/redis-cpu.ts';
+import { writeSigningKeys } from '../scripts/lib/signing-keys.ts';
+
+// The receiver seals jobs as deployed (it does not start without keys).
+process.env['SIGNING_KEYS_DIR'] ||= writeSigningKeys(undefined);
 
 const which = process.argv[2] === 'grouped' || process.argv[2] === 'event' ? process.argv[2] : 'one';
 const mode = process.argv[3] === 'repeat' || process.argv[3] === 'varied' ? process.argv[3] : 'unique';

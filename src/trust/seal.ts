@@ -1,10 +1,10 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { z } from 'zod';
-import { canonical } from './canonical.ts';
+import { sealedBytes } from './encoding.ts';
 import type { Keyring } from './keyring.ts';
 import { KeyId, Role } from './roles.ts';
 
-// A seal: HMAC-SHA256 over the canonical encoding of what it vouches for (its purpose, the
+// A seal: HMAC-SHA256 over the JSON encoding (encoding.ts) of what it vouches for (its purpose, the
 // subject it is bound to — a queue and job id, a control field — the value itself, and the
 // seal's own issuer, key id, issue time and expiry). Moving a sealed value to another subject,
 // changing one byte of it, or re-dating it breaks the MAC.
@@ -33,7 +33,11 @@ export type Verdict = { ok: true; seal: Seal } | { ok: false; reason: Untrusted;
 export const CLOCK_SKEW_MS = 60_000;
 
 const macOf = (key: Buffer, purpose: Purpose, subject: string, value: unknown, s: Omit<Seal, 'mac'>): string =>
-  createHmac('sha256', key).update(canonical({ purpose, subject, value, v: s.v, iss: s.iss, kid: s.kid, iat: s.iat, exp: s.exp }), 'utf8').digest('base64url');
+  createHmac('sha256', key)
+    .update(JSON.stringify([s.v, purpose, subject, s.iss, s.kid, s.iat, s.exp]), 'utf8')
+    .update('\n', 'utf8')
+    .update(sealedBytes(value), 'utf8')
+    .digest('base64url');
 
 export interface Sealer {
   readonly role: Role;

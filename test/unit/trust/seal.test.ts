@@ -5,7 +5,8 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../../../src/config/load.ts';
 import type { RemediationJob } from '../../../src/catalogue/jobs.ts';
-import { canonical } from '../../../src/trust/canonical.ts';
+import fc from 'fast-check';
+import { sealedBytes } from '../../../src/trust/encoding.ts';
 import { trustFromConfig } from '../../../src/trust/from-config.ts';
 import { KeyringError, keyringFor, readKeys } from '../../../src/trust/keyring.ts';
 import { sealerOf, verifySeal } from '../../../src/trust/seal.ts';
@@ -14,13 +15,25 @@ import { writeKeysDir } from '../../support/trust.ts';
 
 const ring = (role: 'receiver' | 'cluster-worker' | 'node-agent', key = randomBytes(32)) => keyringFor(role, new Map([[`${role}.k1`, key]]));
 
-describe('canonical encoding', () => {
-  it('does not depend on key order and keeps what JSON keeps', () => {
-    expect(canonical({ b: 1, a: [1, undefined, 'x'], c: undefined, d: { z: null, y: true } })).toBe('{"a":[1,null,"x"],"b":1,"d":{"y":true,"z":null}}');
-    expect(canonical({ a: 1, b: 2 })).toBe(canonical({ b: 2, a: 1 }));
-    const v = { s: 'é\u2028"\\', n: -0, deep: [{ q: 1.5e-7 }] };
-    expect(canonical(JSON.parse(JSON.stringify(v)))).toBe(canonical(v));
-    expect(() => canonical({ n: Number.NaN })).toThrow(/non-finite/);
+describe('the sealed encoding', () => {
+  it('is what the verifier recomputes from the stored JSON, for any value', () => {
+    fc.assert(fc.property(fc.anything({ withObjectString: true, withNullPrototype: true, withBigInt: false, withDate: true, withMap: false, withSet: false, withTypedArray: false, withSparseArray: true, withBoxedValues: false }), (v) => {
+      const stored = JSON.stringify(v);
+      if (stored === undefined) return;
+      expect(sealedBytes(JSON.parse(stored))).toBe(sealedBytes(v));
+    }), { numRuns: 2000 });
+    // Integer-like keys, lone surrogates, -0, undefined members: the same bytes after a round trip.
+    const v = { b: 1, 10: 'x', 2: 'y', s: 'é\u2028"\\\ud800', n: -0, u: undefined, a: [1, undefined, () => 1] };
+    expect(sealedBytes(JSON.parse(JSON.stringify(v)))).toBe(sealedBytes(v));
+  });
+
+  it('a seal holds after its value went through Redis as JSON, and breaks when re-encoded in another key order', () => {
+    const r = keyringFor('receiver', new Map([['receiver.k1', randomBytes(32)]]));
+    const value = { runbook: 'x', target: { node: 'n', 7: 'seven' }, evidence: [{ raw: { z: 1, a: [null, 'é'] } }] };
+    const s = sealerOf(r)!.seal('job', 'q/1', value, 60_000);
+    expect(verifySeal(r, 'job', 'q/1', JSON.parse(JSON.stringify(value)), s, Date.now())).toMatchObject({ ok: true });
+    const reordered = { evidence: value.evidence, target: value.target, runbook: value.runbook };
+    expect(verifySeal(r, 'job', 'q/1', reordered, s, Date.now())).toMatchObject({ ok: false, reason: 'bad-mac' });
   });
 });
 
