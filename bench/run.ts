@@ -13,7 +13,7 @@ import { ceiling, type Ceiling } from './lib/ceiling.ts';
 import { percentile, round } from './lib/stats.ts';
 import { runbookScale, type ScaleRow } from './runbook-scale.ts';
 import { addCostTable, redisAddCost, type AddCostRow } from './redis-add-cost.ts';
-import { renderKustomization } from '../scripts/deploy/kustomize.ts';
+import { readObjects, RENDERED_FILE } from '../scripts/deploy/chart.ts';
 import { buildDist } from '../scripts/lib/build-dist.ts';
 import { writeSigningKeys } from '../scripts/lib/signing-keys.ts';
 
@@ -226,11 +226,11 @@ async function latency(n = 1000) {
   return { jobs: n, p50: round(percentile(samples, 50), 2), p99: round(percentile(samples, 99), 2), max: round(samples.at(-1)!, 2), agentStandInRssUnderWorkMiB: round(agentRssMax) };
 }
 
-/** A container's command in deploy/base (node flags, script), as Kubernetes runs it. */
+/** A container's command in deploy/volume-medic.yaml (the chart rendered; node flags, script), as Kubernetes runs it. */
 function deployedCommand(kind: 'DaemonSet' | 'Deployment', name: string): { flags: string[]; script: string } {
-  const o = renderKustomization(here('../deploy/base')).find((x) => x.kind === kind && x.metadata.name === name);
+  const o = readObjects(RENDERED_FILE).find((x) => x.kind === kind && x.metadata.name === name);
   const command = (o?.spec as { template: { spec: { containers: { command?: string[] }[] } } } | undefined)?.template.spec.containers[0]?.command ?? [];
-  if (command[0] !== 'node' || command.length < 2) throw new Error(`unexpected ${name} command in deploy/base: ${JSON.stringify(command)}`);
+  if (command[0] !== 'node' || command.length < 2) throw new Error(`unexpected ${name} command in ${RENDERED_FILE}: ${JSON.stringify(command)}`);
   return { flags: command.slice(1, -1), script: command.at(-1)! };
 }
 const nodeAgentCommand = () => deployedCommand('DaemonSet', 'volume-medic-node-agent');

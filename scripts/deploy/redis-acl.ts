@@ -3,13 +3,14 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { COMPONENTS, type Component } from '../../src/kube/rbac.ts';
-import { DEPLOY_DIR } from './kustomize.ts';
+import { CHART_DIR } from './chart.ts';
 
 // The Redis side of least privilege: the ACL file of the bundled Redis, rendered from
-// deploy/components/redis/users.acl.template, and the Secrets that carry each process's
+// the chart's files/users.acl.template (the chart renders the same file itself for the bundled
+// Redis, templates/redis.yaml), and the Secrets that carry each process's
 // REDIS_URL (its own user and password). `node scripts/deploy/redis-secrets.ts` prints them.
 
-export const ACL_TEMPLATE = join(DEPLOY_DIR, 'components/redis/users.acl.template');
+export const ACL_TEMPLATE = join(CHART_DIR, 'files/users.acl.template');
 
 /** The Redis user of each process. */
 export const REDIS_USERS: Readonly<Record<Component, string>> = {
@@ -18,7 +19,7 @@ export const REDIS_USERS: Readonly<Record<Component, string>> = {
   'node-agent': 'volume-medic-node-agent',
 };
 
-/** The Secret (key `url`) whose REDIS_URL each process reads. */
+/** The Secret (key `url`; `username` and `password` for Sentinel and Cluster) each process reads. */
 export const REDIS_URL_SECRETS: Readonly<Record<Component, string>> = {
   receiver: 'volume-medic-redis-receiver',
   'cluster-worker': 'volume-medic-redis-cluster-worker',
@@ -72,7 +73,7 @@ export function redisSecrets(o: RedisSecretsOptions): Array<Record<string, unkno
   const scheme = o.tls ? 'rediss' : 'redis';
   return [
     secret(REDIS_ACL_SECRET, { 'users.acl': renderRedisAcl({ prefix: o.prefix, passwords }) }, 'redis'),
-    ...COMPONENTS.map((c) => secret(REDIS_URL_SECRETS[c], { url: `${scheme}://${REDIS_USERS[c]}:${passwords[c]}@${o.address}` }, c)),
+    ...COMPONENTS.map((c) => secret(REDIS_URL_SECRETS[c], { url: `${scheme}://${REDIS_USERS[c]}:${passwords[c]}@${o.address}`, username: REDIS_USERS[c], password: passwords[c] }, c)),
   ];
 }
 

@@ -1,16 +1,15 @@
 import { readFileSync, writeFileSync } from 'node:fs';
-import { join, relative } from 'node:path';
-import { DEPLOY_DIR, KustomizeError, RENDERED_FILE, renderedFileText, renderKustomization, toYaml } from './kustomize.ts';
+import { relative } from 'node:path';
+import { ChartError, RENDERED_FILE, renderedFileText } from './chart.ts';
 
-// Keeps deploy/volume-medic.yaml equal to the dry-run overlay, without kubectl.
+// Keeps deploy/volume-medic.yaml equal to the chart rendered with deploy/volume-medic.values.yaml.
 //   node scripts/deploy/render.ts             rewrite deploy/volume-medic.yaml
 //   node scripts/deploy/render.ts --check     exit 1 when it is stale (CI)
-//   node scripts/deploy/render.ts <dir>       print any kustomization (e.g. deploy/overlays/enforce)
 
-const args = process.argv.slice(2);
+const file = relative(process.cwd(), RENDERED_FILE);
 try {
-  if (args[0] === '--check') {
-    const want = renderedFileText();
+  const want = renderedFileText();
+  if (process.argv[2] === '--check') {
     let have = '';
     try {
       have = readFileSync(RENDERED_FILE, 'utf8');
@@ -18,18 +17,16 @@ try {
       // missing: stale
     }
     if (have !== want) {
-      console.error(`${relative(process.cwd(), RENDERED_FILE)} is stale: run \`node scripts/deploy/render.ts\` and commit it`);
+      console.error(`${file} is stale: run \`npm run deploy:render\` and commit it`);
       process.exit(1);
     }
-    console.log(`${relative(process.cwd(), RENDERED_FILE)} is up to date`);
-  } else if (args[0] !== undefined) {
-    process.stdout.write(toYaml(renderKustomization(args[0])));
+    console.log(`${file} is up to date`);
   } else {
-    writeFileSync(RENDERED_FILE, renderedFileText());
-    console.log(`wrote ${relative(process.cwd(), RENDERED_FILE)} from ${relative(process.cwd(), join(DEPLOY_DIR, 'overlays/dry-run'))}`);
+    writeFileSync(RENDERED_FILE, want);
+    console.log(`wrote ${file} from the chart`);
   }
 } catch (err) {
-  if (err instanceof KustomizeError) {
+  if (err instanceof ChartError) {
     console.error(err.message);
     process.exit(2);
   }

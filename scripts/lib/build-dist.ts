@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 
 // `npm run build` into a folder of its own, runnable in place: the deployable JavaScript for
-// tests and benchmarks that must run what the image runs (commands of deploy/base/*.yaml), without
+// tests and benchmarks that must run what the image runs (commands of deploy/charts/volume-medic/templates/*.yaml), without
 // touching the checkout's dist/. The folder gets package.json ("type": "module") and a link to
 // the checkout's node_modules.
 

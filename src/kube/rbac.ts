@@ -1,6 +1,6 @@
 import type { ClusterLookups } from './lookups.ts';
 
-// Every Kubernetes API call volume-medic makes, per component, in one place: deploy/base/rbac.yaml
+// Every Kubernetes API call volume-medic makes, per component, in one place: deploy/charts/volume-medic/templates/rbac.yaml
 // grants each component's ServiceAccount exactly its list (test/unit/deploy/rbac.test.ts compares
 // them, both ways, per component), and the integration tests record the calls the code really
 // makes on the fake API server and check them against these lists (test/int/kube-rbac.int.test.ts:
@@ -17,7 +17,7 @@ export type ApiCall = `${string}/${string} ${Verb}`;
 export type Component = 'receiver' | 'cluster-worker' | 'node-agent';
 export const COMPONENTS: readonly Component[] = ['receiver', 'cluster-worker', 'node-agent'];
 
-/** The ServiceAccount each component runs as (deploy/base/rbac.yaml). */
+/** The ServiceAccount each component runs as (deploy/charts/volume-medic/templates/rbac.yaml). */
 export const SERVICE_ACCOUNTS: Readonly<Record<Component, string>> = {
   receiver: 'volume-medic-receiver',
   'cluster-worker': 'volume-medic-cluster-worker',

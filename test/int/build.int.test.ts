@@ -2,13 +2,12 @@ import { spawn } from 'node:child_process';
 import { existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { OVERLAYS, renderKustomization } from '../../scripts/deploy/kustomize.ts';
 import { buildDist } from '../../scripts/lib/build-dist.ts';
-import { DEPLOY_DIR, podSpec } from '../unit/deploy/manifests.ts';
+import { podSpec, rendered, SETS } from '../unit/deploy/manifests.ts';
 import { uniquePrefix } from '../support/redis.ts';
 import { TEST_KEYS_DIR } from '../support/trust.ts';
 
-// The image runs `npm run build`'s output with the commands of deploy/base (Dockerfile). Build it
+// The image runs `npm run build`'s output with the commands of the chart's templates (Dockerfile). Build it
 // here and start every command the manifests name, flags included (the node agent's V8 flags
 // would crash a Node that does not know them), against a real Redis: each must come up and say so.
 
@@ -23,8 +22,8 @@ describe('the deployable build (npm run build) runs every command of the manifes
   const commands = new Map<string, string[]>();
 
   beforeAll(async () => {
-    for (const overlay of OVERLAYS) {
-      for (const o of renderKustomization(join(DEPLOY_DIR, 'overlays', overlay))) {
+    for (const set of SETS) {
+      for (const o of rendered(set)) {
         for (const c of podSpec(o)?.containers ?? []) if (c.command?.[0] === 'node') commands.set(c.name, c.command);
       }
     }

@@ -27,7 +27,7 @@ import { uniquePrefix } from '../support/redis.ts';
 import { testSealer } from '../support/trust.ts';
 import { waitFor } from '../support/wait.ts';
 
-// The bundled Redis's ACL file (deploy/components/redis/users.acl.template, rendered for this
+// The bundled Redis's ACL file (deploy/charts/volume-medic/files/users.acl.template, rendered for this
 // test's prefix) on a real redis-server: each process's REAL code (receiver, cluster worker, node
 // agent) does its whole job with its own user, a job travelling receiver -> cluster worker -> node
 // agent; Redis' ACL LOG must show no command refused on the way (a refusal swallowed by a catch
@@ -109,7 +109,7 @@ describe('the deploy ACL file on a real redis-server', () => {
   it('refuses a connection without a user (default is off), a wrong password, and lets the health check only PING', async () => {
     await expect(connect(`redis://127.0.0.1:${port}`).ping()).rejects.toThrow(/NOAUTH/);
     await expect(connect(`redis://${REDIS_USERS.receiver}:wrong@127.0.0.1:${port}`).ping()).rejects.toThrow(/WRONGPASS/);
-    // The readiness probe's command, as deploy/components/redis/redis.yaml runs it.
+    // The readiness probe's command, as the chart's templates/redis.yaml runs it.
     const probe = spawnSync('redis-cli', ['-p', String(port), '--user', 'healthcheck', '--pass', 'healthcheck', '--no-auth-warning', 'ping'], { encoding: 'utf8' });
     expect(probe.stdout.trim()).toBe('PONG');
     const hc = connect(`redis://healthcheck:anything@127.0.0.1:${port}`);

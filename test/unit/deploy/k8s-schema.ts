@@ -1,5 +1,5 @@
 import * as k8s from '@kubernetes/client-node';
-import type { KObject } from '../../../scripts/deploy/kustomize.ts';
+import type { KObject } from '../../../scripts/deploy/chart.ts';
 
 // Validates Kubernetes objects offline, two ways:
 // 1. against the OpenAPI-derived JSON schemas of a current Kubernetes release, compiled by the

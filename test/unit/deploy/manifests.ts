@@ -1,46 +1,22 @@
-import { execFileSync } from 'node:child_process';
-import { readdirSync, statSync } from 'node:fs';
-import { join } from 'node:path';
-import { parseAllDocuments } from 'yaml';
-import { DEPLOY_DIR, type KObject } from '../../../scripts/deploy/kustomize.ts';
+import { DEPLOY_DIR, renderSet, VALUE_SETS, type KObject } from '../../../scripts/deploy/chart.ts';
 
-// Shared by the deploy tests: where the manifests are, kubectl when this machine has it.
+// Shared by the deploy tests: the chart rendered with every CI values set (deploy/charts/
+// volume-medic/ci/<name>-values.yaml) and with deploy/volume-medic.yaml's values (`static`).
 
 export { DEPLOY_DIR };
 
-/** `kubectl kustomize <dir>` as objects, or undefined when kubectl is not installed. */
-export function kubectlKustomize(dir: string): KObject[] | undefined {
-  if (!hasKubectl()) return undefined;
-  const out = execFileSync('kubectl', ['kustomize', dir], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
-  return parseAllDocuments(out).map((d) => d.toJS() as KObject).filter((o) => o !== null);
-}
+/** Every values set CI renders, `static` (deploy/volume-medic.yaml) included. */
+export const SETS: readonly string[] = [...VALUE_SETS, 'static'];
 
-let kubectl: boolean | undefined;
-export function hasKubectl(): boolean {
-  if (kubectl === undefined) {
-    try {
-      execFileSync('kubectl', ['version', '--client'], { stdio: 'ignore' });
-      kubectl = true;
-    } catch {
-      kubectl = false;
-    }
+const cache = new Map<string, KObject[]>();
+/** The chart rendered with one values set (helm template; cached per test file). */
+export function rendered(set: string): KObject[] {
+  let objects = cache.get(set);
+  if (!objects) {
+    objects = renderSet(set);
+    cache.set(set, objects);
   }
-  return kubectl;
-}
-
-/** Every .yaml file under deploy/base and deploy/components that is not a kustomization. */
-export function plainManifestFiles(): string[] {
-  const out: string[] = [];
-  const walk = (dir: string): void => {
-    for (const name of readdirSync(dir).sort()) {
-      const p = join(dir, name);
-      if (statSync(p).isDirectory()) walk(p);
-      else if (/\.ya?ml$/.test(name) && !/^kustomization\.ya?ml$/.test(name)) out.push(p);
-    }
-  };
-  walk(join(DEPLOY_DIR, 'base'));
-  walk(join(DEPLOY_DIR, 'components'));
-  return out;
+  return objects;
 }
 
 type Container = { name: string; image?: string; command?: string[]; env?: { name: string; value?: string; valueFrom?: unknown }[]; envFrom?: { configMapRef?: { name: string } }[]; resources?: { requests?: Record<string, string>; limits?: Record<string, string> }; securityContext?: Record<string, unknown>; livenessProbe?: { httpGet?: { path: string } }; readinessProbe?: { httpGet?: { path: string } }; volumeMounts?: { name: string; mountPath: string }[] };

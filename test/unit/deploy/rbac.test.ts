@@ -1,10 +1,9 @@
-import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { OVERLAYS, renderKustomization, type KObject } from '../../../scripts/deploy/kustomize.ts';
+import { NAMESPACE, type KObject } from '../../../scripts/deploy/chart.ts';
 import { COMPONENTS, permissionsOf, SERVICE_ACCOUNTS, type Component } from '../../../src/kube/rbac.ts';
-import { DEPLOY_DIR } from './manifests.ts';
+import { rendered, SETS } from './manifests.ts';
 
-// The rendered RBAC grants each component's ServiceAccount exactly the API calls its code makes
+// The chart's RBAC, rendered with every values set, grants each component's ServiceAccount exactly the API calls its code makes
 // (src/kube/rbac.ts, per component; test/int/kube-rbac.int.test.ts ties that list to the calls
 // the code really makes): everything it needs, nothing beyond (no `*`, no Secrets, no writes
 // other than Events and the receiver's review objects), and a namespaced grant where the code
@@ -43,7 +42,7 @@ export function grantedTo(objects: readonly KObject[], account: string): Set<str
   };
   for (const b of objects.filter((o) => o.kind === 'ClusterRoleBinding' || o.kind === 'RoleBinding')) {
     const subjects = (b['subjects'] as Subject[] | undefined) ?? [];
-    if (!subjects.some((s) => s.kind === 'ServiceAccount' && s.name === account && s.namespace === 'volume-medic')) continue;
+    if (!subjects.some((s) => s.kind === 'ServiceAccount' && s.name === account && s.namespace === NAMESPACE)) continue;
     const ref = b['roleRef'] as { kind: string; name: string };
     const scope = b.kind === 'ClusterRoleBinding' ? '*' : b.metadata.namespace!;
     for (const g of grants(role(ref.kind, ref.name, b.metadata.namespace))) out.add(`${scope}|${g}`);
@@ -51,8 +50,8 @@ export function grantedTo(objects: readonly KObject[], account: string): Set<str
   return out;
 }
 
-describe.each(OVERLAYS)('RBAC of %s', (overlay) => {
-  const objects = renderKustomization(join(DEPLOY_DIR, 'overlays', overlay));
+describe.each(SETS)('RBAC of the %s values', (set) => {
+  const objects = rendered(set);
   const of = (kind: string): KObject[] => objects.filter((o) => o.kind === kind);
   const clusterRoles = of('ClusterRole');
   const rules = clusterRoles.flatMap((r) => (r['rules'] as Rule[] | undefined) ?? []);
@@ -104,13 +103,13 @@ describe.each(OVERLAYS)('RBAC of %s', (overlay) => {
       for (const s of b['subjects'] as { kind: string; name: string; namespace?: string }[]) {
         expect(s.kind).toBe('ServiceAccount');
         expect(accounts).toContain(s.name);
-        expect(s.namespace).toBe('volume-medic');
+        expect(s.namespace).toBe(NAMESPACE);
       }
     }
   });
 
   it('the bundled Redis (when there) gets no API token', () => {
-    for (const o of objects.filter((x) => x.metadata.name === 'volume-medic-redis' && x.kind === 'Deployment')) {
+    for (const o of objects.filter((x) => x.metadata.name === 'volume-medic-redis' && x.kind === 'StatefulSet')) {
       const spec = (o['spec'] as { template: { spec: { automountServiceAccountToken?: boolean } } }).template.spec;
       expect(spec.automountServiceAccountToken).toBe(false);
     }

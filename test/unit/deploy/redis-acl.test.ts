@@ -75,7 +75,7 @@ const ONLY: Record<string, readonly Component[]> = {
   wait: [],
 };
 
-describe('the Redis ACL users (deploy/components/redis/users.acl.template)', () => {
+describe('the Redis ACL users (deploy/charts/volume-medic/files/users.acl.template)', () => {
   it('turns default off, and gives each process one user on its prefix, no channels, -@all then a list', () => {
     expect(users.get('default')).toEqual(expect.arrayContaining(['off', '-@all']));
     expect(users.get('healthcheck')).toEqual(['on', 'nopass', 'resetkeys', 'resetchannels', '-@all', '+ping']);

@@ -1,24 +1,24 @@
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, relative } from 'node:path';
+import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { REDIS_ACL_SECRET, REDIS_URL_SECRETS } from '../../../scripts/deploy/redis-acl.ts';
 import { loadConfig } from '../../../src/config/load.ts';
-import {
-  KustomizeError, OVERLAYS, RENDERED_FILE, readObjects, renderKustomization, renderedFileText, sortObjects, type KObject,
-} from '../../../scripts/deploy/kustomize.ts';
+import { type KObject } from '../../../scripts/deploy/chart.ts';
 import { validateAll } from './k8s-schema.ts';
-import { DEPLOY_DIR, find, hasKubectl, kubectlKustomize, plainManifestFiles, podSpec } from './manifests.ts';
+import { DEPLOY_DIR, find, podSpec, rendered as render, SETS } from './manifests.ts';
 
-// Every overlay renders (in-repo renderer always; `kubectl kustomize` too where installed, and
-// the two must agree), every object is valid for a current Kubernetes, and the rendered
-// single-file install is in sync.
+// The chart rendered with every CI values set (and deploy/volume-medic.yaml's): every object is
+// valid for a current Kubernetes, and each keeps what the installation promises. Chart-level
+// checks (lint, schema, package, the rendered file's freshness) are in chart.test.ts.
 
-const rendered = Object.fromEntries(OVERLAYS.map((o) => [o, renderKustomization(join(DEPLOY_DIR, 'overlays', o))])) as Record<(typeof OVERLAYS)[number], KObject[]>;
-
-const tmp = mkdtempSync(join(tmpdir(), 'vm-deploy-'));
-afterAll(() => rmSync(tmp, { recursive: true, force: true }));
+const rendered = Object.fromEntries(SETS.map((s) => [s, render(s)])) as Record<string, KObject[]>;
+const caDir = mkdtempSync(join(tmpdir(), 'vm-render-'));
+afterAll(() => rmSync(caDir, { recursive: true, force: true }));
+const caFile = join(caDir, 'ca.pem');
+writeFileSync(caFile, '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n');
+const volumeMedic = (o: KObject): boolean => !o.metadata.name.startsWith('volume-medic-redis') || o.kind !== 'StatefulSet';
 
 /** The heap limit (MiB) V8 sets for these node flags: this Node's, as the image's (Dockerfile: node:24). */
 function v8HeapLimitMiB(flags: readonly string[]): number {
@@ -26,115 +26,60 @@ function v8HeapLimitMiB(flags: readonly string[]): number {
   return Number(out.trim()) / 2 ** 20;
 }
 
-/** An overlay made on the fly: base + an optional component, as an operator would write it. */
-function withComponent(component: string): string {
-  const dir = mkdtempSync(join(tmp, 'overlay-'));
-  writeFileSync(join(dir, 'kustomization.yaml'), [
-    'apiVersion: kustomize.config.k8s.io/v1beta1',
-    'kind: Kustomization',
-    'resources:',
-    `  - ${relative(dir, join(DEPLOY_DIR, 'overlays/dry-run'))}`,
-    'components:',
-    `  - ${relative(dir, join(DEPLOY_DIR, 'components', component))}`,
-    '',
-  ].join('\n'));
-  return dir;
-}
-
-describe('overlays', () => {
-  it.each(OVERLAYS)('%s renders and every object is valid', async (overlay) => {
-    const objects = rendered[overlay];
+describe('every values set', () => {
+  it.each(SETS)('%s renders and every object is valid', async (set) => {
+    const objects = rendered[set]!;
     expect(objects.length).toBeGreaterThan(10);
     expect(await validateAll(objects)).toEqual([]);
   });
 
-  it.each(OVERLAYS)('%s: kubectl kustomize gives the same objects in the same order', (overlay) => {
-    if (!hasKubectl()) {
-      console.warn('kubectl is not installed: comparing with kubectl kustomize skipped; the in-repo render was validated above');
-      return;
-    }
-    expect(kubectlKustomize(join(DEPLOY_DIR, 'overlays', overlay))).toEqual(sortObjects(rendered[overlay]));
-  });
-
-  it('the optional ServiceMonitor component renders, validates and agrees with kubectl', async () => {
-    const dir = withComponent('service-monitor');
-    const objects = renderKustomization(dir);
+  it('the ServiceMonitor selects the receiver\'s Service', () => {
+    const objects = rendered['monitoring']!;
     const sm = find(objects, 'ServiceMonitor', 'volume-medic');
-    expect(await validateAll(objects)).toEqual([]);
     const selector = (sm['spec'] as { selector: { matchLabels: Record<string, string> } }).selector.matchLabels;
-    const service = find(objects, 'Service', 'volume-medic');
-    expect(service.metadata['labels']).toMatchObject(selector);
-    if (hasKubectl()) expect(kubectlKustomize(dir)).toEqual(sortObjects(objects));
-  });
-
-  it('deploy/volume-medic.yaml is the rendered dry-run overlay (run `node scripts/deploy/render.ts`)', () => {
-    expect(readFileSync(RENDERED_FILE, 'utf8')).toBe(renderedFileText());
-    expect(sortObjects(readObjects(RENDERED_FILE))).toEqual(sortObjects(rendered['dry-run']));
-  });
-});
-
-describe('plain YAML, without any renderer', () => {
-  it.each(plainManifestFiles().map((f) => [relative(DEPLOY_DIR, f), f]))('%s: every object is valid', async (_name, file) => {
-    const objects = readObjects(file);
-    expect(objects.length).toBeGreaterThan(0);
-    expect(await validateAll(objects)).toEqual([]);
-  });
-});
-
-describe('the renderer refuses what it does not implement', () => {
-  it('an unknown kustomization field is an error, not ignored', () => {
-    const dir = mkdtempSync(join(tmp, 'bad-'));
-    writeFileSync(join(dir, 'kustomization.yaml'), 'resources: []\nnamePrefix: x-\n');
-    expect(() => renderKustomization(dir)).toThrow(KustomizeError);
-  });
-
-  it('a patch whose target matches nothing is an error', () => {
-    const dir = mkdtempSync(join(tmp, 'bad-'));
-    writeFileSync(join(dir, 'kustomization.yaml'), [
-      `resources: [${relative(dir, join(DEPLOY_DIR, 'base'))}]`,
-      'patches:',
-      '  - target: {kind: ConfigMap, name: nope}',
-      '    patch: "[{op: replace, path: /data/X, value: y}]"',
-    ].join('\n'));
-    expect(() => renderKustomization(dir)).toThrow(/matches nothing/);
+    expect(find(objects, 'Service', 'volume-medic').metadata['labels']).toMatchObject(selector);
+    expect(sm.metadata['labels']).toMatchObject({ release: 'kube-prometheus-stack' });
   });
 });
 
 describe('what the installation promises', () => {
   const modeOf = (objects: KObject[]): string => (find(objects, 'ConfigMap', 'volume-medic-config')['data'] as Record<string, string>)['DEFAULT_MODE'] ?? '';
 
-  it('dry-run is the default; only the enforce overlay enforces', () => {
-    expect(modeOf(rendered['dry-run'])).toBe('dry-run');
-    expect(modeOf(rendered['with-redis'])).toBe('dry-run');
-    expect(modeOf(rendered['enforce'])).toBe('enforce');
+  it('dry-run is the default; only the enforce values enforce, with a runbook kept in dry-run', () => {
+    for (const set of SETS) expect(modeOf(rendered[set]!), set).toBe(set === 'enforce' ? 'enforce' : 'dry-run');
+    const data = find(rendered['enforce']!, 'ConfigMap', 'volume-medic-config')['data'] as Record<string, string>;
+    expect(data['RUNBOOK_MODES']).toBe('rbd-stale-mapping=dry-run');
+    expect(loadConfig({ ...data, REDIS_URL: 'redis://r:6379' }).runbookModes).toEqual({ 'rbd-stale-mapping': 'dry-run' });
   });
 
-  it('every container of every overlay starts with a valid configuration', () => {
+  it('every container of every values set starts with a valid configuration', () => {
     const known = readFileSync(new URL('../../../src/config/load.ts', import.meta.url), 'utf8');
     const external = new Set(['CEPH_CONF']);
-    for (const [overlay, objects] of Object.entries(rendered)) {
+    for (const [set, objects] of Object.entries(rendered)) {
       const data = find(objects, 'ConfigMap', 'volume-medic-config')['data'] as Record<string, string>;
       for (const o of objects) {
         const spec = podSpec(o);
         if (!spec || o.metadata.name === 'volume-medic-redis') continue;
         for (const c of spec.containers) {
-          expect(c.envFrom?.map((e) => e.configMapRef?.name), `${overlay} ${o.metadata.name}`).toEqual(['volume-medic-config']);
+          expect(c.envFrom?.map((e) => e.configMapRef?.name), `${set} ${o.metadata.name}`).toEqual(['volume-medic-config']);
           const env: Record<string, string> = { ...data };
           // Values from the pod or a Secret: a sample of what they hold.
-          for (const e of c.env ?? []) env[e.name] = e.value ?? (e.name === 'REDIS_URL' ? 'redis://volume-medic-receiver:p@redis:6379' : 'worker-1');
+          const sample: Record<string, string> = { REDIS_URL: 'redis://volume-medic-receiver:p@redis:6379', REDIS_USERNAME: 'volume-medic-receiver', REDIS_PASSWORD: 'p', REDIS_SENTINEL_PASSWORD: 's' };
+          for (const e of c.env ?? []) env[e.name] = e.value ?? sample[e.name] ?? 'worker-1';
           for (const name of Object.keys(env)) {
             const isSetting = known.includes(`  ${name}: [`) || known.includes(`env['${name}']`);
-            expect(isSetting || external.has(name), `${overlay} ${o.metadata.name}: ${name} is not a setting of src/config/load.ts`).toBe(true);
+            expect(isSetting || external.has(name), `${set} ${o.metadata.name}: ${name} is not a setting of src/config/load.ts`).toBe(true);
           }
           delete env['VOLUME_MEDIC_TOKEN_FILE']; // a mounted Secret: the receiver reads it at start
-          expect(() => loadConfig(env), `${overlay} ${o.metadata.name}`).not.toThrow();
+          if (env['REDIS_TLS_CA_FILE']) env['REDIS_TLS_CA_FILE'] = caFile; // mounted from a Secret; loadConfig reads it
+          expect(() => loadConfig(env), `${set} ${o.metadata.name}`).not.toThrow();
         }
       }
     }
   });
 
   it('the receiver: 2 replicas, /healthz and /readyz probes, non-root, token from a Secret, behind a Service and a PDB', () => {
-    const objects = rendered['dry-run'];
+    const objects = rendered['static']!;
     const d = find(objects, 'Deployment', 'volume-medic-receiver');
     expect((d['spec'] as { replicas: number }).replicas).toBe(2);
     const spec = podSpec(d)!;
@@ -154,7 +99,7 @@ describe('what the installation promises', () => {
   });
 
   it('the node agent: NODE_NAME from spec.nodeName, hostPID, host paths under HOST_ROOT=/host, tolerations, a node selector', () => {
-    const spec = podSpec(find(rendered['dry-run'], 'DaemonSet', 'volume-medic-node-agent'))!;
+    const spec = podSpec(find(rendered['static']!, 'DaemonSet', 'volume-medic-node-agent'))!;
     const c = spec.containers[0]!;
     expect(c.command).toEqual(['node', '--lite-mode', '--max-semi-space-size=1', '--max-old-space-size=128', 'dist/workers/node-agent/main.js']);
     expect(c.env?.find((e) => e.name === 'NODE_NAME')?.valueFrom).toEqual({ fieldRef: { fieldPath: 'spec.nodeName' } });
@@ -172,7 +117,7 @@ describe('what the installation promises', () => {
   });
 
   it('the node agent mounts only the host paths its runbooks use, read-only where they only read', () => {
-    const spec = podSpec(find(rendered['dry-run'], 'DaemonSet', 'volume-medic-node-agent'))!;
+    const spec = podSpec(find(rendered['static']!, 'DaemonSet', 'volume-medic-node-agent'))!;
     const c = spec.containers[0]!;
     const hostPaths = Object.fromEntries((spec.volumes ?? []).filter((v) => v.hostPath).map((v) => [v.name, v.hostPath!.path]));
     expect(Object.values(hostPaths).sort()).toEqual(['/dev', '/etc/multipath', '/proc', '/run/udev', '/sys', '/var/lib/volume-medic']);
@@ -193,24 +138,28 @@ describe('what the installation promises', () => {
       expect(r.ports, 'a rule without ports allows every port').toBeDefined();
       return r.ports!.map((p) => `${p.protocol}/${p.port}${p.endPort ? `-${p.endPort}` : ''}`);
     }).sort();
-    const base = ['TCP/443', 'TCP/53', 'TCP/6379', 'TCP/6443', 'UDP/53'];
-    const want: Record<string, { ingress: string[]; egress: string[] }> = {
-      receiver: { ingress: ['TCP/http'], egress: base },
-      'cluster-worker': { ingress: [], egress: [...base, 'TCP/3300', 'TCP/6789', 'TCP/6800-7568'].sort() },
-      'node-agent': { ingress: [], egress: base },
+    // Redis: 6379, the ports of an external Sentinel's or Cluster's nodes, or networkPolicy.redisPorts.
+    const redisPorts: Record<string, string[]> = { 'external-redis': ['TCP/6380'], sentinel: ['TCP/26379', 'TCP/6379'] };
+    const wantOf = (set: string): Record<string, { ingress: string[]; egress: string[] }> => {
+      const base = ['TCP/443', 'TCP/53', 'TCP/6443', 'UDP/53', ...(redisPorts[set] ?? ['TCP/6379'])].sort();
+      return {
+        receiver: { ingress: ['TCP/http'], egress: base },
+        'cluster-worker': { ingress: [], egress: [...base, 'TCP/3300', 'TCP/6789', 'TCP/6800-7568'].sort() },
+        'node-agent': { ingress: [], egress: base },
+      };
     };
-    for (const [overlay, objects] of Object.entries(rendered)) {
+    for (const [set, objects] of Object.entries(rendered)) {
       const policies = objects.filter((o) => o.kind === 'NetworkPolicy').map((o) => o['spec'] as Policy);
-      for (const [component, w] of Object.entries(want)) {
+      for (const [component, w] of Object.entries(wantOf(set))) {
         const mine = policies.filter((p) => p.podSelector.matchLabels?.['app.kubernetes.io/component'] === component);
-        expect(mine, `${overlay}: one policy selects the ${component}`).toHaveLength(1);
+        expect(mine, `${set}: one policy selects the ${component}`).toHaveLength(1);
         const p = mine[0]!;
-        expect(p.policyTypes.sort(), `${overlay} ${component}`).toEqual(['Egress', 'Ingress']);
-        expect(ports(p.ingress), `${overlay} ${component} ingress`).toEqual(w.ingress);
-        expect(ports(p.egress), `${overlay} ${component} egress`).toEqual(w.egress);
+        expect(p.policyTypes.sort(), `${set} ${component}`).toEqual(['Egress', 'Ingress']);
+        expect(ports(p.ingress), `${set} ${component} ingress`).toEqual(w.ingress);
+        expect(ports(p.egress), `${set} ${component} egress`).toEqual(w.egress);
       }
     }
-    const redis = find(rendered['with-redis'], 'NetworkPolicy', 'volume-medic-redis')['spec'] as Policy & { ingress: Array<{ from: Array<{ podSelector: { matchExpressions: Array<{ key: string; values: string[] }> } }> }> };
+    const redis = find(rendered['defaults']!, 'NetworkPolicy', 'volume-medic-redis')['spec'] as Policy & { ingress: Array<{ from: Array<{ podSelector: { matchExpressions: Array<{ key: string; values: string[] }> } }> }> };
     expect(redis.policyTypes.sort()).toEqual(['Egress', 'Ingress']);
     expect(redis.egress).toEqual([]);
     expect(redis.ingress).toHaveLength(1);
@@ -227,11 +176,11 @@ describe('what the installation promises', () => {
     // MiB (receiver, cluster worker) idle, plus 44-52 MiB of Node's binary in file pages, which
     // the kernel can reclaim under pressure.
     const seen = new Map<string, number>();
-    for (const [overlay, objects] of Object.entries(rendered)) {
+    for (const [set, objects] of Object.entries(rendered)) {
       for (const o of objects) {
         for (const c of podSpec(o)?.containers ?? []) {
           if (c.command?.[0] !== 'node') continue;
-          const what = `${overlay} ${o.metadata.name}`;
+          const what = `${set} ${o.metadata.name}`;
           const flags = c.command.slice(1, -1);
           expect(flags.some((f) => /^--max-old-space-size=\d+$/.test(f)), `${what}: --max-old-space-size`).toBe(true);
           expect(flags.some((f) => /^--max-semi-space-size=\d+$/.test(f)), `${what}: --max-semi-space-size (64 MiB each by default)`).toBe(true);
@@ -252,15 +201,15 @@ describe('what the installation promises', () => {
   });
 
   it('privileged, hostPID and host paths only in the node agent; every container has resources', () => {
-    for (const [overlay, objects] of Object.entries(rendered)) {
+    for (const [set, objects] of Object.entries(rendered)) {
       for (const o of objects) {
         const spec = podSpec(o);
         if (!spec) continue;
         const agent = o.metadata.name === 'volume-medic-node-agent';
         for (const c of spec.containers) {
-          expect(c.securityContext?.['privileged'] === true, `${overlay} ${o.metadata.name}`).toBe(agent);
-          expect(c.resources?.requests?.['memory'], `${overlay} ${o.metadata.name} memory request`).toBeDefined();
-          expect(c.resources?.limits?.['memory'], `${overlay} ${o.metadata.name} memory limit`).toBeDefined();
+          expect(c.securityContext?.['privileged'] === true, `${set} ${o.metadata.name}`).toBe(agent);
+          expect(c.resources?.requests?.['memory'], `${set} ${o.metadata.name} memory request`).toBeDefined();
+          expect(c.resources?.limits?.['memory'], `${set} ${o.metadata.name} memory limit`).toBeDefined();
         }
         if (!agent) {
           expect(spec.hostPID ?? false).toBe(false);
@@ -271,39 +220,61 @@ describe('what the installation promises', () => {
     }
   });
 
-  it('REDIS_URL (credentials) comes from each process\'s own Secret, never from the ConfigMap', () => {
-    for (const [overlay, objects] of Object.entries(rendered)) {
-      expect(Object.keys(find(objects, 'ConfigMap', 'volume-medic-config')['data'] as Record<string, string>), overlay).not.toContain('REDIS_URL');
+  it('Redis credentials come from each process\'s own Secret, never from the ConfigMap', () => {
+    for (const [set, objects] of Object.entries(rendered)) {
+      const data = find(objects, 'ConfigMap', 'volume-medic-config')['data'] as Record<string, string>;
+      expect(Object.keys(data).filter((k) => /^REDIS_(URL|USERNAME|PASSWORD|SENTINEL_PASSWORD)$/.test(k)), set).toEqual([]);
+      const topology = data['REDIS_SENTINELS'] ? 'sentinel' : data['REDIS_CLUSTER_NODES'] ? 'cluster' : 'url';
       for (const [component, kind] of [['receiver', 'Deployment'], ['cluster-worker', 'Deployment'], ['node-agent', 'DaemonSet']] as const) {
         const c = podSpec(find(objects, kind, `volume-medic-${component}`))!.containers[0]!;
-        expect(c.env?.find((e) => e.name === 'REDIS_URL')?.valueFrom, `${overlay} ${component}`).toEqual({ secretKeyRef: { name: REDIS_URL_SECRETS[component], key: 'url' } });
+        const secret = set === 'existing-secrets' ? `my-redis-${component}` : REDIS_URL_SECRETS[component];
+        const from = (name: string) => c.env?.find((e) => e.name === name)?.valueFrom;
+        if (topology === 'url') {
+          expect(from('REDIS_URL'), `${set} ${component}`).toEqual({ secretKeyRef: { name: secret, key: 'url' } });
+          expect(from('REDIS_PASSWORD'), `${set} ${component}`).toBeUndefined();
+        } else {
+          expect(from('REDIS_URL'), `${set} ${component}`).toBeUndefined();
+          expect(from('REDIS_USERNAME'), `${set} ${component}`).toEqual({ secretKeyRef: { name: secret, key: 'username' } });
+          expect(from('REDIS_PASSWORD'), `${set} ${component}`).toEqual({ secretKeyRef: { name: secret, key: 'password' } });
+        }
+        if (set === 'sentinel') expect(from('REDIS_SENTINEL_PASSWORD')).toEqual({ secretKeyRef: { name: 'redis-sentinel', key: 'password' } });
       }
     }
   });
 
-  it('the image is named in one place and every volume-medic container uses it', () => {
-    const base = readFileSync(join(DEPLOY_DIR, 'base/kustomization.yaml'), 'utf8');
-    expect(base).toMatch(/newName: ghcr\.io\/volume-medic\/volume-medic/);
-    const images = new Set<string>();
-    for (const o of rendered['with-redis']) {
-      for (const c of podSpec(o)?.containers ?? []) if (o.metadata.name !== 'volume-medic-redis') images.add(c.image ?? '');
-    }
-    expect([...images]).toEqual(['ghcr.io/volume-medic/volume-medic:0.1.0']);
+  it('the image is values.image: one for every volume-medic container, by tag or by digest', () => {
+    const images = (set: string): string[] => [...new Set(rendered[set]!.filter(volumeMedic).flatMap((o) => (podSpec(o)?.containers ?? []).map((c) => c.image ?? '')))];
+    expect(images('defaults')).toEqual(['ghcr.io/volume-medic/volume-medic:0.1.0']);
+    expect(images('external-redis')).toEqual(['ghcr.io/volume-medic/volume-medic@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef']);
   });
 
-  it('with-redis bundles one Redis with maxmemory-policy noeviction that requires a volume-medic ACL user', () => {
-    const objects = rendered['with-redis'];
-    const spec = podSpec(find(objects, 'Deployment', 'volume-medic-redis'))!;
+  it('the bundled Redis: noeviction, an append-only file on a claim, maxmemory from the per-node figure, a volume-medic ACL user required', () => {
+    const objects = rendered['defaults']!;
+    const sts = find(objects, 'StatefulSet', 'volume-medic-redis');
+    const spec = podSpec(sts)!;
     const redis = spec.containers[0]!;
     const args = (redis as { args?: string[] }).args ?? [];
-    expect(args[args.indexOf('--maxmemory-policy') + 1]).toBe('noeviction');
+    const arg = (name: string): string => args[args.indexOf(name) + 1]!;
+    expect(arg('--maxmemory-policy')).toBe('noeviction');
+    expect(arg('--appendonly')).toBe('yes');
+    // 64 MiB + 100 nodes x 64 KiB = 70.25, rounded up; the container gets twice that (the AOF rewrite's fork).
+    expect(arg('--maxmemory')).toBe('71mb');
+    expect(redis.resources).toEqual({ requests: { cpu: '50m', memory: '142Mi' }, limits: { memory: '142Mi' } });
+    const big = podSpec(find(rendered['bundled-redis']!, 'StatefulSet', 'volume-medic-redis'))!.containers[0]! as unknown as { args: string[] };
+    expect(big.args[big.args.indexOf('--maxmemory') + 1]).toBe(`${64 + 125}mb`);
+    // The data directory is the claim's.
+    const claims = (sts['spec'] as { volumeClaimTemplates?: Array<{ metadata: { name: string }; spec: { storageClassName?: string; resources: { requests: { storage: string } } } }> }).volumeClaimTemplates;
+    expect(claims?.map((c) => c.metadata.name)).toEqual([redis.volumeMounts?.find((m) => m.mountPath === arg('--dir'))?.name]);
+    expect(spec.volumes?.some((v) => v.name === 'data')).toBe(false);
+    const bigClaim = (find(rendered['bundled-redis']!, 'StatefulSet', 'volume-medic-redis')['spec'] as { volumeClaimTemplates: Array<{ spec: { storageClassName?: string; resources: { requests: { storage: string } } } }> }).volumeClaimTemplates[0]!;
+    expect(bigClaim.spec).toMatchObject({ storageClassName: 'fast-ssd', resources: { requests: { storage: '8Gi' } } });
     // The ACL file (default user off) comes from a Secret, mounted read-only where --aclfile reads it.
-    const aclFile = args[args.indexOf('--aclfile') + 1]!;
+    const aclFile = arg('--aclfile');
     expect(aclFile).toBe('/etc/redis/acl/users.acl');
     const mount = redis.volumeMounts?.find((m) => aclFile.startsWith(`${m.mountPath}/`)) as { name: string; readOnly?: boolean } | undefined;
     expect(mount?.readOnly).toBe(true);
     expect(spec.volumes?.find((v) => v.name === mount!.name)?.secret?.secretName).toBe(REDIS_ACL_SECRET);
     expect(find(objects, 'Service', 'volume-medic-redis')).toBeDefined();
-    expect(rendered['dry-run'].some((o) => o.metadata.name === 'volume-medic-redis')).toBe(false);
+    for (const set of ['static', 'external-redis', 'sentinel', 'cluster']) expect(rendered[set]!.some((o) => o.metadata.name.startsWith('volume-medic-redis') && o.kind !== 'Secret'), set).toBe(false);
   });
 });

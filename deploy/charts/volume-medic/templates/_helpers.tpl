@@ -1,0 +1,142 @@
+{{/*
+Labels every object carries. Selectors use only name + component (immutable on upgrades and the
+same as the manifests before the chart).
+*/}}
+{{- define "vm.labels" -}}
+app.kubernetes.io/name: volume-medic
+app.kubernetes.io/part-of: volume-medic
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
+{{- end }}
+
+{{- define "vm.componentLabels" -}}
+{{ include "vm.labels" .root }}
+app.kubernetes.io/component: {{ .component }}
+{{- end }}
+
+{{- define "vm.selector" -}}
+app.kubernetes.io/name: volume-medic
+app.kubernetes.io/component: {{ . }}
+{{- end }}
+
+{{/* The image: repository@digest, else repository:tag (tag defaults to appVersion). */}}
+{{- define "vm.image" -}}
+{{- if .Values.image.digest -}}
+{{ .Values.image.repository }}@{{ .Values.image.digest }}
+{{- else -}}
+{{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
+{{- end -}}
+{{- end }}
+
+{{- define "vm.redisImage" -}}
+{{- $i := .Values.redis.bundled.image -}}
+{{- if $i.digest -}}{{ $i.repository }}@{{ $i.digest }}{{- else -}}{{ $i.repository }}:{{ $i.tag }}{{- end -}}
+{{- end }}
+
+{{/* component -> values key (receiver, clusterWorker, nodeAgent). */}}
+{{- define "vm.key" -}}
+{{- if eq . "cluster-worker" }}clusterWorker{{ else if eq . "node-agent" }}nodeAgent{{ else }}receiver{{ end -}}
+{{- end }}
+
+{{- define "vm.webhookTokenSecret" -}}
+{{- .Values.webhookToken.existingSecret | default "volume-medic-webhook-token" -}}
+{{- end }}
+
+{{/* The signing Secret of a role: {root, role}. */}}
+{{- define "vm.signingSecret" -}}
+{{- $k := include "vm.key" .role -}}
+{{- (get .root.Values.signingKeys.existingSecrets $k) | default (printf "volume-medic-signing-%s" .role) -}}
+{{- end }}
+
+{{/* The Redis credentials Secret of a process: {root, component}. */}}
+{{- define "vm.redisSecret" -}}
+{{- $k := include "vm.key" .component -}}
+{{- (get .root.Values.redis.credentials.existingSecrets $k) | default (printf "volume-medic-redis-%s" .component) -}}
+{{- end }}
+
+{{/* The topology the processes use: the bundled Redis is a single one. */}}
+{{- define "vm.redisTopology" -}}
+{{- if .Values.redis.bundled.enabled }}url{{ else }}{{ .Values.redis.external.topology }}{{ end -}}
+{{- end }}
+
+{{/* maxmemory of the bundled Redis in MiB: baseMiB + nodes x perNodeKiB, rounded up. */}}
+{{- define "vm.redisMaxmemoryMiB" -}}
+{{- $m := .Values.redis.bundled.memory -}}
+{{- add (int $m.baseMiB) (div (add (mul (int $m.nodes) (int $m.perNodeKiB)) 1023) 1024) -}}
+{{- end }}
+
+{{/* Does the chart make the Redis credentials (bundled Redis without existing Secrets)? */}}
+{{- define "vm.redisGenerated" -}}
+{{- if and .Values.redis.bundled.enabled (not .Values.redis.bundled.aclExistingSecret) }}true{{ end -}}
+{{- end }}
+
+{{/*
+The environment of a volume-medic container: the ConfigMap, its signing keys and its Redis
+credentials. {root, component}.
+*/}}
+{{- define "vm.env" -}}
+{{- $root := .root -}}
+{{- $secret := include "vm.redisSecret" . -}}
+- name: SIGNING_KEYS_DIR
+  value: /etc/volume-medic/signing
+{{- if eq (include "vm.redisTopology" $root) "url" }}
+# Its own Redis user and password (deploy/README.md, "Redis"): a Secret, not the ConfigMap.
+- name: REDIS_URL
+  valueFrom:
+    secretKeyRef:
+      name: {{ $secret }}
+      key: url
+{{- else }}
+- name: REDIS_USERNAME
+  valueFrom:
+    secretKeyRef:
+      name: {{ $secret }}
+      key: username
+- name: REDIS_PASSWORD
+  valueFrom:
+    secretKeyRef:
+      name: {{ $secret }}
+      key: password
+{{- end }}
+{{- with $root.Values.redis.external.sentinelPasswordSecret }}
+{{- if and .name (eq (include "vm.redisTopology" $root) "sentinel") }}
+- name: REDIS_SENTINEL_PASSWORD
+  valueFrom:
+    secretKeyRef:
+      name: {{ .name }}
+      key: {{ .key }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/* Mount and volume of the Redis CA, when one is named. */}}
+{{- define "vm.caMount" -}}
+{{- if and (not .Values.redis.bundled.enabled) .Values.redis.external.caSecret.name -}}
+- name: redis-ca
+  mountPath: /etc/volume-medic/redis-ca
+  readOnly: true
+{{- end }}
+{{- end }}
+{{- define "vm.caVolume" -}}
+{{- if and (not .Values.redis.bundled.enabled) .Values.redis.external.caSecret.name -}}
+- name: redis-ca
+  secret:
+    secretName: {{ .Values.redis.external.caSecret.name }}
+    items:
+      - key: {{ .Values.redis.external.caSecret.key }}
+        path: ca.pem
+    defaultMode: 292 # 0444: a certificate, not a secret
+{{- end }}
+{{- end }}
+
+{{/*
+Pod annotations that roll the pods when what they read at start changes: the ConfigMap, and the
+names and shape of the Secrets they read (generated Secrets keep their values across upgrades;
+a Secret you manage yourself needs a rollout restart when you change it).
+*/}}
+{{- define "vm.checksums" -}}
+checksum/config: {{ include (print .Template.BasePath "/config.yaml") . | sha256sum }}
+checksum/secrets: {{ list .Values.webhookToken .Values.signingKeys .Values.redis | toJson | sha256sum }}
+{{- end }}

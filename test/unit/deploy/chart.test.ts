@@ -1,0 +1,211 @@
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { parse as parseYaml, parseDocument, isMap, isScalar, isSeq, type Node as YamlNode } from 'yaml';
+import {
+  CHART_DIR, ChartError, CI_VALUES_DIR, helmTemplate, helmTemplateText, readObjects, RENDERED_FILE, renderedFileText, VALUE_SETS,
+} from '../../../scripts/deploy/chart.ts';
+import { renderRedisAcl } from '../../../scripts/deploy/redis-acl.ts';
+import { runTool } from '../../../scripts/deploy/tools.ts';
+import { RUNBOOKS } from '../../../src/catalogue/jobs.ts';
+import { COMPONENTS } from '../../../src/kube/rbac.ts';
+import { find, podSpec, rendered } from './manifests.ts';
+
+// The chart as Helm itself sees it: `helm lint --strict`, its values schema refusing what it
+// should, `helm package`, deploy/volume-medic.yaml rendered from it, the generated Secrets
+// agreeing with each other, and the checksum annotations that roll pods on a config change.
+// Every values set's objects are validated in render.test.ts and rbac.test.ts.
+
+const tmp = mkdtempSync(join(tmpdir(), 'vm-chart-'));
+afterAll(() => rmSync(tmp, { recursive: true, force: true }));
+
+const helm = (...args: string[]) => runTool('helm', args);
+
+describe('helm', () => {
+  it('lints the chart strictly, with its defaults and with every CI values set', () => {
+    const defaults = helm('lint', '--strict', CHART_DIR);
+    expect(defaults.stdout + defaults.stderr, 'helm lint --strict').toMatch(/1 chart\(s\) linted, 0 chart\(s\) failed/);
+    expect(defaults.status).toBe(0);
+    for (const set of VALUE_SETS) {
+      const r = helm('lint', '--strict', CHART_DIR, '--namespace', 'volume-medic', '--values', join(CI_VALUES_DIR, `${set}-values.yaml`));
+      expect(r.status, `${set}: ${r.stdout}${r.stderr}`).toBe(0);
+    }
+  });
+
+  it('renders every CI values set (ci/<name>-values.yaml)', () => {
+    expect([...VALUE_SETS]).toEqual(['bundled-redis', 'cluster', 'defaults', 'enforce', 'existing-secrets', 'external-redis', 'monitoring', 'sentinel']);
+    for (const set of VALUE_SETS) expect(rendered(set).length, set).toBeGreaterThan(10);
+  });
+
+  it('packages the chart into volume-medic-<version>.tgz without its CI values', () => {
+    const r = helm('package', CHART_DIR, '--destination', tmp);
+    expect(r.status, r.stderr).toBe(0);
+    const version = (parseYaml(readFileSync(join(CHART_DIR, 'Chart.yaml'), 'utf8')) as { version: string }).version;
+    expect(readdirSync(tmp)).toContain(`volume-medic-${version}.tgz`);
+    // The archive renders like the directory (what `helm install volume-medic-<version>.tgz` gets).
+    const fromArchive = helm('template', 'volume-medic', join(tmp, `volume-medic-${version}.tgz`), '--namespace', 'volume-medic', '--show-only', 'templates/config.yaml');
+    expect(fromArchive.status, fromArchive.stderr).toBe(0);
+    expect(fromArchive.stdout).toBe(helmTemplateText({ show: ['templates/config.yaml'] }));
+    const list = runTool('helm', ['show', 'values', join(tmp, `volume-medic-${version}.tgz`)]);
+    expect(list.stdout.trimEnd()).toBe(readFileSync(join(CHART_DIR, 'values.yaml'), 'utf8').trimEnd());
+  });
+});
+
+describe('deploy/volume-medic.yaml', () => {
+  it('is the chart rendered with deploy/volume-medic.values.yaml (run `npm run deploy:render`)', () => {
+    expect(readFileSync(RENDERED_FILE, 'utf8')).toBe(renderedFileText());
+  });
+
+  it('holds no Secret (a committed token or key would be every installation\'s) and creates the namespace, privileged', () => {
+    const objects = readObjects(RENDERED_FILE);
+    expect(objects.filter((o) => o.kind === 'Secret')).toEqual([]);
+    const ns = find(objects, 'Namespace', 'volume-medic');
+    expect(ns.metadata['labels']).toMatchObject({ 'pod-security.kubernetes.io/enforce': 'privileged' });
+  });
+});
+
+describe('values.schema.json refuses bad values (helm template fails, naming the key)', () => {
+  const refuses = (set: string[], want: RegExp) => {
+    expect(() => helmTemplate({ set }), set.join(' ')).toThrow(want);
+    try {
+      helmTemplate({ set });
+    } catch (err) {
+      expect(err).toBeInstanceOf(ChartError);
+    }
+  };
+  it('a misspelt key at the top', () => refuses(['imagee.tag=1'], /additional properties 'imagee' not allowed/));
+  it('a misspelt key inside config', () => refuses(['config.defaultMod=enforce'], /\/config.*additional properties 'defaultMod' not allowed/s));
+  it('a mode that is neither dry-run nor enforce', () => refuses(['config.defaultMode=on'], /\/config\/defaultMode/));
+  it('a runbook that does not exist in runbookModes', () => refuses(['config.runbookModes.multipath-cleanup=enforce'], /invalid propertyName 'multipath-cleanup'/));
+  it('a per-runbook mode that is not a mode', () => refuses(['config.runbookModes.rbd-unmap=yes'], /\/config\/runbookModes\/rbd-unmap/));
+  it('a digest that is not sha256:<64 hex>', () => refuses(['image.digest=latest'], /\/image\/digest/));
+  it('a queue prefix Redis\' ACL key pattern cannot hold', () => refuses(['config.queuePrefix=a*b'], /\/config\/queuePrefix/));
+  it('a log level pino does not have (LOG_LEVEL=verbose)', () => refuses(['config.logLevel=verbose'], /\/config\/logLevel/));
+  it('a Redis setting through extraEnv (credentials belong in Secrets)', () => refuses(['config.extraEnv.REDIS_URL=redis://x:6379'], /invalid propertyName 'REDIS_URL'/));
+  it('a setting the chart already sets, through extraEnv', () => refuses(['config.extraEnv.DEFAULT_MODE=enforce'], /invalid propertyName 'DEFAULT_MODE'/));
+  it('a number where a setting wants one, given as text', () => refuses(['config.lockDurationMs=soon'], /\/config\/lockDurationMs/));
+  it('an unknown Redis topology', () => refuses(['redis.bundled.enabled=false', 'redis.external.topology=replicated'], /\/redis\/external\/topology/));
+  it('Sentinel with the bundled Redis', () => refuses(['redis.external.topology=sentinel'], /\/redis\/external\/topology/));
+  it('Sentinel without sentinels or a primary name', () => refuses(['redis.bundled.enabled=false', 'redis.external.topology=sentinel'], /\/redis\/external\/(sentinels|sentinelName)/));
+  it('a sentinel address without a port', () => refuses(['redis.bundled.enabled=false', 'redis.external.topology=sentinel', 'redis.external.sentinels={redis-0}', 'redis.external.sentinelName=m'], /\/redis\/external\/sentinels\/0/));
+  it('Cluster without nodes', () => refuses(['redis.bundled.enabled=false', 'redis.external.topology=cluster'], /\/redis\/external\/clusterNodes/));
+  it('Cluster with replica acknowledgements', () => refuses(['redis.bundled.enabled=false', 'redis.external.topology=cluster', 'redis.external.clusterNodes={r:6379}', 'redis.external.ackReplicas=1'], /\/redis\/external\/ackReplicas/));
+  it('an existing ACL Secret without the processes\' credential Secrets', () => refuses(['redis.bundled.aclExistingSecret=acl'], /\/redis\/credentials\/existingSecrets/));
+  it('a container without a memory limit', () => refuses(['receiver.resources.limits=null'], /\/receiver\/resources/));
+  it('a node agent rollout that is neither a count nor a percentage', () => refuses(['nodeAgent.maxUnavailable=all'], /\/nodeAgent\/maxUnavailable/));
+  it('a Secret name Kubernetes would refuse', () => refuses(['webhookToken.existingSecret=My_Token'], /\/webhookToken\/existingSecret/));
+
+  it('knows exactly the runbooks of src/catalogue/jobs.ts', () => {
+    const schema = JSON.parse(readFileSync(join(CHART_DIR, 'values.schema.json'), 'utf8')) as { properties: { config: { properties: { runbookModes: { propertyNames: { enum: string[] } } } } } };
+    expect(schema.properties.config.properties.runbookModes.propertyNames.enum).toEqual([...RUNBOOKS]);
+  });
+});
+
+describe('values.yaml', () => {
+  it('documents every key: a comment on its line or just above it', () => {
+    // Line by line: a key whose line has no comment needs a comment line right above it. Leaves of
+    // a few self-explaining groups (resources' requests/limits, an image's parts, the three
+    // processes' Secret names) share the comment of their group.
+    const lines = readFileSync(join(CHART_DIR, 'values.yaml'), 'utf8').split('\n');
+    const stack: Array<{ indent: number; key: string }> = [];
+    const undocumented: string[] = [];
+    lines.forEach((line, i) => {
+      const m = /^(\s*)(?:- )?([A-Za-z0-9_./-]+):/.exec(line);
+      if (!m || line.trimStart().startsWith('#')) return;
+      const indent = m[1]!.length;
+      while (stack.length > 0 && stack.at(-1)!.indent >= indent) stack.pop();
+      const parent = stack.map((s) => s.key).join('.');
+      stack.push({ indent, key: m[2]! });
+      const path = parent ? `${parent}.${m[2]}` : m[2]!;
+      const inGroup = /(^|\.)(resources|requests|limits|image|existingSecrets|caSecret|sentinelPasswordSecret|nodeSelector|tolerations)$/.test(parent);
+      const documented = / #/.test(line) || /^\s*#/.test(lines[i - 1] ?? '');
+      if (!documented && !inGroup) undocumented.push(path);
+    });
+    expect(undocumented).toEqual([]);
+  });
+});
+
+describe('the Secrets the chart makes', () => {
+  const objects = rendered('defaults');
+  const data = (name: string): Record<string, string> => Object.fromEntries(Object.entries(find(objects, 'Secret', name)['data'] as Record<string, string>).map(([k, v]) => [k, Buffer.from(v, 'base64').toString('utf8')]));
+
+  it('the bundled Redis\' ACL file is files/users.acl.template rendered with the passwords in the processes\' Secrets', () => {
+    const passwords = Object.fromEntries(COMPONENTS.map((c) => [c, data(`volume-medic-redis-${c}`)['password']!])) as Record<(typeof COMPONENTS)[number], string>;
+    expect(data('volume-medic-redis-acl')['users.acl']).toBe(renderRedisAcl({ prefix: 'volume-medic', passwords }));
+    for (const c of COMPONENTS) {
+      const s = data(`volume-medic-redis-${c}`);
+      expect(s['url']).toBe(`redis://volume-medic-${c}:${passwords[c]}@volume-medic-redis.volume-medic.svc:6379`);
+      expect(s['username']).toBe(`volume-medic-${c}`);
+      expect(passwords[c]).toMatch(/^[A-Za-z0-9]{48}$/);
+    }
+    expect(new Set(Object.values(passwords)).size).toBe(3);
+  });
+
+  it('a webhook token of 48 characters and one signing key per role, 32 random bytes each', () => {
+    expect(data('volume-medic-webhook-token')['token']).toMatch(/^[A-Za-z0-9]{48}$/);
+    for (const role of COMPONENTS) {
+      const keys = data(`volume-medic-signing-${role}`);
+      expect(Object.keys(keys)).toEqual([`${role}.helm`]);
+      expect(Buffer.from(keys[`${role}.helm`]!.trim(), 'base64')).toHaveLength(32);
+    }
+  });
+
+  it('none with existingSecret names, and the pods mount the named ones', () => {
+    const own = rendered('existing-secrets');
+    expect(own.filter((o) => o.kind === 'Secret').map((o) => o.metadata.name)).toEqual([]);
+    const receiver = podSpec(find(own, 'Deployment', 'volume-medic-receiver'))!;
+    expect(receiver.volumes?.find((v) => v.name === 'webhook-token')?.secret?.secretName).toBe('my-webhook-token');
+    const agent = podSpec(find(own, 'DaemonSet', 'volume-medic-node-agent'))! as unknown as { volumes: Array<{ name: string; projected?: { sources: Array<{ secret: { name: string } }> } }> };
+    expect(agent.volumes.find((v) => v.name === 'signing-keys')!.projected!.sources.map((s) => s.secret.name)).toEqual(['my-signing-node-agent', 'my-signing-receiver', 'my-signing-cluster-worker']);
+    const redis = podSpec(find(own, 'StatefulSet', 'volume-medic-redis'))!;
+    expect(redis.volumes?.find((v) => v.name === 'acl')?.secret?.secretName).toBe('my-redis-acl');
+  });
+});
+
+describe('checksum annotations roll the pods when their configuration changes', () => {
+  const annotations = (set: string[], kind: string, name: string): Record<string, string> => {
+    const o = find(helmTemplate({ set, values: [join(CI_VALUES_DIR, 'existing-secrets-values.yaml')] }), kind, name);
+    return ((o['spec'] as { template: { metadata: { annotations: Record<string, string> } } }).template.metadata.annotations);
+  };
+  const workloads = [['Deployment', 'volume-medic-receiver'], ['Deployment', 'volume-medic-cluster-worker'], ['DaemonSet', 'volume-medic-node-agent']] as const;
+
+  it('a ConfigMap change (a runbook to enforce) changes every workload\'s pod template', () => {
+    for (const [kind, name] of workloads) {
+      const before = annotations([], kind, name);
+      const after = annotations(['config.runbookModes.local-pv-placeholder=enforce'], kind, name);
+      expect(before['checksum/config'], name).toMatch(/^[0-9a-f]{64}$/);
+      expect(after['checksum/config'], name).not.toBe(before['checksum/config']);
+    }
+  });
+
+  it('a different Secret name changes it too; a change elsewhere (replicas) does not', () => {
+    const [kind, name] = workloads[2];
+    const before = annotations([], kind, name);
+    expect(annotations(['webhookToken.existingSecret=other-token'], kind, name)['checksum/secrets']).not.toBe(before['checksum/secrets']);
+    expect(annotations(['receiver.replicas=3'], kind, name)).toEqual(before);
+  });
+});
+
+describe('what a values file an operator writes can set', () => {
+  it('per-runbook modes, scheduling of the agent and extra settings reach the objects', () => {
+    const file = join(tmp, 'mine.yaml');
+    writeFileSync(file, [
+      'config:',
+      '  runbookModes: {local-pv-placeholder: enforce, residual-multipath-cleanup: enforce}',
+      '  extraEnv: {RBD_FENCING: "off"}',
+      'nodeAgent:',
+      '  priorityClassName: storage-critical',
+      '  nodeSelector: {storage: "yes", volume-medic.io/node-agent: null}',
+      '',
+    ].join('\n'));
+    const objects = helmTemplate({ values: [file] });
+    const data = find(objects, 'ConfigMap', 'volume-medic-config')['data'] as Record<string, string>;
+    expect(data['RUNBOOK_MODES']).toBe('local-pv-placeholder=enforce,residual-multipath-cleanup=enforce');
+    expect(data['RBD_FENCING']).toBe('off');
+    const agent = podSpec(find(objects, 'DaemonSet', 'volume-medic-node-agent'))! as unknown as { priorityClassName: string; nodeSelector: Record<string, string> };
+    expect(agent.priorityClassName).toBe('storage-critical');
+    // Helm merges maps with the defaults: a default key goes only when set to null.
+    expect(agent.nodeSelector).toEqual({ 'kubernetes.io/os': 'linux', storage: 'yes' });
+  });
+});
