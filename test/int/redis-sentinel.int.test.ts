@@ -8,6 +8,7 @@ import { startReceiver, type Receiver } from '../../src/receiver.ts';
 import { testConfig } from '../support/config.ts';
 import { alertmanagerBody, getJson, nodeNotReadyAlert, post } from '../support/payloads.ts';
 import { uniquePrefix } from '../support/redis.ts';
+import { nodeQueueName } from '../../src/catalogue/queues.ts';
 import { startOperators, type Operators } from '../support/operators.ts';
 import { answers, startSentinelSet, topologiesAvailable, type LocalSentinelSet, type Server } from '../support/redis-topology.ts';
 import { waitFor } from '../support/wait.ts';
@@ -131,11 +132,21 @@ describe.skipIf(skip)('a Sentinel-managed primary and replica', () => {
     // Every accepted job runs; then a while longer (two lock durations) for any job the failover
     // left active on the new primary to be taken again: it must not run a second time.
     const ids = [...accepted.values()];
-    await waitFor('every accepted job ran', async () => (ids.every((id) => ranCounts().has(id)) ? true : undefined), 30_000).catch(async (err: Error) => {
+    // Within 15 s: less than the agents' 30 s wait on an empty queue marker, so an agent left idle
+    // by a marker lost in the failover (runbook-worker.ts, rearmAfterReconnect) fails here.
+    await waitFor('every accepted job ran', async () => (ids.every((id) => ranCounts().has(id)) ? true : undefined), 15_000).catch(async (err: Error) => {
       // Say which, and where they are: lost (no hash), or stored and not run (the agent).
       const missing = ids.filter((id) => !ranCounts().has(id));
       const states = await Promise.all(missing.map(async (id) => `${id}: ${JSON.stringify(await getJson(`${receiver.url}/v1/jobs/${encodeURIComponent(id)}`, ops.token('reader')))}`.slice(0, 400)));
-      throw new Error(`${err.message}; not run: ${states.join('\n')}`);
+      const admin = new Redis(await set.primaryPort(), '127.0.0.1');
+      const q = `${prefix}:${nodeQueueName(NODE)}`;
+      const raw = await Promise.all(missing.map(async (id) => JSON.stringify({
+        wait: await admin.lpos(`${q}:wait`, id), active: await admin.lpos(`${q}:active`, id), waitLen: await admin.llen(`${q}:wait`), activeLen: await admin.llen(`${q}:active`),
+        marker: await admin.zrange(`${q}:marker`, 0, -1, 'WITHSCORES'), stalled: await admin.smembers(`${q}:stalled`), lock: await admin.get(`${q}:${id}:lock`),
+        job: await admin.hmget(`${q}:${id}`, 'ats', 'atm', 'processedOn', 'finishedOn', 'stc'),
+      })));
+      admin.disconnect();
+      throw new Error(`${err.message}; not run: ${states.join('\n')}\nin Redis: ${raw.join('\n')}\nagent output tail: ${out.slice(-1500)}`);
     });
     await sleep(4_500);
     const runs = ranCounts();

@@ -62,6 +62,45 @@ type TrustCheck = { seal?: Seal; refused?: undefined } | { refused: { reason: Un
 /** BullMQ's drainDelay for our workers: see the Worker options below. */
 const IDLE_BLOCK_SECONDS = 30;
 
+/** BullMQ's runRetryDelay for our workers: see the Worker options below. */
+const FETCH_RETRY_MS = 2_000;
+
+/** After a reconnect, the queue's marker is put back this long after (twice: see rearmAfterReconnect). */
+const REARM_AFTER_MS = [1_000, 5_000] as const;
+
+/**
+ * A worker waits for jobs by popping its queue's marker (BZPOPMIN) and then fetching. When the
+ * connection drops between the two (a Sentinel failover, a Redis restart: the pop ran on the
+ * server, its answer or the fetch was lost), the marker is gone while jobs wait, and BullMQ
+ * blocks on the empty marker for its whole drainDelay (30 s here) unless another job arrives.
+ * Seen in test/int/redis-sentinel.int.test.ts: 41 jobs waiting, no marker, the agent idle after a
+ * failover. So after the command connection comes back, the marker is put back (BullMQ's own
+ * "jobs may be waiting" marker, ZADD <marker> 0 "0"); twice, since the blocking connection may come
+ * back later and pop the first. A marker too many costs one fetch that finds nothing.
+ */
+function rearmAfterReconnect(connection: RedisConnection, markerKey: string, log: Logger): () => void {
+  let readyBefore = connection.status === 'ready';
+  const timers = new Set<NodeJS.Timeout>();
+  const onReady = (): void => {
+    if (!readyBefore) {
+      readyBefore = true;
+      return;
+    }
+    for (const ms of REARM_AFTER_MS) {
+      const t = setTimeout(() => {
+        timers.delete(t);
+        connection.zadd(markerKey, 0, '0').catch((err: Error) => log.debug({ err: err.message }, 'could not put the queue marker back'));
+      }, ms);
+      timers.add(t);
+    }
+  };
+  connection.on('ready', onReady);
+  return () => {
+    connection.off('ready', onReady);
+    for (const t of timers) clearTimeout(t);
+  };
+}
+
 /** How long a parked job waits before it looks again when nothing says otherwise (no controls). */
 const DEFAULT_RECHECK_MS = 30_000;
 
@@ -248,9 +287,14 @@ export function createRunbookWorker(opts: RunbookWorkerOptions): RunbookWorker {
     // A job that stalled (its worker died) is taken again; after this many stalls it fails, so
     // a runbook that kills its own agent cannot loop forever.
     maxStalledCount: 2,
+    // A fetch that failed on a dropped connection is tried again after this (BullMQ's default:
+    // 15 s). Commands wait in the offline queue while the connection is down, so this is one retry
+    // per drop, not a loop against a dead Redis.
+    runRetryDelay: FETCH_RETRY_MS,
     autorun: true,
   });
   worker.on('error', (err) => opts.log.error({ err: err.message }, 'worker error'));
+  const stopRearming = rearmAfterReconnect(connection, worker.toKey('marker'), opts.log);
   worker.on('stalled', (id) => opts.log.warn({ jobId: id }, 'job stalled (its worker stopped); it will be taken again'));
 
   let closing: Promise<void> | undefined;
@@ -259,6 +303,7 @@ export function createRunbookWorker(opts: RunbookWorkerOptions): RunbookWorker {
     connection,
     close: () => (closing ??= (async () => {
       shutdown.abort();
+      stopRearming();
       // Waits for the running job to finish its current step; BullMQ keeps its lock meanwhile.
       await worker.close();
       await connection.quit().catch(() => connection.disconnect());
