@@ -8,8 +8,11 @@
 #   local PV <pv>: <path> is present; ...                                   exit 0 (ok)
 #   <why it cannot tell>                                                    exit 2 (unknown)
 #
-# Which PVs: the file $LOCAL_PV_LIST (default /config/plugin/local-pvs), one "<pv> <path>" a
-# line, '#' comments; or, when that file does not exist, kubectl (if NPD's image has it and its
+# Which PVs: those of this node ($NODE_NAME, required: NPD's DaemonSet sets it from
+# spec.nodeName) in the file $LOCAL_PV_LIST (default /config/plugin/local-pvs), one
+# "<node> <pv> <path>" a line, '#' comments. One ConfigMap serves the whole DaemonSet, so the
+# list names every node's PVs and each node checks only its own lines (a line of another node is
+# not this node's missing disk). Without that file: kubectl (if NPD's image has it and its
 # ServiceAccount may list persistentvolumes) for the Local PVs whose node affinity names
 # $NODE_NAME. Only block device paths under /dev are checked (filesystem Local PVs are not this
 # failure). Paths are looked up under $HOST_ROOT (default: none), e.g. HOST_ROOT=/host with the
@@ -28,14 +31,19 @@ list=${LOCAL_PV_LIST:-/config/plugin/local-pvs}
 root=${HOST_ROOT:-}
 root=${root%/}
 
+# "<node> <pv> <path>" lines (every node's when read from the list; the loop below keeps this node's).
 pvs() {
+  if [ -z "${NODE_NAME:-}" ]; then
+    echo "cannot tell which Local PVs are on this node: NODE_NAME is not set" >&2
+    return 1
+  fi
   if [ -f "$list" ]; then
     sed -e 's/#.*//' "$list"
-  elif [ -n "${NODE_NAME:-}" ] && command -v kubectl >/dev/null 2>&1; then
+  elif command -v kubectl >/dev/null 2>&1; then
     kubectl get persistentvolumes -o jsonpath='{range .items[?(@.spec.local.path)]}{.metadata.name}{" "}{.spec.local.path}{" "}{.spec.nodeAffinity.required.nodeSelectorTerms[*].matchExpressions[*].values[*]}{"\n"}{end}' \
-      | awk -v node="$NODE_NAME" '{ for (i = 3; i <= NF; i++) if ($i == node) { print $1, $2; break } }'
+      | awk -v node="$NODE_NAME" '{ for (i = 3; i <= NF; i++) if ($i == node) { print node, $1, $2; break } }'
   else
-    echo "cannot tell which Local PVs are on this node: no $list and no kubectl with NODE_NAME" >&2
+    echo "cannot tell which Local PVs are on this node: no $list and no kubectl" >&2
     return 1
   fi
 }
@@ -66,9 +74,14 @@ fi
 missing=""
 present=""
 count=0
-# Fields: PV name, device path (anything after is ignored).
-while read -r pv path _rest; do
-  [ -n "${pv:-}" ] || continue
+# Fields: node, PV name, device path (anything after is ignored).
+while read -r node pv path _rest; do
+  [ -n "${node:-}" ] || continue
+  if [ -z "${path:-}" ]; then
+    echo "bad line in the list (expected <node> <pv> <path>): $node ${pv:-}"
+    exit $UNKNOWN
+  fi
+  [ "$node" = "$NODE_NAME" ] || continue
   case $pv in
     *[!a-z0-9.-]* | [!a-z0-9]*) echo "bad PV name in the list: $pv"; exit $UNKNOWN ;;
   esac
