@@ -76,15 +76,16 @@ describe('node-problem-detector', () => {
   symlinkSync('../../sdb', join(root, 'dev/disk/by-id/wwn-0x5000c500a1b2c3d4'));
   symlinkSync('../../sdz', join(root, 'dev/disk/by-id/wwn-0x5000c500deadbeef')); // dangling
 
+  // Lists name the node first (`<node> <pv> <path>`); `w2 ` below is this test's node.
   const run = (list: string, env: Record<string, string> = {}) => {
     const file = join(root, `list-${Math.random().toString(36).slice(2)}`);
-    writeFileSync(file, list);
-    const r = spawnSync('sh', [script], { env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', HOST_ROOT: root, LOCAL_PV_LIST: file, ...env }, encoding: 'utf8' });
+    writeFileSync(file, list.split('\n').map((l) => (l === '' || l.startsWith('#') || l.startsWith('@') ? l.replace(/^@/, '') : `worker-2 ${l}`)).join('\n'));
+    const r = spawnSync('sh', [script], { env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', HOST_ROOT: root, LOCAL_PV_LIST: file, NODE_NAME: 'worker-2', ...env }, encoding: 'utf8' });
     return { code: r.status, out: r.stdout.trim() };
   };
 
   it('device present -> exit 0', () => {
-    const r = run('# pv path\nlocal-pv-1 /dev/disk/by-id/wwn-0x5000c500a1b2c3d4\n');
+    const r = run('# node pv path\nlocal-pv-1 /dev/disk/by-id/wwn-0x5000c500a1b2c3d4\n');
     expect(r).toEqual({ code: 0, out: 'local PV local-pv-1: /dev/disk/by-id/wwn-0x5000c500a1b2c3d4 is present' });
   });
 
@@ -135,11 +136,48 @@ describe('node-problem-detector', () => {
     expect(run('fs-pv /mnt/disks/ssd1\n')).toEqual({ code: 0, out: 'no local PV block devices on this node' });
   });
 
-  it('cannot tell (no list, no kubectl) or a hostile list -> exit 2', () => {
-    // No list file and no NODE_NAME: the script cannot ask kubectl either.
-    const none = spawnSync('sh', [script], { env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', LOCAL_PV_LIST: join(root, 'absent') }, encoding: 'utf8' });
+  it('one list for the whole DaemonSet: each node reports only its own PVs, never another node\'s as missing', () => {
+    // Two nodes share the ConfigMap's list; worker-2's disk is there, worker-3's is not on worker-2.
+    const list = [
+      '@worker-2 local-pv-1 /dev/disk/by-id/wwn-0x5000c500a1b2c3d4',
+      '@worker-3 local-pv-9 /dev/disk/by-id/wwn-0x5000c500cafe0003',
+      '@worker-3 local-pv-8 /dev/disk/by-id/wwn-0x5000c500a1b2c3d4',
+    ].join('\n');
+    expect(run(list)).toEqual({ code: 0, out: 'local PV local-pv-1: /dev/disk/by-id/wwn-0x5000c500a1b2c3d4 is present' });
+    // On worker-3 (its own tree: here, the same directory), local-pv-9's disk is missing and only that is said.
+    const three = run(list, { NODE_NAME: 'worker-3' });
+    expect(three).toEqual({ code: 1, out: 'local PV local-pv-9: /dev/disk/by-id/wwn-0x5000c500cafe0003 is missing' });
+    // A node without lines has nothing to check.
+    expect(run(list, { NODE_NAME: 'worker-4' })).toEqual({ code: 0, out: 'no local PV block devices on this node' });
+  });
+
+  it('cannot tell (no list, no kubectl, no NODE_NAME, an old two-column list) or a hostile list -> exit 2', () => {
+    // No list file: the script cannot ask kubectl either (not on this PATH).
+    const none = spawnSync('/bin/sh', [script], { env: { PATH: '/nonexistent', LOCAL_PV_LIST: join(root, 'absent'), NODE_NAME: 'worker-2' }, encoding: 'utf8' });
     expect(none.status).toBe(2);
+    expect(run('local-pv-1 /dev/sdb\n', { NODE_NAME: '' }).code).toBe(2);
+    // `<pv> <path>` (the format before the node column): refused, never read as node=pv.
+    const old = run('@local-pv-1 /dev/disk/by-id/wwn-0x5000c500a1b2c3d4\n');
+    expect(old.code).toBe(2);
+    expect(old.out).toMatch(/expected <node> <pv> <path>/);
     expect(run('local-pv-1 /dev/../etc/passwd\n').code).toBe(2);
     expect(run('Bad_PV /dev/sdb\n').code).toBe(2);
+  });
+});
+
+describe('README snippets say what the integration files say', () => {
+  const readme = readFileSync(join(DEPLOY_DIR, '../README.md'), 'utf8');
+  const section = readme.slice(readme.indexOf('## Pointing the senders at it'), readme.indexOf('## Event sources'));
+  const blocks = [...section.matchAll(/```yaml\n([\s\S]*?)```/g)].map((m) => parseYaml(m[1]!) as Record<string, any>);
+
+  it('the Alertmanager snippet is deploy/integrations/alertmanager.yaml (route, matchers, token path)', () => {
+    const am = blocks.find((b) => b['receivers']?.[0]?.webhook_configs);
+    expect(am).toEqual(yamlOf('alertmanager.yaml'));
+  });
+
+  it('the event-exporter snippet is deploy/integrations/event-exporter.yaml\'s route and receiver (anchored, every reason)', () => {
+    const ee = blocks.find((b) => b['receivers']?.[0]?.webhook);
+    const file = yamlOf('event-exporter.yaml');
+    expect(ee).toEqual({ route: file['route'], receivers: file['receivers'] });
   });
 });
