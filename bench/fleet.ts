@@ -1,6 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { Queue } from 'bullmq';
-import { Redis } from 'ioredis';
+import { Cluster, Redis } from 'ioredis';
+import { startCluster } from '../test/support/redis-topology.ts';
 import { mkdtempSync, mkdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -10,7 +11,49 @@ import { writeSigningKeys } from '../scripts/lib/signing-keys.ts';
 import { alertmanagerBody, nodeNotReadyAlert } from '../test/support/payloads.ts';
 import { startChild, type Child } from './lib/child.ts';
 import { redisCpu } from './lib/redis-cpu.ts';
-import { startPrivateRedis, type PrivateRedis } from './lib/redis-server.ts';
+import { startPrivateRedis } from './lib/redis-server.ts';
+
+/** Where the agents' queues live: one private redis-server, or a 3-master Cluster (FLEET_TOPOLOGY=cluster). */
+interface Topo {
+  name: 'single' | 'cluster';
+  /** What a process needs to connect (REDIS_URL or REDIS_CLUSTER_NODES). */
+  env: Record<string, string>;
+  /** One admin connection per server (per master on a Cluster): the figures are their sums. */
+  admins: Redis[];
+  connect(): Redis | Cluster;
+  /** Stop and start again (single only): the reconnect storm. */
+  restart?: () => Promise<void>;
+  destroy(): Promise<void>;
+}
+
+const field = (info: string, name: string): number => Number(new RegExp(`^${name}:([0-9.]+)`, 'm').exec(info)?.[1] ?? 0);
+const sumInfo = async (t: Topo, section: string, name: string): Promise<number> => (await Promise.all(t.admins.map((a) => a.info(section)))).reduce((n, i) => n + field(i, name), 0);
+const cpuMs = async (t: Topo): Promise<number> => (await Promise.all(t.admins.map((a) => redisCpu(a)))).reduce((n, c) => n + c.mainMs, 0);
+
+async function startTopo(kind: 'single' | 'cluster', n: number, nofile: number): Promise<Topo> {
+  const maxclients = ['--maxclients', String(2 * n + 100)];
+  if (kind === 'cluster') {
+    const c = await startCluster(maxclients);
+    const admins = c.nodes.map((node) => new Redis(node.port, node.host).on('error', () => {}));
+    return {
+      name: 'cluster', env: { REDIS_CLUSTER_NODES: c.env }, admins,
+      connect: () => new Cluster(c.nodes, { redisOptions: { maxRetriesPerRequest: null } }),
+      destroy: async () => { for (const a of admins) a.disconnect(); c.stop(); },
+    };
+  }
+  const redis = await startPrivateRedis({ args: maxclients, nofile });
+  const admin = new Redis(redis.url);
+  admin.on('error', () => {}); // the reconnect storm stops this server on purpose
+  return {
+    name: 'single', env: { REDIS_URL: redis.url }, admins: [admin],
+    connect: () => new Redis(redis.url, { maxRetriesPerRequest: null }),
+    restart: async () => { await redis.stop(); await sleep(3_000); await redis.start(); },
+    destroy: async () => { admin.disconnect(); await redis.destroy(); },
+  };
+}
+const TOPOLOGY = process.env['FLEET_TOPOLOGY'] === 'cluster' ? 'cluster' : 'single';
+/** FLEET_KINDS: `bare,ours` (default) or one of them. */
+const KINDS = (process.env['FLEET_KINDS'] ?? 'bare,ours').split(',').filter((k): k is Kind => k === 'bare' || k === 'ours');
 
 // `npm run bench:fleet` (issue 21): N simulated node agents against one private redis-server on
 // loopback, our agents (the real createNodeAgent, many per process, runbooks that do nothing)
@@ -19,7 +62,8 @@ import { startPrivateRedis, type PrivateRedis } from './lib/redis-server.ts';
 // (ours: Alertmanager webhooks into the real receiver, 50 alerts per request as Alertmanager
 // groups them; bare: Queue.add straight into each node's queue): time to all started and all
 // done, the receiver's answers (202, 503 + Retry-After which the sender retries, anything else),
-// lost and duplicated jobs. FLEET_SIZES (default 1000,5000,10000), FLEET_PER_PROCESS (1000),
+// lost and duplicated jobs. FLEET_TOPOLOGY=cluster runs it all against a 3-master Redis Cluster
+// (REDIS_CLUSTER_NODES; no reconnect storm there). FLEET_SIZES (default 1000,5000,10000), FLEET_PER_PROCESS (1000), FLEET_KINDS,
 // FLEET_IDLE_SECONDS (60: two of an idle worker's 30 s waits). Results: printed, and bench/results/fleet-<time>.json.
 
 const here = (p: string): string => join(dirname(fileURLToPath(import.meta.url)), p);
@@ -48,13 +92,13 @@ interface Fleet {
   lastDoneAt: number;
 }
 
-async function startFleet(kind: Kind, n: number, redis: PrivateRedis): Promise<{ fleet: Fleet; readyMs: number }> {
+async function startFleet(kind: Kind, n: number, topo: Topo): Promise<{ fleet: Fleet; readyMs: number }> {
   const fleet: Fleet = { children: [], ran: new Map(), done: new Map(), up: new Map(), firstRanAt: 0, lastRanAt: 0, lastDoneAt: 0 };
   const t0 = performance.now();
   for (let from = 0; from < n; from += PER_PROCESS) {
     const c = startChild(here('./servers/fleet-agents.ts'), {
       FLEET_FROM: String(from), FLEET_TO: String(Math.min(n, from + PER_PROCESS)), FLEET_KIND: kind,
-      REDIS_URL: redis.url, QUEUE_PREFIX: PREFIX, SIGNING_KEYS_DIR: keysDir, STATE_DIR: stateRoot,
+      ...topo.env, QUEUE_PREFIX: PREFIX, SIGNING_KEYS_DIR: keysDir, STATE_DIR: stateRoot,
     }, { execArgv: ['--max-old-space-size=4096'] });
     c.proc.on('message', (m: unknown) => {
       const text = (m as { line?: string }).line ?? '';
@@ -86,22 +130,19 @@ interface Idle {
   memoryMiB: number;
 }
 
-async function idle(admin: Redis, baseMemory: number): Promise<Idle> {
+async function idle(topo: Topo, baseMemory: number): Promise<Idle> {
   await sleep(5_000);
-  const stat = async () => {
-    const info = await admin.info('stats');
-    return Number(/total_commands_processed:(\d+)/.exec(info)?.[1] ?? 0);
-  };
-  const [c0, k0, t0] = [await redisCpu(admin), await stat(), performance.now()];
+  const stat = () => sumInfo(topo, 'stats', 'total_commands_processed');
+  const [c0, k0, t0] = [await cpuMs(topo), await stat(), performance.now()];
   await sleep(IDLE_SECONDS * 1000);
-  const [c1, k1, t1] = [await redisCpu(admin), await stat(), performance.now()];
-  const clients = Number(/connected_clients:(\d+)/.exec(await admin.info('clients'))?.[1] ?? 0);
-  const memory = Number(/used_memory:(\d+)/.exec(await admin.info('memory'))?.[1] ?? 0);
+  const [c1, k1, t1] = [await cpuMs(topo), await stat(), performance.now()];
+  const clients = await sumInfo(topo, 'clients', 'connected_clients');
+  const memory = await sumInfo(topo, 'memory', 'used_memory');
   const secs = (t1 - t0) / 1000;
   return {
-    cpuPctOfCore: round(((c1.mainMs - c0.mainMs) / (t1 - t0)) * 100, 2),
-    commandsPerSecond: round((k1 - k0 - 2) / secs, 0),
-    connections: clients - 1,
+    cpuPctOfCore: round(((c1 - c0) / (t1 - t0)) * 100, 2),
+    commandsPerSecond: round((k1 - k0 - 2 * topo.admins.length) / secs, 0),
+    connections: clients - topo.admins.length,
     memoryMiB: round((memory - baseMemory) / 2 ** 20, 1),
   };
 }
@@ -119,13 +160,15 @@ interface Storm {
 }
 
 /** Commands per job from INFO commandstats (reset before the storm: a private Redis). */
-async function commandsPerJob(admin: Redis, jobs: number): Promise<Record<string, number>> {
-  const out: [string, number][] = [];
-  for (const m of (await admin.info('commandstats')).matchAll(/^cmdstat_([a-z|]+):calls=(\d+)/gm)) {
-    if (m[1]!.startsWith('config') || m[1] === 'info') continue;
-    out.push([m[1]!, round(Number(m[2]) / jobs, 2)]);
+async function commandsPerJob(topo: Topo, jobs: number): Promise<Record<string, number>> {
+  const calls = new Map<string, number>();
+  for (const info of await Promise.all(topo.admins.map((a) => a.info('commandstats')))) {
+    for (const m of info.matchAll(/^cmdstat_([a-z|]+):calls=(\d+)/gm)) {
+      if (m[1]!.startsWith('config') || m[1] === 'info' || m[1]!.startsWith('cluster')) continue;
+      calls.set(m[1]!, (calls.get(m[1]!) ?? 0) + Number(m[2]));
+    }
   }
-  return Object.fromEntries(out.sort((a, b) => b[1] - a[1]).filter(([, v]) => v >= 0.05));
+  return Object.fromEntries([...calls].map(([k, v]): [string, number] => [k, round(v / jobs, 2)]).sort((a, b) => b[1] - a[1]).filter(([, v]) => v >= 0.05));
 }
 
 async function waitAll(fleet: Fleet, nodes: string[]): Promise<void> {
@@ -150,10 +193,10 @@ function stormResult(fleet: Fleet, nodes: string[], t0: number, answers: Record<
   };
 }
 
-async function bareStorm(fleet: Fleet, n: number, redis: PrivateRedis, admin: Redis): Promise<Storm> {
-  const conn = new Redis(redis.url, { maxRetriesPerRequest: null });
+async function bareStorm(fleet: Fleet, n: number, topo: Topo): Promise<Storm> {
+  const conn = topo.connect();
   const nodes = Array.from({ length: n }, (_, i) => nodeName(i));
-  const cpu0 = await redisCpu(admin);
+  const cpu0 = await cpuMs(topo);
   const t0 = performance.now();
   let next = 0;
   const worker = async (): Promise<void> => {
@@ -166,19 +209,19 @@ async function bareStorm(fleet: Fleet, n: number, redis: PrivateRedis, admin: Re
   };
   await Promise.all(Array.from({ length: 20 }, worker));
   await waitAll(fleet, nodes);
-  const cpu1 = await redisCpu(admin);
+  const cpu1 = await cpuMs(topo);
   conn.disconnect();
-  return stormResult(fleet, nodes, t0, { added: n }, cpu1.mainMs - cpu0.mainMs);
+  return stormResult(fleet, nodes, t0, { added: n }, cpu1 - cpu0);
 }
 
-async function ourStorm(fleet: Fleet, n: number, redis: PrivateRedis, admin: Redis): Promise<Storm> {
-  const receiver = startChild(here('./servers/receiver.ts'), { REDIS_URL: redis.url, QUEUE_PREFIX: PREFIX, SIGNING_KEYS_DIR: keysDir, LOG_LEVEL: 'warn' }, { execArgv: ['--max-old-space-size=384', '--max-semi-space-size=64'] });
+async function ourStorm(fleet: Fleet, n: number, topo: Topo): Promise<Storm> {
+  const receiver = startChild(here('./servers/receiver.ts'), { ...topo.env, QUEUE_PREFIX: PREFIX, SIGNING_KEYS_DIR: keysDir, LOG_LEVEL: 'warn' }, { execArgv: ['--max-old-space-size=384', '--max-semi-space-size=64'] });
   const url = await receiver.waitLine('READY');
   const nodes = Array.from({ length: n }, (_, i) => nodeName(i));
   const groups: string[][] = [];
   for (let i = 0; i < nodes.length; i += 50) groups.push(nodes.slice(i, i + 50));
   const answers: Record<string, number> = {};
-  const cpu0 = await redisCpu(admin);
+  const cpu0 = await cpuMs(topo);
   const t0 = performance.now();
   let next = 0;
   // Alertmanager's way: 20 notifications on their way at once; a 503 is retried after its Retry-After.
@@ -198,9 +241,9 @@ async function ourStorm(fleet: Fleet, n: number, redis: PrivateRedis, admin: Red
   };
   await Promise.all(Array.from({ length: 20 }, sender));
   await waitAll(fleet, nodes);
-  const cpu1 = await redisCpu(admin);
+  const cpu1 = await cpuMs(topo);
   await receiver.kill();
-  return stormResult(fleet, nodes, t0, answers, cpu1.mainMs - cpu0.mainMs);
+  return stormResult(fleet, nodes, t0, answers, cpu1 - cpu0);
 }
 
 interface Reconnect {
@@ -216,11 +259,9 @@ interface Reconnect {
  * Redis restarted under the agents: when does each come back? Full jitter spreads them; without
  * it every agent reconnects in the same retry slots.
  */
-async function reconnectStorm(fleet: Fleet, n: number, redis: PrivateRedis): Promise<Reconnect> {
+async function reconnectStorm(fleet: Fleet, n: number, restart: () => Promise<void>): Promise<Reconnect> {
   const before = new Map([...fleet.up].map(([k, v]) => [k, v.length]));
-  await redis.stop();
-  await sleep(3_000);
-  await redis.start();
+  await restart();
   const t0 = Date.now();
   const deadline = performance.now() + RECONNECT_WAIT_S * 1000;
   const backAt = (): number[] => [...fleet.up].map(([k, v]) => (v.length > (before.get(k) ?? 0) ? v.at(-1)! : Number.NaN)).filter(Number.isFinite);
@@ -248,29 +289,27 @@ const skipped: string[] = [];
 const rows: Row[] = [];
 for (const n of SIZES) {
   const files = 2 * n + 200;
-  if (files > hardNofile) {
+  if (TOPOLOGY === 'single' && files > hardNofile) {
     const why = `N=${n}: ${2 * n} agent connections need more open files than this machine's hard limit of ${hardNofile} (ulimit -Hn) for one redis-server; run it on a machine with a higher limit, or spread it over a Redis Cluster`;
     skipped.push(why);
     process.stdout.write(`skipped ${why}\n`);
     continue;
   }
-  for (const kind of ['bare', 'ours'] as const) {
-    const redis = await startPrivateRedis({ args: ['--maxclients', String(2 * n + 100)], nofile: Math.min(hardNofile, files) });
-    const admin = new Redis(redis.url);
+  for (const kind of KINDS) {
+    const topo = await startTopo(TOPOLOGY, n, Math.min(hardNofile, files));
     try {
-      const base = Number(/used_memory:(\d+)/.exec(await admin.info('memory'))?.[1] ?? 0);
-      const { fleet, readyMs } = await startFleet(kind, n, redis);
-      const i = await idle(admin, base);
-      await admin.config('RESETSTAT');
-      const storm = kind === 'bare' ? await bareStorm(fleet, n, redis, admin) : await ourStorm(fleet, n, redis, admin);
-      storm.commandsPerJob = await commandsPerJob(admin, n);
-      const reconnect = kind === 'ours' ? await reconnectStorm(fleet, n, redis) : undefined;
+      const base = await sumInfo(topo, 'memory', 'used_memory');
+      const { fleet, readyMs } = await startFleet(kind, n, topo);
+      const i = await idle(topo, base);
+      await Promise.all(topo.admins.map((a) => a.config('RESETSTAT')));
+      const storm = kind === 'bare' ? await bareStorm(fleet, n, topo) : await ourStorm(fleet, n, topo);
+      storm.commandsPerJob = await commandsPerJob(topo, n);
+      const reconnect = kind === 'ours' && topo.restart ? await reconnectStorm(fleet, n, topo.restart) : undefined;
       rows.push({ n, kind, readyS: round(readyMs / 1000), idle: i, storm, ...(reconnect ? { reconnect } : {}) });
       process.stdout.write(`${JSON.stringify(rows.at(-1))}\n`);
       await Promise.all(fleet.children.map((c) => c.kill('SIGKILL')));
     } finally {
-      admin.disconnect();
-      await redis.destroy();
+      await topo.destroy();
     }
   }
 }
@@ -290,8 +329,8 @@ for (const n of SIZES) {
   if (!o || !b) continue;
   process.stdout.write(`  N=${n}: idle CPU ${round(o.idle.cpuPctOfCore / b.idle.cpuPctOfCore, 2)}x, idle commands ${round(o.idle.commandsPerSecond / b.idle.commandsPerSecond, 2)}x, memory ${round(o.idle.memoryMiB / b.idle.memoryMiB, 2)}x, storm all done ${round(o.storm.allDoneS / b.storm.allDoneS, 2)}x, Redis CPU per job ${round(o.storm.redisCpuMsPerJob / b.storm.redisCpuMsPerJob, 2)}x\n`);
 }
-const out = here(`./results/fleet-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
+const out = here(`./results/fleet-${TOPOLOGY}-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
 mkdirSync(dirname(out), { recursive: true });
-writeFileSync(out, JSON.stringify({ sizes: SIZES, perProcess: PER_PROCESS, idleSeconds: IDLE_SECONDS, hardNofile, skipped, rows }, null, 2));
+writeFileSync(out, JSON.stringify({ topology: TOPOLOGY, sizes: SIZES, perProcess: PER_PROCESS, idleSeconds: IDLE_SECONDS, hardNofile, skipped, rows }, null, 2));
 process.stdout.write(`\nwrote ${out}\n`);
 process.exit(0);

@@ -1,4 +1,5 @@
 import { Worker } from 'bullmq';
+import { Cluster } from 'ioredis';
 import { announce } from '../lib/child.ts';
 import { Config } from '../../src/config/schema.ts';
 import { nodeQueueName } from '../../src/catalogue/queues.ts';
@@ -18,7 +19,9 @@ import type { RunbookContext, RunbookHandler, RunbookRegistry } from '../../work
 const from = Number(process.env['FLEET_FROM']);
 const to = Number(process.env['FLEET_TO']);
 const kind = process.env['FLEET_KIND'] === 'bare' ? 'bare' : 'ours';
-const url = process.env['REDIS_URL']!;
+const url = process.env['REDIS_URL'] ?? '';
+/** FLEET_TOPOLOGY=cluster: REDIS_CLUSTER_NODES instead of REDIS_URL. */
+const clusterNodes = process.env['REDIS_CLUSTER_NODES'];
 const prefix = process.env['QUEUE_PREFIX']!;
 const nodeName = (i: number): string => `fleet-${String(i).padStart(5, '0')}`;
 
@@ -44,7 +47,8 @@ for (let i = from; i < to; i++) {
   const node = nodeName(i);
   if (kind === 'ours') {
     const config = Config.parse({
-      redisUrl: url, queuePrefix: prefix, nodeName: node, logLevel: 'warn',
+      ...(clusterNodes ? { redisClusterNodes: clusterNodes.split(',') } : { redisUrl: url }),
+      queuePrefix: prefix, nodeName: node, logLevel: 'warn',
       signingKeysDir: process.env['SIGNING_KEYS_DIR'], stateDir: `${process.env['STATE_DIR']}/${node}`,
     });
     const agent = createNodeAgent({ config, registry, log });
@@ -56,7 +60,12 @@ for (let i = from; i < to; i++) {
     const w = new Worker(nodeQueueName(node), async () => {
       say(`RAN ${node}`);
       return { ok: true };
-    }, { connection: { url, maxRetriesPerRequest: null } as never, prefix, concurrency: 1 });
+    }, {
+      connection: clusterNodes
+        ? new Cluster(clusterNodes.split(',').map((hp) => ({ host: hp.split(':')[0]!, port: Number(hp.split(':')[1]) })), { redisOptions: { maxRetriesPerRequest: null } })
+        : { url, maxRetriesPerRequest: null } as never,
+      prefix, concurrency: 1,
+    });
     w.on('completed', () => say(`DONE ${node}`));
     w.on('error', () => {});
     workers.push(w);

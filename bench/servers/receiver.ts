@@ -9,7 +9,7 @@ import { startReceiver } from '../../src/receiver.ts';
 const config = Config.parse({
   port: 0,
   listenAddress: '127.0.0.1',
-  redisUrl: process.env['REDIS_URL'],
+  ...(process.env['REDIS_CLUSTER_NODES'] ? { redisClusterNodes: process.env['REDIS_CLUSTER_NODES'].split(',') } : { redisUrl: process.env['REDIS_URL'] }),
   queuePrefix: process.env['QUEUE_PREFIX'],
   signingKeysDir: process.env['SIGNING_KEYS_DIR'],
   logLevel: process.env['LOG_LEVEL'] ?? 'warn',
