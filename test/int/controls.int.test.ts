@@ -6,7 +6,7 @@ import { startReceiver, type Receiver } from '../../src/receiver.ts';
 import { createNodeAgent } from '../../workers/node-agent/agent.ts';
 import type { RunbookWorker } from '../../workers/engine/runbook-worker.ts';
 import { testConfig } from '../support/config.ts';
-import { fastControls, toyRunbook, type Toy, type ToyStep } from '../support/controls-harness.ts';
+import { fastControls, toyRunbook, toyStep, type Toy, type ToyStep } from '../support/controls-harness.ts';
 import { alertmanagerBody, getJson, nodeNotReadyAlert, post } from '../support/payloads.ts';
 import { dropPrefix, redisUrl, uniquePrefix } from '../support/redis.ts';
 import { waitFor } from '../support/wait.ts';
@@ -21,12 +21,7 @@ const TOKEN = 'controls-test-token-0123456789';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** A destructive toy step with the positive evidence the engine requires of one, observed now. */
-const step = (id: string, extra: Partial<ToyStep> = {}): ToyStep => ({
-  id, description: `toy ${id}`, destructive: true, file: `/w/${id}`,
-  evidence: [{ claim: `${id} is safe to change`, source: 'toy', observedAt: new Date().toISOString(), status: 'holds' }],
-  ...extra,
-});
+const step = toyStep;
 
 describe('operator controls with a real Redis, receiver and node agent', () => {
   const prefix = uniquePrefix('controls');

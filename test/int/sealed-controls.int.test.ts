@@ -13,7 +13,7 @@ import { sealJob } from '../../src/trust/work.ts';
 import type { RunbookWorker } from '../../workers/engine/runbook-worker.ts';
 import { createNodeAgent } from '../../workers/node-agent/agent.ts';
 import { testConfig } from '../support/config.ts';
-import { fastControls, toyRunbook, type ToyStep } from '../support/controls-harness.ts';
+import { fastControls, toyRunbook, toyStep, type ToyStep } from '../support/controls-harness.ts';
 import { dropPrefix, redisUrl, uniquePrefix } from '../support/redis.ts';
 import { testSealer } from '../support/trust.ts';
 import { waitFor } from '../support/wait.ts';
@@ -27,11 +27,7 @@ import { waitFor } from '../support/wait.ts';
 const silent = createLogger('test', 'silent');
 const RUNBOOK = 'residual-multipath-cleanup';
 
-const step = (id: string, extra: Partial<ToyStep> = {}): ToyStep => ({
-  id, description: `toy ${id}`, destructive: true, file: `/w/${id}`,
-  evidence: [{ claim: `${id} is safe to change`, source: 'toy', observedAt: new Date().toISOString(), status: 'holds' }],
-  ...extra,
-});
+const step = toyStep;
 
 describe('control records written straight into Redis change nothing', () => {
   const prefix = uniquePrefix('sealedctl');

@@ -34,5 +34,12 @@ export function toyRunbook(planFor: (node: string) => Plan<ToyStep>): Toy {
   };
 }
 
+/** A destructive toy step with the positive evidence the engine requires of one, observed now. */
+export const toyStep = (id: string, extra: Partial<ToyStep> = {}): ToyStep => ({
+  id, description: `toy ${id}`, destructive: true, file: `/w/${id}`,
+  evidence: [{ claim: `${id} is safe to change`, source: 'toy', observedAt: new Date().toISOString(), status: 'holds' }],
+  ...extra,
+});
+
 /** Parked jobs look again every 0.3 s; the storm breaker is off unless a test turns it on. */
 export const fastControls: Partial<Config> = { controlsRecheckSeconds: 0.3, lockDurationMs: 5_000, breakerStormNodes: 0 };

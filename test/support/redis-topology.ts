@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { freePort } from '../../scripts/lib/local-redis.ts';
+import { redisAnswers } from '../../scripts/lib/local-redis.ts';
 
 // Real Redis topologies on loopback, started by the test that needs them and stopped by PID:
 // a 3-master Cluster (`redis-server --cluster-enabled yes` + `redis-cli --cluster create`) and a
@@ -48,18 +49,7 @@ class Servers {
   }
 }
 
-export async function answers(port: number): Promise<boolean> {
-  const r = new Redis({ port, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 0, connectTimeout: 500, retryStrategy: () => null });
-  r.on('error', () => {});
-  try {
-    await r.connect();
-    return (await r.ping()) === 'PONG';
-  } catch {
-    return false;
-  } finally {
-    r.disconnect();
-  }
-}
+export const answers = (port: number): Promise<boolean> => redisAnswers(`redis://127.0.0.1:${port}`);
 
 async function until(what: string, f: () => Promise<boolean>, ms = 15_000): Promise<void> {
   const end = Date.now() + ms;
