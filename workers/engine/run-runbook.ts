@@ -7,6 +7,7 @@ import { PermanentError, RefusedError } from './errors.ts';
 import { ParkedError, type GateDecision } from './gate.ts';
 import { describeEvidence, judgeEvidence } from './evidence.ts';
 import { Journal } from './journal.ts';
+import { planWithCommands } from './planned-commands.ts';
 import type { PlannedStep, RunbookDefinition, Verification } from './runbook.ts';
 import { RunbookFailedError } from './runbook-failed-error.ts';
 
@@ -131,7 +132,7 @@ export async function runRunbook<R extends RunbookName, F, S extends PlannedStep
             record.waitsFor = `${judged.why}; enforce waits until ${judged.until.toISOString()}`;
           } else {
             steps.pop();
-            const view = { summary: planned.summary, steps: planned.steps };
+            const view = await planWithCommands(planned, planned.steps.indexOf(step), def.steps, deps.host);
             throw new GateStop(new ParkedError({ reason: 'evidence', why: judged.why, until: judged.until }, result('waiting', `waiting before step ${step.id}: ${judged.why}`), view));
           }
         }
@@ -146,7 +147,11 @@ export async function runRunbook<R extends RunbookName, F, S extends PlannedStep
           } catch (err) {
             throw new GateStop(fail(err, `step ${step.id} not run: ${message(err)}`));
           }
-          if (!decision.go) throw new GateStop(new ParkedError(decision.park, result('waiting', `waiting (${decision.park.reason}) before step ${step.id}: ${decision.park.why}`), view));
+          if (!decision.go) {
+            // The operator deciding on this job sees the exact argv of what is left (planned-commands.ts).
+            const shown = await planWithCommands(planned, planned.steps.indexOf(step), def.steps, deps.host);
+            throw new GateStop(new ParkedError(decision.park, result('waiting', `waiting (${decision.park.reason}) before step ${step.id}: ${decision.park.why}`), shown));
+          }
           steps.push(record);
         }
         await def.steps.apply(step, host);
