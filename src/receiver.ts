@@ -8,6 +8,7 @@ import { kubeClients, loadKubeConfig } from './kube/client.ts';
 import { createKubeMetrics } from './kube/kube-metrics.ts';
 import { startKubeWatches, type KubeWatches } from './kube/kube-watches.ts';
 import { createApp } from './http/app.ts';
+import { IncidentIndex } from './console/incident-index.ts';
 import type { EventTrust } from './sources/event-trust.ts';
 import { createLogger, type Logger } from './observability/logger.ts';
 import { createReceiverMetrics } from './observability/metrics.ts';
@@ -92,6 +93,7 @@ export async function startReceiver(config: Config, opts: ReceiverOptions = {}):
     // Serve anyway: /readyz says not ready and webhooks get 503 until Redis answers.
     log.warn({ err: (err as Error).message }, 'Redis is not reachable yet; webhooks will get 503 until it is');
   }
+  const incidents = new IncidentIndex(redis, config.queuePrefix);
   const dispatcher = new Dispatcher(redis, {
     prefix: config.queuePrefix,
     timeoutMs: config.enqueueTimeoutMs,
@@ -100,7 +102,11 @@ export async function startReceiver(config: Config, opts: ReceiverOptions = {}):
     ...(replicaAck ? { replicaAck } : {}),
     ...(config.dedupWindowSeconds !== undefined ? { dedupWindowSeconds: config.dedupWindowSeconds } : {}),
     // Every new job once, whichever way it came (webhook or watch), one line per Redis call.
-    onStored: (jobs) => log.info({ stored: jobs.map((j) => ({ id: j.id, queue: j.queue, runbook: j.runbook })) }, 'jobs stored'),
+    // and into the console's index of incidents (src/console/incident-index.ts), one call per batch, not awaited.
+    onStored: (jobs) => {
+      log.info({ stored: jobs.map((j) => ({ id: j.id, queue: j.queue, runbook: j.runbook })) }, 'jobs stored');
+      incidents.record(jobs, Date.now()).catch((err: unknown) => log.warn({ err: (err as Error).message }, 'the console\'s incident index missed a batch'));
+    },
   });
   const metrics = createReceiverMetrics();
   // KUBE_WATCH: cluster access for triage's lookups and the watch sources (fails fast without a kubeconfig).
@@ -157,6 +163,7 @@ export async function startReceiver(config: Config, opts: ReceiverOptions = {}):
       }),
       queue: (name) => dispatcher.queue(name),
       uiSessionTtlSeconds: config.uiSessionTtlSeconds,
+      incidents,
     },
   });
   // Slow senders must not hold sockets for Node's default 300 s: headers and the whole request

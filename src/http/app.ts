@@ -17,6 +17,7 @@ import type { OperatorActions } from '../controls/operator-actions.ts';
 import type { Queue } from 'bullmq';
 import type { JobReader } from '../queues/job-reader.ts';
 import type { KubeWatchesState } from '../kube/kube-watches.ts';
+import type { IncidentIndex } from '../console/incident-index.ts';
 
 export interface AppDeps extends WebhookDeps {
   redis: RedisConnection;
@@ -34,7 +35,7 @@ export interface AppDeps extends WebhookDeps {
   /** The Kubernetes watches' state, when KUBE_WATCH is on. */
   kubeState?: () => KubeWatchesState | undefined;
   /** Operator controls: /v1 control routes, the /ui dashboard, and pause/breakers in /readyz and /metrics. */
-  controls?: { actions: OperatorActions; queue: (name: string) => Queue; uiSessionTtlSeconds: number };
+  controls?: { actions: OperatorActions; queue: (name: string) => Queue; uiSessionTtlSeconds: number; incidents: IncidentIndex };
 }
 
 const SOURCE_OF: Record<string, string> = { '/v1/alertmanager': 'alertmanager', '/v1/events': 'events', '/v1/npd': 'npd' };
@@ -64,7 +65,7 @@ export function createApp(deps: AppDeps): Express {
   // The dashboard has its own sign-in and sessions (a browser cannot send a bearer header): see routes/ui-auth.ts.
   if (deps.controls) {
     app.use(uiRoutes({
-      redis: deps.redis, prefix: deps.prefix, auth: deps.operatorAuth, queue: deps.controls.queue, controls: deps.controls.actions,
+      redis: deps.redis, prefix: deps.prefix, auth: deps.operatorAuth, queue: deps.controls.queue, controls: deps.controls.actions, incidents: deps.controls.incidents,
       sessions: new SessionStore(deps.redis, deps.prefix, deps.controls.uiSessionTtlSeconds),
     }));
   }

@@ -154,6 +154,7 @@ describe('dashboard writes and sessions in headless chromium', () => {
     expect(await approvalState(id)).toBe('pending');
     // The page's own Approve button (token in the form): the operator who signed in is recorded.
     await page.fill('form[action$="/approve"] input[name=why]', 'checked on the array');
+    await page.check('form[action$="/approve"] input[name=confirm]');
     await Promise.all([page.waitForURL(`${receiver.url}/ui/jobs/${id}`), page.click('form[action$="/approve"] button')]);
     expect(await page.locator('body').innerText()).toMatch(/approval\s+approved by dora@example.com: checked on the array/);
     expect(await approvalState(id)).toBe('approved');

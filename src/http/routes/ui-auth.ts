@@ -40,8 +40,8 @@ export function cookieValue(req: Request, name: string): string | undefined {
   return undefined;
 }
 
-/** Only our own pages are followed after a sign-in (no open redirect). */
-const safeNext = (v: unknown): string => (typeof v === 'string' && /^\/ui(\/[A-Za-z0-9._~%/?&=-]*)?$/.test(v) && !v.includes('//') ? v : '/ui/');
+/** Only our own pages are followed after a sign-in or an action (no open redirect). */
+export const safeNext = (v: unknown): string => (typeof v === 'string' && /^\/ui(\/[A-Za-z0-9._~%/?&=-]*)?$/.test(v) && !v.includes('//') ? v : '/ui/');
 
 const PAGE_HEADERS = { 'Cache-Control': 'no-store' };
 

@@ -1,0 +1,73 @@
+import type { RedisConnection } from '../queues/redis.ts';
+
+// The console's index of incidents, newest first, so a page of the dashboard reads a bounded
+// slice of Redis whatever the fleet's size (issue 23): listing BullMQ's queues one by one costs a
+// call per queue and state, 35,000 of them at 5,000 nodes. The receiver adds every job it stores
+// as new (one ZADD per batch of the dispatcher, off the webhook's answer path); the member names
+// the queue, the job, its node and its runbook, so node and runbook filters need no job read.
+// One key (one Redis Cluster slot), trimmed to the newest `keep` entries; entries whose job is
+// gone (retention) are dropped when a reader meets them.
+
+export const incidentIndexKey = (prefix: string): string => `${prefix}:vm:ui:incidents`;
+
+export interface IndexEntry {
+  queue: string;
+  id: string;
+  node?: string;
+  runbook: string;
+  /** Index score: the store time in ms * 1000 + the job's place in its batch (unique, ordered). */
+  score: number;
+  member: string;
+}
+
+/** Default INCIDENT_INDEX_KEEP: the newest entries kept. */
+export const DEFAULT_INDEX_KEEP = 100_000;
+
+// Tab never occurs in a queue name, a job id (JOB_ID), a node name or a runbook name.
+const member = (e: { queue: string; id: string; node?: string | undefined; runbook: string }): string => `${e.queue}\t${e.id}\t${e.node ?? ''}\t${e.runbook}`;
+
+export function parseMember(m: string, score: number): IndexEntry | undefined {
+  const [queue, id, node, runbook] = m.split('\t');
+  if (!queue || !id || runbook === undefined) return undefined;
+  return { queue, id, ...(node ? { node } : {}), runbook, score, member: m };
+}
+
+export class IncidentIndex {
+  readonly #redis: RedisConnection;
+  readonly #key: string;
+  readonly #keep: number;
+
+  constructor(redis: RedisConnection, prefix: string, keep = DEFAULT_INDEX_KEEP) {
+    this.#redis = redis;
+    this.#key = incidentIndexKey(prefix);
+    this.#keep = keep;
+  }
+
+  /** Records jobs stored at `at` (ms). A job stored again later (after its retention) moves to the top. */
+  async record(jobs: readonly { queue: string; id: string; node?: string | undefined; runbook: string }[], at: number): Promise<void> {
+    if (jobs.length === 0) return;
+    const args: (string | number)[] = [];
+    jobs.forEach((j, i) => args.push(at * 1000 + (i % 1000), member(j)));
+    await this.#redis.multi().zadd(this.#key, ...args).zremrangebyrank(this.#key, 0, -(this.#keep + 1)).exec();
+  }
+
+  /** Up to `count` entries older than `before` (a score, exclusive; none: the newest). */
+  async older(before: number | undefined, count: number): Promise<IndexEntry[]> {
+    const max = before === undefined ? '+inf' : `(${before}`;
+    const raw = await this.#redis.zrevrangebyscore(this.#key, max, '-inf', 'WITHSCORES', 'LIMIT', 0, count);
+    const out: IndexEntry[] = [];
+    for (let i = 0; i + 1 < raw.length; i += 2) {
+      const e = parseMember(raw[i]!, Number(raw[i + 1]));
+      if (e) out.push(e);
+    }
+    return out;
+  }
+
+  async forget(members: readonly string[]): Promise<void> {
+    if (members.length) await this.#redis.zrem(this.#key, ...members);
+  }
+
+  size(): Promise<number> {
+    return this.#redis.zcard(this.#key);
+  }
+}

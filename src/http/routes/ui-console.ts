@@ -1,0 +1,155 @@
+import { createHash } from 'node:crypto';
+import { Router, type Request, type Response } from 'express';
+import { z } from 'zod';
+import type { Permission } from '../../auth/permissions.ts';
+import { JOB_ID } from '../../catalogue/keys.ts';
+import { NodeName } from '../../catalogue/names.ts';
+import { toIncident } from '../../console/incident.ts';
+import { IncidentFilter, listIncidents } from '../../console/incident-list.ts';
+import { StateCounter } from '../../console/state-counts.ts';
+import { Breakers } from '../../controls/breakers.ts';
+import { BreakerName } from '../../controls/records.ts';
+import { knownQueuesKey } from '../../queues/known-queues.ts';
+import { operatorOf } from '../operator-gate.ts';
+import { safeNext, sessionOf } from './ui-auth.ts';
+import { filterQuery, incidentsPage } from './ui-incidents-page.ts';
+import { jobPage } from './ui-job-page.ts';
+import type { ActionName, PageCtx } from './ui-pages.ts';
+import type { UiDeps } from './ui.ts';
+
+// The on-call console's routes (issue 23), behind ui-auth.ts' guard (a session allowed to list
+// jobs; writes from our own origin with the session's CSRF token). Pages answer with an ETag of
+// what they render, so the script's polls cost a 304 when nothing changed. Every action asks
+// SubjectAccessReview for the operator's own verb before anything else (403 whatever the page
+// showed), needs a reason, a confirmation for the ones that let destructive steps run, and is
+// recorded in the audit trail under the verified user name, through the same OperatorActions as
+// the API.
+
+const PAGE_SIZE = 50;
+const AUDIT_READ = 1000;
+
+const PERMISSION: Record<ActionName, Permission> = {
+  approve: { resource: 'jobs', verb: 'approve' },
+  reject: { resource: 'jobs', verb: 'reject' },
+  pause: { resource: 'pauses', verb: 'create' },
+  resume: { resource: 'pauses', verb: 'delete' },
+  reset: { resource: 'breakers', verb: 'reset' },
+};
+
+const Why = z.string().trim().min(1, 'give a reason (why)').max(500, 'why: at most 500 characters');
+const Confirmed = z.literal('yes', { error: 'confirm first (the checkbox)' });
+const Bodies = {
+  approve: z.object({ why: Why, confirm: Confirmed }),
+  reject: z.object({ why: Why }),
+  pause: z.object({ why: Why, node: NodeName }),
+  resume: z.object({ why: Why, node: NodeName.optional(), confirm: Confirmed }),
+  reset: z.object({ why: Why, breaker: BreakerName, confirm: Confirmed }),
+};
+
+export function consoleRoutes(deps: UiDeps): Router {
+  const r = Router();
+  const counter = new StateCounter(deps.redis, deps.prefix, deps.queue);
+  const breakers = new Breakers(deps.redis, deps.prefix);
+
+  const pageCtx = async (res: Response): Promise<PageCtx> => {
+    const operator = operatorOf(res);
+    const names = Object.keys(PERMISSION) as ActionName[];
+    const answers = await Promise.all(names.map((n) => deps.auth.authorise(operator, PERMISSION[n]).then((a) => a.ok, () => false)));
+    return { csrf: sessionOf(res).csrf, username: sessionOf(res).username, can: Object.fromEntries(names.map((n, i) => [n, answers[i]])) };
+  };
+  /** Sends a page with its ETag; 304 when the poller already has it. */
+  const send = (req: Request, res: Response, html: string): void => {
+    const etag = `"${createHash('sha256').update(html).digest('base64url').slice(0, 27)}"`;
+    res.set({ 'Cache-Control': 'no-store', ETag: etag });
+    if (req.get('if-none-match') === etag) {
+      res.status(304).end();
+      return;
+    }
+    res.type('html').send(html);
+  };
+
+  r.get(['/ui', '/ui/', '/ui/incidents'], async (req, res) => {
+    // Empty fields of the filter form mean "any".
+    const query = Object.fromEntries(Object.entries(req.query).filter(([, v]) => typeof v === 'string' && v !== ''));
+    const f = IncidentFilter.safeParse(query);
+    if (!f.success) return res.status(400).type('text').send(`bad filter: ${f.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+    const [page, counts, parked, pauses, tripped, ctx] = await Promise.all([
+      listIncidents(deps.incidents, deps.queue, f.data, { limit: PAGE_SIZE }),
+      counter.counts().catch(() => undefined),
+      deps.controls.store.parkedJobs().catch(() => undefined),
+      deps.controls.store.pauses().catch(() => undefined),
+      breakers.tripped().catch(() => undefined),
+      pageCtx(res),
+    ]);
+    const self = filterQuery(f.data);
+    return send(req, res, incidentsPage({
+      filter: f.data, page, self,
+      ...(counts ? { counts } : {}), ...(parked ? { parked } : {}), ...(pauses ? { pauses } : {}), ...(tripped ? { tripped } : {}),
+    }, ctx));
+  });
+
+  r.get('/ui/jobs/:id', async (req, res) => {
+    const id = req.params.id;
+    if (!JOB_ID.test(id)) return res.status(400).type('text').send('not a valid job id');
+    for (const name of (await deps.redis.smembers(knownQueuesKey(deps.prefix))).sort()) {
+      const q = deps.queue(name);
+      const state = await q.getJobState(id);
+      if (state === 'unknown') continue;
+      const job = await q.getJob(id);
+      if (!job) continue;
+      const incident = toIncident(job, name, state);
+      const node = incident.node !== '(cluster)' ? incident.node : undefined;
+      const [logs, approval, audit, pauses, ctx] = await Promise.all([
+        q.getJobLogs(id, 0, 199),
+        deps.controls.approval(id),
+        deps.controls.audit(AUDIT_READ),
+        node ? deps.controls.store.pauses() : Promise.resolve(undefined),
+        pageCtx(res),
+      ]);
+      const mine = audit.filter((e) => e.target === `job/${id}` || e.target.startsWith(`job/${id}/`)).reverse();
+      return send(req, res, jobPage({
+        incident, log: logs.logs, audit: mine, self: `/ui/jobs/${encodeURIComponent(id)}`,
+        ...(approval && approval.jobCreatedAt === job.timestamp ? { approval } : {}),
+        ...(node ? { nodePause: pauses?.nodes[node] ?? null } : {}),
+      }, ctx));
+    }
+    return res.status(404).type('text').send(`no job ${id}`);
+  });
+
+  /** The guard checked origin and CSRF token; here the verb (403 first, whatever the form said), then the body. */
+  const act = <A extends ActionName>(action: A, run: (req: Request, body: z.infer<(typeof Bodies)[A]>, by: string) => Promise<{ status: number; error?: string }>, back: (req: Request) => string) =>
+    async (req: Request, res: Response) => {
+      const operator = operatorOf(res);
+      const allowed = await deps.auth.authorise(operator, PERMISSION[action]);
+      if (!allowed.ok) return res.status(allowed.status).type('text').send(allowed.error);
+      const b = Bodies[action].safeParse(req.body ?? {});
+      if (!b.success) return res.status(400).type('text').send(b.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; '));
+      const out = await run(req, b.data as z.infer<(typeof Bodies)[A]>, operator.username);
+      if (out.error) return res.status(out.status).type('text').send(out.error);
+      const body = (req.body ?? {}) as Record<string, unknown>;
+      return res.redirect(303, safeNext(typeof body['back'] === 'string' ? body['back'] : back(req)));
+    };
+
+  const jobBack = (req: Request) => `/ui/jobs/${encodeURIComponent(String(req.params['id']))}`;
+  const validId = (req: Request, res: Response, next: () => void) => (JOB_ID.test(String(req.params['id'])) ? next() : res.status(400).type('text').send('not a valid job id'));
+  for (const verb of ['approve', 'reject'] as const) {
+    r.post(`/ui/jobs/:id/${verb}`, validId, act(verb, async (req, b, by) => {
+      const id = String(req.params['id']);
+      const out = verb === 'approve' ? await deps.controls.approve(id, { by, why: b.why }) : await deps.controls.reject(id, { by, why: b.why });
+      return out.ok ? { status: 200 } : { status: out.status, error: out.error };
+    }, jobBack));
+  }
+  r.post('/ui/pause', act('pause', async (_req, b, by) => {
+    await deps.controls.pause(b.node, { by, why: b.why });
+    return { status: 200 };
+  }, () => '/ui/'));
+  r.post('/ui/resume', act('resume', async (_req, b, by) => {
+    await deps.controls.resume(b.node, { by, why: b.why });
+    return { status: 200 };
+  }, () => '/ui/'));
+  r.post('/ui/breakers/reset', act('reset', async (_req, b, by) => {
+    await deps.controls.resetBreaker(b.breaker, { by, why: b.why });
+    return { status: 200 };
+  }, () => '/ui/'));
+  return r;
+}

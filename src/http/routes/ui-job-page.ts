@@ -1,0 +1,90 @@
+import type { Incident, IncidentStep } from '../../console/incident.ts';
+import type { ApprovalRecord, AuditEntry, PauseRecord } from '../../controls/records.ts';
+import { actionForm, esc, layout, time, waited, type PageCtx } from './ui-pages.ts';
+
+// One incident in full, for the person who must decide at 3 a.m.: what started it, what it
+// observed (every interlock's evidence with its verdict), what it plans to run (each step's
+// exact argv), what it has done (status and output, collapsed and scrollable), who decided
+// what, and the buttons, disabled when RBAC says no.
+
+export interface JobView {
+  incident: Incident;
+  approval?: ApprovalRecord;
+  audit: AuditEntry[];
+  log: string[];
+  /** The pause on the job's node, if any (for Pause / Resume). */
+  nodePause?: PauseRecord | null;
+  self: string;
+}
+
+const json = (v: unknown): string => {
+  try {
+    return JSON.stringify(v, null, 2) ?? '';
+  } catch {
+    return String(v);
+  }
+};
+
+const VERDICT: Record<string, string> = { holds: 'holds', fails: 'fails', missing: 'missing (unknown)', contradicted: 'contradicted' };
+
+function evidenceList(s: IncidentStep): string {
+  if (!s.evidence.length) return s.destructive ? '<p class="o-refused">No evidence named: the engine refuses a destructive step without it.</p>' : '';
+  return `<table class="evidence"><caption class="muted">evidence (interlocks)</caption><thead><tr><th>verdict</th><th>claim</th><th>seen by</th><th>when</th></tr></thead><tbody>
+${s.evidence.map((e) => `<tr><td><span class="v v-${esc(e.status)}">${esc(VERDICT[e.status] ?? e.status)}</span></td><td>${esc(e.claim)}${e.detail ? `<br><small>${esc(e.detail)}</small>` : ''}</td><td><code>${esc(e.source)}</code></td><td>${time(e.observedAt)}</td></tr>`).join('')}
+</tbody></table>`;
+}
+
+function stepSection(s: IncidentStep, n: number): string {
+  const planned = s.plannedArgv?.length
+    ? `<p class="muted">would run:</p>${s.plannedArgv.map((a) => `<pre class="argv">$ ${esc(a.map(shellQuote).join(' '))}</pre>`).join('')}`
+    : s.status === 'planned' ? '<p class="muted">argv: not recorded for this step (planned before the console recorded argv).</p>' : '';
+  const ran = s.commands.map((c, i) => `<details id="out-${n}-${i}"><summary><code>$ ${esc(c.argv.map(shellQuote).join(' '))}</code> — exit ${esc(c.timedOut ? 'timed out' : c.exitCode ?? 'n/a (not run)')}${c.durationMs !== undefined ? `, ${Math.round(c.durationMs)} ms` : ''}</summary>
+<pre aria-label="output">${esc(c.stdout)}${c.stderr ? `\n--- stderr ---\n${esc(c.stderr)}` : ''}</pre></details>`).join('');
+  return `<section class="step" aria-labelledby="step-${n}"><h3 id="step-${n}">${n + 1}. <code>${esc(s.id)}</code> <span class="status">${esc(s.status)}</span>${s.destructive ? '<span class="tag">destructive</span>' : ''}${s.risk === 'high' ? '<span class="tag hi">high risk</span>' : ''}</h3>
+<p>${esc(s.description)}</p>${s.error ? `<p class="o-failed"><b>error:</b> ${esc(s.error)}</p>` : ''}${s.waitsFor ? `<p class="o-waiting">${esc(s.waitsFor)}</p>` : ''}
+${evidenceList(s)}${planned}${s.plannedNote ? `<p class="muted">${esc(s.plannedNote)}</p>` : ''}${ran}</section>`;
+}
+
+/** An argv element as a shell would need it to mean the same (display only: we never run a shell). */
+const shellQuote = (a: string): string => (/^[A-Za-z0-9_./:=@%+,-]+$/.test(a) ? a : `'${a.replace(/'/g, `'\\''`)}'`);
+
+function approvalBlock(v: JobView, ctx: PageCtx): string {
+  const a = v.approval;
+  if (!a) return '';
+  const pending = a.state === 'pending';
+  const steps = a.steps.map((s) => `<li><code>${esc(s.id)}</code>: ${esc(s.description)} — <i>${esc(s.why)}</i></li>`).join('');
+  const id = encodeURIComponent(v.incident.id);
+  return `<section aria-labelledby="approval-h"><h2 id="approval-h">Approval</h2>
+<dl class="facts"><dt>approval</dt><dd>${esc(a.state)}${a.decidedBy ? ` by ${esc(a.decidedBy)}` : ''}${a.why ? `: ${esc(a.why)}` : ''}${a.decidedAt ? ` (${time(a.decidedAt)})` : ''}</dd>
+<dt>requested</dt><dd>${pending ? waited(a.requestedAt) : time(a.requestedAt)}</dd><dt>expires</dt><dd>${time(a.expiresAt)}</dd>
+<dt>covers</dt><dd><ul>${steps}</ul></dd></dl>
+${pending ? `${actionForm(ctx, { action: 'approve', id: 'approve', url: `/ui/jobs/${id}/approve`, label: 'Approve', confirm: 'I have read the evidence and the commands: let these steps run', back: v.self })}
+${actionForm(ctx, { action: 'reject', id: 'reject', url: `/ui/jobs/${id}/reject`, label: 'Reject', back: v.self })}
+<p class="muted">Or: <code>volume-medic approve|reject ${esc(v.incident.id)} --why "…"</code></p>` : ''}</section>`;
+}
+
+export function jobPage(v: JobView, ctx: PageCtx): string {
+  const i = v.incident;
+  const node = i.node !== '(cluster)' ? i.node : undefined;
+  const facts = `<dl class="facts">
+<dt>job</dt><dd><code>${esc(i.id)}</code> (queue <code>${esc(i.queue)}</code>)</dd>
+<dt>state</dt><dd data-state="${esc(i.state)}">${esc(i.state)}, attempts ${i.attemptsMade}</dd>
+<dt>mode</dt><dd>${esc(i.mode ?? '')} ${i.modeWhy ? `<small>(${esc(i.modeWhy)})</small>` : ''}</dd>
+<dt>outcome</dt><dd><span class="o-${esc(i.waiting ? 'waiting' : i.outcome ?? '')}">${esc(i.waiting ? `waiting (${i.waiting.reason})` : i.outcome ?? '')}</span> ${esc(i.summary ?? i.failedReason ?? '')}</dd>
+${i.waiting ? `<dt>waiting</dt><dd>${esc(i.waiting.reason)} ${waited(i.waiting.since)}: ${esc(i.waiting.why)}</dd>` : ''}
+<dt>created</dt><dd>${time(i.createdAt)}</dd>${i.finishedAt ? `<dt>finished</dt><dd>${time(i.finishedAt)}</dd>` : ''}${i.ranOn ? `<dt>ran on</dt><dd>${esc(i.ranOn)}</dd>` : ''}
+${i.valid ? '' : '<dt>job data</dt><dd class="o-failed">does not match the job catalogue: shown as stored, never run</dd>'}
+</dl>`;
+  const signals = `<section aria-labelledby="signal-h"><h2 id="signal-h">What started it</h2>${i.signals.length ? i.signals.map((s, n) => `<p><b>${esc(s.source)}</b>: ${esc(s.summary)}</p><details id="signal-${n}"><summary>as received</summary><pre>${esc(json(s.raw))}</pre></details>`).join('') : '<p>No signal recorded.</p>'}
+${i.target !== undefined ? `<details id="target"><summary>target</summary><pre>${esc(json(i.target))}</pre></details>` : ''}</section>`;
+  const refusals = i.refusals.length ? `<section aria-labelledby="refused-h"><h2 id="refused-h">Refused</h2><ul>${i.refusals.map((r) => `<li class="o-refused">${esc(r)}</li>`).join('')}</ul></section>` : '';
+  const plan = `<section aria-labelledby="plan-h"><h2 id="plan-h">Plan and steps</h2>${i.steps.length ? i.steps.map(stepSection).join('') : '<p>No steps.</p>'}</section>`;
+  const nodeActions = node
+    ? `<section aria-labelledby="node-h"><h2 id="node-h">Node ${esc(node)}</h2>${v.nodePause
+      ? `<p>Paused by ${esc(v.nodePause.by)} ${waited(v.nodePause.at)}${v.nodePause.why ? `: ${esc(v.nodePause.why)}` : ''}.</p>${actionForm(ctx, { action: 'resume', id: 'resume-node', url: '/ui/resume', label: `Resume ${node}`, fields: { node }, confirm: `Resume ${node}: its parked jobs go on`, back: v.self })}`
+      : actionForm(ctx, { action: 'pause', id: 'pause-node', url: '/ui/pause', label: `Pause ${node}`, fields: { node }, back: v.self })}</section>`
+    : '';
+  const audit = `<section aria-labelledby="audit-h"><h2 id="audit-h">Audit trail</h2>${v.audit.length ? `<table><thead><tr><th>when</th><th>who</th><th>what</th><th>why</th></tr></thead><tbody>${v.audit.map((e) => `<tr data-action="${esc(e.action)}"><td>${time(e.at)}</td><td>${esc(e.by)}</td><td>${esc(e.action)}${e.target !== `job/${i.id}` ? ` <code>${esc(e.target)}</code>` : ''}</td><td>${esc(e.why)}</td></tr>`).join('')}</tbody></table>` : '<p>No entries.</p>'}</section>`;
+  const log = `<details id="job-log"><summary>Job log (${v.log.length} lines)</summary><pre>${esc(v.log.join('\n'))}</pre></details>`;
+  return layout(`volume-medic: ${i.runbook} on ${i.node}`, `<h1>${esc(i.runbook)} on ${esc(i.node)}</h1>${facts}${approvalBlock(v, ctx)}${signals}${refusals}${plan}${nodeActions}${audit}${log}`, ctx, v.self);
+}
