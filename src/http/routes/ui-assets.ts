@@ -80,7 +80,7 @@ export const SCRIPT = `(function () {
   var busy = false;
   function typing() {
     var a = document.activeElement;
-    return a && main.contains(a) && (a.tagName === 'INPUT' || a.tagName === 'SELECT' || a.tagName === 'TEXTAREA' || a.tagName === 'BUTTON');
+    return a && main.contains(a) && /^(input|select|textarea|button)$/i.test(a.tagName);
   }
   function openDetails() {
     var open = [];
