@@ -139,14 +139,14 @@ describe('the on-call console in headless chromium', () => {
     await signIn(page, ops.token('dora@example.com'));
     expect(await page.locator('header nav').innerText()).toContain('signed in as dora@example.com');
     // A reload would lose this.
-    await page.evaluate(() => { (window as unknown as { stillHere: boolean }).stillHere = true; });
+    await page.evaluate(() => { (globalThis as unknown as { stillHere: boolean }).stillHere = true; });
     const id = await alert('console-a');
     const since = await parked(id);
     const row = page.locator(`tr[data-job="${id}"][data-state="parked"]`);
     await row.waitFor({ timeout: 2_000 });
     const after = Date.now() - Date.parse(since);
     expect(after).toBeLessThan(2_000);
-    expect(await page.evaluate(() => (window as unknown as { stillHere?: boolean }).stillHere)).toBe(true);
+    expect(await page.evaluate(() => (globalThis as unknown as { stillHere?: boolean }).stillHere)).toBe(true);
     expect(await row.innerText()).toMatch(/console-a\s+residual-multipath-cleanup\s+parked\s+enforce\s+waiting \(approval\)/);
     // The banner names it with how long it has waited.
     await page.waitForSelector('.banner >> text=/1 job\\(s\\) wait for approval/');
@@ -200,7 +200,9 @@ describe('the on-call console in headless chromium', () => {
     expect(await p.locator('form.action-approve').innerText()).toContain('vic@example.com may not: needs approve jobs.volume-medic.io');
     // Forced: the page's own CSRF token, our own origin, a reason and the confirmation; RBAC still says no.
     const forced = await p.evaluate(async (url) => {
-      const csrf = (document.querySelector('input[name=_csrf]') as HTMLInputElement).value;
+      // No DOM types in this project: the page's document, loosely.
+      const doc = (globalThis as unknown as { document: { querySelector(s: string): { value: string } } }).document;
+      const csrf = doc.querySelector('input[name=_csrf]').value;
       const body = new URLSearchParams({ _csrf: csrf, why: 'just do it', confirm: 'yes' });
       const r = await fetch(url, { method: 'POST', body });
       return { status: r.status, text: await r.text() };
@@ -271,7 +273,10 @@ describe('the on-call console in headless chromium', () => {
     for (const path of ['/ui/', job!]) {
       await page.goto(`${receiver.url}${path}`);
       await page.waitForSelector('#live');
-      const { scroll, client } = await page.evaluate(() => ({ scroll: document.documentElement.scrollWidth, client: document.documentElement.clientWidth }));
+      const { scroll, client } = await page.evaluate(() => {
+        const root = (globalThis as unknown as { document: { documentElement: { scrollWidth: number; clientWidth: number } } }).document.documentElement;
+        return { scroll: root.scrollWidth, client: root.clientWidth };
+      });
       expect(scroll).toBeLessThanOrEqual(client);
       await shot(page, path === '/ui/' ? 'incidents-phone' : 'incident-phone');
     }
