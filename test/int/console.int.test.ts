@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -17,6 +17,7 @@ import { startOperators, VIEWERS, type Operators } from '../support/operators.ts
 import { alertmanagerBody, getJson, nodeNotReadyAlert, post } from '../support/payloads.ts';
 import { dropPrefix, redisUrl, uniquePrefix } from '../support/redis.ts';
 import { waitFor } from '../support/wait.ts';
+import { CHROMIUM, chromiumOrSay } from '../support/chromium.ts';
 
 // Issue 23, the on-call console's "Must show", in headless chromium (Debian's, via
 // playwright-core): sign in with a token the TokenReview fake accepts; a parked job appears
@@ -26,10 +27,6 @@ import { waitFor } from '../support/wait.ts';
 // viewport without horizontal scroll; and not one request leaves the origin.
 // CONSOLE_SCREENSHOTS=<dir> also writes the screenshots the README shows (docs/screenshots).
 
-const CHROMIUM = process.env['CHROMIUM_BIN'] ?? '/usr/bin/chromium';
-const inCi = !!process.env['CI'] && process.env['CI'] !== 'false';
-const available = existsSync(CHROMIUM);
-if (!available && !inCi) console.warn(`SKIPPING test/int/console.int.test.ts: ${CHROMIUM} not found (apt-get install chromium, or set CHROMIUM_BIN). In CI (CI set) this fails instead.`);
 const SHOTS = process.env['CONSOLE_SCREENSHOTS'];
 
 const WEBHOOK_TOKEN = 'console-webhook-token-0123456789';
@@ -67,11 +64,7 @@ function toy(): { registry: RunbookRegistry; ran: (file: string) => Promise<bool
 }
 
 describe('the on-call console in headless chromium', () => {
-  if (!available) {
-    if (inCi) it('has chromium installed (required when CI is set)', () => { throw new Error(`${CHROMIUM} not found: CI must install Debian's chromium (.ci/run does)`); });
-    else it.skip(`needs ${CHROMIUM} (apt-get install chromium)`, () => {});
-    return;
-  }
+  if (!chromiumOrSay('test/int/console.int.test.ts')) return;
 
   const prefix = uniquePrefix('console');
   let receiver: Receiver;

@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
@@ -17,6 +17,7 @@ import { startOperators, type Operators } from '../support/operators.ts';
 import { alertmanagerBody, getJson, nodeNotReadyAlert, post } from '../support/payloads.ts';
 import { dropPrefix, redisUrl, uniquePrefix } from '../support/redis.ts';
 import { waitFor } from '../support/wait.ts';
+import { CHROMIUM, chromiumOrSay } from '../support/chromium.ts';
 
 // Issue 20, the dashboard's writes in a real browser (Debian's chromium via playwright-core):
 // a form posted from another origin (a page served on another loopback port: same site, so the
@@ -25,20 +26,12 @@ import { waitFor } from '../support/wait.ts';
 // real Approve button works (so the refusals are not a broken form); a session copied before
 // sign-out is worth nothing after it; and the /ui answers carry the security headers.
 
-const CHROMIUM = process.env['CHROMIUM_BIN'] ?? '/usr/bin/chromium';
-const inCi = !!process.env['CI'] && process.env['CI'] !== 'false';
-const available = existsSync(CHROMIUM);
-if (!available && !inCi) console.warn(`SKIPPING test/int/dashboard-security.int.test.ts: ${CHROMIUM} not found (apt-get install chromium, or set CHROMIUM_BIN). In CI (CI set) this fails instead.`);
 
 const WEBHOOK_TOKEN = 'dashboard-security-webhook-token-0123';
 const silent = createLogger('test', 'silent');
 
 describe('dashboard writes and sessions in headless chromium', () => {
-  if (!available) {
-    if (inCi) it('has chromium installed (required when CI is set)', () => { throw new Error(`${CHROMIUM} not found: CI must install Debian's chromium (.ci/run does)`); });
-    else it.skip(`needs ${CHROMIUM} (apt-get install chromium)`, () => {});
-    return;
-  }
+  if (!chromiumOrSay('test/int/dashboard-security.int.test.ts')) return;
 
   const prefix = uniquePrefix('uisec');
   let receiver: Receiver;

@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
@@ -15,15 +15,12 @@ import { alertmanagerBody, getJson, nodeNotReadyAlert, post } from '../support/p
 import { dropPrefix, redisUrl, uniquePrefix } from '../support/redis.ts';
 import { waitFor } from '../support/wait.ts';
 import { startOperators, type Operators } from '../support/operators.ts';
+import { CHROMIUM, chromiumOrSay } from '../support/chromium.ts';
 
 // The dashboard in a real headless browser: Debian's chromium driven by playwright-core. The
 // network is closed here, so chromium is told not to reach out (no QUIC, no background
 // networking, no component updates, no sync) and gets a fresh profile.
 
-const CHROMIUM = process.env['CHROMIUM_BIN'] ?? '/usr/bin/chromium';
-const inCi = !!process.env['CI'] && process.env['CI'] !== 'false';
-const available = existsSync(CHROMIUM);
-if (!available && !inCi) console.warn(`SKIPPING test/int/dashboard.int.test.ts: ${CHROMIUM} not found (apt-get install chromium, or set CHROMIUM_BIN). In CI (CI set) this fails instead.`);
 
 const WEBHOOK_TOKEN = 'dashboard-test-token-0123456789';
 const silent = createLogger('test', 'silent');
@@ -32,11 +29,7 @@ const QN = nodeQueueName('ui-node');
 
 
 describe('the /ui dashboard in headless chromium', () => {
-  if (!available) {
-    if (inCi) it('has chromium installed (required when CI is set)', () => { throw new Error(`${CHROMIUM} not found: CI must install Debian's chromium (.ci/run does)`); });
-    else it.skip(`needs ${CHROMIUM} (apt-get install chromium)`, () => {});
-    return;
-  }
+  if (!chromiumOrSay('test/int/dashboard.int.test.ts')) return;
 
   const prefix = uniquePrefix('ui');
   let receiver: Receiver;
