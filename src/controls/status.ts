@@ -6,7 +6,9 @@ import { ParkReason } from './records.ts';
 // What /readyz and /metrics say about the controls. A pause does not make the receiver unready:
 // webhooks are still stored (nothing is lost), so load balancers must keep sending; /readyz
 // reports the pause and the tripped breakers instead, and /metrics exposes them as gauges to
-// alert on ("page a human").
+// alert on ("page a human"). Pauses are read through the receiver's ControlsStore, which
+// verifies seals as the agents do: a pause written straight into Redis holds no job, so it must
+// not show as one here either (it is reported as a refused control instead).
 
 export interface ControlsSummary {
   paused: { cluster: boolean; nodes: string[] };
@@ -14,8 +16,8 @@ export interface ControlsSummary {
   parked: Record<ParkReason, number>;
 }
 
-export async function controlsSummary(redis: RedisConnection, prefix: string): Promise<ControlsSummary> {
-  const store = new ControlsStore(redis, prefix);
+/** `store`: the receiver's, verifying seals; without one (no keys configured) records are taken as stored. */
+export async function controlsSummary(redis: RedisConnection, prefix: string, store: ControlsStore = new ControlsStore(redis, prefix)): Promise<ControlsSummary> {
   const [pauses, trips, parked] = await Promise.all([store.pauses(), new Breakers(redis, prefix).tripped(), store.parkedJobs()]);
   const count: Record<ParkReason, number> = { paused: 0, approval: 0, breaker: 0, evidence: 0 };
   for (const p of parked) count[p.reason] += 1;

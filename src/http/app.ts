@@ -61,7 +61,7 @@ export function createApp(deps: AppDeps): Express {
   app.use(webhookRoutes(deps, [auth, body]));
   // Every other /v1 route: an operator identity with the route's RBAC verb (src/auth/permissions.ts).
   app.use('/v1', operatorGate(deps.operatorAuth), body);
-  app.use(healthRoutes(deps.redis, deps.prefix, deps.metrics.registry, deps.kubeState, deps.controls !== undefined, deps.tokens.length > 0, deps.operatorAuth));
+  app.use(healthRoutes(deps.redis, deps.prefix, deps.metrics.registry, deps.kubeState, deps.controls?.actions.store, deps.tokens.length > 0, deps.operatorAuth));
   // The dashboard has its own sign-in and sessions (a browser cannot send a bearer header): see routes/ui-auth.ts.
   if (deps.controls) {
     app.use(uiRoutes({

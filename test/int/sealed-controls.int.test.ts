@@ -7,6 +7,7 @@ import { nodeQueueName } from '../../src/catalogue/queues.ts';
 import type { Config } from '../../src/config/schema.ts';
 import { controlKeys } from '../../src/controls/keys.ts';
 import { OperatorActions } from '../../src/controls/operator-actions.ts';
+import { controlsExposition, controlsSummary } from '../../src/controls/status.ts';
 import { createLogger } from '../../src/observability/logger.ts';
 import { trustFromConfig } from '../../src/trust/from-config.ts';
 import { sealJob } from '../../src/trust/work.ts';
@@ -123,11 +124,15 @@ describe('control records written straight into Redis change nothing', () => {
     const forged = await run('ctl-pause');
     expect(forged.returnvalue).toMatchObject({ outcome: 'succeeded' });
     expect(await toy.ran('/w/p1')).toBe(true);
+    // /readyz and /metrics read pauses through the receiver's store: the forged one is not there.
+    expect((await controlsSummary(redis, prefix, api.store)).paused.nodes).not.toContain('ctl-pause');
+    expect(controlsExposition(await controlsSummary(redis, prefix, api.store))).not.toContain('node/ctl-pause');
     await redis.hdel(keys.pause, 'node/ctl-pause');
 
     await api.pause('ctl-pause', { by: 'bob', why: 'maintenance' });
     const parked = await run('ctl-pause', 'parked');
     expect((parked.progress as { parked: { reason: string } }).parked.reason).toBe('paused');
+    expect(controlsExposition(await controlsSummary(redis, prefix, api.store))).toContain('volume_medic_paused{scope="node/ctl-pause"} 1');
     await api.resume('ctl-pause', { by: 'bob' });
   });
 

@@ -4,6 +4,7 @@ import type { Registry } from 'prom-client';
 import { finishedExposition } from '../../catalogue/job-stats.ts';
 import type { KubeWatchesState } from '../../kube/kube-watches.ts';
 import { controlsExposition, controlsSummary } from '../../controls/status.ts';
+import type { ControlsStore } from '../../controls/controls-store.ts';
 import type { OperatorAuth } from '../../auth/operator-auth.ts';
 
 // /healthz: the process answers. /readyz: Redis answers too (without it a webhook cannot be
@@ -13,7 +14,7 @@ import type { OperatorAuth } from '../../auth/operator-auth.ts';
 const withTimeout = <T>(p: Promise<T>, ms: number): Promise<T> =>
   Promise.race([p, new Promise<never>((_, rej) => setTimeout(() => rej(new Error(`no answer within ${ms} ms`)), ms).unref())]);
 
-export function healthRoutes(redis: RedisConnection, prefix: string, registry: Registry, kubeState?: () => KubeWatchesState | undefined, controls = false, authenticated = true, operators?: OperatorAuth): Router {
+export function healthRoutes(redis: RedisConnection, prefix: string, registry: Registry, kubeState?: () => KubeWatchesState | undefined, controls?: ControlsStore, authenticated = true, operators?: OperatorAuth): Router {
   const r = Router();
   // Said on every /readyz answer, so a dashboard or a probe log shows it, not only the start-up log.
   const webhookAuth = authenticated ? {} : { auth: 'none: no token, ALLOW_UNAUTHENTICATED (the webhook routes are open)' };
@@ -32,7 +33,7 @@ export function healthRoutes(redis: RedisConnection, prefix: string, registry: R
     try {
       await withTimeout(redis.ping(), 1000);
       // A pause or a tripped breaker is reported, not made unready: webhooks are still stored.
-      const summary = controls ? await withTimeout(controlsSummary(redis, prefix), 1000).catch(() => undefined) : undefined;
+      const summary = controls ? await withTimeout(controlsSummary(redis, prefix, controls), 1000).catch(() => undefined) : undefined;
       const paused = summary ? summary.paused.cluster || summary.paused.nodes.length > 0 : false;
       const c = summary ? { paused, controls: summary } : {};
       return res.json({ status: paused ? 'ready, paused' : 'ready', redis: 'ok', ...webhookAuth, ...operatorAuth(), ...c, ...k });
@@ -44,7 +45,7 @@ export function healthRoutes(redis: RedisConnection, prefix: string, registry: R
     let fleet = '';
     try {
       fleet = await withTimeout(finishedExposition(redis, prefix), 1000);
-      if (controls) fleet += controlsExposition(await withTimeout(controlsSummary(redis, prefix), 1000));
+      if (controls) fleet += controlsExposition(await withTimeout(controlsSummary(redis, prefix, controls), 1000));
     } catch {
       // Redis down: the receiver's own metrics are still worth serving (and show the 503s).
     }
