@@ -102,11 +102,10 @@ export async function startReceiver(config: Config, opts: ReceiverOptions = {}):
     ...(replicaAck ? { replicaAck } : {}),
     ...(config.dedupWindowSeconds !== undefined ? { dedupWindowSeconds: config.dedupWindowSeconds } : {}),
     // Every new job once, whichever way it came (webhook or watch), one line per Redis call.
-    // and into the console's index of incidents (src/console/incident-index.ts), one call per batch, not awaited.
-    onStored: (jobs) => {
-      log.info({ stored: jobs.map((j) => ({ id: j.id, queue: j.queue, runbook: j.runbook })) }, 'jobs stored');
-      incidents.record(jobs, Date.now()).catch((err: unknown) => log.warn({ err: (err as Error).message }, 'the console\'s incident index missed a batch'));
-    },
+    onStored: (jobs) => log.info({ stored: jobs.map((j) => ({ id: j.id, queue: j.queue, runbook: j.runbook })) }, 'jobs stored'),
+    // and into the console's index of incidents (src/console/incident-index.ts), in the batch's own script call.
+    index: incidents,
+    onIndexError: (err) => log.warn({ err: err.message }, 'the console\'s incident index missed a batch'),
   });
   const metrics = createReceiverMetrics();
   // KUBE_WATCH: cluster access for triage's lookups and the watch sources (fails fast without a kubeconfig).

@@ -1,9 +1,13 @@
+import type { StoredIndex } from '../queues/dispatcher.ts';
 import type { RedisConnection } from '../queues/redis.ts';
 
 // The console's index of incidents, newest first, so a page of the dashboard reads a bounded
 // slice of Redis whatever the fleet's size (issue 23): listing BullMQ's queues one by one costs a
 // call per queue and state, 35,000 of them at 5,000 nodes. The receiver adds every job it stores
-// as new (one ZADD per batch of the dispatcher, off the webhook's answer path); the member names
+// as new: on a single Redis or a Sentinel primary inside the batch's own script call (ZADD and
+// trim after the adds, src/queues/batch-add.ts: no second round trip per batch), on a Redis
+// Cluster in a call of its own per batch (`record`, not awaited: the index is one key, in its own
+// slot, and a script may touch one slot only; a batch there is already a call per queue). The member names
 // the queue, the job, its node and its runbook, so node and runbook filters need no job read.
 // One key (one Redis Cluster slot), trimmed to the newest `keep` entries; entries whose job is
 // gone (retention) are dropped when a reader meets them.
@@ -32,7 +36,7 @@ export function parseMember(m: string, score: number): IndexEntry | undefined {
   return { queue, id, ...(node ? { node } : {}), runbook, score, member: m };
 }
 
-export class IncidentIndex {
+export class IncidentIndex implements StoredIndex {
   readonly #redis: RedisConnection;
   readonly #key: string;
   readonly #keep: number;
@@ -41,6 +45,21 @@ export class IncidentIndex {
     this.#redis = redis;
     this.#key = incidentIndexKey(prefix);
     this.#keep = keep;
+  }
+
+  /** The index's key: the dispatcher writes it in the batch's script call (src/queues/dispatcher.ts). */
+  get key(): string {
+    return this.#key;
+  }
+
+  /** How many entries the index keeps (the newest). */
+  get keep(): number {
+    return this.#keep;
+  }
+
+  /** A job's member. */
+  member(job: { queue: string; id: string; node?: string | undefined; runbook: string }): string {
+    return member(job);
   }
 
   /** Records jobs stored at `at` (ms). A job stored again later (after its retention) moves to the top. */

@@ -16,6 +16,12 @@ import type { RedisConnection } from './redis.ts';
 // the loop reads the job's `timestamp` (did it exist, and since when): the HMGET that used to
 // precede each add in the pipeline. test/int/batch-add.int.test.ts compares every key a batch
 // writes with what Queue.add writes for the same jobs.
+//
+// The same call can also record the jobs it stored as new in a sorted-set index (the console's
+// incident index, src/console/incident-index.ts): one round trip per batch instead of a second
+// call with a ZADD (which cost the receiver ~50 us of a 1-alert request's ~180, bench/README.md).
+// Only where one script may touch both the queues and the index: a single Redis or a Sentinel
+// primary. On a Cluster the caller writes the index itself (a script may touch one slot only).
 
 /** One job's call of BullMQ's add script: its name (`addStandardJob:<version>`), keys and arguments. */
 export interface ScriptCall {
@@ -28,6 +34,21 @@ export interface BatchItem {
   /** The job's hash key, read before the add. */
   jobKey: string;
   call: ScriptCall;
+  /** The job's member in the index, written if the job is stored as new (and an index is given). */
+  member?: string;
+}
+
+/**
+ * A sorted set the call adds every job it stores as new to (the item's `member`), scored `at`
+ * (epoch ms) * 1000 + the job's place among the new jobs of the batch (mod 1000), then trimmed to
+ * its newest `keep` members.
+ */
+export interface BatchIndex {
+  key: string;
+  keep: number;
+  at: number;
+  /** The index write failed (the jobs are stored all the same). */
+  onError: (err: Error) => void;
 }
 
 export type BatchReply = { existingTimestamp: string | null; result: string | number } | { error: Error };
@@ -60,12 +81,21 @@ export function captureAdd(job: Job): ScriptCall {
   return call;
 }
 
+/** Per job in ARGV: queue block, job hash key, index member, then BullMQ's arguments. */
+const PER_JOB = 3 + ADD_ARGS;
+/** ARGV before the jobs: the index's `at` ('' = no index), its trim rank, the first job's place. */
+const HEADER = 3;
+
 /** BullMQ's script text, wrapped so one call runs it once per job. */
 export function batchScript(addStandardJobLua: string): string {
   return `-- volume-medic: BullMQ's addStandardJob, once per job (src/queues/batch-add.ts).
--- KEYS: BullMQ's ${ADD_KEYS} keys of each queue in the batch, in its order, one block per queue.
--- ARGV: per job its queue's block number (1-based), the job hash key, then BullMQ's ${ADD_ARGS} arguments.
--- Returns per job: the job's timestamp before the add (or nil), then BullMQ's result (or an error).
+-- KEYS: BullMQ's ${ADD_KEYS} keys of each queue in the batch, in its order, one block per queue;
+--   then, with an index, the index's key.
+-- ARGV: the index's store time in ms ('' = no index), its trim rank (-(keep + 1)), the place of the
+--   batch's first new job; then per job its queue's block number (1-based), the job hash key, its
+--   index member, then BullMQ's ${ADD_ARGS} arguments.
+-- Returns per job: the job's timestamp before the add (or nil), then BullMQ's result (or an
+-- error); then, with an index, false or the index write's error.
 local function addStandardJob(KEYS, ARGV)
 ${addStandardJobLua}
 end
@@ -74,19 +104,39 @@ local function addOne(jobKey, keys, argv)
   local existing = redis.call('HGET', jobKey, 'timestamp')
   return existing or false, addStandardJob(keys, argv)
 end
+local indexAt = ARGV[1]
+local place = tonumber(ARGV[3])
+local index = {}
 local results = {}
-for i = 1, #ARGV, ${2 + ADD_ARGS} do
+for i = ${HEADER + 1}, #ARGV, ${PER_JOB} do
   local base = (tonumber(ARGV[i]) - 1) * ${ADD_KEYS}
   local keys = {}
   for j = 1, ${ADD_KEYS} do keys[j] = KEYS[base + j] end
-  local ok, existing, res = pcall(addOne, ARGV[i + 1], keys, { ARGV[i + 2], ARGV[i + 3], ARGV[i + 4] })
+  local ok, existing, res = pcall(addOne, ARGV[i + 1], keys, { ARGV[i + 3], ARGV[i + 4], ARGV[i + 5] })
   if ok then
     results[#results + 1] = existing
     results[#results + 1] = res
+    -- Stored as new: it did not exist and BullMQ did not refuse it (a negative code).
+    if indexAt ~= '' and not existing and not (type(res) == 'number' and res < 0) then
+      -- The score as a string: at * 1000 + place, exact (a Lua number prints with 14 digits).
+      index[#index + 1] = indexAt .. string.format('%03d', place % 1000)
+      index[#index + 1] = ARGV[i + 2]
+      place = place + 1
+    end
   else
     results[#results + 1] = false
     results[#results + 1] = redis.error_reply(tostring(type(existing) == 'table' and existing.err or existing))
   end
+end
+if indexAt ~= '' then
+  local indexKey = KEYS[#KEYS]
+  local written = false
+  if #index > 0 then
+    -- The jobs are stored whatever happens here: an error is reported, not raised.
+    written = redis.pcall('ZADD', indexKey, unpack(index))
+    if type(written) ~= 'table' or not written.err then written = redis.pcall('ZREMRANGEBYRANK', indexKey, 0, ARGV[2]) end
+  end
+  results[#results + 1] = (type(written) == 'table' and written.err) and written or false
 end
 return results
 `;
@@ -114,8 +164,9 @@ export class BatchAdd {
    * On a Cluster a script may touch one slot only: one call per queue (each queue is its own
    * hash tag, src/catalogue/queues.ts), sent together; ioredis routes each to its master.
    */
-  async add(items: readonly BatchItem[]): Promise<BatchReply[]> {
-    if (!this.redis.isCluster) return this.addInOrder(items);
+  async add(items: readonly BatchItem[], index?: BatchIndex): Promise<BatchReply[]> {
+    if (!this.redis.isCluster) return this.addInOrder(items, index);
+    if (index) throw new Error('on a Redis Cluster the batch add cannot write an index (another slot)');
     const byQueue = new Map<string, number[]>();
     items.forEach((it, i) => {
       const q = it.call.keys[0]!;
@@ -133,18 +184,19 @@ export class BatchAdd {
     return out;
   }
 
-  private async addInOrder(items: readonly BatchItem[]): Promise<BatchReply[]> {
+  private async addInOrder(items: readonly BatchItem[], index?: BatchIndex): Promise<BatchReply[]> {
     const calls: Promise<BatchReply[]>[] = [];
-    for (let i = 0; i < items.length; i += MAX_JOBS_PER_CALL) calls.push(this.call(items.slice(i, i + MAX_JOBS_PER_CALL)));
+    // The place of each call's first new job counts on from the previous call's jobs (unique scores).
+    for (let i = 0; i < items.length; i += MAX_JOBS_PER_CALL) calls.push(this.call(items.slice(i, i + MAX_JOBS_PER_CALL), index, i));
     return (await Promise.all(calls)).flat();
   }
 
-  private async call(items: readonly BatchItem[]): Promise<BatchReply[]> {
+  private async call(items: readonly BatchItem[], index: BatchIndex | undefined, firstPlace: number): Promise<BatchReply[]> {
     const command = items[0]!.call.command;
     // A queue's keys go once per call, not once per job: a burst is mostly a few queues.
     const keys: string[] = [];
     const blocks = new Map<string, number>();
-    const args: (string | Buffer)[] = [];
+    const args: (string | Buffer)[] = index ? [String(Math.floor(index.at)), String(-(index.keep + 1)), String(firstPlace)] : ['', '0', '0'];
     for (const it of items) {
       if (it.call.command !== command) throw new Error(`one batch mixes ${command} and ${it.call.command}`);
       const k = it.call.keys;
@@ -158,14 +210,19 @@ export class BatchAdd {
           if (keys[(block - 1) * ADD_KEYS + j] !== k[j]) throw new Error(`jobs of queue ${k[0]} came with different keys`);
         }
       }
-      args.push(String(block), it.jobKey, ...it.call.args);
+      args.push(String(block), it.jobKey, it.member ?? '', ...it.call.args);
     }
+    if (index) keys.push(index.key);
     const reply = await this.script(command)(keys.length, ...keys, ...args);
-    if (!Array.isArray(reply) || reply.length !== items.length * 2) {
+    if (!Array.isArray(reply) || reply.length !== items.length * 2 + (index ? 1 : 0)) {
       throw new Error(`the batch add answered ${Array.isArray(reply) ? `${reply.length} values` : typeof reply} for ${items.length} jobs`);
     }
+    if (index) {
+      const written: unknown = reply[items.length * 2];
+      if (written instanceof Error) index.onError(written);
+    }
     const out: BatchReply[] = [];
-    for (let i = 0; i < reply.length; i += 2) {
+    for (let i = 0; i < items.length * 2; i += 2) {
       const existing: unknown = reply[i];
       const result: unknown = reply[i + 1];
       if (result instanceof Error) out.push({ error: result });

@@ -1,6 +1,6 @@
 import { Job, Queue, type JobsOptions } from 'bullmq';
 import type { RedisConnection } from './redis.ts';
-import { BatchAdd, captureAdd, type BatchItem } from './batch-add.ts';
+import { BatchAdd, captureAdd, type BatchIndex, type BatchItem } from './batch-add.ts';
 import { CLUSTER_QUEUE, queueFor } from '../catalogue/queues.ts';
 import { RUNBOOK_POLICY, dedupWindowMs } from '../catalogue/policy.ts';
 import { RUNBOOKS, type RemediationJob, type RunbookName } from '../catalogue/jobs.ts';
@@ -30,6 +30,18 @@ export interface Enqueued {
   node?: string;
   key: string;
   deduplicated: boolean;
+}
+
+/**
+ * A sorted set of the jobs stored as new (the console's incident index,
+ * src/console/incident-index.ts): its key, how many members it keeps, a job's member, and how to
+ * write it in a call of its own (where the batch's script cannot: a Redis Cluster).
+ */
+export interface StoredIndex {
+  readonly key: string;
+  readonly keep: number;
+  member(job: Enqueued): string;
+  record(jobs: readonly Enqueued[], at: number): Promise<void>;
 }
 
 /** Storing failed (Redis down or too slow): the HTTP layer answers 503 so the sender retries. */
@@ -72,6 +84,14 @@ export interface DispatcherOptions {
    * acknowledged it (replica-ack.ts); when they do not, the request fails as StoreUnavailable.
    */
   replicaAck?: Pick<ReplicaAck, 'confirm'>;
+  /**
+   * Every job stored as new is added to this index: in the batch's own script call on a single
+   * Redis or a Sentinel primary (one round trip per batch), in a call of its own after the batch
+   * on a Cluster (the index is one key, in another slot than most queues; not awaited).
+   */
+  index?: StoredIndex;
+  /** The index missed jobs (they are stored all the same). */
+  onIndexError?: (err: Error) => void;
 }
 
 /**
@@ -287,6 +307,8 @@ export class Dispatcher {
     const recorded = newQueues.size > 0 ? this.redis.sadd(knownQueuesKey(this.opts.prefix), ...newQueues) : undefined;
     // No later than the timestamp BullMQ gives each job below (same clock in production).
     const sentAt = this.now();
+    const index = this.opts.index;
+    const inScript = index !== undefined && !this.redis.isCluster;
     const items = batch.map((b): BatchItem => {
       const queue = this.queue(b.queueName);
       const sealer = this.opts.sealer;
@@ -295,9 +317,13 @@ export class Dispatcher {
       // The job's timestamp is read right before its add, in the same script call: exact within
       // one receiver (concurrent repeats are coalesced above); across receiver replicas two
       // racing first deliveries run one after the other in Redis, so the second sees the first.
-      return { jobKey: queue.toKey(b.job.key), call: captureAdd(job) };
+      const item: BatchItem = { jobKey: queue.toKey(b.job.key), call: captureAdd(job) };
+      if (inScript) item.member = index.member(answer(b.job, b.queueName, false));
+      return item;
     });
-    const [replies] = await Promise.all([this.batchAdd.add(items), recorded]);
+    const onIndexError = (err: Error): void => this.opts.onIndexError?.(err);
+    const batchIndex: BatchIndex | undefined = inScript ? { key: index.key, keep: index.keep, at: sentAt, onError: onIndexError } : undefined;
+    const [replies] = await Promise.all([this.batchAdd.add(items, batchIndex), recorded]);
     if (recorded) for (const q of newQueues) this.recordedQueues.add(q);
     const stored: Enqueued[] = [];
     const done: { b: Pending; a: Enqueued; storedAt: number }[] = [];
@@ -317,7 +343,10 @@ export class Dispatcher {
       done.push({ b, a, storedAt: r.existingTimestamp !== null ? Number(r.existingTimestamp) : sentAt });
     }
     // In Redis now (on the primary), whatever the answer below.
-    if (stored.length > 0) this.opts.onStored?.(stored);
+    if (stored.length > 0) {
+      if (index && !inScript) index.record(stored, sentAt).catch((err: unknown) => onIndexError(err instanceof Error ? err : new Error(String(err))));
+      this.opts.onStored?.(stored);
+    }
     const settle = (): void => {
       for (const { b, a, storedAt } of done) {
         this.remember(b.queueName, b.job.key, storedAt);

@@ -136,6 +136,43 @@ describe('batch add: BullMQ\'s add script, once per job, in one call', () => {
     expect(await admin.llen(`${viaBatch}:vm-node-e:wait`)).toBe(n);
   });
 
+  it('records the jobs it stores as new in the index, in the same call, and trims it', async () => {
+    const q = await queue(viaBatch, 'vm-node-g');
+    const indexKey = `${viaBatch}:vm:ui:incidents`;
+    await admin.set(`${viaBatch}:vm-node-g:job_g_broken`, 'not a hash');
+    const item = (id: string) => ({ jobKey: `${viaBatch}:vm-node-g:${id}`, call: captureAdd(new Job(q, 'r', { id }, { ...OPTS, jobId: id }, id)), member: `m-${id}` });
+    const errors: Error[] = [];
+    const index = (at: number, keep = 100) => ({ key: indexKey, keep, at, onError: (e: Error) => errors.push(e) });
+    const at = 1_780_000_000_123;
+    const first = await new BatchAdd(redis).add([item('job_g1'), item('job_g_broken'), item('job_g2')], index(at));
+    expect(first.map((r) => 'result' in r)).toEqual([true, false, true]);
+    // New jobs only (not the failed one), scored at * 1000 + their place, exactly.
+    expect(await admin.zrange(indexKey, 0, -1, 'WITHSCORES')).toEqual(['m-job_g1', String(at * 1000), 'm-job_g2', String(at * 1000 + 1)]);
+    // A repeat is not new: not recorded again; a new job is, and the trim keeps the newest `keep`.
+    const second = await new BatchAdd(redis).add([item('job_g1'), item('job_g3')], index(at + 5, 2));
+    expect(second).toEqual([{ existingTimestamp: expect.any(String), result: 'job_g1' }, { existingTimestamp: null, result: 'job_g3' }]);
+    expect(await admin.zrange(indexKey, 0, -1, 'WITHSCORES')).toEqual(['m-job_g2', String(at * 1000 + 1), 'm-job_g3', String((at + 5) * 1000)]);
+    expect(errors).toEqual([]);
+    // An index that cannot be written is reported; the jobs are stored all the same.
+    await admin.del(indexKey);
+    await admin.set(indexKey, 'not a sorted set');
+    const third = await new BatchAdd(redis).add([item('job_g4')], index(at + 9));
+    expect(third).toEqual([{ existingTimestamp: null, result: 'job_g4' }]);
+    expect(errors.map((e) => e.message)).toEqual([expect.stringMatching(/WRONGTYPE/)]);
+    expect(await admin.lrange(`${viaBatch}:vm-node-g:wait`, 0, -1)).toEqual(['job_g4', 'job_g3', 'job_g2', 'job_g1']);
+  });
+
+  it('keeps index scores unique across the calls of a split burst', async () => {
+    const q = await queue(viaBatch, 'vm-node-h');
+    const indexKey = `${viaBatch}:vm:ui:incidents-h`;
+    const n = MAX_JOBS_PER_CALL + 3;
+    const ids = Array.from({ length: n }, (_, i) => `job_h${i}`);
+    await new BatchAdd(redis).add(ids.map((id) => ({ jobKey: `${viaBatch}:vm-node-h:${id}`, call: captureAdd(new Job(q, 'r', {}, { ...OPTS, jobId: id }, id)), member: id })), { key: indexKey, keep: 1_000, at: 1_780_000_000_000, onError: () => {} });
+    const scores = (await admin.zrange(indexKey, 0, -1, 'WITHSCORES')).filter((_, i) => i % 2 === 1);
+    expect(new Set(scores).size).toBe(n);
+    expect(await admin.zrange(indexKey, 0, -1)).toEqual(ids);
+  });
+
   it('refuses to batch what BullMQ would not add with its standard script', () => {
     const q = new Queue('vm-node-f', { connection: redis, prefix: viaBatch });
     queues.set('f', q);

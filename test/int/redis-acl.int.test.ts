@@ -6,6 +6,7 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { REDIS_USERS, renderRedisAcl } from '../../scripts/deploy/redis-acl.ts';
 import { freePort, redisAnswers } from '../../scripts/lib/local-redis.ts';
+import { incidentIndexKey } from '../../src/console/incident-index.ts';
 import type { RbdUnmapJob, RemediationJob } from '../../src/catalogue/jobs.ts';
 import { CLUSTER_QUEUE, nodeQueueName } from '../../src/catalogue/queues.ts';
 import type { RunbookResult } from '../../src/catalogue/result.ts';
@@ -129,6 +130,8 @@ describe('the deploy ACL file on a real redis-server', () => {
       const r = await post(`${receiver.url}/v1/alertmanager`, alertmanagerBody([nodeNotReadyAlert(node, 'resolved')]));
       expect(r.status).toBe(202);
       const residualId: string = r.json.accepted[0].id;
+      // ...and records it in the console's index in the same script call (the receiver's user may).
+      expect(await admin.zrange(incidentIndexKey(prefix), 0, -1)).toEqual([expect.stringContaining(`\t${residualId}\t`)]);
 
       // The cluster worker takes a cluster job (stored by the receiver's user, as triage would)
       // and hands its node half to the node's queue with its own dispatcher.

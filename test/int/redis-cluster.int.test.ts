@@ -5,6 +5,7 @@ import type { Config } from '../../src/config/schema.ts';
 import { createLogger } from '../../src/observability/logger.ts';
 import { connect, scanKeys, whenReady } from '../../src/queues/redis.ts';
 import { startReceiver, type Receiver } from '../../src/receiver.ts';
+import { incidentIndexKey } from '../../src/console/incident-index.ts';
 import type { RunbookWorker } from '../../workers/engine/runbook-worker.ts';
 import { createNodeAgent } from '../../workers/node-agent/agent.ts';
 import { breakerContract } from '../support/breaker-contract.ts';
@@ -92,6 +93,8 @@ describe.skipIf(skip)('a 3-master Redis Cluster', () => {
     }));
     expect(mastersWithQueues.reduce((a, b) => a + b, 0)).toBe(24);
     expect(mastersWithQueues.every((c) => c > 0)).toBe(true);
+    // The console's index (one key, its own slot) has every new job, written in a call of its own.
+    await waitFor('the incident index has the 24 jobs', async () => ((await admin.zcard(incidentIndexKey(prefix))) >= 24 ? true : undefined));
     // A repeat of the same webhook folds into the stored jobs.
     const again = await post(`${receiver.url}/v1/alertmanager`, alertmanagerBody(nodes.map((node) => nodeNotReadyAlert(node, 'resolved'))), TOKEN);
     expect(again.json.accepted.every((a: any) => a.deduplicated)).toBe(true);
