@@ -59,11 +59,19 @@ const ADD_ARGS = 3;
 /** Jobs per script call: a call blocks Redis while it runs (~30 us per job), so big batches are split. */
 export const MAX_JOBS_PER_CALL = 200;
 
+/** Where BullMQ's add script takes the job's data (JSON text) among its arguments. */
+const DATA_ARG = 1;
+/** The data a Job is made with when the caller gives its text to captureAdd. */
+export const DATA_PLACEHOLDER = Object.freeze({});
+
 /**
  * The script call BullMQ would make to add `job`, without making it. Throws if BullMQ would not
  * use its standard add script (a delayed, prioritised or parent job: we never make those).
+ * `dataText`: the job's data as the JSON text to store, already encoded by the caller (the
+ * receiver's sealed jobs, src/trust/work.ts): the Job is then made with DATA_PLACEHOLDER as its
+ * data and that text takes its place, so the data is not encoded a second time by BullMQ.
  */
-export function captureAdd(job: Job): ScriptCall {
+export function captureAdd(job: Job, dataText?: string): ScriptCall {
   let call: ScriptCall | undefined;
   const recorder = {
     runCommand: (command: string, list: (string | Buffer)[]) => {
@@ -77,6 +85,11 @@ export function captureAdd(job: Job): ScriptCall {
   if (!call) throw new Error(`BullMQ did not build an add for job ${job.id}`);
   if (!ADD_COMMAND.test(call.command) || call.keys.length !== ADD_KEYS || call.args.length !== ADD_ARGS) {
     throw new Error(`BullMQ built ${call.command} with ${call.keys.length} keys and ${call.args.length} arguments for job ${job.id}; the batch add supports only addStandardJob (${ADD_KEYS} keys, ${ADD_ARGS} arguments)`);
+  }
+  if (dataText !== undefined) {
+    // Only in the place BullMQ put the placeholder's encoding: a BullMQ that moved it fails here, loudly.
+    if (job.data !== DATA_PLACEHOLDER || call.args[DATA_ARG] !== '{}') throw new Error(`BullMQ's add of job ${job.id} does not carry its data where the batch add expects it`);
+    call.args[DATA_ARG] = dataText;
   }
   return call;
 }

@@ -1,6 +1,6 @@
 import { Job, Queue, type JobsOptions } from 'bullmq';
 import type { RedisConnection } from './redis.ts';
-import { BatchAdd, captureAdd, type BatchIndex, type BatchItem } from './batch-add.ts';
+import { BatchAdd, captureAdd, DATA_PLACEHOLDER, type BatchIndex, type BatchItem } from './batch-add.ts';
 import { CLUSTER_QUEUE, queueFor } from '../catalogue/queues.ts';
 import { RUNBOOK_POLICY, dedupWindowMs } from '../catalogue/policy.ts';
 import { RUNBOOKS, type RemediationJob, type RunbookName } from '../catalogue/jobs.ts';
@@ -8,7 +8,7 @@ import { knownQueuesKey } from './known-queues.ts';
 import type { ReplicaAck } from './replica-ack.ts';
 import { GenerationalMap } from '../collections/generational-map.ts';
 import type { Sealer } from '../trust/seal.ts';
-import { sealJob } from '../trust/work.ts';
+import { sealedJobText } from '../trust/work.ts';
 
 // Puts triaged jobs on their queues. The job id IS the idempotency key, so BullMQ itself folds a
 // repeat into the existing job for as long as that job is kept; completed and failed jobs are
@@ -312,12 +312,13 @@ export class Dispatcher {
     const items = batch.map((b): BatchItem => {
       const queue = this.queue(b.queueName);
       const sealer = this.opts.sealer;
-      const data = sealer ? sealJob(sealer, b.queueName, b.job, this.opts.sealTtlMs ?? DEFAULT_SEAL_TTL_MS) : b.job;
-      const job = new Job(queue, b.job.runbook, data, jobOptions(b.job, this.windowMs(b.job.runbook)), b.job.key);
+      // The job encoded once, for its seal and as the text stored (captureAdd puts it in place of BullMQ's encoding).
+      const text = sealer ? sealedJobText(sealer, b.queueName, b.job, this.opts.sealTtlMs ?? DEFAULT_SEAL_TTL_MS) : JSON.stringify(b.job);
+      const job = new Job(queue, b.job.runbook, DATA_PLACEHOLDER, jobOptions(b.job, this.windowMs(b.job.runbook)), b.job.key);
       // The job's timestamp is read right before its add, in the same script call: exact within
       // one receiver (concurrent repeats are coalesced above); across receiver replicas two
       // racing first deliveries run one after the other in Redis, so the second sees the first.
-      const item: BatchItem = { jobKey: queue.toKey(b.job.key), call: captureAdd(job) };
+      const item: BatchItem = { jobKey: queue.toKey(b.job.key), call: captureAdd(job, text) };
       if (inScript) item.member = index.member(answer(b.job, b.queueName, false));
       return item;
     });

@@ -32,30 +32,38 @@ export type Verdict = { ok: true; seal: Seal } | { ok: false; reason: Untrusted;
 /** How far an issuer's clock may run ahead of the verifier's. */
 export const CLOCK_SKEW_MS = 60_000;
 
-const macOf = (key: Buffer, purpose: Purpose, subject: string, value: unknown, s: Omit<Seal, 'mac'>): string =>
+/** `encoded`: sealedBytes of the value. */
+const macOf = (key: Buffer, purpose: Purpose, subject: string, encoded: string, s: Omit<Seal, 'mac'>): string =>
   createHmac('sha256', key)
     .update(JSON.stringify([s.v, purpose, subject, s.iss, s.kid, s.iat, s.exp]), 'utf8')
     .update('\n', 'utf8')
-    .update(sealedBytes(value), 'utf8')
+    .update(encoded, 'utf8')
     .digest('base64url');
 
 export interface Sealer {
   readonly role: Role;
   /** `notBefore`: the seal's issue time is at least this (a later record of a field always seals later, whatever the clocks of several writers). */
   seal(purpose: Purpose, subject: string, value: unknown, ttlMs: number, notBefore?: number): Seal;
+  /**
+   * `seal` of a value given as its encoding (`sealedBytes(value)`, which the caller has made
+   * anyway: the receiver stores that same text, src/trust/work.ts), so it is encoded once.
+   */
+  sealEncoded(purpose: Purpose, subject: string, encoded: string, ttlMs: number, notBefore?: number): Seal;
 }
 
 /** The sealer of a keyring with a signing key; undefined without one. */
 export function sealerOf(ring: Keyring, now: () => number = Date.now): Sealer | undefined {
   const k = ring.signing;
   if (!k) return undefined;
+  const sealEncoded = (purpose: Purpose, subject: string, encoded: string, ttlMs: number, notBefore = 0): Seal => {
+    const iat = Math.max(now(), notBefore);
+    const head = { v: 1 as const, iss: k.role, kid: k.kid, iat, exp: iat + ttlMs };
+    return { ...head, mac: macOf(k.key, purpose, subject, encoded, head) };
+  };
   return {
     role: k.role,
-    seal(purpose, subject, value, ttlMs, notBefore = 0) {
-      const iat = Math.max(now(), notBefore);
-      const head = { v: 1 as const, iss: k.role, kid: k.kid, iat, exp: iat + ttlMs };
-      return { ...head, mac: macOf(k.key, purpose, subject, value, head) };
-    },
+    seal: (purpose, subject, value, ttlMs, notBefore) => sealEncoded(purpose, subject, sealedBytes(value), ttlMs, notBefore),
+    sealEncoded,
   };
 }
 
@@ -69,7 +77,7 @@ export function verifySeal(ring: Keyring, purpose: Purpose, subject: string, val
   if (!key) return { ok: false, reason: 'unknown-key', detail: `no key ${s.iss}.${s.kid}` };
   let expected: Buffer;
   try {
-    expected = Buffer.from(macOf(key, purpose, subject, value, s), 'base64url');
+    expected = Buffer.from(macOf(key, purpose, subject, sealedBytes(value), s), 'base64url');
   } catch (err) {
     return { ok: false, reason: 'malformed', detail: (err as Error).message };
   }

@@ -1,7 +1,7 @@
 import { Job, Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BatchAdd, captureAdd, MAX_JOBS_PER_CALL, type BatchReply } from '../../src/queues/batch-add.ts';
+import { BatchAdd, captureAdd, DATA_PLACEHOLDER, MAX_JOBS_PER_CALL, type BatchReply } from '../../src/queues/batch-add.ts';
 import { producerConnection, type RedisConnection } from '../../src/queues/redis.ts';
 import { dropPrefix, redisUrl, uniquePrefix } from '../support/redis.ts';
 
@@ -72,13 +72,14 @@ describe('batch add: BullMQ\'s add script, once per job, in one call', () => {
     await dropPrefix(viaBatch);
   });
 
-  async function addBoth(specs: Spec[]): Promise<BatchReply[]> {
+  /** `asText`: the data given to captureAdd as its JSON text (as the dispatcher does), not to the Job. */
+  async function addBoth(specs: Spec[], asText = false): Promise<BatchReply[]> {
     for (const s of specs) await (await queue(viaBullmq, s.queue)).add('residual-multipath-cleanup', data(s), { ...OPTS, jobId: s.id, timestamp: s.timestamp });
     const items = [];
     for (const s of specs) {
       const q = await queue(viaBatch, s.queue);
-      const job = new Job(q, 'residual-multipath-cleanup', data(s), { ...OPTS, jobId: s.id, timestamp: s.timestamp }, s.id);
-      items.push({ jobKey: `${viaBatch}:${s.queue}:${s.id}`, call: captureAdd(job) });
+      const job = new Job(q, 'residual-multipath-cleanup', asText ? DATA_PLACEHOLDER : data(s), { ...OPTS, jobId: s.id, timestamp: s.timestamp }, s.id);
+      items.push({ jobKey: `${viaBatch}:${s.queue}:${s.id}`, call: asText ? captureAdd(job, JSON.stringify(data(s))) : captureAdd(job) });
     }
     return new BatchAdd(redis).add(items);
   }
@@ -113,6 +114,22 @@ describe('batch add: BullMQ\'s add script, once per job, in one call', () => {
     expect(Object.keys(a)).toContain(':vm-node-a:job_a1');
     expect(Object.keys(a)).toContain(':vm-node-c:paused');
     expect(b).toEqual(a);
+  });
+
+  it('writes the same with the data given as its JSON text (encoded once by the caller)', async () => {
+    const t = 1_780_000_100_000;
+    const r = await addBoth([
+      { queue: 'vm-node-t', id: 'job_t1', timestamp: t },
+      { queue: 'vm-node-t', id: 'job_t2', timestamp: t + 1 },
+    ], true);
+    expect(r).toEqual([{ existingTimestamp: null, result: 'job_t1' }, { existingTimestamp: null, result: 'job_t2' }]);
+    const strip = (d: Record<string, unknown>) => Object.fromEntries(Object.entries(d).filter(([k]) => k.startsWith(':vm-node-t')));
+    const [a, b] = [strip(await dump(admin, viaBullmq)), strip(await dump(admin, viaBatch))];
+    expect(Object.keys(a)).toContain(':vm-node-t:job_t1');
+    expect(b).toEqual(a);
+    // A Job made with real data cannot have its data replaced (that would store other data than the Job's).
+    const q = await queue(viaBatch, 'vm-node-t');
+    expect(() => captureAdd(new Job(q, 'r', { x: 1 }, { jobId: 'job_t3' }, 'job_t3'), '{"y":2}')).toThrow(/does not carry its data/);
   });
 
   it('fails only the job whose key is broken, not the others of the call', async () => {
