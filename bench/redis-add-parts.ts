@@ -1,0 +1,92 @@
+// `node bench/redis-add-parts.ts` (issue 21): where the Redis CPU of one of our new jobs goes
+// beyond the plain-addBulk reference's, on a private redis-server, new 50-alert groups, the same
+// alternating rounds and four adds on their way as bench/redis-add-cost.ts. Per job, six ways:
+//   ours                    the receiver's batch add (batch-add.ts): sealed job as data, our options
+//   ours-no-options         the same jobs and call, options only the job id
+//   alert-data-our-options  the batch add, the raw alert as data (the reference's), our options
+//   alert-data-batch        the batch add, the raw alert, only the job id (the reference's job)
+//   ours-addBulk            our jobs and options through BullMQ's Queue.addBulk (an EVALSHA each)
+//   reference               the reference server's Queue.addBulk: raw alert, only the job id
+// So ours - ours-no-options is what our options cost, ours - alert-data-our-options what our
+// bigger data costs, alert-data-batch - reference what the batch script costs beside pipelined
+// EVALSHAs. ROUNDS (default 3). Figures move with the machine: read them against each other.
+import { Job, Queue } from 'bullmq';
+import { Redis } from 'ioredis';
+import { randomBytes } from 'node:crypto';
+import { AlertmanagerPayload, alertmanagerSignals } from '../src/sources/alertmanager.ts';
+import { triage } from '../src/triage/triage.ts';
+import { InMemoryLookups } from '../src/kube/lookups.ts';
+import { jobOptions } from '../src/queues/dispatcher.ts';
+import { BatchAdd, captureAdd, DATA_PLACEHOLDER, type BatchItem } from '../src/queues/batch-add.ts';
+import { queueFor } from '../src/catalogue/queues.ts';
+import { dedupWindowMs } from '../src/catalogue/policy.ts';
+import { keyringFor } from '../src/trust/keyring.ts';
+import { sealerOf } from '../src/trust/seal.ts';
+import { sealedJobText } from '../src/trust/work.ts';
+import { fill, groupedAlerts } from './lib/payloads.ts';
+import { startPrivateRedis } from './lib/redis-server.ts';
+import { redisCpu } from './lib/redis-cpu.ts';
+
+const sealer = sealerOf(keyringFor('receiver', new Map([['receiver.b', randomBytes(32)]])))!;
+const MODES = ['ours', 'ours-no-options', 'alert-data-our-options', 'alert-data-batch', 'ours-addBulk', 'reference'] as const;
+type Mode = (typeof MODES)[number];
+const redis = await startPrivateRedis();
+const conn = new Redis(redis.url, { maxRetriesPerRequest: null });
+const admin = new Redis(redis.url);
+const payload = groupedAlerts(50);
+const salt = Date.now().toString(36);
+let serial = 0;
+const group = async () => {
+  const body = AlertmanagerPayload.parse(JSON.parse(fill(payload, `${salt}c${serial++}`)));
+  const { jobs } = await triage(alertmanagerSignals(body, { nodeRecoveryAlerts: new Set(['KubeNodeNotReady', 'KubeNodeUnreachable']) }).signals, { lookups: new InMemoryLookups() });
+  return { jobs, alerts: body.alerts };
+};
+const queues = new Map<string, Queue>();
+const queue = async (name: string) => { let q = queues.get(name); if (!q) { q = new Queue(name, { connection: conn, prefix: 'd' }); queues.set(name, q); await q.client; } return q; };
+const batch = new BatchAdd(conn);
+type G = Awaited<ReturnType<typeof group>>;
+const add = async (mode: Mode, gs: readonly G[]): Promise<number> => {
+  const jobs = gs.flatMap((g) => g.jobs);
+  const alerts = gs.flatMap((g) => g.alerts);
+  if (mode === 'reference') { await (await queue('addbulk')).addBulk(alerts.map((a) => ({ name: 'incident', data: a, opts: { jobId: `alert-${a.fingerprint}` } }))); return alerts.length; }
+  if (mode === 'ours-addBulk') {
+    const byQ = new Map<string, typeof jobs>(); for (const j of jobs) { const n = queueFor(j); const l = byQ.get(n); if (l) l.push(j); else byQ.set(n, [j]); }
+    await Promise.all([...byQ].map(async ([n, js]) => (await queue(n)).addBulk(js.map((j) => ({ name: j.runbook, data: JSON.parse(sealedJobText(sealer, n, j, 86_400_000)), opts: jobOptions(j, dedupWindowMs(j.runbook)) })))));
+    return jobs.length;
+  }
+  const items: BatchItem[] = [];
+  if (mode === 'alert-data-batch' || mode === 'alert-data-our-options') {
+    const q = await queue('alerts-batch');
+    for (let i = 0; i < alerts.length; i++) {
+      const a = alerts[i]!; const id = `alert-${a.fingerprint}`;
+      const opts = mode === 'alert-data-batch' ? { jobId: id } : { ...jobOptions(jobs[i]!, dedupWindowMs(jobs[i]!.runbook)), jobId: id };
+      items.push({ jobKey: q.toKey(id), call: captureAdd(new Job(q, 'incident', DATA_PLACEHOLDER, opts, id), JSON.stringify(a)) });
+    }
+  } else {
+    for (const j of jobs) {
+      const n = queueFor(j); const q = await queue(n);
+      const opts = mode === 'ours' ? jobOptions(j, dedupWindowMs(j.runbook)) : { jobId: j.key };
+      items.push({ jobKey: q.toKey(j.key), call: captureAdd(new Job(q, j.runbook, DATA_PLACEHOLDER, opts, j.key), sealedJobText(sealer, n, j, 86_400_000)) });
+    }
+  }
+  await batch.add(items);
+  return items.length;
+};
+const per: Record<string, number[]> = {};
+for (const m of MODES) await add(m, [await group()]);
+const rounds = Number(process.env['ROUNDS'] ?? 3);
+for (let r = 0; r < rounds; r++) for (const m of MODES) {
+  await admin.flushdb();
+  const calls: G[][] = [];
+  for (let g = 0; g < 400; g += 4) calls.push(await Promise.all(Array.from({ length: 4 }, group)));
+  const c0 = (await redisCpu(admin)).mainMs;
+  let jobs = 0; let next = 0;
+  await Promise.all(Array.from({ length: 4 }, async () => { while (next < calls.length) jobs += await add(m, calls[next++]!); }));
+  const spent = (await redisCpu(admin)).mainMs - c0;
+  (per[m] ??= []).push(Math.round((spent * 10000) / jobs) / 10);
+}
+const sizes = await (async () => { const g = await group(); const j = g.jobs[0]!; return { ours: sealedJobText(sealer, queueFor(j), j, 86_400_000).length, alert: JSON.stringify(g.alerts[0]).length }; })();
+console.log('data bytes', sizes);
+for (const m of MODES) { const v = per[m]!; console.log(m.padEnd(24), v.join(' / '), ' median', [...v].sort((a, b) => a - b)[v.length >> 1], 'us per job'); }
+for (const q of queues.values()) await q.close();
+conn.disconnect(); admin.disconnect(); await redis.destroy();
