@@ -3,7 +3,7 @@
 // LUN with two paths and queue_if_no_path. Removing a LUN's mapping on the target fails both of
 // its paths (`failed faulty running`) under a live map. LUN 0 is never the one removed: LIO puts
 // a virtual LUN 0 in its place that keeps answering (LAB-NOTES).
-import { listMaps, pathStates, type GuestMap } from './scsi-debug-scenario.ts';
+import { listMaps, pathStates, settleUdev, type GuestMap } from './scsi-debug-scenario.ts';
 import type { LabVm } from './vm.ts';
 
 export const TARGET_IQN = 'iqn.2024-01.io.volume-medic:lab-target';
@@ -54,7 +54,7 @@ export async function createIscsiLab(vm: LabVm, { luns = 2, sizeMb = 64, timeout
     pgrep -x iscsid >/dev/null || iscsid
     iscsiadm -m discovery -t sendtargets -p ${PORTALS[0]}
     iscsiadm -m node -L all`, { timeoutMs: 60_000 });
-  await vm.runOk(['udevadm', 'settle', '--timeout=60'], { timeoutMs: 70_000 });
+  await settleUdev(vm);
 
   const deadline = Date.now() + timeoutMs;
   for (;;) {

@@ -32,6 +32,9 @@ if (skipReason) console.warn(`\n*** LAB TIER SKIPPED (residual-safety): ${skipRe
 const STATE_DIR = '/var/lib/volume-medic';
 const POLICY = { probeTimeoutMs: 3_000, allDeadGraceMs: 3_000 };
 const WRITER_SECONDS = 20;
+// ...and at least this many writes, so some land after the outage however slow the emulation is
+// (a loaded CI machine once let a 20 s writer finish 8, all of them before or during the outage).
+const WRITER_MIN_WRITES = 20;
 const log = (line: string) => console.log(line);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const timings: Record<string, string> = {};
@@ -119,7 +122,7 @@ import mmap, os, sys, time
 fd = os.open(sys.argv[1], os.O_WRONLY | os.O_DIRECT)
 buf = mmap.mmap(-1, 4096)
 start, n = time.time(), 0
-while time.time() - start < ${WRITER_SECONDS}:
+while time.time() - start < ${WRITER_SECONDS} or n < ${WRITER_MIN_WRITES}:
     buf.seek(0); buf.write(bytes([n % 255 + 1]) * 4096)
     if os.pwrite(fd, buf, n * 4096) != 4096: sys.exit(3)
     os.fsync(fd)

@@ -38,12 +38,21 @@ export async function listMaps(vm: LabVm): Promise<GuestMap[]> {
 }
 
 /**
+ * Waits (up to 60 s) for udev to handle what the kernel just announced. Callers then poll for what
+ * they need (maps, paths, links) with their own deadline, so settling only saves polls: under TCG
+ * on a loaded machine the queue once took longer than 60 s, and a timeout here is no failure.
+ */
+export async function settleUdev(vm: LabVm): Promise<void> {
+  await vm.run(['udevadm', 'settle', '--timeout=60'], { timeoutMs: 70_000 });
+}
+
+/**
  * Loads scsi_debug with `hosts` hosts (default 3) and waits for multipathd to build one map with
  * every path active. Returns that map.
  */
 export async function createScsiDebugMap(vm: LabVm, { hosts = 3, sizeMb = 64 } = {}): Promise<GuestMap> {
   await vm.runOk(['modprobe', 'scsi_debug', `dev_size_mb=${sizeMb}`, 'num_tgts=1', `add_host=${hosts}`, 'vpd_use_hostno=0']);
-  await vm.runOk(['udevadm', 'settle', '--timeout=60'], { timeoutMs: 70_000 });
+  await settleUdev(vm);
   const sdDisks = async () =>
     (await vm.runOk('grep -l scsi_debug /sys/block/sd*/device/model | cut -d/ -f4')).stdout.split('\n').filter(Boolean).sort();
   let map: GuestMap | undefined;
@@ -71,7 +80,7 @@ export async function createScsiDebugMap(vm: LabVm, { hosts = 3, sizeMb = 64 } =
 export async function createQueueingScsiDebugMaps(vm: LabVm, count: number): Promise<GuestMap[]> {
   await vm.runOk(`printf 'overrides {\\n\\tno_path_retry queue\\n}\\n' >> /etc/multipath.conf && multipathd reconfigure`);
   await vm.runOk(['modprobe', 'scsi_debug', 'dev_size_mb=16', `num_tgts=${count}`, 'add_host=3', 'vpd_use_hostno=0']);
-  await vm.runOk(['udevadm', 'settle', '--timeout=60'], { timeoutMs: 70_000 });
+  await settleUdev(vm);
   const deadline = Date.now() + 120_000;
   for (;;) {
     const maps = (await listMaps(vm)).filter((m) => /scsi_debug/.test(m.uuid) && m.paths.length === 3);
