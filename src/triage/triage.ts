@@ -6,7 +6,7 @@ import type { LookupsOf } from '../kube/rbac.ts';
 import type {
   Ignored, LocalDeviceMissingSignal, LocalDeviceRestoredSignal, NodeRecoveredSignal, RbdImageBusySignal, Signal,
 } from '../signals/index.ts';
-import { withBootIdentity } from '../signals/boot-identity.ts';
+import { takesBootIdentity, withBootIdentity } from '../signals/boot-identity.ts';
 
 // Triage: signals in, jobs and reasons out. Pure but for the injected lookups. Every name is
 // validated here, before it can reach a job: a value like `sdb; rm -rf /` or `../../etc` where a
@@ -79,10 +79,14 @@ const quote = (v: string): string => JSON.stringify(v.length > 80 ? `${v.slice(0
 
 function nodeRecovered(signal: NodeRecoveredSignal, lookups: LookupsOf<'receiver'>): One | Promise<One> {
   if (!isNodeName(signal.node)) return ignore(signal, 'invalid-node-name', `node ${quote(signal.node)} is not a valid node name`);
-  // A NodeReady event names no boot: the node's current one makes it the same incident as the
-  // Rebooted event and the Node watch (the watch path has done this already; then it is a no-op).
-  if (signal.bootId || signal.identity[0] !== 'event') return residualJob(signal);
-  return lookups.node(signal.node).then((n) => residualJob(withBootIdentity(signal, n?.bootId)));
+  // A NodeReady event and a resolved node alert name no boot: the node's current one makes them
+  // the same outage as the Rebooted event and the Node watch (src/signals/boot-identity.ts; the
+  // watch path has done this already for its events, then it is a no-op).
+  if (!takesBootIdentity(signal)) return residualJob(signal);
+  // Could not ask (API server down): the recovery still becomes a job, under its own identity.
+  // At worst that is a second run for one outage, which the runbook absorbs; a 5xx here would
+  // hold back every other alert of the body until the API server answers.
+  return lookups.node(signal.node).then((n) => residualJob(withBootIdentity(signal, n?.bootId)), () => residualJob(signal));
 }
 
 function residualJob(s: NodeRecoveredSignal): One {

@@ -14,7 +14,7 @@ import { startFakeKubeApi, type FakeKubeApi, type RecordedRequest } from '../sup
 import { apiCallOf, coreEvent, node, podWithVolume, uncoveredByRbac } from '../support/kube-objects.ts';
 import { DIRECT_CALLS } from '../../src/kube/rbac.ts';
 import { testConfig } from '../support/config.ts';
-import { post } from '../support/payloads.ts';
+import { alertmanagerBody, nodeNotReadyAlert, post } from '../support/payloads.ts';
 import { dropPrefix, redisUrl, uniquePrefix } from '../support/redis.ts';
 import { testSealer } from '../support/trust.ts';
 
@@ -126,6 +126,54 @@ describe('Kubernetes watches against a list/watch API server', () => {
       const found = await jobs(nodeQueueName('worker-2'));
       expect(found).toHaveLength(1);
       expect(found[0]!.id).toBe(r.json.accepted[0].key);
+    } finally {
+      await receiver.close();
+    }
+  });
+
+  it('folds KubeNodeNotReady, KubeNodeUnreachable, the NodeReady event and the watch of one power loss into one job, and makes a second for the next power loss', async () => {
+    const lookups = new KubeLookups(kubeClients(api.kubeConfig()));
+    const receiver = await startReceiver(testConfig({ redisUrl: redisUrl(), queuePrefix: prefix, tokens: ['int-token-0123456789abcdef'] }), { lookups });
+    const alert = (alertname: string, fingerprint: string, startsAt: string) => {
+      const a = nodeNotReadyAlert('worker-7', 'resolved', fingerprint);
+      return alertmanagerBody([{ ...a, labels: { ...a.labels, alertname }, startsAt }]);
+    };
+    const postAlert = async (body: unknown) => {
+      const r = await post(`${receiver.url}/v1/alertmanager`, body, 'int-token-0123456789abcdef');
+      expect(r.status).toBe(202);
+      return r.json.accepted[0].key as string;
+    };
+    const nodeReadyEvent = (name: string) => coreEvent({ name, reason: 'NodeReady', type: 'Normal', message: 'Node worker-7 status is now: NodeReady', involved: { kind: 'Node', name: 'worker-7' }, host: 'worker-7' });
+    const stored = async () => (await jobs(nodeQueueName('worker-7'))).map((j) => j.id).sort();
+    try {
+      api.put(node('worker-7', 'True', 'boot-a'));
+      await start();
+      // Power loss: Unknown while down, then kubelet's first status after boot (new boot id, not
+      // Ready yet), then Ready.
+      api.put(node('worker-7', 'Unknown', 'boot-a'));
+      api.put(node('worker-7', 'False', 'boot-b'));
+      api.put(node('worker-7', 'True', 'boot-b'));
+      // The two alerts resolve (different fingerprints, startsAt 30 s apart), the Unreachable one first.
+      const k1 = await postAlert(alert('KubeNodeUnreachable', 'fpunreach7', '2026-12-01T03:13:14.512Z'));
+      api.put(nodeReadyEvent('worker-7.182c9f3e5c0d1e01'));
+      const k2 = await postAlert(alert('KubeNodeNotReady', 'fpnotready7', '2026-12-01T03:12:44.512Z'));
+      expect(k2).toBe(k1);
+      await until('the watch and the NodeReady event triaged', async () => (await stored()).length > 0 && api.requestsTo('GET', '/api/v1/events', true).length > 0);
+      await new Promise((r) => setTimeout(r, 300));
+      expect(await stored()).toEqual([k1]);
+      expect(k1).toBe(idempotencyKey('residual', ['worker-7', 'boot', 'worker-7', 'boot-b']));
+
+      // A second power loss hours later: a new boot, so a new job for each of its signals.
+      api.put(node('worker-7', 'Unknown', 'boot-b'));
+      api.put(node('worker-7', 'True', 'boot-c'));
+      api.put(nodeReadyEvent('worker-7.182c9f3e5c0d1e02'));
+      await until('the second outage stored', async () => (await stored()).length === 2);
+      const k3 = await postAlert(alert('KubeNodeNotReady', 'fpnotready7', '2026-12-01T09:40:02.118Z'));
+      const k4 = await postAlert(alert('KubeNodeUnreachable', 'fpunreach7', '2026-12-01T09:40:32.118Z'));
+      expect(k4).toBe(k3);
+      expect(k3).not.toBe(k1);
+      await new Promise((r) => setTimeout(r, 300));
+      expect(await stored()).toEqual([k1, k3].sort());
     } finally {
       await receiver.close();
     }

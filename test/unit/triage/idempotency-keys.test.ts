@@ -61,10 +61,61 @@ describe('idempotency keys', () => {
     expect(await keyOf('events', 'node-ready.exporter')).not.toBe(rebooted);
   });
 
-  it('keeps an alert\'s own key even when the node\'s boot id is known', async () => {
-    const known = fixtureLookups().addNode({ name: 'worker-1', addresses: [], labels: {}, bootId: 'd87bdb0a-d2bc-42f7-945f-7a099da7ee26' });
-    const withBoot = (await triage(fixtureSignals('alertmanager', 'kube-node-not-ready-resolved').signals, { lookups: known })).jobs;
-    expect(withBoot.map((j) => j.key)).toEqual([await keyOf('alertmanager', 'kube-node-not-ready-resolved')]);
+  describe('one outage of a node is one job: node + the boot it came back with, not the alert name', () => {
+    const BOOT = 'd87bdb0a-d2bc-42f7-945f-7a099da7ee26';
+    const known = (bootId = BOOT) => fixtureLookups().addNode({ name: 'worker-1', addresses: [], labels: {}, ready: 'True', bootId });
+    // The watch's signal for the same recovery (src/kube/node-ready.ts nodeRecoveredSignal).
+    const fromWatch = (bootId = BOOT): NodeRecoveredSignal => ({
+      kind: 'node-recovered', version: 1, node: 'worker-1', bootId, identity: ['boot', 'worker-1', bootId],
+      evidence: { source: 'k8s-watch', summary: 'Node worker-1 Ready Unknown -> True', raw: {} },
+    });
+    const outage = (): NodeRecoveredSignal[] => [
+      ...fixtureSignals('alertmanager', 'kube-node-not-ready-resolved').signals as NodeRecoveredSignal[],
+      ...fixtureSignals('alertmanager', 'kube-node-unreachable-resolved').signals as NodeRecoveredSignal[],
+      ...fixtureSignals('events', 'node-ready.exporter').signals as NodeRecoveredSignal[],
+      ...fixtureSignals('events', 'node-rebooted.exporter').signals as NodeRecoveredSignal[],
+      fromWatch(),
+    ];
+    // Every order of the five signals, each triaged alone (as separate webhooks and watch events are).
+    const orders = <T,>(xs: readonly T[]): T[][] => (xs.length <= 1 ? [[...xs]] : xs.flatMap((x, i) => orders([...xs.slice(0, i), ...xs.slice(i + 1)]).map((rest) => [x, ...rest])));
+
+    it('gives KubeNodeNotReady, KubeNodeUnreachable, NodeReady, Rebooted and the watch of one power loss one key, in any order', async () => {
+      const signals = outage();
+      expect(signals).toHaveLength(5);
+      const lookups = known();
+      for (const order of orders(signals)) {
+        const keys = new Set<string>();
+        for (const s of order) for (const j of (await triage([s], { lookups })).jobs) keys.add(j.key);
+        expect(keys.size).toBe(1);
+      }
+      // And all five in one payload: one job carrying every piece of evidence.
+      const together = await triage(signals, { lookups });
+      expect(together.jobs).toHaveLength(1);
+      expect(together.jobs[0]).toMatchObject({ bootId: BOOT });
+      expect(together.jobs[0]!.evidence.map((e) => e.source).sort()).toEqual(['alertmanager', 'alertmanager', 'k8s-event', 'k8s-event', 'k8s-watch']);
+    });
+
+    it('gives a second, later power loss of the same node (a new boot) a new key', async () => {
+      const first = (await triage(outage(), { lookups: known() })).jobs;
+      const later = [
+        ...fixtureSignals('alertmanager', 'kube-node-not-ready-resolved-later-outage').signals,
+        ...fixtureSignals('events', 'node-ready.exporter').signals,
+        fromWatch('5b0e6c1f-2a7d-4e39-8c42-91d3f0a6b7e8'),
+      ];
+      const second = (await triage(later, { lookups: known('5b0e6c1f-2a7d-4e39-8c42-91d3f0a6b7e8') })).jobs;
+      expect(first).toHaveLength(1);
+      expect(second).toHaveLength(1);
+      expect(second[0]!.key).not.toBe(first[0]!.key);
+    });
+
+    it('keeps each alert\'s own key when the node\'s boot id cannot be known (no cluster access, or the API server failing)', async () => {
+      const notReady = await keyOf('alertmanager', 'kube-node-not-ready-resolved');
+      const unreachable = await keyOf('alertmanager', 'kube-node-unreachable-resolved');
+      expect(unreachable).not.toBe(notReady);
+      const failing = Object.assign(known(), { node: () => Promise.reject(new Error('connect ECONNREFUSED')) });
+      const r = await triage(fixtureSignals('alertmanager', 'kube-node-not-ready-resolved').signals, { lookups: failing });
+      expect(r.jobs.map((j) => j.key)).toEqual([notReady]);
+    });
   });
 
   it('gives an Event the same key when the exporter sends it again with a higher count', async () => {
