@@ -21,6 +21,15 @@ export async function recordFinished(redis: RedisConnection, prefix: string, run
 }
 
 /**
+ * Record a job that finished without running (outcome e.g. `no-agent`: failed because no node
+ * agent took it, src/queues/no-agent-watch.ts): counted in volume_medic_jobs_finished_total,
+ * no duration (it never ran).
+ */
+export async function recordNotRun(redis: RedisConnection, prefix: string, runbook: string, outcome: string): Promise<void> {
+  await redis.hincrby(statsKey(prefix), `finished|${runbook}|${outcome}`, 1);
+}
+
+/**
  * Record work or a control record refused as untrusted (unsigned, badly sealed, expired,
  * replayed, from the wrong issuer): `kind` is job | mode | pause | approval.
  */

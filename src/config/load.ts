@@ -79,6 +79,7 @@ const ENV: Record<string, [keyof Config, (v: string) => unknown]> = {
   DEFAULT_MODE: ['defaultMode', (v) => v],
   RUNBOOK_MODES: ['runbookModes', modes],
   LOCK_DURATION_MS: ['lockDurationMs', (v) => v],
+  NO_AGENT_DEADLINE_SECONDS: ['noAgentDeadlineSeconds', (v) => v],
   STATE_DIR: ['stateDir', (v) => v],
   HOST_ROOT: ['hostRoot', (v) => v],
   HOST_NSENTER: ['hostNsenter', (v) => (v === 'true' || v === '1' ? true : v === 'false' || v === '0' ? false : v)],

@@ -165,6 +165,14 @@ export const Config = z.object({
   runbookModes: z.partialRecord(RunbookName, Mode).default({}),
   /** LOCK_DURATION_MS: a worker's job lock; a job whose worker died is taken again after about this long. */
   lockDurationMs: Millis.default(30_000),
+  /**
+   * NO_AGENT_DEADLINE_SECONDS: cluster worker: a job waiting on a node queue that no node agent
+   * serves fails (with a reason naming the missing agent) once it has waited this long; before
+   * that it is reported (volume_medic_jobs_without_agent, a warning, a `NoAgent` Event on the
+   * Node) after a grace of max(60 s, 2 x LOCK_DURATION_MS + 30 s). 0: report only, never fail.
+   * Default 900.
+   */
+  noAgentDeadlineSeconds: z.coerce.number().int().min(0).max(7 * 86_400).default(900),
   /** STATE_DIR: where the node agent keeps what must survive restarts (placeholder records, journals). */
   stateDir: z.string().default('/var/lib/volume-medic'),
   /** HOST_ROOT: where the host's / is visible to the node agent (`/host` in a DaemonSet pod). */

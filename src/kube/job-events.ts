@@ -13,13 +13,15 @@ import { isNotFound } from './api/not-found.ts';
 // because the Event's name is derived from those three. Recording is best effort: a failure is
 // logged and returned, never thrown into the runbook.
 
-export type JobEventOutcome = 'started' | 'refused' | 'succeeded' | 'failed';
+// `no-agent`: the job waits on a node queue that no node agent serves (src/queues/no-agent-watch.ts).
+export type JobEventOutcome = 'started' | 'refused' | 'succeeded' | 'failed' | 'no-agent';
 
 export const JOB_EVENT_REASONS: Readonly<Record<JobEventOutcome, { reason: string; type: 'Normal' | 'Warning' }>> = {
   started: { reason: 'RemediationStarted', type: 'Normal' },
   refused: { reason: 'RemediationRefused', type: 'Warning' },
   succeeded: { reason: 'RemediationSucceeded', type: 'Normal' },
   failed: { reason: 'RemediationFailed', type: 'Warning' },
+  'no-agent': { reason: 'NoAgent', type: 'Warning' },
 };
 
 export interface EventSubject {

@@ -8,7 +8,8 @@ import type { LookupsOf } from '../../src/kube/rbac.ts';
 import { createLogger } from '../../src/observability/logger.ts';
 import { runMain } from '../../src/process/run-main.ts';
 import { Dispatcher } from '../../src/queues/dispatcher.ts';
-import { producerConnection } from '../../src/queues/redis.ts';
+import { producerConnection, workerConnection } from '../../src/queues/redis.ts';
+import { NO_AGENT_CHECK_MS, NoAgentWatch, noAgentGraceMs } from '../../src/queues/no-agent-watch.ts';
 import { redisTarget } from '../../src/queues/redis-target.ts';
 import { createRunbookWorker } from '../engine/runbook-worker.ts';
 import { controlsFromConfig } from '../engine/job-controls.ts';
@@ -32,6 +33,7 @@ await runMain(log, (config) => {
   // It verifies the receiver's seal on what it runs, and seals the node halves it hands out.
   const trust = trustFromConfig(config, 'cluster-worker');
   if (trust.allowUnsigned) log.warn('ALLOW_UNSIGNED_WORK=true: the cluster worker runs work without a seal');
+  const events = clients ? new JobEventRecorder({ events: clients.events, log }) : undefined;
   const dispatcher = new Dispatcher(redis, { prefix: config.queuePrefix, timeoutMs: config.enqueueTimeoutMs, sealer: trust.sealer, sealTtlMs: trust.ttlMs });
   const worker = createRunbookWorker({
     queue: CLUSTER_QUEUE,
@@ -45,11 +47,24 @@ await runMain(log, (config) => {
     log,
     controls: controlsFromConfig(config),
     trust: { ring: trust.ring, allowUnsigned: trust.allowUnsigned, seen: seenWork(join(config.stateDir, 'seen-work-cluster.json'), log) },
-    ...(clients ? { events: new JobEventRecorder({ events: clients.events, log }) } : {}),
+    ...(events ? { events } : {}),
   });
+  // Jobs on node queues that no agent serves (src/queues/no-agent-watch.ts): here because this
+  // process is a singleton (one Event and one failure per job); the receiver runs replicas.
+  const noAgent = new NoAgentWatch({
+    redis, prefix: config.queuePrefix,
+    graceMs: noAgentGraceMs(config.lockDurationMs),
+    deadlineMs: config.noAgentDeadlineSeconds * 1000,
+    intervalMs: NO_AGENT_CHECK_MS,
+    log: log.child({ component: 'no-agent' }),
+    ...(events ? { events } : {}),
+    workerConnection: () => workerConnection(redisTarget(config)),
+  });
+  noAgent.start();
   log.info({ kube: inCluster ? 'api-server' : 'none' }, 'cluster worker started');
   return {
     close: async () => {
+      await noAgent.close();
       await worker.close();
       await dispatcher.close();
       await redis.quit().catch(() => redis.disconnect());

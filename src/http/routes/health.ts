@@ -2,6 +2,7 @@ import { Router } from 'express';
 import type { RedisConnection } from '../../queues/redis.ts';
 import type { Registry } from 'prom-client';
 import { finishedExposition } from '../../catalogue/job-stats.ts';
+import { noAgentExposition } from '../../queues/no-agent-record.ts';
 import type { KubeWatchesState } from '../../kube/kube-watches.ts';
 import { controlsExposition, controlsSummary } from '../../controls/status.ts';
 import type { ControlsStore } from '../../controls/controls-store.ts';
@@ -45,6 +46,7 @@ export function healthRoutes(redis: RedisConnection, prefix: string, registry: R
     let fleet = '';
     try {
       fleet = await withTimeout(finishedExposition(redis, prefix), 1000);
+      fleet += await withTimeout(noAgentExposition(redis, prefix), 1000);
       if (controls) fleet += controlsExposition(await withTimeout(controlsSummary(redis, prefix, controls), 1000));
     } catch {
       // Redis down: the receiver's own metrics are still worth serving (and show the 503s).

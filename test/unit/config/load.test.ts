@@ -66,6 +66,16 @@ describe('configuration', () => {
     expect(() => loadConfig({ PLACEHOLDER_CHECK_SECONDS: 'often' })).toThrow(/PLACEHOLDER_CHECK_SECONDS/);
   });
 
+  it('reads how long a job may wait for a missing node agent: 900 s by default, 0 for report only, and refuses anything else', () => {
+    expect(loadConfig({})).toMatchObject({ noAgentDeadlineSeconds: 900 });
+    expect(loadConfig({ NO_AGENT_DEADLINE_SECONDS: '0' })).toMatchObject({ noAgentDeadlineSeconds: 0 });
+    expect(loadConfig({ NO_AGENT_DEADLINE_SECONDS: '3600' })).toMatchObject({ noAgentDeadlineSeconds: 3600 });
+    for (const bad of ['-1', '15m', '1.5', '999999999']) {
+      expect(() => loadConfig({ NO_AGENT_DEADLINE_SECONDS: bad })).toThrow(ConfigError);
+      expect(() => loadConfig({ NO_AGENT_DEADLINE_SECONDS: bad })).toThrow(/NO_AGENT_DEADLINE_SECONDS/);
+    }
+  });
+
   it('never echoes a token in an error', () => {
     let message = '';
     try {
