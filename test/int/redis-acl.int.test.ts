@@ -13,7 +13,8 @@ import type { RunbookResult } from '../../src/catalogue/result.ts';
 import type { Component } from '../../src/kube/rbac.ts';
 import { createLogger } from '../../src/observability/logger.ts';
 import { Dispatcher } from '../../src/queues/dispatcher.ts';
-import { producerConnection } from '../../src/queues/redis.ts';
+import { producerConnection, workerConnection } from '../../src/queues/redis.ts';
+import { NoAgentWatch } from '../../src/queues/no-agent-watch.ts';
 import { redisTarget } from '../../src/queues/redis-target.ts';
 import { loadConfig } from '../../src/config/load.ts';
 import { startReceiver, type Receiver } from '../../src/receiver.ts';
@@ -191,6 +192,32 @@ describe('the deploy ACL file on a real redis-server', () => {
     } finally {
       for (const c of closers.reverse()) await c();
       await receiver?.close();
+    }
+    expect(await refusals()).toEqual([]);
+  });
+
+  it('runs the cluster worker\'s no-agent check (report, then fail a job no agent took) and the receiver\'s /metrics of it, with no command refused', async () => {
+    await admin.acl('LOG', 'RESET');
+    const receiver = await startReceiver(testConfig({ redisUrl: url('receiver'), queuePrefix: prefix }));
+    const clusterRedis = producerConnection(url('cluster-worker'));
+    let offset = 0;
+    const watch = new NoAgentWatch({
+      redis: clusterRedis, prefix, graceMs: 60_000, deadlineMs: 300_000, intervalMs: 30_000, log: silent,
+      workerConnection: () => workerConnection(url('cluster-worker')),
+      now: () => Date.now() + offset,
+    });
+    try {
+      const r = await post(`${receiver.url}/v1/alertmanager`, alertmanagerBody([nodeNotReadyAlert('acl-lost-1', 'resolved')]));
+      const id: string = r.json.accepted[0].id;
+      offset = 61_000;
+      expect([...(await watch.check()).stranded.values()].flat().map((j) => j.id)).toEqual([id]);
+      expect(await (await fetch(`${receiver.url}/metrics`)).text()).toMatch(/^volume_medic_jobs_without_agent 1$/m);
+      offset = 301_000;
+      expect((await watch.check()).failed).toEqual([id]);
+    } finally {
+      await watch.close();
+      clusterRedis.disconnect();
+      await receiver.close();
     }
     expect(await refusals()).toEqual([]);
   });
