@@ -79,6 +79,7 @@ export const DIRECT_CALLS: Readonly<Record<Component, readonly DirectCall[]>> = 
   ],
   'cluster-worker': [
     // rbd-stale-mapping's Events are on the Pod that cannot mount, in that Pod's namespace: any.
+    // The no-agent check's (src/queues/no-agent-watch.ts: NoAgent, RemediationFailed) are on Nodes, in `default`.
     { call: 'events.k8s.io/events get', usedBy: JOB_EVENTS },
     { call: 'events.k8s.io/events create', usedBy: JOB_EVENTS },
     { call: 'events.k8s.io/events patch', usedBy: JOB_EVENTS },
