@@ -4,6 +4,7 @@ import { nodeQueueName } from '../../src/catalogue/queues.ts';
 import type { Config } from '../../src/config/schema.ts';
 import { createLogger } from '../../src/observability/logger.ts';
 import { connect, scanKeys, whenReady } from '../../src/queues/redis.ts';
+import { NoAgentWatch } from '../../src/queues/no-agent-watch.ts';
 import { startReceiver, type Receiver } from '../../src/receiver.ts';
 import { incidentIndexKey } from '../../src/console/incident-index.ts';
 import type { RunbookWorker } from '../../workers/engine/runbook-worker.ts';
@@ -111,6 +112,33 @@ describe.skipIf(skip)('a 3-master Redis Cluster', () => {
     const metrics = await (await fetch(`${receiver.url}/metrics`)).text();
     expect(metrics).toMatch(/volume_medic_jobs_finished_total\{runbook="residual-multipath-cleanup",outcome="planned"\} 3/);
     expect(await getJson(`${receiver.url}/readyz`)).toMatchObject({ status: 'ready', redis: 'ok' });
+  });
+
+  it('finds the jobs no agent takes on queues of every master, and fails them the supported way, one slot per script', async () => {
+    // After the test above: 21 of the cl-node-* queues hold a job, and no agent serves them.
+    let offset = 0;
+    const target = { kind: 'cluster' as const, nodes: cluster.nodes };
+    const redis = connect(target, 'producer');
+    const watch = new NoAgentWatch({
+      redis, prefix, graceMs: 60_000, deadlineMs: 300_000, intervalMs: 30_000, log: silent,
+      workerConnection: () => connect(target, 'worker'),
+      now: () => Date.now() + offset,
+    });
+    try {
+      await whenReady(redis, 10_000);
+      offset = 61_000;
+      const found = await watch.check();
+      const lost = [...found.stranded.keys()].filter((q) => q.startsWith('vm-node-{cl-node-')).sort();
+      expect(lost).toEqual(Array.from({ length: 21 }, (_, i) => nodeQueueName(`cl-node-${i + 3}`)).sort());
+      offset = 301_000;
+      const late = await watch.check();
+      const failed = late.failed.filter((id) => id.includes('cl-node-'));
+      expect(failed).toHaveLength(21);
+      expect(await job(failed[0]!)).toMatchObject({ state: 'failed', failedReason: expect.stringMatching(/^no node agent: /) });
+    } finally {
+      await watch.close();
+      redis.disconnect();
+    }
   });
 
   it('holds a node\'s job while it is paused and releases it on resume', async () => {
