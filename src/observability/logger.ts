@@ -22,10 +22,17 @@ export interface LoggerOptions {
   buffered?: boolean;
 }
 
-export function createLogger(name: string, level = process.env['LOG_LEVEL'] ?? 'info', opts: LoggerOptions = {}): Logger {
+/**
+ * The level to start with. An entry point makes its logger before configuration is validated, so
+ * a LOG_LEVEL pino does not know (verbose) must not throw here: the logger starts at info, and
+ * loadConfig then stops the process with exit 2 and a line naming LOG_LEVEL's accepted values.
+ */
+const startLevel = (level: string | undefined): string => level !== undefined && (Object.hasOwn(pino.levels.values, level) || level === 'silent') ? level : 'info';
+
+export function createLogger(name: string, level = process.env['LOG_LEVEL'], opts: LoggerOptions = {}): Logger {
   const options = {
     name,
-    level,
+    level: startLevel(level),
     redact: { paths: ['token', 'tokens', '*.token', '*.tokens', 'authorization', '*.authorization', 'headers.authorization', 'req.headers.authorization'], censor: '[redacted]' },
   };
   if (!opts.buffered) return pino({ ...options, hooks: { streamWrite: redactUrlsIn } });

@@ -1,7 +1,9 @@
-import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Histogram, Registry } from 'prom-client';
+import { registerProcessMetrics } from './process-metrics.ts';
 
-// The receiver's own metrics. Fleet-wide job results come from catalogue/job-stats.ts and are
-// appended to the same /metrics answer.
+// The receiver's own metrics (with the process series every volume-medic process has:
+// process-metrics.ts). Fleet-wide job results come from catalogue/job-stats.ts and are appended to
+// the same /metrics answer.
 
 export interface ReceiverMetrics {
   registry: Registry;
@@ -15,7 +17,7 @@ export interface ReceiverMetrics {
 
 export function createReceiverMetrics(): ReceiverMetrics {
   const registry = new Registry();
-  collectDefaultMetrics({ register: registry, prefix: 'volume_medic_receiver_' });
+  registerProcessMetrics(registry);
   return {
     registry,
     webhooks: new Counter({ name: 'volume_medic_webhooks_total', help: 'Webhook requests by source and outcome (accepted, bad_json, too_large, invalid, unauthorized, unavailable).', labelNames: ['source', 'outcome'], registers: [registry] }),

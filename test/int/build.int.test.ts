@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { existsSync, rmSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { buildDist } from '../../scripts/lib/build-dist.ts';
@@ -10,6 +10,8 @@ import { TEST_KEYS_DIR } from '../support/trust.ts';
 // The image runs `npm run build`'s output with the commands of the chart's templates (Dockerfile). Build it
 // here and start every command the manifests name, flags included (the node agent's V8 flags
 // would crash a Node that does not know them), against a real Redis: each must come up and say so.
+
+const PACKAGE_VERSION = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
 const STARTED: Record<string, RegExp> = {
   receiver: /"msg":"receiver listening"/,
@@ -46,7 +48,7 @@ describe('the deployable build (npm run build) runs every command of the manifes
     const argv = commands.get(name)!;
     const child = spawn(process.execPath, argv.slice(1), {
       cwd: out,
-      env: { ...process.env, REDIS_URL: inject('redisUrl'), QUEUE_PREFIX: uniquePrefix('build'), NODE_NAME: 'build-node', VOLUME_MEDIC_TOKEN: 'build-test-token-0123456789', PORT: '0', LISTEN_ADDRESS: '127.0.0.1', STATE_DIR: join(out, 'state'), LOG_LEVEL: 'info', KUBERNETES_SERVICE_HOST: '', SIGNING_KEYS_DIR: TEST_KEYS_DIR, KUBECONFIG: '' },
+      env: { ...process.env, VOLUME_MEDIC_REVISION: 'build-test-rev', REDIS_URL: inject('redisUrl'), QUEUE_PREFIX: uniquePrefix('build'), NODE_NAME: 'build-node', VOLUME_MEDIC_TOKEN: 'build-test-token-0123456789', PORT: '0', LISTEN_ADDRESS: '127.0.0.1', STATE_DIR: join(out, 'state'), LOG_LEVEL: 'info', KUBERNETES_SERVICE_HOST: '', SIGNING_KEYS_DIR: TEST_KEYS_DIR, KUBECONFIG: '' },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let text = '';
@@ -57,6 +59,12 @@ describe('the deployable build (npm run build) runs every command of the manifes
       while (!STARTED[name]!.test(text)) {
         if (child.exitCode !== null || Date.now() > deadline) throw new Error(`${name} did not start (exit ${child.exitCode}):\n${text}`);
         await new Promise((r) => setTimeout(r, 100));
+      }
+      if (name === 'receiver') {
+        // The image's package.json (beside dist/) gives the version; the build's revision comes through.
+        const url = /"url":"(http:[^"]+)"/.exec(text)?.[1];
+        const metrics = await (await fetch(`${url}/metrics`)).text();
+        expect(metrics).toContain(`volume_medic_build_info{version="${PACKAGE_VERSION}",revision="build-test-rev",node_version="${process.version}"} 1`);
       }
     } finally {
       child.kill('SIGTERM');

@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { TEST_KEYS_DIR } from '../support/trust.ts';
 
-// Invalid Redis settings stop every process at start with exit code 2 and a message naming the
+// Invalid Redis settings (and an invalid LOG_LEVEL) stop every process at start with exit code 2 and a message naming the
 // variable, before any connection is tried, and without echoing a password.
 
 const REDIS_VARS = ['REDIS_URL', 'REDIS_SENTINELS', 'REDIS_SENTINEL_NAME', 'REDIS_SENTINEL_PASSWORD', 'REDIS_CLUSTER_NODES', 'REDIS_USERNAME', 'REDIS_PASSWORD', 'REDIS_TLS', 'REDIS_TLS_CA_FILE', 'REDIS_ACK_REPLICAS', 'REDIS_ACK_TIMEOUT_MS'];
@@ -39,5 +39,21 @@ describe('invalid Redis settings at start', () => {
     expect(agent.code, agent.output).toBe(2);
     expect(agent.output).toMatch(/REDIS_SENTINEL_NAME: required with REDIS_SENTINELS/);
     for (const r of [both, http, noPort, agent]) expect(r.output).not.toMatch(/hunter2/);
+  });
+});
+
+describe('an invalid LOG_LEVEL at start', () => {
+  it('every process exits 2 with one line naming LOG_LEVEL and the accepted levels, no stack trace', async () => {
+    const entries = ['src/main.ts', 'workers/node-agent/main.ts', 'workers/cluster-worker/main.ts'];
+    const results = await Promise.all(entries.map((e) => run(e, { LOG_LEVEL: 'verbose' })));
+    for (const [i, r] of results.entries()) {
+      expect(r.code, `${entries[i]}: ${r.output}`).toBe(2);
+      const lines = r.output.trim().split('\n');
+      expect(lines, r.output).toHaveLength(1);
+      const line = JSON.parse(lines[0]!) as { level: number; msg: string };
+      expect(line.level).toBe(60);
+      expect(line.msg).toMatch(/LOG_LEVEL: .*"fatal"\|"error"\|"warn"\|"info"\|"debug"\|"trace"\|"silent".*\(got "verbose"\)/);
+      expect(r.output).not.toMatch(/\bat .*\.(ts|js):\d+/);
+    }
   });
 });

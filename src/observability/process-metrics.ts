@@ -1,0 +1,21 @@
+import { Gauge, collectDefaultMetrics, type Registry } from 'prom-client';
+import { buildInfo, type BuildInfo } from './build-info.ts';
+
+// Every volume-medic process's own series on its /metrics: prom-client's default metrics under
+// their standard names (process_cpu_seconds_total, process_resident_memory_bytes,
+// process_start_time_seconds, nodejs_heap_size_used_bytes, nodejs_eventloop_lag_seconds, ...:
+// the names Node.js dashboards and kube-prometheus' rules expect, no prefix), and
+// volume_medic_build_info.
+
+export const BUILD_INFO_METRIC = 'volume_medic_build_info';
+
+export function registerProcessMetrics(registry: Registry, info: BuildInfo = buildInfo()): void {
+  collectDefaultMetrics({ register: registry });
+  const g = new Gauge({
+    name: BUILD_INFO_METRIC,
+    help: 'Always 1: the version (package.json), source revision (VOLUME_MEDIC_REVISION at build, else unknown) and Node.js version of this process.',
+    labelNames: ['version', 'revision', 'node_version'],
+    registers: [registry],
+  });
+  g.set({ version: info.version, revision: info.revision, node_version: info.nodeVersion }, 1);
+}
