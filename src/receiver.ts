@@ -27,6 +27,7 @@ import { kubeAccessReviews, type AccessReviews } from './auth/access-reviews.ts'
 import { FailedAuthLimiter } from './auth/failed-auth-limiter.ts';
 import { OperatorAuth } from './auth/operator-auth.ts';
 import { KubeConfigError } from './kube/config-error.ts';
+import { startFleetExporter } from './observability/fleet-exporter.ts';
 
 // Composition root of the receiver: wires configuration, Redis, queues, lookups and the HTTP app,
 // and owns their shutdown order (stop taking requests, then close queues, then Redis).
@@ -47,6 +48,18 @@ export interface ReceiverOptions {
    * Default: the KUBE_WATCH access when loaded, else the pod's service account or kubeconfig.
    */
   operatorKubeConfig?: KubeConfig;
+  /**
+   * Kubernetes access for the fleet-metrics Lease (tests: the fake's) and its namespace. Default:
+   * the KUBE_WATCH access when loaded, else the pod's service account when in a pod, else none
+   * (this receiver exports the fleet-wide series by itself).
+   */
+  lease?: { kubeConfig: KubeConfig; namespace?: string };
+}
+
+/** Kubernetes access for the Lease: in a pod there is always some, even with KUBE_WATCH off. */
+function leaseAccess(kubeConfig: KubeConfig | undefined): KubeConfig | undefined {
+  if (kubeConfig || !process.env['KUBERNETES_SERVICE_HOST']) return kubeConfig;
+  return loadKubeConfig();
 }
 
 /** TokenReview/SubjectAccessReview access for OPERATOR_AUTH=kubernetes, or why there is none. */
@@ -111,6 +124,12 @@ export async function startReceiver(config: Config, opts: ReceiverOptions = {}):
   // KUBE_WATCH: cluster access for triage's lookups and the watch sources (fails fast without a kubeconfig).
   const kubeConfig = config.kubeWatch ? loadKubeConfig() : undefined;
   const lookups = opts.lookups ?? (kubeConfig ? new KubeLookups(kubeClients(kubeConfig)) : new InMemoryLookups());
+  // One replica exports the fleet-wide series (src/observability/fleet-exporter.ts).
+  const fleet = startFleetExporter({
+    registry: metrics.registry, log: log.child({ component: 'fleet-metrics' }), leaseSeconds: config.fleetMetricsLeaseSeconds,
+    kubeConfig: opts.lease?.kubeConfig ?? leaseAccess(kubeConfig),
+    ...(opts.lease?.namespace ? { namespace: opts.lease.namespace } : {}),
+  });
   let watches: KubeWatches | undefined;
   const eventTrust: EventTrust = { npdSources: new Set(config.npdEventSources), npdNamespace: config.npdEventNamespace };
   const authLimiter = new FailedAuthLimiter({ perMinute: config.authFailuresPerMinute });
@@ -137,6 +156,7 @@ export async function startReceiver(config: Config, opts: ReceiverOptions = {}):
     nodeRecoveryAlerts: new Set(config.nodeRecoveryAlerts),
     eventTrust,
     metrics,
+    fleetMetrics: fleet.exports,
     log,
     ...(opts.repeats ? { repeats: opts.repeats } : {}),
     retryAfterSeconds: 5,
@@ -191,6 +211,8 @@ export async function startReceiver(config: Config, opts: ReceiverOptions = {}):
     server,
     close: () => (closing ??= (async () => {
       await new Promise<void>((resolve) => server.close(() => resolve()));
+      // Hand the Lease over now, not after it expires.
+      await fleet.close();
       await watches?.close();
       await dispatcher.close();
       await replicaAck?.close();

@@ -105,6 +105,7 @@ const ENV: Record<string, [keyof Config, (v: string) => unknown]> = {
   LOG_LEVEL: ['logLevel', (v) => v],
   KUBE_WATCH: ['kubeWatch', (v) => v],
   KUBE_RECONCILE_SECONDS: ['kubeReconcileSeconds', (v) => v],
+  FLEET_METRICS_LEASE_SECONDS: ['fleetMetricsLeaseSeconds', (v) => v],
   APPROVAL_HIGH_RISK: ['approvalHighRisk', (v) => v],
   APPROVAL_RUNBOOKS: ['approvalRunbooks', list],
   APPROVAL_MAX_DESTRUCTIVE_STEPS: ['approvalMaxDestructiveSteps', (v) => v],

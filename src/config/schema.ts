@@ -195,6 +195,13 @@ export const Config = z.object({
    * the kubeconfig (KUBECONFIG, which may list several files, else ~/.kube/config). Default false.
    */
   kubeWatch: z.union([z.boolean(), z.stringbool()]).default(false),
+  /**
+   * FLEET_METRICS_LEASE_SECONDS: receivers with Kubernetes access (KUBE_WATCH, or in a pod) elect
+   * one of them on a Lease of this duration; only the leader exports the fleet-wide series (read
+   * from Redis) on /metrics, so sums over replicas never double. 0: no election, every receiver
+   * exports them (as one without Kubernetes access does). Default 15.
+   */
+  fleetMetricsLeaseSeconds: z.coerce.number().int().min(0).refine((v) => v === 0 || v >= 2, 'expected 0 (no election) or at least 2').default(15),
   /** KUBE_RECONCILE_SECONDS: period of the reconcile (recently Ready nodes, pods stuck creating); 0: at start only. */
   kubeReconcileSeconds: z.coerce.number().int().min(0).default(300),
   /** APPROVAL_HIGH_RISK: enforce-mode steps flagged high risk (`risk: 'high'`) wait for POST /v1/jobs/:id/approve. Default true. */

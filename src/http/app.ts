@@ -32,6 +32,8 @@ export interface AppDeps extends WebhookDeps {
   trustedProxyCidrs: readonly string[];
   bodyLimit: number;
   reader: JobReader;
+  /** Does this replica export the fleet-wide series on /metrics (src/observability/fleet-exporter.ts)? Default: yes. */
+  fleetMetrics?: () => boolean;
   /** The Kubernetes watches' state, when KUBE_WATCH is on. */
   kubeState?: () => KubeWatchesState | undefined;
   /** Operator controls: /v1 control routes, the /ui dashboard, and pause/breakers in /readyz and /metrics. */
@@ -61,7 +63,7 @@ export function createApp(deps: AppDeps): Express {
   app.use(webhookRoutes(deps, [auth, body]));
   // Every other /v1 route: an operator identity with the route's RBAC verb (src/auth/permissions.ts).
   app.use('/v1', operatorGate(deps.operatorAuth), body);
-  app.use(healthRoutes(deps.redis, deps.prefix, deps.metrics.registry, deps.kubeState, deps.controls?.actions.store, deps.tokens.length > 0, deps.operatorAuth));
+  app.use(healthRoutes(deps.redis, deps.prefix, deps.metrics.registry, deps.kubeState, deps.controls?.actions.store, deps.tokens.length > 0, deps.operatorAuth, deps.fleetMetrics));
   // The dashboard has its own sign-in and sessions (a browser cannot send a bearer header): see routes/ui-auth.ts.
   if (deps.controls) {
     app.use(uiRoutes({

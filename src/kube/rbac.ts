@@ -11,7 +11,7 @@ import type { ClusterLookups } from './lookups.ts';
 // LookupsOf<component>, so calling a lookup that is not in COMPONENT_LOOKUPS is a compile error
 // (add it here, and the RBAC test then asks for the rule in deploy/).
 
-export type Verb = 'get' | 'list' | 'watch' | 'create' | 'patch';
+export type Verb = 'get' | 'list' | 'watch' | 'create' | 'patch' | 'update';
 /** "group/resource verb"; '' is the core group, so core calls start with "/". */
 export type ApiCall = `${string}/${string} ${Verb}`;
 export type Component = 'receiver' | 'cluster-worker' | 'node-agent';
@@ -54,13 +54,23 @@ export const COMPONENT_LOOKUPS = {
 
 export type LookupsOf<C extends Component> = Pick<ClusterLookups, (typeof COMPONENT_LOOKUPS)[C][number]>;
 
+/**
+ * Stands for the namespace volume-medic is installed in (its pods' own, the chart's release
+ * namespace): a grant there is a Role in the release namespace.
+ */
+export const OWN_NAMESPACE = '<own>';
+/** The release namespace the chart and the tests use by default (scripts/deploy/chart.ts). */
+export const DEFAULT_OWN_NAMESPACE = 'volume-medic';
+
 /** A call made outside the lookups, and where. `namespace` unset: in any namespace (cluster-wide). */
 export interface DirectCall {
   call: ApiCall;
-  /** Only in this namespace: a Role there instead of a ClusterRole rule. */
+  /** Only in this namespace (OWN_NAMESPACE: volume-medic's own): a Role there instead of a ClusterRole rule. */
   namespace?: string;
   usedBy: string;
 }
+
+const FLEET_LEASE = 'leader election among receivers (src/kube/lease-election.ts): only the leader exports the fleet-wide series on /metrics';
 
 const JOB_EVENTS = 'JobEventRecorder (src/kube/job-events.ts): job start/refusal/success/failure, aggregated by series';
 
@@ -76,6 +86,10 @@ export const DIRECT_CALLS: Readonly<Record<Component, readonly DirectCall[]>> = 
     // read nothing else.
     { call: 'authentication.k8s.io/tokenreviews create', usedBy: 'operator authentication (TokenReview of a bearer token)' },
     { call: 'authorization.k8s.io/subjectaccessreviews create', usedBy: 'operator authorisation (SubjectAccessReview on a volume-medic verb)' },
+    // One Lease in its own namespace (issue 22): read, created once, renewed by the leader.
+    { call: 'coordination.k8s.io/leases get', namespace: OWN_NAMESPACE, usedBy: FLEET_LEASE },
+    { call: 'coordination.k8s.io/leases create', namespace: OWN_NAMESPACE, usedBy: FLEET_LEASE },
+    { call: 'coordination.k8s.io/leases update', namespace: OWN_NAMESPACE, usedBy: FLEET_LEASE },
   ],
   'cluster-worker': [
     // rbd-stale-mapping's Events are on the Pod that cannot mount, in that Pod's namespace: any.
@@ -96,17 +110,17 @@ export const DIRECT_CALLS: Readonly<Record<Component, readonly DirectCall[]>> = 
 /** Where a grant applies: '*' cluster-wide, else the namespace. */
 export type Scope = '*' | (string & {});
 
-/** Every permission a component needs, as "scope|group/resource verb". */
-export function permissionsOf(component: Component): Set<string> {
+/** Every permission a component needs, as "scope|group/resource verb", installed in `own`. */
+export function permissionsOf(component: Component, own = DEFAULT_OWN_NAMESPACE): Set<string> {
   const out = new Set<string>();
   for (const lookup of COMPONENT_LOOKUPS[component]) for (const call of LOOKUP_CALLS[lookup]) out.add(`*|${call}`);
-  for (const d of DIRECT_CALLS[component]) out.add(`${d.namespace ?? '*'}|${d.call}`);
+  for (const d of DIRECT_CALLS[component]) out.add(`${d.namespace === OWN_NAMESPACE ? own : d.namespace ?? '*'}|${d.call}`);
   return out;
 }
 
 /** Is this call, in this namespace (undefined: cluster-scoped or all namespaces), in the component's list? */
-export function allows(component: Component, call: ApiCall, namespace: string | undefined): boolean {
-  const p = permissionsOf(component);
+export function allows(component: Component, call: ApiCall, namespace: string | undefined, own = DEFAULT_OWN_NAMESPACE): boolean {
+  const p = permissionsOf(component, own);
   return p.has(`*|${call}`) || (namespace !== undefined && p.has(`${namespace}|${call}`));
 }
 
@@ -115,5 +129,6 @@ export function verbOf(method: string, watch: boolean, named: boolean): Verb | u
   if (method === 'GET') return watch ? 'watch' : named ? 'get' : 'list';
   if (method === 'POST') return 'create';
   if (method === 'PATCH') return 'patch';
+  if (method === 'PUT') return 'update';
   return undefined;
 }

@@ -12,7 +12,9 @@ import { kubeConfigFor } from '../../src/kube/client.ts';
 //   `{"type":"ADDED|MODIFIED|DELETED|BOOKMARK|ERROR","object":...}`; history after N is replayed
 //   first. N older than the compaction point gets `ERROR` with a `Status` 410 Expired and the
 //   stream ends (what a real apiserver does), or an HTTP 410 with `expireAs: 'http'`.
-// - GET/POST/PATCH (json-patch and merge-patch) of single objects, with 404/409 `Status` answers.
+// - GET/POST/PATCH (json-patch and merge-patch) of single objects, with 404/409 `Status` answers;
+//   PUT (replace) with the real server's optimistic concurrency: a stale metadata.resourceVersion
+//   gets 409 Conflict (what leader election on a Lease relies on).
 // Connections can be dropped gracefully or abruptly, held while a test changes the world, and any
 // request can be made to fail. Every request and every write is recorded for assertions.
 // - POST tokenreviews (authentication.k8s.io/v1) and subjectaccessreviews (authorization.k8s.io/v1),
@@ -137,6 +139,7 @@ export class FakeKubeApi {
   private readonly watchers = new Set<Watcher>();
   private held: { promise: Promise<void>; release: () => void } | undefined;
   private failures: Array<{ match: RegExp; code: number; times: number }> = [];
+  private gates: Array<{ match: RegExp; promise: Promise<void> }> = [];
   private readonly users = new Map<string, FakeUser>();
   private readonly grants: FakeGrant[] = [];
 
@@ -260,6 +263,20 @@ export class FakeKubeApi {
     this.failures.push({ match, code, times });
   }
 
+  /**
+   * Requests whose `METHOD path?query` matches are recorded, then wait until the returned function
+   * is called (to make two clients' writes meet, as in a real race).
+   */
+  holdRequests(match: RegExp): () => void {
+    let release!: () => void;
+    const gate = { match, promise: new Promise<void>((r) => (release = r)) };
+    this.gates.push(gate);
+    return () => {
+      this.gates = this.gates.filter((g) => g !== gate);
+      release();
+    };
+  }
+
   openWatches(collection?: string): number {
     return [...this.watchers].filter((w) => !collection || w.collection === collection).length;
   }
@@ -310,6 +327,7 @@ export class FakeKubeApi {
     const body = method === 'POST' || method === 'PATCH' || method === 'PUT' ? await this.readBody(req) : undefined;
     this.requests.push({ method, path: u.pathname, query, ...(req.headers['content-type'] ? { contentType: req.headers['content-type'] } : {}), ...(body !== undefined ? { body } : {}) });
 
+    for (const g of this.gates) if (g.match.test(`${method} ${u.pathname}${u.search}`)) await g.promise;
     const fail = this.failures.find((f) => f.times > 0 && f.match.test(`${method} ${u.pathname}${u.search}`));
     if (fail) {
       fail.times--;
@@ -353,6 +371,19 @@ export class FakeKubeApi {
       if (ct.startsWith('application/json-patch+json')) applyJsonPatch(obj, body as Array<{ op: string; path: string; value?: unknown }>);
       else if (ct.startsWith('application/merge-patch+json') || ct.startsWith('application/strategic-merge-patch+json')) mergePatch(obj, body as Obj);
       else return this.send(res, 415, status(415, 'UnsupportedMediaType', `the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json (got ${ct})`));
+      return this.send(res, 200, this.put(obj));
+    }
+    if (method === 'PUT' && p.name) {
+      // Replace (update): optimistic concurrency on metadata.resourceVersion, as the real server.
+      const existing = objects.get(key(p.namespace, p.name));
+      if (!existing) return this.send(res, 404, status(404, 'NotFound', `${p.collection} "${p.name}" not found`));
+      const obj = clone(body as Obj);
+      const rv = obj['metadata']?.resourceVersion;
+      if (rv !== undefined && rv !== existing['metadata'].resourceVersion) {
+        return this.send(res, 409, status(409, 'Conflict', `Operation cannot be fulfilled on ${p.collection.split('/').pop()} "${p.name}": the object has been modified; please apply your changes to the latest version and try again`));
+      }
+      if (obj['metadata']?.name !== p.name) return this.send(res, 400, status(400, 'BadRequest', 'the name of the object does not match the name on the URL'));
+      if (p.namespace) obj['metadata'].namespace = p.namespace;
       return this.send(res, 200, this.put(obj));
     }
     return this.send(res, 405, status(405, 'MethodNotAllowed', `${method} not supported by the fake`));

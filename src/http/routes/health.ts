@@ -9,13 +9,14 @@ import type { ControlsStore } from '../../controls/controls-store.ts';
 import type { OperatorAuth } from '../../auth/operator-auth.ts';
 
 // /healthz: the process answers. /readyz: Redis answers too (without it a webhook cannot be
-// stored, so load balancers should send to another replica). /metrics: this receiver plus the
-// fleet-wide job results kept in Redis.
+// stored, so load balancers should send to another replica). /metrics: this receiver plus, on the
+// one replica that exports them (`fleet`: the Lease's leader), the fleet-wide job results and
+// controls kept in Redis.
 
 const withTimeout = <T>(p: Promise<T>, ms: number): Promise<T> =>
   Promise.race([p, new Promise<never>((_, rej) => setTimeout(() => rej(new Error(`no answer within ${ms} ms`)), ms).unref())]);
 
-export function healthRoutes(redis: RedisConnection, prefix: string, registry: Registry, kubeState?: () => KubeWatchesState | undefined, controls?: ControlsStore, authenticated = true, operators?: OperatorAuth): Router {
+export function healthRoutes(redis: RedisConnection, prefix: string, registry: Registry, kubeState?: () => KubeWatchesState | undefined, controls?: ControlsStore, authenticated = true, operators?: OperatorAuth, fleet: () => boolean = () => true): Router {
   const r = Router();
   // Said on every /readyz answer, so a dashboard or a probe log shows it, not only the start-up log.
   const webhookAuth = authenticated ? {} : { auth: 'none: no token, ALLOW_UNAUTHENTICATED (the webhook routes are open)' };
@@ -43,15 +44,17 @@ export function healthRoutes(redis: RedisConnection, prefix: string, registry: R
     }
   });
   r.get('/metrics', async (_req, res) => {
-    let fleet = '';
+    let fleetWide = '';
     try {
-      fleet = await withTimeout(finishedExposition(redis, prefix), 1000);
-      fleet += await withTimeout(noAgentExposition(redis, prefix), 1000);
-      if (controls) fleet += controlsExposition(await withTimeout(controlsSummary(redis, prefix, controls), 1000));
+      if (fleet()) {
+        fleetWide = await withTimeout(finishedExposition(redis, prefix), 1000);
+        fleetWide += await withTimeout(noAgentExposition(redis, prefix), 1000);
+        if (controls) fleetWide += controlsExposition(await withTimeout(controlsSummary(redis, prefix, controls), 1000));
+      }
     } catch {
       // Redis down: the receiver's own metrics are still worth serving (and show the 503s).
     }
-    res.set('Content-Type', registry.contentType).send(`${await registry.metrics()}\n${fleet}`);
+    res.set('Content-Type', registry.contentType).send(`${await registry.metrics()}\n${fleetWide}`);
   });
   return r;
 }

@@ -68,7 +68,7 @@ describe.each(SETS)('RBAC of the %s values', (set) => {
   });
 
   it.each(COMPONENTS)('the %s\'s roles grant exactly what its code calls (src/kube/rbac.ts)', (component: Component) => {
-    expect([...grantedTo(objects, SERVICE_ACCOUNTS[component])].sort()).toEqual([...permissionsOf(component)].sort());
+    expect([...grantedTo(objects, SERVICE_ACCOUNTS[component])].sort()).toEqual([...permissionsOf(component, NAMESPACE)].sort());
   });
 
   it('the node agent writes Events in `default` only, through a Role there', () => {
@@ -77,13 +77,18 @@ describe.each(SETS)('RBAC of the %s values', (set) => {
     expect(writes.sort()).toEqual(['default|events.k8s.io/events create', 'default|events.k8s.io/events patch']);
   });
 
-  it('no Secrets, and no writes beyond Events and the receiver\'s review objects', () => {
+  it('the receiver writes its Lease in its own namespace only, through a Role there', () => {
+    const receiver = [...grantedTo(objects, SERVICE_ACCOUNTS.receiver)].filter((g) => g.includes('coordination.k8s.io/'));
+    expect(receiver.sort()).toEqual([`${NAMESPACE}|coordination.k8s.io/leases create`, `${NAMESPACE}|coordination.k8s.io/leases get`, `${NAMESPACE}|coordination.k8s.io/leases update`]);
+  });
+
+  it('no Secrets, and no writes beyond Events, the receiver\'s review objects and its Lease', () => {
     const all = [...rules, ...of('Role').flatMap((x) => (x['rules'] as Rule[] | undefined) ?? [])];
     for (const g of grants(all)) {
       expect(g).not.toMatch(/\/secrets /);
       const [resource, verb] = g.split(' ') as [string, string];
       if (!['get', 'list', 'watch'].includes(verb)) {
-        expect(resource).toMatch(/^((events\.k8s\.io)?\/events|authentication\.k8s\.io\/tokenreviews|authorization\.k8s\.io\/subjectaccessreviews)$/);
+        expect(resource).toMatch(/^((events\.k8s\.io)?\/events|authentication\.k8s\.io\/tokenreviews|authorization\.k8s\.io\/subjectaccessreviews|coordination\.k8s\.io\/leases)$/);
       }
     }
   });
