@@ -15,14 +15,15 @@ import { find, podSpec, rendered } from './manifests.ts';
 // The chart as Helm itself sees it: `helm lint --strict`, its values schema refusing what it
 // should, `helm package`, deploy/volume-medic.yaml rendered from it, the generated Secrets
 // agreeing with each other, and the checksum annotations that roll pods on a config change.
-// Every values set's objects are validated in render.test.ts and rbac.test.ts.
+// Every values set's objects are validated in render.test.ts and rbac.test.ts. Each helm run is a
+// process of its own: on a loaded 2-CPU machine a test of several runs needs more than 5 s.
 
 const tmp = mkdtempSync(join(tmpdir(), 'vm-chart-'));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 
 const helm = (...args: string[]) => runTool('helm', args);
 
-describe('helm', () => {
+describe('helm', { timeout: 60_000 }, () => {
   it('lints the chart strictly, with its defaults and with every CI values set', () => {
     const defaults = helm('lint', '--strict', CHART_DIR);
     expect(defaults.stdout + defaults.stderr, 'helm lint --strict').toMatch(/1 chart\(s\) linted, 0 chart\(s\) failed/);
@@ -52,7 +53,7 @@ describe('helm', () => {
   });
 });
 
-describe('deploy/volume-medic.yaml', () => {
+describe('deploy/volume-medic.yaml', { timeout: 60_000 }, () => {
   it('is the chart rendered with deploy/volume-medic.values.yaml (run `npm run deploy:render`)', () => {
     expect(readFileSync(RENDERED_FILE, 'utf8')).toBe(renderedFileText());
   });
@@ -65,7 +66,7 @@ describe('deploy/volume-medic.yaml', () => {
   });
 });
 
-describe('values.schema.json refuses bad values (helm template fails, naming the key)', () => {
+describe('values.schema.json refuses bad values (helm template fails, naming the key)', { timeout: 60_000 }, () => {
   const refuses = (set: string[], want: RegExp) => {
     expect(() => helmTemplate({ set }), set.join(' ')).toThrow(want);
     try {
@@ -102,7 +103,7 @@ describe('values.schema.json refuses bad values (helm template fails, naming the
   });
 });
 
-describe('values.yaml', () => {
+describe('values.yaml', { timeout: 60_000 }, () => {
   it('documents every key: a comment on its line or just above it', () => {
     // Line by line: a key whose line has no comment needs a comment line right above it. Leaves of
     // a few self-explaining groups (resources' requests/limits, an image's parts, the three
@@ -126,7 +127,7 @@ describe('values.yaml', () => {
   });
 });
 
-describe('the Secrets the chart makes', () => {
+describe('the Secrets the chart makes', { timeout: 60_000 }, () => {
   const objects = rendered('defaults');
   const data = (name: string): Record<string, string> => Object.fromEntries(Object.entries(find(objects, 'Secret', name)['data'] as Record<string, string>).map(([k, v]) => [k, Buffer.from(v, 'base64').toString('utf8')]));
 
@@ -163,7 +164,7 @@ describe('the Secrets the chart makes', () => {
   });
 });
 
-describe('checksum annotations roll the pods when their configuration changes', () => {
+describe('checksum annotations roll the pods when their configuration changes', { timeout: 60_000 }, () => {
   const annotations = (set: string[], kind: string, name: string): Record<string, string> => {
     const o = find(helmTemplate({ set, values: [join(CI_VALUES_DIR, 'existing-secrets-values.yaml')] }), kind, name);
     return ((o['spec'] as { template: { metadata: { annotations: Record<string, string> } } }).template.metadata.annotations);
@@ -187,7 +188,7 @@ describe('checksum annotations roll the pods when their configuration changes', 
   });
 });
 
-describe('what a values file an operator writes can set', () => {
+describe('what a values file an operator writes can set', { timeout: 60_000 }, () => {
   it('per-runbook modes, scheduling of the agent and extra settings reach the objects', () => {
     const file = join(tmp, 'mine.yaml');
     writeFileSync(file, [
