@@ -153,7 +153,9 @@ describe('two receivers: only the leader exports the fleet-wide series', () => {
     expect(lt).toMatch(/^volume_medic_jobs_finished_total\{runbook="residual-multipath-cleanup",outcome="succeeded"\} 1$/m);
     expect(lt).toMatch(/^volume_medic_breaker_tripped\{/m);
     expect(lt).toMatch(/^volume_medic_fleet_metrics_exporter 1$/m);
-    expect(ft).not.toMatch(/^volume_medic_(jobs_finished_total|untrusted_refused_total|job_duration_seconds_bucket|breaker_tripped|jobs_parked|paused)\{/m);
+    expect(ft).not.toMatch(/^volume_medic_(jobs_finished_total|untrusted_refused_total|job_duration_seconds_bucket|breaker_tripped|jobs_parked|paused|queue_jobs)\{/m);
+    expect(ft).not.toMatch(/^# TYPE volume_medic_queue_jobs /m);
+    expect(lt).toMatch(/^# TYPE volume_medic_queue_jobs gauge$/m);
     expect(ft).toMatch(/^volume_medic_fleet_metrics_exporter 0$/m);
     // The follower still serves its own process series.
     for (const t of [lt, ft]) expect(t).toMatch(/^process_cpu_seconds_total \d/m);

@@ -148,6 +148,10 @@ describe('receiver with a real Redis', () => {
     expect(metrics).toMatch(/volume_medic_webhooks_total\{source="alertmanager",outcome="accepted"\} \d+/);
     expect(metrics).toMatch(/volume_medic_jobs_deduplicated_total\{runbook="residual-multipath-cleanup"\} \d+/);
     expect(metrics).toMatch(/volume_medic_signals_ignored_total\{source="alertmanager",reason="alert-still-firing"\} \d+/);
+    // No agent takes worker-a's job here: its queue shows it waiting.
+    expect(metrics).toMatch(/^volume_medic_queue_jobs\{queue="vm-node-\{worker-a\}",node="worker-a",state="waiting"\} [1-9]\d*$/m);
+    expect(metrics).toMatch(/^process_resident_memory_bytes \d+/m);
+    expect(metrics).toMatch(/^volume_medic_build_info\{version="[^"]+",revision="[^"]+",node_version="v\d+\.\d+\.\d+"\} 1$/m);
   });
 });
 

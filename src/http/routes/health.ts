@@ -3,6 +3,7 @@ import type { RedisConnection } from '../../queues/redis.ts';
 import type { Registry } from 'prom-client';
 import { finishedExposition } from '../../catalogue/job-stats.ts';
 import { noAgentExposition } from '../../queues/no-agent-record.ts';
+import { queueDepthExposition, queueDepths } from '../../observability/queue-depth.ts';
 import type { KubeWatchesState } from '../../kube/kube-watches.ts';
 import { controlsExposition, controlsSummary } from '../../controls/status.ts';
 import type { ControlsStore } from '../../controls/controls-store.ts';
@@ -45,14 +46,16 @@ export function healthRoutes(redis: RedisConnection, prefix: string, registry: R
   });
   r.get('/metrics', async (_req, res) => {
     let fleetWide = '';
-    try {
-      if (fleet()) {
-        fleetWide = await withTimeout(finishedExposition(redis, prefix), 1000);
-        fleetWide += await withTimeout(noAgentExposition(redis, prefix), 1000);
-        if (controls) fleetWide += controlsExposition(await withTimeout(controlsSummary(redis, prefix, controls), 1000));
-      }
-    } catch {
+    if (fleet()) {
+      // Each part on its own deadline: a slow read of thousands of queues does not cost the rest.
       // Redis down: the receiver's own metrics are still worth serving (and show the 503s).
+      const parts = await Promise.all([
+        withTimeout(finishedExposition(redis, prefix), 1000),
+        withTimeout(noAgentExposition(redis, prefix), 1000),
+        controls ? withTimeout(controlsSummary(redis, prefix, controls), 1000).then(controlsExposition) : '',
+        withTimeout(queueDepths(redis, prefix), 2000).then(queueDepthExposition),
+      ].map((p) => Promise.resolve(p).catch(() => '')));
+      fleetWide = parts.join('');
     }
     res.set('Content-Type', registry.contentType).send(`${await registry.metrics()}\n${fleetWide}`);
   });
