@@ -151,6 +151,7 @@ describe('receiver with a real Redis', () => {
     // No agent takes worker-a's job here: its queue shows it waiting.
     expect(metrics).toMatch(/^volume_medic_queue_jobs\{queue="vm-node-\{worker-a\}",node="worker-a",state="waiting"\} [1-9]\d*$/m);
     expect(metrics).toMatch(/^process_resident_memory_bytes \d+/m);
+    expect(metrics).toMatch(/^volume_medic_redis_up 1$/m);
     expect(metrics).toMatch(/^volume_medic_build_info\{version="[^"]+",revision="[^"]+",node_version="v\d+\.\d+\.\d+"\} 1$/m);
   });
 });
@@ -185,6 +186,12 @@ describe('receiver when Redis is unreachable', () => {
       expect((await fetch(`${receiver.url}/readyz`)).status).toBe(503);
       // Bad input is still a 4xx, not a 503: retrying it would not help.
       expect((await post(`${receiver.url}/v1/alertmanager`, undefined, undefined, '{oops')).status).toBe(400);
+      // /metrics still answers, with its own series and Redis down.
+      const metrics = await fetch(`${receiver.url}/metrics`);
+      expect(metrics.status).toBe(200);
+      const text = await metrics.text();
+      expect(text).toMatch(/^volume_medic_redis_up 0$/m);
+      expect(text).toMatch(/^volume_medic_webhooks_total\{source="alertmanager",outcome="unavailable"\} 1$/m);
     } finally {
       await receiver.close();
     }

@@ -45,8 +45,16 @@ export function healthRoutes(redis: RedisConnection, prefix: string, registry: R
     }
   });
   r.get('/metrics', async (_req, res) => {
+    // This replica's own view of Redis, on every replica (a webhook it takes needs Redis).
+    const redisUp = await withTimeout(redis.ping(), 1000).then(() => 1, () => 0);
+    const own = [
+      '# HELP volume_medic_redis_up 1 when this receiver\'s Redis answered a PING within 1 s at scrape time, else 0.',
+      '# TYPE volume_medic_redis_up gauge',
+      `volume_medic_redis_up ${redisUp}`,
+      '',
+    ].join('\n');
     let fleetWide = '';
-    if (fleet()) {
+    if (fleet() && redisUp === 1) {
       // Each part on its own deadline: a slow read of thousands of queues does not cost the rest.
       // Redis down: the receiver's own metrics are still worth serving (and show the 503s).
       const parts = await Promise.all([
@@ -57,7 +65,7 @@ export function healthRoutes(redis: RedisConnection, prefix: string, registry: R
       ].map((p) => Promise.resolve(p).catch(() => '')));
       fleetWide = parts.join('');
     }
-    res.set('Content-Type', registry.contentType).send(`${await registry.metrics()}\n${fleetWide}`);
+    res.set('Content-Type', registry.contentType).send(`${await registry.metrics()}\n${own}${fleetWide}`);
   });
   return r;
 }
