@@ -3,8 +3,8 @@ import { accessSync, constants, copyFileSync, mkdtempSync, readFileSync, rmSync,
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { parse as parseYaml } from 'yaml';
-import { CHART_DIR } from '../../scripts/deploy/chart.ts';
+import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
+import { CHART_DIR, CI_VALUES_DIR, helmTemplate } from '../../scripts/deploy/chart.ts';
 
 // The chart's alerting rules (files/prometheus-rules.yaml, which its PrometheusRule wraps),
 // checked by Prometheus' own promtool: `check rules`, and `test rules` on input series for every
@@ -67,7 +67,37 @@ describe.skipIf(!available && !process.env['CI'])('the alerting rules, with prom
     expect(alerts).toEqual(expect.arrayContaining([
       'VolumeMedicApprovalWaiting', 'VolumeMedicBreakerTripped', 'VolumeMedicUntrustedWorkRefused', 'VolumeMedicJobsFailed',
       'VolumeMedicNodeAgentMissing', 'VolumeMedicReceiverUnavailable', 'VolumeMedicReceiverErrors',
+      'VolumeMedicRedisUnreachable', 'VolumeMedicJobsWithoutAgent', 'VolumeMedicNodeAgentDownWithJobs', 'VolumeMedicFleetMetricsExporter',
     ]));
+  });
+
+  it('the chart\'s PrometheusRule waits metrics.prometheusRule.approvalWaitingMinutes before the approval alert (45 in the monitoring values)', () => {
+    const rule = helmTemplate({ values: [join(CI_VALUES_DIR, 'monitoring-values.yaml')], show: ['templates/monitoring.yaml'] }).find((o) => o.kind === 'PrometheusRule')!;
+    const dir = mkdtempSync(join(tmp, 'rendered-'));
+    writeFileSync(join(dir, 'rules.yaml'), stringifyYaml(rule['spec']));
+    writeFileSync(join(dir, 'test.yaml'), stringifyYaml({
+      rule_files: ['rules.yaml'],
+      evaluation_interval: '1m',
+      tests: [{
+        interval: '1m',
+        input_series: [{ series: 'volume_medic_jobs_parked{job="volume-medic",namespace="volume-medic",pod="r-a",reason="approval"}', values: '1x60' }],
+        alert_rule_test: [
+          { eval_time: '44m', alertname: 'VolumeMedicApprovalWaiting', exp_alerts: [] },
+          {
+            eval_time: '46m', alertname: 'VolumeMedicApprovalWaiting',
+            exp_alerts: [{
+              exp_labels: { severity: 'warning', job: 'volume-medic', namespace: 'volume-medic', reason: 'approval' },
+              exp_annotations: {
+                summary: '1 volume-medic job(s) have waited for approval for 45 minutes.',
+                description: 'High-risk steps wait for an operator: `volume-medic jobs` lists them; approve with POST /v1/jobs/<id>/approve or let them expire (APPROVAL_TTL_SECONDS).',
+              },
+            }],
+          },
+        ],
+      }],
+    }));
+    const r = promtool('test', 'rules', join(dir, 'test.yaml'));
+    expect(r.status, r.stdout + r.stderr).toBe(0);
   });
 
   it('a regression fails the tests: summing the replicas\' fleet-wide series doubles the parked jobs', () => {

@@ -83,6 +83,8 @@ describe('values.schema.json refuses bad values (helm template fails, naming the
   it('a digest that is not sha256:<64 hex>', () => refuses(['image.digest=latest'], /\/image\/digest/));
   it('a queue prefix Redis\' ACL key pattern cannot hold', () => refuses(['config.queuePrefix=a*b'], /\/config\/queuePrefix/));
   it('a log level pino does not have (LOG_LEVEL=verbose)', () => refuses(['config.logLevel=verbose'], /\/config\/logLevel/));
+  it('a misspelt Grafana dashboard switch', () => refuses(['metrics.grafanaDashboard.enable=true'], /\/metrics\/grafanaDashboard.*additional properties 'enable' not allowed/s));
+  it('an approval alert after 0 minutes', () => refuses(['metrics.prometheusRule.approvalWaitingMinutes=0'], /\/metrics\/prometheusRule\/approvalWaitingMinutes/));
   it('a Redis setting through extraEnv (credentials belong in Secrets)', () => refuses(['config.extraEnv.REDIS_URL=redis://x:6379'], /invalid propertyName 'REDIS_URL'/));
   it('a setting the chart already sets, through extraEnv', () => refuses(['config.extraEnv.DEFAULT_MODE=enforce'], /invalid propertyName 'DEFAULT_MODE'/));
   it('a number where a setting wants one, given as text', () => refuses(['config.lockDurationMs=soon'], /\/config\/lockDurationMs/));
