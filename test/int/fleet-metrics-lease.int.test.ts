@@ -7,7 +7,8 @@ import { FLEET_LEASE_NAME } from '../../src/observability/fleet-exporter.ts';
 import { startReceiver, type Receiver } from '../../src/receiver.ts';
 import { testConfig } from '../support/config.ts';
 import { startFakeKubeApi, type FakeKubeApi } from '../support/fake-kube-api.ts';
-import { uncoveredByRbac } from '../support/kube-objects.ts';
+import { apiCallOf, uncoveredByRbac } from '../support/kube-objects.ts';
+import { DIRECT_CALLS } from '../../src/kube/rbac.ts';
 import { dropPrefix, redisUrl, uniquePrefix } from '../support/redis.ts';
 
 // Fleet-wide series (read from Redis, the same on every receiver) come from exactly one receiver
@@ -172,6 +173,11 @@ describe('two receivers: only the leader exports the fleet-wide series', () => {
     const made = api.requests.slice(before);
     expect(made.some((r) => r.method === 'PUT' && r.path.endsWith(`/leases/${FLEET_LEASE_NAME}`))).toBe(true);
     expect(uncoveredByRbac(made, 'receiver')).toEqual([]);
+    // And the other way: every Lease call listed for the receiver was made (no grant nobody uses).
+    const calls = new Set(made.map((r) => apiCallOf(r)?.call));
+    const listed = DIRECT_CALLS.receiver.map((d) => d.call).filter((c) => c.startsWith('coordination.k8s.io/leases '));
+    expect(listed.sort()).toEqual(['coordination.k8s.io/leases create', 'coordination.k8s.io/leases get', 'coordination.k8s.io/leases update']);
+    expect(listed.filter((c) => !calls.has(c))).toEqual([]);
   }, 60_000);
 
   it('a receiver without Kubernetes access (npm start) exports the fleet-wide series itself', async () => {
