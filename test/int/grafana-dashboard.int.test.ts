@@ -1,9 +1,11 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { Redis } from 'ioredis';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CHART_DIR, CI_VALUES_DIR, helmTemplate } from '../../scripts/deploy/chart.ts';
 import { createKubeMetrics } from '../../src/kube/kube-metrics.ts';
+import { writeNoAgentRecord } from '../../src/queues/no-agent-record.ts';
 import { startReceiver, type Receiver } from '../../src/receiver.ts';
 import { testConfig } from '../support/config.ts';
 import { dropPrefix, redisUrl, uniquePrefix } from '../support/redis.ts';
@@ -12,7 +14,8 @@ import { dropPrefix, redisUrl, uniquePrefix } from '../support/redis.ts';
 // puts it in a ConfigMap for Grafana's sidecar), checked for what Grafana and Prometheus need:
 // valid JSON, unique panel ids, every panel on the dashboard's data source variable, and every
 // metric its PromQL names exported by the code. The names come from a real receiver's /metrics
-// (its registry, the process series, and the fleet-wide series it reads from Redis) and the
+// (its registry, the process series, and the fleet-wide series it reads from Redis, with a
+// no-agent check's record written as the cluster worker writes it) and the
 // Kubernetes watch metrics' registry, not from a list kept here.
 
 const DASHBOARD_FILE = join(CHART_DIR, 'files/grafana-dashboard.json');
@@ -49,6 +52,10 @@ function namesOf(exposition: string): Set<string> {
 }
 
 beforeAll(async () => {
+  // The no-agent series show only while the cluster worker's check is fresh: write one, as it does.
+  const redis = new Redis(redisUrl());
+  await writeNoAgentRecord(redis, prefix, { jobs: 0, nodes: 0, checkedAt: Date.now() }, 60_000);
+  await redis.quit();
   receiver = await startReceiver(testConfig({ redisUrl: redisUrl(), queuePrefix: prefix, tokens: ['dashboard-test-token-0123456789'] }));
   const kube = new Registry();
   createKubeMetrics(kube);
