@@ -1,6 +1,6 @@
 import { Job, Queue, type JobsOptions } from 'bullmq';
 import type { RedisConnection } from './redis.ts';
-import { BatchAdd, captureAdd, DATA_PLACEHOLDER, type BatchIndex, type BatchItem } from './batch-add.ts';
+import { BatchAdd, captureAdd, DATA_PLACEHOLDER, type BatchIndex, type BatchItem, type BatchReply } from './batch-add.ts';
 import { CLUSTER_QUEUE, queueFor } from '../catalogue/queues.ts';
 import { RUNBOOK_POLICY, dedupWindowMs } from '../catalogue/policy.ts';
 import { RUNBOOKS, type RemediationJob, type RunbookName } from '../catalogue/jobs.ts';
@@ -326,6 +326,7 @@ export class Dispatcher {
     const batchIndex: BatchIndex | undefined = inScript ? { key: index.key, keep: index.keep, at: sentAt, onError: onIndexError } : undefined;
     const [replies] = await Promise.all([this.batchAdd.add(items, batchIndex), recorded]);
     if (recorded) for (const q of newQueues) this.recordedQueues.add(q);
+    await this.replaceExpired(batch, items, replies, batchIndex);
     const stored: Enqueued[] = [];
     const done: { b: Pending; a: Enqueued; storedAt: number }[] = [];
     for (let i = 0; i < batch.length; i++) {
@@ -362,6 +363,36 @@ export class Dispatcher {
       const why = new StoreUnavailableError(`jobs stored but not acknowledged by a replica: ${(err as Error).message}`);
       for (const { b } of done) b.reject(why);
     });
+  }
+
+  /**
+   * A repeat that found a job created before its window began may have found one that outlived
+   * it: BullMQ removes finished jobs by age only when another job on the same queue finishes, so
+   * on a quiet node queue the job of an outage hours ago would swallow the next outage (the same
+   * key: node + boot). Such a job, finished longer than its window ago, is removed (BullMQ's own
+   * removal, which refuses a locked job) and the new one stored in its place, in `replies`. Rare,
+   * so one read per such job; a job not finished, or finished within the window, still folds.
+   * A later job with the same id starts with a fresh journal on the host (workers/engine/journal.ts).
+   */
+  private async replaceExpired(batch: readonly Pending[], items: readonly BatchItem[], replies: BatchReply[], index: BatchIndex | undefined): Promise<void> {
+    const now = this.now();
+    const old = batch.flatMap((b, i) => {
+      const r = replies[i]!;
+      return 'error' in r || r.existingTimestamp === null || Number(r.existingTimestamp) > now - this.windowMs(b.job.runbook) ? [] : [i];
+    });
+    if (old.length === 0) return;
+    const expired: number[] = [];
+    await Promise.all(old.map(async (i) => {
+      const b = batch[i]!;
+      const job = await Job.fromId(this.queue(b.queueName), b.job.key);
+      if (!job?.finishedOn || job.finishedOn > now - this.windowMs(b.job.runbook)) return;
+      // Removal fails for a job someone holds (a retry taken meanwhile): it then folds as before.
+      if (await job.remove().then(() => true, () => false)) expired.push(i);
+    }));
+    if (expired.length === 0) return;
+    expired.sort((a, c) => a - c);
+    const again = await this.batchAdd.add(expired.map((i) => items[i]!), index);
+    expired.forEach((i, j) => { replies[i] = again[j]!; });
   }
 
   private windowMs(runbook: RunbookName): number {
