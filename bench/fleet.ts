@@ -72,6 +72,8 @@ const PER_PROCESS = Number(process.env['FLEET_PER_PROCESS'] ?? 1000);
 const IDLE_SECONDS = Number(process.env['FLEET_IDLE_SECONDS'] ?? 60);
 const RECONNECT_WAIT_S = Number(process.env['FLEET_RECONNECT_WAIT_S'] ?? 60);
 const STORM_TIMEOUT_MS = Number(process.env['FLEET_STORM_TIMEOUT_S'] ?? 300) * 1000;
+/** How long each agents process may take to connect all of its agents (all processes start at once). */
+const READY_TIMEOUT_MS = Number(process.env['FLEET_READY_TIMEOUT_S'] ?? 300) * 1000;
 const PREFIX = 'fleet';
 const keysDir = process.env['SIGNING_KEYS_DIR'] || writeSigningKeys(undefined);
 const stateRoot = mkdtempSync(join(tmpdir(), 'vm-fleet-state-'));
@@ -119,7 +121,7 @@ async function startFleet(kind: Kind, n: number, topo: Topo): Promise<{ fleet: F
     });
     fleet.children.push(c);
   }
-  await Promise.all(fleet.children.map((c) => c.waitLine('READY', 300_000)));
+  await Promise.all(fleet.children.map((c) => c.waitLine('READY', READY_TIMEOUT_MS)));
   return { fleet, readyMs: performance.now() - t0 };
 }
 
