@@ -255,6 +255,9 @@ describe('the deploy ACL file on a real redis-server', () => {
       expect(await r.set(`${prefix}:acl-test:${c}`, 'ok')).toBe('OK');
     }
     if (c === 'receiver') await refused(r.bzpopmin(`${prefix}:x:marker`, 0.01));
+    // REDIS_ACK_REPLICAS' WAIT (src/queues/replica-ack.ts): the receiver's to send; no replica here, so 0 acknowledged.
+    if (c === 'receiver') expect(await r.call('WAIT', '1', '10')).toBe(0);
+    else await refused(r.call('WAIT', '1', '10'));
   });
 
   it('connects with rediss:// and the CA in REDIS_TLS_CA_FILE, and refuses a server it cannot verify', async ({ skip }) => {

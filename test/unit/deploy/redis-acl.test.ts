@@ -69,10 +69,9 @@ function ourDirectCommands(): Map<string, string> {
 const ONLY: Record<string, readonly Component[]> = {
   bzpopmin: ['cluster-worker', 'node-agent'], // BullMQ Worker: waiting on the queue's marker
   hincrbyfloat: ['cluster-worker', 'node-agent'], // src/catalogue/job-stats.ts, after each job a worker ran
-  // src/queues/replica-ack.ts: only with REDIS_ACK_REPLICAS > 0 (default with Sentinel, 0 on a
-  // single server such as the bundled one, whose ACL therefore need not grant it). An ACL for a
-  // primary with replicas must give the receiver +wait (README, "Redis topologies").
-  wait: [],
+  // src/queues/replica-ack.ts: the receiver, with REDIS_ACK_REPLICAS > 0 (default with Sentinel;
+  // settable on any primary with replicas), so granted in every rendering (README, "Redis topologies").
+  wait: ['receiver'],
 };
 
 describe('the Redis ACL users (deploy/charts/volume-medic/files/users.acl.template)', () => {
@@ -113,6 +112,14 @@ describe('the Redis ACL users (deploy/charts/volume-medic/files/users.acl.templa
 
   it('gives the receiver no blocking pop: it never waits for jobs', () => {
     expect(allowed('receiver').has('bzpopmin')).toBe(false);
+  });
+
+  it('gives the receiver WAIT in every rendering (REDIS_ACK_REPLICAS may be set on any topology), and the workers none', () => {
+    // replica-ack.ts sends it; without the grant every webhook would wait out its timeout and get 503.
+    expect(readFileSync(join(ROOT, 'src/queues/replica-ack.ts'), 'utf8')).toMatch(/\.wait\(|'WAIT'|"WAIT"/i);
+    expect(allowed('receiver').has('wait')).toBe(true);
+    expect(allowed('cluster-worker').has('wait')).toBe(false);
+    expect(allowed('node-agent').has('wait')).toBe(false);
   });
 
   it('renders Secrets with each process\'s own user and password, and only hashes in the ACL', () => {
