@@ -23,7 +23,9 @@ const url = process.env['REDIS_URL'] ?? '';
 /** FLEET_TOPOLOGY=cluster: REDIS_CLUSTER_NODES instead of REDIS_URL. */
 const clusterNodes = process.env['REDIS_CLUSTER_NODES'];
 const prefix = process.env['QUEUE_PREFIX']!;
-const nodeName = (i: number): string => `fleet-${String(i).padStart(5, '0')}`;
+/** FLEET_NAME: the nodes' name prefix (bench/job-lifecycle.ts runs both kinds at once on distinct nodes). */
+const namePrefix = process.env['FLEET_NAME'] ?? 'fleet';
+const nodeName = (i: number): string => `${namePrefix}-${String(i).padStart(5, '0')}`;
 
 let pending: string[] = [];
 setInterval(() => {
