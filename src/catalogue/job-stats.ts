@@ -1,3 +1,5 @@
+import type { ChainableCommander } from 'ioredis';
+import { execAll } from '../queues/exec-all.ts';
 import type { RedisConnection } from '../queues/redis.ts';
 
 // Finished-job counters and durations live in one Redis hash, written by whichever worker
@@ -10,14 +12,19 @@ export const statsKey = (prefix: string): string => `${prefix}:vm:stats`;
 
 /** Record one finished job (outcome: the RunbookResult outcome, or `error`). */
 export async function recordFinished(redis: RedisConnection, prefix: string, runbook: string, outcome: string, durationS: number): Promise<void> {
-  const key = statsKey(prefix);
   const p = redis.pipeline();
+  queueFinished(p, prefix, runbook, outcome, durationS);
+  await execAll(p);
+}
+
+/** recordFinished's commands, added to a pipeline the caller sends (with the job's log line: one round trip). */
+export function queueFinished(p: ChainableCommander, prefix: string, runbook: string, outcome: string, durationS: number): void {
+  const key = statsKey(prefix);
   p.hincrby(key, `finished|${runbook}|${outcome}`, 1);
   // One counter for the bucket the duration falls in; the exposition adds them up into
   // Prometheus' cumulative buckets (3 commands per job, not up to 12: issue 21, job cost).
   p.hincrby(key, `in|${runbook}|${DURATION_BUCKETS_S.find((le) => durationS <= le) ?? '+Inf'}`, 1);
   p.hincrbyfloat(key, `sum|${runbook}`, durationS);
-  await p.exec();
 }
 
 /**

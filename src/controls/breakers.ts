@@ -1,3 +1,4 @@
+import type { ChainableCommander } from 'ioredis';
 import type { RedisConnection } from '../queues/redis.ts';
 import { controlKeys, type ControlKeys } from './keys.ts';
 import { TripRecord, parseJson } from './records.ts';
@@ -81,6 +82,11 @@ if limit > 0 and n > limit and redis.call('HEXISTS', KEYS[1], 'storm') == 0 then
 end
 return false`;
 
+/** The storm script's reply: the trip this start caused, if it did. */
+export function stormTrip(reply: unknown): TripRecord | undefined {
+  return typeof reply === 'string' ? parseJson(TripRecord, reply) : undefined;
+}
+
 export interface BreakerState {
   name: string;
   cap: number;
@@ -89,13 +95,28 @@ export interface BreakerState {
   tripped?: TripRecord;
 }
 
+/** The scripts as commands of the connection: EVALSHA (EVAL once after a NOSCRIPT), not the whole body per call. */
+interface BreakerCommands {
+  vmBreakerReserve(...keysAndArgs: string[]): Promise<unknown>;
+  vmBreakerStorm(...keysAndArgs: string[]): Promise<unknown>;
+}
+
+function withBreakerCommands(redis: RedisConnection): RedisConnection & BreakerCommands {
+  // ioredis keeps defined commands on the connection: define them once, whoever comes first.
+  if (!('vmBreakerStorm' in redis)) {
+    redis.defineCommand('vmBreakerReserve', { lua: RESERVE, numberOfKeys: 4 });
+    redis.defineCommand('vmBreakerStorm', { lua: STORM, numberOfKeys: 2 });
+  }
+  return redis as RedisConnection & BreakerCommands;
+}
+
 export class Breakers {
-  readonly #redis: RedisConnection;
+  readonly #redis: RedisConnection & BreakerCommands;
   readonly #keys: ControlKeys;
   readonly #now: () => Date;
 
   constructor(redis: RedisConnection, prefix: string, now: () => Date = () => new Date()) {
-    this.#redis = redis;
+    this.#redis = withBreakerCommands(redis);
     this.#keys = controlKeys(prefix);
     this.#now = now;
   }
@@ -105,7 +126,7 @@ export class Breakers {
     const now = this.#now();
     const nodeField = what.node ? `node/${what.node}` : '';
     // Four keys, one slot (the breakers' hash tag): a node-less step passes a placeholder key of the same slot, never written.
-    const r = (await this.#redis.eval(RESERVE, 4, this.#keys.tripped, what.node ? this.#keys.destructiveNode(what.node) : `${this.#keys.tripped}:none`, this.#keys.destructiveCluster, this.#keys.destructiveNodes,
+    const r = (await this.#redis.vmBreakerReserve(this.#keys.tripped, what.node ? this.#keys.destructiveNode(what.node) : `${this.#keys.tripped}:none`, this.#keys.destructiveCluster, this.#keys.destructiveNodes,
       String(now.getTime()), String(HOUR_MS), nodeField, String(caps.nodePerHour), String(caps.clusterPerHour),
       `${what.jobId}/${what.stepId}@${now.toISOString()}`, now.toISOString())) as [number, ...unknown[]];
     if (r[0] === 0) {
@@ -117,9 +138,20 @@ export class Breakers {
 
   /** A node started a job: count it towards the storm breaker. Returns the trip when this start tripped it. */
   async recordNodeActivity(caps: BreakerCaps, node: string): Promise<TripRecord | undefined> {
+    return stormTrip(await this.#redis.vmBreakerStorm(...this.#stormArgs(caps, node)));
+  }
+
+  /**
+   * recordNodeActivity as one more command of a pipeline the caller sends (a job's start sends
+   * it with its reads of the controls: one round trip); stormTrip reads its reply.
+   */
+  queueNodeActivity(p: ChainableCommander, caps: BreakerCaps, node: string): void {
+    (p as ChainableCommander & BreakerCommands).vmBreakerStorm(...this.#stormArgs(caps, node));
+  }
+
+  #stormArgs(caps: BreakerCaps, node: string): string[] {
     const now = this.#now();
-    const r = await this.#redis.eval(STORM, 2, this.#keys.tripped, this.#keys.storm, String(now.getTime()), String(caps.stormWindowMs), String(caps.stormNodes), node, now.toISOString());
-    return typeof r === 'string' ? parseJson(TripRecord, r) : undefined;
+    return [this.#keys.tripped, this.#keys.storm, String(now.getTime()), String(caps.stormWindowMs), String(caps.stormNodes), node, now.toISOString()];
   }
 
   async tripped(): Promise<TripRecord[]> {

@@ -1,3 +1,5 @@
+import { Cluster, type ChainableCommander } from 'ioredis';
+import { execAll } from '../queues/exec-all.ts';
 import type { RedisConnection } from '../queues/redis.ts';
 import type { Mode } from '../catalogue/result.ts';
 import { controlKeys, type ControlKeys } from './keys.ts';
@@ -12,6 +14,22 @@ export interface Asked {
   by: string;
   why?: string;
 }
+
+export interface Overrides {
+  runbookOverride?: ModeOverride;
+  nodeOverride?: ModeOverride;
+}
+
+export interface StartView {
+  overrides: Overrides;
+  /** Why a job must wait now (a pause), if it must. */
+  paused?: string;
+}
+
+const startFields = (runbook: string, node?: string) => {
+  const nodeField = node ? `node/${node}` : 'node/';
+  return { modes: [`runbook/${runbook}`, nodeField], pause: ['cluster', nodeField] };
+};
 
 export type ModeScope = { runbook: string } | { node: string };
 const scopeField = (s: ModeScope): string => ('runbook' in s ? `runbook/${s.runbook}` : `node/${s.node}`);
@@ -73,8 +91,42 @@ export class ControlsStore {
     return out;
   }
 
-  async overridesFor(runbook: string, node?: string): Promise<{ runbookOverride?: ModeOverride; nodeOverride?: ModeOverride }> {
+  async overridesFor(runbook: string, node?: string): Promise<Overrides> {
     const [r, n] = await this.redis.hmget(this.keys.modes, `runbook/${runbook}`, node ? `node/${node}` : 'node/');
+    return this.#overrides(runbook, node, r ?? null, n ?? null);
+  }
+
+  /**
+   * What a job's start reads: its mode overrides and why it must wait (a pause), if it must, in
+   * one round trip (a pipeline; on a Cluster the two hashes may sit on two masters: sent at once).
+   * An unreadable answer throws: the job does not start on a guess.
+   */
+  async startView(runbook: string, node?: string): Promise<StartView> {
+    if (this.redis instanceof Cluster) {
+      const f = startFields(runbook, node);
+      const [modes, pause] = await Promise.all([this.redis.hmget(this.keys.modes, ...f.modes), this.redis.hmget(this.keys.pause, ...f.pause)]);
+      return this.readStartView([modes, pause], runbook, node);
+    }
+    const p = this.redis.pipeline();
+    this.queueStartView(p, runbook, node);
+    return this.readStartView(await execAll(p), runbook, node);
+  }
+
+  /** startView's two reads as the first commands of the caller's pipeline (single Redis only: two slots). */
+  queueStartView(p: ChainableCommander, runbook: string, node?: string): void {
+    const f = startFields(runbook, node);
+    p.hmget(this.keys.modes, ...f.modes).hmget(this.keys.pause, ...f.pause);
+  }
+
+  /** startView's answer from the replies of its two reads (the first two of `replies`). */
+  readStartView(replies: readonly unknown[], runbook: string, node?: string): StartView {
+    const [modes, pause] = replies as [(string | null)[], (string | null)[]];
+    if (!Array.isArray(modes) || !Array.isArray(pause)) throw new Error('the controls could not be read');
+    const paused = this.#pausedWhy(node, pause[0] ?? null, pause[1] ?? null);
+    return { overrides: this.#overrides(runbook, node, modes[0] ?? null, modes[1] ?? null), ...(paused ? { paused } : {}) };
+  }
+
+  #overrides(runbook: string, node: string | undefined, r: string | null, n: string | null): Overrides {
     const runbookOverride = this.#sealed.open(ModeOverride, 'mode', `runbook/${runbook}`, r);
     const nodeOverride = node ? this.#sealed.open(ModeOverride, 'mode', `node/${node}`, n) : undefined;
     return { ...(runbookOverride ? { runbookOverride } : {}), ...(nodeOverride ? { nodeOverride } : {}) };
@@ -109,6 +161,10 @@ export class ControlsStore {
   /** Why a job for `node` (or a cluster job) must wait now, if it must. */
   async pausedFor(node?: string): Promise<string | undefined> {
     const [c, n] = await this.redis.hmget(this.keys.pause, 'cluster', node ? `node/${node}` : 'node/');
+    return this.#pausedWhy(node, c ?? null, n ?? null);
+  }
+
+  #pausedWhy(node: string | undefined, c: string | null, n: string | null): string | undefined {
     const cluster = this.#sealed.open(PauseRecord, 'pause', 'cluster', c);
     if (cluster) return `cluster-wide pause by ${cluster.by} at ${cluster.at}${cluster.why ? `: ${cluster.why}` : ''}`;
     const mine = node ? this.#sealed.open(PauseRecord, 'pause', `node/${node}`, n) : undefined;
@@ -150,3 +206,4 @@ export class ControlsStore {
       .sort((a, b) => a.since.localeCompare(b.since));
   }
 }
+

@@ -1,7 +1,9 @@
 import { DelayedError, Worker, UnrecoverableError, type Job } from 'bullmq';
 import type { RedisConnection } from '../../src/queues/redis.ts';
 import { RemediationJob, type RunbookName } from '../../src/catalogue/jobs.ts';
-import { recordFinished, recordUntrusted } from '../../src/catalogue/job-stats.ts';
+import { Cluster } from 'ioredis';
+import { queueFinished, recordFinished, recordUntrusted } from '../../src/catalogue/job-stats.ts';
+import { execAll } from '../../src/queues/exec-all.ts';
 import type { Keyring } from '../../src/trust/keyring.ts';
 import type { Seal, Untrusted } from '../../src/trust/seal.ts';
 import { issuerMayNot, verifyJobSeal } from '../../src/trust/work.ts';
@@ -130,9 +132,12 @@ export function createRunbookWorker(opts: RunbookWorkerOptions): RunbookWorker {
       if (!subject || !opts.events) return;
       void opts.events.recordJobEvent({ jobId: job.id ?? '', runbook, outcome, regarding: subject, message, ...(mode ? { mode } : {}) });
     };
-    const finish = (outcome: string): Promise<void> =>
-      recordFinished(connection, opts.prefix, runbook, outcome, (Date.now() - started) / 1000).catch((err: Error) => {
-        opts.log.warn({ err: err.message }, 'could not record job statistics');
+    // The attempt's one log line says where and in which mode it ran, and how it ended; with
+    // the job statistics when the job ends (one round trip: bench/job-lifecycle.ts).
+    let attemptLine = `attempt ${job.attemptsMade + 1} on ${opts.ranOn}`;
+    const finish = (outcome: string, line: string): Promise<void> =>
+      finishedAndLogged(job, runbook, outcome, (Date.now() - started) / 1000, `${attemptLine}: ${line}`).catch((err: Error) => {
+        opts.log.warn({ err: err.message }, 'could not record job statistics or the job log');
       });
     // Before anything else, even the job's own Events: untrusted data names no object we write about.
     const trusted = checkTrust(job, parsed.success ? parsed.data : undefined);
@@ -165,13 +170,12 @@ export function createRunbookWorker(opts: RunbookWorkerOptions): RunbookWorker {
         ...(begun ? { gate: begun.gate } : {}),
         ...(controls ? { audit: (action: string, target: string, why: string) => controls.audit(action, target, why).catch((err: Error) => opts.log.warn({ err: err.message }, 'could not write the audit trail')) } : {}),
       };
-      await job.log(`attempt ${ctx.attempt} on ${opts.ranOn} in ${ctx.mode} mode${modeWhy ? ` (${modeWhy})` : ''}`);
+      attemptLine += ` in ${ctx.mode} mode${modeWhy ? ` (${modeWhy})` : ''}`;
       event('started', `attempt ${ctx.attempt} on ${opts.ranOn}`, ctx.mode);
       const handled = await handler(parsed.data as never, ctx);
       const result = modeWhy ? { ...handled, modeWhy } : handled;
-      await job.log(`${result.outcome}: ${result.summary}`);
       done();
-      await finish(result.outcome);
+      await finish(result.outcome, `${result.outcome}: ${result.summary}`);
       const evidence = destructiveEvidenceLine(result.steps);
       event('succeeded', `${result.outcome}: ${result.summary}${evidence ? `; ${evidence}` : ''}`, result.mode);
       return result;
@@ -181,7 +185,6 @@ export function createRunbookWorker(opts: RunbookWorkerOptions): RunbookWorker {
         return await park(job, token, err.parking, err.plan, modeWhy ? { ...err.result, modeWhy } : err.result);
       }
       const e = err instanceof Error ? err : new Error(String(err));
-      await job.log(`${e.name}: ${e.message}`).catch(() => {});
       const found = (err as { result?: unknown } | null)?.result;
       const partial = found && typeof found === 'object' && modeWhy ? { ...found, modeWhy } : found;
       if (partial !== undefined) {
@@ -191,12 +194,29 @@ export function createRunbookWorker(opts: RunbookWorkerOptions): RunbookWorker {
       }
       const ending = !shouldRetry(err) || lastAttempt;
       if (ending) done();
-      if (ending) await finish(err instanceof RefusedError ? 'refused' : e.message.startsWith('not implemented') ? 'not-implemented' : 'failed');
+      if (ending) await finish(err instanceof RefusedError ? 'refused' : e.message.startsWith('not implemented') ? 'not-implemented' : 'failed', `${e.name}: ${e.message}`);
+      else await job.log(`${attemptLine}: ${e.name}: ${e.message}`).catch(() => {});
       if (err instanceof RefusedError) event('refused', e.message);
       else if (ending) event('failed', e.message);
       opts.log.warn({ jobId: job.id, runbook, err: e.message, retry: !ending }, 'job attempt failed');
       throw forBullmq(err);
     }
+  };
+
+  /**
+   * The job's statistics and its log line, in one pipeline on a single Redis; on a Cluster the
+   * job's log (its queue's slot) and the statistics hash are on different slots: sent at once.
+   * The log is BullMQ's list of the job (`<job key>:logs`), written while this worker holds the
+   * job's lock, so the job is there (what BullMQ's addLog script checks first).
+   */
+  const finishedAndLogged = async (job: Job, runbook: string, outcome: string, durationS: number, line: string): Promise<void> => {
+    if (connection instanceof Cluster) {
+      await Promise.all([job.log(line), recordFinished(connection, opts.prefix, runbook, outcome, durationS)]);
+      return;
+    }
+    const p = connection.pipeline().rpush(worker.toKey(`${job.id ?? ''}:logs`), line);
+    queueFinished(p, opts.prefix, runbook, outcome, durationS);
+    await execAll(p);
   };
 
   /**

@@ -9,7 +9,8 @@ function fakeRedis(): Redis & { hash: Map<string, number> } {
   const pipeline = {
     hincrby: (_k: string, f: string, n: number) => { ops.push(() => hash.set(f, (hash.get(f) ?? 0) + n)); return pipeline; },
     hincrbyfloat: (_k: string, f: string, n: number) => { ops.push(() => hash.set(f, (hash.get(f) ?? 0) + n)); return pipeline; },
-    exec: async () => { for (const o of ops.splice(0)) o(); return []; },
+    get length() { return ops.length; },
+    exec: async () => ops.splice(0).map((o) => { o(); return [null, 1]; }),
   };
   return { hash, pipeline: () => pipeline, hgetall: async () => Object.fromEntries([...hash].map(([k, v]) => [k, String(v)])) } as never;
 }
