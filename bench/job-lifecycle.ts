@@ -21,12 +21,18 @@ import { startPrivateRedis } from './lib/redis-server.ts';
 // calls included, as bench:fleet counts them) and Redis's main-thread CPU (INFO cpu), less the idle background of both fleets (measured first,
 // pro rata). A second phase per round enqueues the same jobs to queues nobody works (ghost nodes):
 // its cost is the enqueue alone, and lifecycle minus enqueue is the workers' side.
-// LIFECYCLE_AGENTS (200), LIFECYCLE_ROUNDS (4), LIFECYCLE_IDLE_SECONDS (5).
+// Each round also takes the agents' processes' own CPU per job (from /proc): a Redis whose
+// clients answer slower spends more CPU per command (fewer commands per wake-up; on this VM a
+// bare worker whose processor spends 2 ms of CPU per job costs Redis ~1.5x a no-op one's, same
+// commands), so LIFECYCLE_BARE_WORK_MS (0) makes the bare processor spend that much CPU per job,
+// a baseline whose worker is as slow as ours.
+// LIFECYCLE_AGENTS (200), LIFECYCLE_ROUNDS (4), LIFECYCLE_IDLE_SECONDS (5), LIFECYCLE_BARE_WORK_MS (0).
 
 const here = (p: string): string => join(dirname(fileURLToPath(import.meta.url)), p);
 const K = Number(process.env['LIFECYCLE_AGENTS'] ?? 200);
 const ROUNDS = Number(process.env['LIFECYCLE_ROUNDS'] ?? 4);
 const IDLE_SECONDS = Number(process.env['LIFECYCLE_IDLE_SECONDS'] ?? 5);
+const BARE_WORK_MS = Number(process.env['LIFECYCLE_BARE_WORK_MS'] ?? 0);
 const PREFIX = 'lc';
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const round = (v: number, d = 2): number => Math.round(v * 10 ** d) / 10 ** d;
@@ -64,6 +70,8 @@ interface Cost {
   usec: Record<string, number>;
   commands: number;
   cpuMs: number;
+  /** The agents' processes' own CPU (all their threads, /proc, 10 ms ticks), ms per job. */
+  agentCpuMs?: number;
 }
 function cost(a: Snapshot, b: Snapshot, jobs: number, background?: Cost): Cost {
   const ms = b.at - a.at;
@@ -86,6 +94,7 @@ function add(into: Cost, c: Cost, weight: number): void {
   for (const [k, v] of Object.entries(c.usec)) into.usec[k] = (into.usec[k] ?? 0) + v * weight;
   into.commands += c.commands * weight;
   into.cpuMs += c.cpuMs * weight;
+  into.agentCpuMs = (into.agentCpuMs ?? 0) + (c.agentCpuMs ?? 0) * weight;
 }
 const zero = (): Cost => ({ calls: {}, usec: {}, commands: 0, cpuMs: 0 });
 
@@ -98,7 +107,7 @@ function startAgents(kind: Kind): Child[] {
   const children: Child[] = [];
   for (let from = 0; from < K; from += 500) {
     const c = startChild(here('./servers/fleet-agents.ts'), {
-      FLEET_FROM: String(from), FLEET_TO: String(Math.min(K, from + 500)), FLEET_KIND: kind, FLEET_NAME: `lc-${kind}`,
+      FLEET_FROM: String(from), FLEET_TO: String(Math.min(K, from + 500)), FLEET_KIND: kind, FLEET_NAME: `lc-${kind}`, FLEET_WORK_MS: kind === 'bare' ? String(BARE_WORK_MS) : '0',
       REDIS_URL: redis.url, QUEUE_PREFIX: PREFIX, SIGNING_KEYS_DIR: keysDir, STATE_DIR: stateRoot,
     });
     c.proc.on('message', (m: unknown) => {
@@ -111,7 +120,9 @@ function startAgents(kind: Kind): Child[] {
   }
   return children;
 }
-const children = [...startAgents('ours'), ...startAgents('bare')];
+const fleets: Record<Kind, Child[]> = { ours: startAgents('ours'), bare: startAgents('bare') };
+const children = [...fleets.ours, ...fleets.bare];
+const agentCpuMs = (kind: Kind): number => fleets[kind].reduce((n, c) => n + c.cpuMs(), 0);
 const receiver = startChild(here('./servers/receiver.ts'), { REDIS_URL: redis.url, QUEUE_PREFIX: PREFIX, SIGNING_KEYS_DIR: keysDir, LOG_LEVEL: 'warn' });
 const url = await receiver.waitLine('READY');
 await Promise.all(children.map((c) => c.waitLine('READY', 300_000)));
@@ -171,11 +182,12 @@ async function phase(kind: Kind, r: number, worked: boolean, background?: Cost):
   const nodes = nodesOf(worked ? kind : `ghost-${kind}`);
   const before = new Map(done);
   const a = await snapshot();
+  const agents0 = agentCpuMs(kind);
   if (kind === 'ours') await enqueueOurs(nodes, r);
   else await enqueueBare(nodes, r);
   if (worked) await waitDone(nodes, before);
   const b = await snapshot();
-  return cost(a, b, nodes.length, background);
+  return { ...cost(a, b, nodes.length, background), agentCpuMs: (agentCpuMs(kind) - agents0) / nodes.length };
 }
 
 // Warm-up: scripts loaded, queue objects made, the receiver's JIT warm; then our job's data size.
@@ -224,12 +236,13 @@ const oWork = minus(o.life, o.enqueue);
 const bWork = minus(b.life, b.enqueue);
 const line = (what: string, x: Cost, y: Cost): string =>
   `| ${what} | ${round(x.commands, 1)} / ${round(y.commands, 1)} (${round(x.commands / y.commands)}x) | ${round(x.cpuMs, 3)} / ${round(y.cpuMs, 3)} (${round(x.cpuMs / y.cpuMs)}x) |\n`;
-process.stdout.write(`\n${K} agents of each kind, ${ROUNDS} rounds, job data ${padTo} bytes; ours / bare, per job:\n\n`);
+process.stdout.write(`\n${K} agents of each kind, ${ROUNDS} rounds, job data ${padTo} bytes, bare processor's work ${BARE_WORK_MS} ms; ours / bare, per job:\n\n`);
 process.stdout.write('| phase | commands (scripts\' calls included) | Redis CPU ms |\n| --- | --- | --- |\n');
 process.stdout.write(line('enqueue to completion', o.life, b.life));
 process.stdout.write(line('enqueue alone', o.enqueue, b.enqueue));
 process.stdout.write(line('workers\' side (difference)', oWork, bWork));
-process.stdout.write('\nper command, whole lifecycle (calls per job ours / bare, difference; in-command us per job ours / bare):\n\n| command | ours | bare | ours - bare | us ours | us bare |\n| --- | --- | --- | --- | --- | --- |\n');
+process.stdout.write(`\nthe agents' processes' own CPU per job (worked rounds): ours ${round(o.life.agentCpuMs ?? 0, 2)} ms, bare ${round(b.life.agentCpuMs ?? 0, 2)} ms\n`);
+process.stdout.write('\nper command, whole lifecycle (calls per job ours / bare, difference; in-command us per job ours / bare: Redis\'s own timer, wall time inside the command, inflated whenever the machine preempts Redis: a hint, not CPU):\n\n| command | ours | bare | ours - bare | us ours | us bare |\n| --- | --- | --- | --- | --- | --- |\n');
 const names = [...new Set([...Object.keys(o.life.calls), ...Object.keys(b.life.calls)])];
 const rows = names.map((k) => ({ k, o: o.life.calls[k] ?? 0, b: b.life.calls[k] ?? 0, uo: o.life.usec[k] ?? 0, ub: b.life.usec[k] ?? 0 }))
   .filter((x) => Math.abs(x.o) >= 0.02 || Math.abs(x.b) >= 0.02)
@@ -279,7 +292,7 @@ for (const l of labels) process.stdout.write(`| ${l} | ${round(scripts.ours[l]?.
 
 const out = here(`./results/lifecycle-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
 mkdirSync(dirname(out), { recursive: true });
-writeFileSync(out, JSON.stringify({ agents: K, rounds: ROUNDS, dataBytes: padTo, background: bg, perRound, scripts, ours: { ...o, workers: oWork }, bare: { ...b, workers: bWork } }, null, 2));
+writeFileSync(out, JSON.stringify({ agents: K, rounds: ROUNDS, dataBytes: padTo, bareWorkMs: BARE_WORK_MS, background: bg, perRound, scripts, ours: { ...o, workers: oWork }, bare: { ...b, workers: bWork } }, null, 2));
 process.stdout.write(`wrote ${out}\n`);
 await receiver.kill();
 await Promise.all(children.map((c) => c.kill('SIGKILL')));

@@ -23,6 +23,7 @@ const url = process.env['REDIS_URL'] ?? '';
 /** FLEET_TOPOLOGY=cluster: REDIS_CLUSTER_NODES instead of REDIS_URL. */
 const clusterNodes = process.env['REDIS_CLUSTER_NODES'];
 const prefix = process.env['QUEUE_PREFIX']!;
+const workMs = Number(process.env['FLEET_WORK_MS'] ?? 0);
 /** FLEET_NAME: the nodes' name prefix (bench/job-lifecycle.ts runs both kinds at once on distinct nodes). */
 const namePrefix = process.env['FLEET_NAME'] ?? 'fleet';
 const nodeName = (i: number): string => `${namePrefix}-${String(i).padStart(5, '0')}`;
@@ -60,6 +61,9 @@ for (let i = from; i < to; i++) {
     workers.push(agent.worker);
   } else {
     const w = new Worker(nodeQueueName(node), async () => {
+      // FLEET_WORK_MS: CPU the processor spends per job (a real processor's work; bench/job-lifecycle.ts).
+      const until = performance.now() + workMs;
+      while (performance.now() < until) { /* busy on purpose */ }
       say(`RAN ${node}`);
       return { ok: true };
     }, {
