@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -59,6 +60,18 @@ describe('queue depth from BullMQ\'s keys', () => {
       release();
       await worker.close();
       await worker.disconnect();
+    }
+  });
+
+  it('fails the reading rather than report a wrong zero when Redis refuses a count (an ACL without LLEN)', async () => {
+    const user = `qdepth-${randomBytes(4).toString('hex')}`;
+    await redis.call('ACL', 'SETUSER', user, 'on', '>qdepth-password-0123', `~${prefix}:*`, '+@all', '-llen');
+    const limited = new Redis(redisUrl(), { username: user, password: 'qdepth-password-0123', maxRetriesPerRequest: 1 });
+    try {
+      await expect(queueDepths(limited, prefix)).rejects.toThrow(/NOPERM/);
+    } finally {
+      await limited.quit();
+      await redis.call('ACL', 'DELUSER', user);
     }
   });
 });
