@@ -4,7 +4,7 @@
 # run the TypeScript directly, but type stripping keeps ~28 MiB of compiler resident in every
 # process, and the node agent runs on every node (bench/README.md, "Footprint").
 #   docker build --build-arg VOLUME_MEDIC_REVISION=$(git rev-parse HEAD) -t <registry>/volume-medic:<tag> .
-# VOLUME_MEDIC_REVISION is the `revision` label of volume_medic_build_info ("unknown" without it).
+# VOLUME_MEDIC_REVISION is the `commit` label of volume_medic_build_info ("unknown" without it).
 # The manifests name the image in one place: deploy/base/kustomization.yaml (images:).
 
 ARG NODE_IMAGE=node:24-bookworm-slim
@@ -38,7 +38,7 @@ RUN if [ -n "${EXTRA_PACKAGES}" ]; then \
       && rm -rf /var/lib/apt/lists/*; \
     fi
 ENV NODE_ENV=production
-# The source revision this image was built from: volume_medic_build_info{revision} and the OCI label.
+# The source revision this image was built from: volume_medic_build_info{commit} and the OCI label.
 ARG VOLUME_MEDIC_REVISION=unknown
 ENV VOLUME_MEDIC_REVISION=${VOLUME_MEDIC_REVISION}
 LABEL org.opencontainers.image.revision=${VOLUME_MEDIC_REVISION}

@@ -13,9 +13,9 @@ export function registerProcessMetrics(registry: Registry, info: BuildInfo = bui
   collectDefaultMetrics({ register: registry });
   const g = new Gauge({
     name: BUILD_INFO_METRIC,
-    help: 'Always 1: the version (package.json), source revision (VOLUME_MEDIC_REVISION at build, else unknown) and Node.js version of this process.',
-    labelNames: ['version', 'revision', 'node_version'],
+    help: 'Always 1: the version (package.json), source commit (VOLUME_MEDIC_REVISION at build, else unknown) and Node.js version of this process.',
+    labelNames: ['version', 'commit', 'node_version'],
     registers: [registry],
   });
-  g.set({ version: info.version, revision: info.revision, node_version: info.nodeVersion }, 1);
+  g.set({ version: info.version, commit: info.revision, node_version: info.nodeVersion }, 1);
 }

@@ -64,7 +64,7 @@ describe('the deployable build (npm run build) runs every command of the manifes
         // The image's package.json (beside dist/) gives the version; the build's revision comes through.
         const url = /"url":"(http:[^"]+)"/.exec(text)?.[1];
         const metrics = await (await fetch(`${url}/metrics`)).text();
-        expect(metrics).toContain(`volume_medic_build_info{version="${PACKAGE_VERSION}",revision="build-test-rev",node_version="${process.version}"} 1`);
+        expect(metrics).toContain(`volume_medic_build_info{version="${PACKAGE_VERSION}",commit="build-test-rev",node_version="${process.version}"} 1`);
       }
     } finally {
       child.kill('SIGTERM');

@@ -152,7 +152,7 @@ describe('receiver with a real Redis', () => {
     expect(metrics).toMatch(/^volume_medic_queue_jobs\{queue="vm-node-\{worker-a\}",node="worker-a",state="waiting"\} [1-9]\d*$/m);
     expect(metrics).toMatch(/^process_resident_memory_bytes \d+/m);
     expect(metrics).toMatch(/^volume_medic_redis_up 1$/m);
-    expect(metrics).toMatch(/^volume_medic_build_info\{version="[^"]+",revision="[^"]+",node_version="v\d+\.\d+\.\d+"\} 1$/m);
+    expect(metrics).toMatch(/^volume_medic_build_info\{version="[^"]+",commit="[^"]+",node_version="v\d+\.\d+\.\d+"\} 1$/m);
   });
 });
 

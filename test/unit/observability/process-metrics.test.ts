@@ -19,7 +19,7 @@ describe('process metrics', () => {
   it('exports volume_medic_build_info 1 with the package version, the revision and the Node version', async () => {
     const registry = new Registry();
     registerProcessMetrics(registry, buildInfo({ VOLUME_MEDIC_REVISION: '3f2c9e1' }));
-    expect(await registry.metrics()).toContain(`volume_medic_build_info{version="${PACKAGE_VERSION}",revision="3f2c9e1",node_version="${process.version}"} 1`);
+    expect(await registry.metrics()).toContain(`volume_medic_build_info{version="${PACKAGE_VERSION}",commit="3f2c9e1",node_version="${process.version}"} 1`);
   });
 
   it('says revision="unknown" when the build did not set one, or set something that is not a revision', () => {
