@@ -49,7 +49,9 @@ describe('planned argv of a parked job', () => {
     const hanging: StepExecutor<Step> = { isDone: async () => false, apply: () => new Promise(() => {}) };
     const started = Date.now();
     const view = await planWithCommands({ summary: 's', steps }, 0, hanging, new FakeHost(), 100);
-    expect(Date.now() - started).toBeLessThan(1_000);
+    // The step never returns: without the 100 ms budget this would wait forever. The bound is loose
+    // on purpose (a loaded 2-CPU CI machine once took over 1 s to get back to this line).
+    expect(Date.now() - started).toBeLessThan(4_000);
     expect((view.steps as PlanViewStep[]).map((s) => s.plannedNote?.replace(/:.*/, ''))).toEqual(['commands after this point depend on earlier steps or the node', 'not simulated', 'not simulated']);
   });
 
