@@ -13,6 +13,7 @@ import type { RunbookResult } from '../../src/catalogue/result.ts';
 import type { Component } from '../../src/kube/rbac.ts';
 import { createLogger } from '../../src/observability/logger.ts';
 import { Dispatcher } from '../../src/queues/dispatcher.ts';
+import { IncidentIndex } from '../../src/console/incident-index.ts';
 import { producerConnection, workerConnection } from '../../src/queues/redis.ts';
 import { NoAgentWatch } from '../../src/queues/no-agent-watch.ts';
 import { redisTarget } from '../../src/queues/redis-target.ts';
@@ -140,7 +141,8 @@ describe('the deploy ACL file on a real redis-server', () => {
       const receiverDispatcher = new Dispatcher(receiverRedis, { prefix, timeoutMs: 5000, sealer: testSealer('receiver') });
       closers.push(async () => { await receiverDispatcher.close(); receiverRedis.disconnect(); });
       const clusterRedis = producerConnection(url('cluster-worker'));
-      const clusterDispatcher = new Dispatcher(clusterRedis, { prefix, timeoutMs: 5000, sealer: testSealer('cluster-worker') });
+      // As workers/cluster-worker/main.ts: the node halves go into the console's index too.
+      const clusterDispatcher = new Dispatcher(clusterRedis, { prefix, timeoutMs: 5000, sealer: testSealer('cluster-worker'), index: new IncidentIndex(clusterRedis, prefix) });
       closers.push(async () => { await clusterDispatcher.close(); clusterRedis.disconnect(); });
       const unmap: RbdUnmapJob = {
         version: 1, runbook: 'rbd-unmap', key: 'rbdunmap_acl_0123456789ab',
@@ -188,6 +190,8 @@ describe('the deploy ACL file on a real redis-server', () => {
       expect(await finished(residualId)).toBe('completed');
       expect(await finished(stale!.id)).toBe('completed');
       expect(await finished(unmap.key)).toBe('completed');
+      // The cluster worker's user may write the index: the rbd-unmap job it stored is there.
+      expect(await new IncidentIndex(admin, prefix).locate(unmap.key)).toMatchObject({ queue: nodeQueueName(node), node, runbook: 'rbd-unmap' });
       expect((await getJson(`${receiver.url}/v1/jobs?queue=${encodeURIComponent(nodeQueueName(node))}`)).jobs?.length ?? 2).toBeGreaterThan(0);
     } finally {
       for (const c of closers.reverse()) await c();

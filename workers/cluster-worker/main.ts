@@ -8,6 +8,7 @@ import type { LookupsOf } from '../../src/kube/rbac.ts';
 import { createLogger } from '../../src/observability/logger.ts';
 import { runMain } from '../../src/process/run-main.ts';
 import { Dispatcher } from '../../src/queues/dispatcher.ts';
+import { IncidentIndex } from '../../src/console/incident-index.ts';
 import { producerConnection, workerConnection } from '../../src/queues/redis.ts';
 import { NO_AGENT_CHECK_MS, NoAgentWatch, noAgentGraceMs } from '../../src/queues/no-agent-watch.ts';
 import { redisTarget } from '../../src/queues/redis-target.ts';
@@ -34,7 +35,12 @@ await runMain(log, (config) => {
   const trust = trustFromConfig(config, 'cluster-worker');
   if (trust.allowUnsigned) log.warn('ALLOW_UNSIGNED_WORK=true: the cluster worker runs work without a seal');
   const events = clients ? new JobEventRecorder({ events: clients.events, log }) : undefined;
-  const dispatcher = new Dispatcher(redis, { prefix: config.queuePrefix, timeoutMs: config.enqueueTimeoutMs, sealer: trust.sealer, sealTtlMs: trust.ttlMs });
+  // The node halves appear in the console's index of incidents as the receiver's jobs do.
+  const dispatcher = new Dispatcher(redis, {
+    prefix: config.queuePrefix, timeoutMs: config.enqueueTimeoutMs, sealer: trust.sealer, sealTtlMs: trust.ttlMs,
+    index: new IncidentIndex(redis, config.queuePrefix),
+    onIndexError: (err) => log.warn({ err: err.message }, 'the console\'s incident index missed a batch'),
+  });
   const worker = createRunbookWorker({
     queue: CLUSTER_QUEUE,
     redis: redisTarget(config),
