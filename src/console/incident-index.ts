@@ -82,6 +82,50 @@ export class IncidentIndex implements StoredIndex {
     return out;
   }
 
+  /**
+   * Every entry of `node`, newest first, at most `max`: ZSCAN with a pattern, so Redis filters
+   * (O(size) in Redis, a few ms at 10,000 entries) and only the node's entries cross the wire,
+   * instead of the whole index read into the receiver to keep a node's few.
+   */
+  async ofNode(node: string, max: number, count = 5_000): Promise<IndexEntry[]> {
+    // Node names (RFC 1123) hold no glob character.
+    const pattern = `*\t${node}\t*`;
+    const out: IndexEntry[] = [];
+    let cursor = '0';
+    do {
+      const [next, raw] = await this.#redis.zscan(this.#key, cursor, 'MATCH', pattern, 'COUNT', count);
+      cursor = next;
+      for (let i = 0; i + 1 < raw.length; i += 2) {
+        const e = parseMember(raw[i]!, Number(raw[i + 1]));
+        if (e && e.node === node) out.push(e);
+      }
+    } while (cursor !== '0');
+    // ZSCAN may return an element twice (the set changed under it): once each, newest first.
+    const unique = [...new Map(out.map((e) => [e.member, e])).values()].sort((a, b) => b.score - a.score);
+    return unique.slice(0, max);
+  }
+
+  /**
+   * Where the index has job `id` (the newest entry when an id was stored more than once), found
+   * with ZSCAN over the members: O(size) in Redis (tens of ms at 100,000 entries), never a call
+   * per queue. Undefined when the index has no such job (trimmed, or stored before the index).
+   */
+  async locate(id: string, count = 5_000): Promise<IndexEntry | undefined> {
+    // Job ids (JOB_ID) hold no glob character, so the pattern matches the id field literally.
+    const pattern = `*\t${id}\t*`;
+    let best: IndexEntry | undefined;
+    let cursor = '0';
+    do {
+      const [next, raw] = await this.#redis.zscan(this.#key, cursor, 'MATCH', pattern, 'COUNT', count);
+      cursor = next;
+      for (let i = 0; i + 1 < raw.length; i += 2) {
+        const e = parseMember(raw[i]!, Number(raw[i + 1]));
+        if (e && e.id === id && (!best || e.score > best.score)) best = e;
+      }
+    } while (cursor !== '0');
+    return best;
+  }
+
   async forget(members: readonly string[]): Promise<void> {
     if (members.length) await this.#redis.zrem(this.#key, ...members);
   }

@@ -7,10 +7,14 @@ import { consoleState, toIncident, type Incident } from './incident.ts';
 import type { IncidentIndex, IndexEntry } from './incident-index.ts';
 
 // A page of incidents, newest first, filtered by node, runbook, state and mode. Bounded whatever
-// the store holds: the index is read in chunks, and a page stops after `scanMax` entries even if
-// it found fewer matches than it wanted (it then says so and offers the older ones as the next
-// page). Node and runbook filter on the index entry; state and mode need the job, read only for
-// entries that passed.
+// the store holds, and reading no more than the page needs (issue 23, bench/console.ts):
+// - node and runbook filter on the index entry alone (no Redis call per entry): up to `scanMax`
+//   entries are looked at, read from the index `chunk` at a time;
+// - a state filter first asks Redis one small question per remaining entry (is the job in its
+//   queue's failed set, wait list, ...; pipelined), for at most `checkMax` entries;
+// - only then are jobs read (state and hash), and only as many as the page still lacks.
+// A page that stops at a bound before it is full says so and offers the older ones as the next
+// page. Entries whose job is gone (retention) are dropped from the index when a read meets them.
 
 export const CONSOLE_STATES = ['parked', 'waiting', 'active', 'delayed', 'prioritized', 'completed', 'failed', 'paused'] as const;
 
@@ -37,46 +41,115 @@ export interface IncidentPage {
 
 export interface ListOptions {
   limit: number;
-  /** Most index entries looked at for one page (default 2,000). */
+  /** Most index entries looked at for one page (default 10,000). */
   scanMax?: number;
-  /** Entries read from the index at a time (default 200). */
+  /** Most entries whose state is asked of Redis for one page, with a state filter (default 2,000). */
+  checkMax?: number;
+  /** Entries read from the index at a time (default 500). */
   chunk?: number;
 }
 
-export async function listIncidents(index: IncidentIndex, queue: (name: string) => Queue, f: IncidentFilter, o: ListOptions): Promise<IncidentPage> {
-  const scanMax = o.scanMax ?? 2_000;
-  const chunk = Math.min(o.chunk ?? 200, scanMax);
-  const items: Incident[] = [];
-  let scanned = 0;
+/** Where a job in `state` sits in its queue (BullMQ's keys), and how to ask. */
+const PLACE: Record<(typeof CONSOLE_STATES)[number], { key: string; kind: 'zset' | 'list' }> = {
+  parked: { key: 'delayed', kind: 'zset' },
+  delayed: { key: 'delayed', kind: 'zset' },
+  prioritized: { key: 'prioritized', kind: 'zset' },
+  completed: { key: 'completed', kind: 'zset' },
+  failed: { key: 'failed', kind: 'zset' },
+  waiting: { key: 'wait', kind: 'list' },
+  active: { key: 'active', kind: 'list' },
+  paused: { key: 'paused', kind: 'list' },
+};
+
+/** The entries whose job is (now) in `state`'s place: one ZSCORE or LPOS each, all in flight at once. */
+async function inState(queue: (name: string) => Queue, entries: readonly IndexEntry[], state: (typeof CONSOLE_STATES)[number]): Promise<IndexEntry[]> {
+  const place = PLACE[state];
+  const found = await Promise.all(entries.map(async (e) => {
+    const q = queue(e.queue);
+    const client = await q.client;
+    const key = q.toKey(place.key);
+    return place.kind === 'zset' ? (await client.zscore(key, e.id)) !== null : (await client.lpos(key, e.id)) !== null;
+  }));
+  return entries.filter((_, i) => found[i]);
+}
+
+/** Index entries older than `before`, newest first, `chunk` at a time: the whole index, or a node's entries (found by Redis). */
+async function* entriesOf(index: IncidentIndex, f: IncidentFilter, chunk: number, scanMax: number): AsyncGenerator<IndexEntry[]> {
+  if (f.node !== undefined) {
+    const all = (await index.ofNode(f.node, Number.MAX_SAFE_INTEGER)).filter((e) => f.before === undefined || e.score < f.before).slice(0, scanMax);
+    for (let i = 0; i < all.length; i += chunk) yield all.slice(i, i + chunk);
+    return;
+  }
   let cursor = f.before;
-  const gone: string[] = [];
-  for (;;) {
+  for (let scanned = 0; scanned < scanMax;) {
     const entries = await index.older(cursor, Math.min(chunk, scanMax - scanned));
-    if (entries.length === 0) {
-      if (gone.length) await index.forget(gone).catch(() => undefined);
-      return { items, scanned, partial: false };
-    }
+    if (entries.length === 0) return;
+    scanned += entries.length;
+    cursor = entries[entries.length - 1]!.score;
+    yield entries;
+  }
+}
+
+/** Entries whose state is asked at a time with a state filter: a first page of a common state asks about a slice or two. */
+const CHECK_SLICE = 100;
+
+export async function listIncidents(index: IncidentIndex, queue: (name: string) => Queue, f: IncidentFilter, o: ListOptions): Promise<IncidentPage> {
+  const scanMax = o.scanMax ?? 10_000;
+  const checkMax = o.checkMax ?? 2_000;
+  const chunk = Math.min(o.chunk ?? 500, scanMax);
+  const items: Incident[] = [];
+  const gone: string[] = [];
+  let scanned = 0;
+  let checked = 0;
+  let last: number | undefined;
+  const done = async (page: IncidentPage): Promise<IncidentPage> => {
+    if (gone.length) await index.forget(gone).catch(() => undefined);
+    return page;
+  };
+  const partial = () => done({ items, ...(last !== undefined ? { next: last } : {}), scanned, partial: true });
+  for await (const entries of entriesOf(index, f, chunk, scanMax)) {
     const wanted = entries.filter((e) => (f.node === undefined || e.node === f.node) && (f.runbook === undefined || e.runbook === f.runbook));
-    const read = await Promise.all(wanted.map(async (e) => ({ e, incident: await readIncident(queue(e.queue), e, gone) })));
-    const matched = new Map<IndexEntry, Incident>();
-    for (const { e, incident } of read) {
-      if (incident && (f.state === undefined || consoleState(incident) === f.state) && (f.mode === undefined || incident.mode === f.mode)) matched.set(e, incident);
+    // Candidates in order, a slice at a time: with a state filter only those Redis places in that
+    // state (at most checkMax asked per page), then their jobs read, only as many as the page lacks.
+    const incidents = new Map<IndexEntry, Incident>();
+    let stopAt: IndexEntry | undefined;
+    for (let i = 0; i < wanted.length && incidents.size < o.limit - items.length;) {
+      let slice = wanted.slice(i, i + (f.state !== undefined ? CHECK_SLICE : o.limit - items.length - incidents.size));
+      i += slice.length;
+      if (f.state !== undefined) {
+        const room = checkMax - checked;
+        if (room <= 0) {
+          stopAt = slice[0];
+          break;
+        }
+        if (slice.length > room) {
+          // The first entry not asked about: the page ends before it, the next page starts there.
+          stopAt = slice[room];
+          slice = slice.slice(0, room);
+        }
+        checked += slice.length;
+        slice = await inState(queue, slice, f.state);
+      }
+      for (let j = 0; j < slice.length && incidents.size < o.limit - items.length;) {
+        const batch = slice.slice(j, j + (o.limit - items.length - incidents.size));
+        j += batch.length;
+        const read = await Promise.all(batch.map(async (e) => ({ e, incident: await readIncident(queue(e.queue), e, gone) })));
+        for (const { e, incident } of read) {
+          if (incident && (f.state === undefined || consoleState(incident) === f.state) && (f.mode === undefined || incident.mode === f.mode)) incidents.set(e, incident);
+        }
+      }
+      if (stopAt) break;
     }
     for (const e of entries) {
+      if (e === stopAt) return partial();
       scanned += 1;
-      cursor = e.score;
-      const i = matched.get(e);
+      last = e.score;
+      const i = incidents.get(e);
       if (i) items.push(i);
-      if (items.length >= o.limit) {
-        if (gone.length) await index.forget(gone).catch(() => undefined);
-        return { items, next: e.score, scanned, partial: false };
-      }
-    }
-    if (scanned >= scanMax) {
-      if (gone.length) await index.forget(gone).catch(() => undefined);
-      return { items, ...(cursor !== undefined ? { next: cursor } : {}), scanned, partial: true };
+      if (items.length >= o.limit) return done({ items, next: e.score, scanned, partial: false });
     }
   }
+  return scanned >= scanMax ? partial() : done({ items, scanned, partial: false });
 }
 
 async function readIncident(q: Queue, e: IndexEntry, gone: string[]): Promise<Incident | undefined> {

@@ -18,6 +18,9 @@ import type { Queue } from 'bullmq';
 import type { JobReader } from '../queues/job-reader.ts';
 import type { KubeWatchesState } from '../kube/kube-watches.ts';
 import type { IncidentIndex } from '../console/incident-index.ts';
+import { FleetSnapshots } from '../console/fleet-snapshot.ts';
+import { Breakers } from '../controls/breakers.ts';
+import { fleetRoutes } from './routes/fleet.ts';
 
 export interface AppDeps extends WebhookDeps {
   redis: RedisConnection;
@@ -65,15 +68,18 @@ export function createApp(deps: AppDeps): Express {
   app.use('/v1', operatorGate(deps.operatorAuth), body);
   app.use(healthRoutes(deps.redis, deps.prefix, deps.metrics.registry, deps.kubeState, deps.controls?.actions.store, deps.tokens.length > 0, deps.operatorAuth, deps.fleetMetrics));
   // The dashboard has its own sign-in and sessions (a browser cannot send a bearer header): see routes/ui-auth.ts.
-  if (deps.controls) {
+  // One scan of every queue shared by the console's pages and their JSON (src/console/fleet-snapshot.ts).
+  const fleet = deps.controls ? new FleetSnapshots(deps.redis, deps.prefix) : undefined;
+  if (deps.controls && fleet) {
     app.use(uiRoutes({
-      redis: deps.redis, prefix: deps.prefix, auth: deps.operatorAuth, queue: deps.controls.queue, controls: deps.controls.actions, incidents: deps.controls.incidents,
+      redis: deps.redis, prefix: deps.prefix, auth: deps.operatorAuth, queue: deps.controls.queue, controls: deps.controls.actions, incidents: deps.controls.incidents, fleet,
       sessions: new SessionStore(deps.redis, deps.prefix, deps.controls.uiSessionTtlSeconds),
     }));
   }
   app.use(jobRoutes(deps.reader));
   app.use(explainRoutes(deps));
   if (deps.controls) app.use(controlRoutes(deps.controls.actions));
+  if (deps.controls && fleet) app.use(fleetRoutes({ fleet, store: deps.controls.actions.store, breakers: new Breakers(deps.redis, deps.prefix) }));
   if (deps.controls) app.use(placeholderRoutes({ dispatcher: deps.dispatcher, audit: deps.controls.actions.store, retryAfterSeconds: deps.retryAfterSeconds }));
   app.use((_req, res) => res.status(404).json({ error: 'no such route' }));
   app.use(errorHandler(deps.log, (path, outcome) => {

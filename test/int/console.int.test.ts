@@ -24,7 +24,8 @@ import { CHROMIUM, chromiumOrSay } from '../support/chromium.ts';
 // without a reload within 2 s of being parked; its page shows the planned argv and the evidence;
 // approve with a reason and the job runs, the audit trail naming the verified user; a user
 // without the verb sees the buttons disabled and gets 403 when forcing; reject; filters; a phone
-// viewport without horizontal scroll; and not one request leaves the origin.
+// viewport without horizontal scroll; the fleet overview (a node without an agent, sorting, paging,
+// a phone); and not one request leaves the origin.
 // CONSOLE_SCREENSHOTS=<dir> also writes the screenshots the README shows (docs/screenshots).
 
 const SHOTS = process.env['CONSOLE_SCREENSHOTS'];
@@ -273,6 +274,58 @@ describe('the on-call console in headless chromium', () => {
       expect(scroll).toBeLessThanOrEqual(client);
       await shot(page, path === '/ui/' ? 'incidents-phone' : 'incident-phone');
     }
+    await page.setViewportSize({ width: 1280, height: 900 });
+  });
+
+  it('shows the fleet: a node with jobs and no agent as missing, live, with its queue depth', async () => {
+    await page.goto(`${receiver.url}/ui/fleet`);
+    // console-z has no agent: its job waits, and no worker checks its queue.
+    await alert('console-z');
+    const z = page.locator('tr[data-node="console-z"]');
+    await z.waitFor({ timeout: 10_000 });
+    expect(await z.getAttribute('data-agent')).toBe('missing');
+    expect(await z.locator('td[data-label="queue depth"]').innerText()).toBe('1');
+    expect(await page.locator('.banner', { hasText: 'with jobs and no agent' }).innerText()).toMatch(/^1 node\(s\) with jobs and no agent/);
+    // The agents that run are seen (their workers' stalled checks), whether or not they have open jobs.
+    await page.goto(`${receiver.url}/ui/fleet?show=all&sort=node`);
+    expect(await page.locator('tr[data-node]').evaluateAll((rows) => rows.map((r) => `${r.getAttribute('data-node')} ${r.getAttribute('data-agent')}`)))
+      .toEqual(['console-a seen', 'console-b seen', 'console-z missing']);
+    await shot(page, 'fleet');
+  });
+
+  it('sorts the fleet by a column header, both ways, and pages it on the server', async () => {
+    await page.goto(`${receiver.url}/ui/fleet?show=all`);
+    const nodes = () => page.locator('tr[data-node]').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-node')));
+    await Promise.all([page.waitForURL(/sort=node/), page.click('th a:text-is("node")')]);
+    expect(await nodes()).toEqual(['console-a', 'console-b', 'console-z']);
+    expect(await page.locator('th[aria-sort]').innerText()).toContain('node ▲');
+    await Promise.all([page.waitForURL(/dir=desc/), page.click('th a:has-text("node")')]);
+    expect(await nodes()).toEqual(['console-z', 'console-b', 'console-a']);
+    await Promise.all([page.waitForURL(/sort=agent/), page.click('th a:has-text("agent")')]);
+    expect((await nodes())[0]).toBe('console-z');
+    // One row a page: the server sends one, and "next" walks the rest in order.
+    await page.goto(`${receiver.url}/ui/fleet?show=all&sort=node&limit=1`);
+    const walked: (string | null)[] = [];
+    for (let i = 0; i < 5; i++) {
+      walked.push(...await nodes());
+      const next = page.locator('a[rel=next]');
+      if (!(await next.count())) break;
+      await Promise.all([page.waitForURL(/offset=/), next.click()]);
+    }
+    expect(walked).toEqual(['console-a', 'console-b', 'console-z']);
+    expect((await page.goto(`${receiver.url}/ui/fleet?sort=bogus`))!.status()).toBe(400);
+  });
+
+  it('fits the fleet on a 390x844 phone without horizontal scroll', async () => {
+    await page.setViewportSize({ width: 390, height: 844 });
+    await page.goto(`${receiver.url}/ui/fleet?show=all`);
+    await page.waitForSelector('tr[data-node]');
+    const { scroll, client } = await page.evaluate(() => {
+      const root = (globalThis as unknown as { document: { documentElement: { scrollWidth: number; clientWidth: number } } }).document.documentElement;
+      return { scroll: root.scrollWidth, client: root.clientWidth };
+    });
+    expect(scroll).toBeLessThanOrEqual(client);
+    await shot(page, 'fleet-phone');
     await page.setViewportSize({ width: 1280, height: 900 });
   });
 

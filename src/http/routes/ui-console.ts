@@ -6,13 +6,16 @@ import { JOB_ID } from '../../catalogue/keys.ts';
 import { NodeName } from '../../catalogue/names.ts';
 import { toIncident } from '../../console/incident.ts';
 import { IncidentFilter, listIncidents } from '../../console/incident-list.ts';
-import { StateCounter } from '../../console/state-counts.ts';
+import { FleetQuery, fleetPage } from '../../console/fleet.ts';
+import { stateCounts } from '../../console/state-counts.ts';
+import { CLUSTER_QUEUE, nodeOfQueue } from '../../catalogue/queues.ts';
 import { Breakers } from '../../controls/breakers.ts';
-import { BreakerName } from '../../controls/records.ts';
-import { knownQueuesKey } from '../../queues/known-queues.ts';
+import { controlKeys } from '../../controls/keys.ts';
+import { BreakerName, ParkedJob, parseJson } from '../../controls/records.ts';
 import { operatorOf } from '../operator-gate.ts';
 import { safeNext, sessionOf } from './ui-auth.ts';
 import { filterQuery, incidentsPage } from './ui-incidents-page.ts';
+import { fleetPageHtml, fleetQuery } from './ui-fleet-page.ts';
 import { jobPage } from './ui-job-page.ts';
 import type { ActionName, PageCtx } from './ui-pages.ts';
 import type { UiDeps } from './ui.ts';
@@ -46,9 +49,11 @@ const Bodies = {
   reset: z.object({ why: Why, breaker: BreakerName, confirm: Confirmed }),
 };
 
+/** Query values as strings, empty ones (a form's "any") dropped. */
+const given = (q: Request['query']): Record<string, string> => Object.fromEntries(Object.entries(q).filter((e): e is [string, string] => typeof e[1] === 'string' && e[1] !== ''));
+
 export function consoleRoutes(deps: UiDeps): Router {
   const r = Router();
-  const counter = new StateCounter(deps.redis, deps.prefix, deps.queue);
   const breakers = new Breakers(deps.redis, deps.prefix);
 
   const pageCtx = async (res: Response): Promise<PageCtx> => {
@@ -70,12 +75,11 @@ export function consoleRoutes(deps: UiDeps): Router {
 
   r.get(['/ui', '/ui/', '/ui/incidents'], async (req, res) => {
     // Empty fields of the filter form mean "any".
-    const query = Object.fromEntries(Object.entries(req.query).filter(([, v]) => typeof v === 'string' && v !== ''));
-    const f = IncidentFilter.safeParse(query);
+    const f = IncidentFilter.safeParse(given(req.query));
     if (!f.success) return res.status(400).type('text').send(`bad filter: ${f.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
     const [page, counts, parked, pauses, tripped, ctx] = await Promise.all([
       listIncidents(deps.incidents, deps.queue, f.data, { limit: PAGE_SIZE }),
-      counter.counts().catch(() => undefined),
+      deps.fleet.get().then(stateCounts, () => undefined),
       deps.controls.store.parkedJobs().catch(() => undefined),
       deps.controls.store.pauses().catch(() => undefined),
       breakers.tripped().catch(() => undefined),
@@ -88,10 +92,31 @@ export function consoleRoutes(deps: UiDeps): Router {
     }, ctx));
   });
 
+  r.get('/ui/fleet', async (req, res) => {
+    const q = FleetQuery.safeParse(given(req.query));
+    if (!q.success) return res.status(400).type('text').send(`bad query: ${q.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+    const [snap, parked, pauses, tripped, ctx] = await Promise.all([
+      deps.fleet.get(),
+      deps.controls.store.parkedJobs().catch(() => undefined),
+      deps.controls.store.pauses().catch(() => undefined),
+      breakers.tripped().catch(() => undefined),
+      pageCtx(res),
+    ]);
+    const page = fleetPage(snap, { ...(parked ? { parked } : {}), ...(pauses ? { pauses } : {}), ...(tripped ? { tripped } : {}) }, q.data);
+    return send(req, res, fleetPageHtml(page, fleetQuery(q.data), ctx));
+  });
+
   r.get('/ui/jobs/:id', async (req, res) => {
     const id = req.params.id;
     if (!JOB_ID.test(id)) return res.status(400).type('text').send('not a valid job id');
-    for (const name of (await deps.redis.smembers(knownQueuesKey(deps.prefix))).sort()) {
+    // The queue from what recorded the job (the console's index; a parked job's record), never a
+    // search through every queue (5,000 calls at 5,000 nodes). The cluster queue last: few jobs.
+    const candidates = [
+      (await deps.incidents.locate(id).catch(() => undefined))?.queue,
+      parseJson(ParkedJob, await deps.redis.hget(controlKeys(deps.prefix).parked, id).catch(() => null))?.queue,
+      CLUSTER_QUEUE,
+    ].filter((q, i, all): q is string => q !== undefined && (q === CLUSTER_QUEUE || nodeOfQueue(q) !== undefined) && all.indexOf(q) === i);
+    for (const name of candidates) {
       const q = deps.queue(name);
       const state = await q.getJobState(id);
       if (state === 'unknown') continue;
@@ -113,7 +138,7 @@ export function consoleRoutes(deps: UiDeps): Router {
         ...(node ? { nodePause: pauses?.nodes[node] ?? null } : {}),
       }, ctx));
     }
-    return res.status(404).type('text').send(`no job ${id}`);
+    return res.status(404).type('text').send(`no job ${id} (the console finds jobs through its index of incidents)`);
   });
 
   /** The guard checked origin and CSRF token; here the verb (403 first, whatever the form said), then the body. */

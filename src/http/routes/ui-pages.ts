@@ -39,7 +39,7 @@ export const waited = (since: string | undefined): string => (since ? `<span cla
  */
 export function layout(title: string, body: string, ctx: PageCtx, live?: string, top = ''): string {
   return `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>${esc(title)}</title><link rel="stylesheet" href="/ui/style.css"><script src="/ui/console.js" defer></script></head><body>
-<header><nav aria-label="main"><a href="/ui/">Incidents</a><a href="/ui/queues/">Queues</a><span class="who">signed in as <b>${esc(ctx.username)}</b></span> <form class="inline" method="post" action="/ui/logout">${csrfField(ctx)}<button>Sign out</button></form></nav></header>
+<header><nav aria-label="main"><a href="/ui/">Incidents</a><a href="/ui/fleet">Fleet</a><a href="/ui/queues/">Queues</a><span class="who">signed in as <b>${esc(ctx.username)}</b></span> <form class="inline" method="post" action="/ui/logout">${csrfField(ctx)}<button>Sign out</button></form></nav></header>
 <main>${top}<div id="live"${live ? ` data-live="${esc(live)}"` : ''}>
 ${body}</div></main><p class="live-status" role="status" aria-live="polite" id="live-status"></p></body></html>`;
 }

@@ -7,6 +7,7 @@ import type { OperatorAuth } from '../../auth/operator-auth.ts';
 import type { SessionStore } from '../../auth/session-store.ts';
 import type { RedisConnection } from '../../queues/redis.ts';
 import type { IncidentIndex } from '../../console/incident-index.ts';
+import type { FleetSnapshots } from '../../console/fleet-snapshot.ts';
 import type { OperatorActions } from '../../controls/operator-actions.ts';
 import { knownQueuesKey } from '../../queues/known-queues.ts';
 import { uiAuth } from './ui-auth.ts';
@@ -29,6 +30,8 @@ export interface UiDeps {
   controls: OperatorActions;
   /** The console's index of incidents (src/console/incident-index.ts). */
   incidents: IncidentIndex;
+  /** The fleet snapshot shared with /v1/fleet and /v1/summary (src/console/fleet-snapshot.ts). */
+  fleet: FleetSnapshots;
 }
 
 export const UI_CONTENT_SECURITY_POLICY = [
