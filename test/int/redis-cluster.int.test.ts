@@ -6,7 +6,7 @@ import { createLogger } from '../../src/observability/logger.ts';
 import { connect, scanKeys, whenReady } from '../../src/queues/redis.ts';
 import { NoAgentWatch } from '../../src/queues/no-agent-watch.ts';
 import { startReceiver, type Receiver } from '../../src/receiver.ts';
-import { incidentIndexKey } from '../../src/console/incident-index.ts';
+import { IncidentIndex, incidentIndexKey } from '../../src/console/incident-index.ts';
 import type { RunbookWorker } from '../../workers/engine/runbook-worker.ts';
 import { createNodeAgent } from '../../workers/node-agent/agent.ts';
 import { breakerContract } from '../support/breaker-contract.ts';
@@ -109,6 +109,16 @@ describe.skipIf(skip)('a 3-master Redis Cluster', () => {
     // The jobs API reads every queue, wherever its slot lives.
     const listed = await get('/v1/jobs?limit=100');
     expect(listed.jobs.length).toBeGreaterThanOrEqual(24);
+    // The console's fleet scan (a script call per queue here: one slot each) and its index lookups.
+    const fleet = await get('/v1/fleet?show=all&sort=node&limit=100');
+    const rows = new Map<string, { open: number; completed: number; agent: string }>(fleet.rows.map((r: any) => [r.node, r]));
+    for (const node of nodes.slice(0, 3)) expect(rows.get(node)).toMatchObject({ open: 0, completed: 1, agent: 'seen' });
+    for (const node of nodes.slice(3)) expect(rows.get(node)).toMatchObject({ open: 1, agent: 'missing' });
+    expect(fleet.agentsMissing).toBe(21);
+    expect((await get('/v1/summary')).counts).toMatchObject({ waiting: 21, completed: 3 });
+    const index = new IncidentIndex(admin, prefix);
+    expect(await index.locate(r.json.accepted[5].id)).toMatchObject({ queue: nodeQueueName(nodes[5]!), node: nodes[5] });
+    expect((await index.ofNode(nodes[7]!, 10)).map((e) => e.id)).toEqual([r.json.accepted[7].id]);
     const metrics = await (await fetch(`${receiver.url}/metrics`)).text();
     expect(metrics).toMatch(/volume_medic_jobs_finished_total\{runbook="residual-multipath-cleanup",outcome="planned"\} 3/);
     expect(await getJson(`${receiver.url}/readyz`)).toMatchObject({ status: 'ready', redis: 'ok' });
