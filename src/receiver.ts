@@ -149,7 +149,7 @@ export async function startReceiver(config: Config, opts: ReceiverOptions = {}):
     authLimiter,
     trustedProxyCidrs: config.trustedProxyCidrs,
     bodyLimit: config.bodyLimit,
-    reader: new JobReader(redis, config.queuePrefix, dispatcher),
+    reader: new JobReader(redis, config.queuePrefix, dispatcher, (id) => incidents.locate(id)),
     dispatcher,
     lookups,
     kubeState: () => watches?.state(),

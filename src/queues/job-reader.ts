@@ -50,10 +50,14 @@ export class JobReader {
   private readonly prefix: string;
   private readonly dispatcher: Dispatcher;
 
-  constructor(redis: RedisConnection, prefix: string, dispatcher: Dispatcher) {
+  /** Where a job id was stored (the console's incident index), when known: one lookup instead of one per queue. */
+  private readonly locate: ((id: string) => Promise<{ queue: string } | undefined>) | undefined;
+
+  constructor(redis: RedisConnection, prefix: string, dispatcher: Dispatcher, locate?: (id: string) => Promise<{ queue: string } | undefined>) {
     this.redis = redis;
     this.prefix = prefix;
     this.dispatcher = dispatcher;
+    this.locate = locate;
   }
 
   private async queues(): Promise<string[]> {
@@ -82,7 +86,11 @@ export class JobReader {
   }
 
   async get(id: string): Promise<JobDetail | undefined> {
-    for (const name of await this.queues()) {
+    // The index's queue first; a job it does not have (trimmed, or stored before it) is looked for on every queue.
+    const at = await this.locate?.(id).catch(() => undefined);
+    const known = await this.queues();
+    const order = at && known.includes(at.queue) ? [at.queue, ...known.filter((q) => q !== at.queue)] : known;
+    for (const name of order) {
       const queue = this.dispatcher.queue(name);
       // State first, then the hash: read the other way round, a job finishing in between shows
       // as completed without its result. This way a finished job always carries what it wrote.
