@@ -20,6 +20,7 @@ import { ackReplicas, describeTarget, redisTarget } from './queues/redis-target.
 import { ReplicaAck, replicaAckKey } from './queues/replica-ack.ts';
 import type { Redis } from 'ioredis';
 import { OperatorActions } from './controls/operator-actions.ts';
+import { JobRetry } from './controls/job-retry.ts';
 import type { RepeatAnswers } from './ingest/repeat-answers.ts';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { cachedReviews } from './auth/cached-reviews.ts';
@@ -120,6 +121,31 @@ export async function startReceiver(config: Config, opts: ReceiverOptions = {}):
     index: incidents,
     onIndexError: (err) => log.warn({ err: err.message }, 'the console\'s incident index missed a batch'),
   });
+  const operatorActions = new OperatorActions({
+    redis,
+    prefix: config.queuePrefix,
+    queue: (name) => dispatcher.queue(name),
+    caps: {
+      nodePerHour: config.breakerNodeDestructivePerHour,
+      clusterPerHour: config.breakerClusterDestructivePerHour,
+      stormNodes: config.breakerStormNodes,
+      stormWindowMs: config.breakerStormWindowSeconds * 1000,
+    },
+    approvalTtlMs: config.approvalTtlSeconds * 1000,
+    configuredModes: { default: config.defaultMode, runbooks: config.runbookModes },
+    trust: {
+      ...(trust.sealer ? { sealer: trust.sealer } : {}),
+      ring: trust.ring,
+      allowUnsigned: trust.allowUnsigned,
+      onUntrusted: (u) => log.warn({ kind: u.kind, field: u.field.slice(0, 200), reason: u.reason, detail: u.detail }, 'untrusted control record ignored (not written through the API)'),
+    },
+  });
+  // An operator's retry: a new job for the same work, sealed afresh (src/controls/job-retry.ts).
+  const retries = new JobRetry({
+    redis, prefix: config.queuePrefix, queue: (name) => dispatcher.queue(name), store: operatorActions.store, index: incidents,
+    trust: { ring: trust.ring, ...(trust.sealer ? { sealer: trust.sealer } : {}), ttlMs: trust.ttlMs, allowUnsigned: trust.allowUnsigned },
+    ...(config.dedupWindowSeconds !== undefined ? { dedupWindowSeconds: config.dedupWindowSeconds } : {}),
+  });
   const metrics = createReceiverMetrics();
   // KUBE_WATCH: cluster access for triage's lookups and the watch sources (fails fast without a kubeconfig).
   const kubeConfig = config.kubeWatch ? loadKubeConfig() : undefined;
@@ -161,25 +187,8 @@ export async function startReceiver(config: Config, opts: ReceiverOptions = {}):
     ...(opts.repeats ? { repeats: opts.repeats } : {}),
     retryAfterSeconds: 5,
     controls: {
-      actions: new OperatorActions({
-        redis,
-        prefix: config.queuePrefix,
-        queue: (name) => dispatcher.queue(name),
-        caps: {
-          nodePerHour: config.breakerNodeDestructivePerHour,
-          clusterPerHour: config.breakerClusterDestructivePerHour,
-          stormNodes: config.breakerStormNodes,
-          stormWindowMs: config.breakerStormWindowSeconds * 1000,
-        },
-        approvalTtlMs: config.approvalTtlSeconds * 1000,
-        configuredModes: { default: config.defaultMode, runbooks: config.runbookModes },
-        trust: {
-          ...(trust.sealer ? { sealer: trust.sealer } : {}),
-          ring: trust.ring,
-          allowUnsigned: trust.allowUnsigned,
-          onUntrusted: (u) => log.warn({ kind: u.kind, field: u.field.slice(0, 200), reason: u.reason, detail: u.detail }, 'untrusted control record ignored (not written through the API)'),
-        },
-      }),
+      actions: operatorActions,
+      retries,
       queue: (name) => dispatcher.queue(name),
       uiSessionTtlSeconds: config.uiSessionTtlSeconds,
       incidents,

@@ -13,6 +13,7 @@ export const OPERATOR_PERMISSIONS = {
     explain: 'ask what a webhook payload would do, storing nothing (POST /v1/explain)',
     approve: 'approve the waiting high-risk steps of a job (POST /v1/jobs/:id/approve, the dashboard\'s Approve)',
     reject: 'refuse them (POST /v1/jobs/:id/reject, the dashboard\'s Reject)',
+    retry: 'run a failed job again as a new job the receiver seals afresh (POST /v1/jobs/:id/retry, the dashboard\'s Retry)',
   },
   controls: {
     get: 'read modes, pauses, breakers, parked jobs and the audit trail (GET /v1/controls, /v1/controls/audit, /v1/breakers)',
@@ -58,6 +59,7 @@ export const OPERATOR_ROUTES: readonly OperatorRoute[] = [
   { method: 'GET', path: '/v1/jobs/:id/approval', permission: p('jobs', 'get') },
   { method: 'POST', path: '/v1/jobs/:id/approve', permission: p('jobs', 'approve') },
   { method: 'POST', path: '/v1/jobs/:id/reject', permission: p('jobs', 'reject') },
+  { method: 'POST', path: '/v1/jobs/:id/retry', permission: p('jobs', 'retry') },
   { method: 'POST', path: '/v1/explain', permission: p('jobs', 'explain') },
   { method: 'GET', path: '/v1/controls', permission: p('controls', 'get') },
   { method: 'GET', path: '/v1/controls/audit', permission: p('controls', 'get') },

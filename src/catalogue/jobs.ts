@@ -15,6 +15,13 @@ const base = {
   version: z.literal(1),
   key: z.string().regex(JOB_ID, 'not a valid idempotency key'),
   evidence: z.array(Evidence).min(1).max(20),
+  /**
+   * Set on an operator's retry of a failed job (src/controls/job-retry.ts): a new job, sealed
+   * afresh, whose key is `<of>.r<n>`. `of` is the first job's key: the host journal is kept under
+   * it (workers/engine/run-runbook.ts), so a step that took effect in any earlier job of the line
+   * is not repeated.
+   */
+  retry: z.object({ of: z.string().regex(JOB_ID), n: z.number().int().min(1).max(99) }).optional(),
 };
 
 export const ResidualMultipathJob = z.object({

@@ -92,6 +92,13 @@ export async function decide(api: ApiClient, verb: 'approve' | 'reject', id: str
   out(`${id}: ${r.state} by ${r.decidedBy}${r.why ? ` (${r.why})` : ''}; steps: ${r.steps.map((s: any) => s.id).join(', ')}`);
 }
 
+/** A failed job again, as a new job the receiver seals afresh; prints the new job's id. */
+export async function retry(api: ApiClient, id: string, o: Opts, out: Out): Promise<void> {
+  const r = await api.post(`/v1/jobs/${enc(id)}/retry`, asked(o));
+  if (o.json) return out(JSON.stringify(r, null, 2));
+  out(`${id}: retried as ${r.id} (queue ${r.queue}) by ${r.recordedAs}; see: volume-medic show ${r.id}`);
+}
+
 export async function pause(api: ApiClient, verb: 'pause' | 'resume', o: Opts, out: Out): Promise<void> {
   const r = await api.post(`/v1/${verb}`, { ...(o.node ? { node: o.node } : {}), ...asked(o) });
   if (o.json) return out(JSON.stringify(r, null, 2));

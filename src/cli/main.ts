@@ -4,7 +4,7 @@ import { ApiError, apiClient } from './client.ts';
 import { operatorToken } from './operator-token.ts';
 import { terminalSafe } from './terminal-safe.ts';
 import { redactUrlsIn } from '../observability/redact-url.ts';
-import { UsageError, approvals, breakers, decide, explain, job, jobs, modes, pause, placeholders, type Opts } from './commands.ts';
+import { UsageError, approvals, breakers, decide, explain, job, jobs, modes, pause, placeholders, retry, type Opts } from './commands.ts';
 
 // `volume-medic`: the operator's command line, against the receiver's API.
 // URL: --url, else VOLUME_MEDIC_URL, else http://127.0.0.1:8080. Who you are is your Kubernetes
@@ -22,6 +22,7 @@ commands:
   approvals                                           jobs waiting for approval
   approve <id> [--why TEXT]                           let a job's high-risk steps run
   reject <id> --why TEXT                              refuse them (the job fails, nothing runs)
+  retry <id> --why TEXT                               run a failed job again (a new job, sealed afresh)
   pause [--node N] [--why TEXT]                       hold jobs cluster-wide or on one node
   resume [--node N] [--why TEXT]                      release them
   breakers                                            blast-radius breakers: counts, caps, trips
@@ -87,6 +88,7 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv, rawOut: (s: st
       case 'job': await job(api, need('<id>'), o, out); break;
       case 'approvals': await approvals(api, o, out); break;
       case 'approve': case 'reject': await decide(api, cmd, need('<id>'), o, out); break;
+      case 'retry': await retry(api, need('<id>'), o, out); break;
       case 'pause': case 'resume': await pause(api, cmd, o, out); break;
       case 'breakers': await breakers(api, args, o, out); break;
       case 'modes': await modes(api, args, o, out); break;

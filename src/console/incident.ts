@@ -67,8 +67,15 @@ export interface Incident {
   signals: SignalView[];
   target?: unknown;
   ranOn?: string;
+  /** An operator's retry (src/controls/job-retry.ts): the line's first job and which retry this is. */
+  retry?: { of: string; n: number };
   valid: boolean;
 }
+
+/** The job a retry was made from: the line's first job, or the retry before it. */
+export const retriedFrom = (r: { of: string; n: number }): string => (r.n === 1 ? r.of : `${r.of}.r${r.n - 1}`);
+/** The key the next retry of a job gets. */
+export const nextRetryKey = (i: Pick<Incident, 'id' | 'retry'>): string => `${i.retry?.of ?? i.id}.r${(i.retry?.n ?? 0) + 1}`;
 
 type Loose = Record<string, unknown> | undefined;
 const obj = (v: unknown): Loose => (v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined);
@@ -161,6 +168,7 @@ export function toIncident(job: Job, queue: string, state: string): Incident {
     ...(waiting ? { waiting } : {}),
     signals,
     ...(data?.['target'] !== undefined ? { target: data['target'] } : {}),
+    ...(parsed.success && parsed.data.retry ? { retry: parsed.data.retry } : {}),
     valid: parsed.success,
   };
 }

@@ -14,6 +14,7 @@ import { controlRoutes } from './routes/controls.ts';
 import { placeholderRoutes } from './routes/placeholders.ts';
 import { uiRoutes } from './routes/ui.ts';
 import type { OperatorActions } from '../controls/operator-actions.ts';
+import type { JobRetry } from '../controls/job-retry.ts';
 import type { Queue } from 'bullmq';
 import type { JobReader } from '../queues/job-reader.ts';
 import type { KubeWatchesState } from '../kube/kube-watches.ts';
@@ -40,7 +41,7 @@ export interface AppDeps extends WebhookDeps {
   /** The Kubernetes watches' state, when KUBE_WATCH is on. */
   kubeState?: () => KubeWatchesState | undefined;
   /** Operator controls: /v1 control routes, the /ui dashboard, and pause/breakers in /readyz and /metrics. */
-  controls?: { actions: OperatorActions; queue: (name: string) => Queue; uiSessionTtlSeconds: number; incidents: IncidentIndex };
+  controls?: { actions: OperatorActions; queue: (name: string) => Queue; uiSessionTtlSeconds: number; incidents: IncidentIndex; retries?: JobRetry };
 }
 
 const SOURCE_OF: Record<string, string> = { '/v1/alertmanager': 'alertmanager', '/v1/events': 'events', '/v1/npd': 'npd' };
@@ -73,12 +74,13 @@ export function createApp(deps: AppDeps): Express {
   if (deps.controls && fleet) {
     app.use(uiRoutes({
       redis: deps.redis, prefix: deps.prefix, auth: deps.operatorAuth, queue: deps.controls.queue, controls: deps.controls.actions, incidents: deps.controls.incidents, fleet,
+      ...(deps.controls.retries ? { retries: deps.controls.retries } : {}),
       sessions: new SessionStore(deps.redis, deps.prefix, deps.controls.uiSessionTtlSeconds),
     }));
   }
   app.use(jobRoutes(deps.reader));
   app.use(explainRoutes(deps));
-  if (deps.controls) app.use(controlRoutes(deps.controls.actions));
+  if (deps.controls) app.use(controlRoutes(deps.controls.actions, deps.controls.retries));
   if (deps.controls && fleet) app.use(fleetRoutes({ fleet, store: deps.controls.actions.store, breakers: new Breakers(deps.redis, deps.prefix) }));
   if (deps.controls) app.use(placeholderRoutes({ dispatcher: deps.dispatcher, audit: deps.controls.actions.store, retryAfterSeconds: deps.retryAfterSeconds }));
   app.use((_req, res) => res.status(404).json({ error: 'no such route' }));

@@ -2,7 +2,7 @@ import type { RemediationJob } from '../catalogue/jobs.ts';
 import type { Keyring } from './keyring.ts';
 import type { Role } from './roles.ts';
 import { sealedBytes } from './encoding.ts';
-import { verifySeal, type Sealer, type Verdict } from './seal.ts';
+import { Seal, verifySeal, type Sealer, type Verdict } from './seal.ts';
 
 // Sealed work: a job's data on its queue is the catalogue job plus `seal`, bound to the queue
 // and the job id. Only the issuer's role key makes it; agents verify it before anything else.
@@ -35,6 +35,20 @@ export function verifyJobSeal(ring: Keyring, queue: string, jobId: string, data:
   if (data === null || typeof data !== 'object' || Array.isArray(data)) return { ok: false, reason: 'malformed', detail: 'job data is not an object' };
   const { [SEAL_FIELD]: seal, ...body } = data as Record<string, unknown>;
   return verifySeal(ring, 'job', subjectOf(queue, jobId), body, seal, now);
+}
+
+/**
+ * Whether stored job data was sealed by an issuer this keyring knows, for this queue and job id,
+ * whatever its age: the check before an operator's retry seals the same work afresh
+ * (src/controls/job-retry.ts). An expired seal passes (that is often why the job failed); a
+ * missing, forged, altered or moved one does not, so a retry never turns data someone wrote
+ * into Redis into sealed work.
+ */
+export function verifyJobProvenance(ring: Keyring, queue: string, jobId: string, data: unknown): Verdict {
+  const raw = data !== null && typeof data === 'object' && !Array.isArray(data) ? (data as Record<string, unknown>)[SEAL_FIELD] : undefined;
+  const parsed = Seal.safeParse(raw);
+  // Checked at the seal's own issue time: the MAC, the key and the window's shape, not the clock.
+  return verifyJobSeal(ring, queue, jobId, data, parsed.success ? parsed.data.iat : 0);
 }
 
 /**

@@ -12,7 +12,7 @@ import type { RunbookWorker } from '../../workers/engine/runbook-worker.ts';
 import { createNodeAgent } from '../../workers/node-agent/agent.ts';
 import { testConfig } from '../support/config.ts';
 import { fastControls, toyRunbook } from '../support/controls-harness.ts';
-import { alertmanagerBody, nodeNotReadyAlert, post } from '../support/payloads.ts';
+import { alertmanagerBody, getJson, nodeNotReadyAlert, post } from '../support/payloads.ts';
 import { dropPrefix, redisUrl, uniquePrefix } from '../support/redis.ts';
 import { waitFor } from '../support/wait.ts';
 import { startOperators, type Operators } from '../support/operators.ts';
@@ -128,6 +128,33 @@ describe('the volume-medic CLI against a real receiver', () => {
     const again = await cli(['approve', id]);
     expect(again.code).toBe(1);
     expect(again.stderr).toMatch(/409 .*already approved/);
+  });
+
+  it('retries a rejected job as a new job with a reason, as text and --json; a second retry of it is refused', async () => {
+    // The toy's steps are files on its host: gone again, so this job has work to do.
+    for (const f of ['/w/release', '/w/flush']) await toy.host.unlink(f);
+    const posted = await post(`${receiver.url}/v1/alertmanager`, alertmanagerBody([nodeNotReadyAlert('cli-node', 'resolved', 'cliretry1')]), TOKEN);
+    const id: string = posted.json.accepted[0].id;
+    const job = (jobId: string) => getJson(`${receiver.url}/v1/jobs/${jobId}`, ops.token('reader'));
+    await waitFor('job parked for approval', async () => ((await job(id)).progress?.parked?.reason === 'approval' ? true : undefined));
+    const rejected = JSON.parse((await cli(['reject', id, '--why', 'not now', '--json'])).stdout);
+    expect(rejected).toMatchObject({ state: 'rejected', decidedBy: 'oncall-ana', why: 'not now' });
+    await waitFor('job failed', async () => ((await job(id)).state === 'failed' ? true : undefined));
+    const unexplained = await cli(['retry', id]);
+    expect(unexplained.code).toBe(1);
+    expect(unexplained.stderr).toMatch(/400 .*why/);
+    const r = await cli(['retry', id, '--why', 'the array team says go']);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toBe(`${id}: retried as ${id}.r1 (queue vm-node-{cli-node}) by oncall-ana; see: volume-medic show ${id}.r1\n`);
+    // The new job waits for its own approval.
+    await waitFor('the retry parked for approval', async () => ((await job(`${id}.r1`)).progress?.parked?.reason === 'approval' ? true : undefined));
+    const again = await cli(['retry', id, '--why', 'twice', '--json']);
+    expect(again.code).toBe(1);
+    expect(again.stderr).toMatch(new RegExp(`409 .*already retried as ${id}\\.r1`));
+    await cli(['reject', `${id}.r1`, '--why', 'clean up']);
+    await waitFor('the retry failed', async () => ((await job(`${id}.r1`)).state === 'failed' ? true : undefined));
+    const json = JSON.parse((await cli(['retry', `${id}.r1`, '--why', 'second try', '--json'])).stdout);
+    expect(json).toMatchObject({ id: `${id}.r2`, of: `${id}.r1`, retry: { of: id, n: 2 }, recordedAs: 'oncall-ana' });
   });
 
   it('pauses and resumes a node and the cluster, and shows the breakers', async () => {

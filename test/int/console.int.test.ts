@@ -8,6 +8,7 @@ import { startReceiver, type Receiver } from '../../src/receiver.ts';
 import type { RunbookWorker } from '../../workers/engine/runbook-worker.ts';
 import { runRunbook } from '../../workers/engine/run-runbook.ts';
 import type { PlannedStep, RunbookDefinition } from '../../workers/engine/runbook.ts';
+import { PermanentError } from '../../workers/engine/errors.ts';
 import { FakeHost } from '../../workers/host/fake-host.ts';
 import { createNodeAgent } from '../../workers/node-agent/agent.ts';
 import type { RunbookRegistry } from '../../workers/runbooks/registry.ts';
@@ -37,7 +38,7 @@ const ARGV = ['dmsetup', 'message', 'mpatha', '0', 'fail_if_no_path'];
 type Step = PlannedStep & { file: string; argv?: string[] };
 
 /** residual-multipath-cleanup as a toy: a high-risk step that runs a real argv on a fake host, then a flush. */
-function toy(): { registry: RunbookRegistry; ran: (file: string) => Promise<boolean> } {
+function toy(): { registry: RunbookRegistry; ran: (file: string) => Promise<boolean>; host: FakeHost } {
   const host = new FakeHost().on(['dmsetup'], { exitCode: 0, stdout: 'ok' }).on(['multipath'], { exitCode: 0, stdout: 'flushed' });
   const def = (node: string): RunbookDefinition<'residual-multipath-cleanup', null, Step> => ({
     runbook: 'residual-multipath-cleanup',
@@ -52,6 +53,8 @@ function toy(): { registry: RunbookRegistry; ran: (file: string) => Promise<bool
     steps: {
       isDone: async (s, h) => (await h.readFile(s.file)) !== null,
       apply: async (s, h) => {
+        // A node whose /w/<node>/broken exists fails its steps (the retry tests).
+        if ((await h.readFile(`/w/${node}/broken`)) !== null) throw new PermanentError('map in use');
         if (s.argv) await h.run(s.argv);
         await h.writeFile(s.file, 'done');
       },
@@ -61,6 +64,7 @@ function toy(): { registry: RunbookRegistry; ran: (file: string) => Promise<bool
   return {
     registry: { 'residual-multipath-cleanup': (job, ctx) => runRunbook(def(job.target.node), job, ctx, { host, stateDir: '/state' }) },
     ran: async (file) => (await host.readFile(file)) !== null,
+    host,
   };
 }
 
@@ -108,7 +112,7 @@ describe('the on-call console in headless chromium', () => {
     const config = (over: Partial<Config> = {}) => testConfig({ redisUrl: redisUrl(), queuePrefix: prefix, tokens: [WEBHOOK_TOKEN], ...fastControls, ...over });
     ops = await startOperators();
     receiver = await startReceiver(config(), { operatorKubeConfig: ops.api.kubeConfig(), log: silent });
-    for (const node of ['console-a', 'console-b']) {
+    for (const node of ['console-a', 'console-b', 'console-c']) {
       // A long recheck keeps a parked job 'delayed' while a page shows it.
       agents.push(createNodeAgent({ config: config({ nodeName: node, runbookModes: { 'residual-multipath-cleanup': 'enforce' }, controlsRecheckSeconds: 30 }), registry: runbook.registry, log: silent }));
     }
@@ -258,6 +262,52 @@ describe('the on-call console in headless chromium', () => {
     await page.goto(`${receiver.url}/ui/?runbook=residual-multipath-cleanup&mode=enforce&state=completed`);
     expect(await page.locator('tr[data-job]').count()).toBe(1);
     expect((await page.goto(`${receiver.url}/ui/?state=bogus`))!.status()).toBe(400);
+  });
+
+  it('retries a failed job: a viewer sees Retry disabled and gets 403 forcing it; an operator\'s retry is a new job that appears and runs', async () => {
+    await runbook.host.writeFile('/w/console-c/broken', 'yes');
+    const id = await alert('console-c');
+    await parked(id);
+    expect((await post(`${receiver.url}/v1/jobs/${id}/approve`, { why: 'go' }, ops.token('dora@example.com'))).status).toBe(200);
+    await waitFor(`job ${id} failed`, async () => ((await getJson(`${receiver.url}/v1/jobs/${id}`, ops.token('reader'))).state === 'failed' ? true : undefined));
+    await runbook.host.unlink('/w/console-c/broken');
+
+    const viewer = await newContext();
+    const p = await viewer.newPage();
+    await signIn(p, ops.token('vic@example.com', VIEWERS));
+    await p.goto(`${receiver.url}/ui/jobs/${id}`);
+    expect(await p.locator('form.action-retry button').isDisabled()).toBe(true);
+    expect(await p.locator('form.action-retry').innerText()).toContain('vic@example.com may not: needs retry jobs.volume-medic.io');
+    const forced = await p.evaluate(async (url) => {
+      const doc = (globalThis as unknown as { document: { querySelector(s: string): { value: string } } }).document;
+      const body = new URLSearchParams({ _csrf: doc.querySelector('input[name=_csrf]').value, why: 'let me', confirm: 'yes' });
+      const r = await fetch(url, { method: 'POST', body });
+      return { status: r.status, text: await r.text() };
+    }, `/ui/jobs/${id}/retry`);
+    expect(forced.status).toBe(403);
+    expect(forced.text).toMatch(/retry jobs\.volume-medic\.io/);
+    await viewer.close();
+
+    await page.goto(`${receiver.url}/ui/jobs/${id}`);
+    expect(await page.locator('main').innerText()).toMatch(/Retry\s+A new job for the same work, sealed afresh/);
+    await page.fill('form.action-retry input[name=why]', 'the map was released by hand');
+    await page.check('form.action-retry input[name=confirm]');
+    await Promise.all([page.waitForURL(`${receiver.url}/ui/jobs/${id}.r1`), page.click('form.action-retry button')]);
+    expect(await page.locator('dl.facts').first().innerText()).toMatch(new RegExp(`retry\\s+first retry of ${id}`));
+    expect(await page.locator('tr[data-action="retry"]').innerText()).toMatch(new RegExp(`dora@example\\.com\\s+retry\\s+retry of ${id}: the map was released by hand`));
+    // A new job: its high-risk step is approved again, here, and then it runs.
+    await page.waitForSelector('form.action-approve');
+    await page.fill('form.action-approve input[name=why]', 'same evidence, map released');
+    await page.check('form.action-approve input[name=confirm]');
+    await Promise.all([page.waitForURL(`${receiver.url}/ui/jobs/${id}.r1`), page.click('form.action-approve button')]);
+    await page.waitForSelector('dd[data-state="completed"]', { timeout: 15_000 });
+    expect(await runbook.ran('/w/console-c/flush')).toBe(true);
+    await shot(page, 'incident-retried');
+    // The failed job links to it; the incidents list shows it.
+    await page.goto(`${receiver.url}/ui/jobs/${id}`);
+    expect(await page.locator('#retry-h + p').innerText()).toBe(`Retried as ${id}.r1 (completed).`);
+    await page.goto(`${receiver.url}/ui/?node=console-c`);
+    expect(await page.locator(`tr[data-job="${id}.r1"]`).getAttribute('data-state')).toBe('completed');
   });
 
   it('fits a 390x844 phone without horizontal scroll', async () => {

@@ -8,7 +8,8 @@ import { PermanentError } from './errors.ts';
 // them: a destructive step is never repeated even when its check would now say "not done"
 // (after `losetup -d loop101`, someone else may own loop101). A finished journal is ignored,
 // because idempotency keys repeat: a later job for the same PV gets the same id and must start
-// fresh.
+// fresh. An operator's retry (a new job, src/controls/job-retry.ts) opens the journal of its
+// line's first job (RunbookContext.journalKey), so it skips what its predecessors took.
 
 const JournalFile = z.object({
   version: z.literal(1),

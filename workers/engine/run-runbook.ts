@@ -73,7 +73,7 @@ export async function runRunbook<R extends RunbookName, F, S extends PlannedStep
   };
 
   // Only enforce keeps a journal: a dry-run has nothing to resume.
-  const journal = ctx.mode === 'enforce' ? await Journal.open(deps.host, deps.stateDir, ctx.jobId, def.runbook, now) : null;
+  const journal = ctx.mode === 'enforce' ? await Journal.open(deps.host, deps.stateDir, ctx.journalKey ?? ctx.jobId, def.runbook, now) : null;
 
   try {
     facts = await def.observe(job, host);

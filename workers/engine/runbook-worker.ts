@@ -162,6 +162,7 @@ export function createRunbookWorker(opts: RunbookWorkerOptions): RunbookWorker {
       if (typeof job.progress === 'object' && job.progress !== null) await controls?.unpark(jobId);
       const ctx: RunbookContext = {
         jobId,
+        ...(parsed.data.retry ? { journalKey: parsed.data.retry.of } : {}),
         attempt: job.attemptsMade + 1,
         mode: begun?.mode ?? opts.modeOf(parsed.data.runbook),
         ranOn: opts.ranOn,

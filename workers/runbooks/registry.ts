@@ -10,6 +10,11 @@ import type { StepGate } from '../engine/gate.ts';
 export interface RunbookContext {
   /** BullMQ job id (= the idempotency key). */
   jobId: string;
+  /**
+   * The key the host journal is kept under: the job id, or for an operator's retry the first
+   * job's key (`retry.of`), so a retry skips the steps its predecessors already took.
+   */
+  journalKey?: string;
   /** 1 for the first attempt. */
   attempt: number;
   /** The mode this job runs in, decided by configuration when the job starts. */

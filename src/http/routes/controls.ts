@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { RunbookName } from '../../catalogue/jobs.ts';
 import { JOB_ID } from '../../catalogue/keys.ts';
 import { NodeName } from '../../catalogue/names.ts';
+import type { JobRetry } from '../../controls/job-retry.ts';
 import type { OperatorActions } from '../../controls/operator-actions.ts';
 import { BreakerName } from '../../controls/records.ts';
 import { describeZodError } from '../../ingest/zod-error.ts';
@@ -26,13 +27,14 @@ const PauseBody = z.object({ node: NodeName.optional(), why: Why });
 const ResetBody = z.object({ breaker: BreakerName, why: Why });
 const ApproveBody = z.object({ why: Why });
 const RejectBody = z.object({ why: z.string().trim().min(1, 'say why the step must not run (why)').max(500) });
+const RetryBody = z.object({ why: z.string().trim().min(1, 'say why the job should run again (why)').max(500) });
 const Limit = z.object({ limit: z.coerce.number().int().min(1).max(1000).default(100) });
 
 const bad = (res: Response, err: z.ZodError) => res.status(400).json({ error: describeZodError(err) });
 const asked = (res: Response, b: { why?: string | undefined }) => ({ by: operatorOf(res).username, ...(b.why ? { why: b.why } : {}) });
 const recordedAs = (res: Response) => ({ recordedAs: operatorOf(res).username });
 
-export function controlRoutes(ops: OperatorActions): Router {
+export function controlRoutes(ops: OperatorActions, retries?: JobRetry): Router {
   const r = Router();
 
   r.get('/v1/controls', async (_req, res) => res.json(await ops.view()));
@@ -86,5 +88,14 @@ export function controlRoutes(ops: OperatorActions): Router {
       return out.ok ? res.json(out.approval) : res.status(out.status).json({ error: out.error, ...(out.approval ? { approval: out.approval } : {}) });
     });
   }
+  // A failed job again, as a new job sealed afresh (src/controls/job-retry.ts says why not BullMQ's retry).
+  r.post('/v1/jobs/:id/retry', async (req, res) => {
+    if (!JOB_ID.test(req.params.id)) return res.status(400).json({ error: 'not a valid job id' });
+    if (!retries) return res.status(503).json({ error: 'retries are not available on this receiver' });
+    const b = RetryBody.safeParse(req.body ?? {});
+    if (!b.success) return bad(res, b.error);
+    const out = await retries.retry(req.params.id, asked(res, b.data));
+    return out.ok ? res.status(201).json({ ...out, ...recordedAs(res) }) : res.status(out.status).json({ error: out.error });
+  });
   return r;
 }

@@ -4,7 +4,7 @@ import { z } from 'zod';
 import type { Permission } from '../../auth/permissions.ts';
 import { JOB_ID } from '../../catalogue/keys.ts';
 import { NodeName } from '../../catalogue/names.ts';
-import { toIncident } from '../../console/incident.ts';
+import { nextRetryKey, toIncident } from '../../console/incident.ts';
 import { IncidentFilter, listIncidents } from '../../console/incident-list.ts';
 import { FleetQuery, fleetPage } from '../../console/fleet.ts';
 import { stateCounts } from '../../console/state-counts.ts';
@@ -37,6 +37,7 @@ const PERMISSION: Record<ActionName, Permission> = {
   pause: { resource: 'pauses', verb: 'create' },
   resume: { resource: 'pauses', verb: 'delete' },
   reset: { resource: 'breakers', verb: 'reset' },
+  retry: { resource: 'jobs', verb: 'retry' },
 };
 
 const Why = z.string().trim().min(1, 'give a reason (why)').max(500, 'why: at most 500 characters');
@@ -47,6 +48,7 @@ const Bodies = {
   pause: z.object({ why: Why, node: NodeName }),
   resume: z.object({ why: Why, node: NodeName.optional(), confirm: Confirmed }),
   reset: z.object({ why: Why, breaker: BreakerName, confirm: Confirmed }),
+  retry: z.object({ why: Why, confirm: Confirmed }),
 };
 
 /** Query values as strings, empty ones (a form's "any") dropped. */
@@ -124,25 +126,30 @@ export function consoleRoutes(deps: UiDeps): Router {
       if (!job) continue;
       const incident = toIncident(job, name, state);
       const node = incident.node !== '(cluster)' ? incident.node : undefined;
-      const [logs, approval, audit, pauses, ctx] = await Promise.all([
+      // A failed job's retry, if one was made (one look on the same queue).
+      const retryKey = state === 'failed' ? nextRetryKey(incident) : undefined;
+      const [logs, approval, audit, pauses, ctx, retriedState] = await Promise.all([
         q.getJobLogs(id, 0, 199),
         deps.controls.approval(id),
         deps.controls.audit(AUDIT_READ),
         node ? deps.controls.store.pauses() : Promise.resolve(undefined),
         pageCtx(res),
+        retryKey ? q.getJobState(retryKey) : Promise.resolve('unknown'),
       ]);
       const mine = audit.filter((e) => e.target === `job/${id}` || e.target.startsWith(`job/${id}/`)).reverse();
       return send(req, res, jobPage({
         incident, log: logs.logs, audit: mine, self: `/ui/jobs/${encodeURIComponent(id)}`,
         ...(approval && approval.jobCreatedAt === job.timestamp ? { approval } : {}),
         ...(node ? { nodePause: pauses?.nodes[node] ?? null } : {}),
+        ...(retryKey && retriedState !== 'unknown' ? { retriedAs: { id: retryKey, state: retriedState } } : {}),
+        canRetry: deps.retries !== undefined,
       }, ctx));
     }
     return res.status(404).type('text').send(`no job ${id} (the console finds jobs through its index of incidents)`);
   });
 
   /** The guard checked origin and CSRF token; here the verb (403 first, whatever the form said), then the body. */
-  const act = <A extends ActionName>(action: A, run: (req: Request, body: z.infer<(typeof Bodies)[A]>, by: string) => Promise<{ status: number; error?: string }>, back: (req: Request) => string) =>
+  const act = <A extends ActionName>(action: A, run: (req: Request, body: z.infer<(typeof Bodies)[A]>, by: string) => Promise<{ status: number; error?: string; location?: string }>, back: (req: Request) => string) =>
     async (req: Request, res: Response) => {
       const operator = operatorOf(res);
       const allowed = await deps.auth.authorise(operator, PERMISSION[action]);
@@ -151,6 +158,7 @@ export function consoleRoutes(deps: UiDeps): Router {
       if (!b.success) return res.status(400).type('text').send(b.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; '));
       const out = await run(req, b.data as z.infer<(typeof Bodies)[A]>, operator.username);
       if (out.error) return res.status(out.status).type('text').send(out.error);
+      if (out.location) return res.redirect(303, out.location);
       const body = (req.body ?? {}) as Record<string, unknown>;
       return res.redirect(303, safeNext(typeof body['back'] === 'string' ? body['back'] : back(req)));
     };
@@ -164,6 +172,12 @@ export function consoleRoutes(deps: UiDeps): Router {
       return out.ok ? { status: 200 } : { status: out.status, error: out.error };
     }, jobBack));
   }
+  // The new job's page: it runs there, live (a new job sealed afresh: src/controls/job-retry.ts).
+  r.post('/ui/jobs/:id/retry', validId, act('retry', async (req, b, by) => {
+    if (!deps.retries) return { status: 503, error: 'retries are not available on this receiver' };
+    const out = await deps.retries.retry(String(req.params['id']), { by, why: b.why });
+    return out.ok ? { status: 303, location: `/ui/jobs/${encodeURIComponent(out.id)}` } : { status: out.status, error: out.error };
+  }, jobBack));
   r.post('/ui/pause', act('pause', async (_req, b, by) => {
     await deps.controls.pause(b.node, { by, why: b.why });
     return { status: 200 };

@@ -1,4 +1,4 @@
-import type { Incident, IncidentStep } from '../../console/incident.ts';
+import { retriedFrom, type Incident, type IncidentStep } from '../../console/incident.ts';
 import type { ApprovalRecord, AuditEntry, PauseRecord } from '../../controls/records.ts';
 import { actionForm, esc, layout, time, waited, type PageCtx } from './ui-pages.ts';
 
@@ -14,6 +14,10 @@ export interface JobView {
   log: string[];
   /** The pause on the job's node, if any (for Pause / Resume). */
   nodePause?: PauseRecord | null;
+  /** The retry made of this (failed) job, if any. */
+  retriedAs?: { id: string; state: string };
+  /** Whether this receiver offers retries at all. */
+  canRetry?: boolean;
   self: string;
 }
 
@@ -63,6 +67,19 @@ ${actionForm(ctx, { action: 'reject', id: 'reject', url: `/ui/jobs/${id}/reject`
 <p class="muted">Or: <code>volume-medic approve|reject ${esc(v.incident.id)} --why "…"</code></p>` : ''}</section>`;
 }
 
+/** A failed job: its retry if one was made, else the Retry button (a new job sealed afresh). */
+function retryBlock(v: JobView, ctx: PageCtx): string {
+  const i = v.incident;
+  if (i.state !== 'failed' || !v.canRetry) return '';
+  const id = encodeURIComponent(i.id);
+  const body = v.retriedAs
+    ? `<p>Retried as <a href="/ui/jobs/${encodeURIComponent(v.retriedAs.id)}">${esc(v.retriedAs.id)}</a> (${esc(v.retriedAs.state)}).</p>`
+    : `<p class="muted">A new job for the same work, sealed afresh by the receiver; steps this line of jobs already took are not repeated (the node's journal), every check runs again, and high-risk steps need a new approval.</p>
+${actionForm(ctx, { action: 'retry', id: 'retry', url: `/ui/jobs/${id}/retry`, label: 'Retry', confirm: 'Run this job again: its remaining steps may run, destructive ones included', back: v.self })}
+<p class="muted">Or: <code>volume-medic retry ${esc(i.id)} --why "…"</code></p>`;
+  return `<section aria-labelledby="retry-h"><h2 id="retry-h">Retry</h2>${body}</section>`;
+}
+
 export function jobPage(v: JobView, ctx: PageCtx): string {
   const i = v.incident;
   const node = i.node !== '(cluster)' ? i.node : undefined;
@@ -72,6 +89,7 @@ export function jobPage(v: JobView, ctx: PageCtx): string {
 <dt>mode</dt><dd>${esc(i.mode ?? '')} ${i.modeWhy ? `<small>(${esc(i.modeWhy)})</small>` : ''}</dd>
 <dt>outcome</dt><dd><span class="o-${esc(i.waiting ? 'waiting' : i.outcome ?? '')}">${esc(i.waiting ? `waiting (${i.waiting.reason})` : i.outcome ?? '')}</span> ${esc(i.summary ?? i.failedReason ?? '')}</dd>
 ${i.waiting ? `<dt>waiting</dt><dd>${esc(i.waiting.reason)} ${waited(i.waiting.since)}: ${esc(i.waiting.why)}</dd>` : ''}
+${i.retry ? `<dt>retry</dt><dd>${i.retry.n === 1 ? 'first' : `#${i.retry.n}`} retry of <a href="/ui/jobs/${encodeURIComponent(retriedFrom(i.retry))}">${esc(retriedFrom(i.retry))}</a></dd>` : ''}
 <dt>created</dt><dd>${time(i.createdAt)}</dd>${i.finishedAt ? `<dt>finished</dt><dd>${time(i.finishedAt)}</dd>` : ''}${i.ranOn ? `<dt>ran on</dt><dd>${esc(i.ranOn)}</dd>` : ''}
 ${i.valid ? '' : '<dt>job data</dt><dd class="o-failed">does not match the job catalogue: shown as stored, never run</dd>'}
 </dl>`;
@@ -86,5 +104,5 @@ ${i.target !== undefined ? `<details id="target"><summary>target</summary><pre>$
     : '';
   const audit = `<section aria-labelledby="audit-h"><h2 id="audit-h">Audit trail</h2>${v.audit.length ? `<table><thead><tr><th>when</th><th>who</th><th>what</th><th>why</th></tr></thead><tbody>${v.audit.map((e) => `<tr data-action="${esc(e.action)}"><td>${time(e.at)}</td><td>${esc(e.by)}</td><td>${esc(e.action)}${e.target !== `job/${i.id}` ? ` <code>${esc(e.target)}</code>` : ''}</td><td>${esc(e.why)}</td></tr>`).join('')}</tbody></table>` : '<p>No entries.</p>'}</section>`;
   const log = `<details id="job-log"><summary>Job log (${v.log.length} lines)</summary><pre>${esc(v.log.join('\n'))}</pre></details>`;
-  return layout(`volume-medic: ${i.runbook} on ${i.node}`, `<h1>${esc(i.runbook)} on ${esc(i.node)}</h1>${facts}${approvalBlock(v, ctx)}${signals}${refusals}${plan}${nodeActions}${audit}${log}`, ctx, v.self);
+  return layout(`volume-medic: ${i.runbook} on ${i.node}`, `<h1>${esc(i.runbook)} on ${esc(i.node)}</h1>${facts}${approvalBlock(v, ctx)}${retryBlock(v, ctx)}${signals}${refusals}${plan}${nodeActions}${audit}${log}`, ctx, v.self);
 }

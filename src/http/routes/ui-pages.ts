@@ -16,7 +16,7 @@ export interface PageCtx {
   can?: Partial<Record<ActionName, boolean>>;
 }
 
-export type ActionName = 'approve' | 'reject' | 'pause' | 'resume' | 'reset';
+export type ActionName = 'approve' | 'reject' | 'pause' | 'resume' | 'reset' | 'retry';
 /** The RBAC verb each action needs, as the operator is told when it is missing. */
 export const ACTION_VERB: Record<ActionName, string> = {
   approve: 'approve jobs.volume-medic.io',
@@ -24,6 +24,7 @@ export const ACTION_VERB: Record<ActionName, string> = {
   pause: 'create pauses.volume-medic.io',
   resume: 'delete pauses.volume-medic.io',
   reset: 'reset breakers.volume-medic.io',
+  retry: 'retry jobs.volume-medic.io',
 };
 
 export const csrfField = (ctx: PageCtx): string => `<input type="hidden" name="_csrf" value="${esc(ctx.csrf)}">`;

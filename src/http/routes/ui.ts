@@ -9,6 +9,7 @@ import type { RedisConnection } from '../../queues/redis.ts';
 import type { IncidentIndex } from '../../console/incident-index.ts';
 import type { FleetSnapshots } from '../../console/fleet-snapshot.ts';
 import type { OperatorActions } from '../../controls/operator-actions.ts';
+import type { JobRetry } from '../../controls/job-retry.ts';
 import { knownQueuesKey } from '../../queues/known-queues.ts';
 import { uiAuth } from './ui-auth.ts';
 import { SCRIPT, STYLE } from './ui-assets.ts';
@@ -32,6 +33,8 @@ export interface UiDeps {
   incidents: IncidentIndex;
   /** The fleet snapshot shared with /v1/fleet and /v1/summary (src/console/fleet-snapshot.ts). */
   fleet: FleetSnapshots;
+  /** Retries of failed jobs (src/controls/job-retry.ts); without it the console offers none. */
+  retries?: JobRetry;
 }
 
 export const UI_CONTENT_SECURITY_POLICY = [
