@@ -18,12 +18,35 @@ import type { IncidentIndex, IndexEntry } from './incident-index.ts';
 
 export const CONSOLE_STATES = ['parked', 'waiting', 'active', 'delayed', 'prioritized', 'completed', 'failed', 'paused'] as const;
 
+/** `last`: a window back from now, kept relative in the URL (a bookmark of "last 24h" stays that). */
+export const LAST_WINDOWS = { '1h': 3_600_000, '24h': 86_400_000, '7d': 7 * 86_400_000 } as const;
+
+/**
+ * An instant as a query string gives it: ISO 8601, or what a datetime-local field sends
+ * (`2026-12-04T08:30`), read as UTC when it names no zone.
+ */
+const Instant = z.string().trim().max(40)
+  .regex(/^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,3})?)?(Z|[+-]\d{2}:\d{2})?)?$/, 'a date and time: 2026-12-04T08:30Z')
+  .refine((v) => !Number.isNaN(instantMs(v)), 'not a real date');
+
+/** Epoch ms of an Instant (UTC when it names no zone). */
+export function instantMs(v: string): number {
+  const zoned = /(Z|[+-]\d{2}:\d{2})$/.test(v) || !v.includes('T') ? v : `${v}Z`;
+  return Date.parse(zoned);
+}
+
 /** The filter as it comes in a query string; anything else is a 400. */
 export const IncidentFilter = z.object({
   node: NodeName.optional(),
   runbook: z.enum(RUNBOOKS).optional(),
   state: z.enum(CONSOLE_STATES).optional(),
   mode: Mode.optional(),
+  /** Stored at or after this instant. */
+  since: Instant.optional(),
+  /** Stored before this instant. */
+  until: Instant.optional(),
+  /** Stored within this window back from now (with since: the later of the two). */
+  last: z.enum(Object.keys(LAST_WINDOWS) as [keyof typeof LAST_WINDOWS, ...(keyof typeof LAST_WINDOWS)[]]).optional(),
   /** Cursor: entries older than this index score. */
   before: z.coerce.number().int().positive().optional(),
 });
@@ -47,6 +70,17 @@ export interface ListOptions {
   checkMax?: number;
   /** Entries read from the index at a time (default 500). */
   chunk?: number;
+  /** For `last` (default Date.now). */
+  now?: () => number;
+}
+
+/** The filter's time window as index scores (ms * 1000 + place in batch): [min, max). */
+export function scoreWindow(f: Pick<IncidentFilter, 'since' | 'until' | 'last'>, now: number): { min?: number; max?: number } {
+  const from = [f.since !== undefined ? instantMs(f.since) : undefined, f.last !== undefined ? now - LAST_WINDOWS[f.last] : undefined].filter((x): x is number => x !== undefined);
+  return {
+    ...(from.length ? { min: Math.max(...from) * 1000 } : {}),
+    ...(f.until !== undefined ? { max: instantMs(f.until) * 1000 } : {}),
+  };
 }
 
 /** Where a job in `state` sits in its queue (BullMQ's keys), and how to ask. */
@@ -74,19 +108,24 @@ async function inState(queue: (name: string) => Queue, entries: readonly IndexEn
 }
 
 /** Index entries older than `before`, newest first, `chunk` at a time: the whole index, or a node's entries (found by Redis). */
-async function* entriesOf(index: IncidentIndex, f: IncidentFilter, chunk: number, scanMax: number): AsyncGenerator<IndexEntry[]> {
+// The time window on the index's own order (newest first): `until` is where the scan starts,
+// `since` where it stops, so a window costs no job read outside it.
+async function* entriesOf(index: IncidentIndex, f: IncidentFilter, chunk: number, scanMax: number, window: { min?: number; max?: number }): AsyncGenerator<IndexEntry[]> {
+  const inWindow = (e: IndexEntry): boolean => (window.min === undefined || e.score >= window.min) && (window.max === undefined || e.score < window.max);
   if (f.node !== undefined) {
-    const all = (await index.ofNode(f.node, Number.MAX_SAFE_INTEGER)).filter((e) => f.before === undefined || e.score < f.before).slice(0, scanMax);
+    const all = (await index.ofNode(f.node, Number.MAX_SAFE_INTEGER)).filter((e) => (f.before === undefined || e.score < f.before) && inWindow(e)).slice(0, scanMax);
     for (let i = 0; i < all.length; i += chunk) yield all.slice(i, i + chunk);
     return;
   }
-  let cursor = f.before;
+  let cursor = window.max !== undefined && (f.before === undefined || window.max < f.before) ? window.max : f.before;
   for (let scanned = 0; scanned < scanMax;) {
-    const entries = await index.older(cursor, Math.min(chunk, scanMax - scanned));
-    if (entries.length === 0) return;
-    scanned += entries.length;
-    cursor = entries[entries.length - 1]!.score;
-    yield entries;
+    const read = await index.older(cursor, Math.min(chunk, scanMax - scanned));
+    if (read.length === 0) return;
+    scanned += read.length;
+    cursor = read[read.length - 1]!.score;
+    const entries = window.min === undefined ? read : read.filter((e) => e.score >= window.min!);
+    if (entries.length > 0) yield entries;
+    if (entries.length < read.length) return;
   }
 }
 
@@ -107,7 +146,8 @@ export async function listIncidents(index: IncidentIndex, queue: (name: string) 
     return page;
   };
   const partial = () => done({ items, ...(last !== undefined ? { next: last } : {}), scanned, partial: true });
-  for await (const entries of entriesOf(index, f, chunk, scanMax)) {
+  const window = scoreWindow(f, (o.now ?? Date.now)());
+  for await (const entries of entriesOf(index, f, chunk, scanMax, window)) {
     const wanted = entries.filter((e) => (f.node === undefined || e.node === f.node) && (f.runbook === undefined || e.runbook === f.runbook));
     // Candidates in order, a slice at a time: with a state filter only those Redis places in that
     // state (at most checkMax asked per page), then their jobs read, only as many as the page lacks.

@@ -310,6 +310,33 @@ describe('the on-call console in headless chromium', () => {
     expect(await page.locator(`tr[data-job="${id}.r1"]`).getAttribute('data-state')).toBe('completed');
   });
 
+  it('filters by time on the server: since, until and last, kept in the URL', async () => {
+    const before = (await getJson(`${receiver.url}/v1/jobs?limit=1000`, ops.token('reader'))).jobs.length as number;
+    const t1 = new Date().toISOString();
+    await new Promise((r) => setTimeout(r, 5));
+    const id = await alert('console-a');
+    const rows = async (query: string): Promise<string[]> => {
+      await page.goto(`${receiver.url}/ui/?${query}`);
+      return page.locator('tr[data-job]').evaluateAll((trs) => trs.map((t) => t.getAttribute('data-job') ?? ''));
+    };
+    expect(await rows(`since=${encodeURIComponent(t1)}`)).toEqual([id]);
+    const older = await rows(`until=${encodeURIComponent(t1)}`);
+    expect(older).not.toContain(id);
+    expect(older.length).toBe(before);
+    expect((await rows('last=1h')).length).toBe(before + 1);
+    expect(await rows(`until=${encodeURIComponent(new Date(Date.parse(t1) - 3_600_000).toISOString())}`)).toEqual([]);
+    // The form: "last 24h" goes into the URL (a bookmark stays relative), with the other filters.
+    await page.goto(`${receiver.url}/ui/?node=console-a`);
+    await page.selectOption('form.filters select[name=last]', '24h');
+    await Promise.all([page.waitForURL(/last=24h/), page.click('form.filters button')]);
+    expect(page.url()).toMatch(/node=console-a/);
+    const shown = await page.locator('tr[data-job] td[data-label=node]').allInnerTexts();
+    expect(shown.length).toBeGreaterThan(0);
+    expect(new Set(shown)).toEqual(new Set(['console-a']));
+    expect((await page.goto(`${receiver.url}/ui/?since=yesterday`))!.status()).toBe(400);
+    expect((await page.goto(`${receiver.url}/ui/?last=3w`))!.status()).toBe(400);
+  });
+
   it('fits a 390x844 phone without horizontal scroll', async () => {
     await page.setViewportSize({ width: 390, height: 844 });
     await page.goto(`${receiver.url}/ui/?state=completed`);

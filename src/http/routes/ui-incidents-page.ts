@@ -1,5 +1,5 @@
 import type { IncidentFilter, IncidentPage } from '../../console/incident-list.ts';
-import { CONSOLE_STATES } from '../../console/incident-list.ts';
+import { CONSOLE_STATES, LAST_WINDOWS, instantMs } from '../../console/incident-list.ts';
 import { consoleState, type Incident } from '../../console/incident.ts';
 import type { StateCounts } from '../../console/state-counts.ts';
 import { RUNBOOKS } from '../../catalogue/jobs.ts';
@@ -27,7 +27,7 @@ const SHOWN_WAITING = 20;
 
 export const filterQuery = (f: Partial<IncidentFilter>): string => {
   const q = new URLSearchParams();
-  for (const k of ['node', 'runbook', 'state', 'mode', 'before'] as const) if (f[k] !== undefined) q.set(k, String(f[k]));
+  for (const k of ['node', 'runbook', 'state', 'mode', 'last', 'since', 'until', 'before'] as const) if (f[k] !== undefined) q.set(k, String(f[k]));
   const s = q.toString();
   return s ? `/ui/?${s}` : '/ui/';
 };
@@ -73,7 +73,7 @@ function counts(v: IncidentsView): string {
 const outcomeOf = (i: Incident): string => (i.waiting ? `waiting (${i.waiting.reason})` : i.outcome ?? (i.state === 'failed' ? 'failed' : ''));
 
 function rows(items: Incident[], f: IncidentFilter): string {
-  if (!items.length) return `<p>No incidents${f.node || f.runbook || f.state || f.mode ? ' match these filters' : ' yet'}.</p>`;
+  if (!items.length) return `<p>No incidents${f.node || f.runbook || f.state || f.mode || f.last || f.since || f.until ? ' match these filters' : ' yet'}.</p>`;
   return `<table class="incidents"><thead><tr><th>created</th><th>node</th><th>runbook</th><th>state</th><th>mode</th><th>outcome</th><th>summary</th></tr></thead><tbody>
 ${items.map((i) => `<tr data-job="${esc(i.id)}" data-state="${esc(consoleState(i))}"><td data-label="created">${time(i.createdAt)}</td>
 <td data-label="node"><a href="${esc(filterQuery({ ...f, before: undefined, node: i.node === '(cluster)' ? undefined : i.node }))}">${esc(i.node)}</a></td>
@@ -83,11 +83,20 @@ ${items.map((i) => `<tr data-job="${esc(i.id)}" data-state="${esc(consoleState(i
 </tbody></table>`;
 }
 
+/** An instant as a datetime-local field shows it (UTC, to the minute); a value it cannot show stays empty. */
+const localValue = (v: string | undefined): string => {
+  if (v === undefined) return '';
+  const ms = instantMs(v);
+  return Number.isNaN(ms) ? '' : new Date(ms).toISOString().slice(0, 16);
+};
+
 export function filtersForm(f: IncidentFilter): string {
   const select = (name: string, label: string, values: readonly string[], current: string | undefined) => `<label>${esc(label)}<select name="${esc(name)}"><option value="">any</option>${values.map((v) => `<option${v === current ? ' selected' : ''}>${esc(v)}</option>`).join('')}</select></label>`;
   return `<form class="filters" method="get" action="/ui/" role="search" aria-label="filter incidents">
 <label>node<input name="node" value="${esc(f.node ?? '')}" size="18" autocomplete="off"></label>
 ${select('runbook', 'runbook', RUNBOOKS, f.runbook)}${select('state', 'state', CONSOLE_STATES, f.state)}${select('mode', 'mode', ['dry-run', 'enforce'], f.mode)}
+<label>last${`<select name="last"><option value="">any time</option>${Object.keys(LAST_WINDOWS).map((w) => `<option value="${esc(w)}"${w === f.last ? ' selected' : ''}>${esc(w)}</option>`).join('')}</select>`}</label>
+<label>since (UTC)<input name="since" type="datetime-local" value="${esc(localValue(f.since))}"></label><label>until (UTC)<input name="until" type="datetime-local" value="${esc(localValue(f.until))}"></label>
 <button type="submit">Filter</button> <a href="/ui/">clear</a></form>`;
 }
 
