@@ -22,7 +22,7 @@ export const OPERATOR_PERMISSIONS = {
     update: 'set or clear a runbook\'s or a node\'s mode, enforce included (POST /v1/modes)',
   },
   pauses: {
-    create: 'pause the cluster or a node (POST /v1/pause)',
+    create: 'pause the cluster, a node or a runbook (POST /v1/pause, the dashboard\'s Pause)',
     delete: 'resume it (POST /v1/resume)',
   },
   breakers: {

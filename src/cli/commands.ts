@@ -100,12 +100,13 @@ export async function retry(api: ApiClient, id: string, o: Opts, out: Out): Prom
 }
 
 export async function pause(api: ApiClient, verb: 'pause' | 'resume', o: Opts, out: Out): Promise<void> {
-  const r = await api.post(`/v1/${verb}`, { ...(o.node ? { node: o.node } : {}), ...asked(o) });
+  const r = await api.post(`/v1/${verb}`, { ...(o.node ? { node: o.node } : {}), ...(o.runbook ? { runbook: o.runbook } : {}), ...asked(o) });
   if (o.json) return out(JSON.stringify(r, null, 2));
-  const scope = o.node ? `node ${o.node}` : 'cluster';
+  const scope = o.runbook ? `runbook ${o.runbook}` : o.node ? `node ${o.node}` : 'cluster';
   out(verb === 'pause' ? `${scope}: ${r.changed ? `paused by ${r.recordedAs}` : 'was already paused'}` : `${scope}: ${r.changed ? `resumed by ${r.recordedAs}, ${r.released} parked job(s) released` : 'was not paused'}`);
   const nodes = Object.keys(r.pauses.nodes);
-  out(`now: cluster ${r.pauses.cluster ? 'PAUSED' : 'running'}${nodes.length ? `; paused nodes: ${nodes.join(', ')}` : ''}`);
+  const runbooks = Object.keys(r.pauses.runbooks ?? {});
+  out(`now: cluster ${r.pauses.cluster ? 'PAUSED' : 'running'}${nodes.length ? `; paused nodes: ${nodes.join(', ')}` : ''}${runbooks.length ? `; paused runbooks: ${runbooks.join(', ')}` : ''}`);
 }
 
 export async function breakers(api: ApiClient, args: string[], o: Opts, out: Out): Promise<void> {

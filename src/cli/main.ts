@@ -23,8 +23,8 @@ commands:
   approve <id> [--why TEXT]                           let a job's high-risk steps run
   reject <id> --why TEXT                              refuse them (the job fails, nothing runs)
   retry <id> --why TEXT                               run a failed job again (a new job, sealed afresh)
-  pause [--node N] [--why TEXT]                       hold jobs cluster-wide or on one node
-  resume [--node N] [--why TEXT]                      release them
+  pause [--node N | --runbook R] [--why TEXT]        hold jobs cluster-wide, on one node, or of one runbook
+  resume [--node N | --runbook R] [--why TEXT]       release them
   breakers                                            blast-radius breakers: counts, caps, trips
   breakers reset <cluster|storm|node/NAME> [--why T]  close a tripped breaker
   modes                                               configured modes and API overrides

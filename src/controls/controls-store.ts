@@ -28,7 +28,7 @@ export interface StartView {
 
 const startFields = (runbook: string, node?: string) => {
   const nodeField = node ? `node/${node}` : 'node/';
-  return { modes: [`runbook/${runbook}`, nodeField], pause: ['cluster', nodeField] };
+  return { modes: [`runbook/${runbook}`, nodeField], pause: ['cluster', nodeField, `runbook/${runbook}`] };
 };
 
 export type ModeScope = { runbook: string } | { node: string };
@@ -38,7 +38,13 @@ const AUDIT_KEEP = 1000;
 export interface Pauses {
   cluster?: PauseRecord;
   nodes: Record<string, PauseRecord>;
+  /** Runbooks paused everywhere (every node and the cluster worker). */
+  runbooks: Record<string, PauseRecord>;
 }
+
+/** What a pause covers: the cluster (undefined), one node (its name), or one runbook everywhere. */
+export type PauseScope = string | { runbook: string } | undefined;
+export const pauseField = (s: PauseScope): string => (s === undefined ? 'cluster' : typeof s === 'string' ? `node/${s}` : `runbook/${s.runbook}`);
 
 export class ControlsStore {
   readonly redis: RedisConnection;
@@ -122,7 +128,7 @@ export class ControlsStore {
   readStartView(replies: readonly unknown[], runbook: string, node?: string): StartView {
     const [modes, pause] = replies as [(string | null)[], (string | null)[]];
     if (!Array.isArray(modes) || !Array.isArray(pause)) throw new Error('the controls could not be read');
-    const paused = this.#pausedWhy(node, pause[0] ?? null, pause[1] ?? null);
+    const paused = this.#pausedWhy(node, runbook, pause[0] ?? null, pause[1] ?? null, pause[2] ?? null);
     return { overrides: this.#overrides(runbook, node, modes[0] ?? null, modes[1] ?? null), ...(paused ? { paused } : {}) };
   }
 
@@ -148,33 +154,36 @@ export class ControlsStore {
 
   async pauses(): Promise<Pauses> {
     const all = await this.redis.hgetall(this.keys.pause);
-    const out: Pauses = { nodes: {} };
+    const out: Pauses = { nodes: {}, runbooks: {} };
     for (const [field, text] of Object.entries(all)) {
       const p = this.#sealed.open(PauseRecord, 'pause', field, text);
       if (!p) continue;
       if (field === 'cluster') out.cluster = p;
       else if (field.startsWith('node/')) out.nodes[field.slice(5)] = p;
+      else if (field.startsWith('runbook/')) out.runbooks[field.slice(8)] = p;
     }
     return out;
   }
 
-  /** Why a job for `node` (or a cluster job) must wait now, if it must. */
-  async pausedFor(node?: string): Promise<string | undefined> {
-    const [c, n] = await this.redis.hmget(this.keys.pause, 'cluster', node ? `node/${node}` : 'node/');
-    return this.#pausedWhy(node, c ?? null, n ?? null);
+  /** Why a job of `runbook` for `node` (or a cluster job) must wait now, if it must. */
+  async pausedFor(node?: string, runbook?: string): Promise<string | undefined> {
+    const [c, n, r] = await this.redis.hmget(this.keys.pause, 'cluster', node ? `node/${node}` : 'node/', runbook ? `runbook/${runbook}` : 'runbook/');
+    return this.#pausedWhy(node, runbook, c ?? null, n ?? null, r ?? null);
   }
 
-  #pausedWhy(node: string | undefined, c: string | null, n: string | null): string | undefined {
+  #pausedWhy(node: string | undefined, runbook: string | undefined, c: string | null, n: string | null, r: string | null): string | undefined {
     const cluster = this.#sealed.open(PauseRecord, 'pause', 'cluster', c);
     if (cluster) return `cluster-wide pause by ${cluster.by} at ${cluster.at}${cluster.why ? `: ${cluster.why}` : ''}`;
     const mine = node ? this.#sealed.open(PauseRecord, 'pause', `node/${node}`, n) : undefined;
     if (mine) return `node ${node} paused by ${mine.by} at ${mine.at}${mine.why ? `: ${mine.why}` : ''}`;
+    const book = runbook ? this.#sealed.open(PauseRecord, 'pause', `runbook/${runbook}`, r) : undefined;
+    if (book) return `runbook ${runbook} paused by ${book.by} at ${book.at}${book.why ? `: ${book.why}` : ''}`;
     return undefined;
   }
 
-  /** Pauses the cluster (no node) or one node. Returns false when it already was. */
-  async pause(node: string | undefined, asked: Asked): Promise<boolean> {
-    const field = node ? `node/${node}` : 'cluster';
+  /** Pauses the cluster, one node or one runbook (PauseScope). Returns false when it already was. */
+  async pause(scope: PauseScope, asked: Asked): Promise<boolean> {
+    const field = pauseField(scope);
     const rec: PauseRecord = { by: asked.by, why: asked.why ?? '', at: this.#now().toISOString() };
     const { json, commit } = await this.#sealFor('pause', field, rec);
     const added = await this.redis.hsetnx(this.keys.pause, field, json);
@@ -182,9 +191,9 @@ export class ControlsStore {
     return added === 1;
   }
 
-  /** Lifts the cluster-wide pause (no node) or one node's; a node paused on its own stays paused after a cluster resume. */
-  async resume(node: string | undefined, asked: Asked): Promise<boolean> {
-    const field = node ? `node/${node}` : 'cluster';
+  /** Lifts the cluster-wide pause, one node's or one runbook's; each pause stands on its own (a paused node stays paused after a cluster resume). */
+  async resume(scope: PauseScope, asked: Asked): Promise<boolean> {
+    const field = pauseField(scope);
     const removed = await this.redis.hdel(this.keys.pause, field);
     if (removed) await this.audit('resume', field, asked);
     return removed === 1;

@@ -3,7 +3,7 @@ import type { RedisConnection } from '../queues/redis.ts';
 import type { Mode } from '../catalogue/result.ts';
 import { ApprovalStore } from './approval-store.ts';
 import { Breakers, type BreakerCaps, type BreakerState } from './breakers.ts';
-import { ControlsStore, type Asked, type ModeScope, type Pauses } from './controls-store.ts';
+import { ControlsStore, type Asked, type ModeScope, type PauseScope, type Pauses } from './controls-store.ts';
 import type { ApprovalRecord, AuditEntry, ModeOverride, ParkedJob, ParkReason, TripRecord } from './records.ts';
 import type { ControlTrust } from './sealed-records.ts';
 
@@ -70,13 +70,17 @@ export class OperatorActions {
     return this.store.setMode(scope, mode, asked);
   }
 
-  pause(node: string | undefined, asked: Asked): Promise<boolean> {
-    return this.store.pause(node, asked);
+  /** Pauses the cluster (undefined), a node (its name) or a runbook everywhere ({ runbook }). */
+  pause(scope: PauseScope, asked: Asked): Promise<boolean> {
+    return this.store.pause(scope, asked);
   }
 
-  async resume(node: string | undefined, asked: Asked): Promise<{ changed: boolean; released: number }> {
-    const changed = await this.store.resume(node, asked);
-    const released = changed ? await this.#promote('paused', (p) => node === undefined || p.node === node || p.node === undefined) : 0;
+  async resume(scope: PauseScope, asked: Asked): Promise<{ changed: boolean; released: number }> {
+    const changed = await this.store.resume(scope, asked);
+    // Released jobs look again at once; one still held by another pause parks again.
+    const released = changed
+      ? await this.#promote('paused', (p) => scope === undefined || (typeof scope === 'string' ? p.node === scope || p.node === undefined : p.runbook === scope.runbook))
+      : 0;
     return { changed, released };
   }
 

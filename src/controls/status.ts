@@ -11,7 +11,7 @@ import { ParkReason } from './records.ts';
 // not show as one here either (it is reported as a refused control instead).
 
 export interface ControlsSummary {
-  paused: { cluster: boolean; nodes: string[] };
+  paused: { cluster: boolean; nodes: string[]; runbooks: string[] };
   breakersTripped: { breaker: string; why: string; at: string }[];
   parked: Record<ParkReason, number>;
 }
@@ -22,7 +22,7 @@ export async function controlsSummary(redis: RedisConnection, prefix: string, st
   const count: Record<ParkReason, number> = { paused: 0, approval: 0, breaker: 0, evidence: 0 };
   for (const p of parked) count[p.reason] += 1;
   return {
-    paused: { cluster: pauses.cluster !== undefined, nodes: Object.keys(pauses.nodes).sort() },
+    paused: { cluster: pauses.cluster !== undefined, nodes: Object.keys(pauses.nodes).sort(), runbooks: Object.keys(pauses.runbooks).sort() },
     breakersTripped: trips.map((t) => ({ breaker: t.breaker, why: t.why, at: t.at })),
     parked: count,
   };
@@ -32,10 +32,11 @@ const esc = (v: string): string => v.replace(/\\/g, '\\\\').replace(/"/g, '\\"')
 
 export function controlsExposition(s: ControlsSummary): string {
   const lines = [
-    '# HELP volume_medic_paused 1 while jobs are held by a pause switch (scope: cluster, or node/<name>).',
+    '# HELP volume_medic_paused 1 while jobs are held by a pause switch (scope: cluster, node/<name> or runbook/<name>).',
     '# TYPE volume_medic_paused gauge',
     `volume_medic_paused{scope="cluster"} ${s.paused.cluster ? 1 : 0}`,
     ...s.paused.nodes.map((n) => `volume_medic_paused{scope="node/${esc(n)}"} 1`),
+    ...s.paused.runbooks.map((r) => `volume_medic_paused{scope="runbook/${esc(r)}"} 1`),
     '# HELP volume_medic_breaker_tripped 1 while a blast-radius breaker is tripped (reset through POST /v1/breakers/reset).',
     '# TYPE volume_medic_breaker_tripped gauge',
     ...['cluster', 'storm'].filter((b) => !s.breakersTripped.some((t) => t.breaker === b)).map((b) => `volume_medic_breaker_tripped{breaker="${b}"} 0`),

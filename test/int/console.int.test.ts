@@ -243,6 +243,40 @@ describe('the on-call console in headless chromium', () => {
     expect(entries.filter((e) => e.target === 'node/console-b').map((e) => `${e.action} ${e.by}`)).toEqual(['resume dora@example.com', 'pause dora@example.com']);
   });
 
+  it('pauses a runbook everywhere from the incidents view, confirmed: its new job waits, and goes on when resumed from the banner', async () => {
+    await page.goto(`${receiver.url}/ui/`);
+    await page.click('#pause-switches summary');
+    const form = page.locator('form.action-pause', { has: page.locator('select[name=runbook]') });
+    await form.locator('select[name=runbook]').selectOption('residual-multipath-cleanup');
+    await form.locator('input[name=why]').fill('multipath firmware bug, vendor case 99');
+    // Unconfirmed, the browser does not send it.
+    await form.locator('button').click();
+    expect((await getJson(`${receiver.url}/v1/controls`, ops.token('reader'))).pauses.runbooks).toEqual({});
+    await form.locator('input[name=confirm]').check();
+    await Promise.all([page.waitForURL(`${receiver.url}/ui/`), form.locator('button').click()]);
+    const banner = page.locator('.banner', { hasText: 'Runbook residual-multipath-cleanup paused' });
+    expect(await banner.innerText()).toMatch(/everywhere by dora@example\.com .*: multipath firmware bug, vendor case 99/);
+    const id = await alert('console-c');
+    const held = await waitFor(`job ${id} held by the pause`, async () => {
+      const j = await getJson(`${receiver.url}/v1/jobs/${id}`, ops.token('reader'));
+      return j.progress?.parked?.reason === 'paused' ? j.progress.parked : undefined;
+    });
+    expect(held.why).toMatch(/^runbook residual-multipath-cleanup paused by dora@example\.com/);
+    const viewer = await newContext();
+    const p = await viewer.newPage();
+    await signIn(p, ops.token('vic@example.com', VIEWERS));
+    expect(await p.locator('.banner', { hasText: 'Runbook residual-multipath-cleanup paused' }).locator('button').isDisabled()).toBe(true);
+    await viewer.close();
+    await banner.locator('input[name=why]').fill('firmware fixed');
+    await banner.locator('input[name=confirm]').check();
+    await Promise.all([page.waitForURL(`${receiver.url}/ui/`), banner.locator('button').click()]);
+    expect(await page.locator('.banner', { hasText: 'Runbook residual-multipath-cleanup paused' }).count()).toBe(0);
+    await parked(id);
+    const entries: { action: string; by: string; target: string }[] = (await getJson(`${receiver.url}/v1/controls/audit`, ops.token('reader'))).audit;
+    expect(entries.filter((e) => e.target === 'runbook/residual-multipath-cleanup').map((e) => `${e.action} ${e.by}`)).toEqual(['resume dora@example.com', 'pause dora@example.com']);
+    await post(`${receiver.url}/v1/jobs/${id}/reject`, { why: 'test done' }, ops.token('dora@example.com'));
+  });
+
   it('filters by node, runbook, state and mode', async () => {
     await page.goto(`${receiver.url}/ui/`);
     await page.fill('form.filters input[name=node]', 'console-a');

@@ -90,8 +90,8 @@ export function createJobControls(opts: JobControlsOptions): JobControls {
   const breakers = new Breakers(opts.redis, opts.prefix, now);
   const node = opts.node;
 
-  const paused = async (): Promise<GateDecision | undefined> => {
-    const why = await store.pausedFor(node);
+  const paused = async (runbook: string): Promise<GateDecision | undefined> => {
+    const why = await store.pausedFor(node, runbook);
     return why ? { go: false, park: { reason: 'paused', why } } : undefined;
   };
 
@@ -175,7 +175,7 @@ export function createJobControls(opts: JobControlsOptions): JobControls {
       const mode = effectiveMode({ runbook: job.runbook, ...(node ? { node } : {}), configured: job.configuredMode, ...overrides, ...(label ? { nodeLabel: label } : {}) });
       const gate: StepGate = {
         async beforeStep(step, plan) {
-          const p = await paused();
+          const p = await paused(job.runbook);
           if (p) return p;
           if (mode.mode === 'dry-run') return GO;
           const a = await approvalGate(job, step, plan);

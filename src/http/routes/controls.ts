@@ -23,7 +23,10 @@ const ModeBody = z.object({
   mode: z.enum(['dry-run', 'enforce', 'default']),
   why: Why,
 }).refine((b) => (b.runbook === undefined) !== (b.node === undefined), 'name exactly one of runbook or node');
-const PauseBody = z.object({ node: NodeName.optional(), why: Why });
+const PauseBody = z.object({ node: NodeName.optional(), runbook: RunbookName.optional(), why: Why })
+  .refine((b) => b.node === undefined || b.runbook === undefined, 'name a node or a runbook, not both (neither: the cluster)');
+const scopeOf = (b: { node?: string | undefined; runbook?: string | undefined }) => (b.runbook ? { runbook: b.runbook } : b.node);
+const scopeName = (b: { node?: string | undefined; runbook?: string | undefined }) => (b.runbook ? `runbook/${b.runbook}` : b.node ? `node/${b.node}` : 'cluster');
 const ResetBody = z.object({ breaker: BreakerName, why: Why });
 const ApproveBody = z.object({ why: Why });
 const RejectBody = z.object({ why: z.string().trim().min(1, 'say why the step must not run (why)').max(500) });
@@ -55,14 +58,14 @@ export function controlRoutes(ops: OperatorActions, retries?: JobRetry): Router 
   r.post('/v1/pause', async (req, res) => {
     const b = PauseBody.safeParse(req.body ?? {});
     if (!b.success) return bad(res, b.error);
-    const changed = await ops.pause(b.data.node, asked(res, b.data));
-    return res.json({ paused: b.data.node ? `node/${b.data.node}` : 'cluster', changed, pauses: (await ops.view()).pauses, ...recordedAs(res) });
+    const changed = await ops.pause(scopeOf(b.data), asked(res, b.data));
+    return res.json({ paused: scopeName(b.data), changed, pauses: (await ops.view()).pauses, ...recordedAs(res) });
   });
   r.post('/v1/resume', async (req, res) => {
     const b = PauseBody.safeParse(req.body ?? {});
     if (!b.success) return bad(res, b.error);
-    const { changed, released } = await ops.resume(b.data.node, asked(res, b.data));
-    return res.json({ resumed: b.data.node ? `node/${b.data.node}` : 'cluster', changed, released, pauses: (await ops.view()).pauses, ...recordedAs(res) });
+    const { changed, released } = await ops.resume(scopeOf(b.data), asked(res, b.data));
+    return res.json({ resumed: scopeName(b.data), changed, released, pauses: (await ops.view()).pauses, ...recordedAs(res) });
   });
 
   r.get('/v1/breakers', async (_req, res) => res.json({ breakers: await ops.breakerStates() }));

@@ -37,7 +37,7 @@ export function healthRoutes(redis: RedisConnection, prefix: string, registry: R
       await withTimeout(redis.ping(), 1000);
       // A pause or a tripped breaker is reported, not made unready: webhooks are still stored.
       const summary = controls ? await withTimeout(controlsSummary(redis, prefix, controls), 1000).catch(() => undefined) : undefined;
-      const paused = summary ? summary.paused.cluster || summary.paused.nodes.length > 0 : false;
+      const paused = summary ? summary.paused.cluster || summary.paused.nodes.length > 0 || summary.paused.runbooks.length > 0 : false;
       const c = summary ? { paused, controls: summary } : {};
       return res.json({ status: paused ? 'ready, paused' : 'ready', redis: 'ok', ...webhookAuth, ...operatorAuth(), ...c, ...k });
     } catch (err) {

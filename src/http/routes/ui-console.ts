@@ -4,6 +4,7 @@ import { z } from 'zod';
 import type { Permission } from '../../auth/permissions.ts';
 import { JOB_ID } from '../../catalogue/keys.ts';
 import { NodeName } from '../../catalogue/names.ts';
+import { RunbookName } from '../../catalogue/jobs.ts';
 import { nextRetryKey, toIncident } from '../../console/incident.ts';
 import { IncidentFilter, listIncidents } from '../../console/incident-list.ts';
 import { FleetQuery, fleetPage } from '../../console/fleet.ts';
@@ -45,8 +46,12 @@ const Confirmed = z.literal('yes', { error: 'confirm first (the checkbox)' });
 const Bodies = {
   approve: z.object({ why: Why, confirm: Confirmed }),
   reject: z.object({ why: Why }),
-  pause: z.object({ why: Why, node: NodeName }),
-  resume: z.object({ why: Why, node: NodeName.optional(), confirm: Confirmed }),
+  // A node (no confirmation: it only holds jobs), a runbook everywhere or the whole cluster (confirmed: wide).
+  pause: z.object({ why: Why, node: NodeName.optional(), runbook: RunbookName.optional(), confirm: z.literal('yes').optional() })
+    .refine((b) => b.node === undefined || b.runbook === undefined, 'name a node or a runbook, not both')
+    .refine((b) => b.node !== undefined || b.confirm === 'yes', { message: 'confirm first (the checkbox)', path: ['confirm'] }),
+  resume: z.object({ why: Why, node: NodeName.optional(), runbook: RunbookName.optional(), confirm: Confirmed })
+    .refine((b) => b.node === undefined || b.runbook === undefined, 'name a node or a runbook, not both'),
   reset: z.object({ why: Why, breaker: BreakerName, confirm: Confirmed }),
   retry: z.object({ why: Why, confirm: Confirmed }),
 };
@@ -179,11 +184,11 @@ export function consoleRoutes(deps: UiDeps): Router {
     return out.ok ? { status: 303, location: `/ui/jobs/${encodeURIComponent(out.id)}` } : { status: out.status, error: out.error };
   }, jobBack));
   r.post('/ui/pause', act('pause', async (_req, b, by) => {
-    await deps.controls.pause(b.node, { by, why: b.why });
+    await deps.controls.pause(b.runbook ? { runbook: b.runbook } : b.node, { by, why: b.why });
     return { status: 200 };
   }, () => '/ui/'));
   r.post('/ui/resume', act('resume', async (_req, b, by) => {
-    await deps.controls.resume(b.node, { by, why: b.why });
+    await deps.controls.resume(b.runbook ? { runbook: b.runbook } : b.node, { by, why: b.why });
     return { status: 200 };
   }, () => '/ui/'));
   r.post('/ui/breakers/reset', act('reset', async (_req, b, by) => {

@@ -44,6 +44,10 @@ ${actionForm(ctx, { action: 'resume', url: '/ui/resume', label: 'Resume the clus
     out.push(`<div class="banner warn"><b>Node ${esc(node)} paused</b> by ${esc(rec.by)} ${waited(rec.at)}${rec.why ? `: ${esc(rec.why)}` : ''}.
 ${actionForm(ctx, { action: 'resume', url: '/ui/resume', label: `Resume ${node}`, fields: { node }, confirm: `Resume ${node}: its parked jobs go on`, back: v.self })}</div>`);
   }
+  for (const [runbook, rec] of Object.entries(p?.runbooks ?? {})) {
+    out.push(`<div class="banner warn"><b>Runbook ${esc(runbook)} paused</b> everywhere by ${esc(rec.by)} ${waited(rec.at)}${rec.why ? `: ${esc(rec.why)}` : ''}.
+${actionForm(ctx, { action: 'resume', url: '/ui/resume', label: `Resume ${runbook}`, fields: { runbook }, confirm: `Resume ${runbook}: its parked jobs go on`, back: v.self })}</div>`);
+  }
   for (const t of v.tripped ?? []) {
     out.push(`<div class="banner bad" role="alert"><b>Breaker ${esc(t.breaker)} tripped</b> ${waited(t.at)}: ${esc(t.why)} (${t.count}/${t.cap}). Destructive steps stop until it is reset.
 ${actionForm(ctx, { action: 'reset', url: '/ui/breakers/reset', label: `Reset ${t.breaker}`, fields: { breaker: t.breaker }, confirm: 'Reset: destructive steps may run again', back: v.self })}</div>`);
@@ -100,11 +104,20 @@ ${select('runbook', 'runbook', RUNBOOKS, f.runbook)}${select('state', 'state', C
 <button type="submit">Filter</button> <a href="/ui/">clear</a></form>`;
 }
 
+/** Pause switches wider than a node: the whole cluster, or one runbook everywhere (confirmed). */
+function pauseSwitches(v: IncidentsView, ctx: PageCtx): string {
+  if (!v.pauses) return '';
+  const free = RUNBOOKS.filter((r) => !v.pauses?.runbooks[r]);
+  const cluster = v.pauses.cluster ? '' : actionForm(ctx, { action: 'pause', id: 'pause-cluster', url: '/ui/pause', label: 'Pause the cluster', confirm: 'Pause everything: no job takes a step until resumed', back: v.self });
+  const runbook = free.length ? actionForm(ctx, { action: 'pause', id: 'pause-runbook', url: '/ui/pause', label: 'Pause runbook', choose: { name: 'runbook', label: 'Runbook', options: free }, confirm: 'Pause this runbook on every node', back: v.self }) : '';
+  return cluster || runbook ? `<details class="switches" id="pause-switches"><summary>Pause switches</summary>${cluster}${runbook}</details>` : '';
+}
+
 export function incidentsPage(v: IncidentsView, ctx: PageCtx): string {
   const f = v.filter;
   const pager = `<div class="pager">${f.before ? `<a href="${esc(filterQuery({ ...f, before: undefined }))}">newest</a>` : ''}${v.page.next !== undefined ? `<a href="${esc(filterQuery({ ...f, before: v.page.next }))}">older</a>` : ''}</div>`;
   const partial = v.page.partial ? `<p class="muted">Looked at the ${v.page.scanned} most recent incidents${v.page.items.length ? '' : ' and found no match'}; older ones are on the next page.</p>` : '';
-  const body = `${banners(v, ctx)}${counts(v)}<h2>${f.before ? 'Older incidents' : 'Latest incidents'}</h2>${rows(v.page.items, f)}${partial}${pager}`;
+  const body = `${banners(v, ctx)}${pauseSwitches(v, ctx)}${counts(v)}<h2>${f.before ? 'Older incidents' : 'Latest incidents'}</h2>${rows(v.page.items, f)}${partial}${pager}`;
   // Only the first page is live: an older page is a place the operator went to on purpose.
   return layout('volume-medic: incidents', body, ctx, f.before ? undefined : v.self, `<h1>Incidents</h1>${filtersForm(f)}`);
 }

@@ -50,12 +50,13 @@ ${body}</div></main><p class="live-status" role="status" aria-live="polite" id="
  * something destructive run, and the button disabled (with why) when RBAC says no. The server
  * checks all of it again (the verb with SubjectAccessReview, CSRF, origin).
  */
-export function actionForm(ctx: PageCtx, a: { action: ActionName; url: string; label: string; fields?: Record<string, string>; confirm?: string; back: string; id?: string }): string {
+export function actionForm(ctx: PageCtx, a: { action: ActionName; url: string; label: string; fields?: Record<string, string>; confirm?: string; back: string; id?: string; choose?: { name: string; label: string; options: readonly string[] } }): string {
   const allowed = ctx.can?.[a.action] !== false;
   // A stable id (labels need one; the live region's ETag must not change between renders).
   const id = a.id ?? `${a.action}-${createHash('sha256').update(a.url + JSON.stringify(a.fields ?? {})).digest('hex').slice(0, 10)}`;
   const hidden = Object.entries({ ...a.fields, back: a.back }).map(([k, v]) => `<input type="hidden" name="${esc(k)}" value="${esc(v)}">`).join('');
   return `<form class="action action-${esc(a.action)}" method="post" action="${esc(a.url)}">${csrfField(ctx)}${hidden}
+${a.choose ? `<label for="${esc(id)}-${esc(a.choose.name)}">${esc(a.choose.label)}</label><select id="${esc(id)}-${esc(a.choose.name)}" name="${esc(a.choose.name)}" required${allowed ? '' : ' disabled'}>${a.choose.options.map((o) => `<option>${esc(o)}</option>`).join('')}</select>` : ''}
 <label for="${esc(id)}-why">Reason</label><input id="${esc(id)}-why" name="why" required maxlength="500" autocomplete="off"${allowed ? '' : ' disabled'}>
 ${a.confirm ? `<label class="confirm"><input type="checkbox" name="confirm" value="yes" required${allowed ? '' : ' disabled'}> ${esc(a.confirm)}</label>` : ''}
 <button type="submit" name="action" value="${esc(a.action)}"${allowed ? '' : ' disabled aria-describedby="' + esc(id) + '-no"'}>${esc(a.label)}</button>

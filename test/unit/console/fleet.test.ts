@@ -39,7 +39,7 @@ describe('the fleet overview', () => {
       { breaker: 'node/n-e', why: 'too many', at: '2026-12-04T07:30:00Z', count: 3, cap: 3 },
       { breaker: 'storm', why: 'storm', at: '2026-12-04T07:31:00Z', count: 9, cap: 8 },
     ],
-    pauses: { nodes: { 'n-z': { by: 'dora', why: 'SAN work', at: '2026-12-04T07:00:00Z' } } },
+    pauses: { nodes: { 'n-z': { by: 'dora', why: 'SAN work', at: '2026-12-04T07:00:00Z' } }, runbooks: {} },
   };
 
   it('shows the nodes with something open (jobs, a missing agent, a breaker, a pause), by open jobs', () => {
