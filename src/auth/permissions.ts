@@ -9,7 +9,7 @@ export const OPERATOR_API_GROUP = 'volume-medic.io';
 export const OPERATOR_PERMISSIONS = {
   jobs: {
     list: 'list jobs and the jobs waiting for approval, the fleet overview and the summary; open the /ui dashboard (GET /v1/jobs, /v1/approvals, /v1/fleet, /v1/summary, /ui/...)',
-    get: 'read one job and its approval request (GET /v1/jobs/:id, /v1/jobs/:id/approval)',
+    get: 'read one job, its approval request and its incident view (GET /v1/jobs/:id, /v1/jobs/:id/approval, /v1/jobs/:id/incident)',
     explain: 'ask what a webhook payload would do, storing nothing (POST /v1/explain)',
     approve: 'approve the waiting high-risk steps of a job (POST /v1/jobs/:id/approve, the dashboard\'s Approve)',
     reject: 'refuse them (POST /v1/jobs/:id/reject, the dashboard\'s Reject)',
@@ -57,6 +57,7 @@ export const OPERATOR_ROUTES: readonly OperatorRoute[] = [
   { method: 'GET', path: '/v1/summary', permission: p('jobs', 'list') },
   { method: 'GET', path: '/v1/jobs/:id', permission: p('jobs', 'get') },
   { method: 'GET', path: '/v1/jobs/:id/approval', permission: p('jobs', 'get') },
+  { method: 'GET', path: '/v1/jobs/:id/incident', permission: p('jobs', 'get') },
   { method: 'POST', path: '/v1/jobs/:id/approve', permission: p('jobs', 'approve') },
   { method: 'POST', path: '/v1/jobs/:id/reject', permission: p('jobs', 'reject') },
   { method: 'POST', path: '/v1/jobs/:id/retry', permission: p('jobs', 'retry') },

@@ -1,5 +1,8 @@
 import { readFile } from 'node:fs/promises';
 import type { ApiClient } from './client.ts';
+import type { IncidentDetail } from '../console/incident-detail.ts';
+import { retriedFrom, type IncidentStep } from '../console/incident.ts';
+import { shellLine } from '../console/shell-quote.ts';
 import { fields, table } from './table.ts';
 
 // One function per subcommand: ask the API, then print a readable answer (or the JSON as the
@@ -84,6 +87,66 @@ export async function job(api: ApiClient, id: string, o: Opts, out: Out): Promis
     out(table(['exit', 'ms', 'command', 'output'], commands.map((c: any) => [c.timedOut ? 'timeout' : c.exitCode ?? 'n/a', Math.round(c.durationMs), c.argv.join(' '), (c.stderr || c.stdout).trim()]), 80));
   }
   if (j.log?.length) out(`\nlog\n${j.log.map((l: string) => `  ${l}`).join('\n')}`);
+}
+
+/** Lines of a command's output shown under it; --json has all of it. */
+const OUTPUT_LINES = 12;
+const VERDICT: Record<string, string> = { holds: 'HOLDS', fails: 'FAILS', missing: 'MISSING (unknown)', contradicted: 'CONTRADICTED' };
+const indent = (text: string, pad: string): string => text.split('\n').map((l) => `${pad}${l}`).join('\n');
+
+function stepLines(s: IncidentStep, n: number): string[] {
+  const out = [`${n + 1}. ${s.id}  ${s.status}${s.destructive ? '  destructive' : ''}${s.risk === 'high' ? '  high-risk' : ''}`, `   ${s.description}`];
+  if (s.error) out.push(`   error: ${s.error}`);
+  if (s.waitsFor) out.push(`   ${s.waitsFor}`);
+  if (s.evidence.length) {
+    out.push('   evidence:');
+    for (const e of s.evidence) out.push(`     ${(VERDICT[e.status] ?? e.status).padEnd(8)} ${e.claim}${e.detail ? ` (${e.detail})` : ''}; seen by ${e.source}${e.observedAt ? ` at ${e.observedAt}` : ''}`);
+  } else if (s.destructive) {
+    out.push('   evidence: none named (the engine refuses a destructive step without it)');
+  }
+  if (s.plannedArgv?.length) {
+    out.push('   would run:');
+    for (const a of s.plannedArgv) out.push(`     $ ${shellLine(a)}`);
+  } else if (s.status === 'planned') {
+    out.push('   would run: not recorded for this step');
+  }
+  if (s.plannedNote) out.push(`   ${s.plannedNote}`);
+  for (const c of s.commands) {
+    out.push(`   ran: $ ${shellLine(c.argv)} — exit ${c.timedOut ? 'timed out' : c.exitCode ?? 'n/a (not run)'}${c.durationMs !== undefined ? `, ${Math.round(c.durationMs)} ms` : ''}`);
+    const text = `${c.stdout}${c.stderr ? `${c.stdout ? '\n' : ''}--- stderr ---\n${c.stderr}` : ''}`.replace(/\n+$/, '');
+    if (!text) continue;
+    const lines = text.split('\n');
+    out.push(indent(lines.slice(0, OUTPUT_LINES).join('\n'), '     | '));
+    if (lines.length > OUTPUT_LINES) out.push(`     | ... ${lines.length - OUTPUT_LINES} more line(s) (--json: all)`);
+  }
+  return out;
+}
+
+/** One incident as the console's page shows it: signal, evidence with verdicts, planned and run argv, audit. */
+export async function show(api: ApiClient, id: string, o: Opts, out: Out): Promise<void> {
+  const d: IncidentDetail = await api.get(`/v1/jobs/${enc(id)}/incident`);
+  if (o.json) return out(JSON.stringify(d, null, 2));
+  const i = d.incident;
+  const prev = i.retry ? retriedFrom(i.retry) : undefined;
+  out(fields([
+    ['job', `${i.id} (queue ${i.queue})`], ['runbook', i.runbook], ['node', i.node], ['state', `${i.state}, attempts ${i.attemptsMade}`],
+    ['mode', i.mode ? `${i.mode}${i.modeWhy ? ` (${i.modeWhy})` : ''}` : undefined],
+    ['outcome', i.waiting ? `waiting (${i.waiting.reason}) since ${i.waiting.since ?? '?'}: ${i.waiting.why}` : [i.outcome, i.summary ?? i.failedReason].filter(Boolean).join(': ')],
+    ['retry of', prev], ['retried as', d.retriedAs ? `${d.retriedAs.id} (${d.retriedAs.state})` : undefined],
+    ['created', i.createdAt], ['finished', i.finishedAt], ['ran on', i.ranOn],
+    ['approval', d.approval ? `${d.approval.state}${d.approval.decidedBy ? ` by ${d.approval.decidedBy}` : ''}${d.approval.why ? ` (${d.approval.why})` : ''}, expires ${d.approval.expiresAt}` : undefined],
+    ['job data', i.valid ? undefined : 'does not match the job catalogue: shown as stored, never run'],
+  ]));
+  out('\nwhat started it');
+  for (const s of i.signals) out(`  ${s.source}: ${s.summary}`);
+  if (!i.signals.length) out('  no signal recorded');
+  if (i.refusals.length) out(`\nrefused\n${i.refusals.map((r) => `  ${r}`).join('\n')}`);
+  out('\nplan and steps');
+  if (!i.steps.length) out('  no steps');
+  i.steps.forEach((s, n) => out(stepLines(s, n).join('\n')));
+  out('\naudit trail');
+  if (!d.audit.length) out('  no entries');
+  else out(indent(table(['when', 'who', 'what', 'why'], d.audit.map((e) => [e.at, e.by, e.target === `job/${i.id}` ? e.action : `${e.action} ${e.target}`, e.why]), 80), '  '));
 }
 
 export async function decide(api: ApiClient, verb: 'approve' | 'reject', id: string, o: Opts, out: Out): Promise<void> {

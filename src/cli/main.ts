@@ -4,7 +4,7 @@ import { ApiError, apiClient } from './client.ts';
 import { operatorToken } from './operator-token.ts';
 import { terminalSafe } from './terminal-safe.ts';
 import { redactUrlsIn } from '../observability/redact-url.ts';
-import { UsageError, approvals, breakers, decide, explain, job, jobs, modes, pause, placeholders, retry, type Opts } from './commands.ts';
+import { UsageError, approvals, breakers, decide, explain, job, jobs, modes, pause, placeholders, retry, show, type Opts } from './commands.ts';
 
 // `volume-medic`: the operator's command line, against the receiver's API.
 // URL: --url, else VOLUME_MEDIC_URL, else http://127.0.0.1:8080. Who you are is your Kubernetes
@@ -19,6 +19,9 @@ commands:
   explain <file> [--source alertmanager|events|npd]   what a webhook payload would do (stores nothing)
   jobs [--node N] [--state S] [--runbook R] [--limit N]  recent jobs, newest first
   job <id>                                            one job: mode, outcome, plan, steps, commands, log
+  show <id>                                           the incident as the console shows it: signal, every
+                                                      step's evidence and verdicts, the argv it would run or
+                                                      ran (with output), approval, audit trail
   approvals                                           jobs waiting for approval
   approve <id> [--why TEXT]                           let a job's high-risk steps run
   reject <id> --why TEXT                              refuse them (the job fails, nothing runs)
@@ -86,6 +89,7 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv, rawOut: (s: st
       case 'explain': await explain(api, need('<file>'), o, out); break;
       case 'jobs': await jobs(api, o, out); break;
       case 'job': await job(api, need('<id>'), o, out); break;
+      case 'show': await show(api, need('<id>'), o, out); break;
       case 'approvals': await approvals(api, o, out); break;
       case 'approve': case 'reject': await decide(api, cmd, need('<id>'), o, out); break;
       case 'retry': await retry(api, need('<id>'), o, out); break;

@@ -6,3 +6,5 @@ export * from './agent-presence.ts';
 export * from './fleet.ts';
 export * from './fleet-snapshot.ts';
 export * from './queue-scan.ts';
+export * from './incident-detail.ts';
+export * from './shell-quote.ts';

@@ -11,6 +11,7 @@ import { healthRoutes } from './routes/health.ts';
 import { jobRoutes } from './routes/jobs.ts';
 import { explainRoutes, webhookRoutes, type WebhookDeps } from './routes/webhooks.ts';
 import { controlRoutes } from './routes/controls.ts';
+import { incidentRoutes } from './routes/incidents.ts';
 import { placeholderRoutes } from './routes/placeholders.ts';
 import { uiRoutes } from './routes/ui.ts';
 import type { OperatorActions } from '../controls/operator-actions.ts';
@@ -82,6 +83,7 @@ export function createApp(deps: AppDeps): Express {
   app.use(explainRoutes(deps));
   if (deps.controls) app.use(controlRoutes(deps.controls.actions, deps.controls.retries));
   if (deps.controls && fleet) app.use(fleetRoutes({ fleet, store: deps.controls.actions.store, breakers: new Breakers(deps.redis, deps.prefix) }));
+  if (deps.controls) app.use(incidentRoutes({ redis: deps.redis, prefix: deps.prefix, queue: deps.controls.queue, controls: deps.controls.actions, incidents: deps.controls.incidents }));
   if (deps.controls) app.use(placeholderRoutes({ dispatcher: deps.dispatcher, audit: deps.controls.actions.store, retryAfterSeconds: deps.retryAfterSeconds }));
   app.use((_req, res) => res.status(404).json({ error: 'no such route' }));
   app.use(errorHandler(deps.log, (path, outcome) => {

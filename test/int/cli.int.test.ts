@@ -112,6 +112,21 @@ describe('the volume-medic CLI against a real receiver', () => {
     expect(shown.stdout).toMatch(/^approval:\s+pending, expires/m);
     expect(shown.stdout).toMatch(/release-queued-io:3600a0b8\s+planned\s+destructive high-risk\s+dmsetup message mpatha 0 fail_if_no_path/);
 
+    // `show`: what the console's page shows, from the same loader (GET /v1/jobs/:id/incident).
+    const incident = await cli(['show', id]);
+    expect(incident.code).toBe(0);
+    expect(incident.stdout).toMatch(/^outcome:\s+waiting \(approval\) since \S+: waiting for approval of 1 step/m);
+    expect(incident.stdout).toMatch(/^what started it\n {2}alertmanager: KubeNodeNotReady/m);
+    expect(incident.stdout).toMatch(/^1\. release-queued-io:3600a0b8 {2}planned {2}destructive {2}high-risk\n {3}dmsetup message mpatha 0 fail_if_no_path\n {3}evidence:\n {5}HOLDS {4}every path of mpatha is dead; seen by toy at \S+\n {3}would run:\n {5}\$ host:write-file \/w\/release '4 bytes'$/m);
+    expect(incident.stdout).toMatch(/^audit trail\n.*\n.*cli-node\s+approval-requested\s+release-queued-io:3600a0b8/m);
+    const detail = JSON.parse((await cli(['show', id, '--json'])).stdout);
+    expect(detail.incident.steps.map((s: { id: string; plannedArgv?: string[][] }) => [s.id, s.plannedArgv?.[0]?.slice(0, 2)])).toEqual([
+      ['release-queued-io:3600a0b8', ['host:write-file', '/w/release']],
+      ['flush-map:3600a0b8', ['host:write-file', '/w/flush']],
+    ]);
+    // Every line a terminal gets: argv and output come from hosts.
+    for (const line of incident.stdout.split('\n')) expect(line).not.toMatch(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/);
+
     const pending = await cli(['approvals']);
     expect(pending.stdout).toMatch(new RegExp(`${id}\\s+cli-node\\s+residual-multipath-cleanup`));
 

@@ -5,14 +5,12 @@ import type { Permission } from '../../auth/permissions.ts';
 import { JOB_ID } from '../../catalogue/keys.ts';
 import { NodeName } from '../../catalogue/names.ts';
 import { RunbookName } from '../../catalogue/jobs.ts';
-import { nextRetryKey, toIncident } from '../../console/incident.ts';
+import { loadIncident } from '../../console/incident-detail.ts';
 import { IncidentFilter, listIncidents } from '../../console/incident-list.ts';
 import { FleetQuery, fleetPage } from '../../console/fleet.ts';
 import { stateCounts } from '../../console/state-counts.ts';
-import { CLUSTER_QUEUE, nodeOfQueue } from '../../catalogue/queues.ts';
 import { Breakers } from '../../controls/breakers.ts';
-import { controlKeys } from '../../controls/keys.ts';
-import { BreakerName, ParkedJob, parseJson } from '../../controls/records.ts';
+import { BreakerName } from '../../controls/records.ts';
 import { operatorOf } from '../operator-gate.ts';
 import { safeNext, sessionOf } from './ui-auth.ts';
 import { filterQuery, incidentsPage } from './ui-incidents-page.ts';
@@ -30,7 +28,6 @@ import type { UiDeps } from './ui.ts';
 // the API.
 
 const PAGE_SIZE = 50;
-const AUDIT_READ = 1000;
 
 const PERMISSION: Record<ActionName, Permission> = {
   approve: { resource: 'jobs', verb: 'approve' },
@@ -116,41 +113,9 @@ export function consoleRoutes(deps: UiDeps): Router {
   r.get('/ui/jobs/:id', async (req, res) => {
     const id = req.params.id;
     if (!JOB_ID.test(id)) return res.status(400).type('text').send('not a valid job id');
-    // The queue from what recorded the job (the console's index; a parked job's record), never a
-    // search through every queue (5,000 calls at 5,000 nodes). The cluster queue last: few jobs.
-    const candidates = [
-      (await deps.incidents.locate(id).catch(() => undefined))?.queue,
-      parseJson(ParkedJob, await deps.redis.hget(controlKeys(deps.prefix).parked, id).catch(() => null))?.queue,
-      CLUSTER_QUEUE,
-    ].filter((q, i, all): q is string => q !== undefined && (q === CLUSTER_QUEUE || nodeOfQueue(q) !== undefined) && all.indexOf(q) === i);
-    for (const name of candidates) {
-      const q = deps.queue(name);
-      const state = await q.getJobState(id);
-      if (state === 'unknown') continue;
-      const job = await q.getJob(id);
-      if (!job) continue;
-      const incident = toIncident(job, name, state);
-      const node = incident.node !== '(cluster)' ? incident.node : undefined;
-      // A failed job's retry, if one was made (one look on the same queue).
-      const retryKey = state === 'failed' ? nextRetryKey(incident) : undefined;
-      const [logs, approval, audit, pauses, ctx, retriedState] = await Promise.all([
-        q.getJobLogs(id, 0, 199),
-        deps.controls.approval(id),
-        deps.controls.audit(AUDIT_READ),
-        node ? deps.controls.store.pauses() : Promise.resolve(undefined),
-        pageCtx(res),
-        retryKey ? q.getJobState(retryKey) : Promise.resolve('unknown'),
-      ]);
-      const mine = audit.filter((e) => e.target === `job/${id}` || e.target.startsWith(`job/${id}/`)).reverse();
-      return send(req, res, jobPage({
-        incident, log: logs.logs, audit: mine, self: `/ui/jobs/${encodeURIComponent(id)}`,
-        ...(approval && approval.jobCreatedAt === job.timestamp ? { approval } : {}),
-        ...(node ? { nodePause: pauses?.nodes[node] ?? null } : {}),
-        ...(retryKey && retriedState !== 'unknown' ? { retriedAs: { id: retryKey, state: retriedState } } : {}),
-        canRetry: deps.retries !== undefined,
-      }, ctx));
-    }
-    return res.status(404).type('text').send(`no job ${id} (the console finds jobs through its index of incidents)`);
+    const [detail, ctx] = await Promise.all([loadIncident(deps, id), pageCtx(res)]);
+    if (!detail) return res.status(404).type('text').send(`no job ${id}`);
+    return send(req, res, jobPage({ ...detail, self: `/ui/jobs/${encodeURIComponent(id)}`, canRetry: deps.retries !== undefined }, ctx));
   });
 
   /** The guard checked origin and CSRF token; here the verb (403 first, whatever the form said), then the body. */

@@ -1,5 +1,6 @@
 import { retriedFrom, type Incident, type IncidentStep } from '../../console/incident.ts';
-import type { ApprovalRecord, AuditEntry, PauseRecord } from '../../controls/records.ts';
+import type { IncidentDetail } from '../../console/incident-detail.ts';
+import { shellQuote } from '../../console/shell-quote.ts';
 import { actionForm, esc, layout, time, waited, type PageCtx } from './ui-pages.ts';
 
 // One incident in full, for the person who must decide at 3 a.m.: what started it, what it
@@ -7,15 +8,7 @@ import { actionForm, esc, layout, time, waited, type PageCtx } from './ui-pages.
 // exact argv), what it has done (status and output, collapsed and scrollable), who decided
 // what, and the buttons, disabled when RBAC says no.
 
-export interface JobView {
-  incident: Incident;
-  approval?: ApprovalRecord;
-  audit: AuditEntry[];
-  log: string[];
-  /** The pause on the job's node, if any (for Pause / Resume). */
-  nodePause?: PauseRecord | null;
-  /** The retry made of this (failed) job, if any. */
-  retriedAs?: { id: string; state: string };
+export interface JobView extends IncidentDetail {
   /** Whether this receiver offers retries at all. */
   canRetry?: boolean;
   self: string;
@@ -49,8 +42,6 @@ function stepSection(s: IncidentStep, n: number): string {
 ${evidenceList(s)}${planned}${s.plannedNote ? `<p class="muted">${esc(s.plannedNote)}</p>` : ''}${ran}</section>`;
 }
 
-/** An argv element as a shell would need it to mean the same (display only: we never run a shell). */
-const shellQuote = (a: string): string => (/^[A-Za-z0-9_./:=@%+,-]+$/.test(a) ? a : `'${a.replace(/'/g, `'\\''`)}'`);
 
 function approvalBlock(v: JobView, ctx: PageCtx): string {
   const a = v.approval;

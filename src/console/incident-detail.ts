@@ -1,0 +1,83 @@
+import type { Queue } from 'bullmq';
+import type { OperatorActions } from '../controls/operator-actions.ts';
+import { ParkedJob, parseJson, type ApprovalRecord, type AuditEntry, type PauseRecord } from '../controls/records.ts';
+import { controlKeys } from '../controls/keys.ts';
+import { CLUSTER_QUEUE, nodeOfQueue } from '../catalogue/queues.ts';
+import { knownQueuesKey } from '../queues/known-queues.ts';
+import type { RedisConnection } from '../queues/redis.ts';
+import { nextRetryKey, toIncident, type Incident } from './incident.ts';
+
+// One incident with everything its page shows, for the console's page and the API the CLI's
+// `show` reads (GET /v1/jobs/:id/incident): one loader, so both show the same evidence, planned
+// argv, output and audit trail.
+
+export interface IncidentDetail {
+  incident: Incident;
+  log: string[];
+  /** The job's approval request, when it belongs to this job (not an earlier job with the same key). */
+  approval?: ApprovalRecord;
+  /** Audit entries about this job (and its steps), oldest first. */
+  audit: AuditEntry[];
+  /** The pause on the job's node: null when not paused; absent for a cluster job. */
+  nodePause?: PauseRecord | null;
+  /** The retry made of this failed job, if any. */
+  retriedAs?: { id: string; state: string };
+}
+
+export interface DetailDeps {
+  redis: RedisConnection;
+  prefix: string;
+  queue: (name: string) => Queue;
+  controls: OperatorActions;
+  /** The console's index: where a job was stored, found without a look at every queue. */
+  incidents?: { locate(id: string): Promise<{ queue: string } | undefined> };
+}
+
+/** Audit entries read to find a job's (the trail keeps the last 1000). */
+const AUDIT_READ = 1000;
+
+/**
+ * The queues to look for job `id` on, likeliest first: where the index and a parked job's record
+ * say it is, then the cluster queue (few jobs), then every other known queue (a job the index
+ * lacks: trimmed, stored before it, or by a node agent, whose Redis user cannot write it).
+ */
+async function queuesFor(deps: DetailDeps, id: string): Promise<string[]> {
+  const [located, parked, known] = await Promise.all([
+    deps.incidents?.locate(id).catch(() => undefined),
+    deps.redis.hget(controlKeys(deps.prefix).parked, id).catch(() => null),
+    deps.redis.smembers(knownQueuesKey(deps.prefix)),
+  ]);
+  const first = [located?.queue, parseJson(ParkedJob, parked)?.queue, CLUSTER_QUEUE]
+    .filter((q): q is string => q !== undefined && (q === CLUSTER_QUEUE || nodeOfQueue(q) !== undefined));
+  return [...new Set([...first, ...known.sort()])];
+}
+
+export async function loadIncident(deps: DetailDeps, id: string): Promise<IncidentDetail | undefined> {
+  for (const name of await queuesFor(deps, id)) {
+    const q = deps.queue(name);
+    // State first, then the hash (as JobReader.get: a job finishing in between still shows its result).
+    const state = await q.getJobState(id);
+    if (state === 'unknown') continue;
+    const job = await q.getJob(id);
+    if (!job) continue;
+    const incident = toIncident(job, name, state);
+    const node = incident.node !== '(cluster)' ? incident.node : undefined;
+    const retryKey = state === 'failed' ? nextRetryKey(incident) : undefined;
+    const [logs, approval, audit, pauses, retried] = await Promise.all([
+      q.getJobLogs(id, 0, 199),
+      deps.controls.approval(id),
+      deps.controls.audit(AUDIT_READ),
+      node ? deps.controls.store.pauses() : Promise.resolve(undefined),
+      retryKey ? q.getJobState(retryKey) : Promise.resolve('unknown'),
+    ]);
+    return {
+      incident,
+      log: logs.logs,
+      ...(approval && approval.jobCreatedAt === job.timestamp ? { approval } : {}),
+      audit: audit.filter((e) => e.target === `job/${id}` || e.target.startsWith(`job/${id}/`)).reverse(),
+      ...(node ? { nodePause: pauses?.nodes[node] ?? null } : {}),
+      ...(retryKey && retried !== 'unknown' ? { retriedAs: { id: retryKey, state: retried } } : {}),
+    };
+  }
+  return undefined;
+}
