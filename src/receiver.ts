@@ -21,8 +21,9 @@ import { ReplicaAck, replicaAckKey } from './queues/replica-ack.ts';
 import type { Redis } from 'ioredis';
 import { OperatorActions } from './controls/operator-actions.ts';
 import { JobRetry } from './controls/job-retry.ts';
+import { JobEventReader } from './kube/job-event-reader.ts';
 import type { RepeatAnswers } from './ingest/repeat-answers.ts';
-import type { KubeConfig } from '@kubernetes/client-node';
+import { EventsV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { cachedReviews } from './auth/cached-reviews.ts';
 import { kubeAccessReviews, type AccessReviews } from './auth/access-reviews.ts';
 import { FailedAuthLimiter } from './auth/failed-auth-limiter.ts';
@@ -64,7 +65,7 @@ function leaseAccess(kubeConfig: KubeConfig | undefined): KubeConfig | undefined
 }
 
 /** TokenReview/SubjectAccessReview access for OPERATOR_AUTH=kubernetes, or why there is none. */
-function operatorReviews(config: Config, kc: KubeConfig | undefined): { reviews?: AccessReviews; unavailableReason?: string } {
+function operatorReviews(config: Config, kc: KubeConfig | undefined): { reviews?: AccessReviews; unavailableReason?: string; access?: KubeConfig } {
   if (config.operatorAuth !== 'kubernetes') return {};
   let access = kc;
   if (!access) {
@@ -76,6 +77,7 @@ function operatorReviews(config: Config, kc: KubeConfig | undefined): { reviews?
     }
   }
   return {
+    access,
     reviews: cachedReviews(kubeAccessReviews(access, config.operatorTokenAudiences), {
       tokenTtlMs: config.operatorTokenCacheSeconds * 1000,
       accessTtlMs: config.operatorAccessCacheSeconds * 1000,
@@ -159,9 +161,12 @@ export async function startReceiver(config: Config, opts: ReceiverOptions = {}):
   let watches: KubeWatches | undefined;
   const eventTrust: EventTrust = { npdSources: new Set(config.npdEventSources), npdNamespace: config.npdEventNamespace };
   const authLimiter = new FailedAuthLimiter({ perMinute: config.authFailuresPerMinute });
+  const { access: reviewAccess, ...reviews } = operatorReviews(config, opts.operatorKubeConfig ?? kubeConfig);
+  // The console reads a job's Events back with the receiver's own access (KUBE_WATCH's, or the one operator identity uses).
+  const eventAccess = kubeConfig ?? reviewAccess;
   const operatorAuth = new OperatorAuth({
     mode: config.operatorAuth,
-    ...operatorReviews(config, opts.operatorKubeConfig ?? kubeConfig),
+    ...reviews,
     webhookTokens: config.tokens,
     proxy: { cidrs: config.authProxyCidrs, userHeader: config.authProxyUserHeader, groupsHeader: config.authProxyGroupsHeader },
     limiter: authLimiter,
@@ -189,6 +194,7 @@ export async function startReceiver(config: Config, opts: ReceiverOptions = {}):
     controls: {
       actions: operatorActions,
       retries,
+      ...(eventAccess ? { events: new JobEventReader(eventAccess.makeApiClient(EventsV1Api)) } : {}),
       queue: (name) => dispatcher.queue(name),
       uiSessionTtlSeconds: config.uiSessionTtlSeconds,
       incidents,

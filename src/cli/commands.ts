@@ -144,6 +144,10 @@ export async function show(api: ApiClient, id: string, o: Opts, out: Out): Promi
   out('\nplan and steps');
   if (!i.steps.length) out('  no steps');
   i.steps.forEach((s, n) => out(stepLines(s, n).join('\n')));
+  out('\nkubernetes events it wrote');
+  if ('unknown' in d.events) out(`  unknown: ${d.events.unknown}`);
+  else if (!d.events.events.length) out('  none found');
+  else out(indent(table(['last seen', 'type', 'reason', 'on', 'count', 'note'], d.events.events.map((e) => [e.lastAt, e.type, e.reason, e.regarding, e.count, e.note]), 80), '  '));
   out('\naudit trail');
   if (!d.audit.length) out('  no entries');
   else out(indent(table(['when', 'who', 'what', 'why'], d.audit.map((e) => [e.at, e.by, e.target === `job/${i.id}` ? e.action : `${e.action} ${e.target}`, e.why]), 80), '  '));

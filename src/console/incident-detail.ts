@@ -1,4 +1,6 @@
 import type { Queue } from 'bullmq';
+import { RemediationJob } from '../catalogue/jobs.ts';
+import type { JobEventReader, JobEventsAnswer } from '../kube/job-event-reader.ts';
 import type { OperatorActions } from '../controls/operator-actions.ts';
 import { ParkedJob, parseJson, type ApprovalRecord, type AuditEntry, type PauseRecord } from '../controls/records.ts';
 import { controlKeys } from '../controls/keys.ts';
@@ -22,6 +24,8 @@ export interface IncidentDetail {
   nodePause?: PauseRecord | null;
   /** The retry made of this failed job, if any. */
   retriedAs?: { id: string; state: string };
+  /** The Kubernetes Events the job wrote, or why they are unknown. */
+  events: JobEventsAnswer;
 }
 
 export interface DetailDeps {
@@ -31,6 +35,8 @@ export interface DetailDeps {
   controls: OperatorActions;
   /** The console's index: where a job was stored, found without a look at every queue. */
   incidents?: { locate(id: string): Promise<{ queue: string } | undefined> };
+  /** Reads the job's Kubernetes Events back; without cluster access they are unknown. */
+  events?: JobEventReader;
 }
 
 /** Audit entries read to find a job's (the trail keeps the last 1000). */
@@ -63,12 +69,15 @@ export async function loadIncident(deps: DetailDeps, id: string): Promise<Incide
     const incident = toIncident(job, name, state);
     const node = incident.node !== '(cluster)' ? incident.node : undefined;
     const retryKey = state === 'failed' ? nextRetryKey(incident) : undefined;
-    const [logs, approval, audit, pauses, retried] = await Promise.all([
+    const parsed = RemediationJob.safeParse(job.data);
+    const [logs, approval, audit, pauses, retried, events] = await Promise.all([
       q.getJobLogs(id, 0, 199),
       deps.controls.approval(id),
       deps.controls.audit(AUDIT_READ),
       node ? deps.controls.store.pauses() : Promise.resolve(undefined),
       retryKey ? q.getJobState(retryKey) : Promise.resolve('unknown'),
+      !parsed.success ? Promise.resolve({ unknown: 'the job data does not match the catalogue: which object its Events are on is not known' })
+        : deps.events ? deps.events.eventsOf(id, parsed.data) : Promise.resolve({ unknown: 'this receiver has no Kubernetes access to read Events with' }),
     ]);
     return {
       incident,
@@ -77,6 +86,7 @@ export async function loadIncident(deps: DetailDeps, id: string): Promise<Incide
       audit: audit.filter((e) => e.target === `job/${id}` || e.target.startsWith(`job/${id}/`)).reverse(),
       ...(node ? { nodePause: pauses?.nodes[node] ?? null } : {}),
       ...(retryKey && retried !== 'unknown' ? { retriedAs: { id: retryKey, state: retried } } : {}),
+      events,
     };
   }
   return undefined;

@@ -16,6 +16,7 @@ import { placeholderRoutes } from './routes/placeholders.ts';
 import { uiRoutes } from './routes/ui.ts';
 import type { OperatorActions } from '../controls/operator-actions.ts';
 import type { JobRetry } from '../controls/job-retry.ts';
+import type { JobEventReader } from '../kube/job-event-reader.ts';
 import type { Queue } from 'bullmq';
 import type { JobReader } from '../queues/job-reader.ts';
 import type { KubeWatchesState } from '../kube/kube-watches.ts';
@@ -42,7 +43,7 @@ export interface AppDeps extends WebhookDeps {
   /** The Kubernetes watches' state, when KUBE_WATCH is on. */
   kubeState?: () => KubeWatchesState | undefined;
   /** Operator controls: /v1 control routes, the /ui dashboard, and pause/breakers in /readyz and /metrics. */
-  controls?: { actions: OperatorActions; queue: (name: string) => Queue; uiSessionTtlSeconds: number; incidents: IncidentIndex; retries?: JobRetry };
+  controls?: { actions: OperatorActions; queue: (name: string) => Queue; uiSessionTtlSeconds: number; incidents: IncidentIndex; retries?: JobRetry; events?: JobEventReader };
 }
 
 const SOURCE_OF: Record<string, string> = { '/v1/alertmanager': 'alertmanager', '/v1/events': 'events', '/v1/npd': 'npd' };
@@ -76,6 +77,7 @@ export function createApp(deps: AppDeps): Express {
     app.use(uiRoutes({
       redis: deps.redis, prefix: deps.prefix, auth: deps.operatorAuth, queue: deps.controls.queue, controls: deps.controls.actions, incidents: deps.controls.incidents, fleet,
       ...(deps.controls.retries ? { retries: deps.controls.retries } : {}),
+      ...(deps.controls.events ? { events: deps.controls.events } : {}),
       sessions: new SessionStore(deps.redis, deps.prefix, deps.controls.uiSessionTtlSeconds),
     }));
   }
@@ -83,7 +85,7 @@ export function createApp(deps: AppDeps): Express {
   app.use(explainRoutes(deps));
   if (deps.controls) app.use(controlRoutes(deps.controls.actions, deps.controls.retries));
   if (deps.controls && fleet) app.use(fleetRoutes({ fleet, store: deps.controls.actions.store, breakers: new Breakers(deps.redis, deps.prefix) }));
-  if (deps.controls) app.use(incidentRoutes({ redis: deps.redis, prefix: deps.prefix, queue: deps.controls.queue, controls: deps.controls.actions, incidents: deps.controls.incidents }));
+  if (deps.controls) app.use(incidentRoutes({ redis: deps.redis, prefix: deps.prefix, queue: deps.controls.queue, controls: deps.controls.actions, incidents: deps.controls.incidents, ...(deps.controls.events ? { events: deps.controls.events } : {}) }));
   if (deps.controls) app.use(placeholderRoutes({ dispatcher: deps.dispatcher, audit: deps.controls.actions.store, retryAfterSeconds: deps.retryAfterSeconds }));
   app.use((_req, res) => res.status(404).json({ error: 'no such route' }));
   app.use(errorHandler(deps.log, (path, outcome) => {

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { EventsV1Event } from '@kubernetes/client-node';
+import type { RemediationJob } from '../catalogue/jobs.ts';
 import type { EventsApi } from './api/apis.ts';
 import type { Logger } from '../observability/logger.ts';
 import { REPORTING_CONTROLLER } from './event-signals.ts';
@@ -30,6 +31,23 @@ export interface EventSubject {
   /** Pods only; Node and PV Events go to `default`, as the kubelet's do. */
   namespace?: string;
   uid?: string;
+}
+
+/** The object a job's Events belong on: the node, the Local PV, or the pod that cannot mount. */
+export function jobEventSubject(job: RemediationJob): EventSubject | undefined {
+  switch (job.runbook) {
+    case 'residual-multipath-cleanup':
+    case 'rbd-unmap':
+      return { kind: 'Node', name: job.target.node };
+    case 'local-pv-placeholder':
+      return { kind: 'PersistentVolume', name: job.target.pv };
+    case 'rbd-stale-mapping':
+      return job.target.pod ? { kind: 'Pod', namespace: job.target.pod.namespace, name: job.target.pod.name } : undefined;
+    default: {
+      const never: never = job;
+      return never;
+    }
+  }
 }
 
 export interface JobEventInput {

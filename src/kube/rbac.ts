@@ -90,6 +90,10 @@ export const DIRECT_CALLS: Readonly<Record<Component, readonly DirectCall[]>> = 
     { call: 'coordination.k8s.io/leases get', namespace: OWN_NAMESPACE, usedBy: FLEET_LEASE },
     { call: 'coordination.k8s.io/leases create', namespace: OWN_NAMESPACE, usedBy: FLEET_LEASE },
     { call: 'coordination.k8s.io/leases update', namespace: OWN_NAMESPACE, usedBy: FLEET_LEASE },
+    // The console's incident page lists the Events a job wrote (src/kube/job-event-reader.ts) in
+    // the API group they were written in. The same objects the core `events list` above already
+    // reads (one storage behind both groups): no data the receiver could not see before.
+    { call: 'events.k8s.io/events list', usedBy: 'the console\'s incident page and `volume-medic show`: the Events a job wrote (JobEventReader)' },
   ],
   'cluster-worker': [
     // rbd-stale-mapping's Events are on the Pod that cannot mount, in that Pod's namespace: any.

@@ -11,6 +11,9 @@ import type { PlannedStep, RunbookDefinition } from '../../workers/engine/runboo
 import { PermanentError } from '../../workers/engine/errors.ts';
 import { FakeHost } from '../../workers/host/fake-host.ts';
 import { createNodeAgent } from '../../workers/node-agent/agent.ts';
+import { JobEventRecorder } from '../../src/kube/job-events.ts';
+import { restApis } from '../../src/kube/rest/apis.ts';
+import { KubeRest } from '../../src/kube/rest/transport.ts';
 import type { RunbookRegistry } from '../../workers/runbooks/registry.ts';
 import { testConfig } from '../support/config.ts';
 import { fastControls } from '../support/controls-harness.ts';
@@ -114,7 +117,11 @@ describe('the on-call console in headless chromium', () => {
     receiver = await startReceiver(config(), { operatorKubeConfig: ops.api.kubeConfig(), log: silent });
     for (const node of ['console-a', 'console-b', 'console-c']) {
       // A long recheck keeps a parked job 'delayed' while a page shows it.
-      agents.push(createNodeAgent({ config: config({ nodeName: node, runbookModes: { 'residual-multipath-cleanup': 'enforce' }, controlsRecheckSeconds: 30 }), registry: runbook.registry, log: silent }));
+      agents.push(createNodeAgent({
+        config: config({ nodeName: node, runbookModes: { 'residual-multipath-cleanup': 'enforce' }, controlsRecheckSeconds: 30 }), registry: runbook.registry, log: silent,
+        // Job Events to the fake API server, which the receiver's console lists back.
+        events: new JobEventRecorder({ events: restApis(new KubeRest({ server: ops.api.url, token: () => 'agent-token' })).events, instance: node }),
+      }));
     }
     browser = await chromium.launch({
       executablePath: CHROMIUM,
@@ -182,6 +189,12 @@ describe('the on-call console in headless chromium', () => {
     expect(await approve.innerText()).toMatch(/dora@example\.com\s+approve\s+paths are gone for good; array decommissioned/);
     const ran = await page.locator('main').innerText();
     expect(ran).toMatch(/release-queued-io:3600a0b8 done/);
+    // The Events the agent wrote on the Node, listed back from the API server (the page follows them live).
+    await page.waitForSelector('table.events tr[data-reason="RemediationSucceeded"]', { timeout: 10_000 });
+    const events = await page.locator('table.events tbody tr').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-reason')));
+    expect(events).toEqual(['RemediationStarted', 'RemediationSucceeded']);
+    expect(await page.locator('table.events tr[data-reason="RemediationSucceeded"]').innerText()).toMatch(new RegExp(`Normal\\s+RemediationSucceeded\\s+Node/console-a\\s+1\\s+succeeded: .*\\(job ${id}, residual-multipath-cleanup, enforce\\)`));
+    expect(await page.locator('section[aria-labelledby=related-h]').innerText()).toMatch(/node\s+console-a/);
     expect(ran).toMatch(/\$ dmsetup message mpatha 0 fail_if_no_path — exit 0/);
   });
 

@@ -71,6 +71,38 @@ ${actionForm(ctx, { action: 'retry', id: 'retry', url: `/ui/jobs/${id}/retry`, l
   return `<section aria-labelledby="retry-h"><h2 id="retry-h">Retry</h2>${body}</section>`;
 }
 
+/** The Events the job wrote, as listed from the API server; unknown said as unknown, never "none". */
+function eventsBlock(v: JobView): string {
+  const e = v.events;
+  const body = 'unknown' in e
+    ? `<p class="o-waiting">Unknown: ${esc(e.unknown)}.</p>`
+    : e.events.length
+      ? `<table class="events"><thead><tr><th>last seen</th><th>type</th><th>reason</th><th>on</th><th>count</th><th>note</th></tr></thead><tbody>${e.events.map((x) => `<tr data-reason="${esc(x.reason)}"><td>${time(x.lastAt)}</td><td>${esc(x.type)}</td><td>${esc(x.reason)}</td><td><code>${esc(x.regarding)}</code></td><td>${x.count}</td><td>${esc(x.note)}</td></tr>`).join('')}</tbody></table>`
+      : '<p>None found (Events expire after an hour by default; a job that never started writes none).</p>';
+  return `<section aria-labelledby="events-h"><h2 id="events-h">Kubernetes Events it wrote</h2>${body}</section>`;
+}
+
+/** What the job names: from its own data, no lookup; what it does not name is said to be unknown. */
+function relatedBlock(i: Incident): string {
+  const t = (i.target && typeof i.target === 'object' ? i.target : {}) as Record<string, unknown>;
+  const s = (k: string): string | undefined => (typeof t[k] === 'string' ? t[k] as string : undefined);
+  const ref = (v: unknown): string | undefined => {
+    const o = v && typeof v === 'object' ? v as Record<string, unknown> : undefined;
+    return o && typeof o['namespace'] === 'string' && typeof o['name'] === 'string' ? `${o['namespace']}/${o['name']}` : undefined;
+  };
+  const rows: [string, string | undefined][] = [
+    ['node', s('node') ?? (i.node !== '(cluster)' ? i.node : undefined)],
+    ['PersistentVolume', s('pv')],
+    ['device path', s('path')],
+    ['RBD image', s('pool') && s('image') ? `${s('pool')}/${s('image')}` : undefined],
+    ['RBD watcher', s('watcher')],
+    ['pod', ref(t['pod'])],
+  ].filter(([, v]) => v !== undefined) as [string, string][];
+  const named = rows.map(([k, v]) => `<dt>${esc(k)}</dt><dd><code>${esc(v)}</code></dd>`).join('');
+  return `<section aria-labelledby="related-h"><h2 id="related-h">Related objects</h2><dl class="facts related">${named}</dl>
+<p class="muted">As the job names them. Claims, pods on the node and VolumeAttachments are looked at by the runbook when it runs (see each step's evidence); not named here means unknown, not absent.</p></section>`;
+}
+
 export function jobPage(v: JobView, ctx: PageCtx): string {
   const i = v.incident;
   const node = i.node !== '(cluster)' ? i.node : undefined;
@@ -95,5 +127,5 @@ ${i.target !== undefined ? `<details id="target"><summary>target</summary><pre>$
     : '';
   const audit = `<section aria-labelledby="audit-h"><h2 id="audit-h">Audit trail</h2>${v.audit.length ? `<table><thead><tr><th>when</th><th>who</th><th>what</th><th>why</th></tr></thead><tbody>${v.audit.map((e) => `<tr data-action="${esc(e.action)}"><td>${time(e.at)}</td><td>${esc(e.by)}</td><td>${esc(e.action)}${e.target !== `job/${i.id}` ? ` <code>${esc(e.target)}</code>` : ''}</td><td>${esc(e.why)}</td></tr>`).join('')}</tbody></table>` : '<p>No entries.</p>'}</section>`;
   const log = `<details id="job-log"><summary>Job log (${v.log.length} lines)</summary><pre>${esc(v.log.join('\n'))}</pre></details>`;
-  return layout(`volume-medic: ${i.runbook} on ${i.node}`, `<h1>${esc(i.runbook)} on ${esc(i.node)}</h1>${facts}${approvalBlock(v, ctx)}${retryBlock(v, ctx)}${signals}${refusals}${plan}${nodeActions}${audit}${log}`, ctx, v.self);
+  return layout(`volume-medic: ${i.runbook} on ${i.node}`, `<h1>${esc(i.runbook)} on ${esc(i.node)}</h1>${facts}${approvalBlock(v, ctx)}${retryBlock(v, ctx)}${signals}${relatedBlock(i)}${refusals}${plan}${eventsBlock(v)}${nodeActions}${audit}${log}`, ctx, v.self);
 }

@@ -10,6 +10,7 @@ import type { IncidentIndex } from '../../console/incident-index.ts';
 import type { FleetSnapshots } from '../../console/fleet-snapshot.ts';
 import type { OperatorActions } from '../../controls/operator-actions.ts';
 import type { JobRetry } from '../../controls/job-retry.ts';
+import type { JobEventReader } from '../../kube/job-event-reader.ts';
 import { knownQueuesKey } from '../../queues/known-queues.ts';
 import { uiAuth } from './ui-auth.ts';
 import { SCRIPT, STYLE } from './ui-assets.ts';
@@ -35,6 +36,8 @@ export interface UiDeps {
   fleet: FleetSnapshots;
   /** Retries of failed jobs (src/controls/job-retry.ts); without it the console offers none. */
   retries?: JobRetry;
+  /** Reads a job's Kubernetes Events back for its page (src/kube/job-event-reader.ts). */
+  events?: JobEventReader;
 }
 
 export const UI_CONTENT_SECURITY_POLICY = [
