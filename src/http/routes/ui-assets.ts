@@ -4,7 +4,7 @@
 /** Served as /ui/style.css: the Content-Security-Policy allows no inline style. */
 export const STYLE = `*{box-sizing:border-box}
 body{font-family:system-ui,sans-serif;margin:0;color:#1d1d1d;background:#fff;overflow-wrap:anywhere;line-height:1.4}
-td[data-label=summary],td[data-label=outcome],code,dd{overflow-wrap:anywhere}@media (min-width:701px){table.fleet th,table.incidents th,td[data-label=state],td[data-label=mode]{white-space:nowrap}}
+td[data-label=summary],td[data-label=outcome],code,dd{overflow-wrap:anywhere}@media (min-width:701px){table.fleet th,table.incidents th,td[data-label=state],td[data-label=mode],table.events th,table.events td:not([data-label=note]){white-space:nowrap}}td[data-label=note]{overflow-wrap:anywhere}
 body.login{max-width:28rem;margin:4rem auto;padding:0 1rem}body.login input{width:100%;padding:.4rem;margin:.4rem 0}
 header{background:#17324d;color:#fff;padding:.5rem 1rem}header a{color:#fff}nav{display:flex;flex-wrap:wrap;gap:.4rem 1rem;align-items:center}
 nav .who{margin-left:auto}main{padding:.5rem 1rem 2rem;max-width:80rem}
@@ -33,8 +33,8 @@ dl.facts{display:grid;grid-template-columns:max-content 1fr;gap:.2rem .8rem;marg
 .pager{display:flex;gap:1rem;margin:.6rem 0}.muted{color:#555}.live-status{position:absolute;left:-9999px}
 @media (max-width:700px){
  main{padding:.4rem .6rem 2rem}
- table.incidents thead{display:none}table.incidents tr,table.fleet tbody tr{display:block;border:1px solid #d5d5d5;border-radius:4px;margin:.4rem 0;padding:.2rem}
- table.incidents td,table.fleet td{display:block;border:0;padding:.1rem .3rem;white-space:normal}table.incidents td[data-label]::before,table.fleet td[data-label]::before{content:attr(data-label) ": ";font-weight:600}
+ table.incidents thead,table.events thead{display:none}table.incidents tr,table.fleet tbody tr,table.events tr{display:block;border:1px solid #d5d5d5;border-radius:4px;margin:.4rem 0;padding:.2rem}
+ table.incidents td,table.fleet td,table.events td{display:block;border:0;padding:.1rem .3rem;white-space:normal}table.incidents td[data-label]::before,table.fleet td[data-label]::before,table.events td[data-label]::before{content:attr(data-label) ": ";font-weight:600}
  table.fleet thead tr{display:flex;flex-wrap:wrap;gap:.2rem}table.fleet th{border:0;padding:.1rem .3rem}
  dl.facts{grid-template-columns:1fr}dl.facts dd{margin-bottom:.3rem}
 }`;

@@ -77,7 +77,7 @@ function eventsBlock(v: JobView): string {
   const body = 'unknown' in e
     ? `<p class="o-waiting">Unknown: ${esc(e.unknown)}.</p>`
     : e.events.length
-      ? `<table class="events"><thead><tr><th>last seen</th><th>type</th><th>reason</th><th>on</th><th>count</th><th>note</th></tr></thead><tbody>${e.events.map((x) => `<tr data-reason="${esc(x.reason)}"><td>${time(x.lastAt)}</td><td>${esc(x.type)}</td><td>${esc(x.reason)}</td><td><code>${esc(x.regarding)}</code></td><td>${x.count}</td><td>${esc(x.note)}</td></tr>`).join('')}</tbody></table>`
+      ? `<table class="events"><thead><tr><th>last seen</th><th>type</th><th>reason</th><th>on</th><th>count</th><th>note</th></tr></thead><tbody>${e.events.map((x) => `<tr data-reason="${esc(x.reason)}"><td data-label="last seen">${time(x.lastAt)}</td><td data-label="type">${esc(x.type)}</td><td data-label="reason">${esc(x.reason)}</td><td data-label="on"><code>${esc(x.regarding)}</code></td><td data-label="count">${x.count}</td><td data-label="note">${esc(x.note)}</td></tr>`).join('')}</tbody></table>`
       : '<p>None found (Events expire after an hour by default; a job that never started writes none).</p>';
   return `<section aria-labelledby="events-h"><h2 id="events-h">Kubernetes Events it wrote</h2>${body}</section>`;
 }
