@@ -22,6 +22,7 @@ import { alertmanagerBody, getJson, nodeNotReadyAlert, post } from '../support/p
 import { dropPrefix, redisUrl, uniquePrefix } from '../support/redis.ts';
 import { waitFor } from '../support/wait.ts';
 import { CHROMIUM, chromiumOrSay } from '../support/chromium.ts';
+import { apiCallOf, uncoveredByRbac } from '../support/kube-objects.ts';
 
 // Issue 23, the on-call console's "Must show", in headless chromium (Debian's, via
 // playwright-core): sign in with a token the TokenReview fake accepts; a parked job appears
@@ -195,6 +196,12 @@ describe('the on-call console in headless chromium', () => {
     expect(events).toEqual(['RemediationStarted', 'RemediationSucceeded']);
     expect(await page.locator('table.events tr[data-reason="RemediationSucceeded"]').innerText()).toMatch(new RegExp(`Normal\\s+RemediationSucceeded\\s+Node/console-a\\s+1\\s+succeeded: .*\\(job ${id}, residual-multipath-cleanup, enforce\\)`));
     expect(await page.locator('section[aria-labelledby=related-h]').innerText()).toMatch(/node\s+console-a/);
+    // Read back with one list per page, within what src/kube/rbac.ts (and so the chart) grants the receiver.
+    const lists = ops.api.requestsTo('GET', '/apis/events.k8s.io/v1/');
+    expect(lists.length).toBeGreaterThan(0);
+    expect(lists.map((r) => apiCallOf(r)?.call)).toContain('events.k8s.io/events list');
+    expect(uncoveredByRbac(lists, 'receiver')).toEqual([]);
+    expect(lists[0]!.query['fieldSelector']).toBe('regarding.kind=Node,regarding.name=console-a,reportingController=volume-medic');
     expect(ran).toMatch(/\$ dmsetup message mpatha 0 fail_if_no_path — exit 0/);
   });
 
