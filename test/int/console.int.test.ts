@@ -423,7 +423,7 @@ describe('the on-call console in headless chromium', () => {
     await expect.poll(async () => {
       await page.goto(`${receiver.url}/ui/fleet?show=all&sort=node`);
       return page.locator('tr[data-node]').evaluateAll((rows) => rows.map((r) => `${r.getAttribute('data-node')} ${r.getAttribute('data-agent')}`));
-    }, { timeout: 15_000, interval: 1_000 }).toEqual(['console-a seen', 'console-b seen', 'console-z missing']);
+    }, { timeout: 15_000, interval: 1_000 }).toEqual(['console-a seen', 'console-b seen', 'console-c seen', 'console-z missing']);
     await shot(page, 'fleet');
   });
 
@@ -431,10 +431,10 @@ describe('the on-call console in headless chromium', () => {
     await page.goto(`${receiver.url}/ui/fleet?show=all`);
     const nodes = () => page.locator('tr[data-node]').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-node')));
     await Promise.all([page.waitForURL(/sort=node/), page.click('th a:text-is("node")')]);
-    expect(await nodes()).toEqual(['console-a', 'console-b', 'console-z']);
+    expect(await nodes()).toEqual(['console-a', 'console-b', 'console-c', 'console-z']);
     expect(await page.locator('th[aria-sort]').innerText()).toContain('node ▲');
     await Promise.all([page.waitForURL(/dir=desc/), page.click('th a:has-text("node")')]);
-    expect(await nodes()).toEqual(['console-z', 'console-b', 'console-a']);
+    expect(await nodes()).toEqual(['console-z', 'console-c', 'console-b', 'console-a']);
     await Promise.all([page.waitForURL(/sort=agent/), page.click('th a:has-text("agent")')]);
     expect((await nodes())[0]).toBe('console-z');
     // One row a page: the server sends one, and "next" walks the rest in order.
@@ -446,7 +446,7 @@ describe('the on-call console in headless chromium', () => {
       if (!(await next.count())) break;
       await Promise.all([page.waitForURL(/offset=/), next.click()]);
     }
-    expect(walked).toEqual(['console-a', 'console-b', 'console-z']);
+    expect(walked).toEqual(['console-a', 'console-b', 'console-c', 'console-z']);
     expect((await page.goto(`${receiver.url}/ui/fleet?sort=bogus`))!.status()).toBe(400);
   });
 

@@ -40,7 +40,9 @@ describe('operator identity on the /v1 routes', () => {
   let ops: Operators;
   const receivers: Receiver[] = [];
   const agents: RunbookWorker[] = [];
-  const config = (over: Partial<Config> = {}) => testConfig({ redisUrl: redisUrl(), queuePrefix: prefix, tokens: [WEBHOOK_TOKEN], ...fastControls, ...over });
+  // The route walks below send every operator route a missing or wrong token (over 20 routes now),
+  // past the default failed-auth budget of 20 per address; the budget has its own test at the end.
+  const config = (over: Partial<Config> = {}) => testConfig({ redisUrl: redisUrl(), queuePrefix: prefix, tokens: [WEBHOOK_TOKEN], ...fastControls, authFailuresPerMinute: 500, ...over });
   const start = async (over: Partial<Config> = {}, withKube = true): Promise<Receiver> => {
     const r = await startReceiver(config(over), withKube ? { operatorKubeConfig: ops.api.kubeConfig(), log: silent } : { log: silent });
     receivers.push(r);
