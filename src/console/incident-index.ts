@@ -89,17 +89,7 @@ export class IncidentIndex implements StoredIndex {
    */
   async ofNode(node: string, max: number, count = 5_000): Promise<IndexEntry[]> {
     // Node names (RFC 1123) hold no glob character.
-    const pattern = `*\t${node}\t*`;
-    const out: IndexEntry[] = [];
-    let cursor = '0';
-    do {
-      const [next, raw] = await this.#redis.zscan(this.#key, cursor, 'MATCH', pattern, 'COUNT', count);
-      cursor = next;
-      for (let i = 0; i + 1 < raw.length; i += 2) {
-        const e = parseMember(raw[i]!, Number(raw[i + 1]));
-        if (e && e.node === node) out.push(e);
-      }
-    } while (cursor !== '0');
+    const out = await this.#scan(`*\t${node}\t*`, count, (e) => e.node === node);
     // ZSCAN may return an element twice (the set changed under it): once each, newest first.
     const unique = [...new Map(out.map((e) => [e.member, e])).values()].sort((a, b) => b.score - a.score);
     return unique.slice(0, max);
@@ -112,18 +102,24 @@ export class IncidentIndex implements StoredIndex {
    */
   async locate(id: string, count = 5_000): Promise<IndexEntry | undefined> {
     // Job ids (JOB_ID) hold no glob character, so the pattern matches the id field literally.
-    const pattern = `*\t${id}\t*`;
     let best: IndexEntry | undefined;
+    for (const e of await this.#scan(`*\t${id}\t*`, count, (x) => x.id === id)) if (!best || e.score > best.score) best = e;
+    return best;
+  }
+
+  /** Every entry whose member matches `pattern` (ZSCAN: Redis filters) and `keep`; possibly some twice. */
+  async #scan(pattern: string, count: number, keep: (e: IndexEntry) => boolean): Promise<IndexEntry[]> {
+    const out: IndexEntry[] = [];
     let cursor = '0';
     do {
       const [next, raw] = await this.#redis.zscan(this.#key, cursor, 'MATCH', pattern, 'COUNT', count);
       cursor = next;
       for (let i = 0; i + 1 < raw.length; i += 2) {
         const e = parseMember(raw[i]!, Number(raw[i + 1]));
-        if (e && e.id === id && (!best || e.score > best.score)) best = e;
+        if (e && keep(e)) out.push(e);
       }
     } while (cursor !== '0');
-    return best;
+    return out;
   }
 
   async forget(members: readonly string[]): Promise<void> {
