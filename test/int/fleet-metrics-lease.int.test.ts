@@ -141,8 +141,9 @@ describe('two receivers: only the leader exports the fleet-wide series', () => {
     const start = () => startReceiver(testConfig({ redisUrl: redisUrl(), queuePrefix: prefix, tokens: ['fleet-lease-token-0123456789'], fleetMetricsLeaseSeconds: 2 }), {
       log: silent, lease: { kubeConfig: api.kubeConfig(), namespace: NS },
     });
-    receivers.push(await start(), await start());
+    // Counted from before the receivers start: the first to start may create the Lease before start() returns.
     const before = api.requests.length;
+    receivers.push(await start(), await start());
 
     const [leader, follower] = await until('one leader', async () => {
       const texts = await Promise.all(receivers.map(scrape));
