@@ -9,6 +9,7 @@ import { createKubeMetrics } from './kube/kube-metrics.ts';
 import { startKubeWatches, type KubeWatches } from './kube/kube-watches.ts';
 import { createApp } from './http/app.ts';
 import { IncidentIndex } from './console/incident-index.ts';
+import { likelyQueues } from './console/incident-detail.ts';
 import type { EventTrust } from './sources/event-trust.ts';
 import { createLogger, type Logger } from './observability/logger.ts';
 import { createReceiverMetrics } from './observability/metrics.ts';
@@ -145,6 +146,7 @@ export async function startReceiver(config: Config, opts: ReceiverOptions = {}):
   // An operator's retry: a new job for the same work, sealed afresh (src/controls/job-retry.ts).
   const retries = new JobRetry({
     redis, prefix: config.queuePrefix, queue: (name) => dispatcher.queue(name), store: operatorActions.store, index: incidents,
+    likely: likelyQueues({ redis, prefix: config.queuePrefix, incidents }),
     trust: { ring: trust.ring, ...(trust.sealer ? { sealer: trust.sealer } : {}), ttlMs: trust.ttlMs, allowUnsigned: trust.allowUnsigned },
     ...(config.dedupWindowSeconds !== undefined ? { dedupWindowSeconds: config.dedupWindowSeconds } : {}),
   });
@@ -180,7 +182,7 @@ export async function startReceiver(config: Config, opts: ReceiverOptions = {}):
     authLimiter,
     trustedProxyCidrs: config.trustedProxyCidrs,
     bodyLimit: config.bodyLimit,
-    reader: new JobReader(redis, config.queuePrefix, dispatcher, (id) => incidents.locate(id)),
+    reader: new JobReader(redis, config.queuePrefix, dispatcher, likelyQueues({ redis, prefix: config.queuePrefix, incidents })),
     dispatcher,
     lookups,
     kubeState: () => watches?.state(),

@@ -4,8 +4,8 @@ import type { JobEventReader, JobEventsAnswer } from '../kube/job-event-reader.t
 import type { OperatorActions } from '../controls/operator-actions.ts';
 import { ParkedJob, parseJson, type ApprovalRecord, type AuditEntry, type PauseRecord } from '../controls/records.ts';
 import { controlKeys } from '../controls/keys.ts';
-import { CLUSTER_QUEUE, nodeOfQueue } from '../catalogue/queues.ts';
-import { knownQueuesKey } from '../queues/known-queues.ts';
+import { CLUSTER_QUEUE } from '../catalogue/queues.ts';
+import { findJob } from '../queues/find-job.ts';
 import type { RedisConnection } from '../queues/redis.ts';
 import { nextRetryKey, toIncident, type Incident } from './incident.ts';
 
@@ -43,51 +43,43 @@ export interface DetailDeps {
 const AUDIT_READ = 1000;
 
 /**
- * The queues to look for job `id` on, likeliest first: where the index and a parked job's record
- * say it is, then the cluster queue (few jobs), then every other known queue (a job the index
- * lacks: trimmed, stored before it, or by a node agent, whose Redis user cannot write it).
+ * Where the console's records put job `id`: the index, a parked job's record, and the cluster
+ * queue (few jobs); findJob then looks on every other known queue.
  */
-async function queuesFor(deps: DetailDeps, id: string): Promise<string[]> {
-  const [located, parked, known] = await Promise.all([
-    deps.incidents?.locate(id).catch(() => undefined),
-    deps.redis.hget(controlKeys(deps.prefix).parked, id).catch(() => null),
-    deps.redis.smembers(knownQueuesKey(deps.prefix)),
-  ]);
-  const first = [located?.queue, parseJson(ParkedJob, parked)?.queue, CLUSTER_QUEUE]
-    .filter((q): q is string => q !== undefined && (q === CLUSTER_QUEUE || nodeOfQueue(q) !== undefined));
-  return [...new Set([...first, ...known.sort()])];
+export function likelyQueues(deps: Pick<DetailDeps, 'redis' | 'prefix' | 'incidents'>): (id: string) => Promise<(string | undefined)[]> {
+  return async (id) => {
+    const [located, parked] = await Promise.all([
+      deps.incidents?.locate(id).catch(() => undefined),
+      deps.redis.hget(controlKeys(deps.prefix).parked, id).catch(() => null),
+    ]);
+    return [located?.queue, parseJson(ParkedJob, parked)?.queue, CLUSTER_QUEUE];
+  };
 }
 
 export async function loadIncident(deps: DetailDeps, id: string): Promise<IncidentDetail | undefined> {
-  for (const name of await queuesFor(deps, id)) {
-    const q = deps.queue(name);
-    // State first, then the hash (as JobReader.get: a job finishing in between still shows its result).
-    const state = await q.getJobState(id);
-    if (state === 'unknown') continue;
-    const job = await q.getJob(id);
-    if (!job) continue;
-    const incident = toIncident(job, name, state);
-    const node = incident.node !== '(cluster)' ? incident.node : undefined;
-    const retryKey = state === 'failed' ? nextRetryKey(incident) : undefined;
-    const parsed = RemediationJob.safeParse(job.data);
-    const [logs, approval, audit, pauses, retried, events] = await Promise.all([
-      q.getJobLogs(id, 0, 199),
-      deps.controls.approval(id),
-      deps.controls.audit(AUDIT_READ),
-      node ? deps.controls.store.pauses() : Promise.resolve(undefined),
-      retryKey ? q.getJobState(retryKey) : Promise.resolve('unknown'),
-      !parsed.success ? Promise.resolve({ unknown: 'the job data does not match the catalogue: which object its Events are on is not known' })
-        : deps.events ? deps.events.eventsOf(id, parsed.data) : Promise.resolve({ unknown: 'this receiver has no Kubernetes access to read Events with' }),
-    ]);
-    return {
-      incident,
-      log: logs.logs,
-      ...(approval && approval.jobCreatedAt === job.timestamp ? { approval } : {}),
-      audit: audit.filter((e) => e.target === `job/${id}` || e.target.startsWith(`job/${id}/`)).reverse(),
-      ...(node ? { nodePause: pauses?.nodes[node] ?? null } : {}),
-      ...(retryKey && retried !== 'unknown' ? { retriedAs: { id: retryKey, state: retried } } : {}),
-      events,
-    };
-  }
-  return undefined;
+  const found = await findJob({ ...deps, likely: likelyQueues(deps) }, id);
+  if (!found) return undefined;
+  const { queue: name, handle: q, job, state } = found;
+  const incident = toIncident(job, name, state);
+  const node = incident.node !== '(cluster)' ? incident.node : undefined;
+  const retryKey = state === 'failed' ? nextRetryKey(incident) : undefined;
+  const parsed = RemediationJob.safeParse(job.data);
+  const [logs, approval, audit, pauses, retried, events] = await Promise.all([
+    q.getJobLogs(id, 0, 199),
+    deps.controls.approval(id),
+    deps.controls.audit(AUDIT_READ),
+    node ? deps.controls.store.pauses() : Promise.resolve(undefined),
+    retryKey ? q.getJobState(retryKey) : Promise.resolve('unknown'),
+    !parsed.success ? Promise.resolve({ unknown: 'the job data does not match the catalogue: which object its Events are on is not known' })
+      : deps.events ? deps.events.eventsOf(id, parsed.data) : Promise.resolve({ unknown: 'this receiver has no Kubernetes access to read Events with' }),
+  ]);
+  return {
+    incident,
+    log: logs.logs,
+    ...(approval && approval.jobCreatedAt === job.timestamp ? { approval } : {}),
+    audit: audit.filter((e) => e.target === `job/${id}` || e.target.startsWith(`job/${id}/`)).reverse(),
+    ...(node ? { nodePause: pauses?.nodes[node] ?? null } : {}),
+    ...(retryKey && retried !== 'unknown' ? { retriedAs: { id: retryKey, state: retried } } : {}),
+    events,
+  };
 }

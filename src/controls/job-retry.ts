@@ -4,7 +4,7 @@ import { JOB_ID } from '../catalogue/keys.ts';
 import { RemediationJob, jobNode } from '../catalogue/jobs.ts';
 import { queueFor } from '../catalogue/queues.ts';
 import type { IncidentIndex } from '../console/incident-index.ts';
-import { knownQueuesKey } from '../queues/known-queues.ts';
+import { findJob, type Found } from '../queues/find-job.ts';
 import { jobOptions } from '../queues/dispatcher.ts';
 import type { RedisConnection } from '../queues/redis.ts';
 import type { Keyring } from '../trust/keyring.ts';
@@ -30,6 +30,8 @@ export interface JobRetryOptions {
   redis: RedisConnection;
   prefix: string;
   queue: (name: string) => Queue;
+  /** Queues a failed job was recorded under, looked at first (find-job.ts). */
+  likely?: (id: string) => Promise<readonly (string | undefined)[]>;
   store: ControlsStore;
   /** The receiver's trust: its sealer, the keys it verifies old seals with, the seal TTL. */
   trust: { ring: Keyring; sealer?: Sealer; ttlMs: number; allowUnsigned: boolean };
@@ -106,14 +108,7 @@ export class JobRetry {
     return v.ok ? undefined : `its seal does not hold (${v.reason}: ${v.detail}); only work traced to an issuer is sealed again`;
   }
 
-  async #find(id: string): Promise<{ queue: string; job: Job; state: string } | undefined> {
-    for (const name of (await this.#o.redis.smembers(knownQueuesKey(this.#o.prefix))).sort()) {
-      const q = this.#o.queue(name);
-      const state = await q.getJobState(id);
-      if (state === 'unknown') continue;
-      const job = await q.getJob(id);
-      if (job) return { queue: name, job, state };
-    }
-    return undefined;
+  #find(id: string): Promise<Found | undefined> {
+    return findJob(this.#o, id);
   }
 }

@@ -4,6 +4,7 @@ import { RemediationJob, jobNode } from '../catalogue/jobs.ts';
 import { nodeOfQueue } from '../catalogue/queues.ts';
 import type { Dispatcher } from './dispatcher.ts';
 import { knownQueuesKey } from './known-queues.ts';
+import { findJob, type FindJob } from './find-job.ts';
 
 // Read side of the queues for the HTTP API. Everything read back from Redis is parsed again:
 // a job that no longer matches the catalogue is shown as such, not trusted.
@@ -50,14 +51,14 @@ export class JobReader {
   private readonly prefix: string;
   private readonly dispatcher: Dispatcher;
 
-  /** Where a job id was stored (the console's incident index), when known: one lookup instead of one per queue. */
-  private readonly locate: ((id: string) => Promise<{ queue: string } | undefined>) | undefined;
+  /** Queues a job id was recorded under (the console's records, find-job.ts): one lookup instead of one per queue. */
+  private readonly likely: FindJob['likely'];
 
-  constructor(redis: RedisConnection, prefix: string, dispatcher: Dispatcher, locate?: (id: string) => Promise<{ queue: string } | undefined>) {
+  constructor(redis: RedisConnection, prefix: string, dispatcher: Dispatcher, likely?: FindJob['likely']) {
     this.redis = redis;
     this.prefix = prefix;
     this.dispatcher = dispatcher;
-    this.locate = locate;
+    this.likely = likely;
   }
 
   private async queues(): Promise<string[]> {
@@ -86,35 +87,24 @@ export class JobReader {
   }
 
   async get(id: string): Promise<JobDetail | undefined> {
-    // The index's queue first; a job it does not have (trimmed, or stored before it) is looked for on every queue.
-    const at = await this.locate?.(id).catch(() => undefined);
-    const known = await this.queues();
-    const order = at && known.includes(at.queue) ? [at.queue, ...known.filter((q) => q !== at.queue)] : known;
-    for (const name of order) {
-      const queue = this.dispatcher.queue(name);
-      // State first, then the hash: read the other way round, a job finishing in between shows
-      // as completed without its result. This way a finished job always carries what it wrote.
-      const state = await queue.getJobState(id);
-      if (state === 'unknown') continue;
-      const job = await queue.getJob(id);
-      if (!job) continue;
-      const parsed = RemediationJob.safeParse(job.data);
-      const { logs } = await queue.getJobLogs(id, 0, 199);
-      const summary = await this.summary(job, name, state);
-      return {
-        ...summary,
-        key: parsed.success ? parsed.data.key : id,
-        target: parsed.success ? parsed.data.target : undefined,
-        evidence: parsed.success ? parsed.data.evidence : undefined,
-        attemptsStarted: job.attemptsStarted,
-        ...(iso(job.processedOn) ? { processedAt: iso(job.processedOn) } : {}),
-        ...(job.returnvalue !== null && job.returnvalue !== undefined ? { result: job.returnvalue } : {}),
-        ...(job.progress !== 0 ? { progress: job.progress } : {}),
-        log: logs,
-        valid: parsed.success,
-      };
-    }
-    return undefined;
+    const found = await findJob({ redis: this.redis, prefix: this.prefix, queue: (name) => this.dispatcher.queue(name), ...(this.likely ? { likely: this.likely } : {}) }, id);
+    if (!found) return undefined;
+    const { queue: name, handle: queue, job, state } = found;
+    const parsed = RemediationJob.safeParse(job.data);
+    const { logs } = await queue.getJobLogs(id, 0, 199);
+    const summary = await this.summary(job, name, state);
+    return {
+      ...summary,
+      key: parsed.success ? parsed.data.key : id,
+      target: parsed.success ? parsed.data.target : undefined,
+      evidence: parsed.success ? parsed.data.evidence : undefined,
+      attemptsStarted: job.attemptsStarted,
+      ...(iso(job.processedOn) ? { processedAt: iso(job.processedOn) } : {}),
+      ...(job.returnvalue !== null && job.returnvalue !== undefined ? { result: job.returnvalue } : {}),
+      ...(job.progress !== 0 ? { progress: job.progress } : {}),
+      log: logs,
+      valid: parsed.success,
+    };
   }
 
   private async summary(job: Job, queue: string, knownState?: string): Promise<JobSummary> {

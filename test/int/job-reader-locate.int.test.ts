@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { ResidualMultipathJob } from '../../src/catalogue/jobs.ts';
 import { nodeQueueName } from '../../src/catalogue/queues.ts';
 import { IncidentIndex } from '../../src/console/incident-index.ts';
+import { likelyQueues } from '../../src/console/incident-detail.ts';
 import { Dispatcher } from '../../src/queues/dispatcher.ts';
 import { JobReader } from '../../src/queues/job-reader.ts';
 import { producerConnection, type RedisConnection } from '../../src/queues/redis.ts';
@@ -36,7 +37,7 @@ describe('JobReader.get with the incident index', () => {
   });
 
   it('reads only the indexed queue for an indexed job', async () => {
-    const reader = new JobReader(redis, prefix, dispatcher, (id) => index.locate(id));
+    const reader = new JobReader(redis, prefix, dispatcher, likelyQueues({ redis, prefix, incidents: index }));
     const opened = vi.spyOn(dispatcher, 'queue');
     const found = await reader.get('locate_0000000000000019');
     expect(found).toMatchObject({ id: 'locate_0000000000000019', queue: nodeQueueName('node-19') });
@@ -47,7 +48,7 @@ describe('JobReader.get with the incident index', () => {
   it('still finds a job the index does not have, on its queue', async () => {
     const entry = await index.locate('locate_0000000000000007');
     await index.forget([entry!.member]);
-    const reader = new JobReader(redis, prefix, dispatcher, (id) => index.locate(id));
+    const reader = new JobReader(redis, prefix, dispatcher, likelyQueues({ redis, prefix, incidents: index }));
     expect(await reader.get('locate_0000000000000007')).toMatchObject({ queue: nodeQueueName('node-07') });
     expect(await reader.get('locate_0000000000009999')).toBeUndefined();
   });
