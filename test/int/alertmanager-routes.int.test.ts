@@ -1,10 +1,11 @@
 import { spawnSync } from 'node:child_process';
-import { accessSync, constants, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml, stringify } from 'yaml';
 import { mergeVolumeMedic, SNIPPET } from '../../scripts/deploy/alertmanager-merge.ts';
+import { isExecutable } from '../support/executable.ts';
 
 // deploy/integrations/alertmanager.yaml merged into realistic operator configurations, routed by
 // Alertmanager's own `amtool config routes test`: after the merge every alert reaches every
@@ -13,14 +14,7 @@ import { mergeVolumeMedic, SNIPPET } from '../../scripts/deploy/alertmanager-mer
 // takes KubeNodeNotReady away from the on-call humans.
 
 const AMTOOL = process.env['AMTOOL_BIN'] ?? '/usr/bin/amtool';
-const available = (() => {
-  try {
-    accessSync(AMTOOL, constants.X_OK);
-    return true;
-  } catch {
-    return false;
-  }
-})();
+const available = isExecutable(AMTOOL);
 
 const CONFIGS = join(import.meta.dirname, '../fixtures/alertmanager/configs');
 const tmp = mkdtempSync(join(tmpdir(), 'vm-amtool-'));

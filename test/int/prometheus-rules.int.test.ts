@@ -1,10 +1,11 @@
 import { spawnSync } from 'node:child_process';
-import { accessSync, constants, copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
 import { CHART_DIR, CI_VALUES_DIR, helmTemplate } from '../../scripts/deploy/chart.ts';
+import { isExecutable } from '../support/executable.ts';
 
 // The chart's alerting rules (files/prometheus-rules.yaml, which its PrometheusRule wraps),
 // checked by Prometheus' own promtool: `check rules`, and `test rules` on input series for every
@@ -12,14 +13,7 @@ import { CHART_DIR, CI_VALUES_DIR, helmTemplate } from '../../scripts/deploy/cha
 // series across the receiver replicas, fails the promtool tests.
 
 const PROMTOOL = process.env['PROMTOOL_BIN'] ?? '/usr/bin/promtool';
-const available = (() => {
-  try {
-    accessSync(PROMTOOL, constants.X_OK);
-    return true;
-  } catch {
-    return false;
-  }
-})();
+const available = isExecutable(PROMTOOL);
 
 const RULES = join(CHART_DIR, 'files/prometheus-rules.yaml');
 const TESTS = join(CHART_DIR, 'files/prometheus-rules.test.yaml');

@@ -1,9 +1,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { accessSync, constants } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from '../../scripts/lib/local-redis.ts';
+import { isExecutable } from './executable.ts';
 
 // A real Prometheus Alertmanager (Debian's `prometheus-alertmanager`) for integration tests:
 // started on loopback with clustering off, its own storage in a temp dir, and a webhook
@@ -13,12 +13,7 @@ import { freePort } from '../../scripts/lib/local-redis.ts';
 export const ALERTMANAGER_BIN = process.env['ALERTMANAGER_BIN'] ?? '/usr/bin/prometheus-alertmanager';
 
 export function alertmanagerAvailable(): boolean {
-  try {
-    accessSync(ALERTMANAGER_BIN, constants.X_OK);
-    return true;
-  } catch {
-    return false;
-  }
+  return isExecutable(ALERTMANAGER_BIN);
 }
 
 export interface AlertmanagerOptions {
