@@ -33,6 +33,8 @@ const K = Number(process.env['LIFECYCLE_AGENTS'] ?? 200);
 const ROUNDS = Number(process.env['LIFECYCLE_ROUNDS'] ?? 4);
 const IDLE_SECONDS = Number(process.env['LIFECYCLE_IDLE_SECONDS'] ?? 5);
 const BARE_WORK_MS = Number(process.env['LIFECYCLE_BARE_WORK_MS'] ?? 0);
+/** LIFECYCLE_PROF=<dir>: a V8 CPU profile of every agents' process, in <dir>/ours and <dir>/bare. */
+const PROF_DIR = process.env['LIFECYCLE_PROF'];
 const PREFIX = 'lc';
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const round = (v: number, d = 2): number => Math.round(v * 10 ** d) / 10 ** d;
@@ -109,7 +111,7 @@ function startAgents(kind: Kind): Child[] {
     const c = startChild(here('./servers/fleet-agents.ts'), {
       FLEET_FROM: String(from), FLEET_TO: String(Math.min(K, from + 500)), FLEET_KIND: kind, FLEET_NAME: `lc-${kind}`, FLEET_WORK_MS: kind === 'bare' ? String(BARE_WORK_MS) : '0',
       REDIS_URL: redis.url, QUEUE_PREFIX: PREFIX, SIGNING_KEYS_DIR: keysDir, STATE_DIR: stateRoot,
-    });
+    }, PROF_DIR ? { execArgv: ['--cpu-prof', `--cpu-prof-dir=${PROF_DIR}/${kind}`] } : {});
     c.proc.on('message', (m: unknown) => {
       for (const line of ((m as { line?: string }).line ?? '').split('\n')) {
         const [what, node] = line.split(' ');
@@ -295,7 +297,8 @@ mkdirSync(dirname(out), { recursive: true });
 writeFileSync(out, JSON.stringify({ agents: K, rounds: ROUNDS, dataBytes: padTo, bareWorkMs: BARE_WORK_MS, background: bg, perRound, scripts, ours: { ...o, workers: oWork }, bare: { ...b, workers: bWork } }, null, 2));
 process.stdout.write(`wrote ${out}\n`);
 await receiver.kill();
-await Promise.all(children.map((c) => c.kill('SIGKILL')));
+// A profiled agent writes its profile on a clean exit (SIGTERM: its workers close first).
+await Promise.all(children.map((c) => c.kill(PROF_DIR ? 'SIGTERM' : 'SIGKILL')));
 producer.disconnect();
 admin.disconnect();
 await redis.destroy();

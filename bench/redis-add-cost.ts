@@ -19,7 +19,6 @@ import { triage } from '../src/triage/triage.ts';
 import { InMemoryLookups } from '../src/kube/lookups.ts';
 import { Dispatcher, jobOptions } from '../src/queues/dispatcher.ts';
 import { queueFor } from '../src/catalogue/queues.ts';
-import { dedupWindowMs } from '../src/catalogue/policy.ts';
 import type { RemediationJob } from '../src/catalogue/jobs.ts';
 import { fill, groupedAlerts } from './lib/payloads.ts';
 import { startPrivateRedis } from './lib/redis-server.ts';
@@ -92,7 +91,7 @@ export async function redisAddCost(url: string, opts: { groups?: number; perCall
       if (list) list.push(j);
       else byQueue.set(queueFor(j), [j]);
     }
-    await Promise.all([...byQueue].map(async ([name, jobs]) => (await queue(name)).addBulk(jobs.map((j) => ({ name: j.runbook, data: j, opts: jobOptions(j, dedupWindowMs(j.runbook)) })))));
+    await Promise.all([...byQueue].map(async ([name, jobs]) => (await queue(name)).addBulk(jobs.map((j) => ({ name: j.runbook, data: j, opts: jobOptions(j) })))));
     return [...byQueue.values()].reduce((a, js) => a + js.length, 0);
   };
   const perJob: Record<Mode, number[]> = { dispatcher: [], addBulk: [], reference: [] };

@@ -148,7 +148,6 @@ export async function startReceiver(config: Config, opts: ReceiverOptions = {}):
     redis, prefix: config.queuePrefix, queue: (name) => dispatcher.queue(name), store: operatorActions.store, index: incidents,
     likely: likelyQueues({ redis, prefix: config.queuePrefix, incidents }),
     trust: { ring: trust.ring, ...(trust.sealer ? { sealer: trust.sealer } : {}), ttlMs: trust.ttlMs, allowUnsigned: trust.allowUnsigned },
-    ...(config.dedupWindowSeconds !== undefined ? { dedupWindowSeconds: config.dedupWindowSeconds } : {}),
   });
   const metrics = createReceiverMetrics();
   // KUBE_WATCH: cluster access for triage's lookups and the watch sources (fails fast without a kubeconfig).

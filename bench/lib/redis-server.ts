@@ -18,6 +18,8 @@ export interface PrivateRedis {
   start(): Promise<void>;
   /** Stops it and removes its directory. */
   destroy(): Promise<void>;
+  /** The server's process id (valgrind's, under `callgrind`: the same process). */
+  pid(): number | undefined;
 }
 
 const live = new Set<ChildProcess>();
@@ -31,6 +33,12 @@ export interface PrivateRedisOptions {
   args?: readonly string[];
   /** Open-file limit of the server (set with prlimit; the fleet bench needs more than the shell's). */
   nofile?: number;
+  /**
+   * Runs the server under valgrind's callgrind, its counts read between two points
+   * (bench/lib/callgrind.ts): instructions counted, not seconds, so the same work gives the same
+   * figure whatever else the shared machine is doing. About 50x slower.
+   */
+  callgrind?: { outDir: string };
 }
 
 export async function startPrivateRedis(opts: PrivateRedisOptions = {}): Promise<PrivateRedis> {
@@ -45,13 +53,15 @@ export async function startPrivateRedis(opts: PrivateRedisOptions = {}): Promise
   ];
   let child: ChildProcess | undefined;
   const start = async (): Promise<void> => {
-    const c = opts.nofile
-      ? spawn('prlimit', [`--nofile=${opts.nofile}:${opts.nofile}`, '--', 'redis-server', ...args], { stdio: 'ignore' })
-      : spawn('redis-server', args, { stdio: 'ignore' });
+    const c = opts.callgrind
+      ? spawn('valgrind', ['--tool=callgrind', `--callgrind-out-file=${opts.callgrind.outDir}/callgrind.out.%p`, 'redis-server', ...args], { stdio: 'ignore' })
+      : opts.nofile
+        ? spawn('prlimit', [`--nofile=${opts.nofile}:${opts.nofile}`, '--', 'redis-server', ...args], { stdio: 'ignore' })
+        : spawn('redis-server', args, { stdio: 'ignore' });
     child = c;
     live.add(c);
     c.once('exit', () => live.delete(c));
-    for (let i = 0; i < 200; i++) {
+    for (let i = 0; i < (opts.callgrind ? 1200 : 200); i++) {
       if (await redisAnswers(url)) return;
       await new Promise((r) => setTimeout(r, 50));
     }
@@ -70,6 +80,7 @@ export async function startPrivateRedis(opts: PrivateRedisOptions = {}): Promise
   await start();
   return {
     url, port, stop, start,
+    pid: () => child?.pid,
     destroy: async () => {
       await stop();
       rmSync(dir, { recursive: true, force: true });

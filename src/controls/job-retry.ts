@@ -1,5 +1,4 @@
 import type { Job, Queue } from 'bullmq';
-import { dedupWindowMs } from '../catalogue/policy.ts';
 import { JOB_ID } from '../catalogue/keys.ts';
 import { RemediationJob, jobNode } from '../catalogue/jobs.ts';
 import { queueFor } from '../catalogue/queues.ts';
@@ -37,8 +36,6 @@ export interface JobRetryOptions {
   trust: { ring: Keyring; sealer?: Sealer; ttlMs: number; allowUnsigned: boolean };
   /** The console's index: the new job shows at the top of the incidents. */
   index?: IncidentIndex;
-  /** DEDUP_WINDOW_SECONDS, as the dispatcher's (how long the new job is kept once finished). */
-  dedupWindowSeconds?: number;
   now?: () => number;
 }
 
@@ -87,8 +84,7 @@ export class JobRetry {
     if (existing !== 'unknown') return { ok: false, status: 409, error: `job ${id} was already retried as ${key} (${existing})${existing === 'failed' ? `: retry ${key}` : ''}` };
     const sealer = this.#o.trust.sealer;
     const data = sealer ? sealJob(sealer, queueName, next, this.#o.trust.ttlMs) : next;
-    const window = this.#o.dedupWindowSeconds !== undefined ? this.#o.dedupWindowSeconds * 1000 : dedupWindowMs(next.runbook);
-    const added = await q.add(next.runbook, data, jobOptions(next, window));
+    const added = await q.add(next.runbook, data, jobOptions(next));
     if (added.id !== key) throw new Error(`BullMQ stored the retry of ${id} as ${String(added.id)}, not ${key}`);
     const node = jobNode(next);
     await Promise.all([

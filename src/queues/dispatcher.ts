@@ -2,8 +2,8 @@ import { Job, Queue, type JobsOptions } from 'bullmq';
 import type { RedisConnection } from './redis.ts';
 import { BatchAdd, captureAdd, DATA_PLACEHOLDER, type BatchIndex, type BatchItem, type BatchReply } from './batch-add.ts';
 import { CLUSTER_QUEUE, queueFor } from '../catalogue/queues.ts';
-import { RUNBOOK_POLICY, dedupWindowMs } from '../catalogue/policy.ts';
-import { RUNBOOKS, type RemediationJob, type RunbookName } from '../catalogue/jobs.ts';
+import { RUNBOOK_POLICY, dedupWindowMs, queueWindowMs } from '../catalogue/policy.ts';
+import type { RemediationJob, RunbookName } from '../catalogue/jobs.ts';
 import { knownQueuesKey } from './known-queues.ts';
 import type { ReplicaAck } from './replica-ack.ts';
 import { GenerationalMap } from '../collections/generational-map.ts';
@@ -314,7 +314,7 @@ export class Dispatcher {
       const sealer = this.opts.sealer;
       // The job encoded once, for its seal and as the text stored (captureAdd puts it in place of BullMQ's encoding).
       const text = sealer ? sealedJobText(sealer, b.queueName, b.job, this.opts.sealTtlMs ?? DEFAULT_SEAL_TTL_MS) : JSON.stringify(b.job);
-      const job = new Job(queue, b.job.runbook, DATA_PLACEHOLDER, jobOptions(b.job, this.windowMs(b.job.runbook)), b.job.key);
+      const job = new Job(queue, b.job.runbook, DATA_PLACEHOLDER, jobOptions(b.job), b.job.key);
       // The job's timestamp is read right before its add, in the same script call: exact within
       // one receiver (concurrent repeats are coalesced above); across receiver replicas two
       // racing first deliveries run one after the other in Redis, so the second sees the first.
@@ -402,10 +402,9 @@ export class Dispatcher {
   /**
    * Until when a job stored at `storedAt` is certainly still in Redis, as far as retention goes.
    * BullMQ removes finished jobs by age, counted from their finishedOn (>= the time they were
-   * stored), but a finishing job sweeps its WHOLE queue's completed/failed set with its OWN age.
-   * The policy gives every runbook on a queue the same window for that reason; taking the
-   * smallest window of any runbook sharing the queue keeps this bound right even if it did not.
-   * A margin covers the clocks of the receivers and workers involved.
+   * stored); the worker finishing a job sweeps its WHOLE queue's completed/failed set with the
+   * queue's window (`queueWindowMs`, the same DEDUP_WINDOW_SECONDS: one ConfigMap for every
+   * component). A margin covers the clocks of the receivers and workers involved.
    *
    * What this cannot see, and why the answer from memory is further capped by knownKeyMaxMs:
    * someone deleting the job (Job.remove, Queue.clean/drain/obliterate, the operator
@@ -414,7 +413,7 @@ export class Dispatcher {
    * long a repeat is folded into a job that is no longer there.
    */
   private rememberUntil(queueName: string, storedAt: number): number {
-    const window = Math.min(...RUNBOOKS.filter((r) => sharesQueue(r, queueName)).map((r) => this.windowMs(r)));
+    const window = queueWindowMs(queueName === CLUSTER_QUEUE ? 'cluster' : 'node', this.opts.dedupWindowSeconds);
     return Math.min(storedAt + window - CLOCK_SKEW_MARGIN_MS, this.now() + this.knownKeyMaxMs);
   }
 
@@ -432,18 +431,18 @@ export class Dispatcher {
 }
 
 /**
- * BullMQ options of a job: its key as id (a repeat folds into it), the runbook's retries, and
- * kept for the deduplication window `windowMs` once finished, which is what makes the window hold.
+ * BullMQ options of a job: its key as id (a repeat folds into it) and the runbook's retries.
+ * How long it is kept once finished (its deduplication window) is not the job's to say: the
+ * worker that finishes it keeps every finished job of its queue for the queue's window
+ * (catalogue/policy.ts `keepFinished`, workers/engine/runbook-worker.ts), which is what makes
+ * the window hold.
  */
-export function jobOptions(job: RemediationJob, windowMs: number) {
+export function jobOptions(job: RemediationJob) {
   const policy = RUNBOOK_POLICY[job.runbook];
-  const ageSeconds = Math.ceil(windowMs / 1000);
   return {
     jobId: job.key,
     attempts: policy.attempts,
     backoff: { type: 'exponential', delay: policy.backoffMs, jitter: policy.jitter },
-    removeOnComplete: { age: ageSeconds },
-    removeOnFail: { age: ageSeconds },
   } satisfies JobsOptions;
 }
 
@@ -451,9 +450,6 @@ interface Known {
   queue: string;
   until: number;
 }
-
-const sharesQueue = (runbook: RunbookName, queueName: string): boolean =>
-  (RUNBOOK_POLICY[runbook].placement === 'cluster') === (queueName === CLUSTER_QUEUE);
 
 function answer(job: RemediationJob, queueName: string, deduplicated: boolean): Enqueued {
   const node = 'node' in job.target ? job.target.node : undefined;

@@ -22,13 +22,15 @@ export interface FailStrandedOptions {
   /** The overdue jobs' ids: only these are failed. */
   ids: ReadonlySet<string>;
   reason: string;
+  /** Kept for the queue's deduplication window like any failed job (what its agent's worker would keep). */
+  keepFailed: { age: number };
   stillAbsent: () => Promise<boolean>;
 }
 
 export async function failStranded(o: FailStrandedOptions): Promise<string[]> {
   const failed: string[] = [];
   if (o.ids.size === 0) return failed;
-  const worker = new Worker(o.queue, undefined, { connection: o.connection, prefix: o.prefix, autorun: false, skipVersionCheck: true });
+  const worker = new Worker(o.queue, undefined, { connection: o.connection, prefix: o.prefix, autorun: false, skipVersionCheck: true, removeOnFail: o.keepFailed });
   worker.on('error', () => {});
   try {
     for (let i = 0; i < o.ids.size; i++) {

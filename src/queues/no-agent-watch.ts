@@ -1,4 +1,5 @@
 import { nodeOfQueue } from '../catalogue/queues.ts';
+import { keepFinished } from '../catalogue/policy.ts';
 import { recordNotRun } from '../catalogue/job-stats.ts';
 import type { JobEventInput, RecordedJobEvent } from '../kube/job-events.ts';
 import type { Logger } from '../observability/logger.ts';
@@ -31,6 +32,8 @@ export interface NoAgentWatchOptions {
   events?: { recordJobEvent(input: JobEventInput): Promise<RecordedJobEvent> };
   /** The connection the failing pass takes jobs on (a worker connection: no retry limit per request). */
   workerConnection: () => RedisConnection;
+  /** How long a failed job is kept: the node queues' window, as their agents keep it (default: the policy's, catalogue/policy.ts keepFinished). */
+  keepFailed?: { age: number };
   now?: () => number;
 }
 
@@ -161,7 +164,7 @@ export class NoAgentWatch {
     const reason = `no node agent: ${agentNote}, and the job waited longer than NO_AGENT_DEADLINE_SECONDS (${Math.round(this.o.deadlineMs / 1000)} s) without running on node ${node}`;
     const ids = new Set(overdue.map((j) => j.id));
     const failed = await failStranded({
-      connection: (this.worker ??= this.o.workerConnection()), prefix, queue, ids, reason,
+      connection: (this.worker ??= this.o.workerConnection()), prefix, queue, ids, reason, keepFailed: this.o.keepFailed ?? keepFinished('node'),
       stillAbsent: async () => !(await agentSeen(redis, prefix, queue)),
     });
     for (const id of failed) {

@@ -167,9 +167,9 @@ describe('jobs on a node queue that no node agent serves', () => {
     const connection = workerConnection(redisUrl());
     const q = new Queue(queue, { connection: redis, prefix });
     try {
-      expect(await failStranded({ connection, prefix, queue, ids: new Set([id]), reason: 'test', stillAbsent: async () => false })).toEqual([]);
+      expect(await failStranded({ connection, prefix, queue, ids: new Set([id]), reason: 'test', keepFailed: { age: 900 }, stillAbsent: async () => false })).toEqual([]);
       expect(await q.getJobState(id)).toBe('waiting');
-      expect(await failStranded({ connection, prefix, queue, ids: new Set(['some-other-job']), reason: 'test', stillAbsent: async () => true })).toEqual([]);
+      expect(await failStranded({ connection, prefix, queue, ids: new Set(['some-other-job']), reason: 'test', keepFailed: { age: 900 }, stillAbsent: async () => true })).toEqual([]);
       expect(await q.getJobState(id)).toBe('waiting');
       expect((await q.getJob(id))!.attemptsMade).toBe(0);
     } finally {

@@ -1,4 +1,5 @@
 import { CLUSTER_QUEUE } from '../../src/catalogue/queues.ts';
+import { keepFinished } from '../../src/catalogue/policy.ts';
 import { modeOf } from '../../src/config/load.ts';
 import { KubeLookups } from '../../src/kube/api/kube-lookups.ts';
 import { kubeClients, loadKubeConfig } from '../../src/kube/client.ts';
@@ -38,6 +39,7 @@ await runMain(log, (config) => {
   // The node halves appear in the console's index of incidents as the receiver's jobs do.
   const dispatcher = new Dispatcher(redis, {
     prefix: config.queuePrefix, timeoutMs: config.enqueueTimeoutMs, sealer: trust.sealer, sealTtlMs: trust.ttlMs,
+    ...(config.dedupWindowSeconds !== undefined ? { dedupWindowSeconds: config.dedupWindowSeconds } : {}),
     index: new IncidentIndex(redis, config.queuePrefix),
     onIndexError: (err) => log.warn({ err: err.message }, 'the console\'s incident index missed a batch'),
   });
@@ -50,6 +52,7 @@ await runMain(log, (config) => {
     modeOf: (runbook) => modeOf(config, runbook),
     accepts: () => undefined,
     lockDurationMs: config.lockDurationMs,
+    keepFinished: keepFinished('cluster', config.dedupWindowSeconds),
     log,
     controls: controlsFromConfig(config),
     trust: { ring: trust.ring, allowUnsigned: trust.allowUnsigned, seen: seenWork(join(config.stateDir, 'seen-work-cluster.json'), log) },
@@ -65,6 +68,7 @@ await runMain(log, (config) => {
     log: log.child({ component: 'no-agent' }),
     ...(events ? { events } : {}),
     workerConnection: () => workerConnection(redisTarget(config)),
+    keepFailed: keepFinished('node', config.dedupWindowSeconds),
   });
   noAgent.start();
   log.info({ kube: inCluster ? 'api-server' : 'none' }, 'cluster worker started');

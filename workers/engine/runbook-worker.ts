@@ -18,6 +18,8 @@ import { eventSubject, type JobEventSink } from './job-events.ts';
 import { PermanentError, RefusedError, forBullmq, shouldRetry } from './errors.ts';
 import { destructiveEvidenceLine } from './evidence.ts';
 import { ParkedError, type Parking, type PlanView } from './gate.ts';
+import { keepFinished } from '../../src/catalogue/policy.ts';
+import { CLUSTER_QUEUE } from '../../src/catalogue/queues.ts';
 import { createJobControls, type JobControls, type JobControlsOptions } from './job-controls.ts';
 
 // One BullMQ worker that runs registered runbooks: shared by the node agent (its node's queue)
@@ -35,6 +37,13 @@ export interface RunbookWorkerOptions {
   /** Rejects jobs that are not for this worker (a node agent only runs its node's jobs). */
   accepts: (job: RemediationJob) => string | undefined;
   lockDurationMs: number;
+  /**
+   * How long finished jobs of this queue are kept (its deduplication window, catalogue/policy.ts
+   * `keepFinished`): BullMQ's Worker removeOnComplete/removeOnFail, for the jobs that do not say
+   * (ours do not, since issue 21; a job stored by an older receiver still carries its own).
+   * Default: the policy's window of the queue's placement (DEDUP_WINDOW_SECONDS not set).
+   */
+  keepFinished?: { age: number };
   log: Logger;
   /**
    * Operator controls (modes from the API, pause, approval, breakers), read from Redis on the
@@ -290,6 +299,7 @@ export function createRunbookWorker(opts: RunbookWorkerOptions): RunbookWorker {
     throw new DelayedError();
   };
 
+  const keep = opts.keepFinished ?? keepFinished(opts.queue === CLUSTER_QUEUE ? 'cluster' : 'node');
   const worker = new Worker(opts.queue, processor, {
     connection,
     prefix: opts.prefix,
@@ -305,6 +315,8 @@ export function createRunbookWorker(opts: RunbookWorkerOptions): RunbookWorker {
     drainDelay: IDLE_BLOCK_SECONDS,
     lockDuration: opts.lockDurationMs,
     stalledInterval: opts.lockDurationMs,
+    removeOnComplete: keep,
+    removeOnFail: keep,
     // A job that stalled (its worker died) is taken again; after this many stalls it fails, so
     // a runbook that kills its own agent cannot loop forever.
     maxStalledCount: 2,

@@ -1,4 +1,5 @@
 import { modeOf } from '../../src/config/load.ts';
+import { keepFinished } from '../../src/catalogue/policy.ts';
 import type { Config } from '../../src/config/schema.ts';
 import { jobNode } from '../../src/catalogue/jobs.ts';
 import { nodeQueueName } from '../../src/catalogue/queues.ts';
@@ -49,6 +50,7 @@ export function createNodeAgent({ config, registry, log, nodeLabels, events }: N
       return target === node ? undefined : `job for node ${target ?? '(none)'} reached the agent of ${node}`;
     },
     lockDurationMs: config.lockDurationMs,
+    keepFinished: keepFinished('node', config.dedupWindowSeconds),
     log,
     controls: {
       ...controlsFromConfig(config),

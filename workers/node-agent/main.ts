@@ -34,7 +34,10 @@ await runMain(log, async (config) => {
   const agent = createNodeAgent({ config, registry: defaultNodeRegistry(config, log, deps), log: log.child({ node: config.nodeName }), ...(nodeLabels ? { nodeLabels } : {}), ...(events ? { events } : {}) });
   // What the agent notices by itself (a placeholder's disk back, an interrupted cleanup) goes on
   // its own queue through the worker's command connection: no third connection per node.
-  const dispatcher = new Dispatcher(agent.connection, { prefix: config.queuePrefix, timeoutMs: config.enqueueTimeoutMs, sealer: agent.trust.sealer, sealTtlMs: agent.trust.ttlMs });
+  const dispatcher = new Dispatcher(agent.connection, {
+    prefix: config.queuePrefix, timeoutMs: config.enqueueTimeoutMs, sealer: agent.trust.sealer, sealTtlMs: agent.trust.ttlMs,
+    ...(config.dedupWindowSeconds !== undefined ? { dedupWindowSeconds: config.dedupWindowSeconds } : {}),
+  });
   const checks = startSelfChecks({
     node: config.nodeName,
     host: createRealHost({ root: config.hostRoot, nsenter: config.hostNsenter }),

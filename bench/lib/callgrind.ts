@@ -1,0 +1,34 @@
+import { execFileSync } from 'node:child_process';
+import { readdirSync, readFileSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+
+// Instructions a process under `valgrind --tool=callgrind` executes between
+// start() and stop() (user space only: the kernel's share of a system call is not in it). The
+// count is repeatable for the same binary and input whatever else the machine does, where CPU
+// time on this shared 2-core VM moves by a third between runs: the figure for "what would this
+// cost a Redis with a core of its own" (bench/README.md, issue 21).
+
+export interface InstructionCounter {
+  start(): void;
+  /** Instructions since start(). */
+  stop(): number;
+}
+
+export function callgrindCounter(pid: number, outDir: string): InstructionCounter {
+  const control = (...args: string[]): void => {
+    execFileSync('callgrind_control', [...args, String(pid)], { stdio: 'ignore', timeout: 120_000 });
+  };
+  return {
+    start: () => control('-z'),
+    stop: () => {
+      for (const f of readdirSync(outDir)) if (f.startsWith(`callgrind.out.${pid}.`)) rmSync(join(outDir, f));
+      control('-d');
+      const dumps = readdirSync(outDir).filter((f) => f.startsWith(`callgrind.out.${pid}.`));
+      if (dumps.length !== 1) throw new Error(`callgrind: expected one dump in ${outDir}, found ${dumps.length}`);
+      const text = readFileSync(join(outDir, dumps[0]!), 'utf8');
+      const m = /^(?:totals|summary): (\d+)/m.exec(text);
+      if (!m) throw new Error('callgrind: no totals in the dump');
+      return Number(m[1]);
+    },
+  };
+}
