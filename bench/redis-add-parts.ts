@@ -1,6 +1,7 @@
 // `node bench/redis-add-parts.ts` (issue 21): where the Redis CPU of one of our new jobs goes
 // beyond the plain-addBulk reference's, on a private redis-server, new 50-alert groups, the same
 // alternating rounds and four adds on their way as bench/redis-add-cost.ts. Per job, six ways:
+//   ours-indexed            the receiver's batch add as it runs: with the console's incident index
 //   ours                    the receiver's batch add (batch-add.ts): sealed job as data, our options
 //   ours-no-options         the same jobs and call, options only the job id
 //   alert-data-our-options  the batch add, the raw alert as data (the reference's), our options
@@ -24,6 +25,8 @@ import { InMemoryLookups } from '../src/kube/lookups.ts';
 import { jobOptions } from '../src/queues/dispatcher.ts';
 import { BatchAdd, captureAdd, DATA_PLACEHOLDER, type BatchItem } from '../src/queues/batch-add.ts';
 import { queueFor } from '../src/catalogue/queues.ts';
+import { jobNode } from '../src/catalogue/jobs.ts';
+import { IncidentIndex } from '../src/console/incident-index.ts';
 import { keyringFor } from '../src/trust/keyring.ts';
 import { sealerOf } from '../src/trust/seal.ts';
 import { sealedJobText } from '../src/trust/work.ts';
@@ -36,7 +39,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 const sealer = sealerOf(keyringFor('receiver', new Map([['receiver.b', randomBytes(32)]])))!;
-const MODES = ['ours', 'ours-no-options', 'alert-data-our-options', 'alert-data-batch', 'ours-addBulk', 'reference', 'reference-per-node'] as const;
+const MODES = ['ours-indexed', 'ours', 'ours-no-options', 'alert-data-our-options', 'alert-data-batch', 'ours-addBulk', 'reference', 'reference-per-node'] as const;
 type Mode = (typeof MODES)[number];
 const CALLGRIND = process.env['CALLGRIND'] === '1';
 const GROUPS = Number(process.env['GROUPS'] ?? 400);
@@ -56,6 +59,7 @@ const group = async () => {
 const queues = new Map<string, Queue>();
 const queue = async (name: string) => { let q = queues.get(name); if (!q) { q = new Queue(name, { connection: conn, prefix: 'd' }); queues.set(name, q); await q.client; } return q; };
 const batch = new BatchAdd(conn);
+const index = new IncidentIndex(conn, 'd');
 type G = Awaited<ReturnType<typeof group>>;
 const add = async (mode: Mode, gs: readonly G[]): Promise<number> => {
   const jobs = gs.flatMap((g) => g.jobs);
@@ -83,11 +87,14 @@ const add = async (mode: Mode, gs: readonly G[]): Promise<number> => {
   } else {
     for (const j of jobs) {
       const n = queueFor(j); const q = await queue(n);
-      const opts = mode === 'ours' ? jobOptions(j) : { jobId: j.key };
-      items.push({ jobKey: q.toKey(j.key), call: captureAdd(new Job(q, j.runbook, DATA_PLACEHOLDER, opts, j.key), sealedJobText(sealer, n, j, 86_400_000)) });
+      const opts = mode === 'ours' || mode === 'ours-indexed' ? jobOptions(j) : { jobId: j.key };
+      items.push({
+        jobKey: q.toKey(j.key), call: captureAdd(new Job(q, j.runbook, DATA_PLACEHOLDER, opts, j.key), sealedJobText(sealer, n, j, 86_400_000)),
+        ...(mode === 'ours-indexed' ? { member: index.member({ id: j.key, queue: n, runbook: j.runbook, node: jobNode(j) }) } : {}),
+      });
     }
   }
-  await batch.add(items);
+  await batch.add(items, mode === 'ours-indexed' ? { key: index.key, keep: index.keep, at: Date.now(), onError: (err) => { throw err; } } : undefined);
   return items.length;
 };
 const per: Record<string, number[]> = {};
@@ -99,12 +106,14 @@ for (let r = 0; r < rounds; r++) for (const m of MODES) {
   for (let g = 0; g < GROUPS; g += 4) calls.push(await Promise.all(Array.from({ length: 4 }, group)));
   // Queues made (and their scripts loaded) outside the measured part, as in a warm receiver.
   for (const c of calls) for (const g of c) for (const j of g.jobs) await queue(queueFor(j));
-  const c0 = CALLGRIND ? 0 : (await redisCpu(admin)).mainMs;
-  counter?.start();
+  const c0 = counter ? counter.total() : (await redisCpu(admin)).mainMs;
   let jobs = 0; let next = 0;
-  await Promise.all(Array.from({ length: 4 }, async () => { while (next < calls.length) jobs += await add(m, calls[next++]!); }));
+  // Not `jobs += await add(...)`: that reads `jobs` before the await, and four adders on their
+  // way at once then lose each other's counts (what this bench printed before: per-job figures
+  // divided by too few jobs, by a share that varied with the interleaving).
+  await Promise.all(Array.from({ length: 4 }, async () => { while (next < calls.length) { const n = await add(m, calls[next++]!); jobs += n; } }));
   // Instructions per job in thousands, or microseconds of Redis's main thread per job.
-  const spent = counter ? counter.stop() / 1000 : ((await redisCpu(admin)).mainMs - c0) * 1000;
+  const spent = counter ? (counter.total() - c0) / 1000 : ((await redisCpu(admin)).mainMs - c0) * 1000;
   (per[m] ??= []).push(Math.round((spent * 10) / jobs) / 10);
 }
 const sizes = await (async () => { const g = await group(); const j = g.jobs[0]!; return { ours: sealedJobText(sealer, queueFor(j), j, 86_400_000).length, alert: JSON.stringify(g.alerts[0]).length }; })();

@@ -9,26 +9,26 @@ import { join } from 'node:path';
 // cost a Redis with a core of its own" (bench/README.md, issue 21).
 
 export interface InstructionCounter {
-  start(): void;
-  /** Instructions since start(). */
-  stop(): number;
+  /** Instructions since the counter was made (each call dumps callgrind's counts and adds them up). */
+  total(): number;
 }
 
 export function callgrindCounter(pid: number, outDir: string): InstructionCounter {
   const control = (...args: string[]): void => {
     execFileSync('callgrind_control', [...args, String(pid)], { stdio: 'ignore', timeout: 120_000 });
   };
+  const dump = (): number => {
+    for (const f of readdirSync(outDir)) if (f.startsWith(`callgrind.out.${pid}.`)) rmSync(join(outDir, f));
+    control('-d');
+    const dumps = readdirSync(outDir).filter((f) => f.startsWith(`callgrind.out.${pid}.`));
+    if (dumps.length !== 1) throw new Error(`callgrind: expected one dump in ${outDir}, found ${dumps.length}`);
+    const m = /^(?:totals|summary): (\d+)/m.exec(readFileSync(join(outDir, dumps[0]!), 'utf8'));
+    if (!m) throw new Error('callgrind: no totals in the dump');
+    return Number(m[1]);
+  };
+  control('-z');
+  let sum = 0;
   return {
-    start: () => control('-z'),
-    stop: () => {
-      for (const f of readdirSync(outDir)) if (f.startsWith(`callgrind.out.${pid}.`)) rmSync(join(outDir, f));
-      control('-d');
-      const dumps = readdirSync(outDir).filter((f) => f.startsWith(`callgrind.out.${pid}.`));
-      if (dumps.length !== 1) throw new Error(`callgrind: expected one dump in ${outDir}, found ${dumps.length}`);
-      const text = readFileSync(join(outDir, dumps[0]!), 'utf8');
-      const m = /^(?:totals|summary): (\d+)/m.exec(text);
-      if (!m) throw new Error('callgrind: no totals in the dump');
-      return Number(m[1]);
-    },
+    total: () => (sum += dump()),
   };
 }

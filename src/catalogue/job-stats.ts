@@ -24,7 +24,9 @@ export function queueFinished(p: ChainableCommander, prefix: string, runbook: st
   // One counter for the bucket the duration falls in; the exposition adds them up into
   // Prometheus' cumulative buckets (3 commands per job, not up to 12: issue 21, job cost).
   p.hincrby(key, `in|${runbook}|${DURATION_BUCKETS_S.find((le) => durationS <= le) ?? '+Inf'}`, 1);
-  p.hincrbyfloat(key, `sum|${runbook}`, durationS);
+  // Whole milliseconds with HINCRBY: HINCRBYFLOAT parses and prints a long double, and Redis
+  // sends it to replicas and the AOF as an HSET of the new value (bench:lifecycle, instructions).
+  p.hincrby(key, `summs|${runbook}`, Math.round(durationS * 1000));
 }
 
 /**
@@ -66,7 +68,9 @@ export async function finishedExposition(redis: RedisConnection, prefix: string)
       const les = kind === 'bucket' ? [extra] : BUCKET_LABELS.slice(at);
       for (const le of les) m.set(le, (m.get(le) ?? 0) + Number(value));
       buckets.set(runbook, m);
-    } else if (kind === 'sum') sums.set(runbook, Number(value));
+    } else if (kind === 'sum') sums.set(runbook, (sums.get(runbook) ?? 0) + Number(value));
+    // `summs|`: milliseconds since issue 21; `sum|`: seconds written before it (kept as they are).
+    else if (kind === 'summs') sums.set(runbook, (sums.get(runbook) ?? 0) + Number(value) / 1000);
     else if (kind === 'untrusted') untrusted.push(`volume_medic_untrusted_refused_total{kind="${esc(runbook)}",reason="${esc(extra)}"} ${Number(value)}`);
   }
   const lines = [

@@ -25,6 +25,16 @@ describe('job statistics', () => {
     expect([bucket('0.1'), bucket('0.5'), bucket('1'), bucket('30'), bucket('60'), bucket('900'), bucket('+Inf')]).toEqual([1, 1, 3, 3, 4, 4, 5]);
     expect(text).toMatch(/volume_medic_job_duration_seconds_count\{runbook="rb"\} 5/);
     expect(text).toMatch(/volume_medic_jobs_finished_total\{runbook="rb",outcome="succeeded"\} 5/);
+    // Whole milliseconds in an integer counter, exposed in seconds.
+    expect(r.hash.get('summs|rb')).toBe(50 + 700 + 700 + 42_000 + 5_000_000);
+    expect(text).toMatch(/volume_medic_job_duration_seconds_sum\{runbook="rb"\} 5043\.45\b/);
+  });
+
+  it('adds the seconds summed before (HINCRBYFLOAT) to the milliseconds summed now', async () => {
+    const r = fakeRedis();
+    r.hash.set('sum|rb', 1.5);
+    await recordFinished(r, 'p', 'rb', 'succeeded', 0.25);
+    expect(await finishedExposition(r, 'p')).toMatch(/volume_medic_job_duration_seconds_sum\{runbook="rb"\} 1\.75\b/);
   });
 
   it('adds the cumulative buckets written before to the new ones', async () => {
