@@ -42,7 +42,16 @@ export async function failStranded(o: FailStrandedOptions): Promise<string[]> {
         await job.moveToWait(token);
         break;
       }
-      await job.moveToFailed(new UnrecoverableError(o.reason), token, false);
+      try {
+        await job.moveToFailed(new UnrecoverableError(o.reason), token, false);
+      } catch (err) {
+        // Not failed (the connection dropped, Redis refused): given back, not left active under a
+        // lock nobody renews on a queue where no worker runs the stalled check that would free it.
+        // BullMQ's move is one script: if it did run and only its answer was lost, the job is no
+        // longer ours to move and this refusal is ignored.
+        await job.moveToWait(token).catch(() => {});
+        throw err;
+      }
       failed.push(job.id);
     }
   } finally {
