@@ -20,10 +20,10 @@ export async function recordFinished(redis: RedisConnection, prefix: string, run
 /** recordFinished's commands, added to a pipeline the caller sends (with the job's log line: one round trip). */
 export function queueFinished(p: ChainableCommander, prefix: string, runbook: string, outcome: string, durationS: number): void {
   const key = statsKey(prefix);
-  p.hincrby(key, `finished|${runbook}|${outcome}`, 1);
-  // One counter for the bucket the duration falls in; the exposition adds them up into
-  // Prometheus' cumulative buckets (3 commands per job, not up to 12: issue 21, job cost).
-  p.hincrby(key, `in|${runbook}|${DURATION_BUCKETS_S.find((le) => durationS <= le) ?? '+Inf'}`, 1);
+  // One counter per runbook, outcome and the duration's bucket: the exposition adds them up into
+  // the finished total per outcome and Prometheus' cumulative buckets (2 commands per job, not up
+  // to 13: issue 21, job cost).
+  p.hincrby(key, `ran|${runbook}|${outcome}|${DURATION_BUCKETS_S.find((le) => durationS <= le) ?? '+Inf'}`, 1);
   // Whole milliseconds with HINCRBY: HINCRBYFLOAT parses and prints a long double, and Redis
   // sends it to replicas and the AOF as an HSET of the new value (bench:lifecycle, instructions).
   p.hincrby(key, `summs|${runbook}`, Math.round(durationS * 1000));
@@ -53,30 +53,44 @@ const esc = (v: string): string => v.replace(/\\/g, '\\\\').replace(/"/g, '\\"')
 /** Prometheus text exposition of the fleet-wide counters. */
 export async function finishedExposition(redis: RedisConnection, prefix: string): Promise<string> {
   const h = await redis.hgetall(statsKey(prefix));
-  const finished: string[] = [];
+  const finished = new Map<string, number>();
   const untrusted: string[] = [];
   const buckets = new Map<string, Map<string, number>>();
   const sums = new Map<string, number>();
+  const countFinished = (runbook: string, outcome: string, n: number): void => {
+    const k = `${runbook}|${outcome}`;
+    finished.set(k, (finished.get(k) ?? 0) + n);
+  };
+  /** `cumulative`: the count is already the bucket's with every smaller one (the fields written before issue 21). */
+  const countIn = (runbook: string, le: string, n: number, cumulative: boolean): void => {
+    const at = BUCKET_LABELS.indexOf(le);
+    if (at < 0) return;
+    const m = buckets.get(runbook) ?? new Map<string, number>();
+    for (const l of cumulative ? [le] : BUCKET_LABELS.slice(at)) m.set(l, (m.get(l) ?? 0) + n);
+    buckets.set(runbook, m);
+  };
   for (const [field, value] of Object.entries(h)) {
-    const [kind, runbook = '', extra = ''] = field.split('|');
-    if (kind === 'finished') finished.push(`volume_medic_jobs_finished_total{runbook="${esc(runbook)}",outcome="${esc(extra)}"} ${Number(value)}`);
-    else if (kind === 'bucket' || kind === 'in') {
-      // `bucket|`: cumulative counts written before issue 21 (kept as they are); `in|`: per bucket.
-      const m = buckets.get(runbook) ?? new Map<string, number>();
-      const at = BUCKET_LABELS.indexOf(extra);
-      if (at < 0) continue;
-      const les = kind === 'bucket' ? [extra] : BUCKET_LABELS.slice(at);
-      for (const le of les) m.set(le, (m.get(le) ?? 0) + Number(value));
-      buckets.set(runbook, m);
-    } else if (kind === 'sum') sums.set(runbook, (sums.get(runbook) ?? 0) + Number(value));
+    const [kind, runbook = '', extra = '', le = ''] = field.split('|');
+    const n = Number(value);
+    // `ran|<runbook>|<outcome>|<le>`: a job that ran (since issue 21). `finished|`: a job that
+    // never ran (recordNotRun), and every job before; `in|` and `bucket|`: durations before.
+    if (kind === 'ran') {
+      countFinished(runbook, extra, n);
+      countIn(runbook, le, n, false);
+    } else if (kind === 'finished') countFinished(runbook, extra, n);
+    else if (kind === 'bucket' || kind === 'in') countIn(runbook, extra, n, kind === 'bucket');
+    else if (kind === 'sum') sums.set(runbook, (sums.get(runbook) ?? 0) + n);
     // `summs|`: milliseconds since issue 21; `sum|`: seconds written before it (kept as they are).
-    else if (kind === 'summs') sums.set(runbook, (sums.get(runbook) ?? 0) + Number(value) / 1000);
-    else if (kind === 'untrusted') untrusted.push(`volume_medic_untrusted_refused_total{kind="${esc(runbook)}",reason="${esc(extra)}"} ${Number(value)}`);
+    else if (kind === 'summs') sums.set(runbook, (sums.get(runbook) ?? 0) + n / 1000);
+    else if (kind === 'untrusted') untrusted.push(`volume_medic_untrusted_refused_total{kind="${esc(runbook)}",reason="${esc(extra)}"} ${n}`);
   }
   const lines = [
     '# HELP volume_medic_jobs_finished_total Remediation jobs finished, by runbook and outcome (all workers).',
     '# TYPE volume_medic_jobs_finished_total counter',
-    ...finished.sort(),
+    ...[...finished].map(([k, n]) => {
+      const [runbook = '', outcome = ''] = k.split('|');
+      return `volume_medic_jobs_finished_total{runbook="${esc(runbook)}",outcome="${esc(outcome)}"} ${n}`;
+    }).sort(),
     '# HELP volume_medic_untrusted_refused_total Jobs and control records an agent refused to act on: unsigned, badly sealed, expired, replayed or from the wrong issuer (all workers).',
     '# TYPE volume_medic_untrusted_refused_total counter',
     ...untrusted.sort(),

@@ -19,7 +19,8 @@ describe('job statistics', () => {
   it('writes one bucket per job and exposes cumulative Prometheus buckets', async () => {
     const r = fakeRedis();
     for (const d of [0.05, 0.7, 0.7, 42, 5000]) await recordFinished(r, 'p', 'rb', 'succeeded', d);
-    expect([...r.hash.keys()].filter((k) => k.startsWith('in|')).length).toBe(4);
+    // One counter per runbook, outcome and bucket (and the sum): 2 commands per job.
+    expect([...r.hash.keys()].filter((k) => k.startsWith('ran|')).sort()).toEqual(['ran|rb|succeeded|+Inf', 'ran|rb|succeeded|0.1', 'ran|rb|succeeded|1', 'ran|rb|succeeded|60']);
     const text = await finishedExposition(r, 'p');
     const bucket = (le: string) => Number(new RegExp(`_bucket\\{runbook="rb",le="${le.replace('+', '\\+')}"\\} (\\d+)`).exec(text)?.[1]);
     expect([bucket('0.1'), bucket('0.5'), bucket('1'), bucket('30'), bucket('60'), bucket('900'), bucket('+Inf')]).toEqual([1, 1, 3, 3, 4, 4, 5]);
@@ -35,6 +36,22 @@ describe('job statistics', () => {
     r.hash.set('sum|rb', 1.5);
     await recordFinished(r, 'p', 'rb', 'succeeded', 0.25);
     expect(await finishedExposition(r, 'p')).toMatch(/volume_medic_job_duration_seconds_sum\{runbook="rb"\} 1\.75\b/);
+  });
+
+  it('adds what earlier versions wrote (finished per outcome, buckets per job) and jobs that never ran', async () => {
+    const r = fakeRedis();
+    r.hash.set('finished|rb|failed', 2);
+    r.hash.set('in|rb|0.5', 2);
+    r.hash.set('finished|rb|no-agent', 1);
+    await recordFinished(r, 'p', 'rb', 'failed', 0.2);
+    await recordFinished(r, 'p', 'rb', 'succeeded', 7);
+    const text = await finishedExposition(r, 'p');
+    expect(text).toMatch(/volume_medic_jobs_finished_total\{runbook="rb",outcome="failed"\} 3\n/);
+    expect(text).toMatch(/volume_medic_jobs_finished_total\{runbook="rb",outcome="succeeded"\} 1\n/);
+    expect(text).toMatch(/volume_medic_jobs_finished_total\{runbook="rb",outcome="no-agent"\} 1\n/);
+    expect(text).toMatch(/_bucket\{runbook="rb",le="0.5"\} 3\n/);
+    expect(text).toMatch(/_bucket\{runbook="rb",le="15"\} 4\n/);
+    expect(text).toMatch(/volume_medic_job_duration_seconds_count\{runbook="rb"\} 4\n/);
   });
 
   it('adds the cumulative buckets written before to the new ones', async () => {

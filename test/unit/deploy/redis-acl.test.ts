@@ -68,7 +68,6 @@ function ourDirectCommands(): Map<string, string> {
 // worker and the node agent all add jobs, read jobs and the operator controls, run breaker scripts).
 const ONLY: Record<string, readonly Component[]> = {
   bzpopmin: ['cluster-worker', 'node-agent'], // BullMQ Worker: waiting on the queue's marker
-  hincrbyfloat: ['cluster-worker', 'node-agent'], // src/catalogue/job-stats.ts, after each job a worker ran
   // src/queues/replica-ack.ts: the receiver, with REDIS_ACK_REPLICAS > 0 (default with Sentinel;
   // settable on any primary with replicas), so granted in every rendering (README, "Redis topologies").
   wait: ['receiver'],
@@ -104,7 +103,7 @@ describe('the Redis ACL users (deploy/charts/volume-medic/files/users.acl.templa
   it('grants every command volume-medic\'s own Lua and ioredis calls use, to the processes that use it', () => {
     const lua = luaCommands(ourSources.map(([, t]) => t).join('\n'));
     const direct = ourDirectCommands();
-    expect(direct.has('hsetnx') && direct.has('zcount') && direct.has('hincrbyfloat')).toBe(true);
+    expect(direct.has('hsetnx') && direct.has('zcount') && direct.has('hincrby')).toBe(true);
     for (const cmd of [...lua, ...direct.keys(), 'evalsha', 'eval', 'ping', 'info', 'client|setname', 'multi', 'exec', 'scan' /* scanKeys, src/queues/redis.ts (tests, tools) */]) {
       const who = ONLY[cmd] ?? COMPONENTS;
       for (const c of who) expect(allowed(c).has(cmd), `${c} needs ${cmd} (${direct.get(cmd) ?? 'Lua / BullMQ'})`).toBe(true);
