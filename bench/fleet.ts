@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { Queue } from 'bullmq';
 import { Cluster, Redis } from 'ioredis';
 import { startCluster } from '../test/support/redis-topology.ts';
-import { mkdtempSync, mkdirSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -31,7 +31,8 @@ const sumInfo = async (t: Topo, section: string, name: string): Promise<number> 
 const cpuMs = async (t: Topo): Promise<number> => (await Promise.all(t.admins.map((a) => redisCpu(a)))).reduce((n, c) => n + c.mainMs, 0);
 
 async function startTopo(kind: 'single' | 'cluster', n: number, nofile: number): Promise<Topo> {
-  const maxclients = ['--maxclients', String(2 * n + 100)];
+  // FLEET_TCP_BACKLOG: Redis's accept queue (its default 511; the kernel caps it at net.core.somaxconn).
+  const maxclients = ['--maxclients', String(2 * n + 100), ...(TCP_BACKLOG ? ['--tcp-backlog', TCP_BACKLOG] : [])];
   if (kind === 'cluster') {
     const c = await startCluster(maxclients);
     const admins = c.nodes.map((node) => new Redis(node.port, node.host).on('error', () => {}));
@@ -71,6 +72,7 @@ const SIZES = (process.env['FLEET_SIZES'] ?? '1000,5000,10000').split(',').map(N
 const PER_PROCESS = Number(process.env['FLEET_PER_PROCESS'] ?? 1000);
 const IDLE_SECONDS = Number(process.env['FLEET_IDLE_SECONDS'] ?? 60);
 const RECONNECT_WAIT_S = Number(process.env['FLEET_RECONNECT_WAIT_S'] ?? 60);
+const TCP_BACKLOG = process.env['FLEET_TCP_BACKLOG'];
 const STORM_TIMEOUT_MS = Number(process.env['FLEET_STORM_TIMEOUT_S'] ?? 300) * 1000;
 /** How long each agents process may take to connect all of its agents (all processes start at once). */
 const READY_TIMEOUT_MS = Number(process.env['FLEET_READY_TIMEOUT_S'] ?? 300) * 1000;
@@ -251,6 +253,13 @@ async function ourStorm(fleet: Fleet, n: number, topo: Topo): Promise<Storm> {
 interface Reconnect {
   /** Agents whose connection came back within RECONNECT_WAIT_S of the restart. */
   back: number;
+  /** Where the time went while they came back: Redis's main thread, the agents' processes (ms of CPU). */
+  redisCpuMs: number;
+  agentsCpuMs: number;
+  /** The kernel's count of connections its accept queues had no room for (all listeners: TcpExt ListenOverflows). */
+  listenOverflows: number;
+  /** SYN cookies the kernel sent meanwhile (its SYN queue full: TcpExt SyncookiesSent). */
+  syncookies: number;
   /** Seconds from Redis answering again until the last agent was back. */
   allBackS: number;
   /** Agents back in each second after Redis answered again. */
@@ -261,8 +270,20 @@ interface Reconnect {
  * Redis restarted under the agents: when does each come back? Full jitter spreads them; without
  * it every agent reconnects in the same retry slots.
  */
-async function reconnectStorm(fleet: Fleet, n: number, restart: () => Promise<void>): Promise<Reconnect> {
+/** A TcpExt counter from /proc/net/netstat (the machine's, all sockets). */
+function tcpExt(name: string): number {
+  const lines = readFileSync('/proc/net/netstat', 'utf8').split('\n').filter((l) => l.startsWith('TcpExt:'));
+  const [names, values] = [lines[0]?.split(' ') ?? [], lines[1]?.split(' ') ?? []];
+  return Number(values[names.indexOf(name)] ?? 0);
+}
+const listenOverflows = (): number => tcpExt('ListenOverflows');
+const syncookiesSent = (): number => tcpExt('SyncookiesSent');
+
+async function reconnectStorm(fleet: Fleet, n: number, restart: () => Promise<void>, admin: Redis): Promise<Reconnect> {
   const before = new Map([...fleet.up].map(([k, v]) => [k, v.length]));
+  const overflows0 = listenOverflows();
+  const cookies0 = syncookiesSent();
+  const agents0 = fleet.children.reduce((t, c) => t + c.cpuMs(), 0);
   await restart();
   const t0 = Date.now();
   const deadline = performance.now() + RECONNECT_WAIT_S * 1000;
@@ -271,7 +292,10 @@ async function reconnectStorm(fleet: Fleet, n: number, restart: () => Promise<vo
   const at = backAt().map((t) => Math.max(0, t - t0));
   const perSecond = Array.from({ length: Math.ceil(Math.max(0, ...at) / 1000) + 1 }, () => 0);
   for (const t of at) perSecond[Math.floor(t / 1000)]! += 1;
-  return { back: at.length, allBackS: at.length === n ? round(Math.max(...at) / 1000, 1) : Number.NaN, perSecond };
+  // The restarted server's CPU since it started: all of it is the reconnect window's.
+  const redisCpuMs = round((await redisCpu(admin)).mainMs);
+  const agentsCpuMs = round(fleet.children.reduce((t, c) => t + c.cpuMs(), 0) - agents0);
+  return { back: at.length, redisCpuMs, agentsCpuMs, listenOverflows: listenOverflows() - overflows0, syncookies: syncookiesSent() - cookies0, allBackS: at.length === n ? round(Math.max(...at) / 1000, 1) : Number.NaN, perSecond };
 }
 
 interface Row {
@@ -306,7 +330,7 @@ for (const n of SIZES) {
       await Promise.all(topo.admins.map((a) => a.config('RESETSTAT')));
       const storm = kind === 'bare' ? await bareStorm(fleet, n, topo) : await ourStorm(fleet, n, topo);
       storm.commandsPerJob = await commandsPerJob(topo, n);
-      const reconnect = kind === 'ours' && topo.restart ? await reconnectStorm(fleet, n, topo.restart) : undefined;
+      const reconnect = kind === 'ours' && topo.restart ? await reconnectStorm(fleet, n, topo.restart, topo.admins[0]!) : undefined;
       rows.push({ n, kind, readyS: round(readyMs / 1000), idle: i, storm, ...(reconnect ? { reconnect } : {}) });
       process.stdout.write(`${JSON.stringify(rows.at(-1))}\n`);
       await Promise.all(fleet.children.map((c) => c.kill('SIGKILL')));
@@ -322,7 +346,7 @@ for (const r of rows) {
   process.stdout.write(`| ${r.n} | ${r.kind} | ${r.readyS} | ${r.idle.cpuPctOfCore} | ${per1000(r.idle.cpuPctOfCore, r.n)} | ${r.idle.commandsPerSecond} | ${r.idle.connections} | ${per1000(r.idle.memoryMiB, r.n)} | ${r.storm.allStartedS} | ${r.storm.allDoneS} | ${Object.entries(r.storm.answers).map(([k, v]) => `${k}: ${v}`).join(', ')} | ${r.storm.lost} | ${r.storm.duplicated} | ${r.storm.redisCpuMsPerJob} |\n`);
 }
 for (const r of rows) {
-  if (r.reconnect) process.stdout.write(`\nN=${r.n}: Redis restarted under the agents: ${r.reconnect.back} of ${r.n} back, the last ${r.reconnect.allBackS} s after Redis answered; agents back per second: ${r.reconnect.perSecond.join(' ')}\n`);
+  if (r.reconnect) process.stdout.write(`\nN=${r.n}: Redis restarted under the agents: ${r.reconnect.back} of ${r.n} back, the last ${r.reconnect.allBackS} s after Redis answered; agents back per second: ${r.reconnect.perSecond.join(' ')}; meanwhile Redis spent ${r.reconnect.redisCpuMs} ms of CPU, the agents' processes ${r.reconnect.agentsCpuMs} ms, and the kernel counted ${r.reconnect.listenOverflows} accept-queue overflows and sent ${r.reconnect.syncookies} SYN cookies\n`);
 }
 process.stdout.write('\nours / bare, same N:\n');
 for (const n of SIZES) {

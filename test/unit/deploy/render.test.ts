@@ -261,7 +261,12 @@ describe('what the installation promises', () => {
     expect(arg('--maxmemory')).toBe('71mb');
     expect(redis.resources).toEqual({ requests: { cpu: '50m', memory: '142Mi' }, limits: { memory: '142Mi' } });
     const big = podSpec(find(rendered['bundled-redis']!, 'StatefulSet', 'volume-medic-redis'))!.containers[0]! as unknown as { args: string[] };
-    expect(big.args[big.args.indexOf('--maxmemory') + 1]).toBe(`${64 + 125}mb`);
+    expect(big.args[big.args.indexOf('--maxmemory') + 1]).toBe(`${64 + 375}mb`);
+    // Two connections per agent and 1,000 for the rest, never below Redis' own 10,000; a deeper
+    // accept queue for the reconnect after a restart (bench/README.md, reconnect storm).
+    expect(arg('--maxclients')).toBe('10000');
+    expect(arg('--tcp-backlog')).toBe('4096');
+    expect(big.args[big.args.indexOf('--maxclients') + 1]).toBe('13000');
     // The data directory is the claim's.
     const claims = (sts['spec'] as { volumeClaimTemplates?: Array<{ metadata: { name: string }; spec: { storageClassName?: string; resources: { requests: { storage: string } } } }> }).volumeClaimTemplates;
     expect(claims?.map((c) => c.metadata.name)).toEqual([redis.volumeMounts?.find((m) => m.mountPath === arg('--dir'))?.name]);
