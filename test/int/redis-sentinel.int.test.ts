@@ -3,6 +3,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
+import { pino } from 'pino';
+import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { startReceiver, type Receiver } from '../../src/receiver.ts';
 import { testConfig } from '../support/config.ts';
@@ -42,6 +44,7 @@ describe.skipIf(skip)('a Sentinel-managed primary and replica', () => {
   let receiver: Receiver;
   let agent: ChildProcess;
   let out = '';
+  const warnings: string[] = [];
   const prefix = uniquePrefix('sentinel');
   const stateDir = mkdtempSync(join(tmpdir(), 'vm-sentinel-state-'));
 
@@ -50,11 +53,13 @@ describe.skipIf(skip)('a Sentinel-managed primary and replica', () => {
   beforeAll(async () => {
     set = await startSentinelSet();
     ops = await startOperators();
+    // The receiver's warnings, kept for a failure's message (why it answered 503).
+    const sink = new Writable({ write(chunk: Buffer, _enc, done) { warnings.push(...chunk.toString().split('\n').filter(Boolean)); warnings.splice(0, Math.max(0, warnings.length - 20)); done(); } });
     receiver = await startReceiver(testConfig({
       redisSentinels: set.env.split(','), redisSentinelName: set.name, queuePrefix: prefix, tokens: [TOKEN],
       // A replica acknowledgement is waited for at most 500 ms; a webhook waits at most 3 s.
       redisAckTimeoutMs: 500, enqueueTimeoutMs: 3_000,
-    }), { operatorKubeConfig: ops.api.kubeConfig() });
+    }), { operatorKubeConfig: ops.api.kubeConfig(), log: pino({ level: 'warn' }, sink) });
     agent = spawn(process.execPath, ['test/support/stub-agent.ts'], {
       env: { ...cleanEnv(), REDIS_SENTINELS: set.env, REDIS_SENTINEL_NAME: set.name, QUEUE_PREFIX: prefix, NODE_NAME: NODE, STATE_DIR: stateDir, LOCK_DURATION_MS: '2000' },
       stdio: ['ignore', 'pipe', 'inherit'],
@@ -146,7 +151,8 @@ describe.skipIf(skip)('a Sentinel-managed primary and replica', () => {
           a.disconnect();
         }
       };
-      throw new Error(`${err.message}; last answer ${lastStatus}; new primary: ${await info(set.replica.port)}; rejoined: ${await info(back.port)}`);
+      const why = warnings.slice(-3).map((w) => { try { return String((JSON.parse(w) as { err?: unknown; msg?: unknown }).err ?? (JSON.parse(w) as { msg?: unknown }).msg); } catch { return w; } });
+      throw new Error(`${err.message}; last answer ${lastStatus}; new primary: ${await info(set.replica.port)}; rejoined: ${await info(back.port)}; the receiver's last warnings: ${why.join(' | ')}`);
     });
     const acceptedAfterRejoin = accepted.size;
     await sleep(1_000);

@@ -80,23 +80,21 @@ const FETCH_RETRY_MS = 2_000;
 const REARM_AFTER_MS = [1_000, 5_000] as const;
 
 /**
- * A worker waits for jobs by popping its queue's marker (BZPOPMIN) and then fetching. When the
- * connection drops between the two (a Sentinel failover, a Redis restart: the pop ran on the
- * server, its answer or the fetch was lost), the marker is gone while jobs wait, and BullMQ
- * blocks on the empty marker for its whole drainDelay (30 s here) unless another job arrives.
- * Seen in test/int/redis-sentinel.int.test.ts: 41 jobs waiting, no marker, the agent idle after a
- * failover. So after the command connection comes back, the marker is put back (BullMQ's own
- * "jobs may be waiting" marker, ZADD <marker> 0 "0"); twice, since the blocking connection may come
- * back later and pop the first. A marker too many costs one fetch that finds nothing.
+ * A worker waits for jobs by popping its queue's marker (BZPOPMIN, on BullMQ's blocking
+ * connection) and then fetching (a script on the command connection). When a connection drops
+ * between the two (a Sentinel failover, a Redis restart: the pop ran on the server, its answer or
+ * the fetch was lost), the marker is gone while jobs wait, and BullMQ blocks on the empty marker
+ * for its whole drainDelay (30 s here) unless another job arrives. Seen in
+ * test/int/redis-sentinel.int.test.ts: 41 jobs waiting, no marker, the agent idle after a
+ * failover; and again, under load, with the blocking connection back after the command one's
+ * re-arms had fired. So whenever either connection comes back (the command connection's `ready`,
+ * the worker's `ready`: BullMQ's blocking connection), the marker is put back (BullMQ's own "jobs
+ * may be waiting" marker, ZADD <marker> 0 "0"); twice, since the other connection may come back
+ * later and pop the first. A marker too many costs one fetch that finds nothing.
  */
-function rearmAfterReconnect(connection: RedisConnection, markerKey: string, log: Logger): () => void {
-  let readyBefore = connection.status === 'ready';
+function rearmAfterReconnect(connection: RedisConnection, blocking: Pick<Worker, 'on' | 'off'>, markerKey: string, log: Logger): () => void {
   const timers = new Set<NodeJS.Timeout>();
-  const onReady = (): void => {
-    if (!readyBefore) {
-      readyBefore = true;
-      return;
-    }
+  const rearm = (): void => {
     for (const ms of REARM_AFTER_MS) {
       const t = setTimeout(() => {
         timers.delete(t);
@@ -105,9 +103,21 @@ function rearmAfterReconnect(connection: RedisConnection, markerKey: string, log
       timers.add(t);
     }
   };
-  connection.on('ready', onReady);
+  /** Re-arms on every `ready` after the first (the first is the start, not a reconnect). */
+  const afterFirst = (readyBefore: boolean): (() => void) => {
+    let seen = readyBefore;
+    return () => {
+      if (seen) rearm();
+      seen = true;
+    };
+  };
+  const onCommandReady = afterFirst(connection.status === 'ready');
+  const onBlockingReady = afterFirst(false);
+  connection.on('ready', onCommandReady);
+  blocking.on('ready', onBlockingReady);
   return () => {
-    connection.off('ready', onReady);
+    connection.off('ready', onCommandReady);
+    blocking.off('ready', onBlockingReady);
     for (const t of timers) clearTimeout(t);
   };
 }
@@ -327,7 +337,7 @@ export function createRunbookWorker(opts: RunbookWorkerOptions): RunbookWorker {
     autorun: true,
   });
   worker.on('error', (err) => opts.log.error({ err: err.message }, 'worker error'));
-  const stopRearming = rearmAfterReconnect(connection, worker.toKey('marker'), opts.log);
+  const stopRearming = rearmAfterReconnect(connection, worker, worker.toKey('marker'), opts.log);
   worker.on('stalled', (id) => opts.log.warn({ jobId: id }, 'job stalled (its worker stopped); it will be taken again'));
 
   let closing: Promise<void> | undefined;
