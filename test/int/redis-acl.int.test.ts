@@ -14,7 +14,7 @@ import type { Component } from '../../src/kube/rbac.ts';
 import { createLogger } from '../../src/observability/logger.ts';
 import { Dispatcher } from '../../src/queues/dispatcher.ts';
 import { IncidentIndex } from '../../src/console/incident-index.ts';
-import { producerConnection, workerConnection } from '../../src/queues/redis.ts';
+import { producerConnection, whenReady, workerConnection } from '../../src/queues/redis.ts';
 import { NoAgentWatch } from '../../src/queues/no-agent-watch.ts';
 import { redisTarget } from '../../src/queues/redis-target.ts';
 import { loadConfig } from '../../src/config/load.ts';
@@ -204,6 +204,9 @@ describe('the deploy ACL file on a real redis-server', () => {
     await admin.acl('LOG', 'RESET');
     const receiver = await startReceiver(testConfig({ redisUrl: url('receiver'), queuePrefix: prefix }));
     const clusterRedis = producerConnection(url('cluster-worker'));
+    // A producer connection queues nothing while it connects (AUTH, the ready check): the check
+    // below must not be its first command before it is up (.ci/run of c213cfe failed that way).
+    await whenReady(clusterRedis, 10_000);
     let offset = 0;
     const watch = new NoAgentWatch({
       redis: clusterRedis, prefix, graceMs: 60_000, deadlineMs: 300_000, intervalMs: 30_000, log: silent,
