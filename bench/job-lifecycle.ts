@@ -58,9 +58,9 @@ interface Snapshot {
  */
 const CALLGRIND = process.env['LIFECYCLE_CALLGRIND'] === '1';
 const CPU = CALLGRIND ? 'M instructions of Redis' : 'ms Redis CPU';
-const outDir = mkdtempSync(join(tmpdir(), 'vm-lifecycle-callgrind-'));
-const redis = await startPrivateRedis({ args: ['--maxclients', String(4 * K + 200)], ...(CALLGRIND ? { callgrind: { outDir } } : {}) });
-const counter = CALLGRIND ? callgrindCounter(redis.pid()!, outDir) : undefined;
+const outDir = CALLGRIND ? mkdtempSync(join(tmpdir(), 'vm-lifecycle-callgrind-')) : undefined;
+const redis = await startPrivateRedis({ args: ['--maxclients', String(4 * K + 200)], ...(outDir ? { callgrind: { outDir } } : {}) });
+const counter = outDir ? callgrindCounter(redis.pid()!, outDir) : undefined;
 const admin = new Redis(redis.url);
 /** The admin connection's own calls are not the jobs': left out by name. */
 const OWN = /^(info|config\||config$|client\||hello|select|ping)/;
@@ -312,5 +312,5 @@ await Promise.all(children.map((c) => c.kill(PROF_DIR ? 'SIGTERM' : 'SIGKILL')))
 producer.disconnect();
 admin.disconnect();
 await redis.destroy();
-rmSync(outDir, { recursive: true, force: true });
+if (outDir) rmSync(outDir, { recursive: true, force: true });
 process.exit(0);

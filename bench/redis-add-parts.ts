@@ -43,9 +43,9 @@ const MODES = ['ours-indexed', 'ours', 'ours-no-options', 'alert-data-our-option
 type Mode = (typeof MODES)[number];
 const CALLGRIND = process.env['CALLGRIND'] === '1';
 const GROUPS = Number(process.env['GROUPS'] ?? 400);
-const outDir = mkdtempSync(join(tmpdir(), 'vm-callgrind-'));
-const redis = await startPrivateRedis(CALLGRIND ? { callgrind: { outDir } } : {});
-const counter = CALLGRIND ? callgrindCounter(redis.pid()!, outDir) : undefined;
+const outDir = CALLGRIND ? mkdtempSync(join(tmpdir(), 'vm-callgrind-')) : undefined;
+const redis = await startPrivateRedis(outDir ? { callgrind: { outDir } } : {});
+const counter = outDir ? callgrindCounter(redis.pid()!, outDir) : undefined;
 const conn = new Redis(redis.url, { maxRetriesPerRequest: null });
 const admin = new Redis(redis.url);
 const payload = groupedAlerts(50);
@@ -123,4 +123,4 @@ const ref = [...per['reference']!].sort((a, b) => a - b)[per['reference']!.lengt
 for (const m of MODES) { const v = per[m]!; const med = [...v].sort((a, b) => a - b)[v.length >> 1]!; console.log(m.padEnd(24), v.join(' / '), ' median', med, unit, `(${(med / ref).toFixed(2)}x the reference)`); }
 for (const q of queues.values()) await q.close();
 conn.disconnect(); admin.disconnect(); await redis.destroy();
-rmSync(outDir, { recursive: true, force: true });
+if (outDir) rmSync(outDir, { recursive: true, force: true });

@@ -2,8 +2,9 @@ import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 
-// Instructions a process under `valgrind --tool=callgrind` executes between
-// start() and stop() (user space only: the kernel's share of a system call is not in it). The
+// Instructions a process under `valgrind --tool=callgrind` executes (user space only: the
+// kernel's share of a system call is not in it), read as a running total: the difference of two
+// reads is what ran between them. The
 // count is repeatable for the same binary and input whatever else the machine does, where CPU
 // time on this shared 2-core VM moves by a third between runs: the figure for "what would this
 // cost a Redis with a core of its own" (bench/README.md, issue 21).

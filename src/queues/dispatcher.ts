@@ -2,7 +2,7 @@ import { Job, Queue, type JobsOptions } from 'bullmq';
 import type { RedisConnection } from './redis.ts';
 import { BatchAdd, captureAdd, DATA_PLACEHOLDER, type BatchIndex, type BatchItem, type BatchReply } from './batch-add.ts';
 import { CLUSTER_QUEUE, queueFor } from '../catalogue/queues.ts';
-import { RUNBOOK_POLICY, dedupWindowMs, queueWindowMs } from '../catalogue/policy.ts';
+import { RUNBOOK_POLICY, queueWindowMs } from '../catalogue/policy.ts';
 import type { RemediationJob, RunbookName } from '../catalogue/jobs.ts';
 import { knownQueuesKey } from './known-queues.ts';
 import type { ReplicaAck } from './replica-ack.ts';
@@ -378,14 +378,14 @@ export class Dispatcher {
     const now = this.now();
     const old = batch.flatMap((b, i) => {
       const r = replies[i]!;
-      return 'error' in r || r.existingTimestamp === null || Number(r.existingTimestamp) > now - this.windowMs(b.job.runbook) ? [] : [i];
+      return 'error' in r || r.existingTimestamp === null || Number(r.existingTimestamp) > now - this.windowMs(b.queueName) ? [] : [i];
     });
     if (old.length === 0) return;
     const expired: number[] = [];
     await Promise.all(old.map(async (i) => {
       const b = batch[i]!;
       const job = await Job.fromId(this.queue(b.queueName), b.job.key);
-      if (!job?.finishedOn || job.finishedOn > now - this.windowMs(b.job.runbook)) return;
+      if (!job?.finishedOn || job.finishedOn > now - this.windowMs(b.queueName)) return;
       // Removal fails for a job someone holds (a retry taken meanwhile): it then folds as before.
       if (await job.remove().then(() => true, () => false)) expired.push(i);
     }));
@@ -395,8 +395,9 @@ export class Dispatcher {
     expired.forEach((i, j) => { replies[i] = again[j]!; });
   }
 
-  private windowMs(runbook: RunbookName): number {
-    return this.opts.dedupWindowSeconds !== undefined ? this.opts.dedupWindowSeconds * 1000 : dedupWindowMs(runbook);
+  /** The dedup window of the jobs on this queue: what its worker keeps them for (catalogue/policy.ts). */
+  private windowMs(queueName: string): number {
+    return queueWindowMs(queueName === CLUSTER_QUEUE ? 'cluster' : 'node', this.opts.dedupWindowSeconds);
   }
 
   /**
@@ -413,8 +414,7 @@ export class Dispatcher {
    * long a repeat is folded into a job that is no longer there.
    */
   private rememberUntil(queueName: string, storedAt: number): number {
-    const window = queueWindowMs(queueName === CLUSTER_QUEUE ? 'cluster' : 'node', this.opts.dedupWindowSeconds);
-    return Math.min(storedAt + window - CLOCK_SKEW_MARGIN_MS, this.now() + this.knownKeyMaxMs);
+    return Math.min(storedAt + this.windowMs(queueName) - CLOCK_SKEW_MARGIN_MS, this.now() + this.knownKeyMaxMs);
   }
 
   private remember(queueName: string, key: string, storedAt: number): void {
