@@ -37,6 +37,9 @@ export async function planWithCommands<S extends PlannedStep>(
 ): Promise<PlanView> {
   const deadline = Date.now() + budgetMs;
   const steps: PlanViewStep[] = [];
+  // Set when a step's simulation ran out of time: the budget is spent whatever Date.now() says
+  // (a timer may fire a millisecond before the deadline it was computed from).
+  let spent = false;
   for (const [i, step] of plan.steps.entries()) {
     if (i < from) {
       steps.push(step);
@@ -46,13 +49,18 @@ export async function planWithCommands<S extends PlannedStep>(
     const dry = createDryRunHost(host, (r) => argv.push([...r.argv]));
     let note: string | undefined;
     const left = deadline - Date.now();
-    if (left <= 0) note = 'not simulated: the time for simulating the plan ran out';
+    if (spent || left <= 0) note = 'not simulated: the time for simulating the plan ran out';
     else {
       let timer: NodeJS.Timeout | undefined;
       try {
         await Promise.race([
           executor.apply(step, dry),
-          new Promise((_r, reject) => { timer = setTimeout(() => reject(new Error(`simulation took longer than ${budgetMs} ms`)), left); }),
+          new Promise((_r, reject) => {
+            timer = setTimeout(() => {
+              spent = true;
+              reject(new Error(`simulation took longer than ${budgetMs} ms`));
+            }, left);
+          }),
         ]);
       } catch (err) {
         note = `commands after this point depend on earlier steps or the node: ${message(err)}`.slice(0, 500);
