@@ -1,5 +1,5 @@
 import { jobNode, type RemediationJob } from './jobs.ts';
-import { RUNBOOK_POLICY } from './policy.ts';
+import { RUNBOOK_POLICY, type Placement } from './policy.ts';
 
 // Queue names are part of the contract: the receiver puts a node's jobs on `vm-node-{<node>}` and
 // only that node's agent (NODE_NAME) consumes it; the job seal binds this name. Node names are
@@ -25,3 +25,6 @@ export function queueFor(job: RemediationJob): string {
 }
 
 export const nodeOfQueue = (queue: string): string | undefined => NODE_QUEUE.exec(queue)?.[1];
+
+/** Which placement's jobs a queue holds (the inverse of queueFor's choice). */
+export const placementOfQueue = (queue: string): Placement => (queue === CLUSTER_QUEUE ? 'cluster' : 'node');

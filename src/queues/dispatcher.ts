@@ -1,7 +1,7 @@
 import { Job, Queue, type JobsOptions } from 'bullmq';
 import type { RedisConnection } from './redis.ts';
 import { BatchAdd, captureAdd, DATA_PLACEHOLDER, type BatchIndex, type BatchItem, type BatchReply } from './batch-add.ts';
-import { CLUSTER_QUEUE, queueFor } from '../catalogue/queues.ts';
+import { placementOfQueue, queueFor } from '../catalogue/queues.ts';
 import { RUNBOOK_POLICY, queueWindowMs } from '../catalogue/policy.ts';
 import type { RemediationJob, RunbookName } from '../catalogue/jobs.ts';
 import { knownQueuesKey } from './known-queues.ts';
@@ -397,7 +397,7 @@ export class Dispatcher {
 
   /** The dedup window of the jobs on this queue: what its worker keeps them for (catalogue/policy.ts). */
   private windowMs(queueName: string): number {
-    return queueWindowMs(queueName === CLUSTER_QUEUE ? 'cluster' : 'node', this.opts.dedupWindowSeconds);
+    return queueWindowMs(placementOfQueue(queueName), this.opts.dedupWindowSeconds);
   }
 
   /**

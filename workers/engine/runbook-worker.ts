@@ -19,7 +19,7 @@ import { PermanentError, RefusedError, forBullmq, shouldRetry } from './errors.t
 import { destructiveEvidenceLine } from './evidence.ts';
 import { ParkedError, type Parking, type PlanView } from './gate.ts';
 import { keepFinished } from '../../src/catalogue/policy.ts';
-import { CLUSTER_QUEUE } from '../../src/catalogue/queues.ts';
+import { placementOfQueue } from '../../src/catalogue/queues.ts';
 import { createJobControls, type JobControls, type JobControlsOptions } from './job-controls.ts';
 
 // One BullMQ worker that runs registered runbooks: shared by the node agent (its node's queue)
@@ -309,7 +309,7 @@ export function createRunbookWorker(opts: RunbookWorkerOptions): RunbookWorker {
     throw new DelayedError();
   };
 
-  const keep = opts.keepFinished ?? keepFinished(opts.queue === CLUSTER_QUEUE ? 'cluster' : 'node');
+  const keep = opts.keepFinished ?? keepFinished(placementOfQueue(opts.queue));
   const worker = new Worker(opts.queue, processor, {
     connection,
     prefix: opts.prefix,
