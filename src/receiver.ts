@@ -16,7 +16,8 @@ import { createReceiverMetrics } from './observability/metrics.ts';
 import { Dispatcher } from './queues/dispatcher.ts';
 import { trustFromConfig } from './trust/from-config.ts';
 import { JobReader } from './queues/job-reader.ts';
-import { producerConnection, whenReady } from './queues/redis.ts';
+import { whenReady } from './queues/redis.ts';
+import { RedisConnections } from './queues/redis-connections.ts';
 import { ackReplicas, describeTarget, redisTarget } from './queues/redis-target.ts';
 import { ReplicaAck, replicaAckKey } from './queues/replica-ack.ts';
 import type { Redis } from 'ioredis';
@@ -38,6 +39,8 @@ import { startFleetExporter } from './observability/fleet-exporter.ts';
 export interface Receiver {
   url: string;
   server: Server;
+  /** Its Redis connections (fault tests kill them by name: `producer`, `replica-ack`). */
+  connections: RedisConnections;
   close(): Promise<void>;
 }
 
@@ -58,6 +61,9 @@ export interface ReceiverOptions {
    */
   lease?: { kubeConfig: KubeConfig; namespace?: string };
 }
+
+/** How often an idle receiver asks for a replica acknowledgement (REDIS_ACK_REPLICAS > 0). */
+const REPLICA_ACK_WATCH_MS = 10_000;
 
 /** Kubernetes access for the Lease: in a pod there is always some, even with KUBE_WATCH off. */
 function leaseAccess(kubeConfig: KubeConfig | undefined): KubeConfig | undefined {
@@ -92,17 +98,21 @@ export async function startReceiver(config: Config, opts: ReceiverOptions = {}):
   const trust = trustFromConfig(config, 'receiver');
   if (trust.allowUnsigned) log.warn('ALLOW_UNSIGNED_WORK=true: agents accept work without a seal; anyone who can write to Redis can make them act');
   const target = redisTarget(config);
-  const redis = producerConnection(target);
+  // Every connection of this process is opened, brought back and closed by one owner.
+  const connections = new RedisConnections({ target, process: 'receiver', log: log.child({ component: 'redis' }) });
+  const redis = connections.open('producer', 'producer');
   redis.on('error', (err) => log.debug({ err: err.message }, 'redis connection error'));
   // REDIS_ACK_REPLICAS: 202 only once a replica has the job, asked on a connection of its own
   // (config refuses it on a Cluster, so this is a single server or a Sentinel primary).
   const replicas = ackReplicas(config);
-  let replicaAck: ReplicaAck | undefined;
-  if (replicas > 0 && target.kind !== 'cluster') {
-    const ackConnection = producerConnection(target) as Redis;
+  const replicaAck = replicas > 0 && target.kind !== 'cluster' ? (() => {
+    const ackConnection = connections.open('replica-ack', 'producer') as Redis;
     ackConnection.on('error', (err) => log.debug({ err: err.message }, 'redis connection error (replica acknowledgement)'));
-    replicaAck = new ReplicaAck(ackConnection, { replicas, timeoutMs: config.redisAckTimeoutMs, markerKey: replicaAckKey(config.queuePrefix) });
-  }
+    const ack = new ReplicaAck(ackConnection, { replicas, timeoutMs: config.redisAckTimeoutMs, markerKey: replicaAckKey(config.queuePrefix) });
+    // An idle receiver still says within this long whether a replica would acknowledge.
+    ack.watch(REPLICA_ACK_WATCH_MS);
+    return ack;
+  })() : undefined;
   log.info({ redis: describeTarget(target), ackReplicas: replicaAck ? replicas : 0 }, 'redis');
   try {
     await whenReady(redis, 5_000);
@@ -185,6 +195,8 @@ export async function startReceiver(config: Config, opts: ReceiverOptions = {}):
     dispatcher,
     lookups,
     kubeState: () => watches?.state(),
+    connections: () => connections.states(),
+    ...(replicaAck ? { replicaAck: () => replicaAck.status() } : {}),
     nodeRecoveryAlerts: new Set(config.nodeRecoveryAlerts),
     eventTrust,
     metrics,
@@ -225,14 +237,15 @@ export async function startReceiver(config: Config, opts: ReceiverOptions = {}):
   return {
     url,
     server,
+    connections,
     close: () => (closing ??= (async () => {
       await new Promise<void>((resolve) => server.close(() => resolve()));
       // Hand the Lease over now, not after it expires.
       await fleet.close();
       await watches?.close();
       await dispatcher.close();
-      await replicaAck?.close();
-      await redis.quit().catch(() => redis.disconnect());
+      replicaAck?.close();
+      await connections.close();
     })()),
   };
 }

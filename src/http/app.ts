@@ -24,6 +24,8 @@ import type { IncidentIndex } from '../console/incident-index.ts';
 import { FleetSnapshots } from '../console/fleet-snapshot.ts';
 import { Breakers } from '../controls/breakers.ts';
 import { fleetRoutes } from './routes/fleet.ts';
+import type { ConnectionState } from '../queues/redis-connections.ts';
+import type { ReplicaAckStatus } from '../queues/replica-ack.ts';
 
 export interface AppDeps extends WebhookDeps {
   redis: RedisConnection;
@@ -40,6 +42,10 @@ export interface AppDeps extends WebhookDeps {
   reader: JobReader;
   /** Does this replica export the fleet-wide series on /metrics (src/observability/fleet-exporter.ts)? Default: yes. */
   fleetMetrics?: () => boolean;
+  /** The process's supervised Redis connections, for /readyz, /healthz and /metrics. */
+  connections?: () => ConnectionState[];
+  /** REDIS_ACK_REPLICAS > 0: the replica acknowledgement's last outcome, for /readyz and /metrics. */
+  replicaAck?: () => ReplicaAckStatus;
   /** The Kubernetes watches' state, when KUBE_WATCH is on. */
   kubeState?: () => KubeWatchesState | undefined;
   /** Operator controls: /v1 control routes, the /ui dashboard, and pause/breakers in /readyz and /metrics. */
@@ -69,7 +75,10 @@ export function createApp(deps: AppDeps): Express {
   app.use(webhookRoutes(deps, [auth, body]));
   // Every other /v1 route: an operator identity with the route's RBAC verb (src/auth/permissions.ts).
   app.use('/v1', operatorGate(deps.operatorAuth), body);
-  app.use(healthRoutes(deps.redis, deps.prefix, deps.metrics.registry, deps.kubeState, deps.controls?.actions.store, deps.tokens.length > 0, deps.operatorAuth, deps.fleetMetrics));
+  app.use(healthRoutes({
+    redis: deps.redis, prefix: deps.prefix, registry: deps.metrics.registry, kubeState: deps.kubeState, controls: deps.controls?.actions.store,
+    authenticated: deps.tokens.length > 0, operators: deps.operatorAuth, fleet: deps.fleetMetrics, connections: deps.connections, replicaAck: deps.replicaAck,
+  }));
   // The dashboard has its own sign-in and sessions (a browser cannot send a bearer header): see routes/ui-auth.ts.
   // One scan of every queue shared by the console's pages and their JSON (src/console/fleet-snapshot.ts).
   const fleet = deps.controls ? new FleetSnapshots(deps.redis, deps.prefix) : undefined;

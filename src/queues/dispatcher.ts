@@ -171,6 +171,15 @@ export class Dispatcher {
       // becoming an unhandled 'error' event.
       q.on('error', () => {});
       this.queues.set(name, q);
+      // BullMQ keeps a queue whose start failed (the connection ended before it was ready)
+      // failing for good: forget it, so the next use makes a new one on the revived connection.
+      const made = q;
+      made.client.catch(() => {
+        if (this.queues.get(name) !== made) return;
+        this.queues.delete(name);
+        this.ready.delete(name);
+        made.close().catch(() => {});
+      });
     }
     return q;
   }

@@ -32,6 +32,8 @@ export interface NoAgentWatchOptions {
   events?: { recordJobEvent(input: JobEventInput): Promise<RecordedJobEvent> };
   /** The connection the failing pass takes jobs on (a worker connection: no retry limit per request). */
   workerConnection: () => RedisConnection;
+  /** Quit that connection on close (default true); false when its owner (RedisConnections) closes it. */
+  closeWorkerConnection?: boolean;
   /** How long a failed job is kept: the node queues' window, as their agents keep it (default: the policy's, catalogue/policy.ts keepFinished). */
   keepFailed?: { age: number };
   now?: () => number;
@@ -91,7 +93,7 @@ export class NoAgentWatch {
     this.stopped = true;
     clearTimeout(this.timer);
     await this.running;
-    await this.worker?.quit().catch(() => this.worker?.disconnect());
+    if (this.o.closeWorkerConnection !== false) await this.worker?.quit().catch(() => this.worker?.disconnect());
   }
 
   async check(): Promise<NoAgentCheck> {

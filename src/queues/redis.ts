@@ -23,12 +23,28 @@ export type RedisConnection = Redis | Cluster;
 
 export type ConnectionRole = 'producer' | 'worker';
 
-/** A plain string is a single server's URL (tests, tools). */
-export function connect(target: RedisTarget | string, role: ConnectionRole): RedisConnection {
+/** How long a sentinel may take to say where the primary is before the next one is asked. */
+const SENTINEL_COMMAND_TIMEOUT_MS = 2_000;
+
+export interface ConnectOptions {
+  /** CLIENT SETNAME on every (re)connect, so CLIENT LIST says whose connection it is. */
+  connectionName?: string;
+  /** Sentinel only: how long a sentinel may take to answer (default SENTINEL_COMMAND_TIMEOUT_MS). */
+  sentinelCommandTimeoutMs?: number;
+}
+
+/**
+ * A plain string is a single server's URL (tests, tools). Long-lived connections of a process
+ * are opened through RedisConnections (redis-connections.ts), which brings back one that ended.
+ */
+export function connect(target: RedisTarget | string, role: ConnectionRole, o: ConnectOptions = {}): RedisConnection {
   const t: RedisTarget = typeof target === 'string' ? { kind: 'single', url: target } : target;
   const producer = role === 'producer';
   const retryStrategy = fullJitter(producer ? PRODUCER_BACKOFF : WORKER_BACKOFF);
-  const requests: RedisOptions = producer ? { maxRetriesPerRequest: 1, connectTimeout: 2_000 } : { maxRetriesPerRequest: null };
+  const requests: RedisOptions = {
+    ...(producer ? { maxRetriesPerRequest: 1, connectTimeout: 2_000 } : { maxRetriesPerRequest: null }),
+    ...(o.connectionName ? { connectionName: o.connectionName } : {}),
+  };
   const tls = tlsOptions(t);
   const auth: RedisOptions = {
     ...(t.username ? { username: t.username } : {}),
@@ -51,6 +67,9 @@ export function connect(target: RedisTarget | string, role: ConnectionRole): Red
         retryStrategy,
         // All sentinels unreachable: the same jittered wait, never giving up.
         sentinelRetryStrategy: retryStrategy,
+        // ioredis waits for a sentinel's answer without a deadline: one hung sentinel would hold
+        // every reconnect (and widen the window in which a failover ends the connection).
+        sentinelCommandTimeout: o.sentinelCommandTimeoutMs ?? SENTINEL_COMMAND_TIMEOUT_MS,
         // Learns of a failover from the sentinels' +switch-master at once, rather than when the
         // old primary's connection finally drops.
         failoverDetector: true,

@@ -30,6 +30,23 @@ export class NotReplicatedError extends Error {
   override name = 'NotReplicatedError';
 }
 
+/** The last round's outcome: what /readyz, /metrics and the alert say while 503s are by design. */
+export interface ReplicaAckStatus {
+  required: number;
+  /** No round yet (nothing stored since start, and the watch has not run). */
+  checked: boolean;
+  /** The last round had enough replicas. */
+  ok: boolean;
+  /** Replicas that acknowledged the last round (0 when it could not be asked). */
+  acknowledged: number;
+  /** When the last round ended (ms since the epoch). */
+  at?: number;
+  /** Since when rounds have failed (ms since the epoch); absent while they succeed. */
+  failingSince?: number;
+  error?: string;
+  rounds: { acknowledged: number; notEnough: number; error: number };
+}
+
 export class ReplicaAck {
   readonly #redis: Redis;
   readonly #opts: ReplicaAckOptions;
@@ -37,11 +54,44 @@ export class ReplicaAck {
   #next: Promise<void> | undefined;
   /** The round on its way (its marker may predate a newer caller's writes). */
   #running: Promise<void> | undefined;
+  #status: ReplicaAckStatus;
+  #watch: NodeJS.Timeout | undefined;
 
   /** `redis`: a connection for this alone (never one that carries other commands). */
   constructor(redis: Redis, opts: ReplicaAckOptions) {
     this.#redis = redis;
     this.#opts = opts;
+    this.#status = { required: opts.replicas, checked: false, ok: false, acknowledged: 0, rounds: { acknowledged: 0, notEnough: 0, error: 0 } };
+  }
+
+  status(): ReplicaAckStatus {
+    return { ...this.#status, rounds: { ...this.#status.rounds } };
+  }
+
+  /**
+   * Asks every `intervalMs` when no webhook did in that time, so that an idle receiver's
+   * /readyz and metrics say whether a replica would acknowledge, before a webhook finds out.
+   */
+  watch(intervalMs: number): void {
+    clearInterval(this.#watch);
+    this.#watch = setInterval(() => {
+      if (this.#running || this.#next) return;
+      if (this.#status.at !== undefined && Date.now() - this.#status.at < intervalMs) return;
+      this.confirm().catch(() => {});
+    }, intervalMs);
+    this.#watch.unref();
+  }
+
+  #record(acknowledged: number, outcome: 'acknowledged' | 'notEnough' | 'error', error?: string): void {
+    const now = Date.now();
+    const ok = outcome === 'acknowledged';
+    const failingSince = ok ? undefined : (this.#status.failingSince ?? now);
+    this.#status = {
+      required: this.#opts.replicas, checked: true, ok, acknowledged, at: now,
+      ...(failingSince !== undefined ? { failingSince } : {}),
+      ...(error ? { error } : {}),
+      rounds: { ...this.#status.rounds, [outcome]: this.#status.rounds[outcome] + 1 },
+    };
   }
 
   /**
@@ -74,12 +124,21 @@ export class ReplicaAck {
       if (setErr || waitErr) throw setErr ?? waitErr;
       acked = Number(n);
     } catch (err) {
-      throw new NotReplicatedError(`could not ask for a replica acknowledgement: ${(err as Error).message}`);
+      const e = new NotReplicatedError(`could not ask for a replica acknowledgement: ${(err as Error).message}`);
+      this.#record(0, 'error', e.message);
+      throw e;
     }
-    if (acked < replicas) throw new NotReplicatedError(`${acked} of ${replicas} replica(s) acknowledged within ${timeoutMs} ms`);
+    if (acked < replicas) {
+      const e = new NotReplicatedError(`${acked} of ${replicas} replica(s) acknowledged within ${timeoutMs} ms`);
+      this.#record(acked, 'notEnough', e.message);
+      throw e;
+    }
+    this.#record(acked, 'acknowledged');
   }
 
-  close(): Promise<void> {
-    return this.#redis.quit().then(() => {}, () => this.#redis.disconnect());
+  /** Stops the watch; the connection belongs to whoever opened it (RedisConnections). */
+  close(): void {
+    clearInterval(this.#watch);
+    this.#watch = undefined;
   }
 }

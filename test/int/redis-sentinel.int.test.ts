@@ -214,6 +214,14 @@ describe.skipIf(skip)('a Sentinel-managed primary and replica', () => {
       expect(answersToStore[0]!.json.error).toMatch(/could not be stored/);
       // Concurrent requests shared rounds (at most one waiting and one queued): not five timeouts in a row.
       expect(Date.now() - started).toBeLessThan(2.5 * 2_000);
+      // The 503s are by design, and the receiver says why: on /readyz (still ready: every
+      // replica of the receiver shares this Redis) and in the metric the alert watches.
+      const ready = await getJson(`${r.url}/readyz`);
+      expect(ready.status).toBe('ready, no replica acknowledgement (0 of 1): webhooks answered 503');
+      expect(ready.replicaAck).toMatchObject({ required: 1, acknowledged: 0, error: '0 of 1 replica(s) acknowledged within 2000 ms' });
+      const metrics = await (await fetch(`${r.url}/metrics`)).text();
+      expect(metrics).toMatch(/^volume_medic_replica_ack_ok 0$/m);
+      expect(metrics).toMatch(/^volume_medic_replica_ack_rounds_total\{outcome="not_enough"\} [1-9]/m);
       // The jobs are in Redis all the same (a retry folds into them, and is answered 202 once a replica acknowledges).
       await admin.connect();
       expect((await admin.keys('*:vm-node-{lone-*}:meta')).length).toBe(5);

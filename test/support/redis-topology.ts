@@ -105,6 +105,8 @@ export interface LocalSentinelSet {
   primary: Server;
   replica: Server;
   sentinels: number[];
+  /** The sentinel processes, in the order of `sentinels` (a test may SIGSTOP one). */
+  sentinelServers: Server[];
   /** REDIS_SENTINELS */
   env: string;
   /** The primary's address as the sentinels have it now. */
@@ -134,7 +136,7 @@ export async function startSentinelSet(name = 'vmprimary'): Promise<LocalSentine
       `sentinel parallel-syncs ${name} 1`,
       '',
     ].join('\n');
-    for (const p of sp) servers.start(p, ['--sentinel'], sentinelConf);
+    const sentinelServers = sp.map((p) => servers.start(p, ['--sentinel'], sentinelConf));
     const admin = (port: number) => new Redis({ port, host: '127.0.0.1', maxRetriesPerRequest: 0, retryStrategy: () => null, lazyConnect: true });
     await until('replica in sync', async () => {
       const r = admin(pp!);
@@ -184,6 +186,7 @@ export async function startSentinelSet(name = 'vmprimary'): Promise<LocalSentine
       primary,
       replica,
       sentinels: sp,
+      sentinelServers,
       env: sp.map((p) => `127.0.0.1:${p}`).join(','),
       primaryPort,
       restartAsReplica: async (port: number) => {

@@ -10,7 +10,7 @@ import { createLogger } from '../../src/observability/logger.ts';
 import { runMain } from '../../src/process/run-main.ts';
 import { Dispatcher } from '../../src/queues/dispatcher.ts';
 import { IncidentIndex } from '../../src/console/incident-index.ts';
-import { producerConnection, workerConnection } from '../../src/queues/redis.ts';
+import { RedisConnections } from '../../src/queues/redis-connections.ts';
 import { NO_AGENT_CHECK_MS, NoAgentWatch, noAgentGraceMs } from '../../src/queues/no-agent-watch.ts';
 import { redisTarget } from '../../src/queues/redis-target.ts';
 import { createRunbookWorker } from '../engine/runbook-worker.ts';
@@ -30,7 +30,8 @@ await runMain(log, (config) => {
   const clients = inCluster ? kubeClients(loadKubeConfig()) : undefined;
   const lookups: LookupsOf<'cluster-worker'> = clients ? new KubeLookups(clients) : new InMemoryLookups();
   // Node-side halves go onto the node's own queue, like any job the receiver stores.
-  const redis = producerConnection(redisTarget(config));
+  const connections = new RedisConnections({ target: redisTarget(config), process: 'cluster-worker', log: log.child({ component: 'redis' }) });
+  const redis = connections.open('producer', 'producer');
   redis.on('error', (err) => log.debug({ err: err.message }, 'redis connection error'));
   // It verifies the receiver's seal on what it runs, and seals the node halves it hands out.
   const trust = trustFromConfig(config, 'cluster-worker');
@@ -48,6 +49,7 @@ await runMain(log, (config) => {
     redis: redisTarget(config),
     prefix: config.queuePrefix,
     ranOn: 'cluster-worker',
+    process: 'cluster-worker',
     registry: defaultClusterRegistry(config, { lookups, dispatcher }),
     modeOf: (runbook) => modeOf(config, runbook),
     accepts: () => undefined,
@@ -67,7 +69,8 @@ await runMain(log, (config) => {
     intervalMs: NO_AGENT_CHECK_MS,
     log: log.child({ component: 'no-agent' }),
     ...(events ? { events } : {}),
-    workerConnection: () => workerConnection(redisTarget(config)),
+    workerConnection: () => connections.open('no-agent', 'worker'),
+    closeWorkerConnection: false,
     keepFailed: keepFinished('node', config.dedupWindowSeconds),
   });
   noAgent.start();
@@ -77,7 +80,7 @@ await runMain(log, (config) => {
       await noAgent.close();
       await worker.close();
       await dispatcher.close();
-      await redis.quit().catch(() => redis.disconnect());
+      await connections.close();
     },
   };
 });

@@ -10,7 +10,7 @@ import { issuerMayNot, verifyJobSeal } from '../../src/trust/work.ts';
 import type { SeenWork } from './seen-work.ts';
 import type { ControlTrust } from '../../src/controls/sealed-records.ts';
 import type { Mode, RunbookResult } from '../../src/catalogue/result.ts';
-import { workerConnection } from '../../src/queues/redis.ts';
+import { RedisConnections } from '../../src/queues/redis-connections.ts';
 import type { RedisTarget } from '../../src/queues/redis-target.ts';
 import type { Logger } from '../../src/observability/logger.ts';
 import type { RunbookContext, RunbookHandler, RunbookRegistry } from '../runbooks/registry.ts';
@@ -32,6 +32,8 @@ export interface RunbookWorkerOptions {
   redis: RedisTarget | string;
   prefix: string;
   ranOn: string;
+  /** Names its Redis connections in CLIENT LIST (`volume-medic:<process>:worker`); default `ranOn`. */
+  process?: string;
   registry: RunbookRegistry;
   modeOf: (runbook: RunbookName) => Mode;
   /** Rejects jobs that are not for this worker (a node agent only runs its node's jobs). */
@@ -129,11 +131,14 @@ export interface RunbookWorker {
   worker: Worker;
   /** The worker's command connection (not the blocking one): the agent's own checks enqueue on it, no third connection. */
   connection: RedisConnection;
+  /** Its owner, which brings it back if it ends (BullMQ brings back its blocking connection itself). */
+  connections: RedisConnections;
   close(): Promise<void>;
 }
 
 export function createRunbookWorker(opts: RunbookWorkerOptions): RunbookWorker {
-  const connection = workerConnection(opts.redis);
+  const connections = new RedisConnections({ target: opts.redis, process: opts.process ?? opts.ranOn, log: opts.log.child({ component: 'redis' }) });
+  const connection = connections.open('worker', 'worker');
   const shutdown = new AbortController();
   const controls: JobControls | undefined = opts.controls
     ? createJobControls({ ...opts.controls, redis: connection, prefix: opts.prefix, log: opts.log, ...(opts.trust ? { trust: controlTrust(opts.trust) } : {}) })
@@ -344,12 +349,13 @@ export function createRunbookWorker(opts: RunbookWorkerOptions): RunbookWorker {
   return {
     worker,
     connection,
+    connections,
     close: () => (closing ??= (async () => {
       shutdown.abort();
       stopRearming();
       // Waits for the running job to finish its current step; BullMQ keeps its lock meanwhile.
       await worker.close();
-      await connection.quit().catch(() => connection.disconnect());
+      await connections.close();
     })()),
   };
 }

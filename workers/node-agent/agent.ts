@@ -43,6 +43,7 @@ export function createNodeAgent({ config, registry, log, nodeLabels, events }: N
     redis: redisTarget(config),
     prefix: config.queuePrefix,
     ranOn: node,
+    process: `node-agent.${node}`,
     registry,
     modeOf: (runbook) => modeOf(config, runbook),
     accepts: (job) => {
