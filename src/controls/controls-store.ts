@@ -166,11 +166,6 @@ export class ControlsStore {
   }
 
   /** Why a job of `runbook` for `node` (or a cluster job) must wait now, if it must. */
-  async pausedFor(node?: string, runbook?: string): Promise<string | undefined> {
-    const [c, n, r] = await this.redis.hmget(this.keys.pause, 'cluster', node ? `node/${node}` : 'node/', runbook ? `runbook/${runbook}` : 'runbook/');
-    return this.#pausedWhy(node, runbook, c ?? null, n ?? null, r ?? null);
-  }
-
   #pausedWhy(node: string | undefined, runbook: string | undefined, c: string | null, n: string | null, r: string | null): string | undefined {
     const cluster = this.#sealed.open(PauseRecord, 'pause', 'cluster', c);
     if (cluster) return `cluster-wide pause by ${cluster.by} at ${cluster.at}${cluster.why ? `: ${cluster.why}` : ''}`;

@@ -204,6 +204,28 @@ describe('operator controls with a real Redis, receiver and node agent', () => {
     await until(id, (j) => j.state === 'completed', 'job finished after resume', 5_000);
   });
 
+  it('a switch to dry-run during a job stops it before its next destructive step, saying why; its earlier steps stand', async () => {
+    let release: () => void = () => {};
+    const gate = new Promise<void>((r) => { release = r; });
+    const toy = toyRunbook(() => ({ kind: 'steps', summary: 'look, then delete', steps: [step('dr-1', { destructive: false }), step('dr-2')] }));
+    const inner = toy.registry['residual-multipath-cleanup']!;
+    // The destructive step's gate waits until the test has switched the mode.
+    toy.registry['residual-multipath-cleanup'] = async (j, ctx) => {
+      const originalBefore = ctx.gate?.beforeStep.bind(ctx.gate);
+      const wrapped = ctx.gate && originalBefore ? { beforeStep: async (s: any, p: any) => { if (s.id === 'dr-2') await gate; return originalBefore(s, p); } } : undefined;
+      return inner(j, { ...ctx, ...(wrapped ? { gate: wrapped } : {}) });
+    };
+    agent('node-dry-mid', toy, { runbookModes: { 'residual-multipath-cleanup': 'enforce' } });
+    const id = await newJob('node-dry-mid');
+    await waitFor('first step', async () => ((await toy.ran('/w/dr-1')) ? true : undefined));
+    expect((await api('/v1/modes', { node: 'node-dry-mid', mode: 'dry-run', why: 'INC-7: hands off this node' }, 'ivan')).status).toBe(200);
+    release();
+    const failed = await until(id, (j) => j.state === 'failed', 'job stopped');
+    expect(failed.failedReason).toMatch(/stopped before destructive step dr-2: the mode is now dry-run \(.*ivan.*INC-7/);
+    expect(failed.attemptsMade).toBe(1);
+    expect(await toy.ran('/w/dr-2')).toBe(false);
+  });
+
   it('a node breaker trips at its cap, blocks the next destructive step, says why, and stays tripped until reset', async () => {
     // Cap 3 destructive steps per node per hour (receiver and agent configured alike).
     const toy = toyRunbook(() => ({ kind: 'steps', summary: 'four deletions', steps: [step('d1'), step('d2'), step('d3'), step('d4')] }));

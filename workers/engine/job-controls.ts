@@ -16,8 +16,8 @@ import { GO, type GateDecision, type Parking, type PlanView, type StepGate } fro
 import type { PlannedStep } from './runbook.ts';
 
 // The worker's side of the operator controls, read from Redis at each job's start and before
-// each step, so a change through the API takes effect on the next job (mode) or the next step
-// (pause, approval, breakers) without a restart. Order before a step: pause -> approval ->
+// each step, so a change through the API takes effect on the next job (a mode to enforce) or the
+// next step (pause, approval, breakers, a mode back to dry-run) without a restart. Order before a step: pause -> approval ->
 // breakers, so a job waiting for a human does not use up the blast-radius budget.
 //
 // Why a gate in the worker and not BullMQ's queue.pause(): the pause must cover queues that do
@@ -89,11 +89,6 @@ export function createJobControls(opts: JobControlsOptions): JobControls {
   const approvals = new ApprovalStore(opts.redis, opts.prefix, opts.trust);
   const breakers = new Breakers(opts.redis, opts.prefix, now);
   const node = opts.node;
-
-  const paused = async (runbook: string): Promise<GateDecision | undefined> => {
-    const why = await store.pausedFor(node, runbook);
-    return why ? { go: false, park: { reason: 'paused', why } } : undefined;
-  };
 
   const approvalGate = async (job: JobStart, step: PlannedStep, plan: PlanView): Promise<GateDecision> => {
     if (!approvalReason(step, plan, job.runbook, opts.approval)) return GO;
@@ -172,12 +167,21 @@ export function createJobControls(opts: JobControlsOptions): JobControls {
         node && opts.nodeModeLabel ? opts.nodeModeLabel().catch(() => undefined) : Promise.resolve(undefined),
       ]);
       if (storm) opts.log.error({ breaker: 'storm', why: storm.why }, 'storm breaker tripped: destructive steps stop fleet-wide until it is reset');
-      const mode = effectiveMode({ runbook: job.runbook, ...(node ? { node } : {}), configured: job.configuredMode, ...overrides, ...(label ? { nodeLabel: label } : {}) });
+      const modeWith = (o: typeof overrides) => effectiveMode({ runbook: job.runbook, ...(node ? { node } : {}), configured: job.configuredMode, ...o, ...(label ? { nodeLabel: label } : {}) });
+      const mode = modeWith(overrides);
       const gate: StepGate = {
         async beforeStep(step, plan) {
-          const p = await paused(job.runbook);
-          if (p) return p;
+          // The newest decisions, read again before every step in one round trip: a pause parks
+          // the job; a switch to dry-run since the job began stops it before a destructive step.
+          const now = await store.startView(job.runbook, node);
+          if (now.paused) return { go: false, park: { reason: 'paused', why: now.paused } };
           if (mode.mode === 'dry-run') return GO;
+          if (step.destructive) {
+            const current = modeWith(now.overrides);
+            if (current.mode === 'dry-run') {
+              throw new RefusedError([`stopped before destructive step ${step.id}: the mode is now dry-run (${current.why}); this job began in enforce (${mode.why})`]);
+            }
+          }
           const a = await approvalGate(job, step, plan);
           if (!a.go) return a;
           return breakerGate(job, step);
