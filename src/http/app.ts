@@ -6,6 +6,7 @@ import { SessionStore } from '../auth/session-store.ts';
 import type { OperatorAuth } from '../auth/operator-auth.ts';
 import type { FailedAuthLimiter } from '../auth/failed-auth-limiter.ts';
 import { jsonBody } from './json-body.ts';
+import { refuseCrossSiteWrites } from './cross-site.ts';
 import { errorHandler } from './errors.ts';
 import { healthRoutes } from './routes/health.ts';
 import { jobRoutes } from './routes/jobs.ts';
@@ -72,9 +73,11 @@ export function createApp(deps: AppDeps): Express {
   // The webhook routes first, with auth and body reading as route middleware: every alert walks
   // the router from the top, and a route match is cheaper than prefix middleware (issue 8). The
   // dashboard and probes are rare. (Neither lives under /v1, so the order changes no match.)
-  app.use(webhookRoutes(deps, [auth, body]));
+  // Before any authentication, whatever the mode: no write a browser marks as cross-site, no
+  // body that is not JSON (src/http/cross-site.ts).
+  app.use(webhookRoutes(deps, [refuseCrossSiteWrites({ allowUntyped: true }), auth, body]));
   // Every other /v1 route: an operator identity with the route's RBAC verb (src/auth/permissions.ts).
-  app.use('/v1', operatorGate(deps.operatorAuth), body);
+  app.use('/v1', refuseCrossSiteWrites(), operatorGate(deps.operatorAuth), body);
   app.use(healthRoutes({
     redis: deps.redis, prefix: deps.prefix, registry: deps.metrics.registry, kubeState: deps.kubeState, controls: deps.controls?.actions.store,
     authenticated: deps.tokens.length > 0, operators: deps.operatorAuth, fleet: deps.fleetMetrics, connections: deps.connections, replicaAck: deps.replicaAck,

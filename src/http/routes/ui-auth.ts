@@ -3,6 +3,7 @@ import type { AuthAnswer, OperatorAuth } from '../../auth/operator-auth.ts';
 import type { Permission } from '../../auth/permissions.ts';
 import { csrfMatches, operatorOfSession, type SessionStore, type UiSession } from '../../auth/session-store.ts';
 import { asking } from '../operator-gate.ts';
+import { isRead, markedCrossSite } from '../cross-site.ts';
 import { esc } from './ui-pages.ts';
 
 // Who may see the dashboard, and how a browser proves it (a browser cannot send a bearer header):
@@ -59,25 +60,19 @@ function loginPage(res: Response, next: string, status: number, note = '', insec
 <p><small>${insecure ? 'OPERATOR_AUTH=insecure: any token, or none, signs in.' : 'A token of your Kubernetes user, e.g. <code>kubectl create token &lt;service-account&gt;</code>; what you may do is what cluster RBAC grants on volume-medic.io.'}</small></p></body></html>`);
 }
 
-/** Our own origin, as the browser sees it (behind a trusted proxy: its scheme and host). */
-const ownOrigin = (req: Request): string => `${req.protocol}://${req.host}`;
-
 /**
  * Refusal reason when a state-changing request may come from another site; undefined when it is
- * ours. A real Origin must be ours. `Origin: null` says nothing: browsers send it for our own form
- * posts too, since our pages are served with Referrer-Policy: no-referrer (Fetch, "serializing a
- * request origin"), and for sandboxed or data: documents; then Sec-Fetch-Site, which the browser
- * sets and a page cannot, must say same-origin. Neither header: refused.
+ * ours. Stricter than the API's guard (src/http/cross-site.ts): the dashboard is only ever used
+ * from a browser, so a request without Origin or Sec-Fetch-Site is refused too. Our own form
+ * posts carry `Origin: null` (our pages are served with Referrer-Policy: no-referrer) and
+ * Sec-Fetch-Site: same-origin.
  */
 export function crossSiteReason(req: Request): string | undefined {
   const origin = req.get('origin');
-  const site = req.get('sec-fetch-site');
-  if (origin !== undefined && origin !== 'null') return origin === ownOrigin(req) ? undefined : `cross-origin request refused (Origin ${origin.slice(0, 100)})`;
-  if (site !== undefined) return site === 'same-origin' ? undefined : `cross-site request refused (Sec-Fetch-Site ${site.slice(0, 30)})`;
-  return 'request refused: neither Origin nor Sec-Fetch-Site says it came from this dashboard';
+  if ((origin === undefined || origin === 'null') && req.get('sec-fetch-site') === undefined) return 'request refused: neither Origin nor Sec-Fetch-Site says it came from this dashboard';
+  return markedCrossSite(req);
 }
 
-const isRead = (req: Request): boolean => req.method === 'GET' || req.method === 'HEAD';
 const wantsHtml = (req: Request): boolean => isRead(req) && req.accepts(['html', 'json']) === 'html';
 
 export interface UiAuth {
