@@ -22,6 +22,7 @@ import { ackReplicas, describeTarget, redisTarget } from './queues/redis-target.
 import { ReplicaAck, replicaAckKey } from './queues/replica-ack.ts';
 import type { Redis } from 'ioredis';
 import { OperatorActions } from './controls/operator-actions.ts';
+import { CONTROL_RESEAL_MS } from './controls/sealed-records.ts';
 import { JobRetry } from './controls/job-retry.ts';
 import { JobEventReader } from './kube/job-event-reader.ts';
 import type { RepeatAnswers } from './ingest/repeat-answers.ts';
@@ -153,6 +154,14 @@ export async function startReceiver(config: Config, opts: ReceiverOptions = {}):
       onUntrusted: (u) => log.warn({ kind: u.kind, field: u.field.slice(0, 200), reason: u.reason, detail: u.detail }, 'untrusted control record ignored (not written through the API)'),
     },
   });
+  // Standing modes and pauses are sealed again long before their short seals lapse, by every
+  // replica (a compare-and-set: the first wins, a newer decision is never undone).
+  const reseal = (): void => {
+    operatorActions.store.resealStanding().catch((err: Error) => log.warn({ err: err.message }, 'could not seal the standing controls again; they lapse if no replica does'));
+  };
+  reseal();
+  const resealTimer = setInterval(reseal, CONTROL_RESEAL_MS);
+  resealTimer.unref();
   // An operator's retry: a new job for the same work, sealed afresh (src/controls/job-retry.ts).
   const retries = new JobRetry({
     redis, prefix: config.queuePrefix, queue: (name) => dispatcher.queue(name), store: operatorActions.store, index: incidents,
@@ -239,6 +248,7 @@ export async function startReceiver(config: Config, opts: ReceiverOptions = {}):
     server,
     connections,
     close: () => (closing ??= (async () => {
+      clearInterval(resealTimer);
       await new Promise<void>((resolve) => server.close(() => resolve()));
       // Hand the Lease over now, not after it expires.
       await fleet.close();

@@ -4,11 +4,13 @@ import type { RedisConnection } from '../queues/redis.ts';
 import type { Mode } from '../catalogue/result.ts';
 import { controlKeys, type ControlKeys } from './keys.ts';
 import { AuditEntry, ModeOverride, ParkedJob, PauseRecord, parseJson } from './records.ts';
-import { SealedRecords, sealRecord, sealedAtField, type ControlKind, type ControlTrust } from './sealed-records.ts';
+import { CONTROL_RESEAL_MS, CONTROL_SEAL_TTL_MS, SealedRecords, sealRecord, sealedAtField, type ControlKind, type ControlTrust } from './sealed-records.ts';
+import { verifySeal } from '../trust/seal.ts';
 
 // Modes, pause switches, the audit trail and the list of parked jobs, kept in Redis so every
 // receiver replica and every agent sees the same switches without a restart. Workers read them
-// at each job's start (and the pause before each step); the API changes them.
+// at each job's start and before each step; the API changes them, never by deleting a field
+// (a clear is a sealed tombstone: sealed-records.ts).
 
 export interface Asked {
   by: string;
@@ -46,6 +48,21 @@ export interface Pauses {
 export type PauseScope = string | { runbook: string } | undefined;
 export const pauseField = (s: PauseScope): string => (s === undefined ? 'cluster' : typeof s === 'string' ? `node/${s}` : `runbook/${s.runbook}`);
 
+/** The field's next generation: the writer's clock in ms, forced above the field's last one. */
+const NEXT_GEN = `
+local last = tonumber(redis.call('HGET', KEYS[1], ARGV[1]) or '0') or 0
+local gen = tonumber(ARGV[2])
+if gen <= last then gen = last + 1 end
+redis.call('HSET', KEYS[1], ARGV[1], string.format('%d', gen))
+return gen`;
+
+/** HSET field only while it holds ARGV[2] ('' = absent). */
+const CAS_FIELD = `
+local cur = redis.call('HGET', KEYS[1], ARGV[1])
+if (cur or '') ~= ARGV[2] then return 0 end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[3])
+return 1`;
+
 export class ControlsStore {
   readonly redis: RedisConnection;
   readonly keys: ControlKeys;
@@ -60,13 +77,48 @@ export class ControlsStore {
     this.#sealed = new SealedRecords(trust);
   }
 
-  /** The JSON to store at `field`, sealed later than anything the API sealed there before. */
-  async #sealFor(kind: ControlKind, field: string, record: object): Promise<{ json: string; commit: () => Promise<unknown> }> {
-    if (!this.#sealed.trust?.sealer) return { json: JSON.stringify(record), commit: async () => {} };
-    const at = sealedAtField(kind, field);
-    const last = Number(await this.redis.hget(this.keys.sealedAt, at)) || 0;
-    const { json, iat } = sealRecord(this.#sealed.trust, kind, field, record, { notBefore: last + 1 });
-    return { json, commit: () => this.redis.hset(this.keys.sealedAt, at, String(iat)) };
+  /**
+   * Writes `record` (with the field's next generation, sealed) at `field` of `hash`, only while
+   * the field still holds `expected` (null: nothing): a compare-and-set, so two writers (an
+   * operator and the re-sealer of another replica) cannot undo each other. False when it changed.
+   */
+  async #write(hash: string, kind: ControlKind, field: string, record: object, expected: string | null): Promise<boolean> {
+    const gen = Number(await this.redis.eval(NEXT_GEN, 1, this.keys.sealedAt, sealedAtField(kind, field), String(this.#now().getTime())));
+    const { json } = sealRecord(this.#sealed.trust, kind, field, { ...record, gen });
+    if ((await this.redis.eval(CAS_FIELD, 1, hash, field, expected ?? '', json)) !== 1) return false;
+    // This process's own reader takes it as the newest record too (it then notices a delete).
+    this.#sealed.open(kind === 'mode' ? ModeOverride : PauseRecord, kind, field, json);
+    return true;
+  }
+
+  /**
+   * Seals every standing mode and pause record (and tombstone) again before its seal lapses,
+   * keeping its generation: the decision stands, and a copy taken before a change is worthless
+   * to any reader once CONTROL_SEAL_TTL_MS has passed. Only records whose own seal still holds
+   * are sealed again (a lapsed or forged record is never laundered). Returns how many.
+   */
+  async resealStanding(): Promise<number> {
+    const trust = this.#sealed.trust;
+    if (!trust?.sealer || !trust.ring) return 0;
+    const now = this.#now().getTime();
+    let count = 0;
+    for (const [hash, kind] of [[this.keys.modes, 'mode'], [this.keys.pause, 'pause']] as const) {
+      for (const [field, text] of Object.entries(await this.redis.hgetall(hash))) {
+        let raw: unknown;
+        try {
+          raw = JSON.parse(text);
+        } catch {
+          continue;
+        }
+        if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) continue;
+        const { seal, ...body } = raw as Record<string, unknown>;
+        const v = verifySeal(trust.ring, 'control', sealedAtField(kind, field), body, seal, now);
+        if (!v.ok || v.seal.iss !== 'receiver' || v.seal.exp - now > CONTROL_SEAL_TTL_MS - CONTROL_RESEAL_MS) continue;
+        const { json } = sealRecord(trust, kind, field, body);
+        if ((await this.redis.eval(CAS_FIELD, 1, hash, field, text, json)) === 1) count++;
+      }
+    }
+    return count;
   }
 
   now(): Date {
@@ -138,14 +190,16 @@ export class ControlsStore {
     return { ...(runbookOverride ? { runbookOverride } : {}), ...(nodeOverride ? { nodeOverride } : {}) };
   }
 
-  /** `mode: null` removes the override: the runbook (or node) goes back to configuration. */
+  /** `mode: null` clears the override (a sealed tombstone): the runbook (or node) goes back to configuration. */
   async setMode(scope: ModeScope, mode: Mode | null, asked: Asked): Promise<void> {
     const field = scopeField(scope);
-    if (mode === null) await this.redis.hdel(this.keys.modes, field);
-    else {
-      const { json, commit } = await this.#sealFor('mode', field, { mode, by: asked.by, why: asked.why ?? '', at: this.#now().toISOString() } satisfies ModeOverride);
-      await this.redis.hset(this.keys.modes, field, json);
-      await commit();
+    const decided = { by: asked.by, why: asked.why ?? '', at: this.#now().toISOString() };
+    const record = mode === null ? { cleared: true as const, ...decided } : ({ mode, ...decided } satisfies ModeOverride);
+    // The last writer wins, as before; the compare-and-set only keeps a re-sealer from undoing it.
+    for (let tries = 0; tries < 5; tries++) {
+      const current = await this.redis.hget(this.keys.modes, field);
+      if (await this.#write(this.keys.modes, 'mode', field, record, current)) break;
+      if (tries === 4) throw new Error(`mode ${field}: the record kept changing while it was written; try again`);
     }
     await this.audit(mode === null ? 'mode-cleared' : `mode-${mode}`, field, asked);
   }
@@ -178,20 +232,30 @@ export class ControlsStore {
 
   /** Pauses the cluster, one node or one runbook (PauseScope). Returns false when it already was. */
   async pause(scope: PauseScope, asked: Asked): Promise<boolean> {
-    const field = pauseField(scope);
-    const rec: PauseRecord = { by: asked.by, why: asked.why ?? '', at: this.#now().toISOString() };
-    const { json, commit } = await this.#sealFor('pause', field, rec);
-    const added = await this.redis.hsetnx(this.keys.pause, field, json);
-    if (added) await Promise.all([commit(), this.audit('pause', field, asked)]);
-    return added === 1;
+    return this.#setPause(scope, asked, true);
   }
 
-  /** Lifts the cluster-wide pause, one node's or one runbook's; each pause stands on its own (a paused node stays paused after a cluster resume). */
+  /** Lifts the cluster-wide pause, one node's or one runbook's (a sealed tombstone); each pause stands on its own (a paused node stays paused after a cluster resume). */
   async resume(scope: PauseScope, asked: Asked): Promise<boolean> {
+    return this.#setPause(scope, asked, false);
+  }
+
+  /** False when the pause already was (`pause`) or was not (`!pause`) standing. */
+  async #setPause(scope: PauseScope, asked: Asked, pause: boolean): Promise<boolean> {
     const field = pauseField(scope);
-    const removed = await this.redis.hdel(this.keys.pause, field);
-    if (removed) await this.audit('resume', field, asked);
-    return removed === 1;
+    const decided = { by: asked.by, why: asked.why ?? '', at: this.#now().toISOString() };
+    for (let tries = 0; tries < 5; tries++) {
+      const current = await this.redis.hget(this.keys.pause, field);
+      const standing = this.#sealed.open(PauseRecord, 'pause', field, current) !== undefined;
+      if (pause && standing) return false;
+      // A resume always writes its tombstone, also over a pause this process does not see
+      // (deleted or forged in Redis): readers that remember one then let it go.
+      if (await this.#write(this.keys.pause, 'pause', field, pause ? (decided satisfies PauseRecord) : { cleared: true as const, ...decided }, current)) {
+        if (pause || standing) await this.audit(pause ? 'pause' : 'resume', field, asked);
+        return pause || standing;
+      }
+    }
+    throw new Error(`pause ${field}: the record kept changing while it was written; try again`);
   }
 
   // --- parked jobs -----------------------------------------------------------------------------

@@ -25,8 +25,9 @@ export const controlKeys = (prefix: string) => ({
   /** string: ApprovalRecord JSON of one job */
   approval: (jobId: string) => `${prefix}:vm:ctl:approval:${jobId}`,
   /**
-   * hash `<kind>/<field>` -> the seal time (epoch ms) of the last record the API wrote there, so
-   * the next one seals later whatever the writers' clocks (readers refuse older seals as replays).
+   * hash `<kind>/<field>` -> the generation of the last record the API wrote there (the writer's
+   * clock in ms, forced above the last one), so the next one is newer whatever the writers'
+   * clocks (readers refuse older generations as replays).
    */
   sealedAt: `${prefix}:vm:ctl:sealed-at`,
   /** hash `cluster` | `storm` | `node/<name>` -> TripRecord JSON */

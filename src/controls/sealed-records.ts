@@ -1,16 +1,37 @@
-import type { z } from 'zod';
+import { z } from 'zod';
 import type { Keyring } from '../trust/keyring.ts';
-import { verifySeal, type Seal, type Sealer, type Untrusted } from '../trust/seal.ts';
+import { Seal, verifySeal, type Sealer, type Untrusted } from '../trust/seal.ts';
 
 // Operator controls an agent acts on (mode overrides, pauses, approval decisions) are sealed by
 // the receiver when it writes them (the API is the only writer), and verified by every reader
-// that acts on them. A record without a valid seal is ignored, as if absent, and reported: a
-// write straight into Redis changes nothing. Seals are bound to the record's field (a sealed
-// override of one runbook is not valid for another) and carry their own time; within a process
-// a record older than one already seen for the same field, or one seen again after its field was
-// cleared, is a replay and is ignored too.
+// that acts on them. A record without a valid seal is ignored and reported: a write straight into
+// Redis changes nothing. Seals are bound to the record's field (a sealed override of one runbook
+// is not valid for another).
+//
+// Decisions do not come back from the dead. Every mode and pause record carries a generation
+// (`gen`, sealed with it: the API's clock in ms, forced above the field's last one), clearing is a
+// sealed tombstone rather than a delete, and a reader keeps, per field, the newest record it
+// accepted (in STATE_DIR for the workers, ControlMemory), across restarts. An older generation
+// put back (a replay), a field deleted, or a record that no longer verifies leaves the reader on
+// the newest decision it knows instead of falling back to configuration. Seals are short-lived
+// (CONTROL_SEAL_TTL_MS) and the receiver seals standing records again while they stand, so a
+// record captured before a change is worthless minutes later even to a reader that never saw the
+// change; an authentic record whose seal lapsed (no receiver for a while) still counts when it
+// holds work back (a pause, dry-run), never when it lets work run (enforce).
 
 export type ControlKind = 'mode' | 'pause' | 'approval';
+
+/** A reader's newest accepted record of a field: its generation and stored text. */
+export interface Known {
+  gen: number;
+  text: string;
+}
+
+/** Where a reader keeps what it accepted (a file in STATE_DIR for the workers); default: memory. */
+export interface ControlMemory {
+  load(): Map<string, Known>;
+  save(known: ReadonlyMap<string, Known>): void;
+}
 
 export interface UntrustedControl {
   kind: ControlKind;
@@ -28,10 +49,25 @@ export interface ControlTrust {
   allowUnsigned: boolean;
   onUntrusted?: (u: UntrustedControl) => void;
   now?: () => number;
+  /** What this reader accepted, kept across restarts (default: this process's memory). */
+  memory?: ControlMemory;
 }
 
-/** Mode overrides and pauses stand until changed; the seal's expiry only bounds a replay's age. */
-export const CONTROL_SEAL_TTL_MS = 365 * 86_400_000;
+/**
+ * How long a mode or pause seal is valid. The receiver seals standing records again every
+ * CONTROL_RESEAL_MS (src/controls/controls-store.ts resealStanding), long before they lapse.
+ */
+export const CONTROL_SEAL_TTL_MS = 15 * 60_000;
+export const CONTROL_RESEAL_MS = 5 * 60_000;
+
+/** A cleared mode override or a lifted pause: sealed like a record, so a delete is never the clear. */
+export const Tombstone = z.object({ cleared: z.literal(true), by: z.string(), why: z.string().default(''), at: z.string(), gen: z.number().int().nonnegative() });
+export type Tombstone = z.infer<typeof Tombstone>;
+
+const genOf = (body: Record<string, unknown>): number => (typeof body['gen'] === 'number' && Number.isSafeInteger(body['gen']) && body['gen'] >= 0 ? body['gen'] : 0);
+
+/** A record that, honoured late, can only hold work back: a pause, a dry-run override. */
+const restrictive = (kind: ControlKind, body: Record<string, unknown>): boolean => kind === 'pause' ? body['cleared'] !== true : kind === 'mode' ? body['mode'] === 'dry-run' : false;
 
 const subject = (kind: ControlKind, field: string): string => `${kind}/${field}`;
 
@@ -46,64 +82,111 @@ export function sealRecord(trust: ControlTrust | undefined, kind: ControlKind, f
 /** The field of the seal-time hash (keys.sealedAt) for a record. */
 export const sealedAtField = subject;
 
-interface Seen {
-  iat: number;
-  mac: string;
-  cleared: boolean;
-}
-
-/** Reads sealed records for one process, remembering the newest seal seen per field. */
+/** Reads sealed records for one process, keeping the newest accepted record per field. */
 export class SealedRecords {
   readonly trust: ControlTrust | undefined;
-  readonly #seen = new Map<string, Seen>();
+  readonly #memory: ControlMemory | undefined;
+  #known: Map<string, Known> | undefined;
 
   constructor(trust: ControlTrust | undefined) {
     this.trust = trust;
+    this.#memory = trust?.memory;
   }
 
-  /** The record stored for `field` when it parses and (if this reader verifies) its seal holds. */
+  #knownMap(): Map<string, Known> {
+    return (this.#known ??= this.#memory?.load() ?? new Map());
+  }
+
+  /**
+   * The record standing for `field`: the stored one when it parses and (if this reader verifies)
+   * its seal holds and it is not older than what this reader accepted before; otherwise, for
+   * modes and pauses, the newest record accepted before. Undefined: none (or a tombstone).
+   */
   open<T>(schema: z.ZodType<T>, kind: ControlKind, field: string, text: string | null | undefined): T | undefined {
     const key = subject(kind, field);
-    if (!text) {
-      const s = this.#seen.get(key);
-      if (s) s.cleared = true;
-      return undefined;
-    }
-    let raw: unknown;
-    try {
-      raw = JSON.parse(text);
-    } catch {
-      return undefined;
-    }
-    if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) return undefined;
-    const { seal, ...body } = raw as Record<string, unknown>;
-    const parsed = schema.safeParse(body);
-    if (!parsed.success) return undefined;
     const t = this.trust;
-    if (!t?.ring) return parsed.data;
-    const v = verifySeal(t.ring, 'control', key, body, seal, (t.now ?? Date.now)());
+    const remembers = kind !== 'approval' && t?.ring !== undefined;
+    const body = bodyOf(text);
+    if (!body) {
+      if (!remembers) return undefined;
+      const known = this.#knownMap().get(key);
+      if (text) this.#untrusted(kind, field, 'malformed', 'the record does not parse; the newest accepted record stands');
+      else if (known && !Tombstone.safeParse(bodyOf(known.text)?.body).success) this.#untrusted(kind, field, 'removed', 'the record was deleted, not cleared through the API; the newest accepted record stands');
+      return known ? this.#standing(schema, kind, known.text) : undefined;
+    }
+    const parsed = body.body['cleared'] === true ? Tombstone.safeParse(body.body) : schema.safeParse(body.body);
+    if (!parsed.success) return remembers ? this.#fallBack(schema, kind, key) : undefined;
+    if (!t?.ring) return body.body['cleared'] === true ? undefined : (parsed.data as T);
+    const now = (t.now ?? Date.now)();
+    let v = verifySeal(t.ring, 'control', key, body.body, body.seal, now);
+    if (!v.ok && v.reason === 'expired' && restrictive(kind, body.body)) {
+      // Authentic but lapsed (no receiver re-sealed it): it still holds work back.
+      const at = Seal.safeParse(body.seal);
+      if (at.success) v = verifySeal(t.ring, 'control', key, body.body, body.seal, at.data.iat);
+    }
     if (!v.ok) {
-      if (v.reason === 'unsigned' && t.allowUnsigned) return parsed.data;
-      return this.#untrusted(kind, field, v.reason, v.detail);
+      if (v.reason === 'unsigned' && t.allowUnsigned) return body.body['cleared'] === true ? undefined : (parsed.data as T);
+      // A lapsed seal is authentic (the MAC is checked first): no receiver sealed it again in
+      // time, or an old copy was put back. Either way it lets no work run; not an alarm.
+      if (v.reason !== 'expired') this.#untrusted(kind, field, v.reason, v.detail);
+      return remembers ? this.#fallBack(schema, kind, key) : undefined;
     }
-    if (v.seal.iss !== 'receiver') return this.#untrusted(kind, field, 'wrong-issuer', `sealed by ${v.seal.iss}: controls are the API's (the receiver's) to write`);
-    if (kind !== 'approval' && !this.#fresh(key, v.seal)) {
-      return this.#untrusted(kind, field, 'replayed', `a record sealed at ${new Date(v.seal.iat).toISOString()} is older than, or was cleared after, one already seen for ${key}`);
+    if (v.seal.iss !== 'receiver') {
+      this.#untrusted(kind, field, 'wrong-issuer', `sealed by ${v.seal.iss}: controls are the API's (the receiver's) to write`);
+      return remembers ? this.#fallBack(schema, kind, key) : undefined;
     }
-    return parsed.data;
+    if (remembers) {
+      const gen = genOf(body.body);
+      const known = this.#knownMap().get(key);
+      if (known && gen < known.gen) {
+        this.#untrusted(kind, field, 'replayed', `generation ${gen} is older than ${known.gen}, already accepted for ${key}; the newest accepted record stands`);
+        return this.#standing(schema, kind, known.text);
+      }
+      if (!known || gen > known.gen || known.text !== text) this.#remember(key, { gen, text: text! });
+    }
+    return body.body['cleared'] === true ? undefined : (parsed.data as T);
   }
 
-  #fresh(key: string, seal: Seal): boolean {
-    const s = this.#seen.get(key);
-    if (!s || seal.iat > s.iat) {
-      this.#seen.set(key, { iat: seal.iat, mac: seal.mac, cleared: false });
-      return true;
-    }
-    return seal.iat === s.iat && seal.mac === s.mac && !s.cleared;
+  #fallBack<T>(schema: z.ZodType<T>, kind: ControlKind, key: string): T | undefined {
+    const known = this.#knownMap().get(key);
+    return known ? this.#standing(schema, kind, known.text) : undefined;
   }
 
-  #untrusted(kind: ControlKind, field: string, reason: Untrusted, detail: string): undefined {
+  /**
+   * A remembered record (its seal verified when it was accepted): the record while its seal
+   * holds, or past that when it is restrictive; undefined for a tombstone or a lapsed enforce
+   * (what lapsed is no decision any more, and never one a replay may bring back).
+   */
+  #standing<T>(schema: z.ZodType<T>, kind: ControlKind, text: string): T | undefined {
+    const b = bodyOf(text);
+    if (!b || b.body['cleared'] === true) return undefined;
+    const seal = Seal.safeParse(b.seal);
+    const now = (this.trust?.now ?? Date.now)();
+    if (seal.success && now > seal.data.exp && !restrictive(kind, b.body)) return undefined;
+    const r = schema.safeParse(b.body);
+    return r.success ? r.data : undefined;
+  }
+
+  #remember(key: string, k: Known): void {
+    const m = this.#knownMap();
+    m.set(key, k);
+    this.#memory?.save(m);
+  }
+
+  #untrusted(kind: ControlKind, field: string, reason: Untrusted, detail: string): void {
     this.trust?.onUntrusted?.({ kind, field, reason, detail });
+  }
+}
+
+function bodyOf(text: string | null | undefined): { body: Record<string, unknown>; seal: unknown } | undefined {
+  if (!text) return undefined;
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch {
     return undefined;
   }
+  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) return undefined;
+  const { seal, ...body } = raw as Record<string, unknown>;
+  return { body, seal };
 }

@@ -25,7 +25,7 @@ export type Seal = z.infer<typeof Seal>;
 export type Purpose = 'job' | 'control';
 
 /** Refusal reasons, also the `reason` label of volume_medic_untrusted_refused_total. */
-export type Untrusted = 'unsigned' | 'malformed' | 'unknown-key' | 'bad-mac' | 'not-yet-valid' | 'expired' | 'wrong-issuer' | 'replayed';
+export type Untrusted = 'unsigned' | 'malformed' | 'unknown-key' | 'bad-mac' | 'not-yet-valid' | 'expired' | 'wrong-issuer' | 'replayed' | 'removed';
 
 export type Verdict = { ok: true; seal: Seal } | { ok: false; reason: Untrusted; detail: string };
 

@@ -16,7 +16,9 @@ import { createNodeAgent } from '../../workers/node-agent/agent.ts';
 import { testConfig } from '../support/config.ts';
 import { fastControls, toyRunbook, toyStep, type ToyStep } from '../support/controls-harness.ts';
 import { dropPrefix, redisUrl, uniquePrefix } from '../support/redis.ts';
-import { testSealer } from '../support/trust.ts';
+import { TEST_KEYS_DIR, testSealer } from '../support/trust.ts';
+import { keyringFor, readKeys } from '../../src/trust/keyring.ts';
+import { sealerOf } from '../../src/trust/seal.ts';
 import { waitFor } from '../support/wait.ts';
 
 // Issue 20: "a control record written straight into Redis changes nothing". Modes, pauses and
@@ -105,6 +107,58 @@ describe('control records written straight into Redis change nothing', () => {
     expect(replayed.returnvalue).toMatchObject({ mode: 'dry-run' });
     expect(await finishedExposition(redis, prefix)).toMatch(/volume_medic_untrusted_refused_total\{kind="mode",reason="replayed"\} [1-9]/);
     await redis.hdel(keys.modes, `runbook/${RUNBOOK}`);
+  });
+
+  it('the operator\'s earlier enforce record, put back after dry-run was set, changes nothing, also after the agent restarts; a pause deleted from Redis stands', async () => {
+    const first = agent('ctl-replay', [step('r1', { destructive: false })]);
+    const field = `runbook/${RUNBOOK}`;
+    await api.setMode({ runbook: RUNBOOK }, 'enforce', { by: 'alice', why: 'INC-2' });
+    const enforce = await redis.hget(keys.modes, field);
+    expect((await run('ctl-replay')).returnvalue).toMatchObject({ mode: 'enforce' });
+    expect(await first.ran('/w/r1')).toBe(true);
+    await api.setMode({ runbook: RUNBOOK }, 'dry-run', { by: 'alice', why: 'hands off' });
+    expect((await run('ctl-replay')).returnvalue).toMatchObject({ mode: 'dry-run' });
+    // With the receiver's Redis password: the sealed enforce record written back.
+    await redis.hset(keys.modes, field, enforce!);
+    expect((await run('ctl-replay')).returnvalue).toMatchObject({ mode: 'dry-run' });
+    expect(await finishedExposition(redis, prefix)).toMatch(/volume_medic_untrusted_refused_total\{kind="mode",reason="replayed"\} [1-9]/);
+    // The agent restarts (its STATE_DIR stays): still dry-run, the replayed record still in Redis.
+    await agents.pop()!.close();
+    agent('ctl-replay', [step('r1', { destructive: false })]);
+    expect((await run('ctl-replay')).returnvalue).toMatchObject({ mode: 'dry-run' });
+    await api.setMode({ runbook: RUNBOOK }, null, { by: 'alice' });
+
+    // A pause deleted straight from Redis (no tombstone) is not a resume.
+    await api.pause('ctl-replay', { by: 'bob', why: 'storage maintenance' });
+    await run('ctl-replay', 'parked');
+    await redis.hdel(keys.pause, 'node/ctl-replay');
+    const stillHeld = await run('ctl-replay', 'parked');
+    expect((stillHeld.progress as { parked: { why: string } }).parked.why).toMatch(/paused by bob/);
+    expect(await finishedExposition(redis, prefix)).toMatch(/volume_medic_untrusted_refused_total\{kind="pause",reason="removed"\} [1-9]/);
+    // The API's resume is a sealed tombstone, and it lifts it.
+    expect(await api.resume('ctl-replay', { by: 'bob' })).toMatchObject({ changed: true });
+    expect(JSON.parse((await redis.hget(keys.pause, 'node/ctl-replay'))!)).toMatchObject({ cleared: true, by: 'bob' });
+  });
+
+  it('the receiver seals standing records again before they lapse, keeping their generation; a forged record is not sealed', async () => {
+    await api.setMode({ runbook: 'rbd-stale-mapping' }, 'enforce', { by: 'carol', why: 'INC-3' });
+    const before = JSON.parse((await redis.hget(keys.modes, 'runbook/rbd-stale-mapping'))!);
+    await redis.hset(keys.modes, 'runbook/forged', JSON.stringify({ mode: 'enforce', by: 'mallory', why: '', at: 'now', gen: 1 }));
+    // Fresh seals are left alone; near their end they are sealed again.
+    expect(await api.store.resealStanding()).toBe(0);
+    const later = new OperatorActions({
+      redis, prefix, queue: () => { throw new Error('unused'); },
+      caps: { nodePerHour: 0, clusterPerHour: 0, stormNodes: 0, stormWindowMs: 1000 }, approvalTtlMs: 3_600_000, configuredModes: { default: 'dry-run', runbooks: {} },
+      trust: { sealer: sealerOf(keyringFor('receiver', readKeys(TEST_KEYS_DIR)), () => Date.now() + 11 * 60_000)!, ring: keyringFor('receiver', readKeys(TEST_KEYS_DIR)), allowUnsigned: false, now: () => Date.now() + 11 * 60_000 },
+      now: () => new Date(Date.now() + 11 * 60_000),
+    });
+    expect(await later.store.resealStanding()).toBeGreaterThanOrEqual(1);
+    const after = JSON.parse((await redis.hget(keys.modes, 'runbook/rbd-stale-mapping'))!);
+    expect(after.gen).toBe(before.gen);
+    expect(after.seal.exp).toBeGreaterThan(before.seal.exp);
+    expect(JSON.parse((await redis.hget(keys.modes, 'runbook/forged'))!).seal).toBeUndefined();
+    await redis.hdel(keys.modes, 'runbook/forged');
+    await api.setMode({ runbook: 'rbd-stale-mapping' }, null, { by: 'carol' });
   });
 
   it('a sealed override moved to another field is ignored', async () => {

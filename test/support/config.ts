@@ -1,5 +1,14 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Config } from '../../src/config/schema.ts';
 import { TEST_KEYS_DIR } from './trust.ts';
 
+/**
+ * A STATE_DIR of this test process's own (not the machine's /var/lib/volume-medic): what agents
+ * remember (finished work, accepted control records) does not leak between runs.
+ */
+const TEST_STATE_DIR = mkdtempSync(join(tmpdir(), 'vm-test-state-'));
+
 /** A valid configuration for tests: defaults plus what the test says. */
-export const testConfig = (overrides: Partial<Config>): Config => Config.parse({ port: 0, listenAddress: '127.0.0.1', logLevel: 'silent', signingKeysDir: TEST_KEYS_DIR, ...overrides });
+export const testConfig = (overrides: Partial<Config>): Config => Config.parse({ port: 0, listenAddress: '127.0.0.1', logLevel: 'silent', signingKeysDir: TEST_KEYS_DIR, stateDir: TEST_STATE_DIR, ...overrides });

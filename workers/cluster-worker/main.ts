@@ -16,6 +16,7 @@ import { redisTarget } from '../../src/queues/redis-target.ts';
 import { createRunbookWorker } from '../engine/runbook-worker.ts';
 import { controlsFromConfig } from '../engine/job-controls.ts';
 import { seenWork } from '../engine/seen-work.ts';
+import { controlMemory, controlMemoryFile } from '../engine/control-memory.ts';
 import { trustFromConfig } from '../../src/trust/from-config.ts';
 import { join } from 'node:path';
 import { defaultClusterRegistry } from './registry.ts';
@@ -57,7 +58,7 @@ await runMain(log, (config) => {
     keepFinished: keepFinished('cluster', config.dedupWindowSeconds),
     log,
     controls: controlsFromConfig(config),
-    trust: { ring: trust.ring, allowUnsigned: trust.allowUnsigned, seen: seenWork(join(config.stateDir, 'seen-work-cluster.json'), log) },
+    trust: { ring: trust.ring, allowUnsigned: trust.allowUnsigned, seen: seenWork(join(config.stateDir, 'seen-work-cluster.json'), log), controls: controlMemory(join(config.stateDir, controlMemoryFile(config.queuePrefix, 'cluster-worker')), log) },
     ...(events ? { events } : {}),
   });
   // Jobs on node queues that no agent serves (src/queues/no-agent-watch.ts): here because this

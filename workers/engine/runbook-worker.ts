@@ -8,7 +8,7 @@ import type { Keyring } from '../../src/trust/keyring.ts';
 import type { Seal, Untrusted } from '../../src/trust/seal.ts';
 import { issuerMayNot, verifyJobSeal } from '../../src/trust/work.ts';
 import type { SeenWork } from './seen-work.ts';
-import type { ControlTrust } from '../../src/controls/sealed-records.ts';
+import type { ControlMemory, ControlTrust } from '../../src/controls/sealed-records.ts';
 import type { Mode, RunbookResult } from '../../src/catalogue/result.ts';
 import { RedisConnections } from '../../src/queues/redis-connections.ts';
 import type { RedisTarget } from '../../src/queues/redis-target.ts';
@@ -67,6 +67,8 @@ export interface WorkTrust {
   /** ALLOW_UNSIGNED_WORK: a job without a seal is run (a bad seal is still refused). */
   allowUnsigned: boolean;
   seen: SeenWork;
+  /** The newest mode and pause records accepted, kept across restarts (STATE_DIR); default: memory. */
+  controls?: ControlMemory;
   now?: () => number;
 }
 
@@ -245,7 +247,8 @@ export function createRunbookWorker(opts: RunbookWorkerOptions): RunbookWorker {
   };
 
   /**
-   * A mode, pause or approval without the API's valid seal is ignored (as if absent) and reported:
+   * A mode, pause or approval without the API's valid seal is ignored (the newest record accepted
+   * before stands, sealed-records.ts) and reported:
    * logged, counted, and in the audit trail, at most once per record and reason every 10 minutes.
    */
   function controlTrust(t: WorkTrust): ControlTrust {
@@ -254,6 +257,7 @@ export function createRunbookWorker(opts: RunbookWorkerOptions): RunbookWorker {
       ring: t.ring,
       allowUnsigned: t.allowUnsigned,
       ...(t.now ? { now: t.now } : {}),
+      ...(t.controls ? { memory: t.controls } : {}),
       onUntrusted: (u) => {
         const key = `${u.kind}/${u.field}/${u.reason}`;
         const at = Date.now();
@@ -261,7 +265,7 @@ export function createRunbookWorker(opts: RunbookWorkerOptions): RunbookWorker {
         told.set(key, at);
         opts.log.error({ kind: u.kind, field: u.field.slice(0, 200), reason: u.reason, detail: u.detail }, 'untrusted control record ignored');
         void recordUntrusted(connection, opts.prefix, u.kind, u.reason).catch(() => {});
-        void controls?.audit('control-refused', `${u.kind}/${u.field.slice(0, 200)}`, `${u.reason}: ${u.detail}; ignored, as if absent`).catch(() => {});
+        void controls?.audit('control-refused', `${u.kind}/${u.field.slice(0, 200)}`, `${u.reason}: ${u.detail}`).catch(() => {});
       },
     };
   }

@@ -12,6 +12,7 @@ import type { NodeLabels } from '../runbooks/local-pv-placeholder/node-labels.ts
 import type { RunbookRegistry } from '../runbooks/registry.ts';
 import type { JobEventSink } from '../engine/job-events.ts';
 import { seenWork } from '../engine/seen-work.ts';
+import { controlMemory, controlMemoryFile } from '../engine/control-memory.ts';
 import { trustFromConfig, type Trust } from '../../src/trust/from-config.ts';
 import { join } from 'node:path';
 
@@ -59,7 +60,7 @@ export function createNodeAgent({ config, registry, log, nodeLabels, events }: N
       nodeModeLabel: async () => (nodeLabels ? (await nodeLabels.labelsOf(node))?.[NODE_MODE_LABEL] : config.nodeLabels?.[NODE_MODE_LABEL]),
     },
     ...(events ? { events } : {}),
-    trust: { ring: trust.ring, allowUnsigned: trust.allowUnsigned, seen: seenWork(join(config.stateDir, 'seen-work.json'), log) },
+    trust: { ring: trust.ring, allowUnsigned: trust.allowUnsigned, seen: seenWork(join(config.stateDir, 'seen-work.json'), log), controls: controlMemory(join(config.stateDir, controlMemoryFile(config.queuePrefix, 'node-agent')), log) },
   });
   return Object.assign(worker, { trust });
 }
