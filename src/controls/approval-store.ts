@@ -25,9 +25,10 @@ export class ApprovalStore {
   readonly #trust: ControlTrust | undefined;
 
   /**
-   * `trust`: the API seals its decisions; a worker verifies them. Only an approval needs a valid
-   * seal to count: a request (written by the worker itself), a rejection or an expiry only ever
-   * stops a step, so an unsealed one is taken as it is.
+   * `trust`: the API seals its decisions; a worker verifies them. A decision (approved or
+   * rejected) counts only with the API's seal over this very record: a forged rejection would
+   * fail the job in a made-up operator's name. A request (written by the worker itself) and an
+   * expiry only ever stop a step, so they are taken as they are.
    */
   constructor(redis: RedisConnection, prefix: string, trust?: ControlTrust) {
     this.#redis = redis;
@@ -39,8 +40,9 @@ export class ApprovalStore {
   async get(jobId: string): Promise<ApprovalRecord | undefined> {
     const text = await this.#redis.get(this.#keys.approval(jobId));
     const rec = new SealedRecords(undefined).open(ApprovalRecord, 'approval', jobId, text);
-    if (!rec || rec.state !== 'approved' || !this.#trust?.ring) return rec;
-    // An approval counts only with the API's seal over this very record (job, its creation time, the steps, the approver, until when).
+    if (!rec || (rec.state !== 'approved' && rec.state !== 'rejected') || !this.#trust?.ring) return rec;
+    // A decision counts only with the API's seal over this very record (job, its creation time,
+    // the steps as worded, the decider, until when); without it the worker asks again.
     return this.#sealed.open(ApprovalRecord, 'approval', jobId, text);
   }
 

@@ -208,4 +208,48 @@ describe('control records written straight into Redis change nothing', () => {
     expect(ok.ok).toBe(true);
     await waitFor('the approved step to run', async () => ((await toy.ran('/w/release')) ? true : undefined), 10_000);
   });
+
+  it('a request reworded in Redis and then approved by an operator does not run the real step: the agent asks again in its own words', async () => {
+    const toy = agent('ctl-reword', [step('look', { destructive: false }), step('release', { risk: 'high' })], { runbookModes: { [RUNBOOK]: 'enforce' } });
+    const parked = await run('ctl-reword', 'parked');
+    const id = parked.id!;
+    const key = keys.approval(id);
+    const pending = JSON.parse((await redis.get(key))!) as { steps: { id: string; description: string; why: string }[] };
+    const real = pending.steps[0]!.description;
+    // With the node agent's Redis user: the wording the operator will read, rewritten.
+    await redis.set(key, JSON.stringify({ ...pending, summary: 'read-only re-scan', steps: pending.steps.map((x) => ({ ...x, description: 'multipath -ll (read-only)' })) }));
+    const ok = await api.approve(id, { by: 'carol', why: 'only a re-scan' });
+    expect(ok.ok).toBe(true);
+    await parked.promote().catch(() => {});
+    await waitFor('a new request in the agent\'s own words', async () => {
+      const rec = JSON.parse((await redis.get(key))!) as { state: string; steps: { description: string }[] };
+      return rec.state === 'pending' && rec.steps[0]?.description === real ? true : undefined;
+    }, 10_000);
+    expect(await toy.ran('/w/release')).toBe(false);
+    // Approved as worded now, it runs.
+    expect((await api.approve(id, { by: 'carol', why: 'read the real step' })).ok).toBe(true);
+    await waitFor('the approved step to run', async () => ((await toy.ran('/w/release')) ? true : undefined), 10_000);
+  });
+
+  it('a rejection written straight into Redis under a made-up name does not fail the job; the API\'s rejection does', async () => {
+    agent('ctl-rejectf', [step('release', { risk: 'high' })], { runbookModes: { [RUNBOOK]: 'enforce' } });
+    const parked = await run('ctl-rejectf', 'parked');
+    const id = parked.id!;
+    const key = keys.approval(id);
+    const q = new Queue(nodeQueueName('ctl-rejectf'), { connection: redis, prefix });
+    queues.push(q);
+    const pending = JSON.parse((await redis.get(key))!) as Record<string, unknown>;
+    await redis.set(key, JSON.stringify({ ...pending, state: 'rejected', decidedBy: 'the-ceo', decidedAt: new Date().toISOString(), why: 'no' }));
+    await parked.promote().catch(() => {});
+    await waitFor('the forged rejection to be reported', async () => ((await audit()).includes(`control-refused approval/${id} ctl-rejectf`) ? true : undefined), 5_000);
+    const still = await q.getJob(id);
+    expect(still?.failedReason).toBeFalsy();
+    await waitFor('a new request', async () => (JSON.parse((await redis.get(key))!).state === 'pending' ? true : undefined), 5_000);
+    expect((await api.reject(id, { by: 'dave', why: 'live LUN' })).ok).toBe(true);
+    const failed = await waitFor('the job failed as rejected', async () => {
+      const j = await q.getJob(id);
+      return j?.failedReason ? j : undefined;
+    }, 10_000);
+    expect(failed.failedReason).toMatch(/approval rejected by dave .*live LUN/);
+  });
 });

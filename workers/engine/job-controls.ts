@@ -95,7 +95,10 @@ export function createJobControls(opts: JobControlsOptions): JobControls {
     const stored = await approvals.get(job.jobId);
     const rec = stored && stored.jobCreatedAt === job.createdAt ? stored : undefined;
     const t = now();
-    const covers = rec?.steps.some((s) => s.id === step.id) ?? false;
+    // A decision covers this step only as the agent words it now: a request whose wording was
+    // rewritten in Redis ("read-only re-scan") and then approved does not let the real step run;
+    // the agent asks again, in its own words.
+    const covers = rec?.steps.some((s) => s.id === step.id && s.description === step.description) ?? false;
     if (rec?.state === 'rejected') throw new RefusedError([`approval rejected by ${rec.decidedBy ?? '?'} at ${rec.decidedAt ?? '?'}${rec.why ? `: ${rec.why}` : ''}`]);
     if (rec?.state === 'expired') throw new RefusedError([`approval request expired at ${rec.expiresAt} without a decision`]);
     if (rec?.state === 'approved' && covers) {
