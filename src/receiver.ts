@@ -203,6 +203,8 @@ export async function startReceiver(config: Config, opts: ReceiverOptions = {}):
     reader: new JobReader(redis, config.queuePrefix, dispatcher, likelyQueues({ redis, prefix: config.queuePrefix, incidents })),
     dispatcher,
     lookups,
+    // With the API server's answers, a posted node recovery must agree with the Node's status.
+    corroborate: kubeConfig !== undefined,
     kubeState: () => watches?.state(),
     connections: () => connections.states(),
     ...(replicaAck ? { replicaAck: () => replicaAck.status() } : {}),
@@ -237,7 +239,7 @@ export async function startReceiver(config: Config, opts: ReceiverOptions = {}):
   log.info({ url, auth: config.tokens.length > 0 ? 'bearer token required' : 'none', operators: config.operatorAuth }, 'receiver listening');
   if (kubeConfig) {
     watches = await startKubeWatches({
-      kubeConfig, ingest: { lookups, dispatcher }, eventTrust, log: log.child({ component: 'kube' }),
+      kubeConfig, ingest: { lookups, dispatcher, corroborate: true }, eventTrust, log: log.child({ component: 'kube' }),
       metrics: createKubeMetrics(metrics.registry), reconcileIntervalMs: config.kubeReconcileSeconds * 1000,
     });
   }

@@ -66,6 +66,9 @@ if clusterCap > 0 and c >= clusterCap then
 end
 return {1, n, c, unpack(trips)}`;
 
+// KEYS[3]: node -> the source (alertmanager, k8s-event, npd, k8s-watch, api, agent) of the job it
+// last started, so a trip names who sent the flood (one sender's flood is that sender's, and
+// the alert says so). At a trip the window holds cap + 1 nodes: counting them is cheap.
 const STORM = `
 local now = tonumber(ARGV[1])
 local window = tonumber(ARGV[2])
@@ -73,10 +76,23 @@ local limit = tonumber(ARGV[3])
 redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now - window)
 redis.call('ZADD', KEYS[2], now, ARGV[4])
 redis.call('PEXPIRE', KEYS[2], window)
+redis.call('HSET', KEYS[3], ARGV[4], ARGV[6])
+redis.call('PEXPIRE', KEYS[3], window)
 local n = redis.call('ZCARD', KEYS[2])
 if limit > 0 and n > limit and redis.call('HEXISTS', KEYS[1], 'storm') == 0 then
+  local all = redis.call('ZRANGE', KEYS[2], 0, 999)
+  local bySource = {}
+  local order = {}
+  for _, node in ipairs(all) do
+    local src = redis.call('HGET', KEYS[3], node) or 'unknown'
+    if not bySource[src] then bySource[src] = 0; table.insert(order, src) end
+    bySource[src] = bySource[src] + 1
+  end
+  table.sort(order, function(a, b) if bySource[a] ~= bySource[b] then return bySource[a] > bySource[b] end return a < b end)
+  local parts = {}
+  for _, src in ipairs(order) do table.insert(parts, string.format('%s %d', src, bySource[src])) end
   local nodes = redis.call('ZRANGE', KEYS[2], 0, 19)
-  local rec = cjson.encode({breaker = 'storm', why = string.format('%d nodes started recovery jobs within %d s (more than %d): %s', n, window / 1000, limit, table.concat(nodes, ', ')), at = ARGV[5], count = n, cap = limit})
+  local rec = cjson.encode({breaker = 'storm', why = string.format('%d nodes started recovery jobs within %d s (more than %d), from %s: %s', n, window / 1000, limit, table.concat(parts, ', '), table.concat(nodes, ', ')), at = ARGV[5], count = n, cap = limit, sources = bySource})
   redis.call('HSET', KEYS[1], 'storm', rec)
   return rec
 end
@@ -105,7 +121,7 @@ function withBreakerCommands(redis: RedisConnection): RedisConnection & BreakerC
   // ioredis keeps defined commands on the connection: define them once, whoever comes first.
   if (!('vmBreakerStorm' in redis)) {
     redis.defineCommand('vmBreakerReserve', { lua: RESERVE, numberOfKeys: 4 });
-    redis.defineCommand('vmBreakerStorm', { lua: STORM, numberOfKeys: 2 });
+    redis.defineCommand('vmBreakerStorm', { lua: STORM, numberOfKeys: 3 });
   }
   return redis as RedisConnection & BreakerCommands;
 }
@@ -136,22 +152,25 @@ export class Breakers {
     return { ok: true, nodeCount: Number(r[1]), clusterCount: Number(r[2]), tripped };
   }
 
-  /** A node started a job: count it towards the storm breaker. Returns the trip when this start tripped it. */
-  async recordNodeActivity(caps: BreakerCaps, node: string): Promise<TripRecord | undefined> {
-    return stormTrip(await this.#redis.vmBreakerStorm(...this.#stormArgs(caps, node)));
+  /**
+   * A node started a job: count it towards the storm breaker, with the job's source (what sent
+   * the signal). Returns the trip when this start tripped it.
+   */
+  async recordNodeActivity(caps: BreakerCaps, node: string, source = 'unknown'): Promise<TripRecord | undefined> {
+    return stormTrip(await this.#redis.vmBreakerStorm(...this.#stormArgs(caps, node, source)));
   }
 
   /**
    * recordNodeActivity as one more command of a pipeline the caller sends (a job's start sends
    * it with its reads of the controls: one round trip); stormTrip reads its reply.
    */
-  queueNodeActivity(p: ChainableCommander, caps: BreakerCaps, node: string): void {
-    (p as ChainableCommander & BreakerCommands).vmBreakerStorm(...this.#stormArgs(caps, node));
+  queueNodeActivity(p: ChainableCommander, caps: BreakerCaps, node: string, source = 'unknown'): void {
+    (p as ChainableCommander & BreakerCommands).vmBreakerStorm(...this.#stormArgs(caps, node, source));
   }
 
-  #stormArgs(caps: BreakerCaps, node: string): string[] {
+  #stormArgs(caps: BreakerCaps, node: string, source: string): string[] {
     const now = this.#now();
-    return [this.#keys.tripped, this.#keys.storm, String(now.getTime()), String(caps.stormWindowMs), String(caps.stormNodes), node, now.toISOString()];
+    return [this.#keys.tripped, this.#keys.storm, this.#keys.stormSources, String(now.getTime()), String(caps.stormWindowMs), String(caps.stormNodes), node, now.toISOString(), source];
   }
 
   async tripped(): Promise<TripRecord[]> {
@@ -184,6 +203,7 @@ export class Breakers {
     const windowKey = name === 'cluster' ? this.#keys.destructiveCluster : name === 'storm' ? this.#keys.storm : this.#keys.destructiveNode(name.slice(5));
     // One slot: every breaker key carries the breakers' hash tag.
     const tx = this.#redis.multi().hdel(this.#keys.tripped, name).del(windowKey);
+    if (name === 'storm') tx.del(this.#keys.stormSources);
     if (name.startsWith('node/')) tx.zrem(this.#keys.destructiveNodes, name.slice(5));
     await tx.exec();
     return parseJson(TripRecord, trip);

@@ -39,5 +39,7 @@ export const controlKeys = (prefix: string) => ({
   destructiveNodes: `${prefix}:vm:ctl:breaker:${BREAKERS_TAG}:destructive:nodes`,
   /** sorted set member: node, score: last job start (ms) */
   storm: `${prefix}:vm:ctl:breaker:${BREAKERS_TAG}:storm`,
+  /** hash node -> the source of the last job it started in the storm window (who sent the flood) */
+  stormSources: `${prefix}:vm:ctl:breaker:${BREAKERS_TAG}:storm:sources`,
 });
 export type ControlKeys = ReturnType<typeof controlKeys>;

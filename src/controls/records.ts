@@ -66,6 +66,8 @@ export const TripRecord = z.object({
   at: z.string(),
   count: z.number(),
   cap: z.number(),
+  /** The storm breaker: how many of the nodes in its window each source (alertmanager, k8s-event, ...) started. */
+  sources: z.record(z.string(), z.number()).optional(),
 });
 export type TripRecord = z.infer<typeof TripRecord>;
 

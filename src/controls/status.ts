@@ -12,7 +12,7 @@ import { ParkReason } from './records.ts';
 
 export interface ControlsSummary {
   paused: { cluster: boolean; nodes: string[]; runbooks: string[] };
-  breakersTripped: { breaker: string; why: string; at: string }[];
+  breakersTripped: { breaker: string; why: string; at: string; sources?: Record<string, number> }[];
   parked: Record<ParkReason, number>;
 }
 
@@ -23,10 +23,12 @@ export async function controlsSummary(redis: RedisConnection, prefix: string, st
   for (const p of parked) count[p.reason] += 1;
   return {
     paused: { cluster: pauses.cluster !== undefined, nodes: Object.keys(pauses.nodes).sort(), runbooks: Object.keys(pauses.runbooks).sort() },
-    breakersTripped: trips.map((t) => ({ breaker: t.breaker, why: t.why, at: t.at })),
+    breakersTripped: trips.map((t) => ({ breaker: t.breaker, why: t.why, at: t.at, ...(t.sources ? { sources: t.sources } : {}) })),
     parked: count,
   };
 }
+
+const sourcesText = (sources: Record<string, number>): string => Object.entries(sources).sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0])).map(([k, n]) => `${k} ${n}`).join(', ');
 
 const esc = (v: string): string => v.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n');
 
@@ -40,7 +42,8 @@ export function controlsExposition(s: ControlsSummary): string {
     '# HELP volume_medic_breaker_tripped 1 while a blast-radius breaker is tripped (reset through POST /v1/breakers/reset).',
     '# TYPE volume_medic_breaker_tripped gauge',
     ...['cluster', 'storm'].filter((b) => !s.breakersTripped.some((t) => t.breaker === b)).map((b) => `volume_medic_breaker_tripped{breaker="${b}"} 0`),
-    ...s.breakersTripped.map((t) => `volume_medic_breaker_tripped{breaker="${esc(t.breaker)}"} 1`),
+    // `sources`: who started the nodes of a storm ("alertmanager 6"), so the alert names the sender.
+    ...s.breakersTripped.map((t) => `volume_medic_breaker_tripped{breaker="${esc(t.breaker)}"${t.sources ? `,sources="${esc(sourcesText(t.sources))}"` : ''}} 1`),
     '# HELP volume_medic_jobs_parked Jobs waiting on a control or on evidence to mature, by reason (paused, approval, breaker, evidence).',
     '# TYPE volume_medic_jobs_parked gauge',
     ...ParkReason.options.map((r) => `volume_medic_jobs_parked{reason="${r}"} ${s.parked[r]}`),

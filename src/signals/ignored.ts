@@ -16,6 +16,7 @@ export const IGNORE_REASONS = [
   'pod-volume-unconfirmed',
   'condition-not-relevant',
   'invalid-node-name',
+  'node-status-disagrees',
   'invalid-name',
   'pv-unknown',
   'pv-not-local-block-device',

@@ -1,7 +1,7 @@
 import { idempotencyKey } from '../catalogue/keys.ts';
 import { isCephName, isDiskLinkPath, isNamespace, isNodeName, isObjectName } from '../catalogue/names.ts';
 import type { LocalPvPlaceholderJob, RemediationJob } from '../catalogue/jobs.ts';
-import type { PersistentVolumeInfo } from '../kube/lookups.ts';
+import type { NodeInfo, PersistentVolumeInfo } from '../kube/lookups.ts';
 import type { LookupsOf } from '../kube/rbac.ts';
 import type {
   Ignored, LocalDeviceMissingSignal, LocalDeviceRestoredSignal, NodeRecoveredSignal, RbdImageBusySignal, Signal,
@@ -21,7 +21,21 @@ import { takesBootIdentity, withBootIdentity } from '../signals/boot-identity.ts
 export interface TriageDeps {
   /** Only the lookups src/kube/rbac.ts lists for the receiver (its role grants no more). */
   lookups: LookupsOf<'receiver'>;
+  /**
+   * The lookups are the API server's (KUBE_WATCH): a posted node recovery is then believed only
+   * when the Node's own status agrees (corroborate below). Without cluster access nothing can
+   * agree or disagree, and recoveries are taken as posted.
+   */
+  corroborate?: boolean;
+  now?: () => number;
 }
+
+/**
+ * How long after a Node's Ready transition a posted recovery of it is believed: a resolved alert
+ * and kubelet's NodeReady event come within minutes of it (Alertmanager's resolve_timeout and
+ * group_interval, the exporter's batching), not hours later.
+ */
+export const RECOVERY_CORROBORATION_MS = 60 * 60_000;
 
 export interface TriageResult {
   jobs: RemediationJob[];
@@ -59,7 +73,7 @@ export async function triage(signals: readonly Signal[], deps: TriageDeps): Prom
 function triageOne(signal: Signal, deps: TriageDeps): Promise<One | One[]> | One {
   switch (signal.kind) {
     case 'node-recovered':
-      return nodeRecovered(signal, deps.lookups);
+      return nodeRecovered(signal, deps);
     case 'rbd-image-busy':
       return rbdBusy(signal, deps.lookups);
     case 'local-device-missing':
@@ -77,16 +91,34 @@ function triageOne(signal: Signal, deps: TriageDeps): Promise<One | One[]> | One
 const ignore = (signal: Signal, reason: Ignored['reason'], detail: string): One => ({ ignored: { reason, detail, source: signal.evidence.source } });
 const quote = (v: string): string => JSON.stringify(v.length > 80 ? `${v.slice(0, 80)}...` : v);
 
-function nodeRecovered(signal: NodeRecoveredSignal, lookups: LookupsOf<'receiver'>): One | Promise<One> {
+function nodeRecovered(signal: NodeRecoveredSignal, deps: TriageDeps): One | Promise<One> {
   if (!isNodeName(signal.node)) return ignore(signal, 'invalid-node-name', `node ${quote(signal.node)} is not a valid node name`);
+  // A webhook sender's word (an alert, an Event posted to us) against the Node's own status: a
+  // token holder must not start recoveries of nodes that did not recover (each one counts
+  // towards the storm breaker). The Node watch's own signals are that status.
+  const corroborate = deps.corroborate === true && signal.evidence.source !== 'k8s-watch';
   // A NodeReady event and a resolved node alert name no boot: the node's current one makes them
   // the same outage as the Rebooted event and the Node watch (src/signals/boot-identity.ts; the
   // watch path has done this already for its events, then it is a no-op).
-  if (!takesBootIdentity(signal)) return residualJob(signal);
+  if (!takesBootIdentity(signal) && !corroborate) return residualJob(signal);
   // Could not ask (API server down): the recovery still becomes a job, under its own identity.
   // At worst that is a second run for one outage, which the runbook absorbs; a 5xx here would
   // hold back every other alert of the body until the API server answers.
-  return lookups.node(signal.node).then((n) => residualJob(withBootIdentity(signal, n?.bootId)), () => residualJob(signal));
+  return deps.lookups.node(signal.node).then((n) => {
+    const why = corroborate ? disagreement(signal, n, (deps.now ?? Date.now)()) : undefined;
+    return why ? ignore(signal, 'node-status-disagrees', why) : residualJob(withBootIdentity(signal, n?.bootId));
+  }, () => residualJob(signal));
+}
+
+/** Why the Node's own status contradicts a posted recovery; undefined when it agrees or cannot tell. */
+function disagreement(s: NodeRecoveredSignal, n: NodeInfo | undefined, now: number): string | undefined {
+  if (!n) return `the cluster has no Node ${s.node}`;
+  // kubelet's Rebooted event names the boot; it comes before Ready is True.
+  if (s.bootId) return n.bootId && n.bootId !== s.bootId ? `Node ${s.node} runs boot ${n.bootId}, not the ${s.bootId} the recovery names` : undefined;
+  if (n.ready !== 'True') return `Node ${s.node} is not Ready (Ready ${n.ready ?? 'not reported'})`;
+  const since = n.readySince ? Date.parse(n.readySince) : Number.NaN;
+  if (Number.isFinite(since) && now - since > RECOVERY_CORROBORATION_MS) return `Node ${s.node} has been Ready since ${n.readySince}: no recovery within the last ${RECOVERY_CORROBORATION_MS / 60_000} min`;
+  return undefined;
 }
 
 function residualJob(s: NodeRecoveredSignal): One {

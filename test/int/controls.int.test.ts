@@ -269,8 +269,10 @@ describe('operator controls with a real Redis, receiver and node agent', () => {
       return b.breakers.find((x: any) => x.name === 'storm' && x.tripped) ?? undefined;
     });
     const parked = await until(ids[2] as string, (j) => j.state === 'completed' || j.progress?.parked?.reason === 'breaker', 'third node blocked');
-    expect(parked.progress?.parked?.why).toMatch(/breaker storm is tripped \(3 nodes started recovery jobs within 600 s \(more than 2\)/);
+    expect(parked.progress?.parked?.why).toMatch(/breaker storm is tripped \(3 nodes started recovery jobs within 600 s \(more than 2\), from alertmanager 3:/);
     expect(await toy.ran('/w/s-storm-c')).toBe(false);
+    // The metric the alert fires on names the sender of the flood.
+    expect(await (await fetch(`${receiver.url}/metrics`)).text()).toMatch(/^volume_medic_breaker_tripped\{breaker="storm",sources="alertmanager 3"\} 1$/m);
     await api('/v1/breakers/reset', { breaker: 'storm', why: 'rack power restored, one cause' }, 'ivy');
     await until(ids[2] as string, (j) => j.state === 'completed', 'job finished after storm reset', 15_000);
   });

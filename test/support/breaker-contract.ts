@@ -50,11 +50,12 @@ export function breakerContract(topology: string, connect: () => Promise<RedisCo
 
     it('trips the storm breaker when more than M distinct nodes start within the window, and not for repeats of one node', async () => {
       const b = new Breakers(redis, `${prefix}-c`, () => new Date(t));
-      expect(await b.recordNodeActivity(caps, 'n1')).toBeUndefined();
-      expect(await b.recordNodeActivity(caps, 'n1')).toBeUndefined();
-      expect(await b.recordNodeActivity(caps, 'n2')).toBeUndefined();
-      const trip = await b.recordNodeActivity(caps, 'n3');
-      expect(trip).toMatchObject({ breaker: 'storm', count: 3, cap: 2, why: '3 nodes started recovery jobs within 60 s (more than 2): n1, n2, n3' });
+      expect(await b.recordNodeActivity(caps, 'n1', 'alertmanager')).toBeUndefined();
+      expect(await b.recordNodeActivity(caps, 'n1', 'alertmanager')).toBeUndefined();
+      expect(await b.recordNodeActivity(caps, 'n2', 'k8s-event')).toBeUndefined();
+      const trip = await b.recordNodeActivity(caps, 'n3', 'k8s-event');
+      // It names who started the nodes: one sender's flood is that sender's.
+      expect(trip).toMatchObject({ breaker: 'storm', count: 3, cap: 2, why: '3 nodes started recovery jobs within 60 s (more than 2), from k8s-event 2, alertmanager 1: n1, n2, n3', sources: { 'k8s-event': 2, alertmanager: 1 } });
       const blocked = await b.reserveDestructive(caps, { node: 'n9', jobId: 'x', stepId: 's' });
       expect(blocked).toMatchObject({ ok: false, blockedBy: { breaker: 'storm' } });
       t += 120_000;

@@ -51,6 +51,8 @@ export interface JobStart {
   /** BullMQ job timestamp. */
   createdAt: number;
   configuredMode: Mode;
+  /** What sent the job's signal (its first evidence's source): the storm breaker names it. */
+  source?: string;
 }
 
 export interface Begun {
@@ -149,15 +151,15 @@ export function createJobControls(opts: JobControlsOptions): JobControls {
    * even when its job then waits for a pause: it was picked up (a storm is a storm whether or
    * not an operator paused it; a trip only ever holds destructive steps back).
    */
-  const startReads = async (runbook: string): Promise<{ view: StartView; storm?: TripRecord | undefined }> => {
+  const startReads = async (runbook: string, source: string | undefined): Promise<{ view: StartView; storm?: TripRecord | undefined }> => {
     if (!node) return { view: await store.startView(runbook) };
     if (opts.redis instanceof Cluster) {
-      const [view, storm] = await Promise.all([store.startView(runbook, node), breakers.recordNodeActivity(opts.caps, node)]);
+      const [view, storm] = await Promise.all([store.startView(runbook, node), breakers.recordNodeActivity(opts.caps, node, source)]);
       return { view, storm };
     }
     const p = opts.redis.pipeline();
     store.queueStartView(p, runbook, node);
-    breakers.queueNodeActivity(p, opts.caps, node);
+    breakers.queueNodeActivity(p, opts.caps, node, source);
     const replies = await execAll(p);
     return { view: store.readStartView(replies, runbook, node), storm: stormTrip(replies[2]) };
   };
@@ -166,7 +168,7 @@ export function createJobControls(opts: JobControlsOptions): JobControls {
     recheckMs: opts.recheckMs,
     async begin(job) {
       const [{ view: { overrides, paused: pausedWhy }, storm }, label] = await Promise.all([
-        startReads(job.runbook),
+        startReads(job.runbook, job.source),
         node && opts.nodeModeLabel ? opts.nodeModeLabel().catch(() => undefined) : Promise.resolve(undefined),
       ]);
       if (storm) opts.log.error({ breaker: 'storm', why: storm.why }, 'storm breaker tripped: destructive steps stop fleet-wide until it is reset');

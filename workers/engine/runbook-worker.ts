@@ -180,7 +180,7 @@ export function createRunbookWorker(opts: RunbookWorkerOptions): RunbookWorker {
       // Never a silent success: a job whose runbook is not built into this worker fails visibly.
       if (!handler) throw new PermanentError(`not implemented: runbook ${parsed.data.runbook} is not available in ${opts.ranOn}`);
       const jobId = job.id ?? parsed.data.key;
-      const begun = await controls?.begin({ jobId, queue: opts.queue, runbook, createdAt: job.timestamp, configuredMode: opts.modeOf(parsed.data.runbook) });
+      const begun = await controls?.begin({ jobId, queue: opts.queue, runbook, createdAt: job.timestamp, configuredMode: opts.modeOf(parsed.data.runbook), source: parsed.data.evidence[0]?.source });
       modeWhy = begun?.modeWhy;
       if (begun?.park) return await park(job, token, begun.park);
       // Only a job that ran before can be listed as parked (a first run's progress is 0): one

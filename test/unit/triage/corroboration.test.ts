@@ -1,0 +1,65 @@
+import { describe, expect, it } from 'vitest';
+import { InMemoryLookups, type NodeInfo } from '../../../src/kube/lookups.ts';
+import type { NodeRecoveredSignal } from '../../../src/signals/index.ts';
+import { RECOVERY_CORROBORATION_MS, triage } from '../../../src/triage/triage.ts';
+import { fixtureSignals } from '../../support/fixtures.ts';
+
+// Issue 30, attack 7: the webhook token holder posting recoveries ("kubelet" NodeReady Events,
+// resolved alerts) for nodes that did not recover. With the API server's answers (KUBE_WATCH),
+// a posted recovery becomes a job only when the Node's own status agrees.
+
+const NOW = Date.parse('2026-12-04T12:00:00Z');
+const BOOT = 'd87bdb0a-d2bc-42f7-945f-7a099da7ee26';
+const node = (over: Partial<NodeInfo> = {}): NodeInfo => ({ name: 'worker-1', addresses: [], labels: {}, ready: 'True', readySince: new Date(NOW - 5 * 60_000).toISOString(), bootId: BOOT, ...over });
+const lookups = (n?: NodeInfo) => (n ? new InMemoryLookups().addNode(n) : new InMemoryLookups());
+const posted = (): NodeRecoveredSignal[] => [
+  ...fixtureSignals('alertmanager', 'kube-node-not-ready-resolved').signals as NodeRecoveredSignal[],
+  ...fixtureSignals('events', 'node-ready.exporter').signals as NodeRecoveredSignal[],
+  ...fixtureSignals('events', 'node-rebooted.exporter').signals as NodeRecoveredSignal[],
+];
+const run = (signals: NodeRecoveredSignal[], n: NodeInfo | undefined, corroborate = true) => triage(signals, { lookups: lookups(n), corroborate, now: () => NOW });
+
+describe('posted node recoveries are checked against the Node', () => {
+  it('makes the job when the Node agrees: Ready since minutes ago, the boot the Rebooted event names', async () => {
+    const r = await run(posted(), node());
+    expect(r.ignored).toEqual([]);
+    // One outage: the resolved alert, NodeReady and Rebooted fold into one job of that boot.
+    expect(r.jobs.map((j) => j.target)).toEqual([{ node: 'worker-1' }]);
+  });
+
+  it('ignores them for a node the cluster does not have, naming why (a reason that is a metric label)', async () => {
+    const r = await run(posted(), undefined);
+    expect(r.jobs).toEqual([]);
+    expect(r.ignored.map((i) => i.reason)).toEqual(['node-status-disagrees', 'node-status-disagrees', 'node-status-disagrees']);
+    expect(r.ignored[0]!.detail).toMatch(/no Node worker-1/);
+  });
+
+  it('ignores a resolved alert or NodeReady for a node that is not Ready, or has been Ready for longer than the window', async () => {
+    const notReady = await run(posted().slice(0, 2), node({ ready: 'Unknown' }));
+    expect(notReady.jobs).toEqual([]);
+    expect(notReady.ignored[0]!.detail).toMatch(/not Ready \(Ready Unknown\)/);
+    const longReady = await run(posted().slice(0, 2), node({ readySince: new Date(NOW - RECOVERY_CORROBORATION_MS - 60_000).toISOString() }));
+    expect(longReady.jobs).toEqual([]);
+    expect(longReady.ignored[0]!.detail).toMatch(/has been Ready since/);
+    // Just inside the window: believed.
+    expect((await run(posted().slice(0, 2), node({ readySince: new Date(NOW - RECOVERY_CORROBORATION_MS + 60_000).toISOString() }))).jobs).toHaveLength(1);
+  });
+
+  it('ignores a Rebooted event whose boot is not the Node\'s, and takes it before Ready is True (kubelet sends it first)', async () => {
+    const rebooted = posted().slice(2);
+    expect((await run(rebooted, node({ bootId: 'another-boot-0000' }))).ignored[0]!.detail).toMatch(/runs boot another-boot-0000/);
+    expect((await run(rebooted, node({ ready: 'False' }))).jobs).toHaveLength(1);
+  });
+
+  it('believes the Node watch itself, and everything when there is no cluster access to ask (KUBE_WATCH off)', async () => {
+    const fromWatch: NodeRecoveredSignal = {
+      kind: 'node-recovered', version: 1, node: 'worker-1', bootId: BOOT, identity: ['boot', 'worker-1', BOOT],
+      evidence: { source: 'k8s-watch', summary: 'Node worker-1 Ready Unknown -> True', raw: {} },
+    };
+    expect((await run([fromWatch], undefined)).jobs).toHaveLength(1);
+    const unasked = await run(posted(), undefined, false);
+    expect(unasked.ignored).toEqual([]);
+    // Without the Node's boot id they keep their own identities: one job each (README, "Idempotency").
+    expect(unasked.jobs).toHaveLength(3);
+  });
+});
