@@ -19,6 +19,11 @@ await runMain(log, (config) => {
     if (!config.allowUnauthenticated) throw new ConfigError('OPERATOR_AUTH=insecure makes anyone who reaches this port an operator with every verb (enforce, approve): it needs ALLOW_UNAUTHENTICATED=true as well');
     log.error('OPERATOR_AUTH=insecure: anyone who can reach this port may set modes, approve, pause and release placeholders, recorded as insecure-anonymous');
   }
+  // Tokens and the dashboard's cookie never cross the network in clear unless asked for by name.
+  if (!config.tlsCertFile) {
+    if (!config.allowPlaintextHttp) throw new ConfigError('no TLS certificate: set TLS_CERT_FILE and TLS_KEY_FILE (PEM; the chart mounts its Secret volume-medic-receiver-tls), or ALLOW_PLAINTEXT_HTTP=true to serve plain HTTP (tokens and cookies then cross the network in clear)');
+    log.warn('ALLOW_PLAINTEXT_HTTP=true: bearer tokens, operator tokens and the dashboard cookie cross the network in clear');
+  }
   if (process.env['DASHBOARD_WRITE']) log.warn('DASHBOARD_WRITE is ignored: the queue board is always read-only; decide on jobs on their /ui/jobs/<id> page');
   return startReceiver(config, { log });
 });

@@ -1,5 +1,7 @@
 import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
+import { createServer as createHttpsServer, Server as HttpsServer } from 'node:https';
+import { readTls, watchTls } from './http/tls-files.ts';
 import type { AddressInfo } from 'node:net';
 import type { Config } from './config/schema.ts';
 import { InMemoryLookups, type ClusterLookups } from './kube/lookups.ts';
@@ -226,17 +228,25 @@ export async function startReceiver(config: Config, opts: ReceiverOptions = {}):
   });
   // Slow senders must not hold sockets for Node's default 300 s: headers and the whole request
   // have deadlines (408 and close), checked every second rather than Node's default 30.
-  const server = createServer({
+  const timeouts = {
     headersTimeout: config.httpHeadersTimeoutMs,
     requestTimeout: config.httpRequestTimeoutMs,
     connectionsCheckingInterval: Math.min(1_000, config.httpHeadersTimeoutMs),
-  }, app);
+  };
+  const tlsFiles = config.tlsCertFile && config.tlsKeyFile ? { certFile: config.tlsCertFile, keyFile: config.tlsKeyFile } : undefined;
+  const server: Server = tlsFiles ? createHttpsServer({ ...timeouts, ...readTls(tlsFiles) }, app) : createServer(timeouts, app);
+  const stopTlsWatch = tlsFiles && server instanceof HttpsServer
+    ? watchTls(tlsFiles, (opts) => {
+      server.setSecureContext(opts);
+      log.info({ cert: tlsFiles.certFile }, 'TLS certificate reloaded');
+    }, (err) => log.error({ err: err.message, cert: tlsFiles.certFile }, 'the TLS certificate files changed but cannot be used; still serving the previous one'))
+    : undefined;
   server.listen(config.port, config.listenAddress);
   await once(server, 'listening');
   const addr = server.address() as AddressInfo;
   const host = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
-  const url = `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${addr.port}`;
-  log.info({ url, auth: config.tokens.length > 0 ? 'bearer token required' : 'none', operators: config.operatorAuth }, 'receiver listening');
+  const url = `${tlsFiles ? 'https' : 'http'}://${host === '0.0.0.0' ? '127.0.0.1' : host}:${addr.port}`;
+  log.info({ url, tls: tlsFiles ? 'on' : 'off', auth: config.tokens.length > 0 ? 'bearer token required' : 'none', operators: config.operatorAuth }, 'receiver listening');
   if (kubeConfig) {
     watches = await startKubeWatches({
       kubeConfig, ingest: { lookups, dispatcher, corroborate: true }, eventTrust, log: log.child({ component: 'kube' }),
@@ -251,6 +261,7 @@ export async function startReceiver(config: Config, opts: ReceiverOptions = {}):
     connections,
     close: () => (closing ??= (async () => {
       clearInterval(resealTimer);
+      stopTlsWatch?.();
       await new Promise<void>((resolve) => server.close(() => resolve()));
       // Hand the Lease over now, not after it expires.
       await fleet.close();

@@ -38,7 +38,8 @@ commands:
 
 options: --token TOKEN (a Kubernetes token; default: VOLUME_MEDIC_OPERATOR_TOKEN, else your kubeconfig's
          current user), --json (raw API answer)
-env: VOLUME_MEDIC_URL, VOLUME_MEDIC_OPERATOR_TOKEN, KUBECONFIG
+env: VOLUME_MEDIC_URL, VOLUME_MEDIC_OPERATOR_TOKEN, KUBECONFIG, NODE_EXTRA_CA_CERTS (the CA of the receiver's
+     HTTPS certificate: the chart's ConfigMap volume-medic-receiver-ca, key ca.crt)
 You are recorded as the user your token belongs to; RBAC on volume-medic.io decides what you may do.`;
 
 export async function run(argv: string[], env: NodeJS.ProcessEnv, rawOut: (s: string) => void, rawErr: (s: string) => void): Promise<number> {

@@ -71,6 +71,9 @@ const ENV: Record<string, [keyof Config, (v: string) => unknown]> = {
   ENQUEUE_TIMEOUT_MS: ['enqueueTimeoutMs', (v) => v],
   HTTP_HEADERS_TIMEOUT_MS: ['httpHeadersTimeoutMs', (v) => v],
   HTTP_REQUEST_TIMEOUT_MS: ['httpRequestTimeoutMs', (v) => v],
+  TLS_CERT_FILE: ['tlsCertFile', (v) => v],
+  TLS_KEY_FILE: ['tlsKeyFile', (v) => v],
+  ALLOW_PLAINTEXT_HTTP: ['allowPlaintextHttp', (v) => v],
   NODE_RECOVERY_ALERTS: ['nodeRecoveryAlerts', list],
   NPD_EVENT_SOURCES: ['npdEventSources', list],
   NPD_EVENT_NAMESPACE: ['npdEventNamespace', (v) => v],
@@ -160,6 +163,17 @@ export function loadConfig(env: Env = process.env): Config {
   if (!result.success) throw new ConfigError(`invalid configuration:\n${describe(result.error, raw)}`);
   if (result.data.httpHeadersTimeoutMs > result.data.httpRequestTimeoutMs) {
     throw new ConfigError(`invalid configuration:\n  HTTP_HEADERS_TIMEOUT_MS: may not exceed HTTP_REQUEST_TIMEOUT_MS (${result.data.httpRequestTimeoutMs}) (got ${result.data.httpHeadersTimeoutMs})`);
+  }
+  if ((result.data.tlsCertFile === undefined) !== (result.data.tlsKeyFile === undefined)) {
+    throw new ConfigError('invalid configuration:\n  TLS_CERT_FILE and TLS_KEY_FILE: set both (the certificate chain and its key) or neither');
+  }
+  for (const [name, file] of [['TLS_CERT_FILE', result.data.tlsCertFile], ['TLS_KEY_FILE', result.data.tlsKeyFile]] as const) {
+    if (!file) continue;
+    try {
+      accessSync(file, constants.R_OK);
+    } catch (err) {
+      throw new ConfigError(`${name}: cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? 'error'}`);
+    }
   }
   if (result.data.redisTlsCaFile) {
     try {

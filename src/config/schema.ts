@@ -143,6 +143,19 @@ export const Config = z.object({
    */
   httpHeadersTimeoutMs: Millis.default(10_000),
   httpRequestTimeoutMs: Millis.default(30_000),
+  /**
+   * TLS_CERT_FILE / TLS_KEY_FILE: the receiver serves HTTPS with this certificate chain and key
+   * (PEM; a mounted Secret's tls.crt and tls.key), read again when either file changes, without
+   * a restart. Both or neither.
+   */
+  tlsCertFile: z.string().min(1).optional(),
+  tlsKeyFile: z.string().min(1).optional(),
+  /**
+   * ALLOW_PLAINTEXT_HTTP: the receiver serves plain HTTP only when this says so by name: bearer
+   * tokens, operators' Kubernetes tokens and the dashboard's cookie would cross the network in
+   * clear. Default false: no TLS_CERT_FILE/TLS_KEY_FILE is a configuration error (exit 2).
+   */
+  allowPlaintextHttp: z.union([z.boolean(), z.stringbool()]).default(false),
   /** ENQUEUE_TIMEOUT_MS: how long storing jobs may take before the receiver answers 503. */
   enqueueTimeoutMs: Millis.default(5_000),
   /** NODE_RECOVERY_ALERTS: alert names whose resolution means a node is back. */

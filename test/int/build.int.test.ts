@@ -48,7 +48,7 @@ describe('the deployable build (npm run build) runs every command of the manifes
     const argv = commands.get(name)!;
     const child = spawn(process.execPath, argv.slice(1), {
       cwd: out,
-      env: { ...process.env, VOLUME_MEDIC_REVISION: 'build-test-rev', REDIS_URL: inject('redisUrl'), QUEUE_PREFIX: uniquePrefix('build'), NODE_NAME: 'build-node', VOLUME_MEDIC_TOKEN: 'build-test-token-0123456789', PORT: '0', LISTEN_ADDRESS: '127.0.0.1', STATE_DIR: join(out, 'state'), LOG_LEVEL: 'info', KUBERNETES_SERVICE_HOST: '', SIGNING_KEYS_DIR: TEST_KEYS_DIR, KUBECONFIG: '' },
+      env: { ...process.env, VOLUME_MEDIC_REVISION: 'build-test-rev', REDIS_URL: inject('redisUrl'), QUEUE_PREFIX: uniquePrefix('build'), NODE_NAME: 'build-node', VOLUME_MEDIC_TOKEN: 'build-test-token-0123456789', PORT: '0', LISTEN_ADDRESS: '127.0.0.1', STATE_DIR: join(out, 'state'), LOG_LEVEL: 'info', KUBERNETES_SERVICE_HOST: '', SIGNING_KEYS_DIR: TEST_KEYS_DIR, KUBECONFIG: '', ALLOW_PLAINTEXT_HTTP: 'true' },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let text = '';

@@ -19,7 +19,7 @@ afterAll(async () => {
 
 function receiver(env: Record<string, string>): { exited: Promise<number | null>; output: () => string; stop: () => void } {
   const child = spawn(process.execPath, ['src/main.ts'], {
-    env: { ...process.env, VOLUME_MEDIC_TOKEN: '', VOLUME_MEDIC_TOKEN_FILE: '', REDIS_URL: inject('redisUrl'), QUEUE_PREFIX: uniquePrefix('auth'), PORT: '0', LISTEN_ADDRESS: '127.0.0.1', LOG_LEVEL: 'info', KUBE_WATCH: 'false', SIGNING_KEYS_DIR: TEST_KEYS_DIR, ...env },
+    env: { ...process.env, VOLUME_MEDIC_TOKEN: '', VOLUME_MEDIC_TOKEN_FILE: '', REDIS_URL: inject('redisUrl'), QUEUE_PREFIX: uniquePrefix('auth'), PORT: '0', LISTEN_ADDRESS: '127.0.0.1', LOG_LEVEL: 'info', KUBE_WATCH: 'false', SIGNING_KEYS_DIR: TEST_KEYS_DIR, ALLOW_PLAINTEXT_HTTP: 'true', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let text = '';

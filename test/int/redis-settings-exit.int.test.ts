@@ -11,7 +11,7 @@ function run(entry: string, env: Record<string, string>): Promise<{ code: number
   const base: Record<string, string | undefined> = { ...process.env };
   for (const v of REDIS_VARS) delete base[v];
   const child = spawn(process.execPath, [entry], {
-    env: { ...base, VOLUME_MEDIC_TOKEN: 'exit-test-token-0123456789', NODE_NAME: 'exit-node', PORT: '0', LISTEN_ADDRESS: '127.0.0.1', KUBE_WATCH: 'false', KUBERNETES_SERVICE_HOST: '', KUBECONFIG: '', SIGNING_KEYS_DIR: TEST_KEYS_DIR, ...env },
+    env: { ...base, VOLUME_MEDIC_TOKEN: 'exit-test-token-0123456789', NODE_NAME: 'exit-node', PORT: '0', LISTEN_ADDRESS: '127.0.0.1', KUBE_WATCH: 'false', KUBERNETES_SERVICE_HOST: '', KUBECONFIG: '', SIGNING_KEYS_DIR: TEST_KEYS_DIR, ALLOW_PLAINTEXT_HTTP: 'true', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';

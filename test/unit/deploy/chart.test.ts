@@ -159,10 +159,13 @@ describe('the Secrets the chart makes', { timeout: 60_000 }, () => {
     expect(own.filter((o) => o.kind === 'Secret').map((o) => o.metadata.name)).toEqual([]);
     const receiver = podSpec(find(own, 'Deployment', 'volume-medic-receiver'))!;
     expect(receiver.volumes?.find((v) => v.name === 'webhook-token')?.secret?.secretName).toBe('my-webhook-token');
+    expect(receiver.volumes?.find((v) => v.name === 'tls')?.secret?.secretName).toBe('my-receiver-tls');
     const agent = podSpec(find(own, 'DaemonSet', 'volume-medic-node-agent'))! as unknown as { volumes: Array<{ name: string; projected?: { sources: Array<{ secret: { name: string } }> } }> };
     expect(agent.volumes.find((v) => v.name === 'signing-keys')!.projected!.sources.map((s) => s.secret.name)).toEqual(['my-signing-node-agent', 'my-signing-receiver', 'my-signing-cluster-worker']);
     const redis = podSpec(find(own, 'StatefulSet', 'volume-medic-redis'))!;
     expect(redis.volumes?.find((v) => v.name === 'acl')?.secret?.secretName).toBe('my-redis-acl');
+    expect(redis.volumes?.find((v) => v.name === 'tls')?.secret?.secretName).toBe('my-redis-tls');
+    expect(receiver.volumes?.find((v) => v.name === 'redis-ca')?.secret?.secretName).toBe('my-redis-tls');
   });
 });
 

@@ -13,7 +13,7 @@ import { DEPLOY_DIR, find, rendered } from './manifests.ts';
 
 const dir = join(DEPLOY_DIR, 'integrations');
 const yamlOf = (name: string): Record<string, any> => parseYaml(readFileSync(join(dir, name), 'utf8')) as Record<string, any>;
-const RECEIVER = 'http://volume-medic.volume-medic.svc:8080';
+const RECEIVER = 'https://volume-medic.volume-medic.svc:8080';
 
 describe('Alertmanager', () => {
   const am = yamlOf('alertmanager.yaml');

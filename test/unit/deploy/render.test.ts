@@ -49,7 +49,8 @@ describe('what the installation promises', () => {
     for (const set of SETS) expect(modeOf(rendered[set]!), set).toBe(set === 'enforce' ? 'enforce' : 'dry-run');
     const data = find(rendered['enforce']!, 'ConfigMap', 'volume-medic-config')['data'] as Record<string, string>;
     expect(data['RUNBOOK_MODES']).toBe('rbd-stale-mapping=dry-run');
-    expect(loadConfig({ ...data, REDIS_URL: 'redis://r:6379' }).runbookModes).toEqual({ 'rbd-stale-mapping': 'dry-run' });
+    // REDIS_TLS_CA_FILE names a mounted file (the bundled Redis's CA): any readable one stands in.
+    expect(loadConfig({ ...data, REDIS_URL: 'redis://r:6379', ...(data['REDIS_TLS_CA_FILE'] ? { REDIS_TLS_CA_FILE: caFile } : {}) }).runbookModes).toEqual({ 'rbd-stale-mapping': 'dry-run' });
   });
 
   it('every container of every values set starts with a valid configuration', () => {
@@ -72,6 +73,9 @@ describe('what the installation promises', () => {
           }
           delete env['VOLUME_MEDIC_TOKEN_FILE']; // a mounted Secret: the receiver reads it at start
           if (env['REDIS_TLS_CA_FILE']) env['REDIS_TLS_CA_FILE'] = caFile; // mounted from a Secret; loadConfig reads it
+          // The receiver's certificate and key, mounted from a Secret: any readable file stands in.
+          if (env['TLS_CERT_FILE']) env['TLS_CERT_FILE'] = caFile;
+          if (env['TLS_KEY_FILE']) env['TLS_KEY_FILE'] = caFile;
           expect(() => loadConfig(env), `${set} ${o.metadata.name}`).not.toThrow();
         }
       }

@@ -113,14 +113,23 @@ credentials. {root, component}.
 
 {{/* Mount and volume of the Redis CA, when one is named. */}}
 {{- define "vm.caMount" -}}
-{{- if and (not .Values.redis.bundled.enabled) .Values.redis.external.caSecret.name -}}
+{{- if or (and (not .Values.redis.bundled.enabled) .Values.redis.external.caSecret.name) (and .Values.redis.bundled.enabled .Values.redis.bundled.tls.enabled) -}}
 - name: redis-ca
   mountPath: /etc/volume-medic/redis-ca
   readOnly: true
 {{- end }}
 {{- end }}
 {{- define "vm.caVolume" -}}
-{{- if and (not .Values.redis.bundled.enabled) .Values.redis.external.caSecret.name -}}
+{{- if and .Values.redis.bundled.enabled .Values.redis.bundled.tls.enabled -}}
+- name: redis-ca
+  secret:
+    # Only the CA of the bundled Redis's certificate (templates/redis.yaml), not its key.
+    secretName: {{ .Values.redis.bundled.tls.existingSecret | default "volume-medic-redis-tls" }}
+    items:
+      - key: ca.crt
+        path: ca.pem
+    defaultMode: 292 # 0444: a certificate, not a secret
+{{- else if and (not .Values.redis.bundled.enabled) .Values.redis.external.caSecret.name -}}
 - name: redis-ca
   secret:
     secretName: {{ .Values.redis.external.caSecret.name }}
