@@ -134,19 +134,12 @@ export class RedisConnections {
         });
       }, delay);
     };
-    conn.on('error', onError);
-    conn.on('ready', onReady);
-    conn.on('close', onClose);
-    conn.on('reconnecting', onReconnecting);
-    conn.on('connect', onConnect);
-    conn.on('end', onEnd);
+    const listeners: [string, (err: Error) => void][] = [
+      ['error', onError], ['ready', onReady], ['close', onClose], ['reconnecting', onReconnecting], ['connect', onConnect], ['end', onEnd],
+    ];
+    for (const [event, f] of listeners) conn.on(event, f);
     entry.detach = () => {
-      conn.off('error', onError);
-      conn.off('ready', onReady);
-      conn.off('close', onClose);
-      conn.off('reconnecting', onReconnecting);
-      conn.off('connect', onConnect);
-      conn.off('end', onEnd);
+      for (const [event, f] of listeners) conn.off(event, f);
     };
     this.#entries.push(entry);
     return conn;

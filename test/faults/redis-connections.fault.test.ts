@@ -1,4 +1,3 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -10,6 +9,7 @@ import { testConfig } from '../support/config.ts';
 import { alertmanagerBody, nodeNotReadyAlert, post } from '../support/payloads.ts';
 import { uniquePrefix } from '../support/redis.ts';
 import { waitFor } from '../support/wait.ts';
+import { ranCounts as runsOf, startStubAgent, type StubAgent } from '../support/stub-runs.ts';
 
 // Every connection of the receiver and of a node agent is cut while webhooks keep coming: each
 // receiver connection killed with CLIENT KILL, each ended as ioredis ends a connection it gives
@@ -36,9 +36,8 @@ describe('every Redis connection cut in turn under a storm of webhooks', () => {
   let primary: PrivateRedis;
   let replica: PrivateRedis;
   let receiver: Receiver;
-  let agent: ChildProcess;
+  let agent: StubAgent;
   let admin: Redis;
-  let out = '';
   const prefix = uniquePrefix('fault-conns');
   const stateDir = mkdtempSync(join(tmpdir(), 'vm-fault-conns-'));
 
@@ -51,17 +50,10 @@ describe('every Redis connection cut in turn under a storm of webhooks', () => {
     receiver = await startReceiver(testConfig({
       redisUrl: primary.url, queuePrefix: prefix, tokens: [TOKEN], redisAckReplicas: 1, redisAckTimeoutMs: 500, enqueueTimeoutMs: 3_000,
     }));
-    const env: Record<string, string | undefined> = { ...process.env };
-    for (const k of Object.keys(env)) if (k.startsWith('REDIS_')) delete env[k];
-    agent = spawn(process.execPath, ['test/support/stub-agent.ts'], {
-      env: { ...env, REDIS_URL: primary.url, QUEUE_PREFIX: prefix, NODE_NAME: NODE, STATE_DIR: stateDir, LOCK_DURATION_MS: '2000' },
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
-    agent.stdout!.on('data', (d: Buffer) => { out += d.toString(); });
-    await waitFor('the agent to start', async () => (out.includes('READY') ? true : undefined));
+    agent = await startStubAgent({ REDIS_URL: primary.url, QUEUE_PREFIX: prefix, NODE_NAME: NODE, STATE_DIR: stateDir, LOCK_DURATION_MS: '2000' });
   }, 60_000);
   afterAll(async () => {
-    agent?.kill('SIGKILL');
+    agent?.kill();
     await receiver?.close();
     admin?.disconnect();
     await replica?.destroy();
@@ -69,14 +61,7 @@ describe('every Redis connection cut in turn under a storm of webhooks', () => {
     rmSync(stateDir, { recursive: true, force: true });
   });
 
-  const ranCounts = (): Map<string, number> => {
-    const m = new Map<string, number>();
-    for (const line of out.split('\n')) {
-      const id = /^RAN \S+ (\S+) /.exec(line)?.[1];
-      if (id) m.set(id, (m.get(id) ?? 0) + 1);
-    }
-    return m;
-  };
+  const ranCounts = (): Map<string, number> => runsOf(agent.out());
 
   it('202s resume within a few seconds after each cut; every job answered 202 runs exactly once', async () => {
     const statuses = new Map<number, number>();

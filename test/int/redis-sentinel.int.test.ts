@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -14,6 +14,7 @@ import { nodeQueueName } from '../../src/catalogue/queues.ts';
 import { startOperators, type Operators } from '../support/operators.ts';
 import { answers, startSentinelSet, topologiesAvailable, type LocalSentinelSet, type Server } from '../support/redis-topology.ts';
 import { waitFor } from '../support/wait.ts';
+import { ranCounts as runsOf, startStubAgent, type StubAgent } from '../support/stub-runs.ts';
 import { freePort } from '../../scripts/lib/local-redis.ts';
 
 // volume-medic on a Sentinel-managed primary/replica started by this test (redis-server, a
@@ -32,18 +33,10 @@ const NODE = 'sn-node';
 const skip = topologiesAvailable();
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** The environment of a child process, without any Redis setting of ours (exactly one topology). */
-function cleanEnv(): Record<string, string | undefined> {
-  const env: Record<string, string | undefined> = { ...process.env };
-  for (const k of Object.keys(env)) if (k.startsWith('REDIS_')) delete env[k];
-  return env;
-}
-
 describe.skipIf(skip)('a Sentinel-managed primary and replica', () => {
   let set: LocalSentinelSet;
   let receiver: Receiver;
-  let agent: ChildProcess;
-  let out = '';
+  let agent: StubAgent;
   const warnings: string[] = [];
   const prefix = uniquePrefix('sentinel');
   const stateDir = mkdtempSync(join(tmpdir(), 'vm-sentinel-state-'));
@@ -60,29 +53,17 @@ describe.skipIf(skip)('a Sentinel-managed primary and replica', () => {
       // A replica acknowledgement is waited for at most 500 ms; a webhook waits at most 3 s.
       redisAckTimeoutMs: 500, enqueueTimeoutMs: 3_000,
     }), { operatorKubeConfig: ops.api.kubeConfig(), log: pino({ level: 'warn' }, sink) });
-    agent = spawn(process.execPath, ['test/support/stub-agent.ts'], {
-      env: { ...cleanEnv(), REDIS_SENTINELS: set.env, REDIS_SENTINEL_NAME: set.name, QUEUE_PREFIX: prefix, NODE_NAME: NODE, STATE_DIR: stateDir, LOCK_DURATION_MS: '2000' },
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
-    agent.stdout!.on('data', (d: Buffer) => { out += d.toString(); });
-    await waitFor('the agent to start', async () => (out.includes('READY') ? true : undefined));
+    agent = await startStubAgent({ REDIS_SENTINELS: set.env, REDIS_SENTINEL_NAME: set.name, QUEUE_PREFIX: prefix, NODE_NAME: NODE, STATE_DIR: stateDir, LOCK_DURATION_MS: '2000' });
   }, 60_000);
   afterAll(async () => {
-    agent?.kill('SIGKILL');
+    agent?.kill();
     await receiver?.close();
     await ops?.close();
     set?.stop();
     rmSync(stateDir, { recursive: true, force: true });
   });
 
-  const ranCounts = (): Map<string, number> => {
-    const m = new Map<string, number>();
-    for (const line of out.split('\n')) {
-      const id = /^RAN \S+ (\S+) /.exec(line)?.[1];
-      if (id) m.set(id, (m.get(id) ?? 0) + 1);
-    }
-    return m;
-  };
+  const ranCounts = (): Map<string, number> => runsOf(agent.out());
 
   it('loses no job answered 202 when the primary is SIGKILLed mid-storm: each runs exactly once, senders see only 202 or 503', async () => {
     const oldPrimary = set.primary;
@@ -177,7 +158,7 @@ describe.skipIf(skip)('a Sentinel-managed primary and replica', () => {
         job: await admin.hmget(`${q}:${id}`, 'ats', 'atm', 'processedOn', 'finishedOn', 'stc'),
       })));
       admin.disconnect();
-      throw new Error(`${err.message}; not run: ${states.join('\n')}\nin Redis: ${raw.join('\n')}\nagent output tail: ${out.slice(-1500)}`);
+      throw new Error(`${err.message}; not run: ${states.join('\n')}\nin Redis: ${raw.join('\n')}\nagent output tail: ${agent.out().slice(-1500)}`);
     });
     await sleep(4_500);
     const runs = ranCounts();
