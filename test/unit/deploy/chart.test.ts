@@ -215,3 +215,11 @@ describe('what a values file an operator writes can set', { timeout: 60_000 }, (
     expect(agent.nodeSelector).toEqual({ 'kubernetes.io/os': 'linux', storage: 'yes' });
   });
 });
+
+describe('defaults that do not get in an operator\'s way', { timeout: 60_000 }, () => {
+  it('one receiver replica renders no PodDisruptionBudget (minAvailable 1 would block every drain); two do', () => {
+    expect(helmTemplate({ set: ['receiver.replicas=1'] }).filter((o) => o.kind === 'PodDisruptionBudget')).toEqual([]);
+    expect(helmTemplate().filter((o) => o.kind === 'PodDisruptionBudget').map((o) => o.metadata.name)).toEqual(['volume-medic-receiver']);
+  });
+});
+
