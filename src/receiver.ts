@@ -149,9 +149,10 @@ export async function startReceiver(config: Config, opts: ReceiverOptions = {}):
     },
     approvalTtlMs: config.approvalTtlSeconds * 1000,
     configuredModes: { default: config.defaultMode, runbooks: config.runbookModes },
+    // Controls are signed with the control key when one is configured (src/trust/control-keys.ts).
     trust: {
-      ...(trust.sealer ? { sealer: trust.sealer } : {}),
-      ring: trust.ring,
+      ...(trust.controls.sealer ? { sealer: trust.controls.sealer } : {}),
+      ring: trust.controls.ring,
       allowUnsigned: trust.allowUnsigned,
       onUntrusted: (u) => log.warn({ kind: u.kind, field: u.field.slice(0, 200), reason: u.reason, detail: u.detail }, 'untrusted control record ignored (not written through the API)'),
     },

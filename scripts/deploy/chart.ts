@@ -74,7 +74,8 @@ const HEADER = `# volume-medic for \`kubectl apply -f\`: generated from the Helm
 # by \`npm run deploy:render\` with deploy/volume-medic.values.yaml; do not edit (CI fails when it
 # is stale). Dry-run; no bundled Redis. Before applying, create the Secrets it names (README,
 # "Install on a cluster"): volume-medic-webhook-token, volume-medic-signing-<role>,
-# volume-medic-redis-<process>.
+# volume-medic-redis-<process>, volume-medic-receiver-tls, volume-medic-control-signing (and the
+# ConfigMap volume-medic-control-certs; deploy/volume-medic.values.yaml says how).
 `;
 
 /** What deploy/volume-medic.yaml must hold. */

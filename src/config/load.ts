@@ -56,6 +56,8 @@ const ENV: Record<string, [keyof Config, (v: string) => unknown]> = {
   ALLOW_UNAUTHENTICATED: ['allowUnauthenticated', (v) => v],
   SIGNING_KEYS_DIR: ['signingKeysDir', (v) => v],
   SIGNING_KEY_ID: ['signingKeyId', (v) => v],
+  CONTROL_SIGNING_KEY_FILE: ['controlSigningKeyFile', (v) => v],
+  CONTROL_VERIFY_CERT_FILE: ['controlVerifyCertFile', (v) => v],
   ALLOW_UNSIGNED_WORK: ['allowUnsignedWork', (v) => v],
   WORK_SEAL_TTL_SECONDS: ['workSealTtlSeconds', (v) => v],
   BODY_LIMIT: ['bodyLimit', (v) => v],

@@ -82,6 +82,15 @@ export const Config = z.object({
    * and verified before an agent acts. Required unless ALLOW_UNSIGNED_WORK=true.
    */
   signingKeysDir: z.string().min(1).optional(),
+  /**
+   * CONTROL_SIGNING_KEY_FILE (receiver) and CONTROL_VERIFY_CERT_FILE (every process): operator
+   * controls (modes, pauses, approval decisions) signed with an ECDSA P-256 key only the receiver
+   * holds, checked with its certificate(s) (src/trust/control-keys.ts), so a node that can read
+   * the receiver's HMAC key (agents verify work with it) still cannot forge a control. Unset:
+   * controls are sealed with the receiver's HMAC key like work. The chart sets both.
+   */
+  controlSigningKeyFile: z.string().min(1).optional(),
+  controlVerifyCertFile: z.string().min(1).optional(),
   /** SIGNING_KEY_ID: the key id this process seals with (rotation); default the greatest id of its role. */
   signingKeyId: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/).optional(),
   /**

@@ -3,6 +3,7 @@ import type { Config } from '../config/schema.ts';
 import { KeyringError, keyringFor, readKeys, type Keyring } from './keyring.ts';
 import type { Role } from './roles.ts';
 import { sealerOf, type Sealer } from './seal.ts';
+import { controlKeyring, controlSealer } from './control-keys.ts';
 
 // A process's trust settings from its configuration. Fail closed: a process that must seal or
 // verify and has no keys does not start (exit 2) unless ALLOW_UNSIGNED_WORK=true says so.
@@ -16,6 +17,11 @@ export interface Trust {
   ttlMs: number;
   /** Accept work and control records without a seal (a badly sealed one is still refused). */
   allowUnsigned: boolean;
+  /**
+   * What operator controls are sealed (the receiver) and verified with: the control key pair when
+   * CONTROL_VERIFY_CERT_FILE is set (then an HMAC-sealed control is refused), else the ring above.
+   */
+  controls: { ring: Keyring; sealer?: Sealer };
 }
 
 /** The roles whose keys each process needs to verify what it acts on. */
@@ -25,7 +31,24 @@ const VERIFIES: Record<Role, readonly Role[]> = {
   'node-agent': ['receiver', 'cluster-worker', 'node-agent'],
 };
 
-export function trustFromConfig(config: Pick<Config, 'signingKeysDir' | 'signingKeyId' | 'allowUnsignedWork' | 'workSealTtlSeconds' | 'approvalTtlSeconds'>, role: Role): Trust {
+type TrustSettings = Pick<Config, 'signingKeysDir' | 'signingKeyId' | 'allowUnsignedWork' | 'workSealTtlSeconds' | 'approvalTtlSeconds' | 'controlSigningKeyFile' | 'controlVerifyCertFile'>;
+
+/** The controls' keys (see Trust.controls); fails closed on a receiver that could verify but not sign. */
+function controlTrust(config: TrustSettings, role: Role, ring: Keyring, sealer: Sealer | undefined): Trust['controls'] {
+  if (!config.controlVerifyCertFile) {
+    if (config.controlSigningKeyFile) throw new ConfigError('CONTROL_SIGNING_KEY_FILE is set without CONTROL_VERIFY_CERT_FILE: the receiver could not read back the controls it signs');
+    return { ring, ...(role === 'receiver' && sealer ? { sealer } : {}) };
+  }
+  if (role === 'receiver' && !config.controlSigningKeyFile) throw new ConfigError('CONTROL_VERIFY_CERT_FILE is set but CONTROL_SIGNING_KEY_FILE is not: the receiver would write controls that no one accepts');
+  try {
+    return { ring: controlKeyring(config.controlVerifyCertFile), ...(role === 'receiver' && config.controlSigningKeyFile ? { sealer: controlSealer(config.controlSigningKeyFile) } : {}) };
+  } catch (err) {
+    if (err instanceof KeyringError) throw new ConfigError(err.message);
+    throw err;
+  }
+}
+
+export function trustFromConfig(config: TrustSettings, role: Role): Trust {
   const ttlMs = config.workSealTtlSeconds * 1000;
   if (config.workSealTtlSeconds <= config.approvalTtlSeconds) {
     throw new ConfigError(`WORK_SEAL_TTL_SECONDS (${config.workSealTtlSeconds}) must be longer than APPROVAL_TTL_SECONDS (${config.approvalTtlSeconds}): a job waiting for approval would expire first`);
@@ -34,7 +57,8 @@ export function trustFromConfig(config: Pick<Config, 'signingKeysDir' | 'signing
     if (!config.allowUnsignedWork) {
       throw new ConfigError('SIGNING_KEYS_DIR is not set: work and operator controls cannot be sealed or verified; point it at the mounted signing keys (see README, "Signed work"), or set ALLOW_UNSIGNED_WORK=true to run without (anyone who can write to Redis can then make agents act)');
     }
-    return { role, ring: { verify: new Map() }, ttlMs, allowUnsigned: true };
+    const ring: Keyring = { verify: new Map() };
+    return { role, ring, ttlMs, allowUnsigned: true, controls: controlTrust(config, role, ring, undefined) };
   }
   let ring: Keyring;
   try {
@@ -49,5 +73,5 @@ export function trustFromConfig(config: Pick<Config, 'signingKeysDir' | 'signing
       .filter((r) => ![...ring.verify.keys()].some((k) => k.startsWith(`${r}.`)));
     if (missing.length > 0) throw new ConfigError(`SIGNING_KEYS_DIR ${config.signingKeysDir} has no key of role(s) ${missing.join(', ')}: a ${role} seals with its own role's key and verifies ${VERIFIES[role].join(', ') || 'nothing'}`);
   }
-  return { role, ring, ...(sealer ? { sealer } : {}), ttlMs, allowUnsigned: config.allowUnsignedWork };
+  return { role, ring, ...(sealer ? { sealer } : {}), ttlMs, allowUnsigned: config.allowUnsignedWork, controls: controlTrust(config, role, ring, sealer) };
 }

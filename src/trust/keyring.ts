@@ -1,3 +1,4 @@
+import type { KeyObject } from 'node:crypto';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { KeyId, Role, type Role as RoleT } from './roles.ts';
@@ -24,6 +25,8 @@ export interface Keyring {
   signing?: SigningKey;
   /** `<role>.<kid>` -> key. */
   verify: ReadonlyMap<string, Buffer>;
+  /** `<role>.<kid>` -> public key, for `es256` seals (operator controls, src/trust/control-keys.ts). */
+  publicKeys?: ReadonlyMap<string, KeyObject>;
 }
 
 const MIN_KEY_BYTES = 32;

@@ -1,4 +1,4 @@
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { createHmac, timingSafeEqual, verify } from 'node:crypto';
 import { z } from 'zod';
 import { sealedBytes } from './encoding.ts';
 import type { Keyring } from './keyring.ts';
@@ -17,7 +17,13 @@ export const Seal = z.object({
   iat: z.number().int().nonnegative(),
   /** Not valid after, epoch ms. */
   exp: z.number().int().nonnegative(),
-  mac: z.string().regex(/^[A-Za-z0-9_-]{43}$/, 'a base64url HMAC-SHA256'),
+  /**
+   * How `mac` was made: absent, HMAC-SHA256 with the issuer's shared key; `es256`, an ECDSA P-256
+   * signature (IEEE P1363, 64 bytes) that only the holder of the private key can make and anyone
+   * with the public key can check (operator controls: src/trust/control-keys.ts).
+   */
+  alg: z.literal('es256').optional(),
+  mac: z.string().regex(/^([A-Za-z0-9_-]{43}|[A-Za-z0-9_-]{86})$/, 'a base64url HMAC-SHA256 or ECDSA P-256 signature'),
 });
 export type Seal = z.infer<typeof Seal>;
 
@@ -32,7 +38,10 @@ export type Verdict = { ok: true; seal: Seal } | { ok: false; reason: Untrusted;
 /** How far an issuer's clock may run ahead of the verifier's. */
 export const CLOCK_SKEW_MS = 60_000;
 
-/** `encoded`: sealedBytes of the value. */
+/** What a seal covers: its own head, the purpose and subject, then `encoded` (sealedBytes of the value). */
+export const sealedInput = (purpose: Purpose, subject: string, encoded: string, s: Omit<Seal, 'mac' | 'alg'>): string =>
+  `${JSON.stringify([s.v, purpose, subject, s.iss, s.kid, s.iat, s.exp])}\n${encoded}`;
+
 const macOf = (key: Buffer, purpose: Purpose, subject: string, encoded: string, s: Omit<Seal, 'mac'>): string =>
   createHmac('sha256', key)
     .update(JSON.stringify([s.v, purpose, subject, s.iss, s.kid, s.iat, s.exp]), 'utf8')
@@ -73,16 +82,28 @@ export function verifySeal(ring: Keyring, purpose: Purpose, subject: string, val
   const parsed = Seal.safeParse(raw);
   if (!parsed.success) return { ok: false, reason: 'malformed', detail: `seal does not parse: ${parsed.error.issues[0]?.message ?? 'invalid'}` };
   const s = parsed.data;
-  const key = ring.verify.get(`${s.iss}.${s.kid}`);
-  if (!key) return { ok: false, reason: 'unknown-key', detail: `no key ${s.iss}.${s.kid}` };
-  let expected: Buffer;
-  try {
-    expected = Buffer.from(macOf(key, purpose, subject, sealedBytes(value), s), 'base64url');
-  } catch (err) {
-    return { ok: false, reason: 'malformed', detail: (err as Error).message };
+  if (s.alg === 'es256') {
+    const pub = ring.publicKeys?.get(`${s.iss}.${s.kid}`);
+    if (!pub) return { ok: false, reason: 'unknown-key', detail: `no public key ${s.iss}.${s.kid}` };
+    let good: boolean;
+    try {
+      good = verify('sha256', Buffer.from(sealedInput(purpose, subject, sealedBytes(value), s), 'utf8'), { key: pub, dsaEncoding: 'ieee-p1363' }, Buffer.from(s.mac, 'base64url'));
+    } catch (err) {
+      return { ok: false, reason: 'malformed', detail: (err as Error).message };
+    }
+    if (!good) return { ok: false, reason: 'bad-mac', detail: `signature ${s.iss}.${s.kid} does not match the content` };
+  } else {
+    const key = ring.verify.get(`${s.iss}.${s.kid}`);
+    if (!key) return { ok: false, reason: 'unknown-key', detail: `no key ${s.iss}.${s.kid}` };
+    let expected: Buffer;
+    try {
+      expected = Buffer.from(macOf(key, purpose, subject, sealedBytes(value), s), 'base64url');
+    } catch (err) {
+      return { ok: false, reason: 'malformed', detail: (err as Error).message };
+    }
+    const given = Buffer.from(s.mac, 'base64url');
+    if (given.length !== expected.length || !timingSafeEqual(given, expected)) return { ok: false, reason: 'bad-mac', detail: `seal ${s.iss}.${s.kid} does not match the content` };
   }
-  const given = Buffer.from(s.mac, 'base64url');
-  if (given.length !== expected.length || !timingSafeEqual(given, expected)) return { ok: false, reason: 'bad-mac', detail: `seal ${s.iss}.${s.kid} does not match the content` };
   if (s.iat > now + CLOCK_SKEW_MS) return { ok: false, reason: 'not-yet-valid', detail: `issued at ${new Date(s.iat).toISOString()}, in the future` };
   if (now > s.exp) return { ok: false, reason: 'expired', detail: `expired at ${new Date(s.exp).toISOString()}` };
   return { ok: true, seal: s };

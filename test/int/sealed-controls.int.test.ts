@@ -1,7 +1,6 @@
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RemediationJob } from '../../src/catalogue/jobs.ts';
 import { finishedExposition } from '../../src/catalogue/job-stats.ts';
 import { nodeQueueName } from '../../src/catalogue/queues.ts';
 import type { Config } from '../../src/config/schema.ts';
@@ -10,13 +9,12 @@ import { OperatorActions } from '../../src/controls/operator-actions.ts';
 import { controlsExposition, controlsSummary } from '../../src/controls/status.ts';
 import { createLogger } from '../../src/observability/logger.ts';
 import { trustFromConfig } from '../../src/trust/from-config.ts';
-import { sealJob } from '../../src/trust/work.ts';
 import type { RunbookWorker } from '../../workers/engine/runbook-worker.ts';
 import { createNodeAgent } from '../../workers/node-agent/agent.ts';
 import { testConfig } from '../support/config.ts';
-import { fastControls, toyRunbook, toyStep, type ToyStep } from '../support/controls-harness.ts';
+import { fastControls, sealedJobs, toyRunbook, toyStep, type ToyStep } from '../support/controls-harness.ts';
 import { dropPrefix, redisUrl, uniquePrefix } from '../support/redis.ts';
-import { TEST_KEYS_DIR, testSealer } from '../support/trust.ts';
+import { TEST_KEYS_DIR } from '../support/trust.ts';
 import { keyringFor, readKeys } from '../../src/trust/keyring.ts';
 import { sealerOf } from '../../src/trust/seal.ts';
 import { waitFor } from '../support/wait.ts';
@@ -60,22 +58,8 @@ describe('control records written straight into Redis change nothing', () => {
     redis?.disconnect();
   });
 
-  let n = 0;
   /** A job sealed by the receiver, straight onto the node's queue; resolves when it finished or parked. */
-  const run = async (node: string, until: 'finished' | 'parked' = 'finished') => {
-    n += 1;
-    const key = `sealedctl-${n}`;
-    const queue = new Queue(nodeQueueName(node), { connection: redis, prefix });
-    queues.push(queue);
-    const job: RemediationJob = { version: 1, key, runbook: RUNBOOK, target: { node }, evidence: [{ source: 'api', summary: 'test', raw: null }] };
-    await queue.add(RUNBOOK, sealJob(testSealer('receiver'), queue.name, job, 86_400_000), { jobId: key });
-    return waitFor(`job ${key} ${until}`, async () => {
-      const j = await queue.getJob(key);
-      if (!j) return undefined;
-      if (until === 'parked') return (j.progress as { parked?: unknown } | undefined)?.parked ? j : undefined;
-      return (j.finishedOn ?? 0) > 0 ? j : undefined;
-    }, 10_000);
-  };
+  const run = sealedJobs(() => redis, prefix, 'sealedctl', queues);
   const agent = (node: string, steps: ToyStep[], over: Partial<Config> = {}) => {
     const toy = toyRunbook(() => ({ kind: 'steps', summary: 'toy', steps }));
     agents.push(createNodeAgent({ config: base({ nodeName: node, stateDir: `/tmp/vm-sealedctl-${prefix}-${node}`, ...over }), registry: toy.registry, log: silent }));

@@ -3,6 +3,13 @@ import type { Plan, PlannedStep, RunbookDefinition } from '../../workers/engine/
 import { runRunbook } from '../../workers/engine/run-runbook.ts';
 import { FakeHost } from '../../workers/host/fake-host.ts';
 import type { RunbookRegistry } from '../../workers/runbooks/registry.ts';
+import { Queue, type Job } from 'bullmq';
+import type { Redis } from 'ioredis';
+import type { RemediationJob } from '../../src/catalogue/jobs.ts';
+import { nodeQueueName } from '../../src/catalogue/queues.ts';
+import { sealJob } from '../../src/trust/work.ts';
+import { testSealer } from './trust.ts';
+import { waitFor } from './wait.ts';
 
 // A toy residual-multipath-cleanup for control tests: its plan is whatever the test says, each
 // step writes a file on a fake host, so "did the step run" is "does the file exist".
@@ -43,3 +50,26 @@ export const toyStep = (id: string, extra: Partial<ToyStep> = {}): ToyStep => ({
 
 /** Parked jobs look again every 0.3 s; the storm breaker is off unless a test turns it on. */
 export const fastControls: Partial<Config> = { controlsRecheckSeconds: 0.3, lockDurationMs: 5_000, breakerStormNodes: 0 };
+
+/**
+ * Puts jobs sealed by the receiver straight onto node queues and waits until each finished or
+ * parked (the control tests' way to make an agent start a job): `run(node, until)`. `redis`: the
+ * test's connection, once its beforeAll made it.
+ */
+export function sealedJobs(redis: () => Redis, prefix: string, keyPrefix: string, queues: Queue[]): (node: string, until?: 'finished' | 'parked') => Promise<Job> {
+  let n = 0;
+  return async (node, until = 'finished') => {
+    n += 1;
+    const key = `${keyPrefix}-${n}`;
+    const queue = new Queue(nodeQueueName(node), { connection: redis(), prefix });
+    queues.push(queue);
+    const job: RemediationJob = { version: 1, key, runbook: 'residual-multipath-cleanup', target: { node }, evidence: [{ source: 'api', summary: 'test', raw: null }] };
+    await queue.add(job.runbook, sealJob(testSealer('receiver'), queue.name, job, 86_400_000), { jobId: key });
+    return waitFor(`job ${key} ${until}`, async () => {
+      const j = await queue.getJob(key);
+      if (!j) return undefined;
+      if (until === 'parked') return (j.progress as { parked?: unknown } | undefined)?.parked ? j : undefined;
+      return (j.finishedOn ?? 0) > 0 ? j : undefined;
+    }, 10_000);
+  };
+}

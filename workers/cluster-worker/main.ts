@@ -58,7 +58,7 @@ await runMain(log, (config) => {
     keepFinished: keepFinished('cluster', config.dedupWindowSeconds),
     log,
     controls: controlsFromConfig(config),
-    trust: { ring: trust.ring, allowUnsigned: trust.allowUnsigned, seen: seenWork(join(config.stateDir, 'seen-work-cluster.json'), log), controls: controlMemory(join(config.stateDir, controlMemoryFile(config.queuePrefix, 'cluster-worker')), log) },
+    trust: { ring: trust.ring, controlRing: trust.controls.ring, allowUnsigned: trust.allowUnsigned, seen: seenWork(join(config.stateDir, 'seen-work-cluster.json'), log), controls: controlMemory(join(config.stateDir, controlMemoryFile(config.queuePrefix, 'cluster-worker')), log) },
     ...(events ? { events } : {}),
   });
   // Jobs on node queues that no agent serves (src/queues/no-agent-watch.ts): here because this

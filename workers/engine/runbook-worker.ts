@@ -69,6 +69,8 @@ export interface WorkTrust {
   seen: SeenWork;
   /** The newest mode and pause records accepted, kept across restarts (STATE_DIR); default: memory. */
   controls?: ControlMemory;
+  /** What controls are verified with (the control keys' certificates); default `ring`. */
+  controlRing?: Keyring;
   now?: () => number;
 }
 
@@ -254,7 +256,7 @@ export function createRunbookWorker(opts: RunbookWorkerOptions): RunbookWorker {
   function controlTrust(t: WorkTrust): ControlTrust {
     const told = new Map<string, number>();
     return {
-      ring: t.ring,
+      ring: t.controlRing ?? t.ring,
       allowUnsigned: t.allowUnsigned,
       ...(t.now ? { now: t.now } : {}),
       ...(t.controls ? { memory: t.controls } : {}),

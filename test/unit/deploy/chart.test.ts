@@ -10,6 +10,10 @@ import { renderRedisAcl } from '../../../scripts/deploy/redis-acl.ts';
 import { runTool } from '../../../scripts/deploy/tools.ts';
 import { RUNBOOKS } from '../../../src/catalogue/jobs.ts';
 import { COMPONENTS } from '../../../src/kube/rbac.ts';
+import { controlKeyring, controlSealer } from '../../../src/trust/control-keys.ts';
+import { keyringFor, readKeys } from '../../../src/trust/keyring.ts';
+import { sealerOf, verifySeal } from '../../../src/trust/seal.ts';
+import { writeSigningKeys } from '../../../scripts/lib/signing-keys.ts';
 import { find, podSpec, rendered } from './manifests.ts';
 
 // The chart as Helm itself sees it: `helm lint --strict`, its values schema refusing what it
@@ -165,6 +169,8 @@ describe('the Secrets the chart makes', { timeout: 60_000 }, () => {
     const redis = podSpec(find(own, 'StatefulSet', 'volume-medic-redis'))!;
     expect(redis.volumes?.find((v) => v.name === 'acl')?.secret?.secretName).toBe('my-redis-acl');
     expect(redis.volumes?.find((v) => v.name === 'tls')?.secret?.secretName).toBe('my-redis-tls');
+    expect(receiver.volumes?.find((v) => v.name === 'control-key')?.secret?.secretName).toBe('my-control-signing');
+    expect((agent.volumes.find((v) => v.name === 'control-certs') as unknown as { configMap: { name: string } }).configMap.name).toBe('my-control-certs');
     expect(receiver.volumes?.find((v) => v.name === 'redis-ca')?.secret?.secretName).toBe('my-redis-tls');
   });
 });
@@ -220,6 +226,34 @@ describe('defaults that do not get in an operator\'s way', { timeout: 60_000 }, 
   it('one receiver replica renders no PodDisruptionBudget (minAvailable 1 would block every drain); two do', () => {
     expect(helmTemplate({ set: ['receiver.replicas=1'] }).filter((o) => o.kind === 'PodDisruptionBudget')).toEqual([]);
     expect(helmTemplate().filter((o) => o.kind === 'PodDisruptionBudget').map((o) => o.metadata.name)).toEqual(['volume-medic-receiver']);
+  });
+});
+
+describe('the control signing key the chart makes', { timeout: 60_000 }, () => {
+  it('signs controls the certificate checks, which every process mounts; an HMAC seal with the receiver\'s key, a changed record or another subject are refused', () => {
+    const objects = helmTemplate();
+    const key = Buffer.from(((find(objects, 'Secret', 'volume-medic-control-signing')['data']) as Record<string, string>)['control.key']!, 'base64');
+    const cert = ((find(objects, 'ConfigMap', 'volume-medic-control-certs')['data']) as Record<string, string>)['control.crt']!;
+    writeFileSync(join(tmp, 'control.key'), key);
+    writeFileSync(join(tmp, 'control.crt'), cert);
+    const sealer = controlSealer(join(tmp, 'control.key'));
+    const ring = controlKeyring(join(tmp, 'control.crt'));
+    const record = { mode: 'enforce', by: 'alice', why: '', at: 'now', gen: 1 };
+    const seal = sealer.seal('control', 'mode/runbook/x', record, 60_000);
+    expect(seal).toMatchObject({ alg: 'es256', iss: 'receiver' });
+    expect(verifySeal(ring, 'control', 'mode/runbook/x', record, seal, Date.now())).toMatchObject({ ok: true });
+    expect(verifySeal(ring, 'control', 'mode/runbook/x', { ...record, mode: 'dry-run' }, seal, Date.now())).toMatchObject({ ok: false, reason: 'bad-mac' });
+    expect(verifySeal(ring, 'control', 'mode/node/y', record, seal, Date.now())).toMatchObject({ ok: false, reason: 'bad-mac' });
+    // What a node holds: the receiver's HMAC key (agents verify work with it). Its seal is refused.
+    const hmac = sealerOf(keyringFor('receiver', readKeys(writeSigningKeys(undefined, ['receiver'], 'n'))))!.seal('control', 'mode/runbook/x', record, 60_000);
+    expect(verifySeal(ring, 'control', 'mode/runbook/x', record, hmac, Date.now())).toMatchObject({ ok: false, reason: 'unknown-key' });
+    // Every process reads CONTROL_VERIFY_CERT_FILE from the shared ConfigMap; only the receiver gets the key.
+    expect((find(objects, 'ConfigMap', 'volume-medic-config')['data'] as Record<string, string>)['CONTROL_VERIFY_CERT_FILE']).toBe('/etc/volume-medic/controls/control.crt');
+    for (const [kind, name] of [['Deployment', 'volume-medic-receiver'], ['Deployment', 'volume-medic-cluster-worker'], ['DaemonSet', 'volume-medic-node-agent']] as const) {
+      const spec = podSpec(find(objects, kind, name))!;
+      expect(spec.volumes?.some((v) => v.name === 'control-certs'), name).toBe(true);
+      expect(spec.volumes?.some((v) => v.name === 'control-key'), name).toBe(name === 'volume-medic-receiver');
+    }
   });
 });
 

@@ -149,3 +149,23 @@ a Secret you manage yourself needs a rollout restart when you change it).
 checksum/config: {{ include (print .Template.BasePath "/config.yaml") . | sha256sum }}
 checksum/secrets: {{ list .Values.webhookToken .Values.signingKeys .Values.redis | toJson | sha256sum }}
 {{- end }}
+
+{{/* The control key's Secret (receiver only) and its certificate's ConfigMap (every process). */}}
+{{- define "vm.controlKeySecret" -}}
+{{- .Values.controlSigning.existingSecret | default "volume-medic-control-signing" -}}
+{{- end }}
+{{- define "vm.controlCertsConfigMap" -}}
+{{- .Values.controlSigning.existingConfigMap | default "volume-medic-control-certs" -}}
+{{- end }}
+{{- define "vm.controlCertsMount" -}}
+- name: control-certs
+  mountPath: /etc/volume-medic/controls
+  readOnly: true
+{{- end }}
+{{- define "vm.controlCertsVolume" -}}
+# The certificate(s) that check operator controls: public, no secret in them.
+- name: control-certs
+  configMap:
+    name: {{ include "vm.controlCertsConfigMap" . }}
+    defaultMode: 292 # 0444
+{{- end }}
