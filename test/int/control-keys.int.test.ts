@@ -8,6 +8,7 @@ import { OperatorActions } from '../../src/controls/operator-actions.ts';
 import { sealRecord } from '../../src/controls/sealed-records.ts';
 import { createLogger } from '../../src/observability/logger.ts';
 import { trustFromConfig } from '../../src/trust/from-config.ts';
+import { controlSealer } from '../../src/trust/control-keys.ts';
 import { keyringFor, readKeys } from '../../src/trust/keyring.ts';
 import type { RunbookWorker } from '../../workers/engine/runbook-worker.ts';
 import { createNodeAgent } from '../../workers/node-agent/agent.ts';
@@ -93,6 +94,24 @@ describe('operator controls signed with the receiver\'s control key', () => {
     expect(await toy.ran('/w/release')).toBe(false);
     expect((await api.approve(id, { by: 'carol', why: 'checked' })).ok).toBe(true);
     await waitFor('the approved step to run', async () => ((await toy.ran('/w/release')) ? true : undefined), 10_000);
+  });
+
+  it('the receiver seals standing controls again with the control key, keeping the generation', async () => {
+    await api.setMode({ runbook: 'rbd-stale-mapping' }, 'enforce', { by: 'carol', why: 'INC-10' });
+    const before = JSON.parse((await redis.hget(keys.modes, 'runbook/rbd-stale-mapping'))!);
+    const later = () => Date.now() + 11 * 60_000;
+    const trust = trustFromConfig(base({ controlSigningKeyFile: files.keyFile }), 'receiver');
+    const laterApi = new OperatorActions({
+      redis, prefix, queue: () => { throw new Error('unused'); },
+      caps: { nodePerHour: 0, clusterPerHour: 0, stormNodes: 0, stormWindowMs: 1000 }, approvalTtlMs: 3_600_000, configuredModes: { default: 'dry-run', runbooks: {} },
+      trust: { sealer: controlSealer(files.keyFile, later), ring: trust.controls.ring, allowUnsigned: false, now: later },
+      now: () => new Date(later()),
+    });
+    expect(await laterApi.store.resealStanding()).toBeGreaterThanOrEqual(1);
+    const after = JSON.parse((await redis.hget(keys.modes, 'runbook/rbd-stale-mapping'))!);
+    expect(after).toMatchObject({ gen: before.gen, seal: { alg: 'es256' } });
+    expect(after.seal.exp).toBeGreaterThan(before.seal.exp);
+    await api.setMode({ runbook: 'rbd-stale-mapping' }, null, { by: 'carol' });
   });
 
   it('a receiver that could check controls but not sign them, or sign but not check, does not start (exit 2), and an agent needs only the certificate', () => {
