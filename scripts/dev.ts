@@ -35,7 +35,7 @@ try {
   if (config.tokens.length === 0) log.warn('no VOLUME_MEDIC_TOKEN: this trial receiver accepts requests without authentication');
   const receiver = await startReceiver(config, { log: log.child({ component: 'receiver' }) });
   const agent = createNodeAgent({ config, registry: defaultNodeRegistry(config, log), log: log.child({ component: 'node-agent', node: nodeName }) });
-  log.info({ receiver: receiver.url, node: nodeName, mode: 'dry-run' }, `volume-medic is running. Try: curl -s -XPOST ${receiver.url}/v1/explain?source=alertmanager -d @test/fixtures/alertmanager/kube-node-not-ready-resolved.json`);
+  log.info({ receiver: receiver.url, node: nodeName, mode: 'dry-run' }, `volume-medic is running. Try: curl -s -H 'Content-Type: application/json' '${receiver.url}/v1/explain?source=alertmanager' -d @test/fixtures/alertmanager/kube-node-not-ready-resolved.json`);
   const stop = async (): Promise<void> => {
     await receiver.close();
     await agent.close();
