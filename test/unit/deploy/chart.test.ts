@@ -227,6 +227,17 @@ describe('defaults that do not get in an operator\'s way', { timeout: 60_000 }, 
     expect(helmTemplate({ set: ['receiver.replicas=1'] }).filter((o) => o.kind === 'PodDisruptionBudget')).toEqual([]);
     expect(helmTemplate().filter((o) => o.kind === 'PodDisruptionBudget').map((o) => o.metadata.name)).toEqual(['volume-medic-receiver']);
   });
+
+  it('the node agent takes affinity, and the bundled Redis pull secrets, a priority class and affinity, as the other workloads do', () => {
+    const affinity = { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [{ matchExpressions: [{ key: 'storage', operator: 'In', values: ['yes'] }] }] } } };
+    const file = join(tmp, 'scheduling.yaml');
+    writeFileSync(file, JSON.stringify({ imagePullSecrets: ['regcred'], nodeAgent: { affinity }, redis: { bundled: { affinity, priorityClassName: 'storage-critical' } } }));
+    const objects = helmTemplate({ values: [file] });
+    const agent = podSpec(find(objects, 'DaemonSet', 'volume-medic-node-agent'))! as unknown as { affinity: unknown };
+    expect(agent.affinity).toEqual(affinity);
+    const redis = podSpec(find(objects, 'StatefulSet', 'volume-medic-redis'))! as unknown as { affinity: unknown; priorityClassName: string; imagePullSecrets: unknown };
+    expect(redis).toMatchObject({ affinity, priorityClassName: 'storage-critical', imagePullSecrets: [{ name: 'regcred' }] });
+  });
 });
 
 describe('the control signing key the chart makes', { timeout: 60_000 }, () => {
