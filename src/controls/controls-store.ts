@@ -4,7 +4,7 @@ import type { RedisConnection } from '../queues/redis.ts';
 import type { Mode } from '../catalogue/result.ts';
 import { controlKeys, type ControlKeys } from './keys.ts';
 import { AuditEntry, ModeOverride, ParkedJob, PauseRecord, parseJson } from './records.ts';
-import { CONTROL_RESEAL_MS, CONTROL_SEAL_TTL_MS, SealedRecords, sealRecord, sealedAtField, type ControlKind, type ControlTrust } from './sealed-records.ts';
+import { CONTROL_RESEAL_MS, CONTROL_SEAL_TTL_MS, SealedRecords, sealRecord, sealedAtField, splitSealed, type ControlKind, type ControlTrust } from './sealed-records.ts';
 import { verifySeal } from '../trust/seal.ts';
 
 // Modes, pause switches, the audit trail and the list of parked jobs, kept in Redis so every
@@ -104,14 +104,9 @@ export class ControlsStore {
     let count = 0;
     for (const [hash, kind] of [[this.keys.modes, 'mode'], [this.keys.pause, 'pause']] as const) {
       for (const [field, text] of Object.entries(await this.redis.hgetall(hash))) {
-        let raw: unknown;
-        try {
-          raw = JSON.parse(text);
-        } catch {
-          continue;
-        }
-        if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) continue;
-        const { seal, ...body } = raw as Record<string, unknown>;
+        const stored = splitSealed(text);
+        if (!stored) continue;
+        const { body, seal } = stored;
         const v = verifySeal(trust.ring, 'control', sealedAtField(kind, field), body, seal, now);
         if (!v.ok || v.seal.iss !== 'receiver' || v.seal.exp - now > CONTROL_SEAL_TTL_MS - CONTROL_RESEAL_MS) continue;
         const { json } = sealRecord(trust, kind, field, body);

@@ -106,13 +106,13 @@ export class SealedRecords {
     const key = subject(kind, field);
     const t = this.trust;
     const remembers = kind !== 'approval' && t?.ring !== undefined;
-    const body = bodyOf(text);
+    const body = splitSealed(text);
     if (!body) {
       if (!remembers) return undefined;
       const known = this.#knownMap().get(key);
       if (text) this.#untrusted(kind, field, 'malformed', 'the record does not parse; the newest accepted record stands');
-      else if (known && !Tombstone.safeParse(bodyOf(known.text)?.body).success) this.#untrusted(kind, field, 'removed', 'the record was deleted, not cleared through the API; the newest accepted record stands');
-      return known ? this.#standing(schema, kind, known.text) : undefined;
+      else if (known && !Tombstone.safeParse(splitSealed(known.text)?.body).success) this.#untrusted(kind, field, 'removed', 'the record was deleted, not cleared through the API; the newest accepted record stands');
+      return this.#fallBack(schema, kind, key);
     }
     const parsed = body.body['cleared'] === true ? Tombstone.safeParse(body.body) : schema.safeParse(body.body);
     if (!parsed.success) return remembers ? this.#fallBack(schema, kind, key) : undefined;
@@ -158,7 +158,7 @@ export class SealedRecords {
    * (what lapsed is no decision any more, and never one a replay may bring back).
    */
   #standing<T>(schema: z.ZodType<T>, kind: ControlKind, text: string): T | undefined {
-    const b = bodyOf(text);
+    const b = splitSealed(text);
     if (!b || b.body['cleared'] === true) return undefined;
     const seal = Seal.safeParse(b.seal);
     const now = (this.trust?.now ?? Date.now)();
@@ -178,7 +178,8 @@ export class SealedRecords {
   }
 }
 
-function bodyOf(text: string | null | undefined): { body: Record<string, unknown>; seal: unknown } | undefined {
+/** A stored control record's JSON split into the record and its seal; undefined when it is no JSON object. */
+export function splitSealed(text: string | null | undefined): { body: Record<string, unknown>; seal: unknown } | undefined {
   if (!text) return undefined;
   let raw: unknown;
   try {

@@ -1,8 +1,7 @@
 import { createHash, createPrivateKey, createPublicKey, sign, X509Certificate, type KeyObject } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { sealedBytes } from './encoding.ts';
 import { KeyringError, type Keyring } from './keyring.ts';
-import { sealedInput, type Seal, type Sealer } from './seal.ts';
+import { makeSealer, sealedInput, type Purpose, type SealHead, type Sealer } from './seal.ts';
 
 // Operator controls (modes, pauses, approval decisions) signed with an ECDSA P-256 key only the
 // receiver holds, and checked with its certificate, which every process may hold: root on a node
@@ -16,6 +15,8 @@ import { sealedInput, type Seal, type Sealer } from './seal.ts';
 
 /** The key id of a public key: the first 16 base64url characters of its SPKI's SHA-256. */
 const kidOf = (pub: KeyObject): string => createHash('sha256').update(pub.export({ type: 'spki', format: 'der' })).digest('base64url').slice(0, 16);
+
+const isP256 = (k: KeyObject): boolean => k.asymmetricKeyType === 'ec' && k.asymmetricKeyDetails?.namedCurve === 'prime256v1';
 
 function read(file: string, what: string): string {
   try {
@@ -32,7 +33,7 @@ export function controlKeyring(certFile: string): Keyring {
   const publicKeys = new Map<string, KeyObject>();
   for (const pem of pems) {
     const pub = new X509Certificate(pem).publicKey;
-    if (pub.asymmetricKeyType !== 'ec' || pub.asymmetricKeyDetails?.namedCurve !== 'prime256v1') throw new KeyringError('CONTROL_VERIFY_CERT_FILE: control keys are ECDSA P-256');
+    if (!isP256(pub)) throw new KeyringError('CONTROL_VERIFY_CERT_FILE: control keys are ECDSA P-256');
     publicKeys.set(`receiver.${kidOf(pub)}`, pub);
   }
   return { verify: new Map(), publicKeys };
@@ -47,17 +48,8 @@ export function controlSealer(keyFile: string, now: () => number = Date.now): Se
     if (err instanceof KeyringError) throw err;
     throw new KeyringError(`CONTROL_SIGNING_KEY_FILE: ${keyFile} is not a PEM private key`);
   }
-  if (key.asymmetricKeyType !== 'ec' || key.asymmetricKeyDetails?.namedCurve !== 'prime256v1') throw new KeyringError('CONTROL_SIGNING_KEY_FILE: the control key must be ECDSA P-256');
-  const kid = kidOf(createPublicKey(key));
-  const sealEncoded = (purpose: Parameters<Sealer['sealEncoded']>[0], subject: string, encoded: string, ttlMs: number, notBefore = 0): Seal => {
-    const iat = Math.max(now(), notBefore);
-    const head = { v: 1 as const, iss: 'receiver' as const, kid, iat, exp: iat + ttlMs };
-    const sig = sign('sha256', Buffer.from(sealedInput(purpose, subject, encoded, head), 'utf8'), { key, dsaEncoding: 'ieee-p1363' });
-    return { ...head, alg: 'es256', mac: sig.toString('base64url') };
-  };
-  return {
-    role: 'receiver',
-    seal: (purpose, subject, value, ttlMs, notBefore) => sealEncoded(purpose, subject, sealedBytes(value), ttlMs, notBefore),
-    sealEncoded,
-  };
+  if (!isP256(key)) throw new KeyringError('CONTROL_SIGNING_KEY_FILE: the control key must be ECDSA P-256');
+  const signOf = (purpose: Purpose, subject: string, encoded: string, head: SealHead): string =>
+    sign('sha256', Buffer.from(sealedInput(purpose, subject, encoded, head), 'utf8'), { key, dsaEncoding: 'ieee-p1363' }).toString('base64url');
+  return makeSealer('receiver', kidOf(createPublicKey(key)), signOf, now, 'es256');
 }

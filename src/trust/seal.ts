@@ -38,13 +38,19 @@ export type Verdict = { ok: true; seal: Seal } | { ok: false; reason: Untrusted;
 /** How far an issuer's clock may run ahead of the verifier's. */
 export const CLOCK_SKEW_MS = 60_000;
 
-/** What a seal covers: its own head, the purpose and subject, then `encoded` (sealedBytes of the value). */
-export const sealedInput = (purpose: Purpose, subject: string, encoded: string, s: Omit<Seal, 'mac' | 'alg'>): string =>
-  `${JSON.stringify([s.v, purpose, subject, s.iss, s.kid, s.iat, s.exp])}\n${encoded}`;
+/** A seal's head as it is covered: the fields that say who, when and for what. */
+export type SealHead = Omit<Seal, 'mac' | 'alg'>;
 
-const macOf = (key: Buffer, purpose: Purpose, subject: string, encoded: string, s: Omit<Seal, 'mac'>): string =>
+/** The first line of what a seal covers (then a newline, then sealedBytes of the value). */
+const headLine = (purpose: Purpose, subject: string, s: SealHead): string => JSON.stringify([s.v, purpose, subject, s.iss, s.kid, s.iat, s.exp]);
+
+/** What a seal covers: its own head, the purpose and subject, then `encoded` (sealedBytes of the value). */
+export const sealedInput = (purpose: Purpose, subject: string, encoded: string, s: SealHead): string => `${headLine(purpose, subject, s)}\n${encoded}`;
+
+/** sealedInput's HMAC, fed in parts (the receiver seals every job: no concatenated copy). */
+const macOf = (key: Buffer, purpose: Purpose, subject: string, encoded: string, s: SealHead): string =>
   createHmac('sha256', key)
-    .update(JSON.stringify([s.v, purpose, subject, s.iss, s.kid, s.iat, s.exp]), 'utf8')
+    .update(headLine(purpose, subject, s), 'utf8')
     .update('\n', 'utf8')
     .update(encoded, 'utf8')
     .digest('base64url');
@@ -60,20 +66,29 @@ export interface Sealer {
   sealEncoded(purpose: Purpose, subject: string, encoded: string, ttlMs: number, notBefore?: number): Seal;
 }
 
+/**
+ * A Sealer for `iss`/`kid` whose `mac` comes from `macFor` over the seal's head and the value's
+ * encoding (an HMAC here; an ECDSA signature for operator controls, src/trust/control-keys.ts).
+ */
+export function makeSealer(iss: Role, kid: string, macFor: (purpose: Purpose, subject: string, encoded: string, head: SealHead) => string, now: () => number = Date.now, alg?: Seal['alg']): Sealer {
+  const sealEncoded = (purpose: Purpose, subject: string, encoded: string, ttlMs: number, notBefore = 0): Seal => {
+    const iat = Math.max(now(), notBefore);
+    const head = { v: 1 as const, iss, kid, iat, exp: iat + ttlMs };
+    const mac = macFor(purpose, subject, encoded, head);
+    return alg ? { ...head, alg, mac } : { ...head, mac };
+  };
+  return {
+    role: iss,
+    seal: (purpose, subject, value, ttlMs, notBefore) => sealEncoded(purpose, subject, sealedBytes(value), ttlMs, notBefore),
+    sealEncoded,
+  };
+}
+
 /** The sealer of a keyring with a signing key; undefined without one. */
 export function sealerOf(ring: Keyring, now: () => number = Date.now): Sealer | undefined {
   const k = ring.signing;
   if (!k) return undefined;
-  const sealEncoded = (purpose: Purpose, subject: string, encoded: string, ttlMs: number, notBefore = 0): Seal => {
-    const iat = Math.max(now(), notBefore);
-    const head = { v: 1 as const, iss: k.role, kid: k.kid, iat, exp: iat + ttlMs };
-    return { ...head, mac: macOf(k.key, purpose, subject, encoded, head) };
-  };
-  return {
-    role: k.role,
-    seal: (purpose, subject, value, ttlMs, notBefore) => sealEncoded(purpose, subject, sealedBytes(value), ttlMs, notBefore),
-    sealEncoded,
-  };
+  return makeSealer(k.role, k.kid, (purpose, subject, encoded, head) => macOf(k.key, purpose, subject, encoded, head), now);
 }
 
 /** Checks the MAC and the validity window; who may issue what is the caller's policy. */

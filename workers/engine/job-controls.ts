@@ -17,8 +17,9 @@ import type { PlannedStep } from './runbook.ts';
 
 // The worker's side of the operator controls, read from Redis at each job's start and before
 // each step, so a change through the API takes effect on the next job (a mode to enforce) or the
-// next step (pause, approval, breakers, a mode back to dry-run) without a restart. Order before a step: pause -> approval ->
-// breakers, so a job waiting for a human does not use up the blast-radius budget.
+// next step (pause, approval, breakers, a mode back to dry-run) without a restart. Order before
+// a step: pause -> approval -> breakers, so a job waiting for a human does not use up the
+// blast-radius budget.
 //
 // Why a gate in the worker and not BullMQ's queue.pause(): the pause must cover queues that do
 // not exist yet (a node joining during a cluster-wide pause), a node pause and a cluster pause
@@ -178,11 +179,11 @@ export function createJobControls(opts: JobControlsOptions): JobControls {
         async beforeStep(step, plan) {
           // The newest decisions, read again before every step in one round trip: a pause parks
           // the job; a switch to dry-run since the job began stops it before a destructive step.
-          const now = await store.startView(job.runbook, node);
-          if (now.paused) return { go: false, park: { reason: 'paused', why: now.paused } };
+          const latest = await store.startView(job.runbook, node);
+          if (latest.paused) return { go: false, park: { reason: 'paused', why: latest.paused } };
           if (mode.mode === 'dry-run') return GO;
           if (step.destructive) {
-            const current = modeWith(now.overrides);
+            const current = modeWith(latest.overrides);
             if (current.mode === 'dry-run') {
               throw new RefusedError([`stopped before destructive step ${step.id}: the mode is now dry-run (${current.why}); this job began in enforce (${mode.why})`]);
             }
