@@ -35,6 +35,7 @@ import { FailedAuthLimiter } from './auth/failed-auth-limiter.ts';
 import { OperatorAuth } from './auth/operator-auth.ts';
 import { KubeConfigError } from './kube/config-error.ts';
 import { startFleetExporter } from './observability/fleet-exporter.ts';
+import { enrolmentFromConfig } from './enrolment/from-config.ts';
 
 // Composition root of the receiver: wires configuration, Redis, queues, lookups and the HTTP app,
 // and owns their shutdown order (stop taking requests, then close queues, then Redis).
@@ -185,6 +186,8 @@ export async function startReceiver(config: Config, opts: ReceiverOptions = {}):
   const eventTrust: EventTrust = { npdSources: new Set(config.npdEventSources), npdNamespace: config.npdEventNamespace };
   const authLimiter = new FailedAuthLimiter({ perMinute: config.authFailuresPerMinute });
   const { access: reviewAccess, ...reviews } = operatorReviews(config, opts.operatorKubeConfig ?? kubeConfig);
+  // Node agents and the cluster worker trade their pod's token for their own queue's keys.
+  const enrolment = enrolmentFromConfig(config, trust.ring, opts.operatorKubeConfig ?? kubeConfig ?? reviewAccess);
   // The console reads a job's Events back with the receiver's own access (KUBE_WATCH's, or the one operator identity uses).
   const eventAccess = kubeConfig ?? reviewAccess;
   const operatorAuth = new OperatorAuth({
@@ -212,6 +215,7 @@ export async function startReceiver(config: Config, opts: ReceiverOptions = {}):
     connections: () => connections.states(),
     ...(replicaAck ? { replicaAck: () => replicaAck.status() } : {}),
     nodeRecoveryAlerts: new Set(config.nodeRecoveryAlerts),
+    ...(enrolment ? { enrolment } : {}),
     eventTrust,
     metrics,
     fleetMetrics: fleet.exports,

@@ -91,6 +91,26 @@ export const Config = z.object({
    */
   controlSigningKeyFile: z.string().min(1).optional(),
   controlVerifyCertFile: z.string().min(1).optional(),
+  /**
+   * ENROL_URL (node agent, cluster worker): the receiver's base URL (https://...). Set, the process
+   * holds no issuer root: at start it enrols (POST /v1/enrol with its projected service-account
+   * token) and gets only the work keys of its own queue (src/trust/work-keys.ts), and the Redis
+   * user of its node when the receiver manages them. Needs CONTROL_VERIFY_CERT_FILE. The chart sets it.
+   */
+  enrolUrl: z.url({ protocol: /^https?$/ }).optional(),
+  /** ENROL_TOKEN_FILE: the projected service-account token (audience ENROL_AUDIENCE), read again at every enrolment. */
+  enrolTokenFile: z.string().min(1).default('/var/run/secrets/volume-medic/enrol/token'),
+  /** ENROL_CA_FILE: PEM certificate(s) the receiver's HTTPS certificate must chain to; unset: the system's. */
+  enrolCaFile: z.string().min(1).optional(),
+  /** ENROL_AUDIENCE: the audience enrolment tokens are issued for and checked against (TokenReview). */
+  enrolAudience: z.string().min(1).default('volume-medic'),
+  /**
+   * ENROL_NODE_AGENTS / ENROL_CLUSTER_WORKERS (receiver): the service accounts (`<namespace>/<name>`)
+   * whose pods may enrol as a node's agent (for the node the pod runs on, only) and as the cluster
+   * worker. Unset: enrolment is off (POST /v1/enrol answers 404).
+   */
+  enrolNodeAgents: z.array(z.string().regex(/^[a-z0-9-]{1,63}\/[a-z0-9.-]{1,253}$/, '<namespace>/<service account>')).default([]),
+  enrolClusterWorkers: z.array(z.string().regex(/^[a-z0-9-]{1,63}\/[a-z0-9.-]{1,253}$/, '<namespace>/<service account>')).default([]),
   /** SIGNING_KEY_ID: the key id this process seals with (rotation); default the greatest id of its role. */
   signingKeyId: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/).optional(),
   /**

@@ -15,6 +15,8 @@ import { controlRoutes } from './routes/controls.ts';
 import { incidentRoutes } from './routes/incidents.ts';
 import { placeholderRoutes } from './routes/placeholders.ts';
 import { uiRoutes } from './routes/ui.ts';
+import { enrolRoutes } from './routes/enrol.ts';
+import type { Enrolment } from '../enrolment/enrolment.ts';
 import type { OperatorActions } from '../controls/operator-actions.ts';
 import type { JobRetry } from '../controls/job-retry.ts';
 import type { JobEventReader } from '../kube/job-event-reader.ts';
@@ -47,6 +49,8 @@ export interface AppDeps extends WebhookDeps {
   connections?: () => ConnectionState[];
   /** REDIS_ACK_REPLICAS > 0: the replica acknowledgement's last outcome, for /readyz and /metrics. */
   replicaAck?: () => ReplicaAckStatus;
+  /** POST /v1/enrol (ENROL_NODE_AGENTS / ENROL_CLUSTER_WORKERS); absent: 404. */
+  enrolment?: Enrolment;
   /** The Kubernetes watches' state, when KUBE_WATCH is on. */
   kubeState?: () => KubeWatchesState | undefined;
   /** Operator controls: /v1 control routes, the /ui dashboard, and pause/breakers in /readyz and /metrics. */
@@ -76,6 +80,8 @@ export function createApp(deps: AppDeps): Express {
   // Before any authentication, whatever the mode: no write a browser marks as cross-site, no
   // body that is not JSON (src/http/cross-site.ts).
   app.use(webhookRoutes(deps, [refuseCrossSiteWrites({ allowUntyped: true }), auth, body]));
+  // Agents trade their pod's token for their queue's keys: not an operator route.
+  app.use(enrolRoutes({ enrolment: deps.enrolment, limiter: deps.authLimiter, counter: deps.metrics.enrolments, log: deps.log }, [refuseCrossSiteWrites(), body]));
   // Every other /v1 route: an operator identity with the route's RBAC verb (src/auth/permissions.ts).
   app.use('/v1', refuseCrossSiteWrites(), operatorGate(deps.operatorAuth), body);
   app.use(healthRoutes({

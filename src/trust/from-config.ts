@@ -33,6 +33,12 @@ const VERIFIES: Record<Role, readonly Role[]> = {
 
 type TrustSettings = Pick<Config, 'signingKeysDir' | 'signingKeyId' | 'allowUnsignedWork' | 'workSealTtlSeconds' | 'approvalTtlSeconds' | 'controlSigningKeyFile' | 'controlVerifyCertFile'>;
 
+/** What an enrolled consumer holds instead of roots (workers/engine/enrolled-keys.ts): its queue's work keys. */
+export interface Enrolled {
+  ring: Keyring;
+  sealer: Sealer | undefined;
+}
+
 /** The controls' keys (see Trust.controls); fails closed on a receiver that could verify but not sign. */
 function controlTrust(config: TrustSettings, role: Role, ring: Keyring, sealer: Sealer | undefined): Trust['controls'] {
   if (!config.controlVerifyCertFile) {
@@ -48,11 +54,41 @@ function controlTrust(config: TrustSettings, role: Role, ring: Keyring, sealer: 
   }
 }
 
-export function trustFromConfig(config: TrustSettings, role: Role): Trust {
+/**
+ * An enrolled consumer's trust: it verifies its queue's work with the enrolled keys, seals its own
+ * (a node agent's checks) with its enrolled key, and holds no root but, for the cluster worker,
+ * its own role's (it issues rbd-unmap to every node). Controls must then be es256: an HMAC
+ * control key would be a root on every node.
+ */
+function enrolledTrust(config: TrustSettings, role: Role, enrolled: Enrolled, ttlMs: number): Trust {
+  if (role === 'receiver') throw new ConfigError('the receiver does not enrol: it holds the roots');
+  if (!config.controlVerifyCertFile) throw new ConfigError('ENROL_URL is set but CONTROL_VERIFY_CERT_FILE is not: an enrolled process checks operator controls with the receiver\'s control certificate only');
+  let sealer = enrolled.sealer;
+  if (role === 'node-agent' && config.signingKeysDir) {
+    throw new ConfigError(`ENROL_URL is set and so is SIGNING_KEYS_DIR (${config.signingKeysDir}): an enrolled node agent must hold no issuer root (with one, root on this node could issue work for every node); remove the mount`);
+  }
+  if (role === 'cluster-worker') {
+    if (!config.signingKeysDir) throw new ConfigError('SIGNING_KEYS_DIR is not set: the cluster worker seals rbd-unmap with its own role\'s root');
+    let keys: Map<string, Buffer>;
+    try {
+      keys = readKeys(config.signingKeysDir);
+    } catch (err) {
+      if (err instanceof KeyringError) throw new ConfigError(err.message);
+      throw err;
+    }
+    const foreign = [...keys.keys()].filter((k) => !k.startsWith('cluster-worker.'));
+    if (foreign.length > 0) throw new ConfigError(`SIGNING_KEYS_DIR ${config.signingKeysDir} holds ${foreign.join(', ')}: an enrolled cluster worker holds its own role's root only`);
+    sealer = sealerOf(keyringFor(role, keys, config.signingKeyId));
+  }
+  return { role, ring: enrolled.ring, ...(sealer ? { sealer } : {}), ttlMs, allowUnsigned: config.allowUnsignedWork, controls: controlTrust(config, role, enrolled.ring, undefined) };
+}
+
+export function trustFromConfig(config: TrustSettings, role: Role, enrolled?: Enrolled): Trust {
   const ttlMs = config.workSealTtlSeconds * 1000;
   if (config.workSealTtlSeconds <= config.approvalTtlSeconds) {
     throw new ConfigError(`WORK_SEAL_TTL_SECONDS (${config.workSealTtlSeconds}) must be longer than APPROVAL_TTL_SECONDS (${config.approvalTtlSeconds}): a job waiting for approval would expire first`);
   }
+  if (enrolled) return enrolledTrust(config, role, enrolled, ttlMs);
   if (!config.signingKeysDir) {
     if (!config.allowUnsignedWork) {
       throw new ConfigError('SIGNING_KEYS_DIR is not set: work and operator controls cannot be sealed or verified; point it at the mounted signing keys (see README, "Signed work"), or set ALLOW_UNSIGNED_WORK=true to run without (anyone who can write to Redis can then make agents act)');

@@ -27,6 +27,11 @@ export interface Keyring {
   verify: ReadonlyMap<string, Buffer>;
   /** `<role>.<kid>` -> public key, for `es256` seals (operator controls, src/trust/control-keys.ts). */
   publicKeys?: ReadonlyMap<string, KeyObject>;
+  /**
+   * Set when the keys are not roots but the work keys of this one queue (an enrolled consumer,
+   * src/trust/work-keys.ts): they check and seal work on that queue and nothing else.
+   */
+  scope?: string;
 }
 
 const MIN_KEY_BYTES = 32;

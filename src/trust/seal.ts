@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { sealedBytes } from './encoding.ts';
 import type { Keyring } from './keyring.ts';
 import { KeyId, Role } from './roles.ts';
+import { workKeyOf } from './work-keys.ts';
 
 // A seal: HMAC-SHA256 over the JSON encoding (encoding.ts) of what it vouches for (its purpose, the
 // subject it is bound to — a queue and job id, a control field — the value itself, and the
@@ -64,6 +65,12 @@ export interface Sealer {
    * anyway: the receiver stores that same text, src/trust/work.ts), so it is encoded once.
    */
   sealEncoded(purpose: Purpose, subject: string, encoded: string, ttlMs: number, notBefore?: number): Seal;
+  /**
+   * The sealer of work put on `queue`, with that queue's work key (src/trust/work-keys.ts); absent
+   * on a sealer that cannot seal work (the control key). Throws for a queue this process holds no
+   * key of (an enrolled agent seals for its own queue only).
+   */
+  workFor?(queue: string): Sealer;
 }
 
 /**
@@ -84,11 +91,31 @@ export function makeSealer(iss: Role, kid: string, macFor: (purpose: Purpose, su
   };
 }
 
-/** The sealer of a keyring with a signing key; undefined without one. */
+/**
+ * The sealer of a keyring with a signing key; undefined without one. Its `workFor` derives each
+ * queue's work key from the signing root once and keeps the queue's sealer for the process's life
+ * (one entry per queue written to: a node count); with an enrolled ring it is the ring's own queue only.
+ */
 export function sealerOf(ring: Keyring, now: () => number = Date.now): Sealer | undefined {
   const k = ring.signing;
   if (!k) return undefined;
-  return makeSealer(k.role, k.kid, (purpose, subject, encoded, head) => macOf(k.key, purpose, subject, encoded, head), now);
+  const withKey = (key: Buffer): Sealer => makeSealer(k.role, k.kid, (purpose, subject, encoded, head) => macOf(key, purpose, subject, encoded, head), now);
+  const sealer = withKey(k.key);
+  const scope = ring.scope;
+  if (scope !== undefined) {
+    sealer.workFor = (queue) => {
+      if (queue !== scope) throw new Error(`this process holds the work key of queue ${scope} only, not ${queue}`);
+      return sealer;
+    };
+    return sealer;
+  }
+  const byQueue = new Map<string, Sealer>();
+  sealer.workFor = (queue) => {
+    let s = byQueue.get(queue);
+    if (!s) byQueue.set(queue, (s = withKey(workKeyOf(k.key, k.role, queue))));
+    return s;
+  };
+  return sealer;
 }
 
 /** Checks the MAC and the validity window; who may issue what is the caller's policy. */

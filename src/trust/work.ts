@@ -3,17 +3,24 @@ import type { Keyring } from './keyring.ts';
 import type { Role } from './roles.ts';
 import { sealedBytes } from './encoding.ts';
 import { Seal, verifySeal, type Sealer, type Verdict } from './seal.ts';
+import { outOfScope, workRingFor } from './work-keys.ts';
 
 // Sealed work: a job's data on its queue is the catalogue job plus `seal`, bound to the queue
-// and the job id. Only the issuer's role key makes it; agents verify it before anything else.
+// and the job id, made with the issuer's work key of that queue (src/trust/work-keys.ts). Agents
+// verify it before anything else.
 
 export const SEAL_FIELD = 'seal';
 
 const subjectOf = (queue: string, jobId: string): string => `${queue}/${jobId}`;
 
+function workSealer(sealer: Sealer, queue: string): Sealer {
+  if (!sealer.workFor) throw new Error(`a ${sealer.role} control key does not seal work`);
+  return sealer.workFor(queue);
+}
+
 /** The data stored for `job` on `queue` (job id = its key). */
 export function sealJob(sealer: Sealer, queue: string, job: RemediationJob, ttlMs: number): RemediationJob & { seal: ReturnType<Sealer['seal']> } {
-  return { ...job, seal: sealer.seal('job', subjectOf(queue, job.key), job, ttlMs) };
+  return { ...job, seal: workSealer(sealer, queue).seal('job', subjectOf(queue, job.key), job, ttlMs) };
 }
 
 /**
@@ -26,7 +33,7 @@ export function sealJob(sealer: Sealer, queue: string, job: RemediationJob, ttlM
  */
 export function sealedJobText(sealer: Sealer, queue: string, job: RemediationJob, ttlMs: number): string {
   const encoded = sealedBytes(job);
-  const seal = sealer.sealEncoded('job', subjectOf(queue, job.key), encoded, ttlMs);
+  const seal = workSealer(sealer, queue).sealEncoded('job', subjectOf(queue, job.key), encoded, ttlMs);
   return `${encoded.slice(0, -1)}${encoded.length > 2 ? ',' : ''}"${SEAL_FIELD}":${JSON.stringify(seal)}}`;
 }
 
@@ -34,7 +41,9 @@ export function sealedJobText(sealer: Sealer, queue: string, job: RemediationJob
 export function verifyJobSeal(ring: Keyring, queue: string, jobId: string, data: unknown, now: number): Verdict {
   if (data === null || typeof data !== 'object' || Array.isArray(data)) return { ok: false, reason: 'malformed', detail: 'job data is not an object' };
   const { [SEAL_FIELD]: seal, ...body } = data as Record<string, unknown>;
-  return verifySeal(ring, 'job', subjectOf(queue, jobId), body, seal, now);
+  const v = verifySeal(workRingFor(ring, queue), 'job', subjectOf(queue, jobId), body, seal, now);
+  const scope = !v.ok && v.reason === 'unknown-key' ? outOfScope(ring, queue) : undefined;
+  return scope ? { ok: false, reason: 'unknown-key', detail: scope } : v;
 }
 
 /**

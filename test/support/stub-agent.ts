@@ -8,12 +8,21 @@ import type { RunbookContext, RunbookHandler, RunbookRegistry } from '../../work
 import type { RunbookResult } from '../../src/catalogue/result.ts';
 import { testConfig } from './config.ts';
 import { loadConfig } from '../../src/config/load.ts';
+import { enrolUntilDone } from '../../workers/engine/enrolled-keys.ts';
 
 // Where Redis is: REDIS_URL, or the Sentinel / Cluster settings, read as the real agent reads them.
 const env = process.env;
 const redisOnly = Object.fromEntries(Object.entries(env).filter(([k]) => k.startsWith('REDIS_')));
 const { redisUrl, redisSentinels, redisSentinelName, redisClusterNodes } = loadConfig(redisOnly);
+const log = createLogger('stub-agent', process.env['LOG_LEVEL'] === 'info' ? 'info' : 'silent');
+// ENROL_URL: enrolled as the chart runs it: no issuer root, its node's keys (and Redis user) from the receiver.
+const enrolled = env['ENROL_URL']
+  ? await enrolUntilDone({ target: { url: env['ENROL_URL'], tokenFile: env['ENROL_TOKEN_FILE']! }, request: { as: 'node-agent', node: env['NODE_NAME']! }, log })
+  : undefined;
+const redisUser = enrolled?.redis();
 const config = testConfig({
+  ...(enrolled ? { signingKeysDir: undefined, controlVerifyCertFile: env['CONTROL_VERIFY_CERT_FILE']! } : {}),
+  ...(redisUser ? { redisUsername: redisUser.username, redisPassword: redisUser.password } : {}),
   ...(redisUrl ? { redisUrl } : {}),
   ...(redisSentinels ? { redisSentinels, redisSentinelName } : {}),
   ...(redisClusterNodes ? { redisClusterNodes } : {}),
@@ -30,7 +39,8 @@ const stub = (runbook: RunbookName): RunbookHandler<RunbookName> => async (_job:
 };
 const agent = createNodeAgent({
   config,
-  log: createLogger('stub-agent', process.env['LOG_LEVEL'] === 'info' ? 'info' : 'silent'),
+  log,
+  ...(enrolled ? { enrolled } : {}),
   registry: Object.fromEntries(RUNBOOKS.map((r) => [r, stub(r)])) as RunbookRegistry,
 });
 process.stdout.write('READY\n');

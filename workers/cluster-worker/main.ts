@@ -20,13 +20,14 @@ import { controlMemory, controlMemoryFile } from '../engine/control-memory.ts';
 import { trustFromConfig } from '../../src/trust/from-config.ts';
 import { join } from 'node:path';
 import { defaultClusterRegistry } from './registry.ts';
+import { enrolUntilDone } from '../engine/enrolled-keys.ts';
 
 // `npm run cluster-worker`: runs cluster-side runbooks (where Ceph credentials are). In a pod (or
 // with KUBECONFIG) it asks the API server which node holds an image; without cluster access no
 // watcher maps to a node, so a gone node's watcher is only ever fenced by policy.
 
 const log = createLogger('cluster-worker');
-await runMain(log, (config) => {
+await runMain(log, async (config) => {
   const inCluster = Boolean(process.env['KUBERNETES_SERVICE_HOST'] || process.env['KUBECONFIG']);
   const clients = inCluster ? kubeClients(loadKubeConfig()) : undefined;
   const lookups: LookupsOf<'cluster-worker'> = clients ? new KubeLookups(clients) : new InMemoryLookups();
@@ -34,8 +35,16 @@ await runMain(log, (config) => {
   const connections = new RedisConnections({ target: redisTarget(config), process: 'cluster-worker', log: log.child({ component: 'redis' }) });
   const redis = connections.open('producer', 'producer');
   redis.on('error', (err) => log.debug({ err: err.message }, 'redis connection error'));
-  // It verifies the receiver's seal on what it runs, and seals the node halves it hands out.
-  const trust = trustFromConfig(config, 'cluster-worker');
+  // It verifies the receiver's seal on what it runs (ENROL_URL: with its own queue's keys from
+  // enrolment, not the receiver's root), and seals the node halves it hands out with its own root.
+  const enrolled = config.enrolUrl
+    ? await enrolUntilDone({
+      target: { url: config.enrolUrl, tokenFile: config.enrolTokenFile, ...(config.enrolCaFile ? { caFile: config.enrolCaFile } : {}) },
+      request: { as: 'cluster-worker' },
+      log: log.child({ component: 'enrolment' }),
+    })
+    : undefined;
+  const trust = trustFromConfig(config, 'cluster-worker', enrolled);
   if (trust.allowUnsigned) log.warn('ALLOW_UNSIGNED_WORK=true: the cluster worker runs work without a seal');
   const events = clients ? new JobEventRecorder({ events: clients.events, log }) : undefined;
   // The node halves appear in the console's index of incidents as the receiver's jobs do.
@@ -58,7 +67,7 @@ await runMain(log, (config) => {
     keepFinished: keepFinished('cluster', config.dedupWindowSeconds),
     log,
     controls: controlsFromConfig(config),
-    trust: { ring: trust.ring, controlRing: trust.controls.ring, allowUnsigned: trust.allowUnsigned, seen: seenWork(join(config.stateDir, 'seen-work-cluster.json'), log), controls: controlMemory(join(config.stateDir, controlMemoryFile(config.queuePrefix, 'cluster-worker')), log) },
+    trust: { ring: trust.ring, controlRing: trust.controls.ring, allowUnsigned: trust.allowUnsigned, seen: seenWork(join(config.stateDir, 'seen-work-cluster.json'), log), controls: controlMemory(join(config.stateDir, controlMemoryFile(config.queuePrefix, 'cluster-worker')), log), ...(enrolled ? { onUnknownKey: () => enrolled.renewSoon() } : {}) },
     ...(events ? { events } : {}),
   });
   // Jobs on node queues that no agent serves (src/queues/no-agent-watch.ts): here because this
@@ -82,6 +91,7 @@ await runMain(log, (config) => {
       await worker.close();
       await dispatcher.close();
       await connections.close();
+      enrolled?.close();
     },
   };
 });

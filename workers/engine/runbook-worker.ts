@@ -71,6 +71,8 @@ export interface WorkTrust {
   controls?: ControlMemory;
   /** What controls are verified with (the control keys' certificates); default `ring`. */
   controlRing?: Keyring;
+  /** A job came sealed with a key this process does not hold (an enrolled consumer then enrols again: a root may have rotated). */
+  onUnknownKey?: () => void;
   now?: () => number;
 }
 
@@ -276,6 +278,7 @@ export function createRunbookWorker(opts: RunbookWorkerOptions): RunbookWorker {
     const t = opts.trust;
     if (!t) return {};
     const v = verifyJobSeal(t.ring, opts.queue, job.id ?? '', job.data, (t.now ?? Date.now)());
+    if (!v.ok && v.reason === 'unknown-key') t.onUnknownKey?.();
     if (!v.ok) return v.reason === 'unsigned' && t.allowUnsigned ? {} : { refused: { reason: v.reason, detail: v.detail } };
     const notAllowed = parsedJob ? issuerMayNot(v.seal.iss, parsedJob) : undefined;
     if (notAllowed) return { refused: { reason: 'wrong-issuer', detail: `sealed by ${v.seal.iss}.${v.seal.kid}: ${notAllowed}` } };

@@ -14,6 +14,7 @@ import type { JobEventSink } from '../engine/job-events.ts';
 import { seenWork } from '../engine/seen-work.ts';
 import { controlMemory, controlMemoryFile } from '../engine/control-memory.ts';
 import { trustFromConfig, type Trust } from '../../src/trust/from-config.ts';
+import type { EnrolledKeys } from '../engine/enrolled-keys.ts';
 import { join } from 'node:path';
 
 // The node agent: one per node (a DaemonSet pod), consuming only its own node's queue, one job
@@ -27,6 +28,8 @@ export interface NodeAgentOptions {
   nodeLabels?: NodeLabels;
   /** Kubernetes Events for each job's start and result (cluster access only). */
   events?: JobEventSink;
+  /** ENROL_URL: the keys of this node's queue from enrolment, instead of SIGNING_KEYS_DIR. */
+  enrolled?: EnrolledKeys;
 }
 
 export interface NodeAgent extends RunbookWorker {
@@ -34,10 +37,10 @@ export interface NodeAgent extends RunbookWorker {
   trust: Trust;
 }
 
-export function createNodeAgent({ config, registry, log, nodeLabels, events }: NodeAgentOptions): NodeAgent {
+export function createNodeAgent({ config, registry, log, nodeLabels, events, enrolled }: NodeAgentOptions): NodeAgent {
   const node = config.nodeName;
   if (!node) throw new Error('NODE_NAME is required: the node agent must know which node it serves');
-  const trust = trustFromConfig(config, 'node-agent');
+  const trust = trustFromConfig(config, 'node-agent', enrolled);
   if (trust.allowUnsigned) log.warn('ALLOW_UNSIGNED_WORK=true: this agent runs work without a seal; anyone who can write to Redis can make it act');
   const worker = createRunbookWorker({
     queue: nodeQueueName(node),
@@ -60,7 +63,7 @@ export function createNodeAgent({ config, registry, log, nodeLabels, events }: N
       nodeModeLabel: async () => (nodeLabels ? (await nodeLabels.labelsOf(node))?.[NODE_MODE_LABEL] : config.nodeLabels?.[NODE_MODE_LABEL]),
     },
     ...(events ? { events } : {}),
-    trust: { ring: trust.ring, controlRing: trust.controls.ring, allowUnsigned: trust.allowUnsigned, seen: seenWork(join(config.stateDir, 'seen-work.json'), log), controls: controlMemory(join(config.stateDir, controlMemoryFile(config.queuePrefix, 'node-agent')), log) },
+    trust: { ring: trust.ring, controlRing: trust.controls.ring, allowUnsigned: trust.allowUnsigned, seen: seenWork(join(config.stateDir, 'seen-work.json'), log), controls: controlMemory(join(config.stateDir, controlMemoryFile(config.queuePrefix, 'node-agent')), log), ...(enrolled ? { onUnknownKey: () => enrolled.renewSoon() } : {}) },
   });
   return Object.assign(worker, { trust });
 }

@@ -13,6 +13,7 @@ import { KubeNodeLabels } from './kube-node-labels.ts';
 import { KubeNodePods } from './kube-node-pods.ts';
 import { defaultNodeRegistry } from './registry.ts';
 import { startSelfChecks } from './self-checks.ts';
+import { enrolUntilDone } from '../engine/enrolled-keys.ts';
 
 // `npm run node-agent`: the node agent, configured from the environment. Refuses to start
 // without NODE_NAME (in a DaemonSet it comes from spec.nodeName). On SIGTERM it finishes the
@@ -22,8 +23,24 @@ import { startSelfChecks } from './self-checks.ts';
 // the RBD node half refuses (it cannot tell stale mounts from live ones).
 
 const log = createLogger('node-agent');
-await runMain(log, async (config) => {
-  if (!config.nodeName) throw new ConfigError('NODE_NAME is required: the node agent serves exactly one node (set it from spec.nodeName)');
+await runMain(log, async (given) => {
+  if (!given.nodeName) throw new ConfigError('NODE_NAME is required: the node agent serves exactly one node (set it from spec.nodeName)');
+  const node = given.nodeName;
+  // ENROL_URL: this node's work keys and Redis user come from the receiver, for this node only.
+  const enrolled = given.enrolUrl
+    ? await enrolUntilDone({
+      target: { url: given.enrolUrl, tokenFile: given.enrolTokenFile, ...(given.enrolCaFile ? { caFile: given.enrolCaFile } : {}) },
+      request: { as: 'node-agent', node },
+      log: log.child({ node, component: 'enrolment' }),
+      // A new Redis password needs new connections: stop as on SIGTERM, and the DaemonSet starts this again.
+      onRedisChanged: () => {
+        log.warn({ node }, 'enrolment handed out another Redis password; restarting to use it');
+        process.kill(process.pid, 'SIGTERM');
+      },
+    })
+    : undefined;
+  const redisUser = enrolled?.redis();
+  const config = redisUser ? { ...given, redisUsername: redisUser.username, redisPassword: redisUser.password } : given;
   const clients = await agentKubeApis();
   const inCluster = clients !== undefined;
   // Typed as the node agent's list in src/kube/rbac.ts: another lookup would need another grant.
@@ -31,7 +48,7 @@ await runMain(log, async (config) => {
   const events = clients ? new JobEventRecorder({ events: clients.events, instance: config.nodeName, log }) : undefined;
   const nodeLabels = lookups ? new KubeNodeLabels(lookups) : undefined;
   const deps = lookups && nodeLabels ? { nodeLabels, attachedVolumes: new KubeAttachedVolumes(lookups), nodePods: new KubeNodePods(lookups) } : {};
-  const agent = createNodeAgent({ config, registry: defaultNodeRegistry(config, log, deps), log: log.child({ node: config.nodeName }), ...(nodeLabels ? { nodeLabels } : {}), ...(events ? { events } : {}) });
+  const agent = createNodeAgent({ config, registry: defaultNodeRegistry(config, log, deps), log: log.child({ node }), ...(nodeLabels ? { nodeLabels } : {}), ...(events ? { events } : {}), ...(enrolled ? { enrolled } : {}) });
   // What the agent notices by itself (a placeholder's disk back, an interrupted cleanup) goes on
   // its own queue through the worker's command connection: no third connection per node.
   const dispatcher = new Dispatcher(agent.connection, {
@@ -39,12 +56,12 @@ await runMain(log, async (config) => {
     ...(config.dedupWindowSeconds !== undefined ? { dedupWindowSeconds: config.dedupWindowSeconds } : {}),
   });
   const checks = startSelfChecks({
-    node: config.nodeName,
+    node,
     host: createRealHost({ root: config.hostRoot, nsenter: config.hostNsenter }),
     stateDir: config.stateDir,
     enqueue: (jobs) => dispatcher.enqueue(jobs),
     intervalMs: config.placeholderCheckSeconds * 1000,
-    log: log.child({ node: config.nodeName, component: 'self-checks' }),
+    log: log.child({ node, component: 'self-checks' }),
   });
   log.info({ node: config.nodeName, defaultMode: config.defaultMode, modes: config.runbookModes, labels: inCluster ? 'api-server' : 'NODE_LABELS' }, 'node agent started');
   return {
@@ -52,6 +69,7 @@ await runMain(log, async (config) => {
       await checks.stop();
       await dispatcher.close();
       await agent.close();
+      enrolled?.close();
     },
   };
 });

@@ -1,0 +1,207 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Queue } from 'bullmq';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { RemediationJob } from '../../src/catalogue/jobs.ts';
+import { finishedExposition } from '../../src/catalogue/job-stats.ts';
+import { CLUSTER_QUEUE, nodeQueueName } from '../../src/catalogue/queues.ts';
+import { ControlsStore } from '../../src/controls/controls-store.ts';
+import { startReceiver, type Receiver } from '../../src/receiver.ts';
+import { EnrolAnswer, ringOfAnswer } from '../../src/trust/enrolment-wire.ts';
+import type { Keyring } from '../../src/trust/keyring.ts';
+import type { Role } from '../../src/trust/roles.ts';
+import { sealerOf } from '../../src/trust/seal.ts';
+import { sealJob, verifyJobSeal } from '../../src/trust/work.ts';
+import { testConfig } from '../support/config.ts';
+import { writeControlKeys } from '../support/control-keys.ts';
+import { startFakeKubeApi, type FakeKubeApi } from '../support/fake-kube-api.ts';
+import { dropPrefix, redisUrl, uniquePrefix } from '../support/redis.ts';
+import { testSealer } from '../support/trust.ts';
+import { waitFor } from '../support/wait.ts';
+
+// Issue 30, attack 1 (work): an agent holds only its own node's work keys, handed out at
+// enrolment against its pod's projected service-account token (TokenReview through the wire fake
+// of the API server). Everything node A's agent holds, used every way a forger could, seals no
+// work that node B's agent (a real, enrolled agent process) runs: refused, audited and counted;
+// work the receiver seals for node B runs. And the receiver hands node A's keys to node A's pod only.
+
+const NS = 'volume-medic';
+const AGENT_SA = `${NS}/volume-medic-node-agent`;
+const CW_SA = `${NS}/volume-medic-cluster-worker`;
+const TOKEN = 'webhook-token-enrolment';
+const DAY = 86_400_000;
+const EXTRA = 'authentication.kubernetes.io/';
+
+const agentUser = (node: string | undefined, pod: string, uid: string, sa = AGENT_SA) => ({
+  username: `system:serviceaccount:${sa.replace('/', ':')}`,
+  groups: ['system:serviceaccounts'],
+  extra: { [`${EXTRA}pod-name`]: [pod], [`${EXTRA}pod-uid`]: [uid], ...(node ? { [`${EXTRA}node-name`]: [node] } : {}) },
+  audiences: ['volume-medic'],
+});
+
+const residual = (node: string, key: string): RemediationJob => ({
+  version: 1, key, runbook: 'residual-multipath-cleanup', target: { node },
+  evidence: [{ source: 'alertmanager', summary: 'KubeNodeNotReady resolved', raw: { n: 1 } }],
+});
+
+describe('enrolment: each agent holds its own node\'s work keys only', () => {
+  const prefix = uniquePrefix('enrol');
+  const files = writeControlKeys();
+  let api: FakeKubeApi;
+  let receiver: Receiver;
+  let redis: Redis;
+
+  const enrol = async (token: string | undefined, body: unknown, headers: Record<string, string> = {}) => {
+    const res = await fetch(`${receiver.url}/v1/enrol`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}), ...headers },
+      body: JSON.stringify(body),
+    });
+    return { status: res.status, json: await res.json() as Record<string, unknown> };
+  };
+
+  beforeAll(async () => {
+    api = await startFakeKubeApi();
+    api.addUser('token-a', agentUser('node-a', 'agent-a', 'uid-a'));
+    api.addUser('token-b', agentUser('node-b', 'agent-b', 'uid-b'));
+    api.addUser('token-old', agentUser(undefined, 'agent-old', 'uid-old'));
+    api.addUser('token-gone', agentUser(undefined, 'agent-gone', 'uid-gone-2'));
+    api.addUser('token-cw', agentUser(undefined, 'cw-1', 'uid-cw', CW_SA));
+    api.addUser('token-other', agentUser('node-a', 'web-1', 'uid-web', `${NS}/default`));
+    api.addUser('token-apiserver-audience', { ...agentUser('node-a', 'agent-a', 'uid-a'), audiences: ['https://kubernetes.default.svc'] });
+    api.addUser('token-unbound', { username: `system:serviceaccount:${AGENT_SA.replace('/', ':')}`, audiences: ['volume-medic'] });
+    api.put({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'agent-old', namespace: NS, uid: 'uid-old' }, spec: { nodeName: 'node-old' } });
+    api.put({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'agent-gone', namespace: NS, uid: 'uid-gone-1' }, spec: { nodeName: 'node-old' } });
+    receiver = await startReceiver(testConfig({
+      redisUrl: redisUrl(), queuePrefix: prefix, tokens: [TOKEN], operatorAuth: 'off',
+      enrolNodeAgents: [AGENT_SA], enrolClusterWorkers: [CW_SA],
+      controlSigningKeyFile: files.keyFile, controlVerifyCertFile: files.certFile,
+    }), { operatorKubeConfig: api.kubeConfig() });
+    redis = new Redis(redisUrl());
+  });
+  afterAll(async () => {
+    await receiver?.close();
+    await api?.close();
+    await dropPrefix(prefix);
+    redis?.disconnect();
+  });
+
+  it('gives a node agent its own queue\'s keys of every issuer, which check what the receiver seals for that node only', async () => {
+    const r = await enrol('token-a', { as: 'node-agent', node: 'node-a' });
+    expect(r.status).toBe(200);
+    const a = EnrolAnswer.parse(r.json);
+    expect(a.queue).toBe(nodeQueueName('node-a'));
+    expect(Object.keys(a.keys).sort()).toEqual(['cluster-worker.test', 'node-agent.test', 'receiver.test']);
+    expect(a.signing).toBe('node-agent.test');
+    const ring = ringOfAnswer(a);
+    const now = Date.now();
+    const forA = sealJob(testSealer('receiver'), nodeQueueName('node-a'), residual('node-a', 'ja'), DAY);
+    const forB = sealJob(testSealer('receiver'), nodeQueueName('node-b'), residual('node-b', 'jb'), DAY);
+    expect(verifyJobSeal(ring, nodeQueueName('node-a'), 'ja', forA, now)).toMatchObject({ ok: true });
+    expect(verifyJobSeal(ring, nodeQueueName('node-b'), 'jb', forB, now)).toMatchObject({ ok: false, reason: 'unknown-key', detail: expect.stringContaining('node-a') });
+    // Another node's keys are other keys: nothing of A's is B's.
+    const b = EnrolAnswer.parse((await enrol('token-b', { as: 'node-agent', node: 'node-b' })).json);
+    for (const name of Object.keys(a.keys)) expect(b.keys[name]).not.toBe(a.keys[name]);
+  });
+
+  it('refuses a node agent that asks for another node\'s keys, a wrong account, an unbound token and a bad one', async () => {
+    expect(await enrol('token-a', { as: 'node-agent', node: 'node-b' })).toMatchObject({ status: 403, json: { error: expect.stringContaining('runs on node node-a') } });
+    expect(await enrol('token-a', { as: 'cluster-worker' })).toMatchObject({ status: 403 });
+    expect(await enrol('token-other', { as: 'node-agent', node: 'node-a' })).toMatchObject({ status: 403, json: { error: expect.stringContaining('may not enrol') } });
+    expect(await enrol('token-unbound', { as: 'node-agent', node: 'node-a' })).toMatchObject({ status: 403, json: { error: expect.stringContaining('not bound to a pod') } });
+    expect(await enrol('token-apiserver-audience', { as: 'node-agent', node: 'node-a' })).toMatchObject({ status: 401 });
+    expect(await enrol('no-such-token', { as: 'node-agent', node: 'node-a' })).toMatchObject({ status: 401 });
+    expect(await enrol(undefined, { as: 'node-agent', node: 'node-a' })).toMatchObject({ status: 401 });
+    // A webhook token is no enrolment token.
+    expect(await enrol(TOKEN, { as: 'node-agent', node: 'node-a' })).toMatchObject({ status: 401 });
+    expect(await enrol('token-a', { as: 'node-agent' })).toMatchObject({ status: 400 });
+  });
+
+  it('takes the node from the pod when the token names none, and refuses a token whose pod was replaced', async () => {
+    const r = await enrol('token-old', { as: 'node-agent', node: 'node-old' });
+    expect(r.status).toBe(200);
+    expect(EnrolAnswer.parse(r.json).queue).toBe(nodeQueueName('node-old'));
+    expect(await enrol('token-gone', { as: 'node-agent', node: 'node-old' })).toMatchObject({ status: 403, json: { error: expect.stringContaining('gone') } });
+  });
+
+  it('gives the cluster worker the receiver\'s key of its own queue and nothing else', async () => {
+    const r = await enrol('token-cw', { as: 'cluster-worker' });
+    expect(r.status).toBe(200);
+    const a = EnrolAnswer.parse(r.json);
+    expect(a.queue).toBe(CLUSTER_QUEUE);
+    expect(Object.keys(a.keys)).toEqual(['receiver.test']);
+    expect(a.signing).toBeUndefined();
+  });
+
+  it('reviews a pod\'s token once, however often it enrols', async () => {
+    const before = api.requestsTo('POST', '/apis/authentication.k8s.io/v1/tokenreviews').length;
+    for (let i = 0; i < 5; i++) expect((await enrol('token-b', { as: 'node-agent', node: 'node-b' })).status).toBe(200);
+    expect(api.requestsTo('POST', '/apis/authentication.k8s.io/v1/tokenreviews').length).toBe(before);
+  });
+
+  it('refuses a cross-site form post', async () => {
+    const res = await fetch(`${receiver.url}/v1/enrol`, { method: 'POST', headers: { 'content-type': 'text/plain', authorization: 'Bearer token-a', 'sec-fetch-site': 'cross-site' }, body: '{"as":"node-agent","node":"node-a"}' });
+    expect(res.status).toBe(403);
+  });
+
+  describe('a real enrolled agent of node-b', () => {
+    const stateDir = mkdtempSync(join(tmpdir(), 'vm-enrol-state-'));
+    const tokenFile = join(mkdtempSync(join(tmpdir(), 'vm-enrol-token-')), 'token');
+    const queueB = nodeQueueName('node-b');
+    let queue: Queue;
+    let agent: ChildProcess;
+    let out = '';
+
+    beforeAll(async () => {
+      writeFileSync(tokenFile, 'token-b\n');
+      queue = new Queue(queueB, { connection: redis, prefix });
+      agent = spawn(process.execPath, ['test/support/stub-agent.ts'], {
+        env: { ...process.env, REDIS_URL: redisUrl(), QUEUE_PREFIX: prefix, NODE_NAME: 'node-b', STATE_DIR: stateDir, ENROL_URL: receiver.url, ENROL_TOKEN_FILE: tokenFile, CONTROL_VERIFY_CERT_FILE: files.certFile },
+        stdio: ['ignore', 'pipe', 'inherit'],
+      });
+      agent.stdout!.on('data', (d: Buffer) => { out += d.toString(); });
+      await waitFor('the agent to enrol and start', async () => (out.includes('READY') ? true : undefined), 20_000);
+    });
+    afterAll(async () => {
+      agent?.kill('SIGKILL');
+      await queue?.close();
+    });
+
+    const settled = (id: string) => waitFor(`job ${id} to finish`, async () => {
+      const j = await queue.getJob(id);
+      return j && (j.finishedOn ?? 0) > 0 ? j : undefined;
+    }, 15_000);
+
+    it('runs work the receiver sealed for node-b', async () => {
+      await queue.add('residual-multipath-cleanup', sealJob(testSealer('receiver'), queueB, residual('node-b', 'b-valid'), DAY), { jobId: 'b-valid' });
+      expect((await settled('b-valid')).returnvalue).toMatchObject({ outcome: 'nothing-to-do' });
+      expect(out).toContain('RAN residual-multipath-cleanup b-valid');
+    });
+
+    it('refuses work sealed with everything node-a holds, every way, and audits and counts it', async () => {
+      const a = EnrolAnswer.parse((await enrol('token-a', { as: 'node-agent', node: 'node-a' })).json);
+      // Each of A's keys, used as B's queue key outright and as a root to derive B's from.
+      const forgers: Array<[string, Keyring]> = Object.entries(a.keys).flatMap(([name, b64]): Array<[string, Keyring]> => {
+        const role = name.slice(0, name.indexOf('.')) as Role;
+        const key = Buffer.from(b64, 'base64');
+        const signing = { role, kid: name.slice(name.indexOf('.') + 1), key };
+        return [[`${name}-as-key`, { verify: new Map([[name, key]]), signing, scope: queueB }], [`${name}-as-root`, { verify: new Map([[name, key]]), signing }]];
+      });
+      expect(forgers).toHaveLength(6);
+      for (const [i, [how, ring]] of forgers.entries()) {
+        const id = `forged-${i}`;
+        await queue.add('residual-multipath-cleanup', sealJob(sealerOf(ring)!, queueB, residual('node-b', id), DAY), { jobId: id, attempts: 3 });
+        const j = await settled(id);
+        expect(j.failedReason, how).toMatch(/untrusted work refused \(bad-mac\)/);
+        expect(j.attemptsMade).toBe(1);
+        expect(out).not.toContain(` ${id} `);
+      }
+      const audit = await new ControlsStore(redis, prefix).auditLog(200);
+      expect(audit.filter((e) => e.action === 'work-refused' && e.by === 'node-b' && e.target.startsWith('job/forged-'))).toHaveLength(6);
+      expect(await finishedExposition(redis, prefix)).toMatch(/volume_medic_untrusted_refused_total\{kind="job",reason="bad-mac"\} 6/);
+    });
+  });
+});

@@ -1,0 +1,74 @@
+import { readFileSync } from 'node:fs';
+import { request as httpRequest } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import { ENROL_PATH, EnrolAnswer, type EnrolRequest } from '../../src/trust/enrolment-wire.ts';
+
+// One enrolment round trip: POST /v1/enrol to the receiver with the pod's projected token (read
+// again each time: the kubelet rotates it), the receiver's CA when given, a deadline, and the
+// answer parsed before anything of it is used. Errors say what failed, never what the token or
+// the keys are.
+
+export interface EnrolTarget {
+  url: string;
+  tokenFile: string;
+  caFile?: string;
+  timeoutMs?: number;
+}
+
+export class EnrolError extends Error {
+  override name = 'EnrolError';
+  readonly status: number | undefined;
+  constructor(message: string, status?: number) {
+    super(message);
+    this.status = status;
+  }
+}
+
+const MAX_ANSWER_BYTES = 64 * 1024;
+
+export async function enrolOnce(t: EnrolTarget, req: EnrolRequest): Promise<EnrolAnswer> {
+  let token: string;
+  try {
+    token = readFileSync(t.tokenFile, 'utf8').trim();
+  } catch (err) {
+    throw new EnrolError(`ENROL_TOKEN_FILE ${t.tokenFile}: ${(err as NodeJS.ErrnoException).code ?? 'unreadable'} (the chart mounts a projected service-account token there)`);
+  }
+  const url = new URL(ENROL_PATH, t.url);
+  const ca = t.caFile ? readFileSync(t.caFile) : undefined;
+  const body = JSON.stringify(req);
+  const text = await new Promise<{ status: number; text: string }>((resolve, reject) => {
+    const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
+    const r = send(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${token}`, 'content-length': Buffer.byteLength(body) },
+      ...(ca ? { ca } : {}),
+      timeout: t.timeoutMs ?? 10_000,
+    }, (res) => {
+      const chunks: Buffer[] = [];
+      let size = 0;
+      res.on('data', (c: Buffer) => {
+        size += c.length;
+        if (size > MAX_ANSWER_BYTES) r.destroy(new EnrolError(`the enrolment answer is over ${MAX_ANSWER_BYTES} bytes`));
+        else chunks.push(c);
+      });
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }));
+      res.on('error', reject);
+    });
+    r.on('timeout', () => r.destroy(new EnrolError(`no enrolment answer from ${url.origin} within ${t.timeoutMs ?? 10_000} ms`)));
+    r.on('error', (err) => reject(err instanceof EnrolError ? err : new EnrolError(`enrolment at ${url.origin} failed: ${err.message}`)));
+    r.end(body);
+  });
+  let json: unknown;
+  try {
+    json = JSON.parse(text.text);
+  } catch {
+    throw new EnrolError(`enrolment at ${url.origin}: HTTP ${text.status}, not JSON`, text.status);
+  }
+  if (text.status !== 200) {
+    const error = typeof (json as { error?: unknown })?.error === 'string' ? (json as { error: string }).error.slice(0, 300) : 'no reason given';
+    throw new EnrolError(`enrolment at ${url.origin} refused: HTTP ${text.status}: ${error}`, text.status);
+  }
+  const answer = EnrolAnswer.safeParse(json);
+  if (!answer.success) throw new EnrolError(`enrolment at ${url.origin}: the answer does not parse: ${answer.error.issues[0]?.message ?? 'invalid'}`);
+  return answer.data;
+}
