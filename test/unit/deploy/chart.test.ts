@@ -165,7 +165,11 @@ describe('the Secrets the chart makes', { timeout: 60_000 }, () => {
     expect(receiver.volumes?.find((v) => v.name === 'webhook-token')?.secret?.secretName).toBe('my-webhook-token');
     expect(receiver.volumes?.find((v) => v.name === 'tls')?.secret?.secretName).toBe('my-receiver-tls');
     const agent = podSpec(find(own, 'DaemonSet', 'volume-medic-node-agent'))! as unknown as { volumes: Array<{ name: string; projected?: { sources: Array<{ secret: { name: string } }> } }> };
-    expect(agent.volumes.find((v) => v.name === 'signing-keys')!.projected!.sources.map((s) => s.secret.name)).toEqual(['my-signing-node-agent', 'my-signing-receiver', 'my-signing-cluster-worker']);
+    // The agent holds no signing key (its node's work keys come from enrolment); the receiver every root, the cluster worker its own.
+    expect(agent.volumes.find((v) => v.name === 'signing-keys')).toBeUndefined();
+    expect((receiver.volumes?.find((v) => v.name === 'signing-keys') as unknown as { projected: { sources: Array<{ secret: { name: string } }> } }).projected.sources.map((s) => s.secret.name)).toEqual(['my-signing-receiver', 'my-signing-cluster-worker', 'my-signing-node-agent']);
+    const worker = podSpec(find(own, 'Deployment', 'volume-medic-cluster-worker'))!;
+    expect((worker.volumes?.find((v) => v.name === 'signing-keys') as unknown as { projected: { sources: Array<{ secret: { name: string } }> } }).projected.sources.map((s) => s.secret.name)).toEqual(['my-signing-cluster-worker']);
     const redis = podSpec(find(own, 'StatefulSet', 'volume-medic-redis'))!;
     expect(redis.volumes?.find((v) => v.name === 'acl')?.secret?.secretName).toBe('my-redis-acl');
     expect(redis.volumes?.find((v) => v.name === 'tls')?.secret?.secretName).toBe('my-redis-tls');
@@ -268,3 +272,30 @@ describe('the control signing key the chart makes', { timeout: 60_000 }, () => {
   });
 });
 
+
+describe('node-scoped work keys (enrolment)', () => {
+  type Env = { name: string; value?: string };
+  type Spec = { containers: Array<{ env?: Env[]; volumeMounts?: Array<{ name: string; mountPath: string }> }>; volumes?: Array<{ name: string; projected?: { sources: Array<{ secret?: { name: string }; serviceAccountToken?: { audience: string; expirationSeconds: number; path: string } }> } }> };
+  const spec = (kind: string, name: string, set = 'defaults'): Spec => podSpec(find(rendered(set), kind, name)) as unknown as Spec;
+  const env = (s: Spec): Map<string, string | undefined> => new Map((s.containers[0]!.env ?? []).map((e) => [e.name, e.value]));
+
+  it('the node agent holds no signing key and enrols with its pod\'s own token, over HTTPS to the receiver', () => {
+    const agent = spec('DaemonSet', 'volume-medic-node-agent');
+    const e = env(agent);
+    expect(e.has('SIGNING_KEYS_DIR')).toBe(false);
+    expect(agent.volumes?.some((v) => v.projected?.sources.some((s) => s.secret?.name.includes('signing')))).toBe(false);
+    expect(e.get('ENROL_URL')).toBe('https://volume-medic.volume-medic.svc:8080');
+    expect(e.get('ENROL_CA_FILE')).toBe('/etc/volume-medic/receiver-ca/ca.crt');
+    const token = agent.volumes?.find((v) => v.name === 'enrol-token')?.projected?.sources[0]?.serviceAccountToken;
+    expect(token).toEqual({ audience: 'volume-medic', expirationSeconds: 3600, path: 'token' });
+    expect(agent.containers[0]!.volumeMounts?.find((m) => m.name === 'enrol-token')?.mountPath).toBe('/var/run/secrets/volume-medic/enrol');
+  });
+
+  it('the receiver lets exactly the chart\'s node agent and cluster worker accounts enrol', () => {
+    const e = env(spec('Deployment', 'volume-medic-receiver'));
+    expect(e.get('ENROL_NODE_AGENTS')).toBe('volume-medic/volume-medic-node-agent');
+    expect(e.get('ENROL_CLUSTER_WORKERS')).toBe('volume-medic/volume-medic-cluster-worker');
+    const e2 = env(spec('Deployment', 'volume-medic-cluster-worker'));
+    expect(e2.get('ENROL_URL')).toMatch(/^https:\/\//);
+  });
+});

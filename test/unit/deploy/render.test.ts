@@ -135,7 +135,7 @@ describe('what the installation promises', () => {
     expect(spec.nodeSelector).toMatchObject({ 'volume-medic.io/node-agent': 'enabled' });
   });
 
-  it('a NetworkPolicy for each process: in only to the receiver\'s port, out only to DNS, the API server, Redis (and Ceph for the cluster worker)', () => {
+  it('a NetworkPolicy for each process: in only to the receiver\'s port, out only to DNS, the API server, Redis (and Ceph for the cluster worker; the receiver\'s port for enrolment)', () => {
     type Port = { port: number | string; endPort?: number; protocol: string };
     type Policy = { podSelector: { matchLabels: Record<string, string> }; policyTypes: string[]; ingress?: Array<{ from?: unknown[]; ports?: Port[] }>; egress?: Array<{ to?: unknown[]; ports?: Port[] }> };
     const ports = (rules: Array<{ ports?: Port[] }> | undefined): string[] => (rules ?? []).flatMap((r) => {
@@ -148,8 +148,8 @@ describe('what the installation promises', () => {
       const base = ['TCP/443', 'TCP/53', 'TCP/6443', 'UDP/53', ...(redisPorts[set] ?? ['TCP/6379'])].sort();
       return {
         receiver: { ingress: ['TCP/http'], egress: base },
-        'cluster-worker': { ingress: [], egress: [...base, 'TCP/3300', 'TCP/6789', 'TCP/6800-7568'].sort() },
-        'node-agent': { ingress: [], egress: base },
+        'cluster-worker': { ingress: [], egress: [...base, 'TCP/3300', 'TCP/6789', 'TCP/6800-7568', 'TCP/8080'].sort() },
+        'node-agent': { ingress: [], egress: [...base, 'TCP/8080'].sort() },
       };
     };
     for (const [set, objects] of Object.entries(rendered)) {

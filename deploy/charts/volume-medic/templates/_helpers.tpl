@@ -79,8 +79,11 @@ credentials. {root, component}.
 {{- define "vm.env" -}}
 {{- $root := .root -}}
 {{- $secret := include "vm.redisSecret" . -}}
+{{- /* A node agent holds no issuer root: its node's work keys come from enrolment (vm.enrolEnv). */}}
+{{- if ne .component "node-agent" }}
 - name: SIGNING_KEYS_DIR
   value: /etc/volume-medic/signing
+{{- end }}
 {{- if eq (include "vm.redisTopology" $root) "url" }}
 # Its own Redis user and password (deploy/README.md, "Redis"): a Secret, not the ConfigMap.
 - name: REDIS_URL
@@ -168,4 +171,54 @@ checksum/secrets: {{ list .Values.webhookToken .Values.signingKeys .Values.redis
   configMap:
     name: {{ include "vm.controlCertsConfigMap" . }}
     defaultMode: 292 # 0444
+{{- end }}
+
+{{/*
+Enrolment (README, "Signed work"): the node agents and the cluster worker trade their pod's
+projected service-account token (audience volume-medic, bound to the pod, renewed by the kubelet)
+for their own queue's work keys at the receiver's POST /v1/enrol, over HTTPS checked against the
+receiver's CA.
+*/}}
+{{- define "vm.enrolEnv" -}}
+- name: ENROL_URL
+  value: {{ printf "%s://volume-medic.%s.svc:8080" (ternary "http" "https" (eq .Values.receiver.tls.mode "off")) .Release.Namespace | quote }}
+{{- if ne .Values.receiver.tls.mode "off" }}
+- name: ENROL_CA_FILE
+  value: /etc/volume-medic/receiver-ca/ca.crt
+{{- end }}
+{{- end }}
+{{- define "vm.enrolMounts" -}}
+- name: enrol-token
+  mountPath: /var/run/secrets/volume-medic/enrol
+  readOnly: true
+{{- if ne .Values.receiver.tls.mode "off" }}
+- name: receiver-ca
+  mountPath: /etc/volume-medic/receiver-ca
+  readOnly: true
+{{- end }}
+{{- end }}
+{{- define "vm.enrolVolumes" -}}
+- name: enrol-token
+  projected:
+    sources:
+      - serviceAccountToken:
+          audience: volume-medic
+          expirationSeconds: 3600
+          path: token
+{{- if eq .Values.receiver.tls.mode "generated" }}
+- name: receiver-ca
+  configMap:
+    name: volume-medic-receiver-ca
+    items:
+      - key: ca.crt
+        path: ca.crt
+{{- else if eq .Values.receiver.tls.mode "existingSecret" }}
+# Only the CA of the receiver's Secret, not its key.
+- name: receiver-ca
+  secret:
+    secretName: {{ .Values.receiver.tls.existingSecret }}
+    items:
+      - key: ca.crt
+        path: ca.crt
+{{- end }}
 {{- end }}
