@@ -15,6 +15,9 @@ const config = Config.parse({
   logLevel: process.env['LOG_LEVEL'] ?? 'warn',
   ...(process.env['ENQUEUE_TIMEOUT_MS'] ? { enqueueTimeoutMs: process.env['ENQUEUE_TIMEOUT_MS'] } : {}),
   ...(process.env['VOLUME_MEDIC_TOKEN'] ? { tokens: [process.env['VOLUME_MEDIC_TOKEN']] } : {}),
+  // bench/enrolment.ts: enrolment against the fake API server named by KUBECONFIG.
+  ...(process.env['OPERATOR_AUTH'] ? { operatorAuth: process.env['OPERATOR_AUTH'] } : {}),
+  ...(process.env['ENROL_NODE_AGENTS'] ? { enrolNodeAgents: process.env['ENROL_NODE_AGENTS'].split(',') } : {}),
 });
 const receiver = await startReceiver(config);
 announce(`READY ${receiver.url}`);
