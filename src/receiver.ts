@@ -36,6 +36,7 @@ import { OperatorAuth } from './auth/operator-auth.ts';
 import { KubeConfigError } from './kube/config-error.ts';
 import { startFleetExporter } from './observability/fleet-exporter.ts';
 import { enrolmentFromConfig } from './enrolment/from-config.ts';
+import { knownQueuesKey } from './queues/known-queues.ts';
 
 // Composition root of the receiver: wires configuration, Redis, queues, lookups and the HTTP app,
 // and owns their shutdown order (stop taking requests, then close queues, then Redis).
@@ -187,7 +188,9 @@ export async function startReceiver(config: Config, opts: ReceiverOptions = {}):
   const authLimiter = new FailedAuthLimiter({ perMinute: config.authFailuresPerMinute });
   const { access: reviewAccess, ...reviews } = operatorReviews(config, opts.operatorKubeConfig ?? kubeConfig);
   // Node agents and the cluster worker trade their pod's token for their own queue's keys.
-  const enrolment = enrolmentFromConfig(config, trust.ring, opts.operatorKubeConfig ?? kubeConfig ?? reviewAccess);
+  const enrolment = enrolmentFromConfig(config, trust.ring, opts.operatorKubeConfig ?? kubeConfig ?? reviewAccess, {
+    registry: { record: async (queue) => { await redis.sadd(knownQueuesKey(config.queuePrefix), queue); } },
+  });
   // The console reads a job's Events back with the receiver's own access (KUBE_WATCH's, or the one operator identity uses).
   const eventAccess = kubeConfig ?? reviewAccess;
   const operatorAuth = new OperatorAuth({

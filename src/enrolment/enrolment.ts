@@ -17,6 +17,11 @@ export interface NodeRedisUserPort {
   ensure(node: string, passwordSha256Hex: string): Promise<void>;
 }
 
+/** Where the receiver records the queues it knows (the fleet view's registry, which agents may not write). */
+export interface QueueRegistryPort {
+  record(queue: string): Promise<void>;
+}
+
 export type EnrolOutcome = { ok: true; answer: EnrolAnswer; identity: Identity } | { ok: false; status: 401 | 403 | 503; error: string };
 
 /** How often a consumer enrols again: picks up rotated roots and a re-created Redis user. */
@@ -27,8 +32,12 @@ export class Enrolment {
   readonly #identities: TokenIdentities;
   readonly #redisUsers: NodeRedisUserPort | undefined;
   readonly #renewAfterSeconds: number;
+  readonly #registry: QueueRegistryPort | undefined;
+  /** Queues recorded by this process: a renewal does not write again. */
+  readonly #recorded = new Set<string>();
 
-  constructor(o: { roots: Keyring; identities: TokenIdentities; redisUsers?: NodeRedisUserPort; renewAfterSeconds?: number }) {
+  constructor(o: { roots: Keyring; identities: TokenIdentities; redisUsers?: NodeRedisUserPort; registry?: QueueRegistryPort; renewAfterSeconds?: number }) {
+    this.#registry = o.registry;
     this.#roots = o.roots;
     this.#identities = o.identities;
     this.#redisUsers = o.redisUsers;
@@ -51,6 +60,11 @@ export class Enrolment {
     // A node agent seals its own checks' work with its node-agent key of the greatest id.
     const signing = id.as === 'node-agent' ? Object.keys(keys).filter((n) => n.startsWith('node-agent.')).sort().at(-1) : undefined;
     const redis = id.as === 'node-agent' ? await this.#redisUser(id.node) : undefined;
+    // The fleet view knows a node from its agent's enrolment, even before any job for it.
+    if (this.#registry && !this.#recorded.has(queue)) {
+      await this.#registry.record(queue);
+      this.#recorded.add(queue);
+    }
     return { ok: true, identity: id, answer: { queue, keys, ...(signing ? { signing } : {}), ...(redis ? { redis } : {}), renewAfterSeconds: this.#renewAfterSeconds } };
   }
 

@@ -5,7 +5,7 @@ import type { Config } from '../config/schema.ts';
 import { loadKubeConfig } from '../kube/client.ts';
 import { KubeConfigError } from '../kube/config-error.ts';
 import type { Keyring } from '../trust/keyring.ts';
-import { Enrolment, type NodeRedisUserPort } from './enrolment.ts';
+import { Enrolment, type NodeRedisUserPort, type QueueRegistryPort } from './enrolment.ts';
 import { TokenIdentities, type TokenIdentityPorts } from './token-identity.ts';
 
 // The receiver's enrolment from its configuration: on when ENROL_NODE_AGENTS or
@@ -32,7 +32,7 @@ export function kubeTokenIdentityPorts(kc: KubeConfig, audience: string): TokenI
 
 type EnrolSettings = Pick<Config, 'enrolNodeAgents' | 'enrolClusterWorkers' | 'enrolAudience'>;
 
-export function enrolmentFromConfig(config: EnrolSettings, roots: Keyring, kc: KubeConfig | undefined, redisUsers?: NodeRedisUserPort): Enrolment | undefined {
+export function enrolmentFromConfig(config: EnrolSettings, roots: Keyring, kc: KubeConfig | undefined, ports: { registry?: QueueRegistryPort; redisUsers?: NodeRedisUserPort } = {}): Enrolment | undefined {
   if (config.enrolNodeAgents.length === 0 && config.enrolClusterWorkers.length === 0) return undefined;
   let access = kc;
   if (!access) {
@@ -44,5 +44,5 @@ export function enrolmentFromConfig(config: EnrolSettings, roots: Keyring, kc: K
     }
   }
   const identities = new TokenIdentities({ ports: kubeTokenIdentityPorts(access, config.enrolAudience), nodeAgents: config.enrolNodeAgents, clusterWorkers: config.enrolClusterWorkers });
-  return new Enrolment({ roots, identities, ...(redisUsers ? { redisUsers } : {}) });
+  return new Enrolment({ roots, identities, ...ports });
 }

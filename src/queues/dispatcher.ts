@@ -80,6 +80,12 @@ export interface DispatcherOptions {
   /** How long a sealed job stays valid (WORK_SEAL_TTL_SECONDS). */
   sealTtlMs?: number;
   /**
+   * Whether stored jobs' queues go into the queue registry (`vm:queues`, what the fleet view and
+   * the no-agent check read). Default true. An enrolled node agent passes false: its own Redis
+   * user may not write the registry, and the receiver recorded its queue when it enrolled.
+   */
+  recordsQueues?: boolean;
+  /**
    * REDIS_ACK_REPLICAS: a job is answered (and remembered as known) only after replicas
    * acknowledged it (replica-ack.ts); when they do not, the request fails as StoreUnavailable.
    */
@@ -312,7 +318,7 @@ export class Dispatcher {
     if (late.length > 0) batch = batch.filter((b) => b.deadline > now);
     if (batch.length === 0) return;
     const newQueues = new Set<string>();
-    for (const b of batch) if (!this.recordedQueues.has(b.queueName)) newQueues.add(b.queueName);
+    if (this.opts.recordsQueues !== false) for (const b of batch) if (!this.recordedQueues.has(b.queueName)) newQueues.add(b.queueName);
     const recorded = newQueues.size > 0 ? this.redis.sadd(knownQueuesKey(this.opts.prefix), ...newQueues) : undefined;
     // No later than the timestamp BullMQ gives each job below (same clock in production).
     const sentAt = this.now();

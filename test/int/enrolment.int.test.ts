@@ -9,6 +9,7 @@ import type { RemediationJob } from '../../src/catalogue/jobs.ts';
 import { finishedExposition } from '../../src/catalogue/job-stats.ts';
 import { CLUSTER_QUEUE, nodeQueueName } from '../../src/catalogue/queues.ts';
 import { ControlsStore } from '../../src/controls/controls-store.ts';
+import { knownQueuesKey } from '../../src/queues/known-queues.ts';
 import { startReceiver, type Receiver } from '../../src/receiver.ts';
 import { EnrolAnswer, ringOfAnswer } from '../../src/trust/enrolment-wire.ts';
 import type { Keyring } from '../../src/trust/keyring.ts';
@@ -105,6 +106,8 @@ describe('enrolment: each agent holds its own node\'s work keys only', () => {
     // Another node's keys are other keys: nothing of A's is B's.
     const b = EnrolAnswer.parse((await enrol('token-b', { as: 'node-agent', node: 'node-b' })).json);
     for (const name of Object.keys(a.keys)) expect(b.keys[name]).not.toBe(a.keys[name]);
+    // The fleet view knows both nodes from their enrolment (the receiver records them; agents may not).
+    expect(await redis.smembers(knownQueuesKey(prefix))).toEqual(expect.arrayContaining([nodeQueueName('node-a'), nodeQueueName('node-b')]));
   });
 
   it('refuses a node agent that asks for another node\'s keys, a wrong account, an unbound token and a bad one', async () => {

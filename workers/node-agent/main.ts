@@ -53,6 +53,8 @@ await runMain(log, async (given) => {
   // its own queue through the worker's command connection: no third connection per node.
   const dispatcher = new Dispatcher(agent.connection, {
     prefix: config.queuePrefix, timeoutMs: config.enqueueTimeoutMs, sealer: agent.trust.sealer, sealTtlMs: agent.trust.ttlMs,
+    // Enrolled, the receiver recorded this node's queue; the node's own Redis user may not.
+    recordsQueues: !enrolled,
     ...(config.dedupWindowSeconds !== undefined ? { dedupWindowSeconds: config.dedupWindowSeconds } : {}),
   });
   const checks = startSelfChecks({
