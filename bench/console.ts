@@ -6,7 +6,7 @@ import { Redis } from 'ioredis';
 import { nodeQueueName } from '../src/catalogue/queues.ts';
 import { Config } from '../src/config/schema.ts';
 import { ControlsStore } from '../src/controls/controls-store.ts';
-import { incidentIndexKey } from '../src/console/incident-index.ts';
+import { incidentIndexKey } from '../src/queues/incident-index.ts';
 import { scanQueues } from '../src/console/queue-scan.ts';
 import { COUNTED_STATES } from '../src/console/state-counts.ts';
 import { knownQueuesKey } from '../src/queues/known-queues.ts';

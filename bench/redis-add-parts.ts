@@ -26,7 +26,7 @@ import { jobOptions } from '../src/queues/dispatcher.ts';
 import { BatchAdd, captureAdd, DATA_PLACEHOLDER, type BatchItem } from '../src/queues/batch-add.ts';
 import { queueFor } from '../src/catalogue/queues.ts';
 import { jobNode } from '../src/catalogue/jobs.ts';
-import { IncidentIndex } from '../src/console/incident-index.ts';
+import { IncidentIndex } from '../src/queues/incident-index.ts';
 import { keyringFor } from '../src/trust/keyring.ts';
 import { sealerOf } from '../src/trust/seal.ts';
 import { sealedJobText } from '../src/trust/work.ts';

@@ -10,7 +10,7 @@ import { kubeClients, loadKubeConfig } from './kube/client.ts';
 import { createKubeMetrics } from './kube/kube-metrics.ts';
 import { startKubeWatches, type KubeWatches } from './kube/kube-watches.ts';
 import { createApp } from './http/app.ts';
-import { IncidentIndex } from './console/incident-index.ts';
+import { IncidentIndex } from './queues/incident-index.ts';
 import { likelyQueues } from './console/incident-detail.ts';
 import type { EventTrust } from './sources/event-trust.ts';
 import { createLogger, type Logger } from './observability/logger.ts';
@@ -135,7 +135,7 @@ export async function startReceiver(config: Config, opts: ReceiverOptions = {}):
     ...(config.dedupWindowSeconds !== undefined ? { dedupWindowSeconds: config.dedupWindowSeconds } : {}),
     // Every new job once, whichever way it came (webhook or watch), one line per Redis call.
     onStored: (jobs) => log.info({ stored: jobs.map((j) => ({ id: j.id, queue: j.queue, runbook: j.runbook })) }, 'jobs stored'),
-    // and into the console's index of incidents (src/console/incident-index.ts), in the batch's own script call.
+    // and into the console's index of incidents (src/queues/incident-index.ts), in the batch's own script call.
     index: incidents,
     onIndexError: (err) => log.warn({ err: err.message }, 'the console\'s incident index missed a batch'),
   });

@@ -129,12 +129,12 @@ export class SimulatedMultipathHost extends FakeHost {
   }
 
   #listing(): string {
-    return this.maps.map((m) => [
+    return `${this.maps.map((m) => [
       `${m.name} (${m.wwid}) ${m.dm} LIO-ORG,FILEIO`,
       `size=64M features='${m.queueing ? '1 queue_if_no_path' : '0'}' hwhandler='1 alua' wp=rw`,
       "`-+- policy='service-time 0' prio=0 status=enabled",
       ...m.paths.map((p, i) => `  ${i === m.paths.length - 1 ? '`-' : '|-'} ${p.hctl} ${p.dev} ${p.devT} failed faulty running`),
-    ].join('\n')).join('\n') + '\n';
+    ].join('\n')).join('\n')}\n`;
   }
 
   #dmInfo(): string {

@@ -43,7 +43,7 @@ export function kubeAccessReviews(kc: KubeConfig, audiences: readonly string[] =
   const authz = kc.makeApiClient(AuthorizationV1Api);
   return {
     async reviewToken(token) {
-      let review;
+      let review: Awaited<ReturnType<typeof authn.createTokenReview>>;
       try {
         review = await authn.createTokenReview({
           body: { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenReview', spec: { token, ...(audiences.length ? { audiences: [...audiences] } : {}) } },
@@ -60,7 +60,7 @@ export function kubeAccessReviews(kc: KubeConfig, audiences: readonly string[] =
       };
     },
     async reviewAccess(user, permission) {
-      let review;
+      let review: Awaited<ReturnType<typeof authz.createSubjectAccessReview>>;
       try {
         review = await authz.createSubjectAccessReview({
           body: {

@@ -143,7 +143,7 @@ export async function show(api: ApiClient, id: string, o: Opts, out: Out): Promi
   if (i.refusals.length) out(`\nrefused\n${i.refusals.map((r) => `  ${r}`).join('\n')}`);
   out('\nplan and steps');
   if (!i.steps.length) out('  no steps');
-  i.steps.forEach((s, n) => out(stepLines(s, n).join('\n')));
+  for (const [n, s] of i.steps.entries()) out(stepLines(s, n).join('\n'));
   out('\nkubernetes events it wrote');
   if ('unknown' in d.events) out(`  unknown: ${d.events.unknown}`);
   else if (!d.events.events.length) out('  none found');

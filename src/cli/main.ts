@@ -42,22 +42,25 @@ env: VOLUME_MEDIC_URL, VOLUME_MEDIC_OPERATOR_TOKEN, KUBECONFIG, NODE_EXTRA_CA_CE
      HTTPS certificate: the chart's ConfigMap volume-medic-receiver-ca, key ca.crt)
 You are recorded as the user your token belongs to; RBAC on volume-medic.io decides what you may do.`;
 
+/** The command line's flags (node:util parseArgs; unknown flags throw). */
+const parseCliArgs = (args: string[]) => parseArgs({
+  args,
+  allowPositionals: true,
+  options: {
+    url: { type: 'string' }, token: { type: 'string' }, json: { type: 'boolean', default: false },
+    why: { type: 'string' }, node: { type: 'string' }, state: { type: 'string' },
+    runbook: { type: 'string' }, limit: { type: 'string' }, source: { type: 'string' }, help: { type: 'boolean', short: 'h' },
+    path: { type: 'string' }, force: { type: 'boolean', default: false },
+  },
+});
+
 export async function run(argv: string[], env: NodeJS.ProcessEnv, rawOut: (s: string) => void, rawErr: (s: string) => void): Promise<number> {
   // Every line printed, to stdout and stderr, may carry API data: no terminal control characters.
   const out = (s: string): void => rawOut(terminalSafe(s));
   const err = (s: string): void => rawErr(terminalSafe(redactUrlsIn(s)));
-  let parsed;
+  let parsed: ReturnType<typeof parseCliArgs>;
   try {
-    parsed = parseArgs({
-      args: argv,
-      allowPositionals: true,
-      options: {
-        url: { type: 'string' }, token: { type: 'string' }, json: { type: 'boolean', default: false },
-        why: { type: 'string' }, node: { type: 'string' }, state: { type: 'string' },
-        runbook: { type: 'string' }, limit: { type: 'string' }, source: { type: 'string' }, help: { type: 'boolean', short: 'h' },
-        path: { type: 'string' }, force: { type: 'boolean', default: false },
-      },
-    });
+    parsed = parseCliArgs(argv);
   } catch (e) {
     err(`${(e as Error).message}\n\n${USAGE}`);
     return 2;

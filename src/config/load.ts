@@ -1,6 +1,6 @@
 import { accessSync, constants, readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
-import { z } from 'zod';
+import type { z } from 'zod';
 import { Config } from './schema.ts';
 import { redactUrl, redactUrlsIn } from '../observability/redact-url.ts';
 

@@ -4,7 +4,7 @@ import { RUNBOOKS } from '../catalogue/jobs.ts';
 import { NodeName } from '../catalogue/names.ts';
 import { Mode } from '../catalogue/result.ts';
 import { consoleState, toIncident, type Incident } from './incident.ts';
-import type { IncidentIndex, IndexEntry } from './incident-index.ts';
+import type { IncidentIndex, IndexEntry } from '../queues/incident-index.ts';
 
 // A page of incidents, newest first, filtered by node, runbook, state and mode. Bounded whatever
 // the store holds, and reading no more than the page needs (issue 23, bench/console.ts):

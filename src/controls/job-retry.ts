@@ -1,8 +1,8 @@
-import type { Job, Queue } from 'bullmq';
+import type { Queue } from 'bullmq';
 import { JOB_ID } from '../catalogue/keys.ts';
 import { RemediationJob, jobNode } from '../catalogue/jobs.ts';
 import { queueFor } from '../catalogue/queues.ts';
-import type { IncidentIndex } from '../console/incident-index.ts';
+import type { IncidentIndex } from '../queues/incident-index.ts';
 import { findJob, type Found } from '../queues/find-job.ts';
 import { jobOptions } from '../queues/dispatcher.ts';
 import type { RedisConnection } from '../queues/redis.ts';

@@ -23,7 +23,7 @@ import type { JobEventReader } from '../kube/job-event-reader.ts';
 import type { Queue } from 'bullmq';
 import type { JobReader } from '../queues/job-reader.ts';
 import type { KubeWatchesState } from '../kube/kube-watches.ts';
-import type { IncidentIndex } from '../console/incident-index.ts';
+import type { IncidentIndex } from '../queues/incident-index.ts';
 import { FleetSnapshots } from '../console/fleet-snapshot.ts';
 import { Breakers } from '../controls/breakers.ts';
 import { fleetRoutes } from './routes/fleet.ts';

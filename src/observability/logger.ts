@@ -48,5 +48,10 @@ export function createLogger(name: string, level = process.env['LOG_LEVEL'], opt
       // Destroyed: the process is shutting down and pino flushed on its way out.
     }
   }, FLUSH_EVERY_MS).unref();
-  return pino({ ...options, hooks: { streamWrite: (line) => ((held = true), redactUrlsIn(line)) } }, dest);
+  return pino({ ...options, hooks: {
+    streamWrite: (line) => {
+      held = true;
+      return redactUrlsIn(line);
+    },
+  } }, dest);
 }

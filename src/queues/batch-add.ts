@@ -18,7 +18,7 @@ import type { RedisConnection } from './redis.ts';
 // writes with what Queue.add writes for the same jobs.
 //
 // The same call can also record the jobs it stored as new in a sorted-set index (the console's
-// incident index, src/console/incident-index.ts): one round trip per batch instead of a second
+// incident index, src/queues/incident-index.ts): one round trip per batch instead of a second
 // call with a ZADD (which cost the receiver ~50 us of a 1-alert request's ~180, bench/README.md).
 // Only where one script may touch both the queues and the index: a single Redis or a Sentinel
 // primary. On a Cluster the caller writes the index itself (a script may touch one slot only).

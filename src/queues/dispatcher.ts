@@ -34,7 +34,7 @@ export interface Enqueued {
 
 /**
  * A sorted set of the jobs stored as new (the console's incident index,
- * src/console/incident-index.ts): its key, how many members it keeps, a job's member, and how to
+ * src/queues/incident-index.ts): its key, how many members it keeps, a job's member, and how to
  * write it in a call of its own (where the batch's script cannot: a Redis Cluster).
  */
 export interface StoredIndex {

@@ -6,7 +6,7 @@ import { startReceiver, type Receiver } from '../../src/receiver.ts';
 import { createNodeAgent } from '../../workers/node-agent/agent.ts';
 import type { RunbookWorker } from '../../workers/engine/runbook-worker.ts';
 import { testConfig } from '../support/config.ts';
-import { fastControls, toyRunbook, toyStep, type Toy, type ToyStep } from '../support/controls-harness.ts';
+import { fastControls, toyRunbook, toyStep, type Toy, } from '../support/controls-harness.ts';
 import { alertmanagerBody, getJson, nodeNotReadyAlert, post } from '../support/payloads.ts';
 import { dropPrefix, redisUrl, uniquePrefix } from '../support/redis.ts';
 import { waitFor } from '../support/wait.ts';

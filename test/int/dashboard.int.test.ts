@@ -93,7 +93,7 @@ describe('the /ui dashboard in headless chromium', () => {
     await page.fill('input[name=token]', TOKEN);
     await page.click('button[type=submit]');
     await page.waitForURL(`${receiver.url}/ui/queues/`);
-    const [cookie] = await context.cookies(receiver.url + '/ui/');
+    const [cookie] = await context.cookies(`${receiver.url}/ui/`);
     expect(cookie).toMatchObject({ name: 'vm_ui', httpOnly: true, sameSite: 'Strict', path: '/ui' });
     expect(cookie?.value).not.toContain(TOKEN);
     expect(cookie?.value).toMatch(/^[A-Za-z0-9_-]{43}$/);
@@ -137,6 +137,6 @@ describe('the /ui dashboard in headless chromium', () => {
     expect(denied.status()).toBe(401);
     await page.goto(`${receiver.url}/ui/?token=${TOKEN}`);
     expect(await page.locator('form[action="/ui/login"]').count()).toBe(1);
-    expect(await context.cookies(receiver.url + '/ui/')).toEqual([]);
+    expect(await context.cookies(`${receiver.url}/ui/`)).toEqual([]);
   });
 });

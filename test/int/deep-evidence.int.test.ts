@@ -10,7 +10,7 @@ import { dropPrefix, redisUrl, uniquePrefix } from '../support/redis.ts';
 // retries). The capture keeps the top 32 levels and says what it left out; the batch is stored.
 
 const events = JSON.parse(readFileSync(new URL('../fixtures/events/batch.array.json', import.meta.url), 'utf8')) as unknown[];
-const DEEP = `{"a":`.repeat(5000) + '{}' + '}'.repeat(5000);
+const DEEP = `${`{"a":`.repeat(5000)}{}${'}'.repeat(5000)}`;
 
 describe('a recognised Event with a field nested 5,000 levels deep', () => {
   const prefix = uniquePrefix('deep');

@@ -2,7 +2,7 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ResidualMultipathJob } from '../../src/catalogue/jobs.ts';
 import { nodeQueueName } from '../../src/catalogue/queues.ts';
-import { IncidentIndex, incidentIndexKey } from '../../src/console/incident-index.ts';
+import { IncidentIndex, incidentIndexKey } from '../../src/queues/incident-index.ts';
 import { Dispatcher } from '../../src/queues/dispatcher.ts';
 import { producerConnection, type RedisConnection } from '../../src/queues/redis.ts';
 import { dropPrefix, redisUrl, uniquePrefix } from '../support/redis.ts';

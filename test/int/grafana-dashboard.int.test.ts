@@ -129,7 +129,7 @@ describe('the Grafana dashboard', () => {
     const meta = cm?.metadata as { labels?: Record<string, string>; annotations?: Record<string, string> } | undefined;
     expect(meta?.labels?.['grafana_dashboard']).toBe('1');
     expect(meta?.annotations?.['grafana_folder']).toBe('Storage');
-    expect(JSON.parse((cm?.['data'] as Record<string, string>)['volume-medic.json']!)).toEqual(dashboard);
+    expect(JSON.parse((cm!['data'] as Record<string, string>)['volume-medic.json']!)).toEqual(dashboard);
     expect(helmTemplate({}).some((o) => o.metadata.name === 'volume-medic-grafana-dashboard')).toBe(false);
   });
 });

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { ResidualMultipathJob } from '../../src/catalogue/jobs.ts';
 import { nodeQueueName } from '../../src/catalogue/queues.ts';
-import { IncidentIndex } from '../../src/console/incident-index.ts';
+import { IncidentIndex } from '../../src/queues/incident-index.ts';
 import { likelyQueues } from '../../src/console/incident-detail.ts';
 import { Dispatcher } from '../../src/queues/dispatcher.ts';
 import { JobReader } from '../../src/queues/job-reader.ts';

@@ -168,7 +168,7 @@ describe('retrying a failed job (receiver, real agent, real Redis)', () => {
     await job!.retry('failed');
     const replay = await waitFor('the replay refused', async () => {
       const j = await queue.getJob(id);
-      return j && j.finishedOn && j.failedReason?.includes('replayed') ? j : undefined;
+      return j?.finishedOn && j.failedReason?.includes('replayed') ? j : undefined;
     }, 15_000);
     expect(replay.failedReason).toMatch(/untrusted work refused \(replayed\)/);
     expect(await runbook.host.readFile('/w/finish')).toBeNull();

@@ -267,8 +267,8 @@ describe.skipIf(skip !== undefined)('rbd-stale-mapping against a real Ceph', () 
       const deadline2 = Date.now() + 10_000;
       while (!(await cluster?.isCompleted()) && Date.now() < deadline2) await new Promise((res) => setTimeout(res, 100));
       const done = await dispatcher.queue(CLUSTER_QUEUE).getJob(clusterKey);
-      expect((done?.returnvalue as RunbookResult).outcome).toBe('succeeded');
-      expect((done?.returnvalue as RunbookResult).summary).toContain('Prevention: Deployment monitoring/kube-prometheus-grafana uses the ReadWriteOnce PVC monitoring/grafana with strategy RollingUpdate and maxSurge 25% (default)');
+      expect((done!.returnvalue as RunbookResult).outcome).toBe('succeeded');
+      expect((done!.returnvalue as RunbookResult).summary).toContain('Prevention: Deployment monitoring/kube-prometheus-grafana uses the ReadWriteOnce PVC monitoring/grafana with strategy RollingUpdate and maxSurge 25% (default)');
       // The requesting pod's own node was never a candidate.
       expect(await dispatcher.queue(nodeQueueName('k8s-dev-worker0')).count()).toBe(0);
     } finally {

@@ -6,14 +6,14 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { REDIS_USERS, renderRedisAcl } from '../../scripts/deploy/redis-acl.ts';
 import { freePort, redisAnswers } from '../../scripts/lib/local-redis.ts';
-import { incidentIndexKey } from '../../src/console/incident-index.ts';
+import { incidentIndexKey } from '../../src/queues/incident-index.ts';
 import type { RbdUnmapJob, RemediationJob } from '../../src/catalogue/jobs.ts';
 import { CLUSTER_QUEUE, nodeQueueName } from '../../src/catalogue/queues.ts';
 import type { RunbookResult } from '../../src/catalogue/result.ts';
 import type { Component } from '../../src/kube/rbac.ts';
 import { createLogger } from '../../src/observability/logger.ts';
 import { Dispatcher } from '../../src/queues/dispatcher.ts';
-import { IncidentIndex } from '../../src/console/incident-index.ts';
+import { IncidentIndex } from '../../src/queues/incident-index.ts';
 import { producerConnection, whenReady, workerConnection } from '../../src/queues/redis.ts';
 import { NoAgentWatch } from '../../src/queues/no-agent-watch.ts';
 import { redisTarget } from '../../src/queues/redis-target.ts';
@@ -157,7 +157,7 @@ describe('the deploy ACL file on a real redis-server', () => {
         controls: controlsFromConfig(clusterCfg),
         trust: { ring: trust.ring, allowUnsigned: false, seen: seenWork(join(dir, 'cluster', 'seen-work.json'), silent) },
         registry: {
-          'rbd-stale-mapping': async (job, ctx) => {
+          'rbd-stale-mapping': async (_job, ctx) => {
             await clusterDispatcher.enqueue([unmap]);
             await ctx.audit?.('destructive-step', `job/${ctx.jobId}/handoff`, 'acl test');
             return done('rbd-stale-mapping', ctx.ranOn);

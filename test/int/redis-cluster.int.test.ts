@@ -6,7 +6,7 @@ import { createLogger } from '../../src/observability/logger.ts';
 import { connect, scanKeys, whenReady } from '../../src/queues/redis.ts';
 import { NoAgentWatch } from '../../src/queues/no-agent-watch.ts';
 import { startReceiver, type Receiver } from '../../src/receiver.ts';
-import { IncidentIndex, incidentIndexKey } from '../../src/console/incident-index.ts';
+import { IncidentIndex, incidentIndexKey } from '../../src/queues/incident-index.ts';
 import type { RunbookWorker } from '../../workers/engine/runbook-worker.ts';
 import { createNodeAgent } from '../../workers/node-agent/agent.ts';
 import { breakerContract } from '../support/breaker-contract.ts';

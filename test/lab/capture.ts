@@ -71,5 +71,5 @@ export function writeFixtureDir(
     ...meta,
     files: captured.map(({ stdout: _stdout, ...rest }) => rest),
   };
-  writeFileSync(join(dir, 'index.json'), JSON.stringify(index, null, 2) + '\n');
+  writeFileSync(join(dir, 'index.json'), `${JSON.stringify(index, null, 2)}\n`);
 }

@@ -65,7 +65,7 @@ export async function createIscsiLab(vm: LabVm, { luns = 2, sizeMb = 64, timeout
     for (const [lun, serial] of serials) {
       const paths = lunPaths.get(lun) ?? [];
       const map = maps.find((m) => paths.length === 2 && m.paths.join() === [...paths].sort().join());
-      if (map && map.paths.every((p) => states.get(p)?.dm === 'active' && states.get(p)?.checker === 'ready')) {
+      if (map?.paths.every((p) => states.get(p)?.dm === 'active' && states.get(p)?.checker === 'ready')) {
         result.push({ lun, serial, map });
       }
     }

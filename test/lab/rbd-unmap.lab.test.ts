@@ -94,7 +94,7 @@ describe.skipIf(skipReason !== null)('rbd-stale-mapping on a real kernel RBD cli
       return r;
     }
   })();
-  let mapped: Record<string, string> = {};
+  const mapped: Record<string, string> = {};
 
   const lookups = () =>
     new InMemoryRbdLookups()

@@ -183,7 +183,7 @@ export async function bootLabVm(opts: BootLabVmOptions = {}): Promise<LabVm> {
   let shutdownPromise: Promise<void> | undefined;
   const shutdown = (): Promise<void> => {
     shutdownPromise ??= (async () => {
-      if (!exited && socket && !socket.destroyed) socket.write(JSON.stringify({ op: 'poweroff' }) + '\n');
+      if (!exited && socket && !socket.destroyed) socket.write(`${JSON.stringify({ op: 'poweroff' })}\n`);
       const graceful = await Promise.race([exitPromise.then(() => true), sleep(5_000).then(() => false)]);
       if (!graceful) {
         qemu.kill('SIGKILL');
@@ -294,7 +294,7 @@ export async function bootLabVm(opts: BootLabVmOptions = {}): Promise<LabVm> {
             reject(e);
           },
         });
-        socket!.write(JSON.stringify(req) + '\n');
+        socket!.write(`${JSON.stringify(req)}\n`);
       });
       if (reply.event === 'error') throw new Error(`guest agent: ${reply.message ?? 'error'}`);
       const decode = (b64: string | undefined) => stripAnsi(Buffer.from(b64 ?? '', 'base64').toString('utf8'));

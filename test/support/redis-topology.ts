@@ -82,7 +82,7 @@ export async function startCluster(extraArgs: readonly string[] = []): Promise<L
   try {
     const ps = await ports(6);
     const masters = ps.slice(0, 3);
-    masters.forEach((p, i) => servers.start(p, ['--cluster-enabled', 'yes', '--cluster-config-file', `nodes-${p}.conf`, '--cluster-port', String(ps[3 + i]), '--cluster-node-timeout', '2000', ...extraArgs]));
+    for (const [i, p] of masters.entries()) servers.start(p, ['--cluster-enabled', 'yes', '--cluster-config-file', `nodes-${p}.conf`, '--cluster-port', String(ps[3 + i]), '--cluster-node-timeout', '2000', ...extraArgs]);
     for (const p of masters) await until(`cluster node ${p}`, () => answers(p));
     const create = spawnSync('redis-cli', ['--cluster', 'create', ...masters.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', '0', '--cluster-yes'], { encoding: 'utf8', timeout: 30_000 });
     if (create.status !== 0) throw new Error(`redis-cli --cluster create failed: ${create.stdout}\n${create.stderr}`);

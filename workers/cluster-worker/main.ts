@@ -9,7 +9,7 @@ import type { LookupsOf } from '../../src/kube/rbac.ts';
 import { createLogger } from '../../src/observability/logger.ts';
 import { runMain } from '../../src/process/run-main.ts';
 import { Dispatcher } from '../../src/queues/dispatcher.ts';
-import { IncidentIndex } from '../../src/console/incident-index.ts';
+import { IncidentIndex } from '../../src/queues/incident-index.ts';
 import { RedisConnections } from '../../src/queues/redis-connections.ts';
 import { NO_AGENT_CHECK_MS, NoAgentWatch, noAgentGraceMs } from '../../src/queues/no-agent-watch.ts';
 import { redisTarget } from '../../src/queues/redis-target.ts';

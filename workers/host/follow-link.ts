@@ -17,7 +17,7 @@ export async function followLink(host: Host, path: string): Promise<Resolved> {
   let current = path;
   for (let hop = 0; hop <= MAX_HOPS; hop++) {
     const info = await host.lstat(current);
-    if (!info || info.type !== 'symlink') return { path: current, info };
+    if (info?.type !== 'symlink') return { path: current, info };
     const target = await host.readlink(current);
     if (target === null) return { path: current, info: null };
     current = posix.resolve(posix.dirname(current), target);

@@ -97,8 +97,8 @@ export function uiAuth(deps: UiAuthDeps): UiAuth {
   /** `next`: where a sign-in from the page shown goes (default: the page asked for). */
   const denied = (req: Request, res: Response, a: Extract<AuthAnswer, { ok: false }>, next = safeNext(req.originalUrl)): void => {
     if (a.retryAfter !== undefined) res.set('Retry-After', String(a.retryAfter));
-    if (wantsHtml(req) || req.path === '/ui/login') return loginPage(res, next, a.status, a.error, auth.mode === 'insecure');
-    res.status(a.status).json({ error: a.error });
+    if (wantsHtml(req) || req.path === '/ui/login') loginPage(res, next, a.status, a.error, auth.mode === 'insecure');
+    else res.status(a.status).json({ error: a.error });
   };
   /** A new session for a verified operator allowed to see the dashboard; the old one, if any, is dropped. */
   const signIn = async (req: Request, res: Response, who: AuthAnswer, next?: string): Promise<UiSession | undefined> => {

@@ -17,7 +17,7 @@ import { filterQuery, incidentsPage } from './ui-incidents-page.ts';
 import { fleetPageHtml, fleetQuery } from './ui-fleet-page.ts';
 import { jobPage } from './ui-job-page.ts';
 import type { ActionName, PageCtx } from './ui-pages.ts';
-import type { UiDeps } from './ui.ts';
+import type { UiDeps } from './ui-deps.ts';
 
 // The on-call console's routes (issue 23), behind ui-auth.ts' guard (a session allowed to list
 // jobs; writes from our own origin with the session's CSRF token). Pages answer with an ETag of

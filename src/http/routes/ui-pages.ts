@@ -59,6 +59,6 @@ export function actionForm(ctx: PageCtx, a: { action: ActionName; url: string; l
 ${a.choose ? `<label for="${esc(id)}-${esc(a.choose.name)}">${esc(a.choose.label)}</label><select id="${esc(id)}-${esc(a.choose.name)}" name="${esc(a.choose.name)}" required${allowed ? '' : ' disabled'}>${a.choose.options.map((o) => `<option>${esc(o)}</option>`).join('')}</select>` : ''}
 <label for="${esc(id)}-why">Reason</label><input id="${esc(id)}-why" name="why" required maxlength="500" autocomplete="off"${allowed ? '' : ' disabled'}>
 ${a.confirm ? `<label class="confirm"><input type="checkbox" name="confirm" value="yes" required${allowed ? '' : ' disabled'}> ${esc(a.confirm)}</label>` : ''}
-<button type="submit" name="action" value="${esc(a.action)}"${allowed ? '' : ' disabled aria-describedby="' + esc(id) + '-no"'}>${esc(a.label)}</button>
+<button type="submit" name="action" value="${esc(a.action)}"${allowed ? '' : ` disabled aria-describedby="${esc(id)}-no"`}>${esc(a.label)}</button>
 ${allowed ? '' : `<small class="denied" id="${esc(id)}-no">${esc(ctx.username)} may not: needs <code>${esc(ACTION_VERB[a.action])}</code></small>`}</form>`;
 }

@@ -1,20 +1,12 @@
 import { createBullBoard } from '@bull-board/api';
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { ExpressAdapter } from '@bull-board/express';
-import type { Queue } from 'bullmq';
 import { Router } from 'express';
-import type { OperatorAuth } from '../../auth/operator-auth.ts';
-import type { SessionStore } from '../../auth/session-store.ts';
-import type { RedisConnection } from '../../queues/redis.ts';
-import type { IncidentIndex } from '../../console/incident-index.ts';
-import type { FleetSnapshots } from '../../console/fleet-snapshot.ts';
-import type { OperatorActions } from '../../controls/operator-actions.ts';
-import type { JobRetry } from '../../controls/job-retry.ts';
-import type { JobEventReader } from '../../kube/job-event-reader.ts';
 import { knownQueuesKey } from '../../queues/known-queues.ts';
 import { uiAuth } from './ui-auth.ts';
 import { SCRIPT, STYLE } from './ui-assets.ts';
 import { consoleRoutes } from './ui-console.ts';
+import type { UiDeps } from './ui-deps.ts';
 
 // The dashboard under /ui, for operators signed in as ui-auth.ts says:
 // - /ui/queues/: bull-board over every queue the receiver has used (node queues appear as
@@ -22,23 +14,6 @@ import { consoleRoutes } from './ui-console.ts';
 //   clean, obliterate) takes arbitrary job data, so it is refused whatever its buttons show;
 // - /ui/ the on-call console (ui-console.ts): incidents, one incident in full, and the actions,
 //   each with the operator's own RBAC verb (SubjectAccessReview), as the API's.
-
-export interface UiDeps {
-  redis: RedisConnection;
-  prefix: string;
-  auth: OperatorAuth;
-  sessions: SessionStore;
-  queue: (name: string) => Queue;
-  controls: OperatorActions;
-  /** The console's index of incidents (src/console/incident-index.ts). */
-  incidents: IncidentIndex;
-  /** The fleet snapshot shared with /v1/fleet and /v1/summary (src/console/fleet-snapshot.ts). */
-  fleet: FleetSnapshots;
-  /** Retries of failed jobs (src/controls/job-retry.ts); without it the console offers none. */
-  retries?: JobRetry;
-  /** Reads a job's Kubernetes Events back for its page (src/kube/job-event-reader.ts). */
-  events?: JobEventReader;
-}
 
 export const UI_CONTENT_SECURITY_POLICY = [
   "default-src 'none'", "script-src 'self'", "style-src 'self'", "img-src 'self' data:", "font-src 'self'", "connect-src 'self'",

@@ -97,7 +97,7 @@ export function webhookRoutes(deps: WebhookDeps, before: readonly RequestHandler
         deps.metrics.webhooks.inc({ source, outcome: 'invalid' });
         return res.status(422).json({ error: `payload does not match the ${source} schema: ${parsed.error}` });
       }
-      let result;
+      let result: Awaited<ReturnType<typeof ingest>>;
       try {
         result = await ingest(parsed.signals, parsed.ignored, deps);
       } catch (err) {

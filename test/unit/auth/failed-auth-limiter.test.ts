@@ -35,7 +35,7 @@ describe('the failed-auth limiter', () => {
     expect(clientKey('::1')).toBe('0:0:0:0::/64');
     expect(clientKey('::ffff:192.0.2.7')).toBe('192.0.2.7');
     expect(clientKey('192.0.2.7')).toBe('192.0.2.7');
-    let t = 0;
+    const t = 0;
     const l = new FailedAuthLimiter({ perMinute: 1, now: () => t });
     l.failed('2001:db8:1:2::1');
     expect(l.retryAfter('2001:db8:1:2::9999')).toBe(60);

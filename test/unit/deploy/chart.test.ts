@@ -2,7 +2,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'n
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { parse as parseYaml, parseDocument, isMap, isScalar, isSeq, type Node as YamlNode } from 'yaml';
+import { parse as parseYaml, } from 'yaml';
 import {
   CHART_DIR, ChartError, CI_VALUES_DIR, helmTemplate, helmTemplateText, readObjects, RENDERED_FILE, renderedFileText, VALUE_SETS,
 } from '../../../scripts/deploy/chart.ts';
@@ -167,9 +167,9 @@ describe('the Secrets the chart makes', { timeout: 60_000 }, () => {
     const agent = podSpec(find(own, 'DaemonSet', 'volume-medic-node-agent'))! as unknown as { volumes: Array<{ name: string; projected?: { sources: Array<{ secret: { name: string } }> } }> };
     // The agent holds no signing key (its node's work keys come from enrolment); the receiver every root, the cluster worker its own.
     expect(agent.volumes.find((v) => v.name === 'signing-keys')).toBeUndefined();
-    expect((receiver.volumes?.find((v) => v.name === 'signing-keys') as unknown as { projected: { sources: Array<{ secret: { name: string } }> } }).projected.sources.map((s) => s.secret.name)).toEqual(['my-signing-receiver', 'my-signing-cluster-worker', 'my-signing-node-agent']);
+    expect((receiver.volumes!.find((v) => v.name === 'signing-keys') as unknown as { projected: { sources: Array<{ secret: { name: string } }> } }).projected.sources.map((s) => s.secret.name)).toEqual(['my-signing-receiver', 'my-signing-cluster-worker', 'my-signing-node-agent']);
     const worker = podSpec(find(own, 'Deployment', 'volume-medic-cluster-worker'))!;
-    expect((worker.volumes?.find((v) => v.name === 'signing-keys') as unknown as { projected: { sources: Array<{ secret: { name: string } }> } }).projected.sources.map((s) => s.secret.name)).toEqual(['my-signing-cluster-worker']);
+    expect((worker.volumes!.find((v) => v.name === 'signing-keys') as unknown as { projected: { sources: Array<{ secret: { name: string } }> } }).projected.sources.map((s) => s.secret.name)).toEqual(['my-signing-cluster-worker']);
     const redis = podSpec(find(own, 'StatefulSet', 'volume-medic-redis'))!;
     expect(redis.volumes?.find((v) => v.name === 'acl')?.secret?.secretName).toBe('my-redis-acl');
     expect(redis.volumes?.find((v) => v.name === 'tls')?.secret?.secretName).toBe('my-redis-tls');

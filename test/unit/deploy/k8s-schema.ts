@@ -62,7 +62,7 @@ function checkFields(value: unknown, type: string, path: string, out: string[]):
   if (value === null || value === undefined || SCALARS.has(type)) return;
   const array = /^Array<(.+)>$/.exec(type);
   if (array) {
-    if (Array.isArray(value)) value.forEach((v, i) => checkFields(v, array[1] as string, `${path}/${i}`, out));
+    if (Array.isArray(value)) for (const [i, v] of value.entries()) checkFields(v, array[1] as string, `${path}/${i}`, out);
     return;
   }
   const map = /^\{ \[key: string\]: (.+); \}$/.exec(type);

@@ -33,7 +33,7 @@ type Subject = { kind: string; name: string; namespace?: string };
  * grants its ClusterRole everywhere ('*'), a RoleBinding grants its Role (or ClusterRole) in the
  * RoleBinding's namespace only.
  */
-export function grantedTo(objects: readonly KObject[], account: string): Set<string> {
+function grantedTo(objects: readonly KObject[], account: string): Set<string> {
   const out = new Set<string>();
   const role = (kind: string, name: string, namespace: string | undefined): Rule[] => {
     const r = objects.find((o) => o.kind === kind && o.metadata.name === name && (kind === 'ClusterRole' || o.metadata.namespace === namespace));

@@ -71,7 +71,7 @@ const ONLY: Record<string, readonly Component[]> = {
   // src/queues/replica-ack.ts: the receiver, with REDIS_ACK_REPLICAS > 0 (default with Sentinel;
   // settable on any primary with replicas), so granted in every rendering (README, "Redis topologies").
   wait: ['receiver'],
-  zscan: ['receiver'], // src/console/incident-index.ts: the console finds a job's or a node's index entries
+  zscan: ['receiver'], // src/queues/incident-index.ts: the console finds a job's or a node's index entries
 };
 
 describe('the Redis ACL users (deploy/charts/volume-medic/files/users.acl.template)', () => {

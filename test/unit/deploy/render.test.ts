@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { REDIS_ACL_SECRET, REDIS_URL_SECRETS } from '../../../scripts/deploy/redis-acl.ts';
 import { loadConfig } from '../../../src/config/load.ts';
-import { type KObject } from '../../../scripts/deploy/chart.ts';
+import type { KObject } from '../../../scripts/deploy/chart.ts';
 import { validateAll } from './k8s-schema.ts';
 import { DEPLOY_DIR, find, podSpec, rendered as render, SETS } from './manifests.ts';
 

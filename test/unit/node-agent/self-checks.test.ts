@@ -73,7 +73,9 @@ function manualEvery() {
     timers.push(t);
     return () => void (t.stopped = true);
   };
-  const fire = () => timers.filter((t) => !t.stopped).forEach((t) => t.tick());
+  const fire = () => {
+    for (const t of timers) if (!t.stopped) t.tick();
+  };
   return { every, timers, fire };
 }
 const settle = () => new Promise((r) => setImmediate(r));

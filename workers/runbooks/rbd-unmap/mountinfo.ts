@@ -14,7 +14,7 @@ export interface MountEntry {
   source: string;
 }
 
-const unescape = (s: string): string => s.replace(/\\([0-7]{3})/g, (_, o: string) => String.fromCharCode(parseInt(o, 8)));
+const unescapeOctal = (s: string): string => s.replace(/\\([0-7]{3})/g, (_, o: string) => String.fromCharCode(parseInt(o, 8)));
 
 export function parseMountinfo(text: string): MountEntry[] {
   const out: MountEntry[] = [];
@@ -28,10 +28,10 @@ export function parseMountinfo(text: string): MountEntry[] {
       id: Number(head[0]),
       parent: Number(head[1]),
       majorMinor: head[2]!,
-      root: unescape(head[3]!),
-      mountPoint: unescape(head[4]!),
+      root: unescapeOctal(head[3]!),
+      mountPoint: unescapeOctal(head[4]!),
       fsType: tail[0]!,
-      source: unescape(tail[1]!),
+      source: unescapeOctal(tail[1]!),
     });
   }
   return out;

@@ -48,7 +48,7 @@ export async function observe(job: RbdUnmapJob, host: Host, deps: ObserveDeps): 
   const mappings = headMappings(listed.mappings, pool, image);
   const link = await host.readlink(`/dev/rbd/${pool}/${image}`);
 
-  let pods;
+  let pods: Awaited<ReturnType<typeof deps.pods.podsOnNode>>;
   try {
     pods = (await deps.pods.podsOnNode(node)).filter(mayRun);
   } catch (err) {

@@ -12,7 +12,7 @@ export interface MountEntry {
   source: string;
 }
 
-const unescape = (s: string): string => s.replace(/\\([0-7]{3})/g, (_, o: string) => String.fromCharCode(Number.parseInt(o, 8)));
+const unescapeOctal = (s: string): string => s.replace(/\\([0-7]{3})/g, (_, o: string) => String.fromCharCode(Number.parseInt(o, 8)));
 
 export function parseMountinfo(text: string): MountEntry[] {
   const out: MountEntry[] = [];
@@ -24,10 +24,10 @@ export function parseMountinfo(text: string): MountEntry[] {
     if (sep < 0 || !majorMinor || !/^\d+:\d+$/.test(majorMinor)) continue;
     out.push({
       majorMinor,
-      root: unescape(f[3] ?? ''),
-      mountPoint: unescape(f[4] ?? ''),
+      root: unescapeOctal(f[3] ?? ''),
+      mountPoint: unescapeOctal(f[4] ?? ''),
       fsType: f[sep + 1] ?? '',
-      source: unescape(f[sep + 2] ?? ''),
+      source: unescapeOctal(f[sep + 2] ?? ''),
     });
   }
   return out;

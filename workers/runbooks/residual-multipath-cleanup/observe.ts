@@ -169,7 +169,7 @@ export async function observe(job: ResidualMultipathJob, host: Host, deps: Obser
     if (!isMapName(m.name)) problems.push(`the map name ${JSON.stringify(m.name.slice(0, 140))} is not a plain map name (letters, digits, _ . : -, not starting with - or .): not acted on`);
     const bySysfs = [...uuids].find(([, u]) => wwidOfDmUuid(u) === normalizeWwid(wwid))?.[0] ?? null;
     const dm = m.dm ?? bySysfs;
-    if (dm && bySysfs !== dm) problems.push(`sysfs does not show ${dm} as the map of WWID ${wwid} (${bySysfs ?? 'no dm device has uuid mpath-' + wwid})`);
+    if (dm && bySysfs !== dm) problems.push(`sysfs does not show ${dm} as the map of WWID ${wwid} (${bySysfs ?? `no dm device has uuid mpath-${wwid}`})`);
     const dmOk = dm !== null && DEVICE_PATTERNS.dm.test(dm);
     const jsonView = json?.find((j) => normalizeWwid(j.wwid) === normalizeWwid(wwid));
     const disagree = disagreement(m, jsonView);

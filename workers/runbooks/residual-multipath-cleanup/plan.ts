@@ -143,7 +143,7 @@ function stepsFor(m: MapFacts, f: ResidualFacts, releaseQueuedIo: boolean, evide
   return steps;
 }
 
-function closeIntent(wwid: string, map: string, ctx: PlanContext, why: string): ResidualStep {
+function closeIntent(wwid: string, map: string, _ctx: PlanContext, why: string): ResidualStep {
   return { kind: 'close-intent', id: `close-intent:${wwid}`, description: `remove the intent record of ${map} (${why})`, destructive: false, wwid };
 }
 

@@ -224,7 +224,7 @@ export class SimNode extends FakeHost {
   }
 
   #listing(only?: string): string {
-    return this.maps
+    return `${this.maps
       .filter((m) => this.has(m.dm) && (!only || m.name === only))
       .map((m) => {
         const disks = m.disks.filter((d) => this.has(d.dev));
@@ -235,7 +235,7 @@ export class SimNode extends FakeHost {
           ...disks.map((d, i) => `  ${i === disks.length - 1 ? '`-' : '|-'} ${d.hctl} ${d.dev} ${d.devT} ${d.dead ? 'failed faulty running' : 'active ready running'}`),
         ].join('\n');
       })
-      .join('\n') + '\n';
+      .join('\n')}\n`;
   }
 
   #dmInfo(only?: string): string {

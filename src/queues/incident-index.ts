@@ -1,5 +1,5 @@
-import type { StoredIndex } from '../queues/dispatcher.ts';
-import type { RedisConnection } from '../queues/redis.ts';
+import type { StoredIndex } from './dispatcher.ts';
+import type { RedisConnection } from './redis.ts';
 
 // The console's index of incidents, newest first, so a page of the dashboard reads a bounded
 // slice of Redis whatever the fleet's size (issue 23): listing BullMQ's queues one by one costs a
@@ -66,7 +66,7 @@ export class IncidentIndex implements StoredIndex {
   async record(jobs: readonly { queue: string; id: string; node?: string | undefined; runbook: string }[], at: number): Promise<void> {
     if (jobs.length === 0) return;
     const args: (string | number)[] = [];
-    jobs.forEach((j, i) => args.push(at * 1000 + (i % 1000), member(j)));
+    for (const [i, j] of jobs.entries()) args.push(at * 1000 + (i % 1000), member(j));
     await this.#redis.multi().zadd(this.#key, ...args).zremrangebyrank(this.#key, 0, -(this.#keep + 1)).exec();
   }
 

@@ -1,2 +1,0 @@
-export * from './schema.ts';
-export * from './load.ts';

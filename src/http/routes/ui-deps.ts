@@ -1,0 +1,29 @@
+import type { Queue } from 'bullmq';
+import type { OperatorAuth } from '../../auth/operator-auth.ts';
+import type { SessionStore } from '../../auth/session-store.ts';
+import type { RedisConnection } from '../../queues/redis.ts';
+import type { IncidentIndex } from '../../queues/incident-index.ts';
+import type { FleetSnapshots } from '../../console/fleet-snapshot.ts';
+import type { OperatorActions } from '../../controls/operator-actions.ts';
+import type { JobRetry } from '../../controls/job-retry.ts';
+import type { JobEventReader } from '../../kube/job-event-reader.ts';
+
+// What the dashboard's routes (ui.ts, ui-console.ts) are given: its own file, so the two route
+// files do not import each other.
+
+export interface UiDeps {
+  redis: RedisConnection;
+  prefix: string;
+  auth: OperatorAuth;
+  sessions: SessionStore;
+  queue: (name: string) => Queue;
+  controls: OperatorActions;
+  /** The console's index of incidents (src/queues/incident-index.ts). */
+  incidents: IncidentIndex;
+  /** The fleet snapshot shared with /v1/fleet and /v1/summary (src/console/fleet-snapshot.ts). */
+  fleet: FleetSnapshots;
+  /** Retries of failed jobs (src/controls/job-retry.ts); without it the console offers none. */
+  retries?: JobRetry;
+  /** Reads a job's Kubernetes Events back for its page (src/kube/job-event-reader.ts). */
+  events?: JobEventReader;
+}

@@ -1,3 +1,0 @@
-export * from './dispatcher.ts';
-export * from './job-reader.ts';
-export * from './known-queues.ts';
