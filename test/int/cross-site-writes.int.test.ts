@@ -8,6 +8,7 @@ import { chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Config } from '../../src/config/schema.ts';
 import { OPERATOR_ROUTES, WEBHOOK_PATHS } from '../../src/auth/permissions.ts';
+import { ENROL_PATH } from '../../src/trust/enrolment-wire.ts';
 import { startReceiver, type Receiver } from '../../src/receiver.ts';
 import { testConfig } from '../support/config.ts';
 import { startOperators, type Operators } from '../support/operators.ts';
@@ -22,10 +23,11 @@ import { CHROMIUM, chromiumOrSay } from '../support/chromium.ts';
 const TOKEN = 'cross-site-webhook-token-0123456789';
 const EVIL = 'http://evil.example';
 
-/** Every state-changing route: the operator POST routes, the webhooks, the dashboard's forms. */
+/** Every state-changing route: the operator POST routes, the webhooks, enrolment, the dashboard's forms. */
 const WRITE_ROUTES = [
   ...OPERATOR_ROUTES.filter((r) => r.method === 'POST').map((r) => r.path.replace(':id', 'abc_0123456789abcdef')),
   ...WEBHOOK_PATHS,
+  ENROL_PATH,
 ];
 
 /** The body a text/plain form sends: `name=value`, shaped so that it parses as JSON. */
