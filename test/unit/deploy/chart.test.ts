@@ -240,6 +240,37 @@ describe('defaults that do not get in an operator\'s way', { timeout: 60_000 }, 
   });
 });
 
+describe('images from a mirror and by digest', { timeout: 60_000 }, () => {
+  const digest = `sha256:${'ab'.repeat(32)}`;
+  const images = (objects: ReturnType<typeof helmTemplate>) => Object.fromEntries(objects.flatMap((o) => (podSpec(o)?.containers ?? []).map((c) => [o.metadata.name, c.image])));
+
+  it('global.imageRegistry replaces the registry of every image (ghcr.io, docker.io); a digest wins over the tag', () => {
+    expect(images(helmTemplate({ set: ['global.imageRegistry=mirror.example:5000', `image.digest=${digest}`] }))).toEqual({
+      'volume-medic-receiver': `mirror.example:5000/volume-medic/volume-medic@${digest}`,
+      'volume-medic-cluster-worker': `mirror.example:5000/volume-medic/volume-medic@${digest}`,
+      'volume-medic-node-agent': `mirror.example:5000/volume-medic/volume-medic@${digest}`,
+      'volume-medic-redis': 'mirror.example:5000/library/redis:7.4',
+    });
+    // A repository without a registry host (docker.io's short form) gets the mirror in front.
+    expect(images(helmTemplate({ set: ['global.imageRegistry=reg.example/mirror', 'redis.bundled.image.repository=redis'] }))['volume-medic-redis']).toBe('reg.example/mirror/redis:7.4');
+  });
+
+  it('global.imagePullSecrets and imagePullSecrets reach every pod, each name once; the bundled Redis takes podAnnotations', () => {
+    const file = join(tmp, 'pull.yaml');
+    writeFileSync(file, JSON.stringify({ global: { imagePullSecrets: ['mirror-cred', 'regcred'] }, imagePullSecrets: ['regcred'], redis: { bundled: { podAnnotations: { 'example.com/team': 'storage' } } } }));
+    const objects = helmTemplate({ values: [file] });
+    for (const o of objects.filter((x) => podSpec(x))) {
+      expect((podSpec(o) as unknown as { imagePullSecrets: unknown }).imagePullSecrets, o.metadata.name).toEqual([{ name: 'mirror-cred' }, { name: 'regcred' }]);
+    }
+    const redis = find(objects, 'StatefulSet', 'volume-medic-redis')['spec'] as { template: { metadata: { annotations: Record<string, string> } } };
+    expect(redis.template.metadata.annotations['example.com/team']).toBe('storage');
+  });
+
+  it('refuses a mirror that is not a registry host', () => {
+    expect(() => helmTemplate({ set: ['global.imageRegistry=https://mirror.example'] })).toThrow(/\/global\/imageRegistry/);
+  });
+});
+
 describe('the control signing key the chart makes', { timeout: 60_000 }, () => {
   it('signs controls the certificate checks, which every process mounts; an HMAC seal with the receiver\'s key, a changed record or another subject are refused', () => {
     const objects = helmTemplate();

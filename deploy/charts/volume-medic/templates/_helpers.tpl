@@ -21,18 +21,47 @@ app.kubernetes.io/name: volume-medic
 app.kubernetes.io/component: {{ . }}
 {{- end }}
 
-{{/* The image: repository@digest, else repository:tag (tag defaults to appVersion). */}}
-{{- define "vm.image" -}}
-{{- if .Values.image.digest -}}
-{{ .Values.image.repository }}@{{ .Values.image.digest }}
+{{/*
+An image reference: {repository, tag, digest} and the root. repository@digest when a digest is set
+(it wins over the tag), else repository:tag. global.imageRegistry (a mirror) replaces the
+repository's registry: its first path part when that names a host (has a dot or a port, or is
+localhost), else it goes in front (docker.io's short names).
+*/}}
+{{- define "vm.imageRef" -}}
+{{- $repo := .image.repository -}}
+{{- with .root.Values.global.imageRegistry -}}
+{{- $parts := splitList "/" $repo -}}
+{{- $first := first $parts -}}
+{{- if and (gt (len $parts) 1) (or (contains "." $first) (contains ":" $first) (eq $first "localhost")) -}}
+{{- $repo = join "/" (rest $parts) -}}
+{{- end -}}
+{{- $repo = printf "%s/%s" (trimSuffix "/" .) $repo -}}
+{{- end -}}
+{{- if .image.digest -}}
+{{ $repo }}@{{ .image.digest }}
 {{- else -}}
-{{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
+{{ $repo }}:{{ .tag }}
 {{- end -}}
 {{- end }}
 
+{{/* The volume-medic image (tag defaults to appVersion). */}}
+{{- define "vm.image" -}}
+{{- include "vm.imageRef" (dict "root" . "image" .Values.image "tag" (.Values.image.tag | default .Chart.AppVersion)) -}}
+{{- end }}
+
 {{- define "vm.redisImage" -}}
-{{- $i := .Values.redis.bundled.image -}}
-{{- if $i.digest -}}{{ $i.repository }}@{{ $i.digest }}{{- else -}}{{ $i.repository }}:{{ $i.tag }}{{- end -}}
+{{- include "vm.imageRef" (dict "root" . "image" .Values.redis.bundled.image "tag" .Values.redis.bundled.image.tag) -}}
+{{- end }}
+
+{{/* imagePullSecrets of every pod: global.imagePullSecrets, then imagePullSecrets, once each. */}}
+{{- define "vm.imagePullSecrets" -}}
+{{- $names := concat (.Values.global.imagePullSecrets | default list) .Values.imagePullSecrets | uniq -}}
+{{- with $names -}}
+imagePullSecrets:
+  {{- range . }}
+  - name: {{ . }}
+  {{- end }}
+{{- end -}}
 {{- end }}
 
 {{/* component -> values key (receiver, clusterWorker, nodeAgent). */}}
