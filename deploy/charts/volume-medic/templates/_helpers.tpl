@@ -170,13 +170,16 @@ credentials. {root, component}.
 {{- end }}
 
 {{/*
-Pod annotations that roll the pods when what they read at start changes: the ConfigMap, and the
-names and shape of the Secrets they read (generated Secrets keep their values across upgrades;
-a Secret you manage yourself needs a rollout restart when you change it).
+Pod annotations that roll the pods when what they read at start changes: the ConfigMap, the names
+of the Secrets they read, and everything the secrets hook Job makes its Secrets from
+(vm.secretsSpec: e.g. receiver.tls.extraDnsNames makes a new certificate, config.queuePrefix a
+new ACL file). The chart renders no Secret content to hash: the Job's Secrets keep their values
+across upgrades unless those inputs change, and a Secret you manage yourself needs a rollout
+restart when you change it.
 */}}
 {{- define "vm.checksums" -}}
 checksum/config: {{ include (print .Template.BasePath "/config.yaml") . | sha256sum }}
-checksum/secrets: {{ list .Values.webhookToken .Values.signingKeys .Values.redis | toJson | sha256sum }}
+checksum/secrets: {{ list .Values.webhookToken .Values.signingKeys .Values.controlSigning .Values.redis.credentials .Values.redis.bundled.tls .Values.redis.bundled.aclExistingSecret .Values.redis.external.caSecret .Values.redis.external.sentinelPasswordSecret .Values.receiver.tls (include "vm.secretsSpec" .) | toJson | sha256sum }}
 {{- end }}
 
 {{/* The control key's Secret (receiver only) and its certificate's ConfigMap (every process). */}}
@@ -197,4 +200,47 @@ checksum/secrets: {{ list .Values.webhookToken .Values.signingKeys .Values.redis
   configMap:
     name: {{ include "vm.controlCertsConfigMap" . }}
     defaultMode: 292 # 0444
+{{- end }}
+
+{{/*
+What the secrets hook Job makes (src/secrets/spec.ts), as JSON: every Secret the chart needs that
+the operator did not name. Nothing random or secret is in it, and no chart version (labels are
+the stable ones), so it is the same on every render; the pods' checksum/secrets covers it.
+*/}}
+{{- define "vm.secretsSpec" -}}
+{{- $ns := .Release.Namespace -}}
+{{- $labels := dict "app.kubernetes.io/name" "volume-medic" "app.kubernetes.io/part-of" "volume-medic" "app.kubernetes.io/instance" .Release.Name -}}
+{{- $l := dict -}}
+{{- range $c := list "receiver" "cluster-worker" "node-agent" "redis" -}}
+{{- $_ := set $l $c (merge (dict "app.kubernetes.io/component" $c) $labels) -}}
+{{- end -}}
+{{- $items := list -}}
+{{- if not .Values.webhookToken.existingSecret -}}
+{{- $items = append $items (dict "make" "token" "secret" (include "vm.webhookTokenSecret" .) "key" "token" "length" 48 "labels" $l.receiver) -}}
+{{- end -}}
+{{- range $role := list "receiver" "cluster-worker" "node-agent" -}}
+{{- if not (get $.Values.signingKeys.existingSecrets (include "vm.key" $role)) -}}
+{{- $items = append $items (dict "make" "signing-key" "secret" (include "vm.signingSecret" (dict "root" $ "role" $role)) "file" (printf "%s.%s" $role $.Values.signingKeys.keyId) "labels" (get $l $role)) -}}
+{{- end -}}
+{{- end -}}
+{{- if eq .Values.receiver.tls.mode "generated" -}}
+{{- /* localhost and 127.0.0.1: `kubectl port-forward svc/volume-medic 8080` then https://localhost:8080 (NOTES). */ -}}
+{{- $names := concat (list "volume-medic" (printf "volume-medic.%s" $ns) (printf "volume-medic.%s.svc" $ns) (printf "volume-medic.%s.svc.cluster.local" $ns) "localhost") .Values.receiver.tls.extraDnsNames -}}
+{{- $items = append $items (dict "make" "tls" "secret" "volume-medic-receiver-tls" "caConfigMap" "volume-medic-receiver-ca" "caName" "volume-medic-receiver-ca" "commonName" "volume-medic" "dnsNames" $names "ipAddresses" (list "127.0.0.1") "days" 3650 "labels" $l.receiver) -}}
+{{- end -}}
+{{- if not .Values.controlSigning.existingSecret -}}
+{{- $items = append $items (dict "make" "control-signing" "secret" "volume-medic-control-signing" "configMap" "volume-medic-control-certs" "commonName" "volume-medic-controls" "days" 36500 "labels" $l.receiver) -}}
+{{- end -}}
+{{- if include "vm.redisGenerated" . -}}
+{{- $users := list -}}
+{{- range $c := list "receiver" "cluster-worker" "node-agent" -}}
+{{- $users = append $users (dict "component" $c "secret" (include "vm.redisSecret" (dict "root" $ "component" $c)) "username" (printf "volume-medic-%s" $c) "labels" (get $l $c)) -}}
+{{- end -}}
+{{- $items = append $items (dict "make" "redis-users" "aclSecret" "volume-medic-redis-acl" "address" (printf "volume-medic-redis.%s.svc:6379" $ns) "prefix" .Values.config.queuePrefix "template" (.Files.Get "files/users.acl.template") "users" $users "labels" $l.redis) -}}
+{{- end -}}
+{{- if and .Values.redis.bundled.enabled .Values.redis.bundled.tls.enabled (not .Values.redis.bundled.tls.existingSecret) -}}
+{{- $names := list "volume-medic-redis" (printf "volume-medic-redis.%s" $ns) (printf "volume-medic-redis.%s.svc" $ns) (printf "volume-medic-redis.%s.svc.cluster.local" $ns) "localhost" -}}
+{{- $items = append $items (dict "make" "tls" "secret" "volume-medic-redis-tls" "caName" "volume-medic-redis-ca" "commonName" "volume-medic-redis" "dnsNames" $names "ipAddresses" (list "127.0.0.1") "days" 3650 "labels" $l.redis) -}}
+{{- end -}}
+{{- dict "version" 1 "namespace" $ns "items" $items | toJson -}}
 {{- end }}
