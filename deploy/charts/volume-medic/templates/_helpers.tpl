@@ -232,11 +232,17 @@ the stable ones), so it is the same on every render; the pods' checksum/secrets 
 {{- $items = append $items (dict "make" "control-signing" "secret" "volume-medic-control-signing" "configMap" "volume-medic-control-certs" "commonName" "volume-medic-controls" "days" 36500 "labels" $l.receiver) -}}
 {{- end -}}
 {{- if include "vm.redisGenerated" . -}}
+{{- /* The ACL template without its comments (the renderer drops them too): a shorter spec. */ -}}
+{{- $acl := list -}}
+{{- range $line := splitList "\n" (.Files.Get "files/users.acl.template") -}}
+{{- if and (ne (trim $line) "") (not (hasPrefix "#" $line)) -}}{{- $acl = append $acl $line -}}{{- end -}}
+{{- end -}}
+{{- $acl = printf "%s\n" (join "\n" $acl) -}}
 {{- $users := list -}}
 {{- range $c := list "receiver" "cluster-worker" "node-agent" -}}
 {{- $users = append $users (dict "component" $c "secret" (include "vm.redisSecret" (dict "root" $ "component" $c)) "username" (printf "volume-medic-%s" $c) "labels" (get $l $c)) -}}
 {{- end -}}
-{{- $items = append $items (dict "make" "redis-users" "aclSecret" "volume-medic-redis-acl" "address" (printf "volume-medic-redis.%s.svc:6379" $ns) "prefix" .Values.config.queuePrefix "template" (.Files.Get "files/users.acl.template") "users" $users "labels" $l.redis) -}}
+{{- $items = append $items (dict "make" "redis-users" "aclSecret" "volume-medic-redis-acl" "address" (printf "volume-medic-redis.%s.svc:6379" $ns) "prefix" .Values.config.queuePrefix "template" $acl "users" $users "labels" $l.redis) -}}
 {{- end -}}
 {{- if and .Values.redis.bundled.enabled .Values.redis.bundled.tls.enabled (not .Values.redis.bundled.tls.existingSecret) -}}
 {{- $names := list "volume-medic-redis" (printf "volume-medic-redis.%s" $ns) (printf "volume-medic-redis.%s.svc" $ns) (printf "volume-medic-redis.%s.svc.cluster.local" $ns) "localhost" -}}
