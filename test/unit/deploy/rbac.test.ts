@@ -121,7 +121,12 @@ describe.each(SETS)('RBAC of the %s values', (set) => {
 
   it('the secrets hook (when there) may create Secrets and ConfigMaps, and read or patch only those it makes; nothing else, and it is removed once it succeeded', () => {
     if (hooks.length === 0) return;
-    expect(hooks.map((o) => `${o.kind}/${o.metadata.name}`).sort()).toEqual(['Job/volume-medic-secrets', 'Role/volume-medic-secrets', 'RoleBinding/volume-medic-secrets', 'ServiceAccount/volume-medic-secrets']);
+    // With its NetworkPolicy (nothing in; out to the API server only) where the chart renders policies.
+    expect(hooks.map((o) => `${o.kind}/${o.metadata.name}`).sort()).toEqual(['Job/volume-medic-secrets', 'NetworkPolicy/volume-medic-secrets', 'Role/volume-medic-secrets', 'RoleBinding/volume-medic-secrets', 'ServiceAccount/volume-medic-secrets']);
+    expect(hooks.find((o) => o.kind === 'NetworkPolicy')!['spec']).toEqual({
+      podSelector: { matchLabels: { 'app.kubernetes.io/name': 'volume-medic', 'app.kubernetes.io/component': 'secrets' } },
+      policyTypes: ['Ingress', 'Egress'], ingress: [], egress: [{ ports: [{ port: 443, protocol: 'TCP' }, { port: 6443, protocol: 'TCP' }] }],
+    });
     for (const h of hooks) {
       const a = h.metadata['annotations'] as Record<string, string>;
       expect(a['helm.sh/hook'], h.kind).toBe('pre-install,pre-upgrade');
