@@ -29,6 +29,7 @@ afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 /** The last commit with the chart at its previous version: the parent of the commit that set this one. */
 function previousChartCommit(): { commit: string; version: string } | string {
   const log = git('log', '--format=%H', '--', 'deploy/charts/volume-medic/Chart.yaml');
+  if (log.error) return `git cannot run here (${log.error.message})`;
   if (log.status !== 0) return `no git history here (${log.stderr.trim()})`;
   let bumped: string | undefined;
   for (const c of log.stdout.trim().split('\n')) {
