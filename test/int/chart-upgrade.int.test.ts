@@ -16,6 +16,8 @@ import { runTool } from '../../scripts/deploy/tools.ts';
 //     new chart's defaults: a value the new version adds does not exist. The schema requires
 //     secretsJob (new in 0.2.0), so such an upgrade is refused, naming it, instead of rendering
 //     the hook Job without its memory limit.
+// (Written for 0.1.0 -> 0.2.0: a later version that adds no required value needs its own example
+// of what --reuse-values misses.)
 // The previous version is the chart as it was in git just before Chart.yaml got this version,
 // packaged (`helm package`) like a published 0.1.0.
 
