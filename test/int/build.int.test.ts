@@ -22,11 +22,16 @@ const STARTED: Record<string, RegExp> = {
 describe('the deployable build (npm run build) runs every command of the manifests', () => {
   let out: string;
   const commands = new Map<string, string[]>();
+  const envOf = new Map<string, Record<string, string>>();
 
   beforeAll(async () => {
     for (const set of SETS) {
       for (const o of rendered(set)) {
-        for (const c of podSpec(o)?.containers ?? []) if (c.command?.[0] === 'node') commands.set(c.name, c.command);
+        for (const c of podSpec(o)?.containers ?? []) {
+          if (c.command?.[0] !== 'node') continue;
+          commands.set(c.name, c.command);
+          envOf.set(c.name, Object.fromEntries((c.env ?? []).flatMap((e) => (e.value !== undefined ? [[e.name, e.value]] : []))));
+        }
       }
     }
     out = await buildDist();
@@ -36,7 +41,7 @@ describe('the deployable build (npm run build) runs every command of the manifes
   });
 
   it('names a file the build emits in each node command', () => {
-    expect([...commands.keys()].sort()).toEqual(Object.keys(STARTED).sort());
+    expect([...commands.keys()].sort()).toEqual([...Object.keys(STARTED), 'secrets'].sort());
     for (const [name, argv] of commands) {
       const script = argv.at(-1)!;
       expect(script, name).toMatch(/^dist\/.*\.js$/);
@@ -70,5 +75,16 @@ describe('the deployable build (npm run build) runs every command of the manifes
       child.kill('SIGTERM');
       await new Promise((r) => child.once('exit', r));
     }
+  }, 30_000);
+
+  it('runs the secrets hook Job\'s command from the build: it reads the manifest\'s SECRETS_SPEC and, outside a pod, says so and exits 1', async () => {
+    const argv = commands.get('secrets')!;
+    const child = spawn(process.execPath, argv.slice(1), { cwd: out, env: { PATH: process.env['PATH'] ?? '', SECRETS_SPEC: envOf.get('secrets')!['SECRETS_SPEC']! }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let text = '';
+    child.stdout.on('data', (d: Buffer) => (text += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (text += d.toString()));
+    const code = await new Promise((r) => child.once('exit', r));
+    expect(text).toMatch(/^volume-medic secrets: not in a pod: KUBERNETES_SERVICE_HOST is not set/);
+    expect(code).toBe(1);
   }, 30_000);
 });

@@ -6,7 +6,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
 import { uniquePrefix } from '../support/redis.ts';
 import { TEST_KEYS_DIR } from '../support/trust.ts';
-import { helmTemplate } from '../../scripts/deploy/chart.ts';
+import { helmTemplate, type KObject } from '../../scripts/deploy/chart.ts';
+import { ensureSecrets } from '../../src/secrets/ensure.ts';
+import { MemoryObjectStore } from '../support/memory-object-store.ts';
+import { secretsSpec } from '../unit/deploy/manifests.ts';
 import { freePort } from '../../scripts/lib/local-redis.ts';
 import { connect } from '../../src/queues/redis.ts';
 import { Redis } from 'ioredis';
@@ -51,6 +54,14 @@ async function listening(r: ReturnType<typeof receiver>): Promise<string> {
 
 const curl = (...args: string[]) => spawnSync('curl', ['-sS', '--max-time', '5', ...args], { encoding: 'utf8', timeout: 15_000 });
 
+
+/** The Secrets and ConfigMaps the chart's secrets hook Job makes for these rendered objects. */
+async function hookMade(objects: KObject[]): Promise<MemoryObjectStore> {
+  const store = new MemoryObjectStore();
+  await ensureSecrets(secretsSpec(objects)!, store);
+  return store;
+}
+
 describe.skipIf(spawnSync('curl', ['--version']).error || spawnSync('openssl', ['version']).error)('the receiver over TLS', () => {
   beforeAll(() => {
     issue('ca-a', 'server-a', 'volume-medic');
@@ -68,10 +79,11 @@ describe.skipIf(spawnSync('curl', ['--version']).error || spawnSync('openssl', [
   }, 30_000);
 
   it('with the certificate the default chart generates: curl --cacert with the chart\'s CA reaches it under the Service\'s name', async () => {
-    const objects = helmTemplate();
-    const secret = objects.find((o) => o.kind === 'Secret' && o.metadata?.name === 'volume-medic-receiver-tls') as { type: string; data: Record<string, string> } | undefined;
+    // What the chart's secrets hook Job makes for the default values (src/secrets).
+    const store = await hookMade(helmTemplate());
+    const secret = store.objects.get('Secret/volume-medic-receiver-tls') as { type: string; data: Record<string, string> } | undefined;
     expect(secret?.type).toBe('kubernetes.io/tls');
-    const ca = objects.find((o) => o.kind === 'ConfigMap' && o.metadata?.name === 'volume-medic-receiver-ca') as { data: Record<string, string> } | undefined;
+    const ca = store.objects.get('ConfigMap/volume-medic-receiver-ca') as { data: Record<string, string> } | undefined;
     for (const [file, value] of [['chart.crt', secret!.data['tls.crt']!], ['chart.key', secret!.data['tls.key']!]] as const) writeFileSync(join(dir, file), Buffer.from(value, 'base64'));
     writeFileSync(join(dir, 'chart-ca.crt'), ca!.data['ca.crt']!);
     const r = receiver({ TLS_CERT_FILE: join(dir, 'chart.crt'), TLS_KEY_FILE: join(dir, 'chart.key') });
@@ -134,7 +146,7 @@ describe.skipIf(spawnSync('curl', ['--version']).error || spawnSync('openssl', [
 describe.skipIf(spawnSync('redis-server', ['--version']).error)('the bundled Redis over TLS, with what the default chart renders', () => {
   it('runs with the chart\'s certificate and arguments; the processes\' connection (REDIS_TLS, the chart\'s CA) answers, a plain one does not', async () => {
     const objects = helmTemplate();
-    const secret = objects.find((o) => o.kind === 'Secret' && o.metadata?.name === 'volume-medic-redis-tls') as { data: Record<string, string> } | undefined;
+    const secret = (await hookMade(objects)).objects.get('Secret/volume-medic-redis-tls') as { data: Record<string, string> } | undefined;
     const config = (objects.find((o) => o.kind === 'ConfigMap' && o.metadata?.name === 'volume-medic-config') as unknown as { data: Record<string, string> }).data;
     expect(config['REDIS_TLS']).toBe('true');
     expect(config['REDIS_TLS_CA_FILE']).toBe('/etc/volume-medic/redis-ca/ca.pem');

@@ -14,7 +14,9 @@ import { controlKeyring, controlSealer } from '../../../src/trust/control-keys.t
 import { keyringFor, readKeys } from '../../../src/trust/keyring.ts';
 import { sealerOf, verifySeal } from '../../../src/trust/seal.ts';
 import { writeSigningKeys } from '../../../scripts/lib/signing-keys.ts';
-import { find, podSpec, rendered } from './manifests.ts';
+import { ensureSecrets } from '../../../src/secrets/ensure.ts';
+import { MemoryObjectStore } from '../../support/memory-object-store.ts';
+import { find, podSpec, rendered, secretsSpec } from './manifests.ts';
 
 // The chart as Helm itself sees it: `helm lint --strict`, its values schema refusing what it
 // should, `helm package`, deploy/volume-medic.yaml rendered from it, the generated Secrets
@@ -133,15 +135,20 @@ describe('values.yaml', { timeout: 60_000 }, () => {
   });
 });
 
-describe('the Secrets the chart makes', { timeout: 60_000 }, () => {
+describe('the Secrets the chart makes (its secrets hook Job, run here against a store in memory)', { timeout: 60_000 }, () => {
   const objects = rendered('defaults');
-  const data = (name: string): Record<string, string> => Object.fromEntries(Object.entries(find(objects, 'Secret', name)['data'] as Record<string, string>).map(([k, v]) => [k, Buffer.from(v, 'base64').toString('utf8')]));
+  const store = new MemoryObjectStore();
+  const made = ensureSecrets(secretsSpec(objects)!, store);
+  const data = async (name: string, kind: 'Secret' | 'ConfigMap' = 'Secret'): Promise<Record<string, string>> => {
+    await made;
+    return store.data(kind, name);
+  };
 
-  it('the bundled Redis\' ACL file is files/users.acl.template rendered with the passwords in the processes\' Secrets', () => {
-    const passwords = Object.fromEntries(COMPONENTS.map((c) => [c, data(`volume-medic-redis-${c}`)['password']!])) as Record<(typeof COMPONENTS)[number], string>;
-    expect(data('volume-medic-redis-acl')['users.acl']).toBe(renderRedisAcl({ prefix: 'volume-medic', passwords }));
+  it('the bundled Redis\' ACL file is files/users.acl.template rendered with the passwords in the processes\' Secrets', async () => {
+    const passwords = Object.fromEntries(await Promise.all(COMPONENTS.map(async (c) => [c, (await data(`volume-medic-redis-${c}`))['password']!]))) as Record<(typeof COMPONENTS)[number], string>;
+    expect((await data('volume-medic-redis-acl'))['users.acl']).toBe(renderRedisAcl({ prefix: 'volume-medic', passwords }));
     for (const c of COMPONENTS) {
-      const s = data(`volume-medic-redis-${c}`);
+      const s = await data(`volume-medic-redis-${c}`);
       expect(s['url']).toBe(`redis://volume-medic-${c}:${passwords[c]}@volume-medic-redis.volume-medic.svc:6379`);
       expect(s['username']).toBe(`volume-medic-${c}`);
       expect(passwords[c]).toMatch(/^[A-Za-z0-9]{48}$/);
@@ -149,18 +156,36 @@ describe('the Secrets the chart makes', { timeout: 60_000 }, () => {
     expect(new Set(Object.values(passwords)).size).toBe(3);
   });
 
-  it('a webhook token of 48 characters and one signing key per role, 32 random bytes each', () => {
-    expect(data('volume-medic-webhook-token')['token']).toMatch(/^[A-Za-z0-9]{48}$/);
+  it('a webhook token of 48 characters and one signing key per role, 32 random bytes each', async () => {
+    expect((await data('volume-medic-webhook-token'))['token']).toMatch(/^[A-Za-z0-9]{48}$/);
     for (const role of COMPONENTS) {
-      const keys = data(`volume-medic-signing-${role}`);
+      const keys = await data(`volume-medic-signing-${role}`);
       expect(Object.keys(keys)).toEqual([`${role}.helm`]);
       expect(Buffer.from(keys[`${role}.helm`]!.trim(), 'base64')).toHaveLength(32);
     }
   });
 
+  it('exactly the Secrets and ConfigMaps the pods mount and that no values name, each kept (helm.sh/resource-policy: keep) and made once: a second run changes nothing', async () => {
+    await made;
+    expect([...store.objects.keys()].sort()).toEqual([
+      'ConfigMap/volume-medic-control-certs', 'ConfigMap/volume-medic-receiver-ca',
+      'Secret/volume-medic-control-signing', 'Secret/volume-medic-receiver-tls', 'Secret/volume-medic-redis-acl', 'Secret/volume-medic-redis-cluster-worker',
+      'Secret/volume-medic-redis-node-agent', 'Secret/volume-medic-redis-receiver', 'Secret/volume-medic-redis-tls', 'Secret/volume-medic-signing-cluster-worker',
+      'Secret/volume-medic-signing-node-agent', 'Secret/volume-medic-signing-receiver', 'Secret/volume-medic-webhook-token',
+    ]);
+    for (const o of store.objects.values()) expect(o.metadata.annotations, o.metadata.name).toEqual({ 'helm.sh/resource-policy': 'keep' });
+    const before = structuredClone([...store.objects.entries()]);
+    const writes = store.writes.length;
+    const again = await ensureSecrets(secretsSpec(objects)!, store);
+    expect(again.every((r) => r.outcome === 'kept')).toBe(true);
+    expect(store.writes.length).toBe(writes);
+    expect([...store.objects.entries()]).toEqual(before);
+  });
+
   it('none with existingSecret names, and the pods mount the named ones', () => {
     const own = rendered('existing-secrets');
     expect(own.filter((o) => o.kind === 'Secret').map((o) => o.metadata.name)).toEqual([]);
+    expect(secretsSpec(own), 'no secrets hook Job: nothing to make').toBeUndefined();
     const receiver = podSpec(find(own, 'Deployment', 'volume-medic-receiver'))!;
     expect(receiver.volumes?.find((v) => v.name === 'webhook-token')?.secret?.secretName).toBe('my-webhook-token');
     expect(receiver.volumes?.find((v) => v.name === 'tls')?.secret?.secretName).toBe('my-receiver-tls');
@@ -244,11 +269,45 @@ describe('defaults that do not get in an operator\'s way', { timeout: 60_000 }, 
   });
 });
 
+describe('images from a mirror and by digest', { timeout: 60_000 }, () => {
+  const digest = `sha256:${'ab'.repeat(32)}`;
+  const images = (objects: ReturnType<typeof helmTemplate>) => Object.fromEntries(objects.flatMap((o) => (podSpec(o)?.containers ?? []).map((c) => [o.metadata.name, c.image])));
+
+  it('global.imageRegistry replaces the registry of every image (ghcr.io, docker.io); a digest wins over the tag', () => {
+    expect(images(helmTemplate({ set: ['global.imageRegistry=mirror.example:5000', `image.digest=${digest}`] }))).toEqual({
+      'volume-medic-receiver': `mirror.example:5000/volume-medic/volume-medic@${digest}`,
+      'volume-medic-cluster-worker': `mirror.example:5000/volume-medic/volume-medic@${digest}`,
+      'volume-medic-node-agent': `mirror.example:5000/volume-medic/volume-medic@${digest}`,
+      'volume-medic-redis': 'mirror.example:5000/library/redis:7.4',
+      'volume-medic-secrets': `mirror.example:5000/volume-medic/volume-medic@${digest}`,
+    });
+    // A repository without a registry host (docker.io's short form) gets the mirror in front.
+    expect(images(helmTemplate({ set: ['global.imageRegistry=reg.example/mirror', 'redis.bundled.image.repository=redis'] }))['volume-medic-redis']).toBe('reg.example/mirror/redis:7.4');
+  });
+
+  it('global.imagePullSecrets and imagePullSecrets reach every pod, each name once; the bundled Redis takes podAnnotations', () => {
+    const file = join(tmp, 'pull.yaml');
+    writeFileSync(file, JSON.stringify({ global: { imagePullSecrets: ['mirror-cred', 'regcred'] }, imagePullSecrets: ['regcred'], redis: { bundled: { podAnnotations: { 'example.com/team': 'storage' } } } }));
+    const objects = helmTemplate({ values: [file] });
+    for (const o of objects.filter((x) => podSpec(x))) {
+      expect((podSpec(o) as unknown as { imagePullSecrets: unknown }).imagePullSecrets, o.metadata.name).toEqual([{ name: 'mirror-cred' }, { name: 'regcred' }]);
+    }
+    const redis = find(objects, 'StatefulSet', 'volume-medic-redis')['spec'] as { template: { metadata: { annotations: Record<string, string> } } };
+    expect(redis.template.metadata.annotations['example.com/team']).toBe('storage');
+  });
+
+  it('refuses a mirror that is not a registry host', () => {
+    expect(() => helmTemplate({ set: ['global.imageRegistry=https://mirror.example'] })).toThrow(/\/global\/imageRegistry/);
+  });
+});
+
 describe('the control signing key the chart makes', { timeout: 60_000 }, () => {
-  it('signs controls the certificate checks, which every process mounts; an HMAC seal with the receiver\'s key, a changed record or another subject are refused', () => {
+  it('signs controls the certificate checks, which every process mounts; an HMAC seal with the receiver\'s key, a changed record or another subject are refused', async () => {
     const objects = helmTemplate();
-    const key = Buffer.from(((find(objects, 'Secret', 'volume-medic-control-signing')['data']) as Record<string, string>)['control.key']!, 'base64');
-    const cert = ((find(objects, 'ConfigMap', 'volume-medic-control-certs')['data']) as Record<string, string>)['control.crt']!;
+    const store = new MemoryObjectStore();
+    await ensureSecrets(secretsSpec(objects)!, store);
+    const key = store.data('Secret', 'volume-medic-control-signing')['control.key']!;
+    const cert = store.data('ConfigMap', 'volume-medic-control-certs')['control.crt']!;
     writeFileSync(join(tmp, 'control.key'), key);
     writeFileSync(join(tmp, 'control.crt'), cert);
     const sealer = controlSealer(join(tmp, 'control.key'));

@@ -1,4 +1,5 @@
 import { DEPLOY_DIR, renderSet, VALUE_SETS, type KObject } from '../../../scripts/deploy/chart.ts';
+import { SecretsSpec } from '../../../src/secrets/spec.ts';
 
 // Shared by the deploy tests: the chart rendered with every CI values set (deploy/charts/
 // volume-medic/ci/<name>-values.yaml) and with deploy/volume-medic.yaml's values (`static`).
@@ -31,4 +32,12 @@ export function find(objects: readonly KObject[], kind: string, name: string): K
   const o = objects.find((x) => x.kind === kind && x.metadata.name === name);
   if (!o) throw new Error(`${kind}/${name} is not rendered`);
   return o;
+}
+
+/** What the chart's secrets hook Job would make (its SECRETS_SPEC), or undefined without the Job. */
+export function secretsSpec(objects: readonly KObject[]): SecretsSpec | undefined {
+  const job = objects.find((o) => o.kind === 'Job' && o.metadata.name === 'volume-medic-secrets');
+  if (!job) return undefined;
+  const raw = podSpec(job)!.containers[0]!.env!.find((e) => e.name === 'SECRETS_SPEC')!.value!;
+  return SecretsSpec.parse(JSON.parse(raw));
 }

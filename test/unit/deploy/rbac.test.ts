@@ -50,8 +50,14 @@ function grantedTo(objects: readonly KObject[], account: string): Set<string> {
   return out;
 }
 
+/** A Helm hook (the secrets Job and its account): made before install/upgrade, removed after. */
+const isHook = (o: KObject): boolean => Boolean((o.metadata['annotations'] as Record<string, string> | undefined)?.['helm.sh/hook']);
+
 describe.each(SETS)('RBAC of the %s values', (set) => {
-  const objects = rendered(set);
+  const all = rendered(set);
+  const hooks = all.filter(isHook);
+  // The processes' own objects; the secrets hook's are checked on their own below.
+  const objects = all.filter((o) => !isHook(o));
   const of = (kind: string): KObject[] => objects.filter((o) => o.kind === kind);
   const clusterRoles = of('ClusterRole');
   const rules = clusterRoles.flatMap((r) => (r['rules'] as Rule[] | undefined) ?? []);
@@ -111,6 +117,32 @@ describe.each(SETS)('RBAC of the %s values', (set) => {
         expect(s.namespace).toBe(NAMESPACE);
       }
     }
+  });
+
+  it('the secrets hook (when there) may create Secrets and ConfigMaps, and read or patch only those it makes; nothing else, and it is removed once it succeeded', () => {
+    if (hooks.length === 0) return;
+    // With its NetworkPolicy (nothing in; out to the API server only) where the chart renders policies.
+    expect(hooks.map((o) => `${o.kind}/${o.metadata.name}`).sort()).toEqual(['Job/volume-medic-secrets', 'NetworkPolicy/volume-medic-secrets', 'Role/volume-medic-secrets', 'RoleBinding/volume-medic-secrets', 'ServiceAccount/volume-medic-secrets']);
+    expect(hooks.find((o) => o.kind === 'NetworkPolicy')!['spec']).toEqual({
+      podSelector: { matchLabels: { 'app.kubernetes.io/name': 'volume-medic', 'app.kubernetes.io/component': 'secrets' } },
+      policyTypes: ['Ingress', 'Egress'], ingress: [], egress: [{ ports: [{ port: 443, protocol: 'TCP' }, { port: 6443, protocol: 'TCP' }] }],
+    });
+    for (const h of hooks) {
+      const a = h.metadata['annotations'] as Record<string, string>;
+      expect(a['helm.sh/hook'], h.kind).toBe('pre-install,pre-upgrade');
+      expect(a['helm.sh/hook-delete-policy'], h.kind).toBe('before-hook-creation,hook-succeeded');
+    }
+    const job = hooks.find((o) => o.kind === 'Job')!;
+    const spec = JSON.parse((job['spec'] as { template: { spec: { containers: Array<{ env: Array<{ name: string; value: string }> }> } } }).template.spec.containers[0]!.env.find((e) => e.name === 'SECRETS_SPEC')!.value) as { items: Array<Record<string, unknown>> };
+    const made = (key: string) => spec.items.flatMap((i) => [i[key], ...(key === 'secret' ? [i['aclSecret'], ...((i['users'] as Array<{ secret: string }> | undefined) ?? []).map((u) => u.secret)] : [])]).filter((x): x is string => typeof x === 'string');
+    const secrets = made('secret');
+    const configMaps = [...made('caConfigMap'), ...made('configMap')];
+    expect(hooks.find((o) => o.kind === 'Role')!['rules']).toEqual([
+      { apiGroups: [''], resources: ['secrets', 'configmaps'], verbs: ['create'] },
+      { apiGroups: [''], resources: ['secrets'], resourceNames: secrets, verbs: ['get', 'patch'] },
+      ...(configMaps.length > 0 ? [{ apiGroups: [''], resources: ['configmaps'], resourceNames: configMaps, verbs: ['get', 'patch'] }] : []),
+    ]);
+    expect([...grantedTo(hooks, 'volume-medic-secrets')].sort()).toEqual([`${NAMESPACE}|/configmaps create`, `${NAMESPACE}|/configmaps get`, `${NAMESPACE}|/configmaps patch`, `${NAMESPACE}|/secrets create`, `${NAMESPACE}|/secrets get`, `${NAMESPACE}|/secrets patch`].filter((g) => configMaps.length > 0 || !g.includes('configmaps get') && !g.includes('configmaps patch')));
   });
 
   it('the bundled Redis (when there) gets no API token', () => {

@@ -21,18 +21,47 @@ app.kubernetes.io/name: volume-medic
 app.kubernetes.io/component: {{ . }}
 {{- end }}
 
-{{/* The image: repository@digest, else repository:tag (tag defaults to appVersion). */}}
-{{- define "vm.image" -}}
-{{- if .Values.image.digest -}}
-{{ .Values.image.repository }}@{{ .Values.image.digest }}
+{{/*
+An image reference: {repository, tag, digest} and the root. repository@digest when a digest is set
+(it wins over the tag), else repository:tag. global.imageRegistry (a mirror) replaces the
+repository's registry: its first path part when that names a host (has a dot or a port, or is
+localhost), else it goes in front (docker.io's short names).
+*/}}
+{{- define "vm.imageRef" -}}
+{{- $repo := .image.repository -}}
+{{- with .root.Values.global.imageRegistry -}}
+{{- $parts := splitList "/" $repo -}}
+{{- $first := first $parts -}}
+{{- if and (gt (len $parts) 1) (or (contains "." $first) (contains ":" $first) (eq $first "localhost")) -}}
+{{- $repo = join "/" (rest $parts) -}}
+{{- end -}}
+{{- $repo = printf "%s/%s" (trimSuffix "/" .) $repo -}}
+{{- end -}}
+{{- if .image.digest -}}
+{{ $repo }}@{{ .image.digest }}
 {{- else -}}
-{{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
+{{ $repo }}:{{ .tag }}
 {{- end -}}
 {{- end }}
 
+{{/* The volume-medic image (tag defaults to appVersion). */}}
+{{- define "vm.image" -}}
+{{- include "vm.imageRef" (dict "root" . "image" .Values.image "tag" (.Values.image.tag | default .Chart.AppVersion)) -}}
+{{- end }}
+
 {{- define "vm.redisImage" -}}
-{{- $i := .Values.redis.bundled.image -}}
-{{- if $i.digest -}}{{ $i.repository }}@{{ $i.digest }}{{- else -}}{{ $i.repository }}:{{ $i.tag }}{{- end -}}
+{{- include "vm.imageRef" (dict "root" . "image" .Values.redis.bundled.image "tag" .Values.redis.bundled.image.tag) -}}
+{{- end }}
+
+{{/* imagePullSecrets of every pod: global.imagePullSecrets, then imagePullSecrets, once each. */}}
+{{- define "vm.imagePullSecrets" -}}
+{{- $names := concat (.Values.global.imagePullSecrets | default list) .Values.imagePullSecrets | uniq -}}
+{{- with $names -}}
+imagePullSecrets:
+  {{- range . }}
+  - name: {{ . }}
+  {{- end }}
+{{- end -}}
 {{- end }}
 
 {{/* component -> values key (receiver, clusterWorker, nodeAgent). */}}
@@ -144,13 +173,16 @@ credentials. {root, component}.
 {{- end }}
 
 {{/*
-Pod annotations that roll the pods when what they read at start changes: the ConfigMap, and the
-names and shape of the Secrets they read (generated Secrets keep their values across upgrades;
-a Secret you manage yourself needs a rollout restart when you change it).
+Pod annotations that roll the pods when what they read at start changes: the ConfigMap, the names
+of the Secrets they read, and everything the secrets hook Job makes its Secrets from
+(vm.secretsSpec: e.g. receiver.tls.extraDnsNames makes a new certificate, config.queuePrefix a
+new ACL file). The chart renders no Secret content to hash: the Job's Secrets keep their values
+across upgrades unless those inputs change, and a Secret you manage yourself needs a rollout
+restart when you change it.
 */}}
 {{- define "vm.checksums" -}}
 checksum/config: {{ include (print .Template.BasePath "/config.yaml") . | sha256sum }}
-checksum/secrets: {{ list .Values.webhookToken .Values.signingKeys .Values.redis | toJson | sha256sum }}
+checksum/secrets: {{ list .Values.webhookToken .Values.signingKeys .Values.controlSigning .Values.redis.credentials .Values.redis.bundled.tls .Values.redis.bundled.aclExistingSecret .Values.redis.external.caSecret .Values.redis.external.sentinelPasswordSecret .Values.receiver.tls (include "vm.secretsSpec" .) | toJson | sha256sum }}
 {{- end }}
 
 {{/* The control key's Secret (receiver only) and its certificate's ConfigMap (every process). */}}
@@ -221,4 +253,53 @@ receiver's CA.
       - key: ca.crt
         path: ca.crt
 {{- end }}
+{{- end }}
+
+{{/*
+What the secrets hook Job makes (src/secrets/spec.ts), as JSON: every Secret the chart needs that
+the operator did not name. Nothing random or secret is in it, and no chart version (labels are
+the stable ones), so it is the same on every render; the pods' checksum/secrets covers it.
+*/}}
+{{- define "vm.secretsSpec" -}}
+{{- $ns := .Release.Namespace -}}
+{{- $labels := dict "app.kubernetes.io/name" "volume-medic" "app.kubernetes.io/part-of" "volume-medic" "app.kubernetes.io/instance" .Release.Name -}}
+{{- $l := dict -}}
+{{- range $c := list "receiver" "cluster-worker" "node-agent" "redis" -}}
+{{- $_ := set $l $c (merge (dict "app.kubernetes.io/component" $c) $labels) -}}
+{{- end -}}
+{{- $items := list -}}
+{{- if not .Values.webhookToken.existingSecret -}}
+{{- $items = append $items (dict "make" "token" "secret" (include "vm.webhookTokenSecret" .) "key" "token" "length" 48 "labels" $l.receiver) -}}
+{{- end -}}
+{{- range $role := list "receiver" "cluster-worker" "node-agent" -}}
+{{- if not (get $.Values.signingKeys.existingSecrets (include "vm.key" $role)) -}}
+{{- $items = append $items (dict "make" "signing-key" "secret" (include "vm.signingSecret" (dict "root" $ "role" $role)) "file" (printf "%s.%s" $role $.Values.signingKeys.keyId) "labels" (get $l $role)) -}}
+{{- end -}}
+{{- end -}}
+{{- if eq .Values.receiver.tls.mode "generated" -}}
+{{- /* localhost and 127.0.0.1: `kubectl port-forward svc/volume-medic 8080` then https://localhost:8080 (NOTES). */ -}}
+{{- $names := concat (list "volume-medic" (printf "volume-medic.%s" $ns) (printf "volume-medic.%s.svc" $ns) (printf "volume-medic.%s.svc.cluster.local" $ns) "localhost") .Values.receiver.tls.extraDnsNames -}}
+{{- $items = append $items (dict "make" "tls" "secret" "volume-medic-receiver-tls" "caConfigMap" "volume-medic-receiver-ca" "caName" "volume-medic-receiver-ca" "commonName" "volume-medic" "dnsNames" $names "ipAddresses" (list "127.0.0.1") "days" 3650 "labels" $l.receiver) -}}
+{{- end -}}
+{{- if not .Values.controlSigning.existingSecret -}}
+{{- $items = append $items (dict "make" "control-signing" "secret" "volume-medic-control-signing" "configMap" "volume-medic-control-certs" "commonName" "volume-medic-controls" "days" 36500 "labels" $l.receiver) -}}
+{{- end -}}
+{{- if include "vm.redisGenerated" . -}}
+{{- /* The ACL template without its comments (the renderer drops them too): a shorter spec. */ -}}
+{{- $acl := list -}}
+{{- range $line := splitList "\n" (.Files.Get "files/users.acl.template") -}}
+{{- if and (ne (trim $line) "") (not (hasPrefix "#" $line)) -}}{{- $acl = append $acl $line -}}{{- end -}}
+{{- end -}}
+{{- $acl = printf "%s\n" (join "\n" $acl) -}}
+{{- $users := list -}}
+{{- range $c := list "receiver" "cluster-worker" "node-agent" -}}
+{{- $users = append $users (dict "component" $c "secret" (include "vm.redisSecret" (dict "root" $ "component" $c)) "username" (printf "volume-medic-%s" $c) "labels" (get $l $c)) -}}
+{{- end -}}
+{{- $items = append $items (dict "make" "redis-users" "aclSecret" "volume-medic-redis-acl" "address" (printf "volume-medic-redis.%s.svc:6379" $ns) "prefix" .Values.config.queuePrefix "template" $acl "users" $users "labels" $l.redis) -}}
+{{- end -}}
+{{- if and .Values.redis.bundled.enabled .Values.redis.bundled.tls.enabled (not .Values.redis.bundled.tls.existingSecret) -}}
+{{- $names := list "volume-medic-redis" (printf "volume-medic-redis.%s" $ns) (printf "volume-medic-redis.%s.svc" $ns) (printf "volume-medic-redis.%s.svc.cluster.local" $ns) "localhost" -}}
+{{- $items = append $items (dict "make" "tls" "secret" "volume-medic-redis-tls" "caName" "volume-medic-redis-ca" "commonName" "volume-medic-redis" "dnsNames" $names "ipAddresses" (list "127.0.0.1") "days" 3650 "labels" $l.redis) -}}
+{{- end -}}
+{{- dict "version" 1 "namespace" $ns "items" $items | toJson -}}
 {{- end }}
