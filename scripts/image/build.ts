@@ -160,6 +160,10 @@ function stageApp(dir: string): string {
   copyFileSync(join(REPO, 'package-lock.json'), join(app, 'package-lock.json'));
   // No install scripts (as the Dockerfile): prebuilt optional binaries come as packages.
   sh('npm', ['ci', '--omit=dev', '--ignore-scripts', '--no-audit', '--no-fund', '--prefer-offline', '--loglevel=error'], { cwd: app });
+  // npm keeps typescript (23 MiB) under --omit=dev: it is valibot's optional peer as well as our
+  // dev dependency ("devOptional"). Nothing loads it at run time (dist/ is JavaScript), and
+  // --omit=optional would also drop msgpackr's prebuilt native packer.
+  for (const p of ['node_modules/typescript', 'node_modules/.bin/tsc', 'node_modules/.bin/tsserver']) rmSync(join(app, p), { recursive: true, force: true });
   return app;
 }
 

@@ -1,6 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 // An SPDX 2.3 JSON document of what the image holds: every Debian package dpkg installed in the
@@ -51,7 +51,8 @@ export function npmPackages(app: string): { name: string; version: string; licen
   const lock = JSON.parse(readFileSync(join(app, 'node_modules/.package-lock.json'), 'utf8')) as { packages: Record<string, { version?: string; license?: string; link?: boolean }> };
   const seen = new Map<string, { name: string; version: string; license: string }>();
   for (const [path, p] of Object.entries(lock.packages)) {
-    if (!path || p.link || !p.version) continue;
+    // Only what is on disk: the build removes a package npm installs but nothing uses (build.ts).
+    if (!path || p.link || !p.version || !existsSync(join(app, path))) continue;
     const name = path.slice(path.lastIndexOf('node_modules/') + 'node_modules/'.length);
     seen.set(`${name}@${p.version}`, { name, version: p.version, license: p.license ?? 'NOASSERTION' });
   }
