@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -8,6 +9,7 @@ import { alertmanagerBody, getJson, nodeNotReadyAlert, post } from '../support/p
 import { dropPrefix, uniquePrefix } from '../support/redis.ts';
 import { writeKeysDir } from '../support/trust.ts';
 import { waitFor } from '../support/wait.ts';
+import { ociRegistryMissing, startOciRegistry } from '../support/oci-registry.ts';
 import { canRunRootfs, mountsUnder, readImage, startInRootfs, unpack, type RootfsProcess } from './rootfs-process.ts';
 
 // The built image, run: unpack its layout as a runtime would, start the receiver, the cluster
@@ -141,6 +143,26 @@ describe.skipIf(skip)('the image runs the three processes of the chart', () => {
     expect(job.result).toMatchObject({ ranOn: NODE, mode: 'dry-run' });
     expect(job.attemptsMade).toBe(1);
   }, 180_000);
+  const noPush = ociRegistryMissing() ?? (spawnSync('sh', ['-c', 'command -v skopeo'], { stdio: 'ignore' }).status === 0 ? undefined : 'skopeo is missing (Debian: apt-get install skopeo)');
+  it.skipIf(noPush)(`pushes to an OCI registry with the digest it was built with${noPush ? ` (skipped: ${noPush})` : ''}`, async () => {
+    const registry = await startOciRegistry();
+    try {
+      const ref = `docker://${registry.host}/volume-medic/volume-medic:${tag}`;
+      // --preserve-digests: skopeo fails rather than rewrite the manifest (a new digest).
+      const copy = spawnSync('skopeo', ['copy', '--quiet', '--preserve-digests', '--dest-tls-verify=false', `oci:${layout}:${tag}`, ref], { encoding: 'utf8' });
+      expect(copy.status, `${copy.stderr}\n${registry.log()}`).toBe(0);
+      const inspect = spawnSync('skopeo', ['inspect', '--tls-verify=false', '--raw', ref], { encoding: 'utf8' });
+      expect(inspect.status, inspect.stderr).toBe(0);
+      const inspected = spawnSync('skopeo', ['inspect', '--tls-verify=false', ref], { encoding: 'utf8' });
+      expect(JSON.parse(inspected.stdout).Digest).toBe(readImage(layout).digest);
+      // The registry serves the same bytes by digest, as a chart pinned to image.digest pulls them.
+      const byDigest = await fetch(`http://${registry.host}/v2/volume-medic/volume-medic/manifests/${readImage(layout).digest}`, { headers: { accept: 'application/vnd.oci.image.manifest.v1+json' } });
+      expect(byDigest.status).toBe(200);
+      expect(await byDigest.text()).toBe(inspect.stdout);
+    } finally {
+      await registry.stop();
+    }
+  }, 300_000);
 });
 
 describe.runIf(skip)('the image test', () => {
