@@ -48,8 +48,16 @@ const REPO = fileURLToPath(new URL('../../', import.meta.url));
 export const DEBIAN_PACKAGES = ['ca-certificates', 'libstdc++6', 'mount', 'util-linux', 'multipath-tools', 'sg3-utils', 'udev', 'ceph-common'] as const;
 export const NONROOT_UID = 65532;
 export const APP_DIR = '/app';
-/** The receiver by default, as deploy/charts/volume-medic/templates/receiver.yaml runs it; the chart sets `command` for every process. */
-const DEFAULT_CMD = ['node', '--max-old-space-size=384', '--max-semi-space-size=64', 'dist/src/main.js'];
+/**
+ * The default command: the Dockerfile's CMD, the receiver as deploy/charts/volume-medic/templates/
+ * receiver.yaml runs it (test/unit/deploy/render.test.ts keeps those two equal). The chart sets
+ * `command` for every process; this is for `docker run` without one.
+ */
+export function defaultCmd(): string[] {
+  const m = /^CMD (\[.*\])$/m.exec(readFileSync(join(REPO, 'Dockerfile'), 'utf8'));
+  if (!m) throw new Error('the Dockerfile has no CMD ["node", ...] line');
+  return JSON.parse(m[1]!) as string[];
+}
 
 function sh(file: string, args: readonly string[], opts: { cwd?: string; env?: NodeJS.ProcessEnv; capture?: boolean } = {}): string {
   const r = spawnSync(file, args, { cwd: opts.cwd ?? REPO, env: opts.env ?? process.env, encoding: 'utf8', stdio: ['ignore', opts.capture ? 'pipe' : 'inherit', 'inherit'], maxBuffer: 64 << 20 });
@@ -249,7 +257,7 @@ export async function buildImage(outDir: string): Promise<BuiltImage> {
         // volume_medic_build_info{commit}: the same value as the revision label.
         `VOLUME_MEDIC_REVISION=${revision}`,
       ],
-      Cmd: DEFAULT_CMD,
+      Cmd: defaultCmd(),
       WorkingDir: APP_DIR,
       Labels: labels,
     },
