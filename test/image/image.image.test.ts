@@ -142,6 +142,13 @@ describe.skipIf(skip)('the image runs the three processes of the chart', () => {
     expect(job.state, `${JSON.stringify(job)}\n--- agent\n${agent.output()}`).toBe('completed');
     expect(job.result).toMatchObject({ ranOn: NODE, mode: 'dry-run' });
     expect(job.attemptsMade).toBe(1);
+    // It looked through the image's nsenter, as on a node (HOST_NSENTER=true). Its pid 1 is the
+    // agent itself here (a pid namespace of its own), whose mount namespace's root is this
+    // machine's: the "host" multipath is this machine's, usually absent (exit 127), which the
+    // runbook reads as no maps. A missing nsenter in the image would have no exit code at all.
+    const first = (job.result.commands as { argv: string[]; exitCode: number | null }[])[0]!;
+    expect(first.argv.slice(0, 6)).toEqual(['nsenter', '-t', '1', '-m', '-n', '--']);
+    expect(first.exitCode, JSON.stringify(first)).toEqual(expect.any(Number));
   }, 180_000);
   const noPush = ociRegistryMissing() ?? (spawnSync('sh', ['-c', 'command -v skopeo'], { stdio: 'ignore' }).status === 0 ? undefined : 'skopeo is missing (Debian: apt-get install skopeo)');
   it.skipIf(noPush)(`pushes to an OCI registry with the digest it was built with${noPush ? ` (skipped: ${noPush})` : ''}`, async () => {
