@@ -15,6 +15,12 @@ describe('the image build and the Dockerfile', () => {
     expect(defaultCmd()).toEqual(['node', '--max-old-space-size=384', '--max-semi-space-size=64', 'dist/src/main.js']);
   });
 
+  it('tag the image with the version the chart pulls by default (image.tag empty: appVersion)', () => {
+    const pkg = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string };
+    const chart = readFileSync(new URL('../../../deploy/charts/volume-medic/Chart.yaml', import.meta.url), 'utf8');
+    expect(/^appVersion: "?([^"\n]+)"?$/m.exec(chart)?.[1]).toBe(pkg.version);
+  });
+
   it('run as user 65532 by default', () => {
     expect(dockerfile).toMatch(/^USER 65532:65532$/m);
   });
