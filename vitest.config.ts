@@ -58,6 +58,22 @@ export default defineConfig({
           sequence: { groupOrder: 3 },
         },
       },
+      {
+        // `npm run test:image`: the image `npm run image` builds (VM_IMAGE_LAYOUT), or one built
+        // here, unpacked and run under unshare + chroot (root only) against a real Redis; pushed
+        // to a local registry when docker-registry and skopeo are there. Minutes; never in `npm test`.
+        test: {
+          name: 'image',
+          include: ['test/image/**/*.image.test.ts'],
+          environment: 'node',
+          globalSetup: ['test/support/global-redis.ts'],
+          testTimeout: 300_000,
+          hookTimeout: 900_000,
+          maxWorkers: 1,
+          fileParallelism: false,
+          sequence: { groupOrder: 4 },
+        },
+      },
     ],
   },
 });
