@@ -38,6 +38,15 @@ export const NODE_AGENT_COMMANDS: readonly string[] = [
 ];
 
 /**
+ * Added to every per-node user (not in the template): ioredis' Cluster client asks a node for the
+ * slot map (CLUSTER SLOTS) and checks CLUSTER INFO before it is ready, so without them a node
+ * agent's user could not even connect to a Cluster. Both only read the topology; on a server
+ * that is not in a Cluster they answer an error. The template's shared users lack them, which
+ * is fine for the bundled single Redis it is written for.
+ */
+export const CLUSTER_DISCOVERY_COMMANDS: readonly string[] = ['cluster|slots', 'cluster|info'];
+
+/**
  * The shared keys a node agent writes (or only reads, %R~), as the template's node-agent user has
  * them; only the queue pattern differs (that node's queue, not `vm-node-*`).
  */
@@ -83,7 +92,7 @@ export function nodeUserRules(prefix: string, node: string, passwordSha256Hex: s
   return [
     'reset', 'on', `#${passwordSha256Hex}`, 'resetchannels',
     `~${prefix}:${nodeQueueName(checkedNode(node))}:*`, ...nodeAgentSharedKeys(prefix),
-    '-@all', ...NODE_AGENT_COMMANDS.map((c) => `+${c}`),
+    '-@all', ...[...NODE_AGENT_COMMANDS, ...CLUSTER_DISCOVERY_COMMANDS].map((c) => `+${c}`),
   ];
 }
 
@@ -160,13 +169,21 @@ export class NodeRedisUsers {
 
   /** Creates or redefines `node`'s user on every server, and records it in the registry. */
   ensure(node: string, passwordSha256Hex: string): Promise<ApplyReport> {
-    nodeUserRules(this.#o.prefix, node, passwordSha256Hex); // refuse bad input now, not in a batch
+    try {
+      nodeUserRules(this.#o.prefix, node, passwordSha256Hex); // refuse bad input now, not in a batch
+    } catch (err) {
+      return Promise.reject(err as Error);
+    }
     return this.#enqueue(node, passwordSha256Hex);
   }
 
   /** Deletes `node`'s user on every server (its connections are closed by Redis) and from the registry. */
   remove(node: string): Promise<ApplyReport> {
-    checkedNode(node);
+    try {
+      checkedNode(node);
+    } catch (err) {
+      return Promise.reject(err as Error);
+    }
     return this.#enqueue(node, undefined);
   }
 

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { REDIS_USERS, renderRedisAcl } from '../../../scripts/deploy/redis-acl.ts';
-import { NODE_AGENT_COMMANDS, nodeOfUserName, nodeUserName, nodeUserRules, nodeUsersKey } from '../../../src/queues/node-redis-users.ts';
+import { CLUSTER_DISCOVERY_COMMANDS, NODE_AGENT_COMMANDS, nodeOfUserName, nodeUserName, nodeUserRules, nodeUsersKey } from '../../../src/queues/node-redis-users.ts';
 
 // The per-node Redis user is the shared node-agent user of the ACL template with one change: its
 // queue pattern names one node. The live half (glob semantics, NOPERM, every topology) is
@@ -16,6 +16,10 @@ describe('per-node Redis users', () => {
     const templateCommands = agentRules.slice(agentRules.indexOf('-@all') + 1);
     expect(templateCommands.length).toBeGreaterThan(40);
     expect(NODE_AGENT_COMMANDS.map((c) => `+${c}`)).toEqual(templateCommands);
+    // ...and those a Cluster client needs to find the masters, nothing else.
+    const rules = nodeUserRules('vmp', 'a', sha);
+    expect(rules.slice(rules.indexOf('-@all') + 1)).toEqual([...templateCommands, '+cluster|slots', '+cluster|info']);
+    expect(CLUSTER_DISCOVERY_COMMANDS).toEqual(['cluster|slots', 'cluster|info']);
   });
 
   it('has the template\'s key patterns, with the queue pattern narrowed to that node\'s queue', () => {
