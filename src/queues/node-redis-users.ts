@@ -263,7 +263,11 @@ export class NodeRedisUsers {
    * longer has (a server that was away when a node was removed). After a failover, a restart, a
    * new replica.
    */
-  async reapplyAll(): Promise<ApplyReport> {
+  reapplyAll(): Promise<ApplyReport> {
+    return this.#serial(() => this.#reapplyAll());
+  }
+
+  async #reapplyAll(): Promise<ApplyReport> {
     const servers = await this.#servers();
     const registry = await this.#registry(servers.registry);
     const report: ApplyReport = { applied: [], failed: [] };
@@ -280,7 +284,11 @@ export class NodeRedisUsers {
    * only the missing users are applied and the extra ones deleted, except on a server that missed
    * a change before (every user is applied there again: it may hold an old password).
    */
-  async reconcile(): Promise<ApplyReport> {
+  reconcile(): Promise<ApplyReport> {
+    return this.#serial(() => this.#reconcile());
+  }
+
+  async #reconcile(): Promise<ApplyReport> {
     const servers = await this.#servers();
     const registry = await this.#registry(servers.registry);
     const report: ApplyReport = { applied: [], failed: [] };
@@ -290,6 +298,16 @@ export class NodeRedisUsers {
       report.failed.push(...r.failed);
     }));
     return report;
+  }
+
+  /**
+   * Runs `f` after the batches and syncs already started, alone: a sync that read the registry
+   * before a remove() must not apply the removed user after that remove() deleted it.
+   */
+  #serial<T>(f: () => Promise<T>): Promise<T> {
+    const run = this.#flushing.then(f);
+    this.#flushing = run.then(() => undefined, () => undefined);
+    return run;
   }
 
   async #registry(primary: Redis | Cluster): Promise<Map<string, string>> {
@@ -514,7 +532,8 @@ export class NodeRedisUsers {
         }),
       ]);
     } catch (err) {
-      if (redis instanceof Redis && redis.status !== 'ready') redis.disconnect();
+      // Only a connection of this module's pool: a Cluster's node connections are ioredis' to manage.
+      if (redis instanceof Redis && redis.status !== 'ready' && [...this.#pool.values()].includes(redis)) redis.disconnect();
       const msg = errText(err);
       throw new Error(msg.startsWith(name) ? msg : `${name}: ${msg}`);
     } finally {

@@ -149,6 +149,17 @@ describe.skipIf(skip)('per-node Redis users on a single server (the deploy ACL f
     expect(await admin.call('ACL', 'GETUSER', REDIS_USERS['node-agent'])).not.toBeNull();
   });
 
+  it('watch() reconciles on its own every reconcileMs: a user the server lost comes back without a call', async () => {
+    const watching = new NodeRedisUsers({ target: { kind: 'single', url: receiverUrl() }, prefix, log: silent, reconcileMs: 200 });
+    try {
+      watching.watch();
+      await admin.call('ACL', 'DELUSER', nodeUserName('ab'));
+      await waitFor('node ab\'s user back', async () => (await as('ab', port).ping().catch(() => undefined)) ?? undefined, 5_000);
+    } finally {
+      await watching.close();
+    }
+  });
+
   it('remove() deletes the user: a new AUTH fails, a live connection is closed, the registry forgets it', async () => {
     const live = as('b', port);
     expect(await live.ping()).toBe('PONG');
