@@ -212,10 +212,15 @@ describe.skipIf(skip)('per-node Redis users under Sentinel (primary, replica, fa
     set.primary.kill();
     await waitFor('the sentinels to promote the replica', async () => ((await set.primaryPort()) === set.replica.port ? true : undefined), 20_000);
     await onlyItsOwnQueue(as('a', set.replica.port), prefix);
+    // Enrolment goes on while the old primary is away: applied where it can be, the rest reported.
+    const during = await users.ensure('ab', sha(PW.ab));
+    expect(during.applied).toEqual([`127.0.0.1:${set.replica.port}`]);
+    expect(during.failed.map((f) => f.server)).toEqual([`127.0.0.1:${oldPort}`]);
     // A fresh server (its ACLs were in memory only): nothing but the default user.
     await set.restartAsReplica(oldPort);
     await waitFor('node A\'s user on the restarted server', async () => (await as('a', oldPort).ping().catch(() => undefined)) ?? undefined, 20_000);
     expect(await as('b', oldPort).ping()).toBe('PONG');
+    expect(await as('ab', oldPort).ping()).toBe('PONG');
     // reapplyAll() reaches both, the registry having come from the new primary.
     const r = await users.reapplyAll();
     expect(r.failed).toEqual([]);
