@@ -412,7 +412,11 @@ export class NodeRedisUsers {
           address: hp(h), redis: this.#pooled(hp(h), () => new Redis({ ...this.#serverOptions(), host: h.host, port: h.port })), ...(down ? { down } : {}),
         });
         const p = server(primary);
-        return { registry: p.redis, all: [p, ...replicas.map((r) => server(r, r.down))] };
+        // Mid-failover a sentinel may still list the promoted replica among the replicas (of itself):
+        // each server once, the primary first.
+        const seen = new Set([p.address]);
+        const others = replicas.filter((r) => !seen.has(hp(r)) && seen.add(hp(r))).map((r) => server(r, r.down));
+        return { registry: p.redis, all: [p, ...others] };
       }
       case 'cluster': {
         const c = await this.#clusterClient();

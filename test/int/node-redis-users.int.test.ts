@@ -214,8 +214,9 @@ describe.skipIf(skip)('per-node Redis users under Sentinel (primary, replica, fa
     await onlyItsOwnQueue(as('a', set.replica.port), prefix);
     // Enrolment goes on while the old primary is away: applied where it can be, the rest reported.
     const during = await users.ensure('ab', sha(PW.ab));
+    // (Right after the promotion a sentinel may not list the old primary yet: reported or not, the watch brings it.)
     expect(during.applied).toEqual([`127.0.0.1:${set.replica.port}`]);
-    expect(during.failed.map((f) => f.server)).toEqual([`127.0.0.1:${oldPort}`]);
+    for (const f of during.failed) expect(f.server).toBe(`127.0.0.1:${oldPort}`);
     // A fresh server (its ACLs were in memory only): nothing but the default user.
     await set.restartAsReplica(oldPort);
     await waitFor('node A\'s user on the restarted server', async () => (await as('a', oldPort).ping().catch(() => undefined)) ?? undefined, 20_000);
@@ -236,13 +237,13 @@ describe.skipIf(skip)('per-node Redis users under Sentinel (primary, replica, fa
   });
 });
 
-describe.skipIf(skip)('per-node Redis users on a Cluster (3 masters)', () => {
+describe.skipIf(skip)('per-node Redis users on a Cluster (3 masters, a replica each)', () => {
   const prefix = uniquePrefix('nodeaclcl');
   let cluster: LocalCluster;
   let users: NodeRedisUsers;
 
   beforeAll(async () => {
-    cluster = await startCluster();
+    cluster = await startCluster([], { replicas: 1 });
     users = new NodeRedisUsers({ target: { kind: 'cluster', nodes: cluster.nodes }, prefix, log: silent });
   }, 60_000);
   afterAll(async () => {
@@ -250,22 +251,25 @@ describe.skipIf(skip)('per-node Redis users on a Cluster (3 masters)', () => {
     cluster?.stop();
   });
 
-  it('applies the user on every master; A is refused B\'s queue on whichever master holds it', async () => {
+  it('applies the user on every master and replica; A is refused B\'s queue on whichever master holds it', async () => {
     const [ra] = await Promise.all([users.ensure('a', sha(PW.a)), users.ensure('b', sha(PW.b)), users.ensure('ab', sha(PW.ab))]);
     expect(ra!.failed).toEqual([]);
-    expect(ra!.applied.sort()).toEqual(cluster.nodes.map((n) => `127.0.0.1:${n.port}`).sort());
-    for (const n of cluster.nodes) expect(await as('a', n.port).ping()).toBe('PONG');
+    const servers = [...cluster.nodes, ...cluster.replicas];
+    expect(servers).toHaveLength(6);
+    expect(ra!.applied.sort()).toEqual(servers.map((n) => `127.0.0.1:${n.port}`).sort());
+    for (const n of servers) expect(await as('a', n.port).ping()).toBe('PONG');
     const c = new Cluster(cluster.nodes, { redisOptions: { username: nodeUserName('a'), password: PW.a, maxRetriesPerRequest: 0 } });
     c.on('error', () => {});
     opened.push(c);
     await onlyItsOwnQueue(c, prefix);
   });
 
-  it('remove() deletes the user on every master', async () => {
-    for (const n of cluster.nodes) expect(await as('a', n.port).ping()).toBe('PONG');
+  it('remove() deletes the user on every master and replica', async () => {
+    const servers = [...cluster.nodes, ...cluster.replicas];
+    for (const n of servers) expect(await as('a', n.port).ping()).toBe('PONG');
     const r = await users.remove('a');
     expect(r.failed).toEqual([]);
-    for (const n of cluster.nodes) await expect(as('a', n.port).ping()).rejects.toThrow(/WRONGPASS/);
+    for (const n of servers) await expect(as('a', n.port).ping()).rejects.toThrow(/WRONGPASS/);
   });
 });
 
