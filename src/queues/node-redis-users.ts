@@ -433,7 +433,7 @@ export class NodeRedisUsers {
     for (const s of t.sentinels) {
       const sentinel = this.#pooled(`sentinel ${hp(s)}`, () => new Redis(this.#sentinelOptions(s)));
       try {
-        return await this.#withTimeout(sentinel, `sentinel ${hp(s)}`, async () => {
+        const answer = await this.#withTimeout(sentinel, `sentinel ${hp(s)}`, async () => {
           const addr = (await sentinel.call('SENTINEL', 'GET-MASTER-ADDR-BY-NAME', t.name)) as [string, string] | null;
           if (!addr) throw new Error(`does not know ${t.name}`);
           const replicas = ((await sentinel.call('SENTINEL', 'REPLICAS', t.name)) as unknown[]).map(fields).map((r) => {
@@ -443,6 +443,12 @@ export class NodeRedisUsers {
           }).filter((r) => r.host !== '' && Number.isInteger(r.port) && r.port > 0);
           return { primary: { host: addr[0], port: Number(addr[1]) }, replicas };
         });
+        // A sentinel that has not heard of a failover yet names the old primary, now a replica
+        // (its registry writes would fail READONLY) or gone: ask the next one.
+        const primary = this.#pooled(hp(answer.primary), () => new Redis({ ...this.#serverOptions(), host: answer.primary.host, port: answer.primary.port }));
+        const info = await this.#withTimeout(primary, hp(answer.primary), () => primary.info('replication'));
+        if (!/^role:master\r?$/m.test(info)) throw new Error(`names ${hp(answer.primary)}, which is not a primary`);
+        return answer;
       } catch (err) {
         errors.push(`sentinel ${hp(s)}: ${errText(err)}`);
       }
