@@ -223,7 +223,7 @@ export class NodeRedisUsers {
         return p.exec().then(checkPipeline);
       });
       const perServer = await this.#applyEverywhere(servers.all, batch);
-      for (const c of batch) c.resolve(perServer);
+      for (const c of batch) c.resolve({ applied: [...perServer.applied], failed: perServer.failed.map((f) => ({ ...f })) });
     } catch (err) {
       const e = new Error(`node Redis users: ${errText(err)}`);
       for (const c of batch) c.reject(e);
@@ -368,7 +368,8 @@ export class NodeRedisUsers {
         this.#watchers.push(sub);
       }
     } else if (t.kind === 'cluster') {
-      void this.#clusterClient().then((c) => c.on('+node', () => this.#settle('+node')), () => {});
+      // The client's '+node' listener (#clusterClient) acts once watching; connect it now.
+      void this.#clusterClient().catch(() => {});
     }
     const tick = (): void => {
       this.#reconcileTimer = setTimeout(() => {
@@ -467,6 +468,10 @@ export class NodeRedisUsers {
         redisOptions: this.#serverOptions(),
       });
       c.on('error', () => {});
+      // A server joined ioredis' pool (a new node, a replica announced late): apply every user there.
+      c.on('+node', () => {
+        if (this.#reconcileTimer) this.#settle('+node');
+      });
       return c;
     })();
     const c = this.#cluster;
