@@ -119,6 +119,12 @@ export interface NodeRedisUsersOptions {
   reconcileMs?: number;
   /** Delay that gathers a burst of topology events into one reapplyAll() (default 500 ms). */
   settleMs?: number;
+  /**
+   * Cluster: how often the slot map is read again (default 10 s). ioredis reads it only on a
+   * MOVED or an error unless told to, and a replica that joins causes neither: without this it
+   * would never be in the pool, never get the users.
+   */
+  clusterRefreshMs?: number;
 }
 
 interface Change {
@@ -164,7 +170,7 @@ export class NodeRedisUsers {
 
   constructor(o: NodeRedisUsersOptions) {
     if (!PREFIX.test(o.prefix)) throw new Error(`QUEUE_PREFIX "${o.prefix}" cannot be an ACL key pattern`);
-    this.#o = { timeoutMs: 2_000, batchMs: 5, maxBatch: 2_000, reconcileMs: 60_000, settleMs: 500, ...o };
+    this.#o = { timeoutMs: 2_000, batchMs: 5, maxBatch: 2_000, reconcileMs: 60_000, settleMs: 500, clusterRefreshMs: 10_000, ...o };
   }
 
   /** Creates or redefines `node`'s user on every server, and records it in the registry. */
@@ -421,6 +427,8 @@ export class NodeRedisUsers {
       }
       case 'cluster': {
         const c = await this.#clusterClient();
+        // The slot map as it is now, not as it was at the last refresh (a node that joined since).
+        await this.#withTimeout(c, 'the Cluster slot map', () => new Promise<void>((resolve, reject) => c.refreshSlotsCache((err) => (err ? reject(err) : resolve()))));
         const all = c.nodes('all').map((redis) => ({ address: `${redis.options.host ?? '?'}:${redis.options.port ?? '?'}`, redis }));
         return { registry: c, all };
       }
@@ -465,6 +473,7 @@ export class NodeRedisUsers {
         enableOfflineQueue: true,
         enableReadyCheck: true,
         clusterRetryStrategy: (n) => Math.min(n * 500, 5_000),
+        slotsRefreshInterval: this.#o.clusterRefreshMs,
         redisOptions: this.#serverOptions(),
       });
       c.on('error', () => {});

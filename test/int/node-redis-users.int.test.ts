@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -263,6 +263,31 @@ describe.skipIf(skip)('per-node Redis users on a Cluster (3 masters, a replica e
     opened.push(c);
     await onlyItsOwnQueue(c, prefix);
   });
+
+  it('watch(): a replica that joins the Cluster later gets every user', async () => {
+    const watching = new NodeRedisUsers({ target: { kind: 'cluster', nodes: cluster.nodes }, prefix, log: silent, settleMs: 100, reconcileMs: 600_000, clusterRefreshMs: 1_000 });
+    const port = await freePort();
+    const busPort = await freePort();
+    const dir = mkdtempSync(join(tmpdir(), 'vm-node-acl-cl-'));
+    const proc = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--appendonly', 'no', '--cluster-enabled', 'yes', '--cluster-config-file', `nodes-${port}.conf`, '--cluster-port', String(busPort), '--cluster-node-timeout', '2000'], { stdio: 'ignore' });
+    try {
+      watching.watch();
+      await watching.reconcile(); // the client is up and watching before the node joins
+      for (let i = 0; i < 100 && !(await redisAnswers(`redis://127.0.0.1:${port}`)); i++) await new Promise((r) => setTimeout(r, 50));
+      const add = spawnSync('redis-cli', ['--cluster', 'add-node', `127.0.0.1:${port}`, `127.0.0.1:${cluster.nodes[0]!.port}`, '--cluster-slave'], { encoding: 'utf8', timeout: 30_000 });
+      expect(add.status, add.stdout + add.stderr).toBe(0);
+      // ioredis refreshes its slot map every 5 s by default; the new replica joins its pool then.
+      await waitFor('node A\'s user on the new replica', async () => (await as('a', port).ping().catch(() => undefined)) ?? undefined, 30_000);
+      expect(await as('b', port).ping()).toBe('PONG');
+    } finally {
+      await watching.close();
+      // Out of the Cluster again (every node forgets it), so the next test has the six it started with.
+      const id = spawnSync('redis-cli', ['-p', String(port), 'cluster', 'myid'], { encoding: 'utf8' }).stdout.trim();
+      if (id) spawnSync('redis-cli', ['--cluster', 'del-node', `127.0.0.1:${cluster.nodes[0]!.port}`, id], { encoding: 'utf8', timeout: 30_000 });
+      proc.kill('SIGKILL');
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
 
   it('remove() deletes the user on every master and replica', async () => {
     const servers = [...cluster.nodes, ...cluster.replicas];
