@@ -92,7 +92,7 @@ export function connect(target: RedisTarget | string, role: ConnectionRole, o: C
 export const producerConnection = (target: RedisTarget | string): RedisConnection => connect(target, 'producer');
 export const workerConnection = (target: RedisTarget | string): RedisConnection => connect(target, 'worker');
 
-function tlsOptions(t: RedisTarget): ConnectionOptions | undefined {
+export function tlsOptions(t: RedisTarget): ConnectionOptions | undefined {
   if (!t.tls) return undefined;
   if (!t.tls.caFile) return {};
   try {

@@ -70,30 +70,45 @@ export const topologiesAvailable = (): string | undefined =>
   spawnSync('redis-server', ['--version']).error ? 'redis-server is not installed' : spawnSync('redis-cli', ['--version']).error ? 'redis-cli is not installed' : undefined;
 
 export interface LocalCluster {
+  /** The masters. */
   nodes: { host: string; port: number }[];
+  /** The replicas (with `replicas: 1`), one per master. */
+  replicas: { host: string; port: number }[];
   /** REDIS_CLUSTER_NODES */
   env: string;
   stop(): void;
 }
 
-/** Three masters, no replicas, every slot assigned. */
-export async function startCluster(extraArgs: readonly string[] = []): Promise<LocalCluster> {
+/** Three masters (and with `replicas: 1` a replica of each), every slot assigned. */
+export async function startCluster(extraArgs: readonly string[] = [], o: { replicas?: 0 | 1 } = {}): Promise<LocalCluster> {
   const servers = new Servers();
   try {
-    const ps = await ports(6);
-    const masters = ps.slice(0, 3);
-    for (const [i, p] of masters.entries()) servers.start(p, ['--cluster-enabled', 'yes', '--cluster-config-file', `nodes-${p}.conf`, '--cluster-port', String(ps[3 + i]), '--cluster-node-timeout', '2000', ...extraArgs]);
-    for (const p of masters) await until(`cluster node ${p}`, () => answers(p));
-    const create = spawnSync('redis-cli', ['--cluster', 'create', ...masters.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', '0', '--cluster-yes'], { encoding: 'utf8', timeout: 30_000 });
+    const n = 3 * (1 + (o.replicas ?? 0));
+    const ps = await ports(2 * n);
+    const all = ps.slice(0, n);
+    for (const [i, p] of all.entries()) servers.start(p, ['--cluster-enabled', 'yes', '--cluster-config-file', `nodes-${p}.conf`, '--cluster-port', String(ps[n + i]), '--cluster-node-timeout', '2000', ...extraArgs]);
+    for (const p of all) await until(`cluster node ${p}`, () => answers(p));
+    const create = spawnSync('redis-cli', ['--cluster', 'create', ...all.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', String(o.replicas ?? 0), '--cluster-yes'], { encoding: 'utf8', timeout: 30_000 });
     if (create.status !== 0) throw new Error(`redis-cli --cluster create failed: ${create.stdout}\n${create.stderr}`);
     await until('cluster state ok on every node', async () => {
-      for (const p of masters) {
+      for (const p of all) {
         const info = spawnSync('redis-cli', ['-p', String(p), 'cluster', 'info'], { encoding: 'utf8' }).stdout;
         if (!/cluster_state:ok/.test(info)) return false;
       }
       return true;
     });
-    return { nodes: masters.map((port) => ({ host: '127.0.0.1', port })), env: masters.map((p) => `127.0.0.1:${p}`).join(','), stop: () => servers.stop() };
+    // Which ones redis-cli made masters, from each server's own role; replicas in sync.
+    const role = (p: number): string => spawnSync('redis-cli', ['-p', String(p), 'info', 'replication'], { encoding: 'utf8' }).stdout;
+    const masters = all.filter((p) => /role:master/.test(role(p)));
+    const replicas = all.filter((p) => !masters.includes(p));
+    await until('cluster replicas in sync', async () => replicas.every((p) => /master_link_status:up/.test(role(p))));
+    // ...and announced: CLUSTER SLOTS (what clients learn the topology from) leaves out a replica
+    // until gossip reports its replication offset.
+    await until('cluster replicas in CLUSTER SLOTS', async () => {
+      const slots = spawnSync('redis-cli', ['-p', String(masters[0]), 'cluster', 'slots'], { encoding: 'utf8' }).stdout.split('\n');
+      return replicas.every((p) => slots.includes(String(p)));
+    });
+    return { nodes: masters.map((port) => ({ host: '127.0.0.1', port })), replicas: replicas.map((port) => ({ host: '127.0.0.1', port })), env: masters.map((p) => `127.0.0.1:${p}`).join(','), stop: () => servers.stop() };
   } catch (err) {
     servers.stop();
     throw err;

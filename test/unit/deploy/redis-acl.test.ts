@@ -104,10 +104,23 @@ describe('the Redis ACL users (deploy/charts/volume-medic/files/users.acl.templa
     const lua = luaCommands(ourSources.map(([, t]) => t).join('\n'));
     const direct = ourDirectCommands();
     expect(direct.has('hgetall') && direct.has('zcount') && direct.has('hincrby')).toBe(true);
+    // ACL is granted by subcommand, to the receiver only: the next test checks those.
+    lua.delete('acl');
     for (const cmd of [...lua, ...direct.keys(), 'evalsha', 'eval', 'ping', 'info', 'client|setname', 'multi', 'exec', 'scan' /* scanKeys, src/queues/redis.ts (tests, tools) */]) {
       const who = ONLY[cmd] ?? COMPONENTS;
       for (const c of who) expect(allowed(c).has(cmd), `${c} needs ${cmd} (${direct.get(cmd) ?? 'Lua / BullMQ'})`).toBe(true);
     }
+  });
+
+  it('gives only the receiver ACL rights, and only the three that per-node users need (src/queues/node-redis-users.ts)', () => {
+    const aclRights = (c: Component): string[] => [...allowed(c)].filter((cmd) => cmd === 'acl' || cmd.startsWith('acl|')).sort();
+    expect(aclRights('receiver')).toEqual(['acl|deluser', 'acl|setuser', 'acl|users']);
+    expect(aclRights('cluster-worker')).toEqual([]);
+    expect(aclRights('node-agent')).toEqual([]);
+    // What node-redis-users.ts sends: a grant missing here would fail every enrolment.
+    const module = readFileSync(join(ROOT, 'src/queues/node-redis-users.ts'), 'utf8');
+    const sent = new Set([...module.matchAll(/'ACL', '([A-Z]+)'/g)].map((m) => `acl|${m[1]!.toLowerCase()}`));
+    expect([...sent].sort()).toEqual(aclRights('receiver'));
   });
 
   it('gives the receiver no blocking pop: it never waits for jobs', () => {
