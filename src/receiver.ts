@@ -34,9 +34,11 @@ import { kubeAccessReviews, type AccessReviews } from './auth/access-reviews.ts'
 import { FailedAuthLimiter } from './auth/failed-auth-limiter.ts';
 import { OperatorAuth } from './auth/operator-auth.ts';
 import { KubeConfigError } from './kube/config-error.ts';
+import { ConfigError } from './config/load.ts';
 import { startFleetExporter } from './observability/fleet-exporter.ts';
 import { enrolmentFromConfig } from './enrolment/from-config.ts';
 import { knownQueuesKey } from './queues/known-queues.ts';
+import { NodeRedisUsers, nodeUserName } from './queues/node-redis-users.ts';
 
 // Composition root of the receiver: wires configuration, Redis, queues, lookups and the HTTP app,
 // and owns their shutdown order (stop taking requests, then close queues, then Redis).
@@ -187,9 +189,24 @@ export async function startReceiver(config: Config, opts: ReceiverOptions = {}):
   const eventTrust: EventTrust = { npdSources: new Set(config.npdEventSources), npdNamespace: config.npdEventNamespace };
   const authLimiter = new FailedAuthLimiter({ perMinute: config.authFailuresPerMinute });
   const { access: reviewAccess, ...reviews } = operatorReviews(config, opts.operatorKubeConfig ?? kubeConfig);
+  // REDIS_NODE_USERS: one Redis user per enrolled node, on every server, kept there by a watch.
+  if (config.redisNodeUsers && config.enrolNodeAgents.length === 0) throw new ConfigError('REDIS_NODE_USERS=true needs enrolment (ENROL_NODE_AGENTS): agents learn their Redis user when they enrol');
+  const nodeUsers = config.redisNodeUsers ? new NodeRedisUsers({ target, prefix: config.queuePrefix, log: log.child({ component: 'node-redis-users' }) }) : undefined;
+  nodeUsers?.watch();
   // Node agents and the cluster worker trade their pod's token for their own queue's keys.
   const enrolment = enrolmentFromConfig(config, trust.ring, opts.operatorKubeConfig ?? kubeConfig ?? reviewAccess, {
     registry: { record: async (queue) => { await redis.sadd(knownQueuesKey(config.queuePrefix), queue); } },
+    ...(nodeUsers ? {
+      redisUsers: {
+        userName: nodeUserName,
+        // Answered once the primary has it; a server that missed it gets it from the watch.
+        ensure: async (node, hash) => {
+          const r = await nodeUsers.ensure(node, hash);
+          if (r.applied.length === 0) throw new Error(`no Redis server took the user of node ${node}: ${r.failed.map((f) => `${f.server}: ${f.error}`).join('; ').slice(0, 300)}`);
+          if (r.failed.length > 0) log.warn({ node, failed: r.failed }, 'a Redis server missed a node\'s user; the watch applies it when the server answers');
+        },
+      },
+    } : {}),
   });
   // The console reads a job's Events back with the receiver's own access (KUBE_WATCH's, or the one operator identity uses).
   const eventAccess = kubeConfig ?? reviewAccess;
@@ -258,6 +275,8 @@ export async function startReceiver(config: Config, opts: ReceiverOptions = {}):
   if (kubeConfig) {
     watches = await startKubeWatches({
       kubeConfig, ingest: { lookups, dispatcher, corroborate: true }, eventTrust, log: log.child({ component: 'kube' }),
+      // A deleted Node's agent is gone: so is its Redis user (every replica does it; removing twice is harmless).
+      ...(nodeUsers ? { onNodeDeleted: (node: string) => void nodeUsers.remove(node).catch((err: Error) => log.warn({ node, err: err.message }, 'could not remove a deleted node\'s Redis user')) } : {}),
       metrics: createKubeMetrics(metrics.registry), reconcileIntervalMs: config.kubeReconcileSeconds * 1000,
     });
   }
@@ -276,6 +295,7 @@ export async function startReceiver(config: Config, opts: ReceiverOptions = {}):
       await watches?.close();
       await dispatcher.close();
       replicaAck?.close();
+      await nodeUsers?.close();
       await connections.close();
     })()),
   };

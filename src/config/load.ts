@@ -62,6 +62,7 @@ const ENV: Record<string, [keyof Config, (v: string) => unknown]> = {
   ENROL_AUDIENCE: ['enrolAudience', (v) => v],
   ENROL_NODE_AGENTS: ['enrolNodeAgents', list],
   ENROL_CLUSTER_WORKERS: ['enrolClusterWorkers', list],
+  REDIS_NODE_USERS: ['redisNodeUsers', (v) => v],
   CONTROL_SIGNING_KEY_FILE: ['controlSigningKeyFile', (v) => v],
   CONTROL_VERIFY_CERT_FILE: ['controlVerifyCertFile', (v) => v],
   ALLOW_UNSIGNED_WORK: ['allowUnsignedWork', (v) => v],

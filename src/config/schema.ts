@@ -110,6 +110,14 @@ export const Config = z.object({
    * worker. Unset: enrolment is off (POST /v1/enrol answers 404).
    */
   enrolNodeAgents: z.array(z.string().regex(/^[a-z0-9-]{1,63}\/[a-z0-9.-]{1,253}$/, '<namespace>/<service account>')).default([]),
+  /**
+   * REDIS_NODE_USERS (receiver, with enrolment): each enrolled node agent gets a Redis user of its
+   * own, allowed its own queue's keys only, created on every server of the topology (Redis
+   * replicates no ACL) and kept there (src/queues/node-redis-users.ts); the receiver's Redis user
+   * then needs `+acl|setuser +acl|deluser +acl|users`. A node's user is removed when its Node
+   * object is deleted (KUBE_WATCH). Default false: agents use the Redis user they are given.
+   */
+  redisNodeUsers: z.union([z.boolean(), z.stringbool()]).default(false),
   enrolClusterWorkers: z.array(z.string().regex(/^[a-z0-9-]{1,63}\/[a-z0-9.-]{1,253}$/, '<namespace>/<service account>')).default([]),
   /** SIGNING_KEY_ID: the key id this process seals with (rotation); default the greatest id of its role. */
   signingKeyId: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/).optional(),

@@ -40,6 +40,8 @@ export interface KubeWatchesOptions {
   recentReadyMs?: number;
   /** Replace the ingest path (tests). */
   sink?: SignalSink;
+  /** Told when a Node object is deleted (the receiver removes that node's Redis user). */
+  onNodeDeleted?: (node: string) => void;
 }
 
 export interface ReconcileState {
@@ -93,7 +95,9 @@ export async function startKubeWatches(o: KubeWatchesOptions): Promise<KubeWatch
     nodes.on('add', onNode);
     nodes.on('update', onNode);
     nodes.on('delete', (obj) => {
-      if (obj.metadata?.name) tracker.forget(obj.metadata.name);
+      if (!obj.metadata?.name) return;
+      tracker.forget(obj.metadata.name);
+      o.onNodeDeleted?.(obj.metadata.name);
     });
     informers.push(nodes);
   }

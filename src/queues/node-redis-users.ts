@@ -48,10 +48,12 @@ export const CLUSTER_DISCOVERY_COMMANDS: readonly string[] = ['cluster|slots', '
 
 /**
  * The shared keys a node agent writes (or only reads, %R~), as the template's node-agent user has
- * them; only the queue pattern differs (that node's queue, not `vm-node-*`).
+ * them, less the queue registry: an enrolled agent does not write it (the receiver records the
+ * node's queue at enrolment), so no node can remove another's queue from the fleet view. The
+ * queue pattern differs too (that node's queue, not `vm-node-*`).
  */
 export const nodeAgentSharedKeys = (prefix: string): string[] => [
-  `~${prefix}:vm:queues`, `~${prefix}:vm:stats`, `~${prefix}:vm:ctl:audit`, `~${prefix}:vm:ctl:parked`,
+  `~${prefix}:vm:stats`, `~${prefix}:vm:ctl:audit`, `~${prefix}:vm:ctl:parked`,
   `~${prefix}:vm:ctl:approval:*`, `~${prefix}:vm:ctl:breaker:*`, `%R~${prefix}:vm:ctl:modes`, `%R~${prefix}:vm:ctl:pause`,
 ];
 

@@ -22,12 +22,13 @@ describe('per-node Redis users', () => {
     expect(CLUSTER_DISCOVERY_COMMANDS).toEqual(['cluster|slots', 'cluster|info']);
   });
 
-  it('has the template\'s key patterns, with the queue pattern narrowed to that node\'s queue', () => {
+  it('has the template\'s key patterns, with the queue pattern narrowed to that node\'s queue and no queue registry', () => {
     const templateKeys = agentRules.filter((r) => r.startsWith('~') || r.startsWith('%'));
     const rules = nodeUserRules('vmp', 'node-a.example', sha);
     const keys = rules.filter((r) => r.startsWith('~') || r.startsWith('%'));
     expect(templateKeys[0]).toBe('~vmp:vm-node-*');
-    expect(keys).toEqual(['~vmp:vm-node-{node-a.example}:*', ...templateKeys.slice(1)]);
+    expect(templateKeys[1]).toBe('~vmp:vm:queues');
+    expect(keys).toEqual(['~vmp:vm-node-{node-a.example}:*', ...templateKeys.slice(2)]);
   });
 
   it('defines the whole user from nothing: reset first, the password by hash only, no channels, -@all before the commands', () => {
