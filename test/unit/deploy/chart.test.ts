@@ -357,4 +357,12 @@ describe('node-scoped work keys (enrolment)', () => {
     const e2 = env(spec('Deployment', 'volume-medic-cluster-worker'));
     expect(e2.get('ENROL_URL')).toMatch(/^https:\/\//);
   });
+
+  it('by default each node agent gets its own Redis user at enrolment and holds no shared Redis password', () => {
+    expect(env(spec('Deployment', 'volume-medic-receiver')).get('REDIS_NODE_USERS')).toBe('true');
+    const agent = spec('DaemonSet', 'volume-medic-node-agent');
+    const secretRefs = (agent.containers[0]!.env ?? []).filter((e) => (e as { valueFrom?: { secretKeyRef?: unknown } }).valueFrom?.secretKeyRef);
+    expect(secretRefs).toEqual([]);
+    expect(env(agent).get('REDIS_URL')).toBe('redis://volume-medic-redis.volume-medic.svc:6379');
+  });
 });

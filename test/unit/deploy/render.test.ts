@@ -226,7 +226,7 @@ describe('what the installation promises', () => {
     }
   });
 
-  it('Redis credentials come from each process\'s own Secret, never from the ConfigMap', () => {
+  it('Redis credentials come from each process\'s own Secret, never from the ConfigMap; node agents with their own users hold none', () => {
     for (const [set, objects] of Object.entries(rendered)) {
       const data = find(objects, 'ConfigMap', 'volume-medic-config')['data'] as Record<string, string>;
       expect(Object.keys(data).filter((k) => /^REDIS_(URL|USERNAME|PASSWORD|SENTINEL_PASSWORD)$/.test(k)), set).toEqual([]);
@@ -235,7 +235,12 @@ describe('what the installation promises', () => {
         const c = podSpec(find(objects, kind, `volume-medic-${component}`))!.containers[0]!;
         const secret = set === 'existing-secrets' ? `my-redis-${component}` : REDIS_URL_SECRETS[component];
         const from = (name: string) => c.env?.find((e) => e.name === name)?.valueFrom;
-        if (topology === 'url') {
+        // redis.nodeUsers (the default): no shared Redis password on a node; the agent's own user comes from enrolment.
+        const ownUser = component === 'node-agent' && find(objects, 'Deployment', 'volume-medic-receiver') && podSpec(find(objects, 'Deployment', 'volume-medic-receiver'))!.containers[0]!.env?.some((e) => e.name === 'REDIS_NODE_USERS');
+        if (ownUser) {
+          for (const name of ['REDIS_URL', 'REDIS_USERNAME', 'REDIS_PASSWORD']) expect(from(name), `${set} ${component} ${name}`).toBeUndefined();
+          if (topology === 'url') expect(c.env?.find((e) => e.name === 'REDIS_URL')?.value, set).toMatch(/^redis:\/\/[a-z0-9.-]+:[0-9]+$/);
+        } else if (topology === 'url') {
           expect(from('REDIS_URL'), `${set} ${component}`).toEqual({ secretKeyRef: { name: secret, key: 'url' } });
           expect(from('REDIS_PASSWORD'), `${set} ${component}`).toBeUndefined();
         } else {

@@ -105,15 +105,32 @@ imagePullSecrets:
 The environment of a volume-medic container: the ConfigMap, its signing keys and its Redis
 credentials. {root, component}.
 */}}
+{{/* Do node agents use their own Redis user from enrolment (redis.nodeUsers)? */}}
+{{- define "vm.nodeUsers" -}}
+{{- if .Values.redis.nodeUsers -}}
+{{- if and (not .Values.redis.bundled.enabled) (eq .Values.redis.external.topology "url") (not .Values.redis.external.address) -}}
+{{- fail "redis.nodeUsers with an external Redis of topology url needs redis.external.address (host:port): node agents connect there as their own user, without the shared credentials" -}}
+{{- end -}}
+true
+{{- end -}}
+{{- end }}
+
 {{- define "vm.env" -}}
 {{- $root := .root -}}
 {{- $secret := include "vm.redisSecret" . -}}
+{{- $ownUser := and (eq .component "node-agent") (include "vm.nodeUsers" $root) -}}
 {{- /* A node agent holds no issuer root: its node's work keys come from enrolment (vm.enrolEnv). */}}
 {{- if ne .component "node-agent" }}
 - name: SIGNING_KEYS_DIR
   value: /etc/volume-medic/signing
 {{- end }}
+{{- if $ownUser }}
 {{- if eq (include "vm.redisTopology" $root) "url" }}
+# No shared Redis password on a node: the agent's own user and password come from enrolment.
+- name: REDIS_URL
+  value: {{ printf "redis://%s" (ternary (printf "volume-medic-redis.%s.svc:6379" $root.Release.Namespace) $root.Values.redis.external.address $root.Values.redis.bundled.enabled) | quote }}
+{{- end }}
+{{- else if eq (include "vm.redisTopology" $root) "url" }}
 # Its own Redis user and password (deploy/README.md, "Redis"): a Secret, not the ConfigMap.
 - name: REDIS_URL
   valueFrom:
