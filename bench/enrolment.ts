@@ -105,7 +105,7 @@ try {
       c.disconnect();
     }
   }
-  const aclUsers = (await admin.call('ACL', 'LIST') as string[]).filter((l) => l.startsWith('user vm-node')).length;
+  const aclUsers = (await admin.call('ACL', 'LIST') as string[]).filter((l) => l.startsWith('user volume-medic-node.')).length;
   const row = (name: string, r: Round) => ({
     round: name, ok: `${r.ok}/${N}`, 'wall s': (r.wallMs / 1000).toFixed(2), 'per s': Math.round(N / (r.wallMs / 1000)),
     'receiver CPU ms/agent': (r.receiverCpuMs / N).toFixed(3), 'Redis CPU ms/agent': (r.redisCpuMs / N).toFixed(3),

@@ -18,6 +18,7 @@ const config = Config.parse({
   // bench/enrolment.ts: enrolment against the fake API server named by KUBECONFIG.
   ...(process.env['OPERATOR_AUTH'] ? { operatorAuth: process.env['OPERATOR_AUTH'] } : {}),
   ...(process.env['ENROL_NODE_AGENTS'] ? { enrolNodeAgents: process.env['ENROL_NODE_AGENTS'].split(',') } : {}),
+  ...(process.env['REDIS_NODE_USERS'] ? { redisNodeUsers: process.env['REDIS_NODE_USERS'] } : {}),
 });
 const receiver = await startReceiver(config);
 announce(`READY ${receiver.url}`);
