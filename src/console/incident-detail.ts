@@ -50,7 +50,7 @@ export function likelyQueues(deps: Pick<DetailDeps, 'redis' | 'prefix' | 'incide
   return async (id) => {
     const [located, parked] = await Promise.all([
       deps.incidents?.locate(id).catch(() => undefined),
-      deps.redis.hget(controlKeys(deps.prefix).parked, id).catch(() => null),
+      deps.redis.hget(controlKeys(deps.prefix).legacyParked, id).catch(() => null),
     ]);
     return [located?.queue, parseJson(ParkedJob, parked)?.queue, CLUSTER_QUEUE];
   };
