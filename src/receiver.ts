@@ -13,6 +13,7 @@ import { createApp } from './http/app.ts';
 import { IncidentIndex } from './console/incident-index.ts';
 import { likelyQueues } from './console/incident-detail.ts';
 import { findJob } from './queues/find-job.ts';
+import { knownQueuesKey } from './queues/known-queues.ts';
 import type { EventTrust } from './sources/event-trust.ts';
 import { createLogger, type Logger } from './observability/logger.ts';
 import { createReceiverMetrics } from './observability/metrics.ts';
@@ -218,7 +219,7 @@ export async function startReceiver(config: Config, opts: ReceiverOptions = {}):
     connections: () => connections.states(),
     ...(replicaAck ? { replicaAck: () => replicaAck.status() } : {}),
     nodeRecoveryAlerts: new Set(config.nodeRecoveryAlerts),
-    ...(enrolment ? { enrolment } : {}),
+    ...(enrolment ? { enrolment, registerQueue: (q: string) => redis.sadd(knownQueuesKey(config.queuePrefix), q) } : {}),
     eventTrust,
     metrics,
     fleetMetrics: fleet.exports,

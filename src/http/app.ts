@@ -51,6 +51,12 @@ export interface AppDeps extends WebhookDeps {
   replicaAck?: () => ReplicaAckStatus;
   /** POST /v1/enrol (ENROL_NODE_AGENTS / ENROL_CLUSTER_WORKERS); absent: 404. */
   enrolment?: Enrolment;
+  /**
+   * Records an enrolled consumer's queue in the registry (src/queues/known-queues.ts), so readers
+   * that merge every queue's records (parked jobs, approvals, the audit trail) see a queue the
+   * receiver never put a job on (a node agent's own checks), without the agent writing the registry.
+   */
+  registerQueue?: (queue: string) => Promise<unknown>;
   /** The Kubernetes watches' state, when KUBE_WATCH is on. */
   kubeState?: () => KubeWatchesState | undefined;
   /** Operator controls: /v1 control routes, the /ui dashboard, and pause/breakers in /readyz and /metrics. */
@@ -81,7 +87,7 @@ export function createApp(deps: AppDeps): Express {
   // body that is not JSON (src/http/cross-site.ts).
   app.use(webhookRoutes(deps, [refuseCrossSiteWrites({ allowUntyped: true }), auth, body]));
   // Agents trade their pod's token for their queue's keys: not an operator route.
-  app.use(enrolRoutes({ enrolment: deps.enrolment, limiter: deps.authLimiter, counter: deps.metrics.enrolments, log: deps.log }, [refuseCrossSiteWrites(), body]));
+  app.use(enrolRoutes({ enrolment: deps.enrolment, ...(deps.registerQueue ? { registerQueue: deps.registerQueue } : {}), limiter: deps.authLimiter, counter: deps.metrics.enrolments, log: deps.log }, [refuseCrossSiteWrites(), body]));
   // Every other /v1 route: an operator identity with the route's RBAC verb (src/auth/permissions.ts).
   app.use('/v1', refuseCrossSiteWrites(), operatorGate(deps.operatorAuth), body);
   app.use(healthRoutes({

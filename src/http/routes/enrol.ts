@@ -14,6 +14,8 @@ import { ENROL_PATH, EnrolRequest } from '../../trust/enrolment-wire.ts';
 
 export interface EnrolDeps {
   enrolment: Enrolment | undefined;
+  /** The enrolled queue into the registry (app.ts AppDeps.registerQueue); a failure is logged, the enrolment still answered. */
+  registerQueue?: (queue: string) => Promise<unknown>;
   limiter: FailedAuthLimiter;
   counter: Counter<'as' | 'outcome'>;
   log: Logger;
@@ -47,6 +49,7 @@ export function enrolRoutes(d: EnrolDeps, before: RequestHandler[]): Router {
         d.log.warn({ as, node: body.data.node, status: out.status, error: out.error }, 'enrolment refused');
         return res.status(out.status).json({ error: out.error });
       }
+      await d.registerQueue?.(out.answer.queue).catch((err: Error) => d.log.warn({ queue: out.answer.queue, err: err.message }, 'could not record the enrolled queue in the registry; its parked jobs and audit entries are listed once the receiver puts a job on it'));
       d.counter.inc({ as, outcome: 'enrolled' });
       d.log.debug({ as, node: body.data.node, pod: out.identity.pod, queue: out.answer.queue }, 'enrolled');
       return res.status(200).json(out.answer);
