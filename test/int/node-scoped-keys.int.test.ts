@@ -111,7 +111,9 @@ describe('a node agent with a Redis user of its own queue\'s keys', () => {
     const decided = await api.approve(id, { by: 'carol', why: 'checked' });
     expect(decided.ok).toBe(true);
     await waitFor('the approved step ran', async () => ((await toy.ran('/w/release')) ? true : undefined), 10_000);
-    await waitFor('the job finished', async () => ((await parked.queue.getJob(id))?.finishedOn ? true : undefined), 10_000);
+    const queue = new Queue(nodeQueueName('a'), { connection: admin, prefix });
+    queues.push(queue);
+    await waitFor('the job finished', async () => ((await queue.getJob(id))?.finishedOn ? true : undefined), 10_000);
     expect(await api.store.parkedJobs()).toEqual([]);
     const trail = (await api.audit(100)).map((e) => `${e.action} ${e.target} ${e.by}`);
     expect(trail).toContain(`approval-requested job/${id} a`);
