@@ -102,8 +102,9 @@ export class OperatorActions {
     return this.#opts.locate?.(jobId).catch(() => undefined);
   }
 
-  async approval(jobId: string): Promise<ApprovalRecord | undefined> {
-    return this.approvals.get(await this.#queueOf(jobId), jobId);
+  /** `queue`: where the caller already found the job (saves looking for it). */
+  async approval(jobId: string, queue?: string): Promise<ApprovalRecord | undefined> {
+    return this.approvals.get(queue ?? (await this.#queueOf(jobId)), jobId);
   }
 
   async pendingApprovals(): Promise<ApprovalRecord[]> {
