@@ -12,6 +12,8 @@ import { startKubeWatches, type KubeWatches } from './kube/kube-watches.ts';
 import { createApp } from './http/app.ts';
 import { IncidentIndex } from './queues/incident-index.ts';
 import { likelyQueues } from './console/incident-detail.ts';
+import { findJob } from './queues/find-job.ts';
+import { knownQueuesKey } from './queues/known-queues.ts';
 import type { EventTrust } from './sources/event-trust.ts';
 import { createLogger, type Logger } from './observability/logger.ts';
 import { createReceiverMetrics } from './observability/metrics.ts';
@@ -37,7 +39,6 @@ import { KubeConfigError } from './kube/config-error.ts';
 import { ConfigError } from './config/load.ts';
 import { startFleetExporter } from './observability/fleet-exporter.ts';
 import { enrolmentFromConfig } from './enrolment/from-config.ts';
-import { knownQueuesKey } from './queues/known-queues.ts';
 import { NodeRedisUsers, nodeUserName } from './queues/node-redis-users.ts';
 
 // Composition root of the receiver: wires configuration, Redis, queues, lookups and the HTTP app,
@@ -153,6 +154,8 @@ export async function startReceiver(config: Config, opts: ReceiverOptions = {}):
     },
     approvalTtlMs: config.approvalTtlSeconds * 1000,
     configuredModes: { default: config.defaultMode, runbooks: config.runbookModes },
+    // Where a job's approval record lives (its queue's keys), for a job no parked record names.
+    locate: async (id) => (await findJob({ redis, prefix: config.queuePrefix, queue: (name) => dispatcher.queue(name), likely: likelyQueues({ redis, prefix: config.queuePrefix, incidents }) }, id))?.queue,
     // Controls are signed with the control key when one is configured (src/trust/control-keys.ts).
     trust: {
       ...(trust.controls.sealer ? { sealer: trust.controls.sealer } : {}),

@@ -50,7 +50,7 @@ export function likelyQueues(deps: Pick<DetailDeps, 'redis' | 'prefix' | 'incide
   return async (id) => {
     const [located, parked] = await Promise.all([
       deps.incidents?.locate(id).catch(() => undefined),
-      deps.redis.hget(controlKeys(deps.prefix).parked, id).catch(() => null),
+      deps.redis.hget(controlKeys(deps.prefix).legacyParked, id).catch(() => null),
     ]);
     return [located?.queue, parseJson(ParkedJob, parked)?.queue, CLUSTER_QUEUE];
   };
@@ -66,7 +66,7 @@ export async function loadIncident(deps: DetailDeps, id: string): Promise<Incide
   const parsed = RemediationJob.safeParse(job.data);
   const [logs, approval, audit, pauses, retried, events] = await Promise.all([
     q.getJobLogs(id, 0, 199),
-    deps.controls.approval(id),
+    deps.controls.approval(id, name),
     deps.controls.audit(AUDIT_READ),
     node ? deps.controls.store.pauses() : Promise.resolve(undefined),
     retryKey ? q.getJobState(retryKey) : Promise.resolve('unknown'),

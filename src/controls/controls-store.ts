@@ -2,7 +2,9 @@ import { Cluster, type ChainableCommander } from 'ioredis';
 import { execAll } from '../queues/exec-all.ts';
 import type { RedisConnection } from '../queues/redis.ts';
 import type { Mode } from '../catalogue/result.ts';
-import { controlKeys, type ControlKeys } from './keys.ts';
+import { knownQueuesKey } from '../queues/known-queues.ts';
+import { controlKeys, queueControlKeys, type ControlKeys } from './keys.ts';
+import { readEach } from './queue-reads.ts';
 import { AuditEntry, ModeOverride, ParkedJob, PauseRecord, parseJson } from './records.ts';
 import { CONTROL_RESEAL_MS, CONTROL_SEAL_TTL_MS, SealedRecords, sealRecord, sealedAtField, splitSealed, type ControlKind, type ControlTrust } from './sealed-records.ts';
 import { verifySeal } from '../trust/seal.ts';
@@ -36,6 +38,13 @@ const startFields = (runbook: string, node?: string) => {
 export type ModeScope = { runbook: string } | { node: string };
 const scopeField = (s: ModeScope): string => ('runbook' in s ? `runbook/${s.runbook}` : `node/${s.node}`);
 const AUDIT_KEEP = 1000;
+/**
+ * A parked record in the transition hash (keys.ts legacyParked) counts while younger than this:
+ * an agent not yet upgraded parks its job again (a fresh `since`) at every recheck, so a live one
+ * always is; one left behind by a job an upgraded agent then ran (it unparks under its queue
+ * only) drops out instead of showing as waiting forever.
+ */
+const LEGACY_PARKED_FRESH_MS = 3600_000;
 
 export interface Pauses {
   cluster?: PauseRecord;
@@ -68,11 +77,13 @@ export class ControlsStore {
   readonly keys: ControlKeys;
   readonly #now: () => Date;
   readonly #sealed: SealedRecords;
+  readonly #prefix: string;
 
   /** `trust`: the API seals what it writes; workers verify what they read (sealed-records.ts). */
   constructor(redis: RedisConnection, prefix: string, now: () => Date = () => new Date(), trust?: ControlTrust) {
     this.redis = redis;
     this.keys = controlKeys(prefix);
+    this.#prefix = prefix;
     this.#now = now;
     this.#sealed = new SealedRecords(trust);
   }
@@ -120,14 +131,28 @@ export class ControlsStore {
     return this.#now();
   }
 
-  async audit(action: string, target: string, asked: Asked): Promise<void> {
+  /**
+   * An entry in the audit trail: a worker's (`queue`: its own queue's list, which its Redis user
+   * may write) or the receiver's (no queue: the fleet list, which no agent may write).
+   */
+  async audit(action: string, target: string, asked: Asked, queue?: string): Promise<void> {
     const entry: AuditEntry = { at: this.#now().toISOString(), by: asked.by, action, target, why: asked.why ?? '' };
-    await this.redis.multi().lpush(this.keys.audit, JSON.stringify(entry)).ltrim(this.keys.audit, 0, AUDIT_KEEP - 1).exec();
+    const key = queue === undefined ? this.keys.audit : queueControlKeys(this.#prefix, queue).audit;
+    await this.redis.multi().lpush(key, JSON.stringify(entry)).ltrim(key, 0, AUDIT_KEEP - 1).exec();
   }
 
+  /** The known queues (src/queues/known-queues.ts): whose lists the readers merge. */
+  async #queues(): Promise<string[]> {
+    return (await this.redis.smembers(knownQueuesKey(this.#prefix))).sort();
+  }
+
+  /** The newest `limit` entries of the fleet list and every known queue's, merged newest first. */
   async auditLog(limit = 100): Promise<AuditEntry[]> {
-    const rows = await this.redis.lrange(this.keys.audit, 0, limit - 1);
-    return rows.map((r) => parseJson(AuditEntry, r)).filter((e): e is AuditEntry => e !== undefined);
+    const queues = await this.#queues();
+    const lists = await readEach(this.redis, [this.keys.audit, ...queues.map((q) => queueControlKeys(this.#prefix, q).audit)], { cmd: 'lrange', count: limit });
+    const all = (lists as string[][]).flat().map((r) => parseJson(AuditEntry, r)).filter((e): e is AuditEntry => e !== undefined);
+    // Stable: entries of one list with the same time keep their order (newest first).
+    return all.sort((a, b) => (a.at < b.at ? 1 : a.at > b.at ? -1 : 0)).slice(0, limit);
   }
 
   // --- modes -----------------------------------------------------------------------------------
@@ -255,18 +280,36 @@ export class ControlsStore {
 
   // --- parked jobs -----------------------------------------------------------------------------
 
+  /** Lists the job as parked, under its own queue (p.queue). */
   async park(p: ParkedJob): Promise<void> {
-    await this.redis.hset(this.keys.parked, p.jobId, JSON.stringify(p));
+    await this.redis.hset(queueControlKeys(this.#prefix, p.queue).parked, p.jobId, JSON.stringify(p));
   }
 
-  async unpark(jobId: string): Promise<void> {
-    await this.redis.hdel(this.keys.parked, jobId);
+  async unpark(queue: string, jobId: string): Promise<void> {
+    await this.redis.hdel(queueControlKeys(this.#prefix, queue).parked, jobId);
   }
 
+  /**
+   * Every known queue's parked jobs (and the transition hash's live ones), oldest first. A
+   * record counts only under the queue it names: a node's user can write its own hash only, and
+   * a record there claiming another queue's job would otherwise get that job promoted or shown.
+   */
   async parkedJobs(): Promise<ParkedJob[]> {
-    const all = await this.redis.hgetall(this.keys.parked);
-    return Object.values(all).map((t) => parseJson(ParkedJob, t)).filter((p): p is ParkedJob => p !== undefined)
-      .sort((a, b) => a.since.localeCompare(b.since));
+    const queues = await this.#queues();
+    const hashes = (await readEach(this.redis, [this.keys.legacyParked, ...queues.map((q) => queueControlKeys(this.#prefix, q).parked)], { cmd: 'hgetall' })) as Record<string, string>[];
+    const byId = new Map<string, ParkedJob>();
+    const fresh = this.#now().getTime() - LEGACY_PARKED_FRESH_MS;
+    for (const t of Object.values(hashes[0] ?? {})) {
+      const p = parseJson(ParkedJob, t);
+      if (p && Date.parse(p.since) >= fresh) byId.set(p.jobId, p);
+    }
+    queues.forEach((q, i) => {
+      for (const [jobId, t] of Object.entries(hashes[i + 1] ?? {})) {
+        const p = parseJson(ParkedJob, t);
+        if (p && p.queue === q && p.jobId === jobId) byId.set(jobId, p);
+      }
+    });
+    return [...byId.values()].sort((a, b) => a.since.localeCompare(b.since));
   }
 }
 

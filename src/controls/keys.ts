@@ -18,12 +18,20 @@ export const controlKeys = (prefix: string) => ({
   modes: `${prefix}:vm:ctl:modes`,
   /** hash `cluster` | `node/<name>` -> PauseRecord JSON */
   pause: `${prefix}:vm:ctl:pause`,
-  /** list of AuditEntry JSON, newest first, capped */
+  /**
+   * list of AuditEntry JSON, newest first, capped: the fleet trail, the receiver's own entries
+   * (modes, pauses, decisions, retries, forced releases). Workers write their queue's
+   * (queueControlKeys); readers merge both. Entries older agents wrote here stay readable.
+   */
   audit: `${prefix}:vm:ctl:audit`,
-  /** hash jobId -> ParkedJob JSON: jobs waiting on a pause, an approval or a breaker */
-  parked: `${prefix}:vm:ctl:parked`,
-  /** string: ApprovalRecord JSON of one job */
-  approval: (jobId: string) => `${prefix}:vm:ctl:approval:${jobId}`,
+  /**
+   * Transition only (read, never written by this release): where agents before per-queue keys
+   * parked jobs (hash jobId -> ParkedJob JSON) and asked for approval (ApprovalRecord JSON).
+   * Readers still merge them so a rolling upgrade loses no pending approval; see
+   * src/controls/README.md ("Where a worker writes").
+   */
+  legacyParked: `${prefix}:vm:ctl:parked`,
+  legacyApproval: (jobId: string) => `${prefix}:vm:ctl:approval:${jobId}`,
   /**
    * hash `<kind>/<field>` -> the generation of the last record the API wrote there (the writer's
    * clock in ms, forced above the last one), so the next one is newer whatever the writers'
@@ -43,3 +51,22 @@ export const controlKeys = (prefix: string) => ({
   stormSources: `${prefix}:vm:ctl:breaker:${BREAKERS_TAG}:storm:sources`,
 });
 export type ControlKeys = ReturnType<typeof controlKeys>;
+
+/**
+ * What a worker writes about its own jobs, under its own queue's namespace and hash tag
+ * (`<prefix>:vm-node-{<node>}:vm:...`), so a node's Redis user whose keys are
+ * `~<prefix>:vm-node-{<node>}:*` can write these and nothing of another node's (issue 30). The
+ * `vm:` segment keeps them apart from BullMQ's keys: a job id cannot contain ':', so
+ * `<prefix>:<queue>:<jobId>[:suffix]` never reads `...:vm:approval:...`, `...:vm:parked` or
+ * `...:vm:audit` (a job id `vm` gives only BullMQ's own suffixes: `:lock`, `:logs`, ...).
+ * One slot per queue on a Cluster (the queue's hash tag), like its BullMQ keys.
+ */
+export const queueControlKeys = (prefix: string, queue: string) => ({
+  /** string: ApprovalRecord JSON of one job: the worker's request, the API's sealed decision over it */
+  approval: (jobId: string) => `${prefix}:${queue}:vm:approval:${jobId}`,
+  /** hash jobId -> ParkedJob JSON: this queue's jobs waiting on a pause, an approval or a breaker */
+  parked: `${prefix}:${queue}:vm:parked`,
+  /** list of AuditEntry JSON, newest first, capped: what this queue's worker did and refused */
+  audit: `${prefix}:${queue}:vm:audit`,
+});
+export type QueueControlKeys = ReturnType<typeof queueControlKeys>;

@@ -23,6 +23,11 @@ export interface OperatorOptions {
   now?: () => Date;
   /** Seals what the API writes (modes, pauses, decisions) and shows only records whose seal holds. */
   trust?: ControlTrust;
+  /**
+   * The queue job `id` is on (the receiver: src/queues/find-job.ts, hinted by the console's
+   * index), where its approval record lives. Default: its parked record's queue only.
+   */
+  locate?: (id: string) => Promise<string | undefined>;
 }
 
 export type DecisionResult =
@@ -47,7 +52,7 @@ export class OperatorActions {
     this.#opts = opts;
     this.#now = opts.now ?? (() => new Date());
     this.store = new ControlsStore(opts.redis, opts.prefix, this.#now, opts.trust);
-    this.approvals = new ApprovalStore(opts.redis, opts.prefix, opts.trust);
+    this.approvals = new ApprovalStore(opts.redis, opts.prefix, opts.trust, { legacy: true });
     this.breakers = new Breakers(opts.redis, opts.prefix, this.#now);
   }
 
@@ -90,13 +95,21 @@ export class OperatorActions {
     return { ...(cleared ? { cleared } : {}), released: await this.#promote('breaker', () => true) };
   }
 
-  approval(jobId: string): Promise<ApprovalRecord | undefined> {
-    return this.approvals.get(jobId);
+  /** The queue whose keys hold job `jobId`'s approval record; undefined when it cannot be found. */
+  async #queueOf(jobId: string): Promise<string | undefined> {
+    const parked = (await this.store.parkedJobs()).find((p) => p.jobId === jobId)?.queue;
+    if (parked) return parked;
+    return this.#opts.locate?.(jobId).catch(() => undefined);
+  }
+
+  /** `queue`: where the caller already found the job (saves looking for it). */
+  async approval(jobId: string, queue?: string): Promise<ApprovalRecord | undefined> {
+    return this.approvals.get(queue ?? (await this.#queueOf(jobId)), jobId);
   }
 
   async pendingApprovals(): Promise<ApprovalRecord[]> {
     const parked = (await this.store.parkedJobs()).filter((p) => p.reason === 'approval');
-    const recs = await Promise.all(parked.map((p) => this.approvals.get(p.jobId)));
+    const recs = await Promise.all(parked.map((p) => this.approvals.get(p.queue, p.jobId)));
     return recs.filter((r): r is ApprovalRecord => r?.state === 'pending');
   }
 
@@ -109,12 +122,15 @@ export class OperatorActions {
   }
 
   async #decide(jobId: string, state: 'approved' | 'rejected', asked: Asked): Promise<DecisionResult> {
-    const rec = await this.approvals.get(jobId);
-    if (!rec) return { ok: false, status: 404, error: `job ${jobId} has no approval request` };
+    // Decided where the job's own worker reads it: under its queue (or, for a request an agent
+    // not yet upgraded made, the transition key); never a new record in a shared key.
+    const queue = await this.#queueOf(jobId);
+    const rec = await this.approvals.get(queue, jobId);
+    if (!rec) return { ok: false, status: 404, error: `job ${jobId} has no approval request${queue ? '' : ' (no queue holds the job)'}` };
     if (rec.state !== 'pending') return { ok: false, status: 409, error: `the approval request of ${jobId} is already ${rec.state}${rec.decidedBy ? ` (by ${rec.decidedBy})` : ''}`, approval: rec };
     const t = this.#now();
     if (Date.parse(rec.expiresAt) < t.getTime()) {
-      await this.approvals.transition('pending', { ...rec, state: 'expired' });
+      await this.approvals.transition(queue, 'pending', { ...rec, state: 'expired' });
       return { ok: false, status: 409, error: `the approval request of ${jobId} expired at ${rec.expiresAt}`, approval: { ...rec, state: 'expired' } };
     }
     const next: ApprovalRecord = {
@@ -125,12 +141,12 @@ export class OperatorActions {
       why: asked.why ?? '',
       ...(state === 'approved' ? { validUntil: new Date(t.getTime() + this.#opts.approvalTtlMs).toISOString() } : {}),
     };
-    if (!(await this.approvals.transition('pending', next))) {
-      const now = await this.approvals.get(jobId);
+    if (!(await this.approvals.transition(queue, 'pending', next))) {
+      const now = await this.approvals.get(queue, jobId);
       return { ok: false, status: 409, error: `the approval request of ${jobId} was decided meanwhile (${now?.state ?? 'gone'})`, ...(now ? { approval: now } : {}) };
     }
     await this.store.audit(state === 'approved' ? 'approve' : 'reject', `job/${jobId}`, asked);
-    await this.#promoteJob(rec.queue, jobId);
+    await this.#promoteJob(queue ?? rec.queue, jobId);
     return { ok: true, approval: next };
   }
 

@@ -47,14 +47,15 @@ export const NODE_AGENT_COMMANDS: readonly string[] = [
 export const CLUSTER_DISCOVERY_COMMANDS: readonly string[] = ['cluster|slots', 'cluster|info'];
 
 /**
- * The shared keys a node agent writes (or only reads, %R~), as the template's node-agent user has
- * them, less the queue registry: an enrolled agent does not write it (the receiver records the
- * node's queue at enrolment), so no node can remove another's queue from the fleet view. The
- * queue pattern differs too (that node's queue, not `vm-node-*`).
+ * The keys outside its own queue a node's own user may touch: the two lists every agent still
+ * shares (job statistics, the breakers' counters) and, read-only (%R~), the modes and pauses.
+ * Narrower than the template's shared node-agent user, which keeps the old shared approval,
+ * parked and audit keys and the queue registry for agents not yet upgraded: an enrolled agent
+ * writes its approval requests, parked jobs and audit entries under its own queue
+ * (src/controls/keys.ts queueControlKeys) and the receiver records its queue at enrolment.
  */
 export const nodeAgentSharedKeys = (prefix: string): string[] => [
-  `~${prefix}:vm:stats`, `~${prefix}:vm:ctl:audit`, `~${prefix}:vm:ctl:parked`,
-  `~${prefix}:vm:ctl:approval:*`, `~${prefix}:vm:ctl:breaker:*`, `%R~${prefix}:vm:ctl:modes`, `%R~${prefix}:vm:ctl:pause`,
+  `~${prefix}:vm:stats`, `~${prefix}:vm:ctl:breaker:*`, `%R~${prefix}:vm:ctl:modes`, `%R~${prefix}:vm:ctl:pause`,
 ];
 
 // Every user this module manages starts with this. The '.' cannot be confused with the shared

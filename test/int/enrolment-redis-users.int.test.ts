@@ -121,6 +121,10 @@ describe.skipIf(skip)('enrolment hands each agent its own node\'s Redis user (RE
       await refused(asB.lpush(`${prefix}:${nodeQueueName('node-a')}:wait`, 'x'));
       await refused(asB.hset(`${prefix}:vm:ctl:modes`, 'runbook/x', '{}'));
       await refused(asB.sadd(`${prefix}:vm:queues`, nodeQueueName('node-x')));
+      await refused(asB.set(`${prefix}:${nodeQueueName('node-a')}:vm:approval:j1`, '{}'));
+      await refused(asB.lpush(`${prefix}:vm:ctl:audit`, '{}'));
+      await refused(asB.hset(`${prefix}:vm:ctl:parked`, 'j1', '{}'));
+      await refused(asB.del(`${prefix}:${nodeQueueName('node-a')}:vm:audit`));
       expect(await asB.set(`${prefix}:${nodeQueueName('node-b')}:probe`, '1')).toBe('OK');
     } finally {
       asB.disconnect();

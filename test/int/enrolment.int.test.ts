@@ -95,6 +95,9 @@ describe('enrolment: each agent holds its own node\'s work keys only', () => {
     expect(r.status).toBe(200);
     const a = EnrolAnswer.parse(r.json);
     expect(a.queue).toBe(nodeQueueName('node-a'));
+    // Recorded by the receiver, so readers of every queue's parked jobs and audit entries see
+    // a queue it never put a job on (the agent's own checks), without the agent writing the registry.
+    expect(await redis.sismember(knownQueuesKey(prefix), nodeQueueName('node-a'))).toBe(1);
     expect(Object.keys(a.keys).sort()).toEqual(['cluster-worker.test', 'node-agent.test', 'receiver.test']);
     expect(a.signing).toBe('node-agent.test');
     const ring = ringOfAnswer(a);

@@ -16,7 +16,7 @@ const redis = new Redis(redisUrl());
 const keys = controlKeys(prefix);
 const caps = { nodePerHour: 0, clusterPerHour: 0, stormNodes: 2, stormWindowMs: 600_000 };
 const controls = (node: string) => createJobControls({
-  redis, prefix, node, caps, recheckMs: 1000, approvalTtlMs: 60_000,
+  redis, prefix, queue: `q-${node}`, node, caps, recheckMs: 1000, approvalTtlMs: 60_000,
   approval: { highRisk: false, runbooks: [], maxDestructiveSteps: 0 },
   log: createLogger('test', 'silent'),
 });
@@ -55,7 +55,7 @@ describe('a job\'s start', () => {
     await redis.set(broken.pause, 'not a hash');
     try {
       const c = createJobControls({
-        redis, prefix: other, node: 'start-c', caps, recheckMs: 1000, approvalTtlMs: 60_000,
+        redis, prefix: other, queue: 'q-start-c', node: 'start-c', caps, recheckMs: 1000, approvalTtlMs: 60_000,
         approval: { highRisk: false, runbooks: [], maxDestructiveSteps: 0 }, log: createLogger('test', 'silent'),
       });
       await expect(c.begin({ jobId: 'j', queue: 'q', runbook: 'residual-multipath-cleanup', createdAt: 1, configuredMode: 'dry-run' })).rejects.toThrow(/WRONGTYPE/);

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { finishedExposition } from '../../src/catalogue/job-stats.ts';
 import { nodeQueueName } from '../../src/catalogue/queues.ts';
 import type { Config } from '../../src/config/schema.ts';
-import { controlKeys } from '../../src/controls/keys.ts';
+import { queueControlKeys, controlKeys } from '../../src/controls/keys.ts';
 import { OperatorActions } from '../../src/controls/operator-actions.ts';
 import { controlsExposition, controlsSummary } from '../../src/controls/status.ts';
 import { createLogger } from '../../src/observability/logger.ts';
@@ -178,7 +178,7 @@ describe('control records written straight into Redis change nothing', () => {
     const toy = agent('ctl-approve', [step('safe', { destructive: false }), step('release', { risk: 'high' })], { runbookModes: { [RUNBOOK]: 'enforce' } });
     const parked = await run('ctl-approve', 'parked');
     const id = parked.id!;
-    const key = keys.approval(id);
+    const key = queueControlKeys(prefix, parked.queueName).approval(id);
     const pending = JSON.parse((await redis.get(key))!) as Record<string, unknown>;
     expect(pending['state']).toBe('pending');
     await redis.set(key, JSON.stringify({ ...pending, state: 'approved', decidedBy: 'mallory', decidedAt: new Date().toISOString(), validUntil: new Date(Date.now() + 3_600_000).toISOString() }));
@@ -197,7 +197,7 @@ describe('control records written straight into Redis change nothing', () => {
     const toy = agent('ctl-reword', [step('look', { destructive: false }), step('release', { risk: 'high' })], { runbookModes: { [RUNBOOK]: 'enforce' } });
     const parked = await run('ctl-reword', 'parked');
     const id = parked.id!;
-    const key = keys.approval(id);
+    const key = queueControlKeys(prefix, parked.queueName).approval(id);
     const pending = JSON.parse((await redis.get(key))!) as { steps: { id: string; description: string; why: string }[] };
     const real = pending.steps[0]!.description;
     // With the node agent's Redis user: the wording the operator will read, rewritten.
@@ -219,7 +219,7 @@ describe('control records written straight into Redis change nothing', () => {
     agent('ctl-rejectf', [step('release', { risk: 'high' })], { runbookModes: { [RUNBOOK]: 'enforce' } });
     const parked = await run('ctl-rejectf', 'parked');
     const id = parked.id!;
-    const key = keys.approval(id);
+    const key = queueControlKeys(prefix, parked.queueName).approval(id);
     const q = new Queue(nodeQueueName('ctl-rejectf'), { connection: redis, prefix });
     queues.push(q);
     const pending = JSON.parse((await redis.get(key))!) as Record<string, unknown>;

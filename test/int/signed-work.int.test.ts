@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
+import { knownQueuesKey } from '../../src/queues/known-queues.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RemediationJob } from '../../src/catalogue/jobs.ts';
 import { finishedExposition } from '../../src/catalogue/job-stats.ts';
@@ -57,6 +58,9 @@ describe('an agent acts only on sealed work (a real agent process, jobs written 
   beforeAll(async () => {
     redis = new Redis(redisUrl());
     queue = new Queue(queueName, { connection: redis, prefix });
+    // The node's queue is in the registry (the receiver records it when it enrols the agent or
+    // puts a job on it): the audit trail's readers merge every registered queue's entries.
+    await redis.sadd(knownQueuesKey(prefix), queueName);
     await startAgent();
   });
   afterAll(async () => {

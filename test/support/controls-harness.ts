@@ -10,6 +10,7 @@ import { nodeQueueName } from '../../src/catalogue/queues.ts';
 import { sealJob } from '../../src/trust/work.ts';
 import { testSealer } from './trust.ts';
 import { waitFor } from './wait.ts';
+import { knownQueuesKey } from '../../src/queues/known-queues.ts';
 
 // A toy residual-multipath-cleanup for control tests: its plan is whatever the test says, each
 // step writes a file on a fake host, so "did the step run" is "does the file exist".
@@ -65,6 +66,9 @@ export function sealedJobs(redis: () => Redis, prefix: string, keyPrefix: string
     queues.push(queue);
     const job: RemediationJob = { version: 1, key, runbook: 'residual-multipath-cleanup', target: { node }, evidence: [{ source: 'api', summary: 'test', raw: null }] };
     await queue.add(job.runbook, sealJob(testSealer('receiver'), queue.name, job, 86_400_000), { jobId: key });
+    // As the receiver's dispatcher does: the readers of parked jobs, approvals and the audit trail
+    // find a queue's records through the registry.
+    await redis().sadd(knownQueuesKey(prefix), queue.name);
     return waitFor(`job ${key} ${until}`, async () => {
       const j = await queue.getJob(key);
       if (!j) return undefined;

@@ -35,6 +35,12 @@ export interface JobControlsOptions {
   approvalTtlMs: number;
   caps: BreakerCaps;
   recheckMs: number;
+  /**
+   * The queue this worker consumes: what it writes about its jobs (approval requests, parked
+   * records, audit entries) goes under that queue's keys (src/controls/keys.ts queueControlKeys),
+   * the only ones a node's own Redis user may write.
+   */
+  queue: string;
   /** The node this worker acts on (a node agent); undefined for the cluster worker. */
   node?: string;
   /** The node's `volume-medic.io/mode` label, read per job (undefined: no label or no lookup). */
@@ -95,7 +101,7 @@ export function createJobControls(opts: JobControlsOptions): JobControls {
 
   const approvalGate = async (job: JobStart, step: PlannedStep, plan: PlanView): Promise<GateDecision> => {
     if (!approvalReason(step, plan, job.runbook, opts.approval)) return GO;
-    const stored = await approvals.get(job.jobId);
+    const stored = await approvals.get(job.queue, job.jobId);
     const rec = stored && stored.jobCreatedAt === job.createdAt ? stored : undefined;
     const t = now();
     // A decision covers this step only as the agent words it now: a request whose wording was
@@ -106,14 +112,14 @@ export function createJobControls(opts: JobControlsOptions): JobControls {
     if (rec?.state === 'expired') throw new RefusedError([`approval request expired at ${rec.expiresAt} without a decision`]);
     if (rec?.state === 'approved' && covers) {
       if (rec.validUntil && Date.parse(rec.validUntil) < t.getTime()) {
-        await approvals.transition('approved', { ...rec, state: 'expired' });
+        await approvals.transition(job.queue, 'approved', { ...rec, state: 'expired' });
         throw new RefusedError([`the approval by ${rec.decidedBy ?? '?'} expired at ${rec.validUntil} before step ${step.id} ran`]);
       }
       return GO;
     }
     if (rec?.state === 'pending' && covers) {
       if (Date.parse(rec.expiresAt) < t.getTime()) {
-        await approvals.transition('pending', { ...rec, state: 'expired' });
+        await approvals.transition(job.queue, 'pending', { ...rec, state: 'expired' });
         throw new RefusedError([`approval request expired at ${rec.expiresAt} without a decision`]);
       }
       return { go: false, park: { reason: 'approval', why: waitingWhy(rec) } };
@@ -132,7 +138,7 @@ export function createJobControls(opts: JobControlsOptions): JobControls {
       expiresAt: new Date(t.getTime() + opts.approvalTtlMs).toISOString(),
     };
     await approvals.put(request);
-    await store.audit('approval-requested', `job/${job.jobId}`, { by: node ?? 'cluster-worker', why: request.steps.map((s) => s.id).join(', ') });
+    await store.audit('approval-requested', `job/${job.jobId}`, { by: node ?? 'cluster-worker', why: request.steps.map((s) => s.id).join(', ') }, opts.queue);
     opts.log.warn({ jobId: job.jobId, steps: request.steps.map((s) => s.id) }, 'job waits for approval');
     return { go: false, park: { reason: 'approval', why: waitingWhy(request) } };
   };
@@ -198,11 +204,11 @@ export function createJobControls(opts: JobControlsOptions): JobControls {
     },
     async park(p) {
       const since = now().toISOString();
-      await store.park({ ...p, ...(node ? { node } : {}), since });
+      await store.park({ ...p, queue: opts.queue, ...(node ? { node } : {}), since });
       return since;
     },
-    unpark: (jobId) => store.unpark(jobId),
-    audit: (action, target, why) => store.audit(action, target, { by: node ?? 'cluster-worker', why: why.slice(0, 4000) }),
+    unpark: (jobId) => store.unpark(opts.queue, jobId),
+    audit: (action, target, why) => store.audit(action, target, { by: node ?? 'cluster-worker', why: why.slice(0, 4000) }, opts.queue),
   };
 }
 

@@ -51,7 +51,7 @@ export interface RunbookWorkerOptions {
    * Operator controls (modes from the API, pause, approval, breakers), read from Redis on the
    * worker's connection; without them the worker runs in configuration's modes, ungated.
    */
-  controls?: Omit<JobControlsOptions, 'redis' | 'prefix' | 'log'>;
+  controls?: Omit<JobControlsOptions, 'redis' | 'prefix' | 'log' | 'queue'>;
   /** Kubernetes Events for job start, refusal, success and failure (cluster access only). */
   events?: JobEventSink;
   /**
@@ -147,7 +147,7 @@ export function createRunbookWorker(opts: RunbookWorkerOptions): RunbookWorker {
   const connection = connections.open('worker', 'worker');
   const shutdown = new AbortController();
   const controls: JobControls | undefined = opts.controls
-    ? createJobControls({ ...opts.controls, redis: connection, prefix: opts.prefix, log: opts.log, ...(opts.trust ? { trust: controlTrust(opts.trust) } : {}) })
+    ? createJobControls({ ...opts.controls, redis: connection, prefix: opts.prefix, queue: opts.queue, log: opts.log, ...(opts.trust ? { trust: controlTrust(opts.trust) } : {}) })
     : undefined;
 
   const processor = async (job: Job, token?: string): Promise<RunbookResult> => {

@@ -22,13 +22,14 @@ describe('per-node Redis users', () => {
     expect(CLUSTER_DISCOVERY_COMMANDS).toEqual(['cluster|slots', 'cluster|info']);
   });
 
-  it('has the template\'s key patterns, with the queue pattern narrowed to that node\'s queue and no queue registry', () => {
+  it('has the template\'s key patterns narrowed: that node\'s queue, and of the shared keys only statistics, breakers and the controls read-only', () => {
     const templateKeys = agentRules.filter((r) => r.startsWith('~') || r.startsWith('%'));
     const rules = nodeUserRules('vmp', 'node-a.example', sha);
     const keys = rules.filter((r) => r.startsWith('~') || r.startsWith('%'));
     expect(templateKeys[0]).toBe('~vmp:vm-node-*');
-    expect(templateKeys[1]).toBe('~vmp:vm:queues');
-    expect(keys).toEqual(['~vmp:vm-node-{node-a.example}:*', ...templateKeys.slice(2)]);
+    const kept = ['~vmp:vm:stats', '~vmp:vm:ctl:breaker:*', '%R~vmp:vm:ctl:modes', '%R~vmp:vm:ctl:pause'];
+    for (const k of kept) expect(templateKeys).toContain(k);
+    expect(keys).toEqual(['~vmp:vm-node-{node-a.example}:*', ...kept]);
   });
 
   it('defines the whole user from nothing: reset first, the password by hash only, no channels, -@all before the commands', () => {
