@@ -161,6 +161,8 @@ export async function startReceiver(config: Config, opts: ReceiverOptions = {}):
       ...(trust.controls.sealer ? { sealer: trust.controls.sealer } : {}),
       ring: trust.controls.ring,
       allowUnsigned: trust.allowUnsigned,
+      // The fleet audit list's entries sealed with its work key; every list checked with the roots.
+      audit: { ...(trust.sealer ? { sealer: trust.sealer } : {}), roots: trust.ring },
       onUntrusted: (u) => log.warn({ kind: u.kind, field: u.field.slice(0, 200), reason: u.reason, detail: u.detail }, 'untrusted control record ignored (not written through the API)'),
     },
   });

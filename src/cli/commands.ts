@@ -150,7 +150,7 @@ export async function show(api: ApiClient, id: string, o: Opts, out: Out): Promi
   else out(indent(table(['last seen', 'type', 'reason', 'on', 'count', 'note'], d.events.events.map((e) => [e.lastAt, e.type, e.reason, e.regarding, e.count, e.note]), 80), '  '));
   out('\naudit trail');
   if (!d.audit.length) out('  no entries');
-  else out(indent(table(['when', 'who', 'what', 'why'], d.audit.map((e) => [e.at, e.by, e.target === `job/${i.id}` ? e.action : `${e.action} ${e.target}`, e.why]), 80), '  '));
+  else out(indent(table(['when', 'who', 'what', 'why'], d.audit.map((e) => [e.at, e.by, e.target === `job/${i.id}` ? e.action : `${e.action} ${e.target}`, `${e.why}${e.verified === false ? ' [NOT VERIFIED]' : ''}`]), 80), '  '));
 }
 
 export async function decide(api: ApiClient, verb: 'approve' | 'reject', id: string, o: Opts, out: Out): Promise<void> {

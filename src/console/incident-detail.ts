@@ -18,8 +18,8 @@ export interface IncidentDetail {
   log: string[];
   /** The job's approval request, when it belongs to this job (not an earlier job with the same key). */
   approval?: ApprovalRecord;
-  /** Audit entries about this job (and its steps), oldest first. */
-  audit: AuditEntry[];
+  /** Audit entries about this job (and its steps), oldest first; `verified` false: its writer's seal does not hold. */
+  audit: Array<AuditEntry & { verified?: boolean; unverifiedWhy?: string; seq?: number }>;
   /** The pause on the job's node: null when not paused; absent for a cluster job. */
   nodePause?: PauseRecord | null;
   /** The retry made of this failed job, if any. */

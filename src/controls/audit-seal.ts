@@ -50,7 +50,10 @@ export interface AuditCheck {
   entries: CheckedAuditEntry[];
   /** Numbers missing between entries read (newest first), as ranges `a-b`. */
   missing: string[];
-  /** The list restarted below a number seen before (deleted and written again). */
+  /**
+   * The newest entry that verifies has a lower number than this one, seen before: entries were
+   * deleted from the top or altered, or the list was deleted and started again.
+   */
   restartedBelow?: number;
 }
 

@@ -1,4 +1,5 @@
 import { Cluster, type ChainableCommander } from 'ioredis';
+import { checkAuditList, FLEET_AUDIT_SCOPE, sealAuditEntry, type CheckedAuditEntry } from './audit-seal.ts';
 import { execAll } from '../queues/exec-all.ts';
 import type { RedisConnection } from '../queues/redis.ts';
 import type { Mode } from '../catalogue/result.ts';
@@ -22,6 +23,13 @@ export interface Asked {
 export interface Overrides {
   runbookOverride?: ModeOverride;
   nodeOverride?: ModeOverride;
+}
+
+/** Audit entries as read: checked ones say whether their writer's seal holds. */
+export interface AuditRead {
+  entries: Array<AuditEntry | CheckedAuditEntry>;
+  /** Lists whose numbers do not add up (entries deleted, a list started again). */
+  problems: Array<{ list: string; missing: string[]; restartedBelow?: number }>;
 }
 
 export interface StartView {
@@ -80,7 +88,12 @@ export class ControlsStore {
   readonly #prefix: string;
 
   /** `trust`: the API seals what it writes; workers verify what they read (sealed-records.ts). */
+  readonly #audit: ControlTrust['audit'];
+  /** The greatest number seen per audit list: a list started again below it is reported. */
+  readonly #auditSeen = new Map<string, number>();
+
   constructor(redis: RedisConnection, prefix: string, now: () => Date = () => new Date(), trust?: ControlTrust) {
+    this.#audit = trust?.audit;
     this.redis = redis;
     this.keys = controlKeys(prefix);
     this.#prefix = prefix;
@@ -138,7 +151,11 @@ export class ControlsStore {
   async audit(action: string, target: string, asked: Asked, queue?: string): Promise<void> {
     const entry: AuditEntry = { at: this.#now().toISOString(), by: asked.by, action, target, why: asked.why ?? '' };
     const key = queue === undefined ? this.keys.audit : queueControlKeys(this.#prefix, queue).audit;
-    await this.redis.multi().lpush(key, JSON.stringify(entry)).ltrim(key, 0, AUDIT_KEEP - 1).exec();
+    // Numbered from the list's own counter (beside it, so the same Redis user writes both), then
+    // sealed with that number: a reader sees what went missing (audit-seal.ts).
+    const seq = await this.redis.incr(`${key}:seq`);
+    const stored = sealAuditEntry(this.#audit?.sealer, queue ?? FLEET_AUDIT_SCOPE, seq, entry);
+    await this.redis.multi().lpush(key, JSON.stringify(stored)).ltrim(key, 0, AUDIT_KEEP - 1).exec();
   }
 
   /** The known queues (src/queues/known-queues.ts): whose lists the readers merge. */
@@ -147,12 +164,39 @@ export class ControlsStore {
   }
 
   /** The newest `limit` entries of the fleet list and every known queue's, merged newest first. */
-  async auditLog(limit = 100): Promise<AuditEntry[]> {
+  async auditLog(limit = 100): Promise<AuditRead['entries']> {
+    return (await this.auditReport(limit)).entries;
+  }
+
+  /**
+   * auditLog, and per list what does not add up: numbers missing between the entries read, and a
+   * list that started again below a number this process saw before. With the roots (the
+   * receiver), every entry says whether its writer's seal holds (`verified`).
+   */
+  async auditReport(limit = 100): Promise<AuditRead> {
     const queues = await this.#queues();
-    const lists = await readEach(this.redis, [this.keys.audit, ...queues.map((q) => queueControlKeys(this.#prefix, q).audit)], { cmd: 'lrange', count: limit });
-    const all = (lists as string[][]).flat().map((r) => parseJson(AuditEntry, r)).filter((e): e is AuditEntry => e !== undefined);
+    const scopes = [FLEET_AUDIT_SCOPE, ...queues];
+    const lists = (await readEach(this.redis, [this.keys.audit, ...queues.map((q) => queueControlKeys(this.#prefix, q).audit)], { cmd: 'lrange', count: limit })) as string[][];
+    const roots = this.#audit?.roots;
+    const entries: AuditRead['entries'] = [];
+    const problems: AuditRead['problems'] = [];
+    lists.forEach((rows, i) => {
+      const scope = scopes[i]!;
+      if (!roots) {
+        for (const r of rows) {
+          const e = parseJson(AuditEntry, r);
+          if (e) entries.push(e);
+        }
+        return;
+      }
+      const c = checkAuditList(roots, scope, rows, this.#auditSeen.get(scope) ?? 0);
+      const newest = c.entries.find((e) => e.verified && e.seq !== undefined)?.seq;
+      if (newest !== undefined) this.#auditSeen.set(scope, Math.max(newest, this.#auditSeen.get(scope) ?? 0));
+      entries.push(...c.entries);
+      if (c.missing.length > 0 || c.restartedBelow !== undefined) problems.push({ list: scope, missing: c.missing, ...(c.restartedBelow !== undefined ? { restartedBelow: c.restartedBelow } : {}) });
+    });
     // Stable: entries of one list with the same time keep their order (newest first).
-    return all.sort((a, b) => (a.at < b.at ? 1 : a.at > b.at ? -1 : 0)).slice(0, limit);
+    return { entries: entries.sort((a, b) => (a.at < b.at ? 1 : a.at > b.at ? -1 : 0)).slice(0, limit), problems };
   }
 
   // --- modes -----------------------------------------------------------------------------------

@@ -3,7 +3,7 @@ import type { RedisConnection } from '../queues/redis.ts';
 import type { Mode } from '../catalogue/result.ts';
 import { ApprovalStore } from './approval-store.ts';
 import { Breakers, type BreakerCaps, type BreakerState } from './breakers.ts';
-import { ControlsStore, type Asked, type ModeScope, type PauseScope, type Pauses } from './controls-store.ts';
+import { ControlsStore, type Asked, type ModeScope, type PauseScope, type Pauses, type AuditRead } from './controls-store.ts';
 import type { ApprovalRecord, AuditEntry, ModeOverride, ParkedJob, ParkReason, TripRecord } from './records.ts';
 import type { ControlTrust } from './sealed-records.ts';
 
@@ -67,8 +67,13 @@ export class OperatorActions {
     return this.breakers.states(this.#opts.caps);
   }
 
-  audit(limit: number): Promise<AuditEntry[]> {
+  audit(limit: number): Promise<AuditRead['entries']> {
     return this.store.auditLog(limit);
+  }
+
+  /** The audit entries with their seals checked, and the lists whose numbers do not add up. */
+  auditReport(limit: number): Promise<AuditRead> {
+    return this.store.auditReport(limit);
   }
 
   setMode(scope: ModeScope, mode: Mode | null, asked: Asked): Promise<void> {

@@ -51,6 +51,11 @@ export interface ControlTrust {
   now?: () => number;
   /** What this reader accepted, kept across restarts (default: this process's memory). */
   memory?: ControlMemory;
+  /**
+   * Audit entries (src/controls/audit-seal.ts): `sealer` numbers and seals what this process writes
+   * (its work key of the list's scope); `roots` (the receiver's) check every list when read.
+   */
+  audit?: { sealer?: Sealer; roots?: Keyring };
 }
 
 /**

@@ -173,6 +173,11 @@ export async function startSentinelSet(name = 'vmprimary'): Promise<LocalSentine
           const others = (await s.call('SENTINEL', 'SENTINELS', name)) as unknown[];
           const replicas = (await s.call('SENTINEL', 'REPLICAS', name)) as unknown[];
           if (others.length < 2 || replicas.length < 1) return false;
+          // A replica the sentinel has only heard of is flagged `disconnected` until it connects.
+          for (const r of replicas as string[][]) {
+            const flags = r[r.indexOf('flags') + 1] ?? '';
+            if (/disconnected|s_down|o_down/.test(flags)) return false;
+          }
         } catch {
           return false;
         } finally {

@@ -67,7 +67,7 @@ await runMain(log, async (config) => {
     keepFinished: keepFinished('cluster', config.dedupWindowSeconds),
     log,
     controls: controlsFromConfig(config),
-    trust: { ring: trust.ring, controlRing: trust.controls.ring, allowUnsigned: trust.allowUnsigned, seen: seenWork(join(config.stateDir, 'seen-work-cluster.json'), log), controls: controlMemory(join(config.stateDir, controlMemoryFile(config.queuePrefix, 'cluster-worker')), log), ...(enrolled ? { onUnknownKey: () => enrolled.renewSoon() } : {}) },
+    trust: { ring: trust.ring, controlRing: trust.controls.ring, allowUnsigned: trust.allowUnsigned, seen: seenWork(join(config.stateDir, 'seen-work-cluster.json'), log), controls: controlMemory(join(config.stateDir, controlMemoryFile(config.queuePrefix, 'cluster-worker')), log), ...(enrolled ? { onUnknownKey: () => enrolled.renewSoon() } : {}), ...(trust.sealer ? { auditSealer: trust.sealer } : {}) },
     ...(events ? { events } : {}),
   });
   // Jobs on node queues that no agent serves (src/queues/no-agent-watch.ts): here because this

@@ -4,6 +4,7 @@ import { RemediationJob, type RunbookName } from '../../src/catalogue/jobs.ts';
 import { Cluster } from 'ioredis';
 import { queueFinished, recordFinished, recordUntrusted } from '../../src/catalogue/job-stats.ts';
 import { execAll } from '../../src/queues/exec-all.ts';
+import type { Sealer } from '../../src/trust/seal.ts';
 import type { Keyring } from '../../src/trust/keyring.ts';
 import type { Seal, Untrusted } from '../../src/trust/seal.ts';
 import { issuerMayNot, verifyJobSeal } from '../../src/trust/work.ts';
@@ -71,6 +72,8 @@ export interface WorkTrust {
   controls?: ControlMemory;
   /** What controls are verified with (the control keys' certificates); default `ring`. */
   controlRing?: Keyring;
+  /** Numbers and seals this worker's audit entries (its work key of its queue): the receiver checks them. */
+  auditSealer?: Sealer;
   /** A job came sealed with a key this process does not hold (an enrolled consumer then enrols again: a root may have rotated). */
   onUnknownKey?: () => void;
   now?: () => number;
@@ -262,6 +265,7 @@ export function createRunbookWorker(opts: RunbookWorkerOptions): RunbookWorker {
       allowUnsigned: t.allowUnsigned,
       ...(t.now ? { now: t.now } : {}),
       ...(t.controls ? { memory: t.controls } : {}),
+      ...(t.auditSealer ? { audit: { sealer: t.auditSealer } } : {}),
       onUntrusted: (u) => {
         const key = `${u.kind}/${u.field}/${u.reason}`;
         const at = Date.now();

@@ -44,7 +44,9 @@ export function controlRoutes(ops: OperatorActions, retries?: JobRetry): Router 
   r.get('/v1/controls/audit', async (req, res) => {
     const q = Limit.safeParse(req.query);
     if (!q.success) return bad(res, q.error);
-    return res.json({ audit: await ops.audit(q.data.limit) });
+    // Each entry says whether its writer's seal holds (`verified`); `problems`: lists with entries missing.
+    const report = await ops.auditReport(q.data.limit);
+    return res.json({ audit: report.entries, problems: report.problems });
   });
 
   r.post('/v1/modes', async (req, res) => {

@@ -13,7 +13,7 @@ a{color:#0b4f8a}a:focus,button:focus,input:focus,select:focus,summary:focus{outl
 table{border-collapse:collapse;width:100%;margin:.5rem 0 1rem}
 th,td{border-bottom:1px solid #d5d5d5;padding:.3rem .45rem;text-align:left;vertical-align:top;font-size:.92rem}th{background:#f1f3f5}
 .banner{padding:.5rem .8rem;margin:.4rem 0;border-radius:4px;border-left:5px solid}.warn{background:#fff4d0;border-color:#b07d00}
-.bad{background:#fbe0e2;border-color:#a11}.ok{background:#e3f4e7;border-color:#176b2c}
+.bad{background:#fbe0e2;border-color:#a11}.unverified{color:#a11}.ok{background:#e3f4e7;border-color:#176b2c}
 code,pre{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:.85rem}
 pre{background:#f5f5f5;padding:.4rem;overflow:auto;max-height:16rem;max-width:100%;white-space:pre;margin:.2rem 0}
 pre.argv{white-space:pre-wrap;overflow-wrap:anywhere;background:#eef3f8;border-left:3px solid #0b4f8a}
