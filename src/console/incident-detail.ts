@@ -18,6 +18,8 @@ export interface IncidentDetail {
   log: string[];
   /** The job's approval request, when it belongs to this job (not an earlier job with the same key). */
   approval?: ApprovalRecord;
+  /** Why the request is not its worker's (its seal does not hold): shown, and nothing to decide. */
+  approvalUnverified?: string;
   /** Audit entries about this job (and its steps), oldest first; `verified` false: its writer's seal does not hold. */
   audit: Array<AuditEntry & { verified?: boolean; unverifiedWhy?: string; seq?: number }>;
   /** The pause on the job's node: null when not paused; absent for a cluster job. */
@@ -27,6 +29,11 @@ export interface IncidentDetail {
   /** The Kubernetes Events the job wrote, or why they are unknown. */
   events: JobEventsAnswer;
 }
+
+const unverifiedOf = (c: OperatorActions, a: ApprovalRecord): { approvalUnverified?: string } => {
+  const why = c.requestUnverified(a);
+  return why ? { approvalUnverified: why } : {};
+};
 
 export interface DetailDeps {
   redis: RedisConnection;
@@ -76,7 +83,7 @@ export async function loadIncident(deps: DetailDeps, id: string): Promise<Incide
   return {
     incident,
     log: logs.logs,
-    ...(approval && approval.jobCreatedAt === job.timestamp ? { approval } : {}),
+    ...(approval && approval.jobCreatedAt === job.timestamp ? { approval, ...unverifiedOf(deps.controls, approval) } : {}),
     audit: audit.filter((e) => e.target === `job/${id}` || e.target.startsWith(`job/${id}/`)).reverse(),
     ...(node ? { nodePause: pauses?.nodes[node] ?? null } : {}),
     ...(retryKey && retried !== 'unknown' ? { retriedAs: { id: retryKey, state: retried } } : {}),

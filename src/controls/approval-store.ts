@@ -1,3 +1,4 @@
+import { sealRequest } from './approval-request-seal.ts';
 import type { RedisConnection } from '../queues/redis.ts';
 import { controlKeys, queueControlKeys, type ControlKeys } from './keys.ts';
 import { ApprovalRecord, type ApprovalState } from './records.ts';
@@ -62,7 +63,9 @@ export class ApprovalStore {
 
   /** The request, under the job's own queue (rec.queue). */
   async put(rec: ApprovalRecord): Promise<void> {
-    await this.#redis.set(queueControlKeys(this.#prefix, rec.queue).approval(rec.jobId), JSON.stringify(rec), 'EX', KEEP_SECONDS);
+    // Sealed by the asking worker (its work key of the queue), so the API can tell it from a forgery.
+    const sealed = sealRequest(this.#trust?.audit?.sealer, rec);
+    await this.#redis.set(queueControlKeys(this.#prefix, rec.queue).approval(rec.jobId), JSON.stringify(sealed), 'EX', KEEP_SECONDS);
   }
 
   /**

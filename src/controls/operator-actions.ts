@@ -1,3 +1,4 @@
+import { requestUnverified } from './approval-request-seal.ts';
 import type { Queue } from 'bullmq';
 import type { RedisConnection } from '../queues/redis.ts';
 import type { Mode } from '../catalogue/result.ts';
@@ -107,6 +108,18 @@ export class OperatorActions {
     return this.#opts.locate?.(jobId).catch(() => undefined);
   }
 
+  /**
+   * Why a request is not its worker's (its seal does not hold), or undefined: the API decides and
+   * the console offers buttons only for requests that verify. Without the roots (no keys:
+   * ALLOW_UNSIGNED_WORK) nothing can be checked and every request is taken.
+   */
+  requestUnverified(rec: ApprovalRecord): string | undefined {
+    const roots = this.#opts.trust?.audit?.roots;
+    if (!roots) return undefined;
+    const why = requestUnverified(roots, rec, this.#now().getTime());
+    return why && this.#opts.trust?.allowUnsigned && !rec.requestSeal ? undefined : why;
+  }
+
   /** `queue`: where the caller already found the job (saves looking for it). */
   async approval(jobId: string, queue?: string): Promise<ApprovalRecord | undefined> {
     return this.approvals.get(queue ?? (await this.#queueOf(jobId)), jobId);
@@ -133,6 +146,8 @@ export class OperatorActions {
     const rec = await this.approvals.get(queue, jobId);
     if (!rec) return { ok: false, status: 404, error: `job ${jobId} has no approval request${queue ? '' : ' (no queue holds the job)'}` };
     if (rec.state !== 'pending') return { ok: false, status: 409, error: `the approval request of ${jobId} is already ${rec.state}${rec.decidedBy ? ` (by ${rec.decidedBy})` : ''}`, approval: rec };
+    const unverified = this.requestUnverified(rec);
+    if (unverified) return { ok: false, status: 409, error: `the approval request of ${jobId} cannot be decided: ${unverified}; it was not written by the job's worker, nothing was decided`, approval: rec };
     const t = this.#now();
     if (Date.parse(rec.expiresAt) < t.getTime()) {
       await this.approvals.transition(queue, 'pending', { ...rec, state: 'expired' });

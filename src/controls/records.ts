@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { Seal } from '../trust/seal.ts';
 import { Mode } from '../catalogue/result.ts';
 
 // The records the controls keep in Redis, parsed when read back (Redis is a boundary).
@@ -55,6 +56,8 @@ export const ApprovalRecord = z.object({
   why: z.string().optional(),
   /** An approval is good until then; a job that reaches the step later is refused. */
   validUntil: z.string().optional(),
+  /** The asking worker's seal over the request (src/controls/approval-request-seal.ts). */
+  requestSeal: Seal.optional(),
 });
 export type ApprovalRecord = z.infer<typeof ApprovalRecord>;
 

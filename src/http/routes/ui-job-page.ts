@@ -46,13 +46,14 @@ ${evidenceList(s)}${planned}${s.plannedNote ? `<p class="muted">${esc(s.plannedN
 function approvalBlock(v: JobView, ctx: PageCtx): string {
   const a = v.approval;
   if (!a) return '';
-  const pending = a.state === 'pending';
+  // A request whose seal does not hold was not written by the job's worker: shown, never decided.
+  const pending = a.state === 'pending' && !v.approvalUnverified;
   const steps = a.steps.map((s) => `<li><code>${esc(s.id)}</code>: ${esc(s.description)} — <i>${esc(s.why)}</i></li>`).join('');
   const id = encodeURIComponent(v.incident.id);
   return `<section aria-labelledby="approval-h"><h2 id="approval-h">Approval</h2>
 <dl class="facts"><dt>approval</dt><dd>${esc(a.state)}${a.decidedBy ? ` by ${esc(a.decidedBy)}` : ''}${a.why ? `: ${esc(a.why)}` : ''}${a.decidedAt ? ` (${time(a.decidedAt)})` : ''}</dd>
 <dt>requested</dt><dd>${pending ? waited(a.requestedAt) : time(a.requestedAt)}</dd><dt>expires</dt><dd>${time(a.expiresAt)}</dd>
-<dt>covers</dt><dd><ul>${steps}</ul></dd></dl>
+<dt>covers</dt><dd><ul>${steps}</ul></dd></dl>${v.approvalUnverified ? `<div class="banner bad" role="alert"><strong class="unverified">Not verified:</strong> ${esc(v.approvalUnverified)}. This request was not written by the job's worker; it cannot be approved or rejected.</div>` : ''}
 ${pending ? `${actionForm(ctx, { action: 'approve', id: 'approve', url: `/ui/jobs/${id}/approve`, label: 'Approve', confirm: 'I have read the evidence and the commands: let these steps run', back: v.self })}
 ${actionForm(ctx, { action: 'reject', id: 'reject', url: `/ui/jobs/${id}/reject`, label: 'Reject', back: v.self })}
 <p class="muted">Or: <code>volume-medic approve|reject ${esc(v.incident.id)} --why "…"</code></p>` : ''}</section>`;
