@@ -20,13 +20,14 @@ import { controlMemory, controlMemoryFile } from '../engine/control-memory.ts';
 import { trustFromConfig } from '../../src/trust/from-config.ts';
 import { join } from 'node:path';
 import { defaultClusterRegistry } from './registry.ts';
+import { startProbeServer } from '../../src/observability/probe-server.ts';
 
 // `npm run cluster-worker`: runs cluster-side runbooks (where Ceph credentials are). In a pod (or
 // with KUBECONFIG) it asks the API server which node holds an image; without cluster access no
 // watcher maps to a node, so a gone node's watcher is only ever fenced by policy.
 
 const log = createLogger('cluster-worker');
-await runMain(log, (config) => {
+await runMain(log, async (config) => {
   const inCluster = Boolean(process.env['KUBERNETES_SERVICE_HOST'] || process.env['KUBECONFIG']);
   const clients = inCluster ? kubeClients(loadKubeConfig()) : undefined;
   const lookups: LookupsOf<'cluster-worker'> = clients ? new KubeLookups(clients) : new InMemoryLookups();
@@ -75,9 +76,15 @@ await runMain(log, (config) => {
     keepFailed: keepFinished('node', config.dedupWindowSeconds),
   });
   noAgent.start();
+  // Liveness, readiness and /metrics for the kubelet and Prometheus (PROBE_PORT).
+  const probes = await startProbeServer({
+    port: config.probePort, host: config.probeListenAddress, log,
+    connections: () => [...connections.states(), ...worker.connections.states()], running: () => worker.running(), registries: [worker.metrics.registry],
+  });
   log.info({ kube: inCluster ? 'api-server' : 'none' }, 'cluster worker started');
   return {
     close: async () => {
+      await probes.close();
       await noAgent.close();
       await worker.close();
       await dispatcher.close();
