@@ -40,6 +40,39 @@ describe('every values set', () => {
     expect(find(objects, 'Service', 'volume-medic').metadata['labels']).toMatchObject(selector);
     expect(sm.metadata['labels']).toMatchObject({ release: 'kube-prometheus-stack' });
   });
+
+  it('the PodMonitor scrapes the probe port of the node agents and the cluster worker, under the job names the alerts use', () => {
+    const objects = rendered['monitoring']!;
+    type Endpoint = { port: string; path: string; relabelings: Array<{ sourceLabels?: string[]; targetLabel: string; replacement?: string }> };
+    const pm = find(objects, 'PodMonitor', 'volume-medic-workers');
+    const spec = pm['spec'] as { selector: { matchLabels: Record<string, string>; matchExpressions: Array<{ key: string; operator: string; values: string[] }> }; podMetricsEndpoints: Endpoint[] };
+    expect(pm.metadata['labels']).toMatchObject({ release: 'kube-prometheus-stack' });
+    expect(spec.selector.matchExpressions).toEqual([{ key: 'app.kubernetes.io/component', operator: 'In', values: ['node-agent', 'cluster-worker'] }]);
+    const [endpoint] = spec.podMetricsEndpoints;
+    expect(endpoint).toMatchObject({ port: 'probe', path: '/metrics' });
+    expect(endpoint!.relabelings).toContainEqual({ sourceLabels: ['__meta_kubernetes_pod_label_app_kubernetes_io_component'], targetLabel: 'job', replacement: 'volume-medic-$1' });
+    for (const [kind, name] of [['DaemonSet', 'volume-medic-node-agent'], ['Deployment', 'volume-medic-cluster-worker']] as const) {
+      const o = find(objects, kind, name);
+      const labels = (o['spec'] as { template: { metadata: { labels: Record<string, string> } } }).template.metadata.labels;
+      expect(labels, name).toMatchObject(spec.selector.matchLabels);
+      expect(spec.selector.matchExpressions[0]!.values, name).toContain(labels['app.kubernetes.io/component']);
+    }
+    expect(rendered['static']!.some((o) => o.kind === 'PodMonitor')).toBe(false);
+  });
+
+  it.each(SETS)('%s: the node agent and the cluster worker are probed on their probe server, on the port PROBE_PORT names', (set) => {
+    const objects = rendered[set]!;
+    const data = find(objects, 'ConfigMap', 'volume-medic-config')['data'] as Record<string, string>;
+    const config = loadConfig({ PROBE_PORT: data['PROBE_PORT'], PROBE_LISTEN_ADDRESS: data['PROBE_LISTEN_ADDRESS'] });
+    expect(config.probeListenAddress).toBe('0.0.0.0');
+    for (const [kind, name] of [['DaemonSet', 'volume-medic-node-agent'], ['Deployment', 'volume-medic-cluster-worker']] as const) {
+      const c = podSpec(find(objects, kind, name))!.containers[0]! as { ports?: Array<{ name: string; containerPort: number }>; livenessProbe?: { httpGet?: { path: string; port: string } }; readinessProbe?: { httpGet?: { path: string; port: string } }; startupProbe?: { httpGet?: { path: string; port: string } } };
+      expect(c.ports, name).toEqual([{ name: 'probe', containerPort: config.probePort, protocol: 'TCP' }]);
+      expect(c.livenessProbe?.httpGet, name).toEqual({ path: '/healthz', port: 'probe' });
+      expect(c.startupProbe?.httpGet, name).toEqual({ path: '/healthz', port: 'probe' });
+      expect(c.readinessProbe?.httpGet, name).toEqual({ path: '/readyz', port: 'probe' });
+    }
+  });
 });
 
 describe('what the installation promises', () => {
@@ -148,8 +181,9 @@ describe('what the installation promises', () => {
       const base = ['TCP/443', 'TCP/53', 'TCP/6443', 'UDP/53', ...(redisPorts[set] ?? ['TCP/6379'])].sort();
       return {
         receiver: { ingress: ['TCP/http'], egress: base },
-        'cluster-worker': { ingress: [], egress: [...base, 'TCP/3300', 'TCP/6789', 'TCP/6800-7568'].sort() },
-        'node-agent': { ingress: [], egress: base },
+        // The kubelet's probes and Prometheus' scrape: the probe port only.
+        'cluster-worker': { ingress: ['TCP/probe'], egress: [...base, 'TCP/3300', 'TCP/6789', 'TCP/6800-7568'].sort() },
+        'node-agent': { ingress: ['TCP/probe'], egress: base },
       };
     };
     for (const [set, objects] of Object.entries(rendered)) {
