@@ -1,9 +1,9 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { Registry } from 'prom-client';
+import type { Registry } from 'prom-client';
 import { connectionHealth, type ConnectionState } from '../queues/redis-connections.ts';
 import { connectionsExposition } from './redis-health.ts';
-import { registerProcessMetrics } from './process-metrics.ts';
+import { leanProcessExposition } from './process-metrics.ts';
 
 // The probe server of the node agent and the cluster worker (PROBE_PORT): the kubelet's liveness
 // and readiness probes and Prometheus' scrape, on node:http alone. No express: the agent runs on
@@ -14,8 +14,9 @@ import { registerProcessMetrics } from './process-metrics.ts';
 //           reason to restart: ioredis reconnects by itself.
 // /readyz   200 while every Redis connection of the process is ready and its worker takes jobs;
 //           503 otherwise (starting, Redis away, closing), with the connections' report.
-// /metrics  the process series (RSS, CPU, heap, event loop; volume_medic_build_info), the
-//           worker's own job and refusal counts, its Redis connections, and whether it runs.
+// /metrics  the process series (RSS, CPU, heap; volume_medic_build_info: process-metrics.ts,
+//           leanProcessExposition), the worker's own job and refusal counts, its Redis
+//           connections, and whether it runs.
 // Anything else: 404. Only GET and HEAD.
 
 export interface ProbeServerOptions {
@@ -45,14 +46,12 @@ const json = (res: ServerResponse, status: number, body: unknown): void => {
 
 export async function startProbeServer(o: ProbeServerOptions): Promise<ProbeServer> {
   const now = o.now ?? Date.now;
-  const own = new Registry();
-  registerProcessMetrics(own);
-  const registries = [own, ...(o.registries ?? [])];
+  const processSeries = leanProcessExposition();
 
   const metrics = async (): Promise<string> => {
-    const texts = await Promise.all(registries.map((r) => r.metrics()));
+    const texts = await Promise.all((o.registries ?? []).map((r) => r.metrics()));
     const running = o.running() ? 1 : 0;
-    return `${texts.join('\n')}\n${[
+    return `${processSeries()}${texts.map((t) => `${t}\n`).join('')}${[
       '# HELP volume_medic_worker_running 1 while this process\'s worker takes jobs (started, not closing), else 0.',
       '# TYPE volume_medic_worker_running gauge',
       `volume_medic_worker_running ${running}`,
@@ -80,7 +79,7 @@ export async function startProbeServer(o: ProbeServerOptions): Promise<ProbeServ
     }
     if (path === '/metrics') {
       const body = await metrics();
-      res.writeHead(200, { 'content-type': own.contentType });
+      res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' });
       res.end(body);
       return;
     }

@@ -1,8 +1,10 @@
+import { spawnSync } from 'node:child_process';
 import { createServer } from 'node:net';
 import { Queue } from 'bullmq';
 import { afterAll, describe, expect, it } from 'vitest';
 import { nodeQueueName } from '../../src/catalogue/queues.ts';
 import { dropPrefix, redisUrl, uniquePrefix } from '../support/redis.ts';
+import { isExecutable } from '../support/executable.ts';
 import { waitFor } from '../support/wait.ts';
 import { CLUSTER_WORKER, NODE_AGENT, startWorkerProcess, type WorkerProcess } from '../support/worker-process.ts';
 
@@ -10,6 +12,7 @@ import { CLUSTER_WORKER, NODE_AGENT, startWorkerProcess, type WorkerProcess } fr
 // PROBE_PORT), on the real processes as `npm run node-agent` / `npm run cluster-worker` start
 // them: what the kubelet's probes and Prometheus' PodMonitor get.
 
+const PROMTOOL = process.env['PROMTOOL_BIN'] ?? '/usr/bin/promtool';
 const prefix = uniquePrefix('probes');
 const running: WorkerProcess[] = [];
 afterAll(async () => {
@@ -56,6 +59,11 @@ describe('the node agent\'s probe server', () => {
     expect(sample(m.text, 'process_resident_memory_bytes')).toBeGreaterThan(10 * 1024 * 1024);
     expect(m.text).toMatch(/^volume_medic_build_info\{/m);
     expect(m.text).toMatch(/^# TYPE volume_medic_worker_jobs_finished_total counter$/m);
+    // The text format Prometheus parses, by Prometheus' own linter (required in CI).
+    if (isExecutable(PROMTOOL) || process.env['CI']) {
+      const lint = spawnSync(PROMTOOL, ['check', 'metrics'], { input: m.text, encoding: 'utf8', timeout: 30_000 });
+      expect(lint.status, lint.stdout + lint.stderr).toBe(0);
+    }
     expect((await get(`${agent.url}/nope`)).status).toBe(404);
     expect((await fetch(`${agent.url}/readyz`, { method: 'POST' })).status).toBe(405);
   });
