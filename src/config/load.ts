@@ -40,6 +40,8 @@ function labels(v: string): Record<string, string> {
 const ENV: Record<string, [keyof Config, (v: string) => unknown]> = {
   PORT: ['port', (v) => v],
   LISTEN_ADDRESS: ['listenAddress', (v) => v],
+  PROBE_PORT: ['probePort', (v) => v],
+  PROBE_LISTEN_ADDRESS: ['probeListenAddress', (v) => v],
   REDIS_URL: ['redisUrl', (v) => v],
   REDIS_SENTINELS: ['redisSentinels', list],
   REDIS_SENTINEL_NAME: ['redisSentinelName', (v) => v],

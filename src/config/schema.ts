@@ -33,6 +33,13 @@ export const Config = z.object({
   port: Port.default(8080),
   /** LISTEN_ADDRESS: address the receiver binds to. */
   listenAddress: z.string().default('0.0.0.0'),
+  /**
+   * PROBE_PORT: node agent and cluster worker: port of their probe server (/healthz, /readyz,
+   * /metrics; src/observability/probe-server.ts). 0: any free port (tests). Default 9464.
+   */
+  probePort: Port.default(9464),
+  /** PROBE_LISTEN_ADDRESS: address the probe server binds to (the kubelet probes the pod IP). Default 0.0.0.0. */
+  probeListenAddress: z.string().min(1).default('0.0.0.0'),
   // --- Redis: exactly one of REDIS_URL, REDIS_SENTINELS, REDIS_CLUSTER_NODES (none: REDIS_URL's
   // default, for development). See src/queues/redis-target.ts for how they become a connection.
   /** REDIS_URL: a single Redis, `redis://` or `rediss://` (TLS). Default `redis://127.0.0.1:6379` when no topology is set. */

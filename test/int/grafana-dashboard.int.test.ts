@@ -1,4 +1,6 @@
-import { readFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { Registry } from 'prom-client';
@@ -9,14 +11,19 @@ import { writeNoAgentRecord } from '../../src/queues/no-agent-record.ts';
 import { startReceiver, type Receiver } from '../../src/receiver.ts';
 import { testConfig } from '../support/config.ts';
 import { dropPrefix, redisUrl, uniquePrefix } from '../support/redis.ts';
+import { isExecutable } from '../support/executable.ts';
+import { CLUSTER_WORKER, NODE_AGENT, startWorkerProcess, type WorkerProcess } from '../support/worker-process.ts';
 
 // The chart's Grafana dashboard (files/grafana-dashboard.json; metrics.grafanaDashboard.enabled
 // puts it in a ConfigMap for Grafana's sidecar), checked for what Grafana and Prometheus need:
 // valid JSON, unique panel ids, every panel on the dashboard's data source variable, and every
 // metric its PromQL names exported by the code. The names come from a real receiver's /metrics
 // (its registry, the process series, and the fleet-wide series it reads from Redis, with a
-// no-agent check's record written as the cluster worker writes it) and the
-// Kubernetes watch metrics' registry, not from a list kept here.
+// no-agent check's record written as the cluster worker writes it), a real node agent's and
+// cluster worker's probe-server /metrics, and the Kubernetes watch metrics' registry, not from a
+// list kept here. Every expression is parsed by promtool, and every fleet-wide series the alerting
+// rules take `max without (instance, pod)` of (one receiver exports it; two while a Lease changes
+// hands) is taken the same way here, never summed across replicas.
 
 const DASHBOARD_FILE = join(CHART_DIR, 'files/grafana-dashboard.json');
 const text = readFileSync(DASHBOARD_FILE, 'utf8');
@@ -36,9 +43,56 @@ const expressions = (d: Dashboard): string[] => [
 /** Metric names in PromQL: volume-medic's own and the process series (nothing else is scraped from it). */
 const metricNames = (expr: string): string[] => [...expr.matchAll(/\b((?:volume_medic|process|nodejs)_[a-z0-9_]+)\b/g)].map((m) => m[1]!);
 
+/** The scrape jobs an expression names (job="..." or job=~"a|b"), or undefined (any, or $job). */
+function scrapeJobs(expr: string): string[] | undefined {
+  const m = /\bjob=~?"([^"$]+)"/.exec(expr);
+  return m ? m[1]!.split('|') : undefined;
+}
+
+const PROMTOOL = process.env['PROMTOOL_BIN'] ?? '/usr/bin/promtool';
+/** Required in CI (test/int/prometheus-rules.int.test.ts says so when it is missing). */
+const hasPromtool = isExecutable(PROMTOOL) || Boolean(process.env['CI']);
+/** promtool check rules on recording rules of the expressions, with Grafana's variables set as Grafana would. */
+function checkExpressions(exprs: readonly string[]): { status: number | null; out: string } {
+  const dir = mkdtempSync(join(tmpdir(), 'vm-dashboard-promql-'));
+  try {
+    const fill = (e: string): string => e.replaceAll('$namespace', '.+').replaceAll('$job', '.+').replaceAll('$__rate_interval', '5m').replaceAll('$__range', '1h');
+    const rules = { groups: [{ name: 'dashboard', rules: exprs.map((e, i) => ({ record: `dashboard:expr_${i}`, expr: fill(e) })) }] };
+    writeFileSync(join(dir, 'rules.json'), JSON.stringify(rules));
+    const r = spawnSync(PROMTOOL, ['check', 'rules', join(dir, 'rules.json')], { encoding: 'utf8', timeout: 60_000 });
+    return { status: r.status, out: r.stdout + r.stderr };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * The fleet-wide series: those the alerting rules take `max without (instance, pod)` of, and the
+ * other series the exporting receiver reads from Redis (no rule takes them yet).
+ */
+const fleetWide = new Set([
+  ...[...readFileSync(join(CHART_DIR, 'files/prometheus-rules.yaml'), 'utf8').matchAll(/max without \(instance, pod\) \((?:increase\(|rate\()?(volume_medic_[a-z_]+)/g)].map((m) => m[1]!),
+  'volume_medic_queue_jobs', 'volume_medic_job_duration_seconds_bucket', 'volume_medic_paused',
+]);
+/** Expressions that take a fleet-wide series other than right inside max without (instance, pod), max or min. */
+function notMaxed(d: Dashboard): string[] {
+  const bad: string[] = [];
+  for (const e of expressions(d)) {
+    for (const m of e.matchAll(/volume_medic_[a-z_]+/g)) {
+      if (!fleetWide.has(m[0])) continue;
+      const before = e.slice(0, m.index);
+      if (!/max without \(instance, pod\) \((?:increase\(|rate\()?$/.test(before) && !/\b(?:max|min)(?: by \([^)]*\))? ?\($/.test(before)) bad.push(e);
+    }
+  }
+  return bad;
+}
+
 const prefix = uniquePrefix('dashboard');
 let receiver: Receiver;
 let exported: Set<string>;
+/** What each scrape job's process exports (job label as the ServiceMonitor and PodMonitors set it). */
+const exportedBy = new Map<string, Set<string>>();
+const workers: WorkerProcess[] = [];
 
 /** Names a scrape can show: each metric's name, and a histogram's _bucket/_sum/_count series. */
 function namesOf(exposition: string): Set<string> {
@@ -59,9 +113,16 @@ beforeAll(async () => {
   receiver = await startReceiver(testConfig({ redisUrl: redisUrl(), queuePrefix: prefix, tokens: ['dashboard-test-token-0123456789'] }));
   const kube = new Registry();
   createKubeMetrics(kube);
-  exported = new Set([...namesOf(await (await fetch(`${receiver.url}/metrics`)).text()), ...namesOf(await kube.metrics())]);
+  workers.push(await startWorkerProcess(NODE_AGENT, { REDIS_URL: redisUrl(), QUEUE_PREFIX: prefix, NODE_NAME: 'dashboard-node' }));
+  workers.push(await startWorkerProcess(CLUSTER_WORKER, { REDIS_URL: redisUrl(), QUEUE_PREFIX: prefix }));
+  const scrape = async (url: string): Promise<Set<string>> => namesOf(await (await fetch(`${url}/metrics`)).text());
+  exportedBy.set('volume-medic', new Set([...await scrape(receiver.url), ...namesOf(await kube.metrics())]));
+  exportedBy.set('volume-medic-node-agent', await scrape(workers[0]!.url));
+  exportedBy.set('volume-medic-cluster-worker', await scrape(workers[1]!.url));
+  exported = new Set([...exportedBy.values()].flatMap((n) => [...n]));
 });
 afterAll(async () => {
+  await Promise.all(workers.map((w) => w.stop()));
   await receiver?.close();
   await dropPrefix(prefix);
 });
@@ -98,24 +159,48 @@ describe('the Grafana dashboard', () => {
 
   it('shows what on-call needs: jobs by runbook and outcome, queue depth of the top nodes, approvals, breakers, receiver latency, builds', () => {
     const all = expressions(dashboard).join('\n');
-    expect(all).toMatch(/sum by \(runbook, outcome\) \(increase\(volume_medic_jobs_finished_total/);
-    expect(all).toMatch(/topk\(10, sum by \(node\) \(volume_medic_queue_jobs/);
+    expect(all).toMatch(/sum by \(runbook, outcome\) \(max without \(instance, pod\) \(increase\(volume_medic_jobs_finished_total/);
+    expect(all).toMatch(/topk\(10, sum by \(node\) \(max without \(instance, pod\) \(volume_medic_queue_jobs/);
     expect(all).toMatch(/volume_medic_jobs_parked\{[^}]*reason="approval"/);
     expect(all).toMatch(/volume_medic_breaker_tripped/);
     expect(all).toMatch(/histogram_quantile\(0\.99, sum by \(le, route\) \(rate\(volume_medic_webhook_duration_seconds_bucket/);
     expect(all).toMatch(/volume_medic_build_info/);
   });
 
-  it('names only metrics the code exports (from a real receiver\'s /metrics and the watch metrics)', () => {
+  it('names only metrics the code exports (from a real receiver\'s, node agent\'s and cluster worker\'s /metrics and the watch metrics)', () => {
     expect(exported.has('volume_medic_jobs_finished_total')).toBe(true);
     expect(exported.has('process_cpu_seconds_total')).toBe(true);
+    expect(exportedBy.get('volume-medic-node-agent')?.has('volume_medic_worker_running')).toBe(true);
     const missing = new Set<string>();
     for (const e of expressions(dashboard)) {
       const names = metricNames(e);
       expect(names.length, `no metric in ${e}`).toBeGreaterThan(0);
-      for (const n of names) if (!exported.has(n)) missing.add(n);
+      // An expression that names its jobs needs its metrics from each of them; else from any.
+      const jobs = scrapeJobs(e);
+      for (const n of names) {
+        if (jobs) for (const j of jobs) { if (!exportedBy.get(j)?.has(n)) missing.add(`${n} (job ${j})`); }
+        else if (!exported.has(n)) missing.add(n);
+      }
     }
     expect([...missing]).toEqual([]);
+  });
+
+  it.skipIf(!hasPromtool)('every expression is valid PromQL (promtool check rules, Grafana\'s variables filled in)', () => {
+    expect(checkExpressions(expressions(dashboard).filter((e) => !e.startsWith('label_values(')))).toEqual({ status: 0, out: expect.stringMatching(/SUCCESS/) });
+  });
+
+  it.skipIf(!hasPromtool)('a broken expression would be caught by that check', () => {
+    expect(checkExpressions(['sum by (runbook (volume_medic_jobs_finished_total)']).status).not.toBe(0);
+  });
+
+  it('takes max without (instance, pod) of every fleet-wide series, as the alerting rules do (a sum double counts during a Lease hand-over)', () => {
+    for (const n of ['volume_medic_jobs_parked', 'volume_medic_jobs_finished_total', 'volume_medic_untrusted_refused_total']) expect(fleetWide.has(n), n).toBe(true);
+    expect(notMaxed(dashboard)).toEqual([]);
+  });
+
+  it('a panel summing a fleet-wide series across the receivers would be caught', () => {
+    const bad = JSON.parse(text.replace('sum by (node) (max without (instance, pod) (volume_medic_queue_jobs', 'sum by (node) ((volume_medic_queue_jobs')) as Dashboard;
+    expect(notMaxed(bad)).toEqual([expect.stringContaining('volume_medic_queue_jobs')]);
   });
 
   it('a misspelt metric would be caught', () => {

@@ -62,6 +62,7 @@ describe.skipIf(!available && !process.env['CI'])('the alerting rules, with prom
       'VolumeMedicApprovalWaiting', 'VolumeMedicBreakerTripped', 'VolumeMedicUntrustedWorkRefused', 'VolumeMedicJobsFailed',
       'VolumeMedicNodeAgentMissing', 'VolumeMedicReceiverUnavailable', 'VolumeMedicReceiverErrors',
       'VolumeMedicRedisUnreachable', 'VolumeMedicJobsWithoutAgent', 'VolumeMedicNodeAgentDownWithJobs', 'VolumeMedicFleetMetricsExporter',
+      'VolumeMedicClusterWorkerUnavailable', 'VolumeMedicScrapeFailing', 'VolumeMedicMetricsAbsent',
     ]));
   });
 
@@ -103,5 +104,17 @@ describe.skipIf(!available && !process.env['CI'])('the alerting rules, with prom
   it('a regression fails the tests: an alert about refused work that no longer looks at the last hour', () => {
     const r = testWith((rules) => rules.replace('increase(volume_medic_untrusted_refused_total[1h])', 'increase(volume_medic_untrusted_refused_total[1m])'));
     expect(r.status).not.toBe(0);
+  });
+
+  it('a regression fails the tests: a scraped process left out of the absent() watch', () => {
+    const r = testWith((rules) => rules.replace('or absent(up{job="volume-medic-cluster-worker"})', ''));
+    expect(r.status).not.toBe(0);
+    expect(r.out).toMatch(/VolumeMedicMetricsAbsent/);
+  });
+
+  it('a regression fails the tests: a scrape-failure alert that also takes other applications\' jobs', () => {
+    const r = testWith((rules) => rules.replace('up{job=~"volume-medic|volume-medic-node-agent|volume-medic-cluster-worker"} == 0', 'up{job=~"volume-medic.*"} == 0'));
+    expect(r.status).not.toBe(0);
+    expect(r.out).toMatch(/VolumeMedicScrapeFailing/);
   });
 });

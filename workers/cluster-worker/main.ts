@@ -21,6 +21,7 @@ import { trustFromConfig } from '../../src/trust/from-config.ts';
 import { join } from 'node:path';
 import { defaultClusterRegistry } from './registry.ts';
 import { enrolUntilDone } from '../engine/enrolled-keys.ts';
+import { startProbeServer } from '../../src/observability/probe-server.ts';
 
 // `npm run cluster-worker`: runs cluster-side runbooks (where Ceph credentials are). In a pod (or
 // with KUBECONFIG) it asks the API server which node holds an image; without cluster access no
@@ -84,9 +85,15 @@ await runMain(log, async (config) => {
     keepFailed: keepFinished('node', config.dedupWindowSeconds),
   });
   noAgent.start();
+  // Liveness, readiness and /metrics for the kubelet and Prometheus (PROBE_PORT).
+  const probes = await startProbeServer({
+    port: config.probePort, host: config.probeListenAddress, log,
+    connections: () => [...connections.states(), ...worker.connections.states()], running: () => worker.running(), registries: [worker.metrics.registry],
+  });
   log.info({ kube: inCluster ? 'api-server' : 'none' }, 'cluster worker started');
   return {
     close: async () => {
+      await probes.close();
       await noAgent.close();
       await worker.close();
       await dispatcher.close();

@@ -14,6 +14,7 @@ import type { Mode, RunbookResult } from '../../src/catalogue/result.ts';
 import { RedisConnections } from '../../src/queues/redis-connections.ts';
 import type { RedisTarget } from '../../src/queues/redis-target.ts';
 import type { Logger } from '../../src/observability/logger.ts';
+import { createWorkerMetrics, type WorkerMetrics } from '../../src/observability/worker-metrics.ts';
 import type { RunbookContext, RunbookHandler, RunbookRegistry } from '../runbooks/registry.ts';
 import { eventSubject, type JobEventSink } from './job-events.ts';
 import { PermanentError, RefusedError, forBullmq, shouldRetry } from './errors.ts';
@@ -142,12 +143,17 @@ export interface RunbookWorker {
   connection: RedisConnection;
   /** Its owner, which brings it back if it ends (BullMQ brings back its blocking connection itself). */
   connections: RedisConnections;
+  /** This worker's own counts of finished and refused work, for its process's /metrics. */
+  metrics: WorkerMetrics;
+  /** Taking jobs: started and not closing (the probe server's /readyz). */
+  running(): boolean;
   close(): Promise<void>;
 }
 
 export function createRunbookWorker(opts: RunbookWorkerOptions): RunbookWorker {
   const connections = new RedisConnections({ target: opts.redis, process: opts.process ?? opts.ranOn, log: opts.log.child({ component: 'redis' }) });
   const connection = connections.open('worker', 'worker');
+  const metrics = createWorkerMetrics();
   const shutdown = new AbortController();
   const controls: JobControls | undefined = opts.controls
     ? createJobControls({ ...opts.controls, redis: connection, prefix: opts.prefix, queue: opts.queue, log: opts.log, ...(opts.trust ? { trust: controlTrust(opts.trust) } : {}) })
@@ -168,10 +174,12 @@ export function createRunbookWorker(opts: RunbookWorkerOptions): RunbookWorker {
     // The attempt's one log line says where and in which mode it ran, and how it ended; with
     // the job statistics when the job ends (one round trip: bench/job-lifecycle.ts).
     let attemptLine = `attempt ${job.attemptsMade + 1} on ${opts.ranOn}`;
-    const finish = (outcome: string, line: string): Promise<void> =>
-      finishedAndLogged(job, runbook, outcome, (Date.now() - started) / 1000, `${attemptLine}: ${line}`).catch((err: Error) => {
+    const finish = (outcome: string, line: string): Promise<void> => {
+      metrics.finished.inc({ runbook, outcome });
+      return finishedAndLogged(job, runbook, outcome, (Date.now() - started) / 1000, `${attemptLine}: ${line}`).catch((err: Error) => {
         opts.log.warn({ err: err.message }, 'could not record job statistics or the job log');
       });
+    };
     // Before anything else, even the job's own Events: untrusted data names no object we write about.
     const trusted = checkTrust(job, parsed.success ? parsed.data : undefined);
     if (trusted.refused) return refuseUntrusted(job, parsed.success ? parsed.data.runbook : 'unknown', trusted.refused);
@@ -272,6 +280,7 @@ export function createRunbookWorker(opts: RunbookWorkerOptions): RunbookWorker {
         if ((told.get(key) ?? 0) > at - 600_000) return;
         told.set(key, at);
         opts.log.error({ kind: u.kind, field: u.field.slice(0, 200), reason: u.reason, detail: u.detail }, 'untrusted control record ignored');
+        metrics.untrusted.inc({ kind: u.kind, reason: u.reason });
         void recordUntrusted(connection, opts.prefix, u.kind, u.reason).catch(() => {});
         void controls?.audit('control-refused', `${u.kind}/${u.field.slice(0, 200)}`, `${u.reason}: ${u.detail}`).catch(() => {});
       },
@@ -297,6 +306,8 @@ export function createRunbookWorker(opts: RunbookWorkerOptions): RunbookWorker {
   const refuseUntrusted = async (job: Job, claimed: string, r: { reason: Untrusted; detail: string }): Promise<never> => {
     const why = `untrusted work refused (${r.reason}): ${r.detail}; nothing was run`;
     opts.log.error({ jobId: job.id, queue: opts.queue, claimedRunbook: claimed, reason: r.reason, detail: r.detail }, 'untrusted work refused');
+    metrics.untrusted.inc({ kind: 'job', reason: r.reason });
+    metrics.finished.inc({ runbook: claimed, outcome: 'untrusted' });
     await Promise.all([
       job.log(why).catch(() => {}),
       recordUntrusted(connection, opts.prefix, 'job', r.reason).catch(() => {}),
@@ -363,6 +374,8 @@ export function createRunbookWorker(opts: RunbookWorkerOptions): RunbookWorker {
     worker,
     connection,
     connections,
+    metrics,
+    running: () => closing === undefined && worker.isRunning(),
     close: () => (closing ??= (async () => {
       shutdown.abort();
       stopRearming();

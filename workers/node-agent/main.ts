@@ -14,6 +14,7 @@ import { KubeNodePods } from './kube-node-pods.ts';
 import { defaultNodeRegistry } from './registry.ts';
 import { startSelfChecks } from './self-checks.ts';
 import { enrolUntilDone } from '../engine/enrolled-keys.ts';
+import { startProbeServer } from '../../src/observability/probe-server.ts';
 
 // `npm run node-agent`: the node agent, configured from the environment. Refuses to start
 // without NODE_NAME (in a DaemonSet it comes from spec.nodeName). On SIGTERM it finishes the
@@ -65,9 +66,15 @@ await runMain(log, async (given) => {
     intervalMs: config.placeholderCheckSeconds * 1000,
     log: log.child({ node, component: 'self-checks' }),
   });
+  // Liveness, readiness and /metrics for the kubelet and Prometheus (PROBE_PORT).
+  const probes = await startProbeServer({
+    port: config.probePort, host: config.probeListenAddress, log,
+    connections: () => agent.connections.states(), running: () => agent.running(), registries: [agent.metrics.registry],
+  });
   log.info({ node: config.nodeName, defaultMode: config.defaultMode, modes: config.runbookModes, labels: inCluster ? 'api-server' : 'NODE_LABELS' }, 'node agent started');
   return {
     close: async () => {
+      await probes.close();
       await checks.stop();
       await dispatcher.close();
       await agent.close();

@@ -59,8 +59,18 @@ describe.each(SETS)('RBAC of the %s values', (set) => {
   // The processes' own objects; the secrets hook's are checked on their own below.
   const objects = all.filter((o) => !isHook(o));
   const of = (kind: string): KObject[] => objects.filter((o) => o.kind === kind);
-  const clusterRoles = of('ClusterRole');
+  // The operators' ClusterRoles (operatorRoles) grant verbs of volume-medic.io, an API no one
+  // serves, to people you bind them to: checked apart, and kept out of the processes' rules.
+  const operatorRole = (o: KObject): boolean => /^volume-medic-(viewer|approver|admin)$/.test(o.metadata.name);
+  const clusterRoles = of('ClusterRole').filter((o) => !operatorRole(o));
   const rules = clusterRoles.flatMap((r) => (r['rules'] as Rule[] | undefined) ?? []);
+
+  it('the operators\' ClusterRoles grant on volume-medic.io only, and no binding of the chart uses them', () => {
+    const ops = of('ClusterRole').filter(operatorRole);
+    expect(ops.map((o) => o.metadata.name).sort()).toEqual(['volume-medic-admin', 'volume-medic-approver', 'volume-medic-viewer']);
+    for (const r of ops.flatMap((o) => o['rules'] as Rule[])) expect(r.apiGroups).toEqual(['volume-medic.io']);
+    for (const b of [...of('ClusterRoleBinding'), ...of('RoleBinding')]) expect(ops.map((o) => o.metadata.name)).not.toContain((b['roleRef'] as { name: string }).name);
+  });
 
   it('no wildcard, no resourceNames tricks, no non-resource URLs, no aggregation', () => {
     for (const r of [...rules, ...of('Role').flatMap((x) => (x['rules'] as Rule[] | undefined) ?? [])]) {

@@ -5,7 +5,9 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { REDIS_ACL_SECRET, REDIS_URL_SECRETS } from '../../../scripts/deploy/redis-acl.ts';
 import { loadConfig } from '../../../src/config/load.ts';
-import type { KObject } from '../../../scripts/deploy/chart.ts';
+import { parseAllDocuments } from 'yaml';
+import { OPERATOR_API_GROUP, OPERATOR_PERMISSIONS } from '../../../src/auth/permissions.ts';
+import { helmTemplate, type KObject } from '../../../scripts/deploy/chart.ts';
 import { validateAll } from './k8s-schema.ts';
 import { DEPLOY_DIR, find, podSpec, rendered as render, SETS } from './manifests.ts';
 
@@ -40,9 +42,90 @@ describe('every values set', () => {
     expect(find(objects, 'Service', 'volume-medic').metadata['labels']).toMatchObject(selector);
     expect(sm.metadata['labels']).toMatchObject({ release: 'kube-prometheus-stack' });
   });
+
+  it('the PodMonitor scrapes the probe port of the node agents and the cluster worker, under the job names the alerts use', () => {
+    const objects = rendered['monitoring']!;
+    type Endpoint = { port: string; path: string; relabelings: Array<{ sourceLabels?: string[]; targetLabel: string; replacement?: string }> };
+    const pm = find(objects, 'PodMonitor', 'volume-medic-workers');
+    const spec = pm['spec'] as { selector: { matchLabels: Record<string, string>; matchExpressions: Array<{ key: string; operator: string; values: string[] }> }; podMetricsEndpoints: Endpoint[] };
+    expect(pm.metadata['labels']).toMatchObject({ release: 'kube-prometheus-stack' });
+    expect(spec.selector.matchExpressions).toEqual([{ key: 'app.kubernetes.io/component', operator: 'In', values: ['node-agent', 'cluster-worker'] }]);
+    const [endpoint] = spec.podMetricsEndpoints;
+    expect(endpoint).toMatchObject({ port: 'probe', path: '/metrics' });
+    expect(endpoint!.relabelings).toContainEqual({ sourceLabels: ['__meta_kubernetes_pod_label_app_kubernetes_io_component'], targetLabel: 'job', replacement: 'volume-medic-$1' });
+    for (const [kind, name] of [['DaemonSet', 'volume-medic-node-agent'], ['Deployment', 'volume-medic-cluster-worker']] as const) {
+      const o = find(objects, kind, name);
+      const labels = (o['spec'] as { template: { metadata: { labels: Record<string, string> } } }).template.metadata.labels;
+      expect(labels, name).toMatchObject(spec.selector.matchLabels);
+      expect(spec.selector.matchExpressions[0]!.values, name).toContain(labels['app.kubernetes.io/component']);
+    }
+    expect(rendered['static']!.some((o) => o.kind === 'PodMonitor')).toBe(false);
+  });
+
+  it.each(SETS)('%s: the node agent and the cluster worker are probed on their probe server, on the port PROBE_PORT names', (set) => {
+    const objects = rendered[set]!;
+    const data = find(objects, 'ConfigMap', 'volume-medic-config')['data'] as Record<string, string>;
+    const config = loadConfig({ PROBE_PORT: data['PROBE_PORT'], PROBE_LISTEN_ADDRESS: data['PROBE_LISTEN_ADDRESS'] });
+    expect(config.probeListenAddress).toBe('0.0.0.0');
+    for (const [kind, name] of [['DaemonSet', 'volume-medic-node-agent'], ['Deployment', 'volume-medic-cluster-worker']] as const) {
+      const c = podSpec(find(objects, kind, name))!.containers[0]! as { ports?: Array<{ name: string; containerPort: number }>; livenessProbe?: { httpGet?: { path: string; port: string } }; readinessProbe?: { httpGet?: { path: string; port: string } }; startupProbe?: { httpGet?: { path: string; port: string } } };
+      expect(c.ports, name).toEqual([{ name: 'probe', containerPort: config.probePort, protocol: 'TCP' }]);
+      expect(c.livenessProbe?.httpGet, name).toEqual({ path: '/healthz', port: 'probe' });
+      expect(c.startupProbe?.httpGet, name).toEqual({ path: '/healthz', port: 'probe' });
+      expect(c.readinessProbe?.httpGet, name).toEqual({ path: '/readyz', port: 'probe' });
+    }
+  });
 });
 
 describe('what the installation promises', () => {
+  type Rule = { apiGroups: string[]; resources: string[]; verbs: string[] };
+  const grants = (rules: readonly Rule[]): string[] => rules.flatMap((r) => r.apiGroups.flatMap((g) => r.resources.flatMap((res) => r.verbs.map((v) => `${g}/${res}/${v}`)))).sort();
+  const roleNames = ['volume-medic-viewer', 'volume-medic-approver', 'volume-medic-admin'];
+
+  it('the operators\' ClusterRoles: the README\'s, on verbs the receiver checks; the admin has them all; aggregated only when asked', () => {
+    const readme = readFileSync(join(DEPLOY_DIR, '..', 'README.md'), 'utf8');
+    const block = [...readme.matchAll(/```yaml\n([\s\S]*?)```/g)].map((m) => m[1]!).find((b) => b.includes('name: volume-medic-viewer'))!;
+    const documented = Object.fromEntries(parseAllDocuments(block).map((d) => d.toJS() as { metadata: { name: string }; rules: Rule[] }).map((r) => [r.metadata.name, grants(r.rules)]));
+    const all = Object.entries(OPERATOR_PERMISSIONS).flatMap(([res, verbs]) => Object.keys(verbs).map((v) => `${OPERATOR_API_GROUP}/${res}/${v}`)).sort();
+    const objects = rendered['static']!;
+    for (const name of roleNames) {
+      const role = find(objects, 'ClusterRole', name) as KObject & { rules: Rule[] };
+      expect(grants(role.rules), name).toEqual(documented[name]);
+      for (const g of grants(role.rules)) expect(all, `${name}: ${g}`).toContain(g);
+      expect(Object.keys(role.metadata['labels'] as Record<string, string>).filter((l) => l.startsWith('rbac.authorization.k8s.io/')), name).toEqual([]);
+    }
+    expect(grants((find(objects, 'ClusterRole', 'volume-medic-admin') as KObject & { rules: Rule[] }).rules)).toEqual(all);
+  });
+
+  it('the operators\' ClusterRoles aggregate into view and edit only when asked, the admin never', () => {
+    const labels = (values: Record<string, boolean>, name: string): string[] => {
+      const objects = helmTemplate({ set: Object.entries(values).map(([k, v]) => `operatorRoles.${k}=${v}`), show: ['templates/operator-roles.yaml'] });
+      return Object.keys(find(objects, 'ClusterRole', name).metadata['labels'] as Record<string, string>).filter((l) => l.startsWith('rbac.authorization.k8s.io/')).sort();
+    };
+    const agg = (...to: string[]): string[] => to.map((t) => `rbac.authorization.k8s.io/aggregate-to-${t}`).sort();
+    expect(labels({ aggregateToView: true }, 'volume-medic-viewer')).toEqual(agg('admin', 'edit', 'view'));
+    expect(labels({ aggregateToView: true }, 'volume-medic-approver')).toEqual([]);
+    expect(labels({ aggregateToEdit: true }, 'volume-medic-viewer')).toEqual(agg('admin', 'edit'));
+    expect(labels({ aggregateToEdit: true }, 'volume-medic-approver')).toEqual(agg('admin', 'edit'));
+    expect(labels({ aggregateToView: true, aggregateToEdit: true }, 'volume-medic-admin')).toEqual([]);
+    expect(helmTemplate({ set: ['operatorRoles.enabled=false'] }).some((o) => o.kind === 'ClusterRole' && roleNames.includes(o.metadata.name))).toBe(false);
+  });
+
+  it('the AlertmanagerConfig routes the node-recovery alerts to the receiver with the webhook token, only when enabled', () => {
+    type Am = { route: { receiver: string; matchers: Array<{ name: string; matchType: string; value: string }>; continue: boolean }; receivers: Array<{ name: string; webhookConfigs: Array<{ url: string; sendResolved: boolean; httpConfig: { authorization: { credentials: { name: string; key: string } }; tlsConfig?: { ca: { configMap?: { name: string } } } } }> }> };
+    const objects = rendered['monitoring']!;
+    const spec = find(objects, 'AlertmanagerConfig', 'volume-medic')['spec'] as Am;
+    const data = find(objects, 'ConfigMap', 'volume-medic-config')['data'] as Record<string, string>;
+    expect(spec.route.matchers).toEqual([{ name: 'alertname', matchType: '=~', value: data['NODE_RECOVERY_ALERTS']!.split(',').join('|') }]);
+    expect(spec.route.continue).toBe(true);
+    const [hook] = spec.receivers.find((r) => r.name === spec.route.receiver)!.webhookConfigs;
+    expect(hook!.url).toMatch(/^https:\/\/volume-medic\.[a-z0-9-]+\.svc:8080\/v1\/alertmanager$/);
+    expect(hook!.sendResolved).toBe(true);
+    expect(hook!.httpConfig.authorization.credentials).toEqual({ name: 'volume-medic-webhook-token', key: 'token' });
+    expect(hook!.httpConfig.tlsConfig?.ca.configMap?.name).toBe('volume-medic-receiver-ca');
+    expect(rendered['static']!.some((o) => o.kind === 'AlertmanagerConfig')).toBe(false);
+  });
+
   const modeOf = (objects: KObject[]): string => (find(objects, 'ConfigMap', 'volume-medic-config')['data'] as Record<string, string>)['DEFAULT_MODE'] ?? '';
 
   it('dry-run is the default; only the enforce values enforce, with a runbook kept in dry-run', () => {
@@ -149,8 +232,9 @@ describe('what the installation promises', () => {
       const base = ['TCP/443', 'TCP/53', 'TCP/6443', 'UDP/53', ...(redisPorts[set] ?? ['TCP/6379'])].sort();
       return {
         receiver: { ingress: ['TCP/http'], egress: base },
-        'cluster-worker': { ingress: [], egress: [...base, 'TCP/3300', 'TCP/6789', 'TCP/6800-7568', 'TCP/8080'].sort() },
-        'node-agent': { ingress: [], egress: [...base, 'TCP/8080'].sort() },
+        // The kubelet's probes and Prometheus' scrape: the probe port only; out to the receiver for enrolment.
+        'cluster-worker': { ingress: ['TCP/probe'], egress: [...base, 'TCP/3300', 'TCP/6789', 'TCP/6800-7568', 'TCP/8080'].sort() },
+        'node-agent': { ingress: ['TCP/probe'], egress: [...base, 'TCP/8080'].sort() },
       };
     };
     for (const [set, objects] of Object.entries(rendered)) {
