@@ -13,6 +13,8 @@ import type { RunbookResult } from '../../src/catalogue/result.ts';
 import type { Component } from '../../src/kube/rbac.ts';
 import { createLogger } from '../../src/observability/logger.ts';
 import { NodeRedisUsers, nodeUserName, nodeUsersKey } from '../../src/queues/node-redis-users.ts';
+import { controlKeys, queueControlKeys } from '../../src/controls/keys.ts';
+import { knownQueuesKey } from '../../src/queues/known-queues.ts';
 import { startReceiver } from '../../src/receiver.ts';
 import { createNodeAgent } from '../../workers/node-agent/agent.ts';
 import { testConfig } from '../support/config.ts';
@@ -59,6 +61,19 @@ async function onlyItsOwnQueue(r: Redis | Cluster, prefix: string): Promise<void
   expect(await r.hget(`${prefix}:vm:ctl:modes`, 'runbook/x')).toBeNull();
   await refused(r.hset(`${prefix}:vm:ctl:modes`, 'runbook/x', '{"mode":"enforce"}'));
   await refused(r.hdel(`${prefix}:vm:ctl:pause`, 'cluster'));
+  // B's approval requests and decisions, parked jobs and audit list; the fleet audit list, the
+  // old shared approval, parked and audit keys, and the queue registry.
+  const b = queueControlKeys(prefix, nodeQueueName('b'));
+  await refused(r.set(b.approval('j1'), '{"state":"approved"}'));
+  await refused(r.hset(b.parked, 'j1', '{}'));
+  await refused(r.del(b.audit));
+  await refused(r.lpush(controlKeys(prefix).audit, '{}'));
+  await refused(r.set(`${prefix}:vm:ctl:approval:j1`, '{}'));
+  await refused(r.hset(`${prefix}:vm:ctl:parked`, 'j1', '{}'));
+  await refused(r.srem(knownQueuesKey(prefix), nodeQueueName('b')));
+  // Its own: yes.
+  const a = queueControlKeys(prefix, nodeQueueName('a'));
+  expect(await r.lpush(a.audit, '{}')).toBeGreaterThan(0);
   // Nor the registry of users, nor ACL.
   await refused(r.hgetall(nodeUsersKey(prefix)));
   await refused(r.call('ACL', 'SETUSER', nodeUserName('b'), 'on', '>x'));
