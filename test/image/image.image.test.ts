@@ -114,12 +114,13 @@ describe.skipIf(skip)('the image runs the three processes of the chart', () => {
     const url = /"url":"(http:[^"]+)"/.exec(listening)![1]!;
     const state = mkdtempSync(join(scratch, 'cluster-state-'));
     chmodSync(state, 0o777);
-    const worker = start('cluster-worker', { STATE_DIR: '/var/lib/volume-medic' }, [[state, '/var/lib/volume-medic']]);
+    // Both workers share this machine's network (unlike pods): each probe server on a free port.
+    const worker = start('cluster-worker', { STATE_DIR: '/var/lib/volume-medic', PROBE_PORT: '0', PROBE_LISTEN_ADDRESS: '127.0.0.1' }, [[state, '/var/lib/volume-medic']]);
     // The node agent's host, as the chart mounts it under /host; empty here: nothing to clean up.
     const host = mkdtempSync(join(scratch, 'host-'));
     for (const d of ['dev', 'sys', 'proc', 'var/lib/volume-medic', 'etc/multipath', 'run/udev']) mkdirSync(join(host, d), { recursive: true });
     // The chart mounts the agent's state at /host/var/lib/volume-medic and at STATE_DIR itself.
-    const agent = start('node-agent', { NODE_NAME: NODE, HOST_ROOT: '/host', HOST_NSENTER: 'true', STATE_DIR: '/var/lib/volume-medic', LOG_LEVEL: process.env['VM_IMAGE_LOG_LEVEL'] ?? 'info' },
+    const agent = start('node-agent', { NODE_NAME: NODE, HOST_ROOT: '/host', HOST_NSENTER: 'true', STATE_DIR: '/var/lib/volume-medic', PROBE_PORT: '0', PROBE_LISTEN_ADDRESS: '127.0.0.1', LOG_LEVEL: process.env['VM_IMAGE_LOG_LEVEL'] ?? 'info' },
       [[host, '/host'], [join(host, 'var/lib/volume-medic'), '/var/lib/volume-medic']]);
     await worker.waitFor(/"msg":"cluster worker started"/);
     await agent.waitFor(/"msg":"node agent started"/);
