@@ -1,3 +1,4 @@
+import { inLanes, laneShape } from '../queues/in-lanes.ts';
 import type { RedisConnection } from '../queues/redis.ts';
 
 // Every queue's job counts and its worker's last sign of life, for the console's counts and the
@@ -54,27 +55,11 @@ export interface ScanOptions {
   parallel?: number;
 }
 
-const isCluster = (r: RedisConnection): boolean => (r as { isCluster?: boolean }).isCluster === true;
-
 export async function scanQueues(redis: RedisConnection, prefix: string, names: readonly string[], o: ScanOptions = {}): Promise<QueueScan[]> {
-  const cluster = isCluster(redis);
-  const chunk = cluster ? 1 : Math.max(1, o.chunk ?? 250);
-  const parallel = Math.max(1, o.parallel ?? (cluster ? 32 : 1));
-  const chunks: string[][] = [];
-  for (let i = 0; i < names.length; i += chunk) chunks.push(names.slice(i, i + chunk));
-  const out: QueueScan[][] = new Array(chunks.length);
-  let next = 0;
-  const lane = async (): Promise<void> => {
-    while (next < chunks.length) {
-      const i = next++;
-      const qs = chunks[i]!;
-      const keys = qs.flatMap((q) => SUFFIXES.map((s) => `${prefix}:${q}:${s}`));
-      const raw = await redis.eval(SCRIPT, keys.length, ...keys);
-      out[i] = parse(qs, raw);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(parallel, chunks.length) }, lane));
-  return out.flat();
+  return inLanes(names, laneShape(redis, o, { chunk: 250, parallel: 1 }), async (qs) => {
+    const keys = qs.flatMap((q) => SUFFIXES.map((s) => `${prefix}:${q}:${s}`));
+    return parse(qs, await redis.eval(SCRIPT, keys.length, ...keys));
+  });
 }
 
 function parse(queues: readonly string[], raw: unknown): QueueScan[] {
