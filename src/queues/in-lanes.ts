@@ -1,13 +1,13 @@
+import type { RedisConnection } from './redis.ts';
+
 // Many queues' keys read in chunks, a few chunks in flight: on a single Redis a chunk is one
 // round trip (a pipeline or a script over many queues); on a Cluster a chunk is one queue (its
 // keys share a hash tag, another slot than the next queue's) and more are in flight. The results
 // come back in the order of `items`.
 
-const isCluster = (r: unknown): boolean => (r as { isCluster?: boolean }).isCluster === true;
-
 /** Chunk size and lanes for reads over many queues: given, or the topology's defaults. */
-export function laneShape(redis: unknown, o: { chunk?: number; parallel?: number }, single: { chunk: number; parallel: number }): { chunk: number; parallel: number } {
-  const cluster = isCluster(redis);
+export function laneShape(redis: RedisConnection, o: { chunk?: number; parallel?: number }, single: { chunk: number; parallel: number }): { chunk: number; parallel: number } {
+  const cluster = redis.isCluster;
   return { chunk: cluster ? 1 : Math.max(1, o.chunk ?? single.chunk), parallel: Math.max(1, o.parallel ?? (cluster ? 32 : single.parallel)) };
 }
 

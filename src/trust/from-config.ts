@@ -39,6 +39,16 @@ export interface Enrolled {
   sealer: Sealer | undefined;
 }
 
+/** A key file that cannot be used is a configuration error (exit 2, the message names the file). */
+function asConfigError<T>(read: () => T): T {
+  try {
+    return read();
+  } catch (err) {
+    if (err instanceof KeyringError) throw new ConfigError(err.message);
+    throw err;
+  }
+}
+
 /** The controls' keys (see Trust.controls); fails closed on a receiver that could verify but not sign. */
 function controlTrust(config: TrustSettings, role: Role, ring: Keyring, sealer: Sealer | undefined): Trust['controls'] {
   if (!config.controlVerifyCertFile) {
@@ -46,12 +56,8 @@ function controlTrust(config: TrustSettings, role: Role, ring: Keyring, sealer: 
     return { ring, ...(role === 'receiver' && sealer ? { sealer } : {}) };
   }
   if (role === 'receiver' && !config.controlSigningKeyFile) throw new ConfigError('CONTROL_VERIFY_CERT_FILE is set but CONTROL_SIGNING_KEY_FILE is not: the receiver would write controls that no one accepts');
-  try {
-    return { ring: controlKeyring(config.controlVerifyCertFile), ...(role === 'receiver' && config.controlSigningKeyFile ? { sealer: controlSealer(config.controlSigningKeyFile) } : {}) };
-  } catch (err) {
-    if (err instanceof KeyringError) throw new ConfigError(err.message);
-    throw err;
-  }
+  const certFile = config.controlVerifyCertFile;
+  return asConfigError(() => ({ ring: controlKeyring(certFile), ...(role === 'receiver' && config.controlSigningKeyFile ? { sealer: controlSealer(config.controlSigningKeyFile) } : {}) }));
 }
 
 /**
@@ -69,16 +75,11 @@ function enrolledTrust(config: TrustSettings, role: Role, enrolled: Enrolled, tt
   }
   if (role === 'cluster-worker') {
     if (!config.signingKeysDir) throw new ConfigError('SIGNING_KEYS_DIR is not set: the cluster worker seals rbd-unmap with its own role\'s root');
-    let keys: Map<string, Buffer>;
-    try {
-      keys = readKeys(config.signingKeysDir);
-    } catch (err) {
-      if (err instanceof KeyringError) throw new ConfigError(err.message);
-      throw err;
-    }
+    const dir = config.signingKeysDir;
+    const keys = asConfigError(() => readKeys(dir));
     const foreign = [...keys.keys()].filter((k) => !k.startsWith('cluster-worker.'));
     if (foreign.length > 0) throw new ConfigError(`SIGNING_KEYS_DIR ${config.signingKeysDir} holds ${foreign.join(', ')}: an enrolled cluster worker holds its own role's root only`);
-    sealer = sealerOf(keyringFor(role, keys, config.signingKeyId));
+    sealer = sealerOf(asConfigError(() => keyringFor(role, keys, config.signingKeyId)));
   }
   return { role, ring: enrolled.ring, ...(sealer ? { sealer } : {}), ttlMs, allowUnsigned: config.allowUnsignedWork, controls: controlTrust(config, role, enrolled.ring, undefined) };
 }
@@ -96,13 +97,8 @@ export function trustFromConfig(config: TrustSettings, role: Role, enrolled?: En
     const ring: Keyring = { verify: new Map() };
     return { role, ring, ttlMs, allowUnsigned: true, controls: controlTrust(config, role, ring, undefined) };
   }
-  let ring: Keyring;
-  try {
-    ring = keyringFor(role, readKeys(config.signingKeysDir), config.signingKeyId);
-  } catch (err) {
-    if (err instanceof KeyringError) throw new ConfigError(err.message);
-    throw err;
-  }
+  const dir = config.signingKeysDir;
+  const ring = asConfigError(() => keyringFor(role, readKeys(dir), config.signingKeyId));
   const sealer = sealerOf(ring);
   if (!config.allowUnsignedWork) {
     const missing = [...new Set([role, ...VERIFIES[role]])]
