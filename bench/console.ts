@@ -6,6 +6,7 @@ import { Redis } from 'ioredis';
 import { nodeQueueName } from '../src/catalogue/queues.ts';
 import { Config } from '../src/config/schema.ts';
 import { ControlsStore } from '../src/controls/controls-store.ts';
+import { presenceKey } from '../src/queues/agent-presence.ts';
 import { incidentIndexKey } from '../src/queues/incident-index.ts';
 import { scanQueues } from '../src/console/queue-scan.ts';
 import { COUNTED_STATES } from '../src/console/state-counts.ts';
@@ -108,7 +109,7 @@ async function fill(receiver: Receiver, redisUrl: string, prefix: string): Promi
   // Live agents on all but every 50th node, as a worker's stalled check leaves it (queue-scan.ts):
   // those (their jobs waiting or active) show as missing.
   const p = admin.pipeline();
-  for (let k = 0; k < NODES; k++) if (k % 50 !== 7) p.set(`${prefix}:${nodeQueueName(nodeName(k))}:stalled-check`, String(Date.now()), 'PX', 3_600_000);
+  for (let k = 0; k < NODES; k++) if (k % 50 !== 7) p.set(presenceKey(prefix, nodeQueueName(nodeName(k))), String(Date.now()), 'PX', 3_600_000);
   await p.exec();
   admin.disconnect();
   return { jobs: NODES * PER_NODE, fates, fillS: round((Date.now() - started) / 1000) };

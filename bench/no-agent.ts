@@ -1,5 +1,6 @@
 import { Redis } from 'ioredis';
 import { nodeQueueName } from '../src/catalogue/queues.ts';
+import { presenceKey } from '../src/queues/agent-presence.ts';
 import { knownQueuesKey } from '../src/queues/known-queues.ts';
 import { NoAgentWatch } from '../src/queues/no-agent-watch.ts';
 import { createLogger } from '../src/observability/logger.ts';
@@ -7,11 +8,11 @@ import { redisCpu } from './lib/redis-cpu.ts';
 import { startPrivateRedis } from './lib/redis-server.ts';
 
 // `npm run bench:no-agent`: what one no-agent check (src/queues/no-agent-watch.ts) costs Redis at
-// fleet scale. N node queues are known; every agent is present (its BullMQ stalled-check key, as a
-// live agent keeps it), 1% of queues hold a waiting job, and 10 queues have jobs but no agent.
+// fleet scale. N node queues are known; every agent is present (its presence key, as a live agent
+// keeps it), 1% of queues hold a waiting job, and 10 queues have jobs but no agent.
 // Reported: Redis main-thread CPU per check and wall time, as a ratio against a baseline measured
 // in the same run on the same server: one PING per queue (the cheapest round trip per queue).
-// The agents write nothing for this: the presence record is BullMQ's own.
+// What the agents write for this (one SET per half interval) is not counted here.
 
 const SIZES = (process.env['NO_AGENT_SIZES'] ?? '1000,10000').split(',').map(Number);
 const ROUNDS = 5;
@@ -25,7 +26,7 @@ async function seed(redis: Redis, n: number): Promise<void> {
     const q = nodeQueueName(`node-${i}`);
     queues.push(q);
     const base = `${PREFIX}:${q}:`;
-    if (i >= 10) p.set(`${base}stalled-check`, String(Date.now()), 'PX', 3_600_000);
+    if (i >= 10) p.set(presenceKey(PREFIX, q), String(Date.now()), 'PX', 3_600_000);
     if (i < 10 || i % 100 === 0) {
       p.lpush(`${base}wait`, `job-${i}`);
       p.hset(`${base}job-${i}`, 'name', 'residual-multipath-cleanup', 'timestamp', String(Date.now() - 3_600_000));

@@ -4,8 +4,8 @@ import type { RedisConnection } from '../queues/redis.ts';
 // Every queue's job counts and its worker's last sign of life, for the console's counts and the
 // fleet overview (issue 23). At 5,000 node queues, BullMQ's getJobCounts costs one script call
 // per queue (5,000 per refresh, each a reply to parse); here one script reads the lengths of up to
-// `chunk` queues (8 keys each: one LLEN or ZCARD per state and the PTTL of the worker's
-// stalled-check key) in one call, so a refresh is 5,000 / 250 = 20 calls. A script may only touch
+// `chunk` queues (9 keys each: one LLEN or ZCARD per state and the PTTLs of the worker's signs of
+// life, src/queues/agent-presence.ts) in one call, so a refresh is 5,000 / 250 = 20 calls. A script may only touch
 // keys of one slot on a Redis Cluster, and each queue has its own hash tag there: the chunk is one
 // queue per call on a Cluster (the same script, many calls in flight).
 //
@@ -22,18 +22,18 @@ export interface QueueScan {
   completed: number;
   failed: number;
   /**
-   * Milliseconds left on the queue's `stalled-check` key: every BullMQ worker (ours included) sets
-   * it to its stalled interval each time it checks for stalled jobs, i.e. every interval while it
-   * runs. -2: no worker has checked within one interval (src/console/agent-presence.ts).
+   * Milliseconds left on the longer-lived of the worker's signs of life (its presence key, BullMQ's
+   * `stalled-check` key: src/queues/agent-presence.ts); -1: one exists without a TTL; -2: neither
+   * exists, no worker showed itself lately (src/console/agent-presence.ts).
    */
   workerCheckTtlMs: number;
 }
 
-const SUFFIXES = ['wait', 'paused', 'active', 'delayed', 'prioritized', 'completed', 'failed', 'stalled-check'] as const;
+const SUFFIXES = ['wait', 'paused', 'active', 'delayed', 'prioritized', 'completed', 'failed', 'stalled-check', 'vm:seen'] as const;
 
 const SCRIPT = `
 local out = {}
-for b = 0, #KEYS - 1, 8 do
+for b = 0, #KEYS - 1, 9 do
   out[#out + 1] = redis.call('LLEN', KEYS[b + 1])
   out[#out + 1] = redis.call('LLEN', KEYS[b + 2])
   out[#out + 1] = redis.call('LLEN', KEYS[b + 3])
@@ -41,7 +41,8 @@ for b = 0, #KEYS - 1, 8 do
   out[#out + 1] = redis.call('ZCARD', KEYS[b + 5])
   out[#out + 1] = redis.call('ZCARD', KEYS[b + 6])
   out[#out + 1] = redis.call('ZCARD', KEYS[b + 7])
-  out[#out + 1] = redis.call('PTTL', KEYS[b + 8])
+  local check, seen = redis.call('PTTL', KEYS[b + 8]), redis.call('PTTL', KEYS[b + 9])
+  if check == -1 or seen == -1 then out[#out + 1] = -1 else out[#out + 1] = math.max(check, seen) end
 end
 return out`;
 
@@ -62,11 +63,14 @@ export async function scanQueues(redis: RedisConnection, prefix: string, names: 
   });
 }
 
+/** Numbers the script answers per queue: seven counts and one presence TTL. */
+const PER_QUEUE = 8;
+
 function parse(queues: readonly string[], raw: unknown): QueueScan[] {
-  if (!Array.isArray(raw) || raw.length !== queues.length * SUFFIXES.length) throw new Error(`queue scan: expected ${queues.length * SUFFIXES.length} numbers, got ${Array.isArray(raw) ? raw.length : typeof raw}`);
+  if (!Array.isArray(raw) || raw.length !== queues.length * PER_QUEUE) throw new Error(`queue scan: expected ${queues.length * PER_QUEUE} numbers, got ${Array.isArray(raw) ? raw.length : typeof raw}`);
   const n = (v: unknown): number => (typeof v === 'number' && Number.isFinite(v) ? v : 0);
   return queues.map((queue, i) => {
-    const b = i * SUFFIXES.length;
+    const b = i * PER_QUEUE;
     return {
       queue,
       waiting: n(raw[b]), paused: n(raw[b + 1]), active: n(raw[b + 2]), delayed: n(raw[b + 3]),

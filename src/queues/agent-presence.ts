@@ -1,17 +1,23 @@
 import type { RedisConnection } from './redis.ts';
 
-// Is a node agent serving its queue, and what waits there? Read with ONE script call per queue
-// (every key of a queue shares the node's hash tag, src/catalogue/queues.ts, so this runs on a
-// Cluster too), at no cost to the agents: the presence record is one BullMQ's Worker already
-// writes. Every worker runs a stalled-job check on its queue every `stalledInterval`
-// (LOCK_DURATION_MS for our agents, workers/engine/runbook-worker.ts), and that check starts with
-// `SET <prefix>:<queue>:stalled-check <now> PX <stalledInterval>`: the key exists while a worker
-// checked in within the last interval. Between its expiry and the next check it is briefly
-// absent, so one absent reading is no verdict (no-agent-watch.ts asks for absence longer than a
-// grace). BullMQ's own getWorkers needs CLIENT LIST (O(clients), and not in our Redis ACL).
+// Is a worker serving its queue, and what waits there? Read with ONE script call per queue (every
+// key of a queue shares the node's hash tag, src/catalogue/queues.ts, so this runs on a Cluster
+// too). The sign of life is the worker's own presence key, renewed every half interval with a
+// lifetime of two (workers/engine/presence-beat.ts): a live worker's key is absent only when two
+// renewals in a row were late, never between two of them. BullMQ's `stalled-check` key (SET with
+// a TTL of exactly one stalled interval at each check) also counts, for the workers of a release
+// without the presence key; alone it lapses between its expiry and the next check, longer on a
+// loaded machine, which read as an agent flickering away. BullMQ's own getWorkers needs CLIENT
+// LIST (O(clients), and not in our Redis ACL).
 //
 // The cost (bench/no-agent.ts): one EVALSHA per known node queue per check, reading the queue's
 // oldest waiting jobs only (at most MAX_JOBS of each).
+
+/** The key a running worker renews while it serves `queue` (one per queue: under the queue's hash tag and its Redis user's keys). */
+export const presenceKey = (prefix: string, queue: string): string => `${prefix}:${queue}:vm:seen`;
+
+/** How long one renewal of the presence key lasts, for a worker that renews it every `intervalMs / 2`. */
+export const presenceTtlMs = (intervalMs: number): number => 2 * intervalMs;
 
 /** A job that waits to be taken: in `wait`, or `delayed` and already due (only a worker promotes those). */
 export interface WaitingJob {
@@ -22,7 +28,7 @@ export interface WaitingJob {
 }
 
 export interface QueuePresence {
-  /** A worker checked in on this queue within its stalled interval. */
+  /** A worker showed a sign of life on this queue (its presence key, or BullMQ's stalled check). */
   agentSeen: boolean;
   /** The oldest waiting jobs, oldest first, at most MAX_JOBS. */
   waiting: WaitingJob[];
@@ -32,8 +38,8 @@ export interface QueuePresence {
 export const MAX_JOBS = 50;
 
 const SCRIPT = `-- volume-medic: agent presence and the oldest waiting jobs of one queue (src/queues/agent-presence.ts)
--- KEYS: wait, delayed, stalled-check. ARGV: the queue's key prefix ("<prefix>:<queue>:"), max jobs, max due time (ms).
-local seen = redis.call('EXISTS', KEYS[3])
+-- KEYS: wait, delayed, stalled-check, presence. ARGV: the queue's key prefix ("<prefix>:<queue>:"), max jobs, max due time (ms).
+local seen = math.min(1, redis.call('EXISTS', KEYS[3], KEYS[4]))
 local max = tonumber(ARGV[2])
 local out = {}
 -- wait: LPUSH adds, workers take from the right, so the oldest are at the right end.
@@ -67,7 +73,7 @@ function command(redis: RedisConnection): PresenceFn {
 /** Presence and waiting jobs of `queue` (a full BullMQ queue name) under `prefix`, as of `now`. */
 export async function queuePresence(redis: RedisConnection, prefix: string, queue: string, now: number): Promise<QueuePresence> {
   const base = `${prefix}:${queue}:`;
-  const reply = await command(redis)(3, `${base}wait`, `${base}delayed`, `${base}stalled-check`, base, String(MAX_JOBS), String(now));
+  const reply = await command(redis)(4, `${base}wait`, `${base}delayed`, `${base}stalled-check`, presenceKey(prefix, queue), base, String(MAX_JOBS), String(now));
   // Parsed again: what Redis holds is not trusted to have our shape.
   if (!Array.isArray(reply) || reply.length !== 2 || !Array.isArray(reply[1])) throw new Error(`agent presence of ${queue}: unexpected reply`);
   const flat = reply[1] as unknown[];
@@ -83,7 +89,7 @@ export async function queuePresence(redis: RedisConnection, prefix: string, queu
   return { agentSeen: reply[0] === 1, waiting: waiting.slice(0, MAX_JOBS) };
 }
 
-/** Whether a worker checked in on `queue` within its stalled interval (one EXISTS). */
+/** Whether a worker showed a sign of life on `queue` (one EXISTS of the queue's two keys). */
 export async function agentSeen(redis: RedisConnection, prefix: string, queue: string): Promise<boolean> {
-  return (await redis.exists(`${prefix}:${queue}:stalled-check`)) === 1;
+  return (await redis.exists(`${prefix}:${queue}:stalled-check`, presenceKey(prefix, queue))) > 0;
 }

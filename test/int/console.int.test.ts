@@ -417,9 +417,8 @@ describe('the on-call console in headless chromium', () => {
     expect(await z.getAttribute('data-agent')).toBe('missing');
     expect(await z.locator('td[data-label="queue depth"]').innerText()).toBe('1');
     expect(await page.locator('.banner', { hasText: 'with jobs and no agent' }).innerText()).toMatch(/^1 node\(s\) with jobs and no agent/);
-    // The agents that run are seen (their workers' stalled checks), whether or not they have open
-    // jobs. Their key is briefly absent between its expiry and the next check (longer on a loaded
-    // machine): a reading then says 'idle' (nothing waits), so read again until it is back.
+    // The agents that run are seen (their presence keys), whether or not they have open jobs; read
+    // again until every agent of this suite has started.
     await expect.poll(async () => {
       await page.goto(`${receiver.url}/ui/fleet?show=all&sort=node`);
       return page.locator('tr[data-node]').evaluateAll((rows) => rows.map((r) => `${r.getAttribute('data-node')} ${r.getAttribute('data-agent')}`));

@@ -10,6 +10,7 @@ import { restApis } from '../../src/kube/rest/apis.ts';
 import { KubeRest } from '../../src/kube/rest/transport.ts';
 import { createLogger } from '../../src/observability/logger.ts';
 import { NoAgentWatch } from '../../src/queues/no-agent-watch.ts';
+import { presenceKey } from '../../src/queues/agent-presence.ts';
 import { failStranded } from '../../src/queues/fail-stranded.ts';
 import { workerConnection } from '../../src/queues/redis.ts';
 import { startReceiver, type Receiver } from '../../src/receiver.ts';
@@ -140,7 +141,7 @@ describe('jobs on a node queue that no node agent serves', () => {
     expect(lines).toContainEqual(expect.objectContaining({ node: 'lost-1', jobId: id, msg: 'failed a job no node agent took before NO_AGENT_DEADLINE_SECONDS' }));
     await waitFor('the RemediationFailed Event', async () => events('lost-1').find((e) => e.reason === 'RemediationFailed' && e.note.includes('no node agent')));
     // The failing pass took the job as a worker does, but never passed for an agent.
-    expect(await redis.exists(`${prefix}:${queue}:stalled-check`)).toBe(0);
+    expect(await redis.exists(`${prefix}:${queue}:stalled-check`, presenceKey(prefix, queue))).toBe(0);
     offset = 0;
   });
 
@@ -149,8 +150,8 @@ describe('jobs on a node queue that no node agent serves', () => {
     const queue = nodeQueueName('late-1');
     offset = GRACE + 1_000;
     expect((await watch.check()).stranded.get(queue)?.map((j) => j.id)).toEqual([id]);
-    // An agent starts (its stalled check writes the presence key) just before the deadline check.
-    await redis.set(`${prefix}:${queue}:stalled-check`, String(Date.now()), 'PX', 60_000);
+    // An agent starts (its first renewal writes the presence key) just before the deadline check.
+    await redis.set(presenceKey(prefix, queue), String(Date.now()), 'PX', 60_000);
     offset = DEADLINE + 1_000;
     const r = await watch.check();
     expect(r.failed).toEqual([]);

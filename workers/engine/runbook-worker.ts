@@ -23,6 +23,7 @@ import { ParkedError, type Parking, type PlanView } from './gate.ts';
 import { keepFinished } from '../../src/catalogue/policy.ts';
 import { placementOfQueue } from '../../src/catalogue/queues.ts';
 import { createJobControls, type JobControls, type JobControlsOptions } from './job-controls.ts';
+import { startPresenceBeat } from './presence-beat.ts';
 
 // One BullMQ worker that runs registered runbooks: shared by the node agent (its node's queue)
 // and the cluster worker (the cluster queue). It parses every job again (Redis is a boundary),
@@ -370,6 +371,10 @@ export function createRunbookWorker(opts: RunbookWorkerOptions): RunbookWorker {
   worker.on('stalled', (id) => opts.log.warn({ jobId: id }, 'job stalled (its worker stopped); it will be taken again'));
 
   let closing: Promise<void> | undefined;
+  const stopBeat = startPresenceBeat({
+    redis: connection, prefix: opts.prefix, queue: opts.queue, intervalMs: opts.lockDurationMs,
+    running: () => closing === undefined && worker.isRunning(), log: opts.log,
+  });
   return {
     worker,
     connection,
@@ -378,6 +383,7 @@ export function createRunbookWorker(opts: RunbookWorkerOptions): RunbookWorker {
     running: () => closing === undefined && worker.isRunning(),
     close: () => (closing ??= (async () => {
       shutdown.abort();
+      stopBeat();
       stopRearming();
       // Waits for the running job to finish its current step; BullMQ keeps its lock meanwhile.
       await worker.close();
