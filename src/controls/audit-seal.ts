@@ -8,14 +8,15 @@ import { AuditEntry } from './records.ts';
 // Audit entries are numbered and sealed by their writer, so a reader can tell an entry someone
 // wrote into Redis from one the process that acted wrote, and can tell when entries went missing.
 // Each list has one writer: the fleet list the receiver, a node queue's list that node's agent, the
-// cluster queue's list the cluster worker. The writer takes the next number of its list (INCR),
-// then seals the entry with that number under its work key of the list's scope (the queue's name,
-// or FLEET_AUDIT_SCOPE): an agent holds only its own queue's key, so it can neither forge another
+// cluster queue's list the cluster worker (and the receiver's replicas the fleet list). The writer
+// seals the entry with the list's next number under its work key of the list's scope (the queue's
+// name, or FLEET_AUDIT_SCOPE), and stores it only while that number is still the next
+// (audit-append.ts): an agent holds only its own queue's key, so it can neither forge another
 // list's entries nor move its own into another list. The receiver holds every root and checks all.
 //
-// A gap between two entries' numbers is an entry deleted from the middle (or a writer that died
-// between taking a number and storing the entry); a list whose newest number is below the
-// highest the reader saw before was deleted and started again. Both are reported, never hidden.
+// A gap between two entries' numbers is an entry deleted from the middle; a list whose newest
+// number is below the highest the reader saw before was deleted and started again. Both are
+// reported, never hidden.
 
 /** The scope the fleet list's entries are sealed under (not a queue: no consumer holds its key). */
 export const FLEET_AUDIT_SCOPE = 'vm:ctl:audit';

@@ -1,5 +1,6 @@
 import { Cluster, type ChainableCommander } from 'ioredis';
-import { checkAuditList, FLEET_AUDIT_SCOPE, sealAuditEntry, type CheckedAuditEntry } from './audit-seal.ts';
+import { AuditAppender } from './audit-append.ts';
+import { checkAuditList, FLEET_AUDIT_SCOPE, type CheckedAuditEntry } from './audit-seal.ts';
 import { execAll } from '../queues/exec-all.ts';
 import type { RedisConnection } from '../queues/redis.ts';
 import type { Mode } from '../catalogue/result.ts';
@@ -91,6 +92,7 @@ export class ControlsStore {
   readonly #audit: ControlTrust['audit'];
   /** The greatest number seen per audit list: a list started again below it is reported. */
   readonly #auditSeen = new Map<string, number>();
+  readonly #appender: AuditAppender;
 
   constructor(redis: RedisConnection, prefix: string, now: () => Date = () => new Date(), trust?: ControlTrust) {
     this.#audit = trust?.audit;
@@ -99,6 +101,7 @@ export class ControlsStore {
     this.#prefix = prefix;
     this.#now = now;
     this.#sealed = new SealedRecords(trust);
+    this.#appender = new AuditAppender(redis, trust?.audit?.sealer, AUDIT_KEEP);
   }
 
   /**
@@ -151,11 +154,8 @@ export class ControlsStore {
   async audit(action: string, target: string, asked: Asked, queue?: string): Promise<void> {
     const entry: AuditEntry = { at: this.#now().toISOString(), by: asked.by, action, target, why: asked.why ?? '' };
     const key = queue === undefined ? this.keys.audit : queueControlKeys(this.#prefix, queue).audit;
-    // Numbered from the list's own counter (beside it, so the same Redis user writes both), then
-    // sealed with that number: a reader sees what went missing (audit-seal.ts).
-    const seq = await this.redis.incr(`${key}:seq`);
-    const stored = sealAuditEntry(this.#audit?.sealer, queue ?? FLEET_AUDIT_SCOPE, seq, entry);
-    await this.redis.multi().lpush(key, JSON.stringify(stored)).ltrim(key, 0, AUDIT_KEEP - 1).exec();
+    // Numbered and sealed with that number: a reader sees what went missing (audit-seal.ts).
+    await this.#appender.append(key, queue ?? FLEET_AUDIT_SCOPE, entry);
   }
 
   /** The known queues (src/queues/known-queues.ts): whose lists the readers merge. */

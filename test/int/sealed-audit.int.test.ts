@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { nodeQueueName } from '../../src/catalogue/queues.ts';
 import { FLEET_AUDIT_SCOPE } from '../../src/controls/audit-seal.ts';
 import { ControlsStore } from '../../src/controls/controls-store.ts';
@@ -78,5 +78,43 @@ describe('sealed, numbered audit lists in Redis', () => {
     const moved = r.entries.filter((e) => e.target === 'job/after');
     expect(moved.map((e) => 'verified' in e && e.verified).sort()).toEqual([false, true]);
     expect(FLEET_AUDIT_SCOPE).toBe('vm:ctl:audit');
+  });
+});
+
+describe('two writers of one audit list (receiver replicas)', () => {
+  const prefix = uniquePrefix('audit2');
+  const roots = new Map([['receiver.k', randomBytes(32)], ['cluster-worker.k', randomBytes(32)], ['node-agent.k', randomBytes(32)]]);
+  let redis: Redis;
+
+  beforeAll(() => {
+    redis = new Redis(redisUrl());
+  });
+  afterAll(async () => {
+    await dropPrefix(prefix);
+    redis?.disconnect();
+  });
+
+  it('store every entry under its own number, in order, with no gap, however their writes interleave', async () => {
+    const ring = keyringFor('receiver', roots);
+    // Each replica its own connection, as two processes: their commands interleave in Redis.
+    const own: Redis[] = [];
+    const replica = (): ControlsStore => {
+      const conn = new Redis(redisUrl());
+      own.push(conn);
+      return new ControlsStore(conn, prefix, () => new Date(), { allowUnsigned: false, audit: { sealer: sealerOf(ring)!, roots: ring } });
+    };
+    onTestFinished(() => {
+      for (const c of own) c.disconnect();
+    });
+    const [a, b] = [replica(), replica()];
+    await Promise.all([a, b].flatMap((s, w) => Array.from({ length: 40 }, (_, i) => s.audit('mode-enforce', `runbook/w${w}-${i}`, { by: `op${w}` }))));
+    const r = await a.auditReport(200);
+    expect(r.problems).toEqual([]);
+    const seqs = r.entries.map((e) => ('seq' in e ? e.seq : undefined));
+    expect(seqs).toEqual(Array.from({ length: 80 }, (_, i) => 80 - i));
+    // As stored (newest first), not only as the reader sorts them.
+    const stored = (await redis.lrange(controlKeys(prefix).audit, 0, -1)).map((row) => (JSON.parse(row) as { seq: number }).seq);
+    expect(stored).toEqual(seqs);
+    expect(r.entries.every((e) => 'verified' in e && e.verified)).toBe(true);
   });
 });
