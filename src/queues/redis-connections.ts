@@ -48,6 +48,11 @@ export interface RedisConnectionsOptions {
   log: { info(o: object, msg: string): void; warn(o: object, msg: string): void };
   /** Wait before bringing an ended connection back (default: the role's reconnect backoff). */
   backoff?: Backoff;
+  /**
+   * Redis refused this process's credentials (WRONGPASS: the user is gone or its password changed;
+   * NOAUTH). An enrolled agent asks the receiver for its user again, which puts it back.
+   */
+  onAuthRefused?: (message: string) => void;
   /** Passed to every connect() (tests: a sentinel timeout long enough to hold a reconnect). */
   connect?: Omit<ConnectOptions, 'connectionName'>;
   now?: () => number;
@@ -68,6 +73,9 @@ interface Entry {
   timer: NodeJS.Timeout | undefined;
   detach: () => void;
 }
+
+/** How Redis refuses credentials (ioredis passes its reply through, sometimes behind a prefix). */
+const AUTH_REFUSED = /\b(WRONGPASS|NOAUTH)\b/;
 
 /** CLIENT SETNAME takes no spaces or newlines; node names never have them, but keep it so. */
 const clientName = (process: string, name: string): string => `volume-medic:${process}:${name}`.replace(/[^\x21-\x7e]/g, '_');
@@ -95,6 +103,7 @@ export class RedisConnections {
     const wait = fullJitter(this.#o.backoff ?? (role === 'producer' ? PRODUCER_BACKOFF : WORKER_BACKOFF), this.#o.random);
     const onError = (err: Error): void => {
       entry.lastError = err.message;
+      if (AUTH_REFUSED.test(err.message)) this.#o.onAuthRefused?.(err.message);
     };
     const onReady = (): void => {
       if (entry.reviving) {

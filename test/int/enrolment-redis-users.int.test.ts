@@ -49,6 +49,8 @@ describe.skipIf(skip)('enrolment hands each agent its own node\'s Redis user (RE
   let api: FakeKubeApi;
   let receiver: Receiver;
   let agent: ChildProcess | undefined;
+  let out = '';
+  const agentOut = (): string => out;
 
   const enrol = async (token: string, node: string) => {
     const res = await fetch(`${receiver.url}/v1/enrol`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` }, body: JSON.stringify({ as: 'node-agent', node }) });
@@ -96,7 +98,6 @@ describe.skipIf(skip)('enrolment hands each agent its own node\'s Redis user (RE
     expect(Object.values(await admin.hgetall(nodeUsersKey(prefix)))).not.toContain(b.redis!.password);
     const tokenFile = join(dir, 'token-b');
     writeFileSync(tokenFile, 'token-b');
-    let out = '';
     agent = spawn(process.execPath, ['test/support/stub-agent.ts'], {
       env: { ...process.env, REDIS_URL: `redis://127.0.0.1:${port}`, QUEUE_PREFIX: prefix, NODE_NAME: 'node-b', STATE_DIR: mkdtempSync(join(tmpdir(), 'vm-enrol-acl-state-')), ENROL_URL: receiver.url, ENROL_TOKEN_FILE: tokenFile, CONTROL_VERIFY_CERT_FILE: files.certFile },
       stdio: ['ignore', 'pipe', 'inherit'],
@@ -138,5 +139,24 @@ describe.skipIf(skip)('enrolment hands each agent its own node\'s Redis user (RE
     api.remove('v1', 'Node', 'node-a');
     await waitFor('node-a\'s user to go', async () => (((await admin.call('ACL', 'USERS')) as string[]).includes(nodeUserName('node-a')) ? undefined : true), 10_000);
     expect((await admin.call('ACL', 'USERS')) as string[]).toContain(nodeUserName('node-b'));
+  });
+
+  it('a running agent whose Node was deleted and made again gets its user back at once: WRONGPASS makes it enrol again', async () => {
+    // node-b's agent from the first test still runs, as node-b's user.
+    const users = async () => (await admin.call('ACL', 'USERS')) as string[];
+    api.remove('v1', 'Node', 'node-b');
+    await waitFor('node-b\'s user to go', async () => ((await users()).includes(nodeUserName('node-b')) ? undefined : true), 10_000);
+    // The kubelet registers the node again; the agent's pod kept running (nothing asks it to enrol).
+    api.put({ apiVersion: 'v1', kind: 'Node', metadata: { name: 'node-b' }, status: { conditions: [{ type: 'Ready', status: 'True', lastTransitionTime: new Date(Date.now() - 7_200_000).toISOString() }] } });
+    // Not the 30-minute renewal: its connection's WRONGPASS asks for a renewal within seconds.
+    await waitFor('node-b\'s user back', async () => ((await users()).includes(nodeUserName('node-b')) ? true : undefined), 20_000);
+    const queue = new Queue(nodeQueueName('node-b'), { connection: admin, prefix });
+    try {
+      const job: RemediationJob = { version: 1, key: 'acl-b-2', runbook: 'residual-multipath-cleanup', target: { node: 'node-b' }, evidence: [{ source: 'api', summary: 's', raw: null }] };
+      await queue.add(job.runbook, sealJob(testSealer('receiver'), nodeQueueName('node-b'), job, DAY), { jobId: job.key });
+      await waitFor('the job to run', async () => (agentOut().includes('RAN residual-multipath-cleanup acl-b-2') ? true : undefined), 30_000);
+    } finally {
+      await queue.close();
+    }
   });
 });

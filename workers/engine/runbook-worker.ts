@@ -63,6 +63,8 @@ export interface RunbookWorkerOptions {
    * anything else runs. Without it (tests of the runbooks alone) jobs are taken as they are.
    */
   trust?: WorkTrust;
+  /** Redis refused this worker's credentials (its Redis user gone): an enrolled agent enrols again. */
+  onRedisAuthRefused?: () => void;
 }
 
 export interface WorkTrust {
@@ -152,7 +154,10 @@ export interface RunbookWorker {
 }
 
 export function createRunbookWorker(opts: RunbookWorkerOptions): RunbookWorker {
-  const connections = new RedisConnections({ target: opts.redis, process: opts.process ?? opts.ranOn, log: opts.log.child({ component: 'redis' }) });
+  const connections = new RedisConnections({
+    target: opts.redis, process: opts.process ?? opts.ranOn, log: opts.log.child({ component: 'redis' }),
+    ...(opts.onRedisAuthRefused ? { onAuthRefused: opts.onRedisAuthRefused } : {}),
+  });
   const connection = connections.open('worker', 'worker');
   const metrics = createWorkerMetrics();
   const shutdown = new AbortController();
