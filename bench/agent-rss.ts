@@ -1,0 +1,86 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { freePort } from '../scripts/lib/local-redis.ts';
+import { startPrivateRedis } from './lib/redis-server.ts';
+
+// `npm run bench:agent-rss` (after `npm run build`): the node agent's idle RSS as deployed, with
+// and without what its probe server serves. Agents of the same build run side by side, started
+// with the DaemonSet's command (deploy/charts/volume-medic/templates/node-agent.yaml), against a
+// private redis-server; one gets no request (the baseline), the others the kubelet's cadence
+// (/readyz every 10 s, /healthz every 20 s) and a Prometheus scrape of /metrics every 30 s.
+// VmRSS from /proc/<pid>/status, read every 15 s; reported per checkpoint as MiB and the
+// difference to the baseline. AGENT_RSS_MINUTES (default 30) sets the length.
+
+const MINUTES = Number(process.env['AGENT_RSS_MINUTES'] ?? 30);
+const NODE_FLAGS = ['--lite-mode', '--max-semi-space-size=1', '--max-old-space-size=128'];
+
+interface Variant {
+  name: string;
+  flags: string[];
+  traffic: boolean;
+}
+
+const VARIANTS: Variant[] = [
+  { name: 'no requests (baseline)', flags: NODE_FLAGS, traffic: false },
+  { name: 'probes + scrapes', flags: NODE_FLAGS, traffic: true },
+  { name: 'probes + scrapes, --optimize-for-size', flags: [...NODE_FLAGS, '--optimize-for-size'], traffic: true },
+];
+
+const rssMiB = (pid: number): number => {
+  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return m ? Number(m[1]) / 1024 : Number.NaN;
+};
+
+const redis = await startPrivateRedis();
+const dir = mkdtempSync(join(tmpdir(), 'vm-agent-rss-'));
+const agents: { v: Variant; child: ChildProcess; port: number; samples: { s: number; mib: number }[] }[] = [];
+const timers: NodeJS.Timeout[] = [];
+try {
+  for (const [i, v] of VARIANTS.entries()) {
+    const port = await freePort();
+    const child = spawn(process.execPath, [...v.flags, 'dist/workers/node-agent/main.js'], {
+      env: {
+        PATH: process.env['PATH'] ?? '', REDIS_URL: redis.url, QUEUE_PREFIX: 'agentrss', NODE_NAME: `rss-${i}`, STATE_DIR: mkdtempSync(join(dir, 's')),
+        PROBE_PORT: String(port), PROBE_LISTEN_ADDRESS: '127.0.0.1', ALLOW_UNSIGNED_WORK: 'true', LOG_LEVEL: 'warn',
+      },
+      stdio: ['ignore', 'ignore', 'inherit'],
+    });
+    agents.push({ v, child, port, samples: [] });
+  }
+  const get = (port: number, path: string): void => {
+    fetch(`http://127.0.0.1:${port}${path}`).then((r) => r.arrayBuffer(), () => undefined).catch(() => undefined);
+  };
+  for (const a of agents.filter((x) => x.v.traffic)) {
+    timers.push(setInterval(() => get(a.port, '/readyz'), 10_000), setInterval(() => get(a.port, '/healthz'), 20_000), setInterval(() => get(a.port, '/metrics'), 30_000));
+  }
+  const start = Date.now();
+  const checkpoints = [1, 2, 4, 8, 15, 30, 60].filter((m) => m <= MINUTES);
+  if (!checkpoints.includes(MINUTES)) checkpoints.push(MINUTES);
+  for (;;) {
+    await sleep(15_000);
+    const s = Math.round((Date.now() - start) / 1000);
+    for (const a of agents) a.samples.push({ s, mib: rssMiB(a.child.pid!) });
+    if (s >= MINUTES * 60) break;
+  }
+  const at = (a: (typeof agents)[number], m: number): number => {
+    // The mean of the readings in the minute before the checkpoint.
+    const xs = a.samples.filter((x) => x.s > (m - 1) * 60 && x.s <= m * 60 + 5).map((x) => x.mib);
+    return xs.reduce((p, x) => p + x, 0) / xs.length;
+  };
+  const base = agents[0]!;
+  console.log(`| after | ${agents.map((a) => a.v.name).join(' | ')} |`);
+  console.log(`| --- | ${agents.map(() => '---:').join(' | ')} |`);
+  for (const m of checkpoints) {
+    const b = at(base, m);
+    console.log(`| ${m} min | ${agents.map((a) => (a === base ? `${b.toFixed(1)} MiB` : `${at(a, m).toFixed(1)} MiB (${at(a, m) - b >= 0 ? '+' : ''}${(at(a, m) - b).toFixed(1)})`)).join(' | ')} |`);
+  }
+} finally {
+  for (const t of timers) clearInterval(t);
+  for (const a of agents) a.child.kill('SIGTERM');
+  await sleep(500);
+  await redis.destroy();
+  rmSync(dir, { recursive: true, force: true });
+}
