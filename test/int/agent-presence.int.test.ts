@@ -1,3 +1,7 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { nodeQueueName } from '../../src/catalogue/queues.ts';
@@ -57,5 +61,56 @@ describe('a worker\'s presence on its queue', () => {
     expect(await redis.exists(presenceKey(prefix, queue))).toBe(0);
     expect(await agentSeen(redis, prefix, queue)).toBe(false);
     expect((await scanQueues(redis, prefix, [queue]))[0]!.workerCheckTtlMs).toBe(-2);
+  });
+});
+
+describe('a real agent process, stopped and killed', () => {
+  const prefix = uniquePrefix('presence-proc');
+  const queue = nodeQueueName('presence-p');
+  const INTERVAL_MS = 1_000;
+  let redis: RedisConnection;
+  let agent: ChildProcess;
+  let state: string;
+
+  beforeAll(async () => {
+    redis = producerConnection(redisUrl());
+    await new Promise((ready) => redis.once('ready', ready));
+    state = mkdtempSync(join(tmpdir(), 'vm-presence-'));
+    agent = spawn(process.execPath, ['test/support/stub-agent.ts'], {
+      env: { ...process.env, REDIS_URL: redisUrl(), QUEUE_PREFIX: prefix, NODE_NAME: 'presence-p', STATE_DIR: state, LOCK_DURATION_MS: String(INTERVAL_MS) },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    let out = '';
+    agent.stdout!.on('data', (d: Buffer) => { out += d.toString(); });
+    await waitFor('the agent to start', async () => (out.includes('READY') ? true : undefined));
+    await waitFor('its first renewal', async () => ((await agentSeen(redis, prefix, queue)) ? true : undefined));
+  });
+  afterAll(async () => {
+    agent?.kill('SIGKILL');
+    redis.disconnect();
+    await dropPrefix(prefix);
+    rmSync(state, { recursive: true, force: true });
+  });
+
+  it('stays present through a whole interval without a renewal (a process frozen as under heavy load)', async () => {
+    agent.kill('SIGSTOP');
+    const until = Date.now() + 1.4 * INTERVAL_MS;
+    try {
+      while (Date.now() < until) {
+        expect(await agentSeen(redis, prefix, queue)).toBe(true);
+        await sleep(50);
+      }
+    } finally {
+      agent.kill('SIGCONT');
+    }
+    await sleep(INTERVAL_MS);
+    expect(await agentSeen(redis, prefix, queue)).toBe(true);
+  });
+
+  it('reads missing within two intervals of its death, the time the fleet page documents', async () => {
+    agent.kill('SIGKILL');
+    const died = Date.now();
+    await waitFor('the agent to read absent', async () => ((await agentSeen(redis, prefix, queue)) ? undefined : true), 10_000);
+    expect(Date.now() - died).toBeLessThanOrEqual(2 * INTERVAL_MS + 500);
   });
 });
