@@ -210,6 +210,11 @@ async function main(): Promise<void> {
       { name: 'fleet, all by depth, page 20', path: () => '/ui/fleet?show=all&sort=depth&offset=950' },
       { name: 'fleet JSON (/v1/fleet)', path: () => '/v1/fleet?sort=agent' },
       { name: 'counts and banners JSON (/v1/summary)', path: () => '/v1/summary' },
+      { name: 'API: jobs, 50 newest (/v1/jobs)', path: () => '/v1/jobs?limit=50' },
+      { name: 'API: jobs of a node', path: () => `/v1/jobs?node=${middleNode}` },
+      { name: 'API: jobs by state (failed), 50', path: () => '/v1/jobs?state=failed&limit=50' },
+      { name: 'API: jobs, 1,000 newest', path: () => '/v1/jobs?limit=1000' },
+      { name: 'API: one job (/v1/jobs/<id>)', path: () => `/v1/jobs/${oldId}` },
     ];
     const get = async (s: Store, path: string): Promise<{ ms: number; status: number }> => {
       const t0 = performance.now();

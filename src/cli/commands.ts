@@ -18,6 +18,8 @@ export interface Opts {
   source?: string;
   path?: string;
   force?: boolean;
+  all?: boolean;
+  sort?: string;
 }
 
 export type Out = (text: string) => void;
@@ -55,6 +57,21 @@ export async function jobs(api: ApiClient, o: Opts, out: Out): Promise<void> {
   if (o.json) return out(JSON.stringify(r, null, 2));
   if (!r.jobs.length) return out('no jobs');
   out(table(['id', 'node', 'runbook', 'state', 'outcome', 'attempts', 'created'], r.jobs.map((j: any) => [j.id, j.node ?? '', j.runbook, j.state, j.outcome ?? '', j.attemptsMade, j.createdAt]), 200));
+}
+
+/** `fleet`: the console's fleet page. By default the nodes with something open; `--all` every node. */
+export async function fleet(api: ApiClient, o: Opts, out: Out): Promise<void> {
+  const r = await api.get(`/v1/fleet${q({ show: o.all ? 'all' : undefined, sort: o.sort, limit: o.limit ?? '500' })}`);
+  if (o.json) return out(JSON.stringify(r, null, 2));
+  out(`${r.nodes} node(s), ${r.nodesWithOpen} with open jobs, ${r.agentsMissing} with jobs and no agent (as of ${r.snapshotAt})`);
+  for (const b of r.clusterBreakers as { breaker: string; why: string }[]) out(`breaker ${b.breaker} TRIPPED: ${b.why}`);
+  if (r.clusterPaused) out(`cluster PAUSED by ${r.clusterPaused.by} at ${r.clusterPaused.at}`);
+  if (!r.rows.length) return out(o.all ? 'no nodes with a queue' : 'nothing open on any node (--all lists every node)');
+  out(table(['node', 'agent', 'open', 'depth', 'active', 'parked', 'failed', 'breaker / pause'], r.rows.map((n: any) => [
+    n.node, n.agent, n.open, n.depth, n.active, n.parked, n.failed,
+    [n.breaker ? `breaker: ${n.breaker.why}` : '', n.paused ? `paused by ${n.paused.by}` : ''].filter(Boolean).join('; '),
+  ]), 160));
+  if (r.total > r.rows.length) out(`${r.rows.length} of ${r.total} shown (--limit, up to 500)`);
 }
 
 export async function job(api: ApiClient, id: string, o: Opts, out: Out): Promise<void> {

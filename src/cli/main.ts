@@ -4,7 +4,7 @@ import { ApiError, apiClient } from './client.ts';
 import { operatorToken } from './operator-token.ts';
 import { terminalSafe } from './terminal-safe.ts';
 import { redactUrlsIn } from '../observability/redact-url.ts';
-import { UsageError, approvals, breakers, decide, explain, job, jobs, modes, pause, placeholders, retry, show, type Opts } from './commands.ts';
+import { UsageError, approvals, breakers, decide, explain, fleet, job, jobs, modes, pause, placeholders, retry, show, type Opts } from './commands.ts';
 
 // `volume-medic`: the operator's command line, against the receiver's API.
 // URL: --url, else VOLUME_MEDIC_URL, else http://127.0.0.1:8080. Who you are is your Kubernetes
@@ -18,6 +18,10 @@ const USAGE = `usage: volume-medic [--url URL] [--token TOKEN] [--json] <command
 commands:
   explain <file> [--source alertmanager|events|npd]   what a webhook payload would do (stores nothing)
   jobs [--node N] [--state S] [--runbook R] [--limit N]  recent jobs, newest first
+  fleet [--all] [--sort S] [--limit N]                nodes with open jobs (--all: every node): agent seen,
+                                                      missing or idle, queue depth, parked, failed, breaker
+                                                      and pause; S: open depth active parked failed agent
+                                                      breaker node
   job <id>                                            one job: mode, outcome, plan, steps, commands, log
   show <id>                                           the incident as the console shows it: signal, every
                                                       step's evidence and verdicts, the argv it would run or
@@ -51,6 +55,7 @@ const parseCliArgs = (args: string[]) => parseArgs({
     why: { type: 'string' }, node: { type: 'string' }, state: { type: 'string' },
     runbook: { type: 'string' }, limit: { type: 'string' }, source: { type: 'string' }, help: { type: 'boolean', short: 'h' },
     path: { type: 'string' }, force: { type: 'boolean', default: false },
+    all: { type: 'boolean', default: false }, sort: { type: 'string' },
   },
 });
 
@@ -83,6 +88,8 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv, rawOut: (s: st
     ...(v.source !== undefined ? { source: v.source } : {}),
     ...(v.path !== undefined ? { path: v.path } : {}),
     force: v.force ?? false,
+    all: v.all ?? false,
+    ...(v.sort !== undefined ? { sort: v.sort } : {}),
   };
   const need = (what: string): string => {
     if (!args[0]) throw new UsageError(`${cmd} ${what}`);
@@ -92,6 +99,7 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv, rawOut: (s: st
     switch (cmd) {
       case 'explain': await explain(api, need('<file>'), o, out); break;
       case 'jobs': await jobs(api, o, out); break;
+      case 'fleet': await fleet(api, o, out); break;
       case 'job': await job(api, need('<id>'), o, out); break;
       case 'show': await show(api, need('<id>'), o, out); break;
       case 'approvals': await approvals(api, o, out); break;

@@ -99,7 +99,7 @@ export function createApp(deps: AppDeps): Express {
       sessions: new SessionStore(deps.redis, deps.prefix, deps.controls.uiSessionTtlSeconds),
     }));
   }
-  app.use(jobRoutes(deps.reader));
+  if (deps.controls) app.use(jobRoutes({ reader: deps.reader, incidents: deps.controls.incidents, queue: deps.controls.queue }));
   app.use(explainRoutes(deps));
   if (deps.controls) app.use(controlRoutes(deps.controls.actions, deps.controls.retries));
   if (deps.controls && fleet) app.use(fleetRoutes({ fleet, store: deps.controls.actions.store, breakers: new Breakers(deps.redis, deps.prefix) }));

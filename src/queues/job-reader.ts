@@ -1,16 +1,12 @@
-import type { Job, JobType } from 'bullmq';
+import type { Job } from 'bullmq';
 import type { RedisConnection } from './redis.ts';
 import { RemediationJob, jobNode } from '../catalogue/jobs.ts';
 import { nodeOfQueue } from '../catalogue/queues.ts';
 import type { Dispatcher } from './dispatcher.ts';
-import { knownQueuesKey } from './known-queues.ts';
 import { findJob, type FindJob } from './find-job.ts';
 
 // Read side of the queues for the HTTP API. Everything read back from Redis is parsed again:
 // a job that no longer matches the catalogue is shown as such, not trusted.
-
-export const JOB_STATES = ['waiting', 'active', 'delayed', 'prioritized', 'waiting-children', 'completed', 'failed', 'paused'] as const;
-export type JobState = (typeof JOB_STATES)[number];
 
 export interface JobSummary {
   id: string;
@@ -37,13 +33,6 @@ export interface JobDetail extends JobSummary {
   valid: boolean;
 }
 
-export interface JobFilter {
-  node?: string;
-  runbook?: string;
-  state?: JobState;
-  limit: number;
-}
-
 const iso = (ms: number | undefined): string | undefined => (ms ? new Date(ms).toISOString() : undefined);
 
 export class JobReader {
@@ -59,31 +48,6 @@ export class JobReader {
     this.prefix = prefix;
     this.dispatcher = dispatcher;
     this.likely = likely;
-  }
-
-  private async queues(): Promise<string[]> {
-    return (await this.redis.smembers(knownQueuesKey(this.prefix))).sort();
-  }
-
-  async list(filter: JobFilter): Promise<JobSummary[]> {
-    const names = (await this.queues()).filter((q) => {
-      const node = nodeOfQueue(q);
-      // Cluster-queue jobs may concern a node too (target.node); filter those after reading.
-      return filter.node === undefined || node === undefined || node === filter.node;
-    });
-    const types: JobType[] = filter.state ? [filter.state] : [...JOB_STATES];
-    const out: JobSummary[] = [];
-    for (const name of names) {
-      const jobs = await this.dispatcher.queue(name).getJobs(types, 0, filter.limit - 1, false);
-      for (const job of jobs) {
-        if (!job) continue;
-        const s = await this.summary(job, name, filter.state);
-        if (filter.runbook !== undefined && s.runbook !== filter.runbook) continue;
-        if (filter.node !== undefined && s.node !== filter.node) continue;
-        out.push(s);
-      }
-    }
-    return out.sort((a, b) => b.createdAt.localeCompare(a.createdAt)).slice(0, filter.limit);
   }
 
   async get(id: string): Promise<JobDetail | undefined> {

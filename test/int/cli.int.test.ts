@@ -107,6 +107,15 @@ describe('the volume-medic CLI against a real receiver', () => {
     expect(list.stdout).toContain(id);
     expect(list.stdout).toMatch(/cli-node\s+residual-multipath-cleanup\s+(delayed|waiting|active)\s+waiting/);
 
+    // The fleet: the node with its open job and its agent, as the console's fleet page has it.
+    const fleet = await cli(['fleet']);
+    expect(fleet.code).toBe(0);
+    expect(fleet.stdout).toMatch(/^\d+ node\(s\), \d+ with open jobs, 0 with jobs and no agent/);
+    expect(fleet.stdout).toMatch(/^NODE\s+AGENT\s+OPEN\s+DEPTH/m);
+    expect(fleet.stdout).toMatch(/^cli-node\s+seen\s+1\s/m);
+    expect(JSON.parse((await cli(['fleet', '--all', '--json'])).stdout).rows.map((r: { node: string }) => r.node)).toContain('cli-node');
+    expect((await cli(['fleet', '--sort', 'sideways'])).code).toBe(1);
+
     const shown = await cli(['job', id]);
     expect(shown.stdout).toMatch(/^waiting:\s+approval since .*waiting for approval of 1 step/m);
     expect(shown.stdout).toMatch(/^approval:\s+pending, expires/m);
