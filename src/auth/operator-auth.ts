@@ -49,7 +49,7 @@ export type AuthAnswer =
   | { ok: false; status: 401 | 403 | 429 | 503; error: string; retryAfter?: number };
 
 export const INSECURE_OPERATOR: Operator = { username: 'insecure-anonymous', groups: [], via: 'insecure' };
-const WEBHOOK_ONLY = `the webhook token (VOLUME_MEDIC_TOKEN) may only post webhooks (${WEBHOOK_PATHS.join(', ')}); operator routes need an operator identity: a Kubernetes bearer token (e.g. kubectl create token) whose user RBAC allows the route's verb`;
+const WEBHOOK_ONLY = 'that is the webhook token (VOLUME_MEDIC_TOKEN): it may only post webhooks; sign in with a Kubernetes token of your own user (kubectl create token <service-account>)';
 // eslint-disable-next-line no-control-regex
 const PRINTABLE = /^[^\u0000-\u001f\u007f]{1,256}$/;
 

@@ -238,7 +238,7 @@ describe('the volume-medic CLI against a real receiver', () => {
     // The webhook senders' token opens no CLI command.
     const webhook = await cli(['jobs', '--token', TOKEN]);
     expect(webhook.code).toBe(1);
-    expect(webhook.stderr).toMatch(/403 the webhook token .* may only post webhooks/);
+    expect(webhook.stderr).toMatch(/403 that is the webhook token \(VOLUME_MEDIC_TOKEN\): it may only post webhooks; sign in with a Kubernetes token/);
     expect((await cli(['pause', '--by', 'someone'])).code).toBe(2);
     const down = await cli(['jobs'], { VOLUME_MEDIC_URL: 'http://127.0.0.1:9' });
     expect(down.code).toBe(1);

@@ -462,6 +462,29 @@ describe('the on-call console in headless chromium', () => {
     await page.setViewportSize({ width: 1280, height: 900 });
   });
 
+  it('trial mode says so on /ui/ itself, and the webhook token is refused in one line naming the token to use', async () => {
+    const trial = await startReceiver(testConfig({ redisUrl: redisUrl(), queuePrefix: prefix, tokens: [WEBHOOK_TOKEN], operatorAuth: 'insecure', allowUnauthenticated: true }), { log: silent });
+    // Its own context: these requests go to the trial receiver, not the one the origin check watches.
+    const ctx = await browser.newContext();
+    try {
+      const p = await ctx.newPage();
+      await p.goto(`${trial.url}/ui/`);
+      expect(await p.locator('body').innerText()).toContain('OPERATOR_AUTH=insecure: any token, or none, signs in.');
+      // Under Kubernetes sign-in, the webhook token is recognised and refused, in one line.
+      const q = await ctx.newPage();
+      await q.goto(`${receiver.url}/ui/login`);
+      await q.fill('input[name=token]', WEBHOOK_TOKEN);
+      await q.click('form button[type=submit], form input[type=submit]');
+      const note = (await q.locator('.error, .note, [role=alert]').first().innerText()).trim();
+      expect(note.split('\n')).toHaveLength(1);
+      expect(note).toMatch(/VOLUME_MEDIC_TOKEN/);
+      expect(note).toMatch(/Kubernetes/);
+    } finally {
+      await ctx.close();
+      await trial.close();
+    }
+  });
+
   it('sent not one request outside its own origin', () => {
     expect(requests.length).toBeGreaterThan(20);
     expect(requests.filter((u) => !u.startsWith(`${receiver.url}/`))).toEqual([]);

@@ -160,7 +160,7 @@ export function uiAuth(deps: UiAuthDeps): UiAuth {
       if (!session) return undefined;
     }
     if (!session) {
-      if (wantsHtml(req)) return loginPage(res, safeNext(req.originalUrl), 401);
+      if (wantsHtml(req)) return loginPage(res, safeNext(req.originalUrl), 401, '', auth.mode === 'insecure');
       return res.status(401).json({ error: 'not signed in (sign in at /ui/login)' });
     }
     if (!isRead(req)) {
