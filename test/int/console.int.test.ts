@@ -424,6 +424,13 @@ describe('the on-call console in headless chromium', () => {
       return page.locator('tr[data-node]').evaluateAll((rows) => rows.map((r) => `${r.getAttribute('data-node')} ${r.getAttribute('data-agent')}`));
     }, { timeout: 15_000, interval: 1_000 }).toEqual(['console-a seen', 'console-b seen', 'console-c seen', 'console-z missing']);
     await shot(page, 'fleet');
+    // The incidents list says it too: the row why, the page a banner.
+    await page.goto(`${receiver.url}/ui/?node=console-z`);
+    const row = page.locator('tr[data-job]').first();
+    expect(await row.getAttribute('data-waits')).toBe('no agent');
+    expect(await row.locator('td[data-label=outcome]').innerText()).toMatch(/^waiting \(no agent\)/);
+    expect(await row.locator('td[data-label=summary]').innerText()).toMatch(/^no node agent on console-z has shown itself lately/);
+    expect(await page.locator('.banner', { hasText: 'with jobs and no agent' }).innerText()).toMatch(/^1 node\(s\) with jobs and no agent/);
   });
 
   it('sorts the fleet by a column header, both ways, and pages it on the server', async () => {

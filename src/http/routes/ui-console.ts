@@ -9,6 +9,8 @@ import { loadIncident } from '../../console/incident-detail.ts';
 import { IncidentFilter, listIncidents } from '../../console/incident-list.ts';
 import { FleetQuery, fleetPage } from '../../console/fleet.ts';
 import { stateCounts } from '../../console/state-counts.ts';
+import { agentState } from '../../console/agent-presence.ts';
+import { nodeOfQueue } from '../../catalogue/queues.ts';
 import { Breakers } from '../../controls/breakers.ts';
 import { BreakerName } from '../../controls/records.ts';
 import { operatorOf } from '../operator-gate.ts';
@@ -81,17 +83,20 @@ export function consoleRoutes(deps: UiDeps): Router {
     // Empty fields of the filter form mean "any".
     const f = IncidentFilter.safeParse(given(req.query));
     if (!f.success) return res.status(400).type('text').send(`bad filter: ${f.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
-    const [page, counts, parked, pauses, tripped, ctx] = await Promise.all([
+    const [page, snap, parked, pauses, tripped, ctx] = await Promise.all([
       listIncidents(deps.incidents, deps.queue, f.data, { limit: PAGE_SIZE }),
-      deps.fleet.get().then(stateCounts, () => undefined),
+      deps.fleet.get().catch(() => undefined),
       deps.controls.store.parkedJobs().catch(() => undefined),
       deps.controls.store.pauses().catch(() => undefined),
       breakers.tripped().catch(() => undefined),
       pageCtx(res),
     ]);
     const self = filterQuery(f.data);
+    const counts = snap ? stateCounts(snap) : undefined;
+    const agents = snap ? new Map(snap.queues.map((q) => [q.queue, agentState(q)])) : undefined;
     return send(req, res, incidentsPage({
       filter: f.data, page, self,
+      ...(agents ? { agentOf: (queue: string) => agents.get(queue), nodesWithoutAgent: [...agents].filter(([q, a]) => a === 'missing' && nodeOfQueue(q) !== undefined).length } : {}),
       ...(counts ? { counts } : {}), ...(parked ? { parked } : {}), ...(pauses ? { pauses } : {}), ...(tripped ? { tripped } : {}),
     }, ctx));
   });

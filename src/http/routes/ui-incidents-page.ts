@@ -2,6 +2,7 @@ import type { IncidentFilter, IncidentPage } from '../../console/incident-list.t
 import { CONSOLE_STATES, LAST_WINDOWS, instantMs } from '../../console/incident-list.ts';
 import { consoleState, type Incident } from '../../console/incident.ts';
 import type { StateCounts } from '../../console/state-counts.ts';
+import { whyWaiting, type WaitContext } from '../../console/why-waiting.ts';
 import { RUNBOOKS } from '../../catalogue/jobs.ts';
 import type { Pauses } from '../../controls/controls-store.ts';
 import type { ParkedJob, ParkReason, TripRecord } from '../../controls/records.ts';
@@ -21,6 +22,10 @@ export interface IncidentsView {
   tripped?: TripRecord[];
   /** This page's URL (the script polls it; actions come back to it). */
   self: string;
+  /** Each queue's agent state (the fleet scan), so a job no worker took yet says why it waits. */
+  agentOf?: WaitContext['agentOf'];
+  /** Nodes whose jobs wait with no agent to take them (the fleet scan). */
+  nodesWithoutAgent?: number;
 }
 
 const SHOWN_WAITING = 20;
@@ -52,6 +57,9 @@ ${actionForm(ctx, { action: 'resume', url: '/ui/resume', label: `Resume ${runboo
     out.push(`<div class="banner bad" role="alert"><b>Breaker ${esc(t.breaker)} tripped</b> ${waited(t.at)}: ${esc(t.why)} (${t.count}/${t.cap}). Destructive steps stop until it is reset.
 ${actionForm(ctx, { action: 'reset', url: '/ui/breakers/reset', label: `Reset ${t.breaker}`, fields: { breaker: t.breaker }, confirm: 'Reset: destructive steps may run again', back: v.self })}</div>`);
   }
+  if (v.nodesWithoutAgent) {
+    out.push(`<div class="banner bad" role="alert"><b>${v.nodesWithoutAgent} node(s) with jobs and no agent</b>: their jobs wait until a node agent runs there (the DaemonSet kept off by a nodeSelector or taint, or crash-looping). <a href="/ui/fleet?sort=agent">The fleet</a></div>`);
+  }
   const approvals = (v.parked ?? []).filter((j) => j.reason === 'approval');
   if (approvals.length) {
     out.push(`<div class="banner warn" role="alert"><b>${approvals.length} job(s) wait for approval</b><ul class="waiting">${approvals.slice(0, SHOWN_WAITING).map((j) => `<li><a href="/ui/jobs/${encodeURIComponent(j.jobId)}">${esc(j.runbook)} on ${esc(j.node ?? '(cluster)')}</a> ${waited(j.since)}</li>`).join('')}</ul>${approvals.length > SHOWN_WAITING ? `<a href="${esc(filterQuery({ state: 'parked' }))}">all ${approvals.length}</a>` : ''}</div>`);
@@ -74,16 +82,20 @@ function counts(v: IncidentsView): string {
 <p class="muted">${v.counts.queues} queue(s) counted.</p>`;
 }
 
-const outcomeOf = (i: Incident): string => (i.waiting ? `waiting (${i.waiting.reason})` : i.outcome ?? (i.state === 'failed' ? 'failed' : ''));
-
-function rows(items: Incident[], f: IncidentFilter): string {
+function rows(items: Incident[], f: IncidentFilter, v: IncidentsView): string {
+  const ctx: WaitContext = { agentOf: v.agentOf ?? (() => undefined), ...(v.pauses ? { pauses: v.pauses } : {}) };
   if (!items.length) return `<p>No incidents${f.node || f.runbook || f.state || f.mode || f.last || f.since || f.until ? ' match these filters' : ' yet'}.</p>`;
   return `<table class="incidents"><thead><tr><th>created</th><th>node</th><th>runbook</th><th>state</th><th>mode</th><th>outcome</th><th>summary</th></tr></thead><tbody>
-${items.map((i) => `<tr data-job="${esc(i.id)}" data-state="${esc(consoleState(i))}"><td data-label="created">${time(i.createdAt)}</td>
+${items.map((i) => {
+    // Parked: the engine said why; not taken yet or backing off: the page says why.
+    const w = i.waiting ?? whyWaiting(i, ctx);
+    const outcome = w ? `waiting (${w.reason})` : i.outcome ?? (i.state === 'failed' ? 'failed' : '');
+    return `<tr data-job="${esc(i.id)}" data-state="${esc(consoleState(i))}"${w ? ` data-waits="${esc(w.reason)}"` : ''}><td data-label="created">${time(i.createdAt)}</td>
 <td data-label="node"><a href="${esc(filterQuery({ ...f, before: undefined, node: i.node === '(cluster)' ? undefined : i.node }))}">${esc(i.node)}</a></td>
 <td data-label="runbook"><a href="/ui/jobs/${encodeURIComponent(i.id)}">${esc(i.runbook)}</a></td><td data-label="state">${esc(consoleState(i))}</td><td data-label="mode">${esc(i.mode ?? '')}</td>
-<td data-label="outcome"><span class="o-${esc(i.waiting ? 'waiting' : i.outcome ?? '')}">${esc(outcomeOf(i))}</span>${i.waiting ? ` ${waited(i.waiting.since)}` : ''}</td>
-<td data-label="summary">${esc(i.waiting?.why ?? i.summary ?? i.failedReason ?? '')}</td></tr>`).join('\n')}
+<td data-label="outcome"><span class="o-${esc(w ? 'waiting' : i.outcome ?? '')}">${esc(outcome)}</span>${i.waiting?.since ? ` ${waited(i.waiting.since)}` : ''}</td>
+<td data-label="summary">${esc(w?.why ?? i.summary ?? i.failedReason ?? '')}</td></tr>`;
+  }).join('\n')}
 </tbody></table>`;
 }
 
@@ -117,7 +129,7 @@ export function incidentsPage(v: IncidentsView, ctx: PageCtx): string {
   const f = v.filter;
   const pager = `<div class="pager">${f.before ? `<a href="${esc(filterQuery({ ...f, before: undefined }))}">newest</a>` : ''}${v.page.next !== undefined ? `<a href="${esc(filterQuery({ ...f, before: v.page.next }))}">older</a>` : ''}</div>`;
   const partial = v.page.partial ? `<p class="muted">Looked at the ${v.page.scanned} most recent incidents${v.page.items.length ? '' : ' and found no match'}; older ones are on the next page.</p>` : '';
-  const body = `${banners(v, ctx)}${pauseSwitches(v, ctx)}${counts(v)}<h2>${f.before ? 'Older incidents' : 'Latest incidents'}</h2>${rows(v.page.items, f)}${partial}${pager}`;
+  const body = `${banners(v, ctx)}${pauseSwitches(v, ctx)}${counts(v)}<h2>${f.before ? 'Older incidents' : 'Latest incidents'}</h2>${rows(v.page.items, f, v)}${partial}${pager}`;
   // Only the first page is live: an older page is a place the operator went to on purpose.
   return layout('volume-medic: incidents', body, ctx, f.before ? undefined : v.self, `<h1>Incidents</h1>${filtersForm(f)}`);
 }
