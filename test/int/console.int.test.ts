@@ -241,7 +241,14 @@ describe('the on-call console in headless chromium', () => {
     expect(await approvalState(id)).toBe('rejected');
     await page.waitForSelector('dd[data-state="failed"]', { timeout: 15_000 });
     expect(await page.locator('tr[data-action="reject"]').innerText()).toMatch(/dora@example\.com\s+reject\s+the array is coming back: vendor ticket 4711/);
-    expect(await page.locator('main').innerText()).toMatch(/Refused\s+approval rejected by dora@example\.com/);
+    // Each interlock a row, as a step's evidence: what, the verdict, who saw it, when.
+    const row = page.locator('table.interlocks tr[data-verdict="refused"]').first();
+    expect(await row.locator('td[data-label=interlock]').innerText()).toMatch(/approval rejected by dora@example\.com/);
+    expect(await row.locator('td[data-label=verdict]').innerText()).toBe('refused');
+    expect(await row.locator('td[data-label="seen by"]').innerText()).toMatch(/console-b/);
+    expect(await row.locator('td[data-label=when]').innerText()).not.toBe('unknown');
+    // What the alert itself said, not only our signal line.
+    expect(await page.locator('dl.sender').innerText()).toMatch(/summary\s+Node is not ready\.\s+description\s+console-b has been unready/);
     expect(await runbook.ran('/w/console-b/release')).toBe(false);
   });
 

@@ -104,6 +104,39 @@ function relatedBlock(i: Incident): string {
 <p class="muted">As the job names them. Claims, pods on the node and VolumeAttachments are looked at by the runbook when it runs (see each step's evidence); not named here means unknown, not absent.</p></section>`;
 }
 
+/**
+ * The interlocks that stopped or hold the job, one row each as a step's evidence is shown: what
+ * was checked, the verdict, which process saw it, when. A refusal's reasons are the runbook's own
+ * words (its plan or its evidence check, on the worker that ran it); a parked job's the engine's.
+ */
+function interlocksBlock(i: Incident): string {
+  const seenBy = i.ranOn ?? (i.node === '(cluster)' ? 'the cluster worker' : `the agent of ${i.node}`);
+  const rows: [string, string, string, string | undefined][] = [
+    ...i.refusals.map((r): [string, string, string, string | undefined] => [r, 'refused', seenBy, i.finishedAt]),
+    ...(i.waiting ? [[i.waiting.why, `waits (${i.waiting.reason})`, seenBy, i.waiting.since] as [string, string, string, string | undefined]] : []),
+  ];
+  if (!rows.length) return '';
+  return `<section aria-labelledby="refused-h"><h2 id="refused-h">${i.refusals.length ? 'Refused by its interlocks' : 'Held by an interlock'}</h2>
+<table class="interlocks"><thead><tr><th>interlock</th><th>verdict</th><th>seen by</th><th>when</th></tr></thead><tbody>
+${rows.map(([what, verdict, by, at]) => `<tr data-verdict="${esc(verdict.split(' ')[0] ?? '')}"><td data-label="interlock">${esc(what)}</td><td data-label="verdict" class="${verdict === 'refused' ? 'o-refused' : 'o-waiting'}">${esc(verdict)}</td><td data-label="seen by">${esc(by)}</td><td data-label="when">${at ? time(at) : 'unknown'}</td></tr>`).join('\n')}
+</tbody></table></section>`;
+}
+
+/** What the sender itself said (an alert's summary, description and runbook link; an Event's note), not only our signal line. */
+function senderWords(raw: unknown): string {
+  const o = (v: unknown): Record<string, unknown> | undefined => (v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined);
+  const text = (v: unknown): string | undefined => (typeof v === 'string' && v.trim() ? v : undefined);
+  const r = o(raw);
+  const a = o(r?.['annotations']);
+  const summary = text(a?.['summary']);
+  const description = text(a?.['description']) ?? text(r?.['note']) ?? text(r?.['message']);
+  const link = text(a?.['runbook_url']);
+  // Only a web address becomes a link (an annotation is the sender's text, not ours to trust).
+  const safeLink = link && /^https?:\/\/[^\s"'<>]+$/.test(link) ? link : undefined;
+  if (!summary && !description && !link) return '';
+  return `<dl class="facts sender">${summary ? `<dt>summary</dt><dd>${esc(summary)}</dd>` : ''}${description ? `<dt>description</dt><dd>${esc(description)}</dd>` : ''}${link ? `<dt>runbook</dt><dd>${safeLink ? `<a href="${esc(safeLink)}" rel="noopener noreferrer" target="_blank">${esc(safeLink)}</a>` : `<code>${esc(link)}</code>`}</dd>` : ''}</dl>`;
+}
+
 export function jobPage(v: JobView, ctx: PageCtx): string {
   const i = v.incident;
   const node = i.node !== '(cluster)' ? i.node : undefined;
@@ -117,9 +150,9 @@ ${i.retry ? `<dt>retry</dt><dd>${i.retry.n === 1 ? 'first' : `#${i.retry.n}`} re
 <dt>created</dt><dd>${time(i.createdAt)}</dd>${i.finishedAt ? `<dt>finished</dt><dd>${time(i.finishedAt)}</dd>` : ''}${i.ranOn ? `<dt>ran on</dt><dd>${esc(i.ranOn)}</dd>` : ''}
 ${i.valid ? '' : '<dt>job data</dt><dd class="o-failed">does not match the job catalogue: shown as stored, never run</dd>'}
 </dl>`;
-  const signals = `<section aria-labelledby="signal-h"><h2 id="signal-h">What started it</h2>${i.signals.length ? i.signals.map((s, n) => `<p><b>${esc(s.source)}</b>: ${esc(s.summary)}</p><details id="signal-${n}"><summary>as received</summary><pre>${esc(json(s.raw))}</pre></details>`).join('') : '<p>No signal recorded.</p>'}
+  const signals = `<section aria-labelledby="signal-h"><h2 id="signal-h">What started it</h2>${i.signals.length ? i.signals.map((s, n) => `<p><b>${esc(s.source)}</b>: ${esc(s.summary)}</p>${senderWords(s.raw)}<details id="signal-${n}"><summary>as received</summary><pre>${esc(json(s.raw))}</pre></details>`).join('') : '<p>No signal recorded.</p>'}
 ${i.target !== undefined ? `<details id="target"><summary>target</summary><pre>${esc(json(i.target))}</pre></details>` : ''}</section>`;
-  const refusals = i.refusals.length ? `<section aria-labelledby="refused-h"><h2 id="refused-h">Refused</h2><ul>${i.refusals.map((r) => `<li class="o-refused">${esc(r)}</li>`).join('')}</ul></section>` : '';
+  const refusals = interlocksBlock(i);
   const plan = `<section aria-labelledby="plan-h"><h2 id="plan-h">Plan and steps</h2>${i.steps.length ? i.steps.map(stepSection).join('') : '<p>No steps.</p>'}</section>`;
   const nodeActions = node
     ? `<section aria-labelledby="node-h"><h2 id="node-h">Node ${esc(node)}</h2>${v.nodePause
