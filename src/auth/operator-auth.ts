@@ -2,7 +2,7 @@ import { cidrContaining } from '../catalogue/cidr.ts';
 import { ReviewUnavailableError, type AccessReviews } from './access-reviews.ts';
 import type { FailedAuthLimiter } from './failed-auth-limiter.ts';
 import type { Operator } from './operator.ts';
-import { WEBHOOK_PATHS, describePermission, type Permission } from './permissions.ts';
+import { describePermission, type Permission } from './permissions.ts';
 import { tokenMatcher } from './token-match.ts';
 
 // Who is asking, and may they: the one decision behind every operator route and the dashboard.

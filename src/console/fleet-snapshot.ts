@@ -1,14 +1,12 @@
 import type { RedisConnection } from '../queues/redis.ts';
 import { knownQueuesKey } from '../queues/known-queues.ts';
+import { CachedRead } from './cached-read.ts';
 import { scanQueues, type QueueScan, type ScanOptions } from './queue-scan.ts';
 
-// One scan of every known queue (queue-scan.ts), shared by every console request for `ttlMs`:
-// the counts in the incidents view's header, the fleet overview and their JSON read the same
-// snapshot. One request at a time computes it; while a newer one is computed the others get the
-// last one (a page never waits for a scan except the very first), so a page's own work stays
-// bounded whatever the fleet's size. A scan that takes long is taken less often: a snapshot
-// lives at least `ttlMs` and at least 10x its scan's duration, so scanning keeps under a tenth of
-// the time (5,000 queues: ~40 ms of the receiver's CPU and ~50 ms of Redis's per scan).
+// One scan of every known queue (queue-scan.ts), shared by every console request for `ttlMs` and
+// at least 10x its duration (cached-read.ts): the counts in the incidents view's header, the fleet
+// overview and their JSON read the same snapshot (5,000 queues: ~40 ms of the receiver's CPU and
+// ~50 ms of Redis's per scan).
 
 export interface FleetSnapshot {
   /** When the scan finished (ms). */
@@ -19,40 +17,20 @@ export interface FleetSnapshot {
 }
 
 export class FleetSnapshots {
-  readonly #redis: RedisConnection;
-  readonly #prefix: string;
-  readonly #ttlMs: number;
-  readonly #now: () => number;
-  readonly #scan: ScanOptions;
-  #last: FleetSnapshot | undefined;
-  #running: Promise<FleetSnapshot> | undefined;
+  readonly #read: CachedRead<FleetSnapshot>;
 
   constructor(redis: RedisConnection, prefix: string, o: { ttlMs?: number; now?: () => number; scan?: ScanOptions } = {}) {
-    this.#redis = redis;
-    this.#prefix = prefix;
-    this.#ttlMs = o.ttlMs ?? 2_000;
-    this.#now = o.now ?? Date.now;
-    this.#scan = o.scan ?? {};
+    const now = o.now ?? Date.now;
+    this.#read = new CachedRead(async () => {
+      const started = now();
+      const names = (await redis.smembers(knownQueuesKey(prefix))).sort();
+      const queues = await scanQueues(redis, prefix, names, o.scan ?? {});
+      const at = now();
+      return { at, tookMs: at - started, queues };
+    }, { ttlMs: o.ttlMs ?? 2_000, now });
   }
 
   async get(): Promise<FleetSnapshot> {
-    const last = this.#last;
-    if (last && this.#now() - last.at < Math.max(this.#ttlMs, 10 * last.tookMs)) return last;
-    this.#running ??= this.#take().finally(() => { this.#running = undefined; });
-    // A stale answer now beats a fresh one later: the next request gets the new one.
-    if (last) {
-      this.#running.catch(() => undefined);
-      return last;
-    }
-    return this.#running;
-  }
-
-  async #take(): Promise<FleetSnapshot> {
-    const started = this.#now();
-    const names = (await this.#redis.smembers(knownQueuesKey(this.#prefix))).sort();
-    const queues = await scanQueues(this.#redis, this.#prefix, names, this.#scan);
-    const at = this.#now();
-    this.#last = { at, tookMs: at - started, queues };
-    return this.#last;
+    return (await this.#read.get()).value;
   }
 }

@@ -72,6 +72,8 @@ export interface ListOptions {
   chunk?: number;
   /** For `last` (default Date.now). */
   now?: () => number;
+  /** Entries left out of the page (a storm's members: its one line stands for them). */
+  exclude?: (e: IndexEntry) => boolean;
 }
 
 /** The filter's time window as index scores (ms * 1000 + place in batch): [min, max). */
@@ -148,7 +150,7 @@ export async function listIncidents(index: IncidentIndex, queue: (name: string) 
   const partial = () => done({ items, ...(last !== undefined ? { next: last } : {}), scanned, partial: true });
   const window = scoreWindow(f, (o.now ?? Date.now)());
   for await (const entries of entriesOf(index, f, chunk, scanMax, window)) {
-    const wanted = entries.filter((e) => (f.node === undefined || e.node === f.node) && (f.runbook === undefined || e.runbook === f.runbook));
+    const wanted = entries.filter((e) => (f.node === undefined || e.node === f.node) && (f.runbook === undefined || e.runbook === f.runbook) && !o.exclude?.(e));
     // Candidates in order, a slice at a time: with a state filter only those Redis places in that
     // state (at most checkMax asked per page), then their jobs read, only as many as the page lacks.
     const incidents = new Map<IndexEntry, Incident>();

@@ -25,6 +25,8 @@ import type { JobReader } from '../queues/job-reader.ts';
 import type { KubeWatchesState } from '../kube/kube-watches.ts';
 import type { IncidentIndex } from '../queues/incident-index.ts';
 import { FleetSnapshots } from '../console/fleet-snapshot.ts';
+import { CachedRead } from '../console/cached-read.ts';
+import { findStorms } from '../console/storms.ts';
 import { Breakers } from '../controls/breakers.ts';
 import { fleetRoutes } from './routes/fleet.ts';
 import type { ConnectionState } from '../queues/redis-connections.ts';
@@ -92,8 +94,11 @@ export function createApp(deps: AppDeps): Express {
   // One scan of every queue shared by the console's pages and their JSON (src/console/fleet-snapshot.ts).
   const fleet = deps.controls ? new FleetSnapshots(deps.redis, deps.prefix) : undefined;
   if (deps.controls && fleet) {
+    const { incidents } = deps.controls;
+    // Every 5 s at most, and at least 10x the read (10,000 index entries and their jobs' states).
+    const storms = new CachedRead(() => findStorms(incidents, deps.redis, deps.prefix), { ttlMs: 5_000 });
     app.use(uiRoutes({
-      redis: deps.redis, prefix: deps.prefix, auth: deps.operatorAuth, queue: deps.controls.queue, controls: deps.controls.actions, incidents: deps.controls.incidents, fleet,
+      redis: deps.redis, prefix: deps.prefix, auth: deps.operatorAuth, queue: deps.controls.queue, controls: deps.controls.actions, incidents, fleet, storms,
       ...(deps.controls.retries ? { retries: deps.controls.retries } : {}),
       ...(deps.controls.events ? { events: deps.controls.events } : {}),
       sessions: new SessionStore(deps.redis, deps.prefix, deps.controls.uiSessionTtlSeconds),

@@ -7,6 +7,7 @@ import { NodeName } from '../../catalogue/names.ts';
 import { RunbookName } from '../../catalogue/jobs.ts';
 import { loadIncident } from '../../console/incident-detail.ts';
 import { IncidentFilter, listIncidents } from '../../console/incident-list.ts';
+import type { IndexEntry } from '../../queues/incident-index.ts';
 import { FleetQuery, fleetPage } from '../../console/fleet.ts';
 import { stateCounts } from '../../console/state-counts.ts';
 import { agentState } from '../../console/agent-presence.ts';
@@ -83,8 +84,13 @@ export function consoleRoutes(deps: UiDeps): Router {
     // Empty fields of the filter form mean "any".
     const f = IncidentFilter.safeParse(given(req.query));
     if (!f.success) return res.status(400).type('text').send(`bad filter: ${f.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+    // The unfiltered view groups storms (src/console/storms.ts): one line each, its jobs left out
+    // of the rows; a filter (the storm's own link among them) shows the rows themselves.
+    const grouped = f.data.node === undefined && f.data.runbook === undefined && f.data.state === undefined && f.data.mode === undefined;
+    const storms = grouped ? (await deps.storms.get().catch(() => undefined))?.value : undefined;
+    const inStorm = storms?.length ? (e: IndexEntry) => storms.some((s) => s.members.has(e.member)) : undefined;
     const [page, snap, parked, pauses, tripped, ctx] = await Promise.all([
-      listIncidents(deps.incidents, deps.queue, f.data, { limit: PAGE_SIZE }),
+      listIncidents(deps.incidents, deps.queue, f.data, { limit: PAGE_SIZE, ...(inStorm ? { exclude: inStorm } : {}) }),
       deps.fleet.get().catch(() => undefined),
       deps.controls.store.parkedJobs().catch(() => undefined),
       deps.controls.store.pauses().catch(() => undefined),
@@ -96,6 +102,7 @@ export function consoleRoutes(deps: UiDeps): Router {
     const agents = snap ? new Map(snap.queues.map((q) => [q.queue, agentState(q)])) : undefined;
     return send(req, res, incidentsPage({
       filter: f.data, page, self,
+      ...(storms?.length && f.data.before === undefined ? { storms } : {}),
       ...(agents ? { agentOf: (queue: string) => agents.get(queue), nodesWithoutAgent: [...agents].filter(([q, a]) => a === 'missing' && nodeOfQueue(q) !== undefined).length } : {}),
       ...(counts ? { counts } : {}), ...(parked ? { parked } : {}), ...(pauses ? { pauses } : {}), ...(tripped ? { tripped } : {}),
     }, ctx));

@@ -4,6 +4,8 @@ import type { SessionStore } from '../../auth/session-store.ts';
 import type { RedisConnection } from '../../queues/redis.ts';
 import type { IncidentIndex } from '../../queues/incident-index.ts';
 import type { FleetSnapshots } from '../../console/fleet-snapshot.ts';
+import type { CachedRead } from '../../console/cached-read.ts';
+import type { Storm } from '../../console/storms.ts';
 import type { OperatorActions } from '../../controls/operator-actions.ts';
 import type { JobRetry } from '../../controls/job-retry.ts';
 import type { JobEventReader } from '../../kube/job-event-reader.ts';
@@ -22,6 +24,8 @@ export interface UiDeps {
   incidents: IncidentIndex;
   /** The fleet snapshot shared with /v1/fleet and /v1/summary (src/console/fleet-snapshot.ts). */
   fleet: FleetSnapshots;
+  /** The storms among the newest incidents (src/console/storms.ts), shared by the incidents pages. */
+  storms: CachedRead<Storm[]>;
   /** Retries of failed jobs (src/controls/job-retry.ts); without it the console offers none. */
   retries?: JobRetry;
   /** Reads a job's Kubernetes Events back for its page (src/kube/job-event-reader.ts). */

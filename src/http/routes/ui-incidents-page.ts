@@ -3,6 +3,7 @@ import { CONSOLE_STATES, LAST_WINDOWS, instantMs } from '../../console/incident-
 import { consoleState, type Incident } from '../../console/incident.ts';
 import type { StateCounts } from '../../console/state-counts.ts';
 import { whyWaiting, type WaitContext } from '../../console/why-waiting.ts';
+import type { Storm } from '../../console/storms.ts';
 import { RUNBOOKS } from '../../catalogue/jobs.ts';
 import type { Pauses } from '../../controls/controls-store.ts';
 import type { ParkedJob, ParkReason, TripRecord } from '../../controls/records.ts';
@@ -26,6 +27,8 @@ export interface IncidentsView {
   agentOf?: WaitContext['agentOf'];
   /** Nodes whose jobs wait with no agent to take them (the fleet scan). */
   nodesWithoutAgent?: number;
+  /** Storms among the newest incidents, each one line (src/console/storms.ts). */
+  storms?: Storm[];
 }
 
 const SHOWN_WAITING = 20;
@@ -82,6 +85,24 @@ function counts(v: IncidentsView): string {
 <p class="muted">${v.counts.queues} queue(s) counted.</p>`;
 }
 
+const STORM_STATES = ['failed', 'parked', 'active', 'waiting', 'delayed', 'completed', 'gone'] as const;
+
+/** One line per storm: runbook, how many nodes and jobs, when, counts by state; its link opens the node rows. */
+function stormLines(storms: readonly Storm[] | undefined): string {
+  if (!storms?.length) return '';
+  const iso = (score: number): string => new Date(Math.floor(score / 1000)).toISOString();
+  const line = (s: Storm): string => {
+    const open = filterQuery({ runbook: s.runbook as IncidentFilter['runbook'], since: iso(s.oldest), until: new Date(Math.floor(s.newest / 1000) + 1).toISOString() });
+    const chips = STORM_STATES.filter((st) => s.byState[st] > 0).map((st) => `<li class="s-${st}" data-state="${st}">${st} <b>${s.byState[st]}</b></li>`).join('');
+    return `<tr data-storm="${esc(s.runbook)}" data-jobs="${s.jobs}" data-nodes="${s.nodes}"><td data-label="runbook"><a href="${esc(open)}">${esc(s.runbook)}</a></td>
+<td data-label="scope">${s.nodes} nodes, ${s.jobs} jobs${s.mostOnOneNode > 1 ? ` (up to ${s.mostOnOneNode} on one node)` : ''}</td>
+<td data-label="when">${time(iso(s.oldest))} – ${time(iso(s.newest))}</td><td data-label="states"><ul class="counts">${chips}</ul></td>
+<td data-label="open"><a href="${esc(open)}">Node rows</a></td></tr>`;
+  };
+  return `<h2>Storms</h2><p class="muted">Jobs of one runbook stored in one burst on many nodes, one line each; their rows are not repeated below.</p>
+<table class="storms"><thead><tr><th>runbook</th><th>scope</th><th>when</th><th>by state</th><th></th></tr></thead><tbody>${storms.map(line).join('\n')}</tbody></table>`;
+}
+
 function rows(items: Incident[], f: IncidentFilter, v: IncidentsView): string {
   const ctx: WaitContext = { agentOf: v.agentOf ?? (() => undefined), ...(v.pauses ? { pauses: v.pauses } : {}) };
   if (!items.length) return `<p>No incidents${f.node || f.runbook || f.state || f.mode || f.last || f.since || f.until ? ' match these filters' : ' yet'}.</p>`;
@@ -129,7 +150,7 @@ export function incidentsPage(v: IncidentsView, ctx: PageCtx): string {
   const f = v.filter;
   const pager = `<div class="pager">${f.before ? `<a href="${esc(filterQuery({ ...f, before: undefined }))}">newest</a>` : ''}${v.page.next !== undefined ? `<a href="${esc(filterQuery({ ...f, before: v.page.next }))}">older</a>` : ''}</div>`;
   const partial = v.page.partial ? `<p class="muted">Looked at the ${v.page.scanned} most recent incidents${v.page.items.length ? '' : ' and found no match'}; older ones are on the next page.</p>` : '';
-  const body = `${banners(v, ctx)}${pauseSwitches(v, ctx)}${counts(v)}<h2>${f.before ? 'Older incidents' : 'Latest incidents'}</h2>${rows(v.page.items, f, v)}${partial}${pager}`;
+  const body = `${banners(v, ctx)}${pauseSwitches(v, ctx)}${counts(v)}${stormLines(v.storms)}<h2>${f.before ? 'Older incidents' : 'Latest incidents'}</h2>${rows(v.page.items, f, v)}${partial}${pager}`;
   // Only the first page is live: an older page is a place the operator went to on purpose.
   return layout('volume-medic: incidents', body, ctx, f.before ? undefined : v.self, `<h1>Incidents</h1>${filtersForm(f)}`);
 }
