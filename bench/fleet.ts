@@ -12,6 +12,7 @@ import { alertmanagerBody, nodeNotReadyAlert } from '../test/support/payloads.ts
 import { startChild, type Child } from './lib/child.ts';
 import { redisCpu } from './lib/redis-cpu.ts';
 import { startPrivateRedis } from './lib/redis-server.ts';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 /** Where the agents' queues live: one private redis-server, or a 3-master Cluster (FLEET_TOPOLOGY=cluster). */
 interface Topo {
@@ -80,7 +81,6 @@ const PREFIX = 'fleet';
 const keysDir = process.env['SIGNING_KEYS_DIR'] || writeSigningKeys(undefined);
 const stateRoot = mkdtempSync(join(tmpdir(), 'vm-fleet-state-'));
 const nodeName = (i: number): string => `fleet-${String(i).padStart(5, '0')}`;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const round = (v: number, d = 1): number => Math.round(v * 10 ** d) / 10 ** d;
 
 type Kind = 'bare' | 'ours';

@@ -11,6 +11,7 @@ import { startChild, type Child } from './lib/child.ts';
 import { redisCpu } from './lib/redis-cpu.ts';
 import { startPrivateRedis } from './lib/redis-server.ts';
 import { callgrindCounter } from './lib/callgrind.ts';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 // `npm run bench:lifecycle` (issue 21, job lifecycle cost): what one job costs Redis from enqueue
 // to completion, ours against bare BullMQ, in alternating rounds of the same run on one private
@@ -37,7 +38,6 @@ const BARE_WORK_MS = Number(process.env['LIFECYCLE_BARE_WORK_MS'] ?? 0);
 /** LIFECYCLE_PROF=<dir>: a V8 CPU profile of every agents' process, in <dir>/ours and <dir>/bare. */
 const PROF_DIR = process.env['LIFECYCLE_PROF'];
 const PREFIX = 'lc';
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const round = (v: number, d = 2): number => Math.round(v * 10 ** d) / 10 ** d;
 const name = (kind: string, i: number): string => `lc-${kind}-${String(i).padStart(5, '0')}`;
 

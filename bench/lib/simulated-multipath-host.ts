@@ -7,8 +7,8 @@
 import type { CommandRecord } from '../../src/catalogue/result.ts';
 import { FakeHost } from '../../workers/host/fake-host.ts';
 import type { RunOptions } from '../../workers/host/host.ts';
+import { setTimeout as sleep } from 'node:timers/promises';
 
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 /** 0 -> a, 25 -> z, 26 -> aa (the kernel's sd and mpath naming). */
 export function letters(i: number): string {

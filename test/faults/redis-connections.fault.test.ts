@@ -10,6 +10,7 @@ import { alertmanagerBody, nodeNotReadyAlert, post } from '../support/payloads.t
 import { uniquePrefix } from '../support/redis.ts';
 import { waitFor } from '../support/wait.ts';
 import { ranCounts as runsOf, startStubAgent, type StubAgent } from '../support/stub-runs.ts';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 // Every connection of the receiver and of a node agent is cut while webhooks keep coming: each
 // receiver connection killed with CLIENT KILL, each ended as ioredis ends a connection it gives
@@ -21,7 +22,6 @@ import { ranCounts as runsOf, startStubAgent, type StubAgent } from '../support/
 const TOKEN = 'faults-connections-token-0123456789';
 const NODE = 'conn-node';
 const RESUME_MS = 5_000;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** CLIENT KILL of every client whose name passes `which`; how many were killed. */
 async function killClients(admin: Redis, which: (name: string) => boolean): Promise<number> {

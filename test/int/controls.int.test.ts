@@ -11,6 +11,7 @@ import { alertmanagerBody, getJson, nodeNotReadyAlert, post } from '../support/p
 import { dropPrefix, redisUrl, uniquePrefix } from '../support/redis.ts';
 import { waitFor } from '../support/wait.ts';
 import { startOperators, type Operators } from '../support/operators.ts';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 // Each operator control against a real Redis, a real receiver and a real node agent running a
 // toy runbook whose steps write files on a fake host. Operators are Kubernetes users of the fake
@@ -19,7 +20,6 @@ import { startOperators, type Operators } from '../support/operators.ts';
 const silent = createLogger('test', 'silent');
 const TOKEN = 'controls-test-token-0123456789';
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 const step = toyStep;
 

@@ -16,6 +16,7 @@ import { answers, startSentinelSet, topologiesAvailable, type LocalSentinelSet, 
 import { waitFor } from '../support/wait.ts';
 import { ranCounts as runsOf, startStubAgent, type StubAgent } from '../support/stub-runs.ts';
 import { freePort } from '../../scripts/lib/local-redis.ts';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 // volume-medic on a Sentinel-managed primary/replica started by this test (redis-server, a
 // replica, three redis-server --sentinel), through the real receiver and a real node agent
@@ -31,7 +32,6 @@ import { freePort } from '../../scripts/lib/local-redis.ts';
 const TOKEN = 'sentinel-test-token-0123456789';
 const NODE = 'sn-node';
 const skip = topologiesAvailable();
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe.skipIf(skip)('a Sentinel-managed primary and replica', () => {
   let set: LocalSentinelSet;

@@ -9,6 +9,7 @@
 // commands this process relays to the VM, and it is killed when it asks for its first disk delete,
 // before that command reaches the guest.
 import { fork } from 'node:child_process';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import { pino } from 'pino';
@@ -36,7 +37,6 @@ const WRITER_SECONDS = 20;
 // (a loaded CI machine once let a 20 s writer finish 8, all of them before or during the outage).
 const WRITER_MIN_WRITES = 20;
 const log = (line: string) => console.log(line);
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const timings: Record<string, string> = {};
 
 const job = (n: number): ResidualMultipathJob => ({ version: 1, key: `residual_safety_${n}`, runbook: 'residual-multipath-cleanup', target: { node: 'lab-node' }, evidence: [{ source: 'api', summary: 'lab', raw: {} }] });

@@ -12,6 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { ensureLabImage, type LabImage } from './image.ts';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 export interface BootLabVmOptions {
   /** The image to boot; default: ensureLabImage() (builds it on first use, minutes). */
@@ -98,7 +99,6 @@ process.once('exit', () => {
   for (const q of live) q.kill('SIGKILL');
 });
 
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 const hasSetpriv = spawnSync('sh', ['-c', 'command -v setpriv'], { stdio: 'ignore' }).status === 0;
 
 export async function bootLabVm(opts: BootLabVmOptions = {}): Promise<LabVm> {

@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { parseListWatchers } from '../../workers/runbooks/rbd-stale-mapping/watchers.ts';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 // A throwaway one-node Ceph cluster for the integration tier (LAB-NOTES, "Ceph"): one monitor,
 // one memstore OSD, auth none, pool size 1, everything in a temporary folder, daemons in the
@@ -49,7 +50,6 @@ async function freePort(address = '127.0.0.1'): Promise<number> {
   });
 }
 
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 function kill(child: ChildProcess): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();

@@ -5,13 +5,13 @@ import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { freePort } from '../../scripts/lib/local-redis.ts';
 import { redisAnswers } from '../../scripts/lib/local-redis.ts';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 // Real Redis topologies on loopback, started by the test that needs them and stopped by PID:
 // a 3-master Cluster (`redis-server --cluster-enabled yes` + `redis-cli --cluster create`) and a
 // Sentinel set (primary, replica, three `redis-server --sentinel`). Nothing persists; every
 // server lives in its own temporary directory.
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export interface Server {
   port: number;
