@@ -11,8 +11,10 @@ import { startPrivateRedis } from './lib/redis-server.ts';
 // with the DaemonSet's command (deploy/charts/volume-medic/templates/node-agent.yaml), against a
 // private redis-server; one gets no request (the baseline), the others the kubelet's cadence
 // (/readyz every 10 s, /healthz every 20 s) and a Prometheus scrape of /metrics every 30 s.
-// VmRSS from /proc/<pid>/status, read every 15 s; reported per checkpoint as MiB and the
-// difference to the baseline. AGENT_RSS_MINUTES (default 30) sets the length.
+// Beside them the floor (issue 33): Node with the same flags and one idle BullMQ Worker on a node
+// queue, nothing else (bench/lib/floor-agent.mjs). VmRSS from /proc/<pid>/status, read every
+// 15 s; reported per checkpoint as MiB, the difference to the baseline and the baseline's ratio to
+// the floor. AGENT_RSS_MINUTES (default 30) sets the length.
 
 const MINUTES = Number(process.env['AGENT_RSS_MINUTES'] ?? 30);
 const NODE_FLAGS = ['--lite-mode', '--max-semi-space-size=1', '--max-old-space-size=128'];
@@ -21,10 +23,13 @@ interface Variant {
   name: string;
   flags: string[];
   traffic: boolean;
+  /** The script (default: the built agent). */
+  script?: string;
 }
 
 const VARIANTS: Variant[] = [
   { name: 'no requests (baseline)', flags: NODE_FLAGS, traffic: false },
+  { name: 'floor (one idle BullMQ Worker)', flags: NODE_FLAGS, traffic: false, script: 'bench/lib/floor-agent.mjs' },
   { name: 'probes + scrapes', flags: NODE_FLAGS, traffic: true },
   { name: 'probes + scrapes, --optimize-for-size', flags: [...NODE_FLAGS, '--optimize-for-size'], traffic: true },
 ];
@@ -41,7 +46,7 @@ const timers: NodeJS.Timeout[] = [];
 try {
   for (const [i, v] of VARIANTS.entries()) {
     const port = await freePort();
-    const child = spawn(process.execPath, [...v.flags, 'dist/workers/node-agent/main.js'], {
+    const child = spawn(process.execPath, [...v.flags, v.script ?? 'dist/workers/node-agent/main.js'], {
       env: {
         PATH: process.env['PATH'] ?? '', REDIS_URL: redis.url, QUEUE_PREFIX: 'agentrss', NODE_NAME: `rss-${i}`, STATE_DIR: mkdtempSync(join(dir, 's')),
         PROBE_PORT: String(port), PROBE_LISTEN_ADDRESS: '127.0.0.1', ALLOW_UNSIGNED_WORK: 'true', LOG_LEVEL: 'warn',
@@ -71,11 +76,13 @@ try {
     return xs.reduce((p, x) => p + x, 0) / xs.length;
   };
   const base = agents[0]!;
-  console.log(`| after | ${agents.map((a) => a.v.name).join(' | ')} |`);
-  console.log(`| --- | ${agents.map(() => '---:').join(' | ')} |`);
+  const floor = agents[1]!;
+  console.log(`| after | ${agents.map((a) => a.v.name).join(' | ')} | agent / floor |`);
+  console.log(`| --- | ${agents.map(() => '---:').join(' | ')} | ---: |`);
   for (const m of checkpoints) {
     const b = at(base, m);
-    console.log(`| ${m} min | ${agents.map((a) => (a === base ? `${b.toFixed(1)} MiB` : `${at(a, m).toFixed(1)} MiB (${at(a, m) - b >= 0 ? '+' : ''}${(at(a, m) - b).toFixed(1)})`)).join(' | ')} |`);
+    const cells = agents.map((a) => (a === base ? `${b.toFixed(1)} MiB` : `${at(a, m).toFixed(1)} MiB (${at(a, m) - b >= 0 ? '+' : ''}${(at(a, m) - b).toFixed(1)})`));
+    console.log(`| ${m} min | ${cells.join(' | ')} | ${(b / at(floor, m)).toFixed(3)}x |`);
   }
 } finally {
   for (const t of timers) clearInterval(t);
