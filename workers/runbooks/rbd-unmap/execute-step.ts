@@ -6,7 +6,7 @@ import { CommandFailedError, expectOk } from '../../host/command-failed.ts';
 import { devPath } from '../../host/paths.ts';
 import { classify, describeHolder } from './classify.ts';
 import { scanHolders } from './holders.ts';
-import { parseMountinfo } from './mountinfo.ts';
+import { parseMountinfo } from '../../host/mountinfo.ts';
 import { headMappings, listMappings } from './observe.ts';
 import type { UnmapPolicy } from './policy.ts';
 import type { UnmapStep } from './step.ts';

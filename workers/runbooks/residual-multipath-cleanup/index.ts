@@ -5,7 +5,7 @@ export { plan, assess, interlocks, type Assessment, type ResidualPlan, type Verd
 export { parseMultipathLl, isDeadPath, pathsOf, type MultipathMap, type MultipathPath } from './multipath-ll.ts';
 export { parseMultipathdMapsJson } from './multipathd-maps-json.ts';
 export { parseDmsetupInfoColumns, type DmInfo } from './dmsetup-info.ts';
-export { parseMountinfo, mountUses, type MountEntry } from './mountinfo.ts';
+export { mountUses } from './mountinfo.ts';
 export type { ResidualFacts, MapFacts, PathFacts, Opener, ProbeFacts, IntentFacts, OrphanDisk, DeadSince } from './facts.ts';
 export { openerRole, podUidOfCgroup } from './openers.ts';
 export type { ResidualStep } from './step.ts';

@@ -3,7 +3,7 @@ import type { Host } from '../../host/host.ts';
 import { parseProcStat } from '../../host/process-group.ts';
 import type { Opener } from './facts.ts';
 import { podUidOfCgroup } from './openers.ts';
-import { parseMountinfo, type MountEntry } from './mountinfo.ts';
+import { parseMountinfo, type MountEntry } from '../../host/mountinfo.ts';
 
 // What the node's processes hold, read from the host's /proc through the Host port: the mount
 // table of every mount namespace (one mountinfo per namespace, not per process) and the

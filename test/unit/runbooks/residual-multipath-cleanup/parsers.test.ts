@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { parseDmsetupInfoColumns } from '../../../../workers/runbooks/residual-multipath-cleanup/dmsetup-info.ts';
-import { mountUses, parseMountinfo } from '../../../../workers/runbooks/residual-multipath-cleanup/mountinfo.ts';
+import { parseMountinfo } from '../../../../workers/host/mountinfo.ts';
+import { mountUses } from '../../../../workers/runbooks/residual-multipath-cleanup/mountinfo.ts';
 import { isDeadPath, parseMultipathLl, pathsOf } from '../../../../workers/runbooks/residual-multipath-cleanup/multipath-ll.ts';
 import { parseMultipathdMapsJson } from '../../../../workers/runbooks/residual-multipath-cleanup/multipathd-maps-json.ts';
 import { parseSwaps } from '../../../../workers/runbooks/residual-multipath-cleanup/proc-scan.ts';
