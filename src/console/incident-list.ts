@@ -4,6 +4,7 @@ import { RUNBOOKS } from '../catalogue/jobs.ts';
 import { NodeName } from '../catalogue/names.ts';
 import { Mode } from '../catalogue/result.ts';
 import { consoleState, toIncident, type Incident } from './incident.ts';
+import { STATE_PLACES } from '../queues/bullmq-keys.ts';
 import type { IncidentIndex, IndexEntry } from '../queues/incident-index.ts';
 
 // A page of incidents, newest first, filtered by node, runbook, state and mode. Bounded whatever
@@ -85,25 +86,16 @@ export function scoreWindow(f: Pick<IncidentFilter, 'since' | 'until' | 'last'>,
   };
 }
 
-/** Where a job in `state` sits in its queue (BullMQ's keys), and how to ask. */
-const PLACE: Record<(typeof CONSOLE_STATES)[number], { key: string; kind: 'zset' | 'list' }> = {
-  parked: { key: 'delayed', kind: 'zset' },
-  delayed: { key: 'delayed', kind: 'zset' },
-  prioritized: { key: 'prioritized', kind: 'zset' },
-  completed: { key: 'completed', kind: 'zset' },
-  failed: { key: 'failed', kind: 'zset' },
-  waiting: { key: 'wait', kind: 'list' },
-  active: { key: 'active', kind: 'list' },
-  paused: { key: 'paused', kind: 'list' },
-};
+/** Where a job in `state` sits in its queue: BullMQ's places (bullmq-keys.ts); a parked job is a delayed one. */
+const placeOf = (state: (typeof CONSOLE_STATES)[number]) => STATE_PLACES[state === 'parked' ? 'delayed' : state];
 
 /** The entries whose job is (now) in `state`'s place: one ZSCORE or LPOS each, all in flight at once. */
 async function inState(queue: (name: string) => Queue, entries: readonly IndexEntry[], state: (typeof CONSOLE_STATES)[number]): Promise<IndexEntry[]> {
-  const place = PLACE[state];
+  const place = placeOf(state);
   const found = await Promise.all(entries.map(async (e) => {
     const q = queue(e.queue);
     const client = await q.client;
-    const key = q.toKey(place.key);
+    const key = q.toKey(place.suffix);
     return place.kind === 'zset' ? (await client.zscore(key, e.id)) !== null : (await client.lpos(key, e.id)) !== null;
   }));
   return entries.filter((_, i) => found[i]);

@@ -1,3 +1,4 @@
+import { queueKeys } from '../queues/bullmq-keys.ts';
 import { inLanes, laneShape } from '../queues/in-lanes.ts';
 import type { RedisConnection } from '../queues/redis.ts';
 import type { IndexEntry } from '../queues/incident-index.ts';
@@ -52,8 +53,8 @@ export async function jobStates(redis: RedisConnection, prefix: string, entries:
     const keys: string[] = [];
     const args: string[] = [];
     for (const [queue, jobs] of chunk) {
-      const base = `${prefix}:${queue}:`;
-      keys.push(`${base}completed`, `${base}failed`, `${base}delayed`, `${base}active`, ...jobs.map((j) => `${base}${j.id}`));
+      const k = queueKeys(prefix, queue);
+      keys.push(k.completed, k.failed, k.delayed, k.active, ...jobs.map((j) => k.job(j.id)));
       args.push(String(jobs.length), ...jobs.map((j) => j.id));
     }
     const raw = await redis.eval(SCRIPT, keys.length, ...keys, ...args);

@@ -1,3 +1,5 @@
+import { presenceKey } from '../queues/agent-presence.ts';
+import { queueKeys } from '../queues/bullmq-keys.ts';
 import { inLanes, laneShape } from '../queues/in-lanes.ts';
 import type { RedisConnection } from '../queues/redis.ts';
 
@@ -29,7 +31,11 @@ export interface QueueScan {
   workerCheckTtlMs: number;
 }
 
-const SUFFIXES = ['wait', 'paused', 'active', 'delayed', 'prioritized', 'completed', 'failed', 'stalled-check', 'vm:seen'] as const;
+/** The keys the script reads per queue, in its order. */
+const keysOf = (prefix: string, queue: string): string[] => {
+  const k = queueKeys(prefix, queue);
+  return [k.wait, k.paused, k.active, k.delayed, k.prioritized, k.completed, k.failed, k.stalledCheck, presenceKey(prefix, queue)];
+};
 
 const SCRIPT = `
 local out = {}
@@ -58,7 +64,7 @@ export interface ScanOptions {
 
 export async function scanQueues(redis: RedisConnection, prefix: string, names: readonly string[], o: ScanOptions = {}): Promise<QueueScan[]> {
   return inLanes(names, laneShape(redis, o, { chunk: 250, parallel: 1 }), async (qs) => {
-    const keys = qs.flatMap((q) => SUFFIXES.map((s) => `${prefix}:${q}:${s}`));
+    const keys = qs.flatMap((q) => keysOf(prefix, q));
     return parse(qs, await redis.eval(SCRIPT, keys.length, ...keys));
   });
 }

@@ -1,4 +1,5 @@
 import { nodeOfQueue } from '../catalogue/queues.ts';
+import { queueKeys } from '../queues/bullmq-keys.ts';
 import { knownQueuesKey } from '../queues/known-queues.ts';
 import type { RedisConnection } from '../queues/redis.ts';
 
@@ -16,13 +17,14 @@ const STATES = ['waiting', 'active', 'delayed'] as const;
 type State = (typeof STATES)[number];
 
 /** BullMQ's keys of one queue, counted: waiting jobs sit in wait, paused or prioritized. */
-async function countsOf(redis: RedisConnection, key: string): Promise<Record<State, number>> {
+async function countsOf(redis: RedisConnection, prefix: string, queue: string): Promise<Record<State, number>> {
+  const k = queueKeys(prefix, queue);
   const p = redis.pipeline();
-  p.llen(`${key}:wait`);
-  p.llen(`${key}:paused`);
-  p.zcard(`${key}:prioritized`);
-  p.llen(`${key}:active`);
-  p.zcard(`${key}:delayed`);
+  p.llen(k.wait);
+  p.llen(k.paused);
+  p.zcard(k.prioritized);
+  p.llen(k.active);
+  p.zcard(k.delayed);
   const answers = (await p.exec()) ?? [];
   // A refused or failed count (an ACL without LLEN) fails the whole reading: no series rather
   // than a wrong zero.
@@ -38,7 +40,7 @@ export async function queueDepths(redis: RedisConnection, prefix: string): Promi
   const out = new Map<string, Record<State, number>>();
   for (let i = 0; i < queues.length; i += BATCH) {
     await Promise.all(queues.slice(i, i + BATCH).map(async (queue) => {
-      const counts = await countsOf(redis, `${prefix}:${queue}`);
+      const counts = await countsOf(redis, prefix, queue);
       if (counts.waiting + counts.active + counts.delayed > 0) out.set(queue, counts);
     }));
   }

@@ -1,3 +1,4 @@
+import { queueKeys } from './bullmq-keys.ts';
 import type { RedisConnection } from './redis.ts';
 
 // Is a worker serving its queue, and what waits there? Read with ONE script call per queue (every
@@ -72,8 +73,8 @@ function command(redis: RedisConnection): PresenceFn {
 
 /** Presence and waiting jobs of `queue` (a full BullMQ queue name) under `prefix`, as of `now`. */
 export async function queuePresence(redis: RedisConnection, prefix: string, queue: string, now: number): Promise<QueuePresence> {
-  const base = `${prefix}:${queue}:`;
-  const reply = await command(redis)(4, `${base}wait`, `${base}delayed`, `${base}stalled-check`, presenceKey(prefix, queue), base, String(MAX_JOBS), String(now));
+  const k = queueKeys(prefix, queue);
+  const reply = await command(redis)(4, k.wait, k.delayed, k.stalledCheck, presenceKey(prefix, queue), k.base, String(MAX_JOBS), String(now));
   // Parsed again: what Redis holds is not trusted to have our shape.
   if (!Array.isArray(reply) || reply.length !== 2 || !Array.isArray(reply[1])) throw new Error(`agent presence of ${queue}: unexpected reply`);
   const flat = reply[1] as unknown[];
@@ -91,5 +92,5 @@ export async function queuePresence(redis: RedisConnection, prefix: string, queu
 
 /** Whether a worker showed a sign of life on `queue` (one EXISTS of the queue's two keys). */
 export async function agentSeen(redis: RedisConnection, prefix: string, queue: string): Promise<boolean> {
-  return (await redis.exists(`${prefix}:${queue}:stalled-check`, presenceKey(prefix, queue))) > 0;
+  return (await redis.exists(queueKeys(prefix, queue).stalledCheck, presenceKey(prefix, queue))) > 0;
 }
