@@ -1,25 +1,33 @@
 import type { ChainableCommander } from 'ioredis';
 import { execAll } from '../queues/exec-all.ts';
+import { inLanes, laneShape } from '../queues/in-lanes.ts';
+import { knownQueuesKey } from '../queues/known-queues.ts';
 import type { RedisConnection } from '../queues/redis.ts';
 
-// Finished-job counters and durations live in one Redis hash, written by whichever worker
-// finished the job (node agents, cluster worker) and read by the receiver's /metrics, so one
-// scrape of the receiver shows the whole fleet. The hash layout is this file's contract.
+// Finished-job counters and durations live in Redis hashes of one layout (this file's contract):
+// a worker writes its own queue's (queueStatsKey, under the queue's hash tag and its Redis user's
+// keys, so a node's user can write its own node's counts and nobody else's), the processes that
+// are no queue's worker the shared one (statsKey: the cluster worker's no-agent check; and every
+// count written before per-queue statistics). The receiver's /metrics adds them all up, so one
+// scrape shows the whole fleet.
 
 export const DURATION_BUCKETS_S = [0.1, 0.5, 1, 5, 15, 30, 60, 300, 900] as const;
 
+/** The shared hash. */
 export const statsKey = (prefix: string): string => `${prefix}:vm:stats`;
 
-/** Record one finished job (outcome: the RunbookResult outcome, or `error`). */
-export async function recordFinished(redis: RedisConnection, prefix: string, runbook: string, outcome: string, durationS: number): Promise<void> {
+/** The hash of one queue's worker. */
+export const queueStatsKey = (prefix: string, queue: string): string => `${prefix}:${queue}:vm:stats`;
+
+/** Record one finished job in the hash at `key` (outcome: the RunbookResult outcome, or `error`). */
+export async function recordFinished(redis: RedisConnection, key: string, runbook: string, outcome: string, durationS: number): Promise<void> {
   const p = redis.pipeline();
-  queueFinished(p, prefix, runbook, outcome, durationS);
+  queueFinished(p, key, runbook, outcome, durationS);
   await execAll(p);
 }
 
 /** recordFinished's commands, added to a pipeline the caller sends (with the job's log line: one round trip). */
-export function queueFinished(p: ChainableCommander, prefix: string, runbook: string, outcome: string, durationS: number): void {
-  const key = statsKey(prefix);
+export function queueFinished(p: ChainableCommander, key: string, runbook: string, outcome: string, durationS: number): void {
   // One counter per runbook, outcome and the duration's bucket: the exposition adds them up into
   // the finished total per outcome and Prometheus' cumulative buckets (2 commands per job, not up
   // to 13: issue 21, job cost).
@@ -42,17 +50,58 @@ export async function recordNotRun(redis: RedisConnection, prefix: string, runbo
  * Record work or a control record refused as untrusted (unsigned, badly sealed, expired,
  * replayed, from the wrong issuer): `kind` is job | mode | pause | approval.
  */
-export async function recordUntrusted(redis: RedisConnection, prefix: string, kind: string, reason: string): Promise<void> {
-  await redis.hincrby(statsKey(prefix), `untrusted|${kind}|${reason}`, 1);
+export async function recordUntrusted(redis: RedisConnection, key: string, kind: string, reason: string): Promise<void> {
+  await redis.hincrby(key, `untrusted|${kind}|${reason}`, 1);
 }
 
 const BUCKET_LABELS: readonly string[] = [...DURATION_BUCKETS_S.map(String), '+Inf'];
 
 const esc = (v: string): string => v.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n');
 
-/** Prometheus text exposition of the fleet-wide counters. */
+// Every known queue's hash: one script per 250 queues on a single Redis, one queue per call on a
+// Cluster (each queue its own slot). Queues leave the registry never, so no count drops out.
+const READ_HASHES = `
+local out = {}
+for i = 1, #KEYS do out[i] = redis.call('HGETALL', KEYS[i]) end
+return out`;
+
+async function queueHashes(redis: RedisConnection, prefix: string): Promise<Record<string, string>[]> {
+  const queues = (await redis.smembers(knownQueuesKey(prefix))).sort();
+  return inLanes(queues, laneShape(redis, {}, { chunk: 250, parallel: 1 }), async (qs) => {
+    const raw = await redis.eval(READ_HASHES, qs.length, ...qs.map((q) => queueStatsKey(prefix, q)));
+    if (!Array.isArray(raw) || raw.length !== qs.length) throw new Error(`job statistics: expected ${qs.length} hashes`);
+    return raw.map((flat) => {
+      const h: Record<string, string> = {};
+      if (Array.isArray(flat)) for (let i = 0; i + 1 < flat.length; i += 2) h[String(flat[i])] = String(flat[i + 1]);
+      return h;
+    });
+  });
+}
+
+/**
+ * The fields of many hashes added up. A queue's hash is written by that queue's node, which may
+ * lie about itself but must not take from others: a value that is not a number, or below 0,
+ * counts 0 (a counter only grows).
+ */
+export function addUp(hashes: readonly Record<string, string>[]): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const h of hashes) {
+    for (const [field, value] of Object.entries(h)) {
+      const n = Number(value);
+      if (Number.isFinite(n) && n > 0) out[field] = (out[field] ?? 0) + n;
+    }
+  }
+  return out;
+}
+
+/** Prometheus text exposition of the fleet-wide counters: the shared hash and every queue's. */
 export async function finishedExposition(redis: RedisConnection, prefix: string): Promise<string> {
-  const h = await redis.hgetall(statsKey(prefix));
+  const [shared, queues] = await Promise.all([redis.hgetall(statsKey(prefix)), queueHashes(redis, prefix)]);
+  return exposition(addUp([shared, ...queues]));
+}
+
+/** The exposition of counters already added up. */
+export function exposition(h: Record<string, number>): string {
   const finished = new Map<string, number>();
   const untrusted: string[] = [];
   const buckets = new Map<string, Map<string, number>>();
@@ -69,9 +118,8 @@ export async function finishedExposition(redis: RedisConnection, prefix: string)
     for (const l of cumulative ? [le] : BUCKET_LABELS.slice(at)) m.set(l, (m.get(l) ?? 0) + n);
     buckets.set(runbook, m);
   };
-  for (const [field, value] of Object.entries(h)) {
+  for (const [field, n] of Object.entries(h)) {
     const [kind, runbook = '', extra = '', le = ''] = field.split('|');
-    const n = Number(value);
     // `ran|<runbook>|<outcome>|<le>`: a job that ran (since issue 21). `finished|`: a job that
     // never ran (recordNotRun), and every job before; `in|` and `bucket|`: durations before.
     if (kind === 'ran') {

@@ -1,7 +1,7 @@
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { recordFinished } from '../../src/catalogue/job-stats.ts';
+import { recordFinished, statsKey } from '../../src/catalogue/job-stats.ts';
 import { LeaseElection, renewDeadlineMs } from '../../src/kube/lease-election.ts';
 import { FLEET_LEASE_NAME } from '../../src/observability/fleet-exporter.ts';
 import { startReceiver, type Receiver } from '../../src/receiver.ts';
@@ -136,7 +136,7 @@ describe('two receivers: only the leader exports the fleet-wide series', () => {
 
   it('one exports jobs finished, breakers and parked jobs; the other only its own series; the other takes over when the leader stops', async () => {
     const redis = new Redis(redisUrl());
-    await recordFinished(redis, prefix, 'residual-multipath-cleanup', 'succeeded', 2);
+    await recordFinished(redis, statsKey(prefix), 'residual-multipath-cleanup', 'succeeded', 2);
     await redis.quit();
     const start = () => startReceiver(testConfig({ redisUrl: redisUrl(), queuePrefix: prefix, tokens: ['fleet-lease-token-0123456789'], fleetMetricsLeaseSeconds: 2 }), {
       log: silent, lease: { kubeConfig: api.kubeConfig(), namespace: NS },

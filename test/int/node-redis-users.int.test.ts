@@ -7,6 +7,7 @@ import { Cluster, Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { REDIS_USERS, renderRedisAcl } from '../../scripts/deploy/redis-acl.ts';
 import { freePort, redisAnswers } from '../../scripts/lib/local-redis.ts';
+import { finishedExposition, queueStatsKey, statsKey } from '../../src/catalogue/job-stats.ts';
 import { nodeQueueName } from '../../src/catalogue/queues.ts';
 import type { RemediationJob } from '../../src/catalogue/jobs.ts';
 import type { RunbookResult } from '../../src/catalogue/result.ts';
@@ -71,9 +72,12 @@ async function onlyItsOwnQueue(r: Redis | Cluster, prefix: string): Promise<void
   await refused(r.set(`${prefix}:vm:ctl:approval:j1`, '{}'));
   await refused(r.hset(`${prefix}:vm:ctl:parked`, 'j1', '{}'));
   await refused(r.srem(knownQueuesKey(prefix), nodeQueueName('b')));
-  // Its own: yes.
+  // The fleet's job statistics and B's: no. Its own: yes.
+  await refused(r.hset(statsKey(prefix), 'ran|x|failed|1', '0'));
+  await refused(r.hincrby(queueStatsKey(prefix, nodeQueueName('b')), 'ran|x|failed|1', -5));
   const a = queueControlKeys(prefix, nodeQueueName('a'));
   expect(await r.lpush(a.audit, '{}')).toBeGreaterThan(0);
+  expect(await r.hincrby(queueStatsKey(prefix, nodeQueueName('a')), 'ran|x|failed|1', 1)).toBeGreaterThan(0);
   // Nor the registry of users, nor ACL.
   await refused(r.hgetall(nodeUsersKey(prefix)));
   await refused(r.call('ACL', 'SETUSER', nodeUserName('b'), 'on', '>x'));
@@ -140,6 +144,21 @@ describe.skipIf(skip)('per-node Redis users on a single server (the deploy ACL f
     }
     const log = (await admin.acl('LOG', '128')) as unknown[][];
     expect(log.map((e) => e.map(String).join(' ')).filter((e) => e.includes('volume-medic-node.'))).toEqual([]);
+    // Its job counted under its own queue, and in the fleet's total.
+    expect(await admin.hgetall(queueStatsKey(prefix, nodeQueueName('a')))).toMatchObject({ 'summs|residual-multipath-cleanup': expect.any(String) });
+    expect(await finishedExposition(admin, prefix)).toMatch(/volume_medic_jobs_finished_total\{runbook="residual-multipath-cleanup",outcome="succeeded"\} 1\n/);
+  });
+
+  it('A may skew its own statistics up, never the fleet\'s down: a count below 0 or not a number adds nothing', async () => {
+    const field = 'ran|rbd-unmap|failed|1';
+    await admin.hset(statsKey(prefix), field, '5');
+    await admin.sadd(knownQueuesKey(prefix), nodeQueueName('a'), nodeQueueName('b'));
+    await admin.hset(queueStatsKey(prefix, nodeQueueName('b')), field, '3');
+    const asA = as('a', port);
+    await asA.hset(queueStatsKey(prefix, nodeQueueName('a')), field, '-1000', 'ran|rbd-unmap|succeeded|1', 'lots');
+    const text = await finishedExposition(admin, prefix);
+    expect(text).toMatch(/volume_medic_jobs_finished_total\{runbook="rbd-unmap",outcome="failed"\} 8\n/);
+    expect(text).not.toMatch(/outcome="succeeded"\} (NaN|lots)/);
   });
 
   it('redefines a user in place: a live connection of it keeps working, a new password replaces the old', async () => {

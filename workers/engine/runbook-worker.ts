@@ -2,7 +2,7 @@ import { DelayedError, Worker, UnrecoverableError, type Job } from 'bullmq';
 import type { RedisConnection } from '../../src/queues/redis.ts';
 import { RemediationJob, type RunbookName } from '../../src/catalogue/jobs.ts';
 import { Cluster } from 'ioredis';
-import { queueFinished, recordFinished, recordUntrusted } from '../../src/catalogue/job-stats.ts';
+import { queueFinished, queueStatsKey, recordFinished, recordUntrusted } from '../../src/catalogue/job-stats.ts';
 import { execAll } from '../../src/queues/exec-all.ts';
 import type { Sealer } from '../../src/trust/seal.ts';
 import type { Keyring } from '../../src/trust/keyring.ts';
@@ -160,6 +160,8 @@ export function createRunbookWorker(opts: RunbookWorkerOptions): RunbookWorker {
   });
   const connection = connections.open('worker', 'worker');
   const metrics = createWorkerMetrics();
+  // Its statistics under its own queue (a node's Redis user may write no other's).
+  const stats = queueStatsKey(opts.prefix, opts.queue);
   const shutdown = new AbortController();
   const controls: JobControls | undefined = opts.controls
     ? createJobControls({ ...opts.controls, redis: connection, prefix: opts.prefix, queue: opts.queue, log: opts.log, ...(opts.trust ? { trust: controlTrust(opts.trust) } : {}) })
@@ -259,11 +261,11 @@ export function createRunbookWorker(opts: RunbookWorkerOptions): RunbookWorker {
    */
   const finishedAndLogged = async (job: Job, runbook: string, outcome: string, durationS: number, line: string): Promise<void> => {
     if (connection instanceof Cluster) {
-      await Promise.all([job.log(line), recordFinished(connection, opts.prefix, runbook, outcome, durationS)]);
+      await Promise.all([job.log(line), recordFinished(connection, stats, runbook, outcome, durationS)]);
       return;
     }
     const p = connection.pipeline().rpush(worker.toKey(`${job.id ?? ''}:logs`), line);
-    queueFinished(p, opts.prefix, runbook, outcome, durationS);
+    queueFinished(p, stats, runbook, outcome, durationS);
     await execAll(p);
   };
 
@@ -287,7 +289,7 @@ export function createRunbookWorker(opts: RunbookWorkerOptions): RunbookWorker {
         told.set(key, at);
         opts.log.error({ kind: u.kind, field: u.field.slice(0, 200), reason: u.reason, detail: u.detail }, 'untrusted control record ignored');
         metrics.untrusted.inc({ kind: u.kind, reason: u.reason });
-        void recordUntrusted(connection, opts.prefix, u.kind, u.reason).catch(() => {});
+        void recordUntrusted(connection, stats, u.kind, u.reason).catch(() => {});
         void controls?.audit('control-refused', `${u.kind}/${u.field.slice(0, 200)}`, `${u.reason}: ${u.detail}`).catch(() => {});
       },
     };
@@ -316,8 +318,8 @@ export function createRunbookWorker(opts: RunbookWorkerOptions): RunbookWorker {
     metrics.finished.inc({ runbook: claimed, outcome: 'untrusted' });
     await Promise.all([
       job.log(why).catch(() => {}),
-      recordUntrusted(connection, opts.prefix, 'job', r.reason).catch(() => {}),
-      recordFinished(connection, opts.prefix, claimed, 'untrusted', 0).catch(() => {}),
+      recordUntrusted(connection, stats, 'job', r.reason).catch(() => {}),
+      recordFinished(connection, stats, claimed, 'untrusted', 0).catch(() => {}),
       controls?.audit('work-refused', `job/${String(job.id).slice(0, 200)}`, `${r.reason}: ${r.detail}; queue ${opts.queue}; claimed runbook ${claimed}`).catch(() => {}),
     ]);
     const node = opts.controls?.node;

@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
-import { finishedExposition, recordFinished } from '../../../src/catalogue/job-stats.ts';
+import { addUp, finishedExposition, recordFinished } from '../../../src/catalogue/job-stats.ts';
 
 // The stats hash in memory: what recordFinished writes, what the exposition reads.
 function fakeRedis(): Redis & { hash: Map<string, number> } {
@@ -12,7 +12,8 @@ function fakeRedis(): Redis & { hash: Map<string, number> } {
     get length() { return ops.length; },
     exec: async () => ops.splice(0).map((o) => { o(); return [null, 1]; }),
   };
-  return { hash, pipeline: () => pipeline, hgetall: async () => Object.fromEntries([...hash].map(([k, v]) => [k, String(v)])) } as never;
+  // No queue recorded: the exposition reads the shared hash only.
+  return { hash, pipeline: () => pipeline, smembers: async () => [], hgetall: async () => Object.fromEntries([...hash].map(([k, v]) => [k, String(v)])) } as never;
 }
 
 describe('job statistics', () => {
@@ -62,5 +63,11 @@ describe('job statistics', () => {
     const text = await finishedExposition(r, 'p');
     expect(text).toMatch(/le="1"\} 3/);
     expect(text).toMatch(/le="\+Inf"\} 4/);
+  });
+
+  it('adds the hashes up, and a value below 0 or not a number takes nothing from the others', () => {
+    const node = { 'ran|rb|failed|1': '3', 'untrusted|job|bad-mac': '2' };
+    const liar = { 'ran|rb|failed|1': '-1000', 'untrusted|job|bad-mac': 'many', 'summs|rb': '1e400' };
+    expect(addUp([node, liar, { 'ran|rb|failed|1': '1' }])).toEqual({ 'ran|rb|failed|1': 4, 'untrusted|job|bad-mac': 2 });
   });
 });
