@@ -1,4 +1,5 @@
 import { once } from 'node:events';
+import { breakerCapsFromConfig } from './controls/breakers.ts';
 import { createServer, type Server } from 'node:http';
 import { createServer as createHttpsServer, Server as HttpsServer } from 'node:https';
 import { readTls, watchTls } from './http/tls-files.ts';
@@ -146,12 +147,7 @@ export async function startReceiver(config: Config, opts: ReceiverOptions = {}):
     redis,
     prefix: config.queuePrefix,
     queue: (name) => dispatcher.queue(name),
-    caps: {
-      nodePerHour: config.breakerNodeDestructivePerHour,
-      clusterPerHour: config.breakerClusterDestructivePerHour,
-      stormNodes: config.breakerStormNodes,
-      stormWindowMs: config.breakerStormWindowSeconds * 1000,
-    },
+    caps: breakerCapsFromConfig(config),
     approvalTtlMs: config.approvalTtlSeconds * 1000,
     configuredModes: { default: config.defaultMode, runbooks: config.runbookModes },
     // Where a job's approval record lives (its queue's keys), for a job no parked record names.
@@ -241,6 +237,8 @@ export async function startReceiver(config: Config, opts: ReceiverOptions = {}):
     ...(replicaAck ? { replicaAck: () => replicaAck.status() } : {}),
     nodeRecoveryAlerts: new Set(config.nodeRecoveryAlerts),
     ...(enrolment ? { enrolment } : {}),
+    // Agents' breaker slots (those given ENROL_URL ask here): where this receiver holds the roots.
+    ...(trust.ring.scope === undefined && trust.ring.verify.size > 0 ? { agentBreakers: { roots: trust.ring, caps: breakerCapsFromConfig(config) } } : {}),
     eventTrust,
     metrics,
     fleetMetrics: fleet.exports,

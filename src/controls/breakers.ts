@@ -1,4 +1,5 @@
 import type { ChainableCommander } from 'ioredis';
+import type { Config } from '../config/schema.ts';
 import type { RedisConnection } from '../queues/redis.ts';
 import { controlKeys, type ControlKeys } from './keys.ts';
 import { TripRecord, parseJson } from './records.ts';
@@ -21,6 +22,22 @@ export interface BreakerCaps {
 }
 
 export const HOUR_MS = 3_600_000;
+
+/** The caps as configured (BREAKER_*): the receiver's apply to the slots it takes for agents. */
+export function breakerCapsFromConfig(config: Pick<Config, 'breakerNodeDestructivePerHour' | 'breakerClusterDestructivePerHour' | 'breakerStormNodes' | 'breakerStormWindowSeconds'>): BreakerCaps {
+  return {
+    nodePerHour: config.breakerNodeDestructivePerHour,
+    clusterPerHour: config.breakerClusterDestructivePerHour,
+    stormNodes: config.breakerStormNodes,
+    stormWindowMs: config.breakerStormWindowSeconds * 1000,
+  };
+}
+
+/** What a worker's gate asks of the breakers: this class on Redis, or the receiver on an agent's behalf (workers/engine/receiver-breakers.ts). */
+export interface BreakerPort {
+  reserveDestructive(caps: BreakerCaps, what: { node?: string; jobId: string; stepId: string }): Promise<Reservation>;
+  recordNodeActivity(caps: BreakerCaps, node: string, source?: string): Promise<TripRecord | undefined>;
+}
 
 export type Reservation = { ok: true; nodeCount: number; clusterCount: number; tripped: TripRecord[] } | { ok: false; blockedBy: TripRecord };
 
@@ -126,7 +143,7 @@ function withBreakerCommands(redis: RedisConnection): RedisConnection & BreakerC
   return redis as RedisConnection & BreakerCommands;
 }
 
-export class Breakers {
+export class Breakers implements BreakerPort {
   readonly #redis: RedisConnection & BreakerCommands;
   readonly #keys: ControlKeys;
   readonly #now: () => Date;

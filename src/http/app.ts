@@ -10,6 +10,7 @@ import { refuseCrossSiteWrites } from './cross-site.ts';
 import { errorHandler } from './errors.ts';
 import { healthRoutes } from './routes/health.ts';
 import { jobRoutes } from './routes/jobs.ts';
+import { breakerSlotRoutes } from './routes/breaker-slots.ts';
 import { explainRoutes, webhookRoutes, type WebhookDeps } from './routes/webhooks.ts';
 import { controlRoutes } from './routes/controls.ts';
 import { incidentRoutes } from './routes/incidents.ts';
@@ -27,7 +28,8 @@ import type { IncidentIndex } from '../queues/incident-index.ts';
 import { FleetSnapshots } from '../console/fleet-snapshot.ts';
 import { CachedRead } from '../console/cached-read.ts';
 import { findStorms } from '../console/storms.ts';
-import { Breakers } from '../controls/breakers.ts';
+import { Breakers, type BreakerCaps } from '../controls/breakers.ts';
+import type { Keyring } from '../trust/keyring.ts';
 import { fleetRoutes } from './routes/fleet.ts';
 import type { ConnectionState } from '../queues/redis-connections.ts';
 import type { ReplicaAckStatus } from '../queues/replica-ack.ts';
@@ -53,6 +55,8 @@ export interface AppDeps extends WebhookDeps {
   replicaAck?: () => ReplicaAckStatus;
   /** POST /v1/enrol (ENROL_NODE_AGENTS / ENROL_CLUSTER_WORKERS); absent: 404. */
   enrolment?: Enrolment;
+  /** POST /v1/agents/breakers: enrolled agents' breaker slots (with enrolment); absent: 404. */
+  agentBreakers?: { roots: Keyring; caps: BreakerCaps };
   /** The Kubernetes watches' state, when KUBE_WATCH is on. */
   kubeState?: () => KubeWatchesState | undefined;
   /** Operator controls: /v1 control routes, the /ui dashboard, and pause/breakers in /readyz and /metrics. */
@@ -84,6 +88,8 @@ export function createApp(deps: AppDeps): Express {
   app.use(webhookRoutes(deps, [refuseCrossSiteWrites({ allowUntyped: true }), auth, body]));
   // Agents trade their pod's token for their queue's keys: not an operator route.
   app.use(enrolRoutes({ enrolment: deps.enrolment, limiter: deps.authLimiter, counter: deps.metrics.enrolments, log: deps.log }, [refuseCrossSiteWrites(), body]));
+  // Enrolled agents take breaker slots here, sealed with their node's work key: not an operator route.
+  if (deps.agentBreakers) app.use(breakerSlotRoutes({ redis: deps.redis, prefix: deps.prefix, ...deps.agentBreakers, log: deps.log }, [refuseCrossSiteWrites(), body]));
   // Every other /v1 route: an operator identity with the route's RBAC verb (src/auth/permissions.ts).
   app.use('/v1', refuseCrossSiteWrites(), operatorGate(deps.operatorAuth), body);
   app.use(healthRoutes({

@@ -47,16 +47,17 @@ export const NODE_AGENT_COMMANDS: readonly string[] = [
 export const CLUSTER_DISCOVERY_COMMANDS: readonly string[] = ['cluster|slots', 'cluster|info'];
 
 /**
- * The keys outside its own queue a node's own user may touch: the breakers' counters (every agent
- * still shares them) and, read-only (%R~), the modes and pauses. Its job statistics are its
- * queue's own (src/catalogue/job-stats.ts queueStatsKey).
+ * The keys outside its own queue a node's own user may touch: read-only (%R~), the modes and
+ * pauses. Its job statistics are its queue's own (src/catalogue/job-stats.ts queueStatsKey), and
+ * the receiver takes its breaker slots (src/controls/breaker-wire.ts): a node's password can
+ * neither lower the fleet's counts nor trip or clear a breaker.
  * Narrower than the template's shared node-agent user, which keeps the old shared approval,
  * parked and audit keys and the queue registry for agents not yet upgraded: an enrolled agent
  * writes its approval requests, parked jobs and audit entries under its own queue
  * (src/controls/keys.ts queueControlKeys) and the receiver records its queue at enrolment.
  */
 export const nodeAgentSharedKeys = (prefix: string): string[] => [
-  `~${prefix}:vm:ctl:breaker:*`, `%R~${prefix}:vm:ctl:modes`, `%R~${prefix}:vm:ctl:pause`,
+  `%R~${prefix}:vm:ctl:modes`, `%R~${prefix}:vm:ctl:pause`,
 ];
 
 // Every user this module manages starts with this. The '.' cannot be confused with the shared

@@ -29,7 +29,7 @@ export const Seal = z.object({
 export type Seal = z.infer<typeof Seal>;
 
 /** What a seal is for: the same bytes sealed as a job are not a valid control record or audit entry. */
-export type Purpose = 'job' | 'control' | 'audit';
+export type Purpose = 'job' | 'control' | 'audit' | 'breaker';
 
 /** Refusal reasons, also the `reason` label of volume_medic_untrusted_refused_total. */
 export type Untrusted = 'unsigned' | 'malformed' | 'unknown-key' | 'bad-mac' | 'not-yet-valid' | 'expired' | 'wrong-issuer' | 'replayed' | 'removed';

@@ -72,6 +72,12 @@ async function onlyItsOwnQueue(r: Redis | Cluster, prefix: string): Promise<void
   await refused(r.set(`${prefix}:vm:ctl:approval:j1`, '{}'));
   await refused(r.hset(`${prefix}:vm:ctl:parked`, 'j1', '{}'));
   await refused(r.srem(knownQueuesKey(prefix), nodeQueueName('b')));
+  // The breakers (trip the storm or cluster breaker for the fleet, or clear one): no.
+  const ck = controlKeys(prefix);
+  await refused(r.hset(ck.tripped, 'storm', '{}'));
+  await refused(r.hdel(ck.tripped, 'cluster'));
+  await refused(r.zadd(ck.storm, Date.now(), 'made-up-node'));
+  await refused(r.del(ck.destructiveCluster));
   // The fleet's job statistics and B's: no. Its own: yes.
   await refused(r.hset(statsKey(prefix), 'ran|x|failed|1', '0'));
   await refused(r.hincrby(queueStatsKey(prefix, nodeQueueName('b')), 'ran|x|failed|1', -5));
@@ -126,7 +132,8 @@ describe.skipIf(skip)('per-node Redis users on a single server (the deploy ACL f
     await admin.acl('LOG', 'RESET');
     const receiver = await startReceiver(testConfig({ redisUrl: receiverUrl(), queuePrefix: prefix, operatorAuth: 'insecure' }));
     const agent = createNodeAgent({
-      config: testConfig({ redisUrl: `redis://${nodeUserName('a')}:${PW.a}@127.0.0.1:${port}`, queuePrefix: prefix, nodeName: 'a', defaultMode: 'enforce', approvalHighRisk: false, stateDir: join(dir, 'agent') }),
+      // ENROL_URL: its breaker slots are taken by the receiver (its own user may not write them).
+      config: testConfig({ redisUrl: `redis://${nodeUserName('a')}:${PW.a}@127.0.0.1:${port}`, queuePrefix: prefix, nodeName: 'a', defaultMode: 'enforce', approvalHighRisk: false, stateDir: join(dir, 'agent'), enrolUrl: receiver.url }),
       log: silent,
       registry: { 'residual-multipath-cleanup': async (_job, ctx) => destructiveStep(ctx) },
     });
@@ -144,6 +151,10 @@ describe.skipIf(skip)('per-node Redis users on a single server (the deploy ACL f
     }
     const log = (await admin.acl('LOG', '128')) as unknown[][];
     expect(log.map((e) => e.map(String).join(' ')).filter((e) => e.includes('volume-medic-node.'))).toEqual([]);
+    // Its destructive step took its slot through the receiver, and its start counted towards the storm.
+    expect(await admin.zcard(controlKeys(prefix).destructiveNode('a'))).toBe(1);
+    expect(await admin.zcard(controlKeys(prefix).destructiveCluster)).toBe(1);
+    expect(await admin.zscore(controlKeys(prefix).storm, 'a')).not.toBeNull();
     // Its job counted under its own queue, and in the fleet's total.
     expect(await admin.hgetall(queueStatsKey(prefix, nodeQueueName('a')))).toMatchObject({ 'summs|residual-multipath-cleanup': expect.any(String) });
     expect(await finishedExposition(admin, prefix)).toMatch(/volume_medic_jobs_finished_total\{runbook="residual-multipath-cleanup",outcome="succeeded"\} 1\n/);
@@ -224,7 +235,7 @@ describe.skipIf(skip)('per-node Redis users under Sentinel (primary, replica, fa
 
   beforeAll(async () => {
     set = await startSentinelSet('vmacl');
-    users = new NodeRedisUsers({ target: { kind: 'sentinel', sentinels: set.env.split(',').map((s) => ({ host: '127.0.0.1', port: Number(s.split(':')[1]) })), name: set.name }, prefix, log: silent, settleMs: 200, reconcileMs: 600_000 });
+    users = new NodeRedisUsers({ target: { kind: 'sentinel', sentinels: set.env.split(',').map((s) => ({ host: '127.0.0.1', port: Number(s.split(':')[1]) })), name: set.name }, prefix, log: silent, settleMs: 200, reconcileMs: 10_000 });
   }, 60_000);
   afterAll(async () => {
     await users?.close();
@@ -253,7 +264,9 @@ describe.skipIf(skip)('per-node Redis users under Sentinel (primary, replica, fa
     for (const f of during.failed) expect(f.server).toBe(`127.0.0.1:${oldPort}`);
     // A fresh server (its ACLs were in memory only): nothing but the default user.
     await set.restartAsReplica(oldPort);
-    await waitFor('node A\'s user on the restarted server', async () => (await as('a', oldPort).ping().catch(() => undefined)) ?? undefined, 20_000);
+    // The sentinels' +slave event brings it at once; on a loaded machine their notice of the
+    // restarted server can come late, and the watch's reconcile (every 10 s here) brings it then.
+    await waitFor('node A\'s user on the restarted server', async () => (await as('a', oldPort).ping().catch(() => undefined)) ?? undefined, 30_000);
     expect(await as('b', oldPort).ping()).toBe('PONG');
     expect(await as('ab', oldPort).ping()).toBe('PONG');
     // reapplyAll() reaches both, the registry having come from the new primary.

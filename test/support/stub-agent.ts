@@ -21,7 +21,7 @@ const enrolled = env['ENROL_URL']
   : undefined;
 const redisUser = enrolled?.redis();
 const config = testConfig({
-  ...(enrolled ? { signingKeysDir: undefined, controlVerifyCertFile: env['CONTROL_VERIFY_CERT_FILE']! } : {}),
+  ...(enrolled ? { signingKeysDir: undefined, controlVerifyCertFile: env['CONTROL_VERIFY_CERT_FILE']!, enrolUrl: env['ENROL_URL']! } : {}),
   ...(redisUser ? { redisUsername: redisUser.username, redisPassword: redisUser.password } : {}),
   ...(redisUrl ? { redisUrl } : {}),
   ...(redisSentinels ? { redisSentinels, redisSentinelName } : {}),

@@ -1,7 +1,6 @@
 import { readFileSync } from 'node:fs';
-import { request as httpRequest } from 'node:http';
-import { request as httpsRequest } from 'node:https';
 import { ENROL_PATH, EnrolAnswer, type EnrolRequest } from '../../src/trust/enrolment-wire.ts';
+import { postToReceiver } from './receiver-http.ts';
 
 // One enrolment round trip: POST /v1/enrol to the receiver with the pod's projected token (read
 // again each time: the kubelet rotates it), the receiver's CA when given, a deadline, and the
@@ -36,28 +35,9 @@ export async function enrolOnce(t: EnrolTarget, req: EnrolRequest): Promise<Enro
   const url = new URL(ENROL_PATH, t.url);
   const ca = t.caFile ? readFileSync(t.caFile) : undefined;
   const body = JSON.stringify(req);
-  const text = await new Promise<{ status: number; text: string }>((resolve, reject) => {
-    const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
-    const r = send(url, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', authorization: `Bearer ${token}`, 'content-length': Buffer.byteLength(body) },
-      ...(ca ? { ca } : {}),
-      timeout: t.timeoutMs ?? 10_000,
-    }, (res) => {
-      const chunks: Buffer[] = [];
-      let size = 0;
-      res.on('data', (c: Buffer) => {
-        size += c.length;
-        if (size > MAX_ANSWER_BYTES) r.destroy(new EnrolError(`the enrolment answer is over ${MAX_ANSWER_BYTES} bytes`));
-        else chunks.push(c);
-      });
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }));
-      res.on('error', reject);
-    });
-    r.on('timeout', () => r.destroy(new EnrolError(`no enrolment answer from ${url.origin} within ${t.timeoutMs ?? 10_000} ms`)));
-    r.on('error', (err) => reject(err instanceof EnrolError ? err : new EnrolError(`enrolment at ${url.origin} failed: ${err.message}`)));
-    r.end(body);
-  });
+  const timeoutMs = t.timeoutMs ?? 10_000;
+  const text = await postToReceiver({ url, body, headers: { authorization: `Bearer ${token}` }, ...(ca ? { ca } : {}), timeoutMs, maxBytes: MAX_ANSWER_BYTES })
+    .catch((err: Error) => { throw new EnrolError(`enrolment at ${url.origin} failed: ${err.message}`); });
   let json: unknown;
   try {
     json = JSON.parse(text.text);

@@ -3,7 +3,7 @@ import type { Config } from '../../src/config/schema.ts';
 import type { Mode } from '../../src/catalogue/result.ts';
 import { ApprovalStore } from '../../src/controls/approval-store.ts';
 import { Cluster } from 'ioredis';
-import { Breakers, stormTrip, type BreakerCaps } from '../../src/controls/breakers.ts';
+import { Breakers, breakerCapsFromConfig, stormTrip, type BreakerCaps, type BreakerPort } from '../../src/controls/breakers.ts';
 import { ControlsStore, type StartView } from '../../src/controls/controls-store.ts';
 import { execAll } from '../../src/queues/exec-all.ts';
 import { effectiveMode } from '../../src/controls/effective-mode.ts';
@@ -49,6 +49,11 @@ export interface JobControlsOptions {
   now?: () => Date;
   /** Verifies the API's seals on modes, pauses and approvals; without it records are taken as they are (tests). */
   trust?: ControlTrust;
+  /**
+   * Where breaker slots are taken: the receiver, for an agent whose own Redis user may not write
+   * the breakers' keys (workers/engine/receiver-breakers.ts). Default: the breakers in Redis.
+   */
+  breakers?: BreakerPort;
 }
 
 export interface JobStart {
@@ -82,12 +87,7 @@ export function controlsFromConfig(config: Config): Pick<JobControlsOptions, 'ap
   return {
     approval: { highRisk: config.approvalHighRisk, runbooks: config.approvalRunbooks, maxDestructiveSteps: config.approvalMaxDestructiveSteps },
     approvalTtlMs: config.approvalTtlSeconds * 1000,
-    caps: {
-      nodePerHour: config.breakerNodeDestructivePerHour,
-      clusterPerHour: config.breakerClusterDestructivePerHour,
-      stormNodes: config.breakerStormNodes,
-      stormWindowMs: config.breakerStormWindowSeconds * 1000,
-    },
+    caps: breakerCapsFromConfig(config),
     recheckMs: Math.round(config.controlsRecheckSeconds * 1000),
   };
 }
@@ -96,7 +96,8 @@ export function createJobControls(opts: JobControlsOptions): JobControls {
   const now = opts.now ?? (() => new Date());
   const store = new ControlsStore(opts.redis, opts.prefix, now, opts.trust);
   const approvals = new ApprovalStore(opts.redis, opts.prefix, opts.trust);
-  const breakers = new Breakers(opts.redis, opts.prefix, now);
+  const local = opts.breakers ? undefined : new Breakers(opts.redis, opts.prefix, now);
+  const breakers: BreakerPort = opts.breakers ?? local!;
   const node = opts.node;
 
   const approvalGate = async (job: JobStart, step: PlannedStep, plan: PlanView): Promise<GateDecision> => {
@@ -145,7 +146,13 @@ export function createJobControls(opts: JobControlsOptions): JobControls {
 
   const breakerGate = async (job: JobStart, step: PlannedStep): Promise<GateDecision> => {
     if (!step.destructive) return GO;
-    const r = await breakers.reserveDestructive(opts.caps, { ...(node ? { node } : {}), jobId: job.jobId, stepId: step.id });
+    let r: Awaited<ReturnType<BreakerPort['reserveDestructive']>>;
+    try {
+      r = await breakers.reserveDestructive(opts.caps, { ...(node ? { node } : {}), jobId: job.jobId, stepId: step.id });
+    } catch (err) {
+      // Unknown is not a slot: the step waits and asks again.
+      return { go: false, park: { reason: 'breaker', why: `no breaker slot: ${(err as Error).message}; asking again at the next recheck` } };
+    }
     if (!r.ok) return { go: false, park: { reason: 'breaker', why: `breaker ${r.blockedBy.breaker} is tripped (${r.blockedBy.why}); reset it with POST /v1/breakers/reset` } };
     for (const t of r.tripped) opts.log.error({ breaker: t.breaker, why: t.why }, 'blast-radius breaker tripped: destructive steps stop until it is reset');
     return GO;
@@ -158,15 +165,20 @@ export function createJobControls(opts: JobControlsOptions): JobControls {
    * even when its job then waits for a pause: it was picked up (a storm is a storm whether or
    * not an operator paused it; a trip only ever holds destructive steps back).
    */
-  const startReads = async (runbook: string, source: string | undefined): Promise<{ view: StartView; storm?: TripRecord | undefined }> => {
+  const startReads = async (runbook: string, source: string | undefined): Promise<{ view: StartView; storm?: TripRecord | undefined; uncounted?: string }> => {
     if (!node) return { view: await store.startView(runbook) };
+    if (!local) {
+      // The receiver counts the start: a start it could not count waits (the storm breaker must see it).
+      const [view, storm] = await Promise.all([store.startView(runbook, node), breakers.recordNodeActivity(opts.caps, node, source).then((t) => ({ t }), (err: Error) => ({ err }))]);
+      return 'err' in storm ? { view, uncounted: storm.err.message } : { view, storm: storm.t };
+    }
     if (opts.redis instanceof Cluster) {
       const [view, storm] = await Promise.all([store.startView(runbook, node), breakers.recordNodeActivity(opts.caps, node, source)]);
       return { view, storm };
     }
     const p = opts.redis.pipeline();
     store.queueStartView(p, runbook, node);
-    breakers.queueNodeActivity(p, opts.caps, node, source);
+    local.queueNodeActivity(p, opts.caps, node, source);
     const replies = await execAll(p);
     return { view: store.readStartView(replies, runbook, node), storm: stormTrip(replies[2]) };
   };
@@ -174,7 +186,7 @@ export function createJobControls(opts: JobControlsOptions): JobControls {
   return {
     recheckMs: opts.recheckMs,
     async begin(job) {
-      const [{ view: { overrides, paused: pausedWhy }, storm }, label] = await Promise.all([
+      const [{ view: { overrides, paused: pausedWhy }, storm, uncounted }, label] = await Promise.all([
         startReads(job.runbook, job.source),
         node && opts.nodeModeLabel ? opts.nodeModeLabel().catch(() => undefined) : Promise.resolve(undefined),
       ]);
@@ -200,6 +212,7 @@ export function createJobControls(opts: JobControlsOptions): JobControls {
         },
       };
       if (pausedWhy) return { mode: mode.mode, modeWhy: mode.why, park: { reason: 'paused', why: pausedWhy }, gate };
+      if (uncounted) return { mode: mode.mode, modeWhy: mode.why, park: { reason: 'breaker', why: `this start could not be counted towards the storm breaker: ${uncounted}; starting again at the next recheck` }, gate };
       return { mode: mode.mode, modeWhy: mode.why, gate };
     },
     async park(p) {

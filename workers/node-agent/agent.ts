@@ -1,4 +1,5 @@
 import { modeOf } from '../../src/config/load.ts';
+import { ReceiverBreakers } from '../engine/receiver-breakers.ts';
 import { keepFinished } from '../../src/catalogue/policy.ts';
 import type { Config } from '../../src/config/schema.ts';
 import { jobNode } from '../../src/catalogue/jobs.ts';
@@ -59,6 +60,8 @@ export function createNodeAgent({ config, registry, log, nodeLabels, events, enr
     log,
     controls: {
       ...controlsFromConfig(config),
+      // With ENROL_URL the receiver takes this node's breaker slots (its own Redis user may not write them).
+      ...(config.enrolUrl && trust.sealer ? { breakers: new ReceiverBreakers({ url: config.enrolUrl, ...(config.enrolCaFile ? { caFile: config.enrolCaFile } : {}), queue: nodeQueueName(node), sealer: trust.sealer }) } : {}),
       node,
       nodeModeLabel: async () => (nodeLabels ? (await nodeLabels.labelsOf(node))?.[NODE_MODE_LABEL] : config.nodeLabels?.[NODE_MODE_LABEL]),
     },

@@ -22,14 +22,20 @@ describe('per-node Redis users', () => {
     expect(CLUSTER_DISCOVERY_COMMANDS).toEqual(['cluster|slots', 'cluster|info']);
   });
 
-  it('has the template\'s key patterns narrowed: that node\'s queue, and of the shared keys only statistics, breakers and the controls read-only', () => {
+  it('has the template\'s key patterns narrowed: that node\'s queue, and of the shared keys only the controls, read-only', () => {
     const templateKeys = agentRules.filter((r) => r.startsWith('~') || r.startsWith('%'));
     const rules = nodeUserRules('vmp', 'node-a.example', sha);
     const keys = rules.filter((r) => r.startsWith('~') || r.startsWith('%'));
     expect(templateKeys[0]).toBe('~vmp:vm-node-*');
-    const kept = ['~vmp:vm:stats', '~vmp:vm:ctl:breaker:*', '%R~vmp:vm:ctl:modes', '%R~vmp:vm:ctl:pause'];
+    const kept = ['%R~vmp:vm:ctl:modes', '%R~vmp:vm:ctl:pause'];
     for (const k of kept) expect(templateKeys).toContain(k);
     expect(keys).toEqual(['~vmp:vm-node-{node-a.example}:*', ...kept]);
+    // The shared user of redis.nodeUsers=false still has them; a node's own user not: its
+    // statistics are its queue's, and the receiver takes its breaker slots.
+    for (const k of ['~vmp:vm:stats', '~vmp:vm:ctl:breaker:*']) {
+      expect(templateKeys).toContain(k);
+      expect(keys).not.toContain(k);
+    }
   });
 
   it('defines the whole user from nothing: reset first, the password by hash only, no channels, -@all before the commands', () => {
