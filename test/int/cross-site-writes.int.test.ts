@@ -1,4 +1,5 @@
 import { mkdtempSync, rmSync } from 'node:fs';
+import { BREAKER_SLOTS_PATH } from '../../src/controls/breaker-wire.ts';
 import { createServer, type Server } from 'node:http';
 import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
@@ -23,11 +24,12 @@ import { CHROMIUM, chromiumOrSay } from '../support/chromium.ts';
 const TOKEN = 'cross-site-webhook-token-0123456789';
 const EVIL = 'http://evil.example';
 
-/** Every state-changing route: the operator POST routes, the webhooks, enrolment, the dashboard's forms. */
+/** Every state-changing route: the operator POST routes, the webhooks, enrolment, agents' breaker slots, the dashboard's forms. */
 const WRITE_ROUTES = [
   ...OPERATOR_ROUTES.filter((r) => r.method === 'POST').map((r) => r.path.replace(':id', 'abc_0123456789abcdef')),
   ...WEBHOOK_PATHS,
   ENROL_PATH,
+  BREAKER_SLOTS_PATH,
 ];
 
 /** The body a text/plain form sends: `name=value`, shaped so that it parses as JSON. */
