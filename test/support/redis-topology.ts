@@ -103,11 +103,12 @@ export async function startCluster(extraArgs: readonly string[] = [], o: { repli
     const replicas = all.filter((p) => !masters.includes(p));
     await until('cluster replicas in sync', async () => replicas.every((p) => /master_link_status:up/.test(role(p))));
     // ...and announced: CLUSTER SLOTS (what clients learn the topology from) leaves out a replica
-    // until gossip reports its replication offset.
-    await until('cluster replicas in CLUSTER SLOTS', async () => {
-      const slots = spawnSync('redis-cli', ['-p', String(masters[0]), 'cluster', 'slots'], { encoding: 'utf8' }).stdout.split('\n');
+    // until gossip reports its replication offset, on each server in its own time: a client may
+    // ask any of them, so every server must list every replica.
+    await until('cluster replicas in every server\'s CLUSTER SLOTS', async () => all.every((at) => {
+      const slots = spawnSync('redis-cli', ['-p', String(at), 'cluster', 'slots'], { encoding: 'utf8' }).stdout.split('\n');
       return replicas.every((p) => slots.includes(String(p)));
-    });
+    }));
     return { nodes: masters.map((port) => ({ host: '127.0.0.1', port })), replicas: replicas.map((port) => ({ host: '127.0.0.1', port })), env: masters.map((p) => `127.0.0.1:${p}`).join(','), stop: () => servers.stop() };
   } catch (err) {
     servers.stop();
