@@ -109,5 +109,9 @@ describe('breaker slots taken by the receiver for the node a seal proves', () =>
     const step = { id: 'flush', description: 'flush the map', destructive: true, evidence: [] };
     const d = await begun.gate.beforeStep(step as never, { summary: 'x', steps: [step] } as never);
     expect(d).toMatchObject({ go: false, park: { reason: 'breaker', why: expect.stringMatching(/^no breaker slot: the receiver's breakers/) } });
+    // In dry-run nothing needs a breaker: the job goes on, uncounted.
+    const dry = await controls.begin({ jobId: 'jd2', queue: nodeQueueName('slot-d'), runbook: 'residual-multipath-cleanup', createdAt: Date.now(), configuredMode: 'dry-run' });
+    expect(dry.mode).toBe('dry-run');
+    expect(dry.park).toBeUndefined();
   });
 });

@@ -212,7 +212,10 @@ export function createJobControls(opts: JobControlsOptions): JobControls {
         },
       };
       if (pausedWhy) return { mode: mode.mode, modeWhy: mode.why, park: { reason: 'paused', why: pausedWhy }, gate };
-      if (uncounted) return { mode: mode.mode, modeWhy: mode.why, park: { reason: 'breaker', why: `this start could not be counted towards the storm breaker: ${uncounted}; starting again at the next recheck` }, gate };
+      // A start the storm breaker did not see waits in enforce; in dry-run nothing it does needs
+      // a breaker (its steps only say what they would do), so it goes on, uncounted, and says so.
+      if (uncounted && mode.mode === 'enforce') return { mode: mode.mode, modeWhy: mode.why, park: { reason: 'breaker', why: `this start could not be counted towards the storm breaker: ${uncounted}; starting again at the next recheck` }, gate };
+      if (uncounted) opts.log.warn({ jobId: job.jobId, err: uncounted }, 'dry-run job starts without being counted towards the storm breaker');
       return { mode: mode.mode, modeWhy: mode.why, gate };
     },
     async park(p) {
