@@ -59,36 +59,53 @@ const BUCKET_LABELS: readonly string[] = [...DURATION_BUCKETS_S.map(String), '+I
 const esc = (v: string): string => v.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n');
 
 // Every known queue's hash: one script per 250 queues on a single Redis, one queue per call on a
-// Cluster (each queue its own slot). Queues leave the registry never, so no count drops out.
+// Cluster (each queue its own slot). Queues leave the registry never, so no count drops out. A
+// node writes its own queue's hash and may pad it: a hash of more than MAX_QUEUE_FIELDS fields is
+// not read (false, counted as unread) so that no node can make the scrape slow or its labels many.
 const READ_HASHES = `
 local out = {}
-for i = 1, #KEYS do out[i] = redis.call('HGETALL', KEYS[i]) end
+for i = 1, #KEYS do
+  if redis.call('HLEN', KEYS[i]) > tonumber(ARGV[1]) then out[i] = false
+  else out[i] = redis.call('HGETALL', KEYS[i]) end
+end
 return out`;
 
-async function queueHashes(redis: RedisConnection, prefix: string): Promise<Record<string, string>[]> {
+/** More fields than a queue's runbooks, outcomes, buckets and refusal reasons can make (~300). */
+export const MAX_QUEUE_FIELDS = 1000;
+
+/** Each queue's hash, or null for one too large to read. */
+async function queueHashes(redis: RedisConnection, prefix: string): Promise<(Record<string, string> | null)[]> {
   const queues = (await redis.smembers(knownQueuesKey(prefix))).sort();
   return inLanes(queues, laneShape(redis, {}, { chunk: 250, parallel: 1 }), async (qs) => {
-    const raw = await redis.eval(READ_HASHES, qs.length, ...qs.map((q) => queueStatsKey(prefix, q)));
+    const raw = await redis.eval(READ_HASHES, qs.length, ...qs.map((q) => queueStatsKey(prefix, q)), MAX_QUEUE_FIELDS);
     if (!Array.isArray(raw) || raw.length !== qs.length) throw new Error(`job statistics: expected ${qs.length} hashes`);
     return raw.map((flat) => {
+      if (!Array.isArray(flat)) return null;
       const h: Record<string, string> = {};
-      if (Array.isArray(flat)) for (let i = 0; i + 1 < flat.length; i += 2) h[String(flat[i])] = String(flat[i + 1]);
+      for (let i = 0; i + 1 < flat.length; i += 2) h[String(flat[i])] = String(flat[i + 1]);
       return h;
     });
   });
 }
 
 /**
+ * The largest count one hash may add: 2^32 jobs is more than a node runs in its life, and 50,000
+ * queues of it add up to less than 2^53, so the sum still counts every single job exactly.
+ */
+export const MAX_COUNT = 2 ** 32;
+
+/**
  * The fields of many hashes added up. A queue's hash is written by that queue's node, which may
- * lie about itself but must not take from others: a value that is not a number, or below 0,
- * counts 0 (a counter only grows).
+ * lie about itself but must not take from others: a value that is not a number, below 0 (a
+ * counter only grows) or above MAX_COUNT (a sum so large that the fleet's own increments vanish
+ * in its rounding) counts 0.
  */
 export function addUp(hashes: readonly Record<string, string>[]): Record<string, number> {
   const out: Record<string, number> = {};
   for (const h of hashes) {
     for (const [field, value] of Object.entries(h)) {
       const n = Number(value);
-      if (Number.isFinite(n) && n > 0) out[field] = (out[field] ?? 0) + n;
+      if (Number.isFinite(n) && n > 0 && n <= MAX_COUNT) out[field] = (out[field] ?? 0) + n;
     }
   }
   return out;
@@ -97,11 +114,12 @@ export function addUp(hashes: readonly Record<string, string>[]): Record<string,
 /** Prometheus text exposition of the fleet-wide counters: the shared hash and every queue's. */
 export async function finishedExposition(redis: RedisConnection, prefix: string): Promise<string> {
   const [shared, queues] = await Promise.all([redis.hgetall(statsKey(prefix)), queueHashes(redis, prefix)]);
-  return exposition(addUp([shared, ...queues]));
+  const read = queues.filter((q): q is Record<string, string> => q !== null);
+  return exposition(addUp([shared, ...read]), queues.length - read.length);
 }
 
-/** The exposition of counters already added up. */
-export function exposition(h: Record<string, number>): string {
+/** The exposition of counters already added up; `unread`: queues whose hash was too large to read. */
+export function exposition(h: Record<string, number>, unread = 0): string {
   const finished = new Map<string, number>();
   const untrusted: string[] = [];
   const buckets = new Map<string, Map<string, number>>();
@@ -142,6 +160,9 @@ export function exposition(h: Record<string, number>): string {
     '# HELP volume_medic_untrusted_refused_total Jobs and control records an agent refused to act on: unsigned, badly sealed, expired, replayed or from the wrong issuer (all workers).',
     '# TYPE volume_medic_untrusted_refused_total counter',
     ...untrusted.sort(),
+    '# HELP volume_medic_job_stats_unread_queues Queues whose statistics hash holds more fields than any agent writes: not added up (a node padding its own hash).',
+    '# TYPE volume_medic_job_stats_unread_queues gauge',
+    `volume_medic_job_stats_unread_queues ${unread}`,
     '# HELP volume_medic_job_duration_seconds Time a runbook took, from start to result (all workers).',
     '# TYPE volume_medic_job_duration_seconds histogram',
   ];

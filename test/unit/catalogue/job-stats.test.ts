@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
-import { addUp, finishedExposition, recordFinished } from '../../../src/catalogue/job-stats.ts';
+import { addUp, finishedExposition, MAX_COUNT, recordFinished } from '../../../src/catalogue/job-stats.ts';
 
 // The stats hash in memory: what recordFinished writes, what the exposition reads.
 function fakeRedis(): Redis & { hash: Map<string, number> } {
@@ -69,5 +69,11 @@ describe('job statistics', () => {
     const node = { 'ran|rb|failed|1': '3', 'untrusted|job|bad-mac': '2' };
     const liar = { 'ran|rb|failed|1': '-1000', 'untrusted|job|bad-mac': 'many', 'summs|rb': '1e400' };
     expect(addUp([node, liar, { 'ran|rb|failed|1': '1' }])).toEqual({ 'ran|rb|failed|1': 4, 'untrusted|job|bad-mac': 2 });
+  });
+
+  it('a count above MAX_COUNT adds nothing: one node cannot drown the fleet\'s increments in rounding', () => {
+    const node = { 'ran|rb|failed|1': '3' };
+    const liar = { 'ran|rb|failed|1': '1e300', 'untrusted|job|bad-mac': String(MAX_COUNT + 1) };
+    expect(addUp([node, liar, { 'ran|rb|failed|1': String(MAX_COUNT) }])).toEqual({ 'ran|rb|failed|1': 3 + MAX_COUNT });
   });
 });
