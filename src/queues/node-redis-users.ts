@@ -360,10 +360,13 @@ export class NodeRedisUsers {
 
   /**
    * Re-applies after a topology change (Sentinel: +switch-master, +slave, -sdown from every
-   * sentinel; Cluster: a node joining ioredis' pool), and reconciles every `reconcileMs`.
+   * sentinel; Cluster: a node joining ioredis' pool), and reconciles every `reconcileMs`. The
+   * first pass applies every user again: users an earlier release made are present, so the cheap
+   * reconcile would keep their old rules (and the keys those rules still reach).
    */
   watch(): void {
     if (this.#closed || this.#reconcileTimer) return;
+    this.#settle('watch started: every user gets this release\'s rules');
     const t = this.#o.target;
     if (t.kind === 'sentinel') {
       for (const s of t.sentinels) {

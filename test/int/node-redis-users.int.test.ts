@@ -7,7 +7,7 @@ import { Cluster, Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { REDIS_USERS, renderRedisAcl } from '../../scripts/deploy/redis-acl.ts';
 import { freePort, redisAnswers } from '../../scripts/lib/local-redis.ts';
-import { finishedExposition, queueStatsKey, statsKey } from '../../src/catalogue/job-stats.ts';
+import { finishedExposition, MAX_QUEUE_FIELDS, queueStatsKey, statsKey } from '../../src/catalogue/job-stats.ts';
 import { nodeQueueName } from '../../src/catalogue/queues.ts';
 import type { RemediationJob } from '../../src/catalogue/jobs.ts';
 import type { RunbookResult } from '../../src/catalogue/result.ts';
@@ -172,6 +172,23 @@ describe.skipIf(skip)('per-node Redis users on a single server (the deploy ACL f
     expect(text).not.toMatch(/outcome="succeeded"\} (NaN|lots)/);
   });
 
+  it('nor drown the fleet\'s counts: a huge count adds nothing, a padded hash is left unread and counted', async () => {
+    const field = 'ran|drowned|failed|1';
+    await admin.sadd(knownQueuesKey(prefix), nodeQueueName('a'), nodeQueueName('b'));
+    await admin.hset(queueStatsKey(prefix, nodeQueueName('b')), field, '3');
+    const asA = as('a', port);
+    await asA.hset(queueStatsKey(prefix, nodeQueueName('a')), field, '999999999999999999999');
+    let text = await finishedExposition(admin, prefix);
+    expect(text).toMatch(/volume_medic_jobs_finished_total\{runbook="drowned",outcome="failed"\} 3\n/);
+    expect(text).toMatch(/volume_medic_job_stats_unread_queues 0\n/);
+    const padding = Array.from({ length: MAX_QUEUE_FIELDS + 1 }, (_, i) => [`ran|pad-${i}|failed|1`, '1']).flat();
+    await asA.hset(queueStatsKey(prefix, nodeQueueName('a')), ...padding);
+    text = await finishedExposition(admin, prefix);
+    expect(text).not.toMatch(/pad-/);
+    expect(text).toMatch(/volume_medic_jobs_finished_total\{runbook="drowned",outcome="failed"\} 3\n/);
+    expect(text).toMatch(/volume_medic_job_stats_unread_queues 1\n/);
+  });
+
   it('redefines a user in place: a live connection of it keeps working, a new password replaces the old', async () => {
     const live = as('a', port);
     expect(await live.ping()).toBe('PONG');
@@ -200,6 +217,19 @@ describe.skipIf(skip)('per-node Redis users on a single server (the deploy ACL f
       watching.watch();
       await admin.call('ACL', 'DELUSER', nodeUserName('ab'));
       await waitFor('node ab\'s user back', async () => (await as('ab', port).ping().catch(() => undefined)) ?? undefined, 5_000);
+    } finally {
+      await watching.close();
+    }
+  });
+
+  it('watch() applies every user again when it starts: a user made with an earlier release\'s wider rules gets this release\'s', async () => {
+    await admin.call('ACL', 'SETUSER', nodeUserName('ab'), 'reset', 'on', `#${sha(PW.ab)}`, '~*', '+@all'); // as an old release left it
+    expect(await as('ab', port).hset(statsKey(prefix), 'x', '1')).toBe(1);
+    const watching = new NodeRedisUsers({ target: { kind: 'single', url: receiverUrl() }, prefix, log: silent, reconcileMs: 600_000, settleMs: 50 });
+    try {
+      watching.watch();
+      await waitFor('node ab\'s old rules replaced', () => as('ab', port).hset(statsKey(prefix), 'x', '2').then(() => undefined, (e: Error) => (/NOPERM/.test(e.message) ? true : undefined)), 5_000);
+      expect(await as('ab', port).ping()).toBe('PONG');
     } finally {
       await watching.close();
     }
