@@ -1,4 +1,4 @@
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { closeSync, openSync, writeSync } from 'node:fs';
 import { lstat, mkdir, mkdtemp, readFile, readlink, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -295,6 +295,27 @@ describe('releasing a placeholder', () => {
     expect(result.steps.map((s) => s.id)).toEqual([`remove-link:${LINK}:${loop}`, `detach-loop:${loop}:local-pv-1`, 'delete-image:local-pv-1', 'delete-record:local-pv-1']);
     expect(result.steps[1]?.evidence?.[0]).toMatchObject({ claim: 'an operator forced the release without the disk check', detail: expect.stringMatching(/forced by alice/) });
     await expect(lstat(at(LINK))).rejects.toMatchObject({ code: 'ENOENT' });
+    expect(attachedLoops().filter((a) => a.loop === loop)).toEqual([]);
+  });
+
+  it('keeps a placeholder that a process still has open, even when forced; releases once it lets go', async () => {
+    const { loop } = await place();
+    // The host's real /proc under the test's root: the runbook sees this machine's processes.
+    await symlink('/proc', at('/proc'));
+    const fd = openSync(`/dev/${loop}`, 'r');
+    const user = spawn('sleep', ['60'], { stdio: [fd, 'ignore', 'ignore'] });
+    closeSync(fd);
+    try {
+      const r = job('release', 'local-pv-1', LINK, 'operator');
+      await expect(handler()(r, ctx(r))).rejects.toSatisfy((e: unknown) => e instanceof RefusedError && new RegExp(`/dev/${loop}: pid ${user.pid} \\(sleep\\) has it open`).test(e.message));
+      expect(attachedLoops()).toContainEqual({ loop, backFile: at(`${STATE_DIR}/placeholders/local-pv-1.img`) });
+      expect(await readlink(at(LINK))).toBe(`/dev/${loop}`);
+    } finally {
+      user.kill('SIGKILL');
+      await new Promise((resolve) => user.once('exit', resolve));
+    }
+    const r = job('release', 'local-pv-1', LINK, 'operator');
+    expect((await handler()(r, ctx(r))).outcome).toBe('succeeded');
     expect(attachedLoops().filter((a) => a.loop === loop)).toEqual([]);
   });
 

@@ -48,6 +48,8 @@ export interface PlaceholderFacts {
   /** Loop devices recorded for other PVs (reserved even while not attached yet). */
   reservedLoops: string[];
   attached: LoopAttachment[];
+  /** What still uses each loop device a release would detach (ours and the recorded one), in words (loop-holders.ts). */
+  holders: Record<string, string[]>;
   /**
    * `outside`: why the image path may not be touched (its directory resolves outside STATE_DIR,
    * or it is not a regular file); unset when it may (image-path.ts).

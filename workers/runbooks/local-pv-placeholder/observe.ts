@@ -7,6 +7,7 @@ import type { FileInfo, Host } from '../../host/host.ts';
 import { followLink } from '../../host/follow-link.ts';
 import { assertDiskLinkPath, sysBlockPath } from '../../host/paths.ts';
 import type { PathState, PlaceholderFacts, Sighting } from './facts.ts';
+import { loopHolders } from './loop-holders.ts';
 import { listLoops } from './loops.ts';
 import type { NodeLabels, OptInLabel } from './node-labels.ts';
 import type { PlaceholderStore } from './record-store.ts';
@@ -93,6 +94,9 @@ export async function observe(job: LocalPvPlaceholderJob, host: Host, deps: Obse
   const image = deps.store.imagePath(pv);
   const imageInfo = await host.lstat(image);
   const outside = await imageOutsideStateDir(host, deps.store, image);
+  const attached = await listLoops(host);
+  const seenAs = host.argPath(image);
+  const releasing = [...new Set([...attached.filter((a) => a.backFile === seenAs).map((a) => a.loop), ...(record ? [record.loop] : [])])];
   return {
     action: job.action,
     release: { ...(job.release ?? { by: 'detector', force: false }), asked: job.evidence.map((e) => `${e.source}: ${e.summary}`).join('; ') },
@@ -110,7 +114,8 @@ export async function observe(job: LocalPvPlaceholderJob, host: Host, deps: Obse
     record,
     recordUnreadable: own === 'unreadable',
     reservedLoops: listing.records.filter((r) => r.pv !== pv).map((r) => r.loop),
-    attached: await listLoops(host),
-    image: { path: image, seenByCommandsAs: host.argPath(image), size: imageInfo?.type === 'file' ? imageInfo.size : null, ...(outside ? { outside } : {}) },
+    attached,
+    holders: await loopHolders(host, releasing, attached),
+    image: { path: image, seenByCommandsAs: seenAs, size: imageInfo?.type === 'file' ? imageInfo.size : null, ...(outside ? { outside } : {}) },
   };
 }

@@ -181,12 +181,25 @@ function planRelease(f: PlaceholderFacts, why: string, basis: StepEvidence[]): P
   }
   // Every loop device backed by our image is ours; a recorded loop backed by anything else is not.
   const ours = f.attached.filter((a) => isOurs(f, a.backFile)).map((a) => a.loop);
+  // A held device would stay attached after `losetup -d` (detached only at its last close) with
+  // its image and record gone: nothing is changed until whatever holds it lets go. Force skips
+  // the disk check, never this one.
+  const held = ours.flatMap((loop) => (f.holders[loop] ?? []).map((h) => `${devOf(loop)}: ${h}`));
+  if (held.length > 0) {
+    return refuse(
+      `the placeholder of PV ${f.pv} is still in use, so it stays (${why}): ${held.join('; ')}. ` +
+        'Stop the pod that uses the PV (or unmount it), then ask for the release again',
+    );
+  }
   const backing = attachedTo(f, r.loop);
   if (backing !== undefined && !isOurs(f, backing)) notes.push(`${r.loop} is attached to ${backing ?? 'nothing'}, which we did not attach: not detaching it`);
   for (const loop of ours) {
     steps.push({
       kind: 'detach-loop', id: `detach-loop:${loop}:${f.pv}`, description: `detach ${devOf(loop)} (backed by our image)`, destructive: true, loop, image: r.image,
-      evidence: seen(`${devOf(loop)} is backed by our image ${f.image.seenByCommandsAs}`, 'losetup --list --json'),
+      evidence: [
+        ...seen(`${devOf(loop)} is backed by our image ${f.image.seenByCommandsAs}`, 'losetup --list --json'),
+        { claim: `nothing holds ${devOf(loop)}: no process has it open, nothing mounts it or is stacked on it`, source: `/proc/*/fd, /proc/*/mountinfo, /sys/block/${loop}/holders, losetup --list`, observedAt: f.observedAt, status: 'holds' },
+      ],
     });
   }
   if (f.image.size !== null) {

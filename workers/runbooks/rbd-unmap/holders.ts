@@ -1,7 +1,7 @@
 import type { Host } from '../../host/host.ts';
 import { devPath } from '../../host/paths.ts';
 import { parseMountinfo } from '../../host/mountinfo.ts';
-import { podUidOfCgroup } from './cgroup.ts';
+import { podUidOfCgroup } from '../../host/proc-facts.ts';
 
 // Who holds /dev/rbdN: its mounts in every mount namespace (a grep of rbdN through
 // /proc/*/task/*/mountinfo, one read per namespace), processes with the device open

@@ -4,7 +4,7 @@ export { DEFAULT_UNMAP_POLICY, type UnmapPolicy } from './policy.ts';
 export { plan } from './plan.ts';
 export { classify, describeHolder, podUidOfKubeletPath, type ClassifyContext, type HolderClass } from './classify.ts';
 export { scanHolders, type Holders, type MountHolder, type Opener } from './holders.ts';
-export { podUidOfCgroup } from './cgroup.ts';
+export { podUidOfCgroup } from '../../host/proc-facts.ts';
 export { parseMountinfo, type MountEntry } from '../../host/mountinfo.ts';
 export { parseShowmappedJson, parseShowmappedText, SHOWMAPPED, type Mapping } from './showmapped.ts';
 export { isBusy, isNotMapped } from './unmap-error.ts';

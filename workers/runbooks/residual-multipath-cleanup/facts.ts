@@ -1,3 +1,6 @@
+import type { Opener } from '../../host/proc-facts.ts';
+
+export type { Opener };
 import type { IntentRecord } from './intents.ts';
 import type { MultipathPath } from './multipath-ll.ts';
 
@@ -8,23 +11,6 @@ export interface PathFacts extends MultipathPath {
   sysfsState: string | null;
   /** Multipath-style WWID from /sys/block/<dev>/device/wwid, null when unreadable. */
   sysfsWwid: string | null;
-}
-
-export interface Opener {
-  pid: number;
-  comm: string;
-  /** /proc/<pid>/stat state: D = uninterruptible sleep (stuck on the map's queued I/O). */
-  state: string;
-  /** How many of its file descriptors point at the map (or one of its disks). */
-  fds: number;
-  /** /proc/<pid>/stat start time (clock ticks since boot): with the pid, who it is across a pid's reuse. */
-  startTime: string | null;
-  /** First line of /proc/<pid>/cgroup, null when unreadable. */
-  cgroup: string | null;
-  /** The pod the process belongs to, from a pod UID in its cgroup path. */
-  podUid: string | null;
-  /** One of our own read probes (this job's, or one an earlier job left stuck: kept in the agent's observations). */
-  ownProbe: boolean;
 }
 
 /** How long every path of a map has been dead, as this agent saw it over its jobs. */

@@ -7,5 +7,6 @@ export { parseMultipathdMapsJson } from './multipathd-maps-json.ts';
 export { parseDmsetupInfoColumns, type DmInfo } from './dmsetup-info.ts';
 export { mountUses } from './mountinfo.ts';
 export type { ResidualFacts, MapFacts, PathFacts, Opener, ProbeFacts, IntentFacts, OrphanDisk, DeadSince } from './facts.ts';
-export { openerRole, podUidOfCgroup } from './openers.ts';
+export { openerRole } from './openers.ts';
+export { podUidOfCgroup } from '../../host/proc-facts.ts';
 export type { ResidualStep } from './step.ts';

@@ -17,7 +17,7 @@ import { isDeadPath, parseMultipathLl, pathsOf, type MultipathMap } from './mult
 import { parseMultipathdMapsJson, type JsonMapView } from './multipathd-maps-json.ts';
 import type { ResidualPolicy } from './policy.ts';
 import { probeMaps } from './probe.ts';
-import { findOpeners, parseSwaps, processFacts, scanMountNamespaces } from './proc-scan.ts';
+import { findOpeners, parseSwaps, processFacts, scanMountNamespaces } from '../../host/proc-facts.ts';
 import { diskIdentity, isSameDisk } from './sysfs-maps.ts';
 import { normalizeWwid, wwidOfDmUuid, wwidOfSysfs } from './wwid.ts';
 

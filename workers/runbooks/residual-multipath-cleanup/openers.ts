@@ -1,4 +1,4 @@
-import type { Opener } from './facts.ts';
+import type { Opener } from '../../host/proc-facts.ts';
 
 // Who an opener of a dead map is (issue 19): a known victim of the dead paths (udev workers,
 // blkid, multipath tools, our own read probe) that may be released by failing the queued I/O,
@@ -8,14 +8,6 @@ import type { Opener } from './facts.ts';
 export type OpenerRole =
   | { kind: 'victim'; why: string }
   | { kind: 'user'; why: string };
-
-/** `kubepods-burstable-pod1f0c..._2b.slice` or `/kubepods/burstable/pod1f0c...-2b/`: the pod UID. */
-const POD_UID = /kubepods[^\n]*?[/-]pod([0-9a-f]{8}[-_][0-9a-f]{4}[-_][0-9a-f]{4}[-_][0-9a-f]{4}[-_][0-9a-f]{12})/;
-
-export function podUidOfCgroup(cgroup: string | null): string | null {
-  const m = cgroup === null ? null : POD_UID.exec(cgroup);
-  return m?.[1] ? m[1].replace(/_/g, '-') : null;
-}
 
 /** pid, comm, state and where it lives, for a reason a human can act on. */
 export function describeOpener(o: Opener): string {

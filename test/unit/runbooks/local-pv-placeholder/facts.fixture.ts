@@ -27,6 +27,7 @@ export function lostDisk(overrides: Partial<PlaceholderFacts> = {}): Placeholder
     recordUnreadable: false,
     reservedLoops: [],
     attached: [{ loop: 'loop0', backFile: '/var/lib/snapd/snaps/core.snap' }],
+    holders: {},
     image: { path: IMAGE, seenByCommandsAs: IMAGE, size: null },
     ...overrides,
   };

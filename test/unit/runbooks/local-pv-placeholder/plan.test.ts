@@ -178,6 +178,23 @@ describe('releasing a placeholder', () => {
     expect(p.kind === 'steps' && p.summary).toMatch(/release forced by an operator/);
   });
 
+  it('keeps a placeholder that something still holds, even on an operator\'s forced request, naming the holder', () => {
+    const holders = { loop101: ['pid 4242 (postgres, pod UID 6f1c3a52-9d7e-4b1a-8c2f-0e4d5b6a7c81) has it open', 'loop7 is backed by it (/var/lib/kubelet/plugins/x)'] };
+    const forced = { action: 'release' as const, release: { by: 'operator' as const, force: true, asked: 'api: forced by alice' } };
+    for (const f of [placed({ ...release, holders }), placed({ ...forced, holders })]) {
+      expect(f.holders).toBe(holders);
+      const p = plan(f);
+      expect(p.kind).toBe('refuse');
+      expect(reasons(p)).toMatch(/placeholder of PV local-pv-1 is still in use, so it stays .*\/dev\/loop101: pid 4242 \(postgres.*\/dev\/loop101: loop7 is backed by it.*Stop the pod/);
+    }
+    expect(plan(placed({ ...release, holders: { loop101: [] } })).kind).toBe('steps');
+  });
+
+  it('says on the detach step that nothing held the device', () => {
+    const ev = ((p) => (p.kind === 'steps' ? p.steps.find((s) => s.kind === 'detach-loop')?.evidence ?? [] : []))(plan(placed(release)));
+    expect(ev.map((e) => e.claim)).toContain('nothing holds /dev/loop101: no process has it open, nothing mounts it or is stacked on it');
+  });
+
   it('never detaches a loop device backed by a file it did not create', () => {
     const p = plan(placed({ ...release, attached: [{ loop: 'loop101', backFile: '/srv/other.img' }] }));
     expect(kinds(p)).not.toContain('detach-loop');

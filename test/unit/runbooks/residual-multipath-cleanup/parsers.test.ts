@@ -4,7 +4,7 @@ import { parseMountinfo } from '../../../../workers/host/mountinfo.ts';
 import { mountUses } from '../../../../workers/runbooks/residual-multipath-cleanup/mountinfo.ts';
 import { isDeadPath, parseMultipathLl, pathsOf } from '../../../../workers/runbooks/residual-multipath-cleanup/multipath-ll.ts';
 import { parseMultipathdMapsJson } from '../../../../workers/runbooks/residual-multipath-cleanup/multipathd-maps-json.ts';
-import { parseSwaps } from '../../../../workers/runbooks/residual-multipath-cleanup/proc-scan.ts';
+import { parseSwaps } from '../../../../workers/host/proc-facts.ts';
 import { sameWwid, wwidConflicts, wwidOfDmUuid, wwidOfSysfs } from '../../../../workers/runbooks/residual-multipath-cleanup/wwid.ts';
 import { captured } from './real-fixtures.ts';
 

@@ -1,14 +1,40 @@
 import { posix } from 'node:path';
-import type { Host } from '../../host/host.ts';
-import { parseProcStat } from '../../host/process-group.ts';
-import type { Opener } from './facts.ts';
-import { podUidOfCgroup } from './openers.ts';
-import { parseMountinfo, type MountEntry } from '../../host/mountinfo.ts';
+import type { Host } from './host.ts';
+import { parseMountinfo, type MountEntry } from './mountinfo.ts';
+import { parseProcStat } from './process-group.ts';
 
 // What the node's processes hold, read from the host's /proc through the Host port: the mount
-// table of every mount namespace (one mountinfo per namespace, not per process) and the
-// processes with a block device open. Processes come and go while we read: a vanished pid is
-// skipped, never an error.
+// table of every mount namespace (one mountinfo per namespace, not per process), the processes
+// with a block device open, and who a process is (its pod, from its cgroup). Every runbook that
+// must know whether a device is in use asks here. Processes come and go while we read: a
+// vanished pid is skipped, never an error.
+
+/** A process with a device open. */
+export interface Opener {
+  pid: number;
+  comm: string;
+  /** /proc/<pid>/stat state: D = uninterruptible sleep (stuck on the map's queued I/O). */
+  state: string;
+  /** How many of its file descriptors point at the map (or one of its disks). */
+  fds: number;
+  /** /proc/<pid>/stat start time (clock ticks since boot): with the pid, who it is across a pid's reuse. */
+  startTime: string | null;
+  /** First line of /proc/<pid>/cgroup, null when unreadable. */
+  cgroup: string | null;
+  /** The pod the process belongs to, from a pod UID in its cgroup path. */
+  podUid: string | null;
+  /** One of our own read probes (this job's, or one an earlier job left stuck: kept in the agent's observations). */
+  ownProbe: boolean;
+}
+
+/** `kubepods-burstable-pod1f0c..._2b.slice` or `/kubepods/burstable/pod1f0c...-2b/`: the pod UID. */
+const POD_UID = /kubepods[^\n]*?[/-]pod([0-9a-f]{8}[-_][0-9a-f]{4}[-_][0-9a-f]{4}[-_][0-9a-f]{4}[-_][0-9a-f]{12})/;
+
+/** The pod a process belongs to, from /proc/<pid>/cgroup (cgroupfs `pod<uid>` or systemd `pod<uid_with_underscores>.slice`). */
+export function podUidOfCgroup(cgroup: string | null): string | null {
+  const m = cgroup === null ? null : POD_UID.exec(cgroup);
+  return m?.[1] ? m[1].replace(/_/g, '-') : null;
+}
 
 const isPid = (name: string): boolean => /^[0-9]+$/.test(name);
 
