@@ -1,13 +1,13 @@
-// Import rules (issue 32), checked by `npm run lint:deps` in `npm test`. The layers by folder:
-//   core-ish    src/catalogue, src/signals, src/trust, src/config, src/collections
-//   adapters    src/queues, src/observability, src/kube/{api,rest}, src/process
-//   control     src/http, src/console, src/ingest, src/triage, src/sources, src/auth, src/cli,
-//               src/enrolment, src/controls, src/kube (watches), src/receiver.ts, src/main.ts
-//   agents      workers/**
-// Violations that exist today are listed in .dependency-cruiser-known-violations.json
-// (`npm run lint:deps:baseline` rewrites it): they are the debt issue 32 pays down, and a new
-// one fails the check.
-/** @type {import('dependency-cruiser').IConfiguration} */
+// Import rules, checked by `npm run lint` (in `npm test`). The layers are folders under src/:
+//   core/      what every process shares and that touches nothing: job catalogue and schemas,
+//              signals, the seal and keys, control records, configuration
+//   adapters/  the outside world behind ports: Redis, the job store (BullMQ), the control and
+//              statistics stores, the Kubernetes API, logs and metrics, process supervision
+//   control/   the control plane: receiver, HTTP routes, ingest, triage, sources, watches,
+//              console, API, CLI, enrolment, secrets
+//   agents/    the node agent and the cluster worker: engine, host, runbooks
+// Arrows run one way: core <- adapters <- (control | agents); control and agents never meet
+// except in Redis. No import loop anywhere, not even between two folders of one layer.
 module.exports = {
   forbidden: [
     {
@@ -18,31 +18,45 @@ module.exports = {
       to: { circular: true },
     },
     {
-      name: 'control-plane-not-from-agents',
+      name: 'core-imports-nothing-of-ours',
       severity: 'error',
-      comment: 'The agents depend on the shared core and adapters, never on the receiver, its console, API or sources.',
-      from: { path: '^workers/' },
-      to: { path: '^src/(http|console|ingest|triage|sources|auth|cli|enrolment)/|^src/(receiver|main)\\.ts$' },
+      comment: 'core/ is what every process shares: it depends on no adapter and no plane.',
+      from: { path: '^src/core/' },
+      to: { path: '^src/(adapters|control|agents)/' },
     },
     {
-      name: 'agents-not-from-control-plane',
+      name: 'adapters-only-on-core',
       severity: 'error',
-      comment: 'Nothing under src/ imports the agents: the control plane and the agents meet only in Redis and the shared core.',
-      from: { path: '^src/' },
-      to: { path: '^workers/' },
+      comment: 'An adapter serves both planes, so it knows neither.',
+      from: { path: '^src/adapters/' },
+      to: { path: '^src/(control|agents)/' },
+    },
+    {
+      name: 'agents-not-on-control-plane',
+      severity: 'error',
+      comment: 'The agents depend on core and adapters, never on the receiver, its console, API or sources.',
+      from: { path: '^src/agents/' },
+      to: { path: '^src/control/' },
+    },
+    {
+      name: 'control-plane-not-on-agents',
+      severity: 'error',
+      comment: 'The control plane and the agents meet only in Redis and the shared core.',
+      from: { path: '^src/control/' },
+      to: { path: '^src/agents/' },
     },
     {
       name: 'no-test-code-in-production',
       severity: 'error',
       comment: 'Production code never imports tests, benches or their support code.',
-      from: { path: '^(src|workers)/' },
+      from: { path: '^src/' },
       to: { path: '^(test|bench)/' },
     },
     {
       name: 'no-dev-dependencies-in-production',
       severity: 'error',
       comment: 'The image installs production dependencies only.',
-      from: { path: '^(src|workers)/' },
+      from: { path: '^src/' },
       to: { dependencyTypes: ['npm-dev'] },
     },
     {
@@ -55,7 +69,7 @@ module.exports = {
   ],
   options: {
     doNotFollow: { path: 'node_modules' },
-    exclude: { path: '^(dist|node_modules)/' },
+    exclude: { path: '^dist/' },
     tsPreCompilationDeps: true,
     tsConfig: { fileName: 'tsconfig.json' },
     enhancedResolveOptions: { exportsFields: ['exports'], conditionNames: ['import', 'require', 'node', 'default', 'types'], extensions: ['.ts', '.js', '.json'] },

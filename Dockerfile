@@ -22,7 +22,6 @@ WORKDIR /app
 COPY package.json package-lock.json tsconfig.json tsconfig.build.json ./
 RUN npm ci --ignore-scripts --no-audit --no-fund
 COPY src ./src
-COPY workers ./workers
 RUN npm run build
 
 # --- dependencies: production node_modules only, built where compilers may be present --------
@@ -69,4 +68,4 @@ EXPOSE 8080
 # The receiver by default, with the V8 heap flags of the chart's receiver.yaml (test/unit/deploy/
 # render.test.ts keeps the two equal; scripts/image/build.ts uses the same); the chart sets
 # `command` for every process.
-CMD ["node", "--max-old-space-size=384", "--max-semi-space-size=64", "dist/src/main.js"]
+CMD ["node", "--max-old-space-size=384", "--max-semi-space-size=64", "dist/src/control/main.js"]

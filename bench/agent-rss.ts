@@ -46,7 +46,7 @@ const timers: NodeJS.Timeout[] = [];
 try {
   for (const [i, v] of VARIANTS.entries()) {
     const port = await freePort();
-    const child = spawn(process.execPath, [...v.flags, v.script ?? 'dist/workers/node-agent/main.js'], {
+    const child = spawn(process.execPath, [...v.flags, v.script ?? 'dist/src/agents/node-agent/main.js'], {
       env: {
         PATH: process.env['PATH'] ?? '', REDIS_URL: redis.url, QUEUE_PREFIX: 'agentrss', NODE_NAME: `rss-${i}`, STATE_DIR: mkdtempSync(join(dir, 's')),
         PROBE_PORT: String(port), PROBE_LISTEN_ADDRESS: '127.0.0.1', ALLOW_UNSIGNED_WORK: 'true', LOG_LEVEL: 'warn',

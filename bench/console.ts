@@ -3,17 +3,17 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Queue, Worker, type Job } from 'bullmq';
 import { Redis } from 'ioredis';
-import { nodeQueueName } from '../src/catalogue/queues.ts';
-import { Config } from '../src/config/schema.ts';
-import { ControlsStore } from '../src/controls/controls-store.ts';
-import { presenceKey } from '../src/queues/agent-presence.ts';
-import { incidentIndexKey } from '../src/queues/incident-index.ts';
-import { scanQueues } from '../src/console/queue-scan.ts';
-import { COUNTED_STATES } from '../src/console/state-counts.ts';
-import { knownQueuesKey } from '../src/queues/known-queues.ts';
+import { nodeQueueName } from '../src/core/catalogue/queues.ts';
+import { Config } from '../src/core/config/schema.ts';
+import { ControlsStore } from '../src/adapters/controls/controls-store.ts';
+import { presenceKey } from '../src/adapters/jobstore/agent-presence.ts';
+import { incidentIndexKey } from '../src/adapters/jobstore/incident-index.ts';
+import { scanQueues } from '../src/control/console/queue-scan.ts';
+import { COUNTED_STATES } from '../src/control/console/state-counts.ts';
+import { knownQueuesKey } from '../src/adapters/redis/known-queues.ts';
 import { redisCpu } from './lib/redis-cpu.ts';
-import { createLogger } from '../src/observability/logger.ts';
-import { startReceiver, type Receiver } from '../src/receiver.ts';
+import { createLogger } from '../src/adapters/observability/logger.ts';
+import { startReceiver, type Receiver } from '../src/control/receiver.ts';
 import { writeSigningKeys } from '../scripts/lib/signing-keys.ts';
 import { startOperators, type Operators } from '../test/support/operators.ts';
 import { alertmanagerBody, nodeNotReadyAlert } from '../test/support/payloads.ts';
@@ -22,7 +22,7 @@ import { percentile, round } from './lib/stats.ts';
 
 // `npm run bench:console` (issue 23): does every page of the on-call console answer in under
 // 300 ms at 10,000 jobs over 5,000 node queues? A private redis-server on loopback, two real
-// receivers (src/receiver.ts, in this process): one over a store filled through its own webhook
+// receivers (src/control/receiver.ts, in this process): one over a store filled through its own webhook
 // (Alertmanager batches of 50 alerts, 2 jobs per node) and then moved by real BullMQ workers into
 // mixed states (completed, failed, waiting, active, parked as the engine parks them: progress,
 // delayed, the controls' parked record), and one over an empty store, the baseline. Then each page,
@@ -146,7 +146,7 @@ const SCAN_ROUNDS = 5;
 
 /**
  * What one refresh of the counts costs, the way before (BullMQ's getJobCounts, one script call per
- * queue, as src/console/state-counts.ts did) and now (src/console/queue-scan.ts): this process's CPU
+ * queue, as src/control/console/state-counts.ts did) and now (src/control/console/queue-scan.ts): this process's CPU
  * and Redis's main thread, median of SCAN_ROUNDS, on the loaded store's real queues.
  */
 async function scanCosts(admin: Redis, prefix: string): Promise<{ queues: number; perQueue: { nodeMs: number; redisMs: number }; chunked: { nodeMs: number; redisMs: number } }> {

@@ -1,9 +1,9 @@
 import { Redis } from 'ioredis';
-import { nodeQueueName } from '../src/catalogue/queues.ts';
-import { ControlsStore } from '../src/controls/controls-store.ts';
-import { queueControlKeys, controlKeys } from '../src/controls/keys.ts';
-import { finishedExposition, queueStatsKey, statsKey } from '../src/catalogue/job-stats.ts';
-import { knownQueuesKey } from '../src/queues/known-queues.ts';
+import { nodeQueueName } from '../src/core/catalogue/queues.ts';
+import { ControlsStore } from '../src/adapters/controls/controls-store.ts';
+import { queueControlKeys, controlKeys } from '../src/core/controls/keys.ts';
+import { finishedExposition, queueStatsKey, statsKey } from '../src/adapters/stats/job-stats.ts';
+import { knownQueuesKey } from '../src/adapters/redis/known-queues.ts';
 import { redisCpu } from './lib/redis-cpu.ts';
 import { startPrivateRedis } from './lib/redis-server.ts';
 

@@ -6,7 +6,7 @@ import { mkdtempSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { nodeQueueName } from '../src/catalogue/queues.ts';
+import { nodeQueueName } from '../src/core/catalogue/queues.ts';
 import { writeSigningKeys } from '../scripts/lib/signing-keys.ts';
 import { alertmanagerBody, nodeNotReadyAlert } from '../test/support/payloads.ts';
 import { startChild, type Child } from './lib/child.ts';

@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
 import { Redis } from 'ioredis';
-import { createLogger } from '../src/observability/logger.ts';
-import { NodeRedisUsers, nodeUserName, nodeUserRules } from '../src/queues/node-redis-users.ts';
-import type { RedisTarget } from '../src/queues/redis-target.ts';
+import { createLogger } from '../src/adapters/observability/logger.ts';
+import { NodeRedisUsers, nodeUserName, nodeUserRules } from '../src/adapters/redis/node-redis-users.ts';
+import type { RedisTarget } from '../src/adapters/redis/redis-target.ts';
 import { startSentinelSet } from '../test/support/redis-topology.ts';
 import { redisCpu } from './lib/redis-cpu.ts';
 import { startPrivateRedis } from './lib/redis-server.ts';

@@ -3,7 +3,7 @@
 // redis-server). redis-server's main-thread CPU (INFO cpu) per job while the jobs of new 50-alert
 // groups (the bench's payload, parsed and triaged as the receiver does) are added three ways, in
 // alternating rounds:
-//   dispatcher  the receiver's Dispatcher (src/queues/dispatcher.ts): BullMQ's add script once per
+//   dispatcher  the receiver's Dispatcher (src/adapters/jobstore/dispatcher.ts): BullMQ's add script once per
 //               job inside one script call per batch (batch-add.ts), known-key memory off;
 //   addBulk     BullMQ's Queue.addBulk with the same jobs and options: one EVALSHA per job, pipelined;
 //   reference   Queue.addBulk as the bench's plain-addBulk server does it: the raw alert as data,
@@ -14,19 +14,19 @@
 // groups per add, COST_ROUNDS (3) rounds (GROUPS is taken: bash keeps its group ids in it).
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
-import { AlertmanagerPayload, alertmanagerSignals } from '../src/sources/alertmanager.ts';
-import { triage } from '../src/triage/triage.ts';
-import { InMemoryLookups } from '../src/kube/lookups.ts';
-import { Dispatcher, jobOptions } from '../src/queues/dispatcher.ts';
-import { queueFor } from '../src/catalogue/queues.ts';
-import type { RemediationJob } from '../src/catalogue/jobs.ts';
+import { AlertmanagerPayload, alertmanagerSignals } from '../src/control/sources/alertmanager.ts';
+import { triage } from '../src/control/triage/triage.ts';
+import { InMemoryLookups } from '../src/adapters/kube/lookups.ts';
+import { Dispatcher, jobOptions } from '../src/adapters/jobstore/dispatcher.ts';
+import { queueFor } from '../src/core/catalogue/queues.ts';
+import type { RemediationJob } from '../src/core/catalogue/jobs.ts';
 import { fill, groupedAlerts } from './lib/payloads.ts';
 import { startPrivateRedis } from './lib/redis-server.ts';
 import { redisCpu } from './lib/redis-cpu.ts';
 import { round } from './lib/stats.ts';
 import { randomBytes } from 'node:crypto';
-import { keyringFor } from '../src/trust/keyring.ts';
-import { sealerOf } from '../src/trust/seal.ts';
+import { keyringFor } from '../src/core/trust/keyring.ts';
+import { sealerOf } from '../src/core/trust/seal.ts';
 
 // Jobs are sealed as the receiver seals them: the cost is part of ours.
 const BENCH_SEALER = sealerOf(keyringFor('receiver', new Map([['receiver.bench', randomBytes(32)]])));

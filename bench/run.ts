@@ -4,7 +4,7 @@ import { cpus, loadavg } from 'node:os';
 import { execSync } from 'node:child_process';
 import autocannon, { type Result as CannonResult } from 'autocannon';
 import { Redis } from 'ioredis';
-import { nodeQueueName } from '../src/catalogue/queues.ts';
+import { nodeQueueName } from '../src/core/catalogue/queues.ts';
 import { startChild, type Child } from './lib/child.ts';
 import { fill, groupedAlerts, oneAlert, rebootedEvent, type Payload } from './lib/payloads.ts';
 import { startPrivateRedis } from './lib/redis-server.ts';
@@ -250,7 +250,7 @@ async function footprint() {
   const { flags, script } = nodeAgentCommand();
   const deployed = await idleRss(join(await built(), script), flags);
   // As developed: `npm run node-agent` (TypeScript through type stripping, no flags).
-  const typescript = await idleRss(here('../workers/node-agent/main.ts'), []);
+  const typescript = await idleRss(here('../src/agents/node-agent/main.ts'), []);
   return { nodeAgentIdleRssMiB: round(deployed), nodeAgentCommand: ['node', ...flags, script].join(' '), nodeAgentIdleRssTypeScriptMiB: round(typescript) };
 }
 

@@ -3,12 +3,12 @@
 // Redis: REDIS_URL if set; else 127.0.0.1:6379 if it answers; else a private redis-server on a
 // free port, started here and stopped on exit.
 import { hostname } from 'node:os';
-import { ConfigError, loadConfig } from '../src/config/load.ts';
-import { isNodeName } from '../src/catalogue/names.ts';
-import { createLogger } from '../src/observability/logger.ts';
-import { startReceiver } from '../src/receiver.ts';
-import { createNodeAgent } from '../workers/node-agent/agent.ts';
-import { defaultNodeRegistry } from '../workers/node-agent/registry.ts';
+import { ConfigError, loadConfig } from '../src/core/config/load.ts';
+import { isNodeName } from '../src/core/catalogue/names.ts';
+import { createLogger } from '../src/adapters/observability/logger.ts';
+import { startReceiver } from '../src/control/receiver.ts';
+import { createNodeAgent } from '../src/agents/node-agent/agent.ts';
+import { defaultNodeRegistry } from '../src/agents/node-agent/registry.ts';
 import { findOrStartRedis, NoRedisError } from './lib/local-redis.ts';
 import { writeSigningKeys } from './lib/signing-keys.ts';
 
@@ -31,7 +31,7 @@ try {
   const config = { ...loaded, operatorAuth, defaultMode: 'dry-run' as const, runbookModes: {} };
   log.level = config.logLevel;
   // A trial on one machine: without a token the receiver is open, and says so (the deployed
-  // receiver, src/main.ts, refuses to start without one unless ALLOW_UNAUTHENTICATED=true).
+  // receiver, src/control/main.ts, refuses to start without one unless ALLOW_UNAUTHENTICATED=true).
   if (config.tokens.length === 0) log.warn('no VOLUME_MEDIC_TOKEN: this trial receiver accepts requests without authentication');
   const receiver = await startReceiver(config, { log: log.child({ component: 'receiver' }) });
   const agent = createNodeAgent({ config, registry: defaultNodeRegistry(config, log), log: log.child({ component: 'node-agent', node: nodeName }) });

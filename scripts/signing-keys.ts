@@ -1,7 +1,7 @@
 // `npm run signing-keys -- <dir> [key id]`: new signing keys for every role (receiver,
 // cluster-worker, node-agent) in <dir>, and the kubectl commands that make them Secrets.
 // Existing files are never overwritten. See README, "Signed work".
-import { ROLES } from '../src/trust/roles.ts';
+import { ROLES } from '../src/core/trust/roles.ts';
 import { writeSigningKeys } from './lib/signing-keys.ts';
 
 const [dir, kid] = process.argv.slice(2);

@@ -4,9 +4,9 @@
 // observe step reads is generated in the formats of the lab captures (test/fixtures/multipath):
 // `multipath -ll`, `dmsetup info -c`, sysfs and /proc. Probes really wait: the time measured is
 // the runbook's, with the simulated kernel answering instantly otherwise.
-import type { CommandRecord } from '../../src/catalogue/result.ts';
-import { FakeHost } from '../../workers/host/fake-host.ts';
-import type { RunOptions } from '../../workers/host/host.ts';
+import type { CommandRecord } from '../../src/core/catalogue/result.ts';
+import { FakeHost } from '../../src/agents/host/fake-host.ts';
+import type { RunOptions } from '../../src/agents/host/host.ts';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 

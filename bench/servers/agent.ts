@@ -1,7 +1,7 @@
-import { Config } from '../../src/config/schema.ts';
-import { createLogger } from '../../src/observability/logger.ts';
-import { createNodeAgent } from '../../workers/node-agent/agent.ts';
-import type { RunbookResult } from '../../src/catalogue/result.ts';
+import { Config } from '../../src/core/config/schema.ts';
+import { createLogger } from '../../src/adapters/observability/logger.ts';
+import { createNodeAgent } from '../../src/agents/node-agent/agent.ts';
+import type { RunbookResult } from '../../src/core/catalogue/result.ts';
 
 // A node agent (the real createNodeAgent: BullMQ worker, job parsing, statistics) whose
 // residual-multipath-cleanup is a trivial stand-in: it prints STARTED <jobId> <epoch ms, µs

@@ -1,13 +1,13 @@
 import { Worker } from 'bullmq';
 import { Cluster } from 'ioredis';
 import { announce } from '../lib/child.ts';
-import { Config } from '../../src/config/schema.ts';
-import { nodeQueueName } from '../../src/catalogue/queues.ts';
-import { RUNBOOKS, type RunbookName } from '../../src/catalogue/jobs.ts';
-import type { RunbookResult } from '../../src/catalogue/result.ts';
-import { createLogger } from '../../src/observability/logger.ts';
-import { createNodeAgent } from '../../workers/node-agent/agent.ts';
-import type { RunbookContext, RunbookHandler, RunbookRegistry } from '../../workers/runbooks/registry.ts';
+import { Config } from '../../src/core/config/schema.ts';
+import { nodeQueueName } from '../../src/core/catalogue/queues.ts';
+import { RUNBOOKS, type RunbookName } from '../../src/core/catalogue/jobs.ts';
+import type { RunbookResult } from '../../src/core/catalogue/result.ts';
+import { createLogger } from '../../src/adapters/observability/logger.ts';
+import { createNodeAgent } from '../../src/agents/node-agent/agent.ts';
+import type { RunbookContext, RunbookHandler, RunbookRegistry } from '../../src/agents/runbooks/registry.ts';
 
 // Many simulated node agents in one process, for bench/fleet.ts. FLEET_KIND=ours: the real
 // createNodeAgent per node (its BullMQ worker, seal checks, controls, statistics: the same code

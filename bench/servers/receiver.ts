@@ -1,8 +1,8 @@
 import { announce } from '../lib/child.ts';
-import { Config } from '../../src/config/schema.ts';
-import { startReceiver } from '../../src/receiver.ts';
+import { Config } from '../../src/core/config/schema.ts';
+import { startReceiver } from '../../src/control/receiver.ts';
 
-// The real receiver (src/receiver.ts) on a free loopback port, configured from the environment
+// The real receiver (src/control/receiver.ts) on a free loopback port, configured from the environment
 // the parent passes (REDIS_URL, QUEUE_PREFIX, LOG_LEVEL). Its logs go to the parent's choice of
 // stdout sink; the first line it prints itself is READY <url>.
 

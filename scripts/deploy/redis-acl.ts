@@ -2,8 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
-import { COMPONENTS, type Component } from '../../src/kube/rbac.ts';
-import { renderRedisAcl as renderAcl } from '../../src/secrets/redis-acl.ts';
+import { COMPONENTS, type Component } from '../../src/adapters/kube/rbac.ts';
+import { renderRedisAcl as renderAcl } from '../../src/control/secrets/redis-acl.ts';
 import { CHART_DIR } from './chart.ts';
 
 // The Redis side of least privilege: the ACL file of the bundled Redis, rendered from

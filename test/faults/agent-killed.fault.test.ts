@@ -4,13 +4,13 @@ import { join } from 'node:path';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ResidualMultipathJob } from '../../src/catalogue/jobs.ts';
-import { nodeQueueName } from '../../src/catalogue/queues.ts';
+import type { ResidualMultipathJob } from '../../src/core/catalogue/jobs.ts';
+import { nodeQueueName } from '../../src/core/catalogue/queues.ts';
 import { startChild, type Child } from '../../bench/lib/child.ts';
 import { waitFor } from '../support/alertmanager.ts';
 import { dropPrefix, redisUrl, uniquePrefix } from '../support/redis.ts';
 import { EFFECTS_LOG, STEP_IDS } from './support/journal-runbook.ts';
-import { sealJob } from '../../src/trust/work.ts';
+import { sealJob } from '../../src/core/trust/work.ts';
 import { TEST_KEYS_DIR, testSealer } from '../support/trust.ts';
 
 // SIGKILL of the node agent in the middle of a runbook with four destructive steps: after two

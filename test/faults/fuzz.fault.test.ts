@@ -3,10 +3,10 @@ import { join } from 'node:path';
 import fc from 'fast-check';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RemediationJob } from '../../src/catalogue/jobs.ts';
-import { isCephName, isDiskLinkPath, isNodeName, isObjectName } from '../../src/catalogue/names.ts';
-import { startReceiver, type Receiver } from '../../src/receiver.ts';
-import { RepeatAnswers } from '../../src/ingest/repeat-answers.ts';
+import { RemediationJob } from '../../src/core/catalogue/jobs.ts';
+import { isCephName, isDiskLinkPath, isNodeName, isObjectName } from '../../src/core/catalogue/names.ts';
+import { startReceiver, type Receiver } from '../../src/control/receiver.ts';
+import { RepeatAnswers } from '../../src/control/ingest/repeat-answers.ts';
 import { sumMetric } from '../support/alertmanager.ts';
 import { testConfig } from '../support/config.ts';
 import { dropPrefix, redisUrl, uniquePrefix } from '../support/redis.ts';
@@ -148,7 +148,7 @@ describe('fuzzing every route with mutated real payloads', () => {
   });
 });
 
-// The repeat answer (src/ingest/repeat-answers.ts) skips validating and triaging alerts it has
+// The repeat answer (src/control/ingest/repeat-answers.ts) skips validating and triaging alerts it has
 // seen as written. Differential: the same sequence of bodies goes to a receiver that remembers
 // and to one that never does; every answer must be the same, status and body.
 describe('answers from remembered alerts are the full path\'s answers', () => {

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startReceiver, type Receiver } from '../../src/receiver.ts';
+import { startReceiver, type Receiver } from '../../src/control/receiver.ts';
 import { startPrivateRedis, type PrivateRedis } from '../../bench/lib/redis-server.ts';
 import { testConfig } from '../support/config.ts';
 import { alertmanagerBody, nodeNotReadyAlert, post } from '../support/payloads.ts';

@@ -4,18 +4,18 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { nodeQueueName } from '../../src/catalogue/queues.ts';
-import { scanQueues } from '../../src/console/queue-scan.ts';
-import { createLogger } from '../../src/observability/logger.ts';
-import { agentSeen, presenceKey, queuePresence } from '../../src/queues/agent-presence.ts';
-import { producerConnection, type RedisConnection } from '../../src/queues/redis.ts';
-import { createRunbookWorker, type RunbookWorker } from '../../workers/engine/runbook-worker.ts';
-import type { RunbookRegistry } from '../../workers/runbooks/registry.ts';
+import { nodeQueueName } from '../../src/core/catalogue/queues.ts';
+import { scanQueues } from '../../src/control/console/queue-scan.ts';
+import { createLogger } from '../../src/adapters/observability/logger.ts';
+import { agentSeen, presenceKey, queuePresence } from '../../src/adapters/jobstore/agent-presence.ts';
+import { producerConnection, type RedisConnection } from '../../src/adapters/redis/redis.ts';
+import { createRunbookWorker, type RunbookWorker } from '../../src/agents/engine/runbook-worker.ts';
+import type { RunbookRegistry } from '../../src/agents/runbooks/registry.ts';
 import { dropPrefix, redisUrl, uniquePrefix } from '../support/redis.ts';
 import { waitFor } from '../support/wait.ts';
 
 // A live worker's sign of life never lapses between two renewals: the console's fleet page and
-// the cluster worker's no-agent check read it (src/queues/agent-presence.ts). BullMQ's own
+// the cluster worker's no-agent check read it (src/adapters/jobstore/agent-presence.ts). BullMQ's own
 // stalled-check key lives exactly one stalled interval and lapsed between checks, which read as an
 // agent flickering away under load.
 

@@ -2,8 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { Queue, type Job } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { nodeQueueName } from '../../src/catalogue/queues.ts';
-import { startReceiver, type Receiver } from '../../src/receiver.ts';
+import { nodeQueueName } from '../../src/core/catalogue/queues.ts';
+import { startReceiver, type Receiver } from '../../src/control/receiver.ts';
 import {
   ALERTMANAGER_BIN,
   alertmanagerAvailable,

@@ -1,8 +1,8 @@
 import { Job, Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BatchAdd, captureAdd, DATA_PLACEHOLDER, MAX_JOBS_PER_CALL, type BatchReply } from '../../src/queues/batch-add.ts';
-import { producerConnection, type RedisConnection } from '../../src/queues/redis.ts';
+import { BatchAdd, captureAdd, DATA_PLACEHOLDER, MAX_JOBS_PER_CALL, type BatchReply } from '../../src/adapters/jobstore/batch-add.ts';
+import { producerConnection, type RedisConnection } from '../../src/adapters/redis/redis.ts';
 import { dropPrefix, redisUrl, uniquePrefix } from '../support/redis.ts';
 
 // The batch add runs BullMQ's own add script once per job inside one script call (issue 8). This

@@ -1,15 +1,15 @@
 import { Queue, Worker } from 'bullmq';
 import { afterAll, describe, expect, it } from 'vitest';
-import { nodeQueueName } from '../../src/catalogue/queues.ts';
-import { STATE_PLACES, queueKeys, type PlacedState } from '../../src/queues/bullmq-keys.ts';
-import { producerConnection, workerConnection } from '../../src/queues/redis.ts';
+import { nodeQueueName } from '../../src/core/catalogue/queues.ts';
+import { STATE_PLACES, queueKeys, type PlacedState } from '../../src/adapters/jobstore/bullmq-keys.ts';
+import { producerConnection, workerConnection } from '../../src/adapters/redis/redis.ts';
 import { dropPrefix, redisUrl, uniquePrefix } from '../support/redis.ts';
 import { waitFor } from '../support/wait.ts';
 
-// Our scripts read BullMQ's keys by name (src/queues/bullmq-keys.ts). This holds the names to the
+// Our scripts read BullMQ's keys by name (src/adapters/jobstore/bullmq-keys.ts). This holds the names to the
 // installed BullMQ: its own toKey, and where real jobs in each state really are.
 
-describe('BullMQ\'s key layout as src/queues/bullmq-keys.ts names it', () => {
+describe('BullMQ\'s key layout as src/adapters/jobstore/bullmq-keys.ts names it', () => {
   const prefix = uniquePrefix('bullkeys');
   const name = nodeQueueName('keys-a');
   const connection = producerConnection(redisUrl());

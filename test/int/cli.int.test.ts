@@ -5,11 +5,11 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Config } from '../../src/config/schema.ts';
-import { createLogger } from '../../src/observability/logger.ts';
-import { startReceiver, type Receiver } from '../../src/receiver.ts';
-import type { RunbookWorker } from '../../workers/engine/runbook-worker.ts';
-import { createNodeAgent } from '../../workers/node-agent/agent.ts';
+import type { Config } from '../../src/core/config/schema.ts';
+import { createLogger } from '../../src/adapters/observability/logger.ts';
+import { startReceiver, type Receiver } from '../../src/control/receiver.ts';
+import type { RunbookWorker } from '../../src/agents/engine/runbook-worker.ts';
+import { createNodeAgent } from '../../src/agents/node-agent/agent.ts';
 import { testConfig } from '../support/config.ts';
 import { fastControls, toyRunbook } from '../support/controls-harness.ts';
 import { alertmanagerBody, getJson, nodeNotReadyAlert, post } from '../support/payloads.ts';
@@ -17,7 +17,7 @@ import { dropPrefix, redisUrl, uniquePrefix } from '../support/redis.ts';
 import { waitFor } from '../support/wait.ts';
 import { startOperators, type Operators } from '../support/operators.ts';
 
-// The CLI as an operator runs it: a separate process (`node src/cli/main.ts`, what the package's
+// The CLI as an operator runs it: a separate process (`node src/control/cli/main.ts`, what the package's
 // `bin` runs), URL from the environment or flags, the operator's identity from their kubeconfig
 // (a token of user oncall-ana, reviewed by the fake API server's TokenReview) or --token, against
 // a real receiver, a real Redis and a node agent.
@@ -45,7 +45,7 @@ describe('the volume-medic CLI against a real receiver', () => {
 
   const cli = async (args: string[], env: Record<string, string> = {}) => {
     try {
-      const r = await exec(process.execPath, ['src/cli/main.ts', ...args], {
+      const r = await exec(process.execPath, ['src/control/cli/main.ts', ...args], {
         env: { PATH: process.env['PATH'] ?? '', HOME: kubeDir, VOLUME_MEDIC_URL: receiver.url, KUBECONFIG: kubeconfig, ...env },
         timeout: 30_000,
       });

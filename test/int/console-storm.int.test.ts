@@ -1,10 +1,10 @@
 import { Worker } from 'bullmq';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { nodeQueueName } from '../../src/catalogue/queues.ts';
-import { createLogger } from '../../src/observability/logger.ts';
-import { workerConnection } from '../../src/queues/redis.ts';
-import { startReceiver, type Receiver } from '../../src/receiver.ts';
+import { nodeQueueName } from '../../src/core/catalogue/queues.ts';
+import { createLogger } from '../../src/adapters/observability/logger.ts';
+import { workerConnection } from '../../src/adapters/redis/redis.ts';
+import { startReceiver, type Receiver } from '../../src/control/receiver.ts';
 import { CHROMIUM, chromiumOrSay } from '../support/chromium.ts';
 import { testConfig } from '../support/config.ts';
 import { alertmanagerBody, nodeNotReadyAlert, post } from '../support/payloads.ts';

@@ -1,11 +1,11 @@
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { nodeQueueName } from '../../src/catalogue/queues.ts';
-import { controlKeys, queueControlKeys } from '../../src/controls/keys.ts';
-import { OperatorActions } from '../../src/controls/operator-actions.ts';
-import type { ApprovalRecord, ParkedJob } from '../../src/controls/records.ts';
-import { knownQueuesKey } from '../../src/queues/known-queues.ts';
+import { nodeQueueName } from '../../src/core/catalogue/queues.ts';
+import { controlKeys, queueControlKeys } from '../../src/core/controls/keys.ts';
+import { OperatorActions } from '../../src/control/actions/operator-actions.ts';
+import type { ApprovalRecord, ParkedJob } from '../../src/core/controls/records.ts';
+import { knownQueuesKey } from '../../src/adapters/redis/known-queues.ts';
 import { dropPrefix, redisUrl, uniquePrefix } from '../support/redis.ts';
 
 // The readers of per-queue control keys (issue 30): they merge every registered queue's records,

@@ -1,10 +1,10 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Config } from '../../src/config/schema.ts';
-import { createLogger } from '../../src/observability/logger.ts';
-import { startReceiver, type Receiver } from '../../src/receiver.ts';
-import { createNodeAgent } from '../../workers/node-agent/agent.ts';
-import type { RunbookWorker } from '../../workers/engine/runbook-worker.ts';
+import type { Config } from '../../src/core/config/schema.ts';
+import { createLogger } from '../../src/adapters/observability/logger.ts';
+import { startReceiver, type Receiver } from '../../src/control/receiver.ts';
+import { createNodeAgent } from '../../src/agents/node-agent/agent.ts';
+import type { RunbookWorker } from '../../src/agents/engine/runbook-worker.ts';
 import { testConfig } from '../support/config.ts';
 import { fastControls, toyRunbook, toyStep, type Toy, } from '../support/controls-harness.ts';
 import { alertmanagerBody, getJson, nodeNotReadyAlert, post } from '../support/payloads.ts';

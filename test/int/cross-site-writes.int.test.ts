@@ -1,5 +1,5 @@
 import { mkdtempSync, rmSync } from 'node:fs';
-import { BREAKER_SLOTS_PATH } from '../../src/controls/breaker-wire.ts';
+import { BREAKER_SLOTS_PATH } from '../../src/core/controls/breaker-wire.ts';
 import { createServer, type Server } from 'node:http';
 import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
@@ -7,10 +7,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Config } from '../../src/config/schema.ts';
-import { OPERATOR_ROUTES, WEBHOOK_PATHS } from '../../src/auth/permissions.ts';
-import { ENROL_PATH } from '../../src/trust/enrolment-wire.ts';
-import { startReceiver, type Receiver } from '../../src/receiver.ts';
+import type { Config } from '../../src/core/config/schema.ts';
+import { OPERATOR_ROUTES, WEBHOOK_PATHS } from '../../src/control/auth/permissions.ts';
+import { ENROL_PATH } from '../../src/core/trust/enrolment-wire.ts';
+import { startReceiver, type Receiver } from '../../src/control/receiver.ts';
 import { testConfig } from '../support/config.ts';
 import { startOperators, type Operators } from '../support/operators.ts';
 import { dropPrefix, redisUrl, uniquePrefix } from '../support/redis.ts';
@@ -19,7 +19,7 @@ import { CHROMIUM, chromiumOrSay } from '../support/chromium.ts';
 // Issue 30, item 6: a page on another site makes the browser send a "simple" POST (a form with
 // enctype text/plain, urlencoded or multipart: no CORS preflight) to a state-changing route.
 // Whatever the operator-auth mode, and whether or not the request carries credentials the
-// receiver accepts, it is refused before anything acts on it (src/http/cross-site.ts).
+// receiver accepts, it is refused before anything acts on it (src/control/http/cross-site.ts).
 
 const TOKEN = 'cross-site-webhook-token-0123456789';
 const EVIL = 'http://evil.example';

@@ -1,8 +1,8 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Config } from '../../src/config/schema.ts';
-import { createLogger } from '../../src/observability/logger.ts';
-import { startReceiver, type Receiver } from '../../src/receiver.ts';
+import type { Config } from '../../src/core/config/schema.ts';
+import { createLogger } from '../../src/adapters/observability/logger.ts';
+import { startReceiver, type Receiver } from '../../src/control/receiver.ts';
 import { testConfig } from '../support/config.ts';
 import { startOperators, type Operators } from '../support/operators.ts';
 import { dropPrefix, redisUrl, uniquePrefix } from '../support/redis.ts';

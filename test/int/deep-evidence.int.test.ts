@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { boundedRaw, EVIDENCE_MAX_DEPTH } from '../../src/catalogue/evidence.ts';
-import { startReceiver, type Receiver } from '../../src/receiver.ts';
+import { boundedRaw, EVIDENCE_MAX_DEPTH } from '../../src/core/catalogue/evidence.ts';
+import { startReceiver, type Receiver } from '../../src/control/receiver.ts';
 import { testConfig } from '../support/config.ts';
 import { dropPrefix, redisUrl, uniquePrefix } from '../support/redis.ts';
 

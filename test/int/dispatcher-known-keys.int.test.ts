@@ -1,9 +1,9 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ResidualMultipathJob } from '../../src/catalogue/jobs.ts';
-import { nodeQueueName } from '../../src/catalogue/queues.ts';
-import { Dispatcher, StoreUnavailableError, type Enqueued } from '../../src/queues/dispatcher.ts';
-import { producerConnection, type RedisConnection } from '../../src/queues/redis.ts';
+import type { ResidualMultipathJob } from '../../src/core/catalogue/jobs.ts';
+import { nodeQueueName } from '../../src/core/catalogue/queues.ts';
+import { Dispatcher, StoreUnavailableError, type Enqueued } from '../../src/adapters/jobstore/dispatcher.ts';
+import { producerConnection, type RedisConnection } from '../../src/adapters/redis/redis.ts';
 import { dropPrefix, redisUrl, uniquePrefix } from '../support/redis.ts';
 import { testSealer } from '../support/trust.ts';
 

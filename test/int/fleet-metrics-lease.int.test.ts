@@ -1,14 +1,14 @@
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { recordFinished, statsKey } from '../../src/catalogue/job-stats.ts';
-import { LeaseElection, renewDeadlineMs } from '../../src/kube/lease-election.ts';
-import { FLEET_LEASE_NAME } from '../../src/observability/fleet-exporter.ts';
-import { startReceiver, type Receiver } from '../../src/receiver.ts';
+import { recordFinished, statsKey } from '../../src/adapters/stats/job-stats.ts';
+import { LeaseElection, renewDeadlineMs } from '../../src/adapters/kube/lease-election.ts';
+import { FLEET_LEASE_NAME } from '../../src/control/fleet/fleet-exporter.ts';
+import { startReceiver, type Receiver } from '../../src/control/receiver.ts';
 import { testConfig } from '../support/config.ts';
 import { startFakeKubeApi, type FakeKubeApi } from '../support/fake-kube-api.ts';
 import { apiCallOf, uncoveredByRbac } from '../support/kube-objects.ts';
-import { DIRECT_CALLS } from '../../src/kube/rbac.ts';
+import { DIRECT_CALLS } from '../../src/adapters/kube/rbac.ts';
 import { dropPrefix, redisUrl, uniquePrefix } from '../support/redis.ts';
 
 // Fleet-wide series (read from Redis, the same on every receiver) come from exactly one receiver
@@ -170,7 +170,7 @@ describe('two receivers: only the leader exports the fleet-wide series', () => {
     await until('the follower to take over', async () => (exportsFleet(await scrape(receivers[0]!)) ? true : undefined));
     expect(await scrape(receivers[0]!)).toMatch(/^volume_medic_fleet_metrics_exporter 1$/m);
 
-    // Every API call the election made is in the receiver's list (src/kube/rbac.ts), in its own namespace.
+    // Every API call the election made is in the receiver's list (src/adapters/kube/rbac.ts), in its own namespace.
     const made = api.requests.slice(before);
     expect(made.some((r) => r.method === 'PUT' && r.path.endsWith(`/leases/${FLEET_LEASE_NAME}`))).toBe(true);
     expect(uncoveredByRbac(made, 'receiver')).toEqual([]);

@@ -1,12 +1,12 @@
 import { Queue, Worker, type Job } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { nodeQueueName } from '../../src/catalogue/queues.ts';
-import { IncidentIndex, incidentIndexKey } from '../../src/queues/incident-index.ts';
-import { listIncidents, type IncidentFilter, type ListOptions } from '../../src/console/incident-list.ts';
+import { nodeQueueName } from '../../src/core/catalogue/queues.ts';
+import { IncidentIndex, incidentIndexKey } from '../../src/adapters/jobstore/incident-index.ts';
+import { listIncidents, type IncidentFilter, type ListOptions } from '../../src/control/console/incident-list.ts';
 import { dropPrefix, redisUrl, uniquePrefix } from '../support/redis.ts';
 
-// The console's index paging (src/queues/incident-index.ts, incident-list.ts) against a real
+// The console's index paging (src/adapters/jobstore/incident-index.ts, incident-list.ts) against a real
 // Redis and real BullMQ queues: pages newest first without gaps or repeats at every boundary, the
 // node / runbook / state filters with their bounds, jobs gone from their queue, trimming, and
 // finding a job's queue by its id.

@@ -1,14 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { restApis } from '../../src/kube/rest/apis.ts';
-import { KubeRest } from '../../src/kube/rest/transport.ts';
-import { JobEventRecorder } from '../../src/kube/job-events.ts';
-import { createLogger } from '../../src/observability/logger.ts';
-import { startReceiver, type Receiver } from '../../src/receiver.ts';
-import type { RunbookResult } from '../../src/catalogue/result.ts';
-import type { ResidualMultipathJob } from '../../src/catalogue/jobs.ts';
-import { RefusedError } from '../../workers/engine/errors.ts';
-import type { RunbookContext } from '../../workers/runbooks/registry.ts';
-import { createNodeAgent } from '../../workers/node-agent/agent.ts';
+import { restApis } from '../../src/adapters/kube/rest/apis.ts';
+import { KubeRest } from '../../src/adapters/kube/rest/transport.ts';
+import { JobEventRecorder } from '../../src/adapters/kube/job-events.ts';
+import { createLogger } from '../../src/adapters/observability/logger.ts';
+import { startReceiver, type Receiver } from '../../src/control/receiver.ts';
+import type { RunbookResult } from '../../src/core/catalogue/result.ts';
+import type { ResidualMultipathJob } from '../../src/core/catalogue/jobs.ts';
+import { RefusedError } from '../../src/agents/engine/errors.ts';
+import type { RunbookContext } from '../../src/agents/runbooks/registry.ts';
+import { createNodeAgent } from '../../src/agents/node-agent/agent.ts';
 import { startFakeKubeApi, type FakeKubeApi } from '../support/fake-kube-api.ts';
 import { uncoveredByRbac } from '../support/kube-objects.ts';
 import { testConfig } from '../support/config.ts';
@@ -45,7 +45,7 @@ describe('the node agent records job Events on the Node', () => {
       config: testConfig({ redisUrl: redisUrl(), queuePrefix: prefix, nodeName: node }),
       registry: { 'residual-multipath-cleanup': handler },
       log: silent,
-      // The agent's own client (workers/node-agent/kube-apis.ts uses src/kube/rest in a pod).
+      // The agent's own client (src/agents/node-agent/kube-apis.ts uses src/adapters/kube/rest in a pod).
       events: new JobEventRecorder({ events: restApis(new KubeRest({ server: api.url, token: () => 'fake-token' })).events, instance: node }),
     });
     try {

@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import type { ResidualMultipathJob } from '../../src/catalogue/jobs.ts';
-import { nodeQueueName } from '../../src/catalogue/queues.ts';
-import { IncidentIndex } from '../../src/queues/incident-index.ts';
-import { likelyQueues } from '../../src/console/incident-detail.ts';
-import { Dispatcher } from '../../src/queues/dispatcher.ts';
-import { JobReader } from '../../src/queues/job-reader.ts';
-import { producerConnection, type RedisConnection } from '../../src/queues/redis.ts';
+import type { ResidualMultipathJob } from '../../src/core/catalogue/jobs.ts';
+import { nodeQueueName } from '../../src/core/catalogue/queues.ts';
+import { IncidentIndex } from '../../src/adapters/jobstore/incident-index.ts';
+import { likelyQueues } from '../../src/control/console/incident-detail.ts';
+import { Dispatcher } from '../../src/adapters/jobstore/dispatcher.ts';
+import { JobReader } from '../../src/adapters/jobstore/job-reader.ts';
+import { producerConnection, type RedisConnection } from '../../src/adapters/redis/redis.ts';
 import { dropPrefix, redisUrl, uniquePrefix } from '../support/redis.ts';
 import { testSealer } from '../support/trust.ts';
 

@@ -1,12 +1,12 @@
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { kubeClients } from '../../src/kube/client.ts';
-import type { EventsApi } from '../../src/kube/api/apis.ts';
-import { restApis } from '../../src/kube/rest/apis.ts';
-import { KubeRest } from '../../src/kube/rest/transport.ts';
-import { JobEventRecorder, jobEventName } from '../../src/kube/job-events.ts';
+import { kubeClients } from '../../src/adapters/kube/client.ts';
+import type { EventsApi } from '../../src/adapters/kube/api/apis.ts';
+import { restApis } from '../../src/adapters/kube/rest/apis.ts';
+import { KubeRest } from '../../src/adapters/kube/rest/transport.ts';
+import { JobEventRecorder, jobEventName } from '../../src/adapters/kube/job-events.ts';
 import { startFakeKubeApi, type FakeKubeApi } from '../support/fake-kube-api.ts';
 import { apiCallOf, uncoveredByRbac } from '../support/kube-objects.ts';
-import { DIRECT_CALLS } from '../../src/kube/rbac.ts';
+import { DIRECT_CALLS } from '../../src/adapters/kube/rbac.ts';
 
 // Job results written as events.k8s.io/v1 Events through the real client, received by the fake
 // API server exactly as a real one would receive them.
@@ -18,7 +18,7 @@ const T0 = new Date('2026-12-01T03:41:14.512Z');
 // its small REST client: both must produce the same requests.
 const CLIENTS: Array<[string, (api: FakeKubeApi) => EventsApi]> = [
   ['@kubernetes/client-node', (api) => kubeClients(api.kubeConfig()).events],
-  ['src/kube/rest (node agent)', (api) => restApis(new KubeRest({ server: api.url, token: () => 'fake-token' })).events],
+  ['src/adapters/kube/rest (node agent)', (api) => restApis(new KubeRest({ server: api.url, token: () => 'fake-token' })).events],
 ];
 
 describe.each(CLIENTS)('Kubernetes Events for jobs, through %s', (_name, client) => {

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll } from 'vitest';
-import { KubeLookups } from '../../src/kube/api/kube-lookups.ts';
-import { kubeClients } from '../../src/kube/client.ts';
-import { restApis } from '../../src/kube/rest/apis.ts';
-import { KubeRest } from '../../src/kube/rest/transport.ts';
+import { KubeLookups } from '../../src/adapters/kube/api/kube-lookups.ts';
+import { kubeClients } from '../../src/adapters/kube/client.ts';
+import { restApis } from '../../src/adapters/kube/rest/apis.ts';
+import { KubeRest } from '../../src/adapters/kube/rest/transport.ts';
 import { startFakeKubeApi, type FakeKubeApi } from '../support/fake-kube-api.ts';
 import { CLUSTER_FIXTURE, lookupsContract } from '../unit/kube/lookups-contract.ts';
 
@@ -21,5 +21,5 @@ afterAll(async () => {
 });
 
 lookupsContract('API server through @kubernetes/client-node', () => lookups);
-// The node agent's small REST client (src/kube/rest/) answers the same questions the same way.
-lookupsContract('API server through src/kube/rest (the node agent)', () => rest);
+// The node agent's small REST client (src/adapters/kube/rest/) answers the same questions the same way.
+lookupsContract('API server through src/adapters/kube/rest (the node agent)', () => rest);

@@ -1,15 +1,15 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { KubeLookups } from '../../src/kube/api/kube-lookups.ts';
-import { kubeClients } from '../../src/kube/client.ts';
-import type { ClusterLookups } from '../../src/kube/lookups.ts';
-import { LOOKUP_CALLS } from '../../src/kube/rbac.ts';
-import { restApis } from '../../src/kube/rest/apis.ts';
-import { KubeRest } from '../../src/kube/rest/transport.ts';
+import { KubeLookups } from '../../src/adapters/kube/api/kube-lookups.ts';
+import { kubeClients } from '../../src/adapters/kube/client.ts';
+import type { ClusterLookups } from '../../src/adapters/kube/lookups.ts';
+import { LOOKUP_CALLS } from '../../src/adapters/kube/rbac.ts';
+import { restApis } from '../../src/adapters/kube/rest/apis.ts';
+import { KubeRest } from '../../src/adapters/kube/rest/transport.ts';
 import { startFakeKubeApi, type FakeKubeApi } from '../support/fake-kube-api.ts';
 import { apiCallOf } from '../support/kube-objects.ts';
 import { CLUSTER_FIXTURE } from '../unit/kube/lookups-contract.ts';
 
-// src/kube/rbac.ts says which API calls each lookup makes; each component's role is the union over
+// src/adapters/kube/rbac.ts says which API calls each lookup makes; each component's role is the union over
 // the lookups it holds (typed as LookupsOf<component>). Here every lookup runs against the fake API
 // server, through both clients, on arguments that take its longest path, and the calls it really
 // made must be exactly the ones listed: one more and a role would lack it, one fewer and a role
@@ -36,7 +36,7 @@ const CALLS: { readonly [K in keyof ClusterLookups]-?: (l: ClusterLookups) => Pr
 let api: FakeKubeApi;
 const CLIENTS: Array<[string, () => ClusterLookups]> = [
   ['@kubernetes/client-node', () => new KubeLookups(kubeClients(api.kubeConfig()))],
-  ['src/kube/rest (the node agent)', () => new KubeLookups(restApis(new KubeRest({ server: api.url, token: () => 'fake-token' })))],
+  ['src/adapters/kube/rest (the node agent)', () => new KubeLookups(restApis(new KubeRest({ server: api.url, token: () => 'fake-token' })))],
 ];
 
 beforeAll(async () => {
@@ -48,7 +48,7 @@ afterAll(async () => {
 });
 
 describe.each(CLIENTS)('the API calls of each lookup, through %s', (_name, lookups) => {
-  it.each(Object.keys(CALLS) as (keyof ClusterLookups)[])('%s makes exactly the calls src/kube/rbac.ts lists for it', async (method) => {
+  it.each(Object.keys(CALLS) as (keyof ClusterLookups)[])('%s makes exactly the calls src/adapters/kube/rbac.ts lists for it', async (method) => {
     const l = lookups();
     const before = api.requests.length;
     const answer = await CALLS[method](l);

@@ -5,15 +5,15 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { KubeConfigError } from '../../src/kube/config-error.ts';
-import { inClusterRest } from '../../src/kube/rest/in-cluster.ts';
-import { KubeRestError } from '../../src/kube/rest/transport.ts';
+import { KubeConfigError } from '../../src/adapters/kube/config-error.ts';
+import { inClusterRest } from '../../src/adapters/kube/rest/in-cluster.ts';
+import { KubeRestError } from '../../src/adapters/kube/rest/transport.ts';
 
 // The node agent's in-cluster access over real TLS: a service-account directory (token, ca.crt)
 // and an HTTPS server whose certificate that CA must verify; the token file is re-read once a
 // minute, as the kubelet rotates it.
 
-describe('src/kube/rest in a pod: service account token and CA over HTTPS', () => {
+describe('src/adapters/kube/rest in a pod: service account token and CA over HTTPS', () => {
   let dir: string;
   let server: Server;
   let port: number;

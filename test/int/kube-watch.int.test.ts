@@ -1,18 +1,18 @@
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { idempotencyKey } from '../../src/catalogue/keys.ts';
-import { CLUSTER_QUEUE, nodeQueueName } from '../../src/catalogue/queues.ts';
-import { InMemoryLookups } from '../../src/kube/lookups.ts';
-import { KubeLookups } from '../../src/kube/api/kube-lookups.ts';
-import { kubeClients } from '../../src/kube/client.ts';
-import { startKubeWatches, type KubeWatches, type KubeWatchesOptions } from '../../src/kube/kube-watches.ts';
-import { realSleep, type Sleep } from '../../src/kube/supervised-informer.ts';
-import { Dispatcher } from '../../src/queues/dispatcher.ts';
-import { startReceiver } from '../../src/receiver.ts';
+import { idempotencyKey } from '../../src/core/catalogue/keys.ts';
+import { CLUSTER_QUEUE, nodeQueueName } from '../../src/core/catalogue/queues.ts';
+import { InMemoryLookups } from '../../src/adapters/kube/lookups.ts';
+import { KubeLookups } from '../../src/adapters/kube/api/kube-lookups.ts';
+import { kubeClients } from '../../src/adapters/kube/client.ts';
+import { startKubeWatches, type KubeWatches, type KubeWatchesOptions } from '../../src/control/watches/kube-watches.ts';
+import { realSleep, type Sleep } from '../../src/adapters/kube/supervised-informer.ts';
+import { Dispatcher } from '../../src/adapters/jobstore/dispatcher.ts';
+import { startReceiver } from '../../src/control/receiver.ts';
 import { startFakeKubeApi, type FakeKubeApi, type RecordedRequest } from '../support/fake-kube-api.ts';
 import { apiCallOf, coreEvent, node, podWithVolume, uncoveredByRbac } from '../support/kube-objects.ts';
-import { DIRECT_CALLS } from '../../src/kube/rbac.ts';
+import { DIRECT_CALLS } from '../../src/adapters/kube/rbac.ts';
 import { testConfig } from '../support/config.ts';
 import { alertmanagerBody, nodeNotReadyAlert, post } from '../support/payloads.ts';
 import { dropPrefix, redisUrl, uniquePrefix } from '../support/redis.ts';
@@ -299,7 +299,7 @@ describe('Kubernetes watches against a list/watch API server', () => {
   });
 
   // Last on purpose: a file's tests run in order, so this sees every request made above.
-  it('made only API requests that src/kube/rbac.ts allows the receiver', () => {
+  it('made only API requests that src/adapters/kube/rbac.ts allows the receiver', () => {
     expect(allRequests.length).toBeGreaterThan(50);
     expect(uncoveredByRbac(allRequests, 'receiver')).toEqual([]);
     // And the other way: every watch/reconcile call listed for the receiver was made (a listed

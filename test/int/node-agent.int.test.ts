@@ -3,12 +3,12 @@ import { once } from 'node:events';
 import { Queue, QueueEvents } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startReceiver, type Receiver } from '../../src/receiver.ts';
-import { nodeQueueName } from '../../src/catalogue/queues.ts';
-import type { RunbookResult } from '../../src/catalogue/result.ts';
-import { createLogger } from '../../src/observability/logger.ts';
-import { createNodeAgent } from '../../workers/node-agent/agent.ts';
-import type { RunbookRegistry } from '../../workers/runbooks/registry.ts';
+import { startReceiver, type Receiver } from '../../src/control/receiver.ts';
+import { nodeQueueName } from '../../src/core/catalogue/queues.ts';
+import type { RunbookResult } from '../../src/core/catalogue/result.ts';
+import { createLogger } from '../../src/adapters/observability/logger.ts';
+import { createNodeAgent } from '../../src/agents/node-agent/agent.ts';
+import type { RunbookRegistry } from '../../src/agents/runbooks/registry.ts';
 import { testConfig } from '../support/config.ts';
 import { dropPrefix, redisUrl, uniquePrefix } from '../support/redis.ts';
 import { alertmanagerBody, getJson, nodeNotReadyAlert, post } from '../support/payloads.ts';
@@ -115,7 +115,7 @@ describe('node agent with a real Redis', () => {
   });
 
   it('refuses to start without NODE_NAME', async () => {
-    const child = spawn(process.execPath, ['workers/node-agent/main.ts'], {
+    const child = spawn(process.execPath, ['src/agents/node-agent/main.ts'], {
       env: { ...process.env, NODE_NAME: '', REDIS_URL: redisUrl() }, stdio: ['ignore', 'pipe', 'pipe'],
     });
     let out = '';

@@ -7,24 +7,24 @@ import { Cluster, Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { REDIS_USERS, renderRedisAcl } from '../../scripts/deploy/redis-acl.ts';
 import { freePort, redisAnswers } from '../../scripts/lib/local-redis.ts';
-import { finishedExposition, MAX_QUEUE_FIELDS, queueStatsKey, statsKey } from '../../src/catalogue/job-stats.ts';
-import { nodeQueueName } from '../../src/catalogue/queues.ts';
-import type { RemediationJob } from '../../src/catalogue/jobs.ts';
-import type { RunbookResult } from '../../src/catalogue/result.ts';
-import type { Component } from '../../src/kube/rbac.ts';
-import { createLogger } from '../../src/observability/logger.ts';
-import { NodeRedisUsers, nodeUserName, nodeUsersKey } from '../../src/queues/node-redis-users.ts';
-import { controlKeys, queueControlKeys } from '../../src/controls/keys.ts';
-import { knownQueuesKey } from '../../src/queues/known-queues.ts';
-import { startReceiver } from '../../src/receiver.ts';
-import { createNodeAgent } from '../../workers/node-agent/agent.ts';
+import { finishedExposition, MAX_QUEUE_FIELDS, queueStatsKey, statsKey } from '../../src/adapters/stats/job-stats.ts';
+import { nodeQueueName } from '../../src/core/catalogue/queues.ts';
+import type { RemediationJob } from '../../src/core/catalogue/jobs.ts';
+import type { RunbookResult } from '../../src/core/catalogue/result.ts';
+import type { Component } from '../../src/adapters/kube/rbac.ts';
+import { createLogger } from '../../src/adapters/observability/logger.ts';
+import { NodeRedisUsers, nodeUserName, nodeUsersKey } from '../../src/adapters/redis/node-redis-users.ts';
+import { controlKeys, queueControlKeys } from '../../src/core/controls/keys.ts';
+import { knownQueuesKey } from '../../src/adapters/redis/known-queues.ts';
+import { startReceiver } from '../../src/control/receiver.ts';
+import { createNodeAgent } from '../../src/agents/node-agent/agent.ts';
 import { testConfig } from '../support/config.ts';
 import { alertmanagerBody, getJson, nodeNotReadyAlert, post } from '../support/payloads.ts';
 import { uniquePrefix } from '../support/redis.ts';
 import { startCluster, startSentinelSet, topologiesAvailable, type LocalCluster, type LocalSentinelSet } from '../support/redis-topology.ts';
 import { waitFor } from '../support/wait.ts';
 
-// Per-node Redis users (src/queues/node-redis-users.ts) on real servers of every topology: node
+// Per-node Redis users (src/adapters/redis/node-redis-users.ts) on real servers of every topology: node
 // A's user runs A's real node agent and is refused B's queue and the operator controls; the user
 // is on every server (Redis replicates no ACL), survives a failover, reaches a server that joins
 // later, and is gone everywhere once removed. Each NOPERM below would pass with the shared
@@ -375,7 +375,7 @@ describe.skipIf(skip)('per-node Redis users on a Cluster (3 masters, a replica e
   });
 });
 
-async function destructiveStep(ctx: Parameters<NonNullable<import('../../workers/runbooks/registry.ts').RunbookRegistry['rbd-unmap']>>[1]): Promise<RunbookResult> {
+async function destructiveStep(ctx: Parameters<NonNullable<import('../../src/agents/runbooks/registry.ts').RunbookRegistry['rbd-unmap']>>[1]): Promise<RunbookResult> {
   const runbook: RemediationJob['runbook'] = 'residual-multipath-cleanup';
   const s = { id: 'nodeacl:step', description: 'node acl test step', destructive: true, evidence: [{ claim: 'test', source: 'test', observedAt: new Date().toISOString(), status: 'holds' as const }] };
   const decision = await ctx.gate?.beforeStep(s, { summary: 'node acl test', steps: [s] });

@@ -2,9 +2,9 @@ import { randomBytes } from 'node:crypto';
 import { Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
-import { nodeQueueName, CLUSTER_QUEUE } from '../../src/catalogue/queues.ts';
-import { queueDepthExposition, queueDepths } from '../../src/observability/queue-depth.ts';
-import { knownQueuesKey } from '../../src/queues/known-queues.ts';
+import { nodeQueueName, CLUSTER_QUEUE } from '../../src/core/catalogue/queues.ts';
+import { queueDepthExposition, queueDepths } from '../../src/adapters/jobstore/queue-depth.ts';
+import { knownQueuesKey } from '../../src/adapters/redis/known-queues.ts';
 import { dropPrefix, redisUrl, uniquePrefix } from '../support/redis.ts';
 
 // volume_medic_queue_jobs counts what BullMQ itself counts on each known queue (waiting includes

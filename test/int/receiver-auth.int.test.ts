@@ -3,7 +3,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, inject, it } from 'vitest';
-import { startReceiver } from '../../src/receiver.ts';
+import { startReceiver } from '../../src/control/receiver.ts';
 import { testConfig } from '../support/config.ts';
 import { dropPrefix, redisUrl, uniquePrefix } from '../support/redis.ts';
 import { TEST_KEYS_DIR } from '../support/trust.ts';
@@ -18,7 +18,7 @@ afterAll(async () => {
 });
 
 function receiver(env: Record<string, string>): { exited: Promise<number | null>; output: () => string; stop: () => void } {
-  const child = spawn(process.execPath, ['src/main.ts'], {
+  const child = spawn(process.execPath, ['src/control/main.ts'], {
     env: { ...process.env, VOLUME_MEDIC_TOKEN: '', VOLUME_MEDIC_TOKEN_FILE: '', REDIS_URL: inject('redisUrl'), QUEUE_PREFIX: uniquePrefix('auth'), PORT: '0', LISTEN_ADDRESS: '127.0.0.1', LOG_LEVEL: 'info', KUBE_WATCH: 'false', SIGNING_KEYS_DIR: TEST_KEYS_DIR, ALLOW_PLAINTEXT_HTTP: 'true', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

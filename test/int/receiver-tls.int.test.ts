@@ -7,15 +7,15 @@ import { inject } from 'vitest';
 import { uniquePrefix } from '../support/redis.ts';
 import { TEST_KEYS_DIR } from '../support/trust.ts';
 import { helmTemplate, type KObject } from '../../scripts/deploy/chart.ts';
-import { ensureSecrets } from '../../src/secrets/ensure.ts';
+import { ensureSecrets } from '../../src/control/secrets/ensure.ts';
 import { MemoryObjectStore } from '../support/memory-object-store.ts';
 import { secretsSpec } from '../unit/deploy/manifests.ts';
 import { freePort } from '../../scripts/lib/local-redis.ts';
-import { connect } from '../../src/queues/redis.ts';
+import { connect } from '../../src/adapters/redis/redis.ts';
 import { Redis } from 'ioredis';
 
 // Issue 30, item 5: the receiver serves HTTPS from TLS_CERT_FILE/TLS_KEY_FILE (the real process,
-// src/main.ts), a real `curl --cacert` reaches it while plain HTTP does not, a renewed certificate
+// src/control/main.ts), a real `curl --cacert` reaches it while plain HTTP does not, a renewed certificate
 // is served without a restart, and plain HTTP is served only when asked for by name.
 
 const dir = mkdtempSync(join(tmpdir(), 'vm-tls-'));
@@ -32,7 +32,7 @@ function issue(ca: string, name: string, cn: string): void {
 }
 
 function receiver(env: Record<string, string>) {
-  const child = spawn(process.execPath, ['src/main.ts'], {
+  const child = spawn(process.execPath, ['src/control/main.ts'], {
     env: { ...process.env, VOLUME_MEDIC_TOKEN: 'tls-test-token-0123456789', REDIS_URL: inject('redisUrl'), QUEUE_PREFIX: uniquePrefix('tls'), PORT: '0', LISTEN_ADDRESS: '127.0.0.1', LOG_LEVEL: 'info', KUBE_WATCH: 'false', SIGNING_KEYS_DIR: TEST_KEYS_DIR, OPERATOR_AUTH: 'off', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -79,7 +79,7 @@ describe.skipIf(spawnSync('curl', ['--version']).error || spawnSync('openssl', [
   }, 30_000);
 
   it('with the certificate the default chart generates: curl --cacert with the chart\'s CA reaches it under the Service\'s name', async () => {
-    // What the chart's secrets hook Job makes for the default values (src/secrets).
+    // What the chart's secrets hook Job makes for the default values (src/control/secrets).
     const store = await hookMade(helmTemplate());
     const secret = store.objects.get('Secret/volume-medic-receiver-tls') as { type: string; data: Record<string, string> } | undefined;
     expect(secret?.type).toBe('kubernetes.io/tls');

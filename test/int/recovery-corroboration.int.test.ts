@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startReceiver, type Receiver } from '../../src/receiver.ts';
+import { startReceiver, type Receiver } from '../../src/control/receiver.ts';
 import { testConfig } from '../support/config.ts';
 import { startFakeKubeApi, type FakeKubeApi } from '../support/fake-kube-api.ts';
 import { coreEvent, node } from '../support/kube-objects.ts';

@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config/load.ts';
+import { loadConfig } from '../../src/core/config/load.ts';
 import { TEST_KEYS_DIR } from '../support/trust.ts';
 
 // A password inside a URL never reaches a log or an error (issue 20, item 7): a malformed
@@ -42,7 +42,7 @@ describe('credentials in URLs', () => {
   });
 
   it('the receiver refuses to start on one, exit 2, and prints no password', async () => {
-    const r = await start(['src/main.ts'], { REDIS_URL: `redis://volume-medic-receiver:${SECRET}@redis:notaport` });
+    const r = await start(['src/control/main.ts'], { REDIS_URL: `redis://volume-medic-receiver:${SECRET}@redis:notaport` });
     expect(r.code).toBe(2);
     expect(r.output).toMatch(/REDIS_URL/);
     expect(r.output).not.toContain(SECRET);
@@ -50,7 +50,7 @@ describe('credentials in URLs', () => {
 
   it('a log line that carries a URL with a password (a message, a field, an error) shows it hidden', async () => {
     const script = `
-      import { createLogger } from '${new URL('../../src/observability/logger.ts', import.meta.url).pathname}';
+      import { createLogger } from '${new URL('../../src/adapters/observability/logger.ts', import.meta.url).pathname}';
       for (const buffered of [false, true]) {
         const log = createLogger('t', 'info', { buffered });
         const url = 'rediss://volume-medic-node-agent:${SECRET}@redis.example:6380';

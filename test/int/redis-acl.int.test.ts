@@ -6,24 +6,24 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { REDIS_USERS, renderRedisAcl } from '../../scripts/deploy/redis-acl.ts';
 import { freePort, redisAnswers } from '../../scripts/lib/local-redis.ts';
-import { incidentIndexKey } from '../../src/queues/incident-index.ts';
-import type { RbdUnmapJob, RemediationJob } from '../../src/catalogue/jobs.ts';
-import { CLUSTER_QUEUE, nodeQueueName } from '../../src/catalogue/queues.ts';
-import type { RunbookResult } from '../../src/catalogue/result.ts';
-import type { Component } from '../../src/kube/rbac.ts';
-import { createLogger } from '../../src/observability/logger.ts';
-import { Dispatcher } from '../../src/queues/dispatcher.ts';
-import { IncidentIndex } from '../../src/queues/incident-index.ts';
-import { producerConnection, whenReady, workerConnection } from '../../src/queues/redis.ts';
-import { NoAgentWatch } from '../../src/queues/no-agent-watch.ts';
-import { redisTarget } from '../../src/queues/redis-target.ts';
-import { loadConfig } from '../../src/config/load.ts';
-import { startReceiver, type Receiver } from '../../src/receiver.ts';
-import { createRunbookWorker } from '../../workers/engine/runbook-worker.ts';
-import { trustFromConfig } from '../../src/trust/from-config.ts';
-import { controlsFromConfig } from '../../workers/engine/job-controls.ts';
-import { seenWork } from '../../workers/engine/seen-work.ts';
-import { createNodeAgent } from '../../workers/node-agent/agent.ts';
+import { incidentIndexKey } from '../../src/adapters/jobstore/incident-index.ts';
+import type { RbdUnmapJob, RemediationJob } from '../../src/core/catalogue/jobs.ts';
+import { CLUSTER_QUEUE, nodeQueueName } from '../../src/core/catalogue/queues.ts';
+import type { RunbookResult } from '../../src/core/catalogue/result.ts';
+import type { Component } from '../../src/adapters/kube/rbac.ts';
+import { createLogger } from '../../src/adapters/observability/logger.ts';
+import { Dispatcher } from '../../src/adapters/jobstore/dispatcher.ts';
+import { IncidentIndex } from '../../src/adapters/jobstore/incident-index.ts';
+import { producerConnection, whenReady, workerConnection } from '../../src/adapters/redis/redis.ts';
+import { NoAgentWatch } from '../../src/agents/cluster-worker/no-agent-watch.ts';
+import { redisTarget } from '../../src/adapters/redis/redis-target.ts';
+import { loadConfig } from '../../src/core/config/load.ts';
+import { startReceiver, type Receiver } from '../../src/control/receiver.ts';
+import { createRunbookWorker } from '../../src/agents/engine/runbook-worker.ts';
+import { trustFromConfig } from '../../src/core/trust/from-config.ts';
+import { controlsFromConfig } from '../../src/agents/engine/job-controls.ts';
+import { seenWork } from '../../src/agents/engine/seen-work.ts';
+import { createNodeAgent } from '../../src/agents/node-agent/agent.ts';
 import { testConfig } from '../support/config.ts';
 import { alertmanagerBody, getJson, nodeNotReadyAlert, post } from '../support/payloads.ts';
 import { uniquePrefix } from '../support/redis.ts';
@@ -141,7 +141,7 @@ describe('the deploy ACL file on a real redis-server', () => {
       const receiverDispatcher = new Dispatcher(receiverRedis, { prefix, timeoutMs: 5000, sealer: testSealer('receiver') });
       closers.push(async () => { await receiverDispatcher.close(); receiverRedis.disconnect(); });
       const clusterRedis = producerConnection(url('cluster-worker'));
-      // As workers/cluster-worker/main.ts: the node halves go into the console's index too.
+      // As src/agents/cluster-worker/main.ts: the node halves go into the console's index too.
       const clusterDispatcher = new Dispatcher(clusterRedis, { prefix, timeoutMs: 5000, sealer: testSealer('cluster-worker'), index: new IncidentIndex(clusterRedis, prefix) });
       closers.push(async () => { await clusterDispatcher.close(); clusterRedis.disconnect(); });
       const unmap: RbdUnmapJob = {
@@ -262,7 +262,7 @@ describe('the deploy ACL file on a real redis-server', () => {
       expect(await r.set(`${prefix}:acl-test:${c}`, 'ok')).toBe('OK');
     }
     if (c === 'receiver') await refused(r.bzpopmin(`${prefix}:x:marker`, 0.01));
-    // REDIS_ACK_REPLICAS' WAIT (src/queues/replica-ack.ts): the receiver's to send; no replica here, so 0 acknowledged.
+    // REDIS_ACK_REPLICAS' WAIT (src/adapters/redis/replica-ack.ts): the receiver's to send; no replica here, so 0 acknowledged.
     if (c === 'receiver') expect(await r.call('WAIT', '1', '10')).toBe(0);
     else await refused(r.call('WAIT', '1', '10'));
   });
@@ -289,7 +289,7 @@ function done(runbook: RemediationJob['runbook'], ranOn: string): RunbookResult 
   return { runbook, mode: 'enforce', outcome: 'succeeded', summary: 'acl test', facts: {}, plan: {}, refusals: [], steps: [], commands: [], ranOn };
 }
 
-async function step(ctx: Parameters<NonNullable<import('../../workers/runbooks/registry.ts').RunbookRegistry['rbd-unmap']>>[1], runbook: RemediationJob['runbook']): Promise<RunbookResult> {
+async function step(ctx: Parameters<NonNullable<import('../../src/agents/runbooks/registry.ts').RunbookRegistry['rbd-unmap']>>[1], runbook: RemediationJob['runbook']): Promise<RunbookResult> {
   const s = { id: `acl:${runbook}`, description: 'acl test step', destructive: true, evidence: [{ claim: 'acl test', source: 'test', observedAt: new Date().toISOString(), status: 'holds' as const }] };
   const decision = await ctx.gate?.beforeStep(s, { summary: 'acl test', steps: [s] });
   if (decision && !decision.go) throw new Error(`parked: ${decision.park.why}`);

@@ -4,12 +4,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
-import { RedisConnections } from '../../src/queues/redis-connections.ts';
-import { Dispatcher } from '../../src/queues/dispatcher.ts';
-import type { ResidualMultipathJob } from '../../src/catalogue/jobs.ts';
+import { RedisConnections } from '../../src/adapters/redis/redis-connections.ts';
+import { Dispatcher } from '../../src/adapters/jobstore/dispatcher.ts';
+import type { ResidualMultipathJob } from '../../src/core/catalogue/jobs.ts';
 import { testSealer } from '../support/trust.ts';
-import { redisTarget } from '../../src/queues/redis-target.ts';
-import { startReceiver, type Receiver } from '../../src/receiver.ts';
+import { redisTarget } from '../../src/adapters/redis/redis-target.ts';
+import { startReceiver, type Receiver } from '../../src/control/receiver.ts';
 import { freePort } from '../../scripts/lib/local-redis.ts';
 import { testConfig } from '../support/config.ts';
 import { getJson } from '../support/payloads.ts';
@@ -17,7 +17,7 @@ import { redisUrl, uniquePrefix } from '../support/redis.ts';
 import { answers, startSentinelSet, topologiesAvailable, type LocalSentinelSet } from '../support/redis-topology.ts';
 import { waitFor } from '../support/wait.ts';
 
-// A Redis connection that ioredis ended for good is brought back (src/queues/redis-connections.ts),
+// A Redis connection that ioredis ended for good is brought back (src/adapters/redis/redis-connections.ts),
 // and a process whose connection cannot come back says so on /readyz.
 
 const quiet = { info: () => {}, warn: () => {} };

@@ -1,6 +1,6 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startReceiver, type Receiver } from '../../src/receiver.ts';
+import { startReceiver, type Receiver } from '../../src/control/receiver.ts';
 import { testConfig } from '../support/config.ts';
 import { dropPrefix, redisUrl, uniquePrefix } from '../support/redis.ts';
 import { alertmanagerBody, nodeNotReadyAlert, post } from '../support/payloads.ts';
@@ -8,7 +8,7 @@ import { sumMetric } from '../support/alertmanager.ts';
 
 // An Alertmanager body whose alerts come again exactly as written is answered from what they
 // were triaged to the first time, only while the dispatcher still knows every one of their jobs
-// and only when the rest of the body is valid (src/ingest/repeat-answers.ts). The answer must be
+// and only when the rest of the body is valid (src/control/ingest/repeat-answers.ts). The answer must be
 // exactly what the full path answers; anything the dispatcher would not answer from memory
 // takes the full path.
 

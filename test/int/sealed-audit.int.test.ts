@@ -1,14 +1,14 @@
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
-import { nodeQueueName } from '../../src/catalogue/queues.ts';
-import { FLEET_AUDIT_SCOPE } from '../../src/controls/audit-seal.ts';
-import { ControlsStore } from '../../src/controls/controls-store.ts';
-import { queueControlKeys, controlKeys } from '../../src/controls/keys.ts';
-import { knownQueuesKey } from '../../src/queues/known-queues.ts';
-import { keyringFor, type Keyring } from '../../src/trust/keyring.ts';
-import { sealerOf } from '../../src/trust/seal.ts';
-import { workKeyOf } from '../../src/trust/work-keys.ts';
+import { nodeQueueName } from '../../src/core/catalogue/queues.ts';
+import { FLEET_AUDIT_SCOPE } from '../../src/core/controls/audit-seal.ts';
+import { ControlsStore } from '../../src/adapters/controls/controls-store.ts';
+import { queueControlKeys, controlKeys } from '../../src/core/controls/keys.ts';
+import { knownQueuesKey } from '../../src/adapters/redis/known-queues.ts';
+import { keyringFor, type Keyring } from '../../src/core/trust/keyring.ts';
+import { sealerOf } from '../../src/core/trust/seal.ts';
+import { workKeyOf } from '../../src/core/trust/work-keys.ts';
 import { dropPrefix, redisUrl, uniquePrefix } from '../support/redis.ts';
 
 // Issue 30, "hide an incident": audit entries are numbered and sealed by the one process that

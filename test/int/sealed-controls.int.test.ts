@@ -1,22 +1,22 @@
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { finishedExposition } from '../../src/catalogue/job-stats.ts';
-import { nodeQueueName } from '../../src/catalogue/queues.ts';
-import type { Config } from '../../src/config/schema.ts';
-import { queueControlKeys, controlKeys } from '../../src/controls/keys.ts';
-import { OperatorActions } from '../../src/controls/operator-actions.ts';
-import { controlsExposition, controlsSummary } from '../../src/controls/status.ts';
-import { createLogger } from '../../src/observability/logger.ts';
-import { trustFromConfig } from '../../src/trust/from-config.ts';
-import type { RunbookWorker } from '../../workers/engine/runbook-worker.ts';
-import { createNodeAgent } from '../../workers/node-agent/agent.ts';
+import { finishedExposition } from '../../src/adapters/stats/job-stats.ts';
+import { nodeQueueName } from '../../src/core/catalogue/queues.ts';
+import type { Config } from '../../src/core/config/schema.ts';
+import { queueControlKeys, controlKeys } from '../../src/core/controls/keys.ts';
+import { OperatorActions } from '../../src/control/actions/operator-actions.ts';
+import { controlsExposition, controlsSummary } from '../../src/adapters/controls/status.ts';
+import { createLogger } from '../../src/adapters/observability/logger.ts';
+import { trustFromConfig } from '../../src/core/trust/from-config.ts';
+import type { RunbookWorker } from '../../src/agents/engine/runbook-worker.ts';
+import { createNodeAgent } from '../../src/agents/node-agent/agent.ts';
 import { testConfig } from '../support/config.ts';
 import { fastControls, sealedJobs, toyRunbook, toyStep, type ToyStep } from '../support/controls-harness.ts';
 import { dropPrefix, redisUrl, uniquePrefix } from '../support/redis.ts';
 import { TEST_KEYS_DIR } from '../support/trust.ts';
-import { keyringFor, readKeys } from '../../src/trust/keyring.ts';
-import { sealerOf } from '../../src/trust/seal.ts';
+import { keyringFor, readKeys } from '../../src/core/trust/keyring.ts';
+import { sealerOf } from '../../src/core/trust/seal.ts';
 import { waitFor } from '../support/wait.ts';
 
 // Issue 20: "a control record written straight into Redis changes nothing". Modes, pauses and

@@ -9,13 +9,13 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { helmTemplate } from '../../scripts/deploy/chart.ts';
 import { freePort } from '../../scripts/lib/local-redis.ts';
-import { KubeRest } from '../../src/kube/rest/transport.ts';
-import { ensureSecrets } from '../../src/secrets/ensure.ts';
-import { kubeStore } from '../../src/secrets/store.ts';
+import { KubeRest } from '../../src/adapters/kube/rest/transport.ts';
+import { ensureSecrets } from '../../src/control/secrets/ensure.ts';
+import { kubeStore } from '../../src/control/secrets/store.ts';
 import { startFakeKubeApi, type FakeKubeApi } from '../support/fake-kube-api.ts';
 import { secretsSpec } from '../unit/deploy/manifests.ts';
 
-// The chart's secrets hook (src/secrets) against an API server (the fake one, over HTTP, as the
+// The chart's secrets hook (src/control/secrets) against an API server (the fake one, over HTTP, as the
 // hook's KubeRest talks to the real one), and what it makes in real use: the receiver's
 // certificate in a real TLS handshake checked against the CA ConfigMap the senders get, and the
 // bundled Redis's certificate and ACL file in a real redis-server, where a process's generated

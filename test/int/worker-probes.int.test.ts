@@ -2,13 +2,13 @@ import { spawnSync } from 'node:child_process';
 import { createServer } from 'node:net';
 import { Queue } from 'bullmq';
 import { afterAll, describe, expect, it } from 'vitest';
-import { nodeQueueName } from '../../src/catalogue/queues.ts';
+import { nodeQueueName } from '../../src/core/catalogue/queues.ts';
 import { dropPrefix, redisUrl, uniquePrefix } from '../support/redis.ts';
 import { isExecutable } from '../support/executable.ts';
 import { waitFor } from '../support/wait.ts';
 import { CLUSTER_WORKER, NODE_AGENT, startWorkerProcess, type WorkerProcess } from '../support/worker-process.ts';
 
-// The node agent's and the cluster worker's probe server (src/observability/probe-server.ts,
+// The node agent's and the cluster worker's probe server (src/adapters/observability/probe-server.ts,
 // PROBE_PORT), on the real processes as `npm run node-agent` / `npm run cluster-worker` start
 // them: what the kubelet's probes and Prometheus' PodMonitor get.
 

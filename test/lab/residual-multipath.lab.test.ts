@@ -13,13 +13,13 @@
 // map again, as the first did, and never probes it).
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ResidualMultipathJob } from '../../src/catalogue/jobs.ts';
-import type { Mode, RunbookResult } from '../../src/catalogue/result.ts';
-import type { RunbookContext } from '../../workers/runbooks/registry.ts';
-import { InMemoryAttachedVolumes } from '../../workers/runbooks/residual-multipath-cleanup/attached-volumes.ts';
-import { createResidualMultipathCleanup } from '../../workers/runbooks/residual-multipath-cleanup/handler.ts';
-import { RefusedError } from '../../workers/engine/errors.ts';
-import { ParkedError } from '../../workers/engine/gate.ts';
+import type { ResidualMultipathJob } from '../../src/core/catalogue/jobs.ts';
+import type { Mode, RunbookResult } from '../../src/core/catalogue/result.ts';
+import type { RunbookContext } from '../../src/agents/runbooks/registry.ts';
+import { InMemoryAttachedVolumes } from '../../src/agents/runbooks/residual-multipath-cleanup/attached-volumes.ts';
+import { createResidualMultipathCleanup } from '../../src/agents/runbooks/residual-multipath-cleanup/handler.ts';
+import { RefusedError } from '../../src/agents/engine/errors.ts';
+import { ParkedError } from '../../src/agents/engine/gate.ts';
 import { labSkipReason } from './image.ts';
 import { createQueueingScsiDebugMaps, failPaths, listMaps, type GuestMap } from './scsi-debug-scenario.ts';
 import { createIscsiLab, removeLun, type IscsiLun } from './iscsi-scenario.ts';

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Breakers, type BreakerCaps } from '../../src/controls/breakers.ts';
-import type { RedisConnection } from '../../src/queues/redis.ts';
+import { Breakers, type BreakerCaps } from '../../src/adapters/controls/breakers.ts';
+import type { RedisConnection } from '../../src/adapters/redis/redis.ts';
 import { dropPrefixOn, uniquePrefix } from './redis.ts';
 
 // The breaker's window and trip are one Lua script in Redis: agents racing for the last slot

@@ -1,7 +1,7 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Config } from '../../src/config/schema.ts';
+import { Config } from '../../src/core/config/schema.ts';
 import { TEST_KEYS_DIR } from './trust.ts';
 
 /**

@@ -1,16 +1,16 @@
-import type { Config } from '../../src/config/schema.ts';
-import type { Plan, PlannedStep, RunbookDefinition } from '../../workers/engine/runbook.ts';
-import { runRunbook } from '../../workers/engine/run-runbook.ts';
-import { FakeHost } from '../../workers/host/fake-host.ts';
-import type { RunbookRegistry } from '../../workers/runbooks/registry.ts';
+import type { Config } from '../../src/core/config/schema.ts';
+import type { Plan, PlannedStep, RunbookDefinition } from '../../src/agents/engine/runbook.ts';
+import { runRunbook } from '../../src/agents/engine/run-runbook.ts';
+import { FakeHost } from '../../src/agents/host/fake-host.ts';
+import type { RunbookRegistry } from '../../src/agents/runbooks/registry.ts';
 import { Queue, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
-import type { RemediationJob } from '../../src/catalogue/jobs.ts';
-import { nodeQueueName } from '../../src/catalogue/queues.ts';
-import { sealJob } from '../../src/trust/work.ts';
+import type { RemediationJob } from '../../src/core/catalogue/jobs.ts';
+import { nodeQueueName } from '../../src/core/catalogue/queues.ts';
+import { sealJob } from '../../src/core/trust/work.ts';
 import { testSealer } from './trust.ts';
 import { waitFor } from './wait.ts';
-import { knownQueuesKey } from '../../src/queues/known-queues.ts';
+import { knownQueuesKey } from '../../src/adapters/redis/known-queues.ts';
 
 // A toy residual-multipath-cleanup for control tests: its plan is whatever the test says, each
 // step writes a file on a fake host, so "did the step run" is "does the file exist".

@@ -1,9 +1,9 @@
 import { readFileSync } from 'node:fs';
-import { InMemoryLookups, type PersistentVolumeInfo } from '../../src/kube/lookups.ts';
-import type { Signal, SourceResult } from '../../src/signals/index.ts';
+import { InMemoryLookups, type PersistentVolumeInfo } from '../../src/adapters/kube/lookups.ts';
+import type { Signal, SourceResult } from '../../src/core/signals/index.ts';
 import {
   AlertmanagerPayload, alertmanagerSignals, DEFAULT_EVENT_TRUST, KubeEventsBody, kubeEventSignals, NpdBody, npdSignals,
-} from '../../src/sources/index.ts';
+} from '../../src/control/sources/index.ts';
 
 // The captured payloads in test/fixtures (see its README for where each format comes from), and the
 // one path each source's body takes in the receiver: parse with the route's schema, then extract.
@@ -53,7 +53,7 @@ export const FIXTURE_PVS: readonly PersistentVolumeInfo[] = [
 
 /**
  * The pods of the fixtures' Pod Events and their claims, each bound to its PV both ways: triage
- * acts on a Pod Event only when the cluster confirms the pod uses the volume (src/triage).
+ * acts on a Pod Event only when the cluster confirms the pod uses the volume (src/control/triage).
  */
 export const FIXTURE_PODS: ReadonlyArray<{ namespace: string; name: string; node: string; claims: Record<string, string> }> = [
   { namespace: 'db', name: 'postgres-0', node: 'worker-2', claims: { 'data-postgres-0': 'local-pv-1', 'wal-postgres-0': 'local-pv-2' } },

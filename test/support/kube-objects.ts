@@ -1,9 +1,9 @@
 import { parseKubePath, type RecordedRequest } from './fake-kube-api.ts';
-import { allows, verbOf, type ApiCall, type Component } from '../../src/kube/rbac.ts';
+import { allows, verbOf, type ApiCall, type Component } from '../../src/adapters/kube/rbac.ts';
 
 // Builders for the Kubernetes objects the watch tests change, in the shapes the API server
 // serves (see test/fixtures/kube/cluster.json for complete captured-shape objects), and the check
-// that every request the adapter made is covered by src/kube/rbac.ts.
+// that every request the adapter made is covered by src/adapters/kube/rbac.ts.
 
 export function node(name: string, ready: 'True' | 'False' | 'Unknown', bootId: string, opts: { readySince?: Date; created?: Date } = {}) {
   const since = (opts.readySince ?? new Date()).toISOString();
@@ -82,7 +82,7 @@ export function coreEvent(o: { name: string; namespace?: string; uid?: string; r
 }
 
 /**
- * Requests a component made that its list in src/kube/rbac.ts does not allow (a namespaced grant
+ * Requests a component made that its list in src/adapters/kube/rbac.ts does not allow (a namespaced grant
  * covers requests in that namespace only), as `verb group/resource [namespace]`.
  */
 export function uncoveredByRbac(requests: readonly RecordedRequest[], component: Component): string[] {

@@ -1,6 +1,6 @@
-import type { Kind, KubeObject, ObjectStore } from '../../src/secrets/store.ts';
+import type { Kind, KubeObject, ObjectStore } from '../../src/control/secrets/store.ts';
 
-// The secrets hook's store in memory (src/secrets/store.ts): what the API server keeps, for unit
+// The secrets hook's store in memory (src/control/secrets/store.ts): what the API server keeps, for unit
 // tests of the chart's Secrets. Merge patches as RFC 7386 for the two levels the hook writes.
 
 export class MemoryObjectStore implements ObjectStore {

@@ -1,4 +1,4 @@
-import { OPERATOR_API_GROUP, OPERATOR_PERMISSIONS, type OperatorResource } from '../../src/auth/permissions.ts';
+import { OPERATOR_API_GROUP, OPERATOR_PERMISSIONS, type OperatorResource } from '../../src/control/auth/permissions.ts';
 import { startFakeKubeApi, type FakeKubeApi } from './fake-kube-api.ts';
 
 // Operators for tests that go through the receiver's operator routes: the wire-protocol fake API

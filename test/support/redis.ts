@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { inject } from 'vitest';
-import { scanKeys, type RedisConnection } from '../../src/queues/redis.ts';
+import { scanKeys, type RedisConnection } from '../../src/adapters/redis/redis.ts';
 
 // Each test gets its own BullMQ prefix, and removes its keys afterwards.
 

@@ -1,14 +1,14 @@
 // A real node agent process (createNodeAgent: BullMQ worker, seal verification, controls, audit,
 // statistics) whose runbooks only say that they ran: `RAN <runbook> <jobId> <mode>` on stdout.
 // Tests write jobs straight into Redis and watch what this process does with them.
-import { createNodeAgent } from '../../workers/node-agent/agent.ts';
-import { createLogger } from '../../src/observability/logger.ts';
-import { RUNBOOKS, type RunbookName } from '../../src/catalogue/jobs.ts';
-import type { RunbookContext, RunbookHandler, RunbookRegistry } from '../../workers/runbooks/registry.ts';
-import type { RunbookResult } from '../../src/catalogue/result.ts';
+import { createNodeAgent } from '../../src/agents/node-agent/agent.ts';
+import { createLogger } from '../../src/adapters/observability/logger.ts';
+import { RUNBOOKS, type RunbookName } from '../../src/core/catalogue/jobs.ts';
+import type { RunbookContext, RunbookHandler, RunbookRegistry } from '../../src/agents/runbooks/registry.ts';
+import type { RunbookResult } from '../../src/core/catalogue/result.ts';
 import { testConfig } from './config.ts';
-import { loadConfig } from '../../src/config/load.ts';
-import { enrolUntilDone } from '../../workers/engine/enrolled-keys.ts';
+import { loadConfig } from '../../src/core/config/load.ts';
+import { enrolUntilDone } from '../../src/agents/engine/enrolled-keys.ts';
 
 // Where Redis is: REDIS_URL, or the Sentinel / Cluster settings, read as the real agent reads them.
 const env = process.env;

@@ -1,7 +1,7 @@
 import { writeSigningKeys } from '../../scripts/lib/signing-keys.ts';
-import { keyringFor, readKeys } from '../../src/trust/keyring.ts';
-import type { Role } from '../../src/trust/roles.ts';
-import { sealerOf, type Sealer } from '../../src/trust/seal.ts';
+import { keyringFor, readKeys } from '../../src/core/trust/keyring.ts';
+import type { Role } from '../../src/core/trust/roles.ts';
+import { sealerOf, type Sealer } from '../../src/core/trust/seal.ts';
 
 // Signing keys for tests: one directory per test process with a key of every role, the way a
 // deployment mounts them (`<role>.<key id>`, base64). testConfig points SIGNING_KEYS_DIR here, so

@@ -2,7 +2,7 @@
 # node-problem-detector custom plugin: is the device of every Local PV on this node there?
 #
 # Prints one line for the LocalDiskLost condition, in the format volume-medic parses
-# (src/sources/messages.ts NPD_LOCAL_PV_MISSING):
+# (src/control/sources/messages.ts NPD_LOCAL_PV_MISSING):
 #   local PV <pv>: <path> is missing; local PV <pv>: <path> is missing      exit 1 (problem)
 #   local PV <pv>: <path> is missing (placeholder /dev/loopN stands in)    exit 1 (problem)
 #   local PV <pv>: <path> is present; ...                                   exit 0 (ok)

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { AccessReviews } from '../../../src/auth/access-reviews.ts';
-import { cachedReviews } from '../../../src/auth/cached-reviews.ts';
+import type { AccessReviews } from '../../../src/control/auth/access-reviews.ts';
+import { cachedReviews } from '../../../src/control/auth/cached-reviews.ts';
 
 function counting(known: Record<string, string>, allowed: boolean) {
   const calls = { token: [] as string[], access: 0 };

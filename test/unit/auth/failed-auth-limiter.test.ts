@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { FailedAuthLimiter, clientKey } from '../../../src/auth/failed-auth-limiter.ts';
+import { FailedAuthLimiter, clientKey } from '../../../src/control/auth/failed-auth-limiter.ts';
 
 describe('the failed-auth limiter', () => {
   it('lets an address fail perMinute times, then asks it to wait until one failure has refilled', () => {

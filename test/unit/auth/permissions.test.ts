@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { OPERATOR_PERMISSIONS, OPERATOR_ROUTES, WEBHOOK_PATHS, permissionFor } from '../../../src/auth/permissions.ts';
+import { OPERATOR_PERMISSIONS, OPERATOR_ROUTES, WEBHOOK_PATHS, permissionFor } from '../../../src/control/auth/permissions.ts';
 
 describe('the operator route table', () => {
   it('finds the permission of a concrete path, and nothing for a path it does not list', () => {

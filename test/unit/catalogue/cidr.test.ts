@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { cidrContaining, isCidr } from '../../../src/catalogue/cidr.ts';
+import { cidrContaining, isCidr } from '../../../src/core/catalogue/cidr.ts';
 
 describe('operator-listed CIDRs', () => {
   it('accepts IPv4 and IPv6 networks and rejects anything else', () => {

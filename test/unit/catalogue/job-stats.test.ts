@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
-import { addUp, finishedExposition, MAX_COUNT, recordFinished } from '../../../src/catalogue/job-stats.ts';
+import { addUp, finishedExposition, MAX_COUNT, recordFinished } from '../../../src/adapters/stats/job-stats.ts';
 
 // The stats hash in memory: what recordFinished writes, what the exposition reads.
 function fakeRedis(): Redis & { hash: Map<string, number> } {

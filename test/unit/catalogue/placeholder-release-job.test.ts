@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { RemediationJob } from '../../../src/catalogue/jobs.ts';
+import { RemediationJob } from '../../../src/core/catalogue/jobs.ts';
 
 // Who asks for a placeholder's release is part of the job (issue 19): a detector's release is
 // verified on the node, an operator's must carry force. Jobs stored before the field existed

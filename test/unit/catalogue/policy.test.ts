@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { RUNBOOKS } from '../../../src/catalogue/jobs.ts';
-import { RUNBOOK_POLICY } from '../../../src/catalogue/policy.ts';
+import { RUNBOOKS } from '../../../src/core/catalogue/jobs.ts';
+import { RUNBOOK_POLICY } from '../../../src/core/catalogue/policy.ts';
 
 describe('runbook policy', () => {
   it('gives every runbook that shares a queue the same dedup window (BullMQ trims a queue by the finishing job\'s age)', () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { guessSource } from '../../../src/cli/commands.ts';
-import { fields, table } from '../../../src/cli/table.ts';
+import { guessSource } from '../../../src/control/cli/commands.ts';
+import { fields, table } from '../../../src/control/cli/table.ts';
 
 describe('CLI output helpers', () => {
   it('pads columns to the widest cell and cuts long cells with an ellipsis', () => {

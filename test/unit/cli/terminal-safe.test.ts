@@ -1,8 +1,8 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { run } from '../../../src/cli/main.ts';
-import { terminalSafe } from '../../../src/cli/terminal-safe.ts';
+import { run } from '../../../src/control/cli/main.ts';
+import { terminalSafe } from '../../../src/control/cli/terminal-safe.ts';
 
 // The CLI prints API data; none of it may reach the terminal as control characters (issue 20,
 // item 7). A loopback server answers like the receiver, with escape sequences in every field.

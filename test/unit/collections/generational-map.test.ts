@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { GenerationalMap } from '../../../src/collections/generational-map.ts';
+import { GenerationalMap } from '../../../src/core/collections/generational-map.ts';
 
 // Checked against a model that remembers everything in insertion order: the map may forget, but
 // never answers a value that is not the key's latest, never weighs more than its capacity, and

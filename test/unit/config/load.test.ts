@@ -2,7 +2,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig, modeOf } from '../../../src/config/load.ts';
+import { ConfigError, loadConfig, modeOf } from '../../../src/core/config/load.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'vm-config-'));
 const file = (name: string, text: string): string => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from '../../../src/config/load.ts';
-import { ackReplicas, describeTarget, redisTarget } from '../../../src/queues/redis-target.ts';
+import { ConfigError, loadConfig } from '../../../src/core/config/load.ts';
+import { ackReplicas, describeTarget, redisTarget } from '../../../src/adapters/redis/redis-target.ts';
 
 // Where Redis is: exactly one of a URL, sentinels or cluster nodes, validated at start with the
 // variable named and no password ever in the message.

@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { agentState } from '../../../src/console/agent-presence.ts';
-import { FleetQuery, fleetPage } from '../../../src/console/fleet.ts';
-import type { QueueScan } from '../../../src/console/queue-scan.ts';
-import { stateCounts } from '../../../src/console/state-counts.ts';
+import { agentState } from '../../../src/control/console/agent-presence.ts';
+import { FleetQuery, fleetPage } from '../../../src/control/console/fleet.ts';
+import type { QueueScan } from '../../../src/control/console/queue-scan.ts';
+import { stateCounts } from '../../../src/control/console/state-counts.ts';
 
-// The fleet overview's rows, order, filter and pages (src/console/fleet.ts) over a made-up scan.
+// The fleet overview's rows, order, filter and pages (src/control/console/fleet.ts) over a made-up scan.
 
 const scan = (node: string, over: Partial<QueueScan> = {}): QueueScan => ({
   queue: `vm-node-{${node}}`, waiting: 0, paused: 0, active: 0, delayed: 0, prioritized: 0, completed: 0, failed: 0, workerCheckTtlMs: 5_000, ...over,

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { bursts } from '../../../src/console/storms.ts';
-import type { IndexEntry } from '../../../src/queues/incident-index.ts';
+import { bursts } from '../../../src/control/console/storms.ts';
+import type { IndexEntry } from '../../../src/adapters/jobstore/incident-index.ts';
 
 const at = (min: number, runbook: string, node: string): IndexEntry => ({ queue: `vm-node-{${node}}`, id: `${runbook}-${node}-${min}`, node, runbook, score: min * 60_000 * 1000, member: `${runbook}/${node}/${min}` });
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { whyWaiting } from '../../../src/console/why-waiting.ts';
+import { whyWaiting } from '../../../src/control/console/why-waiting.ts';
 
 const job = (over: Partial<Parameters<typeof whyWaiting>[0]> = {}): Parameters<typeof whyWaiting>[0] => ({
   state: 'waiting', queue: 'vm-node-{n1}', node: 'n1', runbook: 'residual-multipath-cleanup', attemptsMade: 0, ...over,

@@ -1,11 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { nodeQueueName } from '../../../src/catalogue/queues.ts';
-import { checkAuditList, FLEET_AUDIT_SCOPE, sealAuditEntry } from '../../../src/controls/audit-seal.ts';
-import type { AuditEntry } from '../../../src/controls/records.ts';
-import { keyringFor, type Keyring } from '../../../src/trust/keyring.ts';
-import { sealerOf } from '../../../src/trust/seal.ts';
-import { workKeyOf } from '../../../src/trust/work-keys.ts';
+import { nodeQueueName } from '../../../src/core/catalogue/queues.ts';
+import { checkAuditList, FLEET_AUDIT_SCOPE, sealAuditEntry } from '../../../src/core/controls/audit-seal.ts';
+import type { AuditEntry } from '../../../src/core/controls/records.ts';
+import { keyringFor, type Keyring } from '../../../src/core/trust/keyring.ts';
+import { sealerOf } from '../../../src/core/trust/seal.ts';
+import { workKeyOf } from '../../../src/core/trust/work-keys.ts';
 
 // Audit entries numbered and sealed by their list's one writer: the receiver verifies every list
 // with its roots, and an entry forged, altered, moved to another list or deleted shows.

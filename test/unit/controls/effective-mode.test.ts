@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { effectiveMode } from '../../../src/controls/effective-mode.ts';
-import type { ModeOverride } from '../../../src/controls/records.ts';
+import { effectiveMode } from '../../../src/core/controls/effective-mode.ts';
+import type { ModeOverride } from '../../../src/core/controls/records.ts';
 
 const o = (mode: 'dry-run' | 'enforce', by = 'alice'): ModeOverride => ({ mode, by, why: 'INC-7', at: '2026-12-01T00:00:00.000Z' });
 const base = { runbook: 'residual-multipath-cleanup', node: 'worker-1' };

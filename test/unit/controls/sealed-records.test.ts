@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { ModeOverride, PauseRecord } from '../../../src/controls/records.ts';
-import { CONTROL_SEAL_TTL_MS, SealedRecords, sealRecord, type ControlMemory, type ControlTrust, type Known, type UntrustedControl } from '../../../src/controls/sealed-records.ts';
-import { keyringFor } from '../../../src/trust/keyring.ts';
-import { sealerOf } from '../../../src/trust/seal.ts';
+import { ModeOverride, PauseRecord } from '../../../src/core/controls/records.ts';
+import { CONTROL_SEAL_TTL_MS, SealedRecords, sealRecord, type ControlMemory, type ControlTrust, type Known, type UntrustedControl } from '../../../src/core/controls/sealed-records.ts';
+import { keyringFor } from '../../../src/core/trust/keyring.ts';
+import { sealerOf } from '../../../src/core/trust/seal.ts';
 
-// Generations, tombstones and what a reader keeps (src/controls/sealed-records.ts), with real
+// Generations, tombstones and what a reader keeps (src/core/controls/sealed-records.ts), with real
 // seals and an injected clock.
 
 const keys = new Map([['receiver.k1', Buffer.alloc(32, 7)]]);

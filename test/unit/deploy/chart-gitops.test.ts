@@ -3,14 +3,14 @@ import { join } from 'node:path';
 import { X509Certificate } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { CHART_DIR, helmTemplate, helmTemplateText, valuesFile, VALUE_SETS, type KObject } from '../../../scripts/deploy/chart.ts';
-import { ensureSecrets } from '../../../src/secrets/ensure.ts';
+import { ensureSecrets } from '../../../src/control/secrets/ensure.ts';
 import { MemoryObjectStore } from '../../support/memory-object-store.ts';
 import { find, secretsSpec } from './manifests.ts';
 
 // GitOps: Argo CD and Flux render the chart with `helm template` (no cluster: `lookup` finds
 // nothing) and apply what changed. A random value in a template would be new on every render and
 // rotate a token or a key on every sync. So the chart renders nothing random: its hook Job
-// (src/secrets) makes the Secrets once in the cluster. And what the Job makes them from is in the
+// (src/control/secrets) makes the Secrets once in the cluster. And what the Job makes them from is in the
 // pods' checksum annotation, so a change that makes a Secret anew rolls the pods that read it.
 
 const workloads = [['Deployment', 'volume-medic-receiver'], ['Deployment', 'volume-medic-cluster-worker'], ['DaemonSet', 'volume-medic-node-agent']] as const;

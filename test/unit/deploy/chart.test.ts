@@ -8,13 +8,13 @@ import {
 } from '../../../scripts/deploy/chart.ts';
 import { renderRedisAcl } from '../../../scripts/deploy/redis-acl.ts';
 import { runTool } from '../../../scripts/deploy/tools.ts';
-import { RUNBOOKS } from '../../../src/catalogue/jobs.ts';
-import { COMPONENTS } from '../../../src/kube/rbac.ts';
-import { controlKeyring, controlSealer } from '../../../src/trust/control-keys.ts';
-import { keyringFor, readKeys } from '../../../src/trust/keyring.ts';
-import { sealerOf, verifySeal } from '../../../src/trust/seal.ts';
+import { RUNBOOKS } from '../../../src/core/catalogue/jobs.ts';
+import { COMPONENTS } from '../../../src/adapters/kube/rbac.ts';
+import { controlKeyring, controlSealer } from '../../../src/core/trust/control-keys.ts';
+import { keyringFor, readKeys } from '../../../src/core/trust/keyring.ts';
+import { sealerOf, verifySeal } from '../../../src/core/trust/seal.ts';
 import { writeSigningKeys } from '../../../scripts/lib/signing-keys.ts';
-import { ensureSecrets } from '../../../src/secrets/ensure.ts';
+import { ensureSecrets } from '../../../src/control/secrets/ensure.ts';
 import { MemoryObjectStore } from '../../support/memory-object-store.ts';
 import { find, podSpec, rendered, secretsSpec } from './manifests.ts';
 
@@ -105,7 +105,7 @@ describe('values.schema.json refuses bad values (helm template fails, naming the
   it('a node agent rollout that is neither a count nor a percentage', () => refuses(['nodeAgent.maxUnavailable=all'], /\/nodeAgent\/maxUnavailable/));
   it('a Secret name Kubernetes would refuse', () => refuses(['webhookToken.existingSecret=My_Token'], /\/webhookToken\/existingSecret/));
 
-  it('knows exactly the runbooks of src/catalogue/jobs.ts', () => {
+  it('knows exactly the runbooks of src/core/catalogue/jobs.ts', () => {
     const schema = JSON.parse(readFileSync(join(CHART_DIR, 'values.schema.json'), 'utf8')) as { properties: { config: { properties: { runbookModes: { propertyNames: { enum: string[] } } } } } };
     expect(schema.properties.config.properties.runbookModes.propertyNames.enum).toEqual([...RUNBOOKS]);
   });

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
-import { classifyLocalDiskLost } from '../../../src/sources/classify-event.ts';
+import { classifyLocalDiskLost } from '../../../src/control/sources/classify-event.ts';
 import { validateAll } from './k8s-schema.ts';
 import { DEPLOY_DIR, find, rendered } from './manifests.ts';
 

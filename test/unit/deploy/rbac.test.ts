@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { NAMESPACE, type KObject } from '../../../scripts/deploy/chart.ts';
-import { COMPONENTS, permissionsOf, SERVICE_ACCOUNTS, type Component } from '../../../src/kube/rbac.ts';
+import { COMPONENTS, permissionsOf, SERVICE_ACCOUNTS, type Component } from '../../../src/adapters/kube/rbac.ts';
 import { rendered, SETS } from './manifests.ts';
 
 // The chart's RBAC, rendered with every values set, grants each component's ServiceAccount exactly the API calls its code makes
-// (src/kube/rbac.ts, per component; test/int/kube-rbac.int.test.ts ties that list to the calls
+// (src/adapters/kube/rbac.ts, per component; test/int/kube-rbac.int.test.ts ties that list to the calls
 // the code really makes): everything it needs, nothing beyond (no `*`, no Secrets, no writes
 // other than Events and the receiver's review objects), and a namespaced grant where the code
 // writes in one namespace only.
@@ -83,7 +83,7 @@ describe.each(SETS)('RBAC of the %s values', (set) => {
     for (const c of clusterRoles) expect(c['aggregationRule']).toBeUndefined();
   });
 
-  it.each(COMPONENTS)('the %s\'s roles grant exactly what its code calls (src/kube/rbac.ts)', (component: Component) => {
+  it.each(COMPONENTS)('the %s\'s roles grant exactly what its code calls (src/adapters/kube/rbac.ts)', (component: Component) => {
     expect([...grantedTo(objects, SERVICE_ACCOUNTS[component])].sort()).toEqual([...permissionsOf(component, NAMESPACE)].sort());
   });
 

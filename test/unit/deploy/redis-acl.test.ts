@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { createRequire } from 'node:module';
 import { describe, expect, it } from 'vitest';
 import { REDIS_USERS, redisSecrets, renderRedisAcl } from '../../../scripts/deploy/redis-acl.ts';
-import { COMPONENTS, type Component } from '../../../src/kube/rbac.ts';
+import { COMPONENTS, type Component } from '../../../src/adapters/kube/rbac.ts';
 
 // The static half of the Redis ACL check (the live half, test/int/redis-acl.int.test.ts, runs a
 // real redis-server on this file and reads its ACL LOG): every command that BullMQ's Lua scripts
@@ -43,7 +43,7 @@ function luaCommands(text: string): Set<string> {
 }
 
 const bullmqLua = files(join(ROOT, 'node_modules/bullmq/dist/esm/commands'), /\.lua$/).map((f) => readFileSync(f, 'utf8')).join('\n');
-const ourSources = [...files(join(ROOT, 'src'), /\.ts$/), ...files(join(ROOT, 'workers'), /\.ts$/)].map((f) => [f, readFileSync(f, 'utf8')] as const);
+const ourSources = [...files(join(ROOT, 'src'), /\.ts$/)].map((f) => [f, readFileSync(f, 'utf8')] as const);
 
 /** ioredis calls in our code: `.cmd(` on a line that names a Redis connection, a pipeline or a MULTI chain. */
 function ourDirectCommands(): Map<string, string> {
@@ -68,10 +68,10 @@ function ourDirectCommands(): Map<string, string> {
 // worker and the node agent all add jobs, read jobs and the operator controls, run breaker scripts).
 const ONLY: Record<string, readonly Component[]> = {
   bzpopmin: ['cluster-worker', 'node-agent'], // BullMQ Worker: waiting on the queue's marker
-  // src/queues/replica-ack.ts: the receiver, with REDIS_ACK_REPLICAS > 0 (default with Sentinel;
+  // src/adapters/redis/replica-ack.ts: the receiver, with REDIS_ACK_REPLICAS > 0 (default with Sentinel;
   // settable on any primary with replicas), so granted in every rendering (README, "Redis topologies").
   wait: ['receiver'],
-  zscan: ['receiver'], // src/queues/incident-index.ts: the console finds a job's or a node's index entries
+  zscan: ['receiver'], // src/adapters/jobstore/incident-index.ts: the console finds a job's or a node's index entries
 };
 
 describe('the Redis ACL users (deploy/charts/volume-medic/files/users.acl.template)', () => {
@@ -106,19 +106,19 @@ describe('the Redis ACL users (deploy/charts/volume-medic/files/users.acl.templa
     expect(direct.has('hgetall') && direct.has('zcount') && direct.has('hincrby')).toBe(true);
     // ACL is granted by subcommand, to the receiver only: the next test checks those.
     lua.delete('acl');
-    for (const cmd of [...lua, ...direct.keys(), 'evalsha', 'eval', 'ping', 'info', 'client|setname', 'multi', 'exec', 'scan' /* scanKeys, src/queues/redis.ts (tests, tools) */]) {
+    for (const cmd of [...lua, ...direct.keys(), 'evalsha', 'eval', 'ping', 'info', 'client|setname', 'multi', 'exec', 'scan' /* scanKeys, src/adapters/redis/redis.ts (tests, tools) */]) {
       const who = ONLY[cmd] ?? COMPONENTS;
       for (const c of who) expect(allowed(c).has(cmd), `${c} needs ${cmd} (${direct.get(cmd) ?? 'Lua / BullMQ'})`).toBe(true);
     }
   });
 
-  it('gives only the receiver ACL rights, and only the three that per-node users need (src/queues/node-redis-users.ts)', () => {
+  it('gives only the receiver ACL rights, and only the three that per-node users need (src/adapters/redis/node-redis-users.ts)', () => {
     const aclRights = (c: Component): string[] => [...allowed(c)].filter((cmd) => cmd === 'acl' || cmd.startsWith('acl|')).sort();
     expect(aclRights('receiver')).toEqual(['acl|deluser', 'acl|setuser', 'acl|users']);
     expect(aclRights('cluster-worker')).toEqual([]);
     expect(aclRights('node-agent')).toEqual([]);
     // What node-redis-users.ts sends: a grant missing here would fail every enrolment.
-    const module = readFileSync(join(ROOT, 'src/queues/node-redis-users.ts'), 'utf8');
+    const module = readFileSync(join(ROOT, 'src/adapters/redis/node-redis-users.ts'), 'utf8');
     const sent = new Set([...module.matchAll(/'ACL', '([A-Z]+)'/g)].map((m) => `acl|${m[1]!.toLowerCase()}`));
     expect([...sent].sort()).toEqual(aclRights('receiver'));
   });
@@ -129,7 +129,7 @@ describe('the Redis ACL users (deploy/charts/volume-medic/files/users.acl.templa
 
   it('gives the receiver WAIT in every rendering (REDIS_ACK_REPLICAS may be set on any topology), and the workers none', () => {
     // replica-ack.ts sends it; without the grant every webhook would wait out its timeout and get 503.
-    expect(readFileSync(join(ROOT, 'src/queues/replica-ack.ts'), 'utf8')).toMatch(/\.wait\(|'WAIT'|"WAIT"/i);
+    expect(readFileSync(join(ROOT, 'src/adapters/redis/replica-ack.ts'), 'utf8')).toMatch(/\.wait\(|'WAIT'|"WAIT"/i);
     expect(allowed('receiver').has('wait')).toBe(true);
     expect(allowed('cluster-worker').has('wait')).toBe(false);
     expect(allowed('node-agent').has('wait')).toBe(false);

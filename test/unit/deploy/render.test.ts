@@ -4,9 +4,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { REDIS_ACL_SECRET, REDIS_URL_SECRETS } from '../../../scripts/deploy/redis-acl.ts';
-import { loadConfig } from '../../../src/config/load.ts';
+import { loadConfig } from '../../../src/core/config/load.ts';
 import { parseAllDocuments } from 'yaml';
-import { OPERATOR_API_GROUP, OPERATOR_PERMISSIONS } from '../../../src/auth/permissions.ts';
+import { OPERATOR_API_GROUP, OPERATOR_PERMISSIONS } from '../../../src/control/auth/permissions.ts';
 import { helmTemplate, type KObject } from '../../../scripts/deploy/chart.ts';
 import { validateAll } from './k8s-schema.ts';
 import { DEPLOY_DIR, find, podSpec, rendered as render, SETS } from './manifests.ts';
@@ -137,13 +137,13 @@ describe('what the installation promises', () => {
   });
 
   it('every container of every values set starts with a valid configuration', () => {
-    const known = readFileSync(new URL('../../../src/config/load.ts', import.meta.url), 'utf8');
+    const known = readFileSync(new URL('../../../src/core/config/load.ts', import.meta.url), 'utf8');
     const external = new Set(['CEPH_CONF']);
     for (const [set, objects] of Object.entries(rendered)) {
       const data = find(objects, 'ConfigMap', 'volume-medic-config')['data'] as Record<string, string>;
       for (const o of objects) {
         const spec = podSpec(o);
-        // Not Redis, nor the secrets hook Job (it reads only SECRETS_SPEC: src/secrets/main.ts).
+        // Not Redis, nor the secrets hook Job (it reads only SECRETS_SPEC: src/control/secrets/main.ts).
         if (!spec || o.metadata.name === 'volume-medic-redis' || o.kind === 'Job') continue;
         for (const c of spec.containers) {
           expect(c.envFrom?.map((e) => e.configMapRef?.name), `${set} ${o.metadata.name}`).toEqual(['volume-medic-config']);
@@ -153,7 +153,7 @@ describe('what the installation promises', () => {
           for (const e of c.env ?? []) env[e.name] = e.value ?? sample[e.name] ?? 'worker-1';
           for (const name of Object.keys(env)) {
             const isSetting = known.includes(`  ${name}: [`) || known.includes(`env['${name}']`);
-            expect(isSetting || external.has(name), `${set} ${o.metadata.name}: ${name} is not a setting of src/config/load.ts`).toBe(true);
+            expect(isSetting || external.has(name), `${set} ${o.metadata.name}: ${name} is not a setting of src/core/config/load.ts`).toBe(true);
           }
           delete env['VOLUME_MEDIC_TOKEN_FILE']; // a mounted Secret: the receiver reads it at start
           if (env['REDIS_TLS_CA_FILE']) env['REDIS_TLS_CA_FILE'] = caFile; // mounted from a Secret; loadConfig reads it
@@ -173,7 +173,7 @@ describe('what the installation promises', () => {
     const spec = podSpec(d)!;
     const c = spec.containers[0]!;
     // Its heap against its memory limit: 'every Node.js container bounds V8's heap' below.
-    expect(c.command).toEqual(['node', '--max-old-space-size=384', '--max-semi-space-size=64', 'dist/src/main.js']);
+    expect(c.command).toEqual(['node', '--max-old-space-size=384', '--max-semi-space-size=64', 'dist/src/control/main.js']);
     // The image's default command (`docker run` without one) is the receiver's, flags included.
     const cmd = /^CMD (\[.*\])$/m.exec(readFileSync(join(DEPLOY_DIR, '..', 'Dockerfile'), 'utf8'));
     expect(JSON.parse(cmd![1]!)).toEqual(c.command);
@@ -189,7 +189,7 @@ describe('what the installation promises', () => {
   it('the node agent: NODE_NAME from spec.nodeName, hostPID, host paths under HOST_ROOT=/host, tolerations, a node selector', () => {
     const spec = podSpec(find(rendered['static']!, 'DaemonSet', 'volume-medic-node-agent'))!;
     const c = spec.containers[0]!;
-    expect(c.command).toEqual(['node', '--lite-mode', '--max-semi-space-size=1', '--max-old-space-size=128', 'dist/workers/node-agent/main.js']);
+    expect(c.command).toEqual(['node', '--lite-mode', '--max-semi-space-size=1', '--max-old-space-size=128', 'dist/src/agents/node-agent/main.js']);
     expect(c.env?.find((e) => e.name === 'NODE_NAME')?.valueFrom).toEqual({ fieldRef: { fieldPath: 'spec.nodeName' } });
     expect(c.env?.find((e) => e.name === 'HOST_ROOT')?.value).toBe('/host');
     expect(spec.hostPID).toBe(true);

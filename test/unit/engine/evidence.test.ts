@@ -1,14 +1,14 @@
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
-import type { Mode } from '../../../src/catalogue/result.ts';
-import type { StepEvidence } from '../../../src/catalogue/step-evidence.ts';
-import { RefusedError } from '../../../workers/engine/errors.ts';
-import { judgeEvidence } from '../../../workers/engine/evidence.ts';
-import { ParkedError } from '../../../workers/engine/gate.ts';
-import { runRunbook } from '../../../workers/engine/run-runbook.ts';
-import type { Plan, PlannedStep, RunbookDefinition } from '../../../workers/engine/runbook.ts';
-import { FakeHost } from '../../../workers/host/fake-host.ts';
-import type { RunbookContext } from '../../../workers/runbooks/registry.ts';
+import type { Mode } from '../../../src/core/catalogue/result.ts';
+import type { StepEvidence } from '../../../src/core/catalogue/step-evidence.ts';
+import { RefusedError } from '../../../src/agents/engine/errors.ts';
+import { judgeEvidence } from '../../../src/agents/engine/evidence.ts';
+import { ParkedError } from '../../../src/agents/engine/gate.ts';
+import { runRunbook } from '../../../src/agents/engine/run-runbook.ts';
+import type { Plan, PlannedStep, RunbookDefinition } from '../../../src/agents/engine/runbook.ts';
+import { FakeHost } from '../../../src/agents/host/fake-host.ts';
+import type { RunbookContext } from '../../../src/agents/runbooks/registry.ts';
 import { toyJob } from './toy-job.ts';
 
 // Unknown means refuse, once, in the engine: a destructive step runs only on positive, fresh,

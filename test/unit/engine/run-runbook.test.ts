@@ -1,13 +1,13 @@
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
-import type { Mode } from '../../../src/catalogue/result.ts';
-import { RefusedError } from '../../../workers/engine/errors.ts';
-import { runRunbook } from '../../../workers/engine/run-runbook.ts';
-import { RunbookFailedError } from '../../../workers/engine/runbook-failed-error.ts';
-import type { Plan, PlannedStep, RunbookDefinition } from '../../../workers/engine/runbook.ts';
-import { expectOk } from '../../../workers/host/command-failed.ts';
-import { FakeHost } from '../../../workers/host/fake-host.ts';
-import type { RunbookContext } from '../../../workers/runbooks/registry.ts';
+import type { Mode } from '../../../src/core/catalogue/result.ts';
+import { RefusedError } from '../../../src/agents/engine/errors.ts';
+import { runRunbook } from '../../../src/agents/engine/run-runbook.ts';
+import { RunbookFailedError } from '../../../src/agents/engine/runbook-failed-error.ts';
+import type { Plan, PlannedStep, RunbookDefinition } from '../../../src/agents/engine/runbook.ts';
+import { expectOk } from '../../../src/agents/host/command-failed.ts';
+import { FakeHost } from '../../../src/agents/host/fake-host.ts';
+import type { RunbookContext } from '../../../src/agents/runbooks/registry.ts';
 import { toyJob } from './toy-job.ts';
 
 // The engine on a fake host: a toy runbook with one ordinary and one destructive step.

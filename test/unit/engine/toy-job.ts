@@ -1,4 +1,4 @@
-import type { LocalPvPlaceholderJob } from '../../../src/catalogue/jobs.ts';
+import type { LocalPvPlaceholderJob } from '../../../src/core/catalogue/jobs.ts';
 
 /** The job the engine's toy runbooks run: any valid job will do, the toy plans ignore it. */
 export const toyJob: LocalPvPlaceholderJob = {

@@ -3,9 +3,9 @@ import type { AddressInfo } from 'node:net';
 import { gzipSync } from 'node:zlib';
 import express from 'express';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { jsonBody } from '../../../src/http/json-body.ts';
-import { errorHandler } from '../../../src/http/errors.ts';
-import { createLogger } from '../../../src/observability/logger.ts';
+import { jsonBody } from '../../../src/control/http/json-body.ts';
+import { errorHandler } from '../../../src/control/http/errors.ts';
+import { createLogger } from '../../../src/adapters/observability/logger.ts';
 
 // The lean JSON reader of the /v1 routes (issue 8) against a real HTTP server: the common case
 // (identity, UTF-8) read by it, everything else handed to express.json, and the errors the

@@ -12,7 +12,7 @@ describe('the image build and the Dockerfile', () => {
   });
 
   it('start the receiver by default, as the chart runs it', () => {
-    expect(defaultCmd()).toEqual(['node', '--max-old-space-size=384', '--max-semi-space-size=64', 'dist/src/main.js']);
+    expect(defaultCmd()).toEqual(['node', '--max-old-space-size=384', '--max-semi-space-size=64', 'dist/src/control/main.js']);
   });
 
   it('tag the image with the version the chart pulls by default (image.tag empty: appVersion)', () => {

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { topLevelMember } from '../../../src/ingest/json-member.ts';
+import { topLevelMember } from '../../../src/control/ingest/json-member.ts';
 
 // The member's text must parse to exactly what JSON.parse put under that name, or be undefined.
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { RepeatAnswers } from '../../../src/ingest/repeat-answers.ts';
-import type { IngestResult } from '../../../src/ingest/ingest.ts';
+import { RepeatAnswers } from '../../../src/control/ingest/repeat-answers.ts';
+import type { IngestResult } from '../../../src/control/ingest/ingest.ts';
 
 const result = (key: string): IngestResult => ({
   accepted: [{ id: key, queue: 'vm-node-{w1}', runbook: 'residual-multipath-cleanup', node: 'w1', key, deduplicated: false }],

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import type { ClusterLookups } from '../../../src/kube/lookups.ts';
+import type { ClusterLookups } from '../../../src/adapters/kube/lookups.ts';
 
 // One contract, two implementations (CONVENTIONS 8): the in-memory lookups (unit tier) and the
 // API-backed lookups against the fake API server (integration tier) answer the same questions on

@@ -1,4 +1,4 @@
-import { lookupsFromObjects } from '../../../src/kube/api/objects-to-lookups.ts';
+import { lookupsFromObjects } from '../../../src/adapters/kube/api/objects-to-lookups.ts';
 import { CLUSTER_FIXTURE, lookupsContract } from './lookups-contract.ts';
 
 const lookups = lookupsFromObjects(CLUSTER_FIXTURE.items);

@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { NodeReadyTracker, nodeRecoveredSignal, observeNode, recentlyRecovered } from '../../../src/kube/node-ready.ts';
-import { idempotencyKey } from '../../../src/catalogue/keys.ts';
-import { classifyEvent } from '../../../src/sources/classify-event.ts';
-import { DEFAULT_EVENT_TRUST } from '../../../src/sources/event-trust.ts';
-import { KubeEventPayload } from '../../../src/sources/kube-event.ts';
-import { triage } from '../../../src/triage/triage.ts';
-import { InMemoryLookups } from '../../../src/kube/lookups.ts';
+import { NodeReadyTracker, nodeRecoveredSignal, observeNode, recentlyRecovered } from '../../../src/control/watches/node-ready.ts';
+import { idempotencyKey } from '../../../src/core/catalogue/keys.ts';
+import { classifyEvent } from '../../../src/control/sources/classify-event.ts';
+import { DEFAULT_EVENT_TRUST } from '../../../src/control/sources/event-trust.ts';
+import { KubeEventPayload } from '../../../src/control/sources/kube-event.ts';
+import { triage } from '../../../src/control/triage/triage.ts';
+import { InMemoryLookups } from '../../../src/adapters/kube/lookups.ts';
 import { CLUSTER_FIXTURE } from './lookups-contract.ts';
 import { readFileSync } from 'node:fs';
 

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 // The receiver logs through a buffered stdout (issue 8): lines must still show up on a quiet
 // receiver within about a second, and none may be lost when the process exits.
 
-const logger = new URL('../../../src/observability/logger.ts', import.meta.url).href;
+const logger = new URL('../../../src/adapters/observability/logger.ts', import.meta.url).href;
 
 function run(script: string): { lines: () => string[]; firstLineAfterMs: Promise<number>; exited: Promise<number | null> } {
   const child = spawn(process.execPath, ['--input-type=module', '-e', `import { createLogger } from ${JSON.stringify(logger)};\n${script}`], { stdio: ['ignore', 'pipe', 'inherit'] });

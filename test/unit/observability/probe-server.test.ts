@@ -1,8 +1,8 @@
 import { Counter, Registry } from 'prom-client';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { ConnectionState } from '../../../src/queues/redis-connections.ts';
-import { ENDED_RESTART_MS } from '../../../src/queues/redis-connections.ts';
-import { startProbeServer, type ProbeServer } from '../../../src/observability/probe-server.ts';
+import type { ConnectionState } from '../../../src/adapters/redis/redis-connections.ts';
+import { ENDED_RESTART_MS } from '../../../src/adapters/redis/redis-connections.ts';
+import { startProbeServer, type ProbeServer } from '../../../src/adapters/observability/probe-server.ts';
 
 // The probe server's answers from the states it is given (the real processes: 
 // test/int/worker-probes.int.test.ts). Liveness follows the receiver's rule: only a connection

@@ -1,9 +1,9 @@
 import { readFileSync } from 'node:fs';
 import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
-import { buildInfo } from '../../../src/observability/build-info.ts';
-import { createReceiverMetrics } from '../../../src/observability/metrics.ts';
-import { registerProcessMetrics } from '../../../src/observability/process-metrics.ts';
+import { buildInfo } from '../../../src/adapters/observability/build-info.ts';
+import { createReceiverMetrics } from '../../../src/adapters/observability/metrics.ts';
+import { registerProcessMetrics } from '../../../src/adapters/observability/process-metrics.ts';
 
 const PACKAGE_VERSION = (JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 

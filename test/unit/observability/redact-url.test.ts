@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { redactUrl, redactUrlsIn } from '../../../src/observability/redact-url.ts';
+import { redactUrl, redactUrlsIn } from '../../../src/core/config/redact-url.ts';
 
 describe('hiding the credentials of a URL', () => {
   it('hides the userinfo of a URL value, up to its last @, malformed or not', () => {

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { REDIS_USERS, renderRedisAcl } from '../../../scripts/deploy/redis-acl.ts';
-import { CLUSTER_DISCOVERY_COMMANDS, NODE_AGENT_COMMANDS, nodeOfUserName, nodeUserName, nodeUserRules, nodeUsersKey } from '../../../src/queues/node-redis-users.ts';
+import { CLUSTER_DISCOVERY_COMMANDS, NODE_AGENT_COMMANDS, nodeOfUserName, nodeUserName, nodeUserRules, nodeUsersKey } from '../../../src/adapters/redis/node-redis-users.ts';
 
 // The per-node Redis user is the shared node-agent user of the ACL template with one change: its
 // queue pattern names one node. The live half (glob semantics, NOPERM, every topology) is

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { fullJitter, WORKER_BACKOFF } from '../../../src/queues/reconnect-backoff.ts';
+import { fullJitter, WORKER_BACKOFF } from '../../../src/adapters/redis/reconnect-backoff.ts';
 
 // After a Redis restart every agent reconnects at once; full jitter spreads them over a window
 // that doubles per attempt up to a cap (the old min(n * 200, 5000) sent them all in lockstep).

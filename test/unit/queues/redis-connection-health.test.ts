@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { connectionHealth, ENDED_RESTART_MS, type ConnectionState } from '../../../src/queues/redis-connections.ts';
-import { connectionsExposition, replicaAckExposition, replicaAckReport } from '../../../src/observability/redis-health.ts';
+import { connectionHealth, ENDED_RESTART_MS, type ConnectionState } from '../../../src/adapters/redis/redis-connections.ts';
+import { connectionsExposition, replicaAckExposition, replicaAckReport } from '../../../src/adapters/observability/redis-health.ts';
 
 const NOW = 1_000_000_000;
 const state = (s: Partial<ConnectionState> & { name: string }): ConnectionState => ({ status: 'ready', ready: true, replacements: 0, reconnects: 0, ...s });

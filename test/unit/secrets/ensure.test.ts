@@ -1,9 +1,9 @@
 import { X509Certificate } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { ensureSecrets, randomAlnum } from '../../../src/secrets/ensure.ts';
-import type { SecretsSpec } from '../../../src/secrets/spec.ts';
-import type { KubeObject } from '../../../src/secrets/store.ts';
-import { certificate, ecKey } from '../../../src/secrets/x509.ts';
+import { ensureSecrets, randomAlnum } from '../../../src/control/secrets/ensure.ts';
+import type { SecretsSpec } from '../../../src/control/secrets/spec.ts';
+import type { KubeObject } from '../../../src/control/secrets/store.ts';
+import { certificate, ecKey } from '../../../src/control/secrets/x509.ts';
 import { MemoryObjectStore } from '../../support/memory-object-store.ts';
 
 // The secrets hook's rules, one at a time: make once, keep what exists (whoever made it), bring

@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { certificate, ecKey, serverCertificate } from '../../../src/secrets/x509.ts';
+import { certificate, ecKey, serverCertificate } from '../../../src/control/secrets/x509.ts';
 
 // The certificates the chart's secrets hook makes without openssl: what Node's and OpenSSL's
 // parsers read back from the DER it writes.

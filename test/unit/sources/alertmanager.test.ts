@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { AlertmanagerPayload } from '../../../src/sources/index.ts';
-import { alertmanagerSignals } from '../../../src/sources/alertmanager.ts';
+import { AlertmanagerPayload } from '../../../src/control/sources/index.ts';
+import { alertmanagerSignals } from '../../../src/control/sources/alertmanager.ts';
 import { fixture, fixtureSignals } from '../../support/fixtures.ts';
 
 // Alertmanager webhook v4 bodies (test/fixtures/alertmanager), one alert at a time: only a

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import type { Signal } from '../../../src/signals/index.ts';
-import { DEFAULT_EVENT_TRUST, type EventTrust, KubeEventsBody, kubeEventSignals, NpdBody, npdSignals } from '../../../src/sources/index.ts';
+import type { Signal } from '../../../src/core/signals/index.ts';
+import { DEFAULT_EVENT_TRUST, type EventTrust, KubeEventsBody, kubeEventSignals, NpdBody, npdSignals } from '../../../src/control/sources/index.ts';
 import { fixture, fixtureSignals, type FixtureSource } from '../../support/fixtures.ts';
 
-// Which Events are believed (src/sources/event-trust.ts): each accepted reason from its real
+// Which Events are believed (src/control/sources/event-trust.ts): each accepted reason from its real
 // reporter, about the right kind of object, in the namespace that reporter writes it in. Every row
 // is a captured Event (test/fixtures) with one field changed, so a row fails when that one check
 // goes.

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { Signal } from '../../../src/signals/index.ts';
+import type { Signal } from '../../../src/core/signals/index.ts';
 import { fixture, fixtureSignals, signalsFrom } from '../../support/fixtures.ts';
 
 // Kubernetes Events as kubernetes-event-exporter's webhook sends them (core/v1 + clusterName) and

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { Signal } from '../../../src/signals/index.ts';
+import type { Signal } from '../../../src/core/signals/index.ts';
 import { fixtureSignals } from '../../support/fixtures.ts';
 
 // node-problem-detector: its Events on the Node, and node conditions posted as {node, conditions}.

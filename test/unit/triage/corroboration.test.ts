@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { InMemoryLookups, type NodeInfo } from '../../../src/kube/lookups.ts';
-import type { NodeRecoveredSignal } from '../../../src/signals/index.ts';
-import { RECOVERY_CORROBORATION_MS, triage } from '../../../src/triage/triage.ts';
+import { InMemoryLookups, type NodeInfo } from '../../../src/adapters/kube/lookups.ts';
+import type { NodeRecoveredSignal } from '../../../src/core/signals/index.ts';
+import { RECOVERY_CORROBORATION_MS, triage } from '../../../src/control/triage/triage.ts';
 import { fixtureSignals } from '../../support/fixtures.ts';
 
 // Issue 30, attack 7: the webhook token holder posting recoveries ("kubelet" NodeReady Events,

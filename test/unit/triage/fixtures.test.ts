@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { queueFor } from '../../../src/catalogue/queues.ts';
-import { InMemoryLookups } from '../../../src/kube/lookups.ts';
-import { triage } from '../../../src/triage/index.ts';
+import { queueFor } from '../../../src/core/catalogue/queues.ts';
+import { InMemoryLookups } from '../../../src/adapters/kube/lookups.ts';
+import { triage } from '../../../src/control/triage/index.ts';
 import { fixture, fixtureLookups, fixtureSignals, fixtureVolumeLookups, signalsFrom, type FixtureSource } from '../../support/fixtures.ts';
 
 // The whole way from a captured payload to jobs: parse, extract signals, triage against the PVs

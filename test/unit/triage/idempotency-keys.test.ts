@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { JOB_ID } from '../../../src/catalogue/keys.ts';
-import type { RemediationJob } from '../../../src/catalogue/jobs.ts';
-import type { NodeRecoveredSignal } from '../../../src/signals/index.ts';
-import { triage } from '../../../src/triage/index.ts';
+import { JOB_ID } from '../../../src/core/catalogue/keys.ts';
+import type { RemediationJob } from '../../../src/core/catalogue/jobs.ts';
+import type { NodeRecoveredSignal } from '../../../src/core/signals/index.ts';
+import { triage } from '../../../src/control/triage/index.ts';
 import { fixtureLookups, fixtureSignals, type FixtureSource } from '../../support/fixtures.ts';
 
 // Keys come from the incident's identity, never the clock: a repeat of the same incident, however it
@@ -64,7 +64,7 @@ describe('idempotency keys', () => {
   describe('one outage of a node is one job: node + the boot it came back with, not the alert name', () => {
     const BOOT = 'd87bdb0a-d2bc-42f7-945f-7a099da7ee26';
     const known = (bootId = BOOT) => fixtureLookups().addNode({ name: 'worker-1', addresses: [], labels: {}, ready: 'True', bootId });
-    // The watch's signal for the same recovery (src/kube/node-ready.ts nodeRecoveredSignal).
+    // The watch's signal for the same recovery (src/control/watches/node-ready.ts nodeRecoveredSignal).
     const fromWatch = (bootId = BOOT): NodeRecoveredSignal => ({
       kind: 'node-recovered', version: 1, node: 'worker-1', bootId, identity: ['boot', 'worker-1', bootId],
       evidence: { source: 'k8s-watch', summary: 'Node worker-1 Ready Unknown -> True', raw: {} },

@@ -1,9 +1,9 @@
 import { readdirSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { RemediationJob } from '../../../src/catalogue/jobs.ts';
-import { isCephClientAddress, isCephName, isDiskLinkPath, isNamespace, isNodeName, isObjectName } from '../../../src/catalogue/names.ts';
-import { queueFor } from '../../../src/catalogue/queues.ts';
-import { triage } from '../../../src/triage/index.ts';
+import { RemediationJob } from '../../../src/core/catalogue/jobs.ts';
+import { isCephClientAddress, isCephName, isDiskLinkPath, isNamespace, isNodeName, isObjectName } from '../../../src/core/catalogue/names.ts';
+import { queueFor } from '../../../src/core/catalogue/queues.ts';
+import { triage } from '../../../src/control/triage/index.ts';
 import { fixtureLookups, fixtureSignals, type FixtureSource } from '../../support/fixtures.ts';
 
 // Whatever a payload says, a job only ever names things that pass the strict name checks: every

@@ -1,10 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { RemediationJob } from '../../../src/catalogue/jobs.ts';
-import { keyringFor } from '../../../src/trust/keyring.ts';
-import { sealerOf } from '../../../src/trust/seal.ts';
-import { sealedJobText, sealJob, verifyJobSeal } from '../../../src/trust/work.ts';
+import type { RemediationJob } from '../../../src/core/catalogue/jobs.ts';
+import { keyringFor } from '../../../src/core/trust/keyring.ts';
+import { sealerOf } from '../../../src/core/trust/seal.ts';
+import { sealedJobText, sealJob, verifyJobSeal } from '../../../src/core/trust/work.ts';
 
 // The receiver stores sealedJobText: the job encoded once, for the MAC and as the stored text.
 // It must be JSON.stringify of sealJob's result byte for byte (what BullMQ stored before), and

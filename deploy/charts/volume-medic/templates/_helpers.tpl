@@ -273,7 +273,7 @@ receiver's CA.
 {{- end }}
 
 {{/*
-What the secrets hook Job makes (src/secrets/spec.ts), as JSON: every Secret the chart needs that
+What the secrets hook Job makes (src/control/secrets/spec.ts), as JSON: every Secret the chart needs that
 the operator did not name. Nothing random or secret is in it, and no chart version (labels are
 the stable ones), so it is the same on every render; the pods' checksum/secrets covers it.
 */}}

@@ -1,13 +1,13 @@
-import type { Verification } from '../../../../workers/engine/runbook.ts';
+import type { Verification } from '../../../../src/agents/engine/runbook.ts';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
-import type { NodeInfo } from '../../../../src/kube/lookups.ts';
-import { RefusedError } from '../../../../workers/engine/errors.ts';
-import { ParkedError } from '../../../../workers/engine/gate.ts';
-import { RunbookFailedError } from '../../../../workers/engine/runbook-failed-error.ts';
-import { FakeHost } from '../../../../workers/host/fake-host.ts';
-import { createRbdStaleMapping, InMemoryNodeJobSink, InMemoryRbdLookups, type StaleMappingFacts, type StaleMappingPolicy } from '../../../../workers/runbooks/rbd-stale-mapping/index.ts';
-import type { RunbookContext } from '../../../../workers/runbooks/registry.ts';
+import type { NodeInfo } from '../../../../src/adapters/kube/lookups.ts';
+import { RefusedError } from '../../../../src/agents/engine/errors.ts';
+import { ParkedError } from '../../../../src/agents/engine/gate.ts';
+import { RunbookFailedError } from '../../../../src/agents/engine/runbook-failed-error.ts';
+import { FakeHost } from '../../../../src/agents/host/fake-host.ts';
+import { createRbdStaleMapping, InMemoryNodeJobSink, InMemoryRbdLookups, type StaleMappingFacts, type StaleMappingPolicy } from '../../../../src/agents/runbooks/rbd-stale-mapping/index.ts';
+import type { RunbookContext } from '../../../../src/agents/runbooks/registry.ts';
 import { cephFixture } from './ceph-fixture.ts';
 import { job } from './facts.fixture.ts';
 

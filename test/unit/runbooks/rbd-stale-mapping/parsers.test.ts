@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { isCephClientAddress } from '../../../../src/catalogue/names.ts';
-import { isReadOnlyCommand } from '../../../../workers/host/read-only-commands.ts';
+import { isCephClientAddress } from '../../../../src/core/catalogue/names.ts';
+import { isReadOnlyCommand } from '../../../../src/agents/host/read-only-commands.ts';
 import {
   ipOf, isNoSuchImage, parseBlocklistJson, parseBlocklistText, parseListWatchers, parseRbdInfoJson, parseRbdInfoText, parseRbdStatusJson, parseRbdStatusText,
-} from '../../../../workers/runbooks/rbd-stale-mapping/index.ts';
+} from '../../../../src/agents/runbooks/rbd-stale-mapping/index.ts';
 import { cephFixture } from './ceph-fixture.ts';
 
 // Parsers on output captured from a real Ceph 16.2.15 (Debian 12), one-node cluster on loopback.

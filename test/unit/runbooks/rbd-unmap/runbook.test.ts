@@ -1,12 +1,12 @@
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
-import type { RbdUnmapJob } from '../../../../src/catalogue/jobs.ts';
-import type { Mode } from '../../../../src/catalogue/result.ts';
-import type { PodInfo } from '../../../../src/kube/lookups.ts';
-import { RefusedError } from '../../../../workers/engine/errors.ts';
-import type { FakeHost } from '../../../../workers/host/fake-host.ts';
-import { createRbdUnmap, InMemoryNodePods, type UnmapPolicy } from '../../../../workers/runbooks/rbd-unmap/index.ts';
-import type { RunbookContext } from '../../../../workers/runbooks/registry.ts';
+import type { RbdUnmapJob } from '../../../../src/core/catalogue/jobs.ts';
+import type { Mode } from '../../../../src/core/catalogue/result.ts';
+import type { PodInfo } from '../../../../src/adapters/kube/lookups.ts';
+import { RefusedError } from '../../../../src/agents/engine/errors.ts';
+import type { FakeHost } from '../../../../src/agents/host/fake-host.ts';
+import { createRbdUnmap, InMemoryNodePods, type UnmapPolicy } from '../../../../src/agents/runbooks/rbd-unmap/index.ts';
+import type { RunbookContext } from '../../../../src/agents/runbooks/registry.ts';
 import { fakeNode, GLOBAL_MOUNT, POD_MOUNT, STALE_POD } from './fake-node.ts';
 
 // The node half end to end on a simulated node (recorded outputs, see fake-node.ts).

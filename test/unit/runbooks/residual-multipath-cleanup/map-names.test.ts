@@ -1,17 +1,17 @@
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
-import type { ResidualMultipathJob } from '../../../../src/catalogue/jobs.ts';
-import { isMapName } from '../../../../src/catalogue/names.ts';
-import type { RunbookResult } from '../../../../src/catalogue/result.ts';
-import { RefusedError } from '../../../../workers/engine/errors.ts';
-import { ParkedError } from '../../../../workers/engine/gate.ts';
-import { FakeHost } from '../../../../workers/host/fake-host.ts';
-import { InMemoryAttachedVolumes } from '../../../../workers/runbooks/residual-multipath-cleanup/attached-volumes.ts';
-import { createStepExecutor } from '../../../../workers/runbooks/residual-multipath-cleanup/execute-step.ts';
-import { createResidualMultipathCleanup } from '../../../../workers/runbooks/residual-multipath-cleanup/handler.ts';
-import { IntentRecord } from '../../../../workers/runbooks/residual-multipath-cleanup/intents.ts';
-import { DEFAULT_POLICY } from '../../../../workers/runbooks/residual-multipath-cleanup/policy.ts';
-import type { ResidualStep } from '../../../../workers/runbooks/residual-multipath-cleanup/step.ts';
+import type { ResidualMultipathJob } from '../../../../src/core/catalogue/jobs.ts';
+import { isMapName } from '../../../../src/core/catalogue/names.ts';
+import type { RunbookResult } from '../../../../src/core/catalogue/result.ts';
+import { RefusedError } from '../../../../src/agents/engine/errors.ts';
+import { ParkedError } from '../../../../src/agents/engine/gate.ts';
+import { FakeHost } from '../../../../src/agents/host/fake-host.ts';
+import { InMemoryAttachedVolumes } from '../../../../src/agents/runbooks/residual-multipath-cleanup/attached-volumes.ts';
+import { createStepExecutor } from '../../../../src/agents/runbooks/residual-multipath-cleanup/execute-step.ts';
+import { createResidualMultipathCleanup } from '../../../../src/agents/runbooks/residual-multipath-cleanup/handler.ts';
+import { IntentRecord } from '../../../../src/agents/runbooks/residual-multipath-cleanup/intents.ts';
+import { DEFAULT_POLICY } from '../../../../src/agents/runbooks/residual-multipath-cleanup/policy.ts';
+import type { ResidualStep } from '../../../../src/agents/runbooks/residual-multipath-cleanup/step.ts';
 import { SimNode, type MapSpec } from './sim-node.ts';
 
 // Map names come from `multipath -ll`, dmsetup and sysfs, and go into argv (`multipath -f <map>`,

@@ -1,0 +1,35 @@
+import { ConfigError, loadConfig } from '../../core/config/load.ts';
+import type { Config } from '../../core/config/schema.ts';
+import type { Logger } from '../observability/logger.ts';
+
+// The shape every entry point shares: load and validate configuration (a bad value exits 2 with
+// a message naming it), start, and on SIGTERM/SIGINT close in order and exit.
+
+export interface Closeable {
+  close(): Promise<void>;
+}
+
+export async function runMain(log: Logger, start: (config: Config) => Promise<Closeable> | Closeable): Promise<void> {
+  try {
+    const config = loadConfig();
+    log.level = config.logLevel;
+    const running = await start(config);
+    for (const sig of ['SIGTERM', 'SIGINT'] as const) {
+      process.once(sig, () => {
+        log.info({ signal: sig }, 'shutting down');
+        void running.close().then(() => process.exit(0), (err: unknown) => {
+          log.error({ err }, 'error while shutting down');
+          process.exit(1);
+        });
+      });
+    }
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      log.fatal(err.message);
+      process.exit(2);
+    }
+    // Through the logger, not Node's uncaught-error print: its lines hide URL credentials.
+    log.fatal({ err }, 'failed to start');
+    process.exit(1);
+  }
+}

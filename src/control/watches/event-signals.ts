@@ -1,0 +1,39 @@
+import { classifyEvent } from '../sources/classify-event.ts';
+import { KubeEventPayload } from '../sources/kube-event.ts';
+import type { EventTrust } from '../sources/event-trust.ts';
+import { withBootIdentity, type Signal } from '../../core/signals/index.ts';
+import { REPORTING_CONTROLLER } from '../../core/catalogue/names.ts';
+
+// A watched (or listed) Event -> signals, through the same parser and classifier as POST
+// /v1/events, so one incident has one identity whichever way it came. A `NodeReady` event takes
+// the node's boot identity from the informer's cache here (withBootIdentity); triage does the
+// same through the lookups for webhooks.
+
+
+export type EventOutcome =
+  | { outcome: 'signal'; signals: Signal[] }
+  | { outcome: 'ignored'; reason: string; detail: string }
+  | { outcome: 'invalid'; reason: string }
+  | { outcome: 'own' };
+
+export function eventSignals(obj: unknown, bootIdOf: (node: string) => string | undefined, trust: EventTrust): EventOutcome {
+  const parsed = KubeEventPayload.safeParse(obj);
+  if (!parsed.success) return { outcome: 'invalid', reason: parsed.error.issues[0]?.message ?? 'not an Event' };
+  const ev = parsed.data;
+  if (ev.component === REPORTING_CONTROLLER) return { outcome: 'own' };
+  const c = classifyEvent(ev, 'k8s-watch', trust);
+  if (c.ignored) return { outcome: 'ignored', reason: c.ignored.reason, detail: c.ignored.detail };
+  return {
+    outcome: 'signal',
+    signals: c.signals.map((s) => (s.kind === 'node-recovered' ? withBootIdentity(s, bootIdOf(s.node)) : s)),
+  };
+}
+
+/** When an Event last happened, in ms: the newest of its timestamps. */
+export function eventLastSeen(obj: unknown): number {
+  const e = obj as Record<string, any>;
+  const times = [e?.['lastTimestamp'], e?.['eventTime'], e?.['series']?.lastObservedTime, e?.['firstTimestamp'], e?.['metadata']?.creationTimestamp]
+    .map((t) => (t ? new Date(t).getTime() : Number.NaN))
+    .filter((t) => !Number.isNaN(t));
+  return times.length > 0 ? Math.max(...times) : 0;
+}

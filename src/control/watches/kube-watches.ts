@@ -1,0 +1,177 @@
+import type { CoreV1Event, KubeConfig, V1Node } from '@kubernetes/client-node';
+import type { IngestDeps } from '../ingest/ingest.ts';
+import type { Logger } from '../../adapters/observability/logger.ts';
+import { kubeClients } from '../../adapters/kube/client.ts';
+import { eventSignals } from './event-signals.ts';
+import { DEFAULT_EVENT_TRUST, type EventTrust } from '../sources/event-trust.ts';
+import type { KubeMetrics } from '../../adapters/kube/kube-metrics.ts';
+import { NodeReadyTracker, nodeRecoveredSignal, observeNode } from './node-ready.ts';
+import { reconcileOnce, type ReconcileResult } from './reconcile.ts';
+import { ingestSink, type SignalSink } from './signal-sink.ts';
+import { SupervisedInformer, realSleep, type BackoffPolicy, type Sleep, type WatchState } from '../../adapters/kube/supervised-informer.ts';
+import { GenerationalMap } from '../../core/collections/generational-map.ts';
+
+// The receiver's Kubernetes sources, owned in one place: a Node watch, one Event watch per reason
+// volume-medic acts on, and the periodic reconcile. All of them end in the same ingest path as the
+// webhooks. close() stops them in order; state() is what /readyz and metrics show.
+
+/** Event reasons watched. One watch each (field selector reason=X): the API server filters, and
+ *  the client's cache holds only these Events instead of every Event of the last hour. */
+export const WATCHED_EVENT_REASONS = ['FailedMount', 'FailedMapVolume', 'FailedAttachVolume', 'Failed', 'NodeReady', 'Rebooted'] as const;
+
+export interface KubeWatchesOptions {
+  kubeConfig: KubeConfig;
+  /** The receiver's triage lookups and dispatcher. */
+  ingest: IngestDeps;
+  log?: Logger;
+  metrics?: KubeMetrics;
+  sleep?: Sleep;
+  now?: () => number;
+  backoff?: BackoffPolicy;
+  /** Default WATCHED_EVENT_REASONS. */
+  eventReasons?: readonly string[];
+  /** Which Events are believed (the receiver passes NPD_EVENT_SOURCES, NPD_EVENT_NAMESPACE). Default DEFAULT_EVENT_TRUST. */
+  eventTrust?: EventTrust;
+  /** Watch Nodes. Default true. */
+  nodes?: boolean;
+  /** Period of the reconcile loop; 0 runs it once at start only. Default 5 minutes. */
+  reconcileIntervalMs?: number;
+  /** Nodes Ready for less than this are reconciled as possible recoveries. Default 30 minutes. */
+  recentReadyMs?: number;
+  /** Replace the ingest path (tests). */
+  sink?: SignalSink;
+  /** Told when a Node object is deleted (the receiver removes that node's Redis user). */
+  onNodeDeleted?: (node: string) => void;
+}
+
+export interface ReconcileState {
+  runs: number;
+  lastRunAt?: number;
+  lastResult?: ReconcileResult;
+  lastError?: string;
+}
+
+export interface KubeWatchesState {
+  /** Every watch has listed and is connected. */
+  ready: boolean;
+  watches: WatchState[];
+  reconcile: ReconcileState;
+}
+
+export interface KubeWatches {
+  state(): KubeWatchesState;
+  /** Run a reconcile now (also what the periodic loop calls). */
+  reconcileNow(): Promise<ReconcileResult | undefined>;
+  close(): Promise<void>;
+}
+
+export async function startKubeWatches(o: KubeWatchesOptions): Promise<KubeWatches> {
+  const sleep = o.sleep ?? realSleep;
+  const now = o.now ?? Date.now;
+  const stop = new AbortController();
+  const log = o.log;
+  const { core } = kubeClients(o.kubeConfig);
+  const sink = o.sink ?? ingestSink({
+    deps: o.ingest, sleep, signal: stop.signal, ...(log ? { log } : {}),
+    onStoreFailed: (origin) => o.metrics?.observed.inc({ watch: origin, outcome: 'store_failed' }),
+  });
+  const common = { kubeConfig: o.kubeConfig, sleep, now, ...(o.backoff ? { backoff: o.backoff } : {}), ...(log ? { log } : {}), ...(o.metrics ? { metrics: o.metrics } : {}) };
+  const tracker = new NodeReadyTracker();
+  const informers: Array<SupervisedInformer<any>> = [];
+  const count = (watch: string, outcome: string): void => o.metrics?.observed.inc({ watch, outcome });
+  const trust = o.eventTrust ?? DEFAULT_EVENT_TRUST;
+
+  if (o.nodes !== false) {
+    const nodes = new SupervisedInformer<V1Node>({ ...common, name: 'nodes', path: '/api/v1/nodes', list: () => core.listNode({}) });
+    const onNode = async (obj: V1Node): Promise<void> => {
+      const n = observeNode(obj);
+      if (!n) return count('nodes', 'invalid');
+      const r = tracker.observe(n);
+      if (!r) return count('nodes', 'unchanged');
+      count('nodes', 'signal');
+      const why = r.why === 'ready-again' ? `Ready ${r.from} -> True` : `boot id ${r.previousBootId} -> ${n.bootId}`;
+      await sink.submit([nodeRecoveredSignal(n, 'k8s-watch', `Node ${n.name} ${why} (watch)`)], 'nodes');
+    };
+    nodes.on('add', onNode);
+    nodes.on('update', onNode);
+    nodes.on('delete', (obj) => {
+      if (!obj.metadata?.name) return;
+      tracker.forget(obj.metadata.name);
+      o.onNodeDeleted?.(obj.metadata.name);
+    });
+    informers.push(nodes);
+  }
+
+  // An Event's uid -> the resourceVersion handled: a relist hands every cached Event over again,
+  // and an unchanged one need not be triaged twice. Bounded: the newest 10,000 at least.
+  const handled = new GenerationalMap<string, string>(20_000);
+  for (const reason of o.eventReasons ?? WATCHED_EVENT_REASONS) {
+    const name = `events-${reason}`;
+    const fieldSelector = `reason=${reason}`;
+    const inf = new SupervisedInformer<CoreV1Event>({
+      ...common, name, path: '/api/v1/events', fieldSelector,
+      list: () => core.listEventForAllNamespaces({ fieldSelector }),
+    });
+    const onEvent = async (obj: CoreV1Event): Promise<void> => {
+      const uid = obj.metadata?.uid;
+      const rv = obj.metadata?.resourceVersion ?? '';
+      if (uid && handled.get(uid) === rv) return count(name, 'unchanged');
+      if (uid) handled.set(uid, rv);
+      const r = eventSignals(obj, (node) => tracker.bootId(node), trust);
+      count(name, r.outcome);
+      // Debug, not info: anyone who may create Events can make many that are not believed.
+      if (r.outcome === 'ignored') log?.debug({ watch: name, uid, reason: r.reason, detail: r.detail }, 'watched Event ignored');
+      if (r.outcome === 'signal') await sink.submit(r.signals, name);
+    };
+    inf.on('add', onEvent);
+    inf.on('update', onEvent);
+    informers.push(inf);
+  }
+
+  const rec: ReconcileState = { runs: 0 };
+  let running: Promise<ReconcileResult | undefined> | undefined;
+  const reconcileNow = (): Promise<ReconcileResult | undefined> => (running ??= (async () => {
+    try {
+      const result = await reconcileOnce({
+        core, sink, now, recentReadyMs: o.recentReadyMs ?? 30 * 60_000, bootIdOf: (n) => tracker.bootId(n), eventTrust: trust, ...(log ? { log } : {}),
+      });
+      Object.assign(rec, { runs: rec.runs + 1, lastRunAt: now(), lastResult: result });
+      delete rec.lastError;
+      o.metrics?.reconciles.inc({ outcome: 'ok' });
+      return result;
+    } catch (err) {
+      Object.assign(rec, { runs: rec.runs + 1, lastRunAt: now(), lastError: (err as Error).message });
+      o.metrics?.reconciles.inc({ outcome: 'failed' });
+      log?.warn({ err: (err as Error).message }, 'reconcile failed; the next run will try again');
+      return undefined;
+    } finally {
+      running = undefined;
+    }
+  })());
+
+  // Start the watches first: the Node watch learns boot ids, and the reconcile can use them.
+  await Promise.all(informers.map((i) => i.start()));
+  const interval = o.reconcileIntervalMs ?? 5 * 60_000;
+  const loop = (async () => {
+    await reconcileNow();
+    while (interval > 0 && !stop.signal.aborted) {
+      await sleep(interval, stop.signal);
+      if (!stop.signal.aborted) await reconcileNow();
+    }
+  })();
+
+  let closing: Promise<void> | undefined;
+  return {
+    state: () => {
+      const watches = informers.map((i) => i.state());
+      return { ready: watches.every((w) => w.status === 'watching'), watches, reconcile: { ...rec } };
+    },
+    reconcileNow,
+    close: () => (closing ??= (async () => {
+      stop.abort();
+      await Promise.all(informers.map((i) => i.stop()));
+      await loop;
+      await running;
+    })()),
+  };
+}

@@ -1,0 +1,108 @@
+import { z } from 'zod';
+import { CephClientAddress, CephName, DiskLinkPath, Namespace, NodeName, ObjectName } from './names.ts';
+import { JOB_ID } from './keys.ts';
+import { Evidence } from './evidence.ts';
+
+// The job catalogue: the one contract src/ (which enqueues) and workers/ (which runs) share.
+// Jobs are a discriminated union on `runbook`, versioned, and parsed with these schemas on both
+// sides of Redis: whatever comes out of a queue is untrusted until it parses.
+
+export const RUNBOOKS = ['residual-multipath-cleanup', 'local-pv-placeholder', 'rbd-stale-mapping', 'rbd-unmap'] as const;
+export const RunbookName = z.enum(RUNBOOKS);
+export type RunbookName = z.infer<typeof RunbookName>;
+
+const base = {
+  version: z.literal(1),
+  key: z.string().regex(JOB_ID, 'not a valid idempotency key'),
+  evidence: z.array(Evidence).min(1).max(20),
+  /**
+   * Set on an operator's retry of a failed job (src/control/actions/job-retry.ts): a new job, sealed
+   * afresh, whose key is `<of>.r<n>`. `of` is the first job's key: the host journal is kept under
+   * it (src/agents/engine/run-runbook.ts), so a step that took effect in any earlier job of the line
+   * is not repeated.
+   */
+  retry: z.object({ of: z.string().regex(JOB_ID), n: z.number().int().min(1).max(99) }).optional(),
+};
+
+export const ResidualMultipathJob = z.object({
+  ...base,
+  runbook: z.literal('residual-multipath-cleanup'),
+  target: z.object({ node: NodeName }),
+  /** The boot the node came back with, when the trigger told us (kubelet Rebooted event, Node watch). */
+  bootId: z.string().regex(/^[A-Za-z0-9-]{1,64}$/).optional(),
+});
+
+export const LocalPvPlaceholderJob = z.object({
+  ...base,
+  runbook: z.literal('local-pv-placeholder'),
+  target: z.object({ node: NodeName, pv: ObjectName, path: DiskLinkPath }),
+  /** `place` bridges a missing disk with a 512-byte loop device; `release` removes our placeholder. */
+  action: z.enum(['place', 'release']),
+  /**
+   * Who asks for a release. `detector` (NPD's condition cleared, an Event, the agent's own check):
+   * the agent verifies the real disk is back before it detaches anything; a release job without
+   * this field is treated as one. `operator` (POST /v1/placeholders/release): must carry `force`,
+   * and detaches without the disk check, recorded as such in the evidence and the audit trail.
+   */
+  release: z
+    .object({ by: z.enum(['detector', 'operator']), force: z.boolean() })
+    .refine((r) => (r.by === 'operator') === r.force, 'an operator release must carry force: true, and only an operator release may')
+    .optional(),
+}).refine((j) => j.release === undefined || j.action === 'release', 'release applies to action release only');
+
+export const RbdStaleMappingJob = z.object({
+  ...base,
+  runbook: z.literal('rbd-stale-mapping'),
+  target: z.object({
+    pool: CephName,
+    image: CephName,
+    /** The pod that cannot mount the image; its node is never the one we release the image on. */
+    pod: z.object({ namespace: Namespace, name: ObjectName }).optional(),
+    node: NodeName.optional(),
+  }),
+});
+
+/**
+ * The node half of `rbd-stale-mapping`: release the mapping that holds `watcher` on `node`.
+ * Enqueued by the cluster worker (never by triage) after it mapped the watcher's address to a
+ * Ready node; its key derives from the cluster job's key and the watcher (same lineage).
+ */
+export const RbdUnmapJob = z.object({
+  ...base,
+  runbook: z.literal('rbd-unmap'),
+  target: z.object({ node: NodeName, pool: CephName, image: CephName, watcher: CephClientAddress }),
+  /** The PVC bound to the image, when the cluster half knew it: the node re-checks that no pod here still uses it. */
+  claim: z.object({ namespace: Namespace, name: ObjectName }).optional(),
+  /** Key of the rbd-stale-mapping job that asked for this one. */
+  parent: z.string().regex(JOB_ID).optional(),
+});
+
+export const RemediationJob = z.discriminatedUnion('runbook', [
+  ResidualMultipathJob,
+  LocalPvPlaceholderJob,
+  RbdStaleMappingJob,
+  RbdUnmapJob,
+]);
+export type RemediationJob = z.infer<typeof RemediationJob>;
+export type ResidualMultipathJob = z.infer<typeof ResidualMultipathJob>;
+export type LocalPvPlaceholderJob = z.infer<typeof LocalPvPlaceholderJob>;
+export type RbdStaleMappingJob = z.infer<typeof RbdStaleMappingJob>;
+export type RbdUnmapJob = z.infer<typeof RbdUnmapJob>;
+export type JobOf<R extends RunbookName> = Extract<RemediationJob, { runbook: R }>;
+
+/** The node a job concerns, if any (for listing and filtering; not necessarily where it runs). */
+export function jobNode(job: RemediationJob): string | undefined {
+  switch (job.runbook) {
+    case 'residual-multipath-cleanup':
+    case 'local-pv-placeholder':
+      return job.target.node;
+    case 'rbd-stale-mapping':
+      return job.target.node;
+    case 'rbd-unmap':
+      return job.target.node;
+    default: {
+      const never: never = job;
+      return never;
+    }
+  }
+}

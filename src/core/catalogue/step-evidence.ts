@@ -1,0 +1,43 @@
+import { z } from 'zod';
+
+// The positive evidence a step relies on (DESIGN, "Evidence before destruction"): one claim per
+// item, where it was seen, when, and whether it holds. Plans attach it to their steps, the engine
+// judges it before a destructive step runs (src/agents/engine/evidence.ts), and the job's result
+// carries it, so a reader sees what each destructive step stood on and each refusal what was
+// missing. Parsed when read back: Redis is a boundary.
+
+/**
+ * - `holds`: observed, and the claim is true;
+ * - `fails`: observed, and the claim is false (the map is mounted, a path is alive);
+ * - `missing`: could not be observed (command failed, API unreachable, file unreadable): unknown;
+ * - `contradicted`: sources disagree with each other.
+ */
+export const EvidenceStatus = z.enum(['holds', 'fails', 'missing', 'contradicted']);
+export type EvidenceStatus = z.infer<typeof EvidenceStatus>;
+
+export const StepEvidence = z.object({
+  /** The claim, in words: "no process outside the known victims has mpatha open". */
+  claim: z.string().max(500),
+  /** How it was seen: the command, file or API ("multipath -ll", "/proc/*\/fd", "VolumeAttachments"). */
+  source: z.string().max(300),
+  /** When (ISO 8601). Older than the runbook's evidence age limit at the step: stale, refused. */
+  observedAt: z.string(),
+  status: EvidenceStatus,
+  /** What was seen, or why it could not be. */
+  detail: z.string().max(1000).optional(),
+  /**
+   * A claim that must have held for a while before the step may run: since when it held (the
+   * first of `samples` observations, kept by the agent across jobs) and whether it held across
+   * a reboot of the node. Too young or one sample: the step waits; across a reboot: enough.
+   */
+  persistence: z
+    .object({
+      since: z.string(),
+      samples: z.number().int().min(1),
+      acrossBoot: z.boolean(),
+      mustHoldMs: z.number().int().min(0),
+      minSamples: z.number().int().min(1),
+    })
+    .optional(),
+});
+export type StepEvidence = z.infer<typeof StepEvidence>;

@@ -1,0 +1,94 @@
+import { z } from 'zod';
+import { Seal } from '../trust/seal.ts';
+import { Mode } from '../catalogue/result.ts';
+
+// The records the controls keep in Redis, parsed when read back (Redis is a boundary).
+// `by` is who asked: the operator's verified user name (TokenReview or a trusted auth proxy,
+// src/control/auth/), never what a request said; `why` is free text; both are recorded with the time.
+// Kubernetes user names run long (system:serviceaccount:<namespace>:<name>, OIDC issuers).
+
+const Who = z.string().trim().min(1).max(512);
+const Why = z.string().trim().max(500);
+
+export const Decision = z.object({ by: Who, why: Why.default(''), at: z.string() });
+export type Decision = z.infer<typeof Decision>;
+
+export const ModeOverride = Decision.extend({ mode: Mode });
+export type ModeOverride = z.infer<typeof ModeOverride>;
+
+export const PauseRecord = Decision;
+export type PauseRecord = z.infer<typeof PauseRecord>;
+
+/** `evidence`: a claim a destructive step relies on must hold longer first (src/agents/engine/evidence.ts). */
+export const ParkReason = z.enum(['paused', 'approval', 'breaker', 'evidence']);
+export type ParkReason = z.infer<typeof ParkReason>;
+
+export const ParkedJob = z.object({
+  jobId: z.string(),
+  queue: z.string(),
+  runbook: z.string(),
+  node: z.string().optional(),
+  reason: ParkReason,
+  why: z.string(),
+  since: z.string(),
+});
+export type ParkedJob = z.infer<typeof ParkedJob>;
+
+export const ApprovalState = z.enum(['pending', 'approved', 'rejected', 'expired']);
+export type ApprovalState = z.infer<typeof ApprovalState>;
+
+export const ApprovalRecord = z.object({
+  jobId: z.string(),
+  queue: z.string(),
+  runbook: z.string(),
+  node: z.string().optional(),
+  /** BullMQ job timestamp: ids repeat after the dedup window, and an old job's decision must not carry over. */
+  jobCreatedAt: z.number(),
+  state: ApprovalState,
+  summary: z.string(),
+  /** The steps this decision covers, as the plan stated them, each with why it needs approval. */
+  steps: z.array(z.object({ id: z.string(), description: z.string(), why: z.string() })),
+  requestedAt: z.string(),
+  /** A pending request not decided by then expires: the job fails (refused) and nothing runs. */
+  expiresAt: z.string(),
+  decidedBy: z.string().optional(),
+  decidedAt: z.string().optional(),
+  why: z.string().optional(),
+  /** An approval is good until then; a job that reaches the step later is refused. */
+  validUntil: z.string().optional(),
+  /** The asking worker's seal over the request (src/core/controls/approval-request-seal.ts). */
+  requestSeal: Seal.optional(),
+});
+export type ApprovalRecord = z.infer<typeof ApprovalRecord>;
+
+export const BreakerName = z.string().regex(/^(cluster|storm|node\/[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?)$/, 'expected cluster, storm or node/<node>');
+
+export const TripRecord = z.object({
+  breaker: z.string(),
+  why: z.string(),
+  at: z.string(),
+  count: z.number(),
+  cap: z.number(),
+  /** The storm breaker: how many of the nodes in its window each source (alertmanager, k8s-event, ...) started. */
+  sources: z.record(z.string(), z.number()).optional(),
+});
+export type TripRecord = z.infer<typeof TripRecord>;
+
+export const AuditEntry = z.object({
+  at: z.string(),
+  by: z.string(),
+  action: z.string(),
+  target: z.string(),
+  why: z.string(),
+});
+export type AuditEntry = z.infer<typeof AuditEntry>;
+
+export function parseJson<T>(schema: z.ZodType<T>, text: string | null | undefined): T | undefined {
+  if (!text) return undefined;
+  try {
+    const r = schema.safeParse(JSON.parse(text));
+    return r.success ? r.data : undefined;
+  } catch {
+    return undefined;
+  }
+}
