@@ -46,6 +46,13 @@ module.exports = {
       to: { path: '^src/agents/' },
     },
     {
+      name: 'bullmq-only-in-the-job-store',
+      severity: 'error',
+      comment: 'BullMQ (its classes, key names and scripts) is known behind the JobStore port only.',
+      from: { path: '^src/', pathNot: '^src/adapters/jobstore/' },
+      to: { path: 'node_modules/bullmq/' },
+    },
+    {
       name: 'no-test-code-in-production',
       severity: 'error',
       comment: 'Production code never imports tests, benches or their support code.',

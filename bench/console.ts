@@ -8,7 +8,7 @@ import { Config } from '../src/core/config/schema.ts';
 import { ControlsStore } from '../src/adapters/controls/controls-store.ts';
 import { presenceKey } from '../src/adapters/jobstore/agent-presence.ts';
 import { incidentIndexKey } from '../src/adapters/jobstore/incident-index.ts';
-import { scanQueues } from '../src/control/console/queue-scan.ts';
+import { scanQueues } from '../src/adapters/jobstore/queue-scan.ts';
 import { COUNTED_STATES } from '../src/control/console/state-counts.ts';
 import { knownQueuesKey } from '../src/adapters/redis/known-queues.ts';
 import { redisCpu } from './lib/redis-cpu.ts';
@@ -146,7 +146,7 @@ const SCAN_ROUNDS = 5;
 
 /**
  * What one refresh of the counts costs, the way before (BullMQ's getJobCounts, one script call per
- * queue, as src/control/console/state-counts.ts did) and now (src/control/console/queue-scan.ts): this process's CPU
+ * queue, as src/control/console/state-counts.ts did) and now (src/adapters/jobstore/queue-scan.ts): this process's CPU
  * and Redis's main thread, median of SCAN_ROUNDS, on the loaded store's real queues.
  */
 async function scanCosts(admin: Redis, prefix: string): Promise<{ queues: number; perQueue: { nodeMs: number; redisMs: number }; chunked: { nodeMs: number; redisMs: number } }> {

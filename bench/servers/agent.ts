@@ -29,6 +29,6 @@ const agent = createNodeAgent({
     },
   },
 });
-await agent.worker.waitUntilReady();
+await agent.consumer.ready();
 process.stdout.write('READY\n');
 process.on('SIGTERM', () => void agent.close().then(() => process.exit(0)));

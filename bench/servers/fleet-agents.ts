@@ -45,7 +45,8 @@ const stub = (runbook: RunbookName): RunbookHandler<RunbookName> => async (_job:
 };
 const registry = Object.fromEntries(RUNBOOKS.map((r) => [r, stub(r)])) as RunbookRegistry;
 
-const workers: Worker[] = [];
+/** What each simulated agent is to this process: ready when waiting for jobs, closed at the end. */
+const workers: { ready(): Promise<unknown>; close(): Promise<unknown> }[] = [];
 for (let i = from; i < to; i++) {
   const node = nodeName(i);
   if (kind === 'ours') {
@@ -55,10 +56,12 @@ for (let i = from; i < to; i++) {
       signingKeysDir: process.env['SIGNING_KEYS_DIR'], stateDir: `${process.env['STATE_DIR']}/${node}`,
     });
     const agent = createNodeAgent({ config, registry, log });
-    agent.worker.on('completed', () => say(`DONE ${node}`));
+    agent.consumer.onFinished((_id, outcome) => {
+      if (outcome === 'completed') say(`DONE ${node}`);
+    });
     // Reconnections after a Redis restart: when each agent's command connection is back (epoch ms).
     agent.connection.on('ready', () => say(`UP ${node} ${Date.now()}`));
-    workers.push(agent.worker);
+    workers.push({ ready: () => agent.consumer.ready(), close: () => agent.close() });
   } else {
     const w = new Worker(nodeQueueName(node), async () => {
       // FLEET_WORK_MS: CPU the processor spends per job (a real processor's work; bench/job-lifecycle.ts).
@@ -74,9 +77,9 @@ for (let i = from; i < to; i++) {
     });
     w.on('completed', () => say(`DONE ${node}`));
     w.on('error', () => {});
-    workers.push(w);
+    workers.push({ ready: () => w.waitUntilReady(), close: () => w.close() });
   }
 }
-await Promise.all(workers.map((w) => w.waitUntilReady()));
+await Promise.all(workers.map((w) => w.ready()));
 announce(`READY ${workers.length}`);
 process.on('SIGTERM', () => void Promise.all(workers.map((w) => w.close())).then(() => process.exit(0)));

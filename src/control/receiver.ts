@@ -13,14 +13,15 @@ import { startKubeWatches, type KubeWatches } from './watches/kube-watches.ts';
 import { createApp } from './http/app.ts';
 import { IncidentIndex } from '../adapters/jobstore/incident-index.ts';
 import { likelyQueues } from './console/incident-detail.ts';
-import { findJob } from '../adapters/jobstore/find-job.ts';
+import { BullJobStore } from '../adapters/jobstore/bull-job-store.ts';
+import { createQueueBoard } from '../adapters/jobstore/queue-board.ts';
 import { knownQueuesKey } from '../adapters/redis/known-queues.ts';
 import type { EventTrust } from './sources/event-trust.ts';
 import { createLogger, type Logger } from '../adapters/observability/logger.ts';
 import { createReceiverMetrics } from '../adapters/observability/metrics.ts';
 import { Dispatcher } from '../adapters/jobstore/dispatcher.ts';
 import { trustFromConfig } from '../core/trust/from-config.ts';
-import { JobReader } from '../adapters/jobstore/job-reader.ts';
+import { JobReader } from './http/job-reader.ts';
 import { whenReady } from '../adapters/redis/redis.ts';
 import { RedisConnections } from '../adapters/redis/redis-connections.ts';
 import { ackReplicas, describeTarget, redisTarget } from '../adapters/redis/redis-target.ts';
@@ -143,15 +144,18 @@ export async function startReceiver(config: Config, opts: ReceiverOptions = {}):
     index: incidents,
     onIndexError: (err) => log.warn({ err: err.message }, 'the console\'s incident index missed a batch'),
   });
+  // The job store over the dispatcher's queues: the API's, the console's and the actions' reads.
+  const jobs = new BullJobStore({ redis, prefix: config.queuePrefix, queue: (name) => dispatcher.queue(name) });
+  const likely = likelyQueues({ redis, prefix: config.queuePrefix, incidents });
   const operatorActions = new OperatorActions({
     redis,
     prefix: config.queuePrefix,
-    queue: (name) => dispatcher.queue(name),
+    jobs,
     caps: breakerCapsFromConfig(config),
     approvalTtlMs: config.approvalTtlSeconds * 1000,
     configuredModes: { default: config.defaultMode, runbooks: config.runbookModes },
     // Where a job's approval record lives (its queue's keys), for a job no parked record names.
-    locate: async (id) => (await findJob({ redis, prefix: config.queuePrefix, queue: (name) => dispatcher.queue(name), likely: likelyQueues({ redis, prefix: config.queuePrefix, incidents }) }, id))?.queue,
+    locate: async (id) => (await jobs.find(id, likely))?.queue,
     // Controls are signed with the control key when one is configured (src/core/trust/control-keys.ts).
     trust: {
       ...(trust.controls.sealer ? { sealer: trust.controls.sealer } : {}),
@@ -172,8 +176,7 @@ export async function startReceiver(config: Config, opts: ReceiverOptions = {}):
   resealTimer.unref();
   // An operator's retry: a new job for the same work, sealed afresh (src/control/actions/job-retry.ts).
   const retries = new JobRetry({
-    redis, prefix: config.queuePrefix, queue: (name) => dispatcher.queue(name), store: operatorActions.store, index: incidents,
-    likely: likelyQueues({ redis, prefix: config.queuePrefix, incidents }),
+    jobs, store: operatorActions.store, index: incidents, likely,
     trust: { ring: trust.ring, ...(trust.sealer ? { sealer: trust.sealer } : {}), ttlMs: trust.ttlMs, allowUnsigned: trust.allowUnsigned },
   });
   const metrics = createReceiverMetrics();
@@ -227,7 +230,7 @@ export async function startReceiver(config: Config, opts: ReceiverOptions = {}):
     authLimiter,
     trustedProxyCidrs: config.trustedProxyCidrs,
     bodyLimit: config.bodyLimit,
-    reader: new JobReader(redis, config.queuePrefix, dispatcher, likelyQueues({ redis, prefix: config.queuePrefix, incidents })),
+    reader: new JobReader(jobs, likely),
     dispatcher,
     lookups,
     // With the API server's answers, a posted node recovery must agree with the Node's status.
@@ -249,7 +252,8 @@ export async function startReceiver(config: Config, opts: ReceiverOptions = {}):
       actions: operatorActions,
       retries,
       ...(eventAccess ? { events: new JobEventReader(eventAccess.makeApiClient(EventsV1Api)) } : {}),
-      queue: (name) => dispatcher.queue(name),
+      jobs,
+      board: createQueueBoard((name) => dispatcher.queue(name)),
       uiSessionTtlSeconds: config.uiSessionTtlSeconds,
       incidents,
     },

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { nodeQueueName } from '../../src/core/catalogue/queues.ts';
-import { scanQueues } from '../../src/control/console/queue-scan.ts';
+import { scanQueues } from '../../src/adapters/jobstore/queue-scan.ts';
 import { createLogger } from '../../src/adapters/observability/logger.ts';
 import { agentSeen, presenceKey, queuePresence } from '../../src/adapters/jobstore/agent-presence.ts';
 import { producerConnection, type RedisConnection } from '../../src/adapters/redis/redis.ts';

@@ -13,6 +13,7 @@ import { sealerOf } from '../../src/core/trust/seal.ts';
 import { workKeyOf } from '../../src/core/trust/work-keys.ts';
 import { writeControlKeys } from '../support/control-keys.ts';
 import { dropPrefix, redisUrl, uniquePrefix } from '../support/redis.ts';
+import { BullJobStore } from '../../src/adapters/jobstore/bull-job-store.ts';
 
 // Issue 30, attack 2 (approvals): an approval request is sealed by the worker that asks, and the
 // API decides only a request whose seal holds. A request reworded in Redis (the wording an
@@ -44,7 +45,7 @@ describe('approval requests sealed by the asking worker', () => {
     redis = new Redis(redisUrl());
     const receiverRing = keyringFor('receiver', roots);
     api = new OperatorActions({
-      redis, prefix, queue: (name) => { const q = new Queue(name, { connection: redis, prefix }); queues.push(q); return q; },
+      redis, prefix, jobs: new BullJobStore({ redis: redis, prefix, queue: (name) => { const q = new Queue(name, { connection: redis, prefix }); queues.push(q); return q; } }),
       caps: { nodePerHour: 0, clusterPerHour: 0, stormNodes: 0, stormWindowMs: 1000 }, approvalTtlMs: 600_000,
       configuredModes: { default: 'dry-run', runbooks: {} },
       trust: { sealer: controlSealer(files.keyFile), ring: controlKeyring(files.certFile), allowUnsigned: false, audit: { sealer: sealerOf(receiverRing)!, roots: receiverRing } },

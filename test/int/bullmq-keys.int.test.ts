@@ -25,6 +25,9 @@ describe('BullMQ\'s key layout as src/adapters/jobstore/bullmq-keys.ts names it'
     for (const [state, place] of Object.entries(STATE_PLACES)) expect(k.state(state as PlacedState)).toBe(queue.toKey(place.suffix));
     expect(k.stalledCheck).toBe(queue.toKey('stalled-check'));
     expect(k.job('j1')).toBe(queue.toKey('j1'));
+    expect(k.logs('j1')).toBe(queue.toKey('j1:logs'));
+    expect(k.marker).toBe(queue.toKey('marker'));
+    expect(k.marker).toBe(queue.keys.marker);
     expect(Object.keys(queue.keys).filter((s) => s !== '' && Object.values(STATE_PLACES).some((p) => p.suffix === s)).sort()).toEqual(Object.values(STATE_PLACES).map((p) => p.suffix).sort());
   });
 

@@ -8,7 +8,7 @@ import { startReceiver, type Receiver } from '../../src/control/receiver.ts';
 import type { RunbookWorker } from '../../src/agents/engine/runbook-worker.ts';
 import { runRunbook } from '../../src/agents/engine/run-runbook.ts';
 import type { PlannedStep, RunbookDefinition } from '../../src/agents/engine/runbook.ts';
-import { PermanentError } from '../../src/agents/engine/errors.ts';
+import { PermanentError } from '../../src/core/errors.ts';
 import { FakeHost } from '../../src/agents/host/fake-host.ts';
 import { createNodeAgent } from '../../src/agents/node-agent/agent.ts';
 import { JobEventRecorder } from '../../src/adapters/kube/job-events.ts';

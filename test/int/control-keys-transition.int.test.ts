@@ -7,6 +7,7 @@ import { OperatorActions } from '../../src/control/actions/operator-actions.ts';
 import type { ApprovalRecord, ParkedJob } from '../../src/core/controls/records.ts';
 import { knownQueuesKey } from '../../src/adapters/redis/known-queues.ts';
 import { dropPrefix, redisUrl, uniquePrefix } from '../support/redis.ts';
+import { BullJobStore } from '../../src/adapters/jobstore/bull-job-store.ts';
 
 // The readers of per-queue control keys (issue 30): they merge every registered queue's records,
 // take a record only under the queue it names, and, for a rolling upgrade, still read (and decide
@@ -32,7 +33,7 @@ beforeAll(async () => {
   redis = new Redis(redisUrl());
   await redis.sadd(knownQueuesKey(prefix), qa, qb);
   api = new OperatorActions({
-    redis, prefix, queue: (name) => { const q = new Queue(name, { connection: redis, prefix }); queues.push(q); return q; },
+    redis, prefix, jobs: new BullJobStore({ redis: redis, prefix, queue: (name) => { const q = new Queue(name, { connection: redis, prefix }); queues.push(q); return q; } }),
     caps: { nodePerHour: 0, clusterPerHour: 0, stormNodes: 0, stormWindowMs: 1000 },
     approvalTtlMs: 3_600_000, configuredModes: { default: 'dry-run', runbooks: {} },
     now: () => new Date(clock),

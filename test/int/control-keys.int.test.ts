@@ -18,6 +18,7 @@ import { writeControlKeys } from '../support/control-keys.ts';
 import { dropPrefix, redisUrl, uniquePrefix } from '../support/redis.ts';
 import { TEST_KEYS_DIR, testSealer } from '../support/trust.ts';
 import { waitFor } from '../support/wait.ts';
+import { BullJobStore } from '../../src/adapters/jobstore/bull-job-store.ts';
 
 // Issue 30, attack 1 (controls): with the control key pair configured (the chart's default),
 // root on a node holds everything the node agent mounts, the receiver's HMAC key included
@@ -45,7 +46,7 @@ describe('operator controls signed with the receiver\'s control key', () => {
     const trust = trustFromConfig(base({ controlSigningKeyFile: files.keyFile }), 'receiver');
     expect(trust.controls.sealer).toBeDefined();
     api = new OperatorActions({
-      redis, prefix, queue: (name) => { const q = new Queue(name, { connection: redis, prefix }); queues.push(q); return q; },
+      redis, prefix, jobs: new BullJobStore({ redis: redis, prefix, queue: (name) => { const q = new Queue(name, { connection: redis, prefix }); queues.push(q); return q; } }),
       caps: { nodePerHour: 0, clusterPerHour: 0, stormNodes: 0, stormWindowMs: 1000 },
       approvalTtlMs: 3_600_000,
       configuredModes: { default: 'dry-run', runbooks: {} },
@@ -102,7 +103,7 @@ describe('operator controls signed with the receiver\'s control key', () => {
     const later = () => Date.now() + 11 * 60_000;
     const trust = trustFromConfig(base({ controlSigningKeyFile: files.keyFile }), 'receiver');
     const laterApi = new OperatorActions({
-      redis, prefix, queue: () => { throw new Error('unused'); },
+      redis, prefix, jobs: { promote: () => { throw new Error('unused'); } },
       caps: { nodePerHour: 0, clusterPerHour: 0, stormNodes: 0, stormWindowMs: 1000 }, approvalTtlMs: 3_600_000, configuredModes: { default: 'dry-run', runbooks: {} },
       trust: { sealer: controlSealer(files.keyFile, later), ring: trust.controls.ring, allowUnsigned: false, now: later },
       now: () => new Date(later()),

@@ -3,6 +3,7 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { nodeQueueName } from '../../src/core/catalogue/queues.ts';
 import { IncidentIndex, incidentIndexKey } from '../../src/adapters/jobstore/incident-index.ts';
+import { BullJobStore } from '../../src/adapters/jobstore/bull-job-store.ts';
 import { listIncidents, type IncidentFilter, type ListOptions } from '../../src/control/console/incident-list.ts';
 import { dropPrefix, redisUrl, uniquePrefix } from '../support/redis.ts';
 
@@ -27,6 +28,7 @@ describe('the console\'s incident index', () => {
     }
     return q;
   };
+  const jobs = new BullJobStore({ get redis() { return redis; }, prefix, queue });
   /** id -> what the test made of it, newest last (the index's order reversed). */
   const made: { id: string; node: string; runbook: string; queue: string; state: 'waiting' | 'failed' | 'completed' }[] = [];
 
@@ -79,7 +81,7 @@ describe('the console\'s incident index', () => {
     const partial: boolean[] = [];
     let before: number | undefined;
     for (let guard = 0; guard < 100; guard++) {
-      const p = await listIncidents(index, queue, { ...f, ...(before !== undefined ? { before } : {}) }, o);
+      const p = await listIncidents(index, jobs, { ...f, ...(before !== undefined ? { before } : {}) }, o);
       pages.push(p.items.map((i) => i.id));
       partial.push(p.partial);
       if (p.next === undefined) return { pages, partial };
@@ -115,7 +117,7 @@ describe('the console\'s incident index', () => {
   });
 
   it('stops after scanMax entries with nothing found, and offers the older ones', async () => {
-    const p = await listIncidents(index, queue, { state: 'waiting' }, { limit: 5, scanMax: 10, chunk: 4 });
+    const p = await listIncidents(index, jobs, { state: 'waiting' }, { limit: 5, scanMax: 10, chunk: 4 });
     expect(p).toMatchObject({ items: [], scanned: 10, partial: true });
     expect(p.next).toBeDefined();
   });
@@ -124,7 +126,7 @@ describe('the console\'s incident index', () => {
     const gone = made[made.length - 2]!;
     expect(await index.size()).toBe(30);
     await queue(gone.queue).remove(gone.id);
-    const p = await listIncidents(index, queue, {}, { limit: 5 });
+    const p = await listIncidents(index, jobs, {}, { limit: 5 });
     expect(p.items.map((i) => i.id)).toEqual(newestFirst((m) => m.id !== gone.id).slice(0, 5));
     expect(await index.size()).toBe(29);
     expect(await index.locate(gone.id)).toBeUndefined();

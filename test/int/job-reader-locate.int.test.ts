@@ -4,7 +4,8 @@ import { nodeQueueName } from '../../src/core/catalogue/queues.ts';
 import { IncidentIndex } from '../../src/adapters/jobstore/incident-index.ts';
 import { likelyQueues } from '../../src/control/console/incident-detail.ts';
 import { Dispatcher } from '../../src/adapters/jobstore/dispatcher.ts';
-import { JobReader } from '../../src/adapters/jobstore/job-reader.ts';
+import { JobReader } from '../../src/control/http/job-reader.ts';
+import { BullJobStore } from '../../src/adapters/jobstore/bull-job-store.ts';
 import { producerConnection, type RedisConnection } from '../../src/adapters/redis/redis.ts';
 import { dropPrefix, redisUrl, uniquePrefix } from '../support/redis.ts';
 import { testSealer } from '../support/trust.ts';
@@ -37,18 +38,18 @@ describe('JobReader.get with the incident index', () => {
   });
 
   it('reads only the indexed queue for an indexed job', async () => {
-    const reader = new JobReader(redis, prefix, dispatcher, likelyQueues({ redis, prefix, incidents: index }));
+    const reader = new JobReader(new BullJobStore({ redis, prefix, queue: (n) => dispatcher.queue(n) }), likelyQueues({ redis, prefix, incidents: index }));
     const opened = vi.spyOn(dispatcher, 'queue');
     const found = await reader.get('locate_0000000000000019');
     expect(found).toMatchObject({ id: 'locate_0000000000000019', queue: nodeQueueName('node-19') });
-    expect(opened.mock.calls.map((c) => c[0])).toEqual([nodeQueueName('node-19')]);
+    expect([...new Set(opened.mock.calls.map((c) => c[0]))]).toEqual([nodeQueueName('node-19')]);
     opened.mockRestore();
   });
 
   it('still finds a job the index does not have, on its queue', async () => {
     const entry = await index.locate('locate_0000000000000007');
     await index.forget([entry!.member]);
-    const reader = new JobReader(redis, prefix, dispatcher, likelyQueues({ redis, prefix, incidents: index }));
+    const reader = new JobReader(new BullJobStore({ redis, prefix, queue: (n) => dispatcher.queue(n) }), likelyQueues({ redis, prefix, incidents: index }));
     expect(await reader.get('locate_0000000000000007')).toMatchObject({ queue: nodeQueueName('node-07') });
     expect(await reader.get('locate_0000000000009999')).toBeUndefined();
   });

@@ -12,7 +12,7 @@ import { createLogger } from '../../src/adapters/observability/logger.ts';
 import { startReceiver, type Receiver } from '../../src/control/receiver.ts';
 import { sealJob, verifyJobSeal } from '../../src/core/trust/work.ts';
 import { keyringFor, readKeys } from '../../src/core/trust/keyring.ts';
-import { PermanentError } from '../../src/agents/engine/errors.ts';
+import { PermanentError } from '../../src/core/errors.ts';
 import type { RunbookWorker } from '../../src/agents/engine/runbook-worker.ts';
 import { runRunbook } from '../../src/agents/engine/run-runbook.ts';
 import type { PlannedStep, RunbookDefinition } from '../../src/agents/engine/runbook.ts';

@@ -7,7 +7,7 @@ import { pino } from 'pino';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { LocalPvPlaceholderJob } from '../../src/core/catalogue/jobs.ts';
 import type { Mode, RunbookResult } from '../../src/core/catalogue/result.ts';
-import { RefusedError } from '../../src/agents/engine/errors.ts';
+import { RefusedError } from '../../src/core/errors.ts';
 import { RunbookFailedError } from '../../src/agents/engine/runbook-failed-error.ts';
 import { createRealHost } from '../../src/agents/host/real-host.ts';
 import { parseLosetupList } from '../../src/agents/runbooks/local-pv-placeholder/loops.ts';

@@ -19,6 +19,7 @@ import { testConfig } from '../support/config.ts';
 import { fastControls, sealedJobs, toyRunbook, toyStep } from '../support/controls-harness.ts';
 import { uniquePrefix } from '../support/redis.ts';
 import { waitFor } from '../support/wait.ts';
+import { BullJobStore } from '../../src/adapters/jobstore/bull-job-store.ts';
 
 // Issue 30: a node agent with its own Redis user, whose keys are its queue's only
 // (`~<prefix>:vm-node-{a}:*`, plus read-only modes and pauses, and for now the shared breakers
@@ -63,7 +64,7 @@ beforeAll(async () => {
   const trust = trustFromConfig(testConfig({ redisUrl: adminUrl, queuePrefix: prefix }), 'receiver');
   // The API, as the receiver runs it (its own user may write every control key).
   api = new OperatorActions({
-    redis: admin, prefix, queue: (name) => { const q = new Queue(name, { connection: admin, prefix }); queues.push(q); return q; },
+    redis: admin, prefix, jobs: new BullJobStore({ redis: admin, prefix, queue: (name) => { const q = new Queue(name, { connection: admin, prefix }); queues.push(q); return q; } }),
     caps: { nodePerHour: 0, clusterPerHour: 0, stormNodes: 0, stormWindowMs: 1000 },
     approvalTtlMs: 3_600_000,
     configuredModes: { default: 'dry-run', runbooks: {} },

@@ -16,7 +16,7 @@ import { createRunbookWorker } from '../../src/agents/engine/runbook-worker.ts';
 import { testConfig } from '../support/config.ts';
 import { post } from '../support/payloads.ts';
 import { producerConnection } from '../../src/adapters/redis/redis.ts';
-import { RefusedError } from '../../src/agents/engine/errors.ts';
+import { RefusedError } from '../../src/core/errors.ts';
 import { createRealHost } from '../../src/agents/host/real-host.ts';
 import { createRbdStaleMapping, InMemoryRbdLookups, type FencingMode, type NodeJobSink } from '../../src/agents/runbooks/rbd-stale-mapping/index.ts';
 import type { RunbookContext } from '../../src/agents/runbooks/registry.ts';

@@ -18,6 +18,7 @@ import { TEST_KEYS_DIR } from '../support/trust.ts';
 import { keyringFor, readKeys } from '../../src/core/trust/keyring.ts';
 import { sealerOf } from '../../src/core/trust/seal.ts';
 import { waitFor } from '../support/wait.ts';
+import { BullJobStore } from '../../src/adapters/jobstore/bull-job-store.ts';
 
 // Issue 20: "a control record written straight into Redis changes nothing". Modes, pauses and
 // approval decisions are sealed by the API (OperatorActions with the receiver's key, as the
@@ -44,7 +45,7 @@ describe('control records written straight into Redis change nothing', () => {
     const config = base();
     const trust = trustFromConfig(config, 'receiver');
     api = new OperatorActions({
-      redis, prefix, queue: (name) => { const q = new Queue(name, { connection: redis, prefix }); queues.push(q); return q; },
+      redis, prefix, jobs: new BullJobStore({ redis: redis, prefix, queue: (name) => { const q = new Queue(name, { connection: redis, prefix }); queues.push(q); return q; } }),
       caps: { nodePerHour: 0, clusterPerHour: 0, stormNodes: 0, stormWindowMs: 1000 },
       approvalTtlMs: 3_600_000,
       configuredModes: { default: 'dry-run', runbooks: {} },
@@ -131,7 +132,7 @@ describe('control records written straight into Redis change nothing', () => {
     // Fresh seals are left alone; near their end they are sealed again.
     expect(await api.store.resealStanding()).toBe(0);
     const later = new OperatorActions({
-      redis, prefix, queue: () => { throw new Error('unused'); },
+      redis, prefix, jobs: { promote: () => { throw new Error('unused'); } },
       caps: { nodePerHour: 0, clusterPerHour: 0, stormNodes: 0, stormWindowMs: 1000 }, approvalTtlMs: 3_600_000, configuredModes: { default: 'dry-run', runbooks: {} },
       trust: { sealer: sealerOf(keyringFor('receiver', readKeys(TEST_KEYS_DIR)), () => Date.now() + 11 * 60_000)!, ring: keyringFor('receiver', readKeys(TEST_KEYS_DIR)), allowUnsigned: false, now: () => Date.now() + 11 * 60_000 },
       now: () => new Date(Date.now() + 11 * 60_000),

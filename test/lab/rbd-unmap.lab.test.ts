@@ -24,7 +24,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RbdStaleMappingJob, RbdUnmapJob } from '../../src/core/catalogue/jobs.ts';
 import type { Mode, RunbookResult } from '../../src/core/catalogue/result.ts';
 import type { Verification } from '../../src/agents/engine/runbook.ts';
-import { RefusedError } from '../../src/agents/engine/errors.ts';
+import { RefusedError } from '../../src/core/errors.ts';
 import { createRealHost } from '../../src/agents/host/real-host.ts';
 import { createRbdStaleMapping, InMemoryNodeJobSink, InMemoryRbdLookups, parseListWatchers } from '../../src/agents/runbooks/rbd-stale-mapping/index.ts';
 import { createRbdUnmap, InMemoryNodePods, isBusy, isNotMapped, parseMountinfo, parseShowmappedJson, parseShowmappedText } from '../../src/agents/runbooks/rbd-unmap/index.ts';

@@ -18,7 +18,7 @@ import type { Mode, RunbookResult } from '../../src/core/catalogue/result.ts';
 import type { RunbookContext } from '../../src/agents/runbooks/registry.ts';
 import { InMemoryAttachedVolumes } from '../../src/agents/runbooks/residual-multipath-cleanup/attached-volumes.ts';
 import { createResidualMultipathCleanup } from '../../src/agents/runbooks/residual-multipath-cleanup/handler.ts';
-import { RefusedError } from '../../src/agents/engine/errors.ts';
+import { RefusedError } from '../../src/core/errors.ts';
 import { ParkedError } from '../../src/agents/engine/gate.ts';
 import { labSkipReason } from './image.ts';
 import { createQueueingScsiDebugMaps, failPaths, listMaps, type GuestMap } from './scsi-debug-scenario.ts';

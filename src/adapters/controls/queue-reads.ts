@@ -7,7 +7,7 @@ import { inLanes, laneShape } from '../redis/in-lanes.ts';
 // Redis: pipelines of `chunk` commands (one round trip each), `parallel` in flight. On a Cluster
 // each queue's keys carry its own hash tag (another slot, maybe another master), and an ioredis
 // Cluster pipeline must stay in one slot: one command per queue instead, `parallel` in flight
-// (as src/control/console/queue-scan.ts does with its script).
+// (as src/adapters/jobstore/queue-scan.ts does with its script).
 
 export type QueueRead = { cmd: 'hgetall' } | { cmd: 'lrange'; count: number };
 

@@ -35,5 +35,9 @@ export function queueKeys(prefix: string, queue: string) {
     /** Set with a TTL of one stalled interval by a worker's stalled-job check. */
     stalledCheck: `${base}stalled-check`,
     job: (id: string): string => `${base}${id}`,
+    /** A job's log lines (BullMQ's addLog). */
+    logs: (id: string): string => `${base}${id}:logs`,
+    /** What a waiting worker blocks on (BZPOPMIN): "jobs may be waiting". */
+    marker: `${base}marker`,
   };
 }

@@ -1,4 +1,4 @@
-import type { ChainableCommander } from 'ioredis';
+import type { CounterBatch } from '../../core/jobs/job-store.ts';
 import { execAll } from '../redis/exec-all.ts';
 import { inLanes, laneShape } from '../redis/in-lanes.ts';
 import { knownQueuesKey } from '../redis/known-queues.ts';
@@ -27,7 +27,7 @@ export async function recordFinished(redis: RedisConnection, key: string, runboo
 }
 
 /** recordFinished's commands, added to a pipeline the caller sends (with the job's log line: one round trip). */
-export function queueFinished(p: ChainableCommander, key: string, runbook: string, outcome: string, durationS: number): void {
+export function queueFinished(p: CounterBatch, key: string, runbook: string, outcome: string, durationS: number): void {
   // One counter per runbook, outcome and the duration's bucket: the exposition adds them up into
   // the finished total per outcome and Prometheus' cumulative buckets (2 commands per job, not up
   // to 13: issue 21, job cost).

@@ -11,7 +11,7 @@ import type { ApprovalRecord, ParkedJob, TripRecord } from '../../core/controls/
 import type { ControlTrust } from '../../core/controls/sealed-records.ts';
 import type { Logger } from '../../adapters/observability/logger.ts';
 import { approvalReason, gatedSteps, type ApprovalPolicy } from './approval-policy.ts';
-import { RefusedError } from './errors.ts';
+import { RefusedError } from '../../core/errors.ts';
 import { GO, type GateDecision, type Parking, type PlanView, type StepGate } from './gate.ts';
 import type { PlannedStep } from './runbook.ts';
 

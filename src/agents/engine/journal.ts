@@ -2,7 +2,7 @@ import { posix } from 'node:path';
 import { z } from 'zod';
 import { JOB_ID } from '../../core/catalogue/keys.ts';
 import type { Host } from '../host/host.ts';
-import { PermanentError } from './errors.ts';
+import { PermanentError } from '../../core/errors.ts';
 
 // Which steps of a job took effect, on the host, keyed by job id. A retried job (same id) skips
 // them: a destructive step is never repeated even when its check would now say "not done"

@@ -3,7 +3,7 @@ import type { CommandRecord, Outcome, RunbookResult, StepRecord } from '../../co
 import type { Host } from '../host/host.ts';
 import { createAuditHost } from '../host/audit-host.ts';
 import type { RunbookContext } from '../runbooks/registry.ts';
-import { PermanentError, RefusedError } from './errors.ts';
+import { PermanentError, RefusedError } from '../../core/errors.ts';
 import { ParkedError, type GateDecision } from './gate.ts';
 import { describeEvidence, judgeEvidence } from './evidence.ts';
 import { Journal } from './journal.ts';

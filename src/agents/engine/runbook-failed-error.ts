@@ -1,5 +1,5 @@
 import type { RunbookResult } from '../../core/catalogue/result.ts';
-import { TransientError } from './errors.ts';
+import { TransientError } from '../../core/errors.ts';
 
 /**
  * A step or the verification failed. Transient (the retry resumes from the journal), and it

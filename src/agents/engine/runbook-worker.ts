@@ -1,9 +1,6 @@
-import { DelayedError, Worker, UnrecoverableError, type Job } from 'bullmq';
 import type { RedisConnection } from '../../adapters/redis/redis.ts';
 import { RemediationJob, type RunbookName } from '../../core/catalogue/jobs.ts';
-import { Cluster } from 'ioredis';
 import { queueFinished, queueStatsKey, recordFinished, recordUntrusted } from '../../adapters/stats/job-stats.ts';
-import { execAll } from '../../adapters/redis/exec-all.ts';
 import type { Sealer } from '../../core/trust/seal.ts';
 import type { Keyring } from '../../core/trust/keyring.ts';
 import type { Seal, Untrusted } from '../../core/trust/seal.ts';
@@ -17,7 +14,9 @@ import type { Logger } from '../../adapters/observability/logger.ts';
 import { createWorkerMetrics, type WorkerMetrics } from '../../adapters/observability/worker-metrics.ts';
 import type { RunbookContext, RunbookHandler, RunbookRegistry } from '../runbooks/registry.ts';
 import { eventSubject, type JobEventSink } from './job-events.ts';
-import { PermanentError, RefusedError, forBullmq, shouldRetry } from './errors.ts';
+import { FinalError, PermanentError, RefusedError, shouldRetry } from '../../core/errors.ts';
+import { JobParked, type JobConsumer, type TakenJob } from '../../core/jobs/job-store.ts';
+import { consumeJobs } from '../../adapters/jobstore/consumer.ts';
 import { destructiveEvidenceLine } from './evidence.ts';
 import { ParkedError, type Parking, type PlanView } from './gate.ts';
 import { keepFinished } from '../../core/catalogue/policy.ts';
@@ -25,9 +24,9 @@ import { placementOfQueue } from '../../core/catalogue/queues.ts';
 import { createJobControls, type JobControls, type JobControlsOptions } from './job-controls.ts';
 import { startPresenceBeat } from './presence-beat.ts';
 
-// One BullMQ worker that runs registered runbooks: shared by the node agent (its node's queue)
-// and the cluster worker (the cluster queue). It parses every job again (Redis is a boundary),
-// runs one job at a time, and turns errors into retry decisions in one place.
+// The consumer of one queue that runs registered runbooks: shared by the node agent (its node's
+// queue) and the cluster worker (the cluster queue). It parses every job again (Redis is a
+// boundary), runs one job at a time, and says with its errors whether to retry (core/errors.ts).
 
 export interface RunbookWorkerOptions {
   queue: string;
@@ -85,63 +84,12 @@ export interface WorkTrust {
 
 type TrustCheck = { seal?: Seal; refused?: undefined } | { refused: { reason: Untrusted; detail: string } };
 
-/** BullMQ's drainDelay for our workers: see the Worker options below. */
-const IDLE_BLOCK_SECONDS = 30;
-
-/** BullMQ's runRetryDelay for our workers: see the Worker options below. */
-const FETCH_RETRY_MS = 2_000;
-
-/** After a reconnect, the queue's marker is put back this long after (twice: see rearmAfterReconnect). */
-const REARM_AFTER_MS = [1_000, 5_000] as const;
-
-/**
- * A worker waits for jobs by popping its queue's marker (BZPOPMIN, on BullMQ's blocking
- * connection) and then fetching (a script on the command connection). When a connection drops
- * between the two (a Sentinel failover, a Redis restart: the pop ran on the server, its answer or
- * the fetch was lost), the marker is gone while jobs wait, and BullMQ blocks on the empty marker
- * for its whole drainDelay (30 s here) unless another job arrives. Seen in
- * test/int/redis-sentinel.int.test.ts: 41 jobs waiting, no marker, the agent idle after a
- * failover; and again, under load, with the blocking connection back after the command one's
- * re-arms had fired. So whenever either connection comes back (the command connection's `ready`,
- * the worker's `ready`: BullMQ's blocking connection), the marker is put back (BullMQ's own "jobs
- * may be waiting" marker, ZADD <marker> 0 "0"); twice, since the other connection may come back
- * later and pop the first. A marker too many costs one fetch that finds nothing.
- */
-function rearmAfterReconnect(connection: RedisConnection, blocking: Pick<Worker, 'on' | 'off'>, markerKey: string, log: Logger): () => void {
-  const timers = new Set<NodeJS.Timeout>();
-  const rearm = (): void => {
-    for (const ms of REARM_AFTER_MS) {
-      const t = setTimeout(() => {
-        timers.delete(t);
-        connection.zadd(markerKey, 0, '0').catch((err: Error) => log.debug({ err: err.message }, 'could not put the queue marker back'));
-      }, ms);
-      timers.add(t);
-    }
-  };
-  /** Re-arms on every `ready` after the first (the first is the start, not a reconnect). */
-  const afterFirst = (readyBefore: boolean): (() => void) => {
-    let seen = readyBefore;
-    return () => {
-      if (seen) rearm();
-      seen = true;
-    };
-  };
-  const onCommandReady = afterFirst(connection.status === 'ready');
-  const onBlockingReady = afterFirst(false);
-  connection.on('ready', onCommandReady);
-  blocking.on('ready', onBlockingReady);
-  return () => {
-    connection.off('ready', onCommandReady);
-    blocking.off('ready', onBlockingReady);
-    for (const t of timers) clearTimeout(t);
-  };
-}
-
 /** How long a parked job waits before it looks again when nothing says otherwise (no controls). */
 const DEFAULT_RECHECK_MS = 30_000;
 
 export interface RunbookWorker {
-  worker: Worker;
+  /** The queue's consumer (the job store's). */
+  consumer: JobConsumer;
   /** The worker's command connection (not the blocking one): the agent's own checks enqueue on it, no third connection. */
   connection: RedisConnection;
   /** Its owner, which brings it back if it ends (BullMQ brings back its blocking connection itself). */
@@ -167,17 +115,17 @@ export function createRunbookWorker(opts: RunbookWorkerOptions): RunbookWorker {
     ? createJobControls({ ...opts.controls, redis: connection, prefix: opts.prefix, queue: opts.queue, log: opts.log, ...(opts.trust ? { trust: controlTrust(opts.trust) } : {}) })
     : undefined;
 
-  const processor = async (job: Job, token?: string): Promise<RunbookResult> => {
+  const processor = async (job: TakenJob): Promise<RunbookResult> => {
     const started = Date.now();
     let modeWhy: string | undefined;
     const parsed = RemediationJob.safeParse(job.data);
     const runbook = parsed.success ? parsed.data.runbook : String(job.name);
-    const lastAttempt = job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
+    const lastAttempt = job.attemptsMade + 1 >= job.attempts;
     // Fire and forget: the recorder never throws, and the API server's latency is not the job's.
     const subject = parsed.success && opts.events ? eventSubject(parsed.data) : undefined;
     const event = (outcome: 'started' | 'refused' | 'succeeded' | 'failed', message: string, mode?: Mode): void => {
       if (!subject || !opts.events) return;
-      void opts.events.recordJobEvent({ jobId: job.id ?? '', runbook, outcome, regarding: subject, message, ...(mode ? { mode } : {}) });
+      void opts.events.recordJobEvent({ jobId: job.id, runbook, outcome, regarding: subject, message, ...(mode ? { mode } : {}) });
     };
     // The attempt's one log line says where and in which mode it ran, and how it ended; with
     // the job statistics when the job ends (one round trip: bench/job-lifecycle.ts).
@@ -202,10 +150,10 @@ export function createRunbookWorker(opts: RunbookWorkerOptions): RunbookWorker {
       const handler = opts.registry[parsed.data.runbook] as RunbookHandler<RunbookName> | undefined;
       // Never a silent success: a job whose runbook is not built into this worker fails visibly.
       if (!handler) throw new PermanentError(`not implemented: runbook ${parsed.data.runbook} is not available in ${opts.ranOn}`);
-      const jobId = job.id ?? parsed.data.key;
+      const jobId = job.id || parsed.data.key;
       const begun = await controls?.begin({ jobId, queue: opts.queue, runbook, createdAt: job.timestamp, configuredMode: opts.modeOf(parsed.data.runbook), source: parsed.data.evidence[0]?.source });
       modeWhy = begun?.modeWhy;
-      if (begun?.park) return await park(job, token, begun.park);
+      if (begun?.park) return await park(job, begun.park);
       // Only a job that ran before can be listed as parked (a first run's progress is 0): one
       // command less per job (bench:fleet counts them).
       if (typeof job.progress === 'object' && job.progress !== null) await controls?.unpark(jobId);
@@ -230,9 +178,9 @@ export function createRunbookWorker(opts: RunbookWorkerOptions): RunbookWorker {
       event('succeeded', `${result.outcome}: ${result.summary}${evidence ? `; ${evidence}` : ''}`, result.mode);
       return result;
     } catch (err) {
-      if (err instanceof DelayedError) throw err;
+      if (err instanceof JobParked) throw err;
       if (err instanceof ParkedError) {
-        return await park(job, token, err.parking, err.plan, modeWhy ? { ...err.result, modeWhy } : err.result);
+        return await park(job, err.parking, err.plan, modeWhy ? { ...err.result, modeWhy } : err.result);
       }
       const e = err instanceof Error ? err : new Error(String(err));
       const found = (err as { result?: unknown } | null)?.result;
@@ -240,7 +188,7 @@ export function createRunbookWorker(opts: RunbookWorkerOptions): RunbookWorker {
       if (partial !== undefined) {
         // A refusal or a failed step is an answer worth reading: keep its result (facts, plan,
         // reasons, the commands run so far) on the job for GET /v1/jobs/:id.
-        await job.updateProgress({ result: partial } as object).catch(() => {});
+        await job.setProgress({ result: partial } as object).catch(() => {});
       }
       const ending = !shouldRetry(err) || lastAttempt;
       if (ending) done();
@@ -249,25 +197,13 @@ export function createRunbookWorker(opts: RunbookWorkerOptions): RunbookWorker {
       if (err instanceof RefusedError) event('refused', e.message);
       else if (ending) event('failed', e.message);
       opts.log.warn({ jobId: job.id, runbook, err: e.message, retry: !ending }, 'job attempt failed');
-      throw forBullmq(err);
+      throw err;
     }
   };
 
-  /**
-   * The job's statistics and its log line, in one pipeline on a single Redis; on a Cluster the
-   * job's log (its queue's slot) and the statistics hash are on different slots: sent at once.
-   * The log is BullMQ's list of the job (`<job key>:logs`), written while this worker holds the
-   * job's lock, so the job is there (what BullMQ's addLog script checks first).
-   */
-  const finishedAndLogged = async (job: Job, runbook: string, outcome: string, durationS: number, line: string): Promise<void> => {
-    if (connection instanceof Cluster) {
-      await Promise.all([job.log(line), recordFinished(connection, stats, runbook, outcome, durationS)]);
-      return;
-    }
-    const p = connection.pipeline().rpush(worker.toKey(`${job.id ?? ''}:logs`), line);
-    queueFinished(p, stats, runbook, outcome, durationS);
-    await execAll(p);
-  };
+  /** The job's statistics and its log line: one round trip where the store can. */
+  const finishedAndLogged = (job: TakenJob, runbook: string, outcome: string, durationS: number, line: string): Promise<void> =>
+    job.log(line, (batch) => queueFinished(batch, stats, runbook, outcome, durationS));
 
   /**
    * A mode, pause or approval without the API's valid seal is ignored (the newest record accepted
@@ -295,10 +231,10 @@ export function createRunbookWorker(opts: RunbookWorkerOptions): RunbookWorker {
     };
   }
 
-  const checkTrust = (job: Job, parsedJob: RemediationJob | undefined): TrustCheck => {
+  const checkTrust = (job: TakenJob, parsedJob: RemediationJob | undefined): TrustCheck => {
     const t = opts.trust;
     if (!t) return {};
-    const v = verifyJobSeal(t.ring, opts.queue, job.id ?? '', job.data, (t.now ?? Date.now)());
+    const v = verifyJobSeal(t.ring, opts.queue, job.id, job.data, (t.now ?? Date.now)());
     if (!v.ok && v.reason === 'unknown-key') t.onUnknownKey?.();
     if (!v.ok) return v.reason === 'unsigned' && t.allowUnsigned ? {} : { refused: { reason: v.reason, detail: v.detail } };
     const notAllowed = parsedJob ? issuerMayNot(v.seal.iss, parsedJob) : undefined;
@@ -311,7 +247,7 @@ export function createRunbookWorker(opts: RunbookWorkerOptions): RunbookWorker {
    * Untrusted work fails at once without running anything: logged on the job, counted
    * (volume_medic_untrusted_refused_total), in the audit trail, and an Event on the agent's node.
    */
-  const refuseUntrusted = async (job: Job, claimed: string, r: { reason: Untrusted; detail: string }): Promise<never> => {
+  const refuseUntrusted = async (job: TakenJob, claimed: string, r: { reason: Untrusted; detail: string }): Promise<never> => {
     const why = `untrusted work refused (${r.reason}): ${r.detail}; nothing was run`;
     opts.log.error({ jobId: job.id, queue: opts.queue, claimedRunbook: claimed, reason: r.reason, detail: r.detail }, 'untrusted work refused');
     metrics.untrusted.inc({ kind: 'job', reason: r.reason });
@@ -324,79 +260,48 @@ export function createRunbookWorker(opts: RunbookWorkerOptions): RunbookWorker {
     ]);
     const node = opts.controls?.node;
     if (node && opts.events) void opts.events.recordJobEvent({ jobId: String(job.id ?? '').slice(0, 200), runbook: 'untrusted', outcome: 'refused', regarding: { kind: 'Node', name: node }, message: why.slice(0, 900) });
-    throw new UnrecoverableError(why);
+    throw new FinalError(why);
   };
 
   /**
    * Parks the job: its plan and the result so far go into its progress, it is listed as parked,
-   * and it moves to `delayed` until the next recheck (or until the API promotes it). Throwing
-   * DelayedError tells BullMQ the job was moved, not failed: no attempt is used.
+   * and it waits (delayed) until the next recheck (or until the API promotes it); no attempt is
+   * used.
    */
-  const park = async (job: Job, token: string | undefined, parking: Parking, plan?: PlanView, partial?: unknown): Promise<never> => {
-    const jobId = job.id ?? '';
+  const park = async (job: TakenJob, parking: Parking, plan?: PlanView, partial?: unknown): Promise<never> => {
+    const jobId = job.id;
     const runbook = String((job.data as { runbook?: unknown }).runbook ?? job.name);
     // Without controls only evidence can park a job (nothing else asks); it is then not listed.
     const since = controls ? await controls.park({ jobId, queue: opts.queue, runbook, reason: parking.reason, why: parking.why }) : new Date().toISOString();
     const at = parking.until ? Math.max(parking.until.getTime(), Date.now() + 1000) : Date.now() + (controls?.recheckMs ?? DEFAULT_RECHECK_MS);
     const recheckAt = new Date(at).toISOString();
     const { until: _until, ...shown } = parking;
-    await job.updateProgress({ parked: { ...shown, since, recheckAt, ...(plan ? { plan } : {}) }, ...(partial !== undefined ? { result: partial } : {}) });
+    await job.setProgress({ parked: { ...shown, since, recheckAt, ...(plan ? { plan } : {}) }, ...(partial !== undefined ? { result: partial } : {}) });
     await job.log(`waiting (${parking.reason}) until ${recheckAt}: ${parking.why}`);
-    await job.moveToDelayed(at, token);
-    throw new DelayedError();
+    return job.park(at);
   };
 
   const keep = opts.keepFinished ?? keepFinished(placementOfQueue(opts.queue));
-  const worker = new Worker(opts.queue, processor, {
-    connection,
-    prefix: opts.prefix,
-    // No full INFO per connection at start (BullMQ's version check): after a power loss 10,000
-    // agents connecting at once each sent two, costlier the more clients Redis already has.
-    // README states the Redis versions we run on.
-    skipVersionCheck: true,
-    concurrency: 1,
-    // An idle worker blocks on its queue's marker this long per round trip (BullMQ's default: 5 s).
-    // A new job wakes it at once whatever this is, so it costs no latency; at fleet scale it is
-    // most of Redis's idle load (bench/fleet.ts: a wake-up is a BZPOPMIN plus a script call, 6x
-    // fewer at 30 s). BullMQ ends the wait after this + 1 s on a connection that died silently.
-    drainDelay: IDLE_BLOCK_SECONDS,
-    lockDuration: opts.lockDurationMs,
-    stalledInterval: opts.lockDurationMs,
-    removeOnComplete: keep,
-    removeOnFail: keep,
-    // A job that stalled (its worker died) is taken again; after this many stalls it fails, so
-    // a runbook that kills its own agent cannot loop forever.
-    maxStalledCount: 2,
-    // A fetch that failed on a dropped connection is tried again after this (BullMQ's default:
-    // 15 s). Commands wait in the offline queue while the connection is down, so this is one retry
-    // per drop, not a loop against a dead Redis.
-    runRetryDelay: FETCH_RETRY_MS,
-    autorun: true,
-  });
-  worker.on('error', (err) => opts.log.error({ err: err.message }, 'worker error'));
-  const stopRearming = rearmAfterReconnect(connection, worker, worker.toKey('marker'), opts.log);
-  worker.on('stalled', (id) => opts.log.warn({ jobId: id }, 'job stalled (its worker stopped); it will be taken again'));
+  const consumer = consumeJobs({ queue: opts.queue, prefix: opts.prefix, connection, lockDurationMs: opts.lockDurationMs, keepFinished: keep, log: opts.log }, processor);
 
   let closing: Promise<void> | undefined;
   const stopBeat = startPresenceBeat({
     redis: connection, prefix: opts.prefix, queue: opts.queue, intervalMs: opts.lockDurationMs,
-    running: () => closing === undefined && worker.isRunning(), log: opts.log,
+    running: () => closing === undefined && consumer.running(), log: opts.log,
   });
   return {
-    worker,
+    consumer,
     connection,
     connections,
     metrics,
-    running: () => closing === undefined && worker.isRunning(),
+    running: () => closing === undefined && consumer.running(),
     close: () => (closing ??= (async () => {
       shutdown.abort();
       stopBeat();
-      stopRearming();
-      // Waits for the running job to finish its current step; BullMQ keeps its lock meanwhile.
-      await worker.close();
+      // Waits for the running job to finish its current step; the store keeps its lock meanwhile.
+      await consumer.close();
       await connections.close();
     })()),
   };
 }
 
-export { UnrecoverableError };

@@ -1,5 +1,5 @@
 import type { CommandRecord } from '../../core/catalogue/result.ts';
-import { TransientError } from '../engine/errors.ts';
+import { TransientError } from '../../core/errors.ts';
 import { wasSimulated } from './audit-host.ts';
 
 // Exit codes are mapped to errors in one place. A failed or timed-out command is transient: the

@@ -1,5 +1,5 @@
 import type { ClusterLookups, PodInfo } from '../../adapters/kube/lookups.ts';
-import { RefusedError } from '../engine/errors.ts';
+import { RefusedError } from '../../core/errors.ts';
 import type { NodePods } from '../runbooks/rbd-unmap/index.ts';
 
 /** The pods Kubernetes has on a node, from the API server. */

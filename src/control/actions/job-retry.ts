@@ -1,11 +1,8 @@
-import type { Queue } from 'bullmq';
 import { JOB_ID } from '../../core/catalogue/keys.ts';
 import { RemediationJob, jobNode } from '../../core/catalogue/jobs.ts';
 import { queueFor } from '../../core/catalogue/queues.ts';
 import type { IncidentIndex } from '../../adapters/jobstore/incident-index.ts';
-import { findJob, type Found } from '../../adapters/jobstore/find-job.ts';
-import { jobOptions } from '../../adapters/jobstore/dispatcher.ts';
-import type { RedisConnection } from '../../adapters/redis/redis.ts';
+import type { FoundJob, JobStore } from '../../core/jobs/job-store.ts';
 import type { Keyring } from '../../core/trust/keyring.ts';
 import type { Sealer } from '../../core/trust/seal.ts';
 import { SEAL_FIELD, issuerMayNot, sealJob, verifyJobProvenance } from '../../core/trust/work.ts';
@@ -26,10 +23,8 @@ import type { Asked, ControlsStore } from '../../adapters/controls/controls-stor
 // The failed job stays as it was (its page links to the retry); both are in the audit trail.
 
 export interface JobRetryOptions {
-  redis: RedisConnection;
-  prefix: string;
-  queue: (name: string) => Queue;
-  /** Queues a failed job was recorded under, looked at first (find-job.ts). */
+  jobs: JobStore;
+  /** Queues a failed job was recorded under, looked at first (JobStore.find). */
   likely?: (id: string) => Promise<readonly (string | undefined)[]>;
   store: ControlsStore;
   /** The receiver's trust: its sealer, the keys it verifies old seals with, the seal TTL. */
@@ -79,13 +74,11 @@ export class JobRetry {
     const next = RemediationJob.parse({ ...old, key, evidence, retry: { of, n } });
     const queueName = queueFor(next);
     if (queueName !== queue) return { ok: false, status: 422, error: `job ${id} is on ${queue}, its work belongs on ${queueName}: not retried` };
-    const q = this.#o.queue(queueName);
-    const existing = await q.getJobState(key);
+    const existing = await this.#o.jobs.state(queueName, key);
     if (existing !== 'unknown') return { ok: false, status: 409, error: `job ${id} was already retried as ${key} (${existing})${existing === 'failed' ? `: retry ${key}` : ''}` };
     const sealer = this.#o.trust.sealer;
     const data = sealer ? sealJob(sealer, queueName, next, this.#o.trust.ttlMs) : next;
-    const added = await q.add(next.runbook, data, jobOptions(next));
-    if (added.id !== key) throw new Error(`BullMQ stored the retry of ${id} as ${String(added.id)}, not ${key}`);
+    await this.#o.jobs.add(queueName, next, data);
     const node = jobNode(next);
     await Promise.all([
       this.#o.index?.record([{ queue: queueName, id: key, node, runbook: next.runbook }], this.#now()),
@@ -104,7 +97,7 @@ export class JobRetry {
     return v.ok ? undefined : `its seal does not hold (${v.reason}: ${v.detail}); only work traced to an issuer is sealed again`;
   }
 
-  #find(id: string): Promise<Found | undefined> {
-    return findJob(this.#o, id);
+  #find(id: string): Promise<FoundJob | undefined> {
+    return this.#o.jobs.find(id, this.#o.likely);
   }
 }

@@ -1,5 +1,4 @@
 import { requestUnverified } from '../../core/controls/approval-request-seal.ts';
-import type { Queue } from 'bullmq';
 import type { RedisConnection } from '../../adapters/redis/redis.ts';
 import type { Mode } from '../../core/catalogue/result.ts';
 import { ApprovalStore } from '../../adapters/controls/approval-store.ts';
@@ -7,6 +6,7 @@ import { Breakers, type BreakerCaps, type BreakerState } from '../../adapters/co
 import { ControlsStore, type Asked, type ModeScope, type PauseScope, type Pauses, type AuditRead } from '../../adapters/controls/controls-store.ts';
 import type { ApprovalRecord, AuditEntry, ModeOverride, ParkedJob, ParkReason, TripRecord } from '../../core/controls/records.ts';
 import type { ControlTrust } from '../../core/controls/sealed-records.ts';
+import type { JobStore } from '../../core/jobs/job-store.ts';
 
 // What an operator can do through the API, in one place (the HTTP routes only parse and answer).
 // Every change is recorded in the audit trail with who and why. After a change that can release
@@ -17,7 +17,7 @@ export interface OperatorOptions {
   redis: RedisConnection;
   prefix: string;
   /** A queue by name (the receiver's, on its producer connection). */
-  queue: (name: string) => Queue;
+  jobs: Pick<JobStore, 'promote'>;
   caps: BreakerCaps;
   approvalTtlMs: number;
   configuredModes: { default: Mode; runbooks: Partial<Record<string, Mode>> };
@@ -25,7 +25,7 @@ export interface OperatorOptions {
   /** Seals what the API writes (modes, pauses, decisions) and shows only records whose seal holds. */
   trust?: ControlTrust;
   /**
-   * The queue job `id` is on (the receiver: src/adapters/jobstore/find-job.ts, hinted by the console's
+   * The queue job `id` is on (the receiver: src/adapters/jobstore/bull-job-store.ts, JobStore.find, hinted by the console's
    * index), where its approval record lives. Default: its parked record's queue only.
    */
   locate?: (id: string) => Promise<string | undefined>;
@@ -178,15 +178,8 @@ export class OperatorActions {
     return n;
   }
 
-  /** Moves a delayed job to waiting now; a job in any other state is left alone (it looks again on its own). */
-  async #promoteJob(queueName: string, jobId: string): Promise<boolean> {
-    try {
-      const job = await this.#opts.queue(queueName).getJob(jobId);
-      if (!job || !(await job.isDelayed())) return false;
-      await job.promote();
-      return true;
-    } catch {
-      return false;
-    }
+  /** Moves a parked (delayed) job to waiting now; a job in any other state is left alone (it looks again on its own). */
+  #promoteJob(queueName: string, jobId: string): Promise<boolean> {
+    return this.#opts.jobs.promote(queueName, jobId);
   }
 }

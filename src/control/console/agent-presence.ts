@@ -1,4 +1,4 @@
-import type { QueueScan } from './queue-scan.ts';
+import type { QueueScan } from '../../adapters/jobstore/queue-scan.ts';
 
 // Is a queue's agent there? The one place the console decides it, from the worker's signs of life
 // that the queue scan reads (src/adapters/jobstore/agent-presence.ts: its presence key, renewed every half

@@ -1,7 +1,7 @@
 import type { RedisConnection } from '../../adapters/redis/redis.ts';
 import { knownQueuesKey } from '../../adapters/redis/known-queues.ts';
 import { CachedRead } from './cached-read.ts';
-import { scanQueues, type QueueScan, type ScanOptions } from './queue-scan.ts';
+import { scanQueues, type QueueScan, type ScanOptions } from '../../adapters/jobstore/queue-scan.ts';
 
 // One scan of every known queue (queue-scan.ts), shared by every console request for `ttlMs` and
 // at least 10x its duration (cached-read.ts): the counts in the incidents view's header, the fleet

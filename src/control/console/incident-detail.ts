@@ -1,11 +1,10 @@
-import type { Queue } from 'bullmq';
+import type { JobStore } from '../../core/jobs/job-store.ts';
 import { RemediationJob } from '../../core/catalogue/jobs.ts';
 import type { JobEventReader, JobEventsAnswer } from '../../adapters/kube/job-event-reader.ts';
 import type { OperatorActions } from '../actions/operator-actions.ts';
 import { ParkedJob, parseJson, type ApprovalRecord, type AuditEntry, type PauseRecord } from '../../core/controls/records.ts';
 import { controlKeys } from '../../core/controls/keys.ts';
 import { CLUSTER_QUEUE } from '../../core/catalogue/queues.ts';
-import { findJob } from '../../adapters/jobstore/find-job.ts';
 import type { RedisConnection } from '../../adapters/redis/redis.ts';
 import { nextRetryKey, toIncident, type Incident } from './incident.ts';
 
@@ -38,7 +37,7 @@ const unverifiedOf = (c: OperatorActions, a: ApprovalRecord): { approvalUnverifi
 export interface DetailDeps {
   redis: RedisConnection;
   prefix: string;
-  queue: (name: string) => Queue;
+  jobs: JobStore;
   controls: OperatorActions;
   /** The console's index: where a job was stored, found without a look at every queue. */
   incidents?: { locate(id: string): Promise<{ queue: string } | undefined> };
@@ -51,7 +50,7 @@ const AUDIT_READ = 1000;
 
 /**
  * Where the console's records put job `id`: the index, a parked job's record, and the cluster
- * queue (few jobs); findJob then looks on every other known queue.
+ * queue (few jobs); JobStore.find then looks on every other known queue.
  */
 export function likelyQueues(deps: Pick<DetailDeps, 'redis' | 'prefix' | 'incidents'>): (id: string) => Promise<(string | undefined)[]> {
   return async (id) => {
@@ -64,25 +63,25 @@ export function likelyQueues(deps: Pick<DetailDeps, 'redis' | 'prefix' | 'incide
 }
 
 export async function loadIncident(deps: DetailDeps, id: string): Promise<IncidentDetail | undefined> {
-  const found = await findJob({ ...deps, likely: likelyQueues(deps) }, id);
+  const found = await deps.jobs.find(id, likelyQueues(deps));
   if (!found) return undefined;
-  const { queue: name, handle: q, job, state } = found;
+  const { queue: name, job, state } = found;
   const incident = toIncident(job, name, state);
   const node = incident.node !== '(cluster)' ? incident.node : undefined;
   const retryKey = state === 'failed' ? nextRetryKey(incident) : undefined;
   const parsed = RemediationJob.safeParse(job.data);
   const [logs, approval, audit, pauses, retried, events] = await Promise.all([
-    q.getJobLogs(id, 0, 199),
+    deps.jobs.logs(name, id, 200),
     deps.controls.approval(id, name),
     deps.controls.audit(AUDIT_READ),
     node ? deps.controls.store.pauses() : Promise.resolve(undefined),
-    retryKey ? q.getJobState(retryKey) : Promise.resolve('unknown'),
+    retryKey ? deps.jobs.state(name, retryKey) : Promise.resolve('unknown' as const),
     !parsed.success ? Promise.resolve({ unknown: 'the job data does not match the catalogue: which object its Events are on is not known' })
       : deps.events ? deps.events.eventsOf(id, parsed.data) : Promise.resolve({ unknown: 'this receiver has no Kubernetes access to read Events with' }),
   ]);
   return {
     incident,
-    log: logs.logs,
+    log: logs.lines,
     ...(approval && approval.jobCreatedAt === job.timestamp ? { approval, ...unverifiedOf(deps.controls, approval) } : {}),
     audit: audit.filter((e) => e.target === `job/${id}` || e.target.startsWith(`job/${id}/`)).reverse(),
     ...(node ? { nodePause: pauses?.nodes[node] ?? null } : {}),

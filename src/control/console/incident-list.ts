@@ -1,10 +1,10 @@
-import type { Queue } from 'bullmq';
+import type { JobReads } from '../../core/jobs/job-store.ts';
 import { z } from 'zod';
 import { RUNBOOKS } from '../../core/catalogue/jobs.ts';
 import { NodeName } from '../../core/catalogue/names.ts';
 import { Mode } from '../../core/catalogue/result.ts';
+import { COUNTED_STATES } from './state-counts.ts';
 import { consoleState, toIncident, type Incident } from './incident.ts';
-import { STATE_PLACES } from '../../adapters/jobstore/bullmq-keys.ts';
 import type { IncidentIndex, IndexEntry } from '../../adapters/jobstore/incident-index.ts';
 
 // A page of incidents, newest first, filtered by node, runbook, state and mode. Bounded whatever
@@ -17,7 +17,8 @@ import type { IncidentIndex, IndexEntry } from '../../adapters/jobstore/incident
 // A page that stops at a bound before it is full says so and offers the older ones as the next
 // page. Entries whose job is gone (retention) are dropped from the index when a read meets them.
 
-export const CONSOLE_STATES = ['parked', 'waiting', 'active', 'delayed', 'prioritized', 'completed', 'failed', 'paused'] as const;
+/** What the incidents list filters by: a parked job (delayed by the engine, core/jobs) and every counted state. */
+export const CONSOLE_STATES = ['parked', ...COUNTED_STATES] as const;
 
 /** `last`: a window back from now, kept relative in the URL (a bookmark of "last 24h" stays that). */
 export const LAST_WINDOWS = { '1h': 3_600_000, '24h': 86_400_000, '7d': 7 * 86_400_000 } as const;
@@ -86,18 +87,9 @@ export function scoreWindow(f: Pick<IncidentFilter, 'since' | 'until' | 'last'>,
   };
 }
 
-/** Where a job in `state` sits in its queue: BullMQ's places (bullmq-keys.ts); a parked job is a delayed one. */
-const placeOf = (state: (typeof CONSOLE_STATES)[number]) => STATE_PLACES[state === 'parked' ? 'delayed' : state];
-
-/** The entries whose job is (now) in `state`'s place: one ZSCORE or LPOS each, all in flight at once. */
-async function inState(queue: (name: string) => Queue, entries: readonly IndexEntry[], state: (typeof CONSOLE_STATES)[number]): Promise<IndexEntry[]> {
-  const place = placeOf(state);
-  const found = await Promise.all(entries.map(async (e) => {
-    const q = queue(e.queue);
-    const client = await q.client;
-    const key = q.toKey(place.suffix);
-    return place.kind === 'zset' ? (await client.zscore(key, e.id)) !== null : (await client.lpos(key, e.id)) !== null;
-  }));
+/** The entries whose job is (now) in `state`: one small question each, all in flight at once. A parked job is a delayed one. */
+async function inState(jobs: JobReads, entries: readonly IndexEntry[], state: (typeof CONSOLE_STATES)[number]): Promise<IndexEntry[]> {
+  const found = await jobs.areIn(state === 'parked' ? 'delayed' : state, entries);
   return entries.filter((_, i) => found[i]);
 }
 
@@ -126,7 +118,7 @@ async function* entriesOf(index: IncidentIndex, f: IncidentFilter, chunk: number
 /** Entries whose state is asked at a time with a state filter: a first page of a common state asks about a slice or two. */
 const CHECK_SLICE = 100;
 
-export async function listIncidents(index: IncidentIndex, queue: (name: string) => Queue, f: IncidentFilter, o: ListOptions): Promise<IncidentPage> {
+export async function listIncidents(index: IncidentIndex, jobs: JobReads, f: IncidentFilter, o: ListOptions): Promise<IncidentPage> {
   const scanMax = o.scanMax ?? 10_000;
   const checkMax = o.checkMax ?? 2_000;
   const chunk = Math.min(o.chunk ?? 500, scanMax);
@@ -162,12 +154,12 @@ export async function listIncidents(index: IncidentIndex, queue: (name: string) 
           slice = slice.slice(0, room);
         }
         checked += slice.length;
-        slice = await inState(queue, slice, f.state);
+        slice = await inState(jobs, slice, f.state);
       }
       for (let j = 0; j < slice.length && incidents.size < o.limit - items.length;) {
         const batch = slice.slice(j, j + (o.limit - items.length - incidents.size));
         j += batch.length;
-        const read = await Promise.all(batch.map(async (e) => ({ e, incident: await readIncident(queue(e.queue), e, gone) })));
+        const read = await Promise.all(batch.map(async (e) => ({ e, incident: await readIncident(jobs, e, gone) })));
         for (const { e, incident } of read) {
           if (incident && (f.state === undefined || consoleState(incident) === f.state) && (f.mode === undefined || incident.mode === f.mode)) incidents.set(e, incident);
         }
@@ -186,10 +178,10 @@ export async function listIncidents(index: IncidentIndex, queue: (name: string) 
   return scanned >= scanMax ? partial() : done({ items, scanned, partial: false });
 }
 
-async function readIncident(q: Queue, e: IndexEntry, gone: string[]): Promise<Incident | undefined> {
-  // State first, then the hash (as JobReader.get: a job finishing in between still shows its result).
-  const state = await q.getJobState(e.id);
-  const job = state === 'unknown' ? undefined : await q.getJob(e.id);
+async function readIncident(jobs: JobReads, e: IndexEntry, gone: string[]): Promise<Incident | undefined> {
+  // State first, then the hash (as JobStore.find: a job finishing in between still shows its result).
+  const state = await jobs.state(e.queue, e.id);
+  const job = state === 'unknown' ? undefined : await jobs.get(e.queue, e.id);
   if (!job) {
     gone.push(e.member);
     return undefined;

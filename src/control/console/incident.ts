@@ -1,4 +1,4 @@
-import type { Job } from 'bullmq';
+import type { StoredJob } from '../../core/jobs/job-store.ts';
 import { RemediationJob, jobNode } from '../../core/catalogue/jobs.ts';
 import { nodeOfQueue } from '../../core/catalogue/queues.ts';
 
@@ -125,7 +125,7 @@ function stepOf(v: unknown, fallbackStatus: string): IncidentStep | undefined {
 }
 
 /** The incident of a job in `state` on `queue`. */
-export function toIncident(job: Job, queue: string, state: string): Incident {
+export function toIncident(job: StoredJob, queue: string, state: string): Incident {
   const parsed = RemediationJob.safeParse(job.data);
   const progress = obj(job.progress);
   const parked = obj(progress?.['parked']);
@@ -149,7 +149,7 @@ export function toIncident(job: Job, queue: string, state: string): Incident {
   const signals = arr(data?.['evidence']).map(obj).filter((e): e is Record<string, unknown> => e !== undefined)
     .map((e) => ({ source: str(e['source']) ?? '?', summary: str(e['summary']) ?? '', raw: e['raw'] }));
   return {
-    id: job.id ?? '',
+    id: job.id,
     queue,
     node: (parsed.success ? jobNode(parsed.data) : undefined) ?? nodeOfQueue(queue) ?? '(cluster)',
     runbook: parsed.success ? parsed.data.runbook : job.name,

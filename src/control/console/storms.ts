@@ -1,6 +1,6 @@
 import type { IncidentIndex, IndexEntry } from '../../adapters/jobstore/incident-index.ts';
 import type { RedisConnection } from '../../adapters/redis/redis.ts';
-import { jobStates, type JobStateName } from './job-states.ts';
+import { jobStates, type JobStateName } from '../../adapters/jobstore/job-states.ts';
 
 // A storm reads as one incident: after a power loss the same runbook runs on hundreds of nodes
 // within minutes, and the incidents list was one row per job. A storm here is the jobs of one

@@ -21,8 +21,9 @@ import type { Enrolment } from '../enrolment/enrolment.ts';
 import type { OperatorActions } from '../actions/operator-actions.ts';
 import type { JobRetry } from '../actions/job-retry.ts';
 import type { JobEventReader } from '../../adapters/kube/job-event-reader.ts';
-import type { Queue } from 'bullmq';
-import type { JobReader } from '../../adapters/jobstore/job-reader.ts';
+import type { JobStore } from '../../core/jobs/job-store.ts';
+import type { QueueBoard } from '../../adapters/jobstore/queue-board.ts';
+import type { JobReader } from './job-reader.ts';
 import type { KubeWatchesState } from '../watches/kube-watches.ts';
 import type { IncidentIndex } from '../../adapters/jobstore/incident-index.ts';
 import { FleetSnapshots } from '../console/fleet-snapshot.ts';
@@ -60,7 +61,7 @@ export interface AppDeps extends WebhookDeps {
   /** The Kubernetes watches' state, when KUBE_WATCH is on. */
   kubeState?: () => KubeWatchesState | undefined;
   /** Operator controls: /v1 control routes, the /ui dashboard, and pause/breakers in /readyz and /metrics. */
-  controls?: { actions: OperatorActions; queue: (name: string) => Queue; uiSessionTtlSeconds: number; incidents: IncidentIndex; retries?: JobRetry; events?: JobEventReader };
+  controls?: { actions: OperatorActions; jobs: JobStore; board: (basePath: string) => QueueBoard; uiSessionTtlSeconds: number; incidents: IncidentIndex; retries?: JobRetry; events?: JobEventReader };
 }
 
 const SOURCE_OF: Record<string, string> = { '/v1/alertmanager': 'alertmanager', '/v1/events': 'events', '/v1/npd': 'npd' };
@@ -104,17 +105,17 @@ export function createApp(deps: AppDeps): Express {
     // Every 5 s at most, and at least 10x the read (10,000 index entries and their jobs' states).
     const storms = new CachedRead(() => findStorms(incidents, deps.redis, deps.prefix), { ttlMs: 5_000 });
     app.use(uiRoutes({
-      redis: deps.redis, prefix: deps.prefix, auth: deps.operatorAuth, queue: deps.controls.queue, controls: deps.controls.actions, incidents, fleet, storms,
+      redis: deps.redis, prefix: deps.prefix, auth: deps.operatorAuth, jobs: deps.controls.jobs, board: deps.controls.board, controls: deps.controls.actions, incidents, fleet, storms,
       ...(deps.controls.retries ? { retries: deps.controls.retries } : {}),
       ...(deps.controls.events ? { events: deps.controls.events } : {}),
       sessions: new SessionStore(deps.redis, deps.prefix, deps.controls.uiSessionTtlSeconds),
     }));
   }
-  if (deps.controls) app.use(jobRoutes({ reader: deps.reader, incidents: deps.controls.incidents, queue: deps.controls.queue }));
+  if (deps.controls) app.use(jobRoutes({ reader: deps.reader, incidents: deps.controls.incidents, jobs: deps.controls.jobs }));
   app.use(explainRoutes(deps));
   if (deps.controls) app.use(controlRoutes(deps.controls.actions, deps.controls.retries));
   if (deps.controls && fleet) app.use(fleetRoutes({ fleet, store: deps.controls.actions.store, breakers: new Breakers(deps.redis, deps.prefix) }));
-  if (deps.controls) app.use(incidentRoutes({ redis: deps.redis, prefix: deps.prefix, queue: deps.controls.queue, controls: deps.controls.actions, incidents: deps.controls.incidents, ...(deps.controls.events ? { events: deps.controls.events } : {}) }));
+  if (deps.controls) app.use(incidentRoutes({ redis: deps.redis, prefix: deps.prefix, jobs: deps.controls.jobs, controls: deps.controls.actions, incidents: deps.controls.incidents, ...(deps.controls.events ? { events: deps.controls.events } : {}) }));
   if (deps.controls) app.use(placeholderRoutes({ dispatcher: deps.dispatcher, audit: deps.controls.actions.store, retryAfterSeconds: deps.retryAfterSeconds }));
   app.use((_req, res) => res.status(404).json({ error: 'no such route' }));
   app.use(errorHandler(deps.log, (path, outcome) => {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { agentState } from '../../../src/control/console/agent-presence.ts';
 import { FleetQuery, fleetPage } from '../../../src/control/console/fleet.ts';
-import type { QueueScan } from '../../../src/control/console/queue-scan.ts';
+import type { QueueScan } from '../../../src/adapters/jobstore/queue-scan.ts';
 import { stateCounts } from '../../../src/control/console/state-counts.ts';
 
 // The fleet overview's rows, order, filter and pages (src/control/console/fleet.ts) over a made-up scan.

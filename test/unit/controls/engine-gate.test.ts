@@ -1,7 +1,7 @@
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import type { ResidualMultipathJob } from '../../../src/core/catalogue/jobs.ts';
-import { RefusedError } from '../../../src/agents/engine/errors.ts';
+import { RefusedError } from '../../../src/core/errors.ts';
 import { GO, ParkedError, type GateDecision, type StepGate } from '../../../src/agents/engine/gate.ts';
 import { runRunbook } from '../../../src/agents/engine/run-runbook.ts';
 import type { PlannedStep, RunbookDefinition } from '../../../src/agents/engine/runbook.ts';

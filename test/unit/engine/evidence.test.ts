@@ -2,7 +2,7 @@ import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import type { Mode } from '../../../src/core/catalogue/result.ts';
 import type { StepEvidence } from '../../../src/core/catalogue/step-evidence.ts';
-import { RefusedError } from '../../../src/agents/engine/errors.ts';
+import { RefusedError } from '../../../src/core/errors.ts';
 import { judgeEvidence } from '../../../src/agents/engine/evidence.ts';
 import { ParkedError } from '../../../src/agents/engine/gate.ts';
 import { runRunbook } from '../../../src/agents/engine/run-runbook.ts';

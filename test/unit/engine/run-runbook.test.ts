@@ -1,7 +1,7 @@
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import type { Mode } from '../../../src/core/catalogue/result.ts';
-import { RefusedError } from '../../../src/agents/engine/errors.ts';
+import { RefusedError } from '../../../src/core/errors.ts';
 import { runRunbook } from '../../../src/agents/engine/run-runbook.ts';
 import { RunbookFailedError } from '../../../src/agents/engine/runbook-failed-error.ts';
 import type { Plan, PlannedStep, RunbookDefinition } from '../../../src/agents/engine/runbook.ts';

@@ -4,7 +4,7 @@ import { realHostPath, SymlinkLoopError } from '../../../src/agents/host/real-pa
 import { imageOutsideStateDir } from '../../../src/agents/runbooks/local-pv-placeholder/image-path.ts';
 import { createStepExecutor } from '../../../src/agents/runbooks/local-pv-placeholder/execute-step.ts';
 import { PlaceholderStore } from '../../../src/agents/runbooks/local-pv-placeholder/record-store.ts';
-import { RefusedError } from '../../../src/agents/engine/errors.ts';
+import { RefusedError } from '../../../src/core/errors.ts';
 
 // realpath in host-path space: every component, parents included, through lstat/readlink.
 

@@ -1,6 +1,6 @@
 import { isDeepStrictEqual } from 'node:util';
 import { posix } from 'node:path';
-import { RefusedError, TransientError } from '../../engine/errors.ts';
+import { RefusedError, TransientError } from '../../../core/errors.ts';
 import type { StepExecutor } from '../../engine/runbook.ts';
 import type { Host } from '../../host/host.ts';
 import { expectOk } from '../../host/command-failed.ts';

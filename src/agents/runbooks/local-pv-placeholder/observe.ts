@@ -2,7 +2,7 @@ import { posix } from 'node:path';
 import { imageOutsideStateDir } from './image-path.ts';
 import type { LocalPvPlaceholderJob } from '../../../core/catalogue/jobs.ts';
 import { DEVICE_PATTERNS, isDiskLinkPath } from '../../../core/catalogue/names.ts';
-import { TransientError } from '../../engine/errors.ts';
+import { TransientError } from '../../../core/errors.ts';
 import type { FileInfo, Host } from '../../host/host.ts';
 import { followLink } from '../../host/follow-link.ts';
 import { assertDiskLinkPath, sysBlockPath } from '../../host/paths.ts';

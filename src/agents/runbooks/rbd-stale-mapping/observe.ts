@@ -1,7 +1,7 @@
 import type { RbdStaleMappingJob } from '../../../core/catalogue/jobs.ts';
 import { cidrContaining } from '../../../core/catalogue/cidr.ts';
 import type { NamespacedName, NodeInfo, PodInfo } from '../../../adapters/kube/lookups.ts';
-import { TransientError } from '../../engine/errors.ts';
+import { TransientError } from '../../../core/errors.ts';
 import type { Host } from '../../host/host.ts';
 import { blocklist, listWatchers, rbdInfo, rbdStatus } from './ceph-commands.ts';
 import { OUT_OF_SERVICE_TAINT, type PodUse, type StaleMappingFacts, type WatcherFact, type WatcherNode, type WatcherRole } from './facts.ts';

@@ -1,4 +1,4 @@
-import { RefusedError, TransientError } from '../../engine/errors.ts';
+import { RefusedError, TransientError } from '../../../core/errors.ts';
 import type { StepExecutor } from '../../engine/runbook.ts';
 import type { Host } from '../../host/host.ts';
 import { wasSimulated } from '../../host/audit-host.ts';

@@ -1,6 +1,6 @@
 import { posix } from 'node:path';
 import type { RbdUnmapJob } from '../../../core/catalogue/jobs.ts';
-import { TransientError } from '../../engine/errors.ts';
+import { TransientError } from '../../../core/errors.ts';
 import type { Host } from '../../host/host.ts';
 import { expectOk } from '../../host/command-failed.ts';
 import { devPath } from '../../host/paths.ts';

@@ -1,7 +1,7 @@
 import { posix } from 'node:path';
 import type { ResidualMultipathJob } from '../../../core/catalogue/jobs.ts';
 import { DEVICE_PATTERNS, isMapName } from '../../../core/catalogue/names.ts';
-import { TransientError } from '../../engine/errors.ts';
+import { TransientError } from '../../../core/errors.ts';
 import type { Host } from '../../host/host.ts';
 import { describeFailure } from '../../host/command-failed.ts';
 import { wasSimulated } from '../../host/audit-host.ts';

@@ -1,4 +1,4 @@
-import type { Queue } from 'bullmq';
+import type { JobStore } from '../../../core/jobs/job-store.ts';
 import { Router } from 'express';
 import { z } from 'zod';
 import { JOB_ID } from '../../../core/catalogue/keys.ts';
@@ -6,7 +6,7 @@ import type { Incident } from '../../console/incident.ts';
 import { IncidentFilter, listIncidents } from '../../console/incident-list.ts';
 import { describeZodError } from '../../ingest/zod-error.ts';
 import type { IncidentIndex } from '../../../adapters/jobstore/incident-index.ts';
-import type { JobReader, JobSummary } from '../../../adapters/jobstore/job-reader.ts';
+import type { JobReader, JobSummary } from '../job-reader.ts';
 
 // The jobs API reads what the console reads: the index of incidents, newest first, a page at a
 // time (src/control/console/incident-list.ts), so a list costs the page, not one read per queue.
@@ -18,7 +18,7 @@ const ListQuery = IncidentFilter.extend({
 export interface JobRoutesDeps {
   reader: JobReader;
   incidents: IncidentIndex;
-  queue: (name: string) => Queue;
+  jobs: JobStore;
 }
 
 /** A job as the list shows it: the console's incident, without its steps and evidence. */
@@ -46,7 +46,7 @@ export function jobRoutes(deps: JobRoutesDeps): Router {
     const q = ListQuery.safeParse(req.query);
     if (!q.success) return res.status(400).json({ error: describeZodError(q.error) });
     const { limit, ...filter } = q.data;
-    const page = await listIncidents(deps.incidents, deps.queue, filter, { limit });
+    const page = await listIncidents(deps.incidents, deps.jobs, filter, { limit });
     // `next`: pass it as `before` for the older page; `partial`: the read stopped at its bound first.
     return res.json({ jobs: page.items.map(summaryOf), ...(page.next !== undefined ? { next: page.next } : {}), ...(page.partial ? { partial: true } : {}) });
   });

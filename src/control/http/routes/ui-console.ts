@@ -90,7 +90,7 @@ export function consoleRoutes(deps: UiDeps): Router {
     const storms = grouped ? (await deps.storms.get().catch(() => undefined))?.value : undefined;
     const inStorm = storms?.length ? (e: IndexEntry) => storms.some((s) => s.members.has(e.member)) : undefined;
     const [page, snap, parked, pauses, tripped, ctx] = await Promise.all([
-      listIncidents(deps.incidents, deps.queue, f.data, { limit: PAGE_SIZE, ...(inStorm ? { exclude: inStorm } : {}) }),
+      listIncidents(deps.incidents, deps.jobs, f.data, { limit: PAGE_SIZE, ...(inStorm ? { exclude: inStorm } : {}) }),
       deps.fleet.get().catch(() => undefined),
       deps.controls.store.parkedJobs().catch(() => undefined),
       deps.controls.store.pauses().catch(() => undefined),

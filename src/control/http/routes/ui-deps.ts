@@ -1,4 +1,5 @@
-import type { Queue } from 'bullmq';
+import type { JobStore } from '../../../core/jobs/job-store.ts';
+import type { QueueBoard } from '../../../adapters/jobstore/queue-board.ts';
 import type { OperatorAuth } from '../../auth/operator-auth.ts';
 import type { SessionStore } from '../../auth/session-store.ts';
 import type { RedisConnection } from '../../../adapters/redis/redis.ts';
@@ -18,7 +19,10 @@ export interface UiDeps {
   prefix: string;
   auth: OperatorAuth;
   sessions: SessionStore;
-  queue: (name: string) => Queue;
+  /** The job store: jobs, their states and logs. */
+  jobs: JobStore;
+  /** The read-only queue board for a base path (/ui/queues/). */
+  board: (basePath: string) => QueueBoard;
   controls: OperatorActions;
   /** The console's index of incidents (src/adapters/jobstore/incident-index.ts). */
   incidents: IncidentIndex;

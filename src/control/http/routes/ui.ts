@@ -1,6 +1,3 @@
-import { createBullBoard } from '@bull-board/api';
-import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
-import { ExpressAdapter } from '@bull-board/express';
 import { Router } from 'express';
 import { knownQueuesKey } from '../../../adapters/redis/known-queues.ts';
 import { uiAuth } from './ui-auth.ts';
@@ -46,11 +43,7 @@ export function uiRoutes(deps: UiDeps): Router {
   r.use(auth.routes);
   r.use('/ui', auth.guard);
 
-  const serverAdapter = new ExpressAdapter();
-  serverAdapter.setBasePath(BOARD_PATH);
-  // @bull-board/express pins its own @bull-board/api (9.10.1 beside our 9.10.2): same shape,
-  // separately declared types. Pinning @bull-board/api to the express adapter's version dedupes it.
-  const board = createBullBoard({ queues: [], serverAdapter, options: { uiConfig: { boardTitle: 'volume-medic' } } });
+  const board = deps.board(BOARD_PATH);
   let shown = '';
   let checkedAt = 0;
   const refreshQueues = async (): Promise<void> => {
@@ -59,7 +52,7 @@ export function uiRoutes(deps: UiDeps): Router {
     const names = (await deps.redis.smembers(knownQueuesKey(deps.prefix))).sort();
     if (names.join('\n') === shown) return;
     shown = names.join('\n');
-    board.replaceQueues(names.map((n) => new BullMQAdapter(deps.queue(n), { readOnlyMode: true, allowRetries: false })));
+    board.show(names);
   };
   r.use(BOARD_PATH, async (req, res, next) => {
     // Read-only means read-only, whatever the board's own buttons do.
@@ -70,7 +63,7 @@ export function uiRoutes(deps: UiDeps): Router {
       // Redis away: the board shows what it had.
     }
     return next();
-  }, serverAdapter.getRouter());
+  }, board.router);
 
   r.use(consoleRoutes(deps));
   return r;

@@ -2,7 +2,7 @@ import type { Verification } from '../../../../src/agents/engine/runbook.ts';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import type { NodeInfo } from '../../../../src/adapters/kube/lookups.ts';
-import { RefusedError } from '../../../../src/agents/engine/errors.ts';
+import { RefusedError } from '../../../../src/core/errors.ts';
 import { ParkedError } from '../../../../src/agents/engine/gate.ts';
 import { RunbookFailedError } from '../../../../src/agents/engine/runbook-failed-error.ts';
 import { FakeHost } from '../../../../src/agents/host/fake-host.ts';

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import type { ResidualMultipathJob } from '../../../../src/core/catalogue/jobs.ts';
 import { isMapName } from '../../../../src/core/catalogue/names.ts';
 import type { RunbookResult } from '../../../../src/core/catalogue/result.ts';
-import { RefusedError } from '../../../../src/agents/engine/errors.ts';
+import { RefusedError } from '../../../../src/core/errors.ts';
 import { ParkedError } from '../../../../src/agents/engine/gate.ts';
 import { FakeHost } from '../../../../src/agents/host/fake-host.ts';
 import { InMemoryAttachedVolumes } from '../../../../src/agents/runbooks/residual-multipath-cleanup/attached-volumes.ts';

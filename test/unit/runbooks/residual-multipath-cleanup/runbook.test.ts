@@ -2,7 +2,7 @@ import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import type { ResidualMultipathJob } from '../../../../src/core/catalogue/jobs.ts';
 import type { Mode, RunbookResult } from '../../../../src/core/catalogue/result.ts';
-import { RefusedError } from '../../../../src/agents/engine/errors.ts';
+import { RefusedError } from '../../../../src/core/errors.ts';
 import { ParkedError } from '../../../../src/agents/engine/gate.ts';
 import type { RunbookContext } from '../../../../src/agents/runbooks/registry.ts';
 import { InMemoryAttachedVolumes } from '../../../../src/agents/runbooks/residual-multipath-cleanup/attached-volumes.ts';

@@ -1,7 +1,7 @@
-import { presenceKey } from '../../adapters/jobstore/agent-presence.ts';
-import { queueKeys } from '../../adapters/jobstore/bullmq-keys.ts';
-import { inLanes, laneShape } from '../../adapters/redis/in-lanes.ts';
-import type { RedisConnection } from '../../adapters/redis/redis.ts';
+import { presenceKey } from './agent-presence.ts';
+import { queueKeys } from './bullmq-keys.ts';
+import { inLanes, laneShape } from '../redis/in-lanes.ts';
+import type { RedisConnection } from '../redis/redis.ts';
 
 // Every queue's job counts and its worker's last sign of life, for the console's counts and the
 // fleet overview (issue 23). At 5,000 node queues, BullMQ's getJobCounts costs one script call

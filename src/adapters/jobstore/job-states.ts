@@ -1,7 +1,7 @@
-import { queueKeys } from '../../adapters/jobstore/bullmq-keys.ts';
-import { inLanes, laneShape } from '../../adapters/redis/in-lanes.ts';
-import type { RedisConnection } from '../../adapters/redis/redis.ts';
-import type { IndexEntry } from '../../adapters/jobstore/incident-index.ts';
+import { queueKeys } from './bullmq-keys.ts';
+import { inLanes, laneShape } from '../redis/in-lanes.ts';
+import type { RedisConnection } from '../redis/redis.ts';
+import type { IndexEntry } from './incident-index.ts';
 
 // The state of many index entries' jobs at once, for a storm's counts by state: one script call
 // per chunk of queues on a single Redis (a queue's keys and its jobs' hashes are declared as KEYS,

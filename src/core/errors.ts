@@ -1,11 +1,11 @@
-import { UnrecoverableError } from 'bullmq';
-
 // Errors say whether to retry (DESIGN, "Contracts"; CONVENTIONS 3).
 // - TransientError: the world may change (a command timed out, Redis blipped): retry with backoff.
 // - RefusedError: a safety interlock tripped. Retrying would only trip it again: report, stop.
 // - PermanentError: the job itself is wrong (bad data, unknown runbook): stop.
+// - FinalError: stop now, with this message as the job's failure, as it is (untrusted work).
 // Anything else is treated as transient: an unexpected bug is retried a bounded number of
-// times and then fails visibly, which beats dropping an incident.
+// times and then fails visibly, which beats dropping an incident. The job store's consumer turns
+// these into its library's terms (src/adapters/jobstore/consumer.ts).
 
 export class TransientError extends Error {
   override name = 'TransientError';
@@ -26,13 +26,10 @@ export class PermanentError extends Error {
   override name = 'PermanentError';
 }
 
-export function shouldRetry(err: unknown): boolean {
-  return !(err instanceof RefusedError || err instanceof PermanentError || err instanceof UnrecoverableError);
+export class FinalError extends Error {
+  override name = 'FinalError';
 }
 
-/** What a BullMQ processor throws: UnrecoverableError ends retries, anything else is retried. */
-export function forBullmq(err: unknown): Error {
-  if (shouldRetry(err)) return err instanceof Error ? err : new TransientError(String(err));
-  const e = err as Error;
-  return new UnrecoverableError(`${e.name}: ${e.message}`);
+export function shouldRetry(err: unknown): boolean {
+  return !(err instanceof RefusedError || err instanceof PermanentError || err instanceof FinalError);
 }
