@@ -13,16 +13,20 @@ export async function runMain(log: Logger, start: (config: Config) => Promise<Cl
   try {
     const config = loadConfig();
     log.level = config.logLevel;
-    const running = await start(config);
+    // The handlers go in before start: a SIGTERM while starting (a pod deleted at once, a probe
+    // port already announced) waits for the start to finish, then closes it; without them Node's
+    // default ends the process by the signal, half started.
+    const started = Promise.resolve().then(() => start(config));
     for (const sig of ['SIGTERM', 'SIGINT'] as const) {
       process.once(sig, () => {
         log.info({ signal: sig }, 'shutting down');
-        void running.close().then(() => process.exit(0), (err: unknown) => {
+        void started.then((running) => running.close()).then(() => process.exit(0), (err: unknown) => {
           log.error({ err }, 'error while shutting down');
           process.exit(1);
         });
       });
     }
+    await started;
   } catch (err) {
     if (err instanceof ConfigError) {
       log.fatal(err.message);
