@@ -10,7 +10,7 @@ import { createLogger } from '../../src/adapters/observability/logger.ts';
 import { agentSeen, presenceKey, queuePresence } from '../../src/adapters/jobstore/agent-presence.ts';
 import { producerConnection, type RedisConnection } from '../../src/adapters/redis/redis.ts';
 import { createRunbookWorker, type RunbookWorker } from '../../src/agents/engine/runbook-worker.ts';
-import type { RunbookRegistry } from '../../src/agents/runbooks/registry.ts';
+import type { RunbookRegistry } from '../../src/agents/engine/registry.ts';
 import { dropPrefix, redisUrl, uniquePrefix } from '../support/redis.ts';
 import { waitFor } from '../support/wait.ts';
 

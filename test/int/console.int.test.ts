@@ -14,7 +14,7 @@ import { createNodeAgent } from '../../src/agents/node-agent/agent.ts';
 import { JobEventRecorder } from '../../src/adapters/kube/job-events.ts';
 import { restApis } from '../../src/adapters/kube/rest/apis.ts';
 import { KubeRest } from '../../src/adapters/kube/rest/transport.ts';
-import type { RunbookRegistry } from '../../src/agents/runbooks/registry.ts';
+import type { RunbookRegistry } from '../../src/agents/engine/registry.ts';
 import { testConfig } from '../support/config.ts';
 import { fastControls } from '../support/controls-harness.ts';
 import { startOperators, VIEWERS, type Operators } from '../support/operators.ts';

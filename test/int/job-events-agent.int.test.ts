@@ -7,7 +7,7 @@ import { startReceiver, type Receiver } from '../../src/control/receiver.ts';
 import type { RunbookResult } from '../../src/core/catalogue/result.ts';
 import type { ResidualMultipathJob } from '../../src/core/catalogue/jobs.ts';
 import { RefusedError } from '../../src/core/errors.ts';
-import type { RunbookContext } from '../../src/agents/runbooks/registry.ts';
+import type { RunbookContext } from '../../src/agents/engine/registry.ts';
 import { createNodeAgent } from '../../src/agents/node-agent/agent.ts';
 import { startFakeKubeApi, type FakeKubeApi } from '../support/fake-kube-api.ts';
 import { uncoveredByRbac } from '../support/kube-objects.ts';

@@ -12,7 +12,7 @@ import { RunbookFailedError } from '../../src/agents/engine/runbook-failed-error
 import { createRealHost } from '../../src/agents/host/real-host.ts';
 import { parseLosetupList } from '../../src/agents/runbooks/local-pv-placeholder/loops.ts';
 import { createLocalPvPlaceholder, DEFAULT_OPT_IN_LABEL, InMemoryNodeLabels, PlaceholderStore } from '../../src/agents/runbooks/local-pv-placeholder/index.ts';
-import type { RunbookContext } from '../../src/agents/runbooks/registry.ts';
+import type { RunbookContext } from '../../src/agents/engine/registry.ts';
 
 // The placeholder runbook on REAL loop devices. The host root is a temporary folder, so the
 // by-id links, /sys/block and the state directory are the test's own; loop devices are the

@@ -8,7 +8,7 @@ import { nodeQueueName } from '../../src/core/catalogue/queues.ts';
 import type { RunbookResult } from '../../src/core/catalogue/result.ts';
 import { createLogger } from '../../src/adapters/observability/logger.ts';
 import { createNodeAgent } from '../../src/agents/node-agent/agent.ts';
-import type { RunbookRegistry } from '../../src/agents/runbooks/registry.ts';
+import type { RunbookRegistry } from '../../src/agents/engine/registry.ts';
 import { testConfig } from '../support/config.ts';
 import { dropPrefix, redisUrl, uniquePrefix } from '../support/redis.ts';
 import { alertmanagerBody, getJson, nodeNotReadyAlert, post } from '../support/payloads.ts';

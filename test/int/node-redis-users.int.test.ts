@@ -375,7 +375,7 @@ describe.skipIf(skip)('per-node Redis users on a Cluster (3 masters, a replica e
   });
 });
 
-async function destructiveStep(ctx: Parameters<NonNullable<import('../../src/agents/runbooks/registry.ts').RunbookRegistry['rbd-unmap']>>[1]): Promise<RunbookResult> {
+async function destructiveStep(ctx: Parameters<NonNullable<import('../../src/agents/engine/registry.ts').RunbookRegistry['rbd-unmap']>>[1]): Promise<RunbookResult> {
   const runbook: RemediationJob['runbook'] = 'residual-multipath-cleanup';
   const s = { id: 'nodeacl:step', description: 'node acl test step', destructive: true, evidence: [{ claim: 'test', source: 'test', observedAt: new Date().toISOString(), status: 'holds' as const }] };
   const decision = await ctx.gate?.beforeStep(s, { summary: 'node acl test', steps: [s] });

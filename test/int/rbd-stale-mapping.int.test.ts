@@ -19,7 +19,7 @@ import { producerConnection } from '../../src/adapters/redis/redis.ts';
 import { RefusedError } from '../../src/core/errors.ts';
 import { createRealHost } from '../../src/agents/host/real-host.ts';
 import { createRbdStaleMapping, InMemoryRbdLookups, type FencingMode, type NodeJobSink } from '../../src/agents/runbooks/rbd-stale-mapping/index.ts';
-import type { RunbookContext } from '../../src/agents/runbooks/registry.ts';
+import type { RunbookContext } from '../../src/agents/engine/registry.ts';
 import { cephUnavailable, startCeph, type TestCeph } from '../support/ceph.ts';
 import { dropPrefix, redisUrl, uniquePrefix } from '../support/redis.ts';
 import { testSealer } from '../support/trust.ts';

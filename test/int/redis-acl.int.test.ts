@@ -289,7 +289,7 @@ function done(runbook: RemediationJob['runbook'], ranOn: string): RunbookResult 
   return { runbook, mode: 'enforce', outcome: 'succeeded', summary: 'acl test', facts: {}, plan: {}, refusals: [], steps: [], commands: [], ranOn };
 }
 
-async function step(ctx: Parameters<NonNullable<import('../../src/agents/runbooks/registry.ts').RunbookRegistry['rbd-unmap']>>[1], runbook: RemediationJob['runbook']): Promise<RunbookResult> {
+async function step(ctx: Parameters<NonNullable<import('../../src/agents/engine/registry.ts').RunbookRegistry['rbd-unmap']>>[1], runbook: RemediationJob['runbook']): Promise<RunbookResult> {
   const s = { id: `acl:${runbook}`, description: 'acl test step', destructive: true, evidence: [{ claim: 'acl test', source: 'test', observedAt: new Date().toISOString(), status: 'holds' as const }] };
   const decision = await ctx.gate?.beforeStep(s, { summary: 'acl test', steps: [s] });
   if (decision && !decision.go) throw new Error(`parked: ${decision.park.why}`);

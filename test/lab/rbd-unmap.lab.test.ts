@@ -28,7 +28,7 @@ import { RefusedError } from '../../src/core/errors.ts';
 import { createRealHost } from '../../src/agents/host/real-host.ts';
 import { createRbdStaleMapping, InMemoryNodeJobSink, InMemoryRbdLookups, parseListWatchers } from '../../src/agents/runbooks/rbd-stale-mapping/index.ts';
 import { createRbdUnmap, InMemoryNodePods, isBusy, isNotMapped, parseMountinfo, parseShowmappedJson, parseShowmappedText } from '../../src/agents/runbooks/rbd-unmap/index.ts';
-import type { RunbookContext } from '../../src/agents/runbooks/registry.ts';
+import type { RunbookContext } from '../../src/agents/engine/registry.ts';
 import { cephUnavailable, startCeph, type TestCeph } from '../support/ceph.ts';
 import { writeFixtureDir, type CapturedFile } from './capture.ts';
 import { guestHost, withoutRbdCli } from './guest-host.ts';

@@ -15,7 +15,7 @@ import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ResidualMultipathJob } from '../../src/core/catalogue/jobs.ts';
 import type { Mode, RunbookResult } from '../../src/core/catalogue/result.ts';
-import type { RunbookContext } from '../../src/agents/runbooks/registry.ts';
+import type { RunbookContext } from '../../src/agents/engine/registry.ts';
 import { InMemoryAttachedVolumes } from '../../src/agents/runbooks/residual-multipath-cleanup/attached-volumes.ts';
 import { createResidualMultipathCleanup } from '../../src/agents/runbooks/residual-multipath-cleanup/handler.ts';
 import { RefusedError } from '../../src/core/errors.ts';

@@ -4,7 +4,7 @@
 import { createNodeAgent } from '../../src/agents/node-agent/agent.ts';
 import { createLogger } from '../../src/adapters/observability/logger.ts';
 import { RUNBOOKS, type RunbookName } from '../../src/core/catalogue/jobs.ts';
-import type { RunbookContext, RunbookHandler, RunbookRegistry } from '../../src/agents/runbooks/registry.ts';
+import type { RunbookContext, RunbookHandler, RunbookRegistry } from '../../src/agents/engine/registry.ts';
 import type { RunbookResult } from '../../src/core/catalogue/result.ts';
 import { testConfig } from './config.ts';
 import { loadConfig } from '../../src/core/config/load.ts';

@@ -3,7 +3,7 @@ import type { LookupsOf } from '../../adapters/kube/rbac.ts';
 import type { Dispatcher } from '../../adapters/jobstore/dispatcher.ts';
 import { createRealHost } from '../host/index.ts';
 import { createRbdStaleMapping, rbdLookups } from '../runbooks/rbd-stale-mapping/index.ts';
-import type { RunbookRegistry } from '../runbooks/registry.ts';
+import type { RunbookRegistry } from '../engine/registry.ts';
 
 // The runbooks of the cluster worker: the cluster-side steps that need Ceph credentials or the
 // whole cluster's view. They hand node-side work to the node's own queue through the dispatcher.

@@ -2,7 +2,7 @@ import type { JobOf, RunbookName } from '../../core/catalogue/jobs.ts';
 import type { CommandRecord, Outcome, RunbookResult, StepRecord } from '../../core/catalogue/result.ts';
 import type { Host } from '../host/host.ts';
 import { createAuditHost } from '../host/audit-host.ts';
-import type { RunbookContext } from '../runbooks/registry.ts';
+import type { RunbookContext } from './registry.ts';
 import { PermanentError, RefusedError } from '../../core/errors.ts';
 import { ParkedError, type GateDecision } from './gate.ts';
 import { describeEvidence, judgeEvidence } from './evidence.ts';

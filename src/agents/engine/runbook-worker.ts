@@ -12,7 +12,7 @@ import { RedisConnections } from '../../adapters/redis/redis-connections.ts';
 import type { RedisTarget } from '../../adapters/redis/redis-target.ts';
 import type { Logger } from '../../adapters/observability/logger.ts';
 import { createWorkerMetrics, type WorkerMetrics } from '../../adapters/observability/worker-metrics.ts';
-import type { RunbookContext, RunbookHandler, RunbookRegistry } from '../runbooks/registry.ts';
+import type { RunbookContext, RunbookHandler, RunbookRegistry } from './registry.ts';
 import { eventSubject, type JobEventSink } from './job-events.ts';
 import { FinalError, PermanentError, RefusedError, shouldRetry } from '../../core/errors.ts';
 import { JobParked, type JobConsumer, type TakenJob } from '../../core/jobs/job-store.ts';

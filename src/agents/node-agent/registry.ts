@@ -4,7 +4,7 @@ import { createRealHost } from '../host/index.ts';
 import { createLocalPvPlaceholder, InMemoryNodeLabels, type NodeLabels } from '../runbooks/local-pv-placeholder/index.ts';
 import { createResidualMultipathCleanup, DEFAULT_VICTIM_OPENERS, InMemoryAttachedVolumes, type AttachedVolumes } from '../runbooks/residual-multipath-cleanup/index.ts';
 import { createRbdUnmap, type NodePods } from '../runbooks/rbd-unmap/index.ts';
-import type { RunbookRegistry } from '../runbooks/registry.ts';
+import type { RunbookRegistry } from '../engine/registry.ts';
 import { UnknownNodePods } from './kube-node-pods.ts';
 
 // The runbooks this node agent carries. A runbook missing here makes its jobs fail visibly as

@@ -6,7 +6,7 @@ import { GO, ParkedError, type GateDecision, type StepGate } from '../../../src/
 import { runRunbook } from '../../../src/agents/engine/run-runbook.ts';
 import type { PlannedStep, RunbookDefinition } from '../../../src/agents/engine/runbook.ts';
 import { FakeHost } from '../../../src/agents/host/fake-host.ts';
-import type { RunbookContext } from '../../../src/agents/runbooks/registry.ts';
+import type { RunbookContext } from '../../../src/agents/engine/registry.ts';
 
 // The engine asks the gate before each step it is about to apply, and only then.
 

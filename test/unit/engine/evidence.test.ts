@@ -8,7 +8,7 @@ import { ParkedError } from '../../../src/agents/engine/gate.ts';
 import { runRunbook } from '../../../src/agents/engine/run-runbook.ts';
 import type { Plan, PlannedStep, RunbookDefinition } from '../../../src/agents/engine/runbook.ts';
 import { FakeHost } from '../../../src/agents/host/fake-host.ts';
-import type { RunbookContext } from '../../../src/agents/runbooks/registry.ts';
+import type { RunbookContext } from '../../../src/agents/engine/registry.ts';
 import { toyJob } from './toy-job.ts';
 
 // Unknown means refuse, once, in the engine: a destructive step runs only on positive, fresh,

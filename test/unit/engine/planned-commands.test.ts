@@ -6,7 +6,7 @@ import { planWithCommands, type PlanViewStep } from '../../../src/agents/engine/
 import { runRunbook } from '../../../src/agents/engine/run-runbook.ts';
 import type { PlannedStep, RunbookDefinition, StepExecutor } from '../../../src/agents/engine/runbook.ts';
 import { FakeHost } from '../../../src/agents/host/fake-host.ts';
-import type { RunbookContext } from '../../../src/agents/runbooks/registry.ts';
+import type { RunbookContext } from '../../../src/agents/engine/registry.ts';
 
 // A parked job's plan carries the exact argv its remaining steps would run (issue 23), found by
 // simulating them against the dry-run host: nothing on the node changes while it is worked out.

@@ -7,7 +7,7 @@ import { RunbookFailedError } from '../../../src/agents/engine/runbook-failed-er
 import type { Plan, PlannedStep, RunbookDefinition } from '../../../src/agents/engine/runbook.ts';
 import { expectOk } from '../../../src/agents/host/command-failed.ts';
 import { FakeHost } from '../../../src/agents/host/fake-host.ts';
-import type { RunbookContext } from '../../../src/agents/runbooks/registry.ts';
+import type { RunbookContext } from '../../../src/agents/engine/registry.ts';
 import { toyJob } from './toy-job.ts';
 
 // The engine on a fake host: a toy runbook with one ordinary and one destructive step.

@@ -1,7 +1,7 @@
 import type { Host } from '../../host/host.ts';
 import { runRunbook } from '../../engine/run-runbook.ts';
 import type { RunbookDefinition } from '../../engine/runbook.ts';
-import type { RunbookHandler } from '../registry.ts';
+import type { RunbookHandler } from '../../engine/registry.ts';
 import { createCephHost, type CephAccess } from './ceph-access.ts';
 import { createStepExecutor } from './execute-step.ts';
 import type { StaleMappingFacts } from './facts.ts';

@@ -1,7 +1,7 @@
 import { runRunbook } from '../../engine/run-runbook.ts';
 import type { RunbookDefinition } from '../../engine/runbook.ts';
 import type { Host } from '../../host/host.ts';
-import type { RunbookHandler } from '../registry.ts';
+import type { RunbookHandler } from '../../engine/registry.ts';
 import type { AttachedVolumes } from './attached-volumes.ts';
 import { createStepExecutor } from './execute-step.ts';
 import type { ResidualFacts } from './facts.ts';

@@ -7,7 +7,7 @@ import { ParkedError } from '../../../../src/agents/engine/gate.ts';
 import { RunbookFailedError } from '../../../../src/agents/engine/runbook-failed-error.ts';
 import { FakeHost } from '../../../../src/agents/host/fake-host.ts';
 import { createRbdStaleMapping, InMemoryNodeJobSink, InMemoryRbdLookups, type StaleMappingFacts, type StaleMappingPolicy } from '../../../../src/agents/runbooks/rbd-stale-mapping/index.ts';
-import type { RunbookContext } from '../../../../src/agents/runbooks/registry.ts';
+import type { RunbookContext } from '../../../../src/agents/engine/registry.ts';
 import { cephFixture } from './ceph-fixture.ts';
 import { job } from './facts.fixture.ts';
 

@@ -6,7 +6,7 @@ import type { PodInfo } from '../../../../src/adapters/kube/lookups.ts';
 import { RefusedError } from '../../../../src/core/errors.ts';
 import type { FakeHost } from '../../../../src/agents/host/fake-host.ts';
 import { createRbdUnmap, InMemoryNodePods, type UnmapPolicy } from '../../../../src/agents/runbooks/rbd-unmap/index.ts';
-import type { RunbookContext } from '../../../../src/agents/runbooks/registry.ts';
+import type { RunbookContext } from '../../../../src/agents/engine/registry.ts';
 import { fakeNode, GLOBAL_MOUNT, POD_MOUNT, STALE_POD } from './fake-node.ts';
 
 // The node half end to end on a simulated node (recorded outputs, see fake-node.ts).

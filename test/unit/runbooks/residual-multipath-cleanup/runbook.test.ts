@@ -4,7 +4,7 @@ import type { ResidualMultipathJob } from '../../../../src/core/catalogue/jobs.t
 import type { Mode, RunbookResult } from '../../../../src/core/catalogue/result.ts';
 import { RefusedError } from '../../../../src/core/errors.ts';
 import { ParkedError } from '../../../../src/agents/engine/gate.ts';
-import type { RunbookContext } from '../../../../src/agents/runbooks/registry.ts';
+import type { RunbookContext } from '../../../../src/agents/engine/registry.ts';
 import { InMemoryAttachedVolumes } from '../../../../src/agents/runbooks/residual-multipath-cleanup/attached-volumes.ts';
 import { createResidualMultipathCleanup } from '../../../../src/agents/runbooks/residual-multipath-cleanup/handler.ts';
 import { observe } from '../../../../src/agents/runbooks/residual-multipath-cleanup/observe.ts';

@@ -1,14 +1,14 @@
 import type { JobOf, RunbookName } from '../../core/catalogue/jobs.ts';
 import type { Mode, RunbookResult } from '../../core/catalogue/result.ts';
 import type { Logger } from '../../adapters/observability/logger.ts';
-import type { StepGate } from '../engine/gate.ts';
+import type { StepGate } from './gate.ts';
 
-// The node agent and the cluster worker find a job's runbook here. A runbook is a function from
-// a parsed job and its context to a result; it throws the errors of src/agents/engine/errors.ts to
-// say whether a failure is worth a retry.
+// What the engine asks of a runbook (the runbooks implement it; the node agent and the cluster
+// worker build their registries of it): a function from a parsed job and its context to a
+// result, throwing the errors of src/core/errors.ts to say whether a failure is worth a retry.
 
 export interface RunbookContext {
-  /** BullMQ job id (= the idempotency key). */
+  /** The job's id in the job store (= the idempotency key). */
   jobId: string;
   /**
    * The key the host journal is kept under: the job id, or for an operator's retry the first
