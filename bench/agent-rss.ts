@@ -48,18 +48,34 @@ try {
     const port = await freePort();
     const child = spawn(process.execPath, [...v.flags, v.script ?? 'dist/src/agents/node-agent/main.js'], {
       env: {
-        PATH: process.env['PATH'] ?? '', REDIS_URL: redis.url, QUEUE_PREFIX: 'agentrss', NODE_NAME: `rss-${i}`, STATE_DIR: mkdtempSync(join(dir, 's')),
-        PROBE_PORT: String(port), PROBE_LISTEN_ADDRESS: '127.0.0.1', ALLOW_UNSIGNED_WORK: 'true', LOG_LEVEL: 'warn',
+        PATH: process.env['PATH'] ?? '',
+        REDIS_URL: redis.url,
+        QUEUE_PREFIX: 'agentrss',
+        NODE_NAME: `rss-${i}`,
+        STATE_DIR: mkdtempSync(join(dir, 's')),
+        PROBE_PORT: String(port),
+        PROBE_LISTEN_ADDRESS: '127.0.0.1',
+        ALLOW_UNSIGNED_WORK: 'true',
+        LOG_LEVEL: 'warn',
       },
       stdio: ['ignore', 'ignore', 'inherit'],
     });
     agents.push({ v, child, port, samples: [] });
   }
   const get = (port: number, path: string): void => {
-    fetch(`http://127.0.0.1:${port}${path}`).then((r) => r.arrayBuffer(), () => undefined).catch(() => undefined);
+    fetch(`http://127.0.0.1:${port}${path}`)
+      .then(
+        (r) => r.arrayBuffer(),
+        () => undefined,
+      )
+      .catch(() => undefined);
   };
   for (const a of agents.filter((x) => x.v.traffic)) {
-    timers.push(setInterval(() => get(a.port, '/readyz'), 10_000), setInterval(() => get(a.port, '/healthz'), 20_000), setInterval(() => get(a.port, '/metrics'), 30_000));
+    timers.push(
+      setInterval(() => get(a.port, '/readyz'), 10_000),
+      setInterval(() => get(a.port, '/healthz'), 20_000),
+      setInterval(() => get(a.port, '/metrics'), 30_000),
+    );
   }
   const start = Date.now();
   const checkpoints = [1, 2, 4, 8, 15, 30, 60].filter((m) => m <= MINUTES);
@@ -81,7 +97,9 @@ try {
   console.log(`| --- | ${agents.map(() => '---:').join(' | ')} | ---: |`);
   for (const m of checkpoints) {
     const b = at(base, m);
-    const cells = agents.map((a) => (a === base ? `${b.toFixed(1)} MiB` : `${at(a, m).toFixed(1)} MiB (${at(a, m) - b >= 0 ? '+' : ''}${(at(a, m) - b).toFixed(1)})`));
+    const cells = agents.map((a) =>
+      a === base ? `${b.toFixed(1)} MiB` : `${at(a, m).toFixed(1)} MiB (${at(a, m) - b >= 0 ? '+' : ''}${(at(a, m) - b).toFixed(1)})`,
+    );
     console.log(`| ${m} min | ${cells.join(' | ')} | ${(b / at(floor, m)).toFixed(3)}x |`);
   }
 } finally {

@@ -43,7 +43,28 @@ const silent = createLogger('bench', 'silent');
 
 type Fate = 'completed' | 'failed' | 'waiting' | 'active' | 'parked';
 /** Of every 20 jobs: 9 completed, 3 failed, 3 waiting, 2 active, 3 parked. */
-const FATES: readonly Fate[] = ['completed', 'completed', 'completed', 'completed', 'completed', 'completed', 'completed', 'completed', 'completed', 'failed', 'failed', 'failed', 'waiting', 'waiting', 'waiting', 'active', 'active', 'parked', 'parked', 'parked'];
+const FATES: readonly Fate[] = [
+  'completed',
+  'completed',
+  'completed',
+  'completed',
+  'completed',
+  'completed',
+  'completed',
+  'completed',
+  'completed',
+  'failed',
+  'failed',
+  'failed',
+  'waiting',
+  'waiting',
+  'waiting',
+  'active',
+  'active',
+  'parked',
+  'parked',
+  'parked',
+];
 // Waiting jobs stay behind the others on their queue: a worker takes them in order.
 const ORDER: Record<Fate, number> = { completed: 0, failed: 0, active: 0, parked: 0, waiting: 1 };
 
@@ -55,7 +76,12 @@ interface Store {
 }
 
 async function signIn(url: string, token: string): Promise<string> {
-  const r = await fetch(`${url}/ui/login`, { method: 'POST', redirect: 'manual', headers: { 'content-type': 'application/x-www-form-urlencoded', origin: url }, body: new URLSearchParams({ token, next: '/ui/' }) });
+  const r = await fetch(`${url}/ui/login`, {
+    method: 'POST',
+    redirect: 'manual',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', origin: url },
+    body: new URLSearchParams({ token, next: '/ui/' }),
+  });
   const set = r.headers.get('set-cookie');
   if (!set) throw new Error(`sign-in failed: ${r.status} ${await r.text()}`);
   return set.split(';')[0]!;
@@ -67,12 +93,18 @@ async function fill(receiver: Receiver, redisUrl: string, prefix: string): Promi
   const alerts: ReturnType<typeof nodeNotReadyAlert>[] = [];
   for (let i = 0; i < NODES; i++) for (let k = 0; k < PER_NODE; k++) alerts.push(nodeNotReadyAlert(nodeName(i), 'resolved', `fp${i}x${k}`));
   for (let i = 0; i < alerts.length; i += 50 * 8) {
-    await Promise.all(Array.from({ length: 8 }, async (_, j) => {
-      const batch = alerts.slice(i + j * 50, i + (j + 1) * 50);
-      if (!batch.length) return;
-      const r = await fetch(`${receiver.url}/v1/alertmanager`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${TOKEN}` }, body: JSON.stringify(alertmanagerBody(batch)) });
-      if (r.status !== 202) throw new Error(`webhook answered ${r.status}: ${await r.text()}`);
-    }));
+    await Promise.all(
+      Array.from({ length: 8 }, async (_, j) => {
+        const batch = alerts.slice(i + j * 50, i + (j + 1) * 50);
+        if (!batch.length) return;
+        const r = await fetch(`${receiver.url}/v1/alertmanager`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', authorization: `Bearer ${TOKEN}` },
+          body: JSON.stringify(alertmanagerBody(batch)),
+        });
+        if (r.status !== 202) throw new Error(`webhook answered ${r.status}: ${await r.text()}`);
+      }),
+    );
   }
   // The index is written off the webhook's answer path: wait for it.
   const admin = new Redis(redisUrl, { maxRetriesPerRequest: null });
@@ -103,9 +135,11 @@ async function fill(receiver: Receiver, redisUrl: string, prefix: string): Promi
   };
   const lanes = 16;
   let i = 0;
-  await Promise.all(Array.from({ length: lanes }, async () => {
-    while (i < NODES) await next(i++);
-  }));
+  await Promise.all(
+    Array.from({ length: lanes }, async () => {
+      while (i < NODES) await next(i++);
+    }),
+  );
   // Live agents on all but every 50th node, as a worker's stalled check leaves it (queue-scan.ts):
   // those (their jobs waiting or active) show as missing.
   const p = admin.pipeline();
@@ -116,8 +150,30 @@ async function fill(receiver: Receiver, redisUrl: string, prefix: string): Promi
 }
 
 const result = (node: string) => ({
-  outcome: 'succeeded', mode: 'enforce', modeWhy: 'RUNBOOK_MODES', summary: `released queued I/O of 1 dead map on ${node}`, ranOn: node,
-  steps: [{ id: 'release-queued-io:3600a0b8', description: 'stop queueing I/O on mpatha', destructive: true, status: 'done', evidence: [{ claim: 'every path of mpatha is dead', source: 'multipath -ll mpatha', status: 'holds', observedAt: new Date().toISOString() }], commands: [{ argv: ['dmsetup', 'message', 'mpatha', '0', 'fail_if_no_path'], exitCode: 0, timedOut: false, durationMs: 12, stdout: 'x'.repeat(600), stderr: '' }] }],
+  outcome: 'succeeded',
+  mode: 'enforce',
+  modeWhy: 'RUNBOOK_MODES',
+  summary: `released queued I/O of 1 dead map on ${node}`,
+  ranOn: node,
+  steps: [
+    {
+      id: 'release-queued-io:3600a0b8',
+      description: 'stop queueing I/O on mpatha',
+      destructive: true,
+      status: 'done',
+      evidence: [{ claim: 'every path of mpatha is dead', source: 'multipath -ll mpatha', status: 'holds', observedAt: new Date().toISOString() }],
+      commands: [
+        {
+          argv: ['dmsetup', 'message', 'mpatha', '0', 'fail_if_no_path'],
+          exitCode: 0,
+          timedOut: false,
+          durationMs: 12,
+          stdout: 'x'.repeat(600),
+          stderr: '',
+        },
+      ],
+    },
+  ],
 });
 
 async function settle(job: Job, token: string, fate: Fate, queue: string, store: ControlsStore, node: string): Promise<void> {
@@ -132,8 +188,23 @@ async function settle(job: Job, token: string, fate: Fate, queue: string, store:
       return;
     case 'parked': {
       const since = new Date().toISOString();
-      await store.park({ jobId: job.id!, queue, runbook: job.name, node, reason: 'approval', why: 'a high-risk step needs approval', since });
-      await job.updateProgress({ parked: { reason: 'approval', why: 'a high-risk step needs approval', since, plan: { steps: result(node).steps.map((s) => ({ ...s, status: 'planned', commands: [], plannedArgv: [s.commands[0]!.argv] })) } } });
+      await store.park({
+        jobId: job.id!,
+        queue,
+        runbook: job.name,
+        node,
+        reason: 'approval',
+        why: 'a high-risk step needs approval',
+        since,
+      });
+      await job.updateProgress({
+        parked: {
+          reason: 'approval',
+          why: 'a high-risk step needs approval',
+          since,
+          plan: { steps: result(node).steps.map((s) => ({ ...s, status: 'planned', commands: [], plannedArgv: [s.commands[0]!.argv] })) },
+        },
+      });
       await job.moveToDelayed(Date.now() + 3_600_000, token);
       return;
     }
@@ -149,7 +220,10 @@ const SCAN_ROUNDS = 5;
  * queue, as src/control/console/state-counts.ts did) and now (src/adapters/jobstore/queue-scan.ts): this process's CPU
  * and Redis's main thread, median of SCAN_ROUNDS, on the loaded store's real queues.
  */
-async function scanCosts(admin: Redis, prefix: string): Promise<{ queues: number; perQueue: { nodeMs: number; redisMs: number }; chunked: { nodeMs: number; redisMs: number } }> {
+async function scanCosts(
+  admin: Redis,
+  prefix: string,
+): Promise<{ queues: number; perQueue: { nodeMs: number; redisMs: number }; chunked: { nodeMs: number; redisMs: number } }> {
   const names = (await admin.smembers(knownQueuesKey(prefix))).sort();
   const queues = names.map((n) => new Queue(n, { connection: admin, prefix, skipVersionCheck: true }));
   const measure = async (f: () => Promise<unknown>) => {
@@ -163,7 +237,13 @@ async function scanCosts(admin: Redis, prefix: string): Promise<{ queues: number
       redis.push((await redisCpu(admin)).mainMs - r0);
       node.push((c.user + c.system) / 1000);
     }
-    const med = (v: number[]) => round(percentile([...v].sort((a, b) => a - b), 50));
+    const med = (v: number[]) =>
+      round(
+        percentile(
+          [...v].sort((a, b) => a - b),
+          50,
+        ),
+      );
     return { nodeMs: med(node), redisMs: med(redis) };
   };
   const perQueue = await measure(() => Promise.all(queues.map((q) => q.getJobCounts(...COUNTED_STATES))));
@@ -180,7 +260,19 @@ async function main(): Promise<void> {
   const redis: PrivateRedis = await startPrivateRedis();
   const ops: Operators = await startOperators();
   const keysDir = process.env['SIGNING_KEYS_DIR'] || writeSigningKeys(undefined);
-  const start = async (prefix: string) => startReceiver(Config.parse({ port: 0, listenAddress: '127.0.0.1', redisUrl: redis.url, queuePrefix: prefix, signingKeysDir: keysDir, logLevel: 'silent', tokens: [TOKEN] }), { operatorKubeConfig: ops.api.kubeConfig(), log: silent });
+  const start = async (prefix: string) =>
+    startReceiver(
+      Config.parse({
+        port: 0,
+        listenAddress: '127.0.0.1',
+        redisUrl: redis.url,
+        queuePrefix: prefix,
+        signingKeysDir: keysDir,
+        logLevel: 'silent',
+        tokens: [TOKEN],
+      }),
+      { operatorKubeConfig: ops.api.kubeConfig(), log: silent },
+    );
   const stores: Store[] = [];
   const receivers: Receiver[] = [];
   try {
@@ -192,7 +284,10 @@ async function main(): Promise<void> {
     const filled = await fill(loaded, redis.url, 'cbl');
     console.log(`filled in ${filled.fillS} s: ${JSON.stringify(filled.fates)}`);
     const token = ops.token('bench@example.com');
-    stores.push({ name: 'loaded', receiver: loaded, cookie: await signIn(loaded.url, token), prefix: 'cbl' }, { name: 'empty', receiver: empty, cookie: await signIn(empty.url, token), prefix: 'cbe' });
+    stores.push(
+      { name: 'loaded', receiver: loaded, cookie: await signIn(loaded.url, token), prefix: 'cbl' },
+      { name: 'empty', receiver: empty, cookie: await signIn(empty.url, token), prefix: 'cbe' },
+    );
     const admin = new Redis(redis.url, { maxRetriesPerRequest: null });
     // A job from the older half of the index, and the cursor of the sixth page of 50.
     const [oldMember] = await admin.zrevrange(incidentIndexKey('cbl'), Math.floor(filled.jobs * 0.7), Math.floor(filled.jobs * 0.7));
@@ -245,19 +340,36 @@ async function main(): Promise<void> {
       const b = [...e.empty].sort((a, b) => a - b);
       const p95 = percentile(l, 95);
       return {
-        page: p.name, path: p.path(stores[0]!),
-        loadedP50: round(percentile(l, 50)), loadedP95: round(p95), emptyP50: round(percentile(b, 50)), emptyP95: round(percentile(b, 95)),
-        ratioP50: round(percentile(l, 50) / percentile(b, 50), 2), ratioP95: round(p95 / percentile(b, 95), 2),
-        target: p95 < TARGET_MS ? 'met' : 'MISSED', status: [...e.status].sort().join(', '),
+        page: p.name,
+        path: p.path(stores[0]!),
+        loadedP50: round(percentile(l, 50)),
+        loadedP95: round(p95),
+        emptyP50: round(percentile(b, 50)),
+        emptyP95: round(percentile(b, 95)),
+        ratioP50: round(percentile(l, 50) / percentile(b, 50), 2),
+        ratioP95: round(p95 / percentile(b, 95), 2),
+        target: p95 < TARGET_MS ? 'met' : 'MISSED',
+        status: [...e.status].sort().join(', '),
       };
     });
-    const scan = (await (await fetch(`${loaded.url}/v1/fleet?limit=1`, { headers: { authorization: `Bearer ${token}` } })).json()) as { scanMs: number; nodes: number; agentsMissing: number };
-    console.log(`\nconsole pages at ${filled.jobs} jobs over ${NODES} node queues vs an empty store (${ROUNDS} rounds x ${PER_ROUND} requests each, alternating); fleet scan ${scan.scanMs} ms over ${scan.nodes} nodes, ${scan.agentsMissing} agents missing`);
+    const scan = (await (await fetch(`${loaded.url}/v1/fleet?limit=1`, { headers: { authorization: `Bearer ${token}` } })).json()) as {
+      scanMs: number;
+      nodes: number;
+      agentsMissing: number;
+    };
+    console.log(
+      `\nconsole pages at ${filled.jobs} jobs over ${NODES} node queues vs an empty store (${ROUNDS} rounds x ${PER_ROUND} requests each, alternating); fleet scan ${scan.scanMs} ms over ${scan.nodes} nodes, ${scan.agentsMissing} agents missing`,
+    );
     console.log('| page | p50 ms | p95 ms | empty p50 | empty p95 | ratio p50 | ratio p95 | < 300 ms (p95) | answers |');
     console.log('| --- | --- | --- | --- | --- | --- | --- | --- | --- |');
-    for (const r of rows) console.log(`| ${r.page} | ${r.loadedP50} | ${r.loadedP95} | ${r.emptyP50} | ${r.emptyP95} | ${r.ratioP50}x | ${r.ratioP95}x | ${r.target} | ${r.status} |`);
+    for (const r of rows)
+      console.log(
+        `| ${r.page} | ${r.loadedP50} | ${r.loadedP95} | ${r.emptyP50} | ${r.emptyP95} | ${r.ratioP50}x | ${r.ratioP95}x | ${r.target} | ${r.status} |`,
+      );
     const scanCost = await scanCosts(admin, 'cbl');
-    console.log(`\none refresh of every queue's counts (${scanCost.queues} queues, ${SCAN_ROUNDS} rounds, median): per-queue getJobCounts (before) ${scanCost.perQueue.nodeMs} ms receiver CPU + ${scanCost.perQueue.redisMs} ms Redis CPU; one script per 250 queues (now) ${scanCost.chunked.nodeMs} ms + ${scanCost.chunked.redisMs} ms`);
+    console.log(
+      `\none refresh of every queue's counts (${scanCost.queues} queues, ${SCAN_ROUNDS} rounds, median): per-queue getJobCounts (before) ${scanCost.perQueue.nodeMs} ms receiver CPU + ${scanCost.perQueue.redisMs} ms Redis CPU; one script per 250 queues (now) ${scanCost.chunked.nodeMs} ms + ${scanCost.chunked.redisMs} ms`,
+    );
     mkdirSync(here('results'), { recursive: true });
     const file = here(`results/console-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
     writeFileSync(file, JSON.stringify({ nodes: NODES, jobs: filled.jobs, fates: filled.fates, fillS: filled.fillS, scan, scanCost, rows }, null, 2));

@@ -30,11 +30,49 @@ async function seed(redis: Redis, n: number): Promise<void> {
     const q = nodeQueueName(`node-${i}`);
     queues.push(q);
     const k = queueControlKeys(PREFIX, q);
-    if (i % 100 === 0) p.hset(k.parked, `job-${i}`, JSON.stringify({ jobId: `job-${i}`, queue: q, runbook: 'residual-multipath-cleanup', node: `node-${i}`, reason: 'approval', why: 'bench', since: new Date(t - i).toISOString() }));
-    p.hset(queueStatsKey(PREFIX, q), 'ran|residual-multipath-cleanup|planned|1', '3', 'ran|residual-multipath-cleanup|succeeded|5', '1', 'summs|residual-multipath-cleanup', '4200', 'untrusted|job|bad-mac', String(i % 2));
-    if (i % 20 === 0) for (let e = 0; e < 5; e++) p.lpush(k.audit, JSON.stringify({ at: new Date(t - i * 10 - e).toISOString(), by: `node-${i}`, action: 'work-refused', target: `job/job-${i}`, why: 'bench' }));
+    if (i % 100 === 0)
+      p.hset(
+        k.parked,
+        `job-${i}`,
+        JSON.stringify({
+          jobId: `job-${i}`,
+          queue: q,
+          runbook: 'residual-multipath-cleanup',
+          node: `node-${i}`,
+          reason: 'approval',
+          why: 'bench',
+          since: new Date(t - i).toISOString(),
+        }),
+      );
+    p.hset(
+      queueStatsKey(PREFIX, q),
+      'ran|residual-multipath-cleanup|planned|1',
+      '3',
+      'ran|residual-multipath-cleanup|succeeded|5',
+      '1',
+      'summs|residual-multipath-cleanup',
+      '4200',
+      'untrusted|job|bad-mac',
+      String(i % 2),
+    );
+    if (i % 20 === 0)
+      for (let e = 0; e < 5; e++)
+        p.lpush(
+          k.audit,
+          JSON.stringify({
+            at: new Date(t - i * 10 - e).toISOString(),
+            by: `node-${i}`,
+            action: 'work-refused',
+            target: `job/job-${i}`,
+            why: 'bench',
+          }),
+        );
   }
-  for (let e = 0; e < 200; e++) p.lpush(controlKeys(PREFIX).audit, JSON.stringify({ at: new Date(t - e * 1000).toISOString(), by: 'alice', action: 'pause', target: 'cluster', why: 'bench' }));
+  for (let e = 0; e < 200; e++)
+    p.lpush(
+      controlKeys(PREFIX).audit,
+      JSON.stringify({ at: new Date(t - e * 1000).toISOString(), by: 'alice', action: 'pause', target: 'cluster', why: 'bench' }),
+    );
   p.sadd(knownQueuesKey(PREFIX), ...queues);
   await p.exec();
 }
@@ -63,20 +101,36 @@ try {
     await seed(redis, n);
     let parked = 0;
     let audit = 0;
-    const p = await measure(admin, async () => { parked = (await store.parkedJobs()).length; });
-    const a = await measure(admin, async () => { audit = (await store.auditLog(100)).length; });
+    const p = await measure(admin, async () => {
+      parked = (await store.parkedJobs()).length;
+    });
+    const a = await measure(admin, async () => {
+      audit = (await store.auditLog(100)).length;
+    });
     const s = await measure(admin, () => finishedExposition(redis, PREFIX));
     // Baseline: the same counts in the shared hash alone (before per-queue statistics).
-    await redis.hset(statsKey(PREFIX), 'ran|residual-multipath-cleanup|planned|1', String(3 * n), 'ran|residual-multipath-cleanup|succeeded|5', String(n), 'summs|residual-multipath-cleanup', String(4200 * n), 'untrusted|job|bad-mac', String(n / 2));
+    await redis.hset(
+      statsKey(PREFIX),
+      'ran|residual-multipath-cleanup|planned|1',
+      String(3 * n),
+      'ran|residual-multipath-cleanup|succeeded|5',
+      String(n),
+      'summs|residual-multipath-cleanup',
+      String(4200 * n),
+      'untrusted|job|bad-mac',
+      String(n / 2),
+    );
     await redis.del(knownQueuesKey(PREFIX));
     const b = await measure(admin, () => finishedExposition(redis, PREFIX));
-    console.log(JSON.stringify({
-      queues: n,
-      parkedJobs: { found: parked, wallMs: +p.wallMs.toFixed(1), redisCpuMs: +p.cpuMs.toFixed(1) },
-      auditLog100: { found: audit, wallMs: +a.wallMs.toFixed(1), redisCpuMs: +a.cpuMs.toFixed(1) },
-      statsExposition: { wallMs: +s.wallMs.toFixed(1), redisCpuMs: +s.cpuMs.toFixed(1) },
-      statsSharedHashOnly: { wallMs: +b.wallMs.toFixed(1), redisCpuMs: +b.cpuMs.toFixed(1) },
-    }));
+    console.log(
+      JSON.stringify({
+        queues: n,
+        parkedJobs: { found: parked, wallMs: +p.wallMs.toFixed(1), redisCpuMs: +p.cpuMs.toFixed(1) },
+        auditLog100: { found: audit, wallMs: +a.wallMs.toFixed(1), redisCpuMs: +a.cpuMs.toFixed(1) },
+        statsExposition: { wallMs: +s.wallMs.toFixed(1), redisCpuMs: +s.cpuMs.toFixed(1) },
+        statsSharedHashOnly: { wallMs: +b.wallMs.toFixed(1), redisCpuMs: +b.cpuMs.toFixed(1) },
+      }),
+    );
   }
 } finally {
   redis.disconnect();

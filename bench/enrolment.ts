@@ -30,24 +30,43 @@ const api = await startFakeKubeApi();
 for (let i = 0; i < N; i++) {
   api.addUser(`token-${i}`, {
     username: `system:serviceaccount:${NS}:volume-medic-node-agent`,
-    extra: { 'authentication.kubernetes.io/pod-name': [`agent-${i}`], 'authentication.kubernetes.io/pod-uid': [`uid-${i}`], 'authentication.kubernetes.io/node-name': [`node-${i}`] },
+    extra: {
+      'authentication.kubernetes.io/pod-name': [`agent-${i}`],
+      'authentication.kubernetes.io/pod-uid': [`uid-${i}`],
+      'authentication.kubernetes.io/node-name': [`node-${i}`],
+    },
     audiences: ['volume-medic'],
   });
 }
 const dir = mkdtempSync(join(tmpdir(), 'vm-bench-enrol-'));
 const kubeconfig = join(dir, 'kubeconfig');
-writeFileSync(kubeconfig, JSON.stringify({
-  apiVersion: 'v1', kind: 'Config', 'current-context': 'fake',
-  clusters: [{ name: 'fake', cluster: { server: api.url, 'insecure-skip-tls-verify': true } }], users: [{ name: 'fake', user: { token: 'fake-token' } }],
-  contexts: [{ name: 'fake', context: { cluster: 'fake', user: 'fake' } }],
-}));
+writeFileSync(
+  kubeconfig,
+  JSON.stringify({
+    apiVersion: 'v1',
+    kind: 'Config',
+    'current-context': 'fake',
+    clusters: [{ name: 'fake', cluster: { server: api.url, 'insecure-skip-tls-verify': true } }],
+    users: [{ name: 'fake', user: { token: 'fake-token' } }],
+    contexts: [{ name: 'fake', context: { cluster: 'fake', user: 'fake' } }],
+  }),
+);
 const redis = await startPrivateRedis();
 const admin = new Redis(redis.url);
-const receiver = startChild('bench/servers/receiver.ts', {
-  REDIS_URL: redis.url, QUEUE_PREFIX: 'bench', SIGNING_KEYS_DIR: writeSigningKeys(undefined, ['receiver', 'cluster-worker', 'node-agent'], 'b'),
-  LOG_LEVEL: 'warn', OPERATOR_AUTH: 'off', KUBECONFIG: kubeconfig, ENROL_NODE_AGENTS: `${NS}/volume-medic-node-agent`,
-  ...(NODE_USERS ? { REDIS_NODE_USERS: 'true' } : {}),
-}, { stdout: 'lines' });
+const receiver = startChild(
+  'bench/servers/receiver.ts',
+  {
+    REDIS_URL: redis.url,
+    QUEUE_PREFIX: 'bench',
+    SIGNING_KEYS_DIR: writeSigningKeys(undefined, ['receiver', 'cluster-worker', 'node-agent'], 'b'),
+    LOG_LEVEL: 'warn',
+    OPERATOR_AUTH: 'off',
+    KUBECONFIG: kubeconfig,
+    ENROL_NODE_AGENTS: `${NS}/volume-medic-node-agent`,
+    ...(NODE_USERS ? { REDIS_NODE_USERS: 'true' } : {}),
+  },
+  { stdout: 'lines' },
+);
 const url = (await receiver.waitLine('READY', 30_000)).trim();
 
 let firstError = '';
@@ -62,25 +81,38 @@ async function round(body: (i: number) => unknown, token: (i: number) => string,
   const answers: EnrolAnswer[] = [];
   let next = 0;
   let ok = 0;
-  await Promise.all(Array.from({ length: CONCURRENCY }, async () => {
-    for (let i = next++; i < N; i = next++) {
-      const s = performance.now();
-      const res = await fetch(`${url}/v1/enrol`, {
-        method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${token(i)}`, connection: 'close' },
-        body: JSON.stringify(body(i)),
-      });
-      const json: unknown = await res.json();
-      lat.push(performance.now() - s);
-      if (res.status === expect) ok++;
-      else if (ok === 0 && !firstError) firstError = `HTTP ${res.status}: ${JSON.stringify(json).slice(0, 300)}`;
-      if (res.status === 200) answers[i] = EnrolAnswer.parse(json);
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: CONCURRENCY }, async () => {
+      for (let i = next++; i < N; i = next++) {
+        const s = performance.now();
+        const res = await fetch(`${url}/v1/enrol`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', authorization: `Bearer ${token(i)}`, connection: 'close' },
+          body: JSON.stringify(body(i)),
+        });
+        const json: unknown = await res.json();
+        lat.push(performance.now() - s);
+        if (res.status === expect) ok++;
+        else if (ok === 0 && !firstError) firstError = `HTTP ${res.status}: ${JSON.stringify(json).slice(0, 300)}`;
+        if (res.status === 200) answers[i] = EnrolAnswer.parse(json);
+      }
+    }),
+  );
   const wallMs = performance.now() - t0;
   return {
     r: {
-      wallMs, receiverCpuMs: receiver.cpuMs() - cpu0, redisCpuMs: (await redisCpu(admin)).mainMs - rc0,
-      p50: percentile([...lat].sort((a, b) => a - b), 50), p99: percentile([...lat].sort((a, b) => a - b), 99), ok,
+      wallMs,
+      receiverCpuMs: receiver.cpuMs() - cpu0,
+      redisCpuMs: (await redisCpu(admin)).mainMs - rc0,
+      p50: percentile(
+        [...lat].sort((a, b) => a - b),
+        50,
+      ),
+      p99: percentile(
+        [...lat].sort((a, b) => a - b),
+        99,
+      ),
+      ok,
       reviews: api.requestsTo('POST', '/apis/authentication.k8s.io/v1/tokenreviews').length - reviews0,
     },
     answers,
@@ -88,9 +120,21 @@ async function round(body: (i: number) => unknown, token: (i: number) => string,
 }
 
 try {
-  const baseline = await round(() => ({ as: 'nobody' }), (i) => `token-${i}`, 400);
-  const first = await round((i) => ({ as: 'node-agent', node: `node-${i}` }), (i) => `token-${i}`, 200);
-  const again = await round((i) => ({ as: 'node-agent', node: `node-${i}` }), (i) => `token-${i}`, 200);
+  const baseline = await round(
+    () => ({ as: 'nobody' }),
+    (i) => `token-${i}`,
+    400,
+  );
+  const first = await round(
+    (i) => ({ as: 'node-agent', node: `node-${i}` }),
+    (i) => `token-${i}`,
+    200,
+  );
+  const again = await round(
+    (i) => ({ as: 'node-agent', node: `node-${i}` }),
+    (i) => `token-${i}`,
+    200,
+  );
   // Each agent's Redis user: its own queue yes, the next node's no.
   let own = 0;
   let refused = 0;
@@ -98,25 +142,40 @@ try {
   if (users > 0) {
     for (let i = 0; i < N; i += Math.max(1, Math.floor(N / 100))) {
       const a = first.answers[i]!;
-      const c = new Redis(redis.url, { username: a.redis!.username, password: a.redis!.password, lazyConnect: true, maxRetriesPerRequest: 0 });
+      const c = new Redis(redis.url, {
+        username: a.redis!.username,
+        password: a.redis!.password,
+        lazyConnect: true,
+        maxRetriesPerRequest: 0,
+      });
       await c.connect();
       if ((await c.set(`bench:${nodeQueueName(`node-${i}`)}:probe`, '1')) === 'OK') own++;
-      await c.set(`bench:${nodeQueueName(`node-${(i + 1) % N}`)}:probe`, '1').catch((e: Error) => { if (/NOPERM/.test(e.message)) refused++; });
+      await c.set(`bench:${nodeQueueName(`node-${(i + 1) % N}`)}:probe`, '1').catch((e: Error) => {
+        if (/NOPERM/.test(e.message)) refused++;
+      });
       c.disconnect();
     }
   }
-  const aclUsers = (await admin.call('ACL', 'LIST') as string[]).filter((l) => l.startsWith('user volume-medic-node.')).length;
+  const aclUsers = ((await admin.call('ACL', 'LIST')) as string[]).filter((l) => l.startsWith('user volume-medic-node.')).length;
   const row = (name: string, r: Round) => ({
-    round: name, ok: `${r.ok}/${N}`, 'wall s': (r.wallMs / 1000).toFixed(2), 'per s': Math.round(N / (r.wallMs / 1000)),
-    'receiver CPU ms/agent': (r.receiverCpuMs / N).toFixed(3), 'Redis CPU ms/agent': (r.redisCpuMs / N).toFixed(3),
-    'p50 ms': r.p50.toFixed(1), 'p99 ms': r.p99.toFixed(1), TokenReviews: r.reviews,
+    round: name,
+    ok: `${r.ok}/${N}`,
+    'wall s': (r.wallMs / 1000).toFixed(2),
+    'per s': Math.round(N / (r.wallMs / 1000)),
+    'receiver CPU ms/agent': (r.receiverCpuMs / N).toFixed(3),
+    'Redis CPU ms/agent': (r.redisCpuMs / N).toFixed(3),
+    'p50 ms': r.p50.toFixed(1),
+    'p99 ms': r.p99.toFixed(1),
+    TokenReviews: r.reviews,
     'CPU vs baseline': (r.receiverCpuMs / Math.max(1, baseline.r.receiverCpuMs)).toFixed(2),
   });
   console.table([row('baseline (400, HTTP only)', baseline.r), row('first enrolment', first.r), row('renewal (cached review)', again.r)]);
   if (firstError) console.log(`first refusal: ${firstError}`);
   console.log(`agents ${N}; Redis node users created: ${aclUsers}; sampled agents writing their own queue: ${own}, refused another node's: ${refused}`);
   const per1000 = (first.r.receiverCpuMs / N) * 1000;
-  console.log(`at 10,000 agents: receiver CPU ~${((per1000 * 10) / 1000).toFixed(1)} s, Redis main thread ~${((first.r.redisCpuMs / N) * 10_000 / 1000).toFixed(1)} s (from the per-agent cost above); at this run's rate ${(10_000 / (N / (first.r.wallMs / 1000))).toFixed(0)} s wall`);
+  console.log(
+    `at 10,000 agents: receiver CPU ~${((per1000 * 10) / 1000).toFixed(1)} s, Redis main thread ~${(((first.r.redisCpuMs / N) * 10_000) / 1000).toFixed(1)} s (from the per-agent cost above); at this run's rate ${(10_000 / (N / (first.r.wallMs / 1000))).toFixed(0)} s wall`,
+  );
 } finally {
   await receiver.kill();
   admin.disconnect();

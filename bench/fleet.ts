@@ -28,7 +28,8 @@ interface Topo {
 }
 
 const field = (info: string, name: string): number => Number(new RegExp(`^${name}:([0-9.]+)`, 'm').exec(info)?.[1] ?? 0);
-const sumInfo = async (t: Topo, section: string, name: string): Promise<number> => (await Promise.all(t.admins.map((a) => a.info(section)))).reduce((n, i) => n + field(i, name), 0);
+const sumInfo = async (t: Topo, section: string, name: string): Promise<number> =>
+  (await Promise.all(t.admins.map((a) => a.info(section)))).reduce((n, i) => n + field(i, name), 0);
 const cpuMs = async (t: Topo): Promise<number> => (await Promise.all(t.admins.map((a) => redisCpu(a)))).reduce((n, c) => n + c.mainMs, 0);
 
 async function startTopo(kind: 'single' | 'cluster', n: number, nofile: number): Promise<Topo> {
@@ -38,19 +39,33 @@ async function startTopo(kind: 'single' | 'cluster', n: number, nofile: number):
     const c = await startCluster(maxclients);
     const admins = c.nodes.map((node) => new Redis(node.port, node.host).on('error', () => {}));
     return {
-      name: 'cluster', env: { REDIS_CLUSTER_NODES: c.env }, admins,
+      name: 'cluster',
+      env: { REDIS_CLUSTER_NODES: c.env },
+      admins,
       connect: () => new Cluster(c.nodes, { redisOptions: { maxRetriesPerRequest: null } }),
-      destroy: async () => { for (const a of admins) a.disconnect(); c.stop(); },
+      destroy: async () => {
+        for (const a of admins) a.disconnect();
+        c.stop();
+      },
     };
   }
   const redis = await startPrivateRedis({ args: maxclients, nofile });
   const admin = new Redis(redis.url);
   admin.on('error', () => {}); // the reconnect storm stops this server on purpose
   return {
-    name: 'single', env: { REDIS_URL: redis.url }, admins: [admin],
+    name: 'single',
+    env: { REDIS_URL: redis.url },
+    admins: [admin],
     connect: () => new Redis(redis.url, { maxRetriesPerRequest: null }),
-    restart: async () => { await redis.stop(); await sleep(3_000); await redis.start(); },
-    destroy: async () => { admin.disconnect(); await redis.destroy(); },
+    restart: async () => {
+      await redis.stop();
+      await sleep(3_000);
+      await redis.start();
+    },
+    destroy: async () => {
+      admin.disconnect();
+      await redis.destroy();
+    },
   };
 }
 const TOPOLOGY = process.env['FLEET_TOPOLOGY'] === 'cluster' ? 'cluster' : 'single';
@@ -69,7 +84,10 @@ const KINDS = (process.env['FLEET_KINDS'] ?? 'bare,ours').split(',').filter((k):
 // FLEET_IDLE_SECONDS (60: two of an idle worker's 30 s waits). Results: printed, and bench/results/fleet-<time>.json.
 
 const here = (p: string): string => join(dirname(fileURLToPath(import.meta.url)), p);
-const SIZES = (process.env['FLEET_SIZES'] ?? '1000,5000,10000').split(',').map(Number).filter((n) => n > 0);
+const SIZES = (process.env['FLEET_SIZES'] ?? '1000,5000,10000')
+  .split(',')
+  .map(Number)
+  .filter((n) => n > 0);
 const PER_PROCESS = Number(process.env['FLEET_PER_PROCESS'] ?? 1000);
 const IDLE_SECONDS = Number(process.env['FLEET_IDLE_SECONDS'] ?? 60);
 const RECONNECT_WAIT_S = Number(process.env['FLEET_RECONNECT_WAIT_S'] ?? 60);
@@ -100,10 +118,19 @@ async function startFleet(kind: Kind, n: number, topo: Topo): Promise<{ fleet: F
   const fleet: Fleet = { children: [], ran: new Map(), done: new Map(), up: new Map(), firstRanAt: 0, lastRanAt: 0, lastDoneAt: 0 };
   const t0 = performance.now();
   for (let from = 0; from < n; from += PER_PROCESS) {
-    const c = startChild(here('./servers/fleet-agents.ts'), {
-      FLEET_FROM: String(from), FLEET_TO: String(Math.min(n, from + PER_PROCESS)), FLEET_KIND: kind,
-      ...topo.env, QUEUE_PREFIX: PREFIX, SIGNING_KEYS_DIR: keysDir, STATE_DIR: stateRoot,
-    }, { execArgv: ['--max-old-space-size=4096'] });
+    const c = startChild(
+      here('./servers/fleet-agents.ts'),
+      {
+        FLEET_FROM: String(from),
+        FLEET_TO: String(Math.min(n, from + PER_PROCESS)),
+        FLEET_KIND: kind,
+        ...topo.env,
+        QUEUE_PREFIX: PREFIX,
+        SIGNING_KEYS_DIR: keysDir,
+        STATE_DIR: stateRoot,
+      },
+      { execArgv: ['--max-old-space-size=4096'] },
+    );
     c.proc.on('message', (m: unknown) => {
       const text = (m as { line?: string }).line ?? '';
       const now = performance.now();
@@ -172,7 +199,12 @@ async function commandsPerJob(topo: Topo, jobs: number): Promise<Record<string, 
       calls.set(m[1]!, (calls.get(m[1]!) ?? 0) + Number(m[2]));
     }
   }
-  return Object.fromEntries([...calls].map(([k, v]): [string, number] => [k, round(v / jobs, 2)]).sort((a, b) => b[1] - a[1]).filter(([, v]) => v >= 0.05));
+  return Object.fromEntries(
+    [...calls]
+      .map(([k, v]): [string, number] => [k, round(v / jobs, 2)])
+      .sort((a, b) => b[1] - a[1])
+      .filter(([, v]) => v >= 0.05),
+  );
 }
 
 async function waitAll(fleet: Fleet, nodes: string[]): Promise<void> {
@@ -219,7 +251,11 @@ async function bareStorm(fleet: Fleet, n: number, topo: Topo): Promise<Storm> {
 }
 
 async function ourStorm(fleet: Fleet, n: number, topo: Topo): Promise<Storm> {
-  const receiver = startChild(here('./servers/receiver.ts'), { ...topo.env, QUEUE_PREFIX: PREFIX, SIGNING_KEYS_DIR: keysDir, LOG_LEVEL: 'warn' }, { execArgv: ['--max-old-space-size=384', '--max-semi-space-size=64'] });
+  const receiver = startChild(
+    here('./servers/receiver.ts'),
+    { ...topo.env, QUEUE_PREFIX: PREFIX, SIGNING_KEYS_DIR: keysDir, LOG_LEVEL: 'warn' },
+    { execArgv: ['--max-old-space-size=384', '--max-semi-space-size=64'] },
+  );
   const url = await receiver.waitLine('READY');
   const nodes = Array.from({ length: n }, (_, i) => nodeName(i));
   const groups: string[][] = [];
@@ -272,7 +308,9 @@ interface Reconnect {
  */
 /** A TcpExt counter from /proc/net/netstat (the machine's, all sockets). */
 function tcpExt(name: string): number {
-  const lines = readFileSync('/proc/net/netstat', 'utf8').split('\n').filter((l) => l.startsWith('TcpExt:'));
+  const lines = readFileSync('/proc/net/netstat', 'utf8')
+    .split('\n')
+    .filter((l) => l.startsWith('TcpExt:'));
   const [names, values] = [lines[0]?.split(' ') ?? [], lines[1]?.split(' ') ?? []];
   return Number(values[names.indexOf(name)] ?? 0);
 }
@@ -295,7 +333,15 @@ async function reconnectStorm(fleet: Fleet, n: number, restart: () => Promise<vo
   // The restarted server's CPU since it started: all of it is the reconnect window's.
   const redisCpuMs = round((await redisCpu(admin)).mainMs);
   const agentsCpuMs = round(fleet.children.reduce((t, c) => t + c.cpuMs(), 0) - agents0);
-  return { back: at.length, redisCpuMs, agentsCpuMs, listenOverflows: listenOverflows() - overflows0, syncookies: syncookiesSent() - cookies0, allBackS: at.length === n ? round(Math.max(...at) / 1000, 1) : Number.NaN, perSecond };
+  return {
+    back: at.length,
+    redisCpuMs,
+    agentsCpuMs,
+    listenOverflows: listenOverflows() - overflows0,
+    syncookies: syncookiesSent() - cookies0,
+    allBackS: at.length === n ? round(Math.max(...at) / 1000, 1) : Number.NaN,
+    perSecond,
+  };
 }
 
 interface Row {
@@ -341,22 +387,38 @@ for (const n of SIZES) {
 }
 
 const per1000 = (v: number, n: number): number => round((v / n) * 1000, 2);
-process.stdout.write('\n| N | kind | ready s | idle Redis CPU % of a core | per 1,000 agents | commands/s | connections | memory MiB per 1,000 | storm: all started s | all done s | answers | lost | dup | Redis CPU ms/job |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n');
+process.stdout.write(
+  '\n| N | kind | ready s | idle Redis CPU % of a core | per 1,000 agents | commands/s | connections | memory MiB per 1,000 | storm: all started s | all done s | answers | lost | dup | Redis CPU ms/job |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n',
+);
 for (const r of rows) {
-  process.stdout.write(`| ${r.n} | ${r.kind} | ${r.readyS} | ${r.idle.cpuPctOfCore} | ${per1000(r.idle.cpuPctOfCore, r.n)} | ${r.idle.commandsPerSecond} | ${r.idle.connections} | ${per1000(r.idle.memoryMiB, r.n)} | ${r.storm.allStartedS} | ${r.storm.allDoneS} | ${Object.entries(r.storm.answers).map(([k, v]) => `${k}: ${v}`).join(', ')} | ${r.storm.lost} | ${r.storm.duplicated} | ${r.storm.redisCpuMsPerJob} |\n`);
+  process.stdout.write(
+    `| ${r.n} | ${r.kind} | ${r.readyS} | ${r.idle.cpuPctOfCore} | ${per1000(r.idle.cpuPctOfCore, r.n)} | ${r.idle.commandsPerSecond} | ${r.idle.connections} | ${per1000(r.idle.memoryMiB, r.n)} | ${r.storm.allStartedS} | ${r.storm.allDoneS} | ${Object.entries(
+      r.storm.answers,
+    )
+      .map(([k, v]) => `${k}: ${v}`)
+      .join(', ')} | ${r.storm.lost} | ${r.storm.duplicated} | ${r.storm.redisCpuMsPerJob} |\n`,
+  );
 }
 for (const r of rows) {
-  if (r.reconnect) process.stdout.write(`\nN=${r.n}: Redis restarted under the agents: ${r.reconnect.back} of ${r.n} back, the last ${r.reconnect.allBackS} s after Redis answered; agents back per second: ${r.reconnect.perSecond.join(' ')}; meanwhile Redis spent ${r.reconnect.redisCpuMs} ms of CPU, the agents' processes ${r.reconnect.agentsCpuMs} ms, and the kernel counted ${r.reconnect.listenOverflows} accept-queue overflows and sent ${r.reconnect.syncookies} SYN cookies\n`);
+  if (r.reconnect)
+    process.stdout.write(
+      `\nN=${r.n}: Redis restarted under the agents: ${r.reconnect.back} of ${r.n} back, the last ${r.reconnect.allBackS} s after Redis answered; agents back per second: ${r.reconnect.perSecond.join(' ')}; meanwhile Redis spent ${r.reconnect.redisCpuMs} ms of CPU, the agents' processes ${r.reconnect.agentsCpuMs} ms, and the kernel counted ${r.reconnect.listenOverflows} accept-queue overflows and sent ${r.reconnect.syncookies} SYN cookies\n`,
+    );
 }
 process.stdout.write('\nours / bare, same N:\n');
 for (const n of SIZES) {
   const o = rows.find((r) => r.n === n && r.kind === 'ours');
   const b = rows.find((r) => r.n === n && r.kind === 'bare');
   if (!o || !b) continue;
-  process.stdout.write(`  N=${n}: idle CPU ${round(o.idle.cpuPctOfCore / b.idle.cpuPctOfCore, 2)}x, idle commands ${round(o.idle.commandsPerSecond / b.idle.commandsPerSecond, 2)}x, memory ${round(o.idle.memoryMiB / b.idle.memoryMiB, 2)}x, storm all done ${round(o.storm.allDoneS / b.storm.allDoneS, 2)}x, Redis CPU per job ${round(o.storm.redisCpuMsPerJob / b.storm.redisCpuMsPerJob, 2)}x\n`);
+  process.stdout.write(
+    `  N=${n}: idle CPU ${round(o.idle.cpuPctOfCore / b.idle.cpuPctOfCore, 2)}x, idle commands ${round(o.idle.commandsPerSecond / b.idle.commandsPerSecond, 2)}x, memory ${round(o.idle.memoryMiB / b.idle.memoryMiB, 2)}x, storm all done ${round(o.storm.allDoneS / b.storm.allDoneS, 2)}x, Redis CPU per job ${round(o.storm.redisCpuMsPerJob / b.storm.redisCpuMsPerJob, 2)}x\n`,
+  );
 }
 const out = here(`./results/fleet-${TOPOLOGY}-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
 mkdirSync(dirname(out), { recursive: true });
-writeFileSync(out, JSON.stringify({ topology: TOPOLOGY, sizes: SIZES, perProcess: PER_PROCESS, idleSeconds: IDLE_SECONDS, hardNofile, skipped, rows }, null, 2));
+writeFileSync(
+  out,
+  JSON.stringify({ topology: TOPOLOGY, sizes: SIZES, perProcess: PER_PROCESS, idleSeconds: IDLE_SECONDS, hardNofile, skipped, rows }, null, 2),
+);
 process.stdout.write(`\nwrote ${out}\n`);
 process.exit(0);

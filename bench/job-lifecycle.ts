@@ -96,7 +96,8 @@ function cost(a: Snapshot, b: Snapshot, jobs: number, background?: Cost): Cost {
     usec[k] = per((b.usec.get(k) ?? 0) - (a.usec.get(k) ?? 0), background?.usec[k]);
   }
   return {
-    calls, usec,
+    calls,
+    usec,
     commands: Object.values(calls).reduce((n, v) => n + v, 0),
     cpuMs: per(b.cpuMs - a.cpuMs, background?.cpuMs),
   };
@@ -118,10 +119,21 @@ const done = new Map<string, number>();
 function startAgents(kind: Kind): Child[] {
   const children: Child[] = [];
   for (let from = 0; from < K; from += 500) {
-    const c = startChild(here('./servers/fleet-agents.ts'), {
-      FLEET_FROM: String(from), FLEET_TO: String(Math.min(K, from + 500)), FLEET_KIND: kind, FLEET_NAME: `lc-${kind}`, FLEET_WORK_MS: kind === 'bare' ? String(BARE_WORK_MS) : '0',
-      REDIS_URL: redis.url, QUEUE_PREFIX: PREFIX, SIGNING_KEYS_DIR: keysDir, STATE_DIR: stateRoot,
-    }, PROF_DIR ? { execArgv: ['--cpu-prof', `--cpu-prof-dir=${PROF_DIR}/${kind}`] } : {});
+    const c = startChild(
+      here('./servers/fleet-agents.ts'),
+      {
+        FLEET_FROM: String(from),
+        FLEET_TO: String(Math.min(K, from + 500)),
+        FLEET_KIND: kind,
+        FLEET_NAME: `lc-${kind}`,
+        FLEET_WORK_MS: kind === 'bare' ? String(BARE_WORK_MS) : '0',
+        REDIS_URL: redis.url,
+        QUEUE_PREFIX: PREFIX,
+        SIGNING_KEYS_DIR: keysDir,
+        STATE_DIR: stateRoot,
+      },
+      PROF_DIR ? { execArgv: ['--cpu-prof', `--cpu-prof-dir=${PROF_DIR}/${kind}`] } : {},
+    );
     c.proc.on('message', (m: unknown) => {
       for (const line of ((m as { line?: string }).line ?? '').split('\n')) {
         const [what, node] = line.split(' ');
@@ -135,7 +147,12 @@ function startAgents(kind: Kind): Child[] {
 const fleets: Record<Kind, Child[]> = { ours: startAgents('ours'), bare: startAgents('bare') };
 const children = [...fleets.ours, ...fleets.bare];
 const agentCpuMs = (kind: Kind): number => fleets[kind].reduce((n, c) => n + c.cpuMs(), 0);
-const receiver = startChild(here('./servers/receiver.ts'), { REDIS_URL: redis.url, QUEUE_PREFIX: PREFIX, SIGNING_KEYS_DIR: keysDir, LOG_LEVEL: 'warn' });
+const receiver = startChild(here('./servers/receiver.ts'), {
+  REDIS_URL: redis.url,
+  QUEUE_PREFIX: PREFIX,
+  SIGNING_KEYS_DIR: keysDir,
+  LOG_LEVEL: 'warn',
+});
 const url = await receiver.waitLine('READY');
 await Promise.all(children.map((c) => c.waitLine('READY', 300_000)));
 
@@ -155,8 +172,15 @@ async function enqueueOurs(nodes: string[], r: number): Promise<void> {
   const sender = async (): Promise<void> => {
     while (next < groups.length) {
       const g = groups[next++]!;
-      const alerts = g.map((node) => ({ ...nodeNotReadyAlert(node, 'resolved', `fp${r}${node.replace(/[^a-z0-9]/g, '')}`), startsAt: new Date(Date.UTC(2026, 11, 1, 3, 0, r)).toISOString() }));
-      const res = await fetch(`${url}/v1/alertmanager`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(alertmanagerBody(alerts)) });
+      const alerts = g.map((node) => ({
+        ...nodeNotReadyAlert(node, 'resolved', `fp${r}${node.replace(/[^a-z0-9]/g, '')}`),
+        startsAt: new Date(Date.UTC(2026, 11, 1, 3, 0, r)).toISOString(),
+      }));
+      const res = await fetch(`${url}/v1/alertmanager`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(alertmanagerBody(alerts)),
+      });
       await res.arrayBuffer();
       if (res.status !== 202) throw new Error(`receiver answered ${res.status}`);
     }
@@ -218,11 +242,15 @@ const background = cost(i0, i1, 1);
 const perMs = (c: Cost, ms: number): Cost => ({
   calls: Object.fromEntries(Object.entries(c.calls).map(([k, v]) => [k, v / ms])),
   usec: Object.fromEntries(Object.entries(c.usec).map(([k, v]) => [k, v / ms])),
-  commands: c.commands / ms, cpuMs: c.cpuMs / ms,
+  commands: c.commands / ms,
+  cpuMs: c.cpuMs / ms,
 });
 const bg = perMs(background, i1.at - i0.at);
 
-const totals: Record<Kind, { life: Cost; enqueue: Cost }> = { ours: { life: zero(), enqueue: zero() }, bare: { life: zero(), enqueue: zero() } };
+const totals: Record<Kind, { life: Cost; enqueue: Cost }> = {
+  ours: { life: zero(), enqueue: zero() },
+  bare: { life: zero(), enqueue: zero() },
+};
 const perRound: { round: number; kind: Kind; commands: number; cpuMs: number }[] = [];
 for (let r = 1; r <= ROUNDS; r++) {
   // Alternate which kind goes first, so neither always follows the other's garbage.
@@ -232,7 +260,9 @@ for (let r = 1; r <= ROUNDS; r++) {
     add(totals[kind].life, life, 1 / ROUNDS);
     add(totals[kind].enqueue, enq, 1 / ROUNDS);
     perRound.push({ round: r, kind, commands: round(life.commands), cpuMs: round(life.cpuMs, 3) });
-    process.stdout.write(`round ${r} ${kind}: ${round(life.commands)} commands/job, ${round(life.cpuMs, 3)} ${CPU}/job; enqueue alone ${round(enq.commands)} commands, ${round(enq.cpuMs, 3)}\n`);
+    process.stdout.write(
+      `round ${r} ${kind}: ${round(life.commands)} commands/job, ${round(life.cpuMs, 3)} ${CPU}/job; enqueue alone ${round(enq.commands)} commands, ${round(enq.cpuMs, 3)}\n`,
+    );
   }
 }
 
@@ -248,15 +278,22 @@ const oWork = minus(o.life, o.enqueue);
 const bWork = minus(b.life, b.enqueue);
 const line = (what: string, x: Cost, y: Cost): string =>
   `| ${what} | ${round(x.commands, 1)} / ${round(y.commands, 1)} (${round(x.commands / y.commands)}x) | ${round(x.cpuMs, 3)} / ${round(y.cpuMs, 3)} (${round(x.cpuMs / y.cpuMs)}x) |\n`;
-process.stdout.write(`\n${K} agents of each kind, ${ROUNDS} rounds, job data ${padTo} bytes, bare processor's work ${BARE_WORK_MS} ms; ours / bare, per job:\n\n`);
+process.stdout.write(
+  `\n${K} agents of each kind, ${ROUNDS} rounds, job data ${padTo} bytes, bare processor's work ${BARE_WORK_MS} ms; ours / bare, per job:\n\n`,
+);
 process.stdout.write(`| phase | commands (scripts' calls included) | ${CPU} |\n| --- | --- | --- |\n`);
 process.stdout.write(line('enqueue to completion', o.life, b.life));
 process.stdout.write(line('enqueue alone', o.enqueue, b.enqueue));
-process.stdout.write(line('workers\' side (difference)', oWork, bWork));
-process.stdout.write(`\nthe agents' processes' own CPU per job (worked rounds): ours ${round(o.life.agentCpuMs ?? 0, 2)} ms, bare ${round(b.life.agentCpuMs ?? 0, 2)} ms\n`);
-process.stdout.write('\nper command, whole lifecycle (calls per job ours / bare, difference; in-command us per job ours / bare: Redis\'s own timer, wall time inside the command, inflated whenever the machine preempts Redis: a hint, not CPU):\n\n| command | ours | bare | ours - bare | us ours | us bare |\n| --- | --- | --- | --- | --- | --- |\n');
+process.stdout.write(line("workers' side (difference)", oWork, bWork));
+process.stdout.write(
+  `\nthe agents' processes' own CPU per job (worked rounds): ours ${round(o.life.agentCpuMs ?? 0, 2)} ms, bare ${round(b.life.agentCpuMs ?? 0, 2)} ms\n`,
+);
+process.stdout.write(
+  "\nper command, whole lifecycle (calls per job ours / bare, difference; in-command us per job ours / bare: Redis's own timer, wall time inside the command, inflated whenever the machine preempts Redis: a hint, not CPU):\n\n| command | ours | bare | ours - bare | us ours | us bare |\n| --- | --- | --- | --- | --- | --- |\n",
+);
 const names = [...new Set([...Object.keys(o.life.calls), ...Object.keys(b.life.calls)])];
-const rows = names.map((k) => ({ k, o: o.life.calls[k] ?? 0, b: b.life.calls[k] ?? 0, uo: o.life.usec[k] ?? 0, ub: b.life.usec[k] ?? 0 }))
+const rows = names
+  .map((k) => ({ k, o: o.life.calls[k] ?? 0, b: b.life.calls[k] ?? 0, uo: o.life.usec[k] ?? 0, ub: b.life.usec[k] ?? 0 }))
   .filter((x) => Math.abs(x.o) >= 0.02 || Math.abs(x.b) >= 0.02)
   .sort((x, y) => Math.abs(y.o - y.b) - Math.abs(x.o - x.b) || y.o - x.o);
 for (const x of rows) process.stdout.write(`| ${x.k} | ${round(x.o)} | ${round(x.b)} | ${round(x.o - x.b)} | ${round(x.uo, 1)} | ${round(x.ub, 1)} |\n`);
@@ -268,8 +305,12 @@ const median = (xs: number[]): number => {
   return v.length % 2 ? v[(v.length - 1) / 2]! : (v[v.length / 2 - 1]! + v[v.length / 2]!) / 2;
 };
 const med = (kind: Kind, f: 'cpuMs' | 'commands'): number => median(perRound.filter((x) => x.kind === kind).map((x) => x[f]));
-process.stdout.write(`\n${CPU} per job, ours / bare: ${round(o.life.cpuMs / b.life.cpuMs)}x (target <= 1.2x); commands ${round(o.life.commands / b.life.commands)}x\n`);
-process.stdout.write(`medians of the rounds: ${CPU} ${round(med('ours', 'cpuMs'), 3)} / ${round(med('bare', 'cpuMs'), 3)} = ${round(med('ours', 'cpuMs') / med('bare', 'cpuMs'))}x; commands ${round(med('ours', 'commands'), 1)} / ${round(med('bare', 'commands'), 1)} = ${round(med('ours', 'commands') / med('bare', 'commands'))}x\n`);
+process.stdout.write(
+  `\n${CPU} per job, ours / bare: ${round(o.life.cpuMs / b.life.cpuMs)}x (target <= 1.2x); commands ${round(o.life.commands / b.life.commands)}x\n`,
+);
+process.stdout.write(
+  `medians of the rounds: ${CPU} ${round(med('ours', 'cpuMs'), 3)} / ${round(med('bare', 'cpuMs'), 3)} = ${round(med('ours', 'cpuMs') / med('bare', 'cpuMs'))}x; commands ${round(med('ours', 'commands'), 1)} / ${round(med('bare', 'commands'), 1)} = ${round(med('ours', 'commands') / med('bare', 'commands'))}x\n`,
+);
 
 // One more round per kind with every command in the slow log (its own cost, hence outside the
 // figures above): Redis time per job by script (BullMQ's by name) and by command.
@@ -289,22 +330,50 @@ for (const kind of ['ours', 'bare'] as Kind[]) {
   for (const [, , us, args] of log) {
     const cmd = String(args[0] ?? '').toLowerCase();
     if (OWN.test(cmd) || cmd === 'slowlog') continue;
-    const label = cmd === 'evalsha' ? `evalsha ${shaNames.get(String(args[1])) ?? String(args[1]).slice(0, 8)}`
-      : cmd === 'eval' ? `eval ${String(args[1]).replace(/\s+/g, ' ').slice(0, 40)}` : cmd;
+    const label =
+      cmd === 'evalsha'
+        ? `evalsha ${shaNames.get(String(args[1])) ?? String(args[1]).slice(0, 8)}`
+        : cmd === 'eval'
+          ? `eval ${String(args[1]).replace(/\s+/g, ' ').slice(0, 40)}`
+          : cmd;
     const e = (scripts[kind][label] ??= { calls: 0, us: 0 });
     e.calls += 1 / K;
     e.us += us / K;
   }
 }
 await admin.config('SET', 'slowlog-log-slower-than', '10000');
-process.stdout.write('\nslow-log round (every command logged; top-level only), per job: calls and Redis us\n\n| command or script | ours calls | ours us | bare calls | bare us |\n| --- | --- | --- | --- | --- |\n');
-const labels = [...new Set([...Object.keys(scripts.ours), ...Object.keys(scripts.bare)])]
-  .sort((x, y) => (scripts.ours[y]?.us ?? 0) + (scripts.bare[y]?.us ?? 0) - (scripts.ours[x]?.us ?? 0) - (scripts.bare[x]?.us ?? 0));
-for (const l of labels) process.stdout.write(`| ${l} | ${round(scripts.ours[l]?.calls ?? 0)} | ${round(scripts.ours[l]?.us ?? 0, 1)} | ${round(scripts.bare[l]?.calls ?? 0)} | ${round(scripts.bare[l]?.us ?? 0, 1)} |\n`);
+process.stdout.write(
+  '\nslow-log round (every command logged; top-level only), per job: calls and Redis us\n\n| command or script | ours calls | ours us | bare calls | bare us |\n| --- | --- | --- | --- | --- |\n',
+);
+const labels = [...new Set([...Object.keys(scripts.ours), ...Object.keys(scripts.bare)])].sort(
+  (x, y) => (scripts.ours[y]?.us ?? 0) + (scripts.bare[y]?.us ?? 0) - (scripts.ours[x]?.us ?? 0) - (scripts.bare[x]?.us ?? 0),
+);
+for (const l of labels)
+  process.stdout.write(
+    `| ${l} | ${round(scripts.ours[l]?.calls ?? 0)} | ${round(scripts.ours[l]?.us ?? 0, 1)} | ${round(scripts.bare[l]?.calls ?? 0)} | ${round(scripts.bare[l]?.us ?? 0, 1)} |\n`,
+  );
 
 const out = here(`./results/lifecycle-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
 mkdirSync(dirname(out), { recursive: true });
-writeFileSync(out, JSON.stringify({ unit: CPU, agents: K, rounds: ROUNDS, dataBytes: padTo, bareWorkMs: BARE_WORK_MS, background: bg, perRound, scripts, ours: { ...o, workers: oWork }, bare: { ...b, workers: bWork } }, null, 2));
+writeFileSync(
+  out,
+  JSON.stringify(
+    {
+      unit: CPU,
+      agents: K,
+      rounds: ROUNDS,
+      dataBytes: padTo,
+      bareWorkMs: BARE_WORK_MS,
+      background: bg,
+      perRound,
+      scripts,
+      ours: { ...o, workers: oWork },
+      bare: { ...b, workers: bWork },
+    },
+    null,
+    2,
+  ),
+);
 process.stdout.write(`wrote ${out}\n`);
 await receiver.kill();
 // A profiled agent writes its profile on a clean exit (SIGTERM: its workers close first).

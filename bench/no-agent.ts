@@ -58,8 +58,15 @@ try {
     await seed(redis, n);
     let offset = 0;
     const watch = new NoAgentWatch({
-      redis, prefix: PREFIX, graceMs: 60_000, deadlineMs: 0, intervalMs: 30_000, log: createLogger('bench', 'silent'),
-      workerConnection: () => { throw new Error('the bench fails nothing'); },
+      redis,
+      prefix: PREFIX,
+      graceMs: 60_000,
+      deadlineMs: 0,
+      intervalMs: 30_000,
+      log: createLogger('bench', 'silent'),
+      workerConnection: () => {
+        throw new Error('the bench fails nothing');
+      },
       now: () => Date.now() + offset,
     });
     // Absence counts from the watch's start: the checks below are 2 minutes later.
@@ -67,14 +74,19 @@ try {
     const queues = await redis.smembers(knownQueuesKey(PREFIX));
     const baseline = await measure(admin, () => Promise.all(queues.map(() => redis.ping())));
     let stranded = 0;
-    const check = await measure(admin, async () => { stranded = [...(await watch.check()).stranded.values()].flat().length; });
-    console.log(JSON.stringify({
-      queues: n, stranded,
-      check: { redisCpuMs: +check.cpuMs.toFixed(1), wallMs: +check.wallMs.toFixed(1) },
-      baselinePingPerQueue: { redisCpuMs: +baseline.cpuMs.toFixed(1), wallMs: +baseline.wallMs.toFixed(1) },
-      ratio: { redisCpu: +(check.cpuMs / baseline.cpuMs).toFixed(2), wall: +(check.wallMs / baseline.wallMs).toFixed(2) },
-      redisCpuShareAt30sInterval: `${((check.cpuMs / 30_000) * 100).toFixed(3)}%`,
-    }));
+    const check = await measure(admin, async () => {
+      stranded = [...(await watch.check()).stranded.values()].flat().length;
+    });
+    console.log(
+      JSON.stringify({
+        queues: n,
+        stranded,
+        check: { redisCpuMs: +check.cpuMs.toFixed(1), wallMs: +check.wallMs.toFixed(1) },
+        baselinePingPerQueue: { redisCpuMs: +baseline.cpuMs.toFixed(1), wallMs: +baseline.wallMs.toFixed(1) },
+        ratio: { redisCpu: +(check.cpuMs / baseline.cpuMs).toFixed(2), wall: +(check.wallMs / baseline.wallMs).toFixed(2) },
+        redisCpuShareAt30sInterval: `${((check.cpuMs / 30_000) * 100).toFixed(3)}%`,
+      }),
+    );
     await watch.close();
   }
 } finally {

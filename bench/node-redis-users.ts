@@ -23,7 +23,15 @@ const silent = createLogger('bench', 'silent');
 const sha = (s: string): string => createHash('sha256').update(s).digest('hex');
 const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
-interface Row { topology: string; batchedMs: number; batchedCpuMs: number; unbatchedMs: number; cleanupMs: number; reconcileMs: number; reapplyAllMs: number }
+interface Row {
+  topology: string;
+  batchedMs: number;
+  batchedCpuMs: number;
+  unbatchedMs: number;
+  cleanupMs: number;
+  reconcileMs: number;
+  reapplyAllMs: number;
+}
 
 async function measure(topology: string, target: RedisTarget, primaryPort: () => Promise<number>): Promise<Row> {
   const users = new NodeRedisUsers({ target, prefix: PREFIX, log: silent });
@@ -44,7 +52,8 @@ async function measure(topology: string, target: RedisTarget, primaryPort: () =>
       cpu.push((await redisCpu(admin)).mainMs - before);
       if (reports.some((r) => r.failed.length > 0)) throw new Error(`${topology}: ${JSON.stringify(reports.find((r) => r.failed.length > 0))}`);
       t = performance.now();
-      for (let i = 0; i < N; i++) await admin.call('ACL', 'SETUSER', nodeUserName(`u${round}-node-${i}`), ...nodeUserRules(PREFIX, `u${round}-node-${i}`, sha(`x${i}`)));
+      for (let i = 0; i < N; i++)
+        await admin.call('ACL', 'SETUSER', nodeUserName(`u${round}-node-${i}`), ...nodeUserRules(PREFIX, `u${round}-node-${i}`, sha(`x${i}`)));
       unbatched.push(performance.now() - t);
       // The baseline's users are not registered: the first reconcile deletes them, the second finds all in line.
       t = performance.now();
@@ -63,7 +72,15 @@ async function measure(topology: string, target: RedisTarget, primaryPort: () =>
   } finally {
     await users.close();
   }
-  return { topology, batchedMs: median(batched), batchedCpuMs: median(cpu), unbatchedMs: median(unbatched), cleanupMs: median(cleanup), reconcileMs: median(reconcile), reapplyAllMs: median(reapply) };
+  return {
+    topology,
+    batchedMs: median(batched),
+    batchedCpuMs: median(cpu),
+    unbatchedMs: median(unbatched),
+    cleanupMs: median(cleanup),
+    reconcileMs: median(reconcile),
+    reapplyAllMs: median(reapply),
+  };
 }
 
 const rows: Row[] = [];
@@ -75,19 +92,27 @@ try {
 }
 const set = await startSentinelSet('vmbench');
 try {
-  rows.push(await measure('sentinel (primary + 1 replica)', { kind: 'sentinel', name: set.name, sentinels: set.sentinels.map((port) => ({ host: '127.0.0.1', port })) }, () => set.primaryPort()));
+  rows.push(
+    await measure(
+      'sentinel (primary + 1 replica)',
+      { kind: 'sentinel', name: set.name, sentinels: set.sentinels.map((port) => ({ host: '127.0.0.1', port })) },
+      () => set.primaryPort(),
+    ),
+  );
 } finally {
   set.stop();
 }
 console.log(`${N} nodes, median of ${ROUNDS} rounds (reconcile/reapplyAll: over every registered user, which grows by ${N} a round)`);
-console.table(rows.map((r) => ({
-  topology: r.topology,
-  [`ensure() x${N}, concurrent: wall ms`]: Math.round(r.batchedMs),
-  'primary main-thread CPU ms': Math.round(r.batchedCpuMs),
-  'per node, wall us': Math.round((r.batchedMs * 1000) / N),
-  [`${N} awaited SETUSER, one server: wall ms`]: Math.round(r.unbatchedMs),
-  [`reconcile(), ${N} extra users deleted: ms`]: Math.round(r.cleanupMs),
-  'reconcile(), in line: ms': Math.round(r.reconcileMs),
-  'reapplyAll() ms': Math.round(r.reapplyAllMs),
-})));
+console.table(
+  rows.map((r) => ({
+    topology: r.topology,
+    [`ensure() x${N}, concurrent: wall ms`]: Math.round(r.batchedMs),
+    'primary main-thread CPU ms': Math.round(r.batchedCpuMs),
+    'per node, wall us': Math.round((r.batchedMs * 1000) / N),
+    [`${N} awaited SETUSER, one server: wall ms`]: Math.round(r.unbatchedMs),
+    [`reconcile(), ${N} extra users deleted: ms`]: Math.round(r.cleanupMs),
+    'reconcile(), in line: ms': Math.round(r.reconcileMs),
+    'reapplyAll() ms': Math.round(r.reapplyAllMs),
+  })),
+);
 process.exit(0);

@@ -28,10 +28,14 @@ const connections = Number(process.env['CONNECTIONS'] ?? 20);
 
 const redis = await startPrivateRedis();
 const target = process.env['TARGET'] === 'bare' || process.env['TARGET'] === 'addbulk' ? process.env['TARGET'] : 'receiver';
-const receiver = startChild(new URL(`./servers/${target}.ts`, import.meta.url).pathname, { REDIS_URL: redis.url, QUEUE_PREFIX: 'bench', LOG_LEVEL: process.env['LOG_LEVEL'] ?? 'info' }, {
-  stdout: 'ignore',
-  execArgv: [...(prof ? ['--cpu-prof', `--cpu-prof-dir=${prof}`] : []), ...(process.env['NODE_FLAGS'] ?? '').split(' ').filter(Boolean)],
-});
+const receiver = startChild(
+  new URL(`./servers/${target}.ts`, import.meta.url).pathname,
+  { REDIS_URL: redis.url, QUEUE_PREFIX: 'bench', LOG_LEVEL: process.env['LOG_LEVEL'] ?? 'info' },
+  {
+    stdout: 'ignore',
+    execArgv: [...(prof ? ['--cpu-prof', `--cpu-prof-dir=${prof}`] : []), ...(process.env['NODE_FLAGS'] ?? '').split(' ').filter(Boolean)],
+  },
+);
 const admin = new Redis(redis.url);
 try {
   const url = await receiver.waitLine('READY ');
@@ -40,11 +44,15 @@ try {
   const fixed = fill(p, `${salt}r`);
   let n = 0;
   await fetch(url + p.path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: fixed });
-  const load = (path: string, seconds: number, body: () => string) => autocannon({
-    url: url + path, connections, duration: seconds,
-    requests: [{ method: 'POST', headers: { 'content-type': 'application/json' }, setupRequest: (req) => ({ ...req, body: body() }) }],
-  });
-  const run = (seconds: number) => load(p.path, seconds, () => (mode === 'repeat' ? fixed : mode === 'varied' ? p.vary(fixed, n++) : fill(p, `${salt}u${n++}`)));
+  const load = (path: string, seconds: number, body: () => string) =>
+    autocannon({
+      url: url + path,
+      connections,
+      duration: seconds,
+      requests: [{ method: 'POST', headers: { 'content-type': 'application/json' }, setupRequest: (req) => ({ ...req, body: body() }) }],
+    });
+  const run = (seconds: number) =>
+    load(p.path, seconds, () => (mode === 'repeat' ? fixed : mode === 'varied' ? p.vary(fixed, n++) : fill(p, `${salt}u${n++}`)));
   // Redis's whole process (commands, scripts, its socket I/O), from INFO cpu.
   const redisCpuMs = async (): Promise<number> => (await redisCpu(admin)).processMs;
   await run(1);
@@ -70,7 +78,12 @@ try {
   console.log(`receiver CPU per request: ${rec} us; receiver RSS peak ${Math.round(rssPeak)} MiB`);
   // The machine's whole budget per request: what the ratio to the bare endpoint is made of.
   console.log(`redis-server CPU per request: ${red} us; load generator (autocannon, this process): ${gen} us; all three: ${rec + red + gen} us`);
-  console.log((await admin.info('commandstats')).split('\n').filter((l) => /cmdstat_(evalsha|hmget)/.test(l)).join('\n'));
+  console.log(
+    (await admin.info('commandstats'))
+      .split('\n')
+      .filter((l) => /cmdstat_(evalsha|hmget)/.test(l))
+      .join('\n'),
+  );
 } finally {
   admin.disconnect();
   await receiver.kill('SIGTERM');

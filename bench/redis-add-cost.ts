@@ -91,7 +91,9 @@ export async function redisAddCost(url: string, opts: { groups?: number; perCall
       if (list) list.push(j);
       else byQueue.set(queueFor(j), [j]);
     }
-    await Promise.all([...byQueue].map(async ([name, jobs]) => (await queue(name)).addBulk(jobs.map((j) => ({ name: j.runbook, data: j, opts: jobOptions(j) })))));
+    await Promise.all(
+      [...byQueue].map(async ([name, jobs]) => (await queue(name)).addBulk(jobs.map((j) => ({ name: j.runbook, data: j, opts: jobOptions(j) })))),
+    );
     return [...byQueue.values()].reduce((a, js) => a + js.length, 0);
   };
   const perJob: Record<Mode, number[]> = { dispatcher: [], addBulk: [], reference: [] };
@@ -111,12 +113,14 @@ export async function redisAddCost(url: string, opts: { groups?: number; perCall
         // job measured here), which is not the cost of storing a job.
         let jobs = 0;
         let next = 0;
-        await Promise.all(Array.from({ length: inFlight }, async () => {
-          while (next < calls.length) {
-            const added = await add(mode, calls[next++]!);
-            jobs += added;
-          }
-        }));
+        await Promise.all(
+          Array.from({ length: inFlight }, async () => {
+            while (next < calls.length) {
+              const added = await add(mode, calls[next++]!);
+              jobs += added;
+            }
+          }),
+        );
         const spent = (await redisCpu(admin)).mainMs - c0;
         perJob[mode].push(round((spent * 1000) / jobs, 1));
       }
@@ -129,11 +133,21 @@ export async function redisAddCost(url: string, opts: { groups?: number; perCall
     admin.disconnect();
   }
   const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-  return MODES.map((mode) => ({ mode, rounds: perJob[mode], medianUs: median(perJob[mode]), maxJobsPerSecond: Math.floor(1e6 / median(perJob[mode])) }));
+  return MODES.map((mode) => ({
+    mode,
+    rounds: perJob[mode],
+    medianUs: median(perJob[mode]),
+    maxJobsPerSecond: Math.floor(1e6 / median(perJob[mode])),
+  }));
 }
 
 export const addCostTable = (rows: readonly AddCostRow[]) =>
-  rows.map((r) => ({ mode: r.mode, 'us per job (rounds)': r.rounds.join(' / '), 'median us': r.medianUs, 'at most jobs/s on one Redis': r.maxJobsPerSecond }));
+  rows.map((r) => ({
+    mode: r.mode,
+    'us per job (rounds)': r.rounds.join(' / '),
+    'median us': r.medianUs,
+    'at most jobs/s on one Redis': r.maxJobsPerSecond,
+  }));
 
 if (import.meta.main) {
   const count = (name: string, dflt: number): number => {

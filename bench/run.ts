@@ -65,7 +65,13 @@ const admin = new Redis(redis.url);
 const results: Record<string, unknown> = {
   at: new Date().toISOString(),
   machine: { cpus: cpus().length, model: cpus()[0]?.model, loadavgAtStart: loadavg() },
-  git: (() => { try { return execSync('git rev-parse --short HEAD', { encoding: 'utf8' }).trim(); } catch { return 'unknown'; } })(),
+  git: (() => {
+    try {
+      return execSync('git rev-parse --short HEAD', { encoding: 'utf8' }).trim();
+    } catch {
+      return 'unknown';
+    }
+  })(),
   seconds: SECONDS,
   connections: CONNECTIONS,
 };
@@ -88,7 +94,11 @@ const sampleRss = (): (() => void) => {
  * autocannon POSTing to url: one body for every request (cheapest for the load generator), or
  * body(n) for the n-th request.
  */
-function cannon(url: string, body: string | ((n: number) => string), opts: { amount?: number; connections?: number; seconds?: number } = {}): Promise<CannonResult> {
+function cannon(
+  url: string,
+  body: string | ((n: number) => string),
+  opts: { amount?: number; connections?: number; seconds?: number } = {},
+): Promise<CannonResult> {
   let n = 0;
   const headers = { 'content-type': 'application/json' };
   return autocannon({
@@ -128,18 +138,28 @@ async function throughput(): Promise<Row[]> {
       // "Repeats of an already-queued alert": store a fresh one, then hammer it, byte for byte
       // (a retry, a re-notification of an unchanged group, a storm)...
       const repeatBody = fill(p, `${Date.now().toString(36)}r${round}`);
-      const first = await fetch(receiverUrl + p.path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: repeatBody });
+      const first = await fetch(receiverUrl + p.path, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: repeatBody,
+      });
       if (first.status !== 202) throw new Error(`priming the repeat payload answered ${first.status}: ${await first.text()}`);
       runs.repeat.push(await measured(receiver!, () => cannon(receiverUrl + p.path, repeatBody, { seconds: SECONDS / ROUNDS })));
       // ...and with every body different outside the incidents' identity (p.vary: another
       // Alertmanager's externalURL, a later count of the same Event), which the receiver cannot
       // answer from the body alone: parse, validate and triage each time.
-      runs['repeat, body differs'].push(await measured(receiver!, () => cannon(receiverUrl + p.path, (n) => p.vary(repeatBody, n), { seconds: SECONDS / ROUNDS })));
+      runs['repeat, body differs'].push(
+        await measured(receiver!, () => cannon(receiverUrl + p.path, (n) => p.vary(repeatBody, n), { seconds: SECONDS / ROUNDS })),
+      );
       await admin.flushdb();
     }
     const b = merged(p.name, 'bare', p, runs.bare);
     rows.push(b);
-    const vsBare = (r: Row): Row => ({ ...r, ratio: round(r.reqPerSec / b.reqPerSec, 2), cpuRatio: round(b.cpuUsPerRequest / r.cpuUsPerRequest, 2) });
+    const vsBare = (r: Row): Row => ({
+      ...r,
+      ratio: round(r.reqPerSec / b.reqPerSec, 2),
+      cpuRatio: round(b.cpuUsPerRequest / r.cpuUsPerRequest, 2),
+    });
     const a = vsBare(merged(`${p.name} unique`, 'addBulk', p, runs.addBulk));
     rows.push(a);
     for (const kind of ['unique', 'repeat', 'repeat, body differs'] as const) {
@@ -179,14 +199,17 @@ function merged(scenario: string, target: Row['target'], p: Payload, ms: Measure
   const med = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
   const perRequest = (cpuMs: number): number => round((cpuMs * 1000) / Math.max(1, reqs), 0);
   return {
-    scenario, target,
+    scenario,
+    target,
     reqPerSec: round(reqs / secs, 0),
     itemsPerSec: round((reqs / secs) * p.items, 0),
-    p50: med(rs.map((r) => r.latency.p50)), p99: med(rs.map((r) => r.latency.p99)),
+    p50: med(rs.map((r) => r.latency.p50)),
+    p99: med(rs.map((r) => r.latency.p99)),
     cpuUsPerRequest: perRequest(ms.reduce((a, m) => a + m.cpuMs, 0)),
     redisCpuUsPerRequest: perRequest(ms.reduce((a, m) => a + m.redisCpuMs, 0)),
     loadGenCpuUsPerRequest: perRequest(ms.reduce((a, m) => a + m.loadGenCpuMs, 0)),
-    non2xx: rs.reduce((a, r) => a + r.non2xx, 0), errors: rs.reduce((a, r) => a + r.errors + r.timeouts, 0),
+    non2xx: rs.reduce((a, r) => a + r.non2xx, 0),
+    errors: rs.reduce((a, r) => a + r.errors + r.timeouts, 0),
   };
 }
 
@@ -196,14 +219,30 @@ async function storm() {
   const body = fill(p, `storm${Date.now()}`);
   const r = await cannon(receiverUrl + p.path, body, { connections: 50, amount: 10_000 });
   const q = nodeQueueName('worker-7');
-  const jobs = (await admin.keys(`${PREFIX}:${q}:*`)).filter((k) => /^bench:[^:]+:[^:]+$/.test(k) && !/:(id|meta|events|wait|marker|stalled-check|prioritized|delayed|active|completed|failed|paused|pc)$/.test(k));
-  return { requests: r['2xx'] + r.non2xx, accepted202: r['2xx'], non2xx: r.non2xx, errors: r.errors, jobs: jobs.length, reqPerSec: round(r.requests.average, 0), p50: r.latency.p50, p99: r.latency.p99, max: r.latency.max };
+  const jobs = (await admin.keys(`${PREFIX}:${q}:*`)).filter(
+    (k) => /^bench:[^:]+:[^:]+$/.test(k) && !/:(id|meta|events|wait|marker|stalled-check|prioritized|delayed|active|completed|failed|paused|pc)$/.test(k),
+  );
+  return {
+    requests: r['2xx'] + r.non2xx,
+    accepted202: r['2xx'],
+    non2xx: r.non2xx,
+    errors: r.errors,
+    jobs: jobs.length,
+    reqPerSec: round(r.requests.average, 0),
+    p50: r.latency.p50,
+    p99: r.latency.p99,
+    max: r.latency.max,
+  };
 }
 
 async function latency(n = 1000) {
   await admin.flushdb();
   // Compiled and with the DaemonSet's V8 flags (lite mode runs no TypeScript), as deployed.
-  const agent = startChild(join(await built(), 'dist/bench/servers/agent.js'), { REDIS_URL: redis.url, QUEUE_PREFIX: PREFIX, NODE_NAME: 'bench-node' }, { execArgv: nodeAgentCommand().flags });
+  const agent = startChild(
+    join(await built(), 'dist/bench/servers/agent.js'),
+    { REDIS_URL: redis.url, QUEUE_PREFIX: PREFIX, NODE_NAME: 'bench-node' },
+    { execArgv: nodeAgentCommand().flags },
+  );
   await agent.waitLine('READY');
   const p = { ...oneAlert(), template: oneAlert().template.replaceAll('worker-7', 'bench-node') };
   const samples: number[] = [];
@@ -223,7 +262,13 @@ async function latency(n = 1000) {
   agentRssMax = Math.max(agentRssMax, agent.rssMiB());
   await agent.kill();
   samples.sort((a, b) => a - b);
-  return { jobs: n, p50: round(percentile(samples, 50), 2), p99: round(percentile(samples, 99), 2), max: round(samples.at(-1)!, 2), agentStandInRssUnderWorkMiB: round(agentRssMax) };
+  return {
+    jobs: n,
+    p50: round(percentile(samples, 50), 2),
+    p99: round(percentile(samples, 99), 2),
+    max: round(samples.at(-1)!, 2),
+    agentStandInRssUnderWorkMiB: round(agentRssMax),
+  };
 }
 
 /** A container's command in deploy/volume-medic.yaml (the chart rendered; node flags, script), as Kubernetes runs it. */
@@ -238,7 +283,13 @@ const nodeAgentCommand = () => deployedCommand('DaemonSet', 'volume-medic-node-a
 const receiverCommand = () => deployedCommand('Deployment', 'volume-medic-receiver');
 
 async function footprint() {
-  const env = { REDIS_URL: redis.url, QUEUE_PREFIX: PREFIX, NODE_NAME: 'footprint-node', LOG_LEVEL: 'warn', STATE_DIR: '/tmp/vm-bench-state' };
+  const env = {
+    REDIS_URL: redis.url,
+    QUEUE_PREFIX: PREFIX,
+    NODE_NAME: 'footprint-node',
+    LOG_LEVEL: 'warn',
+    STATE_DIR: '/tmp/vm-bench-state',
+  };
   const idleRss = async (script: string, execArgv: readonly string[]): Promise<number> => {
     const agent = startChild(script, env, { execArgv });
     await new Promise((r) => setTimeout(r, 5_000));
@@ -251,7 +302,11 @@ async function footprint() {
   const deployed = await idleRss(join(await built(), script), flags);
   // As developed: `npm run node-agent` (TypeScript through type stripping, no flags).
   const typescript = await idleRss(here('../src/agents/node-agent/main.ts'), []);
-  return { nodeAgentIdleRssMiB: round(deployed), nodeAgentCommand: ['node', ...flags, script].join(' '), nodeAgentIdleRssTypeScriptMiB: round(typescript) };
+  return {
+    nodeAgentIdleRssMiB: round(deployed),
+    nodeAgentCommand: ['node', ...flags, script].join(' '),
+    nodeAgentIdleRssTypeScriptMiB: round(typescript),
+  };
 }
 
 /** One compiled tree for the sections that run processes as deployed (built on first use). */
@@ -261,7 +316,11 @@ const built = (): Promise<string> => (builtDir ??= buildDist({ everything: true 
 try {
   bare = startChild(here('./servers/bare.ts'), {}, { stdout: 'ignore' });
   // LOG_LEVEL info, as deployed; its logs go to /dev/null.
-  receiver = startChild(here('./servers/receiver.ts'), { REDIS_URL: redis.url, QUEUE_PREFIX: PREFIX, LOG_LEVEL: 'info' }, { stdout: 'ignore', execArgv: receiverCommand().flags });
+  receiver = startChild(
+    here('./servers/receiver.ts'),
+    { REDIS_URL: redis.url, QUEUE_PREFIX: PREFIX, LOG_LEVEL: 'info' },
+    { stdout: 'ignore', execArgv: receiverCommand().flags },
+  );
   // The plain-addBulk reference for unique payloads (issue 8's "about 0.3x"), on the same Redis.
   addBulk = startChild(here('./servers/addbulk.ts'), { REDIS_URL: redis.url, QUEUE_PREFIX: PREFIX }, { stdout: 'ignore' });
   bareUrl = await bare.waitLine('READY ');
@@ -272,7 +331,24 @@ try {
     const rows = await throughput();
     results['throughput'] = rows;
     console.log('\nReceiver throughput (autocannon, %d connections, %d s each, same run as the bare endpoint)', CONNECTIONS, SECONDS);
-    console.table(rows.map((r) => ({ scenario: r.scenario, target: r.target, 'req/s': r.reqPerSec, 'items/s': r.itemsPerSec, 'p50 ms': r.p50, 'p99 ms': r.p99, 'vs bare': r.ratio ?? '', 'CPU us/req': r.cpuUsPerRequest, 'CPU vs bare': r.cpuRatio ?? '', 'Redis us/req': r.redisCpuUsPerRequest, 'loadgen us/req': r.loadGenCpuUsPerRequest, 'vs addBulk': r.vsAddBulk ?? '', 'non-2xx': r.non2xx, errors: r.errors })));
+    console.table(
+      rows.map((r) => ({
+        scenario: r.scenario,
+        target: r.target,
+        'req/s': r.reqPerSec,
+        'items/s': r.itemsPerSec,
+        'p50 ms': r.p50,
+        'p99 ms': r.p99,
+        'vs bare': r.ratio ?? '',
+        'CPU us/req': r.cpuUsPerRequest,
+        'CPU vs bare': r.cpuRatio ?? '',
+        'Redis us/req': r.redisCpuUsPerRequest,
+        'loadgen us/req': r.loadGenCpuUsPerRequest,
+        'vs addBulk': r.vsAddBulk ?? '',
+        'non-2xx': r.non2xx,
+        errors: r.errors,
+      })),
+    );
   }
   if (ONLY.has('redis')) {
     // Nothing else runs: the receiver, the bare endpoint and the reference are idle.
@@ -353,7 +429,11 @@ function newAlertCeilings(r: Record<string, unknown>): NewAlertCeilings | undefi
   const redisUsPerJob = Math.min(addBulkRedisUsPerJob, receiverRedisUsPerJob);
   const loadGenUsPerAlert = per(Math.min(a.loadGenCpuUsPerRequest, g.loadGenCpuUsPerRequest));
   return {
-    cores, redisUsPerJob, addBulkRedisUsPerJob, receiverRedisUsPerJob, loadGenUsPerAlert,
+    cores,
+    redisUsPerJob,
+    addBulkRedisUsPerJob,
+    receiverRedisUsPerJob,
+    loadGenUsPerAlert,
     anyReceiver: ceiling({ server: 0, redis: redisUsPerJob, loadGen: loadGenUsPerAlert }, cores),
     addBulk: ceiling({ server: per(a.cpuUsPerRequest), redis: addBulkRedisUsPerJob, loadGen: per(a.loadGenCpuUsPerRequest) }, cores),
   };
@@ -364,17 +444,42 @@ function evaluate(r: Record<string, unknown>) {
   const find = (s: string, target: Row['target'] = 'receiver') => rows.find((x) => x.scenario === s && x.target === target);
   const out: { target: string; measured: string; met: boolean | string }[] = [];
   const u = find('1 alert unique');
-  if (u) out.push({ target: 'unique 1-alert >= 0.5x bare req/s', measured: `${u.ratio}x (in CPU per request ${u.cpuRatio}x)`, met: (u.ratio ?? 0) >= 0.5 });
+  if (u)
+    out.push({
+      target: 'unique 1-alert >= 0.5x bare req/s',
+      measured: `${u.ratio}x (in CPU per request ${u.cpuRatio}x)`,
+      met: (u.ratio ?? 0) >= 0.5,
+    });
   const ua = find('1 alert unique', 'addBulk');
   // Not a target: the reference the issue gives for its 0.5x ("a plain addBulk per request
   // reaches about 0.3x here"), measured on this machine.
-  if (u && ua) out.push({ target: 'reference: plain addBulk per request (issue: about 0.3x bare)', measured: `addBulk ${ua.ratio}x bare; receiver ${u.vsAddBulk}x addBulk`, met: 'n/a' });
+  if (u && ua)
+    out.push({
+      target: 'reference: plain addBulk per request (issue: about 0.3x bare)',
+      measured: `addBulk ${ua.ratio}x bare; receiver ${u.vsAddBulk}x addBulk`,
+      met: 'n/a',
+    });
   const rep = find('1 alert repeat');
-  if (rep) out.push({ target: 'repeated 1-alert >= 0.8x bare req/s (same body)', measured: `${rep.ratio}x (in CPU per request ${rep.cpuRatio}x)`, met: (rep.ratio ?? 0) >= 0.8 });
+  if (rep)
+    out.push({
+      target: 'repeated 1-alert >= 0.8x bare req/s (same body)',
+      measured: `${rep.ratio}x (in CPU per request ${rep.cpuRatio}x)`,
+      met: (rep.ratio ?? 0) >= 0.8,
+    });
   const repv = find('1 alert repeat, body differs');
-  if (repv) out.push({ target: 'repeated 1-alert >= 0.8x bare req/s (body differs)', measured: `${repv.ratio}x (in CPU per request ${repv.cpuRatio}x)`, met: (repv.ratio ?? 0) >= 0.8 });
+  if (repv)
+    out.push({
+      target: 'repeated 1-alert >= 0.8x bare req/s (body differs)',
+      measured: `${repv.ratio}x (in CPU per request ${repv.cpuRatio}x)`,
+      met: (repv.ratio ?? 0) >= 0.8,
+    });
   const g = find('50 alerts grouped unique');
-  if (g) out.push({ target: 'grouped 50-alert >= 60,000 alerts/s (new alerts)', measured: `${g.itemsPerSec} alerts/s`, met: g.itemsPerSec >= 60_000 });
+  if (g)
+    out.push({
+      target: 'grouped 50-alert >= 60,000 alerts/s (new alerts)',
+      measured: `${g.itemsPerSec} alerts/s`,
+      met: g.itemsPerSec >= 60_000,
+    });
   const cost = r['redisAddCost'] as AddCostRow[] | undefined;
   if (cost) {
     const cheapest = cost.reduce((a, b) => (b.medianUs < a.medianUs ? b : a));
@@ -400,7 +505,12 @@ function evaluate(r: Record<string, unknown>) {
     });
   }
   const gr = find('50 alerts grouped repeat');
-  if (gr) out.push({ target: 'grouped 50-alert >= 60,000 alerts/s (re-sent group)', measured: `${gr.itemsPerSec} alerts/s`, met: gr.itemsPerSec >= 60_000 });
+  if (gr)
+    out.push({
+      target: 'grouped 50-alert >= 60,000 alerts/s (re-sent group)',
+      measured: `${gr.itemsPerSec} alerts/s`,
+      met: gr.itemsPerSec >= 60_000,
+    });
   const s = r['storm'] as { jobs: number; p99: number } | undefined;
   if (s) out.push({ target: 'storm of 10,000 copies -> exactly one job', measured: `${s.jobs} job(s), p99 ${s.p99} ms`, met: s.jobs === 1 });
   const l = r['latency'] as { p99: number } | undefined;
@@ -411,6 +521,11 @@ function evaluate(r: Record<string, unknown>) {
   const big = sc?.at(-1);
   // "Near one probe deadline": within half a deadline more, at the largest size.
   // Only a run that probed every map measured anything: a held map is never probed.
-  if (big) out.push({ target: `runbook scale: ${sc!.map((x) => x.maps).join('/')} maps take about one probe deadline`, measured: sc!.map((x) => `${x.maps}: ${x.ratioToDeadline}x (${x.probes} probed)`).join(', '), met: big.ratioToDeadline <= 1.5 && sc!.every((x) => x.probes === x.maps) });
+  if (big)
+    out.push({
+      target: `runbook scale: ${sc!.map((x) => x.maps).join('/')} maps take about one probe deadline`,
+      measured: sc!.map((x) => `${x.maps}: ${x.ratioToDeadline}x (${x.probes} probed)`).join(', '),
+      met: big.ratioToDeadline <= 1.5 && sc!.every((x) => x.probes === x.maps),
+    });
   return out;
 }

@@ -17,7 +17,8 @@ const log = createLogger('dev');
 try {
   const redis = await findOrStartRedis(process.env['REDIS_URL'] || undefined);
   if (redis.origin === 'local') log.info('using the Redis that answers on 127.0.0.1:6379 (set REDIS_URL to choose another)');
-  if (redis.origin === 'private') log.info({ url: redis.url }, 'no Redis configured and none answering locally: started a private redis-server (stopped on exit, keeps nothing)');
+  if (redis.origin === 'private')
+    log.info({ url: redis.url }, 'no Redis configured and none answering locally: started a private redis-server (stopped on exit, keeps nothing)');
   const nodeName = process.env['NODE_NAME'] || hostname().toLowerCase();
   if (!isNodeName(nodeName)) throw new ConfigError(`this machine's name "${nodeName}" is not a valid node name; set NODE_NAME`);
   // A trial has no Secret: fresh signing keys in a private temporary directory, so the receiver
@@ -26,16 +27,26 @@ try {
   const loaded = loadConfig({ ...process.env, REDIS_URL: redis.url, NODE_NAME: nodeName, SIGNING_KEYS_DIR: keys });
   // A trial on one machine usually has no cluster to ask who an operator is: unless OPERATOR_AUTH
   // says otherwise, anyone reaching the port is operator insecure-anonymous (and says so).
-  const operatorAuth = process.env['OPERATOR_AUTH'] ? loaded.operatorAuth : 'insecure' as const;
-  if (operatorAuth === 'insecure') log.warn('OPERATOR_AUTH=insecure for this trial: anyone who reaches the port may approve, pause and set modes (set OPERATOR_AUTH=kubernetes to use your kubeconfig\'s cluster)');
+  const operatorAuth = process.env['OPERATOR_AUTH'] ? loaded.operatorAuth : ('insecure' as const);
+  if (operatorAuth === 'insecure')
+    log.warn(
+      "OPERATOR_AUTH=insecure for this trial: anyone who reaches the port may approve, pause and set modes (set OPERATOR_AUTH=kubernetes to use your kubeconfig's cluster)",
+    );
   const config = { ...loaded, operatorAuth, defaultMode: 'dry-run' as const, runbookModes: {} };
   log.level = config.logLevel;
   // A trial on one machine: without a token the receiver is open, and says so (the deployed
   // receiver, src/control/main.ts, refuses to start without one unless ALLOW_UNAUTHENTICATED=true).
   if (config.tokens.length === 0) log.warn('no VOLUME_MEDIC_TOKEN: this trial receiver accepts requests without authentication');
   const receiver = await startReceiver(config, { log: log.child({ component: 'receiver' }) });
-  const agent = createNodeAgent({ config, registry: defaultNodeRegistry(config, log), log: log.child({ component: 'node-agent', node: nodeName }) });
-  log.info({ receiver: receiver.url, node: nodeName, mode: 'dry-run' }, `volume-medic is running. Try: curl -s -H 'Content-Type: application/json' '${receiver.url}/v1/explain?source=alertmanager' -d @test/fixtures/alertmanager/kube-node-not-ready-resolved.json`);
+  const agent = createNodeAgent({
+    config,
+    registry: defaultNodeRegistry(config, log),
+    log: log.child({ component: 'node-agent', node: nodeName }),
+  });
+  log.info(
+    { receiver: receiver.url, node: nodeName, mode: 'dry-run' },
+    `volume-medic is running. Try: curl -s -H 'Content-Type: application/json' '${receiver.url}/v1/explain?source=alertmanager' -d @test/fixtures/alertmanager/kube-node-not-ready-resolved.json`,
+  );
   const stop = async (): Promise<void> => {
     await receiver.close();
     await agent.close();

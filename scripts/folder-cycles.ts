@@ -15,7 +15,10 @@ const folderOf = (path: string): string | undefined => {
   return p.length > 3 ? p.slice(0, 3).join('/') : path;
 };
 
-const json = execFileSync('npx', ['depcruise', 'src', '--config', '.dependency-cruiser.cjs', '--output-type', 'json'], { encoding: 'utf8', maxBuffer: 256 * 1024 * 1024 });
+const json = execFileSync('npx', ['depcruise', 'src', '--config', '.dependency-cruiser.cjs', '--output-type', 'json'], {
+  encoding: 'utf8',
+  maxBuffer: 256 * 1024 * 1024,
+});
 const { modules } = Cruise.parse(JSON.parse(json));
 const edges = new Map<string, Map<string, string[]>>();
 for (const m of modules) {
@@ -65,7 +68,8 @@ if (loops.length === 0) {
 } else {
   for (const loop of loops) {
     console.error(`import loop between folders: ${loop.join(', ')}`);
-    for (const a of loop) for (const [b, why] of edges.get(a) ?? []) if (loop.includes(b)) console.error(`  ${why.length} import(s) ${a} -> ${b}, e.g. ${why[0]}`);
+    for (const a of loop)
+      for (const [b, why] of edges.get(a) ?? []) if (loop.includes(b)) console.error(`  ${why.length} import(s) ${a} -> ${b}, e.g. ${why[0]}`);
   }
   process.exit(1);
 }

@@ -41,7 +41,14 @@ function measure(file: string): Measured[] {
       const end = sf.getLineAndCharacterOfPosition(node.getEnd()).line;
       // The header: the comments before the statement that holds the function.
       let holder: ts.Node = node;
-      while (holder.parent && !ts.isSourceFile(holder.parent) && !ts.isBlock(holder.parent) && !ts.isClassDeclaration(holder.parent) && !ts.isObjectLiteralExpression(holder.parent)) holder = holder.parent;
+      while (
+        holder.parent &&
+        !ts.isSourceFile(holder.parent) &&
+        !ts.isBlock(holder.parent) &&
+        !ts.isClassDeclaration(holder.parent) &&
+        !ts.isObjectLiteralExpression(holder.parent)
+      )
+        holder = holder.parent;
       const header = (ts.getLeadingCommentRanges(text, holder.getFullStart()) ?? []).map((r) => text.slice(r.pos, r.end)).join('\n');
       out.push({ file, name: nameOf(node, sf), line: start + 1, lines: end - start + 1, reason: /long because/i.test(header) });
     }
@@ -62,8 +69,12 @@ const opt = (name: string): number | undefined => {
 const over = opt('--over');
 const top = opt('--top') ?? 15;
 const dirs = args.length ? args : ['src'];
-const all = dirs.flatMap(files).flatMap(measure).sort((a, b) => b.lines - a.lines);
-for (const m of all.slice(0, top)) console.log(`${String(m.lines).padStart(4)}  ${relative('.', m.file)}:${m.line}  ${m.name}${m.reason ? '  (long because: in its header)' : ''}`);
+const all = dirs
+  .flatMap(files)
+  .flatMap(measure)
+  .sort((a, b) => b.lines - a.lines);
+for (const m of all.slice(0, top))
+  console.log(`${String(m.lines).padStart(4)}  ${relative('.', m.file)}:${m.line}  ${m.name}${m.reason ? '  (long because: in its header)' : ''}`);
 console.log(`${all.filter((m) => m.lines > 80).length} functions over 80 lines, of ${all.length}`);
 if (over !== undefined) {
   const bad = all.filter((m) => m.lines > over && !m.reason);

@@ -14,5 +14,7 @@ if (missing.length > 0) {
 }
 const vitest = join(dirname(fileURLToPath(import.meta.url)), '..', 'node_modules', 'vitest', 'vitest.mjs');
 process.stdout.write(`test:security: ${files.length} test files named by docs/threat-model.md\n`);
-const r = spawnSync(process.execPath, [vitest, 'run', '--project', 'unit', '--project', 'integration', '--project', 'faults', ...files], { stdio: 'inherit' });
+const r = spawnSync(process.execPath, [vitest, 'run', '--project', 'unit', '--project', 'integration', '--project', 'faults', ...files], {
+  stdio: 'inherit',
+});
 process.exit(r.status ?? 1);

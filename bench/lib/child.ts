@@ -37,10 +37,12 @@ export function startChild(script: string, env: Record<string, string>, opts: Ch
     stdio: ['ignore', opts.stdout === 'ignore' ? 'ignore' : 'pipe', 'inherit', 'ipc'],
   });
   live.add(proc);
-  const exited = new Promise<void>((r) => proc.once('exit', () => {
-    live.delete(proc);
-    r();
-  }));
+  const exited = new Promise<void>((r) =>
+    proc.once('exit', () => {
+      live.delete(proc);
+      r();
+    }),
+  );
   const lines: string[] = [];
   const waiters: { prefix: string; resolve: (v: string) => void }[] = [];
   const onLine = (line: string): void => {
@@ -73,11 +75,14 @@ export function startChild(script: string, env: Record<string, string>, opts: Ch
           reject(new Error(`${script}: no line "${prefix}" within ${timeoutMs} ms`));
         }, timeoutMs);
         proc.once('exit', onExit);
-        waiters.push({ prefix, resolve: (v) => {
-          clearTimeout(t);
-          proc.off('exit', onExit);
-          resolve(v);
-        } });
+        waiters.push({
+          prefix,
+          resolve: (v) => {
+            clearTimeout(t);
+            proc.off('exit', onExit);
+            resolve(v);
+          },
+        });
       });
     },
     rssMiB: () => {

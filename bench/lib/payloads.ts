@@ -34,7 +34,13 @@ export function oneAlert(): Payload {
 
 export function groupedAlerts(n = 50): Payload {
   const alerts = Array.from({ length: n }, (_, i) => nodeNotReadyAlert(`worker-${i % NODES}`, 'resolved', `fp${MARK}x${i}`));
-  return { name: `${n} alerts grouped`, path: '/v1/alertmanager', items: n, template: JSON.stringify(alertmanagerBody(alerts)), vary: varyAlertmanager };
+  return {
+    name: `${n} alerts grouped`,
+    path: '/v1/alertmanager',
+    items: n,
+    template: JSON.stringify(alertmanagerBody(alerts)),
+    vary: varyAlertmanager,
+  };
 }
 
 export function rebootedEvent(): Payload {
@@ -42,7 +48,13 @@ export function rebootedEvent(): Payload {
   ev.metadata.uid = `1b7d3c52-6a0e-4f61-9a8e-${MARK}`;
   ev.message = `Node worker-1 has been rebooted, boot id: d87bdb0a-d2bc-42f7-945f-${MARK}`;
   ev.count = 1;
-  return { name: 'k8s Event', path: '/v1/events', items: 1, template: JSON.stringify(ev), vary: (body, n) => body.replace('"count":1', `"count":${n + 2}`) };
+  return {
+    name: 'k8s Event',
+    path: '/v1/events',
+    items: 1,
+    template: JSON.stringify(ev),
+    vary: (body, n) => body.replace('"count":1', `"count":${n + 2}`),
+  };
 }
 
 export const fill = (p: Payload, n: number | string): string => p.template.replaceAll(MARK, String(n));

@@ -46,15 +46,25 @@ export async function startPrivateRedis(opts: PrivateRedisOptions = {}): Promise
   const dir = mkdtempSync(join(tmpdir(), 'vm-private-redis-'));
   const url = `redis://127.0.0.1:${port}`;
   const args = [
-    '--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '',
-    '--maxmemory-policy', 'noeviction',
+    '--port',
+    String(port),
+    '--bind',
+    '127.0.0.1',
+    '--dir',
+    dir,
+    '--save',
+    '',
+    '--maxmemory-policy',
+    'noeviction',
     ...(opts.persistent ? ['--appendonly', 'yes', '--appendfsync', 'always'] : ['--appendonly', 'no']),
     ...(opts.args ?? []),
   ];
   let child: ChildProcess | undefined;
   const start = async (): Promise<void> => {
     const c = opts.callgrind
-      ? spawn('valgrind', ['--tool=callgrind', `--callgrind-out-file=${opts.callgrind.outDir}/callgrind.out.%p`, 'redis-server', ...args], { stdio: 'ignore' })
+      ? spawn('valgrind', ['--tool=callgrind', `--callgrind-out-file=${opts.callgrind.outDir}/callgrind.out.%p`, 'redis-server', ...args], {
+          stdio: 'ignore',
+        })
       : opts.nofile
         ? spawn('prlimit', [`--nofile=${opts.nofile}:${opts.nofile}`, '--', 'redis-server', ...args], { stdio: 'ignore' })
         : spawn('redis-server', args, { stdio: 'ignore' });
@@ -79,7 +89,10 @@ export async function startPrivateRedis(opts: PrivateRedisOptions = {}): Promise
   };
   await start();
   return {
-    url, port, stop, start,
+    url,
+    port,
+    stop,
+    start,
     pid: () => child?.pid,
     destroy: async () => {
       await stop();

@@ -9,7 +9,6 @@ import { FakeHost } from '../../src/agents/host/fake-host.ts';
 import type { RunOptions } from '../../src/agents/host/host.ts';
 import { setTimeout as sleep } from 'node:timers/promises';
 
-
 /** 0 -> a, 25 -> z, 26 -> aa (the kernel's sd and mpath naming). */
 export function letters(i: number): string {
   let s = '';
@@ -119,22 +118,38 @@ export class SimulatedMultipathHost extends FakeHost {
       if (map.queueing) {
         // Queued I/O never answers: the host kills the probe at its deadline.
         await sleep(options?.timeoutMs ?? 10_000);
-        return { ...base, exitCode: null, signal: 'SIGKILL', timedOut: true, durationMs: Math.round(performance.now() - started), stuckPids: [] };
+        return {
+          ...base,
+          exitCode: null,
+          signal: 'SIGKILL',
+          timedOut: true,
+          durationMs: Math.round(performance.now() - started),
+          stuckPids: [],
+        };
       }
       await sleep(this.#ioErrorMs);
-      return { ...base, exitCode: 1, durationMs: Math.round(performance.now() - started), stderr: `dd: error reading '/dev/${map.dm}': Input/output error\n` };
+      return {
+        ...base,
+        exitCode: 1,
+        durationMs: Math.round(performance.now() - started),
+        stderr: `dd: error reading '/dev/${map.dm}': Input/output error\n`,
+      };
     } finally {
       this.#running--;
     }
   }
 
   #listing(): string {
-    return `${this.maps.map((m) => [
-      `${m.name} (${m.wwid}) ${m.dm} LIO-ORG,FILEIO`,
-      `size=64M features='${m.queueing ? '1 queue_if_no_path' : '0'}' hwhandler='1 alua' wp=rw`,
-      "`-+- policy='service-time 0' prio=0 status=enabled",
-      ...m.paths.map((p, i) => `  ${i === m.paths.length - 1 ? '`-' : '|-'} ${p.hctl} ${p.dev} ${p.devT} failed faulty running`),
-    ].join('\n')).join('\n')}\n`;
+    return `${this.maps
+      .map((m) =>
+        [
+          `${m.name} (${m.wwid}) ${m.dm} LIO-ORG,FILEIO`,
+          `size=64M features='${m.queueing ? '1 queue_if_no_path' : '0'}' hwhandler='1 alua' wp=rw`,
+          "`-+- policy='service-time 0' prio=0 status=enabled",
+          ...m.paths.map((p, i) => `  ${i === m.paths.length - 1 ? '`-' : '|-'} ${p.hctl} ${p.dev} ${p.devT} failed faulty running`),
+        ].join('\n'),
+      )
+      .join('\n')}\n`;
   }
 
   #dmInfo(): string {

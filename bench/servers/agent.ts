@@ -22,8 +22,16 @@ const agent = createNodeAgent({
     'residual-multipath-cleanup': async (_job, ctx) => {
       process.stdout.write(`STARTED ${ctx.jobId} ${(performance.timeOrigin + performance.now()).toFixed(3)}\n`);
       const result: RunbookResult = {
-        runbook: 'residual-multipath-cleanup', mode: ctx.mode, outcome: 'nothing-to-do', summary: 'bench stand-in',
-        facts: null, plan: null, refusals: [], steps: [], commands: [], ranOn: ctx.ranOn,
+        runbook: 'residual-multipath-cleanup',
+        mode: ctx.mode,
+        outcome: 'nothing-to-do',
+        summary: 'bench stand-in',
+        facts: null,
+        plan: null,
+        refusals: [],
+        steps: [],
+        commands: [],
+        ranOn: ctx.ranOn,
       };
       return result;
     },

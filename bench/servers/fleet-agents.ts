@@ -39,10 +39,23 @@ const say = (line: string): void => {
 };
 
 const log = createLogger('fleet-agent', 'warn');
-const stub = (runbook: RunbookName): RunbookHandler<RunbookName> => async (_job: unknown, ctx: RunbookContext): Promise<RunbookResult> => {
-  say(`RAN ${ctx.ranOn}`);
-  return { runbook, mode: ctx.mode, outcome: 'nothing-to-do', summary: 'fleet stand-in', facts: null, plan: null, refusals: [], steps: [], commands: [], ranOn: ctx.ranOn };
-};
+const stub =
+  (runbook: RunbookName): RunbookHandler<RunbookName> =>
+  async (_job: unknown, ctx: RunbookContext): Promise<RunbookResult> => {
+    say(`RAN ${ctx.ranOn}`);
+    return {
+      runbook,
+      mode: ctx.mode,
+      outcome: 'nothing-to-do',
+      summary: 'fleet stand-in',
+      facts: null,
+      plan: null,
+      refusals: [],
+      steps: [],
+      commands: [],
+      ranOn: ctx.ranOn,
+    };
+  };
 const registry = Object.fromEntries(RUNBOOKS.map((r) => [r, stub(r)])) as RunbookRegistry;
 
 /** What each simulated agent is to this process: ready when waiting for jobs, closed at the end. */
@@ -52,8 +65,11 @@ for (let i = from; i < to; i++) {
   if (kind === 'ours') {
     const config = Config.parse({
       ...(clusterNodes ? { redisClusterNodes: clusterNodes.split(',') } : { redisUrl: url }),
-      queuePrefix: prefix, nodeName: node, logLevel: 'warn',
-      signingKeysDir: process.env['SIGNING_KEYS_DIR'], stateDir: `${process.env['STATE_DIR']}/${node}`,
+      queuePrefix: prefix,
+      nodeName: node,
+      logLevel: 'warn',
+      signingKeysDir: process.env['SIGNING_KEYS_DIR'],
+      stateDir: `${process.env['STATE_DIR']}/${node}`,
     });
     const agent = createNodeAgent({ config, registry, log });
     agent.consumer.onFinished((_id, outcome) => {
@@ -63,18 +79,28 @@ for (let i = from; i < to; i++) {
     agent.connection.on('ready', () => say(`UP ${node} ${Date.now()}`));
     workers.push({ ready: () => agent.consumer.ready(), close: () => agent.close() });
   } else {
-    const w = new Worker(nodeQueueName(node), async () => {
-      // FLEET_WORK_MS: CPU the processor spends per job (a real processor's work; bench/job-lifecycle.ts).
-      const until = performance.now() + workMs;
-      while (performance.now() < until) { /* busy on purpose */ }
-      say(`RAN ${node}`);
-      return { ok: true };
-    }, {
-      connection: clusterNodes
-        ? new Cluster(clusterNodes.split(',').map((hp) => ({ host: hp.split(':')[0]!, port: Number(hp.split(':')[1]) })), { redisOptions: { maxRetriesPerRequest: null } })
-        : { url, maxRetriesPerRequest: null } as never,
-      prefix, concurrency: 1,
-    });
+    const w = new Worker(
+      nodeQueueName(node),
+      async () => {
+        // FLEET_WORK_MS: CPU the processor spends per job (a real processor's work; bench/job-lifecycle.ts).
+        const until = performance.now() + workMs;
+        while (performance.now() < until) {
+          /* busy on purpose */
+        }
+        say(`RAN ${node}`);
+        return { ok: true };
+      },
+      {
+        connection: clusterNodes
+          ? new Cluster(
+              clusterNodes.split(',').map((hp) => ({ host: hp.split(':')[0]!, port: Number(hp.split(':')[1]) })),
+              { redisOptions: { maxRetriesPerRequest: null } },
+            )
+          : ({ url, maxRetriesPerRequest: null } as never),
+        prefix,
+        concurrency: 1,
+      },
+    );
     w.on('completed', () => say(`DONE ${node}`));
     w.on('error', () => {});
     workers.push({ ready: () => w.waitUntilReady(), close: () => w.close() });

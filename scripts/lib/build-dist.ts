@@ -20,9 +20,7 @@ export const REPO = fileURLToPath(new URL('../../', import.meta.url));
 export async function buildDist(opts: { everything?: boolean } = {}): Promise<string> {
   const out = mkdtempSync(join(tmpdir(), 'volume-medic-dist-'));
   const tsc = join(REPO, 'node_modules/typescript/bin/tsc');
-  const args = opts.everything
-    ? ['-p', join(REPO, 'tsconfig.json'), '--noEmit', 'false', '--rootDir', REPO]
-    : ['-p', join(REPO, 'tsconfig.build.json')];
+  const args = opts.everything ? ['-p', join(REPO, 'tsconfig.json'), '--noEmit', 'false', '--rootDir', REPO] : ['-p', join(REPO, 'tsconfig.build.json')];
   await run(process.execPath, [tsc, ...args, '--outDir', join(out, 'dist')], { cwd: REPO, timeout: 180_000 });
   copyFileSync(join(REPO, 'package.json'), join(out, 'package.json'));
   symlinkSync(join(REPO, 'node_modules'), join(out, 'node_modules'), 'dir');

@@ -52,11 +52,15 @@ export async function findOrStartRedis(configured: string | undefined): Promise<
   const local = 'redis://127.0.0.1:6379';
   if (await redisAnswers(local)) return { url: local, origin: 'local', stop: () => {} };
   if (spawnSync('redis-server', ['--version']).error) {
-    throw new NoRedisError('no Redis configured (REDIS_URL) or answering on 127.0.0.1:6379, and redis-server is not installed (Debian: apt-get install redis-server)');
+    throw new NoRedisError(
+      'no Redis configured (REDIS_URL) or answering on 127.0.0.1:6379, and redis-server is not installed (Debian: apt-get install redis-server)',
+    );
   }
   const port = await freePort();
   const dir = mkdtempSync(join(tmpdir(), 'volume-medic-redis-'));
-  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], { stdio: 'ignore' });
+  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], {
+    stdio: 'ignore',
+  });
   const url = `redis://127.0.0.1:${port}`;
   for (let i = 0; i < 100 && !(await redisAnswers(url)); i++) await new Promise((r) => setTimeout(r, 50));
   if (!(await redisAnswers(url))) {

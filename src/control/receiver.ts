@@ -115,14 +115,21 @@ export async function startReceiver(config: Config, opts: ReceiverOptions = {}):
   // REDIS_ACK_REPLICAS: 202 only once a replica has the job, asked on a connection of its own
   // (config refuses it on a Cluster, so this is a single server or a Sentinel primary).
   const replicas = ackReplicas(config);
-  const replicaAck = replicas > 0 && target.kind !== 'cluster' ? (() => {
-    const ackConnection = connections.open('replica-ack', 'producer') as Redis;
-    ackConnection.on('error', (err) => log.debug({ err: err.message }, 'redis connection error (replica acknowledgement)'));
-    const ack = new ReplicaAck(ackConnection, { replicas, timeoutMs: config.redisAckTimeoutMs, markerKey: replicaAckKey(config.queuePrefix) });
-    // An idle receiver still says within this long whether a replica would acknowledge.
-    ack.watch(REPLICA_ACK_WATCH_MS);
-    return ack;
-  })() : undefined;
+  const replicaAck =
+    replicas > 0 && target.kind !== 'cluster'
+      ? (() => {
+          const ackConnection = connections.open('replica-ack', 'producer') as Redis;
+          ackConnection.on('error', (err) => log.debug({ err: err.message }, 'redis connection error (replica acknowledgement)'));
+          const ack = new ReplicaAck(ackConnection, {
+            replicas,
+            timeoutMs: config.redisAckTimeoutMs,
+            markerKey: replicaAckKey(config.queuePrefix),
+          });
+          // An idle receiver still says within this long whether a replica would acknowledge.
+          ack.watch(REPLICA_ACK_WATCH_MS);
+          return ack;
+        })()
+      : undefined;
   log.info({ redis: describeTarget(target), ackReplicas: replicaAck ? replicas : 0 }, 'redis');
   try {
     await whenReady(redis, 5_000);
@@ -142,7 +149,7 @@ export async function startReceiver(config: Config, opts: ReceiverOptions = {}):
     onStored: (jobs) => log.info({ stored: jobs.map((j) => ({ id: j.id, queue: j.queue, runbook: j.runbook })) }, 'jobs stored'),
     // and into the console's index of incidents (src/adapters/jobstore/incident-index.ts), in the batch's own script call.
     index: incidents,
-    onIndexError: (err) => log.warn({ err: err.message }, 'the console\'s incident index missed a batch'),
+    onIndexError: (err) => log.warn({ err: err.message }, "the console's incident index missed a batch"),
   });
   // The job store over the dispatcher's queues: the API's, the console's and the actions' reads.
   const jobs = new BullJobStore({ redis, prefix: config.queuePrefix, queue: (name) => dispatcher.queue(name) });
@@ -163,20 +170,29 @@ export async function startReceiver(config: Config, opts: ReceiverOptions = {}):
       allowUnsigned: trust.allowUnsigned,
       // The fleet audit list's entries sealed with its work key; every list checked with the roots.
       audit: { ...(trust.sealer ? { sealer: trust.sealer } : {}), roots: trust.ring },
-      onUntrusted: (u) => log.warn({ kind: u.kind, field: u.field.slice(0, 200), reason: u.reason, detail: u.detail }, 'untrusted control record ignored (not written through the API)'),
+      onUntrusted: (u) =>
+        log.warn(
+          { kind: u.kind, field: u.field.slice(0, 200), reason: u.reason, detail: u.detail },
+          'untrusted control record ignored (not written through the API)',
+        ),
     },
   });
   // Standing modes and pauses are sealed again long before their short seals lapse, by every
   // replica (a compare-and-set: the first wins, a newer decision is never undone).
   const reseal = (): void => {
-    operatorActions.store.resealStanding().catch((err: Error) => log.warn({ err: err.message }, 'could not seal the standing controls again; they lapse if no replica does'));
+    operatorActions.store
+      .resealStanding()
+      .catch((err: Error) => log.warn({ err: err.message }, 'could not seal the standing controls again; they lapse if no replica does'));
   };
   reseal();
   const resealTimer = setInterval(reseal, CONTROL_RESEAL_MS);
   resealTimer.unref();
   // An operator's retry: a new job for the same work, sealed afresh (src/control/actions/job-retry.ts).
   const retries = new JobRetry({
-    jobs, store: operatorActions.store, index: incidents, likely,
+    jobs,
+    store: operatorActions.store,
+    index: incidents,
+    likely,
     trust: { ring: trust.ring, ...(trust.sealer ? { sealer: trust.sealer } : {}), ttlMs: trust.ttlMs, allowUnsigned: trust.allowUnsigned },
   });
   const metrics = createReceiverMetrics();
@@ -185,7 +201,9 @@ export async function startReceiver(config: Config, opts: ReceiverOptions = {}):
   const lookups = opts.lookups ?? (kubeConfig ? new KubeLookups(kubeClients(kubeConfig)) : new InMemoryLookups());
   // One replica exports the fleet-wide series (src/control/fleet/fleet-exporter.ts).
   const fleet = startFleetExporter({
-    registry: metrics.registry, log: log.child({ component: 'fleet-metrics' }), leaseSeconds: config.fleetMetricsLeaseSeconds,
+    registry: metrics.registry,
+    log: log.child({ component: 'fleet-metrics' }),
+    leaseSeconds: config.fleetMetricsLeaseSeconds,
     kubeConfig: opts.lease?.kubeConfig ?? leaseAccess(kubeConfig),
     ...(opts.lease?.namespace ? { namespace: opts.lease.namespace } : {}),
   });
@@ -194,23 +212,39 @@ export async function startReceiver(config: Config, opts: ReceiverOptions = {}):
   const authLimiter = new FailedAuthLimiter({ perMinute: config.authFailuresPerMinute });
   const { access: reviewAccess, ...reviews } = operatorReviews(config, opts.operatorKubeConfig ?? kubeConfig);
   // REDIS_NODE_USERS: one Redis user per enrolled node, on every server, kept there by a watch.
-  if (config.redisNodeUsers && config.enrolNodeAgents.length === 0) throw new ConfigError('REDIS_NODE_USERS=true needs enrolment (ENROL_NODE_AGENTS): agents learn their Redis user when they enrol');
-  const nodeUsers = config.redisNodeUsers ? new NodeRedisUsers({ target, prefix: config.queuePrefix, log: log.child({ component: 'node-redis-users' }) }) : undefined;
+  if (config.redisNodeUsers && config.enrolNodeAgents.length === 0)
+    throw new ConfigError('REDIS_NODE_USERS=true needs enrolment (ENROL_NODE_AGENTS): agents learn their Redis user when they enrol');
+  const nodeUsers = config.redisNodeUsers
+    ? new NodeRedisUsers({ target, prefix: config.queuePrefix, log: log.child({ component: 'node-redis-users' }) })
+    : undefined;
   nodeUsers?.watch();
   // Node agents and the cluster worker trade their pod's token for their own queue's keys.
   const enrolment = enrolmentFromConfig(config, trust.ring, opts.operatorKubeConfig ?? kubeConfig ?? reviewAccess, {
-    registry: { record: async (queue) => { await redis.sadd(knownQueuesKey(config.queuePrefix), queue); } },
-    ...(nodeUsers ? {
-      redisUsers: {
-        userName: nodeUserName,
-        // Answered once the primary has it; a server that missed it gets it from the watch.
-        ensure: async (node, hash) => {
-          const r = await nodeUsers.ensure(node, hash);
-          if (r.applied.length === 0) throw new Error(`no Redis server took the user of node ${node}: ${r.failed.map((f) => `${f.server}: ${f.error}`).join('; ').slice(0, 300)}`);
-          if (r.failed.length > 0) log.warn({ node, failed: r.failed }, 'a Redis server missed a node\'s user; the watch applies it when the server answers');
-        },
+    registry: {
+      record: async (queue) => {
+        await redis.sadd(knownQueuesKey(config.queuePrefix), queue);
       },
-    } : {}),
+    },
+    ...(nodeUsers
+      ? {
+          redisUsers: {
+            userName: nodeUserName,
+            // Answered once the primary has it; a server that missed it gets it from the watch.
+            ensure: async (node, hash) => {
+              const r = await nodeUsers.ensure(node, hash);
+              if (r.applied.length === 0)
+                throw new Error(
+                  `no Redis server took the user of node ${node}: ${r.failed
+                    .map((f) => `${f.server}: ${f.error}`)
+                    .join('; ')
+                    .slice(0, 300)}`,
+                );
+              if (r.failed.length > 0)
+                log.warn({ node, failed: r.failed }, "a Redis server missed a node's user; the watch applies it when the server answers");
+            },
+          },
+        }
+      : {}),
   });
   // The console reads a job's Events back with the receiver's own access (KUBE_WATCH's, or the one operator identity uses).
   const eventAccess = kubeConfig ?? reviewAccess;
@@ -221,7 +255,11 @@ export async function startReceiver(config: Config, opts: ReceiverOptions = {}):
     proxy: { cidrs: config.authProxyCidrs, userHeader: config.authProxyUserHeader, groupsHeader: config.authProxyGroupsHeader },
     limiter: authLimiter,
   });
-  if (operatorAuth.unavailable && config.operatorAuth === 'kubernetes') log.error({ why: operatorAuth.unavailable }, 'operator routes and the dashboard will answer 503 until this is fixed (OPERATOR_AUTH=off says that no operator access is wanted)');
+  if (operatorAuth.unavailable && config.operatorAuth === 'kubernetes')
+    log.error(
+      { why: operatorAuth.unavailable },
+      'operator routes and the dashboard will answer 503 until this is fixed (OPERATOR_AUTH=off says that no operator access is wanted)',
+    );
   const app = createApp({
     redis,
     prefix: config.queuePrefix,
@@ -267,24 +305,47 @@ export async function startReceiver(config: Config, opts: ReceiverOptions = {}):
   };
   const tlsFiles = config.tlsCertFile && config.tlsKeyFile ? { certFile: config.tlsCertFile, keyFile: config.tlsKeyFile } : undefined;
   const server: Server = tlsFiles ? createHttpsServer({ ...timeouts, ...readTls(tlsFiles) }, app) : createServer(timeouts, app);
-  const stopTlsWatch = tlsFiles && server instanceof HttpsServer
-    ? watchTls(tlsFiles, (opts) => {
-      server.setSecureContext(opts);
-      log.info({ cert: tlsFiles.certFile }, 'TLS certificate reloaded');
-    }, (err) => log.error({ err: err.message, cert: tlsFiles.certFile }, 'the TLS certificate files changed but cannot be used; still serving the previous one'))
-    : undefined;
+  const stopTlsWatch =
+    tlsFiles && server instanceof HttpsServer
+      ? watchTls(
+          tlsFiles,
+          (opts) => {
+            server.setSecureContext(opts);
+            log.info({ cert: tlsFiles.certFile }, 'TLS certificate reloaded');
+          },
+          (err) =>
+            log.error({ err: err.message, cert: tlsFiles.certFile }, 'the TLS certificate files changed but cannot be used; still serving the previous one'),
+        )
+      : undefined;
   server.listen(config.port, config.listenAddress);
   await once(server, 'listening');
   const addr = server.address() as AddressInfo;
   const host = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
   const url = `${tlsFiles ? 'https' : 'http'}://${host === '0.0.0.0' ? '127.0.0.1' : host}:${addr.port}`;
-  log.info({ url, tls: tlsFiles ? 'on' : 'off', auth: config.tokens.length > 0 ? 'bearer token required' : 'none', operators: config.operatorAuth }, 'receiver listening');
+  log.info(
+    {
+      url,
+      tls: tlsFiles ? 'on' : 'off',
+      auth: config.tokens.length > 0 ? 'bearer token required' : 'none',
+      operators: config.operatorAuth,
+    },
+    'receiver listening',
+  );
   if (kubeConfig) {
     watches = await startKubeWatches({
-      kubeConfig, ingest: { lookups, dispatcher, corroborate: true }, eventTrust, log: log.child({ component: 'kube' }),
+      kubeConfig,
+      ingest: { lookups, dispatcher, corroborate: true },
+      eventTrust,
+      log: log.child({ component: 'kube' }),
       // A deleted Node's agent is gone: so is its Redis user (every replica does it; removing twice is harmless).
-      ...(nodeUsers ? { onNodeDeleted: (node: string) => void nodeUsers.remove(node).catch((err: Error) => log.warn({ node, err: err.message }, 'could not remove a deleted node\'s Redis user')) } : {}),
-      metrics: createKubeMetrics(metrics.registry), reconcileIntervalMs: config.kubeReconcileSeconds * 1000,
+      ...(nodeUsers
+        ? {
+            onNodeDeleted: (node: string) =>
+              void nodeUsers.remove(node).catch((err: Error) => log.warn({ node, err: err.message }, "could not remove a deleted node's Redis user")),
+          }
+        : {}),
+      metrics: createKubeMetrics(metrics.registry),
+      reconcileIntervalMs: config.kubeReconcileSeconds * 1000,
     });
   }
 
@@ -293,17 +354,18 @@ export async function startReceiver(config: Config, opts: ReceiverOptions = {}):
     url,
     server,
     connections,
-    close: () => (closing ??= (async () => {
-      clearInterval(resealTimer);
-      stopTlsWatch?.();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-      // Hand the Lease over now, not after it expires.
-      await fleet.close();
-      await watches?.close();
-      await dispatcher.close();
-      replicaAck?.close();
-      await nodeUsers?.close();
-      await connections.close();
-    })()),
+    close: () =>
+      (closing ??= (async () => {
+        clearInterval(resealTimer);
+        stopTlsWatch?.();
+        await new Promise<void>((resolve) => server.close(() => resolve()));
+        // Hand the Lease over now, not after it expires.
+        await fleet.close();
+        await watches?.close();
+        await dispatcher.close();
+        replicaAck?.close();
+        await nodeUsers?.close();
+        await connections.close();
+      })()),
   };
 }

@@ -26,7 +26,14 @@ describe('node agent killed in the middle of a runbook', () => {
   let root: string;
   const agents: Child[] = [];
   const agent = (env: Record<string, string>) => {
-    const a = startChild(new URL('./support/journal-agent.ts', import.meta.url).pathname, { REDIS_URL: redisUrl(), QUEUE_PREFIX: prefix, NODE_NAME: NODE, HOST_ROOT: root, SIGNING_KEYS_DIR: TEST_KEYS_DIR, ...env });
+    const a = startChild(new URL('./support/journal-agent.ts', import.meta.url).pathname, {
+      REDIS_URL: redisUrl(),
+      QUEUE_PREFIX: prefix,
+      NODE_NAME: NODE,
+      HOST_ROOT: root,
+      SIGNING_KEYS_DIR: TEST_KEYS_DIR,
+      ...env,
+    });
     agents.push(a);
     return a;
   };
@@ -47,8 +54,18 @@ describe('node agent killed in the middle of a runbook', () => {
 
   it('resumes from its journal and runs no step that took effect twice', async () => {
     const key = 'residual_fault-journal-node_boot_0123456789ab';
-    const data: ResidualMultipathJob = { runbook: 'residual-multipath-cleanup', version: 1, key, target: { node: NODE }, evidence: [{ source: 'api', summary: 'fault test', raw: null }] };
-    await queue.add(data.runbook, sealJob(testSealer('receiver'), nodeQueueName(NODE), data, 86_400_000), { jobId: key, attempts: 4, backoff: { type: 'fixed', delay: 100 } });
+    const data: ResidualMultipathJob = {
+      runbook: 'residual-multipath-cleanup',
+      version: 1,
+      key,
+      target: { node: NODE },
+      evidence: [{ source: 'api', summary: 'fault test', raw: null }],
+    };
+    await queue.add(data.runbook, sealJob(testSealer('receiver'), nodeQueueName(NODE), data, 86_400_000), {
+      jobId: key,
+      attempts: 4,
+      backoff: { type: 'fixed', delay: 100 },
+    });
 
     const first = agent({ PAUSE_BEFORE: 'detach:c' });
     await first.waitLine('PAUSED detach:c');
@@ -56,16 +73,23 @@ describe('node agent killed in the middle of a runbook', () => {
     await first.kill('SIGKILL');
 
     agent({});
-    const job = await waitFor('the job to complete on the second agent', async () => {
-      const j = await queue.getJob(key);
-      return (await j?.getState()) === 'completed' ? j : undefined;
-    }, 30_000);
+    const job = await waitFor(
+      'the job to complete on the second agent',
+      async () => {
+        const j = await queue.getJob(key);
+        return (await j?.getState()) === 'completed' ? j : undefined;
+      },
+      30_000,
+    );
 
     const effects = readFileSync(join(root, EFFECTS_LOG), 'utf8').split('\n').filter(Boolean);
     expect(effects).toEqual([...STEP_IDS]);
     const steps = (job!.returnvalue as { steps: { id: string; status: string }[] }).steps;
     expect(steps.map((s) => [s.id, s.status])).toEqual([
-      ['detach:a', 'skipped-already-done'], ['detach:b', 'skipped-already-done'], ['detach:c', 'done'], ['detach:d', 'done'],
+      ['detach:a', 'skipped-already-done'],
+      ['detach:b', 'skipped-already-done'],
+      ['detach:c', 'done'],
+      ['detach:d', 'done'],
     ]);
     expect(job!.attemptsStarted).toBeGreaterThanOrEqual(2);
     const journal = JSON.parse(readFileSync(join(root, 'var/lib/volume-medic/journal', `${key}.json`), 'utf8'));

@@ -47,7 +47,18 @@ describe('hung host commands', () => {
       records.push(probe);
       return { probe };
     },
-    plan: () => ({ kind: 'steps', summary: 'one step that hangs', steps: [{ id: 'hang', description: 'a command that hangs', destructive: true, evidence: [{ claim: 'the toy device is ours', source: 'toy', observedAt: new Date().toISOString(), status: 'holds' as const }] }] }),
+    plan: () => ({
+      kind: 'steps',
+      summary: 'one step that hangs',
+      steps: [
+        {
+          id: 'hang',
+          description: 'a command that hangs',
+          destructive: true,
+          evidence: [{ claim: 'the toy device is ours', source: 'toy', observedAt: new Date().toISOString(), status: 'holds' as const }],
+        },
+      ],
+    }),
     steps: {
       isDone: async () => false,
       apply: async () => {
@@ -70,8 +81,15 @@ describe('hung host commands', () => {
     rmSync(root, { recursive: true, force: true });
   });
 
-  it('ends every hung command at its deadline and starts the node\'s next job right after', async () => {
-    const config = Config.parse({ redisUrl: redisUrl(), queuePrefix: prefix, nodeName: NODE, signingKeysDir: TEST_KEYS_DIR, defaultMode: 'enforce', logLevel: 'silent' });
+  it("ends every hung command at its deadline and starts the node's next job right after", async () => {
+    const config = Config.parse({
+      redisUrl: redisUrl(),
+      queuePrefix: prefix,
+      nodeName: NODE,
+      signingKeysDir: TEST_KEYS_DIR,
+      defaultMode: 'enforce',
+      logLevel: 'silent',
+    });
     const agent = createNodeAgent({
       config,
       log: createLogger('hung', 'silent'),
@@ -79,14 +97,37 @@ describe('hung host commands', () => {
         'residual-multipath-cleanup': async (job, ctx) => {
           started.set(job.key, Date.now());
           if (job.key.startsWith('residual_hung')) return runRunbook(def, job, ctx, { host: createRealHost({ root }), stateDir: '/state' });
-          return { runbook: job.runbook, mode: ctx.mode, outcome: 'nothing-to-do', summary: 'next job', facts: null, plan: null, refusals: [], steps: [], commands: [], ranOn: ctx.ranOn };
+          return {
+            runbook: job.runbook,
+            mode: ctx.mode,
+            outcome: 'nothing-to-do',
+            summary: 'next job',
+            facts: null,
+            plan: null,
+            refusals: [],
+            steps: [],
+            commands: [],
+            ranOn: ctx.ranOn,
+          };
         },
       },
     });
     try {
-      const job = (key: string): ResidualMultipathJob => ({ runbook: 'residual-multipath-cleanup', version: 1, key, target: { node: NODE }, evidence: [{ source: 'api', summary: 'fault test', raw: null }] });
-      await queue.add('residual-multipath-cleanup', sealed(job('residual_hung_000000000001')), { jobId: 'residual_hung_000000000001', attempts: 1 });
-      await queue.add('residual-multipath-cleanup', sealed(job('residual_next_000000000002')), { jobId: 'residual_next_000000000002', attempts: 1 });
+      const job = (key: string): ResidualMultipathJob => ({
+        runbook: 'residual-multipath-cleanup',
+        version: 1,
+        key,
+        target: { node: NODE },
+        evidence: [{ source: 'api', summary: 'fault test', raw: null }],
+      });
+      await queue.add('residual-multipath-cleanup', sealed(job('residual_hung_000000000001')), {
+        jobId: 'residual_hung_000000000001',
+        attempts: 1,
+      });
+      await queue.add('residual-multipath-cleanup', sealed(job('residual_next_000000000002')), {
+        jobId: 'residual_next_000000000002',
+        attempts: 1,
+      });
       await waitFor('the next job to start', async () => started.has('residual_next_000000000002'), 20_000);
 
       const hung = await queue.getJob('residual_hung_000000000001');

@@ -30,7 +30,11 @@ describe('receiver killed under load', () => {
   });
 
   it('loses nothing it acknowledged with 202', async () => {
-    receiver = startChild(new URL('../../bench/servers/receiver.ts', import.meta.url).pathname, { REDIS_URL: redis.url, QUEUE_PREFIX: PREFIX, LOG_LEVEL: 'warn', SIGNING_KEYS_DIR: TEST_KEYS_DIR }, { stdout: 'ignore' });
+    receiver = startChild(
+      new URL('../../bench/servers/receiver.ts', import.meta.url).pathname,
+      { REDIS_URL: redis.url, QUEUE_PREFIX: PREFIX, LOG_LEVEL: 'warn', SIGNING_KEYS_DIR: TEST_KEYS_DIR },
+      { stdout: 'ignore' },
+    );
     const url = await receiver.waitLine('READY ');
     const payloads = [oneAlert(), groupedAlerts(50)];
     const acked: { queue: string; key: string }[] = [];
@@ -41,7 +45,11 @@ describe('receiver killed under load', () => {
       while (!stop) {
         const p = payloads[s % payloads.length]!;
         try {
-          const res = await fetch(url + p.path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: fill(p, `k${s}x${n++}`) });
+          const res = await fetch(url + p.path, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json' },
+            body: fill(p, `k${s}x${n++}`),
+          });
           const body = (await res.json()) as { accepted: { queue: string; key: string }[] };
           if (res.status === 202) acked.push(...body.accepted.map((a) => ({ queue: a.queue, key: a.key })));
         } catch {

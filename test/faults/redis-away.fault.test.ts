@@ -5,7 +5,16 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { nodeQueueName } from '../../src/core/catalogue/queues.ts';
 import { startReceiver, type Receiver } from '../../src/control/receiver.ts';
 import { startPrivateRedis, type PrivateRedis } from '../../bench/lib/redis-server.ts';
-import { alertmanagerAvailable, ALERTMANAGER_BIN, sleep, startAlertmanager, sumMetric, waitFor, type PostableAlert, type RunningAlertmanager } from '../support/alertmanager.ts';
+import {
+  alertmanagerAvailable,
+  ALERTMANAGER_BIN,
+  sleep,
+  startAlertmanager,
+  sumMetric,
+  waitFor,
+  type PostableAlert,
+  type RunningAlertmanager,
+} from '../support/alertmanager.ts';
 import { testConfig } from '../support/config.ts';
 
 // Redis goes away for 20 s while a real Alertmanager keeps sending. The receiver must answer
@@ -64,7 +73,12 @@ describe.skipIf(!alertmanagerAvailable())(`Redis away for ${OUTAGE_MS / 1000} s 
   async function fire(nodes: string[]): Promise<void> {
     const seen = await metric('volume_medic_signals_ignored_total', { source: 'alertmanager', reason: 'alert-still-firing' });
     await am.postAlerts(nodes.map((n) => nodeNotReady(n, 'firing')));
-    await waitFor('firing notifications', async () => (await metric('volume_medic_signals_ignored_total', { source: 'alertmanager', reason: 'alert-still-firing' })) >= seen + nodes.length, 20_000, () => am.log().slice(-3000));
+    await waitFor(
+      'firing notifications',
+      async () => (await metric('volume_medic_signals_ignored_total', { source: 'alertmanager', reason: 'alert-still-firing' })) >= seen + nodes.length,
+      20_000,
+      () => am.log().slice(-3000),
+    );
   }
 
   it('answers 503 while Redis is away, and every incident gets exactly one job after it returns', async () => {
@@ -75,14 +89,24 @@ describe.skipIf(!alertmanagerAvailable())(`Redis away for ${OUTAGE_MS / 1000} s 
 
     // Before the outage: stored normally.
     await am.postAlerts(before.map((n) => nodeNotReady(n, 'resolved')));
-    await waitFor('jobs for the incidents before the outage', async () => (await Promise.all(before.map(jobsOf))).every((j) => j.length === 1), 20_000, () => am.log().slice(-3000));
+    await waitFor(
+      'jobs for the incidents before the outage',
+      async () => (await Promise.all(before.map(jobsOf))).every((j) => j.length === 1),
+      20_000,
+      () => am.log().slice(-3000),
+    );
 
     // Redis goes away; new incidents resolve while it is gone.
     admin.disconnect();
     await redis.stop();
     const failedBefore = await am.metric('alertmanager_notifications_failed_total', { integration: 'webhook' });
     await am.postAlerts(during.map((n) => nodeNotReady(n, 'resolved')));
-    await waitFor('the receiver to answer 503 to Alertmanager', async () => (await metric('volume_medic_webhooks_total', { source: 'alertmanager', outcome: 'unavailable' })) >= 1, 15_000, () => am.log().slice(-3000));
+    await waitFor(
+      'the receiver to answer 503 to Alertmanager',
+      async () => (await metric('volume_medic_webhooks_total', { source: 'alertmanager', outcome: 'unavailable' })) >= 1,
+      15_000,
+      () => am.log().slice(-3000),
+    );
     await sleep(OUTAGE_MS);
     const unavailable = await metric('volume_medic_webhooks_total', { source: 'alertmanager', outcome: 'unavailable' });
     const failedDuring = (await am.metric('alertmanager_notifications_failed_total', { integration: 'webhook' })) - failedBefore;
@@ -93,7 +117,12 @@ describe.skipIf(!alertmanagerAvailable())(`Redis away for ${OUTAGE_MS / 1000} s 
     // Redis returns with its data.
     await redis.start();
     await admin.connect();
-    await waitFor('jobs for every incident after Redis returned', async () => (await Promise.all([...before, ...during].map(jobsOf))).every((j) => j.length >= 1), 60_000, () => am.log().slice(-3000));
+    await waitFor(
+      'jobs for every incident after Redis returned',
+      async () => (await Promise.all([...before, ...during].map(jobsOf))).every((j) => j.length >= 1),
+      60_000,
+      () => am.log().slice(-3000),
+    );
     // Let Alertmanager's retries settle, then: one job per incident, none twice, nothing else.
     await sleep(3_000);
     const perNode = await Promise.all([...before, ...during].map(async (n) => [n, await jobsOf(n)] as const));
@@ -102,6 +131,8 @@ describe.skipIf(!alertmanagerAvailable())(`Redis away for ${OUTAGE_MS / 1000} s 
     expect([...queues].sort()).toEqual([...before, ...during].map(nodeQueueName).sort());
     const stored = await metric('volume_medic_jobs_enqueued_total', { runbook: 'residual-multipath-cleanup' });
     expect(stored).toBe(before.length + during.length);
-    console.log(`redis away ${OUTAGE_MS / 1000} s: receiver answered 503 ${unavailable} times, Alertmanager counted ${failedDuring} failed notifications, ${before.length + during.length} incidents -> ${perNode.length} jobs, one each`);
+    console.log(
+      `redis away ${OUTAGE_MS / 1000} s: receiver answered 503 ${unavailable} times, Alertmanager counted ${failedDuring} failed notifications, ${before.length + during.length} incidents -> ${perNode.length} jobs, one each`,
+    );
   });
 });

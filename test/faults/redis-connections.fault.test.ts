@@ -25,7 +25,8 @@ const RESUME_MS = 5_000;
 
 /** CLIENT KILL of every client whose name passes `which`; how many were killed. */
 async function killClients(admin: Redis, which: (name: string) => boolean): Promise<number> {
-  const ids = String(await admin.client('LIST')).split('\n')
+  const ids = String(await admin.client('LIST'))
+    .split('\n')
     .map((l) => ({ id: /^id=(\d+)/.exec(l)?.[1], name: / name=(\S*) /.exec(l)?.[1] ?? '' }))
     .filter((c) => c.id && which(c.name));
   for (const c of ids) await admin.client('KILL', 'ID', c.id!).catch(() => 0);
@@ -47,10 +48,23 @@ describe('every Redis connection cut in turn under a storm of webhooks', () => {
     admin = new Redis(primary.url, { maxRetriesPerRequest: 1 });
     admin.on('error', () => {});
     await waitFor('the replica in sync', async () => (/connected_slaves:1/.test(String(await admin.info('replication'))) ? true : undefined));
-    receiver = await startReceiver(testConfig({
-      redisUrl: primary.url, queuePrefix: prefix, tokens: [TOKEN], redisAckReplicas: 1, redisAckTimeoutMs: 500, enqueueTimeoutMs: 3_000,
-    }));
-    agent = await startStubAgent({ REDIS_URL: primary.url, QUEUE_PREFIX: prefix, NODE_NAME: NODE, STATE_DIR: stateDir, LOCK_DURATION_MS: '2000' });
+    receiver = await startReceiver(
+      testConfig({
+        redisUrl: primary.url,
+        queuePrefix: prefix,
+        tokens: [TOKEN],
+        redisAckReplicas: 1,
+        redisAckTimeoutMs: 500,
+        enqueueTimeoutMs: 3_000,
+      }),
+    );
+    agent = await startStubAgent({
+      REDIS_URL: primary.url,
+      QUEUE_PREFIX: prefix,
+      NODE_NAME: NODE,
+      STATE_DIR: stateDir,
+      LOCK_DURATION_MS: '2000',
+    });
   }, 60_000);
   afterAll(async () => {
     agent?.kill();
@@ -74,7 +88,10 @@ describe('every Redis connection cut in turn under a storm of webhooks', () => {
         const i = next++;
         for (;;) {
           const sent = Date.now();
-          const r = await post(`${receiver.url}/v1/alertmanager`, alertmanagerBody([nodeNotReadyAlert(NODE, 'resolved', `cut${i}`)]), TOKEN).catch(() => ({ status: 0, json: undefined }));
+          const r = await post(`${receiver.url}/v1/alertmanager`, alertmanagerBody([nodeNotReadyAlert(NODE, 'resolved', `cut${i}`)]), TOKEN).catch(() => ({
+            status: 0,
+            json: undefined,
+          }));
           statuses.set(r.status, (statuses.get(r.status) ?? 0) + 1);
           if (r.status === 202) {
             accepted.set(i, r.json.accepted[0].id);
@@ -99,8 +116,18 @@ describe('every Redis connection cut in turn under a storm of webhooks', () => {
         ['CLIENT KILL of the producer connection', () => killClients(admin, (n) => n === 'volume-medic:receiver:producer')],
         ['the replica-acknowledgement connection ended (ioredis gave up on it)', async () => receiver.connections.get('replica-ack')!.disconnect()],
         ['the producer connection ended (ioredis gave up on it)', async () => receiver.connections.get('producer')!.disconnect()],
-        ['CLIENT KILL of every node agent connection (its own and BullMQ\'s blocking one)', () => killClients(admin, (n) => n.startsWith('volume-medic:node-agent.') || n.startsWith('bull:'))],
-        ['Redis restarted', async () => { await primary.stop(); await primary.start(); }, syncDelayMs],
+        [
+          "CLIENT KILL of every node agent connection (its own and BullMQ's blocking one)",
+          () => killClients(admin, (n) => n.startsWith('volume-medic:node-agent.') || n.startsWith('bull:')),
+        ],
+        [
+          'Redis restarted',
+          async () => {
+            await primary.stop();
+            await primary.start();
+          },
+          syncDelayMs,
+        ],
       ];
       const resumed: string[] = [];
       for (const [what, cut, extraMs = 0] of cuts) {
@@ -122,7 +149,10 @@ describe('every Redis connection cut in turn under a storm of webhooks', () => {
       // Nothing is left ended; replacements were counted for the two ended connections.
       const states = receiver.connections.states();
       expect(states.every((s) => s.ready)).toBe(true);
-      expect(states.map((s) => [s.name, s.replacements])).toEqual([['producer', 1], ['replica-ack', 1]]);
+      expect(states.map((s) => [s.name, s.replacements])).toEqual([
+        ['producer', 1],
+        ['replica-ack', 1],
+      ]);
       const metrics = await (await fetch(`${receiver.url}/metrics`)).text();
       expect(metrics).toMatch(/volume_medic_redis_connection_replacements_total\{connection="replica-ack"\} 1/);
       expect(metrics).toMatch(/volume_medic_replica_ack_ok 1/);

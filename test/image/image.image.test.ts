@@ -19,7 +19,6 @@ import { canRunRootfs, mountsUnder, readImage, startInRootfs, unpack, type Rootf
 // the job. VM_IMAGE_LAYOUT names a layout `npm run image` built (.ci/run builds it first);
 // without it the test builds one into a temporary folder (about a minute with warm caches).
 
-const REPO = resolve(import.meta.dirname, '../..');
 const skip = canRunRootfs();
 const TOKEN = 'image-test-token-0123456789abcdef';
 const NODE = 'image-node-1';
@@ -46,7 +45,8 @@ describe.skipIf(skip)('the image runs the three processes of the chart', () => {
     scratch = mkdtempSync(join(tmpdir(), 'volume-medic-image-test-'));
     if (process.env['VM_IMAGE_LAYOUT']) {
       layout = resolve(process.env['VM_IMAGE_LAYOUT']);
-      tag = (JSON.parse(readFileSync(join(layout, 'index.json'), 'utf8')) as { manifests: { annotations: Record<string, string> }[] }).manifests[0]!.annotations['org.opencontainers.image.ref.name']!;
+      tag = (JSON.parse(readFileSync(join(layout, 'index.json'), 'utf8')) as { manifests: { annotations: Record<string, string> }[] }).manifests[0]!
+        .annotations['org.opencontainers.image.ref.name']!;
     } else {
       const built = await buildImage(join(scratch, 'build'));
       layout = built.layout;
@@ -76,8 +76,13 @@ describe.skipIf(skip)('the image runs the three processes of the chart', () => {
       argv: commands.get(name)!,
       env: {
         ...imageEnv,
-        REDIS_URL: inject('redisUrl'), QUEUE_PREFIX: prefix, LOG_LEVEL: 'info', ALLOW_PLAINTEXT_HTTP: 'true',
-        SIGNING_KEYS_DIR: '/etc/volume-medic/signing', KUBERNETES_SERVICE_HOST: '', KUBECONFIG: '',
+        REDIS_URL: inject('redisUrl'),
+        QUEUE_PREFIX: prefix,
+        LOG_LEVEL: 'info',
+        ALLOW_PLAINTEXT_HTTP: 'true',
+        SIGNING_KEYS_DIR: '/etc/volume-medic/signing',
+        KUBERNETES_SERVICE_HOST: '',
+        KUBECONFIG: '',
         ...env,
       },
       binds: [[keys, '/etc/volume-medic/signing'], ...binds],
@@ -108,20 +113,42 @@ describe.skipIf(skip)('the image runs the three processes of the chart', () => {
     expect(existsSync(join(rootfs, 'app/node_modules/typescript'))).toBe(false);
   });
 
-  it('runs an Alertmanager webhook\'s job on the node agent inside the image', async () => {
-    const receiver = start('receiver', { PORT: '0', LISTEN_ADDRESS: '127.0.0.1', VOLUME_MEDIC_TOKEN: TOKEN, OPERATOR_AUTH: 'insecure', ALLOW_UNAUTHENTICATED: 'true' });
+  it("runs an Alertmanager webhook's job on the node agent inside the image", async () => {
+    const receiver = start('receiver', {
+      PORT: '0',
+      LISTEN_ADDRESS: '127.0.0.1',
+      VOLUME_MEDIC_TOKEN: TOKEN,
+      OPERATOR_AUTH: 'insecure',
+      ALLOW_UNAUTHENTICATED: 'true',
+    });
     const listening = await receiver.waitFor(/^.*"msg":"receiver listening".*$/m);
     const url = /"url":"(http:[^"]+)"/.exec(listening)![1]!;
     const state = mkdtempSync(join(scratch, 'cluster-state-'));
     chmodSync(state, 0o777);
     // Both workers share this machine's network (unlike pods): each probe server on a free port.
-    const worker = start('cluster-worker', { STATE_DIR: '/var/lib/volume-medic', PROBE_PORT: '0', PROBE_LISTEN_ADDRESS: '127.0.0.1' }, [[state, '/var/lib/volume-medic']]);
+    const worker = start('cluster-worker', { STATE_DIR: '/var/lib/volume-medic', PROBE_PORT: '0', PROBE_LISTEN_ADDRESS: '127.0.0.1' }, [
+      [state, '/var/lib/volume-medic'],
+    ]);
     // The node agent's host, as the chart mounts it under /host; empty here: nothing to clean up.
     const host = mkdtempSync(join(scratch, 'host-'));
     for (const d of ['dev', 'sys', 'proc', 'var/lib/volume-medic', 'etc/multipath', 'run/udev']) mkdirSync(join(host, d), { recursive: true });
     // The chart mounts the agent's state at /host/var/lib/volume-medic and at STATE_DIR itself.
-    const agent = start('node-agent', { NODE_NAME: NODE, HOST_ROOT: '/host', HOST_NSENTER: 'true', STATE_DIR: '/var/lib/volume-medic', PROBE_PORT: '0', PROBE_LISTEN_ADDRESS: '127.0.0.1', LOG_LEVEL: process.env['VM_IMAGE_LOG_LEVEL'] ?? 'info' },
-      [[host, '/host'], [join(host, 'var/lib/volume-medic'), '/var/lib/volume-medic']]);
+    const agent = start(
+      'node-agent',
+      {
+        NODE_NAME: NODE,
+        HOST_ROOT: '/host',
+        HOST_NSENTER: 'true',
+        STATE_DIR: '/var/lib/volume-medic',
+        PROBE_PORT: '0',
+        PROBE_LISTEN_ADDRESS: '127.0.0.1',
+        LOG_LEVEL: process.env['VM_IMAGE_LOG_LEVEL'] ?? 'info',
+      },
+      [
+        [host, '/host'],
+        [join(host, 'var/lib/volume-medic'), '/var/lib/volume-medic'],
+      ],
+    );
     await worker.waitFor(/"msg":"cluster worker started"/);
     await agent.waitFor(/"msg":"node agent started"/);
 
@@ -132,13 +159,19 @@ describe.skipIf(skip)('the image runs the three processes of the chart', () => {
     expect(r.status, JSON.stringify(r.json)).toBe(202);
     const id = r.json.accepted.find((a: { node: string }) => a.node === NODE).id as string;
     let last: unknown;
-    const job = await waitFor('the job finished by the agent in the image', async () => {
-      // OPERATOR_AUTH=insecure: job reads need no identity (the webhook token may only post).
-      const j = await getJson(`${url}/v1/jobs/${id}`);
-      last = j;
-      return j.state === 'completed' || j.state === 'failed' ? j : undefined;
-    }, 60_000).catch((e: Error) => {
-      throw new Error(`${e.message}\n--- job\n${JSON.stringify(last)}\n--- receiver\n${receiver.output()}\n--- agent\n${agent.output()}\n--- cluster worker\n${worker.output()}`);
+    const job = await waitFor(
+      'the job finished by the agent in the image',
+      async () => {
+        // OPERATOR_AUTH=insecure: job reads need no identity (the webhook token may only post).
+        const j = await getJson(`${url}/v1/jobs/${id}`);
+        last = j;
+        return j.state === 'completed' || j.state === 'failed' ? j : undefined;
+      },
+      60_000,
+    ).catch((e: Error) => {
+      throw new Error(
+        `${e.message}\n--- job\n${JSON.stringify(last)}\n--- receiver\n${receiver.output()}\n--- agent\n${agent.output()}\n--- cluster worker\n${worker.output()}`,
+      );
     });
     expect(job.state, `${JSON.stringify(job)}\n--- agent\n${agent.output()}`).toBe('completed');
     expect(job.result).toMatchObject({ ranOn: NODE, mode: 'dry-run' });
@@ -151,26 +184,36 @@ describe.skipIf(skip)('the image runs the three processes of the chart', () => {
     expect(first.argv.slice(0, 6)).toEqual(['nsenter', '-t', '1', '-m', '-n', '--']);
     expect(first.exitCode, JSON.stringify(first)).toEqual(expect.any(Number));
   }, 180_000);
-  const noPush = registryUnavailable() ?? (spawnSync('sh', ['-c', 'command -v skopeo'], { stdio: 'ignore' }).status === 0 ? undefined : 'skopeo is missing (Debian: apt-get install skopeo)');
-  it.skipIf(noPush)(`pushes to an OCI registry with the digest it was built with${noPush ? ` (skipped: ${noPush})` : ''}`, async () => {
-    const registry = await startOciRegistry();
-    try {
-      const ref = `docker://${registry.host}/volume-medic/volume-medic:${tag}`;
-      // --preserve-digests: skopeo fails rather than rewrite the manifest (a new digest).
-      const copy = spawnSync('skopeo', ['copy', '--quiet', '--preserve-digests', '--dest-tls-verify=false', `oci:${layout}:${tag}`, ref], { encoding: 'utf8' });
-      expect(copy.status, `${copy.stderr}\n${registry.log()}`).toBe(0);
-      const inspect = spawnSync('skopeo', ['inspect', '--tls-verify=false', '--raw', ref], { encoding: 'utf8' });
-      expect(inspect.status, inspect.stderr).toBe(0);
-      const inspected = spawnSync('skopeo', ['inspect', '--tls-verify=false', ref], { encoding: 'utf8' });
-      expect(JSON.parse(inspected.stdout).Digest).toBe(readImage(layout).digest);
-      // The registry serves the same bytes by digest, as a chart pinned to image.digest pulls them.
-      const byDigest = await fetch(`http://${registry.host}/v2/volume-medic/volume-medic/manifests/${readImage(layout).digest}`, { headers: { accept: 'application/vnd.oci.image.manifest.v1+json' } });
-      expect(byDigest.status).toBe(200);
-      expect(await byDigest.text()).toBe(inspect.stdout);
-    } finally {
-      await registry.stop();
-    }
-  }, 300_000);
+  const noPush =
+    registryUnavailable() ??
+    (spawnSync('sh', ['-c', 'command -v skopeo'], { stdio: 'ignore' }).status === 0 ? undefined : 'skopeo is missing (Debian: apt-get install skopeo)');
+  it.skipIf(noPush)(
+    `pushes to an OCI registry with the digest it was built with${noPush ? ` (skipped: ${noPush})` : ''}`,
+    async () => {
+      const registry = await startOciRegistry();
+      try {
+        const ref = `docker://${registry.host}/volume-medic/volume-medic:${tag}`;
+        // --preserve-digests: skopeo fails rather than rewrite the manifest (a new digest).
+        const copy = spawnSync('skopeo', ['copy', '--quiet', '--preserve-digests', '--dest-tls-verify=false', `oci:${layout}:${tag}`, ref], {
+          encoding: 'utf8',
+        });
+        expect(copy.status, `${copy.stderr}\n${registry.log()}`).toBe(0);
+        const inspect = spawnSync('skopeo', ['inspect', '--tls-verify=false', '--raw', ref], { encoding: 'utf8' });
+        expect(inspect.status, inspect.stderr).toBe(0);
+        const inspected = spawnSync('skopeo', ['inspect', '--tls-verify=false', ref], { encoding: 'utf8' });
+        expect(JSON.parse(inspected.stdout).Digest).toBe(readImage(layout).digest);
+        // The registry serves the same bytes by digest, as a chart pinned to image.digest pulls them.
+        const byDigest = await fetch(`http://${registry.host}/v2/volume-medic/volume-medic/manifests/${readImage(layout).digest}`, {
+          headers: { accept: 'application/vnd.oci.image.manifest.v1+json' },
+        });
+        expect(byDigest.status).toBe(200);
+        expect(await byDigest.text()).toBe(inspect.stdout);
+      } finally {
+        await registry.stop();
+      }
+    },
+    300_000,
+  );
 });
 
 // Where it cannot run, one skipped test that says why (vitest prints its name).

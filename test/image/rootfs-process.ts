@@ -19,7 +19,11 @@ export interface ImageConfig {
 }
 
 /** The image's config (index.json -> manifest -> config) and its manifest digest. */
-export function readImage(layout: string): { digest: string; manifest: { layers: { digest: string; mediaType: string }[]; annotations?: Record<string, string> }; config: { config: ImageConfig; created: string } } {
+export function readImage(layout: string): {
+  digest: string;
+  manifest: { layers: { digest: string; mediaType: string }[]; annotations?: Record<string, string> };
+  config: { config: ImageConfig; created: string };
+} {
   const blob = (d: string) => JSON.parse(readFileSync(join(layout, 'blobs/sha256', d.replace(/^sha256:/, '')), 'utf8'));
   const index = JSON.parse(readFileSync(join(layout, 'index.json'), 'utf8')) as { manifests: { digest: string }[] };
   const digest = index.manifests[0]!.digest;
@@ -41,7 +45,9 @@ export function unpack(layout: string, tag: string, dir: string): string {
   }
   mkdirSync(rootfs, { recursive: true });
   for (const l of readImage(layout).manifest.layers) {
-    const r = spawnSync('tar', ['-xzpf', join(layout, 'blobs/sha256', l.digest.slice(7)), '-C', rootfs, '--numeric-owner'], { encoding: 'utf8' });
+    const r = spawnSync('tar', ['-xzpf', join(layout, 'blobs/sha256', l.digest.slice(7)), '-C', rootfs, '--numeric-owner'], {
+      encoding: 'utf8',
+    });
     if (r.status !== 0) throw new Error(`tar -x ${l.digest} failed: ${r.stderr}`);
   }
   return rootfs;
@@ -70,16 +76,48 @@ export interface RootfsProcess {
  * Starts `argv` inside `rootfs`. `binds` put host directories at paths in the image (missing
  * mount points are made in the unpacked tree first: the root is read-only once started).
  */
-export function startInRootfs(rootfs: string, opts: { user: string; cwd: string; env: Record<string, string>; argv: string[]; binds?: readonly (readonly [host: string, image: string])[] }): RootfsProcess {
+export function startInRootfs(
+  rootfs: string,
+  opts: {
+    user: string;
+    cwd: string;
+    env: Record<string, string>;
+    argv: string[];
+    binds?: readonly (readonly [host: string, image: string])[];
+  },
+): RootfsProcess {
   for (const [, target] of opts.binds ?? []) if (!existsSync(join(rootfs, target))) mkdirSync(join(rootfs, target), { recursive: true });
   const envArgs = Object.entries(opts.env).map(([k, v]) => `${k}=${v}`);
   const user = /:/.test(opts.user) ? opts.user : `${opts.user}:${opts.user}`;
   // --kill-child=SIGTERM: when unshare goes (SIGKILL below), the namespace's first process gets
   // SIGTERM and shuts down as under a kubelet; the pid namespace takes everything else with it.
-  const child = spawn('unshare', ['--mount', '--pid', '--fork', '--kill-child=SIGTERM', '--propagation', 'private', 'sh', '-c', WRAPPER, 'sh', rootfs, user, opts.cwd, ...envArgs, ...opts.argv], {
-    env: { PATH: process.env['PATH'] ?? '/usr/sbin:/usr/bin:/sbin:/bin', VM_BINDS: (opts.binds ?? []).map(([h, t]) => `${h}:${t}`).join(' ') },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child = spawn(
+    'unshare',
+    [
+      '--mount',
+      '--pid',
+      '--fork',
+      '--kill-child=SIGTERM',
+      '--propagation',
+      'private',
+      'sh',
+      '-c',
+      WRAPPER,
+      'sh',
+      rootfs,
+      user,
+      opts.cwd,
+      ...envArgs,
+      ...opts.argv,
+    ],
+    {
+      env: {
+        PATH: process.env['PATH'] ?? '/usr/sbin:/usr/bin:/sbin:/bin',
+        VM_BINDS: (opts.binds ?? []).map(([h, t]) => `${h}:${t}`).join(' '),
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   let text = '';
   child.stdout!.on('data', (d: Buffer) => (text += d.toString()));
   child.stderr!.on('data', (d: Buffer) => (text += d.toString()));
@@ -103,7 +141,9 @@ export function startInRootfs(rootfs: string, opts: { user: string; cwd: string;
       let inner: number[] = [];
       try {
         inner = readFileSync(`/proc/${child.pid}/task/${child.pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
-      } catch { /* already gone */ }
+      } catch {
+        /* already gone */
+      }
       child.kill('SIGKILL');
       await exited;
       const alive = (pid: number) => {
@@ -122,7 +162,10 @@ export function startInRootfs(rootfs: string, opts: { user: string; cwd: string;
 
 /** Mount points under `dir` in this mount namespace: none may remain before `dir` is removed. */
 export function mountsUnder(dir: string): string[] {
-  return readFileSync('/proc/self/mountinfo', 'utf8').split('\n').map((l) => l.split(' ')[4] ?? '').filter((p) => p.startsWith(dir));
+  return readFileSync('/proc/self/mountinfo', 'utf8')
+    .split('\n')
+    .map((l) => l.split(' ')[4] ?? '')
+    .filter((p) => p.startsWith(dir));
 }
 
 export const canRunRootfs = (): string | undefined => {

@@ -21,7 +21,7 @@ import { waitFor } from '../support/wait.ts';
 
 const INTERVAL = 600;
 
-describe('a worker\'s presence on its queue', () => {
+describe("a worker's presence on its queue", () => {
   const prefix = uniquePrefix('presence');
   const queue = nodeQueueName('presence-a');
   let redis: RedisConnection;
@@ -31,8 +31,15 @@ describe('a worker\'s presence on its queue', () => {
     redis = producerConnection(redisUrl());
     await new Promise((ready) => redis.once('ready', ready));
     worker = createRunbookWorker({
-      queue, redis: redisUrl(), prefix, ranOn: 'presence-a', registry: {} as RunbookRegistry, modeOf: () => 'dry-run',
-      accepts: () => undefined, lockDurationMs: INTERVAL, log: createLogger('test', 'silent'),
+      queue,
+      redis: redisUrl(),
+      prefix,
+      ranOn: 'presence-a',
+      registry: {} as RunbookRegistry,
+      modeOf: () => 'dry-run',
+      accepts: () => undefined,
+      lockDurationMs: INTERVAL,
+      log: createLogger('test', 'silent'),
     });
   });
   afterAll(async () => {
@@ -77,11 +84,20 @@ describe('a real agent process, stopped and killed', () => {
     await new Promise((ready) => redis.once('ready', ready));
     state = mkdtempSync(join(tmpdir(), 'vm-presence-'));
     agent = spawn(process.execPath, ['test/support/stub-agent.ts'], {
-      env: { ...process.env, REDIS_URL: redisUrl(), QUEUE_PREFIX: prefix, NODE_NAME: 'presence-p', STATE_DIR: state, LOCK_DURATION_MS: String(INTERVAL_MS) },
+      env: {
+        ...process.env,
+        REDIS_URL: redisUrl(),
+        QUEUE_PREFIX: prefix,
+        NODE_NAME: 'presence-p',
+        STATE_DIR: state,
+        LOCK_DURATION_MS: String(INTERVAL_MS),
+      },
       stdio: ['ignore', 'pipe', 'inherit'],
     });
     let out = '';
-    agent.stdout!.on('data', (d: Buffer) => { out += d.toString(); });
+    agent.stdout!.on('data', (d: Buffer) => {
+      out += d.toString();
+    });
     await waitFor('the agent to start', async () => (out.includes('READY') ? true : undefined));
     await waitFor('its first renewal', async () => ((await agentSeen(redis, prefix, queue)) ? true : undefined));
   });

@@ -35,9 +35,15 @@ function check(file: string): void {
 
 /** The receivers Alertmanager sends an alert with these labels to, as amtool says. */
 function receivers(file: string, labels: Record<string, string>): string[] {
-  const r = spawnSync(AMTOOL, ['config', 'routes', 'test', `--config.file=${file}`, ...Object.entries(labels).map(([k, v]) => `${k}=${v}`)], { encoding: 'utf8' });
+  const r = spawnSync(AMTOOL, ['config', 'routes', 'test', `--config.file=${file}`, ...Object.entries(labels).map(([k, v]) => `${k}=${v}`)], {
+    encoding: 'utf8',
+  });
   expect(r.status, r.stderr).toBe(0);
-  return r.stdout.trim().split(',').filter((s) => s !== '').sort();
+  return r.stdout
+    .trim()
+    .split(',')
+    .filter((s) => s !== '')
+    .sort();
 }
 
 const NODE_RECOVERY = ['KubeNodeNotReady', 'KubeNodeUnreachable', 'VolumeMedicNodeNotReady'];
@@ -59,15 +65,21 @@ const ALERTS: Array<Record<string, string>> = [
 /** The old documentation: the route appended to route.routes as a sibling, continue: true. */
 function appendAsSibling(config: Config): Config {
   const snippet = parseYaml(readFileSync(SNIPPET, 'utf8')) as Config;
-  return { ...config, route: { ...config.route, routes: [...(config.route?.routes ?? []), ...(snippet.route?.routes ?? [])] }, receivers: [...(config.receivers ?? []), ...(snippet.receivers ?? [])] };
+  return {
+    ...config,
+    route: { ...config.route, routes: [...(config.route?.routes ?? []), ...(snippet.route?.routes ?? [])] },
+    receivers: [...(config.receivers ?? []), ...(snippet.receivers ?? [])],
+  };
 }
 
-describe.skipIf(!available && !process.env['CI'])('the Alertmanager route, merged into operators\' configurations (amtool)', () => {
+describe.skipIf(!available && !process.env['CI'])("the Alertmanager route, merged into operators' configurations (amtool)", () => {
   it('amtool is installed (Debian prometheus-alertmanager; required in CI)', () => {
     expect(available, `${AMTOOL} not found: .ci/run installs prometheus-alertmanager`).toBe(true);
   });
 
-  const files = readdirSync(CONFIGS).filter((f) => f.endsWith('.yml')).sort();
+  const files = readdirSync(CONFIGS)
+    .filter((f) => f.endsWith('.yml'))
+    .sort();
   it('has realistic configurations to merge into', () => {
     expect(files).toEqual(['on-call-with-critical-pager.yml', 'root-only.yml', 'teams-with-continue.yml']);
   });

@@ -44,14 +44,23 @@ const NOTIFY_TIMEOUT_MS = 10_000;
 const inCi = !!process.env['CI'] && process.env['CI'] !== 'false';
 const available = alertmanagerAvailable();
 if (!available && !inCi) {
-  console.warn(`SKIPPING test/int/alertmanager.int.test.ts: ${ALERTMANAGER_BIN} not found (apt-get install prometheus-alertmanager, or set ALERTMANAGER_BIN). In CI (CI set) this fails instead.`);
+  console.warn(
+    `SKIPPING test/int/alertmanager.int.test.ts: ${ALERTMANAGER_BIN} not found (apt-get install prometheus-alertmanager, or set ALERTMANAGER_BIN). In CI (CI set) this fails instead.`,
+  );
 }
 
 const nodeName = (what: string) => `am-${what}-${randomBytes(3).toString('hex')}`;
 
 function nodeNotReady(node: string, startsAt: Date, endsAt: Date): PostableAlert {
   return {
-    labels: { alertname: 'KubeNodeNotReady', node, condition: 'Ready', severity: 'warning', job: 'kube-state-metrics', namespace: 'monitoring' },
+    labels: {
+      alertname: 'KubeNodeNotReady',
+      node,
+      condition: 'Ready',
+      severity: 'warning',
+      job: 'kube-state-metrics',
+      namespace: 'monitoring',
+    },
     annotations: { summary: 'Node is not ready.', description: `${node} has been unready for more than 15 minutes.` },
     startsAt: startsAt.toISOString(),
     endsAt: endsAt.toISOString(),
@@ -84,7 +93,13 @@ describe('real Alertmanager -> receiver', () => {
   };
   const receiverMetric = async (name: string, labels: Record<string, string>) => sumMetric(await (await fetch(`${receiver.url}/metrics`)).text(), name, labels);
   const am = async (token: string) => {
-    const m = await startAlertmanager({ webhookUrl: `${receiver.url}/v1/alertmanager`, token, groupWait: '1s', groupInterval: '1s', resolveTimeout: '5m' });
+    const m = await startAlertmanager({
+      webhookUrl: `${receiver.url}/v1/alertmanager`,
+      token,
+      groupWait: '1s',
+      groupInterval: '1s',
+      resolveTimeout: '5m',
+    });
     managers.push(m);
     return m;
   };
@@ -209,11 +224,21 @@ describe('real Alertmanager -> receiver', () => {
       logs,
     );
     // Alertmanager saw the 401 as a failed, non-retryable notification.
-    await waitFor('Alertmanager to count the failed notification', async () => (await wrong.metric('alertmanager_notifications_failed_total', { integration: 'webhook' })) >= 1, NOTIFY_TIMEOUT_MS, logs);
+    await waitFor(
+      'Alertmanager to count the failed notification',
+      async () => (await wrong.metric('alertmanager_notifications_failed_total', { integration: 'webhook' })) >= 1,
+      NOTIFY_TIMEOUT_MS,
+      logs,
+    );
     expect(wrong.log()).toMatch(/unexpected status code 401/);
 
     await wrong.postAlerts([{ ...firing, endsAt: new Date(Date.now() - 1000).toISOString() }]);
-    await waitFor('Alertmanager to take the resolved alert', async () => (await wrong.metric('alertmanager_alerts_received_total', { status: 'resolved' })) >= 1, NOTIFY_TIMEOUT_MS, logs);
+    await waitFor(
+      'Alertmanager to take the resolved alert',
+      async () => (await wrong.metric('alertmanager_alerts_received_total', { status: 'resolved' })) >= 1,
+      NOTIFY_TIMEOUT_MS,
+      logs,
+    );
     // Several group_interval ticks: no resolved notification gets through (Alertmanager does not
     // even send one, since the firing one was never delivered), so no job.
     await sleep(3_000);

@@ -23,7 +23,13 @@ interface Spec {
   timestamp: number;
 }
 
-const data = (s: Spec) => ({ runbook: 'residual-multipath-cleanup', version: 1, key: s.id, target: { node: s.queue }, evidence: [{ source: 'api', summary: `for ${s.id}`, raw: { n: 1 } }] });
+const data = (s: Spec) => ({
+  runbook: 'residual-multipath-cleanup',
+  version: 1,
+  key: s.id,
+  target: { node: s.queue },
+  evidence: [{ source: 'api', summary: `for ${s.id}`, raw: { n: 1 } }],
+});
 
 /** Every key under the prefix, with its type and contents; stream entries without their ids. */
 async function dump(r: Redis, prefix: string): Promise<Record<string, unknown>> {
@@ -43,7 +49,7 @@ async function dump(r: Redis, prefix: string): Promise<Record<string, unknown>> 
   return out;
 }
 
-describe('batch add: BullMQ\'s add script, once per job, in one call', () => {
+describe("batch add: BullMQ's add script, once per job, in one call", () => {
   const viaBullmq = uniquePrefix('bq');
   const viaBatch = uniquePrefix('bb');
   let redis: RedisConnection;
@@ -118,11 +124,17 @@ describe('batch add: BullMQ\'s add script, once per job, in one call', () => {
 
   it('writes the same with the data given as its JSON text (encoded once by the caller)', async () => {
     const t = 1_780_000_100_000;
-    const r = await addBoth([
-      { queue: 'vm-node-t', id: 'job_t1', timestamp: t },
-      { queue: 'vm-node-t', id: 'job_t2', timestamp: t + 1 },
-    ], true);
-    expect(r).toEqual([{ existingTimestamp: null, result: 'job_t1' }, { existingTimestamp: null, result: 'job_t2' }]);
+    const r = await addBoth(
+      [
+        { queue: 'vm-node-t', id: 'job_t1', timestamp: t },
+        { queue: 'vm-node-t', id: 'job_t2', timestamp: t + 1 },
+      ],
+      true,
+    );
+    expect(r).toEqual([
+      { existingTimestamp: null, result: 'job_t1' },
+      { existingTimestamp: null, result: 'job_t2' },
+    ]);
     const strip = (d: Record<string, unknown>) => Object.fromEntries(Object.entries(d).filter(([k]) => k.startsWith(':vm-node-t')));
     const [a, b] = [strip(await dump(admin, viaBullmq)), strip(await dump(admin, viaBatch))];
     expect(Object.keys(a)).toContain(':vm-node-t:job_t1');
@@ -135,7 +147,10 @@ describe('batch add: BullMQ\'s add script, once per job, in one call', () => {
   it('fails only the job whose key is broken, not the others of the call', async () => {
     await admin.set(`${viaBatch}:vm-node-d:job_broken`, 'not a hash');
     const q = await queue(viaBatch, 'vm-node-d');
-    const item = (id: string) => ({ jobKey: `${viaBatch}:vm-node-d:${id}`, call: captureAdd(new Job(q, 'r', { id }, { ...OPTS, jobId: id }, id)) });
+    const item = (id: string) => ({
+      jobKey: `${viaBatch}:vm-node-d:${id}`,
+      call: captureAdd(new Job(q, 'r', { id }, { ...OPTS, jobId: id }, id)),
+    });
     const replies = await new BatchAdd(redis).add([item('job_ok1'), item('job_broken'), item('job_ok2')]);
     expect(replies[0]).toEqual({ existingTimestamp: null, result: 'job_ok1' });
     expect(replies[1]).toMatchObject({ error: expect.any(Error) });
@@ -148,7 +163,9 @@ describe('batch add: BullMQ\'s add script, once per job, in one call', () => {
     const q = await queue(viaBatch, 'vm-node-e');
     const n = MAX_JOBS_PER_CALL * 2 + 7;
     const ids = Array.from({ length: n }, (_, i) => `job_e${i}`);
-    const replies = await new BatchAdd(redis).add(ids.map((id) => ({ jobKey: `${viaBatch}:vm-node-e:${id}`, call: captureAdd(new Job(q, 'r', {}, { ...OPTS, jobId: id }, id)) })));
+    const replies = await new BatchAdd(redis).add(
+      ids.map((id) => ({ jobKey: `${viaBatch}:vm-node-e:${id}`, call: captureAdd(new Job(q, 'r', {}, { ...OPTS, jobId: id }, id)) })),
+    );
     expect(replies.map((r) => ('result' in r ? r.result : r.error.message))).toEqual(ids);
     expect(await admin.llen(`${viaBatch}:vm-node-e:wait`)).toBe(n);
   });
@@ -157,7 +174,11 @@ describe('batch add: BullMQ\'s add script, once per job, in one call', () => {
     const q = await queue(viaBatch, 'vm-node-g');
     const indexKey = `${viaBatch}:vm:ui:incidents`;
     await admin.set(`${viaBatch}:vm-node-g:job_g_broken`, 'not a hash');
-    const item = (id: string) => ({ jobKey: `${viaBatch}:vm-node-g:${id}`, call: captureAdd(new Job(q, 'r', { id }, { ...OPTS, jobId: id }, id)), member: `m-${id}` });
+    const item = (id: string) => ({
+      jobKey: `${viaBatch}:vm-node-g:${id}`,
+      call: captureAdd(new Job(q, 'r', { id }, { ...OPTS, jobId: id }, id)),
+      member: `m-${id}`,
+    });
     const errors: Error[] = [];
     const index = (at: number, keep = 100) => ({ key: indexKey, keep, at, onError: (e: Error) => errors.push(e) });
     const at = 1_780_000_000_123;
@@ -167,7 +188,10 @@ describe('batch add: BullMQ\'s add script, once per job, in one call', () => {
     expect(await admin.zrange(indexKey, 0, -1, 'WITHSCORES')).toEqual(['m-job_g1', String(at * 1000), 'm-job_g2', String(at * 1000 + 1)]);
     // A repeat is not new: not recorded again; a new job is, and the trim keeps the newest `keep`.
     const second = await new BatchAdd(redis).add([item('job_g1'), item('job_g3')], index(at + 5, 2));
-    expect(second).toEqual([{ existingTimestamp: expect.any(String), result: 'job_g1' }, { existingTimestamp: null, result: 'job_g3' }]);
+    expect(second).toEqual([
+      { existingTimestamp: expect.any(String), result: 'job_g1' },
+      { existingTimestamp: null, result: 'job_g3' },
+    ]);
     expect(await admin.zrange(indexKey, 0, -1, 'WITHSCORES')).toEqual(['m-job_g2', String(at * 1000 + 1), 'm-job_g3', String((at + 5) * 1000)]);
     expect(errors).toEqual([]);
     // An index that cannot be written is reported; the jobs are stored all the same.
@@ -184,7 +208,14 @@ describe('batch add: BullMQ\'s add script, once per job, in one call', () => {
     const indexKey = `${viaBatch}:vm:ui:incidents-h`;
     const n = MAX_JOBS_PER_CALL + 3;
     const ids = Array.from({ length: n }, (_, i) => `job_h${i}`);
-    await new BatchAdd(redis).add(ids.map((id) => ({ jobKey: `${viaBatch}:vm-node-h:${id}`, call: captureAdd(new Job(q, 'r', {}, { ...OPTS, jobId: id }, id)), member: id })), { key: indexKey, keep: 1_000, at: 1_780_000_000_000, onError: () => {} });
+    await new BatchAdd(redis).add(
+      ids.map((id) => ({
+        jobKey: `${viaBatch}:vm-node-h:${id}`,
+        call: captureAdd(new Job(q, 'r', {}, { ...OPTS, jobId: id }, id)),
+        member: id,
+      })),
+      { key: indexKey, keep: 1_000, at: 1_780_000_000_000, onError: () => {} },
+    );
     const scores = (await admin.zrange(indexKey, 0, -1, 'WITHSCORES')).filter((_, i) => i % 2 === 1);
     expect(new Set(scores).size).toBe(n);
     expect(await admin.zrange(indexKey, 0, -1)).toEqual(ids);

@@ -40,10 +40,18 @@ describe('breaker slots taken by the receiver for the node a seal proves', () =>
 
   beforeAll(async () => {
     redis = new Redis(redisUrl());
-    receiver = await startReceiver(testConfig({
-      redisUrl: redisUrl(), queuePrefix: prefix, operatorAuth: 'off',
-      breakerNodeDestructivePerHour: caps.nodePerHour, breakerClusterDestructivePerHour: caps.clusterPerHour, breakerStormNodes: caps.stormNodes, breakerStormWindowSeconds: 60,
-    }), { log: silent });
+    receiver = await startReceiver(
+      testConfig({
+        redisUrl: redisUrl(),
+        queuePrefix: prefix,
+        operatorAuth: 'off',
+        breakerNodeDestructivePerHour: caps.nodePerHour,
+        breakerClusterDestructivePerHour: caps.clusterPerHour,
+        breakerStormNodes: caps.stormNodes,
+        breakerStormWindowSeconds: 60,
+      }),
+      { log: silent },
+    );
   });
   afterAll(async () => {
     await receiver?.close();
@@ -51,8 +59,11 @@ describe('breaker slots taken by the receiver for the node a seal proves', () =>
     await dropPrefix(prefix);
   });
 
-  it('takes node A\'s slot in its window and the cluster\'s, with the receiver\'s caps whatever the agent says', async () => {
-    const r = await forA().reserveDestructive({ nodePerHour: 0, clusterPerHour: 0, stormNodes: 0, stormWindowMs: 1 }, { node: 'slot-a', jobId: 'j1', stepId: 's1' });
+  it("takes node A's slot in its window and the cluster's, with the receiver's caps whatever the agent says", async () => {
+    const r = await forA().reserveDestructive(
+      { nodePerHour: 0, clusterPerHour: 0, stormNodes: 0, stormWindowMs: 1 },
+      { node: 'slot-a', jobId: 'j1', stepId: 's1' },
+    );
     expect(r).toEqual({ ok: true, nodeCount: 1, clusterCount: 1, tripped: [] });
     expect(await redis.zcard(k.destructiveNode('slot-a'))).toBe(1);
     // The receiver's cap (3 an hour) trips node A's breaker on the third, whatever caps the agent passed.
@@ -65,15 +76,26 @@ describe('breaker slots taken by the receiver for the node a seal proves', () =>
     expect(await redis.zcard(k.destructiveCluster)).toBe(3);
   });
 
-  it('refuses A\'s key for node B, another role\'s key, and changes nothing', async () => {
+  it("refuses A's key for node B, another role's key, and changes nothing", async () => {
     const before = await redis.zcard(k.destructiveCluster);
     const asB = new ReceiverBreakers({ url: receiver.url, queue: nodeQueueName('slot-a'), sealer: nodeSealer('slot-a') });
     // A's sealer, B named in the request (the seal is over A's queue: the receiver derives B's key).
-    const post = async (body: unknown) => fetch(`${receiver.url}${BREAKER_SLOTS_PATH}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const post = async (body: unknown) =>
+      fetch(`${receiver.url}${BREAKER_SLOTS_PATH}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
     const ask = { op: 'reserve', node: 'slot-b', jobId: 'jb', stepId: 's1' } as const;
-    const forged = await post({ ask, seal: nodeSealer('slot-a').seal('breaker', breakerSubject(nodeQueueName('slot-a')), ask, BREAKER_SEAL_TTL_MS) });
+    const forged = await post({
+      ask,
+      seal: nodeSealer('slot-a').seal('breaker', breakerSubject(nodeQueueName('slot-a')), ask, BREAKER_SEAL_TTL_MS),
+    });
     expect(forged.status).toBe(403);
-    const alsoForged = await post({ ask, seal: nodeSealer('slot-a').seal('breaker', breakerSubject(nodeQueueName('slot-b')), ask, BREAKER_SEAL_TTL_MS) });
+    const alsoForged = await post({
+      ask,
+      seal: nodeSealer('slot-a').seal('breaker', breakerSubject(nodeQueueName('slot-b')), ask, BREAKER_SEAL_TTL_MS),
+    });
     expect(alsoForged.status).toBe(403);
     // The receiver role's own root is not a node agent's key.
     const receiverRoot = sealerOf(keyringFor('receiver', readKeys(TEST_KEYS_DIR)))!.workFor!(nodeQueueName('slot-b'));
@@ -88,29 +110,61 @@ describe('breaker slots taken by the receiver for the node a seal proves', () =>
     const s = nodeSealer('slot-c');
     const ask = { op: 'reserve', node: 'slot-c', jobId: 'jc', stepId: 's1' } as const;
     const body = JSON.stringify({ ask, seal: s.seal('breaker', breakerSubject(nodeQueueName('slot-c')), ask, BREAKER_SEAL_TTL_MS) });
-    for (let i = 0; i < 3; i++) expect((await fetch(`${receiver.url}${BREAKER_SLOTS_PATH}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body })).status).toBe(200);
+    for (let i = 0; i < 3; i++)
+      expect((await fetch(`${receiver.url}${BREAKER_SLOTS_PATH}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body })).status).toBe(200);
     expect(await redis.zcard(k.destructiveNode('slot-c'))).toBe(1);
   });
 
-  it('one node\'s starts, however many, count once towards the storm breaker', async () => {
+  it("one node's starts, however many, count once towards the storm breaker", async () => {
     for (let i = 0; i < 20; i++) expect(await forA().recordNodeActivity(caps, 'slot-a', 'alertmanager')).toBeUndefined();
     expect(await redis.zrange(k.storm, 0, -1)).toEqual(['slot-a']);
     expect(await redis.hexists(k.tripped, 'storm')).toBe(0);
   });
 
-  it('a receiver that does not answer is no slot: the job\'s start and its destructive step wait, saying why', async () => {
-    const nowhere = new ReceiverBreakers({ url: 'http://127.0.0.1:9', queue: nodeQueueName('slot-d'), sealer: nodeSealer('slot-d'), timeoutMs: 500 });
-    const controls = createJobControls({
-      redis, prefix, approval: { highRisk: false, runbooks: [], maxDestructiveSteps: 0 }, approvalTtlMs: 60_000, caps, recheckMs: 1_000,
-      queue: nodeQueueName('slot-d'), node: 'slot-d', log: silent, breakers: nowhere,
+  it("a receiver that does not answer is no slot: the job's start and its destructive step wait, saying why", async () => {
+    const nowhere = new ReceiverBreakers({
+      url: 'http://127.0.0.1:9',
+      queue: nodeQueueName('slot-d'),
+      sealer: nodeSealer('slot-d'),
+      timeoutMs: 500,
     });
-    const begun = await controls.begin({ jobId: 'jd', queue: nodeQueueName('slot-d'), runbook: 'residual-multipath-cleanup', createdAt: Date.now(), configuredMode: 'enforce' });
-    expect(begun.park).toMatchObject({ reason: 'breaker', why: expect.stringMatching(/could not be counted towards the storm breaker: the receiver's breakers at http:\/\/127\.0\.0\.1:9 did not answer/) });
+    const controls = createJobControls({
+      redis,
+      prefix,
+      approval: { highRisk: false, runbooks: [], maxDestructiveSteps: 0 },
+      approvalTtlMs: 60_000,
+      caps,
+      recheckMs: 1_000,
+      queue: nodeQueueName('slot-d'),
+      node: 'slot-d',
+      log: silent,
+      breakers: nowhere,
+    });
+    const begun = await controls.begin({
+      jobId: 'jd',
+      queue: nodeQueueName('slot-d'),
+      runbook: 'residual-multipath-cleanup',
+      createdAt: Date.now(),
+      configuredMode: 'enforce',
+    });
+    expect(begun.park).toMatchObject({
+      reason: 'breaker',
+      why: expect.stringMatching(/could not be counted towards the storm breaker: the receiver's breakers at http:\/\/127\.0\.0\.1:9 did not answer/),
+    });
     const step = { id: 'flush', description: 'flush the map', destructive: true, evidence: [] };
     const d = await begun.gate.beforeStep(step as never, { summary: 'x', steps: [step] } as never);
-    expect(d).toMatchObject({ go: false, park: { reason: 'breaker', why: expect.stringMatching(/^no breaker slot: the receiver's breakers/) } });
+    expect(d).toMatchObject({
+      go: false,
+      park: { reason: 'breaker', why: expect.stringMatching(/^no breaker slot: the receiver's breakers/) },
+    });
     // In dry-run nothing needs a breaker: the job goes on, uncounted.
-    const dry = await controls.begin({ jobId: 'jd2', queue: nodeQueueName('slot-d'), runbook: 'residual-multipath-cleanup', createdAt: Date.now(), configuredMode: 'dry-run' });
+    const dry = await controls.begin({
+      jobId: 'jd2',
+      queue: nodeQueueName('slot-d'),
+      runbook: 'residual-multipath-cleanup',
+      createdAt: Date.now(),
+      configuredMode: 'dry-run',
+    });
     expect(dry.mode).toBe('dry-run');
     expect(dry.park).toBeUndefined();
   });

@@ -49,37 +49,60 @@ describe('the deployable build (npm run build) runs every command of the manifes
     }
   });
 
-  it.each(Object.keys(STARTED))('starts %s from the build with the manifest\'s command', async (name) => {
-    const argv = commands.get(name)!;
+  it.each(Object.keys(STARTED))(
+    "starts %s from the build with the manifest's command",
+    async (name) => {
+      const argv = commands.get(name)!;
+      const child = spawn(process.execPath, argv.slice(1), {
+        cwd: out,
+        env: {
+          ...process.env,
+          VOLUME_MEDIC_REVISION: 'build-test-rev',
+          REDIS_URL: inject('redisUrl'),
+          QUEUE_PREFIX: uniquePrefix('build'),
+          NODE_NAME: 'build-node',
+          VOLUME_MEDIC_TOKEN: 'build-test-token-0123456789',
+          PORT: '0',
+          LISTEN_ADDRESS: '127.0.0.1',
+          STATE_DIR: join(out, 'state'),
+          LOG_LEVEL: 'info',
+          KUBERNETES_SERVICE_HOST: '',
+          SIGNING_KEYS_DIR: TEST_KEYS_DIR,
+          KUBECONFIG: '',
+          ALLOW_PLAINTEXT_HTTP: 'true',
+        },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let text = '';
+      child.stdout.on('data', (d: Buffer) => (text += d.toString()));
+      child.stderr.on('data', (d: Buffer) => (text += d.toString()));
+      try {
+        const deadline = Date.now() + 20_000;
+        while (!STARTED[name]!.test(text)) {
+          if (child.exitCode !== null || Date.now() > deadline) throw new Error(`${name} did not start (exit ${child.exitCode}):\n${text}`);
+          await new Promise((r) => setTimeout(r, 100));
+        }
+        if (name === 'receiver') {
+          // The image's package.json (beside dist/) gives the version; the build's revision comes through.
+          const url = /"url":"(http:[^"]+)"/.exec(text)?.[1];
+          const metrics = await (await fetch(`${url}/metrics`)).text();
+          expect(metrics).toContain(`volume_medic_build_info{version="${PACKAGE_VERSION}",commit="build-test-rev",node_version="${process.version}"} 1`);
+        }
+      } finally {
+        child.kill('SIGTERM');
+        await new Promise((r) => child.once('exit', r));
+      }
+    },
+    30_000,
+  );
+
+  it("runs the secrets hook Job's command from the build: it reads the manifest's SECRETS_SPEC and, outside a pod, says so and exits 1", async () => {
+    const argv = commands.get('secrets')!;
     const child = spawn(process.execPath, argv.slice(1), {
       cwd: out,
-      env: { ...process.env, VOLUME_MEDIC_REVISION: 'build-test-rev', REDIS_URL: inject('redisUrl'), QUEUE_PREFIX: uniquePrefix('build'), NODE_NAME: 'build-node', VOLUME_MEDIC_TOKEN: 'build-test-token-0123456789', PORT: '0', LISTEN_ADDRESS: '127.0.0.1', STATE_DIR: join(out, 'state'), LOG_LEVEL: 'info', KUBERNETES_SERVICE_HOST: '', SIGNING_KEYS_DIR: TEST_KEYS_DIR, KUBECONFIG: '', ALLOW_PLAINTEXT_HTTP: 'true' },
+      env: { PATH: process.env['PATH'] ?? '', SECRETS_SPEC: envOf.get('secrets')!['SECRETS_SPEC']! },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
-    let text = '';
-    child.stdout.on('data', (d: Buffer) => (text += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (text += d.toString()));
-    try {
-      const deadline = Date.now() + 20_000;
-      while (!STARTED[name]!.test(text)) {
-        if (child.exitCode !== null || Date.now() > deadline) throw new Error(`${name} did not start (exit ${child.exitCode}):\n${text}`);
-        await new Promise((r) => setTimeout(r, 100));
-      }
-      if (name === 'receiver') {
-        // The image's package.json (beside dist/) gives the version; the build's revision comes through.
-        const url = /"url":"(http:[^"]+)"/.exec(text)?.[1];
-        const metrics = await (await fetch(`${url}/metrics`)).text();
-        expect(metrics).toContain(`volume_medic_build_info{version="${PACKAGE_VERSION}",commit="build-test-rev",node_version="${process.version}"} 1`);
-      }
-    } finally {
-      child.kill('SIGTERM');
-      await new Promise((r) => child.once('exit', r));
-    }
-  }, 30_000);
-
-  it('runs the secrets hook Job\'s command from the build: it reads the manifest\'s SECRETS_SPEC and, outside a pod, says so and exits 1', async () => {
-    const argv = commands.get('secrets')!;
-    const child = spawn(process.execPath, argv.slice(1), { cwd: out, env: { PATH: process.env['PATH'] ?? '', SECRETS_SPEC: envOf.get('secrets')!['SECRETS_SPEC']! }, stdio: ['ignore', 'pipe', 'pipe'] });
     let text = '';
     child.stdout.on('data', (d: Buffer) => (text += d.toString()));
     child.stderr.on('data', (d: Buffer) => (text += d.toString()));

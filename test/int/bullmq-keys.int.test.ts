@@ -9,7 +9,7 @@ import { waitFor } from '../support/wait.ts';
 // Our scripts read BullMQ's keys by name (src/adapters/jobstore/bullmq-keys.ts). This holds the names to the
 // installed BullMQ: its own toKey, and where real jobs in each state really are.
 
-describe('BullMQ\'s key layout as src/adapters/jobstore/bullmq-keys.ts names it', () => {
+describe("BullMQ's key layout as src/adapters/jobstore/bullmq-keys.ts names it", () => {
   const prefix = uniquePrefix('bullkeys');
   const name = nodeQueueName('keys-a');
   const connection = producerConnection(redisUrl());
@@ -20,7 +20,7 @@ describe('BullMQ\'s key layout as src/adapters/jobstore/bullmq-keys.ts names it'
     await dropPrefix(prefix);
   });
 
-  it('names the same keys as BullMQ\'s toKey', () => {
+  it("names the same keys as BullMQ's toKey", () => {
     const k = queueKeys(prefix, name);
     for (const [state, place] of Object.entries(STATE_PLACES)) expect(k.state(state as PlacedState)).toBe(queue.toKey(place.suffix));
     expect(k.stalledCheck).toBe(queue.toKey('stalled-check'));
@@ -28,7 +28,15 @@ describe('BullMQ\'s key layout as src/adapters/jobstore/bullmq-keys.ts names it'
     expect(k.logs('j1')).toBe(queue.toKey('j1:logs'));
     expect(k.marker).toBe(queue.toKey('marker'));
     expect(k.marker).toBe(queue.keys.marker);
-    expect(Object.keys(queue.keys).filter((s) => s !== '' && Object.values(STATE_PLACES).some((p) => p.suffix === s)).sort()).toEqual(Object.values(STATE_PLACES).map((p) => p.suffix).sort());
+    expect(
+      Object.keys(queue.keys)
+        .filter((s) => s !== '' && Object.values(STATE_PLACES).some((p) => p.suffix === s))
+        .sort(),
+    ).toEqual(
+      Object.values(STATE_PLACES)
+        .map((p) => p.suffix)
+        .sort(),
+    );
   });
 
   it('finds real jobs where it says each state is', async () => {
@@ -39,10 +47,14 @@ describe('BullMQ\'s key layout as src/adapters/jobstore/bullmq-keys.ts names it'
     expect(await connection.lpos(k.wait, 'waits')).not.toBeNull();
     expect(await connection.zscore(k.prioritized, 'prio')).not.toBeNull();
     expect(await connection.exists(k.job('waits'))).toBe(1);
-    const worker = new Worker(name, async (job) => {
-      if (job.id === 'bad') throw new Error('no');
-      return 'ok';
-    }, { connection: workerConnection(redisUrl()), prefix, autorun: false });
+    const worker = new Worker(
+      name,
+      async (job) => {
+        if (job.id === 'bad') throw new Error('no');
+        return 'ok';
+      },
+      { connection: workerConnection(redisUrl()), prefix, autorun: false },
+    );
     // Paused, new jobs wait in the paused list; resumed, the worker finishes two (and the others).
     await queue.pause();
     await queue.add('c', {}, { jobId: 'good' });
@@ -51,7 +63,9 @@ describe('BullMQ\'s key layout as src/adapters/jobstore/bullmq-keys.ts names it'
     expect(await r.lpos(k.paused, 'good')).not.toBeNull();
     await queue.resume();
     worker.run();
-    await waitFor('two finished', async () => ((await r.zscore(k.completed, 'good')) !== null && (await r.zscore(k.failed, 'bad')) !== null ? true : undefined));
+    await waitFor('two finished', async () =>
+      (await r.zscore(k.completed, 'good')) !== null && (await r.zscore(k.failed, 'bad')) !== null ? true : undefined,
+    );
     await worker.close();
     expect(await r.zscore(k.delayed, 'later')).not.toBeNull();
     expect(await queue.getJobState('later')).toBe('delayed');

@@ -30,7 +30,9 @@ describe.skipIf(unavailable !== undefined)('the chart in an OCI registry', { tim
     reg = await startOciRegistry();
     const pkg = runTool('helm', ['package', CHART_DIR, '--destination', tmp]);
     expect(pkg.status, pkg.stderr).toBe(0);
-    const push = runTool('helm', ['push', join(tmp, `volume-medic-${VERSION}.tgz`), `oci://${reg.host}/charts`, '--plain-http'], { home: home('helm') });
+    const push = runTool('helm', ['push', join(tmp, `volume-medic-${VERSION}.tgz`), `oci://${reg.host}/charts`, '--plain-http'], {
+      home: home('helm'),
+    });
     expect(push.status, `${push.stdout}${push.stderr}\n${reg.log()}`).toBe(0);
     const out = push.stdout + push.stderr;
     expect(out).toContain(`Pushed: ${reg.host}/charts/volume-medic:${VERSION}`);
@@ -42,8 +44,10 @@ describe.skipIf(unavailable !== undefined)('the chart in an OCI registry', { tim
     rmSync(tmp, { recursive: true, force: true });
   });
 
-  it('the registry serves the chart\'s manifest under its version, with the digest helm push printed', async () => {
-    const r = await registryGet(`${reg.url}/v2/charts/volume-medic/manifests/${VERSION}`, { Accept: 'application/vnd.oci.image.manifest.v1+json' });
+  it("the registry serves the chart's manifest under its version, with the digest helm push printed", async () => {
+    const r = await registryGet(`${reg.url}/v2/charts/volume-medic/manifests/${VERSION}`, {
+      Accept: 'application/vnd.oci.image.manifest.v1+json',
+    });
     expect(r.status).toBe(200);
     expect(r.headers['docker-content-digest']).toBe(chartDigest);
     expect(JSON.parse(r.body)).toMatchObject({ config: { mediaType: 'application/vnd.cncf.helm.config.v1+json' } });
@@ -51,8 +55,21 @@ describe.skipIf(unavailable !== undefined)('the chart in an OCI registry', { tim
 
   it.each(['helm', 'helm3'] as const)('%s renders it from the registry by version and by digest, the same as the chart directory', (helm) => {
     const local = helmTemplateText({ helm, set: [`image.digest=${IMAGE_DIGEST}`] });
-    const byVersion = helmTemplateText({ helm, chart: ref(), version: VERSION, extra: ['--plain-http'], home: home(helm), set: [`image.digest=${IMAGE_DIGEST}`] });
-    const byDigest = helmTemplateText({ helm, chart: `${ref()}@${chartDigest}`, extra: ['--plain-http'], home: home(helm), set: [`image.digest=${IMAGE_DIGEST}`] });
+    const byVersion = helmTemplateText({
+      helm,
+      chart: ref(),
+      version: VERSION,
+      extra: ['--plain-http'],
+      home: home(helm),
+      set: [`image.digest=${IMAGE_DIGEST}`],
+    });
+    const byDigest = helmTemplateText({
+      helm,
+      chart: `${ref()}@${chartDigest}`,
+      extra: ['--plain-http'],
+      home: home(helm),
+      set: [`image.digest=${IMAGE_DIGEST}`],
+    });
     expect(byVersion).toBe(local);
     expect(byDigest).toBe(local);
     // A digest the registry does not have is refused, not resolved to something else.
@@ -74,7 +91,14 @@ describe.skipIf(unavailable !== undefined)('the chart in an OCI registry', { tim
     const ours = direct.filter((i) => i.pod !== 'volume-medic-redis');
     expect(ours.map((i) => i.pod).sort()).toEqual(['volume-medic-cluster-worker', 'volume-medic-node-agent', 'volume-medic-receiver', 'volume-medic-secrets']);
     for (const i of ours) expect(i.image, i.pod).toBe(`ghcr.io/volume-medic/volume-medic@${IMAGE_DIGEST}`);
-    const mirrored = images(helmTemplate({ chart: `${ref()}@${chartDigest}`, extra: ['--plain-http'], home: home('helm'), set: [`image.digest=${IMAGE_DIGEST}`, `global.imageRegistry=${reg.host}`] }));
+    const mirrored = images(
+      helmTemplate({
+        chart: `${ref()}@${chartDigest}`,
+        extra: ['--plain-http'],
+        home: home('helm'),
+        set: [`image.digest=${IMAGE_DIGEST}`, `global.imageRegistry=${reg.host}`],
+      }),
+    );
     for (const i of mirrored) {
       expect(i.image, i.pod).toBe(i.pod === 'volume-medic-redis' ? `${reg.host}/library/redis:7.4` : `${reg.host}/volume-medic/volume-medic@${IMAGE_DIGEST}`);
     }

@@ -52,7 +52,11 @@ const skip = typeof previous === 'string' ? previous : undefined;
 if (skip) console.warn(`SKIPPED the upgrade tests: ${skip}`);
 
 // The operator's own values at install (the release's config): what an upgrade carries over.
-const RELEASE_VALUES = { config: { runbookModes: { 'residual-multipath-cleanup': 'enforce' } }, receiver: { replicas: 3 }, nodeAgent: { podAnnotations: { team: 'storage' } } };
+const RELEASE_VALUES = {
+  config: { runbookModes: { 'residual-multipath-cleanup': 'enforce' } },
+  receiver: { replicas: 3 },
+  nodeAgent: { podAnnotations: { team: 'storage' } },
+};
 
 describe.skipIf(skip !== undefined)('upgrading a release of the previous chart version', { timeout: 120_000 }, () => {
   const { commit, version } = previous as { commit: string; version: string };
@@ -63,7 +67,9 @@ describe.skipIf(skip !== undefined)('upgrading a release of the previous chart v
     // The previous chart, packaged as it was published.
     const src = join(tmp, 'src');
     mkdirSync(src);
-    const archive = spawnSync('sh', ['-c', `git -C "$1" archive "$2" deploy/charts/volume-medic | tar -x -C "$3"`, 'sh', ROOT, commit, src], { encoding: 'utf8' });
+    const archive = spawnSync('sh', ['-c', `git -C "$1" archive "$2" deploy/charts/volume-medic | tar -x -C "$3"`, 'sh', ROOT, commit, src], {
+      encoding: 'utf8',
+    });
     expect(archive.status, archive.stderr).toBe(0);
     const r = runTool('helm', ['package', join(src, 'deploy/charts/volume-medic'), '--destination', tmp]);
     expect(r.status, r.stderr).toBe(0);
@@ -71,15 +77,17 @@ describe.skipIf(skip !== undefined)('upgrading a release of the previous chart v
     writeFileSync(releaseValues, JSON.stringify(RELEASE_VALUES));
   });
 
-  it('the previous version is an older semver, and it installs (renders) with the release\'s values', () => {
+  it("the previous version is an older semver, and it installs (renders) with the release's values", () => {
     expect(version).not.toBe(CURRENT);
     const [a, b] = [version, CURRENT].map((v) => v.split('.').map(Number));
     expect(a![0]! * 1e6 + a![1]! * 1e3 + a![2]!).toBeLessThan(b![0]! * 1e6 + b![1]! * 1e3 + b![2]!);
     const installed = helmTemplate({ chart: oldArchive, values: [releaseValues] });
-    expect(installed.find((o) => o.kind === 'Deployment' && o.metadata.name === 'volume-medic-receiver')!['spec']).toMatchObject({ replicas: 3 });
+    expect(installed.find((o) => o.kind === 'Deployment' && o.metadata.name === 'volume-medic-receiver')!['spec']).toMatchObject({
+      replicas: 3,
+    });
   });
 
-  it('--reset-then-reuse-values: the new chart\'s defaults under the release\'s values render what the new version adds, and keep the operator\'s choices', () => {
+  it("--reset-then-reuse-values: the new chart's defaults under the release's values render what the new version adds, and keep the operator's choices", () => {
     for (const helm of ['helm', 'helm3'] as const) {
       const upgraded = helmTemplate({ helm, values: [releaseValues], set: ['global.imageRegistry=mirror.example'] });
       // Added in 0.2.0: the secrets hook Job (secretsJob defaults) and global.imageRegistry.
@@ -91,12 +99,14 @@ describe.skipIf(skip !== undefined)('upgrading a release of the previous chart v
       expect(receiver['spec'], helm).toMatchObject({ replicas: 3 });
       const config = upgraded.find((o) => o.kind === 'ConfigMap' && o.metadata.name === 'volume-medic-config')!['data'] as Record<string, string>;
       expect(config['RUNBOOK_MODES']).toBe('residual-multipath-cleanup=enforce');
-      const agent = upgraded.find((o) => o.kind === 'DaemonSet' && o.metadata.name === 'volume-medic-node-agent')!['spec'] as { template: { metadata: { annotations: Record<string, string> } } };
+      const agent = upgraded.find((o) => o.kind === 'DaemonSet' && o.metadata.name === 'volume-medic-node-agent')!['spec'] as {
+        template: { metadata: { annotations: Record<string, string> } };
+      };
       expect(agent.template.metadata.annotations['team']).toBe('storage');
     }
   });
 
-  it('--reuse-values alone: the old chart\'s values replace the new defaults, and the new schema refuses them, naming what is missing (not a Job without limits)', () => {
+  it("--reuse-values alone: the old chart's values replace the new defaults, and the new schema refuses them, naming what is missing (not a Job without limits)", () => {
     // The new chart with the previous version's values.yaml as its defaults: what Helm does.
     const reused = join(tmp, 'reused');
     cpSync(CHART_DIR, reused, { recursive: true });

@@ -26,7 +26,6 @@ const exec = promisify(execFile);
 const TOKEN = 'cli-test-token-0123456789abcdef';
 const silent = createLogger('test', 'silent');
 
-
 describe('the volume-medic CLI against a real receiver', () => {
   const prefix = uniquePrefix('cli');
   let receiver: Receiver;
@@ -36,10 +35,24 @@ describe('the volume-medic CLI against a real receiver', () => {
   let kubeDir: string;
   let kubeconfig: string;
   const toy = toyRunbook(() => ({
-    kind: 'steps', summary: 'release queued I/O then flush mpatha',
+    kind: 'steps',
+    summary: 'release queued I/O then flush mpatha',
     steps: [
-      { id: 'release-queued-io:3600a0b8', description: 'dmsetup message mpatha 0 fail_if_no_path', destructive: true, risk: 'high', file: '/w/release', evidence: [{ claim: 'every path of mpatha is dead', source: 'toy', observedAt: new Date().toISOString(), status: 'holds' }] },
-      { id: 'flush-map:3600a0b8', description: 'multipath -f mpatha', destructive: true, file: '/w/flush', evidence: [{ claim: 'nothing holds mpatha', source: 'toy', observedAt: new Date().toISOString(), status: 'holds' }] },
+      {
+        id: 'release-queued-io:3600a0b8',
+        description: 'dmsetup message mpatha 0 fail_if_no_path',
+        destructive: true,
+        risk: 'high',
+        file: '/w/release',
+        evidence: [{ claim: 'every path of mpatha is dead', source: 'toy', observedAt: new Date().toISOString(), status: 'holds' }],
+      },
+      {
+        id: 'flush-map:3600a0b8',
+        description: 'multipath -f mpatha',
+        destructive: true,
+        file: '/w/flush',
+        evidence: [{ claim: 'nothing holds mpatha', source: 'toy', observedAt: new Date().toISOString(), status: 'holds' }],
+      },
     ],
   }));
 
@@ -62,17 +75,26 @@ describe('the volume-medic CLI against a real receiver', () => {
     kubeDir = mkdtempSync(join(tmpdir(), 'vm-cli-kube-'));
     kubeconfig = join(kubeDir, 'config');
     // What `kubectl config set-credentials` writes: the current context's user holds a token.
-    writeFileSync(kubeconfig, JSON.stringify({
-      apiVersion: 'v1', kind: 'Config', 'current-context': 'prod',
-      clusters: [{ name: 'prod', cluster: { server: ops.api.url } }],
-      users: [{ name: 'ana', user: { token: ops.token('oncall-ana') } }],
-      contexts: [{ name: 'prod', context: { cluster: 'prod', user: 'ana' } }],
-    }));
+    writeFileSync(
+      kubeconfig,
+      JSON.stringify({
+        apiVersion: 'v1',
+        kind: 'Config',
+        'current-context': 'prod',
+        clusters: [{ name: 'prod', cluster: { server: ops.api.url } }],
+        users: [{ name: 'ana', user: { token: ops.token('oncall-ana') } }],
+        contexts: [{ name: 'prod', context: { cluster: 'prod', user: 'ana' } }],
+      }),
+    );
     const config = (over: Partial<Config> = {}) => testConfig({ redisUrl: redisUrl(), queuePrefix: prefix, tokens: [TOKEN], ...fastControls, ...over });
     receiver = await startReceiver(config(), { operatorKubeConfig: ops.api.kubeConfig() });
     // A parked job looks again every recheck, briefly 'active' each time; a long recheck keeps it
     // 'delayed' while the CLI looks at it. Approve and resume promote it at once regardless.
-    agent = createNodeAgent({ config: config({ nodeName: 'cli-node', runbookModes: { 'residual-multipath-cleanup': 'enforce' }, controlsRecheckSeconds: 30 }), registry: toy.registry, log: silent });
+    agent = createNodeAgent({
+      config: config({ nodeName: 'cli-node', runbookModes: { 'residual-multipath-cleanup': 'enforce' }, controlsRecheckSeconds: 30 }),
+      registry: toy.registry,
+      log: silent,
+    });
   });
   afterAll(async () => {
     await agent?.close();
@@ -126,7 +148,9 @@ describe('the volume-medic CLI against a real receiver', () => {
     expect(incident.code).toBe(0);
     expect(incident.stdout).toMatch(/^outcome:\s+waiting \(approval\) since \S+: waiting for approval of 1 step/m);
     expect(incident.stdout).toMatch(/^what started it\n {2}alertmanager: KubeNodeNotReady/m);
-    expect(incident.stdout).toMatch(/^1\. release-queued-io:3600a0b8 {2}planned {2}destructive {2}high-risk\n {3}dmsetup message mpatha 0 fail_if_no_path\n {3}evidence:\n {5}HOLDS {4}every path of mpatha is dead; seen by toy at \S+\n {3}would run:\n {5}\$ host:write-file \/w\/release '4 bytes'$/m);
+    expect(incident.stdout).toMatch(
+      /^1\. release-queued-io:3600a0b8 {2}planned {2}destructive {2}high-risk\n {3}dmsetup message mpatha 0 fail_if_no_path\n {3}evidence:\n {5}HOLDS {4}every path of mpatha is dead; seen by toy at \S+\n {3}would run:\n {5}\$ host:write-file \/w\/release '4 bytes'$/m,
+    );
     expect(incident.stdout).toMatch(/^audit trail\n.*\n.*cli-node\s+approval-requested\s+release-queued-io:3600a0b8/m);
     const detail = JSON.parse((await cli(['show', id, '--json'])).stdout);
     expect(detail.incident.steps.map((s: { id: string; plannedArgv?: string[][] }) => [s.id, s.plannedArgv?.[0]?.slice(0, 2)])).toEqual([
@@ -189,7 +213,9 @@ describe('the volume-medic CLI against a real receiver', () => {
     const ready = await (await fetch(`${receiver.url}/readyz`)).json();
     expect(ready).toMatchObject({ paused: true });
     expect((await cli(['resume'])).stdout).toMatch(/cluster: resumed by oncall-ana/);
-    expect((await cli(['resume', '--node', 'cli-node'])).stdout).toMatch(/node cli-node: resumed by oncall-ana, \d+ parked job\(s\) released\nnow: cluster running$/m);
+    expect((await cli(['resume', '--node', 'cli-node'])).stdout).toMatch(
+      /node cli-node: resumed by oncall-ana, \d+ parked job\(s\) released\nnow: cluster running$/m,
+    );
 
     const b = await cli(['breakers']);
     expect(b.code).toBe(0);
@@ -201,6 +227,10 @@ describe('the volume-medic CLI against a real receiver', () => {
     expect(reset.stdout).toMatch(/cluster: was not tripped/);
     const json = JSON.parse((await cli(['breakers', '--json'])).stdout);
     expect(json.breakers.map((x: { name: string }) => x.name)).toEqual(expect.arrayContaining(['cluster', 'storm']));
+    const f = await cli(['fleet', '--all']);
+    expect(f.code, f.stderr).toBe(0);
+    expect(f.stdout).toMatch(/^\d+ node\(s\), \d+ with open jobs, \d+ with jobs and no agent \(as of /);
+    expect(f.stdout).toMatch(/^cli-node\s/m);
   });
 
   it('changes and shows modes', async () => {
@@ -212,7 +242,17 @@ describe('the volume-medic CLI against a real receiver', () => {
 
   it('forces a placeholder’s release only with --force, naming who asks and why', async () => {
     // A node no agent serves here: the job stays stored for the test to read.
-    const args = ['placeholders', 'release', 'local-pv-7', '--node', 'cli-other-node', '--path', '/dev/disk/by-id/wwn-0x5000c500a1b2c3d4', '--why', 'disk replaced'];
+    const args = [
+      'placeholders',
+      'release',
+      'local-pv-7',
+      '--node',
+      'cli-other-node',
+      '--path',
+      '/dev/disk/by-id/wwn-0x5000c500a1b2c3d4',
+      '--why',
+      'disk replaced',
+    ];
     const without = await cli(args);
     expect(without.code).toBe(1);
     expect(without.stderr).toMatch(/400 .*force: true/);
@@ -221,12 +261,17 @@ describe('the volume-medic CLI against a real receiver', () => {
     const id = /^(\S+): forced release of the placeholder of PV local-pv-7 on node cli-other-node stored/.exec(forced.stdout)?.[1];
     expect(id).toBeDefined();
     const shown = await cli(['--json', 'job', id ?? '']);
-    expect(JSON.parse(shown.stdout)).toMatchObject({ evidence: [{ source: 'api', summary: 'release of the placeholder of PV local-pv-7 forced by oncall-ana: disk replaced' }] });
+    expect(JSON.parse(shown.stdout)).toMatchObject({
+      evidence: [{ source: 'api', summary: 'release of the placeholder of PV local-pv-7 forced by oncall-ana: disk replaced' }],
+    });
     expect((await cli(['placeholders', 'release', 'local-pv-7', '--force'])).code).toBe(2);
   });
 
   it('takes URL and token from flags or VOLUME_MEDIC_OPERATOR_TOKEN, says why it failed, and exits 1 on API errors and 2 on bad usage', async () => {
-    const flags = await cli(['--url', receiver.url, '--token', ops.token('flag-fay'), 'pause', '--node', 'cli-flag'], { VOLUME_MEDIC_URL: '', KUBECONFIG: '' });
+    const flags = await cli(['--url', receiver.url, '--token', ops.token('flag-fay'), 'pause', '--node', 'cli-flag'], {
+      VOLUME_MEDIC_URL: '',
+      KUBECONFIG: '',
+    });
     expect(flags.stdout).toMatch(/node cli-flag: paused by flag-fay/);
     const env = await cli(['resume', '--node', 'cli-flag'], { VOLUME_MEDIC_OPERATOR_TOKEN: ops.token('env-eve') });
     expect(env.stdout).toMatch(/node cli-flag: resumed by env-eve/);

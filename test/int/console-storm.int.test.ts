@@ -27,17 +27,33 @@ describe('a storm in the incidents view', () => {
   let page: Page;
 
   beforeAll(async () => {
-    receiver = await startReceiver(testConfig({ redisUrl: redisUrl(), queuePrefix: prefix, tokens: [TOKEN], operatorAuth: 'insecure', allowUnauthenticated: true }), { log: createLogger('test', 'silent') });
+    receiver = await startReceiver(
+      testConfig({ redisUrl: redisUrl(), queuePrefix: prefix, tokens: [TOKEN], operatorAuth: 'insecure', allowUnauthenticated: true }),
+      { log: createLogger('test', 'silent') },
+    );
     // Unrelated work beside the storm, as a real cluster has: another runbook on two nodes.
     for (const n of ['calm-1', 'calm-2']) {
-      const r = await fetch(`${receiver.url}/v1/placeholders/release`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ node: n, pv: `pv-${n}`, path: '/dev/disk/by-id/wwn-0x5000c500a1b2c3d4', force: true, why: 'disk replaced' }) });
+      const r = await fetch(`${receiver.url}/v1/placeholders/release`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ node: n, pv: `pv-${n}`, path: '/dev/disk/by-id/wwn-0x5000c500a1b2c3d4', force: true, why: 'disk replaced' }),
+      });
       expect(r.status).toBe(202);
     }
     for (let b = 0; b < NODES; b += 50) {
-      const r = await post(`${receiver.url}/v1/alertmanager`, alertmanagerBody(Array.from({ length: 50 }, (_, i) => nodeNotReadyAlert(node(b + i), 'resolved'))), TOKEN);
+      const r = await post(
+        `${receiver.url}/v1/alertmanager`,
+        alertmanagerBody(Array.from({ length: 50 }, (_, i) => nodeNotReadyAlert(node(b + i), 'resolved'))),
+        TOKEN,
+      );
       expect(r.status).toBe(202);
     }
-    browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking'], timeout: 60_000 });
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      headless: true,
+      args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking'],
+      timeout: 60_000,
+    });
     page = await (await browser.newContext()).newPage();
     // OPERATOR_AUTH=insecure: signing in needs no token.
     await page.goto(`${receiver.url}/ui/login`);
@@ -68,7 +84,7 @@ describe('a storm in the incidents view', () => {
     expect(nodes.sort()).toEqual(['calm-1', 'calm-2']);
   });
 
-  it('opens into the storm\'s node rows, with why they wait', async () => {
+  it("opens into the storm's node rows, with why they wait", async () => {
     await Promise.all([page.waitForURL(/runbook=residual-multipath-cleanup/), page.locator('table.storms a', { hasText: 'Node rows' }).click()]);
     const rows = page.locator('tr[data-job]');
     expect(await rows.count()).toBe(50);
@@ -78,11 +94,18 @@ describe('a storm in the incidents view', () => {
     expect(await page.locator('a[rel=next], a', { hasText: /older/i }).count()).toBeGreaterThan(0);
   });
 
-  it('updates the storm\'s counts live when jobs finish', async () => {
+  it("updates the storm's counts live when jobs finish", async () => {
     await page.goto(`${receiver.url}/ui/`);
     expect(await stateCount('completed')).toBe(0);
     // Agents come back on ten nodes and run their jobs.
-    const workers = Array.from({ length: 10 }, (_, i) => new Worker(nodeQueueName(node(i)), async () => ({ outcome: 'nothing-to-do' }), { connection: workerConnection(redisUrl()), prefix }));
+    const workers = Array.from(
+      { length: 10 },
+      (_, i) =>
+        new Worker(nodeQueueName(node(i)), async () => ({ outcome: 'nothing-to-do' }), {
+          connection: workerConnection(redisUrl()),
+          prefix,
+        }),
+    );
     try {
       await expect.poll(() => stateCount('completed'), { timeout: 30_000, interval: 500 }).toBe(10);
       expect(await stateCount('waiting')).toBe(NODES - 10);

@@ -48,10 +48,34 @@ function toy(): { registry: RunbookRegistry; ran: (file: string) => Promise<bool
     runbook: 'residual-multipath-cleanup',
     observe: async () => null,
     plan: () => ({
-      kind: 'steps', summary: `release queued I/O of mpatha on ${node}, then flush it`,
+      kind: 'steps',
+      summary: `release queued I/O of mpatha on ${node}, then flush it`,
       steps: [
-        { id: 'release-queued-io:3600a0b8', description: 'stop queueing I/O on mpatha (every path is dead)', destructive: true, risk: 'high', file: `/w/${node}/release`, argv: ARGV, evidence: [{ claim: 'every path of mpatha is dead', source: 'multipath -ll mpatha', observedAt: new Date().toISOString(), status: 'holds', detail: '2 paths, both failed faulty' }] },
-        { id: 'flush-map:3600a0b8', description: 'flush mpatha', destructive: true, file: `/w/${node}/flush`, argv: ['multipath', '-f', 'mpatha'], evidence: [{ claim: 'nothing holds mpatha', source: '/sys/block/dm-3/holders', observedAt: new Date().toISOString(), status: 'holds' }] },
+        {
+          id: 'release-queued-io:3600a0b8',
+          description: 'stop queueing I/O on mpatha (every path is dead)',
+          destructive: true,
+          risk: 'high',
+          file: `/w/${node}/release`,
+          argv: ARGV,
+          evidence: [
+            {
+              claim: 'every path of mpatha is dead',
+              source: 'multipath -ll mpatha',
+              observedAt: new Date().toISOString(),
+              status: 'holds',
+              detail: '2 paths, both failed faulty',
+            },
+          ],
+        },
+        {
+          id: 'flush-map:3600a0b8',
+          description: 'flush mpatha',
+          destructive: true,
+          file: `/w/${node}/flush`,
+          argv: ['multipath', '-f', 'mpatha'],
+          evidence: [{ claim: 'nothing holds mpatha', source: '/sys/block/dm-3/holders', observedAt: new Date().toISOString(), status: 'holds' }],
+        },
       ],
     }),
     steps: {
@@ -91,10 +115,11 @@ describe('the on-call console in headless chromium', () => {
     const r = await post(`${receiver.url}/v1/alertmanager`, alertmanagerBody([nodeNotReadyAlert(node, 'resolved', `console${n}`)]), WEBHOOK_TOKEN);
     return r.json.accepted[0].id;
   };
-  const parked = (id: string) => waitFor(`job ${id} parked for approval`, async () => {
-    const j = await getJson(`${receiver.url}/v1/jobs/${id}`, ops.token('reader'));
-    return j.state === 'delayed' && j.progress?.parked?.reason === 'approval' ? (j.progress.parked.since as string) : undefined;
-  });
+  const parked = (id: string) =>
+    waitFor(`job ${id} parked for approval`, async () => {
+      const j = await getJson(`${receiver.url}/v1/jobs/${id}`, ops.token('reader'));
+      return j.state === 'delayed' && j.progress?.parked?.reason === 'approval' ? (j.progress.parked.since as string) : undefined;
+    });
   const approvalState = async (id: string): Promise<string> => (await getJson(`${receiver.url}/v1/jobs/${id}/approval`, ops.token('reader'))).state;
   const newContext = async (): Promise<BrowserContext> => {
     const c = await browser.newContext();
@@ -118,16 +143,31 @@ describe('the on-call console in headless chromium', () => {
     receiver = await startReceiver(config(), { operatorKubeConfig: ops.api.kubeConfig(), log: silent });
     for (const node of ['console-a', 'console-b', 'console-c']) {
       // A long recheck keeps a parked job 'delayed' while a page shows it.
-      agents.push(createNodeAgent({
-        config: config({ nodeName: node, runbookModes: { 'residual-multipath-cleanup': 'enforce' }, controlsRecheckSeconds: 30 }), registry: runbook.registry, log: silent,
-        // Job Events to the fake API server, which the receiver's console lists back.
-        events: new JobEventRecorder({ events: restApis(new KubeRest({ server: ops.api.url, token: () => 'agent-token' })).events, instance: node }),
-      }));
+      agents.push(
+        createNodeAgent({
+          config: config({ nodeName: node, runbookModes: { 'residual-multipath-cleanup': 'enforce' }, controlsRecheckSeconds: 30 }),
+          registry: runbook.registry,
+          log: silent,
+          // Job Events to the fake API server, which the receiver's console lists back.
+          events: new JobEventRecorder({
+            events: restApis(new KubeRest({ server: ops.api.url, token: () => 'agent-token' })).events,
+            instance: node,
+          }),
+        }),
+      );
     }
     browser = await chromium.launch({
       executablePath: CHROMIUM,
       headless: true,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+      args: [
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+      ],
       timeout: 60_000,
     });
     admin = await newContext();
@@ -145,7 +185,9 @@ describe('the on-call console in headless chromium', () => {
     await signIn(page, ops.token('dora@example.com'));
     expect(await page.locator('header nav').innerText()).toContain('signed in as dora@example.com');
     // A reload would lose this.
-    await page.evaluate(() => { (globalThis as unknown as { stillHere: boolean }).stillHere = true; });
+    await page.evaluate(() => {
+      (globalThis as unknown as { stillHere: boolean }).stillHere = true;
+    });
     const id = await alert('console-a');
     const since = await parked(id);
     const row = page.locator(`tr[data-job="${id}"][data-state="parked"]`);
@@ -160,7 +202,7 @@ describe('the on-call console in headless chromium', () => {
     await shot(page, 'incidents');
   });
 
-  it('shows the parked job\'s signal, its evidence with the verdicts, and the exact argv it would run', async () => {
+  it("shows the parked job's signal, its evidence with the verdicts, and the exact argv it would run", async () => {
     await page.locator('tr[data-state="parked"] a', { hasText: 'residual-multipath-cleanup' }).first().click();
     await page.waitForSelector('h2#plan-h');
     const text = await page.locator('main').innerText();
@@ -194,7 +236,9 @@ describe('the on-call console in headless chromium', () => {
     await page.waitForSelector('table.events tr[data-reason="RemediationSucceeded"]', { timeout: 10_000 });
     const events = await page.locator('table.events tbody tr').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-reason')));
     expect(events).toEqual(['RemediationStarted', 'RemediationSucceeded']);
-    expect(await page.locator('table.events tr[data-reason="RemediationSucceeded"]').innerText()).toMatch(new RegExp(`Normal\\s+RemediationSucceeded\\s+Node/console-a\\s+1\\s+succeeded: .*\\(job ${id}, residual-multipath-cleanup, enforce\\)`));
+    expect(await page.locator('table.events tr[data-reason="RemediationSucceeded"]').innerText()).toMatch(
+      new RegExp(`Normal\\s+RemediationSucceeded\\s+Node/console-a\\s+1\\s+succeeded: .*\\(job ${id}, residual-multipath-cleanup, enforce\\)`),
+    );
     expect(await page.locator('section[aria-labelledby=related-h]').innerText()).toMatch(/node\s+console-a/);
     // Read back with one list per page, within what src/adapters/kube/rbac.ts (and so the chart) grants the receiver.
     const lists = ops.api.requestsTo('GET', '/apis/events.k8s.io/v1/');
@@ -234,7 +278,8 @@ describe('the on-call console in headless chromium', () => {
   });
 
   it('rejects with a reason: the job is refused and nothing runs', async () => {
-    const id = (await getJson(`${receiver.url}/v1/approvals`, ops.token('reader'))).approvals.find((a: { node?: string }) => a.node === 'console-b').jobId as string;
+    const id = (await getJson(`${receiver.url}/v1/approvals`, ops.token('reader'))).approvals.find((a: { node?: string }) => a.node === 'console-b')
+      .jobId as string;
     await page.goto(`${receiver.url}/ui/jobs/${id}`);
     await page.fill('form.action-reject input[name=why]', 'the array is coming back: vendor ticket 4711');
     await Promise.all([page.waitForURL(`${receiver.url}/ui/jobs/${id}`), page.click('form.action-reject button')]);
@@ -267,7 +312,10 @@ describe('the on-call console in headless chromium', () => {
     await Promise.all([page.waitForURL(`${receiver.url}/ui/`), banner.locator('button').click()]);
     expect(await page.locator('.banner', { hasText: 'Node console-b paused' }).count()).toBe(0);
     const entries: { action: string; by: string; target: string }[] = (await getJson(`${receiver.url}/v1/controls/audit`, ops.token('reader'))).audit;
-    expect(entries.filter((e) => e.target === 'node/console-b').map((e) => `${e.action} ${e.by}`)).toEqual(['resume dora@example.com', 'pause dora@example.com']);
+    expect(entries.filter((e) => e.target === 'node/console-b').map((e) => `${e.action} ${e.by}`)).toEqual([
+      'resume dora@example.com',
+      'pause dora@example.com',
+    ]);
   });
 
   it('pauses a runbook everywhere from the incidents view, confirmed: its new job waits, and goes on when resumed from the banner', async () => {
@@ -300,7 +348,10 @@ describe('the on-call console in headless chromium', () => {
     expect(await page.locator('.banner', { hasText: 'Runbook residual-multipath-cleanup paused' }).count()).toBe(0);
     await parked(id);
     const entries: { action: string; by: string; target: string }[] = (await getJson(`${receiver.url}/v1/controls/audit`, ops.token('reader'))).audit;
-    expect(entries.filter((e) => e.target === 'runbook/residual-multipath-cleanup').map((e) => `${e.action} ${e.by}`)).toEqual(['resume dora@example.com', 'pause dora@example.com']);
+    expect(entries.filter((e) => e.target === 'runbook/residual-multipath-cleanup').map((e) => `${e.action} ${e.by}`)).toEqual([
+      'resume dora@example.com',
+      'pause dora@example.com',
+    ]);
     await post(`${receiver.url}/v1/jobs/${id}/reject`, { why: 'test done' }, ops.token('dora@example.com'));
   });
 
@@ -325,12 +376,14 @@ describe('the on-call console in headless chromium', () => {
     expect((await page.goto(`${receiver.url}/ui/?state=bogus`))!.status()).toBe(400);
   });
 
-  it('retries a failed job: a viewer sees Retry disabled and gets 403 forcing it; an operator\'s retry is a new job that appears and runs', async () => {
+  it("retries a failed job: a viewer sees Retry disabled and gets 403 forcing it; an operator's retry is a new job that appears and runs", async () => {
     await runbook.host.writeFile('/w/console-c/broken', 'yes');
     const id = await alert('console-c');
     await parked(id);
     expect((await post(`${receiver.url}/v1/jobs/${id}/approve`, { why: 'go' }, ops.token('dora@example.com'))).status).toBe(200);
-    await waitFor(`job ${id} failed`, async () => ((await getJson(`${receiver.url}/v1/jobs/${id}`, ops.token('reader'))).state === 'failed' ? true : undefined));
+    await waitFor(`job ${id} failed`, async () =>
+      (await getJson(`${receiver.url}/v1/jobs/${id}`, ops.token('reader'))).state === 'failed' ? true : undefined,
+    );
     await runbook.host.unlink('/w/console-c/broken');
 
     const viewer = await newContext();
@@ -355,7 +408,9 @@ describe('the on-call console in headless chromium', () => {
     await page.check('form.action-retry input[name=confirm]');
     await Promise.all([page.waitForURL(`${receiver.url}/ui/jobs/${id}.r1`), page.click('form.action-retry button')]);
     expect(await page.locator('dl.facts').first().innerText()).toMatch(new RegExp(`retry\\s+first retry of ${id}`));
-    expect(await page.locator('tr[data-action="retry"]').innerText()).toMatch(new RegExp(`dora@example\\.com\\s+retry\\s+retry of ${id}: the map was released by hand`));
+    expect(await page.locator('tr[data-action="retry"]').innerText()).toMatch(
+      new RegExp(`dora@example\\.com\\s+retry\\s+retry of ${id}: the map was released by hand`),
+    );
     // A new job: its high-risk step is approved again, here, and then it runs.
     await page.waitForSelector('form.action-approve');
     await page.fill('form.action-approve input[name=why]', 'same evidence, map released');
@@ -426,10 +481,15 @@ describe('the on-call console in headless chromium', () => {
     expect(await page.locator('.banner', { hasText: 'with jobs and no agent' }).innerText()).toMatch(/^1 node\(s\) with jobs and no agent/);
     // The agents that run are seen (their presence keys), whether or not they have open jobs; read
     // again until every agent of this suite has started.
-    await expect.poll(async () => {
-      await page.goto(`${receiver.url}/ui/fleet?show=all&sort=node`);
-      return page.locator('tr[data-node]').evaluateAll((rows) => rows.map((r) => `${r.getAttribute('data-node')} ${r.getAttribute('data-agent')}`));
-    }, { timeout: 15_000, interval: 1_000 }).toEqual(['console-a seen', 'console-b seen', 'console-c seen', 'console-z missing']);
+    await expect
+      .poll(
+        async () => {
+          await page.goto(`${receiver.url}/ui/fleet?show=all&sort=node`);
+          return page.locator('tr[data-node]').evaluateAll((rows) => rows.map((r) => `${r.getAttribute('data-node')} ${r.getAttribute('data-agent')}`));
+        },
+        { timeout: 15_000, interval: 1_000 },
+      )
+      .toEqual(['console-a seen', 'console-b seen', 'console-c seen', 'console-z missing']);
     await shot(page, 'fleet');
     // The incidents list says it too: the row why, the page a banner.
     await page.goto(`${receiver.url}/ui/?node=console-z`);
@@ -454,7 +514,7 @@ describe('the on-call console in headless chromium', () => {
     await page.goto(`${receiver.url}/ui/fleet?show=all&sort=node&limit=1`);
     const walked: (string | null)[] = [];
     for (let i = 0; i < 5; i++) {
-      walked.push(...await nodes());
+      walked.push(...(await nodes()));
       const next = page.locator('a[rel=next]');
       if (!(await next.count())) break;
       await Promise.all([page.waitForURL(/offset=/), next.click()]);
@@ -477,7 +537,16 @@ describe('the on-call console in headless chromium', () => {
   });
 
   it('trial mode says so on /ui/ itself, and the webhook token is refused in one line naming the token to use', async () => {
-    const trial = await startReceiver(testConfig({ redisUrl: redisUrl(), queuePrefix: prefix, tokens: [WEBHOOK_TOKEN], operatorAuth: 'insecure', allowUnauthenticated: true }), { log: silent });
+    const trial = await startReceiver(
+      testConfig({
+        redisUrl: redisUrl(),
+        queuePrefix: prefix,
+        tokens: [WEBHOOK_TOKEN],
+        operatorAuth: 'insecure',
+        allowUnauthenticated: true,
+      }),
+      { log: silent },
+    );
     // Its own context: these requests go to the trial receiver, not the one the origin check watches.
     const ctx = await browser.newContext();
     try {

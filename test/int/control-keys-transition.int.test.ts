@@ -23,19 +23,44 @@ let clock = Date.parse('2026-12-05T02:00:00Z');
 const queues: Queue[] = [];
 
 const request = (jobId: string, queue: string): ApprovalRecord => ({
-  jobId, queue, runbook: 'residual-multipath-cleanup', node: 'old', jobCreatedAt: 1, state: 'pending', summary: 's',
+  jobId,
+  queue,
+  runbook: 'residual-multipath-cleanup',
+  node: 'old',
+  jobCreatedAt: 1,
+  state: 'pending',
+  summary: 's',
   steps: [{ id: 'release', description: 'release', why: 'high risk' }],
-  requestedAt: new Date(clock).toISOString(), expiresAt: new Date(clock + 3_600_000).toISOString(),
+  requestedAt: new Date(clock).toISOString(),
+  expiresAt: new Date(clock + 3_600_000).toISOString(),
 });
-const parked = (jobId: string, queue: string, since = new Date(clock).toISOString()): ParkedJob => ({ jobId, queue, runbook: 'residual-multipath-cleanup', reason: 'approval', why: 'w', since });
+const parked = (jobId: string, queue: string, since = new Date(clock).toISOString()): ParkedJob => ({
+  jobId,
+  queue,
+  runbook: 'residual-multipath-cleanup',
+  reason: 'approval',
+  why: 'w',
+  since,
+});
 
 beforeAll(async () => {
   redis = new Redis(redisUrl());
   await redis.sadd(knownQueuesKey(prefix), qa, qb);
   api = new OperatorActions({
-    redis, prefix, jobs: new BullJobStore({ redis: redis, prefix, queue: (name) => { const q = new Queue(name, { connection: redis, prefix }); queues.push(q); return q; } }),
+    redis,
+    prefix,
+    jobs: new BullJobStore({
+      redis: redis,
+      prefix,
+      queue: (name) => {
+        const q = new Queue(name, { connection: redis, prefix });
+        queues.push(q);
+        return q;
+      },
+    }),
     caps: { nodePerHour: 0, clusterPerHour: 0, stormNodes: 0, stormWindowMs: 1000 },
-    approvalTtlMs: 3_600_000, configuredModes: { default: 'dry-run', runbooks: {} },
+    approvalTtlMs: 3_600_000,
+    configuredModes: { default: 'dry-run', runbooks: {} },
     now: () => new Date(clock),
   });
 });
@@ -56,7 +81,7 @@ describe('control records under each queue, read together', () => {
     expect(await redis.exists(queueControlKeys(prefix, qa).approval('old-1'))).toBe(0);
   });
 
-  it('prefers the record under the job\'s queue, drops a shared parked record no agent refreshed for an hour, and takes a record only under the queue it names', async () => {
+  it("prefers the record under the job's queue, drops a shared parked record no agent refreshed for an hour, and takes a record only under the queue it names", async () => {
     await redis.hset(fleet.legacyParked, 'dup', JSON.stringify(parked('dup', qa, new Date(clock - 10_000).toISOString())));
     await redis.hset(queueControlKeys(prefix, qa).parked, 'dup', JSON.stringify(parked('dup', qa)));
     await redis.hset(fleet.legacyParked, 'stale', JSON.stringify(parked('stale', qb, new Date(clock - 3_700_000).toISOString())));
@@ -74,12 +99,18 @@ describe('control records under each queue, read together', () => {
     expect((await redis.keys(`${prefix}:*`)).sort()).toEqual(before);
   });
 
-  it('merges the fleet trail with every queue\'s, newest first, capped', async () => {
-    const at = (s: number) => { clock = Date.parse('2026-12-05T03:00:00Z') + s * 1000; };
-    at(1); await api.store.audit('work-refused', 'job/a1', { by: 'ta' }, qa);
-    at(2); await api.store.audit('pause', 'cluster', { by: 'alice' });
-    at(3); await api.store.audit('approval-requested', 'job/b1', { by: 'tb' }, qb);
-    at(4); await api.store.audit('work-refused', 'job/a2', { by: 'ta' }, qa);
+  it("merges the fleet trail with every queue's, newest first, capped", async () => {
+    const at = (s: number) => {
+      clock = Date.parse('2026-12-05T03:00:00Z') + s * 1000;
+    };
+    at(1);
+    await api.store.audit('work-refused', 'job/a1', { by: 'ta' }, qa);
+    at(2);
+    await api.store.audit('pause', 'cluster', { by: 'alice' });
+    at(3);
+    await api.store.audit('approval-requested', 'job/b1', { by: 'tb' }, qb);
+    at(4);
+    await api.store.audit('work-refused', 'job/a2', { by: 'ta' }, qa);
     expect((await api.audit(3)).map((e) => `${e.action} ${e.target}`)).toEqual(['work-refused job/a2', 'approval-requested job/b1', 'pause cluster']);
     expect(await redis.llen(queueControlKeys(prefix, qa).audit)).toBe(2);
     expect((await redis.lrange(fleet.audit, 0, -1)).some((e) => e.includes('job/a'))).toBe(false);

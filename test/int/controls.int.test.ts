@@ -6,7 +6,7 @@ import { startReceiver, type Receiver } from '../../src/control/receiver.ts';
 import { createNodeAgent } from '../../src/agents/node-agent/agent.ts';
 import type { RunbookWorker } from '../../src/agents/engine/runbook-worker.ts';
 import { testConfig } from '../support/config.ts';
-import { fastControls, toyRunbook, toyStep, type Toy, } from '../support/controls-harness.ts';
+import { fastControls, toyRunbook, toyStep, type Toy } from '../support/controls-harness.ts';
 import { alertmanagerBody, getJson, nodeNotReadyAlert, post } from '../support/payloads.ts';
 import { dropPrefix, redisUrl, uniquePrefix } from '../support/redis.ts';
 import { waitFor } from '../support/wait.ts';
@@ -20,7 +20,6 @@ import { setTimeout as sleep } from 'node:timers/promises';
 const silent = createLogger('test', 'silent');
 const TOKEN = 'controls-test-token-0123456789';
 
-
 const step = toyStep;
 
 describe('operator controls with a real Redis, receiver and node agent', () => {
@@ -29,13 +28,14 @@ describe('operator controls with a real Redis, receiver and node agent', () => {
   let redis: Redis;
   let ops: Operators;
   const agents: RunbookWorker[] = [];
-  const base = (over: Partial<Config> = {}): Config =>
-    testConfig({ redisUrl: redisUrl(), queuePrefix: prefix, tokens: [TOKEN], ...fastControls, ...over });
+  const base = (over: Partial<Config> = {}): Config => testConfig({ redisUrl: redisUrl(), queuePrefix: prefix, tokens: [TOKEN], ...fastControls, ...over });
 
   beforeAll(async () => {
     redis = new Redis(redisUrl());
     ops = await startOperators();
-    receiver = await startReceiver(base({ breakerNodeDestructivePerHour: 3, breakerStormNodes: 0, approvalTtlSeconds: 3600 }), { operatorKubeConfig: ops.api.kubeConfig() });
+    receiver = await startReceiver(base({ breakerNodeDestructivePerHour: 3, breakerStormNodes: 0, approvalTtlSeconds: 3600 }), {
+      operatorKubeConfig: ops.api.kubeConfig(),
+    });
   });
   afterAll(async () => {
     await Promise.all(agents.map((a) => a.close()));
@@ -55,13 +55,24 @@ describe('operator controls with a real Redis, receiver and node agent', () => {
   let n = 0;
   const newJob = async (node: string): Promise<string> => {
     n += 1;
-    const r = await post(`${receiver.url}/v1/alertmanager`, alertmanagerBody([nodeNotReadyAlert(node, 'resolved', `fp${n}x${node.replace(/[^a-z0-9]/g, '')}`)]), TOKEN);
+    const r = await post(
+      `${receiver.url}/v1/alertmanager`,
+      alertmanagerBody([nodeNotReadyAlert(node, 'resolved', `fp${n}x${node.replace(/[^a-z0-9]/g, '')}`)]),
+      TOKEN,
+    );
     expect(r.status).toBe(202);
     return r.json.accepted[0].id;
   };
   const job = (id: string) => get(`/v1/jobs/${id}`);
   const until = (id: string, pred: (j: any) => boolean, what: string, ms?: number) =>
-    waitFor(what, async () => { const j = await job(id); return pred(j) ? j : undefined; }, ms);
+    waitFor(
+      what,
+      async () => {
+        const j = await job(id);
+        return pred(j) ? j : undefined;
+      },
+      ms,
+    );
 
   it('a mode change through the API takes effect on the next job, and the result says why', async () => {
     const toy = toyRunbook(() => ({ kind: 'steps', summary: 'one file', steps: [step('m1', { destructive: false })] }));
@@ -73,7 +84,11 @@ describe('operator controls with a real Redis, receiver and node agent', () => {
     const set = await api('/v1/modes', { runbook: 'residual-multipath-cleanup', mode: 'enforce', why: 'INC-1 verified in staging' }, 'alice');
     expect(set.status).toBe(200);
     const second = await until(await newJob('node-mode'), (j) => j.state === 'completed', 'second job');
-    expect(second.result).toMatchObject({ mode: 'enforce', outcome: 'succeeded', modeWhy: expect.stringMatching(/enforce set by alice .*INC-1/) });
+    expect(second.result).toMatchObject({
+      mode: 'enforce',
+      outcome: 'succeeded',
+      modeWhy: expect.stringMatching(/enforce set by alice .*INC-1/),
+    });
     expect(await toy.ran('/w/m1')).toBe(true);
 
     // The node holds its agent to dry-run, whatever the runbook says.
@@ -90,7 +105,11 @@ describe('operator controls with a real Redis, receiver and node agent', () => {
 
   describe('approval of high-risk steps', () => {
     const enforce: Partial<Config> = { runbookModes: { 'residual-multipath-cleanup': 'enforce' } };
-    const plan = { kind: 'steps' as const, summary: 'release then flush', steps: [step('safe-first', { destructive: false }), step('release', { risk: 'high' }), step('flush')] };
+    const plan = {
+      kind: 'steps' as const,
+      summary: 'release then flush',
+      steps: [step('safe-first', { destructive: false }), step('release', { risk: 'high' }), step('flush')],
+    };
 
     it('parks the job with its plan visible, and runs the step after approve', async () => {
       const toy = toyRunbook(() => plan);
@@ -179,18 +198,32 @@ describe('operator controls with a real Redis, receiver and node agent', () => {
     expect((await job(j2)).state).not.toBe('completed');
     await api('/v1/resume', { node: 'node-p2' }, 'frank');
     await until(j2, (j) => j.state === 'completed', 'node job released', 5_000);
-    expect((await getJson(`${receiver.url}/readyz`))).toMatchObject({ status: 'ready', paused: false });
+    expect(await getJson(`${receiver.url}/readyz`)).toMatchObject({ status: 'ready', paused: false });
   });
 
   it('pause also stops a running job before its next step; nothing is lost', async () => {
     let release: () => void = () => {};
-    const gate = new Promise<void>((r) => { release = r; });
-    const toy = toyRunbook(() => ({ kind: 'steps', summary: 'slow', steps: [step('slow-1', { destructive: false }), step('slow-2', { destructive: false })] }));
+    const gate = new Promise<void>((r) => {
+      release = r;
+    });
+    const toy = toyRunbook(() => ({
+      kind: 'steps',
+      summary: 'slow',
+      steps: [step('slow-1', { destructive: false }), step('slow-2', { destructive: false })],
+    }));
     const inner = toy.registry['residual-multipath-cleanup']!;
     // The first step's check waits until the test has paused the node.
     toy.registry['residual-multipath-cleanup'] = async (j, ctx) => {
       const originalBefore = ctx.gate?.beforeStep.bind(ctx.gate);
-      const wrapped = ctx.gate && originalBefore ? { beforeStep: async (s: any, p: any) => { if (s.id === 'slow-2') await gate; return originalBefore(s, p); } } : undefined;
+      const wrapped =
+        ctx.gate && originalBefore
+          ? {
+              beforeStep: async (s: any, p: any) => {
+                if (s.id === 'slow-2') await gate;
+                return originalBefore(s, p);
+              },
+            }
+          : undefined;
       return inner(j, { ...ctx, ...(wrapped ? { gate: wrapped } : {}) });
     };
     agent('node-mid', toy, { runbookModes: { 'residual-multipath-cleanup': 'enforce' } });
@@ -206,13 +239,27 @@ describe('operator controls with a real Redis, receiver and node agent', () => {
 
   it('a switch to dry-run during a job stops it before its next destructive step, saying why; its earlier steps stand', async () => {
     let release: () => void = () => {};
-    const gate = new Promise<void>((r) => { release = r; });
-    const toy = toyRunbook(() => ({ kind: 'steps', summary: 'look, then delete', steps: [step('dr-1', { destructive: false }), step('dr-2')] }));
+    const gate = new Promise<void>((r) => {
+      release = r;
+    });
+    const toy = toyRunbook(() => ({
+      kind: 'steps',
+      summary: 'look, then delete',
+      steps: [step('dr-1', { destructive: false }), step('dr-2')],
+    }));
     const inner = toy.registry['residual-multipath-cleanup']!;
     // The destructive step's gate waits until the test has switched the mode.
     toy.registry['residual-multipath-cleanup'] = async (j, ctx) => {
       const originalBefore = ctx.gate?.beforeStep.bind(ctx.gate);
-      const wrapped = ctx.gate && originalBefore ? { beforeStep: async (s: any, p: any) => { if (s.id === 'dr-2') await gate; return originalBefore(s, p); } } : undefined;
+      const wrapped =
+        ctx.gate && originalBefore
+          ? {
+              beforeStep: async (s: any, p: any) => {
+                if (s.id === 'dr-2') await gate;
+                return originalBefore(s, p);
+              },
+            }
+          : undefined;
       return inner(j, { ...ctx, ...(wrapped ? { gate: wrapped } : {}) });
     };
     agent('node-dry-mid', toy, { runbookModes: { 'residual-multipath-cleanup': 'enforce' } });
@@ -229,14 +276,22 @@ describe('operator controls with a real Redis, receiver and node agent', () => {
   it('a node breaker trips at its cap, blocks the next destructive step, says why, and stays tripped until reset', async () => {
     // Cap 3 destructive steps per node per hour (receiver and agent configured alike).
     const toy = toyRunbook(() => ({ kind: 'steps', summary: 'four deletions', steps: [step('d1'), step('d2'), step('d3'), step('d4')] }));
-    agent('node-brk', toy, { breakerNodeDestructivePerHour: 3, breakerStormNodes: 0, runbookModes: { 'residual-multipath-cleanup': 'enforce' } });
+    agent('node-brk', toy, {
+      breakerNodeDestructivePerHour: 3,
+      breakerStormNodes: 0,
+      runbookModes: { 'residual-multipath-cleanup': 'enforce' },
+    });
     const id = await newJob('node-brk');
     const parked = await until(id, (j) => j.progress?.parked?.reason === 'breaker', 'job parked by the breaker');
     expect(parked.progress.parked.why).toMatch(/breaker node\/node-brk is tripped \(node\/node-brk ran 3 destructive steps in the last hour \(cap 3\)/);
     expect(await toy.ran('/w/d3')).toBe(true);
     expect(await toy.ran('/w/d4')).toBe(false);
     const b = await get('/v1/breakers');
-    expect(b.breakers.find((x: any) => x.name === 'node/node-brk')).toMatchObject({ cap: 3, count: 3, tripped: { why: expect.stringMatching(/cap 3/) } });
+    expect(b.breakers.find((x: any) => x.name === 'node/node-brk')).toMatchObject({
+      cap: 3,
+      count: 3,
+      tripped: { why: expect.stringMatching(/cap 3/) },
+    });
     expect(await (await fetch(`${receiver.url}/metrics`)).text()).toMatch(/volume_medic_breaker_tripped\{breaker="node\/node-brk"\} 1/);
     await sleep(800);
     expect(await toy.ran('/w/d4')).toBe(false);
@@ -250,7 +305,11 @@ describe('operator controls with a real Redis, receiver and node agent', () => {
 
   it('the storm breaker trips when more than M nodes start jobs within its window, and blocks destructive steps everywhere', async () => {
     const toy = toyRunbook((node) => ({ kind: 'steps', summary: 'one deletion', steps: [step(`s-${node}`)] }));
-    const cfg: Partial<Config> = { breakerStormNodes: 2, breakerStormWindowSeconds: 600, runbookModes: { 'residual-multipath-cleanup': 'enforce' } };
+    const cfg: Partial<Config> = {
+      breakerStormNodes: 2,
+      breakerStormWindowSeconds: 600,
+      runbookModes: { 'residual-multipath-cleanup': 'enforce' },
+    };
     // Earlier tests' nodes are in the window too: start from an empty one.
     await api('/v1/breakers/reset', { breaker: 'storm' }, 'test');
     for (const node of ['storm-a', 'storm-b', 'storm-c']) agent(node, toy, cfg);

@@ -40,7 +40,9 @@ describe('no cross-site writes, in every operator-auth mode', () => {
   let ops: Operators;
   const receivers: Receiver[] = [];
   const start = async (over: Partial<Config>): Promise<Receiver> => {
-    const r = await startReceiver(testConfig({ redisUrl: redisUrl(), queuePrefix: prefix, tokens: [TOKEN], ...over }), { operatorKubeConfig: ops.api.kubeConfig() });
+    const r = await startReceiver(testConfig({ redisUrl: redisUrl(), queuePrefix: prefix, tokens: [TOKEN], ...over }), {
+      operatorKubeConfig: ops.api.kubeConfig(),
+    });
     receivers.push(r);
     return r;
   };
@@ -55,8 +57,12 @@ describe('no cross-site writes, in every operator-auth mode', () => {
 
   const modes: [string, Partial<Config>, () => Record<string, string>][] = [
     ['insecure', { operatorAuth: 'insecure', allowUnauthenticated: true }, () => ({})],
-    ['kubernetes (an admin\'s token)', { operatorAuth: 'kubernetes' }, () => ({ authorization: `Bearer ${ops.token('kim')}` })],
-    ['kubernetes behind a trusted auth proxy', { operatorAuth: 'kubernetes', authProxyCidrs: ['127.0.0.1/32', '::1/128'] }, () => ({ 'x-forwarded-user': 'pat@example.com', 'x-forwarded-groups': 'volume-medic-admins' })],
+    ["kubernetes (an admin's token)", { operatorAuth: 'kubernetes' }, () => ({ authorization: `Bearer ${ops.token('kim')}` })],
+    [
+      'kubernetes behind a trusted auth proxy',
+      { operatorAuth: 'kubernetes', authProxyCidrs: ['127.0.0.1/32', '::1/128'] },
+      () => ({ 'x-forwarded-user': 'pat@example.com', 'x-forwarded-groups': 'volume-medic-admins' }),
+    ],
     ['off', { operatorAuth: 'off' }, () => ({})],
   ];
 
@@ -66,8 +72,18 @@ describe('no cross-site writes, in every operator-auth mode', () => {
       for (const path of WRITE_ROUTES) {
         const creds = WEBHOOK_PATHS.includes(path) ? { authorization: `Bearer ${TOKEN}` } : credentials();
         // What Chromium sends for a cross-site <form enctype="text/plain"> (and a no-cors fetch).
-        for (const marks of [{ origin: EVIL, 'sec-fetch-site': 'cross-site' }, { origin: EVIL }, { 'sec-fetch-site': 'cross-site' }, { origin: 'null', 'sec-fetch-site': 'cross-site' }, { 'sec-fetch-site': 'same-site' }]) {
-          const res = await fetch(`${r.url}${path}`, { method: 'POST', headers: { 'content-type': 'text/plain', ...marks, ...creds }, body: FORM_BODY });
+        for (const marks of [
+          { origin: EVIL, 'sec-fetch-site': 'cross-site' },
+          { origin: EVIL },
+          { 'sec-fetch-site': 'cross-site' },
+          { origin: 'null', 'sec-fetch-site': 'cross-site' },
+          { 'sec-fetch-site': 'same-site' },
+        ]) {
+          const res = await fetch(`${r.url}${path}`, {
+            method: 'POST',
+            headers: { 'content-type': 'text/plain', ...marks, ...creds },
+            body: FORM_BODY,
+          });
           expect(res.status, `${mode} ${path} ${JSON.stringify(marks)}`).toBe(403);
           expect(((await res.json()) as { error: string }).error).toMatch(/cross-(origin|site) request refused/);
         }
@@ -78,14 +94,39 @@ describe('no cross-site writes, in every operator-auth mode', () => {
         }
       }
       // The positive control: the legitimate path (JSON, no browser marks; or from our own origin) is not refused here.
-      const legit = await fetch(`${r.url}/v1/pause`, { method: 'POST', headers: { 'content-type': 'application/json', ...credentials() }, body: JSON.stringify({ node: `xsite-${receivers.length}`, why: 'test' }) });
+      const legit = await fetch(`${r.url}/v1/pause`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...credentials() },
+        body: JSON.stringify({ node: `xsite-${receivers.length}`, why: 'test' }),
+      });
       expect(legit.status, mode).toBe(mode === 'off' ? 403 : 200);
       if (mode !== 'off') {
-        const own = await fetch(`${r.url}/v1/resume`, { method: 'POST', headers: { 'content-type': 'application/json; charset=utf-8', origin: r.url, 'sec-fetch-site': 'same-origin', ...credentials() }, body: JSON.stringify({ node: `xsite-${receivers.length}` }) });
+        const own = await fetch(`${r.url}/v1/resume`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json; charset=utf-8', origin: r.url, 'sec-fetch-site': 'same-origin', ...credentials() },
+          body: JSON.stringify({ node: `xsite-${receivers.length}` }),
+        });
         expect(own.status, mode).toBe(200);
       }
       // A webhook sender that names no Content-Type (some do) is still served (a Buffer body: fetch adds none).
-      const untyped = await fetch(`${r.url}/v1/alertmanager`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}` }, body: Buffer.from(JSON.stringify({ version: '4', status: 'resolved', receiver: 'x', groupLabels: {}, commonLabels: {}, commonAnnotations: {}, externalURL: 'http://am', groupKey: 'k', truncatedAlerts: 0, alerts: [] })) });
+      const untyped = await fetch(`${r.url}/v1/alertmanager`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${TOKEN}` },
+        body: Buffer.from(
+          JSON.stringify({
+            version: '4',
+            status: 'resolved',
+            receiver: 'x',
+            groupLabels: {},
+            commonLabels: {},
+            commonAnnotations: {},
+            externalURL: 'http://am',
+            groupKey: 'k',
+            truncatedAlerts: 0,
+            alerts: [],
+          }),
+        ),
+      });
       expect(untyped.status).not.toBe(415);
       expect(untyped.status).toBeLessThan(500);
     });
@@ -100,11 +141,22 @@ describe('no cross-site writes, in every operator-auth mode', () => {
     await once(attacker, 'listening');
     const profile = mkdtempSync(join(tmpdir(), 'vm-chromium-'));
     const context = await chromium.launchPersistentContext(profile, {
-      executablePath: CHROMIUM, headless: true, timeout: 60_000,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+      executablePath: CHROMIUM,
+      headless: true,
+      timeout: 60_000,
+      args: [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+      ],
     });
     try {
-      const page = context.pages()[0] ?? await context.newPage();
+      const page = context.pages()[0] ?? (await context.newPage());
       // The input's name and value join with '=' into a JSON body.
       attackerPage = `<!doctype html><form method="post" enctype="text/plain" action="${r.url}/v1/modes"><input name='{"runbook":"residual-multipath-cleanup","mode":"enforce","why":"free disk space","pad":"' value='"}'></form><script>document.forms[0].submit()</script>`;
       const [answer] = await Promise.all([
@@ -113,7 +165,9 @@ describe('no cross-site writes, in every operator-auth mode', () => {
       ]);
       expect(answer.status()).toBe(403);
       expect(await answer.text()).toMatch(/cross-origin request refused/);
-      const controls = (await (await fetch(`${r.url}/v1/controls`)).json()) as { modes: { overrides: { runbooks: Record<string, unknown> } } };
+      const controls = (await (await fetch(`${r.url}/v1/controls`)).json()) as {
+        modes: { overrides: { runbooks: Record<string, unknown> } };
+      };
       expect(controls.modes.overrides.runbooks['residual-multipath-cleanup']).toBeUndefined();
     } finally {
       await context.close();

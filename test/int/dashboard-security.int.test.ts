@@ -26,7 +26,6 @@ import { CHROMIUM, chromiumOrSay } from '../support/chromium.ts';
 // real Approve button works (so the refusals are not a broken form); a session copied before
 // sign-out is worth nothing after it; and the /ui answers carry the security headers.
 
-
 const WEBHOOK_TOKEN = 'dashboard-security-webhook-token-0123';
 const silent = createLogger('test', 'silent');
 
@@ -44,15 +43,27 @@ describe('dashboard writes and sessions in headless chromium', () => {
   let attackerUrl = '';
   let attackerPage = '';
   const toy = toyRunbook(() => ({
-    kind: 'steps', summary: 'one high-risk step',
-    steps: [{ id: 'release-queued-io:3600a0b8', description: 'dmsetup message mpatha 0 fail_if_no_path', destructive: true, risk: 'high', file: '/w/release', evidence: [{ claim: 'every path is dead', source: 'toy', observedAt: new Date().toISOString(), status: 'holds' as const }] }],
+    kind: 'steps',
+    summary: 'one high-risk step',
+    steps: [
+      {
+        id: 'release-queued-io:3600a0b8',
+        description: 'dmsetup message mpatha 0 fail_if_no_path',
+        destructive: true,
+        risk: 'high',
+        file: '/w/release',
+        evidence: [{ claim: 'every path is dead', source: 'toy', observedAt: new Date().toISOString(), status: 'holds' as const }],
+      },
+    ],
   }));
   let n = 0;
   const parkedJob = async (): Promise<string> => {
     n += 1;
     const r = await post(`${receiver.url}/v1/alertmanager`, alertmanagerBody([nodeNotReadyAlert('uisec-node', 'resolved', `uisec${n}`)]), WEBHOOK_TOKEN);
     const id: string = r.json.accepted[0].id;
-    await waitFor('job parked for approval', async () => ((await getJson(`${receiver.url}/v1/jobs/${id}/approval`, ops.token('reader'))).state === 'pending' ? true : undefined));
+    await waitFor('job parked for approval', async () =>
+      (await getJson(`${receiver.url}/v1/jobs/${id}/approval`, ops.token('reader'))).state === 'pending' ? true : undefined,
+    );
     return id;
   };
   const approvalState = async (id: string): Promise<string> => (await getJson(`${receiver.url}/v1/jobs/${id}/approval`, ops.token('reader'))).state;
@@ -68,7 +79,11 @@ describe('dashboard writes and sessions in headless chromium', () => {
     const config = (over: Partial<Config> = {}) => testConfig({ redisUrl: redisUrl(), queuePrefix: prefix, tokens: [WEBHOOK_TOKEN], ...fastControls, ...over });
     ops = await startOperators();
     receiver = await startReceiver(config(), { operatorKubeConfig: ops.api.kubeConfig(), log: silent });
-    agent = createNodeAgent({ config: config({ nodeName: 'uisec-node', runbookModes: { 'residual-multipath-cleanup': 'enforce' }, controlsRecheckSeconds: 30 }), registry: toy.registry, log: silent });
+    agent = createNodeAgent({
+      config: config({ nodeName: 'uisec-node', runbookModes: { 'residual-multipath-cleanup': 'enforce' }, controlsRecheckSeconds: 30 }),
+      registry: toy.registry,
+      log: silent,
+    });
     // The other origin: whatever page the test sets, on another port of the same loopback address.
     attacker = createServer((_req, res) => res.writeHead(200, { 'content-type': 'text/html' }).end(attackerPage));
     attacker.listen(0, '127.0.0.1');
@@ -78,10 +93,19 @@ describe('dashboard writes and sessions in headless chromium', () => {
     context = await chromium.launchPersistentContext(profile, {
       executablePath: CHROMIUM,
       headless: true,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+      args: [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+      ],
       timeout: 60_000,
     });
-    page = context.pages()[0] ?? await context.newPage();
+    page = context.pages()[0] ?? (await context.newPage());
   });
   afterAll(async () => {
     await context?.close();
@@ -98,15 +122,21 @@ describe('dashboard writes and sessions in headless chromium', () => {
     // What left the page for another origin and got an answer, and what the browser blocked.
     const external: string[] = [];
     const blocked: string[] = [];
-    page.on('requestfinished', (r) => { if (!r.url().startsWith(receiver.url) && !r.url().startsWith('data:')) external.push(r.url()); });
-    page.on('console', (m) => { if (/violates the following Content Security Policy/.test(m.text())) blocked.push(m.text()); });
+    page.on('requestfinished', (r) => {
+      if (!r.url().startsWith(receiver.url) && !r.url().startsWith('data:')) external.push(r.url());
+    });
+    page.on('console', (m) => {
+      if (/violates the following Content Security Policy/.test(m.text())) blocked.push(m.text());
+    });
     const login = await page.goto(`${receiver.url}/ui/login`);
     await signIn();
     const board = await page.goto(`${receiver.url}/ui/queues/`);
     await page.waitForSelector('text=vm-node-{uisec-node}', { timeout: 20_000 });
     for (const res of [login, board]) {
       const h = res!.headers();
-      expect(h['content-security-policy']).toBe("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; font-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'self'");
+      expect(h['content-security-policy']).toBe(
+        "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; font-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'self'",
+      );
       expect(h['x-frame-options']).toBe('DENY');
       expect(h['x-content-type-options']).toBe('nosniff');
       expect(h['referrer-policy']).toBe('no-referrer');
@@ -122,17 +152,14 @@ describe('dashboard writes and sessions in headless chromium', () => {
     const csrf = await csrfOf();
     expect(csrf).toMatch(/^[A-Za-z0-9_-]{43}$/);
     attackerPage = `<!doctype html><form method="post" action="${receiver.url}/ui/jobs/${id}/approve"><input name="_csrf" value="${csrf}"><input name="why" value="free disk space!"></form><script>document.forms[0].submit()</script>`;
-    const [answer] = await Promise.all([
-      page.waitForResponse((r) => r.url() === `${receiver.url}/ui/jobs/${id}/approve`),
-      page.goto(attackerUrl),
-    ]);
+    const [answer] = await Promise.all([page.waitForResponse((r) => r.url() === `${receiver.url}/ui/jobs/${id}/approve`), page.goto(attackerUrl)]);
     expect(answer.status()).toBe(403);
     expect(await answer.text()).toMatch(/cross-origin request refused \(Origin http:\/\/127\.0\.0\.1:\d+\)/);
     expect(await approvalState(id)).toBe('pending');
     expect(await toy.ran('/w/release')).toBe(false);
   });
 
-  it('refuses a write from the dashboard\'s own origin without the session\'s CSRF token, and approves with it', async () => {
+  it("refuses a write from the dashboard's own origin without the session's CSRF token, and approves with it", async () => {
     const id = await parkedJob();
     await page.goto(`${receiver.url}/ui/jobs/${id}`);
     // A script on our own origin (say, injected) posting without the token, or with a wrong one.
@@ -157,7 +184,8 @@ describe('dashboard writes and sessions in headless chromium', () => {
     await signIn();
     const [cookie] = await context.cookies(`${receiver.url}/ui/`);
     expect(cookie?.name).toBe('vm_ui');
-    const replay = (path: string, accept = 'application/json') => fetch(`${receiver.url}${path}`, { headers: { cookie: `vm_ui=${cookie!.value}`, accept }, redirect: 'manual' });
+    const replay = (path: string, accept = 'application/json') =>
+      fetch(`${receiver.url}${path}`, { headers: { cookie: `vm_ui=${cookie!.value}`, accept }, redirect: 'manual' });
     expect((await replay('/ui/queues/api/queues')).status).toBe(200);
     await Promise.all([page.waitForURL(`${receiver.url}/ui/login`), page.click('nav button')]);
     expect(await context.cookies(`${receiver.url}/ui/`)).toEqual([]);

@@ -19,15 +19,20 @@ describe('dashboard sign-in and sessions', () => {
   let redis: Redis;
   const receivers: Receiver[] = [];
   const start = async (over: Partial<Config> = {}): Promise<Receiver> => {
-    const r = await startReceiver(testConfig({ redisUrl: redisUrl(), queuePrefix: prefix, tokens: ['ui-session-webhook-token-0123'], ...over }), { operatorKubeConfig: ops.api.kubeConfig(), log: silent });
+    const r = await startReceiver(testConfig({ redisUrl: redisUrl(), queuePrefix: prefix, tokens: ['ui-session-webhook-token-0123'], ...over }), {
+      operatorKubeConfig: ops.api.kubeConfig(),
+      log: silent,
+    });
     receivers.push(r);
     return r;
   };
-  const signIn = (r: Receiver, token: string, headers: Record<string, string> = {}) => fetch(`${r.url}/ui/login`, {
-    method: 'POST', redirect: 'manual',
-    headers: { 'content-type': 'application/x-www-form-urlencoded', origin: r.url, ...headers },
-    body: new URLSearchParams({ token, next: '/ui/' }).toString(),
-  });
+  const signIn = (r: Receiver, token: string, headers: Record<string, string> = {}) =>
+    fetch(`${r.url}/ui/login`, {
+      method: 'POST',
+      redirect: 'manual',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', origin: r.url, ...headers },
+      body: new URLSearchParams({ token, next: '/ui/' }).toString(),
+    });
   const cookieOf = (res: Response): string => /vm_ui=([^;]*)/.exec(res.headers.get('set-cookie') ?? '')?.[1] ?? '';
 
   beforeAll(async () => {
@@ -63,7 +68,13 @@ describe('dashboard sign-in and sessions', () => {
     expect(again).not.toBe(id);
     expect((await fetch(`${r.url}/ui/queues/api/queues`, { headers: { cookie: `vm_ui=${again}` } })).status).toBe(200);
     // Another id of the same shape (the last character of 32 bytes in base64url is one of 16: 'A' 1 time in 16).
-    expect((await fetch(`${r.url}/ui/queues/api/queues`, { headers: { cookie: `vm_ui=${again.slice(0, -1)}${again.endsWith('A') ? 'E' : 'A'}` } })).status).toBe(401);
+    expect(
+      (
+        await fetch(`${r.url}/ui/queues/api/queues`, {
+          headers: { cookie: `vm_ui=${again.slice(0, -1)}${again.endsWith('A') ? 'E' : 'A'}` },
+        })
+      ).status,
+    ).toBe(401);
   });
 
   it('marks the cookie Secure for https, believing X-Forwarded-Proto only from TRUSTED_PROXY_CIDRS', async () => {
@@ -71,7 +82,10 @@ describe('dashboard sign-in and sessions', () => {
     const viaUntrusted = await signIn(direct, ops.token('sam@example.com'), { 'x-forwarded-proto': 'https' });
     expect(viaUntrusted.headers.get('set-cookie')).not.toMatch(/Secure/);
     const behindProxy = await start({ trustedProxyCidrs: ['127.0.0.1/32'] });
-    const proxied = await signIn(behindProxy, ops.token('sam@example.com'), { 'x-forwarded-proto': 'https', origin: behindProxy.url.replace('http:', 'https:') });
+    const proxied = await signIn(behindProxy, ops.token('sam@example.com'), {
+      'x-forwarded-proto': 'https',
+      origin: behindProxy.url.replace('http:', 'https:'),
+    });
     expect(proxied.status).toBe(200);
     expect(proxied.headers.get('set-cookie')).toMatch(/; Secure$/);
   });

@@ -21,12 +21,10 @@ import { CHROMIUM, chromiumOrSay } from '../support/chromium.ts';
 // network is closed here, so chromium is told not to reach out (no QUIC, no background
 // networking, no component updates, no sync) and gets a fresh profile.
 
-
 const WEBHOOK_TOKEN = 'dashboard-test-token-0123456789';
 const silent = createLogger('test', 'silent');
 /** The node queue the dashboard shows (a hash-tagged name: braces are escaped in URLs). */
 const QN = nodeQueueName('ui-node');
-
 
 describe('the /ui dashboard in headless chromium', () => {
   if (!chromiumOrSay('test/int/dashboard.int.test.ts')) return;
@@ -41,10 +39,24 @@ describe('the /ui dashboard in headless chromium', () => {
   let ops: Operators;
   let TOKEN: string;
   const toy = toyRunbook(() => ({
-    kind: 'steps', summary: 'release queued I/O then flush mpatha',
+    kind: 'steps',
+    summary: 'release queued I/O then flush mpatha',
     steps: [
-      { id: 'release-queued-io:3600a0b8', description: 'dmsetup message mpatha 0 fail_if_no_path', destructive: true, risk: 'high', file: '/w/release', evidence: [{ claim: 'every path of mpatha is dead', source: 'toy', observedAt: new Date().toISOString(), status: 'holds' as const }] },
-      { id: 'flush-map:3600a0b8', description: 'multipath -f mpatha', destructive: true, file: '/w/flush', evidence: [{ claim: 'nothing holds mpatha', source: 'toy', observedAt: new Date().toISOString(), status: 'holds' as const }] },
+      {
+        id: 'release-queued-io:3600a0b8',
+        description: 'dmsetup message mpatha 0 fail_if_no_path',
+        destructive: true,
+        risk: 'high',
+        file: '/w/release',
+        evidence: [{ claim: 'every path of mpatha is dead', source: 'toy', observedAt: new Date().toISOString(), status: 'holds' as const }],
+      },
+      {
+        id: 'flush-map:3600a0b8',
+        description: 'multipath -f mpatha',
+        destructive: true,
+        file: '/w/flush',
+        evidence: [{ claim: 'nothing holds mpatha', source: 'toy', observedAt: new Date().toISOString(), status: 'holds' as const }],
+      },
     ],
   }));
 
@@ -55,10 +67,16 @@ describe('the /ui dashboard in headless chromium', () => {
     receiver = await startReceiver(config(), { operatorKubeConfig: ops.api.kubeConfig() });
     // A long recheck keeps the parked job 'delayed' while the page shows it (with the fast one it
     // is briefly 'active' at each recheck, and under load the page caught it there).
-    agent = createNodeAgent({ config: config({ nodeName: 'ui-node', runbookModes: { 'residual-multipath-cleanup': 'enforce' }, controlsRecheckSeconds: 30 }), registry: toy.registry, log: silent });
+    agent = createNodeAgent({
+      config: config({ nodeName: 'ui-node', runbookModes: { 'residual-multipath-cleanup': 'enforce' }, controlsRecheckSeconds: 30 }),
+      registry: toy.registry,
+      log: silent,
+    });
     const r = await post(`${receiver.url}/v1/alertmanager`, alertmanagerBody([nodeNotReadyAlert('ui-node', 'resolved')]), WEBHOOK_TOKEN);
     parkedId = r.json.accepted[0].id;
-    await waitFor('job parked for approval', async () => ((await getJson(`${receiver.url}/v1/jobs/${parkedId}`, TOKEN)).progress?.parked?.reason === 'approval' ? true : undefined));
+    await waitFor('job parked for approval', async () =>
+      (await getJson(`${receiver.url}/v1/jobs/${parkedId}`, TOKEN)).progress?.parked?.reason === 'approval' ? true : undefined,
+    );
     // A second node's job that nobody runs: its queue must be listed too.
     await post(`${receiver.url}/v1/alertmanager`, alertmanagerBody([nodeNotReadyAlert('ui-other', 'resolved')]), WEBHOOK_TOKEN);
 
@@ -66,10 +84,19 @@ describe('the /ui dashboard in headless chromium', () => {
     context = await chromium.launchPersistentContext(profile, {
       executablePath: CHROMIUM,
       headless: true,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+      args: [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+      ],
       timeout: 60_000,
     });
-    page = context.pages()[0] ?? await context.newPage();
+    page = context.pages()[0] ?? (await context.newPage());
   });
   afterAll(async () => {
     await context?.close();
@@ -112,8 +139,14 @@ describe('the /ui dashboard in headless chromium', () => {
     expect(body).toContain('residual-multipath-cleanup');
     // Read-only always: the board's own write API is refused whatever the UI shows (with the
     // session's CSRF token and our own origin, so it is the board's refusal, not the guard's).
-    const csrf = await page.evaluate(() => fetch('/ui/').then((r) => r.text()).then((t) => /name="_csrf" value="([^"]+)"/.exec(t)?.[1] ?? ''));
-    const put = await context.request.put(`${receiver.url}/ui/queues/api/queues/${encodeURIComponent(QN)}/pause`, { headers: { origin: receiver.url, 'x-csrf-token': csrf } });
+    const csrf = await page.evaluate(() =>
+      fetch('/ui/')
+        .then((r) => r.text())
+        .then((t) => /name="_csrf" value="([^"]+)"/.exec(t)?.[1] ?? ''),
+    );
+    const put = await context.request.put(`${receiver.url}/ui/queues/api/queues/${encodeURIComponent(QN)}/pause`, {
+      headers: { origin: receiver.url, 'x-csrf-token': csrf },
+    });
     expect(put.status()).toBe(405);
   });
 

@@ -17,7 +17,11 @@ import { waitFor } from '../support/wait.ts';
 
 const NODE = 'worker-expiry';
 const job = (key: string): ResidualMultipathJob => ({
-  runbook: 'residual-multipath-cleanup', version: 1, key, target: { node: NODE }, evidence: [{ source: 'api', summary: 'test', raw: null }],
+  runbook: 'residual-multipath-cleanup',
+  version: 1,
+  key,
+  target: { node: NODE },
+  evidence: [{ source: 'api', summary: 'test', raw: null }],
 });
 
 describe('a finished job older than its dedup window', () => {
@@ -40,7 +44,11 @@ describe('a finished job older than its dedup window', () => {
   });
 
   const finish = async (key: string): Promise<number> => {
-    const w = new Worker(queue.name, async () => 'done', { connection: new Redis(redisUrl(), { maxRetriesPerRequest: null }), prefix, skipVersionCheck: true });
+    const w = new Worker(queue.name, async () => 'done', {
+      connection: new Redis(redisUrl(), { maxRetriesPerRequest: null }),
+      prefix,
+      skipVersionCheck: true,
+    });
     try {
       return await waitFor(`job ${key} finished`, async () => (await queue.getJob(key))?.finishedOn, 10_000);
     } finally {

@@ -25,10 +25,17 @@ describe('a recognised Event with a field nested 5,000 levels deep', () => {
 
   it('is stored with the rest of its batch, its evidence cut at the depth limit', async () => {
     const first = JSON.stringify(events[0]).replace(/}$/, `,"deep":${DEEP}}`);
-    const body = `[${first},${events.slice(1).map((e) => JSON.stringify(e)).join(',')}]`;
+    const body = `[${first},${events
+      .slice(1)
+      .map((e) => JSON.stringify(e))
+      .join(',')}]`;
     const r = await fetch(`${receiver.url}/v1/events`, { method: 'POST', body, headers: { 'content-type': 'application/json' } });
     expect(r.status).toBe(202);
-    const plain = await fetch(`${receiver.url}/v1/explain?source=events`, { method: 'POST', body: JSON.stringify(events), headers: { 'content-type': 'application/json' } });
+    const plain = await fetch(`${receiver.url}/v1/explain?source=events`, {
+      method: 'POST',
+      body: JSON.stringify(events),
+      headers: { 'content-type': 'application/json' },
+    });
     const accepted = ((await r.json()) as { accepted: unknown[] }).accepted;
     expect(accepted.length).toBe(((await plain.json()) as { jobs: unknown[] }).jobs.length);
   });

@@ -13,7 +13,11 @@ import { testSealer } from '../support/trust.ts';
 // receiver's CPU, bench/README.md), and what the console reads back is what it read before.
 
 const job = (key: string, node: string): ResidualMultipathJob => ({
-  runbook: 'residual-multipath-cleanup', version: 1, key, target: { node }, evidence: [{ source: 'api', summary: 'test', raw: null }],
+  runbook: 'residual-multipath-cleanup',
+  version: 1,
+  key,
+  target: { node },
+  evidence: [{ source: 'api', summary: 'test', raw: null }],
 });
 
 describe('dispatcher and the incident index', () => {
@@ -43,12 +47,16 @@ describe('dispatcher and the incident index', () => {
     await dropPrefix(prefix);
   });
 
-  it('records new jobs in the batch\'s one script call, and the console reads them back, newest first', async () => {
+  it("records new jobs in the batch's one script call, and the console reads them back, newest first", async () => {
     // The queues' first use (BullMQ's connection set-up, the known-queues set) is not what is counted.
     await dispatcher.enqueue([job('idx_warm_00000000001', 'idx-a'), job('idx_warm_00000000002', 'idx-b')]);
     sent.length = 0;
     const before = Date.now();
-    const answers = await dispatcher.enqueue([job('idx_new_000000000001', 'idx-a'), job('idx_new_000000000002', 'idx-b'), job('idx_warm_00000000001', 'idx-a')]);
+    const answers = await dispatcher.enqueue([
+      job('idx_new_000000000001', 'idx-a'),
+      job('idx_new_000000000002', 'idx-b'),
+      job('idx_warm_00000000001', 'idx-a'),
+    ]);
     expect(answers.map((a) => a.deduplicated)).toEqual([false, false, true]);
     expect(sent.filter((c) => c !== 'evalsha' && c !== 'eval')).toEqual([]);
     expect(sent).toHaveLength(1);

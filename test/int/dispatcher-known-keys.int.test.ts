@@ -12,7 +12,11 @@ import { testSealer } from '../support/trust.ts';
 // longer than knownKeyMaxMs, and never after the connection dropped.
 
 const job = (key: string, node = 'worker-known'): ResidualMultipathJob => ({
-  runbook: 'residual-multipath-cleanup', version: 1, key, target: { node }, evidence: [{ source: 'api', summary: 'test', raw: null }],
+  runbook: 'residual-multipath-cleanup',
+  version: 1,
+  key,
+  target: { node },
+  evidence: [{ source: 'api', summary: 'test', raw: null }],
 });
 
 describe('dispatcher known keys', () => {
@@ -56,7 +60,7 @@ describe('dispatcher known keys', () => {
     expect(await admin.exists(jobKey('known_a_000000000001'))).toBe(1);
   });
 
-  it('never remembers past the queue\'s smallest dedup window minus the clock margin', async () => {
+  it("never remembers past the queue's smallest dedup window minus the clock margin", async () => {
     clock = Date.now();
     // Window 61 s, margin 60 s: remembered for 1 s only, whatever knownKeyMaxMs says.
     const d = dispatcher({ dedupWindowSeconds: 61, knownKeyMaxMs: 3_600_000 });
@@ -68,7 +72,7 @@ describe('dispatcher known keys', () => {
     expect((await d.enqueue([job('known_b_000000000001')]))[0]!.deduplicated).toBe(false);
   });
 
-  it('remembers a key it found stored by someone else, from that job\'s own timestamp', async () => {
+  it("remembers a key it found stored by someone else, from that job's own timestamp", async () => {
     clock = Date.now();
     const writer = dispatcher();
     await writer.enqueue([job('known_c_000000000001')]);
@@ -106,7 +110,12 @@ describe('dispatcher known keys', () => {
     const jobs = Array.from({ length: 60 }, (_, i) => job(`known_e_${String(i).padStart(12, '0')}`, `worker-e${i % 7}`));
     const answers = await Promise.all([d.enqueue(jobs.slice(0, 30)), d.enqueue(jobs.slice(20)), d.enqueue(jobs)]);
     const flat = answers.flat();
-    expect(flat.filter((a) => !a.deduplicated).map((a) => a.key).sort()).toEqual(jobs.map((j) => j.key).sort());
+    expect(
+      flat
+        .filter((a) => !a.deduplicated)
+        .map((a) => a.key)
+        .sort(),
+    ).toEqual(jobs.map((j) => j.key).sort());
     for (const j of jobs) expect(await admin.exists(jobKey(j.key, j.target.node))).toBe(1);
   });
 

@@ -38,7 +38,7 @@ const user = (node: string) => ({
   audiences: ['volume-medic'],
 });
 
-describe.skipIf(skip)('enrolment hands each agent its own node\'s Redis user (REDIS_NODE_USERS)', () => {
+describe.skipIf(skip)("enrolment hands each agent its own node's Redis user (REDIS_NODE_USERS)", () => {
   const prefix = uniquePrefix('enrolacl');
   const passwords = { receiver: 'pw-receiver-5511', 'cluster-worker': 'pw-cluster-5512', 'node-agent': 'pw-agent-5513' };
   const files = writeControlKeys();
@@ -53,7 +53,11 @@ describe.skipIf(skip)('enrolment hands each agent its own node\'s Redis user (RE
   const agentOut = (): string => out;
 
   const enrol = async (token: string, node: string) => {
-    const res = await fetch(`${receiver.url}/v1/enrol`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` }, body: JSON.stringify({ as: 'node-agent', node }) });
+    const res = await fetch(`${receiver.url}/v1/enrol`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+      body: JSON.stringify({ as: 'node-agent', node }),
+    });
     expect(res.status).toBe(200);
     return EnrolAnswer.parse(await res.json());
   };
@@ -62,22 +66,57 @@ describe.skipIf(skip)('enrolment hands each agent its own node\'s Redis user (RE
     dir = mkdtempSync(join(tmpdir(), 'vm-enrol-acl-'));
     writeFileSync(join(dir, 'users.acl'), `${renderRedisAcl({ prefix, passwords })}user vmtest-admin on >admin-pw ~* &* +@all\n`);
     port = await freePort();
-    server = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, '--maxmemory-policy', 'noeviction', '--aclfile', join(dir, 'users.acl')], { stdio: 'ignore' });
+    server = spawn(
+      'redis-server',
+      [
+        '--port',
+        String(port),
+        '--bind',
+        '127.0.0.1',
+        '--save',
+        '',
+        '--appendonly',
+        'no',
+        '--dir',
+        dir,
+        '--maxmemory-policy',
+        'noeviction',
+        '--aclfile',
+        join(dir, 'users.acl'),
+      ],
+      { stdio: 'ignore' },
+    );
     const adminUrl = `redis://vmtest-admin:admin-pw@127.0.0.1:${port}`;
     for (let i = 0; i < 100 && !(await redisAnswers(adminUrl)); i++) await new Promise((r) => setTimeout(r, 50));
     admin = new Redis(adminUrl);
     api = await startFakeKubeApi();
     api.addUser('token-a', user('node-a'));
     api.addUser('token-b', user('node-b'));
-    api.put({ apiVersion: 'v1', kind: 'Node', metadata: { name: 'node-b' }, status: { conditions: [{ type: 'Ready', status: 'True', lastTransitionTime: new Date(Date.now() - 7_200_000).toISOString() }] } });
+    api.put({
+      apiVersion: 'v1',
+      kind: 'Node',
+      metadata: { name: 'node-b' },
+      status: { conditions: [{ type: 'Ready', status: 'True', lastTransitionTime: new Date(Date.now() - 7_200_000).toISOString() }] },
+    });
     // KUBE_WATCH reads its access like a real process: a kubeconfig naming the fake.
     writeFileSync(join(dir, 'kubeconfig'), api.kubeConfig().exportConfig());
     process.env['KUBECONFIG'] = join(dir, 'kubeconfig');
-    receiver = await startReceiver(testConfig({
-      redisUrl: `redis://${REDIS_USERS.receiver}:${passwords.receiver}@127.0.0.1:${port}`, queuePrefix: prefix, tokens: ['webhook-token-enrolacl-0123'], operatorAuth: 'off',
-      enrolNodeAgents: [AGENT_SA], redisNodeUsers: true, kubeWatch: true, kubeReconcileSeconds: 0, fleetMetricsLeaseSeconds: 0,
-      controlSigningKeyFile: files.keyFile, controlVerifyCertFile: files.certFile,
-    }), { operatorKubeConfig: api.kubeConfig() });
+    receiver = await startReceiver(
+      testConfig({
+        redisUrl: `redis://${REDIS_USERS.receiver}:${passwords.receiver}@127.0.0.1:${port}`,
+        queuePrefix: prefix,
+        tokens: ['webhook-token-enrolacl-0123'],
+        operatorAuth: 'off',
+        enrolNodeAgents: [AGENT_SA],
+        redisNodeUsers: true,
+        kubeWatch: true,
+        kubeReconcileSeconds: 0,
+        fleetMetricsLeaseSeconds: 0,
+        controlSigningKeyFile: files.keyFile,
+        controlVerifyCertFile: files.certFile,
+      }),
+      { operatorKubeConfig: api.kubeConfig() },
+    );
   });
   const kubeconfigBefore = process.env['KUBECONFIG'];
   afterAll(async () => {
@@ -91,7 +130,7 @@ describe.skipIf(skip)('enrolment hands each agent its own node\'s Redis user (RE
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  it('the enrolled agent runs its node\'s work as its own Redis user, which is refused everything of another node and the shared records', async () => {
+  it("the enrolled agent runs its node's work as its own Redis user, which is refused everything of another node and the shared records", async () => {
     const b = await enrol('token-b', 'node-b');
     expect(b.redis?.username).toBe(nodeUserName('node-b'));
     // Only the password's hash is in Redis.
@@ -99,14 +138,31 @@ describe.skipIf(skip)('enrolment hands each agent its own node\'s Redis user (RE
     const tokenFile = join(dir, 'token-b');
     writeFileSync(tokenFile, 'token-b');
     agent = spawn(process.execPath, ['test/support/stub-agent.ts'], {
-      env: { ...process.env, REDIS_URL: `redis://127.0.0.1:${port}`, QUEUE_PREFIX: prefix, NODE_NAME: 'node-b', STATE_DIR: mkdtempSync(join(tmpdir(), 'vm-enrol-acl-state-')), ENROL_URL: receiver.url, ENROL_TOKEN_FILE: tokenFile, CONTROL_VERIFY_CERT_FILE: files.certFile },
+      env: {
+        ...process.env,
+        REDIS_URL: `redis://127.0.0.1:${port}`,
+        QUEUE_PREFIX: prefix,
+        NODE_NAME: 'node-b',
+        STATE_DIR: mkdtempSync(join(tmpdir(), 'vm-enrol-acl-state-')),
+        ENROL_URL: receiver.url,
+        ENROL_TOKEN_FILE: tokenFile,
+        CONTROL_VERIFY_CERT_FILE: files.certFile,
+      },
       stdio: ['ignore', 'pipe', 'inherit'],
     });
-    agent.stdout!.on('data', (d: Buffer) => { out += d.toString(); });
+    agent.stdout!.on('data', (d: Buffer) => {
+      out += d.toString();
+    });
     await waitFor('the agent to enrol and start', async () => (out.includes('READY') ? true : undefined), 20_000);
     const queue = new Queue(nodeQueueName('node-b'), { connection: admin, prefix });
     try {
-      const job: RemediationJob = { version: 1, key: 'acl-b-1', runbook: 'residual-multipath-cleanup', target: { node: 'node-b' }, evidence: [{ source: 'api', summary: 's', raw: null }] };
+      const job: RemediationJob = {
+        version: 1,
+        key: 'acl-b-1',
+        runbook: 'residual-multipath-cleanup',
+        target: { node: 'node-b' },
+        evidence: [{ source: 'api', summary: 's', raw: null }],
+      };
       await queue.add(job.runbook, sealJob(testSealer('receiver'), nodeQueueName('node-b'), job, DAY), { jobId: job.key });
       await waitFor('the job to run', async () => (out.includes('RAN residual-multipath-cleanup acl-b-1') ? true : undefined), 15_000);
     } finally {
@@ -132,12 +188,21 @@ describe.skipIf(skip)('enrolment hands each agent its own node\'s Redis user (RE
     }
   });
 
-  it('removes a node\'s user when its Node object is deleted', async () => {
+  it("removes a node's user when its Node object is deleted", async () => {
     await enrol('token-a', 'node-a');
-    api.put({ apiVersion: 'v1', kind: 'Node', metadata: { name: 'node-a' }, status: { conditions: [{ type: 'Ready', status: 'True', lastTransitionTime: new Date(Date.now() - 7_200_000).toISOString() }] } });
-    await waitFor('node-a\'s user', async () => ((await admin.call('ACL', 'USERS')) as string[]).includes(nodeUserName('node-a')) ? true : undefined);
+    api.put({
+      apiVersion: 'v1',
+      kind: 'Node',
+      metadata: { name: 'node-a' },
+      status: { conditions: [{ type: 'Ready', status: 'True', lastTransitionTime: new Date(Date.now() - 7_200_000).toISOString() }] },
+    });
+    await waitFor("node-a's user", async () => (((await admin.call('ACL', 'USERS')) as string[]).includes(nodeUserName('node-a')) ? true : undefined));
     api.remove('v1', 'Node', 'node-a');
-    await waitFor('node-a\'s user to go', async () => (((await admin.call('ACL', 'USERS')) as string[]).includes(nodeUserName('node-a')) ? undefined : true), 10_000);
+    await waitFor(
+      "node-a's user to go",
+      async () => (((await admin.call('ACL', 'USERS')) as string[]).includes(nodeUserName('node-a')) ? undefined : true),
+      10_000,
+    );
     expect((await admin.call('ACL', 'USERS')) as string[]).toContain(nodeUserName('node-b'));
   });
 
@@ -145,14 +210,25 @@ describe.skipIf(skip)('enrolment hands each agent its own node\'s Redis user (RE
     // node-b's agent from the first test still runs, as node-b's user.
     const users = async () => (await admin.call('ACL', 'USERS')) as string[];
     api.remove('v1', 'Node', 'node-b');
-    await waitFor('node-b\'s user to go', async () => ((await users()).includes(nodeUserName('node-b')) ? undefined : true), 10_000);
+    await waitFor("node-b's user to go", async () => ((await users()).includes(nodeUserName('node-b')) ? undefined : true), 10_000);
     // The kubelet registers the node again; the agent's pod kept running (nothing asks it to enrol).
-    api.put({ apiVersion: 'v1', kind: 'Node', metadata: { name: 'node-b' }, status: { conditions: [{ type: 'Ready', status: 'True', lastTransitionTime: new Date(Date.now() - 7_200_000).toISOString() }] } });
+    api.put({
+      apiVersion: 'v1',
+      kind: 'Node',
+      metadata: { name: 'node-b' },
+      status: { conditions: [{ type: 'Ready', status: 'True', lastTransitionTime: new Date(Date.now() - 7_200_000).toISOString() }] },
+    });
     // Not the 30-minute renewal: its connection's WRONGPASS asks for a renewal within seconds.
-    await waitFor('node-b\'s user back', async () => ((await users()).includes(nodeUserName('node-b')) ? true : undefined), 20_000);
+    await waitFor("node-b's user back", async () => ((await users()).includes(nodeUserName('node-b')) ? true : undefined), 20_000);
     const queue = new Queue(nodeQueueName('node-b'), { connection: admin, prefix });
     try {
-      const job: RemediationJob = { version: 1, key: 'acl-b-2', runbook: 'residual-multipath-cleanup', target: { node: 'node-b' }, evidence: [{ source: 'api', summary: 's', raw: null }] };
+      const job: RemediationJob = {
+        version: 1,
+        key: 'acl-b-2',
+        runbook: 'residual-multipath-cleanup',
+        target: { node: 'node-b' },
+        evidence: [{ source: 'api', summary: 's', raw: null }],
+      };
       await queue.add(job.runbook, sealJob(testSealer('receiver'), nodeQueueName('node-b'), job, DAY), { jobId: job.key });
       await waitFor('the job to run', async () => (agentOut().includes('RAN residual-multipath-cleanup acl-b-2') ? true : undefined), 30_000);
     } finally {

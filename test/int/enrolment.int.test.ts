@@ -44,11 +44,14 @@ const agentUser = (node: string | undefined, pod: string, uid: string, sa = AGEN
 });
 
 const residual = (node: string, key: string): RemediationJob => ({
-  version: 1, key, runbook: 'residual-multipath-cleanup', target: { node },
+  version: 1,
+  key,
+  runbook: 'residual-multipath-cleanup',
+  target: { node },
   evidence: [{ source: 'alertmanager', summary: 'KubeNodeNotReady resolved', raw: { n: 1 } }],
 });
 
-describe('enrolment: each agent holds its own node\'s work keys only', () => {
+describe("enrolment: each agent holds its own node's work keys only", () => {
   const prefix = uniquePrefix('enrol');
   const files = writeControlKeys();
   let api: FakeKubeApi;
@@ -61,7 +64,7 @@ describe('enrolment: each agent holds its own node\'s work keys only', () => {
       headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}), ...headers },
       body: JSON.stringify(body),
     });
-    return { status: res.status, json: await res.json() as Record<string, unknown> };
+    return { status: res.status, json: (await res.json()) as Record<string, unknown> };
   };
 
   beforeAll(async () => {
@@ -74,13 +77,31 @@ describe('enrolment: each agent holds its own node\'s work keys only', () => {
     api.addUser('token-other', agentUser('node-a', 'web-1', 'uid-web', `${NS}/default`));
     api.addUser('token-apiserver-audience', { ...agentUser('node-a', 'agent-a', 'uid-a'), audiences: ['https://kubernetes.default.svc'] });
     api.addUser('token-unbound', { username: `system:serviceaccount:${AGENT_SA.replace('/', ':')}`, audiences: ['volume-medic'] });
-    api.put({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'agent-old', namespace: NS, uid: 'uid-old' }, spec: { nodeName: 'node-old' } });
-    api.put({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'agent-gone', namespace: NS, uid: 'uid-gone-1' }, spec: { nodeName: 'node-old' } });
-    receiver = await startReceiver(testConfig({
-      redisUrl: redisUrl(), queuePrefix: prefix, tokens: [TOKEN], operatorAuth: 'off',
-      enrolNodeAgents: [AGENT_SA], enrolClusterWorkers: [CW_SA],
-      controlSigningKeyFile: files.keyFile, controlVerifyCertFile: files.certFile,
-    }), { operatorKubeConfig: api.kubeConfig() });
+    api.put({
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'agent-old', namespace: NS, uid: 'uid-old' },
+      spec: { nodeName: 'node-old' },
+    });
+    api.put({
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'agent-gone', namespace: NS, uid: 'uid-gone-1' },
+      spec: { nodeName: 'node-old' },
+    });
+    receiver = await startReceiver(
+      testConfig({
+        redisUrl: redisUrl(),
+        queuePrefix: prefix,
+        tokens: [TOKEN],
+        operatorAuth: 'off',
+        enrolNodeAgents: [AGENT_SA],
+        enrolClusterWorkers: [CW_SA],
+        controlSigningKeyFile: files.keyFile,
+        controlVerifyCertFile: files.certFile,
+      }),
+      { operatorKubeConfig: api.kubeConfig() },
+    );
     redis = new Redis(redisUrl());
   });
   afterAll(async () => {
@@ -90,7 +111,7 @@ describe('enrolment: each agent holds its own node\'s work keys only', () => {
     redis?.disconnect();
   });
 
-  it('gives a node agent its own queue\'s keys of every issuer, which check what the receiver seals for that node only', async () => {
+  it("gives a node agent its own queue's keys of every issuer, which check what the receiver seals for that node only", async () => {
     const r = await enrol('token-a', { as: 'node-agent', node: 'node-a' });
     expect(r.status).toBe(200);
     const a = EnrolAnswer.parse(r.json);
@@ -105,7 +126,11 @@ describe('enrolment: each agent holds its own node\'s work keys only', () => {
     const forA = sealJob(testSealer('receiver'), nodeQueueName('node-a'), residual('node-a', 'ja'), DAY);
     const forB = sealJob(testSealer('receiver'), nodeQueueName('node-b'), residual('node-b', 'jb'), DAY);
     expect(verifyJobSeal(ring, nodeQueueName('node-a'), 'ja', forA, now)).toMatchObject({ ok: true });
-    expect(verifyJobSeal(ring, nodeQueueName('node-b'), 'jb', forB, now)).toMatchObject({ ok: false, reason: 'unknown-key', detail: expect.stringContaining('node-a') });
+    expect(verifyJobSeal(ring, nodeQueueName('node-b'), 'jb', forB, now)).toMatchObject({
+      ok: false,
+      reason: 'unknown-key',
+      detail: expect.stringContaining('node-a'),
+    });
     // Another node's keys are other keys: nothing of A's is B's.
     const b = EnrolAnswer.parse((await enrol('token-b', { as: 'node-agent', node: 'node-b' })).json);
     for (const name of Object.keys(a.keys)) expect(b.keys[name]).not.toBe(a.keys[name]);
@@ -113,11 +138,20 @@ describe('enrolment: each agent holds its own node\'s work keys only', () => {
     expect(await redis.smembers(knownQueuesKey(prefix))).toEqual(expect.arrayContaining([nodeQueueName('node-a'), nodeQueueName('node-b')]));
   });
 
-  it('refuses a node agent that asks for another node\'s keys, a wrong account, an unbound token and a bad one', async () => {
-    expect(await enrol('token-a', { as: 'node-agent', node: 'node-b' })).toMatchObject({ status: 403, json: { error: expect.stringContaining('runs on node node-a') } });
+  it("refuses a node agent that asks for another node's keys, a wrong account, an unbound token and a bad one", async () => {
+    expect(await enrol('token-a', { as: 'node-agent', node: 'node-b' })).toMatchObject({
+      status: 403,
+      json: { error: expect.stringContaining('runs on node node-a') },
+    });
     expect(await enrol('token-a', { as: 'cluster-worker' })).toMatchObject({ status: 403 });
-    expect(await enrol('token-other', { as: 'node-agent', node: 'node-a' })).toMatchObject({ status: 403, json: { error: expect.stringContaining('may not enrol') } });
-    expect(await enrol('token-unbound', { as: 'node-agent', node: 'node-a' })).toMatchObject({ status: 403, json: { error: expect.stringContaining('not bound to a pod') } });
+    expect(await enrol('token-other', { as: 'node-agent', node: 'node-a' })).toMatchObject({
+      status: 403,
+      json: { error: expect.stringContaining('may not enrol') },
+    });
+    expect(await enrol('token-unbound', { as: 'node-agent', node: 'node-a' })).toMatchObject({
+      status: 403,
+      json: { error: expect.stringContaining('not bound to a pod') },
+    });
     expect(await enrol('token-apiserver-audience', { as: 'node-agent', node: 'node-a' })).toMatchObject({ status: 401 });
     expect(await enrol('no-such-token', { as: 'node-agent', node: 'node-a' })).toMatchObject({ status: 401 });
     expect(await enrol(undefined, { as: 'node-agent', node: 'node-a' })).toMatchObject({ status: 401 });
@@ -130,10 +164,13 @@ describe('enrolment: each agent holds its own node\'s work keys only', () => {
     const r = await enrol('token-old', { as: 'node-agent', node: 'node-old' });
     expect(r.status).toBe(200);
     expect(EnrolAnswer.parse(r.json).queue).toBe(nodeQueueName('node-old'));
-    expect(await enrol('token-gone', { as: 'node-agent', node: 'node-old' })).toMatchObject({ status: 403, json: { error: expect.stringContaining('gone') } });
+    expect(await enrol('token-gone', { as: 'node-agent', node: 'node-old' })).toMatchObject({
+      status: 403,
+      json: { error: expect.stringContaining('gone') },
+    });
   });
 
-  it('gives the cluster worker the receiver\'s key of its own queue and nothing else', async () => {
+  it("gives the cluster worker the receiver's key of its own queue and nothing else", async () => {
     const r = await enrol('token-cw', { as: 'cluster-worker' });
     expect(r.status).toBe(200);
     const a = EnrolAnswer.parse(r.json);
@@ -142,14 +179,18 @@ describe('enrolment: each agent holds its own node\'s work keys only', () => {
     expect(a.signing).toBeUndefined();
   });
 
-  it('reviews a pod\'s token once, however often it enrols', async () => {
+  it("reviews a pod's token once, however often it enrols", async () => {
     const before = api.requestsTo('POST', '/apis/authentication.k8s.io/v1/tokenreviews').length;
     for (let i = 0; i < 5; i++) expect((await enrol('token-b', { as: 'node-agent', node: 'node-b' })).status).toBe(200);
     expect(api.requestsTo('POST', '/apis/authentication.k8s.io/v1/tokenreviews').length).toBe(before);
   });
 
   it('refuses a cross-site form post', async () => {
-    const res = await fetch(`${receiver.url}/v1/enrol`, { method: 'POST', headers: { 'content-type': 'text/plain', authorization: 'Bearer token-a', 'sec-fetch-site': 'cross-site' }, body: '{"as":"node-agent","node":"node-a"}' });
+    const res = await fetch(`${receiver.url}/v1/enrol`, {
+      method: 'POST',
+      headers: { 'content-type': 'text/plain', authorization: 'Bearer token-a', 'sec-fetch-site': 'cross-site' },
+      body: '{"as":"node-agent","node":"node-a"}',
+    });
     expect(res.status).toBe(403);
   });
 
@@ -165,10 +206,21 @@ describe('enrolment: each agent holds its own node\'s work keys only', () => {
       writeFileSync(tokenFile, 'token-b\n');
       queue = new Queue(queueB, { connection: redis, prefix });
       agent = spawn(process.execPath, ['test/support/stub-agent.ts'], {
-        env: { ...process.env, REDIS_URL: redisUrl(), QUEUE_PREFIX: prefix, NODE_NAME: 'node-b', STATE_DIR: stateDir, ENROL_URL: receiver.url, ENROL_TOKEN_FILE: tokenFile, CONTROL_VERIFY_CERT_FILE: files.certFile },
+        env: {
+          ...process.env,
+          REDIS_URL: redisUrl(),
+          QUEUE_PREFIX: prefix,
+          NODE_NAME: 'node-b',
+          STATE_DIR: stateDir,
+          ENROL_URL: receiver.url,
+          ENROL_TOKEN_FILE: tokenFile,
+          CONTROL_VERIFY_CERT_FILE: files.certFile,
+        },
         stdio: ['ignore', 'pipe', 'inherit'],
       });
-      agent.stdout!.on('data', (d: Buffer) => { out += d.toString(); });
+      agent.stdout!.on('data', (d: Buffer) => {
+        out += d.toString();
+      });
       await waitFor('the agent to enrol and start', async () => (out.includes('READY') ? true : undefined), 20_000);
     });
     afterAll(async () => {
@@ -176,13 +228,20 @@ describe('enrolment: each agent holds its own node\'s work keys only', () => {
       await queue?.close();
     });
 
-    const settled = (id: string) => waitFor(`job ${id} to finish`, async () => {
-      const j = await queue.getJob(id);
-      return j && (j.finishedOn ?? 0) > 0 ? j : undefined;
-    }, 15_000);
+    const settled = (id: string) =>
+      waitFor(
+        `job ${id} to finish`,
+        async () => {
+          const j = await queue.getJob(id);
+          return j && (j.finishedOn ?? 0) > 0 ? j : undefined;
+        },
+        15_000,
+      );
 
     it('runs work the receiver sealed for node-b', async () => {
-      await queue.add('residual-multipath-cleanup', sealJob(testSealer('receiver'), queueB, residual('node-b', 'b-valid'), DAY), { jobId: 'b-valid' });
+      await queue.add('residual-multipath-cleanup', sealJob(testSealer('receiver'), queueB, residual('node-b', 'b-valid'), DAY), {
+        jobId: 'b-valid',
+      });
       expect((await settled('b-valid')).returnvalue).toMatchObject({ outcome: 'nothing-to-do' });
       expect(out).toContain('RAN residual-multipath-cleanup b-valid');
     });
@@ -194,12 +253,18 @@ describe('enrolment: each agent holds its own node\'s work keys only', () => {
         const role = name.slice(0, name.indexOf('.')) as Role;
         const key = Buffer.from(b64, 'base64');
         const signing = { role, kid: name.slice(name.indexOf('.') + 1), key };
-        return [[`${name}-as-key`, { verify: new Map([[name, key]]), signing, scope: queueB }], [`${name}-as-root`, { verify: new Map([[name, key]]), signing }]];
+        return [
+          [`${name}-as-key`, { verify: new Map([[name, key]]), signing, scope: queueB }],
+          [`${name}-as-root`, { verify: new Map([[name, key]]), signing }],
+        ];
       });
       expect(forgers).toHaveLength(6);
       for (const [i, [how, ring]] of forgers.entries()) {
         const id = `forged-${i}`;
-        await queue.add('residual-multipath-cleanup', sealJob(sealerOf(ring)!, queueB, residual('node-b', id), DAY), { jobId: id, attempts: 3 });
+        await queue.add('residual-multipath-cleanup', sealJob(sealerOf(ring)!, queueB, residual('node-b', id), DAY), {
+          jobId: id,
+          attempts: 3,
+        });
         const j = await settled(id);
         expect(j.failedReason, how).toMatch(/untrusted work refused \(bad-mac\)/);
         expect(j.attemptsMade).toBe(1);

@@ -20,15 +20,28 @@ import { waitFor } from '../support/wait.ts';
 
 const NODE = 'worker-retention';
 const job = (key: string): ResidualMultipathJob => ({
-  runbook: 'residual-multipath-cleanup', version: 1, key, target: { node: NODE }, evidence: [{ source: 'api', summary: 'test', raw: null }],
+  runbook: 'residual-multipath-cleanup',
+  version: 1,
+  key,
+  target: { node: NODE },
+  evidence: [{ source: 'api', summary: 'test', raw: null }],
 });
 const registry = {
   'residual-multipath-cleanup': async (_j: unknown, ctx: { mode: RunbookResult['mode']; ranOn: string }): Promise<RunbookResult> => ({
-    runbook: 'residual-multipath-cleanup', mode: ctx.mode, outcome: 'nothing-to-do', summary: 'test', facts: null, plan: null, refusals: [], steps: [], commands: [], ranOn: ctx.ranOn,
+    runbook: 'residual-multipath-cleanup',
+    mode: ctx.mode,
+    outcome: 'nothing-to-do',
+    summary: 'test',
+    facts: null,
+    plan: null,
+    refusals: [],
+    steps: [],
+    commands: [],
+    ranOn: ctx.ranOn,
   }),
 } as unknown as RunbookRegistry;
 
-describe('finished jobs are kept for their queue\'s window by the worker', () => {
+describe("finished jobs are kept for their queue's window by the worker", () => {
   const prefix = uniquePrefix('retention');
   let redis: RedisConnection;
   let queue: Queue;
@@ -36,8 +49,16 @@ describe('finished jobs are kept for their queue\'s window by the worker', () =>
   const workers: RunbookWorker[] = [];
   const worker = (keep?: { age: number }): RunbookWorker => {
     const w = createRunbookWorker({
-      queue: queue.name, redis: redisUrl(), prefix, ranOn: NODE, registry, modeOf: (_r: RunbookName) => 'enforce',
-      accepts: () => undefined, lockDurationMs: 30_000, log: createLogger('test', 'silent'), ...(keep ? { keepFinished: keep } : {}),
+      queue: queue.name,
+      redis: redisUrl(),
+      prefix,
+      ranOn: NODE,
+      registry,
+      modeOf: (_r: RunbookName) => 'enforce',
+      accepts: () => undefined,
+      lockDurationMs: 30_000,
+      log: createLogger('test', 'silent'),
+      ...(keep ? { keepFinished: keep } : {}),
     });
     workers.push(w);
     return w;
@@ -84,7 +105,7 @@ describe('finished jobs are kept for their queue\'s window by the worker', () =>
     await w.close();
   });
 
-  it('by default keeps finished jobs for the policy\'s window (minutes, not gone at the next finish)', async () => {
+  it("by default keeps finished jobs for the policy's window (minutes, not gone at the next finish)", async () => {
     const w = worker();
     await d.enqueue([job('retention_default_000001')]);
     const first = await finished('retention_default_000001');

@@ -33,7 +33,15 @@ describe('leader election on a Lease (injected clock)', () => {
   const LEASE_S = 15;
   let clock = 1_800_000_000_000;
   const elector = (name: string, identity: string): LeaseElection =>
-    new LeaseElection({ kubeConfig: api.kubeConfig(), namespace: NS, name, identity, leaseDurationSeconds: LEASE_S, log: silent, now: () => clock });
+    new LeaseElection({
+      kubeConfig: api.kubeConfig(),
+      namespace: NS,
+      name,
+      identity,
+      leaseDurationSeconds: LEASE_S,
+      log: silent,
+      now: () => clock,
+    });
 
   it('one of two leads; the other takes over only once the Lease has not been renewed for its whole duration', async () => {
     const name = 'lease-expiry';
@@ -63,7 +71,10 @@ describe('leader election on a Lease (injected clock)', () => {
     expect(b.leading()).toBe(true);
     // a's own view ended at its renew deadline, before b could take over.
     expect(a.leading()).toBe(false);
-    expect(api.get('coordination.k8s.io/v1', 'Lease', name, NS)!['spec']).toMatchObject({ holderIdentity: 'receiver-b', leaseTransitions: 1 });
+    expect(api.get('coordination.k8s.io/v1', 'Lease', name, NS)!['spec']).toMatchObject({
+      holderIdentity: 'receiver-b',
+      leaseTransitions: 1,
+    });
   });
 
   it('a leader that cannot renew stops leading at its renew deadline', async () => {
@@ -138,9 +149,11 @@ describe('two receivers: only the leader exports the fleet-wide series', () => {
     const redis = new Redis(redisUrl());
     await recordFinished(redis, statsKey(prefix), 'residual-multipath-cleanup', 'succeeded', 2);
     await redis.quit();
-    const start = () => startReceiver(testConfig({ redisUrl: redisUrl(), queuePrefix: prefix, tokens: ['fleet-lease-token-0123456789'], fleetMetricsLeaseSeconds: 2 }), {
-      log: silent, lease: { kubeConfig: api.kubeConfig(), namespace: NS },
-    });
+    const start = () =>
+      startReceiver(testConfig({ redisUrl: redisUrl(), queuePrefix: prefix, tokens: ['fleet-lease-token-0123456789'], fleetMetricsLeaseSeconds: 2 }), {
+        log: silent,
+        lease: { kubeConfig: api.kubeConfig(), namespace: NS },
+      });
     // Counted from before the receivers start: the first to start may create the Lease before start() returns.
     const before = api.requests.length;
     receivers.push(await start(), await start());
@@ -155,7 +168,9 @@ describe('two receivers: only the leader exports the fleet-wide series', () => {
     expect(lt).toMatch(/^volume_medic_jobs_finished_total\{runbook="residual-multipath-cleanup",outcome="succeeded"\} 1$/m);
     expect(lt).toMatch(/^volume_medic_breaker_tripped\{/m);
     expect(lt).toMatch(/^volume_medic_fleet_metrics_exporter 1$/m);
-    expect(ft).not.toMatch(/^volume_medic_(jobs_finished_total|untrusted_refused_total|job_duration_seconds_bucket|breaker_tripped|jobs_parked|paused|queue_jobs)\{/m);
+    expect(ft).not.toMatch(
+      /^volume_medic_(jobs_finished_total|untrusted_refused_total|job_duration_seconds_bucket|breaker_tripped|jobs_parked|paused|queue_jobs)\{/m,
+    );
     expect(ft).not.toMatch(/^# TYPE volume_medic_queue_jobs /m);
     expect(lt).toMatch(/^# TYPE volume_medic_queue_jobs gauge$/m);
     expect(ft).toMatch(/^volume_medic_fleet_metrics_exporter 0$/m);
@@ -182,7 +197,9 @@ describe('two receivers: only the leader exports the fleet-wide series', () => {
   }, 60_000);
 
   it('a receiver without Kubernetes access (npm start) exports the fleet-wide series itself', async () => {
-    const r = await startReceiver(testConfig({ redisUrl: redisUrl(), queuePrefix: prefix, tokens: ['fleet-lease-token-0123456789'] }), { log: silent });
+    const r = await startReceiver(testConfig({ redisUrl: redisUrl(), queuePrefix: prefix, tokens: ['fleet-lease-token-0123456789'] }), {
+      log: silent,
+    });
     receivers.push(r);
     const text = await scrape(r);
     expect(exportsFleet(text)).toBe(true);

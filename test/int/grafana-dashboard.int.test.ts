@@ -28,9 +28,27 @@ import { CLUSTER_WORKER, NODE_AGENT, startWorkerProcess, type WorkerProcess } fr
 const DASHBOARD_FILE = join(CHART_DIR, 'files/grafana-dashboard.json');
 const text = readFileSync(DASHBOARD_FILE, 'utf8');
 
-interface Target { refId: string; expr: string; datasource?: { uid?: string } }
-interface Panel { id: number; type: string; title: string; datasource?: { uid?: string }; gridPos: { x: number; y: number; w: number; h: number }; targets?: Target[]; panels?: Panel[] }
-interface Dashboard { uid: string; title: string; schemaVersion: number; panels: Panel[]; templating: { list: Array<{ name: string; type: string; query?: unknown; definition?: string }> } }
+interface Target {
+  refId: string;
+  expr: string;
+  datasource?: { uid?: string };
+}
+interface Panel {
+  id: number;
+  type: string;
+  title: string;
+  datasource?: { uid?: string };
+  gridPos: { x: number; y: number; w: number; h: number };
+  targets?: Target[];
+  panels?: Panel[];
+}
+interface Dashboard {
+  uid: string;
+  title: string;
+  schemaVersion: number;
+  panels: Panel[];
+  templating: { list: Array<{ name: string; type: string; query?: unknown; definition?: string }> };
+}
 
 const dashboard = JSON.parse(text) as Dashboard;
 const allPanels = (ps: readonly Panel[]): Panel[] => ps.flatMap((p) => [p, ...allPanels(p.panels ?? [])]);
@@ -56,7 +74,8 @@ const hasPromtool = isExecutable(PROMTOOL) || Boolean(process.env['CI']);
 function checkExpressions(exprs: readonly string[]): { status: number | null; out: string } {
   const dir = mkdtempSync(join(tmpdir(), 'vm-dashboard-promql-'));
   try {
-    const fill = (e: string): string => e.replaceAll('$namespace', '.+').replaceAll('$job', '.+').replaceAll('$__rate_interval', '5m').replaceAll('$__range', '1h');
+    const fill = (e: string): string =>
+      e.replaceAll('$namespace', '.+').replaceAll('$job', '.+').replaceAll('$__rate_interval', '5m').replaceAll('$__range', '1h');
     const rules = { groups: [{ name: 'dashboard', rules: exprs.map((e, i) => ({ record: `dashboard:expr_${i}`, expr: fill(e) })) }] };
     writeFileSync(join(dir, 'rules.json'), JSON.stringify(rules));
     const r = spawnSync(PROMTOOL, ['check', 'rules', join(dir, 'rules.json')], { encoding: 'utf8', timeout: 60_000 });
@@ -71,8 +90,14 @@ function checkExpressions(exprs: readonly string[]): { status: number | null; ou
  * other series the exporting receiver reads from Redis (no rule takes them yet).
  */
 const fleetWide = new Set([
-  ...[...readFileSync(join(CHART_DIR, 'files/prometheus-rules.yaml'), 'utf8').matchAll(/max without \(instance, pod\) \((?:increase\(|rate\()?(volume_medic_[a-z_]+)/g)].map((m) => m[1]!),
-  'volume_medic_queue_jobs', 'volume_medic_job_duration_seconds_bucket', 'volume_medic_paused',
+  ...[
+    ...readFileSync(join(CHART_DIR, 'files/prometheus-rules.yaml'), 'utf8').matchAll(
+      /max without \(instance, pod\) \((?:increase\(|rate\()?(volume_medic_[a-z_]+)/g,
+    ),
+  ].map((m) => m[1]!),
+  'volume_medic_queue_jobs',
+  'volume_medic_job_duration_seconds_bucket',
+  'volume_medic_paused',
 ]);
 /** Expressions that take a fleet-wide series other than right inside max without (instance, pod), max or min. */
 function notMaxed(d: Dashboard): string[] {
@@ -116,7 +141,7 @@ beforeAll(async () => {
   workers.push(await startWorkerProcess(NODE_AGENT, { REDIS_URL: redisUrl(), QUEUE_PREFIX: prefix, NODE_NAME: 'dashboard-node' }));
   workers.push(await startWorkerProcess(CLUSTER_WORKER, { REDIS_URL: redisUrl(), QUEUE_PREFIX: prefix }));
   const scrape = async (url: string): Promise<Set<string>> => namesOf(await (await fetch(`${url}/metrics`)).text());
-  exportedBy.set('volume-medic', new Set([...await scrape(receiver.url), ...namesOf(await kube.metrics())]));
+  exportedBy.set('volume-medic', new Set([...(await scrape(receiver.url)), ...namesOf(await kube.metrics())]));
   exportedBy.set('volume-medic-node-agent', await scrape(workers[0]!.url));
   exportedBy.set('volume-medic-cluster-worker', await scrape(workers[1]!.url));
   exported = new Set([...exportedBy.values()].flatMap((n) => [...n]));
@@ -167,7 +192,7 @@ describe('the Grafana dashboard', () => {
     expect(all).toMatch(/volume_medic_build_info/);
   });
 
-  it('names only metrics the code exports (from a real receiver\'s, node agent\'s and cluster worker\'s /metrics and the watch metrics)', () => {
+  it("names only metrics the code exports (from a real receiver's, node agent's and cluster worker's /metrics and the watch metrics)", () => {
     expect(exported.has('volume_medic_jobs_finished_total')).toBe(true);
     expect(exported.has('process_cpu_seconds_total')).toBe(true);
     expect(exportedBy.get('volume-medic-node-agent')?.has('volume_medic_worker_running')).toBe(true);
@@ -178,15 +203,21 @@ describe('the Grafana dashboard', () => {
       // An expression that names its jobs needs its metrics from each of them; else from any.
       const jobs = scrapeJobs(e);
       for (const n of names) {
-        if (jobs) for (const j of jobs) { if (!exportedBy.get(j)?.has(n)) missing.add(`${n} (job ${j})`); }
+        if (jobs)
+          for (const j of jobs) {
+            if (!exportedBy.get(j)?.has(n)) missing.add(`${n} (job ${j})`);
+          }
         else if (!exported.has(n)) missing.add(n);
       }
     }
     expect([...missing]).toEqual([]);
   });
 
-  it.skipIf(!hasPromtool)('every expression is valid PromQL (promtool check rules, Grafana\'s variables filled in)', () => {
-    expect(checkExpressions(expressions(dashboard).filter((e) => !e.startsWith('label_values(')))).toEqual({ status: 0, out: expect.stringMatching(/SUCCESS/) });
+  it.skipIf(!hasPromtool)("every expression is valid PromQL (promtool check rules, Grafana's variables filled in)", () => {
+    expect(checkExpressions(expressions(dashboard).filter((e) => !e.startsWith('label_values(')))).toEqual({
+      status: 0,
+      out: expect.stringMatching(/SUCCESS/),
+    });
   });
 
   it.skipIf(!hasPromtool)('a broken expression would be caught by that check', () => {
@@ -194,21 +225,28 @@ describe('the Grafana dashboard', () => {
   });
 
   it('takes max without (instance, pod) of every fleet-wide series, as the alerting rules do (a sum double counts during a Lease hand-over)', () => {
-    for (const n of ['volume_medic_jobs_parked', 'volume_medic_jobs_finished_total', 'volume_medic_untrusted_refused_total']) expect(fleetWide.has(n), n).toBe(true);
+    for (const n of ['volume_medic_jobs_parked', 'volume_medic_jobs_finished_total', 'volume_medic_untrusted_refused_total'])
+      expect(fleetWide.has(n), n).toBe(true);
     expect(notMaxed(dashboard)).toEqual([]);
   });
 
   it('a panel summing a fleet-wide series across the receivers would be caught', () => {
-    const bad = JSON.parse(text.replace('sum by (node) (max without (instance, pod) (volume_medic_queue_jobs', 'sum by (node) ((volume_medic_queue_jobs')) as Dashboard;
+    const bad = JSON.parse(
+      text.replace('sum by (node) (max without (instance, pod) (volume_medic_queue_jobs', 'sum by (node) ((volume_medic_queue_jobs'),
+    ) as Dashboard;
     expect(notMaxed(bad)).toEqual([expect.stringContaining('volume_medic_queue_jobs')]);
   });
 
   it('a misspelt metric would be caught', () => {
     const bad = JSON.parse(text.replace('volume_medic_queue_jobs', 'volume_medic_queue_depth')) as Dashboard;
-    expect(expressions(bad).flatMap(metricNames).filter((n) => !exported.has(n))).toEqual(['volume_medic_queue_depth']);
+    expect(
+      expressions(bad)
+        .flatMap(metricNames)
+        .filter((n) => !exported.has(n)),
+    ).toEqual(['volume_medic_queue_depth']);
   });
 
-  it('is rendered into a ConfigMap for Grafana\'s sidecar only when enabled, unchanged', () => {
+  it("is rendered into a ConfigMap for Grafana's sidecar only when enabled, unchanged", () => {
     const objects = helmTemplate({ values: [join(CI_VALUES_DIR, 'monitoring-values.yaml')], show: ['templates/monitoring.yaml'] });
     const cm = objects.find((o) => o.kind === 'ConfigMap' && o.metadata.name === 'volume-medic-grafana-dashboard');
     const meta = cm?.metadata as { labels?: Record<string, string>; annotations?: Record<string, string> } | undefined;

@@ -72,7 +72,14 @@ describe('a runbook step whose command hangs', () => {
     const { mkdtemp, rm } = await import('node:fs/promises');
     const root = await mkdtemp('/tmp/vm-timeout-');
     try {
-      const ctx = { jobId: job.key, attempt: 1, mode: 'enforce' as const, ranOn: 'worker-1', log: pino({ level: 'silent' }), signal: new AbortController().signal };
+      const ctx = {
+        jobId: job.key,
+        attempt: 1,
+        mode: 'enforce' as const,
+        ranOn: 'worker-1',
+        log: pino({ level: 'silent' }),
+        signal: new AbortController().signal,
+      };
       const err = await runRunbook(def, job, ctx, { host: createRealHost({ root, killGraceMs: 300 }), stateDir: '/state' }).catch((e: unknown) => e);
       expect(err).toBeInstanceOf(RunbookFailedError);
       const result = (err as RunbookFailedError).result;

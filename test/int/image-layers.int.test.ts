@@ -25,7 +25,10 @@ describe('a layer (GNU tar + gzip -n, scripts/image/deterministic-tar.ts)', () =
   it('is the same bytes for the same files written at other times and in another order', () => {
     const a = tree('a', ['one', 'two', 'three'], 1_000_000);
     const b = tree('b', ['three', 'one', 'two'], 2_000_000);
-    for (const [root, out] of [[a, 'a.tar'], [b, 'b.tar']] as const) {
+    for (const [root, out] of [
+      [a, 'a.tar'],
+      [b, 'b.tar'],
+    ] as const) {
       deterministicTar({ dir: root, out: join(dir, out), epoch: 1_700_000_000, owner0: true });
       gzipFile(join(dir, out), join(dir, `${out}.gz`));
     }

@@ -15,7 +15,7 @@ import { dropPrefix, redisUrl, uniquePrefix } from '../support/redis.ts';
 const NODES = ['idx-a', 'idx-b', 'idx-c'];
 const RUNBOOKS = ['residual-multipath-cleanup', 'rbd-unmap'] as const;
 
-describe('the console\'s incident index', () => {
+describe("the console's incident index", () => {
   const prefix = uniquePrefix('index');
   let redis: Redis;
   let index: IncidentIndex;
@@ -28,7 +28,13 @@ describe('the console\'s incident index', () => {
     }
     return q;
   };
-  const jobs = new BullJobStore({ get redis() { return redis; }, prefix, queue });
+  const jobs = new BullJobStore({
+    get redis() {
+      return redis;
+    },
+    prefix,
+    queue,
+  });
   /** id -> what the test made of it, newest last (the index's order reversed). */
   const made: { id: string; node: string; runbook: string; queue: string; state: 'waiting' | 'failed' | 'completed' }[] = [];
 
@@ -89,10 +95,21 @@ describe('the console\'s incident index', () => {
     }
     throw new Error('more than 100 pages');
   };
-  const newestFirst = (pred: (m: (typeof made)[number]) => boolean) => made.filter(pred).map((m) => m.id).reverse();
+  const newestFirst = (pred: (m: (typeof made)[number]) => boolean) =>
+    made
+      .filter(pred)
+      .map((m) => m.id)
+      .reverse();
 
   it('pages newest first, without gaps or repeats, whatever the page size and chunk', async () => {
-    for (const [limit, chunk] of [[1, 500], [7, 500], [5, 5], [10, 3], [30, 500], [31, 4]] as const) {
+    for (const [limit, chunk] of [
+      [1, 500],
+      [7, 500],
+      [5, 5],
+      [10, 3],
+      [30, 500],
+      [31, 4],
+    ] as const) {
       const { pages } = await walk({}, { limit, chunk });
       expect(pages.flat(), `limit ${limit}, chunk ${chunk}`).toEqual(newestFirst(() => true));
       expect(pages.slice(0, -1).every((p) => p.length === limit)).toBe(true);
@@ -107,7 +124,9 @@ describe('the console\'s incident index', () => {
 
   it('filters by state, asking Redis about at most checkMax entries a page and saying when it stopped', async () => {
     expect((await walk({ state: 'failed' }, { limit: 4 })).pages.flat()).toEqual(newestFirst((m) => m.state === 'failed'));
-    expect((await walk({ state: 'completed', node: 'idx-b' }, { limit: 2 })).pages.flat()).toEqual(newestFirst((m) => m.state === 'completed' && m.node === 'idx-b'));
+    expect((await walk({ state: 'completed', node: 'idx-b' }, { limit: 2 })).pages.flat()).toEqual(
+      newestFirst((m) => m.state === 'completed' && m.node === 'idx-b'),
+    );
     // checkMax 4: each page asks about 4 entries, stops partial, and the cursor goes on from there.
     const bounded = await walk({ state: 'failed' }, { limit: 50, checkMax: 4 });
     expect(bounded.pages.flat()).toEqual(newestFirst((m) => m.state === 'failed'));
@@ -132,7 +151,7 @@ describe('the console\'s incident index', () => {
     expect(await index.locate(gone.id)).toBeUndefined();
   });
 
-  it('finds a job\'s queue by its id', async () => {
+  it("finds a job's queue by its id", async () => {
     const m = made[3]!;
     expect(await index.locate(m.id)).toMatchObject({ queue: m.queue, id: m.id, node: m.node, runbook: m.runbook });
     expect(await index.locate('job-99')).toBeUndefined();
@@ -143,7 +162,11 @@ describe('the console\'s incident index', () => {
   it('keeps only the newest `keep` entries', async () => {
     const p2 = uniquePrefix('index-trim');
     const small = new IncidentIndex(redis, p2, 10);
-    for (let b = 0; b < 4; b++) await small.record(Array.from({ length: 4 }, (_, k) => ({ queue: 'vm-node-{t}', id: `t-${b}-${k}`, runbook: 'rbd-unmap' })), 2_000 + b);
+    for (let b = 0; b < 4; b++)
+      await small.record(
+        Array.from({ length: 4 }, (_, k) => ({ queue: 'vm-node-{t}', id: `t-${b}-${k}`, runbook: 'rbd-unmap' })),
+        2_000 + b,
+      );
     expect(await small.size()).toBe(10);
     const kept = (await small.older(undefined, 100)).map((e) => e.id);
     expect(kept).toEqual([3, 2, 1, 0].flatMap((b) => [3, 2, 1, 0].map((k) => `t-${b}-${k}`)).slice(0, 10));

@@ -22,7 +22,6 @@ import { waitFor } from '../support/wait.ts';
 const EVENTS = '/apis/events.k8s.io/v1/namespaces/default/events';
 const silent = createLogger('test', 'silent');
 
-
 describe('the node agent records job Events on the Node', () => {
   const prefix = uniquePrefix('jobevents');
   let api: FakeKubeApi;
@@ -46,7 +45,10 @@ describe('the node agent records job Events on the Node', () => {
       registry: { 'residual-multipath-cleanup': handler },
       log: silent,
       // The agent's own client (src/agents/node-agent/kube-apis.ts uses src/adapters/kube/rest in a pod).
-      events: new JobEventRecorder({ events: restApis(new KubeRest({ server: api.url, token: () => 'fake-token' })).events, instance: node }),
+      events: new JobEventRecorder({
+        events: restApis(new KubeRest({ server: api.url, token: () => 'fake-token' })).events,
+        instance: node,
+      }),
     });
     try {
       await waitFor('the job to finish', async () => {
@@ -54,8 +56,10 @@ describe('the node agent records job Events on the Node', () => {
         return j.state === 'completed' || j.state === 'failed' ? j : undefined;
       });
       // Events are sent without holding up the job; wait for them to arrive.
-      return await waitFor('the job\'s Events', async () => {
-        const mine = api.requestsTo('POST', EVENTS).map((q) => q.body as { note: string; reason: string; regarding: { kind: string; name: string } })
+      return await waitFor("the job's Events", async () => {
+        const mine = api
+          .requestsTo('POST', EVENTS)
+          .map((q) => q.body as { note: string; reason: string; regarding: { kind: string; name: string } })
           .filter((b) => b.note.includes(id));
         return mine.length >= 2 ? { id, events: mine } : undefined;
       });
@@ -66,8 +70,16 @@ describe('the node agent records job Events on the Node', () => {
 
   it('posts a start and a success Event, both on the Node and naming the job', async () => {
     const { id, events } = await runJob('events-ok', async () => ({
-      runbook: 'residual-multipath-cleanup', mode: 'dry-run', outcome: 'nothing-to-do', summary: 'no residual maps',
-      facts: {}, plan: {}, refusals: [], steps: [], commands: [], ranOn: 'events-ok',
+      runbook: 'residual-multipath-cleanup',
+      mode: 'dry-run',
+      outcome: 'nothing-to-do',
+      summary: 'no residual maps',
+      facts: {},
+      plan: {},
+      refusals: [],
+      steps: [],
+      commands: [],
+      ranOn: 'events-ok',
     }));
     expect(events.map((e) => e.reason).sort()).toEqual(['RemediationStarted', 'RemediationSucceeded']);
     for (const e of events) expect(e.regarding).toMatchObject({ kind: 'Node', name: 'events-ok' });
@@ -76,19 +88,45 @@ describe('the node agent records job Events on the Node', () => {
 
   it('names the evidence of each destructive step in the success Event, and writes the step to the audit trail', async () => {
     const { id, events } = await runJob('events-evidence', async (job, ctx) => {
-      await ctx.audit?.('destructive-step', `job/${ctx.jobId}/flush-map:36001405`, 'multipath -f mpathb; evidence: every path of mpathb is dead (multipath -ll)');
+      await ctx.audit?.(
+        'destructive-step',
+        `job/${ctx.jobId}/flush-map:36001405`,
+        'multipath -f mpathb; evidence: every path of mpathb is dead (multipath -ll)',
+      );
       return {
-        runbook: 'residual-multipath-cleanup', mode: 'enforce', outcome: 'succeeded', summary: 'remove residual map(s) mpathb',
-        facts: {}, plan: {}, refusals: [], commands: [], ranOn: job.target.node,
-        steps: [{
-          id: 'flush-map:36001405', description: 'multipath -f mpathb', destructive: true, status: 'done', startedAt: new Date().toISOString(), durationMs: 1, commands: [],
-          evidence: [{ claim: 'every path of mpathb is dead', source: 'multipath -ll', observedAt: new Date().toISOString(), status: 'holds' }],
-        }],
+        runbook: 'residual-multipath-cleanup',
+        mode: 'enforce',
+        outcome: 'succeeded',
+        summary: 'remove residual map(s) mpathb',
+        facts: {},
+        plan: {},
+        refusals: [],
+        commands: [],
+        ranOn: job.target.node,
+        steps: [
+          {
+            id: 'flush-map:36001405',
+            description: 'multipath -f mpathb',
+            destructive: true,
+            status: 'done',
+            startedAt: new Date().toISOString(),
+            durationMs: 1,
+            commands: [],
+            evidence: [{ claim: 'every path of mpathb is dead', source: 'multipath -ll', observedAt: new Date().toISOString(), status: 'holds' }],
+          },
+        ],
       };
     });
     expect(events.find((e) => e.reason === 'RemediationSucceeded')!.note).toMatch(/evidence: flush-map:36001405: every path of mpathb is dead/);
     const { audit } = await getJson(`${receiver.url}/v1/controls/audit`);
-    expect(audit).toContainEqual(expect.objectContaining({ action: 'destructive-step', by: 'events-evidence', target: `job/${id}/flush-map:36001405`, why: expect.stringMatching(/evidence: every path of mpathb is dead/) }));
+    expect(audit).toContainEqual(
+      expect.objectContaining({
+        action: 'destructive-step',
+        by: 'events-evidence',
+        target: `job/${id}/flush-map:36001405`,
+        why: expect.stringMatching(/evidence: every path of mpathb is dead/),
+      }),
+    );
   });
 
   it('posts a refusal as a Warning Event with the reason', async () => {
@@ -100,7 +138,7 @@ describe('the node agent records job Events on the Node', () => {
   });
 
   // Last on purpose: sees every request the agent's recorder made above.
-  it('writes Events only where the node agent\'s Role allows (namespace default)', () => {
+  it("writes Events only where the node agent's Role allows (namespace default)", () => {
     expect(api.requests.length).toBeGreaterThan(0);
     expect(uncoveredByRbac(api.requests, 'node-agent')).toEqual([]);
   });

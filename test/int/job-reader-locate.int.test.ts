@@ -15,7 +15,11 @@ import { testSealer } from '../support/trust.ts';
 // the index does not have (trimmed, or stored before the index) is still found on its queue.
 
 const job = (key: string, node: string): ResidualMultipathJob => ({
-  runbook: 'residual-multipath-cleanup', version: 1, key, target: { node }, evidence: [{ source: 'api', summary: 'test', raw: null }],
+  runbook: 'residual-multipath-cleanup',
+  version: 1,
+  key,
+  target: { node },
+  evidence: [{ source: 'api', summary: 'test', raw: null }],
 });
 
 describe('JobReader.get with the incident index', () => {

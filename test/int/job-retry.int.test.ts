@@ -49,7 +49,8 @@ function toy() {
     runbook: 'residual-multipath-cleanup',
     observe: async () => null,
     plan: () => ({
-      kind: 'steps', summary: 'count, then finish',
+      kind: 'steps',
+      summary: 'count, then finish',
       steps: [
         { id: 'count', description: 'append a line to /w/count', destructive: true, file: '/w/count', evidence: evidence() },
         { id: 'finish', description: 'write /w/finish', destructive: true, file: '/w/finish', evidence: evidence() },
@@ -65,7 +66,10 @@ function toy() {
     },
     verify: async () => ({ ok: true, checks: [] }),
   };
-  return { host, registry: { 'residual-multipath-cleanup': (job: never, ctx: never) => runRunbook(def, job, ctx, { host, stateDir: '/state' }) } };
+  return {
+    host,
+    registry: { 'residual-multipath-cleanup': (job: never, ctx: never) => runRunbook(def, job, ctx, { host, stateDir: '/state' }) },
+  };
 }
 
 describe('retrying a failed job (receiver, real agent, real Redis)', () => {
@@ -86,10 +90,15 @@ describe('retrying a failed job (receiver, real agent, real Redis)', () => {
     const r = await post(`${receiver.url}/v1/alertmanager`, alertmanagerBody([nodeNotReadyAlert(NODE, 'resolved', `retry${n}`)]), TOKEN);
     return r.json.accepted[0].id;
   };
-  const settled = (id: string) => waitFor(`job ${id} to finish`, async () => {
-    const j = await getJson(`${receiver.url}/v1/jobs/${id}`, ops.token('reader'));
-    return j.state === 'completed' || j.state === 'failed' ? j : undefined;
-  }, 15_000);
+  const settled = (id: string) =>
+    waitFor(
+      `job ${id} to finish`,
+      async () => {
+        const j = await getJson(`${receiver.url}/v1/jobs/${id}`, ops.token('reader'));
+        return j.state === 'completed' || j.state === 'failed' ? j : undefined;
+      },
+      15_000,
+    );
   const retry = (id: string, body: unknown, who = 'oncall-rita', group?: string) => post(`${receiver.url}/v1/jobs/${id}/retry`, body, ops.token(who, group));
 
   beforeAll(async () => {
@@ -97,7 +106,11 @@ describe('retrying a failed job (receiver, real agent, real Redis)', () => {
     queue = new Queue(queueName, { connection: redis, prefix });
     ops = await startOperators();
     receiver = await startReceiver(config(), { operatorKubeConfig: ops.api.kubeConfig(), log: silent });
-    agent = createNodeAgent({ config: config({ nodeName: NODE, stateDir, runbookModes: { 'residual-multipath-cleanup': 'enforce' } }), registry: runbook.registry as never, log: silent });
+    agent = createNodeAgent({
+      config: config({ nodeName: NODE, stateDir, runbookModes: { 'residual-multipath-cleanup': 'enforce' } }),
+      registry: runbook.registry as never,
+      log: silent,
+    });
   });
   afterAll(async () => {
     await agent?.close();
@@ -122,7 +135,13 @@ describe('retrying a failed job (receiver, real agent, real Redis)', () => {
     await runbook.host.unlink('/w/broken');
     const r = await retry(failedId, { why: 'the device was released by hand' });
     expect(r.status).toBe(201);
-    expect(r.json).toMatchObject({ id: `${failedId}.r1`, queue: queueName, of: failedId, retry: { of: failedId, n: 1 }, recordedAs: 'oncall-rita' });
+    expect(r.json).toMatchObject({
+      id: `${failedId}.r1`,
+      queue: queueName,
+      of: failedId,
+      retry: { of: failedId, n: 1 },
+      recordedAs: 'oncall-rita',
+    });
     const done = await settled(r.json.id);
     expect(done.state).toBe('completed');
     expect(done.result.steps.map((s: { id: string; status: string }) => `${s.id} ${s.status}`)).toEqual(['count skipped-already-done', 'finish done']);
@@ -131,12 +150,23 @@ describe('retrying a failed job (receiver, real agent, real Redis)', () => {
     expect(await runbook.host.readFile('/w/finish')).toBe('done');
     // The failed job stays as it was; the new one says where it came from and who asked.
     expect((await getJson(`${receiver.url}/v1/jobs/${failedId}`, ops.token('reader'))).state).toBe('failed');
-    expect(done.evidence.at(-1)).toMatchObject({ source: 'api', summary: `retry of ${failedId} asked by oncall-rita: the device was released by hand` });
-    const audit: { action: string; by: string; target: string; why: string }[] = (await getJson(`${receiver.url}/v1/controls/audit`, ops.token('reader'))).audit;
-    expect(audit.filter((e) => e.action === 'retry').map((e) => `${e.by} ${e.target} ${e.why}`).sort()).toEqual([
-      `oncall-rita job/${failedId} the device was released by hand (as ${failedId}.r1)`,
-      `oncall-rita job/${failedId}.r1 retry of ${failedId}: the device was released by hand`,
-    ].sort());
+    expect(done.evidence.at(-1)).toMatchObject({
+      source: 'api',
+      summary: `retry of ${failedId} asked by oncall-rita: the device was released by hand`,
+    });
+    const audit: { action: string; by: string; target: string; why: string }[] = (await getJson(`${receiver.url}/v1/controls/audit`, ops.token('reader')))
+      .audit;
+    expect(
+      audit
+        .filter((e) => e.action === 'retry')
+        .map((e) => `${e.by} ${e.target} ${e.why}`)
+        .sort(),
+    ).toEqual(
+      [
+        `oncall-rita job/${failedId} the device was released by hand (as ${failedId}.r1)`,
+        `oncall-rita job/${failedId}.r1 retry of ${failedId}: the device was released by hand`,
+      ].sort(),
+    );
     // Sealed by the receiver for the new id on this queue.
     const stored = await queue.getJob(`${failedId}.r1`);
     const ring = keyringFor('node-agent', readKeys(TEST_KEYS_DIR));
@@ -158,7 +188,7 @@ describe('retrying a failed job (receiver, real agent, real Redis)', () => {
     expect((await retry('no-such-job', { why: 'x' })).status).toBe(404);
   });
 
-  it('BullMQ\'s own retry of the old sealed job is refused by the agent as a replay: why a retry is a new job', async () => {
+  it("BullMQ's own retry of the old sealed job is refused by the agent as a replay: why a retry is a new job", async () => {
     await runbook.host.writeFile('/w/broken', 'yes');
     await runbook.host.unlink('/w/finish');
     const id = await alert();
@@ -166,10 +196,14 @@ describe('retrying a failed job (receiver, real agent, real Redis)', () => {
     await runbook.host.unlink('/w/broken');
     const job = await queue.getJob(id);
     await job!.retry('failed');
-    const replay = await waitFor('the replay refused', async () => {
-      const j = await queue.getJob(id);
-      return j?.finishedOn && j.failedReason?.includes('replayed') ? j : undefined;
-    }, 15_000);
+    const replay = await waitFor(
+      'the replay refused',
+      async () => {
+        const j = await queue.getJob(id);
+        return j?.finishedOn && j.failedReason?.includes('replayed') ? j : undefined;
+      },
+      15_000,
+    );
     expect(replay.failedReason).toMatch(/untrusted work refused \(replayed\)/);
     expect(await runbook.host.readFile('/w/finish')).toBeNull();
     // The operator's retry of it is a new job, and runs.
@@ -180,11 +214,23 @@ describe('retrying a failed job (receiver, real agent, real Redis)', () => {
   });
 
   it('never seals again what nobody issued: forged or unsigned data in the queue is not retried', async () => {
-    const forged: RemediationJob = { version: 1, key: 'residual_forged_1', runbook: 'residual-multipath-cleanup', target: { node: NODE }, evidence: [{ source: 'alertmanager', summary: 'forged', raw: null }] };
+    const forged: RemediationJob = {
+      version: 1,
+      key: 'residual_forged_1',
+      runbook: 'residual-multipath-cleanup',
+      target: { node: NODE },
+      evidence: [{ source: 'alertmanager', summary: 'forged', raw: null }],
+    };
     // Sealed by the receiver's key for another job id (moved): the MAC no longer holds here.
-    const moved = { ...sealJob(testSealer('receiver'), queueName, { ...forged, key: 'residual_other_1' }, 86_400_000), key: 'residual_forged_1' };
+    const moved = {
+      ...sealJob(testSealer('receiver'), queueName, { ...forged, key: 'residual_other_1' }, 86_400_000),
+      key: 'residual_forged_1',
+    };
     await redis.sadd(knownQueuesKey(prefix), queueName);
-    for (const [id, data] of [['residual_forged_1', moved], ['residual_unsigned_1', { ...forged, key: 'residual_unsigned_1' }]] as const) {
+    for (const [id, data] of [
+      ['residual_forged_1', moved],
+      ['residual_unsigned_1', { ...forged, key: 'residual_unsigned_1' }],
+    ] as const) {
       await queue.add('residual-multipath-cleanup', data, { jobId: id, attempts: 1 });
       await waitFor(`${id} refused`, async () => ((await queue.getJob(id))?.finishedOn ? true : undefined), 15_000);
       const r = await retry(id, { why: 'looks legit' });
@@ -194,8 +240,15 @@ describe('retrying a failed job (receiver, real agent, real Redis)', () => {
     }
   });
 
-  it('an rbd-unmap is the cluster worker\'s to issue: its retry names the job that asked for it', async () => {
-    const unmap: RemediationJob = { version: 1, key: 'rbd-unmap_x_1', runbook: 'rbd-unmap', target: { node: NODE, pool: 'rbd', image: 'img', watcher: '10.0.0.9:0/123' }, parent: 'rbd_parent_1', evidence: [{ source: 'api', summary: 'handed over', raw: null }] };
+  it("an rbd-unmap is the cluster worker's to issue: its retry names the job that asked for it", async () => {
+    const unmap: RemediationJob = {
+      version: 1,
+      key: 'rbd-unmap_x_1',
+      runbook: 'rbd-unmap',
+      target: { node: NODE, pool: 'rbd', image: 'img', watcher: '10.0.0.9:0/123' },
+      parent: 'rbd_parent_1',
+      evidence: [{ source: 'api', summary: 'handed over', raw: null }],
+    };
     await queue.add('rbd-unmap', sealJob(testSealer('cluster-worker'), queueName, unmap, 86_400_000), { jobId: unmap.key, attempts: 1 });
     // No rbd-unmap runbook in this agent: it fails as not implemented.
     await waitFor('rbd-unmap failed', async () => ((await queue.getJob(unmap.key))?.finishedOn ? true : undefined), 15_000);

@@ -15,11 +15,18 @@ const prefix = uniquePrefix('jobstart');
 const redis = new Redis(redisUrl());
 const keys = controlKeys(prefix);
 const caps = { nodePerHour: 0, clusterPerHour: 0, stormNodes: 2, stormWindowMs: 600_000 };
-const controls = (node: string) => createJobControls({
-  redis, prefix, queue: `q-${node}`, node, caps, recheckMs: 1000, approvalTtlMs: 60_000,
-  approval: { highRisk: false, runbooks: [], maxDestructiveSteps: 0 },
-  log: createLogger('test', 'silent'),
-});
+const controls = (node: string) =>
+  createJobControls({
+    redis,
+    prefix,
+    queue: `q-${node}`,
+    node,
+    caps,
+    recheckMs: 1000,
+    approvalTtlMs: 60_000,
+    approval: { highRisk: false, runbooks: [], maxDestructiveSteps: 0 },
+    log: createLogger('test', 'silent'),
+  });
 const start = (node: string, configuredMode: 'dry-run' | 'enforce' = 'enforce') =>
   controls(node).begin({ jobId: `job-${node}`, queue: `q-${node}`, runbook: 'residual-multipath-cleanup', createdAt: 1, configuredMode });
 const record = (o: object) => JSON.stringify({ by: 'alice', why: 'test', at: new Date().toISOString(), ...o });
@@ -29,7 +36,7 @@ afterAll(async () => {
   redis.disconnect();
 });
 
-describe('a job\'s start', () => {
+describe("a job's start", () => {
   it('takes the mode from an override and says why', async () => {
     expect((await start('start-a')).mode).toBe('enforce');
     await redis.hset(keys.modes, 'node/start-a', record({ mode: 'dry-run' }));
@@ -55,10 +62,19 @@ describe('a job\'s start', () => {
     await redis.set(broken.pause, 'not a hash');
     try {
       const c = createJobControls({
-        redis, prefix: other, queue: 'q-start-c', node: 'start-c', caps, recheckMs: 1000, approvalTtlMs: 60_000,
-        approval: { highRisk: false, runbooks: [], maxDestructiveSteps: 0 }, log: createLogger('test', 'silent'),
+        redis,
+        prefix: other,
+        queue: 'q-start-c',
+        node: 'start-c',
+        caps,
+        recheckMs: 1000,
+        approvalTtlMs: 60_000,
+        approval: { highRisk: false, runbooks: [], maxDestructiveSteps: 0 },
+        log: createLogger('test', 'silent'),
       });
-      await expect(c.begin({ jobId: 'j', queue: 'q', runbook: 'residual-multipath-cleanup', createdAt: 1, configuredMode: 'dry-run' })).rejects.toThrow(/WRONGTYPE/);
+      await expect(c.begin({ jobId: 'j', queue: 'q', runbook: 'residual-multipath-cleanup', createdAt: 1, configuredMode: 'dry-run' })).rejects.toThrow(
+        /WRONGTYPE/,
+      );
     } finally {
       await dropPrefix(other);
     }

@@ -34,7 +34,13 @@ let n = 0;
 /** A new job for `node` (a unique key each call). */
 function job(node = 'node-a'): RemediationJob {
   n += 1;
-  return { version: 1, key: `contract-${process.pid}-${n}`, runbook: 'residual-multipath-cleanup', target: { node }, evidence: [{ source: 'api', summary: 'contract', raw: null }] };
+  return {
+    version: 1,
+    key: `contract-${process.pid}-${n}`,
+    runbook: 'residual-multipath-cleanup',
+    target: { node },
+    evidence: [{ source: 'api', summary: 'contract', raw: null }],
+  };
 }
 
 function redisSubject(target: RedisTarget | string): Subject {
@@ -115,12 +121,23 @@ function contract(name: string, make: () => Promise<Subject> | Subject, skip?: s
       const q = nodeQueueName('node-a');
       await s.store.add(q, j, { ...j, sealed: 'x' });
       expect(await s.store.state(q, j.key)).toBe('waiting');
-      expect(await s.store.get(q, j.key)).toMatchObject({ id: j.key, name: j.runbook, data: { ...j, sealed: 'x' }, attemptsMade: 0, attempts: 4 });
+      expect(await s.store.get(q, j.key)).toMatchObject({
+        id: j.key,
+        name: j.runbook,
+        data: { ...j, sealed: 'x' },
+        attemptsMade: 0,
+        attempts: 4,
+      });
       expect(await s.store.find(j.key)).toMatchObject({ queue: q, state: 'waiting', job: { id: j.key } });
       expect(await s.store.state(q, 'no-such-job')).toBe('unknown');
       expect(await s.store.get(q, 'no-such-job')).toBeUndefined();
       expect(await s.store.find('no-such-job')).toBeUndefined();
-      expect(await s.store.areIn('waiting', [{ queue: q, id: j.key }, { queue: q, id: 'no-such-job' }])).toEqual([true, false]);
+      expect(
+        await s.store.areIn('waiting', [
+          { queue: q, id: j.key },
+          { queue: q, id: 'no-such-job' },
+        ]),
+      ).toEqual([true, false]);
       await s.store.add(q, j, { ...j, key: 'other' });
       expect((await s.store.get(q, j.key))?.data).toEqual({ ...j, sealed: 'x' });
     });
@@ -136,7 +153,11 @@ function contract(name: string, make: () => Promise<Subject> | Subject, skip?: s
       });
       expect(asked).toEqual([j.key]);
       expect(found).toMatchObject({ queue: q, state: 'waiting' });
-      expect(await s.store.find(j.key, async () => { throw new Error('no hints today'); })).toMatchObject({ queue: q });
+      expect(
+        await s.store.find(j.key, async () => {
+          throw new Error('no hints today');
+        }),
+      ).toMatchObject({ queue: q });
     });
 
     it('a consumer runs the job once; its result, log lines and counters are kept, in one call', async () => {
@@ -170,9 +191,14 @@ function contract(name: string, make: () => Promise<Subject> | Subject, skip?: s
         [job('node-d'), new FinalError('untrusted work refused (bad-mac): nothing was run'), 'untrusted work refused (bad-mac): nothing was run'],
       ];
       for (const [j] of cases) await s.store.add(q, j, j);
-      await consumeUntil(s, q, async (t) => {
-        throw cases.find(([j]) => j.key === t.id)![1];
-      }, cases.length);
+      await consumeUntil(
+        s,
+        q,
+        async (t) => {
+          throw cases.find(([j]) => j.key === t.id)![1];
+        },
+        cases.length,
+      );
       for (const [j, , reason] of cases) {
         expect(await s.store.state(q, j.key)).toBe('failed');
         expect(await s.store.get(q, j.key)).toMatchObject({ failedReason: reason, attemptsMade: 1 });
@@ -226,7 +252,7 @@ function contract(name: string, make: () => Promise<Subject> | Subject, skip?: s
       await expect(s.store.areIn('waiting-children', [{ queue: nodeQueueName('node-a'), id: 'x' }])).rejects.toThrow(/cannot list/);
     });
 
-    it('lets JobParked through as the consumer\'s own signal, never as a failure', () => {
+    it("lets JobParked through as the consumer's own signal, never as a failure", () => {
       expect(new JobParked()).toBeInstanceOf(Error);
     });
   });
@@ -242,12 +268,23 @@ afterAll(() => {
 
 contract('in memory (test/testkit)', () => memorySubject());
 contract('BullMQ on a single Redis', () => redisSubject(redisUrl()));
-contract('BullMQ under Sentinel', async () => {
-  sentinel = await startSentinelSet();
-  return redisSubject({ kind: 'sentinel', sentinels: sentinel.sentinels.map((port) => ({ host: '127.0.0.1', port })), name: sentinel.name });
-}, topologies);
-contract('BullMQ on a Cluster', async () => {
-  cluster = await startCluster();
-  return redisSubject({ kind: 'cluster', nodes: cluster.nodes });
-}, topologies);
-
+contract(
+  'BullMQ under Sentinel',
+  async () => {
+    sentinel = await startSentinelSet();
+    return redisSubject({
+      kind: 'sentinel',
+      sentinels: sentinel.sentinels.map((port) => ({ host: '127.0.0.1', port })),
+      name: sentinel.name,
+    });
+  },
+  topologies,
+);
+contract(
+  'BullMQ on a Cluster',
+  async () => {
+    cluster = await startCluster();
+    return redisSubject({ kind: 'cluster', nodes: cluster.nodes });
+  },
+  topologies,
+);

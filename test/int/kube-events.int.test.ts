@@ -47,7 +47,10 @@ describe.each(CLIENTS)('Kubernetes Events for jobs, through %s', (_name, client)
 
   it('posts an Event for a job on its Node with the right regarding object, controller and job id', async () => {
     const r = await recorder().recordJobEvent({
-      jobId: 'residual_worker-1_boot_worker-1_d87bdb0a_0f1e2d3c4b5a', runbook: 'residual-multipath-cleanup', outcome: 'refused', mode: 'dry-run',
+      jobId: 'residual_worker-1_boot_worker-1_d87bdb0a_0f1e2d3c4b5a',
+      runbook: 'residual-multipath-cleanup',
+      outcome: 'refused',
+      mode: 'dry-run',
       regarding: { kind: 'Node', name: 'worker-1', uid: '5a0e6f0e-2f6b-4c2c-9f43-0d6c1f1e2a11' },
       message: 'map dm-3 still has a live path (sdc active ready running); not touched',
     });
@@ -55,30 +58,46 @@ describe.each(CLIENTS)('Kubernetes Events for jobs, through %s', (_name, client)
     const posts = api.requestsTo('POST', `${EVENTS}/default/events`);
     expect(posts).toHaveLength(1);
     expect(posts[0]!.body).toMatchObject({
-      apiVersion: 'events.k8s.io/v1', kind: 'Event',
+      apiVersion: 'events.k8s.io/v1',
+      kind: 'Event',
       metadata: { name: r.name, namespace: 'default' },
       regarding: { apiVersion: 'v1', kind: 'Node', name: 'worker-1', uid: '5a0e6f0e-2f6b-4c2c-9f43-0d6c1f1e2a11' },
-      reportingController: 'volume-medic', reportingInstance: 'volume-medic-receiver-7c9d',
-      reason: 'RemediationRefused', type: 'Warning', action: 'residual-multipath-cleanup',
+      reportingController: 'volume-medic',
+      reportingInstance: 'volume-medic-receiver-7c9d',
+      reason: 'RemediationRefused',
+      type: 'Warning',
+      action: 'residual-multipath-cleanup',
       eventTime: '2026-12-01T03:41:14.512000Z',
     });
-    expect((posts[0]!.body as { note: string }).note).toContain('(job residual_worker-1_boot_worker-1_d87bdb0a_0f1e2d3c4b5a, residual-multipath-cleanup, dry-run)');
+    expect((posts[0]!.body as { note: string }).note).toContain(
+      '(job residual_worker-1_boot_worker-1_d87bdb0a_0f1e2d3c4b5a, residual-multipath-cleanup, dry-run)',
+    );
     expect((posts[0]!.body as { regarding: { namespace?: string } }).regarding.namespace).toBeUndefined();
   });
 
-  it('puts a Pod Event in the pod\'s namespace', async () => {
+  it("puts a Pod Event in the pod's namespace", async () => {
     const r = await recorder().recordJobEvent({
-      jobId: 'rbd_replicapool_csi-vol-0b3f5f8e_1a2b3c4d5e6f', runbook: 'rbd-stale-mapping', outcome: 'started',
-      regarding: { kind: 'Pod', name: 'web-0', namespace: 'shop' }, message: 'looking for the stale watcher of replicapool/csi-vol-0b3f5f8e',
+      jobId: 'rbd_replicapool_csi-vol-0b3f5f8e_1a2b3c4d5e6f',
+      runbook: 'rbd-stale-mapping',
+      outcome: 'started',
+      regarding: { kind: 'Pod', name: 'web-0', namespace: 'shop' },
+      message: 'looking for the stale watcher of replicapool/csi-vol-0b3f5f8e',
     });
     expect(r).toMatchObject({ namespace: 'shop', result: 'created' });
-    expect(api.get('events.k8s.io/v1', 'Event', r.name, 'shop')).toMatchObject({ regarding: { kind: 'Pod', name: 'web-0', namespace: 'shop' }, reason: 'RemediationStarted', type: 'Normal' });
+    expect(api.get('events.k8s.io/v1', 'Event', r.name, 'shop')).toMatchObject({
+      regarding: { kind: 'Pod', name: 'web-0', namespace: 'shop' },
+      reason: 'RemediationStarted',
+      type: 'Normal',
+    });
   });
 
   it('aggregates repeats of the same result into one Event with a growing series, also across a restart', async () => {
     const input = {
-      jobId: 'lpv_local-pv-3f8a1c2e_9a8b7c6d5e4f', runbook: 'local-pv-placeholder', outcome: 'failed' as const,
-      regarding: { kind: 'PersistentVolume' as const, name: 'local-pv-3f8a1c2e' }, message: 'losetup failed: no free loop device above loop101',
+      jobId: 'lpv_local-pv-3f8a1c2e_9a8b7c6d5e4f',
+      runbook: 'local-pv-placeholder',
+      outcome: 'failed' as const,
+      regarding: { kind: 'PersistentVolume' as const, name: 'local-pv-3f8a1c2e' },
+      message: 'losetup failed: no free loop device above loop101',
     };
     const rec = recorder();
     await rec.recordJobEvent(input);
@@ -93,14 +112,23 @@ describe.each(CLIENTS)('Kubernetes Events for jobs, through %s', (_name, client)
     expect(third).toMatchObject({ result: 'updated', count: 3 });
     const events = api.list('events.k8s.io/v1', 'Event');
     expect(events).toHaveLength(1);
-    expect(events[0]).toMatchObject({ metadata: { name: jobEventName(input) }, series: { count: 3, lastObservedTime: '2026-12-01T03:43:14.512000Z' } });
+    expect(events[0]).toMatchObject({
+      metadata: { name: jobEventName(input) },
+      series: { count: 3, lastObservedTime: '2026-12-01T03:43:14.512000Z' },
+    });
     // A different outcome of the same job is its own Event.
     await rec.recordJobEvent({ ...input, outcome: 'succeeded', message: 'placeholder attached as /dev/loop101' });
     expect(api.list('events.k8s.io/v1', 'Event')).toHaveLength(2);
   });
 
   it('starts a new Event when the aggregated one has expired, and reports (not throws) an API failure', async () => {
-    const input = { jobId: 'j1', runbook: 'residual-multipath-cleanup', outcome: 'succeeded' as const, regarding: { kind: 'Node' as const, name: 'worker-2' }, message: 'removed dm-4 and its 4 paths' };
+    const input = {
+      jobId: 'j1',
+      runbook: 'residual-multipath-cleanup',
+      outcome: 'succeeded' as const,
+      regarding: { kind: 'Node' as const, name: 'worker-2' },
+      message: 'removed dm-4 and its 4 paths',
+    };
     const rec = recorder();
     const first = await rec.recordJobEvent(input);
     api.remove('events.k8s.io/v1', 'Event', first.name, 'default');

@@ -21,8 +21,27 @@ describe('src/adapters/kube/rest in a pod: service account token and CA over HTT
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'vm-sa-'));
-    execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=127.0.0.1',
-      '-addext', 'subjectAltName=IP:127.0.0.1', '-keyout', join(dir, 'tls.key'), '-out', join(dir, 'ca.crt')], { stdio: 'ignore' });
+    execFileSync(
+      'openssl',
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'rsa:2048',
+        '-nodes',
+        '-days',
+        '1',
+        '-subj',
+        '/CN=127.0.0.1',
+        '-addext',
+        'subjectAltName=IP:127.0.0.1',
+        '-keyout',
+        join(dir, 'tls.key'),
+        '-out',
+        join(dir, 'ca.crt'),
+      ],
+      { stdio: 'ignore' },
+    );
     writeFileSync(join(dir, 'token'), 'token-one\n');
     server = createServer({ key: readFileSync(join(dir, 'tls.key')), cert: readFileSync(join(dir, 'ca.crt')) }, (req, res) => {
       seen.push(req.headers.authorization ?? '');
@@ -54,7 +73,7 @@ describe('src/adapters/kube/rest in a pod: service account token and CA over HTT
     expect(seen.slice(-3)).toEqual(['Bearer token-one', 'Bearer token-one', 'Bearer token-two']);
   });
 
-  it('turns an API error into the HTTP status as `code`, with the server\'s message', async () => {
+  it("turns an API error into the HTTP status as `code`, with the server's message", async () => {
     const rest = inClusterRest({ KUBERNETES_SERVICE_HOST: '127.0.0.1', KUBERNETES_SERVICE_PORT: String(port) }, dir);
     const err = await rest.get('/api/v1/nodes/nope').catch((e: unknown) => e);
     expect(err).toBeInstanceOf(KubeRestError);
@@ -65,7 +84,11 @@ describe('src/adapters/kube/rest in a pod: service account token and CA over HTT
   it('refuses a server its CA did not sign, and says clearly what is missing', async () => {
     const other = mkdtempSync(join(tmpdir(), 'vm-sa-other-'));
     try {
-      execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=other', '-keyout', join(other, 'k'), '-out', join(other, 'ca.crt')], { stdio: 'ignore' });
+      execFileSync(
+        'openssl',
+        ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=other', '-keyout', join(other, 'k'), '-out', join(other, 'ca.crt')],
+        { stdio: 'ignore' },
+      );
       writeFileSync(join(other, 'token'), 't');
       const rest = inClusterRest({ KUBERNETES_SERVICE_HOST: '127.0.0.1', KUBERNETES_SERVICE_PORT: String(port) }, other);
       await expect(rest.get('/api/v1/nodes/worker-1')).rejects.toThrow(/self.signed|certificate/i);

@@ -95,7 +95,9 @@ describe('Kubernetes watches against a list/watch API server', () => {
     api.put(node('worker-1', 'Unknown', BOOT));
     api.put(node('worker-1', 'Unknown', BOOT)); // heartbeat-style updates while down
     api.put(node('worker-1', 'True', BOOT));
-    const found = await until('one job', async () => ((await jobs(nodeQueueName('worker-1'))).length === 1 ? await jobs(nodeQueueName('worker-1')) : undefined));
+    const found = await until('one job', async () =>
+      (await jobs(nodeQueueName('worker-1'))).length === 1 ? await jobs(nodeQueueName('worker-1')) : undefined,
+    );
     expect(found[0]!.id).toBe(idempotencyKey('residual', ['worker-1', 'boot', 'worker-1', BOOT]));
     expect(found[0]!.data).toMatchObject({ runbook: 'residual-multipath-cleanup', target: { node: 'worker-1' }, bootId: BOOT });
     expect(found[0]!.data.evidence[0]).toMatchObject({ source: 'k8s-watch', summary: 'Node worker-1 Ready Unknown -> True (watch)' });
@@ -112,15 +114,28 @@ describe('Kubernetes watches against a list/watch API server', () => {
       await start();
       api.put(node('worker-2', 'Unknown', 'old-boot-0001'));
       const rebooted = coreEvent({
-        name: 'worker-2.182c9f3e4b1a7d20', uid: '1b7d3c52-6a0e-4f61-9a8e-2c4d5e6f7a80', reason: 'Rebooted',
-        message: `Node worker-2 has been rebooted, boot id: ${BOOT}`, involved: { kind: 'Node', name: 'worker-2' }, host: 'worker-2',
+        name: 'worker-2.182c9f3e4b1a7d20',
+        uid: '1b7d3c52-6a0e-4f61-9a8e-2c4d5e6f7a80',
+        reason: 'Rebooted',
+        message: `Node worker-2 has been rebooted, boot id: ${BOOT}`,
+        involved: { kind: 'Node', name: 'worker-2' },
+        host: 'worker-2',
       });
       const r = await post(`${receiver.url}/v1/events`, rebooted);
       expect(r.status).toBe(202);
       expect(r.json.accepted[0].deduplicated).toBe(false);
       api.put(node('worker-2', 'True', BOOT));
       // The kubelet's NodeReady event, seen by the Event watch: it takes the node's boot identity too.
-      api.put(coreEvent({ name: 'worker-2.182c9f3e5c0d1e22', reason: 'NodeReady', type: 'Normal', message: 'Node worker-2 status is now: NodeReady', involved: { kind: 'Node', name: 'worker-2' }, host: 'worker-2' }));
+      api.put(
+        coreEvent({
+          name: 'worker-2.182c9f3e5c0d1e22',
+          reason: 'NodeReady',
+          type: 'Normal',
+          message: 'Node worker-2 status is now: NodeReady',
+          involved: { kind: 'Node', name: 'worker-2' },
+          host: 'worker-2',
+        }),
+      );
       await until('the watch signal stored', async () => api.requestsTo('GET', NODES, true).length > 0 && (await jobs(nodeQueueName('worker-2'))).length > 0);
       await new Promise((res) => setTimeout(res, 300));
       const found = await jobs(nodeQueueName('worker-2'));
@@ -143,7 +158,15 @@ describe('Kubernetes watches against a list/watch API server', () => {
       expect(r.status).toBe(202);
       return r.json.accepted[0].key as string;
     };
-    const nodeReadyEvent = (name: string) => coreEvent({ name, reason: 'NodeReady', type: 'Normal', message: 'Node worker-7 status is now: NodeReady', involved: { kind: 'Node', name: 'worker-7' }, host: 'worker-7' });
+    const nodeReadyEvent = (name: string) =>
+      coreEvent({
+        name,
+        reason: 'NodeReady',
+        type: 'Normal',
+        message: 'Node worker-7 status is now: NodeReady',
+        involved: { kind: 'Node', name: 'worker-7' },
+        host: 'worker-7',
+      });
     const stored = async () => (await jobs(nodeQueueName('worker-7'))).map((j) => j.id).sort();
     try {
       api.put(node('worker-7', 'True', 'boot-a'));
@@ -158,7 +181,10 @@ describe('Kubernetes watches against a list/watch API server', () => {
       api.put(nodeReadyEvent('worker-7.182c9f3e5c0d1e01'));
       const k2 = await postAlert(alert('KubeNodeNotReady', 'fpnotready7', '2026-12-01T03:12:44.512Z'));
       expect(k2).toBe(k1);
-      await until('the watch and the NodeReady event triaged', async () => (await stored()).length > 0 && api.requestsTo('GET', '/api/v1/events', true).length > 0);
+      await until(
+        'the watch and the NodeReady event triaged',
+        async () => (await stored()).length > 0 && api.requestsTo('GET', '/api/v1/events', true).length > 0,
+      );
       await new Promise((r) => setTimeout(r, 300));
       expect(await stored()).toEqual([k1]);
       expect(k1).toBe(idempotencyKey('residual', ['worker-7', 'boot', 'worker-7', 'boot-b']));
@@ -244,7 +270,14 @@ describe('Kubernetes watches against a list/watch API server', () => {
     // Three failures: the informer's first list, the start-up reconcile's list, the first retry.
     api.failNext(/^GET \/api\/v1\/nodes/, 503, 3);
     api.put(node('worker-7', 'False', BOOT));
-    watches = await startKubeWatches({ kubeConfig: api.kubeConfig(), ingest: { lookups: new InMemoryLookups(), dispatcher }, sleep, backoff: { initialMs: 100, maxMs: 400 }, reconcileIntervalMs: 0, eventReasons: [] });
+    watches = await startKubeWatches({
+      kubeConfig: api.kubeConfig(),
+      ingest: { lookups: new InMemoryLookups(), dispatcher },
+      sleep,
+      backoff: { initialMs: 100, maxMs: 400 },
+      reconcileIntervalMs: 0,
+      eventReasons: [],
+    });
     await until('watching', () => watches!.state().ready);
     expect(watches.state().watches[0]!.restarts).toBe(2);
     expect(watches.state().reconcile.lastError).toMatch(/503/);
@@ -254,23 +287,51 @@ describe('Kubernetes watches against a list/watch API server', () => {
 
   it('turns a watched FailedMount "rbd image is still being used" Event into the rbd job', async () => {
     await start({ nodes: false });
-    for (const o of podWithVolume({ namespace: 'shop', pod: 'web-0', node: 'worker-1', claim: 'data-web-0', pv: 'pvc-1', rbd: { pool: 'replicapool', image: 'csi-vol-0b3f5f8e' } })) api.put(o);
-    api.put(coreEvent({
-      name: 'web-0.17f0a1b2c3d4e5f6', namespace: 'shop', reason: 'FailedMount', host: 'worker-1',
-      involved: { kind: 'Pod', name: 'web-0', namespace: 'shop' },
-      message: 'MountVolume.MountDevice failed for volume "pvc-1" : rpc error: code = Internal desc = rbd image replicapool/csi-vol-0b3f5f8e is still being used',
-    }));
+    for (const o of podWithVolume({
+      namespace: 'shop',
+      pod: 'web-0',
+      node: 'worker-1',
+      claim: 'data-web-0',
+      pv: 'pvc-1',
+      rbd: { pool: 'replicapool', image: 'csi-vol-0b3f5f8e' },
+    }))
+      api.put(o);
+    api.put(
+      coreEvent({
+        name: 'web-0.17f0a1b2c3d4e5f6',
+        namespace: 'shop',
+        reason: 'FailedMount',
+        host: 'worker-1',
+        involved: { kind: 'Pod', name: 'web-0', namespace: 'shop' },
+        message:
+          'MountVolume.MountDevice failed for volume "pvc-1" : rpc error: code = Internal desc = rbd image replicapool/csi-vol-0b3f5f8e is still being used',
+      }),
+    );
     // Not ours: a reason that is not watched at all, and our own Events.
-    api.put(coreEvent({ name: 'web-0.x1', namespace: 'shop', reason: 'BackOff', message: 'Back-off restarting failed container', involved: { kind: 'Pod', name: 'web-0', namespace: 'shop' } }));
+    api.put(
+      coreEvent({
+        name: 'web-0.x1',
+        namespace: 'shop',
+        reason: 'BackOff',
+        message: 'Back-off restarting failed container',
+        involved: { kind: 'Pod', name: 'web-0', namespace: 'shop' },
+      }),
+    );
     const found = await until('the rbd job', async () => {
       const j = await jobs(CLUSTER_QUEUE);
       return j.length > 0 ? j : undefined;
     });
     expect(found).toHaveLength(1);
-    expect(found[0]!.data).toMatchObject({ runbook: 'rbd-stale-mapping', target: { pool: 'replicapool', image: 'csi-vol-0b3f5f8e', node: 'worker-1' } });
-    expect(api.requestsTo('GET', '/api/v1/events', true).map((r) => r.query['fieldSelector']).sort()).toEqual(
-      ['reason=Failed', 'reason=FailedAttachVolume', 'reason=FailedMapVolume', 'reason=FailedMount', 'reason=NodeReady', 'reason=Rebooted'],
-    );
+    expect(found[0]!.data).toMatchObject({
+      runbook: 'rbd-stale-mapping',
+      target: { pool: 'replicapool', image: 'csi-vol-0b3f5f8e', node: 'worker-1' },
+    });
+    expect(
+      api
+        .requestsTo('GET', '/api/v1/events', true)
+        .map((r) => r.query['fieldSelector'])
+        .sort(),
+    ).toEqual(['reason=Failed', 'reason=FailedAttachVolume', 'reason=FailedMapVolume', 'reason=FailedMount', 'reason=NodeReady', 'reason=Rebooted']);
   });
 
   it('reconciles, with no watch running, a node that recovered while volume-medic was down and a pod stuck on a missing local disk', async () => {
@@ -278,14 +339,32 @@ describe('Kubernetes watches against a list/watch API server', () => {
     api.put(node('worker-8', 'True', BOOT, { readySince: new Date(now - 120_000), created: new Date(now - 10 * 86_400_000) }));
     api.put(node('worker-new', 'True', 'new-boot', { readySince: new Date(now - 60_000), created: new Date(now - 120_000) }));
     api.put(node('worker-old', 'True', 'old-boot', { readySince: new Date(now - 5 * 86_400_000) }));
-    for (const o of podWithVolume({ namespace: 'kafka', pod: 'kafka-0', node: 'worker-8', claim: 'data-kafka-0', pv: 'local-pv-3f8a1c2e', local: { path: '/dev/disk/by-id/wwn-0x5000c500a1b2c3d4' } })) api.put(o);
-    api.put(coreEvent({
-      name: 'kafka-0.1820aa', namespace: 'kafka', reason: 'FailedMapVolume', host: 'worker-8',
-      involved: { kind: 'Pod', name: 'kafka-0', namespace: 'kafka' },
-      message: 'MapVolume.EvalHostSymlinks failed for volume "local-pv-3f8a1c2e" : lstat /dev/disk/by-id/wwn-0x5000c500a1b2c3d4: no such file or directory',
-    }));
+    for (const o of podWithVolume({
+      namespace: 'kafka',
+      pod: 'kafka-0',
+      node: 'worker-8',
+      claim: 'data-kafka-0',
+      pv: 'local-pv-3f8a1c2e',
+      local: { path: '/dev/disk/by-id/wwn-0x5000c500a1b2c3d4' },
+    }))
+      api.put(o);
+    api.put(
+      coreEvent({
+        name: 'kafka-0.1820aa',
+        namespace: 'kafka',
+        reason: 'FailedMapVolume',
+        host: 'worker-8',
+        involved: { kind: 'Pod', name: 'kafka-0', namespace: 'kafka' },
+        message: 'MapVolume.EvalHostSymlinks failed for volume "local-pv-3f8a1c2e" : lstat /dev/disk/by-id/wwn-0x5000c500a1b2c3d4: no such file or directory',
+      }),
+    );
     watches = await startKubeWatches({
-      kubeConfig: api.kubeConfig(), ingest: { lookups: new KubeLookups(kubeClients(api.kubeConfig())), dispatcher }, sleep, reconcileIntervalMs: 0, nodes: false, eventReasons: [],
+      kubeConfig: api.kubeConfig(),
+      ingest: { lookups: new KubeLookups(kubeClients(api.kubeConfig())), dispatcher },
+      sleep,
+      reconcileIntervalMs: 0,
+      nodes: false,
+      eventReasons: [],
     });
     await until('a reconcile run', () => watches!.state().reconcile.runs === 1);
     expect(watches.state().reconcile.lastError).toBeUndefined();
@@ -308,7 +387,9 @@ describe('Kubernetes watches against a list/watch API server', () => {
     // (fleet-metrics-lease.int.test.ts); the console's list of a job's Events is made and checked
     // in console.int.test.ts.
     const made = new Set(allRequests.map((r) => apiCallOf(r)?.call));
-    const listed = DIRECT_CALLS.receiver.map((d) => d.call).filter((c) => !/review|^coordination\.k8s\.io\/leases /.test(c) && c !== 'events.k8s.io/events list');
+    const listed = DIRECT_CALLS.receiver
+      .map((d) => d.call)
+      .filter((c) => !/review|^coordination\.k8s\.io\/leases /.test(c) && c !== 'events.k8s.io/events list');
     expect(listed.filter((c) => !made.has(c))).toEqual([]);
   });
 });

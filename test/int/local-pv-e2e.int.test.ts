@@ -29,8 +29,18 @@ const prefix = uniquePrefix('lpv-e2e');
 
 // The pod of the Event uses both PVs through its claims: a Pod's Event makes a job only then.
 const lookups = new InMemoryLookups([
-  { name: 'local-pv-enforce', volumeMode: 'Block', local: { path: '/dev/disk/by-id/wwn-0x5000c500e2e00001', node: NODE }, claim: { namespace: 'db', name: 'data-enforce' } },
-  { name: 'local-pv-dryrun', volumeMode: 'Block', local: { path: '/dev/disk/by-id/wwn-0x5000c500e2e00002', node: NODE }, claim: { namespace: 'db', name: 'data-dryrun' } },
+  {
+    name: 'local-pv-enforce',
+    volumeMode: 'Block',
+    local: { path: '/dev/disk/by-id/wwn-0x5000c500e2e00001', node: NODE },
+    claim: { namespace: 'db', name: 'data-enforce' },
+  },
+  {
+    name: 'local-pv-dryrun',
+    volumeMode: 'Block',
+    local: { path: '/dev/disk/by-id/wwn-0x5000c500e2e00002', node: NODE },
+    claim: { namespace: 'db', name: 'data-dryrun' },
+  },
 ])
   .addPod({ namespace: 'db', name: 'pg-0', node: NODE, phase: 'Pending', claims: ['data-enforce', 'data-dryrun'], waiting: [] })
   .addClaim({ namespace: 'db', name: 'data-enforce', volumeName: 'local-pv-enforce', accessModes: ['ReadWriteOnce'] })
@@ -43,7 +53,9 @@ function notADeviceNode(pv: string, uid: string) {
     reason: 'Failed',
     message: `Error: failed to generate container "4f1c" spec: failed to generate spec: error gathering device information while adding custom device "/var/lib/kubelet/pods/3b0f7a2e/volumeDevices/kubernetes.io~local-volume/${pv}": not a device node`,
     source: { component: 'kubelet', host: NODE },
-    type: 'Warning', count: 1, clusterName: 'e2e',
+    type: 'Warning',
+    count: 1,
+    clusterName: 'e2e',
   };
 }
 

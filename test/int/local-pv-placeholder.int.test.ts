@@ -57,7 +57,13 @@ function job(action: 'place' | 'release' = 'place', pv = 'local-pv-1', link = LI
     action,
     target: { node: NODE, pv, path: link },
     ...(action === 'release' ? { release: { by, force: by === 'operator' } } : {}),
-    evidence: [{ source: by === 'operator' ? 'api' : 'npd', summary: by === 'operator' ? 'release forced by alice: the disk was replaced' : 'LocalDiskLost cleared', raw: {} }],
+    evidence: [
+      {
+        source: by === 'operator' ? 'api' : 'npd',
+        summary: by === 'operator' ? 'release forced by alice: the disk was replaced' : 'LocalDiskLost cleared',
+        raw: {},
+      },
+    ],
   };
 }
 
@@ -89,7 +95,11 @@ function ctx(j: LocalPvPlaceholderJob, mode: Mode = 'enforce'): RunbookContext {
 }
 
 function handler(labels: Record<string, string> = { [DEFAULT_OPT_IN_LABEL.key]: DEFAULT_OPT_IN_LABEL.value }) {
-  return createLocalPvPlaceholder({ host: createRealHost({ root }), stateDir: STATE_DIR, nodeLabels: new InMemoryNodeLabels({ [NODE]: labels }) });
+  return createLocalPvPlaceholder({
+    host: createRealHost({ root }),
+    stateDir: STATE_DIR,
+    nodeLabels: new InMemoryNodeLabels({ [NODE]: labels }),
+  });
 }
 
 async function place(pv = 'local-pv-1', link = LINK): Promise<{ result: RunbookResult; loop: string }> {
@@ -100,7 +110,11 @@ async function place(pv = 'local-pv-1', link = LINK): Promise<{ result: RunbookR
 }
 
 const loopNumber = (loop: string): number => Number(loop.replace('loop', ''));
-const changingCommands = (r: RunbookResult): string[][] => r.commands.map((c) => c.argv).filter((a) => a[0] !== 'losetup' || a[1] !== '--list').filter((a) => a[0] !== 'blockdev');
+const changingCommands = (r: RunbookResult): string[][] =>
+  r.commands
+    .map((c) => c.argv)
+    .filter((a) => a[0] !== 'losetup' || a[1] !== '--list')
+    .filter((a) => a[0] !== 'blockdev');
 
 describe('placing a placeholder on real loop devices', () => {
   it('makes the path a link to a 512-byte loop device numbered 101 or higher', async () => {
@@ -226,7 +240,9 @@ describe('releasing a placeholder', () => {
     const r = job('release');
     const err = await handler()(r, ctx(r)).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(RefusedError);
-    expect((err as RefusedError).reasons.join()).toMatch(new RegExp(`no block device with WWN ${WWN}.*${LINK} points at /dev/${loop} \\(a loop device: our placeholder\\)`));
+    expect((err as RefusedError).reasons.join()).toMatch(
+      new RegExp(`no block device with WWN ${WWN}.*${LINK} points at /dev/${loop} \\(a loop device: our placeholder\\)`),
+    );
     expect(ranLosetupDetach((err as RefusedError).result as RunbookResult)).toBe(false);
     expect(attachedLoops().filter((a) => a.loop === loop)).toHaveLength(1);
     expect(await readlink(at(LINK))).toBe(`/dev/${loop}`);
@@ -251,7 +267,9 @@ describe('releasing a placeholder', () => {
     const err = await handler()(r, ctx(r)).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(RefusedError);
     const why = (err as RefusedError).reasons.join();
-    expect(why).toMatch(new RegExp(`not true that a /dev/disk/by-id link of WWN ${WWN} leads to it .*${LINK} points at /dev/${loop} \\(a loop device: our placeholder\\)`));
+    expect(why).toMatch(
+      new RegExp(`not true that a /dev/disk/by-id link of WWN ${WWN} leads to it .*${LINK} points at /dev/${loop} \\(a loop device: our placeholder\\)`),
+    );
     expect(why).not.toMatch(/no block device with WWN/);
     expect(ranLosetupDetach((err as RefusedError).result as RunbookResult)).toBe(false);
     expect(attachedLoops().filter((a) => a.loop === loop)).toHaveLength(1);
@@ -267,7 +285,9 @@ describe('releasing a placeholder', () => {
     const r = job('release');
     const err = await handler()(r, ctx(r)).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(RefusedError);
-    expect((err as RefusedError).reasons.join()).toMatch(new RegExp(`scsi-3${WWN} -> /dev/sdq, but that node is 7:${loopNumber(loop)} and the kernel's /dev/sdq is 8:240`));
+    expect((err as RefusedError).reasons.join()).toMatch(
+      new RegExp(`scsi-3${WWN} -> /dev/sdq, but that node is 7:${loopNumber(loop)} and the kernel's /dev/sdq is 8:240`),
+    );
     expect(ranLosetupDetach((err as RefusedError).result as RunbookResult)).toBe(false);
     expect(attachedLoops().filter((a) => a.loop === loop)).toHaveLength(1);
   });
@@ -280,7 +300,9 @@ describe('releasing a placeholder', () => {
     expect(result.outcome).toBe('succeeded');
     // udev's link is left alone; our loop device, image and record go.
     expect(result.steps.map((s) => s.id)).toEqual([`detach-loop:${loop}:local-pv-1`, 'delete-image:local-pv-1', 'delete-record:local-pv-1']);
-    expect(result.steps[0]?.evidence?.map((e) => e.claim)).toEqual(expect.arrayContaining([`a block device with WWN ${WWN} is present, and it is not a loop device`, `a /dev/disk/by-id link of WWN ${WWN} leads to it`]));
+    expect(result.steps[0]?.evidence?.map((e) => e.claim)).toEqual(
+      expect.arrayContaining([`a block device with WWN ${WWN} is present, and it is not a loop device`, `a /dev/disk/by-id link of WWN ${WWN} leads to it`]),
+    );
     expect(await readlink(at(LINK))).toBe('../../sdq');
     expect(attachedLoops().filter((a) => a.loop === loop)).toEqual([]);
     expect(await readFile(at(`${STATE_DIR}/placeholders/local-pv-1.img`)).catch(() => null)).toBeNull();
@@ -292,8 +314,16 @@ describe('releasing a placeholder', () => {
     const r = job('release', 'local-pv-1', LINK, 'operator');
     const result = await handler()(r, ctx(r));
     expect(result.outcome).toBe('succeeded');
-    expect(result.steps.map((s) => s.id)).toEqual([`remove-link:${LINK}:${loop}`, `detach-loop:${loop}:local-pv-1`, 'delete-image:local-pv-1', 'delete-record:local-pv-1']);
-    expect(result.steps[1]?.evidence?.[0]).toMatchObject({ claim: 'an operator forced the release without the disk check', detail: expect.stringMatching(/forced by alice/) });
+    expect(result.steps.map((s) => s.id)).toEqual([
+      `remove-link:${LINK}:${loop}`,
+      `detach-loop:${loop}:local-pv-1`,
+      'delete-image:local-pv-1',
+      'delete-record:local-pv-1',
+    ]);
+    expect(result.steps[1]?.evidence?.[0]).toMatchObject({
+      claim: 'an operator forced the release without the disk check',
+      detail: expect.stringMatching(/forced by alice/),
+    });
     await expect(lstat(at(LINK))).rejects.toMatchObject({ code: 'ENOENT' });
     expect(attachedLoops().filter((a) => a.loop === loop)).toEqual([]);
   });
@@ -307,7 +337,9 @@ describe('releasing a placeholder', () => {
     closeSync(fd);
     try {
       const r = job('release', 'local-pv-1', LINK, 'operator');
-      await expect(handler()(r, ctx(r))).rejects.toSatisfy((e: unknown) => e instanceof RefusedError && new RegExp(`/dev/${loop}: pid ${user.pid} \\(sleep\\) has it open`).test(e.message));
+      await expect(handler()(r, ctx(r))).rejects.toSatisfy(
+        (e: unknown) => e instanceof RefusedError && new RegExp(`/dev/${loop}: pid ${user.pid} \\(sleep\\) has it open`).test(e.message),
+      );
       expect(attachedLoops()).toContainEqual({ loop, backFile: at(`${STATE_DIR}/placeholders/local-pv-1.img`) });
       expect(await readlink(at(LINK))).toBe(`/dev/${loop}`);
     } finally {

@@ -32,7 +32,12 @@ const TOKEN = 'no-agent-test-token-0123456789';
 const GRACE = 60_000;
 const DEADLINE = 300_000;
 
-interface PostedEvent { reason: string; type: string; note: string; regarding: { kind: string; name: string } }
+interface PostedEvent {
+  reason: string;
+  type: string;
+  note: string;
+  regarding: { kind: string; name: string };
+}
 
 describe('jobs on a node queue that no node agent serves', () => {
   const prefix = uniquePrefix('noagent');
@@ -42,8 +47,20 @@ describe('jobs on a node queue that no node agent serves', () => {
   let watch: NoAgentWatch;
   let offset = 0;
   const lines: Array<Record<string, unknown>> = [];
-  const log = pino({ level: 'warn' }, new Writable({ write(chunk, _enc, cb) { lines.push(JSON.parse(String(chunk)) as Record<string, unknown>); cb(); } }));
-  const events = (node: string): PostedEvent[] => api.requestsTo('POST', EVENTS).map((r) => r.body as PostedEvent).filter((e) => e.regarding.name === node);
+  const log = pino(
+    { level: 'warn' },
+    new Writable({
+      write(chunk, _enc, cb) {
+        lines.push(JSON.parse(String(chunk)) as Record<string, unknown>);
+        cb();
+      },
+    }),
+  );
+  const events = (node: string): PostedEvent[] =>
+    api
+      .requestsTo('POST', EVENTS)
+      .map((r) => r.body as PostedEvent)
+      .filter((e) => e.regarding.name === node);
   const postAlert = async (node: string, fingerprint: string): Promise<string> => {
     const r = await post(`${receiver.url}/v1/alertmanager`, alertmanagerBody([nodeNotReadyAlert(node, 'resolved', fingerprint)]), TOKEN);
     expect(r.status).toBe(202);
@@ -59,8 +76,16 @@ describe('jobs on a node queue that no node agent serves', () => {
     redis = new Redis(redisUrl());
     receiver = await startReceiver(testConfig({ redisUrl: redisUrl(), queuePrefix: prefix, tokens: [TOKEN] }));
     watch = new NoAgentWatch({
-      redis, prefix, graceMs: GRACE, deadlineMs: DEADLINE, intervalMs: 60_000, log,
-      events: new JobEventRecorder({ events: restApis(new KubeRest({ server: api.url, token: () => 'fake-token' })).events, instance: 'cluster-worker' }),
+      redis,
+      prefix,
+      graceMs: GRACE,
+      deadlineMs: DEADLINE,
+      intervalMs: 60_000,
+      log,
+      events: new JobEventRecorder({
+        events: restApis(new KubeRest({ server: api.url, token: () => 'fake-token' })).events,
+        instance: 'cluster-worker',
+      }),
       workerConnection: () => workerConnection(redisUrl()),
       now: () => Date.now() + offset,
     });
@@ -73,15 +98,23 @@ describe('jobs on a node queue that no node agent serves', () => {
     redis?.disconnect();
   });
 
-  it('says nothing while the node\'s agent is there, even with a job waiting behind a busy one', async () => {
+  it("says nothing while the node's agent is there, even with a job waiting behind a busy one", async () => {
     let release!: () => void;
-    const gate = new Promise<void>((r) => { release = r; });
+    const gate = new Promise<void>((r) => {
+      release = r;
+    });
     let started = 0;
     const agent = createNodeAgent({
       // The agent checks in every LOCK_DURATION_MS (BullMQ's stalled check).
       config: testConfig({ redisUrl: redisUrl(), queuePrefix: prefix, nodeName: 'busy-1', lockDurationMs: 5_000 }),
       log: createLogger('agent', 'silent'),
-      registry: { 'residual-multipath-cleanup': async () => { started++; await gate; throw new Error('released'); } },
+      registry: {
+        'residual-multipath-cleanup': async () => {
+          started++;
+          await gate;
+          throw new Error('released');
+        },
+      },
     });
     try {
       await postAlert('busy-1', 'fpbusyone');
@@ -117,7 +150,15 @@ describe('jobs on a node queue that no node agent serves', () => {
     expect(found.stranded.get(queue)?.map((j) => j.id)).toEqual([id]);
     expect(found.failed).toEqual([]);
     expect(await metric()).toBe('1');
-    expect(lines).toContainEqual(expect.objectContaining({ level: 40, node: 'lost-1', jobId: id, runbook: 'residual-multipath-cleanup', msg: 'job waits on a node queue that no node agent serves' }));
+    expect(lines).toContainEqual(
+      expect.objectContaining({
+        level: 40,
+        node: 'lost-1',
+        jobId: id,
+        runbook: 'residual-multipath-cleanup',
+        msg: 'job waits on a node queue that no node agent serves',
+      }),
+    );
     const noAgent = await waitFor('the NoAgent Event', async () => events('lost-1').find((e) => e.reason === 'NoAgent'));
     expect(noAgent).toMatchObject({ type: 'Warning', regarding: { kind: 'Node', name: 'lost-1' } });
     expect(noAgent.note).toContain(`job ${id}`);
@@ -132,14 +173,20 @@ describe('jobs on a node queue that no node agent serves', () => {
     const q = new Queue(queue, { connection: redis, prefix });
     const job = (await q.getJob(id))!;
     expect(await job.getState()).toBe('failed');
-    expect(job.failedReason).toMatch(/^no node agent: no node agent has checked in on queue vm-node-\{lost-1\}.*NO_AGENT_DEADLINE_SECONDS \(300 s\).*node lost-1$/);
+    expect(job.failedReason).toMatch(
+      /^no node agent: no node agent has checked in on queue vm-node-\{lost-1\}.*NO_AGENT_DEADLINE_SECONDS \(300 s\).*node lost-1$/,
+    );
     // Failed for good: no retry although the runbook allows 4 attempts.
     expect(job.attemptsMade).toBe(1);
     await q.close();
     expect(await metric()).toBe('0');
     expect(await redis.hget(statsKey(prefix), 'finished|residual-multipath-cleanup|no-agent')).toBe('1');
-    expect(lines).toContainEqual(expect.objectContaining({ node: 'lost-1', jobId: id, msg: 'failed a job no node agent took before NO_AGENT_DEADLINE_SECONDS' }));
-    await waitFor('the RemediationFailed Event', async () => events('lost-1').find((e) => e.reason === 'RemediationFailed' && e.note.includes('no node agent')));
+    expect(lines).toContainEqual(
+      expect.objectContaining({ node: 'lost-1', jobId: id, msg: 'failed a job no node agent took before NO_AGENT_DEADLINE_SECONDS' }),
+    );
+    await waitFor('the RemediationFailed Event', async () =>
+      events('lost-1').find((e) => e.reason === 'RemediationFailed' && e.note.includes('no node agent')),
+    );
     // The failing pass took the job as a worker does, but never passed for an agent.
     expect(await redis.exists(`${prefix}:${queue}:stalled-check`, presenceKey(prefix, queue))).toBe(0);
     offset = 0;
@@ -168,9 +215,29 @@ describe('jobs on a node queue that no node agent serves', () => {
     const connection = workerConnection(redisUrl());
     const q = new Queue(queue, { connection: redis, prefix });
     try {
-      expect(await failStranded({ connection, prefix, queue, ids: new Set([id]), reason: 'test', keepFailed: { age: 900 }, stillAbsent: async () => false })).toEqual([]);
+      expect(
+        await failStranded({
+          connection,
+          prefix,
+          queue,
+          ids: new Set([id]),
+          reason: 'test',
+          keepFailed: { age: 900 },
+          stillAbsent: async () => false,
+        }),
+      ).toEqual([]);
       expect(await q.getJobState(id)).toBe('waiting');
-      expect(await failStranded({ connection, prefix, queue, ids: new Set(['some-other-job']), reason: 'test', keepFailed: { age: 900 }, stillAbsent: async () => true })).toEqual([]);
+      expect(
+        await failStranded({
+          connection,
+          prefix,
+          queue,
+          ids: new Set(['some-other-job']),
+          reason: 'test',
+          keepFailed: { age: 900 },
+          stillAbsent: async () => true,
+        }),
+      ).toEqual([]);
       expect(await q.getJobState(id)).toBe('waiting');
       expect((await q.getJob(id))!.attemptsMade).toBe(0);
     } finally {

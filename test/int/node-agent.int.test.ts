@@ -17,10 +17,17 @@ import { waitFor } from '../support/wait.ts';
 const silent = createLogger('test', 'silent');
 
 const okResult = (ranOn: string): RunbookResult => ({
-  runbook: 'residual-multipath-cleanup', mode: 'dry-run', outcome: 'nothing-to-do', summary: 'no residual maps',
-  facts: { maps: [] }, plan: { steps: [] }, refusals: [], steps: [], commands: [], ranOn,
+  runbook: 'residual-multipath-cleanup',
+  mode: 'dry-run',
+  outcome: 'nothing-to-do',
+  summary: 'no residual maps',
+  facts: { maps: [] },
+  plan: { steps: [] },
+  refusals: [],
+  steps: [],
+  commands: [],
+  ranOn,
 });
-
 
 describe('node agent with a real Redis', () => {
   const prefix = uniquePrefix('agent');
@@ -38,10 +45,17 @@ describe('node agent with a real Redis', () => {
   });
 
   const agentFor = (node: string, registry: RunbookRegistry, lockDurationMs = 30_000) =>
-    createNodeAgent({ config: testConfig({ redisUrl: redisUrl(), queuePrefix: prefix, nodeName: node, lockDurationMs }), registry, log: silent });
+    createNodeAgent({
+      config: testConfig({ redisUrl: redisUrl(), queuePrefix: prefix, nodeName: node, lockDurationMs }),
+      registry,
+      log: silent,
+    });
 
-  it('runs its node\'s job and the result, log and attempts show in GET /v1/jobs/:id', async () => {
-    const r = await post(`${receiver.url}/v1/alertmanager`, alertmanagerBody([nodeNotReadyAlert('node-run', 'resolved'), nodeNotReadyAlert('node-other', 'resolved')]));
+  it("runs its node's job and the result, log and attempts show in GET /v1/jobs/:id", async () => {
+    const r = await post(
+      `${receiver.url}/v1/alertmanager`,
+      alertmanagerBody([nodeNotReadyAlert('node-run', 'resolved'), nodeNotReadyAlert('node-other', 'resolved')]),
+    );
     const id = r.json.accepted.find((a: { node: string }) => a.node === 'node-run').id;
     const agent = agentFor('node-run', { 'residual-multipath-cleanup': async (_job, ctx) => okResult(ctx.ranOn) });
     try {
@@ -90,7 +104,9 @@ describe('node agent with a real Redis', () => {
       stdio: ['ignore', 'pipe', 'inherit'],
     });
     let out = '';
-    child.stdout.on('data', (d: Buffer) => { out += d.toString(); });
+    child.stdout.on('data', (d: Buffer) => {
+      out += d.toString();
+    });
     await waitFor('the first agent to start the job', async () => (out.includes(`STARTED ${id}`) ? true : undefined));
     child.kill('SIGKILL');
     await once(child, 'exit');
@@ -101,10 +117,14 @@ describe('node agent with a real Redis', () => {
     events.on('stalled', ({ jobId }) => seen.push(jobId));
     const agent = agentFor(node, { 'residual-multipath-cleanup': async (_job, ctx) => okResult(ctx.ranOn) }, 1000);
     try {
-      const job = await waitFor('job completed by the second agent', async () => {
-        const j = await getJson(`${receiver.url}/v1/jobs/${id}`);
-        return j.state === 'completed' ? j : undefined;
-      }, 30_000);
+      const job = await waitFor(
+        'job completed by the second agent',
+        async () => {
+          const j = await getJson(`${receiver.url}/v1/jobs/${id}`);
+          return j.state === 'completed' ? j : undefined;
+        },
+        30_000,
+      );
       expect(job.result.ranOn).toBe(node);
       expect(job.attemptsStarted).toBeGreaterThanOrEqual(2);
       expect(seen).toContain(id);
@@ -116,11 +136,16 @@ describe('node agent with a real Redis', () => {
 
   it('refuses to start without NODE_NAME', async () => {
     const child = spawn(process.execPath, ['src/agents/node-agent/main.ts'], {
-      env: { ...process.env, NODE_NAME: '', REDIS_URL: redisUrl() }, stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, NODE_NAME: '', REDIS_URL: redisUrl() },
+      stdio: ['ignore', 'pipe', 'pipe'],
     });
     let out = '';
-    child.stdout.on('data', (d: Buffer) => { out += d.toString(); });
-    child.stderr.on('data', (d: Buffer) => { out += d.toString(); });
+    child.stdout.on('data', (d: Buffer) => {
+      out += d.toString();
+    });
+    child.stderr.on('data', (d: Buffer) => {
+      out += d.toString();
+    });
     const [code] = await once(child, 'exit');
     expect(code).toBe(2);
     expect(out).toMatch(/NODE_NAME is required/);

@@ -39,7 +39,15 @@ const refused = (what: Promise<unknown>): Promise<void> => expect(what).rejects.
 const opened: Array<Redis | Cluster> = [];
 /** A connection as `node`'s user to one server; no reconnect, so a dropped connection stays dropped. */
 function as(node: keyof typeof PW, port: number): Redis {
-  const r = new Redis({ host: '127.0.0.1', port, username: nodeUserName(node), password: PW[node], maxRetriesPerRequest: 0, retryStrategy: () => null, lazyConnect: true });
+  const r = new Redis({
+    host: '127.0.0.1',
+    port,
+    username: nodeUserName(node),
+    password: PW[node],
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+    lazyConnect: true,
+  });
   r.on('error', () => {});
   opened.push(r);
   return r;
@@ -89,9 +97,13 @@ async function onlyItsOwnQueue(r: Redis | Cluster, prefix: string): Promise<void
   await refused(r.call('ACL', 'SETUSER', nodeUserName('b'), 'on', '>x'));
 }
 
-describe.skipIf(skip)('per-node Redis users on a single server (the deploy ACL file, the receiver\'s own user)', () => {
+describe.skipIf(skip)("per-node Redis users on a single server (the deploy ACL file, the receiver's own user)", () => {
   const prefix = uniquePrefix('nodeacl');
-  const passwords: Record<Component, string> = { receiver: 'pw-receiver-4411', 'cluster-worker': 'pw-cluster-4412', 'node-agent': 'pw-agent-4413' };
+  const passwords: Record<Component, string> = {
+    receiver: 'pw-receiver-4411',
+    'cluster-worker': 'pw-cluster-4412',
+    'node-agent': 'pw-agent-4413',
+  };
   let dir: string;
   let server: ChildProcess;
   let port: number;
@@ -104,7 +116,26 @@ describe.skipIf(skip)('per-node Redis users on a single server (the deploy ACL f
     // Test-only: an admin user after the deploy file's lines, to read ACL LOG and play a restart.
     writeFileSync(join(dir, 'users.acl'), `${renderRedisAcl({ prefix, passwords })}user vmtest-admin on >admin-pw ~* &* +@all\n`);
     port = await freePort();
-    server = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, '--maxmemory-policy', 'noeviction', '--aclfile', join(dir, 'users.acl')], { stdio: 'ignore' });
+    server = spawn(
+      'redis-server',
+      [
+        '--port',
+        String(port),
+        '--bind',
+        '127.0.0.1',
+        '--save',
+        '',
+        '--appendonly',
+        'no',
+        '--dir',
+        dir,
+        '--maxmemory-policy',
+        'noeviction',
+        '--aclfile',
+        join(dir, 'users.acl'),
+      ],
+      { stdio: 'ignore' },
+    );
     const adminUrl = `redis://vmtest-admin:admin-pw@127.0.0.1:${port}`;
     for (let i = 0; i < 100 && !(await redisAnswers(adminUrl)); i++) await new Promise((r) => setTimeout(r, 50));
     admin = new Redis(adminUrl);
@@ -118,7 +149,7 @@ describe.skipIf(skip)('per-node Redis users on a single server (the deploy ACL f
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  it('creates each node\'s user from concurrent calls (one batch), registers only hashes, and refuses A everything of B and the controls', async () => {
+  it("creates each node's user from concurrent calls (one batch), registers only hashes, and refuses A everything of B and the controls", async () => {
     const reports = await Promise.all((['a', 'ab', 'b'] as const).map((n) => users.ensure(n, sha(PW[n]))));
     for (const r of reports) expect(r).toEqual({ applied: [`127.0.0.1:${port}`], failed: [] });
     const registry = await admin.hgetall(nodeUsersKey(prefix));
@@ -128,12 +159,20 @@ describe.skipIf(skip)('per-node Redis users on a single server (the deploy ACL f
     await expect(as('a', port).auth(nodeUserName('b'), PW.a)).rejects.toThrow(/WRONGPASS/);
   });
 
-  it('runs node A\'s real node agent on A\'s queue under A\'s user, with no command refused', async () => {
+  it("runs node A's real node agent on A's queue under A's user, with no command refused", async () => {
     await admin.acl('LOG', 'RESET');
     const receiver = await startReceiver(testConfig({ redisUrl: receiverUrl(), queuePrefix: prefix, operatorAuth: 'insecure' }));
     const agent = createNodeAgent({
       // ENROL_URL: its breaker slots are taken by the receiver (its own user may not write them).
-      config: testConfig({ redisUrl: `redis://${nodeUserName('a')}:${PW.a}@127.0.0.1:${port}`, queuePrefix: prefix, nodeName: 'a', defaultMode: 'enforce', approvalHighRisk: false, stateDir: join(dir, 'agent'), enrolUrl: receiver.url }),
+      config: testConfig({
+        redisUrl: `redis://${nodeUserName('a')}:${PW.a}@127.0.0.1:${port}`,
+        queuePrefix: prefix,
+        nodeName: 'a',
+        defaultMode: 'enforce',
+        approvalHighRisk: false,
+        stateDir: join(dir, 'agent'),
+        enrolUrl: receiver.url,
+      }),
       log: silent,
       registry: { 'residual-multipath-cleanup': async (_job, ctx) => destructiveStep(ctx) },
     });
@@ -141,10 +180,12 @@ describe.skipIf(skip)('per-node Redis users on a single server (the deploy ACL f
       const r = await post(`${receiver.url}/v1/alertmanager`, alertmanagerBody([nodeNotReadyAlert('a', 'resolved')]));
       expect(r.status).toBe(202);
       const id: string = r.json.accepted[0].id;
-      expect(await waitFor(`job ${id}`, async () => {
-        const j = await getJson(`${receiver.url}/v1/jobs/${encodeURIComponent(id)}`);
-        return j.state === 'completed' || j.state === 'failed' ? `${j.state}${j.failedReason ? `: ${j.failedReason}` : ''}` : undefined;
-      })).toBe('completed');
+      expect(
+        await waitFor(`job ${id}`, async () => {
+          const j = await getJson(`${receiver.url}/v1/jobs/${encodeURIComponent(id)}`);
+          return j.state === 'completed' || j.state === 'failed' ? `${j.state}${j.failedReason ? `: ${j.failedReason}` : ''}` : undefined;
+        }),
+      ).toBe('completed');
     } finally {
       await agent.close();
       await receiver.close();
@@ -156,11 +197,13 @@ describe.skipIf(skip)('per-node Redis users on a single server (the deploy ACL f
     expect(await admin.zcard(controlKeys(prefix).destructiveCluster)).toBe(1);
     expect(await admin.zscore(controlKeys(prefix).storm, 'a')).not.toBeNull();
     // Its job counted under its own queue, and in the fleet's total.
-    expect(await admin.hgetall(queueStatsKey(prefix, nodeQueueName('a')))).toMatchObject({ 'summs|residual-multipath-cleanup': expect.any(String) });
+    expect(await admin.hgetall(queueStatsKey(prefix, nodeQueueName('a')))).toMatchObject({
+      'summs|residual-multipath-cleanup': expect.any(String),
+    });
     expect(await finishedExposition(admin, prefix)).toMatch(/volume_medic_jobs_finished_total\{runbook="residual-multipath-cleanup",outcome="succeeded"\} 1\n/);
   });
 
-  it('A may skew its own statistics up, never the fleet\'s down: a count below 0 or not a number adds nothing', async () => {
+  it("A may skew its own statistics up, never the fleet's down: a count below 0 or not a number adds nothing", async () => {
     const field = 'ran|rbd-unmap|failed|1';
     await admin.hset(statsKey(prefix), field, '5');
     await admin.sadd(knownQueuesKey(prefix), nodeQueueName('a'), nodeQueueName('b'));
@@ -172,7 +215,7 @@ describe.skipIf(skip)('per-node Redis users on a single server (the deploy ACL f
     expect(text).not.toMatch(/outcome="succeeded"\} (NaN|lots)/);
   });
 
-  it('nor drown the fleet\'s counts: a huge count adds nothing, a padded hash is left unread and counted', async () => {
+  it("nor drown the fleet's counts: a huge count adds nothing, a padded hash is left unread and counted", async () => {
     const field = 'ran|drowned|failed|1';
     await admin.sadd(knownQueuesKey(prefix), nodeQueueName('a'), nodeQueueName('b'));
     await admin.hset(queueStatsKey(prefix, nodeQueueName('b')), field, '3');
@@ -216,19 +259,42 @@ describe.skipIf(skip)('per-node Redis users on a single server (the deploy ACL f
     try {
       watching.watch();
       await admin.call('ACL', 'DELUSER', nodeUserName('ab'));
-      await waitFor('node ab\'s user back', async () => (await as('ab', port).ping().catch(() => undefined)) ?? undefined, 5_000);
+      await waitFor(
+        "node ab's user back",
+        async () =>
+          (await as('ab', port)
+            .ping()
+            .catch(() => undefined)) ?? undefined,
+        5_000,
+      );
     } finally {
       await watching.close();
     }
   });
 
-  it('watch() applies every user again when it starts: a user made with an earlier release\'s wider rules gets this release\'s', async () => {
+  it("watch() applies every user again when it starts: a user made with an earlier release's wider rules gets this release's", async () => {
     await admin.call('ACL', 'SETUSER', nodeUserName('ab'), 'reset', 'on', `#${sha(PW.ab)}`, '~*', '+@all'); // as an old release left it
     expect(await as('ab', port).hset(statsKey(prefix), 'x', '1')).toBe(1);
-    const watching = new NodeRedisUsers({ target: { kind: 'single', url: receiverUrl() }, prefix, log: silent, reconcileMs: 600_000, settleMs: 50 });
+    const watching = new NodeRedisUsers({
+      target: { kind: 'single', url: receiverUrl() },
+      prefix,
+      log: silent,
+      reconcileMs: 600_000,
+      settleMs: 50,
+    });
     try {
       watching.watch();
-      await waitFor('node ab\'s old rules replaced', () => as('ab', port).hset(statsKey(prefix), 'x', '2').then(() => undefined, (e: Error) => (/NOPERM/.test(e.message) ? true : undefined)), 5_000);
+      await waitFor(
+        "node ab's old rules replaced",
+        () =>
+          as('ab', port)
+            .hset(statsKey(prefix), 'x', '2')
+            .then(
+              () => undefined,
+              (e: Error) => (/NOPERM/.test(e.message) ? true : undefined),
+            ),
+        5_000,
+      );
       expect(await as('ab', port).ping()).toBe('PONG');
     } finally {
       await watching.close();
@@ -247,7 +313,12 @@ describe.skipIf(skip)('per-node Redis users on a single server (the deploy ACL f
   it('refuses bad input before it reaches Redis, and names the server without the password when it fails', async () => {
     await expect(users.ensure('a*', sha('x'))).rejects.toThrow(/node name/);
     const deadPort = await freePort();
-    const dead = new NodeRedisUsers({ target: { kind: 'single', url: `redis://u:secret-pw@127.0.0.1:${deadPort}` }, prefix, log: silent, timeoutMs: 300 });
+    const dead = new NodeRedisUsers({
+      target: { kind: 'single', url: `redis://u:secret-pw@127.0.0.1:${deadPort}` },
+      prefix,
+      log: silent,
+      timeoutMs: 300,
+    });
     try {
       const err = await dead.ensure('a', sha(PW.a)).catch((e: Error) => e);
       expect(String(err)).toMatch(new RegExp(`127\\.0\\.0\\.1:${deadPort}|the registry`));
@@ -265,7 +336,17 @@ describe.skipIf(skip)('per-node Redis users under Sentinel (primary, replica, fa
 
   beforeAll(async () => {
     set = await startSentinelSet('vmacl');
-    users = new NodeRedisUsers({ target: { kind: 'sentinel', sentinels: set.env.split(',').map((s) => ({ host: '127.0.0.1', port: Number(s.split(':')[1]) })), name: set.name }, prefix, log: silent, settleMs: 200, reconcileMs: 10_000 });
+    users = new NodeRedisUsers({
+      target: {
+        kind: 'sentinel',
+        sentinels: set.env.split(',').map((s) => ({ host: '127.0.0.1', port: Number(s.split(':')[1]) })),
+        name: set.name,
+      },
+      prefix,
+      log: silent,
+      settleMs: 200,
+      reconcileMs: 10_000,
+    });
   }, 60_000);
   afterAll(async () => {
     await users?.close();
@@ -281,7 +362,7 @@ describe.skipIf(skip)('per-node Redis users under Sentinel (primary, replica, fa
     await onlyItsOwnQueue(as('a', set.primary.port), prefix);
   });
 
-  it('after the primary dies: A authenticates on the new primary and is still refused B\'s queue; the old primary, back as a replica, gets the users again from the watch', async () => {
+  it("after the primary dies: A authenticates on the new primary and is still refused B's queue; the old primary, back as a replica, gets the users again from the watch", async () => {
     users.watch();
     const oldPort = set.primary.port;
     set.primary.kill();
@@ -296,7 +377,14 @@ describe.skipIf(skip)('per-node Redis users under Sentinel (primary, replica, fa
     await set.restartAsReplica(oldPort);
     // The sentinels' +slave event brings it at once; on a loaded machine their notice of the
     // restarted server can come late, and the watch's reconcile (every 10 s here) brings it then.
-    await waitFor('node A\'s user on the restarted server', async () => (await as('a', oldPort).ping().catch(() => undefined)) ?? undefined, 30_000);
+    await waitFor(
+      "node A's user on the restarted server",
+      async () =>
+        (await as('a', oldPort)
+          .ping()
+          .catch(() => undefined)) ?? undefined,
+      30_000,
+    );
     expect(await as('b', oldPort).ping()).toBe('PONG');
     expect(await as('ab', oldPort).ping()).toBe('PONG');
     // reapplyAll() reaches both, the registry having come from the new primary.
@@ -328,7 +416,7 @@ describe.skipIf(skip)('per-node Redis users on a Cluster (3 masters, a replica e
     cluster?.stop();
   });
 
-  it('applies the user on every master and replica; A is refused B\'s queue on whichever master holds it', async () => {
+  it("applies the user on every master and replica; A is refused B's queue on whichever master holds it", async () => {
     const [ra] = await Promise.all([users.ensure('a', sha(PW.a)), users.ensure('b', sha(PW.b)), users.ensure('ab', sha(PW.ab))]);
     expect(ra!.failed).toEqual([]);
     const servers = [...cluster.nodes, ...cluster.replicas];
@@ -342,19 +430,59 @@ describe.skipIf(skip)('per-node Redis users on a Cluster (3 masters, a replica e
   });
 
   it('watch(): a replica that joins the Cluster later gets every user', async () => {
-    const watching = new NodeRedisUsers({ target: { kind: 'cluster', nodes: cluster.nodes }, prefix, log: silent, settleMs: 100, reconcileMs: 600_000, clusterRefreshMs: 1_000 });
+    const watching = new NodeRedisUsers({
+      target: { kind: 'cluster', nodes: cluster.nodes },
+      prefix,
+      log: silent,
+      settleMs: 100,
+      reconcileMs: 600_000,
+      clusterRefreshMs: 1_000,
+    });
     const port = await freePort();
     const busPort = await freePort();
     const dir = mkdtempSync(join(tmpdir(), 'vm-node-acl-cl-'));
-    const proc = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--appendonly', 'no', '--cluster-enabled', 'yes', '--cluster-config-file', `nodes-${port}.conf`, '--cluster-port', String(busPort), '--cluster-node-timeout', '2000'], { stdio: 'ignore' });
+    const proc = spawn(
+      'redis-server',
+      [
+        '--port',
+        String(port),
+        '--bind',
+        '127.0.0.1',
+        '--dir',
+        dir,
+        '--save',
+        '',
+        '--appendonly',
+        'no',
+        '--cluster-enabled',
+        'yes',
+        '--cluster-config-file',
+        `nodes-${port}.conf`,
+        '--cluster-port',
+        String(busPort),
+        '--cluster-node-timeout',
+        '2000',
+      ],
+      { stdio: 'ignore' },
+    );
     try {
       watching.watch();
       await watching.reconcile(); // the client is up and watching before the node joins
       for (let i = 0; i < 100 && !(await redisAnswers(`redis://127.0.0.1:${port}`)); i++) await new Promise((r) => setTimeout(r, 50));
-      const add = spawnSync('redis-cli', ['--cluster', 'add-node', `127.0.0.1:${port}`, `127.0.0.1:${cluster.nodes[0]!.port}`, '--cluster-slave'], { encoding: 'utf8', timeout: 30_000 });
+      const add = spawnSync('redis-cli', ['--cluster', 'add-node', `127.0.0.1:${port}`, `127.0.0.1:${cluster.nodes[0]!.port}`, '--cluster-slave'], {
+        encoding: 'utf8',
+        timeout: 30_000,
+      });
       expect(add.status, add.stdout + add.stderr).toBe(0);
       // ioredis refreshes its slot map every 5 s by default; the new replica joins its pool then.
-      await waitFor('node A\'s user on the new replica', async () => (await as('a', port).ping().catch(() => undefined)) ?? undefined, 30_000);
+      await waitFor(
+        "node A's user on the new replica",
+        async () =>
+          (await as('a', port)
+            .ping()
+            .catch(() => undefined)) ?? undefined,
+        30_000,
+      );
       expect(await as('b', port).ping()).toBe('PONG');
     } finally {
       await watching.close();
@@ -375,11 +503,29 @@ describe.skipIf(skip)('per-node Redis users on a Cluster (3 masters, a replica e
   });
 });
 
-async function destructiveStep(ctx: Parameters<NonNullable<import('../../src/agents/engine/registry.ts').RunbookRegistry['rbd-unmap']>>[1]): Promise<RunbookResult> {
+async function destructiveStep(
+  ctx: Parameters<NonNullable<import('../../src/agents/engine/registry.ts').RunbookRegistry['rbd-unmap']>>[1],
+): Promise<RunbookResult> {
   const runbook: RemediationJob['runbook'] = 'residual-multipath-cleanup';
-  const s = { id: 'nodeacl:step', description: 'node acl test step', destructive: true, evidence: [{ claim: 'test', source: 'test', observedAt: new Date().toISOString(), status: 'holds' as const }] };
+  const s = {
+    id: 'nodeacl:step',
+    description: 'node acl test step',
+    destructive: true,
+    evidence: [{ claim: 'test', source: 'test', observedAt: new Date().toISOString(), status: 'holds' as const }],
+  };
   const decision = await ctx.gate?.beforeStep(s, { summary: 'node acl test', steps: [s] });
   if (decision && !decision.go) throw new Error(`parked: ${decision.park.why}`);
   await ctx.audit?.('destructive-step', `job/${ctx.jobId}/${s.id}`, 'node acl test');
-  return { runbook, mode: 'enforce', outcome: 'succeeded', summary: 'node acl test', facts: {}, plan: {}, refusals: [], steps: [], commands: [], ranOn: ctx.ranOn };
+  return {
+    runbook,
+    mode: 'enforce',
+    outcome: 'succeeded',
+    summary: 'node acl test',
+    facts: {},
+    plan: {},
+    refusals: [],
+    steps: [],
+    commands: [],
+    ranOn: ctx.ranOn,
+  };
 }

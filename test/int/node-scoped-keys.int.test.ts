@@ -39,7 +39,13 @@ function nodeUserLine(node: string): string {
   const agentLine = rendered.split('\n').find((l) => l.startsWith('user volume-medic-node-agent '));
   if (!agentLine) throw new Error('no node-agent user in the ACL template');
   const commands = agentLine.split(' ').filter((t) => /^[+-]/.test(t));
-  const keys = [`~${prefix}:${nodeQueueName(node)}:*`, `~${prefix}:vm:stats`, `~${prefix}:vm:ctl:breaker:*`, `%R~${prefix}:vm:ctl:modes`, `%R~${prefix}:vm:ctl:pause`];
+  const keys = [
+    `~${prefix}:${nodeQueueName(node)}:*`,
+    `~${prefix}:vm:stats`,
+    `~${prefix}:vm:ctl:breaker:*`,
+    `%R~${prefix}:vm:ctl:modes`,
+    `%R~${prefix}:vm:ctl:pause`,
+  ];
   return `user ${NODE_USER} on >pw-node-a resetkeys resetchannels ${keys.join(' ')} ${commands.join(' ')}`;
 }
 
@@ -56,7 +62,26 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'vm-nodekeys-'));
   writeFileSync(join(dir, 'users.acl'), `user default off resetkeys resetchannels -@all\nuser vmtest-admin on >admin-pw ~* &* +@all\n${nodeUserLine('a')}\n`);
   port = await freePort();
-  server = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, '--maxmemory-policy', 'noeviction', '--aclfile', join(dir, 'users.acl')], { stdio: 'ignore' });
+  server = spawn(
+    'redis-server',
+    [
+      '--port',
+      String(port),
+      '--bind',
+      '127.0.0.1',
+      '--save',
+      '',
+      '--appendonly',
+      'no',
+      '--dir',
+      dir,
+      '--maxmemory-policy',
+      'noeviction',
+      '--aclfile',
+      join(dir, 'users.acl'),
+    ],
+    { stdio: 'ignore' },
+  );
   const adminUrl = `redis://vmtest-admin:admin-pw@127.0.0.1:${port}`;
   for (let i = 0; i < 100 && !(await redisAnswers(adminUrl)); i++) await new Promise((r) => setTimeout(r, 50));
   admin = new Redis(adminUrl);
@@ -64,7 +89,17 @@ beforeAll(async () => {
   const trust = trustFromConfig(testConfig({ redisUrl: adminUrl, queuePrefix: prefix }), 'receiver');
   // The API, as the receiver runs it (its own user may write every control key).
   api = new OperatorActions({
-    redis: admin, prefix, jobs: new BullJobStore({ redis: admin, prefix, queue: (name) => { const q = new Queue(name, { connection: admin, prefix }); queues.push(q); return q; } }),
+    redis: admin,
+    prefix,
+    jobs: new BullJobStore({
+      redis: admin,
+      prefix,
+      queue: (name) => {
+        const q = new Queue(name, { connection: admin, prefix });
+        queues.push(q);
+        return q;
+      },
+    }),
     caps: { nodePerHour: 0, clusterPerHour: 0, stormNodes: 0, stormWindowMs: 1000 },
     approvalTtlMs: 3_600_000,
     configuredModes: { default: 'dry-run', runbooks: {} },
@@ -84,21 +119,33 @@ afterAll(async () => {
 /** ACL LOG entries (refusals) of the node's user since the last reset. */
 async function refusals(): Promise<string[]> {
   const log = (await admin.acl('LOG', '128')) as unknown[][];
-  return log.map((entry) => {
-    const e: Record<string, unknown> = {};
-    for (let i = 0; i + 1 < entry.length; i += 2) e[String(entry[i])] = entry[i + 1];
-    return `${String(e['username'])}: ${String(e['reason'])} ${String(e['object'])}`;
-  }).filter((s) => s.startsWith(NODE_USER));
+  return log
+    .map((entry) => {
+      const e: Record<string, unknown> = {};
+      for (let i = 0; i + 1 < entry.length; i += 2) e[String(entry[i])] = entry[i + 1];
+      return `${String(e['username'])}: ${String(e['reason'])} ${String(e['object'])}`;
+    })
+    .filter((s) => s.startsWith(NODE_USER));
 }
 
-describe('a node agent with a Redis user of its own queue\'s keys', () => {
+describe("a node agent with a Redis user of its own queue's keys", () => {
   it('parks a job for approval, the API approves it, and the step runs, with no command refused', async () => {
     await admin.acl('LOG', 'RESET');
     const toy = toyRunbook(() => ({ kind: 'steps', summary: 'toy', steps: [toyStep('release', { risk: 'high' })] }));
-    agents.push(createNodeAgent({
-      config: testConfig({ redisUrl: `redis://${NODE_USER}:pw-node-a@127.0.0.1:${port}`, queuePrefix: prefix, nodeName: 'a', stateDir: `${dir}/state-a`, runbookModes: { [RUNBOOK]: 'enforce' }, ...fastControls }),
-      registry: toy.registry, log: silent,
-    }));
+    agents.push(
+      createNodeAgent({
+        config: testConfig({
+          redisUrl: `redis://${NODE_USER}:pw-node-a@127.0.0.1:${port}`,
+          queuePrefix: prefix,
+          nodeName: 'a',
+          stateDir: `${dir}/state-a`,
+          runbookModes: { [RUNBOOK]: 'enforce' },
+          ...fastControls,
+        }),
+        registry: toy.registry,
+        log: silent,
+      }),
+    );
     // The receiver's side: the job stored on node a's queue, the queue recorded in the registry.
     const run = sealedJobs(() => admin, prefix, 'nodekeys', queues);
     const parked = await run('a', 'parked');
@@ -125,15 +172,15 @@ describe('a node agent with a Redis user of its own queue\'s keys', () => {
     expect(await refusals()).toEqual([]);
   });
 
-  it('refuses node a\'s user every write to node b\'s records, the fleet audit list, the old shared keys and the queue registry', async () => {
+  it("refuses node a's user every write to node b's records, the fleet audit list, the old shared keys and the queue registry", async () => {
     const b = queueControlKeys(prefix, nodeQueueName('b'));
     const fleet = controlKeys(prefix);
     const attempts: Array<[string, () => Promise<unknown>]> = [
-      ['node b\'s approval record', () => nodeA.set(b.approval('job-b'), '{"state":"approved"}')],
-      ['node b\'s parked hash', () => nodeA.hdel(b.parked, 'job-b')],
-      ['node b\'s parked hash (write)', () => nodeA.hset(b.parked, 'job-b', '{}')],
-      ['node b\'s audit list', () => nodeA.del(b.audit)],
-      ['node b\'s audit list (push)', () => nodeA.lpush(b.audit, '{}')],
+      ["node b's approval record", () => nodeA.set(b.approval('job-b'), '{"state":"approved"}')],
+      ["node b's parked hash", () => nodeA.hdel(b.parked, 'job-b')],
+      ["node b's parked hash (write)", () => nodeA.hset(b.parked, 'job-b', '{}')],
+      ["node b's audit list", () => nodeA.del(b.audit)],
+      ["node b's audit list (push)", () => nodeA.lpush(b.audit, '{}')],
       ['the fleet audit list', () => nodeA.del(fleet.audit)],
       ['the fleet audit list (push)', () => nodeA.lpush(fleet.audit, '{}')],
       ['the old shared approval key', () => nodeA.set(fleet.legacyApproval('job-b'), '{}')],

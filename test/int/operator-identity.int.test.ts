@@ -29,7 +29,11 @@ const call = async (url: string, method: string, headers: Record<string, string>
   });
   const text = await res.text();
   let json: any;
-  try { json = JSON.parse(text); } catch { json = text; }
+  try {
+    json = JSON.parse(text);
+  } catch {
+    json = text;
+  }
   return { status: res.status, json, headers: res.headers };
 };
 const bearer = (t: string) => ({ authorization: `Bearer ${t}` });
@@ -42,7 +46,15 @@ describe('operator identity on the /v1 routes', () => {
   const agents: RunbookWorker[] = [];
   // The route walks below send every operator route a missing or wrong token (over 20 routes now),
   // past the default failed-auth budget of 20 per address; the budget has its own test at the end.
-  const config = (over: Partial<Config> = {}) => testConfig({ redisUrl: redisUrl(), queuePrefix: prefix, tokens: [WEBHOOK_TOKEN], ...fastControls, authFailuresPerMinute: 500, ...over });
+  const config = (over: Partial<Config> = {}) =>
+    testConfig({
+      redisUrl: redisUrl(),
+      queuePrefix: prefix,
+      tokens: [WEBHOOK_TOKEN],
+      ...fastControls,
+      authFailuresPerMinute: 500,
+      ...over,
+    });
   const start = async (over: Partial<Config> = {}, withKube = true): Promise<Receiver> => {
     const r = await startReceiver(config(over), withKube ? { operatorKubeConfig: ops.api.kubeConfig(), log: silent } : { log: silent });
     receivers.push(r);
@@ -102,21 +114,45 @@ describe('operator identity on the /v1 routes', () => {
       expect(r.json.error).toBe(`victor may not ${verb}: no RBAC rule allows it`);
     }
     // The SubjectAccessReview asked what RBAC needs to know: user, groups, group/resource/verb.
-    const sar = ops.api.requests.filter((q) => q.path === '/apis/authorization.k8s.io/v1/subjectaccessreviews').map((q) => (q.body as any).spec)
+    const sar = ops.api.requests
+      .filter((q) => q.path === '/apis/authorization.k8s.io/v1/subjectaccessreviews')
+      .map((q) => (q.body as any).spec)
       .find((s) => s.user === 'victor' && s.resourceAttributes.resource === 'modes');
-    expect(sar).toMatchObject({ user: 'victor', groups: [VIEWERS, 'system:authenticated'], resourceAttributes: { group: 'volume-medic.io', resource: 'modes', verb: 'update' } });
+    expect(sar).toMatchObject({
+      user: 'victor',
+      groups: [VIEWERS, 'system:authenticated'],
+      resourceAttributes: { group: 'volume-medic.io', resource: 'modes', verb: 'update' },
+    });
   });
 
   it('an approval records the TokenReview user name, whatever `by` the body says', async () => {
     const toy = toyRunbook(() => ({
-      kind: 'steps', summary: 'one high-risk step',
-      steps: [{ id: 'release', description: 'toy', destructive: true, risk: 'high', file: '/w/release', evidence: [{ claim: 'safe', source: 'toy', observedAt: new Date().toISOString(), status: 'holds' as const }] }],
+      kind: 'steps',
+      summary: 'one high-risk step',
+      steps: [
+        {
+          id: 'release',
+          description: 'toy',
+          destructive: true,
+          risk: 'high',
+          file: '/w/release',
+          evidence: [{ claim: 'safe', source: 'toy', observedAt: new Date().toISOString(), status: 'holds' as const }],
+        },
+      ],
     }));
-    agents.push(createNodeAgent({ config: config({ nodeName: 'opid-node', runbookModes: { 'residual-multipath-cleanup': 'enforce' } }), registry: toy.registry, log: silent }));
+    agents.push(
+      createNodeAgent({
+        config: config({ nodeName: 'opid-node', runbookModes: { 'residual-multipath-cleanup': 'enforce' } }),
+        registry: toy.registry,
+        log: silent,
+      }),
+    );
     const posted = await post(`${receiver.url}/v1/alertmanager`, alertmanagerBody([nodeNotReadyAlert('opid-node', 'resolved')]), WEBHOOK_TOKEN);
     const id: string = posted.json.accepted[0].id;
     const alice = ops.token('alice@example.com');
-    await waitFor('job parked for approval', async () => ((await call(`${receiver.url}/v1/jobs/${id}/approval`, 'GET', bearer(alice))).json.state === 'pending' ? true : undefined));
+    await waitFor('job parked for approval', async () =>
+      (await call(`${receiver.url}/v1/jobs/${id}/approval`, 'GET', bearer(alice))).json.state === 'pending' ? true : undefined,
+    );
 
     const r = await call(`${receiver.url}/v1/jobs/${id}/approve`, 'POST', bearer(alice), { by: 'mallory', why: 'looked at it' });
     expect(r.status).toBe(200);

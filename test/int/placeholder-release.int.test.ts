@@ -21,7 +21,9 @@ describe('an operator releases a placeholder', () => {
   beforeAll(async () => {
     ops = await startOperators();
     TOKEN = ops.token('alice');
-    receiver = await startReceiver(testConfig({ redisUrl: redisUrl(), queuePrefix: prefix, tokens: [WEBHOOK_TOKEN] }), { operatorKubeConfig: ops.api.kubeConfig() });
+    receiver = await startReceiver(testConfig({ redisUrl: redisUrl(), queuePrefix: prefix, tokens: [WEBHOOK_TOKEN] }), {
+      operatorKubeConfig: ops.api.kubeConfig(),
+    });
   });
   afterAll(async () => {
     await receiver?.close();
@@ -42,18 +44,37 @@ describe('an operator releases a placeholder', () => {
     expect((await post(`${receiver.url}/v1/placeholders/release`, { ...body, force: true }, WEBHOOK_TOKEN)).status).toBe(403);
   });
 
-  it('stores a forced operator release for the node, and audits who asked (the token\'s user, not the body\'s `by`) and why', async () => {
+  it("stores a forced operator release for the node, and audits who asked (the token's user, not the body's `by`) and why", async () => {
     const r = await post(`${receiver.url}/v1/placeholders/release`, { ...body, force: true, by: 'mallory' }, TOKEN);
     expect(r.status).toBe(202);
     expect(r.json.recordedAs).toBe('alice');
-    expect(r.json.accepted).toMatchObject({ runbook: 'local-pv-placeholder', node: 'worker-1', queue: 'vm-node-{worker-1}', deduplicated: false });
+    expect(r.json.accepted).toMatchObject({
+      runbook: 'local-pv-placeholder',
+      node: 'worker-1',
+      queue: 'vm-node-{worker-1}',
+      deduplicated: false,
+    });
     const queue = new Queue('vm-node-{worker-1}', { connection: { url: redisUrl() }, prefix });
     const stored = await queue.getJob(r.json.accepted.id).finally(() => queue.close());
-    expect(stored?.data).toMatchObject({ action: 'release', release: { by: 'operator', force: true }, target: { node: 'worker-1', pv: 'local-pv-3f2a', path: body.path } });
+    expect(stored?.data).toMatchObject({
+      action: 'release',
+      release: { by: 'operator', force: true },
+      target: { node: 'worker-1', pv: 'local-pv-3f2a', path: body.path },
+    });
     const job = await getJson(`${receiver.url}/v1/jobs/${r.json.accepted.id}`, TOKEN);
-    expect(job.evidence[0]).toMatchObject({ source: 'api', summary: 'release of the placeholder of PV local-pv-3f2a forced by alice: disk replaced, PVC recreated' });
+    expect(job.evidence[0]).toMatchObject({
+      source: 'api',
+      summary: 'release of the placeholder of PV local-pv-3f2a forced by alice: disk replaced, PVC recreated',
+    });
     const { audit } = await getJson(`${receiver.url}/v1/controls/audit`, TOKEN);
-    expect(audit).toContainEqual(expect.objectContaining({ action: 'placeholder-release-forced', by: 'alice', why: 'disk replaced, PVC recreated', target: `pv/local-pv-3f2a job/${r.json.accepted.id}` }));
+    expect(audit).toContainEqual(
+      expect.objectContaining({
+        action: 'placeholder-release-forced',
+        by: 'alice',
+        why: 'disk replaced, PVC recreated',
+        target: `pv/local-pv-3f2a job/${r.json.accepted.id}`,
+      }),
+    );
     // The same request again folds into the same job.
     const again = await post(`${receiver.url}/v1/placeholders/release`, { ...body, force: true }, TOKEN);
     expect(again.json.accepted).toMatchObject({ id: r.json.accepted.id, deduplicated: true });

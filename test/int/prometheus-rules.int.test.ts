@@ -56,47 +56,84 @@ describe.skipIf(!available && !process.env['CI'])('the alerting rules, with prom
 
   it('every alert has a test in which it fires', () => {
     const alerts = (parseYaml(readFileSync(RULES, 'utf8')) as RuleFile).groups.flatMap((g) => g.rules.flatMap((x) => x.alert ?? []));
-    const fired = new Set((parseYaml(readFileSync(TESTS, 'utf8')) as TestFile).tests.flatMap((t) => (t.alert_rule_test ?? []).filter((a) => a.exp_alerts.length > 0).map((a) => a.alertname)));
+    const fired = new Set(
+      (parseYaml(readFileSync(TESTS, 'utf8')) as TestFile).tests.flatMap((t) =>
+        (t.alert_rule_test ?? []).filter((a) => a.exp_alerts.length > 0).map((a) => a.alertname),
+      ),
+    );
     expect(alerts.filter((a) => !fired.has(a))).toEqual([]);
-    expect(alerts).toEqual(expect.arrayContaining([
-      'VolumeMedicApprovalWaiting', 'VolumeMedicBreakerTripped', 'VolumeMedicUntrustedWorkRefused', 'VolumeMedicJobsFailed',
-      'VolumeMedicNodeAgentMissing', 'VolumeMedicReceiverUnavailable', 'VolumeMedicReceiverErrors',
-      'VolumeMedicRedisUnreachable', 'VolumeMedicJobsWithoutAgent', 'VolumeMedicNodeAgentDownWithJobs', 'VolumeMedicFleetMetricsExporter',
-      'VolumeMedicClusterWorkerUnavailable', 'VolumeMedicScrapeFailing', 'VolumeMedicMetricsAbsent',
-    ]));
+    expect(alerts).toEqual(
+      expect.arrayContaining([
+        'VolumeMedicApprovalWaiting',
+        'VolumeMedicBreakerTripped',
+        'VolumeMedicUntrustedWorkRefused',
+        'VolumeMedicJobsFailed',
+        'VolumeMedicNodeAgentMissing',
+        'VolumeMedicReceiverUnavailable',
+        'VolumeMedicReceiverErrors',
+        'VolumeMedicRedisUnreachable',
+        'VolumeMedicJobsWithoutAgent',
+        'VolumeMedicNodeAgentDownWithJobs',
+        'VolumeMedicFleetMetricsExporter',
+        'VolumeMedicClusterWorkerUnavailable',
+        'VolumeMedicScrapeFailing',
+        'VolumeMedicMetricsAbsent',
+      ]),
+    );
   });
 
-  it('the chart\'s PrometheusRule waits metrics.prometheusRule.approvalWaitingMinutes before the approval alert (45 in the monitoring values)', () => {
-    const rule = helmTemplate({ values: [join(CI_VALUES_DIR, 'monitoring-values.yaml')], show: ['templates/monitoring.yaml'] }).find((o) => o.kind === 'PrometheusRule')!;
+  it("the chart's PrometheusRule waits metrics.prometheusRule.approvalWaitingMinutes before the approval alert (45 in the monitoring values)", () => {
+    const rule = helmTemplate({ values: [join(CI_VALUES_DIR, 'monitoring-values.yaml')], show: ['templates/monitoring.yaml'] }).find(
+      (o) => o.kind === 'PrometheusRule',
+    )!;
     const dir = mkdtempSync(join(tmp, 'rendered-'));
     writeFileSync(join(dir, 'rules.yaml'), stringifyYaml(rule['spec']));
-    writeFileSync(join(dir, 'test.yaml'), stringifyYaml({
-      rule_files: ['rules.yaml'],
-      evaluation_interval: '1m',
-      tests: [{
-        interval: '1m',
-        input_series: [{ series: 'volume_medic_jobs_parked{job="volume-medic",namespace="volume-medic",pod="r-a",reason="approval"}', values: '1x60' }],
-        alert_rule_test: [
-          { eval_time: '44m', alertname: 'VolumeMedicApprovalWaiting', exp_alerts: [] },
+    writeFileSync(
+      join(dir, 'test.yaml'),
+      stringifyYaml({
+        rule_files: ['rules.yaml'],
+        evaluation_interval: '1m',
+        tests: [
           {
-            eval_time: '46m', alertname: 'VolumeMedicApprovalWaiting',
-            exp_alerts: [{
-              exp_labels: { severity: 'warning', job: 'volume-medic', namespace: 'volume-medic', reason: 'approval' },
-              exp_annotations: {
-                summary: '1 volume-medic job(s) have waited for approval for 45 minutes.',
-                description: 'High-risk steps wait for an operator: `volume-medic jobs` lists them; approve with POST /v1/jobs/<id>/approve or let them expire (APPROVAL_TTL_SECONDS).',
+            interval: '1m',
+            input_series: [
+              {
+                series: 'volume_medic_jobs_parked{job="volume-medic",namespace="volume-medic",pod="r-a",reason="approval"}',
+                values: '1x60',
               },
-            }],
+            ],
+            alert_rule_test: [
+              { eval_time: '44m', alertname: 'VolumeMedicApprovalWaiting', exp_alerts: [] },
+              {
+                eval_time: '46m',
+                alertname: 'VolumeMedicApprovalWaiting',
+                exp_alerts: [
+                  {
+                    exp_labels: { severity: 'warning', job: 'volume-medic', namespace: 'volume-medic', reason: 'approval' },
+                    exp_annotations: {
+                      summary: '1 volume-medic job(s) have waited for approval for 45 minutes.',
+                      description:
+                        'High-risk steps wait for an operator: `volume-medic jobs` lists them; approve with POST /v1/jobs/<id>/approve or let them expire (APPROVAL_TTL_SECONDS).',
+                    },
+                  },
+                ],
+              },
+            ],
           },
         ],
-      }],
-    }));
+      }),
+    );
     const r = promtool('test', 'rules', join(dir, 'test.yaml'));
     expect(r.status, r.stdout + r.stderr).toBe(0);
   });
 
-  it('a regression fails the tests: summing the replicas\' fleet-wide series doubles the parked jobs', () => {
-    const r = testWith((rules) => rules.replace('max without (instance, pod) (volume_medic_jobs_parked{reason="approval"})', 'sum without (instance, pod) (volume_medic_jobs_parked{reason="approval"})'));
+  it("a regression fails the tests: summing the replicas' fleet-wide series doubles the parked jobs", () => {
+    const r = testWith((rules) =>
+      rules.replace(
+        'max without (instance, pod) (volume_medic_jobs_parked{reason="approval"})',
+        'sum without (instance, pod) (volume_medic_jobs_parked{reason="approval"})',
+      ),
+    );
     expect(r.status).not.toBe(0);
     expect(r.out).toMatch(/VolumeMedicApprovalWaiting/);
   });
@@ -112,8 +149,10 @@ describe.skipIf(!available && !process.env['CI'])('the alerting rules, with prom
     expect(r.out).toMatch(/VolumeMedicMetricsAbsent/);
   });
 
-  it('a regression fails the tests: a scrape-failure alert that also takes other applications\' jobs', () => {
-    const r = testWith((rules) => rules.replace('up{job=~"volume-medic|volume-medic-node-agent|volume-medic-cluster-worker"} == 0', 'up{job=~"volume-medic.*"} == 0'));
+  it("a regression fails the tests: a scrape-failure alert that also takes other applications' jobs", () => {
+    const r = testWith((rules) =>
+      rules.replace('up{job=~"volume-medic|volume-medic-node-agent|volume-medic-cluster-worker"} == 0', 'up{job=~"volume-medic.*"} == 0'),
+    );
     expect(r.status).not.toBe(0);
     expect(r.out).toMatch(/VolumeMedicScrapeFailing/);
   });

@@ -25,7 +25,7 @@ const queue = (name: string): Queue => {
   return q;
 };
 
-describe('queue depth from BullMQ\'s keys', () => {
+describe("queue depth from BullMQ's keys", () => {
   it('counts waiting, prioritized, delayed and active jobs as BullMQ does; idle queues have no series', async () => {
     const busy = queue(nodeQueueName('worker-busy'));
     const idle = queue(nodeQueueName('worker-idle'));
@@ -41,13 +41,24 @@ describe('queue depth from BullMQ\'s keys', () => {
     const held = new Promise<void>((r) => (release = r));
     let started!: () => void;
     const taken = new Promise<void>((r) => (started = r));
-    const worker = new Worker(cluster.name, async () => { started(); await held; }, { connection: new Redis(redisUrl(), { maxRetriesPerRequest: null }), prefix });
+    const worker = new Worker(
+      cluster.name,
+      async () => {
+        started();
+        await held;
+      },
+      { connection: new Redis(redisUrl(), { maxRetriesPerRequest: null }), prefix },
+    );
     await cluster.add('f', {});
     await taken;
     try {
       const depths = await queueDepths(redis, prefix);
       const bull = await busy.getJobCounts('waiting', 'prioritized', 'paused', 'active', 'delayed');
-      expect(depths.get(busy.name)).toEqual({ waiting: bull['waiting']! + bull['prioritized']! + bull['paused']!, active: bull['active'], delayed: bull['delayed'] });
+      expect(depths.get(busy.name)).toEqual({
+        waiting: bull['waiting']! + bull['prioritized']! + bull['paused']!,
+        active: bull['active'],
+        delayed: bull['delayed'],
+      });
       expect(depths.get(busy.name)).toEqual({ waiting: 3, active: 0, delayed: 1 });
       expect(depths.get(cluster.name)).toEqual({ waiting: 1, active: 1, delayed: 0 });
       expect(depths.has(idle.name)).toBe(false);

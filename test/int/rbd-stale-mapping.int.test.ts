@@ -45,19 +45,43 @@ const job: RbdStaleMappingJob = {
 
 /** `null`: no node has the watcher's address (127.0.0.1); `False`: NotReady for 10 min, past the grace. */
 function lookups(watcherNodeReady: 'True' | 'False' | null): InMemoryRbdLookups {
-  const l = new InMemoryRbdLookups()
-    .addNode({ name: 'worker-1', addresses: [{ type: 'InternalIP', address: '10.0.0.1' }], ready: 'True', labels: {} });
+  const l = new InMemoryRbdLookups().addNode({
+    name: 'worker-1',
+    addresses: [{ type: 'InternalIP', address: '10.0.0.1' }],
+    ready: 'True',
+    labels: {},
+  });
   if (watcherNodeReady) {
     // The watch comes from this machine: the "stale" node is the one with InternalIP 127.0.0.1.
     l.addNode({
-      name: 'worker-2', addresses: [{ type: 'InternalIP', address: '127.0.0.1' }, { type: 'Hostname', address: 'worker-2' }], ready: watcherNodeReady,
-      readySince: new Date(Date.now() - 600_000).toISOString(), labels: {},
+      name: 'worker-2',
+      addresses: [
+        { type: 'InternalIP', address: '127.0.0.1' },
+        { type: 'Hostname', address: 'worker-2' },
+      ],
+      ready: watcherNodeReady,
+      readySince: new Date(Date.now() - 600_000).toISOString(),
+      labels: {},
     });
   }
   return l
-    .addPersistentVolume({ name: 'pvc-0001', volumeMode: 'Filesystem', rbd: { pool: POOL, image: IMAGE }, claim: { namespace: 'shop', name: 'db-data' }, accessModes: ['ReadWriteOnce'] })
+    .addPersistentVolume({
+      name: 'pvc-0001',
+      volumeMode: 'Filesystem',
+      rbd: { pool: POOL, image: IMAGE },
+      claim: { namespace: 'shop', name: 'db-data' },
+      accessModes: ['ReadWriteOnce'],
+    })
     .addClaim({ namespace: 'shop', name: 'db-data', volumeName: 'pvc-0001', accessModes: ['ReadWriteOnce'], phase: 'Bound' })
-    .addPod({ namespace: 'shop', name: 'db-7f9c-new', node: 'worker-1', phase: 'Pending', claims: ['db-data'], waiting: [], controller: { kind: 'ReplicaSet', name: 'db-7f9c' } })
+    .addPod({
+      namespace: 'shop',
+      name: 'db-7f9c-new',
+      node: 'worker-1',
+      phase: 'Pending',
+      claims: ['db-data'],
+      waiting: [],
+      controller: { kind: 'ReplicaSet', name: 'db-7f9c' },
+    })
     .addReplicaSet({ namespace: 'shop', name: 'db-7f9c' }, 'db')
     .addDeployment({ namespace: 'shop', name: 'db', strategy: 'RollingUpdate', maxSurge: 1, claims: ['db-data'] }) as InMemoryRbdLookups;
 }
@@ -114,7 +138,11 @@ describe.skipIf(skip !== undefined)('rbd-stale-mapping against a real Ceph', () 
       stateDir,
       policy: { fencing, blocklistExpirySeconds: 600, handoffVerifyMs, fenceCidrs },
     });
-  const noSink: NodeJobSink = { enqueue: async () => { throw new Error('must not enqueue'); } };
+  const noSink: NodeJobSink = {
+    enqueue: async () => {
+      throw new Error('must not enqueue');
+    },
+  };
 
   it('fences the watcher of a gone node: the client is blocklisted and its watch disappears', async () => {
     const address = await holdWatch();
@@ -161,12 +189,17 @@ describe.skipIf(skip !== undefined)('rbd-stale-mapping against a real Ceph', () 
     const address = await holdWatch();
     const result = await handler(null, 'on', noSink, 20_000, ['127.0.0.0/8'])(job, ctx('enforce'));
     expect(result.outcome).toBe('succeeded');
-    expect(result.steps[0]!.evidence).toContainEqual(expect.objectContaining({ claim: '127.0.0.1 is in 127.0.0.0/8, a network the operator allows fencing in, and no node lists it', status: 'holds' }));
+    expect(result.steps[0]!.evidence).toContainEqual(
+      expect.objectContaining({
+        claim: '127.0.0.1 is in 127.0.0.0/8, a network the operator allows fencing in, and no node lists it',
+        status: 'holds',
+      }),
+    );
     expect(await watchers()).not.toContain(address);
     await ceph.cli('ceph', ['osd', 'blocklist', 'rm', address]);
   });
 
-  it('with the node Ready, hands the node half to that node\'s queue instead of fencing, and sees the watch leave', async () => {
+  it("with the node Ready, hands the node half to that node's queue instead of fencing, and sees the watch leave", async () => {
     const address = await holdWatch();
     // The node half, here: the watching client lets go a moment after the hand-over, as the node
     // agent's `rbd unmap` does (test/lab/rbd-unmap.lab.test.ts does it with a real kernel client).
@@ -190,7 +223,12 @@ describe.skipIf(skip !== undefined)('rbd-stale-mapping against a real Ceph', () 
       const queued = await dispatcher.queue(nodeQueueName('worker-2')).getJobs(['waiting', 'prioritized', 'delayed']);
       expect(queued).toHaveLength(1);
       const node = RemediationJob.parse(queued[0]!.data);
-      expect(node).toMatchObject({ runbook: 'rbd-unmap', target: { node: 'worker-2', pool: POOL, image: IMAGE, watcher: address }, claim: { namespace: 'shop', name: 'db-data' }, parent: job.key });
+      expect(node).toMatchObject({
+        runbook: 'rbd-unmap',
+        target: { node: 'worker-2', pool: POOL, image: IMAGE, watcher: address },
+        claim: { namespace: 'shop', name: 'db-data' },
+        parent: job.key,
+      });
       expect(queued[0]!.id).toBe(node.key);
       expect(await watchers()).not.toContain(address);
     } finally {
@@ -200,7 +238,7 @@ describe.skipIf(skip !== undefined)('rbd-stale-mapping against a real Ceph', () 
     }
   });
 
-  it('end to end: a FailedMount event becomes the cluster job, which becomes a node job on the watcher node\'s queue', async () => {
+  it("end to end: a FailedMount event becomes the cluster job, which becomes a node job on the watcher node's queue", async () => {
     // The captured ceph-csi event names k8s-dev/csi-vol-dea80a4e-...; this Ceph gets that image.
     const event = JSON.parse(readFileSync(new URL('../fixtures/events/rbd-still-used-ceph-csi.exporter.json', import.meta.url), 'utf8')) as unknown;
     const pool = 'k8s-dev';
@@ -217,11 +255,35 @@ describe.skipIf(skip !== undefined)('rbd-stale-mapping against a real Ceph', () 
     const k8s = new InMemoryRbdLookups()
       .addNode({ name: 'k8s-dev-worker0', addresses: [{ type: 'InternalIP', address: '10.0.0.10' }], ready: 'True', labels: {} })
       .addNode({ name: 'k8s-dev-worker1', addresses: [{ type: 'InternalIP', address: '127.0.0.1' }], ready: 'True', labels: {} })
-      .addPersistentVolume({ name: 'pvc-7e9588ad-19d1-4099-bd49-30fd2b9f0d42', volumeMode: 'Filesystem', rbd: { pool, image }, claim: { namespace: 'monitoring', name: 'grafana' }, accessModes: ['ReadWriteOnce'] })
-      .addClaim({ namespace: 'monitoring', name: 'grafana', volumeName: 'pvc-7e9588ad-19d1-4099-bd49-30fd2b9f0d42', accessModes: ['ReadWriteOnce'] })
-      .addPod({ namespace: 'monitoring', name: 'kube-prometheus-grafana-74bfb88f64-tctbf', node: 'k8s-dev-worker0', phase: 'Pending', claims: ['grafana'], waiting: [], controller: { kind: 'ReplicaSet', name: 'kube-prometheus-grafana-74bfb88f64' } })
+      .addPersistentVolume({
+        name: 'pvc-7e9588ad-19d1-4099-bd49-30fd2b9f0d42',
+        volumeMode: 'Filesystem',
+        rbd: { pool, image },
+        claim: { namespace: 'monitoring', name: 'grafana' },
+        accessModes: ['ReadWriteOnce'],
+      })
+      .addClaim({
+        namespace: 'monitoring',
+        name: 'grafana',
+        volumeName: 'pvc-7e9588ad-19d1-4099-bd49-30fd2b9f0d42',
+        accessModes: ['ReadWriteOnce'],
+      })
+      .addPod({
+        namespace: 'monitoring',
+        name: 'kube-prometheus-grafana-74bfb88f64-tctbf',
+        node: 'k8s-dev-worker0',
+        phase: 'Pending',
+        claims: ['grafana'],
+        waiting: [],
+        controller: { kind: 'ReplicaSet', name: 'kube-prometheus-grafana-74bfb88f64' },
+      })
       .addReplicaSet({ namespace: 'monitoring', name: 'kube-prometheus-grafana-74bfb88f64' }, 'kube-prometheus-grafana')
-      .addDeployment({ namespace: 'monitoring', name: 'kube-prometheus-grafana', strategy: 'RollingUpdate', claims: ['grafana'] }) as InMemoryRbdLookups;
+      .addDeployment({
+        namespace: 'monitoring',
+        name: 'kube-prometheus-grafana',
+        strategy: 'RollingUpdate',
+        claims: ['grafana'],
+      }) as InMemoryRbdLookups;
     // The receiver sees the same cluster: it takes the Event only because the pod uses that image.
     const receiver = await startReceiver(testConfig({ redisUrl: redisUrl(), queuePrefix: prefix, tokens: [TOKEN] }), { lookups: k8s });
     const worker = createRunbookWorker({
@@ -234,7 +296,12 @@ describe.skipIf(skip !== undefined)('rbd-stale-mapping against a real Ceph', () 
           host: createRealHost(),
           ceph: { conf: ceph.conf },
           lookups: k8s,
-          nodeJobs: { enqueue: async (j) => { const [e] = await dispatcher.enqueue([j]); return { queue: e!.queue, deduplicated: e!.deduplicated }; } },
+          nodeJobs: {
+            enqueue: async (j) => {
+              const [e] = await dispatcher.enqueue([j]);
+              return { queue: e!.queue, deduplicated: e!.deduplicated };
+            },
+          },
           stateDir,
           policy: { fencing: 'on' },
         }),
@@ -258,7 +325,11 @@ describe.skipIf(skip !== undefined)('rbd-stale-mapping against a real Ceph', () 
         queued = await nodeQueue.getJobs(['waiting']);
       }
       expect(queued).toHaveLength(1);
-      expect(RemediationJob.parse(queued[0]!.data)).toMatchObject({ runbook: 'rbd-unmap', parent: clusterKey, target: { node: 'k8s-dev-worker1', pool, image } });
+      expect(RemediationJob.parse(queued[0]!.data)).toMatchObject({
+        runbook: 'rbd-unmap',
+        parent: clusterKey,
+        target: { node: 'k8s-dev-worker1', pool, image },
+      });
       // The cluster job waits for the watch to leave; the node half (no kernel RBD here) is the
       // watching client letting go.
       await watches.at(-1)!.stop();
@@ -268,7 +339,9 @@ describe.skipIf(skip !== undefined)('rbd-stale-mapping against a real Ceph', () 
       while (!(await cluster?.isCompleted()) && Date.now() < deadline2) await new Promise((res) => setTimeout(res, 100));
       const done = await dispatcher.queue(CLUSTER_QUEUE).getJob(clusterKey);
       expect((done!.returnvalue as RunbookResult).outcome).toBe('succeeded');
-      expect((done!.returnvalue as RunbookResult).summary).toContain('Prevention: Deployment monitoring/kube-prometheus-grafana uses the ReadWriteOnce PVC monitoring/grafana with strategy RollingUpdate and maxSurge 25% (default)');
+      expect((done!.returnvalue as RunbookResult).summary).toContain(
+        'Prevention: Deployment monitoring/kube-prometheus-grafana uses the ReadWriteOnce PVC monitoring/grafana with strategy RollingUpdate and maxSurge 25% (default)',
+      );
       // The requesting pod's own node was never a candidate.
       expect(await dispatcher.queue(nodeQueueName('k8s-dev-worker0')).count()).toBe(0);
     } finally {

@@ -19,7 +19,20 @@ afterAll(async () => {
 
 function receiver(env: Record<string, string>): { exited: Promise<number | null>; output: () => string; stop: () => void } {
   const child = spawn(process.execPath, ['src/control/main.ts'], {
-    env: { ...process.env, VOLUME_MEDIC_TOKEN: '', VOLUME_MEDIC_TOKEN_FILE: '', REDIS_URL: inject('redisUrl'), QUEUE_PREFIX: uniquePrefix('auth'), PORT: '0', LISTEN_ADDRESS: '127.0.0.1', LOG_LEVEL: 'info', KUBE_WATCH: 'false', SIGNING_KEYS_DIR: TEST_KEYS_DIR, ALLOW_PLAINTEXT_HTTP: 'true', ...env },
+    env: {
+      ...process.env,
+      VOLUME_MEDIC_TOKEN: '',
+      VOLUME_MEDIC_TOKEN_FILE: '',
+      REDIS_URL: inject('redisUrl'),
+      QUEUE_PREFIX: uniquePrefix('auth'),
+      PORT: '0',
+      LISTEN_ADDRESS: '127.0.0.1',
+      LOG_LEVEL: 'info',
+      KUBE_WATCH: 'false',
+      SIGNING_KEYS_DIR: TEST_KEYS_DIR,
+      ALLOW_PLAINTEXT_HTTP: 'true',
+      ...env,
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let text = '';
@@ -60,7 +73,7 @@ describe('the receiver without a token', () => {
     try {
       const url = await listening(r);
       expect(r.output()).toMatch(/"level":50.*ALLOW_UNAUTHENTICATED=true and no token/);
-      const ready = await (await fetch(`${url}/readyz`)).json() as { auth?: string };
+      const ready = (await (await fetch(`${url}/readyz`)).json()) as { auth?: string };
       expect(ready.auth).toMatch(/none: no token, ALLOW_UNAUTHENTICATED/);
     } finally {
       r.stop();

@@ -25,21 +25,69 @@ const openssl = (...args: string[]): void => {
 };
 /** A CA and a server certificate it signs for 127.0.0.1 and the Service's names, as the chart makes them. */
 function issue(ca: string, name: string, cn: string): void {
-  openssl('req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', `${ca}.key`, '-out', `${ca}.crt`, '-days', '2', '-subj', `/CN=${ca}`);
+  openssl(
+    'req',
+    '-x509',
+    '-newkey',
+    'ec',
+    '-pkeyopt',
+    'ec_paramgen_curve:prime256v1',
+    '-nodes',
+    '-keyout',
+    `${ca}.key`,
+    '-out',
+    `${ca}.crt`,
+    '-days',
+    '2',
+    '-subj',
+    `/CN=${ca}`,
+  );
   openssl('req', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', `${name}.key`, '-out', `${name}.csr`, '-subj', `/CN=${cn}`);
   writeFileSync(join(dir, `${name}.ext`), 'subjectAltName=IP:127.0.0.1,DNS:volume-medic.volume-medic.svc\n');
-  openssl('x509', '-req', '-in', `${name}.csr`, '-CA', `${ca}.crt`, '-CAkey', `${ca}.key`, '-CAcreateserial', '-out', `${name}.crt`, '-days', '2', '-extfile', `${name}.ext`);
+  openssl(
+    'x509',
+    '-req',
+    '-in',
+    `${name}.csr`,
+    '-CA',
+    `${ca}.crt`,
+    '-CAkey',
+    `${ca}.key`,
+    '-CAcreateserial',
+    '-out',
+    `${name}.crt`,
+    '-days',
+    '2',
+    '-extfile',
+    `${name}.ext`,
+  );
 }
 
 function receiver(env: Record<string, string>) {
   const child = spawn(process.execPath, ['src/control/main.ts'], {
-    env: { ...process.env, VOLUME_MEDIC_TOKEN: 'tls-test-token-0123456789', REDIS_URL: inject('redisUrl'), QUEUE_PREFIX: uniquePrefix('tls'), PORT: '0', LISTEN_ADDRESS: '127.0.0.1', LOG_LEVEL: 'info', KUBE_WATCH: 'false', SIGNING_KEYS_DIR: TEST_KEYS_DIR, OPERATOR_AUTH: 'off', ...env },
+    env: {
+      ...process.env,
+      VOLUME_MEDIC_TOKEN: 'tls-test-token-0123456789',
+      REDIS_URL: inject('redisUrl'),
+      QUEUE_PREFIX: uniquePrefix('tls'),
+      PORT: '0',
+      LISTEN_ADDRESS: '127.0.0.1',
+      LOG_LEVEL: 'info',
+      KUBE_WATCH: 'false',
+      SIGNING_KEYS_DIR: TEST_KEYS_DIR,
+      OPERATOR_AUTH: 'off',
+      ...env,
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let text = '';
   child.stdout.on('data', (d: Buffer) => (text += d.toString()));
   child.stderr.on('data', (d: Buffer) => (text += d.toString()));
-  return { exited: new Promise<number | null>((r) => child.once('exit', (code) => r(code))), output: () => text, stop: () => child.kill('SIGTERM') };
+  return {
+    exited: new Promise<number | null>((r) => child.once('exit', (code) => r(code))),
+    output: () => text,
+    stop: () => child.kill('SIGTERM'),
+  };
 }
 
 async function listening(r: ReturnType<typeof receiver>): Promise<string> {
@@ -53,7 +101,6 @@ async function listening(r: ReturnType<typeof receiver>): Promise<string> {
 }
 
 const curl = (...args: string[]) => spawnSync('curl', ['-sS', '--max-time', '5', ...args], { encoding: 'utf8', timeout: 15_000 });
-
 
 /** The Secrets and ConfigMaps the chart's secrets hook Job makes for these rendered objects. */
 async function hookMade(objects: KObject[]): Promise<MemoryObjectStore> {
@@ -78,18 +125,28 @@ describe.skipIf(spawnSync('curl', ['--version']).error || spawnSync('openssl', [
     expect(half.output()).toMatch(/set both/);
   }, 30_000);
 
-  it('with the certificate the default chart generates: curl --cacert with the chart\'s CA reaches it under the Service\'s name', async () => {
+  it("with the certificate the default chart generates: curl --cacert with the chart's CA reaches it under the Service's name", async () => {
     // What the chart's secrets hook Job makes for the default values (src/control/secrets).
     const store = await hookMade(helmTemplate());
     const secret = store.objects.get('Secret/volume-medic-receiver-tls') as { type: string; data: Record<string, string> } | undefined;
     expect(secret?.type).toBe('kubernetes.io/tls');
     const ca = store.objects.get('ConfigMap/volume-medic-receiver-ca') as { data: Record<string, string> } | undefined;
-    for (const [file, value] of [['chart.crt', secret!.data['tls.crt']!], ['chart.key', secret!.data['tls.key']!]] as const) writeFileSync(join(dir, file), Buffer.from(value, 'base64'));
+    for (const [file, value] of [
+      ['chart.crt', secret!.data['tls.crt']!],
+      ['chart.key', secret!.data['tls.key']!],
+    ] as const)
+      writeFileSync(join(dir, file), Buffer.from(value, 'base64'));
     writeFileSync(join(dir, 'chart-ca.crt'), ca!.data['ca.crt']!);
     const r = receiver({ TLS_CERT_FILE: join(dir, 'chart.crt'), TLS_KEY_FILE: join(dir, 'chart.key') });
     try {
       const port = new URL(await listening(r)).port;
-      const ok = curl('--cacert', join(dir, 'chart-ca.crt'), '--resolve', `volume-medic.volume-medic.svc:${port}:127.0.0.1`, `https://volume-medic.volume-medic.svc:${port}/healthz`);
+      const ok = curl(
+        '--cacert',
+        join(dir, 'chart-ca.crt'),
+        '--resolve',
+        `volume-medic.volume-medic.svc:${port}:127.0.0.1`,
+        `https://volume-medic.volume-medic.svc:${port}/healthz`,
+      );
       expect(ok.status, ok.stderr).toBe(0);
       expect(JSON.parse(ok.stdout)).toEqual({ status: 'ok' });
       // And through `kubectl port-forward` (NOTES): https://localhost:<port>.
@@ -118,7 +175,21 @@ describe.skipIf(spawnSync('curl', ['--version']).error || spawnSync('openssl', [
       const plain = curl(`${url.replace('https:', 'http:')}/healthz`);
       expect(plain.status === 0 && plain.stdout.includes('"ok"')).toBe(false);
       // A webhook with its token over TLS.
-      const hook = curl('--cacert', join(dir, 'ca-a.crt'), '-o', '/dev/null', '-w', '%{http_code}', '-H', 'Authorization: Bearer tls-test-token-0123456789', '-H', 'Content-Type: application/json', '--data', '{"version":"4","status":"resolved","receiver":"x","groupLabels":{},"commonLabels":{},"commonAnnotations":{},"externalURL":"http://am","groupKey":"k","truncatedAlerts":0,"alerts":[]}', `${url}/v1/alertmanager`);
+      const hook = curl(
+        '--cacert',
+        join(dir, 'ca-a.crt'),
+        '-o',
+        '/dev/null',
+        '-w',
+        '%{http_code}',
+        '-H',
+        'Authorization: Bearer tls-test-token-0123456789',
+        '-H',
+        'Content-Type: application/json',
+        '--data',
+        '{"version":"4","status":"resolved","receiver":"x","groupLabels":{},"commonLabels":{},"commonAnnotations":{},"externalURL":"http://am","groupKey":"k","truncatedAlerts":0,"alerts":[]}',
+        `${url}/v1/alertmanager`,
+      );
       expect(hook.stdout).toBe('202');
 
       // The Secret is renewed (kubelet swaps the files): new connections get the new certificate.
@@ -144,24 +215,50 @@ describe.skipIf(spawnSync('curl', ['--version']).error || spawnSync('openssl', [
 });
 
 describe.skipIf(spawnSync('redis-server', ['--version']).error)('the bundled Redis over TLS, with what the default chart renders', () => {
-  it('runs with the chart\'s certificate and arguments; the processes\' connection (REDIS_TLS, the chart\'s CA) answers, a plain one does not', async () => {
+  it("runs with the chart's certificate and arguments; the processes' connection (REDIS_TLS, the chart's CA) answers, a plain one does not", async () => {
     const objects = helmTemplate();
     const secret = (await hookMade(objects)).objects.get('Secret/volume-medic-redis-tls') as { data: Record<string, string> } | undefined;
-    const config = (objects.find((o) => o.kind === 'ConfigMap' && o.metadata?.name === 'volume-medic-config') as unknown as { data: Record<string, string> }).data;
+    const config = (
+      objects.find((o) => o.kind === 'ConfigMap' && o.metadata?.name === 'volume-medic-config') as unknown as {
+        data: Record<string, string>;
+      }
+    ).data;
     expect(config['REDIS_TLS']).toBe('true');
     expect(config['REDIS_TLS_CA_FILE']).toBe('/etc/volume-medic/redis-ca/ca.pem');
-    const sts = objects.find((o) => o.kind === 'StatefulSet' && o.metadata?.name === 'volume-medic-redis') as unknown as { spec: { template: { spec: { containers: { args: string[] }[] } } } };
+    const sts = objects.find((o) => o.kind === 'StatefulSet' && o.metadata?.name === 'volume-medic-redis') as unknown as {
+      spec: { template: { spec: { containers: { args: string[] }[] } } };
+    };
     const args = sts.spec.template.spec.containers[0]!.args;
     expect(args.join(' ')).toMatch(/--port 0 --tls-port 6379 --tls-cert-file \/etc\/redis\/tls\/tls.crt/);
     const tlsDir = mkdtempSync(join(tmpdir(), 'vm-redis-tls-'));
     for (const k of ['tls.crt', 'tls.key', 'ca.crt']) writeFileSync(join(tlsDir, k), Buffer.from(secret!.data[k]!, 'base64'));
     const port = await freePort();
     // The chart's TLS arguments, pointed at these files and this port.
-    const tlsArgs = ['--port', '0', '--tls-port', String(port), '--tls-cert-file', join(tlsDir, 'tls.crt'), '--tls-key-file', join(tlsDir, 'tls.key'), '--tls-ca-cert-file', join(tlsDir, 'ca.crt'), '--tls-auth-clients', 'no'];
-    const server = spawn('redis-server', [...tlsArgs, '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', tlsDir], { stdio: 'ignore' });
+    const tlsArgs = [
+      '--port',
+      '0',
+      '--tls-port',
+      String(port),
+      '--tls-cert-file',
+      join(tlsDir, 'tls.crt'),
+      '--tls-key-file',
+      join(tlsDir, 'tls.key'),
+      '--tls-ca-cert-file',
+      join(tlsDir, 'ca.crt'),
+      '--tls-auth-clients',
+      'no',
+    ];
+    const server = spawn('redis-server', [...tlsArgs, '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', tlsDir], {
+      stdio: 'ignore',
+    });
     const conn = connect({ kind: 'single', url: `redis://localhost:${port}`, tls: { caFile: join(tlsDir, 'ca.crt') } }, 'producer');
     conn.on('error', () => {});
-    const plain = new Redis(port, '127.0.0.1', { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, connectTimeout: 1_000 });
+    const plain = new Redis(port, '127.0.0.1', {
+      lazyConnect: true,
+      maxRetriesPerRequest: 0,
+      retryStrategy: () => null,
+      connectTimeout: 1_000,
+    });
     plain.on('error', () => {});
     try {
       const deadline = Date.now() + 10_000;
@@ -171,7 +268,13 @@ describe.skipIf(spawnSync('redis-server', ['--version']).error)('the bundled Red
         if (Date.now() > deadline) throw new Error('the TLS Redis did not answer');
         if (answer !== 'PONG') await new Promise((r) => setTimeout(r, 200));
       }
-      const plainAnswer = await plain.connect().then(() => plain.ping(), (err: Error) => err.message).catch((err: Error) => err.message);
+      const plainAnswer = await plain
+        .connect()
+        .then(
+          () => plain.ping(),
+          (err: Error) => err.message,
+        )
+        .catch((err: Error) => err.message);
       expect(plainAnswer).not.toBe('PONG');
     } finally {
       plain.disconnect();

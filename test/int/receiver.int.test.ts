@@ -21,11 +21,20 @@ describe('receiver with a real Redis', () => {
   beforeAll(async () => {
     redis = new Redis(redisUrl());
     // The cluster as triage's lookups see it: shop/web-0 uses the rbd image its Event names.
-    const lookups = new InMemoryLookups([{ name: 'pvc-1', volumeMode: 'Filesystem', claim: { namespace: 'shop', name: 'data-web-0' }, rbd: { pool: 'replicapool', image: 'csi-vol-0b3f5f8e' } }])
+    const lookups = new InMemoryLookups([
+      {
+        name: 'pvc-1',
+        volumeMode: 'Filesystem',
+        claim: { namespace: 'shop', name: 'data-web-0' },
+        rbd: { pool: 'replicapool', image: 'csi-vol-0b3f5f8e' },
+      },
+    ])
       .addPod({ namespace: 'shop', name: 'web-0', node: 'worker-e', claims: ['data-web-0'], waiting: [] })
       .addClaim({ namespace: 'shop', name: 'data-web-0', volumeName: 'pvc-1', accessModes: ['ReadWriteOnce'] });
     // Job reads are an operator's: OPERATOR_AUTH=insecure here (identity is test/int/operator-identity's subject).
-    receiver = await startReceiver(testConfig({ redisUrl: redisUrl(), queuePrefix: prefix, tokens: [TOKEN], operatorAuth: 'insecure' }), { lookups });
+    receiver = await startReceiver(testConfig({ redisUrl: redisUrl(), queuePrefix: prefix, tokens: [TOKEN], operatorAuth: 'insecure' }), {
+      lookups,
+    });
   });
   afterAll(async () => {
     await receiver?.close();
@@ -33,16 +42,25 @@ describe('receiver with a real Redis', () => {
     redis?.disconnect();
   });
 
-  it('stores a resolved KubeNodeNotReady as exactly one job on that node\'s queue', async () => {
+  it("stores a resolved KubeNodeNotReady as exactly one job on that node's queue", async () => {
     const r = await post(`${receiver.url}/v1/alertmanager`, alertmanagerBody([nodeNotReadyAlert('worker-a', 'resolved')]), TOKEN);
     expect(r.status).toBe(202);
     expect(r.json.accepted).toHaveLength(1);
-    expect(r.json.accepted[0]).toMatchObject({ runbook: 'residual-multipath-cleanup', node: 'worker-a', queue: 'vm-node-{worker-a}', deduplicated: false });
+    expect(r.json.accepted[0]).toMatchObject({
+      runbook: 'residual-multipath-cleanup',
+      node: 'worker-a',
+      queue: 'vm-node-{worker-a}',
+      deduplicated: false,
+    });
     const q = queue('worker-a');
     const jobs = await q.getJobs(['waiting', 'delayed', 'active']);
     expect(jobs).toHaveLength(1);
     expect(jobs[0]!.id).toBe(r.json.accepted[0].key);
-    expect(jobs[0]!.data).toMatchObject({ runbook: 'residual-multipath-cleanup', target: { node: 'worker-a' }, key: r.json.accepted[0].key });
+    expect(jobs[0]!.data).toMatchObject({
+      runbook: 'residual-multipath-cleanup',
+      target: { node: 'worker-a' },
+      key: r.json.accepted[0].key,
+    });
     expect(jobs[0]!.data.evidence[0].source).toBe('alertmanager');
     await q.close();
   });
@@ -64,9 +82,11 @@ describe('receiver with a real Redis', () => {
   });
 
   it('makes two jobs on two queues for two different nodes in one grouped payload', async () => {
-    const r = await post(`${receiver.url}/v1/alertmanager`, alertmanagerBody([
-      nodeNotReadyAlert('worker-b', 'resolved'), nodeNotReadyAlert('worker-c', 'resolved'), nodeNotReadyAlert('worker-d', 'firing'),
-    ]), TOKEN);
+    const r = await post(
+      `${receiver.url}/v1/alertmanager`,
+      alertmanagerBody([nodeNotReadyAlert('worker-b', 'resolved'), nodeNotReadyAlert('worker-c', 'resolved'), nodeNotReadyAlert('worker-d', 'firing')]),
+      TOKEN,
+    );
     expect(r.status).toBe(202);
     expect(r.json.accepted.map((a: { queue: string }) => a.queue).sort()).toEqual(['vm-node-{worker-b}', 'vm-node-{worker-c}']);
     expect(r.json.ignored).toEqual([expect.objectContaining({ reason: 'alert-still-firing', index: 2 })]);
@@ -85,34 +105,55 @@ describe('receiver with a real Redis', () => {
       metadata: { name: 'web-0.17f0', namespace: 'shop', uid: '6a1e0f52-7f8e-4a59-9d27-3c1c0e1f3b11' },
       involvedObject: { kind: 'Pod', namespace: 'shop', name: 'web-0', uid: '0c5b' },
       reason: 'FailedMount',
-      message: 'MountVolume.MountDevice failed for volume "pvc-1" : rpc error: code = Internal desc = rbd image replicapool/csi-vol-0b3f5f8e is still being used',
+      message:
+        'MountVolume.MountDevice failed for volume "pvc-1" : rpc error: code = Internal desc = rbd image replicapool/csi-vol-0b3f5f8e is still being used',
       source: { component: 'kubelet', host: 'worker-e' },
-      type: 'Warning', count: 3, clusterName: 'prod',
+      type: 'Warning',
+      count: 3,
+      clusterName: 'prod',
     };
     const r = await post(`${receiver.url}/v1/events`, [event, event], TOKEN);
     expect(r.status).toBe(202);
     expect(r.json.accepted).toEqual([expect.objectContaining({ runbook: 'rbd-stale-mapping', queue: 'vm-cluster-{cluster}' })]);
     const q = new Queue('vm-cluster-{cluster}', { connection: redis, prefix });
     const [job] = await q.getJobs(['waiting']);
-    expect(job!.data.target).toEqual({ pool: 'replicapool', image: 'csi-vol-0b3f5f8e', pod: { namespace: 'shop', name: 'web-0' }, node: 'worker-e' });
+    expect(job!.data.target).toEqual({
+      pool: 'replicapool',
+      image: 'csi-vol-0b3f5f8e',
+      pod: { namespace: 'shop', name: 'web-0' },
+      node: 'worker-e',
+    });
     expect(job!.data.evidence).toHaveLength(2);
     await q.close();
   });
 
-  it('turns an NPD LocalDiskLost condition into a placeholder job on the PV\'s node', async () => {
-    const r = await post(`${receiver.url}/v1/npd`, {
-      node: 'worker-g',
-      conditions: [
-        { type: 'KernelDeadlock', status: 'False', reason: 'KernelHasNoDeadlock', message: 'kernel has no deadlock' },
-        { type: 'LocalDiskLost', status: 'True', reason: 'LocalDiskLost', message: 'local PV local-pv-g: /dev/disk/by-id/wwn-0x5000c500aaaa0001 is missing', lastTransitionTime: '2026-12-01T03:20:00Z' },
-      ],
-    }, TOKEN);
+  it("turns an NPD LocalDiskLost condition into a placeholder job on the PV's node", async () => {
+    const r = await post(
+      `${receiver.url}/v1/npd`,
+      {
+        node: 'worker-g',
+        conditions: [
+          { type: 'KernelDeadlock', status: 'False', reason: 'KernelHasNoDeadlock', message: 'kernel has no deadlock' },
+          {
+            type: 'LocalDiskLost',
+            status: 'True',
+            reason: 'LocalDiskLost',
+            message: 'local PV local-pv-g: /dev/disk/by-id/wwn-0x5000c500aaaa0001 is missing',
+            lastTransitionTime: '2026-12-01T03:20:00Z',
+          },
+        ],
+      },
+      TOKEN,
+    );
     expect(r.status).toBe(202);
     expect(r.json.accepted).toEqual([expect.objectContaining({ runbook: 'local-pv-placeholder', queue: 'vm-node-{worker-g}', node: 'worker-g' })]);
     expect(r.json.ignored).toEqual([expect.objectContaining({ reason: 'condition-not-relevant', index: 0 })]);
     const q = queue('worker-g');
     const [job] = await q.getJobs(['waiting']);
-    expect(job!.data).toMatchObject({ action: 'place', target: { node: 'worker-g', pv: 'local-pv-g', path: '/dev/disk/by-id/wwn-0x5000c500aaaa0001' } });
+    expect(job!.data).toMatchObject({
+      action: 'place',
+      target: { node: 'worker-g', pv: 'local-pv-g', path: '/dev/disk/by-id/wwn-0x5000c500aaaa0001' },
+    });
     await q.close();
   });
 
@@ -130,11 +171,19 @@ describe('receiver with a real Redis', () => {
   it('explains a payload without enqueuing anything', async () => {
     const body = alertmanagerBody([nodeNotReadyAlert('worker-explain', 'resolved'), nodeNotReadyAlert('worker-f', 'firing')]);
     const r = await fetch(`${receiver.url}/v1/explain?source=alertmanager`, {
-      method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body),
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
     });
     expect(r.status).toBe(200);
     const e: any = await r.json();
-    expect(e.jobs).toEqual([expect.objectContaining({ runbook: 'residual-multipath-cleanup', node: 'worker-explain', key: expect.stringMatching(/^residual_worker-explain_/) })]);
+    expect(e.jobs).toEqual([
+      expect.objectContaining({
+        runbook: 'residual-multipath-cleanup',
+        node: 'worker-explain',
+        key: expect.stringMatching(/^residual_worker-explain_/),
+      }),
+    ]);
     expect(e.ignored).toEqual([expect.objectContaining({ reason: 'alert-still-firing' })]);
     const q = queue('worker-explain');
     expect(await q.getJobCountByTypes('waiting', 'delayed', 'active', 'completed', 'failed')).toBe(0);
@@ -160,8 +209,15 @@ describe('receiver logs', () => {
   it('logs each new job once in a "jobs stored" line, and a repeat not at info', async () => {
     const prefix = uniquePrefix('recvlog');
     const lines: Record<string, unknown>[] = [];
-    const sink = new Writable({ write(chunk: Buffer, _enc, cb) { for (const l of chunk.toString('utf8').split('\n')) if (l) lines.push(JSON.parse(l)); cb(); } });
-    const receiver = await startReceiver(testConfig({ redisUrl: redisUrl(), queuePrefix: prefix, tokens: [TOKEN] }), { log: pino({ level: 'info' }, sink) });
+    const sink = new Writable({
+      write(chunk: Buffer, _enc, cb) {
+        for (const l of chunk.toString('utf8').split('\n')) if (l) lines.push(JSON.parse(l));
+        cb();
+      },
+    });
+    const receiver = await startReceiver(testConfig({ redisUrl: redisUrl(), queuePrefix: prefix, tokens: [TOKEN] }), {
+      log: pino({ level: 'info' }, sink),
+    });
     try {
       const body = alertmanagerBody([nodeNotReadyAlert('worker-log', 'resolved', 'fplog1')]);
       const first = await post(`${receiver.url}/v1/alertmanager`, body, TOKEN);

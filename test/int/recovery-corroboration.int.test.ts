@@ -32,7 +32,16 @@ describe('posted node recoveries with cluster access', () => {
     const file = join(dir, 'kubeconfig');
     writeFileSync(file, api.kubeConfig().exportConfig());
     process.env['KUBECONFIG'] = file;
-    receiver = await startReceiver(testConfig({ redisUrl: redisUrl(), queuePrefix: prefix, tokens: [TOKEN], kubeWatch: true, kubeReconcileSeconds: 0, fleetMetricsLeaseSeconds: 0 }));
+    receiver = await startReceiver(
+      testConfig({
+        redisUrl: redisUrl(),
+        queuePrefix: prefix,
+        tokens: [TOKEN],
+        kubeWatch: true,
+        kubeReconcileSeconds: 0,
+        fleetMetricsLeaseSeconds: 0,
+      }),
+    );
   });
   afterAll(async () => {
     await receiver?.close();
@@ -43,13 +52,28 @@ describe('posted node recoveries with cluster access', () => {
     await dropPrefix(prefix);
   });
 
-  const nodeReady = (name: string, i: number) => coreEvent({ name: `${name}.18${i}`, uid: `00000000-0000-4000-8000-00000000000${i}`, reason: 'NodeReady', type: 'Normal', message: `Node ${name} status is now: NodeReady`, involved: { kind: 'Node', name }, host: name });
+  const nodeReady = (name: string, i: number) =>
+    coreEvent({
+      name: `${name}.18${i}`,
+      uid: `00000000-0000-4000-8000-00000000000${i}`,
+      reason: 'NodeReady',
+      type: 'Normal',
+      message: `Node ${name} status is now: NodeReady`,
+      involved: { kind: 'Node', name },
+      host: name,
+    });
 
   it('stores the recovery the Node agrees with, and ignores the rest with the reason', async () => {
-    const r = await post(`${receiver.url}/v1/events`, [nodeReady('just-back', 1), nodeReady('up-for-days', 2), nodeReady('still-down', 3), nodeReady('no-such-node', 4)], TOKEN);
+    const r = await post(
+      `${receiver.url}/v1/events`,
+      [nodeReady('just-back', 1), nodeReady('up-for-days', 2), nodeReady('still-down', 3), nodeReady('no-such-node', 4)],
+      TOKEN,
+    );
     expect(r.status).toBe(202);
     expect(r.json.accepted.map((a: { node: string }) => a.node)).toEqual(['just-back']);
-    const why = Object.fromEntries(r.json.ignored.filter((i: { reason: string }) => i.reason === 'node-status-disagrees').map((i: { detail: string }) => [i.detail.split(' ')[1], i.detail]));
+    const why = Object.fromEntries(
+      r.json.ignored.filter((i: { reason: string }) => i.reason === 'node-status-disagrees').map((i: { detail: string }) => [i.detail.split(' ')[1], i.detail]),
+    );
     expect(why['up-for-days']).toMatch(/has been Ready since/);
     expect(why['still-down']).toMatch(/not Ready \(Ready Unknown\)/);
     expect(Object.values(why).join('\n')).toMatch(/the cluster has no Node no-such-node/);

@@ -10,17 +10,29 @@ const SECRET = 's3cretPassw0rd';
 
 function start(args: string[], env: Record<string, string>): Promise<{ code: number | null; output: string }> {
   const child = spawn(process.execPath, args, {
-    env: { ...process.env, VOLUME_MEDIC_TOKEN: 'redact-test-token-0123456789', PORT: '0', LISTEN_ADDRESS: '127.0.0.1', LOG_LEVEL: 'info', KUBE_WATCH: 'false', SIGNING_KEYS_DIR: TEST_KEYS_DIR, ALLOW_PLAINTEXT_HTTP: 'true', ...env },
+    env: {
+      ...process.env,
+      VOLUME_MEDIC_TOKEN: 'redact-test-token-0123456789',
+      PORT: '0',
+      LISTEN_ADDRESS: '127.0.0.1',
+      LOG_LEVEL: 'info',
+      KUBE_WATCH: 'false',
+      SIGNING_KEYS_DIR: TEST_KEYS_DIR,
+      ALLOW_PLAINTEXT_HTTP: 'true',
+      ...env,
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
   child.stdout.on('data', (d: Buffer) => (output += d.toString()));
   child.stderr.on('data', (d: Buffer) => (output += d.toString()));
   const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
-  return new Promise((resolve) => child.once('exit', (code) => {
-    clearTimeout(timer);
-    resolve({ code, output });
-  }));
+  return new Promise((resolve) =>
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      resolve({ code, output });
+    }),
+  );
 }
 
 describe('credentials in URLs', () => {

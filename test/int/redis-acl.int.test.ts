@@ -39,7 +39,11 @@ import { waitFor } from '../support/wait.ts';
 // connection without a password can do nothing.
 
 const prefix = uniquePrefix('acl');
-const passwords: Record<Component, string> = { receiver: 'pw-receiver-0d1e', 'cluster-worker': 'pw-cluster-5a7c', 'node-agent': 'pw-agent-93b2' };
+const passwords: Record<Component, string> = {
+  receiver: 'pw-receiver-0d1e',
+  'cluster-worker': 'pw-cluster-5a7c',
+  'node-agent': 'pw-agent-93b2',
+};
 // Test-only: one admin user appended after the deploy file's lines, to read ACL LOG.
 const ADMIN = 'user vmtest-admin on >admin-pw ~* &* +@all';
 const silent = createLogger('test', 'silent');
@@ -69,7 +73,23 @@ function tlsFiles(): { ca: string; cert: string; key: string } | undefined {
   run(['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=vmtest-ca', '-keyout', f('ca.key'), '-out', f('ca.pem')]);
   run(['req', '-newkey', 'rsa:2048', '-nodes', '-subj', '/CN=localhost', '-keyout', f('redis.key'), '-out', f('redis.csr')]);
   writeFileSync(f('ext.cnf'), 'subjectAltName=DNS:localhost\n');
-  run(['x509', '-req', '-in', f('redis.csr'), '-CA', f('ca.pem'), '-CAkey', f('ca.key'), '-CAcreateserial', '-days', '1', '-extfile', f('ext.cnf'), '-out', f('redis.pem')]);
+  run([
+    'x509',
+    '-req',
+    '-in',
+    f('redis.csr'),
+    '-CA',
+    f('ca.pem'),
+    '-CAkey',
+    f('ca.key'),
+    '-CAcreateserial',
+    '-days',
+    '1',
+    '-extfile',
+    f('ext.cnf'),
+    '-out',
+    f('redis.pem'),
+  ]);
   return { ca: f('ca.pem'), cert: f('redis.pem'), key: f('redis.key') };
 }
 
@@ -80,11 +100,29 @@ beforeAll(async () => {
   port = await freePort();
   const tls = tlsFiles();
   if (tls) tlsPort = await freePort();
-  redis = spawn('redis-server', [
-    '--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir,
-    '--maxmemory-policy', 'noeviction', '--aclfile', join(dir, 'users.acl'),
-    ...(tls && tlsPort ? ['--tls-port', String(tlsPort), '--tls-cert-file', tls.cert, '--tls-key-file', tls.key, '--tls-ca-cert-file', tls.ca, '--tls-auth-clients', 'no'] : []),
-  ], { stdio: 'ignore' });
+  redis = spawn(
+    'redis-server',
+    [
+      '--port',
+      String(port),
+      '--bind',
+      '127.0.0.1',
+      '--save',
+      '',
+      '--appendonly',
+      'no',
+      '--dir',
+      dir,
+      '--maxmemory-policy',
+      'noeviction',
+      '--aclfile',
+      join(dir, 'users.acl'),
+      ...(tls && tlsPort
+        ? ['--tls-port', String(tlsPort), '--tls-cert-file', tls.cert, '--tls-key-file', tls.key, '--tls-ca-cert-file', tls.ca, '--tls-auth-clients', 'no']
+        : []),
+    ],
+    { stdio: 'ignore' },
+  );
   const adminUrl = `redis://vmtest-admin:admin-pw@127.0.0.1:${port}`;
   for (let i = 0; i < 100 && !(await redisAnswers(adminUrl)); i++) await new Promise((r) => setTimeout(r, 50));
   admin = new Redis(adminUrl);
@@ -101,11 +139,13 @@ afterAll(async () => {
 /** ACL LOG entries (refusals) for volume-medic's users since the last reset. */
 async function refusals(): Promise<string[]> {
   const log = (await admin.acl('LOG', '128')) as unknown[][];
-  return log.map((entry) => {
-    const e: Record<string, unknown> = {};
-    for (let i = 0; i + 1 < entry.length; i += 2) e[String(entry[i])] = entry[i + 1];
-    return `${String(e['username'])}: ${String(e['reason'])} ${String(e['object'])}`;
-  }).filter((s) => s.startsWith('volume-medic-'));
+  return log
+    .map((entry) => {
+      const e: Record<string, unknown> = {};
+      for (let i = 0; i + 1 < entry.length; i += 2) e[String(entry[i])] = entry[i + 1];
+      return `${String(e['username'])}: ${String(e['reason'])} ${String(e['object'])}`;
+    })
+    .filter((s) => s.startsWith('volume-medic-'));
 }
 
 describe('the deploy ACL file on a real redis-server', () => {
@@ -113,7 +153,9 @@ describe('the deploy ACL file on a real redis-server', () => {
     await expect(connect(`redis://127.0.0.1:${port}`).ping()).rejects.toThrow(/NOAUTH/);
     await expect(connect(`redis://${REDIS_USERS.receiver}:wrong@127.0.0.1:${port}`).ping()).rejects.toThrow(/WRONGPASS/);
     // The readiness probe's command, as the chart's templates/redis.yaml runs it.
-    const probe = spawnSync('redis-cli', ['-p', String(port), '--user', 'healthcheck', '--pass', 'healthcheck', '--no-auth-warning', 'ping'], { encoding: 'utf8' });
+    const probe = spawnSync('redis-cli', ['-p', String(port), '--user', 'healthcheck', '--pass', 'healthcheck', '--no-auth-warning', 'ping'], {
+      encoding: 'utf8',
+    });
     expect(probe.stdout.trim()).toBe('PONG');
     const hc = connect(`redis://healthcheck:anything@127.0.0.1:${port}`);
     expect(await hc.ping()).toBe('PONG');
@@ -139,21 +181,45 @@ describe('the deploy ACL file on a real redis-server', () => {
       // and hands its node half to the node's queue with its own dispatcher.
       const receiverRedis = producerConnection(url('receiver'));
       const receiverDispatcher = new Dispatcher(receiverRedis, { prefix, timeoutMs: 5000, sealer: testSealer('receiver') });
-      closers.push(async () => { await receiverDispatcher.close(); receiverRedis.disconnect(); });
+      closers.push(async () => {
+        await receiverDispatcher.close();
+        receiverRedis.disconnect();
+      });
       const clusterRedis = producerConnection(url('cluster-worker'));
       // As src/agents/cluster-worker/main.ts: the node halves go into the console's index too.
-      const clusterDispatcher = new Dispatcher(clusterRedis, { prefix, timeoutMs: 5000, sealer: testSealer('cluster-worker'), index: new IncidentIndex(clusterRedis, prefix) });
-      closers.push(async () => { await clusterDispatcher.close(); clusterRedis.disconnect(); });
+      const clusterDispatcher = new Dispatcher(clusterRedis, {
+        prefix,
+        timeoutMs: 5000,
+        sealer: testSealer('cluster-worker'),
+        index: new IncidentIndex(clusterRedis, prefix),
+      });
+      closers.push(async () => {
+        await clusterDispatcher.close();
+        clusterRedis.disconnect();
+      });
       const unmap: RbdUnmapJob = {
-        version: 1, runbook: 'rbd-unmap', key: 'rbdunmap_acl_0123456789ab',
+        version: 1,
+        runbook: 'rbd-unmap',
+        key: 'rbdunmap_acl_0123456789ab',
         target: { node, pool: 'kube', image: 'csi-vol-acl', watcher: '10.0.0.7:0/3069171236' },
         evidence: [{ source: 'api', summary: 'handed over by rbd-stale-mapping', raw: {} }],
       };
-      const clusterCfg = testConfig({ redisUrl: url('cluster-worker'), queuePrefix: prefix, defaultMode: 'enforce', stateDir: join(dir, 'cluster') });
+      const clusterCfg = testConfig({
+        redisUrl: url('cluster-worker'),
+        queuePrefix: prefix,
+        defaultMode: 'enforce',
+        stateDir: join(dir, 'cluster'),
+      });
       const trust = trustFromConfig(clusterCfg, 'cluster-worker');
       const cluster = createRunbookWorker({
-        queue: CLUSTER_QUEUE, redis: redisTarget(clusterCfg), prefix, ranOn: 'cluster-worker', log: silent,
-        modeOf: () => 'enforce', accepts: () => undefined, lockDurationMs: clusterCfg.lockDurationMs,
+        queue: CLUSTER_QUEUE,
+        redis: redisTarget(clusterCfg),
+        prefix,
+        ranOn: 'cluster-worker',
+        log: silent,
+        modeOf: () => 'enforce',
+        accepts: () => undefined,
+        lockDurationMs: clusterCfg.lockDurationMs,
         controls: controlsFromConfig(clusterCfg),
         trust: { ring: trust.ring, allowUnsigned: false, seen: seenWork(join(dir, 'cluster', 'seen-work.json'), silent) },
         registry: {
@@ -165,16 +231,27 @@ describe('the deploy ACL file on a real redis-server', () => {
         },
       });
       closers.push(() => cluster.close());
-      const [stale] = await receiverDispatcher.enqueue([{
-        version: 1, runbook: 'rbd-stale-mapping', key: 'rbd_kube_csi-vol-acl_0123456789ab',
-        target: { pool: 'kube', image: 'csi-vol-acl', pod: { namespace: 'shop', name: 'db-0' }, node },
-        evidence: [{ source: 'k8s-event', summary: 'FailedMount', raw: {} }],
-      } as RemediationJob]);
+      const [stale] = await receiverDispatcher.enqueue([
+        {
+          version: 1,
+          runbook: 'rbd-stale-mapping',
+          key: 'rbd_kube_csi-vol-acl_0123456789ab',
+          target: { pool: 'kube', image: 'csi-vol-acl', pod: { namespace: 'shop', name: 'db-0' }, node },
+          evidence: [{ source: 'k8s-event', summary: 'FailedMount', raw: {} }],
+        } as RemediationJob,
+      ]);
 
       // The node agent runs both jobs of its node, asking the operator controls and the breakers
       // before a destructive step (their Lua scripts run under its user too).
       const agent = createNodeAgent({
-        config: testConfig({ redisUrl: url('node-agent'), queuePrefix: prefix, nodeName: node, defaultMode: 'enforce', approvalHighRisk: false, stateDir: join(dir, 'agent') }),
+        config: testConfig({
+          redisUrl: url('node-agent'),
+          queuePrefix: prefix,
+          nodeName: node,
+          defaultMode: 'enforce',
+          approvalHighRisk: false,
+          stateDir: join(dir, 'agent'),
+        }),
         log: silent,
         registry: {
           'residual-multipath-cleanup': async (_job, ctx) => step(ctx, 'residual-multipath-cleanup'),
@@ -183,15 +260,20 @@ describe('the deploy ACL file on a real redis-server', () => {
       });
       closers.push(() => agent.close());
 
-      const finished = async (id: string): Promise<string> => waitFor(`job ${id} to finish`, async () => {
-        const j = await getJson(`${receiver!.url}/v1/jobs/${encodeURIComponent(id)}`);
-        return j.state === 'completed' || j.state === 'failed' ? `${j.state}${j.failedReason ? `: ${j.failedReason}` : ''}` : undefined;
-      });
+      const finished = async (id: string): Promise<string> =>
+        waitFor(`job ${id} to finish`, async () => {
+          const j = await getJson(`${receiver!.url}/v1/jobs/${encodeURIComponent(id)}`);
+          return j.state === 'completed' || j.state === 'failed' ? `${j.state}${j.failedReason ? `: ${j.failedReason}` : ''}` : undefined;
+        });
       expect(await finished(residualId)).toBe('completed');
       expect(await finished(stale!.id)).toBe('completed');
       expect(await finished(unmap.key)).toBe('completed');
       // The cluster worker's user may write the index: the rbd-unmap job it stored is there.
-      expect(await new IncidentIndex(admin, prefix).locate(unmap.key)).toMatchObject({ queue: nodeQueueName(node), node, runbook: 'rbd-unmap' });
+      expect(await new IncidentIndex(admin, prefix).locate(unmap.key)).toMatchObject({
+        queue: nodeQueueName(node),
+        node,
+        runbook: 'rbd-unmap',
+      });
       expect((await getJson(`${receiver.url}/v1/jobs?queue=${encodeURIComponent(nodeQueueName(node))}`)).jobs?.length ?? 2).toBeGreaterThan(0);
     } finally {
       for (const c of closers.reverse()) await c();
@@ -200,7 +282,7 @@ describe('the deploy ACL file on a real redis-server', () => {
     expect(await refusals()).toEqual([]);
   });
 
-  it('runs the cluster worker\'s no-agent check (report, then fail a job no agent took) and the receiver\'s /metrics of it, with no command refused', async () => {
+  it("runs the cluster worker's no-agent check (report, then fail a job no agent took) and the receiver's /metrics of it, with no command refused", async () => {
     await admin.acl('LOG', 'RESET');
     const receiver = await startReceiver(testConfig({ redisUrl: url('receiver'), queuePrefix: prefix }));
     const clusterRedis = producerConnection(url('cluster-worker'));
@@ -209,7 +291,12 @@ describe('the deploy ACL file on a real redis-server', () => {
     await whenReady(clusterRedis, 10_000);
     let offset = 0;
     const watch = new NoAgentWatch({
-      redis: clusterRedis, prefix, graceMs: 60_000, deadlineMs: 300_000, intervalMs: 30_000, log: silent,
+      redis: clusterRedis,
+      prefix,
+      graceMs: 60_000,
+      deadlineMs: 300_000,
+      intervalMs: 30_000,
+      log: silent,
       workerConnection: () => workerConnection(url('cluster-worker')),
       now: () => Date.now() + offset,
     });
@@ -286,11 +373,30 @@ describe('the deploy ACL file on a real redis-server', () => {
 });
 
 function done(runbook: RemediationJob['runbook'], ranOn: string): RunbookResult {
-  return { runbook, mode: 'enforce', outcome: 'succeeded', summary: 'acl test', facts: {}, plan: {}, refusals: [], steps: [], commands: [], ranOn };
+  return {
+    runbook,
+    mode: 'enforce',
+    outcome: 'succeeded',
+    summary: 'acl test',
+    facts: {},
+    plan: {},
+    refusals: [],
+    steps: [],
+    commands: [],
+    ranOn,
+  };
 }
 
-async function step(ctx: Parameters<NonNullable<import('../../src/agents/engine/registry.ts').RunbookRegistry['rbd-unmap']>>[1], runbook: RemediationJob['runbook']): Promise<RunbookResult> {
-  const s = { id: `acl:${runbook}`, description: 'acl test step', destructive: true, evidence: [{ claim: 'acl test', source: 'test', observedAt: new Date().toISOString(), status: 'holds' as const }] };
+async function step(
+  ctx: Parameters<NonNullable<import('../../src/agents/engine/registry.ts').RunbookRegistry['rbd-unmap']>>[1],
+  runbook: RemediationJob['runbook'],
+): Promise<RunbookResult> {
+  const s = {
+    id: `acl:${runbook}`,
+    description: 'acl test step',
+    destructive: true,
+    evidence: [{ claim: 'acl test', source: 'test', observedAt: new Date().toISOString(), status: 'holds' as const }],
+  };
   const decision = await ctx.gate?.beforeStep(s, { summary: 'acl test', steps: [s] });
   if (decision && !decision.go) throw new Error(`parked: ${decision.park.why}`);
   await ctx.audit?.('destructive-step', `job/${ctx.jobId}/${s.id}`, 'acl test');

@@ -29,7 +29,10 @@ const TOKEN = 'cluster-test-token-0123456789';
 const skip = topologiesAvailable();
 
 const step = (id: string, extra: Partial<ToyStep> = {}): ToyStep => ({
-  id, description: `toy ${id}`, destructive: true, file: `/w/${id}`,
+  id,
+  description: `toy ${id}`,
+  destructive: true,
+  file: `/w/${id}`,
   evidence: [{ claim: `${id} is safe to change`, source: 'toy', observedAt: new Date().toISOString(), status: 'holds' }],
   ...extra,
 });
@@ -41,7 +44,13 @@ describe.skipIf(skip)('a 3-master Redis Cluster', () => {
   let receiver: Receiver;
   const agents: RunbookWorker[] = [];
   const base = (over: Partial<Config> = {}): Config =>
-    testConfig({ redisClusterNodes: cluster.nodes.map((n) => `${n.host}:${n.port}`), queuePrefix: prefix, tokens: [TOKEN], ...fastControls, ...over });
+    testConfig({
+      redisClusterNodes: cluster.nodes.map((n) => `${n.host}:${n.port}`),
+      queuePrefix: prefix,
+      tokens: [TOKEN],
+      ...fastControls,
+      ...over,
+    });
 
   let ops: Operators;
 
@@ -66,7 +75,14 @@ describe.skipIf(skip)('a 3-master Redis Cluster', () => {
   const get = (path: string) => getJson(`${receiver.url}${path}`, ops.token('reader'));
   const job = (id: string) => get(`/v1/jobs/${id}`);
   const until = (id: string, pred: (j: any) => boolean, what: string, ms?: number) =>
-    waitFor(what, async () => { const j = await job(id); return pred(j) ? j : undefined; }, ms);
+    waitFor(
+      what,
+      async () => {
+        const j = await job(id);
+        return pred(j) ? j : undefined;
+      },
+      ms,
+    );
   const agent = (node: string, registry: ReturnType<typeof toyRunbook>['registry'], over: Partial<Config> = {}) => {
     const a = createNodeAgent({ config: base({ nodeName: node, ...over }), registry, log: silent });
     agents.push(a);
@@ -75,23 +91,29 @@ describe.skipIf(skip)('a 3-master Redis Cluster', () => {
   let n = 0;
   const newJob = async (node: string): Promise<string> => {
     n += 1;
-    const r = await post(`${receiver.url}/v1/alertmanager`, alertmanagerBody([nodeNotReadyAlert(node, 'resolved', `fp${n}x${node.replace(/[^a-z0-9]/g, '')}`)]), TOKEN);
+    const r = await post(
+      `${receiver.url}/v1/alertmanager`,
+      alertmanagerBody([nodeNotReadyAlert(node, 'resolved', `fp${n}x${node.replace(/[^a-z0-9]/g, '')}`)]),
+      TOKEN,
+    );
     expect(r.status).toBe(202);
     return r.json.accepted[0].id;
   };
 
-  it('stores one webhook\'s jobs for many nodes across every master (a call per queue), and agents run theirs', async () => {
+  it("stores one webhook's jobs for many nodes across every master (a call per queue), and agents run theirs", async () => {
     const nodes = Array.from({ length: 24 }, (_, i) => `cl-node-${i}`);
     const r = await post(`${receiver.url}/v1/alertmanager`, alertmanagerBody(nodes.map((node) => nodeNotReadyAlert(node, 'resolved'))), TOKEN);
     expect(r.status).toBe(202);
     expect(r.json.accepted).toHaveLength(24);
     expect(r.json.accepted.map((a: any) => a.queue).sort()).toEqual(nodes.map(nodeQueueName).sort());
     // Each queue's keys hash by its tag: the 24 queues landed on all three masters.
-    const mastersWithQueues = await Promise.all(admin.nodes('master').map(async (m) => {
-      let count = 0;
-      for await (const keys of scanKeys(m, `${prefix}:vm-node-*:meta`)) count += keys.length;
-      return count;
-    }));
+    const mastersWithQueues = await Promise.all(
+      admin.nodes('master').map(async (m) => {
+        let count = 0;
+        for await (const keys of scanKeys(m, `${prefix}:vm-node-*:meta`)) count += keys.length;
+        return count;
+      }),
+    );
     expect(mastersWithQueues.reduce((a, b) => a + b, 0)).toBe(24);
     expect(mastersWithQueues.every((c) => c > 0)).toBe(true);
     // The console's index (one key, its own slot) has every new job, written in a call of its own.
@@ -130,7 +152,12 @@ describe.skipIf(skip)('a 3-master Redis Cluster', () => {
     const target = { kind: 'cluster' as const, nodes: cluster.nodes };
     const redis = connect(target, 'producer');
     const watch = new NoAgentWatch({
-      redis, prefix, graceMs: 60_000, deadlineMs: 300_000, intervalMs: 30_000, log: silent,
+      redis,
+      prefix,
+      graceMs: 60_000,
+      deadlineMs: 300_000,
+      intervalMs: 30_000,
+      log: silent,
       workerConnection: () => connect(target, 'worker'),
       now: () => Date.now() + offset,
     });
@@ -151,7 +178,7 @@ describe.skipIf(skip)('a 3-master Redis Cluster', () => {
     }
   });
 
-  it('holds a node\'s job while it is paused and releases it on resume', async () => {
+  it("holds a node's job while it is paused and releases it on resume", async () => {
     const toy = toyRunbook((node) => ({ kind: 'steps', summary: 'one file', steps: [step(`p-${node}`, { destructive: false })] }));
     agent('cl-paused', toy.registry);
     expect((await api('/v1/pause', { node: 'cl-paused', why: 'SAN firmware upgrade' })).status).toBe(200);

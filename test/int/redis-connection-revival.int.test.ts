@@ -29,7 +29,10 @@ afterEach(async () => {
 /** The id of the client named `name` in CLIENT LIST. */
 async function clientId(admin: Redis, name: string): Promise<string | undefined> {
   const list = String(await admin.client('LIST'));
-  return list.split('\n').find((l) => l.includes(` name=${name} `))?.match(/^id=(\d+)/)?.[1];
+  return list
+    .split('\n')
+    .find((l) => l.includes(` name=${name} `))
+    ?.match(/^id=(\d+)/)?.[1];
 }
 
 describe('RedisConnections', () => {
@@ -57,14 +60,24 @@ describe('RedisConnections', () => {
 
 describe('the dispatcher on a connection that ended', () => {
   it('stores jobs again once the connection is back, also on a queue first used while it was ended', async () => {
-    const connections = new RedisConnections({ target: redisUrl(), process: 'test', log: quiet, backoff: { baseMs: 1_000, capMs: 1_000 }, random: () => 0.99 });
+    const connections = new RedisConnections({
+      target: redisUrl(),
+      process: 'test',
+      log: quiet,
+      backoff: { baseMs: 1_000, capMs: 1_000 },
+      random: () => 0.99,
+    });
     cleanups.push(() => connections.close());
     const conn = connections.open('producer', 'producer');
     const prefix = uniquePrefix('revival-dispatch');
     const dispatcher = new Dispatcher(conn, { prefix, timeoutMs: 3_000, sealer: testSealer('receiver') });
     cleanups.push(() => dispatcher.close());
     const job = (key: string, node: string): ResidualMultipathJob => ({
-      runbook: 'residual-multipath-cleanup', version: 1, key, target: { node }, evidence: [{ source: 'api', summary: 'test', raw: null }],
+      runbook: 'residual-multipath-cleanup',
+      version: 1,
+      key,
+      target: { node },
+      evidence: [{ source: 'api', summary: 'test', raw: null }],
     });
     await waitFor('ready', async () => (conn.status === 'ready' ? true : undefined));
     expect(await dispatcher.enqueue([job('rv_before_0000000001', 'rv-a')])).toHaveLength(1);
@@ -108,10 +121,14 @@ describe.skipIf(topologiesAvailable())('a Sentinel failover announced while a re
     // Ask a sentinel that answers (primaryPort() would wait on the stopped one).
     const other = new Redis(s.sentinels[1]!, '127.0.0.1', { maxRetriesPerRequest: 1 });
     cleanups.push(() => other.disconnect());
-    await waitFor('the replica promoted', async () => {
-      const addr = (await other.call('SENTINEL', 'GET-MASTER-ADDR-BY-NAME', s.name)) as [string, string];
-      return Number(addr[1]) === s.replica.port ? true : undefined;
-    }, 20_000);
+    await waitFor(
+      'the replica promoted',
+      async () => {
+        const addr = (await other.call('SENTINEL', 'GET-MASTER-ADDR-BY-NAME', s.name)) as [string, string];
+        return Number(addr[1]) === s.replica.port ? true : undefined;
+      },
+      20_000,
+    );
     // +switch-master reached the old connection's failover detector, which disconnected the
     // connector in the middle of its sentinel lookup.
     await new Promise((r) => setTimeout(r, 500));
@@ -129,7 +146,9 @@ describe('a receiver whose connection cannot come back', () => {
   it('reports not ready on /readyz, naming the connection and why, while /healthz stays ok; ready again once it is back', async () => {
     const port = await freePort();
     const dir = mkdtempSync(join(tmpdir(), 'vm-revival-redis-'));
-    const server = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], { stdio: 'ignore' });
+    const server = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], {
+      stdio: 'ignore',
+    });
     cleanups.push(() => {
       server.kill('SIGKILL');
       rmSync(dir, { recursive: true, force: true });
@@ -138,10 +157,17 @@ describe('a receiver whose connection cannot come back', () => {
     const admin = new Redis(port, '127.0.0.1');
     cleanups.push(() => admin.disconnect());
     await admin.call('ACL', 'SETUSER', 'vm-receiver', 'on', '>first-password-0123456789', '~*', '&*', '+@all');
-    const r: Receiver = await startReceiver(testConfig({
-      redisUrl: `redis://127.0.0.1:${port}`, redisUsername: 'vm-receiver', redisPassword: 'first-password-0123456789',
-      queuePrefix: uniquePrefix('revival'), tokens: ['revival-test-token-0123456789'], redisAckReplicas: 1, redisAckTimeoutMs: 200,
-    }));
+    const r: Receiver = await startReceiver(
+      testConfig({
+        redisUrl: `redis://127.0.0.1:${port}`,
+        redisUsername: 'vm-receiver',
+        redisPassword: 'first-password-0123456789',
+        queuePrefix: uniquePrefix('revival'),
+        tokens: ['revival-test-token-0123456789'],
+        redisAckReplicas: 1,
+        redisAckTimeoutMs: 200,
+      }),
+    );
     cleanups.push(() => r.close());
     await waitFor('both connections ready', async () => (r.connections.states().every((c) => c.ready) ? true : undefined));
     expect(await getJson(`${r.url}/readyz`)).toMatchObject({ redis: 'ok', connections: { producer: 'ready', 'replica-ack': 'ready' } });
@@ -152,12 +178,16 @@ describe('a receiver whose connection cannot come back', () => {
     const id = await clientId(admin, 'volume-medic:receiver:replica-ack');
     expect(id).toBeDefined();
     await admin.client('KILL', 'ID', id!);
-    const res = await waitFor('/readyz to say not ready', async () => {
-      const got = await fetch(`${r.url}/readyz`);
-      if (got.status !== 503) return undefined;
-      const body = (await got.json()) as { status: string; redis: string; connections: Record<string, string> };
-      return /WRONGPASS/.test(body.connections['replica-ack'] ?? '') ? body : undefined;
-    }, 10_000);
+    const res = await waitFor(
+      '/readyz to say not ready',
+      async () => {
+        const got = await fetch(`${r.url}/readyz`);
+        if (got.status !== 503) return undefined;
+        const body = (await got.json()) as { status: string; redis: string; connections: Record<string, string> };
+        return /WRONGPASS/.test(body.connections['replica-ack'] ?? '') ? body : undefined;
+      },
+      10_000,
+    );
     expect(res.status).toBe('not ready');
     expect(res.connections.producer).toBe('ready');
     expect(res.connections['replica-ack']).toMatch(/^(reconnecting|connecting|connect)\b.*WRONGPASS/);

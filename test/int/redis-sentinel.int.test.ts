@@ -47,13 +47,33 @@ describe.skipIf(skip)('a Sentinel-managed primary and replica', () => {
     set = await startSentinelSet();
     ops = await startOperators();
     // The receiver's warnings, kept for a failure's message (why it answered 503).
-    const sink = new Writable({ write(chunk: Buffer, _enc, done) { warnings.push(...chunk.toString().split('\n').filter(Boolean)); warnings.splice(0, Math.max(0, warnings.length - 20)); done(); } });
-    receiver = await startReceiver(testConfig({
-      redisSentinels: set.env.split(','), redisSentinelName: set.name, queuePrefix: prefix, tokens: [TOKEN],
-      // A replica acknowledgement is waited for at most 500 ms; a webhook waits at most 3 s.
-      redisAckTimeoutMs: 500, enqueueTimeoutMs: 3_000,
-    }), { operatorKubeConfig: ops.api.kubeConfig(), log: pino({ level: 'warn' }, sink) });
-    agent = await startStubAgent({ REDIS_SENTINELS: set.env, REDIS_SENTINEL_NAME: set.name, QUEUE_PREFIX: prefix, NODE_NAME: NODE, STATE_DIR: stateDir, LOCK_DURATION_MS: '2000' });
+    const sink = new Writable({
+      write(chunk: Buffer, _enc, done) {
+        warnings.push(...chunk.toString().split('\n').filter(Boolean));
+        warnings.splice(0, Math.max(0, warnings.length - 20));
+        done();
+      },
+    });
+    receiver = await startReceiver(
+      testConfig({
+        redisSentinels: set.env.split(','),
+        redisSentinelName: set.name,
+        queuePrefix: prefix,
+        tokens: [TOKEN],
+        // A replica acknowledgement is waited for at most 500 ms; a webhook waits at most 3 s.
+        redisAckTimeoutMs: 500,
+        enqueueTimeoutMs: 3_000,
+      }),
+      { operatorKubeConfig: ops.api.kubeConfig(), log: pino({ level: 'warn' }, sink) },
+    );
+    agent = await startStubAgent({
+      REDIS_SENTINELS: set.env,
+      REDIS_SENTINEL_NAME: set.name,
+      QUEUE_PREFIX: prefix,
+      NODE_NAME: NODE,
+      STATE_DIR: stateDir,
+      LOCK_DURATION_MS: '2000',
+    });
   }, 60_000);
   afterAll(async () => {
     agent?.kill();
@@ -116,24 +136,39 @@ describe.skipIf(skip)('a Sentinel-managed primary and replica', () => {
     // A full resync of the rejoined server comes first; on a loaded machine (CI beside other
     // suites) it has taken longer than 20 s once: wait up to 45 s and say where replication is.
     let lastStatus = 0;
-    await waitFor('a 202 after the old primary rejoined', async () => {
-      lastStatus = (await webhook(100_000)).status;
-      return lastStatus === 202 ? true : undefined;
-    }, 45_000).catch(async (err: Error) => {
+    await waitFor(
+      'a 202 after the old primary rejoined',
+      async () => {
+        lastStatus = (await webhook(100_000)).status;
+        return lastStatus === 202 ? true : undefined;
+      },
+      45_000,
+    ).catch(async (err: Error) => {
       const info = async (port: number) => {
         const a = new Redis(port, '127.0.0.1', { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
         a.on('error', () => {});
         try {
           await a.connect();
-          return (await a.info('replication')).split('\r\n').filter((l) => /^(role|connected_slaves|slave0|master_link_status|master_sync_in_progress|master_host|master_port)/.test(l)).join(' ');
+          return (await a.info('replication'))
+            .split('\r\n')
+            .filter((l) => /^(role|connected_slaves|slave0|master_link_status|master_sync_in_progress|master_host|master_port)/.test(l))
+            .join(' ');
         } catch (e) {
           return `unreachable: ${(e as Error).message}`;
         } finally {
           a.disconnect();
         }
       };
-      const why = warnings.slice(-3).map((w) => { try { return String((JSON.parse(w) as { err?: unknown; msg?: unknown }).err ?? (JSON.parse(w) as { msg?: unknown }).msg); } catch { return w; } });
-      throw new Error(`${err.message}; last answer ${lastStatus}; new primary: ${await info(set.replica.port)}; rejoined: ${await info(back.port)}; the receiver's last warnings: ${why.join(' | ')}`);
+      const why = warnings.slice(-3).map((w) => {
+        try {
+          return String((JSON.parse(w) as { err?: unknown; msg?: unknown }).err ?? (JSON.parse(w) as { msg?: unknown }).msg);
+        } catch {
+          return w;
+        }
+      });
+      throw new Error(
+        `${err.message}; last answer ${lastStatus}; new primary: ${await info(set.replica.port)}; rejoined: ${await info(back.port)}; the receiver's last warnings: ${why.join(' | ')}`,
+      );
     });
     const acceptedAfterRejoin = accepted.size;
     await sleep(1_000);
@@ -149,14 +184,27 @@ describe.skipIf(skip)('a Sentinel-managed primary and replica', () => {
     await waitFor('every accepted job ran', async () => (ids.every((id) => ranCounts().has(id)) ? true : undefined), 15_000).catch(async (err: Error) => {
       // Say which, and where they are: lost (no hash), or stored and not run (the agent).
       const missing = ids.filter((id) => !ranCounts().has(id));
-      const states = await Promise.all(missing.map(async (id) => `${id}: ${JSON.stringify(await getJson(`${receiver.url}/v1/jobs/${encodeURIComponent(id)}`, ops.token('reader')))}`.slice(0, 400)));
+      const states = await Promise.all(
+        missing.map(async (id) =>
+          `${id}: ${JSON.stringify(await getJson(`${receiver.url}/v1/jobs/${encodeURIComponent(id)}`, ops.token('reader')))}`.slice(0, 400),
+        ),
+      );
       const admin = new Redis(await set.primaryPort(), '127.0.0.1');
       const q = `${prefix}:${nodeQueueName(NODE)}`;
-      const raw = await Promise.all(missing.map(async (id) => JSON.stringify({
-        wait: await admin.lpos(`${q}:wait`, id), active: await admin.lpos(`${q}:active`, id), waitLen: await admin.llen(`${q}:wait`), activeLen: await admin.llen(`${q}:active`),
-        marker: await admin.zrange(`${q}:marker`, 0, -1, 'WITHSCORES'), stalled: await admin.smembers(`${q}:stalled`), lock: await admin.get(`${q}:${id}:lock`),
-        job: await admin.hmget(`${q}:${id}`, 'ats', 'atm', 'processedOn', 'finishedOn', 'stc'),
-      })));
+      const raw = await Promise.all(
+        missing.map(async (id) =>
+          JSON.stringify({
+            wait: await admin.lpos(`${q}:wait`, id),
+            active: await admin.lpos(`${q}:active`, id),
+            waitLen: await admin.llen(`${q}:wait`),
+            activeLen: await admin.llen(`${q}:active`),
+            marker: await admin.zrange(`${q}:marker`, 0, -1, 'WITHSCORES'),
+            stalled: await admin.smembers(`${q}:stalled`),
+            lock: await admin.get(`${q}:${id}:lock`),
+            job: await admin.hmget(`${q}:${id}`, 'ats', 'atm', 'processedOn', 'finishedOn', 'stc'),
+          }),
+        ),
+      );
       admin.disconnect();
       throw new Error(`${err.message}; not run: ${states.join('\n')}\nin Redis: ${raw.join('\n')}\nagent output tail: ${agent.out().slice(-1500)}`);
     });
@@ -167,7 +215,9 @@ describe.skipIf(skip)('a Sentinel-managed primary and replica', () => {
     // Jobs answered 503 only (stored, not acknowledged) may run, but never twice either.
     expect([...runs.values()].every((n) => n === 1)).toBe(true);
     expect([...statuses.keys()].sort()).toEqual([202, 503]);
-    console.log(`sentinel failover: ${failoverMs} ms from SIGKILL to promotion; ${accepted.size} incidents answered 202 (${acceptedBeforeKill} before the kill), ${statuses.get(503) ?? 0} answers 503, ${runs.size} jobs ran, each once`);
+    console.log(
+      `sentinel failover: ${failoverMs} ms from SIGKILL to promotion; ${accepted.size} incidents answered 202 (${acceptedBeforeKill} before the kill), ${statuses.get(503) ?? 0} answers 503, ${runs.size} jobs ran, each once`,
+    );
   });
 
   it('a WAIT for a replica that is not there holds up only the answers that wait for it', async () => {
@@ -175,14 +225,27 @@ describe.skipIf(skip)('a Sentinel-managed primary and replica', () => {
     // the acknowledgement timeout, while /readyz and the controls (the shared connection) answer at once.
     const port = await freePort();
     const dir = mkdtempSync(join(tmpdir(), 'vm-lonely-redis-'));
-    const lone = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], { stdio: 'ignore' });
+    const lone = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], {
+      stdio: 'ignore',
+    });
     let r: Receiver | undefined;
     const admin = new Redis({ port, host: '127.0.0.1', lazyConnect: true });
     try {
       await waitFor('the lone redis', async () => ((await answers(port)) ? true : undefined));
-      r = await startReceiver(testConfig({ redisUrl: `redis://127.0.0.1:${port}`, queuePrefix: uniquePrefix('lone'), tokens: [TOKEN], redisAckReplicas: 1, redisAckTimeoutMs: 2_000, enqueueTimeoutMs: 10_000 }));
+      r = await startReceiver(
+        testConfig({
+          redisUrl: `redis://127.0.0.1:${port}`,
+          queuePrefix: uniquePrefix('lone'),
+          tokens: [TOKEN],
+          redisAckReplicas: 1,
+          redisAckTimeoutMs: 2_000,
+          enqueueTimeoutMs: 10_000,
+        }),
+      );
       const started = Date.now();
-      const storing = Promise.all(Array.from({ length: 5 }, (_, i) => post(`${r!.url}/v1/alertmanager`, alertmanagerBody([nodeNotReadyAlert(`lone-${i}`, 'resolved')]), TOKEN)));
+      const storing = Promise.all(
+        Array.from({ length: 5 }, (_, i) => post(`${r!.url}/v1/alertmanager`, alertmanagerBody([nodeNotReadyAlert(`lone-${i}`, 'resolved')]), TOKEN)),
+      );
       await sleep(100);
       const t0 = Date.now();
       expect(await getJson(`${r.url}/readyz`)).toMatchObject({ status: 'ready', redis: 'ok' });

@@ -15,12 +15,18 @@ import { sumMetric } from '../support/alertmanager.ts';
 const TOKEN = 'repeat-answers-test-token-0123';
 
 /** A body with a job, a firing alert and an alert we do not act on: accepted and ignored parts. */
-const body = (fp: string) => JSON.stringify(alertmanagerBody([
-  nodeNotReadyAlert('worker-r1', 'resolved', `${fp}a`),
-  nodeNotReadyAlert('worker-r2', 'firing', `${fp}b`),
-  { ...nodeNotReadyAlert('worker-r3', 'resolved', `${fp}c`), labels: { ...nodeNotReadyAlert('worker-r3', 'resolved').labels, alertname: 'SomethingElse' } },
-  nodeNotReadyAlert('worker-r4', 'resolved', `${fp}d`),
-]));
+const body = (fp: string) =>
+  JSON.stringify(
+    alertmanagerBody([
+      nodeNotReadyAlert('worker-r1', 'resolved', `${fp}a`),
+      nodeNotReadyAlert('worker-r2', 'firing', `${fp}b`),
+      {
+        ...nodeNotReadyAlert('worker-r3', 'resolved', `${fp}c`),
+        labels: { ...nodeNotReadyAlert('worker-r3', 'resolved').labels, alertname: 'SomethingElse' },
+      },
+      nodeNotReadyAlert('worker-r4', 'resolved', `${fp}d`),
+    ]),
+  );
 
 const metric = async (url: string, name: string): Promise<number> => sumMetric(await (await fetch(`${url}/metrics`)).text(), name);
 
@@ -112,10 +118,17 @@ describe('repeat answers', () => {
 
   it('does not answer Kubernetes Events from the body (their triage can depend on the cluster)', async () => {
     const ev = JSON.stringify({
-      apiVersion: 'v1', kind: 'Event', metadata: { name: 'worker-r5.rebooted', namespace: 'default', uid: 'e0a1b2c3-0000-4000-8000-000000000001' },
-      involvedObject: { kind: 'Node', name: 'worker-r5', uid: 'worker-r5' }, reason: 'Rebooted', type: 'Warning',
-      message: 'Node worker-r5 has been rebooted, boot id: 0b5d3a8e-8d0e-4c5e-9a3b-0123456789ab', source: { component: 'kubelet', host: 'worker-r5' },
-      count: 1, firstTimestamp: '2026-12-02T10:00:00Z', lastTimestamp: '2026-12-02T10:00:00Z',
+      apiVersion: 'v1',
+      kind: 'Event',
+      metadata: { name: 'worker-r5.rebooted', namespace: 'default', uid: 'e0a1b2c3-0000-4000-8000-000000000001' },
+      involvedObject: { kind: 'Node', name: 'worker-r5', uid: 'worker-r5' },
+      reason: 'Rebooted',
+      type: 'Warning',
+      message: 'Node worker-r5 has been rebooted, boot id: 0b5d3a8e-8d0e-4c5e-9a3b-0123456789ab',
+      source: { component: 'kubelet', host: 'worker-r5' },
+      count: 1,
+      firstTimestamp: '2026-12-02T10:00:00Z',
+      lastTimestamp: '2026-12-02T10:00:00Z',
     });
     const before = await metric(receiver.url, 'volume_medic_webhook_repeat_answers_total');
     for (let i = 0; i < 2; i++) expect((await post(`${receiver.url}/v1/events`, undefined, TOKEN, ev)).status).toBe(202);

@@ -20,9 +20,7 @@ function standInHost(fates: Record<string, 'hang' | 'eio'>): Host {
       const fate = fates[dm];
       if (argv[0] !== 'dd' || !fate) return real.run(argv, options);
       return real.run(
-        fate === 'hang'
-          ? ['sh', '-c', 'trap "" TERM; exec sleep 1000']
-          : ['sh', '-c', `echo "dd: error reading '/dev/${dm}': Input/output error" >&2; exit 1`],
+        fate === 'hang' ? ['sh', '-c', 'trap "" TERM; exec sleep 1000'] : ['sh', '-c', `echo "dd: error reading '/dev/${dm}': Input/output error" >&2; exit 1`],
         options,
       );
     },

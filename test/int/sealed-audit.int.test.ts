@@ -18,7 +18,11 @@ import { dropPrefix, redisUrl, uniquePrefix } from '../support/redis.ts';
 
 describe('sealed, numbered audit lists in Redis', () => {
   const prefix = uniquePrefix('audit');
-  const roots = new Map([['receiver.k', randomBytes(32)], ['cluster-worker.k', randomBytes(32)], ['node-agent.k', randomBytes(32)]]);
+  const roots = new Map([
+    ['receiver.k', randomBytes(32)],
+    ['cluster-worker.k', randomBytes(32)],
+    ['node-agent.k', randomBytes(32)],
+  ]);
   const q = nodeQueueName('node-a');
   const listKey = queueControlKeys(prefix, q).audit;
   let redis: Redis;
@@ -32,7 +36,10 @@ describe('sealed, numbered audit lists in Redis', () => {
     const agentRing: Keyring = { verify: new Map([['node-agent.k', key]]), signing: { role: 'node-agent', kid: 'k', key }, scope: q };
     agentStore = new ControlsStore(redis, prefix, () => new Date(), { allowUnsigned: false, audit: { sealer: sealerOf(agentRing)! } });
     const receiverRing = keyringFor('receiver', roots);
-    receiverStore = new ControlsStore(redis, prefix, () => new Date(), { allowUnsigned: false, audit: { sealer: sealerOf(receiverRing)!, roots: receiverRing } });
+    receiverStore = new ControlsStore(redis, prefix, () => new Date(), {
+      allowUnsigned: false,
+      audit: { sealer: sealerOf(receiverRing)!, roots: receiverRing },
+    });
     await redis.sadd(knownQueuesKey(prefix), q);
   });
   afterAll(async () => {
@@ -44,7 +51,14 @@ describe('sealed, numbered audit lists in Redis', () => {
     for (const n of [1, 2, 3]) await agentStore.audit('work-refused', `job/j${n}`, { by: 'node-a', why: `n${n}` }, q);
     await receiverStore.audit('mode-enforce', 'runbook/x', { by: 'kim', why: 'go' });
     let r = await receiverStore.auditReport(50);
-    expect(r.entries.map((e) => [e.target, 'verified' in e ? e.verified : undefined])).toEqual(expect.arrayContaining([['job/j1', true], ['job/j2', true], ['job/j3', true], ['runbook/x', true]]));
+    expect(r.entries.map((e) => [e.target, 'verified' in e ? e.verified : undefined])).toEqual(
+      expect.arrayContaining([
+        ['job/j1', true],
+        ['job/j2', true],
+        ['job/j3', true],
+        ['runbook/x', true],
+      ]),
+    );
     expect(r.problems).toEqual([]);
 
     // One deleted from the middle.
@@ -59,7 +73,10 @@ describe('sealed, numbered audit lists in Redis', () => {
     await redis.lset(listKey, 1, second!.replace('"why":"n3"', '"why":"nothing happened"'));
     r = await receiverStore.auditReport(50);
     expect(r.entries.find((e) => e.target === 'job/fake')).toMatchObject({ verified: false, unverifiedWhy: 'no seal' });
-    expect(r.entries.find((e) => e.target === 'job/j3')).toMatchObject({ verified: false, unverifiedWhy: expect.stringMatching(/^bad-mac/) });
+    expect(r.entries.find((e) => e.target === 'job/j3')).toMatchObject({
+      verified: false,
+      unverifiedWhy: expect.stringMatching(/^bad-mac/),
+    });
     // The newest entry that holds is now older than one read before.
     expect(r.problems).toEqual([{ list: q, missing: [], restartedBelow: 3 }]);
 
@@ -71,7 +88,7 @@ describe('sealed, numbered audit lists in Redis', () => {
     expect(r.entries.find((e) => e.target === 'job/after')).toMatchObject({ verified: true, seq: 1 });
   });
 
-  it('an entry of node-a\'s put into the fleet list does not verify there', async () => {
+  it("an entry of node-a's put into the fleet list does not verify there", async () => {
     const row = (await redis.lrange(listKey, 0, 0))[0]!;
     await redis.lpush(controlKeys(prefix).audit, row);
     const r = await receiverStore.auditReport(50);
@@ -83,7 +100,11 @@ describe('sealed, numbered audit lists in Redis', () => {
 
 describe('two writers of one audit list (receiver replicas)', () => {
   const prefix = uniquePrefix('audit2');
-  const roots = new Map([['receiver.k', randomBytes(32)], ['cluster-worker.k', randomBytes(32)], ['node-agent.k', randomBytes(32)]]);
+  const roots = new Map([
+    ['receiver.k', randomBytes(32)],
+    ['cluster-worker.k', randomBytes(32)],
+    ['node-agent.k', randomBytes(32)],
+  ]);
   let redis: Redis;
 
   beforeAll(() => {

@@ -45,7 +45,17 @@ describe('control records written straight into Redis change nothing', () => {
     const config = base();
     const trust = trustFromConfig(config, 'receiver');
     api = new OperatorActions({
-      redis, prefix, jobs: new BullJobStore({ redis: redis, prefix, queue: (name) => { const q = new Queue(name, { connection: redis, prefix }); queues.push(q); return q; } }),
+      redis,
+      prefix,
+      jobs: new BullJobStore({
+        redis: redis,
+        prefix,
+        queue: (name) => {
+          const q = new Queue(name, { connection: redis, prefix });
+          queues.push(q);
+          return q;
+        },
+      }),
       caps: { nodePerHour: 0, clusterPerHour: 0, stormNodes: 0, stormWindowMs: 1000 },
       approvalTtlMs: 3_600_000,
       configuredModes: { default: 'dry-run', runbooks: {} },
@@ -63,12 +73,18 @@ describe('control records written straight into Redis change nothing', () => {
   const run = sealedJobs(() => redis, prefix, 'sealedctl', queues);
   const agent = (node: string, steps: ToyStep[], over: Partial<Config> = {}) => {
     const toy = toyRunbook(() => ({ kind: 'steps', summary: 'toy', steps }));
-    agents.push(createNodeAgent({ config: base({ nodeName: node, stateDir: `/tmp/vm-sealedctl-${prefix}-${node}`, ...over }), registry: toy.registry, log: silent }));
+    agents.push(
+      createNodeAgent({
+        config: base({ nodeName: node, stateDir: `/tmp/vm-sealedctl-${prefix}-${node}`, ...over }),
+        registry: toy.registry,
+        log: silent,
+      }),
+    );
     return toy;
   };
   const audit = async () => (await api.store.auditLog(500)).map((e) => `${e.action} ${e.target} ${e.by}`);
 
-  it('a forged enforce override is ignored and reported; the API\'s override counts', async () => {
+  it("a forged enforce override is ignored and reported; the API's override counts", async () => {
     const toy = agent('ctl-mode', [step('m1', { destructive: false })]);
     await redis.hset(keys.modes, `runbook/${RUNBOOK}`, JSON.stringify({ mode: 'enforce', by: 'alice', why: 'one HSET', at: new Date().toISOString() }));
     const forged = await run('ctl-mode');
@@ -94,7 +110,7 @@ describe('control records written straight into Redis change nothing', () => {
     await redis.hdel(keys.modes, `runbook/${RUNBOOK}`);
   });
 
-  it('the operator\'s earlier enforce record, put back after dry-run was set, changes nothing, also after the agent restarts; a pause deleted from Redis stands', async () => {
+  it("the operator's earlier enforce record, put back after dry-run was set, changes nothing, also after the agent restarts; a pause deleted from Redis stands", async () => {
     const first = agent('ctl-replay', [step('r1', { destructive: false })]);
     const field = `runbook/${RUNBOOK}`;
     await api.setMode({ runbook: RUNBOOK }, 'enforce', { by: 'alice', why: 'INC-2' });
@@ -132,9 +148,22 @@ describe('control records written straight into Redis change nothing', () => {
     // Fresh seals are left alone; near their end they are sealed again.
     expect(await api.store.resealStanding()).toBe(0);
     const later = new OperatorActions({
-      redis, prefix, jobs: { promote: () => { throw new Error('unused'); } },
-      caps: { nodePerHour: 0, clusterPerHour: 0, stormNodes: 0, stormWindowMs: 1000 }, approvalTtlMs: 3_600_000, configuredModes: { default: 'dry-run', runbooks: {} },
-      trust: { sealer: sealerOf(keyringFor('receiver', readKeys(TEST_KEYS_DIR)), () => Date.now() + 11 * 60_000)!, ring: keyringFor('receiver', readKeys(TEST_KEYS_DIR)), allowUnsigned: false, now: () => Date.now() + 11 * 60_000 },
+      redis,
+      prefix,
+      jobs: {
+        promote: () => {
+          throw new Error('unused');
+        },
+      },
+      caps: { nodePerHour: 0, clusterPerHour: 0, stormNodes: 0, stormWindowMs: 1000 },
+      approvalTtlMs: 3_600_000,
+      configuredModes: { default: 'dry-run', runbooks: {} },
+      trust: {
+        sealer: sealerOf(keyringFor('receiver', readKeys(TEST_KEYS_DIR)), () => Date.now() + 11 * 60_000)!,
+        ring: keyringFor('receiver', readKeys(TEST_KEYS_DIR)),
+        allowUnsigned: false,
+        now: () => Date.now() + 11 * 60_000,
+      },
       now: () => new Date(Date.now() + 11 * 60_000),
     });
     expect(await later.store.resealStanding()).toBeGreaterThanOrEqual(1);
@@ -157,7 +186,7 @@ describe('control records written straight into Redis change nothing', () => {
     await redis.hdel(keys.modes, `runbook/${RUNBOOK}`, 'node/elsewhere');
   });
 
-  it('a forged pause does not stop a job; the API\'s pause does', async () => {
+  it("a forged pause does not stop a job; the API's pause does", async () => {
     const toy = agent('ctl-pause', [step('p1', { destructive: false })], { runbookModes: { [RUNBOOK]: 'enforce' } });
     await redis.hset(keys.pause, 'node/ctl-pause', JSON.stringify({ by: 'mallory', why: '', at: new Date().toISOString() }));
     const forged = await run('ctl-pause');
@@ -175,17 +204,32 @@ describe('control records written straight into Redis change nothing', () => {
     await api.resume('ctl-pause', { by: 'bob' });
   });
 
-  it('an approval written straight into Redis does not run the step; the API\'s approval does', async () => {
-    const toy = agent('ctl-approve', [step('safe', { destructive: false }), step('release', { risk: 'high' })], { runbookModes: { [RUNBOOK]: 'enforce' } });
+  it("an approval written straight into Redis does not run the step; the API's approval does", async () => {
+    const toy = agent('ctl-approve', [step('safe', { destructive: false }), step('release', { risk: 'high' })], {
+      runbookModes: { [RUNBOOK]: 'enforce' },
+    });
     const parked = await run('ctl-approve', 'parked');
     const id = parked.id!;
     const key = queueControlKeys(prefix, parked.queueName).approval(id);
     const pending = JSON.parse((await redis.get(key))!) as Record<string, unknown>;
     expect(pending['state']).toBe('pending');
-    await redis.set(key, JSON.stringify({ ...pending, state: 'approved', decidedBy: 'mallory', decidedAt: new Date().toISOString(), validUntil: new Date(Date.now() + 3_600_000).toISOString() }));
+    await redis.set(
+      key,
+      JSON.stringify({
+        ...pending,
+        state: 'approved',
+        decidedBy: 'mallory',
+        decidedAt: new Date().toISOString(),
+        validUntil: new Date(Date.now() + 3_600_000).toISOString(),
+      }),
+    );
     await parked.promote().catch(() => {});
     // Looked again (every 0.3 s) and still waits: the forged approval was ignored and replaced by a new request.
-    await waitFor('the forged approval to be reported', async () => ((await audit()).includes(`control-refused approval/${id} ctl-approve`) ? true : undefined), 5_000);
+    await waitFor(
+      'the forged approval to be reported',
+      async () => ((await audit()).includes(`control-refused approval/${id} ctl-approve`) ? true : undefined),
+      5_000,
+    );
     expect(await toy.ran('/w/release')).toBe(false);
     expect(JSON.parse((await redis.get(key))!).state).toBe('pending');
 
@@ -195,28 +239,41 @@ describe('control records written straight into Redis change nothing', () => {
   });
 
   it('a request reworded in Redis and then approved by an operator does not run the real step: the agent asks again in its own words', async () => {
-    const toy = agent('ctl-reword', [step('look', { destructive: false }), step('release', { risk: 'high' })], { runbookModes: { [RUNBOOK]: 'enforce' } });
+    const toy = agent('ctl-reword', [step('look', { destructive: false }), step('release', { risk: 'high' })], {
+      runbookModes: { [RUNBOOK]: 'enforce' },
+    });
     const parked = await run('ctl-reword', 'parked');
     const id = parked.id!;
     const key = queueControlKeys(prefix, parked.queueName).approval(id);
     const pending = JSON.parse((await redis.get(key))!) as { steps: { id: string; description: string; why: string }[] };
     const real = pending.steps[0]!.description;
     // With the node agent's Redis user: the wording the operator will read, rewritten.
-    await redis.set(key, JSON.stringify({ ...pending, summary: 'read-only re-scan', steps: pending.steps.map((x) => ({ ...x, description: 'multipath -ll (read-only)' })) }));
+    await redis.set(
+      key,
+      JSON.stringify({
+        ...pending,
+        summary: 'read-only re-scan',
+        steps: pending.steps.map((x) => ({ ...x, description: 'multipath -ll (read-only)' })),
+      }),
+    );
     const ok = await api.approve(id, { by: 'carol', why: 'only a re-scan' });
     expect(ok.ok).toBe(true);
     await parked.promote().catch(() => {});
-    await waitFor('a new request in the agent\'s own words', async () => {
-      const rec = JSON.parse((await redis.get(key))!) as { state: string; steps: { description: string }[] };
-      return rec.state === 'pending' && rec.steps[0]?.description === real ? true : undefined;
-    }, 10_000);
+    await waitFor(
+      "a new request in the agent's own words",
+      async () => {
+        const rec = JSON.parse((await redis.get(key))!) as { state: string; steps: { description: string }[] };
+        return rec.state === 'pending' && rec.steps[0]?.description === real ? true : undefined;
+      },
+      10_000,
+    );
     expect(await toy.ran('/w/release')).toBe(false);
     // Approved as worded now, it runs.
     expect((await api.approve(id, { by: 'carol', why: 'read the real step' })).ok).toBe(true);
     await waitFor('the approved step to run', async () => ((await toy.ran('/w/release')) ? true : undefined), 10_000);
   });
 
-  it('a rejection written straight into Redis under a made-up name does not fail the job; the API\'s rejection does', async () => {
+  it("a rejection written straight into Redis under a made-up name does not fail the job; the API's rejection does", async () => {
     agent('ctl-rejectf', [step('release', { risk: 'high' })], { runbookModes: { [RUNBOOK]: 'enforce' } });
     const parked = await run('ctl-rejectf', 'parked');
     const id = parked.id!;
@@ -226,15 +283,23 @@ describe('control records written straight into Redis change nothing', () => {
     const pending = JSON.parse((await redis.get(key))!) as Record<string, unknown>;
     await redis.set(key, JSON.stringify({ ...pending, state: 'rejected', decidedBy: 'the-ceo', decidedAt: new Date().toISOString(), why: 'no' }));
     await parked.promote().catch(() => {});
-    await waitFor('the forged rejection to be reported', async () => ((await audit()).includes(`control-refused approval/${id} ctl-rejectf`) ? true : undefined), 5_000);
+    await waitFor(
+      'the forged rejection to be reported',
+      async () => ((await audit()).includes(`control-refused approval/${id} ctl-rejectf`) ? true : undefined),
+      5_000,
+    );
     const still = await q.getJob(id);
     expect(still?.failedReason).toBeFalsy();
     await waitFor('a new request', async () => (JSON.parse((await redis.get(key))!).state === 'pending' ? true : undefined), 5_000);
     expect((await api.reject(id, { by: 'dave', why: 'live LUN' })).ok).toBe(true);
-    const failed = await waitFor('the job failed as rejected', async () => {
-      const j = await q.getJob(id);
-      return j?.failedReason ? j : undefined;
-    }, 10_000);
+    const failed = await waitFor(
+      'the job failed as rejected',
+      async () => {
+        const j = await q.getJob(id);
+        return j?.failedReason ? j : undefined;
+      },
+      10_000,
+    );
     expect(failed.failedReason).toMatch(/approval rejected by dave .*live LUN/);
   });
 });

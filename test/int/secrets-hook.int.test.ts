@@ -52,7 +52,7 @@ describe('the secrets hook against an API server', () => {
     for (const r of api.requests) expect(r.path).toMatch(new RegExp(`^/api/v1/namespaces/${NS}/(secrets|configmaps)(/volume-medic-[a-z-]+)?$`));
   });
 
-  it('the receiver\'s certificate serves HTTPS that a client with the CA ConfigMap trusts, for localhost and 127.0.0.1', async () => {
+  it("the receiver's certificate serves HTTPS that a client with the CA ConfigMap trusts, for localhost and 127.0.0.1", async () => {
     const tls = await decoded('secrets', 'volume-medic-receiver-tls');
     const { 'ca.crt': ca } = await decoded('configmaps', 'volume-medic-receiver-ca');
     expect(ca).toBe(tls['ca.crt']);
@@ -60,13 +60,16 @@ describe('the secrets hook against an API server', () => {
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
     const port = (server.address() as AddressInfo).port;
     try {
-      const fetchOk = (servername: string, trust?: string) => new Promise<string>((resolve, reject) => {
-        httpsGet({ host: '127.0.0.1', port, path: '/', servername, ...(trust ? { ca: trust } : {}) }, (res) => {
-          let body = '';
-          res.on('data', (c: Buffer) => { body += c.toString(); });
-          res.on('end', () => resolve(body));
-        }).on('error', reject);
-      });
+      const fetchOk = (servername: string, trust?: string) =>
+        new Promise<string>((resolve, reject) => {
+          httpsGet({ host: '127.0.0.1', port, path: '/', servername, ...(trust ? { ca: trust } : {}) }, (res) => {
+            let body = '';
+            res.on('data', (c: Buffer) => {
+              body += c.toString();
+            });
+            res.on('end', () => resolve(body));
+          }).on('error', reject);
+        });
       expect(await fetchOk('localhost', ca)).toBe('ok');
       expect(await fetchOk('volume-medic.volume-medic.svc', ca)).toBe('ok');
       await expect(fetchOk('localhost')).rejects.toThrow(/self[- ]signed|unable to (get|verify)/i);
@@ -76,7 +79,7 @@ describe('the secrets hook against an API server', () => {
     }
   });
 
-  it('the bundled Redis runs on its certificate and ACL file; the receiver\'s user connects over TLS with its password and is held to its prefix', async () => {
+  it("the bundled Redis runs on its certificate and ACL file; the receiver's user connects over TLS with its password and is held to its prefix", async () => {
     if (spawnSync('redis-server', ['--version']).error) {
       console.warn('SKIPPED the Redis part: redis-server is not installed (.ci/run installs redis-server)');
       return;
@@ -84,12 +87,52 @@ describe('the secrets hook against an API server', () => {
     const tls = await decoded('secrets', 'volume-medic-redis-tls');
     const acl = await decoded('secrets', 'volume-medic-redis-acl');
     const user = await decoded('secrets', 'volume-medic-redis-receiver');
-    for (const [f, v] of Object.entries({ 'tls.crt': tls['tls.crt']!, 'tls.key': tls['tls.key']!, 'ca.crt': tls['ca.crt']!, 'users.acl': acl['users.acl']! })) writeFileSync(join(dir, f), v);
+    for (const [f, v] of Object.entries({
+      'tls.crt': tls['tls.crt']!,
+      'tls.key': tls['tls.key']!,
+      'ca.crt': tls['ca.crt']!,
+      'users.acl': acl['users.acl']!,
+    }))
+      writeFileSync(join(dir, f), v);
     const port = await freePort();
-    const proc: ChildProcess = spawn('redis-server', ['--port', '0', '--tls-port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--appendonly', 'no',
-      '--tls-cert-file', join(dir, 'tls.crt'), '--tls-key-file', join(dir, 'tls.key'), '--tls-ca-cert-file', join(dir, 'ca.crt'), '--tls-auth-clients', 'no',
-      '--aclfile', join(dir, 'users.acl')], { stdio: 'ignore' });
-    const redis = new Redis({ host: '127.0.0.1', port, username: user['username'], password: user['password'], tls: { ca: tls['ca.crt'], servername: 'localhost' }, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+    const proc: ChildProcess = spawn(
+      'redis-server',
+      [
+        '--port',
+        '0',
+        '--tls-port',
+        String(port),
+        '--bind',
+        '127.0.0.1',
+        '--dir',
+        dir,
+        '--save',
+        '',
+        '--appendonly',
+        'no',
+        '--tls-cert-file',
+        join(dir, 'tls.crt'),
+        '--tls-key-file',
+        join(dir, 'tls.key'),
+        '--tls-ca-cert-file',
+        join(dir, 'ca.crt'),
+        '--tls-auth-clients',
+        'no',
+        '--aclfile',
+        join(dir, 'users.acl'),
+      ],
+      { stdio: 'ignore' },
+    );
+    const redis = new Redis({
+      host: '127.0.0.1',
+      port,
+      username: user['username'],
+      password: user['password'],
+      tls: { ca: tls['ca.crt'], servername: 'localhost' },
+      lazyConnect: true,
+      maxRetriesPerRequest: 0,
+      retryStrategy: () => null,
+    });
     redis.on('error', () => {}); // refused until redis-server listens: the loop below retries
     try {
       for (let i = 0; ; i++) {

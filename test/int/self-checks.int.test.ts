@@ -31,21 +31,39 @@ describe('the agent’s placeholder check with a real Redis', () => {
     const root = await mkdtemp(join(tmpdir(), 'vm-selfcheck-'));
     roots.push(root);
     await mkdir(join(root, STATE, 'placeholders'), { recursive: true });
-    for (const [pv, wwn] of [['local-pv-back', WWN], ['local-pv-gone', '5000c500deadbeef']] as const) {
-      await writeFile(join(root, STATE, 'placeholders', `${pv}.json`), JSON.stringify({
-        version: 1, pv, path: `/dev/disk/by-id/wwn-0x${wwn}`, wwn, loop: pv === 'local-pv-back' ? 'loop101' : 'loop102', image: `${STATE}/placeholders/${pv}.img`,
-        createdAt: '2026-12-01T03:00:00.000Z', jobId: `lpv_${pv}_0123456789ab`, disksAtPlacement: [],
-      }));
+    for (const [pv, wwn] of [
+      ['local-pv-back', WWN],
+      ['local-pv-gone', '5000c500deadbeef'],
+    ] as const) {
+      await writeFile(
+        join(root, STATE, 'placeholders', `${pv}.json`),
+        JSON.stringify({
+          version: 1,
+          pv,
+          path: `/dev/disk/by-id/wwn-0x${wwn}`,
+          wwn,
+          loop: pv === 'local-pv-back' ? 'loop101' : 'loop102',
+          image: `${STATE}/placeholders/${pv}.img`,
+          createdAt: '2026-12-01T03:00:00.000Z',
+          jobId: `lpv_${pv}_0123456789ab`,
+          disksAtPlacement: [],
+        }),
+      );
     }
     await mkdir(join(root, 'sys/block/sdq/device'), { recursive: true });
     await writeFile(join(root, 'sys/block/sdq/device/wwid'), `naa.${WWN}\n`);
 
     const dispatcher = new Dispatcher(redis, { prefix, timeoutMs: 5_000, sealer: testSealer('node-agent') });
     const outcomes: boolean[] = [];
-    const check = () => startSelfChecks({
-      node: 'worker-9', host: createRealHost({ root }), stateDir: STATE, intervalMs: 0, log: pino({ level: 'silent' }),
-      enqueue: async (jobs) => outcomes.push(...(await dispatcher.enqueue(jobs)).map((e) => e.deduplicated)),
-    }).first;
+    const check = () =>
+      startSelfChecks({
+        node: 'worker-9',
+        host: createRealHost({ root }),
+        stateDir: STATE,
+        intervalMs: 0,
+        log: pino({ level: 'silent' }),
+        enqueue: async (jobs) => outcomes.push(...(await dispatcher.enqueue(jobs)).map((e) => e.deduplicated)),
+      }).first;
     await check();
     await check();
     const jobs = await dispatcher.queue('vm-node-{worker-9}').getJobs(['wait', 'delayed', 'active', 'completed', 'failed']);

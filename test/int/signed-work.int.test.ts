@@ -29,11 +29,17 @@ const NODE = 'sealed-node';
 const DAY = 86_400_000;
 
 const residual = (key: string): RemediationJob => ({
-  version: 1, key, runbook: 'residual-multipath-cleanup', target: { node: NODE },
+  version: 1,
+  key,
+  runbook: 'residual-multipath-cleanup',
+  target: { node: NODE },
   evidence: [{ source: 'alertmanager', summary: 'KubeNodeNotReady resolved', raw: { n: 1 } }],
 });
 const unmap = (key: string): RemediationJob => ({
-  version: 1, key, runbook: 'rbd-unmap', target: { node: NODE, pool: 'rbd', image: 'img', watcher: '10.0.0.9:0/123' },
+  version: 1,
+  key,
+  runbook: 'rbd-unmap',
+  target: { node: NODE, pool: 'rbd', image: 'img', watcher: '10.0.0.9:0/123' },
   evidence: [{ source: 'api', summary: 'handed over', raw: null }],
 });
 
@@ -50,7 +56,9 @@ describe('an agent acts only on sealed work (a real agent process, jobs written 
       env: { ...process.env, REDIS_URL: redisUrl(), QUEUE_PREFIX: prefix, NODE_NAME: NODE, STATE_DIR: stateDir },
       stdio: ['ignore', 'pipe', 'inherit'],
     });
-    agent.stdout!.on('data', (d: Buffer) => { out += d.toString(); });
+    agent.stdout!.on('data', (d: Buffer) => {
+      out += d.toString();
+    });
     await waitFor('the agent to start', async () => (out.includes('READY') ? true : undefined));
   };
   const stateDir = mkdtempSync(join(tmpdir(), 'vm-sealed-state-'));
@@ -70,10 +78,15 @@ describe('an agent acts only on sealed work (a real agent process, jobs written 
     redis?.disconnect();
   });
 
-  const settled = (id: string) => waitFor(`job ${id} to finish`, async () => {
-    const j = await queue.getJob(id);
-    return j && (j.finishedOn ?? 0) > 0 ? j : undefined;
-  }, 15_000);
+  const settled = (id: string) =>
+    waitFor(
+      `job ${id} to finish`,
+      async () => {
+        const j = await queue.getJob(id);
+        return j && (j.finishedOn ?? 0) > 0 ? j : undefined;
+      },
+      15_000,
+    );
 
   const expectRefused = async (id: string, data: unknown, reason: RegExp): Promise<void> => {
     await queue.add('residual-multipath-cleanup', data, { jobId: id, attempts: 3 });

@@ -43,7 +43,7 @@ const closedPort = async (): Promise<number> => {
   return port;
 };
 
-describe('the node agent\'s probe server', () => {
+describe("the node agent's probe server", () => {
   it('is live and ready once its worker takes jobs, and its /metrics has the process, worker and Redis series', async () => {
     const agent = await start(NODE_AGENT, { REDIS_URL: redisUrl(), QUEUE_PREFIX: prefix, NODE_NAME: 'probe-node-a' });
     expect(await get(`${agent.url}/healthz`)).toEqual({ status: 200, text: '{"status":"ok"}' });
@@ -85,7 +85,11 @@ describe('the node agent\'s probe server', () => {
   });
 
   it('is not ready while Redis cannot be reached, yet live (ioredis keeps reconnecting: no restart needed)', async () => {
-    const agent = await start(NODE_AGENT, { REDIS_URL: `redis://127.0.0.1:${await closedPort()}`, QUEUE_PREFIX: prefix, NODE_NAME: 'probe-node-c' });
+    const agent = await start(NODE_AGENT, {
+      REDIS_URL: `redis://127.0.0.1:${await closedPort()}`,
+      QUEUE_PREFIX: prefix,
+      NODE_NAME: 'probe-node-c',
+    });
     const r = await get(`${agent.url}/readyz`);
     expect(r.status).toBe(503);
     const body = JSON.parse(r.text) as { status: string; connections: Record<string, string> };
@@ -102,7 +106,7 @@ describe('the node agent\'s probe server', () => {
   });
 });
 
-describe('the cluster worker\'s probe server', () => {
+describe("the cluster worker's probe server", () => {
   it('is ready with its Redis connections and its worker, and exports its own series', async () => {
     const worker = await start(CLUSTER_WORKER, { REDIS_URL: redisUrl(), QUEUE_PREFIX: prefix });
     const ready = await waitFor('the cluster worker ready', async () => {
@@ -122,7 +126,10 @@ describe('the cluster worker\'s probe server', () => {
     const worker = await start(CLUSTER_WORKER, { REDIS_URL: `redis://127.0.0.1:${await closedPort()}`, QUEUE_PREFIX: prefix });
     const r = await get(`${worker.url}/readyz`);
     expect(r.status).toBe(503);
-    expect(JSON.parse(r.text).connections).toMatchObject({ producer: expect.stringMatching(/connecting/), worker: expect.stringMatching(/connecting/) });
+    expect(JSON.parse(r.text).connections).toMatchObject({
+      producer: expect.stringMatching(/connecting/),
+      worker: expect.stringMatching(/connecting/),
+    });
     expect((await get(`${worker.url}/healthz`)).status).toBe(200);
   });
 });

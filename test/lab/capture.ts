@@ -55,13 +55,7 @@ export async function captureMultipathState(vm: LabVm, specs = MULTIPATH_CAPTURE
  * Writes one scenario's captures to `dir`: each output in its own file, and index.json with the
  * commands, exit codes, stderr and where they came from (kernel, multipath-tools version).
  */
-export function writeFixtureDir(
-  dir: string,
-  scenario: string,
-  description: string,
-  captured: readonly CapturedFile[],
-  meta: Record<string, unknown>,
-): void {
+export function writeFixtureDir(dir: string, scenario: string, description: string, captured: readonly CapturedFile[], meta: Record<string, unknown>): void {
   mkdirSync(dir, { recursive: true });
   for (const c of captured) writeFileSync(join(dir, c.file), c.stdout);
   const index = {

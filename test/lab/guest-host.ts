@@ -98,7 +98,15 @@ export function withoutRbdCli(inner: Host): Host {
     ...inner,
     async run(argv, options) {
       if (argv[0] !== 'rbd') return inner.run(argv, options);
-      return { argv: [...argv], exitCode: 127, signal: null, timedOut: false, durationMs: 0, stdout: '', stderr: 'nsenter: failed to execute rbd: No such file or directory\n' };
+      return {
+        argv: [...argv],
+        exitCode: 127,
+        signal: null,
+        timedOut: false,
+        durationMs: 0,
+        stdout: '',
+        stderr: 'nsenter: failed to execute rbd: No such file or directory\n',
+      };
     },
   };
 }
@@ -125,7 +133,13 @@ export function guestHost(vm: GuestCommands, stats: GuestHostStats, stateDir: st
     changed();
     const r = await vm.run(argv, stdin === undefined ? {} : { stdin });
     if (r.code !== 0) {
-      const code = /No such file/.test(r.stderr) ? 'ENOENT' : /Device or resource busy/.test(r.stderr) ? 'EBUSY' : /No such device/.test(r.stderr) ? 'ENODEV' : 'EIO';
+      const code = /No such file/.test(r.stderr)
+        ? 'ENOENT'
+        : /Device or resource busy/.test(r.stderr)
+          ? 'EBUSY'
+          : /No such device/.test(r.stderr)
+            ? 'ENODEV'
+            : 'EIO';
       throw Object.assign(new Error(`${argv.join(' ')}: ${r.stderr.trim()}`), { code });
     }
   };

@@ -17,9 +17,10 @@ import { bootLabVm, type LabVm } from './vm.ts';
 const skipReason = labSkipReason();
 if (skipReason) console.warn(`\n*** LAB TIER SKIPPED: ${skipReason} ***\n`);
 
-const fixturesRoot = process.env.LAB_WRITE_FIXTURES === '1'
-  ? fileURLToPath(new URL('../fixtures/multipath/', import.meta.url))
-  : mkdtempSync(join(tmpdir(), 'volume-medic-lab-fixtures-'));
+const fixturesRoot =
+  process.env.LAB_WRITE_FIXTURES === '1'
+    ? fileURLToPath(new URL('../fixtures/multipath/', import.meta.url))
+    : mkdtempSync(join(tmpdir(), 'volume-medic-lab-fixtures-'));
 
 const timings: Record<string, number | string> = {};
 const log = (line: string) => console.log(line);
@@ -41,7 +42,11 @@ describe.skipIf(skipReason !== null)('lab harness: Debian 12 kernel with dm-mult
 
   afterAll(async () => {
     await vm?.shutdown();
-    console.log(`\nlab timings:\n${Object.entries(timings).map(([k, v]) => `  ${k}: ${v}`).join('\n')}`);
+    console.log(
+      `\nlab timings:\n${Object.entries(timings)
+        .map(([k, v]) => `  ${k}: ${v}`)
+        .join('\n')}`,
+    );
     console.log(`fixtures written under ${fixturesRoot}\n`);
   });
 
@@ -80,9 +85,13 @@ describe.skipIf(skipReason !== null)('lab harness: Debian 12 kernel with dm-mult
     timings['`multipath -ll` (one map)'] = `${timed.durationMs} ms`;
     const captured = await captureMultipathState(vm);
     expect(captured.find((c) => c.file === 'proc-self-mountinfo.txt')?.stdout).toMatch(/ \/mnt\/vol /);
-    writeFixtureDir(join(fixturesRoot, 'healthy'), 'healthy',
+    writeFixtureDir(
+      join(fixturesRoot, 'healthy'),
+      'healthy',
       'scsi_debug (add_host=3, vpd_use_hostno=0): one map, three paths active ready running, ext4 mounted at /mnt/vol; user_friendly_names yes, find_multipaths no',
-      captured, { ...meta, map });
+      captured,
+      { ...meta, map },
+    );
   });
 
   it('fails one path: the map keeps two active paths and stays mounted and readable', async () => {
@@ -97,9 +106,13 @@ describe.skipIf(skipReason !== null)('lab harness: Debian 12 kernel with dm-mult
     expect(ll.stdout.match(/failed faulty offline/g), ll.stdout).toHaveLength(1);
     expect(ll.stdout.match(/active ready\s+running/g), ll.stdout).toHaveLength(2);
     await vm.runOk(`dd if=/dev/mapper/${map.name} of=/dev/null count=1 bs=1M iflag=direct`, { timeoutMs: 20_000 });
-    writeFixtureDir(join(fixturesRoot, 'one-path-failed'), 'one-path-failed',
+    writeFixtureDir(
+      join(fixturesRoot, 'one-path-failed'),
+      'one-path-failed',
       `scsi_debug map ${map.name}: ${dead} offline (failed faulty offline), two paths active; still mounted at /mnt/vol and readable. A map that must NOT be cleaned.`,
-      await captureMultipathState(vm), { ...meta, map, failedPaths: [dead] });
+      await captureMultipathState(vm),
+      { ...meta, map, failedPaths: [dead] },
+    );
   });
 
   it('fails every path: each shows failed faulty and the read probe fails', async () => {
@@ -112,10 +125,19 @@ describe.skipIf(skipReason !== null)('lab harness: Debian 12 kernel with dm-mult
     timings['read probe on the dead map'] = `${probe.durationMs} ms, code ${probe.code}, timedOut ${probe.timedOut}`;
     expect(probe.code).not.toBe(0);
     const captured = await captureMultipathState(vm);
-    captured.push({ file: 'dd-probe.txt', command: `dd if=/dev/mapper/${map.name} of=/dev/null count=1 bs=1M iflag=direct`, code: probe.code, stdout: probe.stderr });
-    writeFixtureDir(join(fixturesRoot, 'all-paths-failed'), 'all-paths-failed',
+    captured.push({
+      file: 'dd-probe.txt',
+      command: `dd if=/dev/mapper/${map.name} of=/dev/null count=1 bs=1M iflag=direct`,
+      code: probe.code,
+      stdout: probe.stderr,
+    });
+    writeFixtureDir(
+      join(fixturesRoot, 'all-paths-failed'),
+      'all-paths-failed',
       `scsi_debug map ${map.name}: all three paths offline (failed faulty offline), unmounted, no holders; features='0' so reads fail at once (dd-probe.txt is dd's stderr). The residual map the runbook must clean.`,
-      captured, { ...meta, map, failedPaths: map.paths });
+      captured,
+      { ...meta, map, failedPaths: map.paths },
+    );
   });
 
   it('flushes the dead scsi_debug map with multipath -f and deletes its disks', async () => {
@@ -136,23 +158,42 @@ describe.skipIf(skipReason !== null)('lab harness: Debian 12 kernel with dm-mult
     const features = await vm.runOk(['dmsetup', 'table', doomed!.map.name]);
     const t1 = performance.now();
     await removeLun(vm, doomed!.lun);
-    await waitInGuest(vm, `both paths of ${doomed!.map.name} failed faulty`, ['multipathd', 'show', 'paths', 'format', '%d %t %T %o'],
-      (out) => doomed!.map.paths.every((p) => new RegExp(`^${p}\\s+failed\\s+faulty`, 'm').test(out)), { timeoutMs: 90_000 });
+    await waitInGuest(
+      vm,
+      `both paths of ${doomed!.map.name} failed faulty`,
+      ['multipathd', 'show', 'paths', 'format', '%d %t %T %o'],
+      (out) => doomed!.map.paths.every((p) => new RegExp(`^${p}\\s+failed\\s+faulty`, 'm').test(out)),
+      { timeoutMs: 90_000 },
+    );
     timings['LUN removed -> both paths failed faulty'] = `${Math.round(performance.now() - t1)} ms`;
     // What holds such a map open in the field is a reader stuck on its queued I/O: udev's blkid
     // probe (seen in most runs), an application. udev does not always get there before the paths
     // fail (then `multipath -f` simply works and this test would prove nothing), so start one.
     await vm.runOk(`setsid dd if=/dev/mapper/${doomed!.map.name} of=/dev/null bs=4k count=1 iflag=direct </dev/null >/dev/null 2>&1 &`);
-    await waitInGuest(vm, `a reader stuck in D state on ${doomed!.map.name}`, ['ps', '-eo', 'stat,args'],
-      (out) => out.split('\n').some((l) => /^D/.test(l) && l.includes(`dd if=/dev/mapper/${doomed!.map.name}`)), { timeoutMs: 30_000 });
+    await waitInGuest(
+      vm,
+      `a reader stuck in D state on ${doomed!.map.name}`,
+      ['ps', '-eo', 'stat,args'],
+      (out) => out.split('\n').some((l) => /^D/.test(l) && l.includes(`dd if=/dev/mapper/${doomed!.map.name}`)),
+      { timeoutMs: 30_000 },
+    );
     const ll = await vm.runOk(['multipath', '-ll']);
     const captured = await captureMultipathState(vm);
     captured.push(await captureOne(vm, 'ps-d-state.txt', "ps -eo pid,stat,wchan:32,args | awk 'NR==1 || $2 ~ /^D/'"));
     const flush = await vm.run(['multipath', '-f', doomed!.map.name], { timeoutMs: 30_000 });
-    captured.push({ file: 'multipath-f-before-release.txt', command: `multipath -f ${doomed!.map.name}`, code: flush.code, stdout: flush.stdout + flush.stderr });
-    writeFixtureDir(join(fixturesRoot, 'iscsi-lun-removed'), 'iscsi-lun-removed',
+    captured.push({
+      file: 'multipath-f-before-release.txt',
+      command: `multipath -f ${doomed!.map.name}`,
+      code: flush.code,
+      stdout: flush.stdout + flush.stderr,
+    });
+    writeFixtureDir(
+      join(fixturesRoot, 'iscsi-lun-removed'),
+      'iscsi-lun-removed',
       `LIO iSCSI target, two portals, open-iscsi on both. LUN ${doomed!.lun} (${doomed!.map.name}) deleted from the TPG under a live, unmounted map: both paths failed faulty running, queue_if_no_path. LUN ${healthy!.lun} (${healthy!.map.name}) healthy and mounted at /mnt/healthy: must not be touched. multipath-f-before-release.txt is what multipath -f said before the queue was released.`,
-      captured, { ...meta, healthy, removed: doomed, tableBefore: features.stdout.trim() });
+      captured,
+      { ...meta, healthy, removed: doomed, tableBefore: features.stdout.trim() },
+    );
     expect(features.stdout).toMatch(/queue_if_no_path/);
     expect(ll.stdout).toMatch(/failed faulty running/);
     // Held by the stuck reader, the map cannot be flushed until its queue is released.
@@ -161,8 +202,13 @@ describe.skipIf(skipReason !== null)('lab harness: Debian 12 kernel with dm-mult
 
     // Releasing the queue lets stuck openers finish; then the flush succeeds.
     await vm.runOk(['dmsetup', 'message', doomed!.map.name, '0', 'fail_if_no_path']);
-    await waitInGuest(vm, `open count of ${doomed!.map.name} to drop to 0`, ['dmsetup', 'info', '-c', '--noheadings', '-o', 'open', doomed!.map.name],
-      (out) => out.trim() === '0', { timeoutMs: 60_000 });
+    await waitInGuest(
+      vm,
+      `open count of ${doomed!.map.name} to drop to 0`,
+      ['dmsetup', 'info', '-c', '--noheadings', '-o', 'open', doomed!.map.name],
+      (out) => out.trim() === '0',
+      { timeoutMs: 60_000 },
+    );
     await vm.runOk(['multipath', '-f', doomed!.map.name], { timeoutMs: 30_000 });
     const after = await listMaps(vm);
     expect(after.map((m) => m.name)).toEqual([healthy!.map.name]);

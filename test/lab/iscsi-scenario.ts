@@ -49,11 +49,14 @@ export async function createIscsiLab(vm: LabVm, { luns = 2, sizeMb = 64, timeout
   const created = await vm.runOk(['python3', '-'], { stdin: TARGET_PY(luns, sizeMb), timeoutMs: 60_000 });
   const serials = new Map<number, string>();
   for (const m of created.stdout.matchAll(/^lun (\d+) (\S+)$/gm)) serials.set(Number(m[1]), m[2]!);
-  await vm.runOk(`set -e
+  await vm.runOk(
+    `set -e
     mkdir -p /run/lock/iscsi
     pgrep -x iscsid >/dev/null || iscsid
     iscsiadm -m discovery -t sendtargets -p ${PORTALS[0]}
-    iscsiadm -m node -L all`, { timeoutMs: 60_000 });
+    iscsiadm -m node -L all`,
+    { timeoutMs: 60_000 },
+  );
   await settleUdev(vm);
 
   const deadline = Date.now() + timeoutMs;

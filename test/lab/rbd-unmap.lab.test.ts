@@ -27,7 +27,15 @@ import type { Verification } from '../../src/agents/engine/runbook.ts';
 import { RefusedError } from '../../src/core/errors.ts';
 import { createRealHost } from '../../src/agents/host/real-host.ts';
 import { createRbdStaleMapping, InMemoryNodeJobSink, InMemoryRbdLookups, parseListWatchers } from '../../src/agents/runbooks/rbd-stale-mapping/index.ts';
-import { createRbdUnmap, InMemoryNodePods, isBusy, isNotMapped, parseMountinfo, parseShowmappedJson, parseShowmappedText } from '../../src/agents/runbooks/rbd-unmap/index.ts';
+import {
+  createRbdUnmap,
+  InMemoryNodePods,
+  isBusy,
+  isNotMapped,
+  parseMountinfo,
+  parseShowmappedJson,
+  parseShowmappedText,
+} from '../../src/agents/runbooks/rbd-unmap/index.ts';
 import type { RunbookContext } from '../../src/agents/engine/registry.ts';
 import { cephUnavailable, startCeph, type TestCeph } from '../support/ceph.ts';
 import { writeFixtureDir, type CapturedFile } from './capture.ts';
@@ -40,9 +48,10 @@ const skipReason = labSkipReason() ?? cephUnavailable() ?? null;
 if (skipReason) console.warn(`\n*** LAB TIER SKIPPED (rbd): ${skipReason} ***\n`);
 
 const log = (line: string) => console.log(line);
-const fixturesDir = process.env.LAB_WRITE_FIXTURES === '1'
-  ? fileURLToPath(new URL('../fixtures/ceph/krbd/', import.meta.url))
-  : join(mkdtempSync(join(tmpdir(), 'volume-medic-lab-fixtures-')), 'krbd');
+const fixturesDir =
+  process.env.LAB_WRITE_FIXTURES === '1'
+    ? fileURLToPath(new URL('../fixtures/ceph/krbd/', import.meta.url))
+    : join(mkdtempSync(join(tmpdir(), 'volume-medic-lab-fixtures-')), 'krbd');
 
 const STATE_DIR = '/var/lib/volume-medic';
 const KUBELET = '/var/lib/kubelet';
@@ -53,7 +62,8 @@ const NOCLI = 'csi-vol-nocli';
 const GONE_POD_UID = '6f1c3d2e-0b7a-4c55-9e21-8d4f5a6b7c80';
 const LIVE_POD_UID = '0a9b8c7d-6e5f-4a3b-8c2d-1e0f9a8b7c6d';
 // ceph-csi stages a volume at plugins/.../globalmount/<volume id> and bind-mounts it into the pod.
-const staging = (image: string) => `${KUBELET}/plugins/kubernetes.io/csi/rbd.csi.ceph.com/${image.padEnd(64, '0').slice(0, 64)}/globalmount/0001-0009-lab-ceph-0000000000000002-${image}`;
+const staging = (image: string) =>
+  `${KUBELET}/plugins/kubernetes.io/csi/rbd.csi.ceph.com/${image.padEnd(64, '0').slice(0, 64)}/globalmount/0001-0009-lab-ceph-0000000000000002-${image}`;
 const podMount = (uid: string, pvc: string) => `${KUBELET}/pods/${uid}/volumes/kubernetes.io~csi/${pvc}/mount`;
 const timings: Record<string, string> = {};
 
@@ -102,12 +112,35 @@ describe.skipIf(skipReason !== null)('rbd-stale-mapping on a real kernel RBD cli
       // The guest's connections leave this machine's side of qemu's user-mode NAT from the lab
       // link's address: that is the node's address as Ceph sees it.
       .addNode({ name: 'lab-node', addresses: [{ type: 'InternalIP', address: link.address }], ready: 'True', labels: {} })
-      .addPersistentVolume({ name: 'pvc-stale', volumeMode: 'Filesystem', rbd: { pool: POOL, image: STALE }, claim: { namespace: 'shop', name: 'db-data' }, accessModes: ['ReadWriteOnce'] })
+      .addPersistentVolume({
+        name: 'pvc-stale',
+        volumeMode: 'Filesystem',
+        rbd: { pool: POOL, image: STALE },
+        claim: { namespace: 'shop', name: 'db-data' },
+        accessModes: ['ReadWriteOnce'],
+      })
       .addClaim({ namespace: 'shop', name: 'db-data', volumeName: 'pvc-stale', accessModes: ['ReadWriteOnce'], phase: 'Bound' })
-      .addPod({ namespace: 'shop', name: 'db-new', node: 'worker-new', phase: 'Pending', claims: ['db-data'], waiting: [] }) as InMemoryRbdLookups;
-  const clusterHalf = () => createRbdStaleMapping({ host: createRealHost(), ceph: { conf: ceph.conf }, lookups: lookups(), nodeJobs, stateDir, policy: { fencing: 'on', watcherGoneTimeoutMs: 5_000, handoffVerifyMs: 120_000 } });
+      .addPod({
+        namespace: 'shop',
+        name: 'db-new',
+        node: 'worker-new',
+        phase: 'Pending',
+        claims: ['db-data'],
+        waiting: [],
+      }) as InMemoryRbdLookups;
+  const clusterHalf = () =>
+    createRbdStaleMapping({
+      host: createRealHost(),
+      ceph: { conf: ceph.conf },
+      lookups: lookups(),
+      nodeJobs,
+      stateDir,
+      policy: { fencing: 'on', watcherGoneTimeoutMs: 5_000, handoffVerifyMs: 120_000 },
+    });
   // On lab-node Kubernetes has the pod of the live image, and no longer the stale image's pod.
-  const pods = new InMemoryNodePods([{ namespace: 'shop', name: 'cache-0', uid: LIVE_POD_UID, node: 'lab-node', phase: 'Running', claims: ['cache-data'], waiting: [] }]);
+  const pods = new InMemoryNodePods([
+    { namespace: 'shop', name: 'cache-0', uid: LIVE_POD_UID, node: 'lab-node', phase: 'Running', claims: ['cache-data'], waiting: [] },
+  ]);
   const nodeHalf = () => createRbdUnmap({ host: guestHost(vm, stats, STATE_DIR), stateDir: STATE_DIR, pods, policy: { busyDelayMs: 500 } });
 
   const watchers = (image: string): Promise<string[]> => ceph.watchers(POOL, image);
@@ -127,7 +160,9 @@ describe.skipIf(skipReason !== null)('rbd-stale-mapping on a real kernel RBD cli
     timings['boot to ready'] = `${vm.bootMs} ms`;
     t = performance.now();
     await vm.runOk(['tee', '/etc/ceph/ceph.conf'], {
-      stdin: ['[global]', `mon host = ${ceph.monHost}`, 'auth cluster required = none', 'auth service required = none', 'auth client required = none', ''].join('\n'),
+      stdin: ['[global]', `mon host = ${ceph.monHost}`, 'auth cluster required = none', 'auth service required = none', 'auth client required = none', ''].join(
+        '\n',
+      ),
     });
     await vm.runOk(['modprobe', 'rbd']);
     for (const image of [STALE, LIVE]) {
@@ -138,9 +173,12 @@ describe.skipIf(skipReason !== null)('rbd-stale-mapping on a real kernel RBD cli
     const s = staging(STALE);
     const p = podMount(GONE_POD_UID, 'pvc-stale');
     const l = podMount(LIVE_POD_UID, 'pvc-live');
-    await vm.runOk(`set -e
+    await vm.runOk(
+      `set -e
       mkfs.ext4 -q ${mapped[STALE]}; mkdir -p ${s} ${p}; mount ${mapped[STALE]} ${s}; mount --bind ${s} ${p}; echo stale > ${p}/file
-      mkfs.ext4 -q ${mapped[LIVE]}; mkdir -p ${l}; mount ${mapped[LIVE]} ${l}; echo live > ${l}/file; sync`, { timeoutMs: 120_000 });
+      mkfs.ext4 -q ${mapped[LIVE]}; mkdir -p ${l}; mount ${mapped[LIVE]} ${l}; echo live > ${l}/file; sync`,
+      { timeoutMs: 120_000 },
+    );
     timings['2 images mapped, formatted, mounted'] = `${Math.round(performance.now() - t)} ms`;
     log(`[rbd-lab] mapped ${JSON.stringify(mapped)}; watchers of ${STALE}: ${(await watchers(STALE)).join(', ')}`);
   }, 15 * 60_000);
@@ -150,14 +188,24 @@ describe.skipIf(skipReason !== null)('rbd-stale-mapping on a real kernel RBD cli
     await ceph?.stop();
     await link?.remove();
     if (stateDir) await rm(stateDir, { recursive: true, force: true });
-    console.log(`\nrbd lab timings:\n${Object.entries(timings).map(([k, v]) => `  ${k}: ${v}`).join('\n')}\n  guest snapshots ${stats.snapshots}, commands ${stats.commands}\n  fixtures under ${fixturesDir}\n`);
+    console.log(
+      `\nrbd lab timings:\n${Object.entries(timings)
+        .map(([k, v]) => `  ${k}: ${v}`)
+        .join('\n')}\n  guest snapshots ${stats.snapshots}, commands ${stats.commands}\n  fixtures under ${fixturesDir}\n`,
+    );
   }, 60_000);
 
   it('captures what a node with kernel RBD prints, and the parsers read it', async () => {
     const captured: CapturedFile[] = [];
     const capture = async (file: string, cmd: readonly string[] | string, stream: 'stdout' | 'stderr' = 'stdout') => {
       const r = await vm.run(cmd, { timeoutMs: 60_000 });
-      captured.push({ file, command: typeof cmd === 'string' ? cmd : cmd.join(' '), code: r.code, ...(stream === 'stdout' && r.stderr.trim() ? { stderr: r.stderr } : {}), stdout: r[stream] });
+      captured.push({
+        file,
+        command: typeof cmd === 'string' ? cmd : cmd.join(' '),
+        code: r.code,
+        ...(stream === 'stdout' && r.stderr.trim() ? { stderr: r.stderr } : {}),
+        stdout: r[stream],
+      });
       return r;
     };
     const json = await capture('rbd-showmapped.json', ['rbd', 'showmapped', '--format', 'json']);
@@ -168,27 +216,57 @@ describe.skipIf(skipReason !== null)('rbd-stale-mapping on a real kernel RBD cli
     const notMapped = await capture('rbd-unmap-not-mapped.err', ['rbd', 'unmap', `${POOL}/no-such-image`], 'stderr');
     const host = await capture('proc-1-mountinfo.txt', ['cat', '/proc/1/mountinfo']);
     // A process in a mount namespace of its own that mounted the live image, as a container would.
-    const other = await capture('proc-unshared-mountinfo.txt', `set -e; mkdir -p /mnt/ctr; unshare -m --propagation private sh -c 'mount ${mapped[LIVE]} /mnt/ctr && cat /proc/self/mountinfo'`);
-    await capture('sys-bus-rbd-devices.txt', 'grep -H . /sys/bus/rbd/devices/*/client_addr /sys/bus/rbd/devices/*/client_id /sys/bus/rbd/devices/*/pool /sys/bus/rbd/devices/*/name /sys/bus/rbd/devices/*/current_snap');
+    const other = await capture(
+      'proc-unshared-mountinfo.txt',
+      `set -e; mkdir -p /mnt/ctr; unshare -m --propagation private sh -c 'mount ${mapped[LIVE]} /mnt/ctr && cat /proc/self/mountinfo'`,
+    );
+    await capture(
+      'sys-bus-rbd-devices.txt',
+      'grep -H . /sys/bus/rbd/devices/*/client_addr /sys/bus/rbd/devices/*/client_id /sys/bus/rbd/devices/*/pool /sys/bus/rbd/devices/*/name /sys/bus/rbd/devices/*/current_snap',
+    );
     await capture('dev-rbd.txt', 'ls -l /dev/rbd* /dev/rbd/*');
-    const info = JSON.parse((await ceph.cli('rbd', ['info', '--format', 'json', `${POOL}/${STALE}`])).stdout) as { block_name_prefix: string };
+    const info = JSON.parse((await ceph.cli('rbd', ['info', '--format', 'json', `${POOL}/${STALE}`])).stdout) as {
+      block_name_prefix: string;
+    };
     const lw = await ceph.cli('rados', ['-p', POOL, 'listwatchers', `rbd_header.${info.block_name_prefix.slice('rbd_data.'.length)}`]);
-    captured.push({ file: 'rados-listwatchers-krbd.txt', command: `rados -p ${POOL} listwatchers rbd_header.<id> (on the Ceph side)`, code: 0, stdout: lw.stdout });
-    const st = await ceph.cli('rbd', ['status', '--format', 'json', `${POOL}/${STALE}`]);
-    captured.push({ file: 'rbd-status-krbd.json', command: `rbd status --format json ${POOL}/${STALE} (on the Ceph side)`, code: 0, stdout: st.stdout });
-    const versions = await vm.runOk("dpkg-query -W -f '${Package} ${Version}\\n' ceph-common");
-    writeFixtureDir(fixturesDir, 'krbd', `Two images of a one-node Ceph mapped by the kernel RBD client: ${STALE} (${mapped[STALE]}) staged under the kubelet's globalmount and bind-mounted into a pod directory, ${LIVE} (${mapped[LIVE]}) mounted into another pod directory and held`, captured, {
-      kernel: vm.kernelRelease,
-      packages: versions.stdout.trim().split('\n'),
-      source: 'volume-medic lab guest (test/lab/rbd-unmap.lab.test.ts): real kernel RBD client under qemu',
-      cluster: 'test/support/ceph.ts (Ceph 16.2.15, one mon, one memstore OSD, auth none) on a lab-link address (test/lab/lab-link.ts)',
+    captured.push({
+      file: 'rados-listwatchers-krbd.txt',
+      command: `rados -p ${POOL} listwatchers rbd_header.<id> (on the Ceph side)`,
+      code: 0,
+      stdout: lw.stdout,
     });
+    const st = await ceph.cli('rbd', ['status', '--format', 'json', `${POOL}/${STALE}`]);
+    captured.push({
+      file: 'rbd-status-krbd.json',
+      command: `rbd status --format json ${POOL}/${STALE} (on the Ceph side)`,
+      code: 0,
+      stdout: st.stdout,
+    });
+    const versions = await vm.runOk("dpkg-query -W -f '${Package} ${Version}\\n' ceph-common");
+    writeFixtureDir(
+      fixturesDir,
+      'krbd',
+      `Two images of a one-node Ceph mapped by the kernel RBD client: ${STALE} (${mapped[STALE]}) staged under the kubelet's globalmount and bind-mounted into a pod directory, ${LIVE} (${mapped[LIVE]}) mounted into another pod directory and held`,
+      captured,
+      {
+        kernel: vm.kernelRelease,
+        packages: versions.stdout.trim().split('\n'),
+        source: 'volume-medic lab guest (test/lab/rbd-unmap.lab.test.ts): real kernel RBD client under qemu',
+        cluster: 'test/support/ceph.ts (Ceph 16.2.15, one mon, one memstore OSD, auth none) on a lab-link address (test/lab/lab-link.ts)',
+      },
+    );
 
     for (const out of [json.stdout, listJson.stdout]) {
-      expect(parseShowmappedJson(out).map((m) => [m.pool, m.image, m.snap, m.device]).sort()).toEqual([
-        [POOL, LIVE, '-', mapped[LIVE]!.replace('/dev/', '')],
-        [POOL, STALE, '-', mapped[STALE]!.replace('/dev/', '')],
-      ].sort());
+      expect(
+        parseShowmappedJson(out)
+          .map((m) => [m.pool, m.image, m.snap, m.device])
+          .sort(),
+      ).toEqual(
+        [
+          [POOL, LIVE, '-', mapped[LIVE]!.replace('/dev/', '')],
+          [POOL, STALE, '-', mapped[STALE]!.replace('/dev/', '')],
+        ].sort(),
+      );
     }
     expect(parseShowmappedText(text.stdout)).toEqual(parseShowmappedJson(json.stdout));
     expect(busy.code).not.toBe(0);
@@ -198,12 +276,17 @@ describe.skipIf(skipReason !== null)('rbd-stale-mapping on a real kernel RBD cli
     expect(isNotMapped(notMapped.stderr)).toBe(true);
     expect(isBusy(notMapped.stderr)).toBe(false);
     const hostMounts = parseMountinfo(host.stdout);
-    expect(hostMounts.filter((m) => m.source === mapped[STALE]).map((m) => m.mountPoint).sort()).toEqual([podMount(GONE_POD_UID, 'pvc-stale'), staging(STALE)].sort());
+    expect(
+      hostMounts
+        .filter((m) => m.source === mapped[STALE])
+        .map((m) => m.mountPoint)
+        .sort(),
+    ).toEqual([podMount(GONE_POD_UID, 'pvc-stale'), staging(STALE)].sort());
     expect(parseMountinfo(other.stdout).some((m) => m.source === mapped[LIVE] && m.mountPoint === '/mnt/ctr')).toBe(true);
     expect(parseListWatchers(lw.stdout).watchers.length).toBe(1);
   }, 300_000);
 
-  it('cluster half: finds the kernel client\'s watch, hands the node half to the watcher\'s node, and sees the watch leave', async () => {
+  it("cluster half: finds the kernel client's watch, hands the node half to the watcher's node, and sees the watch leave", async () => {
     const before = await watchers(STALE);
     expect(before).toHaveLength(1);
     expect(before[0]!.startsWith(`${link.address}:`)).toBe(true);
@@ -215,7 +298,11 @@ describe.skipIf(skipReason !== null)('rbd-stale-mapping on a real kernel RBD cli
     expect((r.verification as Verification).checks.map((c) => c.what)).toContain(`${before[0]} (node lab-node) no longer watches ${POOL}/${STALE}`);
     expect(await watchers(STALE)).toEqual([]);
     expect(nodeJobs.jobs).toHaveLength(1);
-    expect(nodeJobs.jobs[0]).toMatchObject({ runbook: 'rbd-unmap', target: { node: 'lab-node', pool: POOL, image: STALE, watcher: before[0] }, claim: { namespace: 'shop', name: 'db-data' } });
+    expect(nodeJobs.jobs[0]).toMatchObject({
+      runbook: 'rbd-unmap',
+      target: { node: 'lab-node', pool: POOL, image: STALE, watcher: before[0] },
+      claim: { namespace: 'shop', name: 'db-data' },
+    });
     expect(r.commands.some((c) => c.argv.includes('blocklist') && c.argv.includes('add'))).toBe(false);
   }, 120_000);
 
@@ -264,10 +351,12 @@ describe.skipIf(skipReason !== null)('rbd-stale-mapping on a real kernel RBD cli
     expect(await watchers(LIVE)).toHaveLength(1);
   }, 120_000);
 
-  it('node half on a node without an rbd CLI: the kernel\'s sysfs record and remove_single_major do the same job', async () => {
+  it("node half on a node without an rbd CLI: the kernel's sysfs record and remove_single_major do the same job", async () => {
     const dev = (await vm.runOk(['rbd', 'map', `${POOL}/${NOCLI}`], { timeoutMs: 120_000 })).stdout.trim();
     const p = podMount(GONE_POD_UID, 'pvc-nocli');
-    await vm.runOk(`set -e; udevadm settle --timeout=30; mkfs.ext4 -q ${dev}; mkdir -p ${p}; mount ${dev} ${p}; sync`, { timeoutMs: 120_000 });
+    await vm.runOk(`set -e; udevadm settle --timeout=30; mkfs.ext4 -q ${dev}; mkdir -p ${p}; mount ${dev} ${p}; sync`, {
+      timeoutMs: 120_000,
+    });
     // The real kernel answers EBUSY to a removal while the device is mounted: what the runbook reads as busy.
     const busy = await vm.run(`echo ${dev.replace('/dev/rbd', '')} > /sys/bus/rbd/remove_single_major`);
     expect(busy.code).not.toBe(0);
@@ -283,7 +372,12 @@ describe.skipIf(skipReason !== null)('rbd-stale-mapping on a real kernel RBD cli
       claim: { namespace: 'shop', name: 'nocli-data' },
       evidence: [{ source: 'api', summary: 'lab', raw: {} }],
     };
-    const handler = createRbdUnmap({ host: withoutRbdCli(guestHost(vm, stats, STATE_DIR)), stateDir: STATE_DIR, pods, policy: { busyDelayMs: 500 } });
+    const handler = createRbdUnmap({
+      host: withoutRbdCli(guestHost(vm, stats, STATE_DIR)),
+      stateDir: STATE_DIR,
+      pods,
+      policy: { busyDelayMs: 500 },
+    });
     const r = await handler(job, ctx(job.key));
     log(`[rbd-lab] without rbd CLI ${r.outcome}: ${r.summary}; ${r.commands.map((c) => c.argv.join(' ')).join(' | ')}`);
     expect(r.outcome).toBe('succeeded');

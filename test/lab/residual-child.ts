@@ -65,8 +65,21 @@ async function main(): Promise<void> {
     attached: new InMemoryAttachedVolumes({}),
     policy: spec.policy,
   });
-  const job: ResidualMultipathJob = { version: 1, key: spec.key, runbook: 'residual-multipath-cleanup', target: { node: 'lab-node' }, evidence: [{ source: 'api', summary: 'lab', raw: {} }] };
-  const ctx = { jobId: spec.key, attempt: 1, mode: 'enforce' as const, ranOn: 'lab-node', log: pino({ level: 'silent' }), signal: new AbortController().signal };
+  const job: ResidualMultipathJob = {
+    version: 1,
+    key: spec.key,
+    runbook: 'residual-multipath-cleanup',
+    target: { node: 'lab-node' },
+    evidence: [{ source: 'api', summary: 'lab', raw: {} }],
+  };
+  const ctx = {
+    jobId: spec.key,
+    attempt: 1,
+    mode: 'enforce' as const,
+    ranOn: 'lab-node',
+    log: pino({ level: 'silent' }),
+    signal: new AbortController().signal,
+  };
   // As the node agent runs a job: parked for maturing evidence, it runs again when that can have matured.
   for (let i = 0; ; i++) {
     try {

@@ -50,7 +50,11 @@ const labHandler = (vm: LabVm, stats: { snapshots: number; commands: number }) =
  * Runs a job as the node agent would: parked for maturing evidence, it runs again when the
  * evidence can have matured. Returns the final result and those of the parked attempts.
  */
-async function untilDone(handler: ReturnType<typeof labHandler>, j: ResidualMultipathJob, c: RunbookContext): Promise<{ result: RunbookResult; parked: RunbookResult[] }> {
+async function untilDone(
+  handler: ReturnType<typeof labHandler>,
+  j: ResidualMultipathJob,
+  c: RunbookContext,
+): Promise<{ result: RunbookResult; parked: RunbookResult[] }> {
   const parked: RunbookResult[] = [];
   for (;;) {
     try {
@@ -70,7 +74,14 @@ const job = (n: number): ResidualMultipathJob => ({
   target: { node: 'lab-node' },
   evidence: [{ source: 'api', summary: 'lab', raw: {} }],
 });
-const ctx = (mode: Mode, n: number): RunbookContext => ({ jobId: `residual_lab_${n}`, attempt: 1, mode, ranOn: 'lab-node', log: pino({ level: 'silent' }), signal: new AbortController().signal });
+const ctx = (mode: Mode, n: number): RunbookContext => ({
+  jobId: `residual_lab_${n}`,
+  attempt: 1,
+  mode,
+  ranOn: 'lab-node',
+  log: pino({ level: 'silent' }),
+  signal: new AbortController().signal,
+});
 
 describe.skipIf(skipReason !== null)('residual-multipath-cleanup on a real kernel (scsi_debug, dm-multipath)', () => {
   let vm: LabVm;
@@ -89,20 +100,28 @@ describe.skipIf(skipReason !== null)('residual-multipath-cleanup on a real kerne
     // Queue forever on a dead map, as iSCSI/FC CSI set-ups commonly do: the probe must hang.
     const maps = await createQueueingScsiDebugMaps(vm, 4);
     [dead, degraded, healthy, deadMounted] = maps as [GuestMap, GuestMap, GuestMap, GuestMap];
-    await vm.runOk(`set -e; mkfs.ext4 -q /dev/mapper/${healthy.name}; mkdir -p /mnt/healthy; mount /dev/mapper/${healthy.name} /mnt/healthy; echo data > /mnt/healthy/file; sync`);
+    await vm.runOk(
+      `set -e; mkfs.ext4 -q /dev/mapper/${healthy.name}; mkdir -p /mnt/healthy; mount /dev/mapper/${healthy.name} /mnt/healthy; echo data > /mnt/healthy/file; sync`,
+    );
     await vm.runOk(`set -e; mkfs.ext4 -q /dev/mapper/${deadMounted.name}; mkdir -p /mnt/stale; mount /dev/mapper/${deadMounted.name} /mnt/stale; sync`);
     await failPaths(vm, dead.paths);
     await failPaths(vm, deadMounted.paths);
     await failPaths(vm, [degraded.paths[0]!]);
     timings['4 maps, failures in place'] = `${Math.round(performance.now() - t)} ms`;
-    log(`[residual-lab] dead ${dead.name} ${dead.dm} ${dead.paths.join(',')}; dead but mounted ${deadMounted.name} ${deadMounted.dm}; degraded ${degraded.name}; healthy ${healthy.name} (mounted)`);
+    log(
+      `[residual-lab] dead ${dead.name} ${dead.dm} ${dead.paths.join(',')}; dead but mounted ${deadMounted.name} ${deadMounted.dm}; degraded ${degraded.name}; healthy ${healthy.name} (mounted)`,
+    );
     log((await vm.runOk(['multipath', '-ll'])).stdout);
     handler = labHandler(vm, stats);
   }, 10 * 60_000);
 
   afterAll(async () => {
     await vm?.shutdown();
-    console.log(`\nresidual-multipath lab timings:\n${Object.entries(timings).map(([k, v]) => `  ${k}: ${v}`).join('\n')}\n  guest snapshots ${stats.snapshots}, commands ${stats.commands}\n`);
+    console.log(
+      `\nresidual-multipath lab timings:\n${Object.entries(timings)
+        .map(([k, v]) => `  ${k}: ${v}`)
+        .join('\n')}\n  guest snapshots ${stats.snapshots}, commands ${stats.commands}\n`,
+    );
   });
 
   const timed = async (name: string, f: () => Promise<RunbookResult>): Promise<RunbookResult> => {
@@ -142,13 +161,23 @@ describe.skipIf(skipReason !== null)('residual-multipath-cleanup on a real kerne
     // Enforce probes the queueing map once: the probe hangs on queued I/O and is abandoned at its
     // deadline; the second look knows it as ours and does not probe again.
     const probe = parked[0]?.commands.find((c) => c.argv[0] === 'dd');
-    log(`[residual-lab] enforce probe: ${JSON.stringify({ timedOut: probe?.timedOut, exitCode: probe?.exitCode, durationMs: probe?.durationMs, stuckPids: probe?.stuckPids })}`);
+    log(
+      `[residual-lab] enforce probe: ${JSON.stringify({ timedOut: probe?.timedOut, exitCode: probe?.exitCode, durationMs: probe?.durationMs, stuckPids: probe?.stuckPids })}`,
+    );
     expect(probe?.timedOut).toBe(true);
     expect(probe!.durationMs).toBeLessThan(PROBE_TIMEOUT_MS + 5_000);
     expect(r.commands.some((c) => c.argv[0] === 'dd')).toBe(false);
     // The mounted dead map is held by a cheaper interlock, so it is never probed.
     expect([...parked, r].flatMap((x) => x.commands).some((c) => c.argv[0] === 'dd' && c.argv[1] === `if=/dev/${deadMounted.dm}`)).toBe(false);
-    expect(r.steps.map((s) => s.id.split(':')[0])).toEqual(['record-intent', 'release-queued-io', 'flush-map', 'delete-disk', 'delete-disk', 'delete-disk', 'close-intent']);
+    expect(r.steps.map((s) => s.id.split(':')[0])).toEqual([
+      'record-intent',
+      'release-queued-io',
+      'flush-map',
+      'delete-disk',
+      'delete-disk',
+      'delete-disk',
+      'close-intent',
+    ]);
     expect(r.steps.filter((s) => s.destructive).every((s) => (s.evidence?.length ?? 0) > 0 && s.evidence!.every((e) => e.status === 'holds'))).toBe(true);
     expect(r.verification).toMatchObject({ ok: true });
     const maps = await listMaps(vm);
@@ -177,10 +206,26 @@ describe.skipIf(skipReason !== null)('residual-multipath-cleanup on a real kerne
     expect(r.outcome).toBe('refused');
     expect(r.refusals.join(' ')).toMatch(new RegExp(`${deadMounted.name}[^;]*mounted at /mnt/stale`));
     // Nothing changed on the node; the agent's own bookkeeping (another look at the dead map, in its state directory) is all it wrote.
-    expect(r.commands.some((c) => (c.argv[0] === 'multipath' && c.argv[1] === '-f') || c.argv[1] === 'message' || ((c.argv[0] ?? '').startsWith('host:') && !(c.argv[1] ?? '').startsWith(`${STATE_DIR}/`)))).toBe(false);
+    expect(
+      r.commands.some(
+        (c) =>
+          (c.argv[0] === 'multipath' && c.argv[1] === '-f') ||
+          c.argv[1] === 'message' ||
+          ((c.argv[0] ?? '').startsWith('host:') && !(c.argv[1] ?? '').startsWith(`${STATE_DIR}/`)),
+      ),
+    ).toBe(false);
     expect((await listMaps(vm)).map((m) => m.name).sort()).toEqual([deadMounted.name, degraded.name, healthy.name].sort());
-    expect((await vm.runOk(['multipath', '-ll'])).stdout.split('\n').filter((l) => /dm-\d+/.test(l)).sort())
-      .toEqual(before.split('\n').filter((l) => /dm-\d+/.test(l)).sort());
+    expect(
+      (await vm.runOk(['multipath', '-ll'])).stdout
+        .split('\n')
+        .filter((l) => /dm-\d+/.test(l))
+        .sort(),
+    ).toEqual(
+      before
+        .split('\n')
+        .filter((l) => /dm-\d+/.test(l))
+        .sort(),
+    );
   }, 120_000);
 });
 
@@ -202,10 +247,17 @@ describe.skipIf(skipReason !== null)('residual-multipath-cleanup on a real kerne
     const t = performance.now();
     await vm.runOk(`printf 'overrides {\\n\\tno_path_retry queue\\n}\\n' >> /etc/multipath.conf && multipathd reconfigure`);
     [healthy, doomed] = (await createIscsiLab(vm)) as [IscsiLun, IscsiLun];
-    await vm.runOk(`set -e; mkfs.ext4 -q /dev/mapper/${healthy.map.name}; mkdir -p /mnt/healthy; mount /dev/mapper/${healthy.map.name} /mnt/healthy; echo data > /mnt/healthy/file; sync`);
+    await vm.runOk(
+      `set -e; mkfs.ext4 -q /dev/mapper/${healthy.map.name}; mkdir -p /mnt/healthy; mount /dev/mapper/${healthy.map.name} /mnt/healthy; echo data > /mnt/healthy/file; sync`,
+    );
     await removeLun(vm, doomed.lun);
-    await waitInGuest(vm, `both paths of ${doomed.map.name} failed faulty`, ['multipathd', 'show', 'paths', 'format', '%d %t %T %o'],
-      (out) => doomed.map.paths.every((p) => new RegExp(`^${p}\\s+failed\\s+faulty`, 'm').test(out)), { timeoutMs: 90_000 });
+    await waitInGuest(
+      vm,
+      `both paths of ${doomed.map.name} failed faulty`,
+      ['multipathd', 'show', 'paths', 'format', '%d %t %T %o'],
+      (out) => doomed.map.paths.every((p) => new RegExp(`^${p}\\s+failed\\s+faulty`, 'm').test(out)),
+      { timeoutMs: 90_000 },
+    );
     timings['iSCSI: target, login, 2 maps, LUN removed'] = `${Math.round(performance.now() - t)} ms`;
     log(`[residual-lab] iSCSI: LUN ${doomed.lun} removed under ${doomed.map.name}; LUN ${healthy.lun} ${healthy.map.name} mounted`);
     log((await vm.runOk(['multipath', '-ll'])).stdout);
@@ -215,7 +267,9 @@ describe.skipIf(skipReason !== null)('residual-multipath-cleanup on a real kerne
   afterAll(async () => {
     await vm?.shutdown();
     const mine = Object.entries(timings).filter(([k]) => k.startsWith('iSCSI'));
-    console.log(`\nresidual-multipath lab timings (iSCSI):\n${mine.map(([k, v]) => `  ${k}: ${v}`).join('\n')}\n  guest snapshots ${stats.snapshots}, commands ${stats.commands}\n`);
+    console.log(
+      `\nresidual-multipath lab timings (iSCSI):\n${mine.map(([k, v]) => `  ${k}: ${v}`).join('\n')}\n  guest snapshots ${stats.snapshots}, commands ${stats.commands}\n`,
+    );
   });
 
   it('releases the queue, flushes the dead map and deletes its disks; the mounted map of the other LUN is untouched', async () => {

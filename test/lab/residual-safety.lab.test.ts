@@ -39,12 +39,30 @@ const WRITER_MIN_WRITES = 20;
 const log = (line: string) => console.log(line);
 const timings: Record<string, string> = {};
 
-const job = (n: number): ResidualMultipathJob => ({ version: 1, key: `residual_safety_${n}`, runbook: 'residual-multipath-cleanup', target: { node: 'lab-node' }, evidence: [{ source: 'api', summary: 'lab', raw: {} }] });
-const ctx = (n: number): RunbookContext => ({ jobId: `residual_safety_${n}`, attempt: 1, mode: 'enforce', ranOn: 'lab-node', log: pino({ level: 'silent' }), signal: new AbortController().signal });
+const job = (n: number): ResidualMultipathJob => ({
+  version: 1,
+  key: `residual_safety_${n}`,
+  runbook: 'residual-multipath-cleanup',
+  target: { node: 'lab-node' },
+  evidence: [{ source: 'api', summary: 'lab', raw: {} }],
+});
+const ctx = (n: number): RunbookContext => ({
+  jobId: `residual_safety_${n}`,
+  attempt: 1,
+  mode: 'enforce',
+  ranOn: 'lab-node',
+  log: pino({ level: 'silent' }),
+  signal: new AbortController().signal,
+});
 
 /** A fresh handler of the real runbook over the guest, for a cluster where nothing is attached to the node. */
 const handlerOn = (vm: GuestCommands) =>
-  createResidualMultipathCleanup({ host: guestHost(vm, { snapshots: 0, commands: 0 }, STATE_DIR), stateDir: STATE_DIR, attached: new InMemoryAttachedVolumes({}), policy: POLICY });
+  createResidualMultipathCleanup({
+    host: guestHost(vm, { snapshots: 0, commands: 0 }, STATE_DIR),
+    stateDir: STATE_DIR,
+    attached: new InMemoryAttachedVolumes({}),
+    policy: POLICY,
+  });
 
 /** As the node agent runs a job: parked for maturing evidence, it runs again when that can have matured. */
 async function untilDone(handler: ReturnType<typeof handlerOn>, n: number): Promise<{ result: RunbookResult; parked: number }> {
@@ -78,7 +96,11 @@ const isDiskDelete = (a: readonly string[]): boolean => a[0] === 'tee' && /^\/sy
 const DESTRUCTIVE = (a: readonly string[]): boolean => (a[0] === 'dmsetup' && a[1] === 'message') || (a[0] === 'multipath' && a[1] === '-f') || isDiskDelete(a);
 /** A guest command that changes a file outside the agent's own state directory (guestHost writes with tee, ln, mv, rm, mkdir). */
 const WRITES_OUTSIDE_STATE = (a: readonly string[]): boolean =>
-  ['tee', 'ln', 'mv', 'rm', 'mkdir'].includes(a[0] ?? '') && !a.slice(1).filter((x) => x.startsWith('/')).every((x) => x.startsWith(`${STATE_DIR}/`));
+  ['tee', 'ln', 'mv', 'rm', 'mkdir'].includes(a[0] ?? '') &&
+  !a
+    .slice(1)
+    .filter((x) => x.startsWith('/'))
+    .every((x) => x.startsWith(`${STATE_DIR}/`));
 const show = (cmds: readonly string[][]): string[] => cmds.map((a) => a.join(' '));
 
 /** `lsscsi` lines of scsi_debug disks, by H:C:T:L. */
@@ -109,7 +131,11 @@ describe.skipIf(skipReason !== null)('issue 19 on a real kernel: live I/O throug
 
   afterAll(async () => {
     await vm?.shutdown();
-    console.log(`\nresidual-safety lab timings:\n${Object.entries(timings).map(([k, v]) => `  ${k}: ${v}`).join('\n')}\n`);
+    console.log(
+      `\nresidual-safety lab timings:\n${Object.entries(timings)
+        .map(([k, v]) => `  ${k}: ${v}`)
+        .join('\n')}\n`,
+    );
   });
 
   it('never touches a map whose writer is stuck on queued I/O while its paths are down, even after the grace; every write lands once they return', async () => {
@@ -132,7 +158,9 @@ os.close(fd)
 print(n)
 `;
     await vm.runOk(['tee', '/tmp/writer.py'], { stdin: writer });
-    await vm.runOk(`setsid sh -c 'python3 /tmp/writer.py /dev/mapper/${live.name} > /tmp/writer.out 2>&1; echo $? > /tmp/writer.rc' < /dev/null > /dev/null 2>&1 &`);
+    await vm.runOk(
+      `setsid sh -c 'python3 /tmp/writer.py /dev/mapper/${live.name} > /tmp/writer.out 2>&1; echo $? > /tmp/writer.rc' < /dev/null > /dev/null 2>&1 &`,
+    );
     const writerPid = async () => (await vm.runOk(`pgrep -f '^python3 /tmp/writer.py' || true`)).stdout.trim();
     await sleep(1_000);
     const pid = await writerPid();
@@ -162,7 +190,16 @@ print(n)
       expect(refusals.at(-1)).toMatch(new RegExp(`${live.name}.*live user\\(s\\): pid ${pid} \\(python3, state D`));
       // The job's own audit trail agrees: nothing destructive, no probe of a held map, no change
       // on the node but the agent's bookkeeping in its state directory.
-      expect(r.commands.filter((c) => DESTRUCTIVE(c.argv) || c.argv[0] === 'dd' || (c.argv[0]?.startsWith('host:') && !c.argv.slice(1, 3).every((x) => x.startsWith(`${STATE_DIR}/`) || !x.startsWith('/')))).map((c) => c.argv.join(' '))).toEqual([]);
+      expect(
+        r.commands
+          .filter(
+            (c) =>
+              DESTRUCTIVE(c.argv) ||
+              c.argv[0] === 'dd' ||
+              (c.argv[0]?.startsWith('host:') && !c.argv.slice(1, 3).every((x) => x.startsWith(`${STATE_DIR}/`) || !x.startsWith('/'))),
+          )
+          .map((c) => c.argv.join(' ')),
+      ).toEqual([]);
     }
     // Nothing destructive reached the guest, nothing outside the agent's state directory was
     // written, and the held map was never probed.
@@ -171,7 +208,9 @@ print(n)
     expect(show(guest.filter((a) => a[0] === 'dd'))).toEqual([]);
     // The outage lasted through both jobs.
     const states = await pathStates(vm);
-    expect(live.paths.map((p) => `${p} ${states.get(p)?.dm} ${states.get(p)?.checker} ${states.get(p)?.dev}`)).toEqual(live.paths.map((p) => `${p} failed faulty offline`));
+    expect(live.paths.map((p) => `${p} ${states.get(p)?.dm} ${states.get(p)?.checker} ${states.get(p)?.dev}`)).toEqual(
+      live.paths.map((p) => `${p} failed faulty offline`),
+    );
     expect((await vm.runOk(['ps', '-o', 'stat=', '-p', pid])).stdout.trim()).toMatch(/^D/);
 
     await restorePaths(vm, live.paths);
@@ -188,7 +227,10 @@ print(n)
     expect(written).toBeLessThan(4096);
     // Every write reached the disk (read back with O_DIRECT, past any cache): block i holds byte
     // (i mod 255) + 1, and the block after the last one is still zeros.
-    const check = await vm.runOk(['python3', '-c', String.raw`
+    const check = await vm.runOk([
+      'python3',
+      '-c',
+      String.raw`
 import mmap, os
 fd = os.open('/dev/mapper/${live.name}', os.O_RDONLY | os.O_DIRECT)
 buf = mmap.mmap(-1, 4096)
@@ -197,13 +239,16 @@ def block(i):
     return bytes(buf)
 bad = [i for i in range(${written}) if block(i) != bytes([i % 255 + 1]) * 4096]
 print('bad', bad[:10], 'next', block(${written}) == bytes(4096))
-`]);
+`,
+    ]);
     expect(check.stdout.trim()).toBe('bad [] next True');
 
     // The map and its three disks are there and healthy.
     expect((await listMaps(vm)).find((m) => m.name === live.name)?.paths).toEqual(live.paths);
     const after = await pathStates(vm);
-    expect(live.paths.map((p) => `${p} ${after.get(p)?.dm} ${after.get(p)?.checker} ${after.get(p)?.dev}`)).toEqual(live.paths.map((p) => `${p} active ready running`));
+    expect(live.paths.map((p) => `${p} ${after.get(p)?.dm} ${after.get(p)?.checker} ${after.get(p)?.dev}`)).toEqual(
+      live.paths.map((p) => `${p} active ready running`),
+    );
     expect([...(await scsiDebugDisks(vm)).values()]).toEqual(expect.arrayContaining(live.paths.map((p) => `/dev/${p}`)));
 
     // And a job after the outage has nothing to do, and does nothing.
@@ -228,7 +273,10 @@ print('bad', bad[:10], 'next', block(${written}) == bytes(4096))
     const guest: string[][] = [];
     const seen: { killedAt: string[] | null; last: ToParent | null } = { killedAt: null, last: null };
     const spec: ChildJob = { key: 'residual_safety_4', stateDir: STATE_DIR, policy: POLICY };
-    const child = fork(fileURLToPath(new URL('./residual-child.ts', import.meta.url)), [JSON.stringify(spec)], { execArgv: [], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+    const child = fork(fileURLToPath(new URL('./residual-child.ts', import.meta.url)), [JSON.stringify(spec)], {
+      execArgv: [],
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    });
     const exited = once(child, 'exit') as Promise<[number | null, NodeJS.Signals | null]>;
     child.on('message', (m: ToParent) => {
       if (m.t !== 'run') {
@@ -248,7 +296,9 @@ print('bad', bad[:10], 'next', block(${written}) == bytes(4096))
       });
     });
     const [code, signal] = await exited;
-    log(`[residual-safety] agent exited: code ${code}, signal ${signal}, killed at ${seen.killedAt?.join(' ') ?? '-'}; its last word ${JSON.stringify(seen.last)}`);
+    log(
+      `[residual-safety] agent exited: code ${code}, signal ${signal}, killed at ${seen.killedAt?.join(' ') ?? '-'}; its last word ${JSON.stringify(seen.last)}`,
+    );
     expect(signal).toBe('SIGKILL');
     // Killed, not finished: it never reported back.
     expect(seen.last).toBeNull();
@@ -263,7 +313,11 @@ print('bad', bad[:10], 'next', block(${written}) == bytes(4096))
     const orphans = await scsiDebugDisks(vm);
     for (const h of doomedHctl) expect(orphans.has(h!)).toBe(true);
     const wwid = doomed.uuid.replace(/^mpath-/, '');
-    const record = JSON.parse((await vm.runOk(['cat', `${STATE_DIR}/intents/residual-multipath/${wwid}.json`])).stdout) as { map: string; disks: Array<{ name: string; hctl: string | null; wwid: string }>; done: Array<{ step: string }> };
+    const record = JSON.parse((await vm.runOk(['cat', `${STATE_DIR}/intents/residual-multipath/${wwid}.json`])).stdout) as {
+      map: string;
+      disks: Array<{ name: string; hctl: string | null; wwid: string }>;
+      done: Array<{ step: string }>;
+    };
     expect(record.map).toBe(doomed.name);
     expect(record.disks.map((d) => `${d.name} ${d.hctl} ${d.wwid}`).sort()).toEqual(doomed.paths.map((p) => `${p} ${hctlOf.get(p)} ${wwid}`).sort());
     expect(record.done.map((d) => d.step.split(':')[0])).toEqual(['release-queued-io', 'flush-map']);
@@ -274,7 +328,12 @@ print('bad', bad[:10], 'next', block(${written}) == bytes(4096))
     const { result: r } = await untilDone(handlerOn(recordingVm(vm, next)), 5);
     log(`[residual-safety] next job ${r.outcome}: ${r.summary}`);
     expect(r.outcome).toBe('succeeded');
-    expect(r.steps.filter((s) => s.destructive).map((s) => s.id.split(':').slice(0, 2).join(':')).sort()).toEqual(doomed.paths.map((p) => `delete-disk:${p}`).sort());
+    expect(
+      r.steps
+        .filter((s) => s.destructive)
+        .map((s) => s.id.split(':').slice(0, 2).join(':'))
+        .sort(),
+    ).toEqual(doomed.paths.map((p) => `delete-disk:${p}`).sort());
     expect(r.steps.filter((s) => s.destructive).every((s) => (s.evidence?.length ?? 0) > 0 && s.evidence!.every((e) => e.status === 'holds'))).toBe(true);
     // On the guest: exactly the orphans' deletes, no release or flush of any map, no other write
     // outside the agent's state directory.

@@ -53,8 +53,7 @@ export async function settleUdev(vm: LabVm): Promise<void> {
 export async function createScsiDebugMap(vm: LabVm, { hosts = 3, sizeMb = 64 } = {}): Promise<GuestMap> {
   await vm.runOk(['modprobe', 'scsi_debug', `dev_size_mb=${sizeMb}`, 'num_tgts=1', `add_host=${hosts}`, 'vpd_use_hostno=0']);
   await settleUdev(vm);
-  const sdDisks = async () =>
-    (await vm.runOk('grep -l scsi_debug /sys/block/sd*/device/model | cut -d/ -f4')).stdout.split('\n').filter(Boolean).sort();
+  const sdDisks = async () => (await vm.runOk('grep -l scsi_debug /sys/block/sd*/device/model | cut -d/ -f4')).stdout.split('\n').filter(Boolean).sort();
   let map: GuestMap | undefined;
   const deadline = Date.now() + 90_000;
   for (;;) {
@@ -85,8 +84,10 @@ export async function createQueueingScsiDebugMaps(vm: LabVm, count: number): Pro
   for (;;) {
     const maps = (await listMaps(vm)).filter((m) => /scsi_debug/.test(m.uuid) && m.paths.length === 3);
     const states = await pathStates(vm);
-    if (maps.length === count && maps.every((m) => m.paths.every((p) => states.get(p)?.dm === 'active'))) return maps.sort((a, b) => a.uuid.localeCompare(b.uuid));
-    if (Date.now() > deadline) throw new Error(`expected ${count} scsi_debug maps with 3 active paths: ${JSON.stringify(maps)}\n${(await vm.run(['multipath', '-ll'])).stdout}`);
+    if (maps.length === count && maps.every((m) => m.paths.every((p) => states.get(p)?.dm === 'active')))
+      return maps.sort((a, b) => a.uuid.localeCompare(b.uuid));
+    if (Date.now() > deadline)
+      throw new Error(`expected ${count} scsi_debug maps with 3 active paths: ${JSON.stringify(maps)}\n${(await vm.run(['multipath', '-ll'])).stdout}`);
     await new Promise((r) => setTimeout(r, 500));
   }
 }
@@ -128,7 +129,13 @@ async function waitUntilPaths(
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const states = await pathStates(vm);
-    if (paths.every((p) => { const s = states.get(p); return s !== undefined && ok(s); })) return;
+    if (
+      paths.every((p) => {
+        const s = states.get(p);
+        return s !== undefined && ok(s);
+      })
+    )
+      return;
     if (Date.now() > deadline) {
       throw new Error(`paths ${paths.join(',')} not ${what} after ${timeoutMs} ms: ${JSON.stringify([...states])}`);
     }

@@ -120,30 +120,45 @@ export async function bootLabVm(opts: BootLabVmOptions = {}): Promise<LabVm> {
     `vm.net=${opts.userNetwork ? 1 : 0}`,
   ].join(' ');
   const qemuArgs = [
-    '-name', 'volume-medic-lab',
-    '-accel', 'tcg,tb-size=256',
-    '-cpu', 'max',
-    '-smp', String(opts.cpus ?? 2),
-    '-m', String(opts.memoryMiB ?? 512),
-    '-nodefaults', '-no-user-config', '-display', 'none', '-no-reboot',
-    '-kernel', image.kernel,
-    '-initrd', image.initrd,
-    '-append', append,
+    '-name',
+    'volume-medic-lab',
+    '-accel',
+    'tcg,tb-size=256',
+    '-cpu',
+    'max',
+    '-smp',
+    String(opts.cpus ?? 2),
+    '-m',
+    String(opts.memoryMiB ?? 512),
+    '-nodefaults',
+    '-no-user-config',
+    '-display',
+    'none',
+    '-no-reboot',
+    '-kernel',
+    image.kernel,
+    '-initrd',
+    image.initrd,
+    '-append',
+    append,
     // -snapshot: writes go to a temporary overlay; the cached image never changes.
     '-snapshot',
-    '-drive', `file=${image.rootfs},format=raw,if=virtio,cache=unsafe`,
-    '-serial', `file:${consolePath}`,
-    '-device', 'virtio-serial-pci',
+    '-drive',
+    `file=${image.rootfs},format=raw,if=virtio,cache=unsafe`,
+    '-serial',
+    `file:${consolePath}`,
+    '-device',
+    'virtio-serial-pci',
     // wait=on: qemu does not start the guest until we are connected, so no output is lost.
-    '-chardev', `socket,id=cmd,path=${sock},server=on,wait=on`,
-    '-device', 'virtserialport,chardev=cmd,name=vm.cmd',
+    '-chardev',
+    `socket,id=cmd,path=${sock},server=on,wait=on`,
+    '-device',
+    'virtserialport,chardev=cmd,name=vm.cmd',
     // restrict=on would cut the guest off from the host's addresses, which is the point of it here.
     ...(opts.userNetwork ? ['-nic', 'user,model=virtio-net-pci'] : ['-nic', 'none']),
   ];
   // --pdeathsig: the kernel kills qemu if this process dies without running its exit handlers.
-  const [bin, args] = hasSetpriv
-    ? ['setpriv', ['--pdeathsig', 'KILL', '--', 'qemu-system-x86_64', ...qemuArgs]]
-    : ['qemu-system-x86_64', qemuArgs];
+  const [bin, args] = hasSetpriv ? ['setpriv', ['--pdeathsig', 'KILL', '--', 'qemu-system-x86_64', ...qemuArgs]] : ['qemu-system-x86_64', qemuArgs];
   const started = performance.now();
   log(`[lab-vm] qemu ${qemuArgs.join(' ')}`);
   const qemu = spawn(bin, args as string[], { stdio: ['ignore', 'ignore', 'pipe'] });
@@ -174,10 +189,7 @@ export async function bootLabVm(opts: BootLabVmOptions = {}): Promise<LabVm> {
       return '';
     }
   };
-  const why = (what: string) =>
-    new Error(
-      `${what}\n--- qemu stderr ---\n${qemuStderr.trim()}\n--- guest console (tail) ---\n${consoleLog().slice(-3000)}`,
-    );
+  const why = (what: string) => new Error(`${what}\n--- qemu stderr ---\n${qemuStderr.trim()}\n--- guest console (tail) ---\n${consoleLog().slice(-3000)}`);
 
   let socket: Socket | undefined;
   let shutdownPromise: Promise<void> | undefined;

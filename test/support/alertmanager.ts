@@ -115,11 +115,13 @@ export async function startAlertmanager(opts: AlertmanagerOptions): Promise<Runn
     child.stdout?.on('data', collect);
     child.stderr?.on('data', collect);
     let exited = false;
-    const exitedP = new Promise<void>((resolve) => child.once('exit', () => {
-      exited = true;
-      running.delete(child);
-      resolve();
-    }));
+    const exitedP = new Promise<void>((resolve) =>
+      child.once('exit', () => {
+        exited = true;
+        running.delete(child);
+        resolve();
+      }),
+    );
     child.once('error', (err) => {
       output += `\nspawn error: ${err.message}`;
     });
@@ -149,7 +151,11 @@ export async function startAlertmanager(opts: AlertmanagerOptions): Promise<Runn
       url,
       log: () => output,
       async postAlerts(alerts) {
-        const r = await fetch(`${url}/api/v2/alerts`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(alerts) });
+        const r = await fetch(`${url}/api/v2/alerts`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify(alerts),
+        });
         if (!r.ok) throw new Error(`POST ${url}/api/v2/alerts answered ${r.status}: ${await r.text()}`);
       },
       async alerts(filter) {

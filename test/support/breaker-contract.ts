@@ -15,7 +15,9 @@ export function breakerContract(topology: string, connect: () => Promise<RedisCo
     let t = Date.parse('2026-12-01T00:00:00Z');
     const caps: BreakerCaps = { nodePerHour: 3, clusterPerHour: 5, stormNodes: 2, stormWindowMs: 60_000 };
 
-    beforeAll(async () => { redis = await connect(); });
+    beforeAll(async () => {
+      redis = await connect();
+    });
     afterAll(async () => {
       for (const p of ['a', 'b', 'c']) await dropPrefixOn(redis, `${prefix}-${p}`);
       redis.disconnect();
@@ -30,7 +32,7 @@ export function breakerContract(topology: string, connect: () => Promise<RedisCo
       // Another node is not blocked by n1's breaker, but counts towards the cluster's.
       expect((await b.reserveDestructive(caps, { node: 'n2', jobId: 'k', stepId: 's' })).ok).toBe(true);
       // A step of no node (the cluster worker's) counts towards the cluster only.
-      expect((await b.reserveDestructive(caps, { jobId: 'c', stepId: 's' }))).toMatchObject({ ok: true, nodeCount: 0, clusterCount: 5 });
+      expect(await b.reserveDestructive(caps, { jobId: 'c', stepId: 's' })).toMatchObject({ ok: true, nodeCount: 0, clusterCount: 5 });
       const states = await b.states(caps);
       expect(states.find((s) => s.name === 'node/n1')).toMatchObject({ count: 3, tripped: { breaker: 'node/n1' } });
       expect(states.find((s) => s.name === 'node/n2')).toMatchObject({ count: 1 });
@@ -55,7 +57,13 @@ export function breakerContract(topology: string, connect: () => Promise<RedisCo
       expect(await b.recordNodeActivity(caps, 'n2', 'k8s-event')).toBeUndefined();
       const trip = await b.recordNodeActivity(caps, 'n3', 'k8s-event');
       // It names who started the nodes: one sender's flood is that sender's.
-      expect(trip).toMatchObject({ breaker: 'storm', count: 3, cap: 2, why: '3 nodes started recovery jobs within 60 s (more than 2), from k8s-event 2, alertmanager 1: n1, n2, n3', sources: { 'k8s-event': 2, alertmanager: 1 } });
+      expect(trip).toMatchObject({
+        breaker: 'storm',
+        count: 3,
+        cap: 2,
+        why: '3 nodes started recovery jobs within 60 s (more than 2), from k8s-event 2, alertmanager 1: n1, n2, n3',
+        sources: { 'k8s-event': 2, alertmanager: 1 },
+      });
       const blocked = await b.reserveDestructive(caps, { node: 'n9', jobId: 'x', stepId: 's' });
       expect(blocked).toMatchObject({ ok: false, blockedBy: { breaker: 'storm' } });
       t += 120_000;

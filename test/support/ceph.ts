@@ -50,7 +50,6 @@ async function freePort(address = '127.0.0.1'): Promise<number> {
   });
 }
 
-
 function kill(child: ChildProcess): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
   return new Promise((resolve) => {
@@ -88,34 +87,37 @@ export async function startCeph(opts: StartCephOptions = {}): Promise<TestCeph> 
   const port = await freePort(address);
   const v1Port = opts.msgrV1 ? await freePort(address) : undefined;
   await Promise.all(['run', 'log', 'mon', 'osd/ceph-0'].map((d) => mkdir(join(dir, d), { recursive: true })));
-  await writeFile(conf, [
-    '[global]',
-    `fsid = ${fsid}`,
-    `mon host = ${monHost(address, port, v1Port)}`,
-    `public addr = ${address}`,
-    'auth cluster required = none',
-    'auth service required = none',
-    'auth client required = none',
-    'osd pool default size = 1',
-    'osd pool default min size = 1',
-    'mon allow pool size one = true',
-    'mon warn on pool no redundancy = false',
-    'osd objectstore = memstore',
-    'memstore device bytes = 268435456',
-    'osd crush chooseleaf type = 0',
-    'ms bind ipv6 = false',
-    `run dir = ${dir}/run`,
-    `admin socket = ${dir}/run/$cluster-$name.$pid.asok`,
-    `log file = ${dir}/log/$name.log`,
-    `mon data = ${dir}/mon/$cluster-$id`,
-    `osd data = ${dir}/osd/$cluster-$id`,
-    `keyring = ${dir}/keyring`,
-    // A dead monitor must fail commands fast instead of hanging them for minutes.
-    'client mount timeout = 15',
-    'rados mon op timeout = 15',
-    'rados osd op timeout = 15',
-    '',
-  ].join('\n'));
+  await writeFile(
+    conf,
+    [
+      '[global]',
+      `fsid = ${fsid}`,
+      `mon host = ${monHost(address, port, v1Port)}`,
+      `public addr = ${address}`,
+      'auth cluster required = none',
+      'auth service required = none',
+      'auth client required = none',
+      'osd pool default size = 1',
+      'osd pool default min size = 1',
+      'mon allow pool size one = true',
+      'mon warn on pool no redundancy = false',
+      'osd objectstore = memstore',
+      'memstore device bytes = 268435456',
+      'osd crush chooseleaf type = 0',
+      'ms bind ipv6 = false',
+      `run dir = ${dir}/run`,
+      `admin socket = ${dir}/run/$cluster-$name.$pid.asok`,
+      `log file = ${dir}/log/$name.log`,
+      `mon data = ${dir}/mon/$cluster-$id`,
+      `osd data = ${dir}/osd/$cluster-$id`,
+      `keyring = ${dir}/keyring`,
+      // A dead monitor must fail commands fast instead of hanging them for minutes.
+      'client mount timeout = 15',
+      'rados mon op timeout = 15',
+      'rados osd op timeout = 15',
+      '',
+    ].join('\n'),
+  );
 
   const cli: TestCeph['cli'] = async (file, args, timeoutMs = 30_000) => run(file, ['--conf', conf, ...args], { timeout: timeoutMs, killSignal: 'SIGKILL' });
   const daemon = (file: string, args: string[]): ChildProcess => {

@@ -15,7 +15,9 @@ export function chromiumOrSay(file: string): boolean {
   if (existsSync(CHROMIUM)) return true;
   const inCi = !!process.env['CI'] && process.env['CI'] !== 'false';
   if (inCi) {
-    it('has chromium installed (required when CI is set)', () => { throw new Error(`${CHROMIUM} not found: CI must install Debian's chromium (.ci/run does)`); });
+    it('has chromium installed (required when CI is set)', () => {
+      throw new Error(`${CHROMIUM} not found: CI must install Debian's chromium (.ci/run does)`);
+    });
   } else {
     console.warn(`SKIPPING ${file}: ${CHROMIUM} not found (apt-get install chromium, or set CHROMIUM_BIN). In CI (CI set) this fails instead.`);
     it.skip(`needs ${CHROMIUM} (apt-get install chromium)`, () => {});

@@ -11,4 +11,12 @@ import { TEST_KEYS_DIR } from './trust.ts';
 const TEST_STATE_DIR = mkdtempSync(join(tmpdir(), 'vm-test-state-'));
 
 /** A valid configuration for tests: defaults plus what the test says. */
-export const testConfig = (overrides: Partial<Config>): Config => Config.parse({ port: 0, listenAddress: '127.0.0.1', logLevel: 'silent', signingKeysDir: TEST_KEYS_DIR, stateDir: TEST_STATE_DIR, ...overrides });
+export const testConfig = (overrides: Partial<Config>): Config =>
+  Config.parse({
+    port: 0,
+    listenAddress: '127.0.0.1',
+    logLevel: 'silent',
+    signingKeysDir: TEST_KEYS_DIR,
+    stateDir: TEST_STATE_DIR,
+    ...overrides,
+  });

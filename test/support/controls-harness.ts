@@ -44,7 +44,10 @@ export function toyRunbook(planFor: (node: string) => Plan<ToyStep>): Toy {
 
 /** A destructive toy step with the positive evidence the engine requires of one, observed now. */
 export const toyStep = (id: string, extra: Partial<ToyStep> = {}): ToyStep => ({
-  id, description: `toy ${id}`, destructive: true, file: `/w/${id}`,
+  id,
+  description: `toy ${id}`,
+  destructive: true,
+  file: `/w/${id}`,
   evidence: [{ claim: `${id} is safe to change`, source: 'toy', observedAt: new Date().toISOString(), status: 'holds' }],
   ...extra,
 });
@@ -57,23 +60,38 @@ export const fastControls: Partial<Config> = { controlsRecheckSeconds: 0.3, lock
  * parked (the control tests' way to make an agent start a job): `run(node, until)`. `redis`: the
  * test's connection, once its beforeAll made it.
  */
-export function sealedJobs(redis: () => Redis, prefix: string, keyPrefix: string, queues: Queue[]): (node: string, until?: 'finished' | 'parked') => Promise<Job> {
+export function sealedJobs(
+  redis: () => Redis,
+  prefix: string,
+  keyPrefix: string,
+  queues: Queue[],
+): (node: string, until?: 'finished' | 'parked') => Promise<Job> {
   let n = 0;
   return async (node, until = 'finished') => {
     n += 1;
     const key = `${keyPrefix}-${n}`;
     const queue = new Queue(nodeQueueName(node), { connection: redis(), prefix });
     queues.push(queue);
-    const job: RemediationJob = { version: 1, key, runbook: 'residual-multipath-cleanup', target: { node }, evidence: [{ source: 'api', summary: 'test', raw: null }] };
+    const job: RemediationJob = {
+      version: 1,
+      key,
+      runbook: 'residual-multipath-cleanup',
+      target: { node },
+      evidence: [{ source: 'api', summary: 'test', raw: null }],
+    };
     await queue.add(job.runbook, sealJob(testSealer('receiver'), queue.name, job, 86_400_000), { jobId: key });
     // As the receiver's dispatcher does: the readers of parked jobs, approvals and the audit trail
     // find a queue's records through the registry.
     await redis().sadd(knownQueuesKey(prefix), queue.name);
-    return waitFor(`job ${key} ${until}`, async () => {
-      const j = await queue.getJob(key);
-      if (!j) return undefined;
-      if (until === 'parked') return (j.progress as { parked?: unknown } | undefined)?.parked ? j : undefined;
-      return (j.finishedOn ?? 0) > 0 ? j : undefined;
-    }, 10_000);
+    return waitFor(
+      `job ${key} ${until}`,
+      async () => {
+        const j = await queue.getJob(key);
+        if (!j) return undefined;
+        if (until === 'parked') return (j.progress as { parked?: unknown } | undefined)?.parked ? j : undefined;
+        return (j.finishedOn ?? 0) > 0 ? j : undefined;
+      },
+      10_000,
+    );
   };
 }

@@ -74,11 +74,14 @@ const pathValue = (o: Obj, path: string): unknown => path.split('.').reduce<unkn
 
 function fieldSelector(sel: string | undefined): Selector {
   if (!sel) return () => true;
-  const terms = sel.split(',').filter(Boolean).map((t) => {
-    const m = /^([^!=]+)(==|!=|=)(.*)$/.exec(t);
-    if (!m) throw new Error(`bad field selector ${t}`);
-    return { path: m[1]!, neg: m[2] === '!=', value: m[3]! };
-  });
+  const terms = sel
+    .split(',')
+    .filter(Boolean)
+    .map((t) => {
+      const m = /^([^!=]+)(==|!=|=)(.*)$/.exec(t);
+      if (!m) throw new Error(`bad field selector ${t}`);
+      return { path: m[1]!, neg: m[2] === '!=', value: m[3]! };
+    });
   return (o) => terms.every((t) => (String(pathValue(o, t.path) ?? '') === t.value) !== t.neg);
 }
 
@@ -102,16 +105,27 @@ export function parseKubePath(pathname: string): { collection: string; namespace
   return { collection: `${gv.join('/')}/${resource}`, ...(namespace ? { namespace } : {}), ...(name ? { name } : {}) };
 }
 
-const status = (code: number, reason: string, message: string): Obj => ({ kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message, reason, code });
+const status = (code: number, reason: string, message: string): Obj => ({
+  kind: 'Status',
+  apiVersion: 'v1',
+  metadata: {},
+  status: 'Failure',
+  message,
+  reason,
+  code,
+});
 const clone = <T>(o: T): T => structuredClone(o);
 const key = (ns: string | undefined, name: string): string => `${ns ?? ''}/${name}`;
 
 function applyJsonPatch(target: Obj, ops: Array<{ op: string; path: string; value?: unknown }>): void {
   for (const op of ops) {
-    const parts = op.path.split('/').slice(1).map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'));
+    const parts = op.path
+      .split('/')
+      .slice(1)
+      .map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'));
     const last = parts.pop()!;
     let parent: Obj = target;
-    for (const p of parts) parent = (parent[p] ??= {});
+    for (const p of parts) parent = parent[p] ??= {};
     if (op.op === 'remove') delete parent[last];
     else if (op.op === 'add' || op.op === 'replace') parent[last] = op.value;
     else throw new Error(`json-patch op ${op.op} not supported by the fake`);
@@ -197,7 +211,12 @@ export class FakeKubeApi {
     const objects = this.collection(collection);
     const k = key(obj['metadata']?.namespace, obj['metadata'].name);
     const existing = objects.get(k);
-    obj['metadata'] = { uid: existing?.['metadata'].uid ?? randomUUID(), creationTimestamp: existing?.['metadata'].creationTimestamp ?? new Date().toISOString(), ...obj['metadata'], resourceVersion: String(++this.rv) };
+    obj['metadata'] = {
+      uid: existing?.['metadata'].uid ?? randomUUID(),
+      creationTimestamp: existing?.['metadata'].creationTimestamp ?? new Date().toISOString(),
+      ...obj['metadata'],
+      resourceVersion: String(++this.rv),
+    };
     objects.set(k, obj);
     this.emit({ rv: this.rv, collection, type: existing ? 'MODIFIED' : 'ADDED', object: obj });
     return clone(obj) as T;
@@ -240,7 +259,7 @@ export class FakeKubeApi {
       this.held = { promise, release };
     }
     const n = this.watchers.size;
-    for (const w of this.watchers) (opts.abrupt ? w.res.destroy() : w.res.end());
+    for (const w of this.watchers) opts.abrupt ? w.res.destroy() : w.res.end();
     this.watchers.clear();
     return n;
   }
@@ -282,7 +301,9 @@ export class FakeKubeApi {
   }
 
   requestsTo(method: string, pathPrefix: string, watch?: boolean): RecordedRequest[] {
-    return this.requests.filter((r) => r.method === method && r.path.startsWith(pathPrefix) && (watch === undefined || (r.query['watch'] === 'true') === watch));
+    return this.requests.filter(
+      (r) => r.method === method && r.path.startsWith(pathPrefix) && (watch === undefined || (r.query['watch'] === 'true') === watch),
+    );
   }
 
   private collection(c: string): Map<string, Obj> {
@@ -325,7 +346,13 @@ export class FakeKubeApi {
     const query = Object.fromEntries(u.searchParams);
     const method = req.method ?? 'GET';
     const body = method === 'POST' || method === 'PATCH' || method === 'PUT' ? await this.readBody(req) : undefined;
-    this.requests.push({ method, path: u.pathname, query, ...(req.headers['content-type'] ? { contentType: req.headers['content-type'] } : {}), ...(body !== undefined ? { body } : {}) });
+    this.requests.push({
+      method,
+      path: u.pathname,
+      query,
+      ...(req.headers['content-type'] ? { contentType: req.headers['content-type'] } : {}),
+      ...(body !== undefined ? { body } : {}),
+    });
 
     for (const g of this.gates) if (g.match.test(`${method} ${u.pathname}${u.search}`)) await g.promise;
     const fail = this.failures.find((f) => f.times > 0 && f.match.test(`${method} ${u.pathname}${u.search}`));
@@ -345,9 +372,17 @@ export class FakeKubeApi {
       const selector = fieldSelector(query['fieldSelector']);
       const items = [...objects.values()]
         .filter((o) => (!p.namespace || o['metadata']?.namespace === p.namespace) && selector(o))
-        .map((o) => { const { apiVersion: _a, kind: _k, ...rest } = clone(o); return rest; });
+        .map((o) => {
+          const { apiVersion: _a, kind: _k, ...rest } = clone(o);
+          return rest;
+        });
       const kind = p.collection.split('/').pop()!;
-      return this.send(res, 200, { kind: `${kind}List`, apiVersion: p.collection.replace(/^apis?\//, '').replace(/\/[^/]+$/, ''), metadata: { resourceVersion: String(this.rv) }, items });
+      return this.send(res, 200, {
+        kind: `${kind}List`,
+        apiVersion: p.collection.replace(/^apis?\//, '').replace(/\/[^/]+$/, ''),
+        metadata: { resourceVersion: String(this.rv) },
+        items,
+      });
     }
     if (method === 'GET') {
       const o = objects.get(key(p.namespace, p.name!));
@@ -370,7 +405,16 @@ export class FakeKubeApi {
       const ct = String(req.headers['content-type'] ?? '');
       if (ct.startsWith('application/json-patch+json')) applyJsonPatch(obj, body as Array<{ op: string; path: string; value?: unknown }>);
       else if (ct.startsWith('application/merge-patch+json') || ct.startsWith('application/strategic-merge-patch+json')) mergePatch(obj, body as Obj);
-      else return this.send(res, 415, status(415, 'UnsupportedMediaType', `the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json (got ${ct})`));
+      else
+        return this.send(
+          res,
+          415,
+          status(
+            415,
+            'UnsupportedMediaType',
+            `the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json (got ${ct})`,
+          ),
+        );
       return this.send(res, 200, this.put(obj));
     }
     if (method === 'PUT' && p.name) {
@@ -380,7 +424,15 @@ export class FakeKubeApi {
       const obj = clone(body as Obj);
       const rv = obj['metadata']?.resourceVersion;
       if (rv !== undefined && rv !== existing['metadata'].resourceVersion) {
-        return this.send(res, 409, status(409, 'Conflict', `Operation cannot be fulfilled on ${p.collection.split('/').pop()} "${p.name}": the object has been modified; please apply your changes to the latest version and try again`));
+        return this.send(
+          res,
+          409,
+          status(
+            409,
+            'Conflict',
+            `Operation cannot be fulfilled on ${p.collection.split('/').pop()} "${p.name}": the object has been modified; please apply your changes to the latest version and try again`,
+          ),
+        );
       }
       if (obj['metadata']?.name !== p.name) return this.send(res, 400, status(400, 'BadRequest', 'the name of the object does not match the name on the URL'));
       if (p.namespace) obj['metadata'].namespace = p.namespace;
@@ -398,18 +450,38 @@ export class FakeKubeApi {
     const audiences = wanted.filter((a) => tokenAudiences.includes(a));
     if (!user || audiences.length === 0) return { ...base, status: { user: {}, error: '[invalid bearer token, token lookup failed]' } };
     const { username, uid, groups, extra } = user;
-    return { ...base, status: { authenticated: true, user: { username, ...(uid ? { uid } : {}), groups: [...(groups ?? []), 'system:authenticated'], ...(extra ? { extra } : {}) }, audiences } };
+    return {
+      ...base,
+      status: {
+        authenticated: true,
+        user: { username, ...(uid ? { uid } : {}), groups: [...(groups ?? []), 'system:authenticated'], ...(extra ? { extra } : {}) },
+        audiences,
+      },
+    };
   }
 
   private accessReview(review: Obj): Obj {
-    const spec = (review?.['spec'] ?? {}) as { user?: string; groups?: string[]; resourceAttributes?: { group?: string; resource?: string; verb?: string } };
+    const spec = (review?.['spec'] ?? {}) as {
+      user?: string;
+      groups?: string[];
+      resourceAttributes?: { group?: string; resource?: string; verb?: string };
+    };
     const ra = spec.resourceAttributes ?? {};
-    const allowed = this.grants.some((g) => (g.user === undefined || g.user === spec.user) && (g.group === undefined || (spec.groups ?? []).includes(g.group))
-      && (g.user !== undefined || g.group !== undefined)
-      && g.apiGroup === (ra.group ?? '') && g.resource === ra.resource && (g.verbs.includes('*') || g.verbs.includes(ra.verb ?? '')));
+    const allowed = this.grants.some(
+      (g) =>
+        (g.user === undefined || g.user === spec.user) &&
+        (g.group === undefined || (spec.groups ?? []).includes(g.group)) &&
+        (g.user !== undefined || g.group !== undefined) &&
+        g.apiGroup === (ra.group ?? '') &&
+        g.resource === ra.resource &&
+        (g.verbs.includes('*') || g.verbs.includes(ra.verb ?? '')),
+    );
     return {
-      apiVersion: 'authorization.k8s.io/v1', kind: 'SubjectAccessReview', metadata: { creationTimestamp: null }, spec,
-      status: allowed ? { allowed: true, reason: 'RBAC: allowed by the fake\'s grants' } : { allowed: false },
+      apiVersion: 'authorization.k8s.io/v1',
+      kind: 'SubjectAccessReview',
+      metadata: { creationTimestamp: null },
+      spec,
+      status: allowed ? { allowed: true, reason: "RBAC: allowed by the fake's grants" } : { allowed: false },
     };
   }
 
@@ -428,7 +500,13 @@ export class FakeKubeApi {
     res.writeHead(200, { 'content-type': 'application/json', 'transfer-encoding': 'chunked' });
     // The apiserver sends the headers at once; the client's watch() resolves only then.
     res.flushHeaders();
-    const w: Watcher = { collection: p.collection, ...(p.namespace ? { namespace: p.namespace } : {}), selector: fieldSelector(query['fieldSelector']), bookmarks: query['allowWatchBookmarks'] === 'true', res };
+    const w: Watcher = {
+      collection: p.collection,
+      ...(p.namespace ? { namespace: p.namespace } : {}),
+      selector: fieldSelector(query['fieldSelector']),
+      bookmarks: query['allowWatchBookmarks'] === 'true',
+      res,
+    };
     if (from === undefined) {
       // No resourceVersion: the current state as synthetic ADDED events, then changes.
       for (const o of this.collection(p.collection).values()) this.deliver(w, { rv: this.rv, collection: p.collection, type: 'ADDED', object: o });

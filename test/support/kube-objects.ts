@@ -10,15 +10,30 @@ export function node(name: string, ready: 'True' | 'False' | 'Unknown', bootId: 
   return {
     apiVersion: 'v1',
     kind: 'Node',
-    metadata: { name, labels: { 'kubernetes.io/hostname': name }, creationTimestamp: (opts.created ?? new Date(Date.now() - 30 * 86_400_000)).toISOString() },
+    metadata: {
+      name,
+      labels: { 'kubernetes.io/hostname': name },
+      creationTimestamp: (opts.created ?? new Date(Date.now() - 30 * 86_400_000)).toISOString(),
+    },
     status: {
       addresses: [{ type: 'Hostname', address: name }],
-      conditions: [{
-        type: 'Ready', status: ready, lastHeartbeatTime: new Date().toISOString(), lastTransitionTime: since,
-        reason: ready === 'True' ? 'KubeletReady' : 'NodeStatusUnknown',
-        message: ready === 'True' ? 'kubelet is posting ready status' : 'Kubelet stopped posting node status.',
-      }],
-      nodeInfo: { bootID: bootId, kernelVersion: '6.1.0-31-amd64', kubeletVersion: 'v1.31.4', operatingSystem: 'linux', architecture: 'amd64' },
+      conditions: [
+        {
+          type: 'Ready',
+          status: ready,
+          lastHeartbeatTime: new Date().toISOString(),
+          lastTransitionTime: since,
+          reason: ready === 'True' ? 'KubeletReady' : 'NodeStatusUnknown',
+          message: ready === 'True' ? 'kubelet is posting ready status' : 'Kubelet stopped posting node status.',
+        },
+      ],
+      nodeInfo: {
+        bootID: bootId,
+        kernelVersion: '6.1.0-31-amd64',
+        kubeletVersion: 'v1.31.4',
+        operatingSystem: 'linux',
+        architecture: 'amd64',
+      },
     },
   };
 }
@@ -28,46 +43,106 @@ export function node(name: string, ready: 'True' | 'False' | 'Unknown', bootId: 
  * as ceph-csi provisions it (volumeAttributes pool + imageName), or a Block Local PV.
  */
 export function podWithVolume(o: {
-  namespace: string; pod: string; node: string; claim: string; pv: string;
-  rbd?: { pool: string; image: string }; local?: { path: string };
+  namespace: string;
+  pod: string;
+  node: string;
+  claim: string;
+  pv: string;
+  rbd?: { pool: string; image: string };
+  local?: { path: string };
 }) {
   const pv = {
-    apiVersion: 'v1', kind: 'PersistentVolume',
+    apiVersion: 'v1',
+    kind: 'PersistentVolume',
     metadata: { name: o.pv },
     spec: {
-      accessModes: ['ReadWriteOnce'], capacity: { storage: '10Gi' }, volumeMode: o.local ? 'Block' : 'Filesystem',
+      accessModes: ['ReadWriteOnce'],
+      capacity: { storage: '10Gi' },
+      volumeMode: o.local ? 'Block' : 'Filesystem',
       claimRef: { apiVersion: 'v1', kind: 'PersistentVolumeClaim', namespace: o.namespace, name: o.claim },
-      ...(o.rbd ? { csi: { driver: 'rbd.csi.ceph.com', volumeHandle: `0001-0009-rook-ceph-0000000000000002-${o.rbd.image.replace(/^csi-vol-/, '')}`, volumeAttributes: { clusterID: 'rook-ceph', pool: o.rbd.pool, imageName: o.rbd.image } } } : {}),
-      ...(o.local ? {
-        local: { path: o.local.path },
-        nodeAffinity: { required: { nodeSelectorTerms: [{ matchExpressions: [{ key: 'kubernetes.io/hostname', operator: 'In', values: [o.node] }] }] } },
-      } : {}),
+      ...(o.rbd
+        ? {
+            csi: {
+              driver: 'rbd.csi.ceph.com',
+              volumeHandle: `0001-0009-rook-ceph-0000000000000002-${o.rbd.image.replace(/^csi-vol-/, '')}`,
+              volumeAttributes: { clusterID: 'rook-ceph', pool: o.rbd.pool, imageName: o.rbd.image },
+            },
+          }
+        : {}),
+      ...(o.local
+        ? {
+            local: { path: o.local.path },
+            nodeAffinity: {
+              required: {
+                nodeSelectorTerms: [{ matchExpressions: [{ key: 'kubernetes.io/hostname', operator: 'In', values: [o.node] }] }],
+              },
+            },
+          }
+        : {}),
     },
     status: { phase: 'Bound' },
   };
   const pvc = {
-    apiVersion: 'v1', kind: 'PersistentVolumeClaim',
+    apiVersion: 'v1',
+    kind: 'PersistentVolumeClaim',
     metadata: { name: o.claim, namespace: o.namespace },
-    spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '10Gi' } }, volumeName: o.pv, volumeMode: o.local ? 'Block' : 'Filesystem' },
+    spec: {
+      accessModes: ['ReadWriteOnce'],
+      resources: { requests: { storage: '10Gi' } },
+      volumeName: o.pv,
+      volumeMode: o.local ? 'Block' : 'Filesystem',
+    },
     status: { phase: 'Bound' },
   };
   const pod = {
-    apiVersion: 'v1', kind: 'Pod',
+    apiVersion: 'v1',
+    kind: 'Pod',
     metadata: { name: o.pod, namespace: o.namespace },
-    spec: { nodeName: o.node, containers: [{ name: 'main', image: 'busybox:1.37' }], volumes: [{ name: 'data', persistentVolumeClaim: { claimName: o.claim } }] },
-    status: { phase: 'Pending', containerStatuses: [{ name: 'main', image: 'busybox:1.37', imageID: '', ready: false, restartCount: 0, state: { waiting: { reason: 'ContainerCreating' } } }] },
+    spec: {
+      nodeName: o.node,
+      containers: [{ name: 'main', image: 'busybox:1.37' }],
+      volumes: [{ name: 'data', persistentVolumeClaim: { claimName: o.claim } }],
+    },
+    status: {
+      phase: 'Pending',
+      containerStatuses: [
+        {
+          name: 'main',
+          image: 'busybox:1.37',
+          imageID: '',
+          ready: false,
+          restartCount: 0,
+          state: { waiting: { reason: 'ContainerCreating' } },
+        },
+      ],
+    },
   };
   return [pod, pvc, pv];
 }
 
 /** A core/v1 Event as the kubelet writes it (`component`: another reporter, as a forger would set it). */
-export function coreEvent(o: { name: string; namespace?: string; uid?: string; reason: string; message: string; involved: { kind: string; name: string; namespace?: string }; host?: string; type?: string; component?: string }) {
+export function coreEvent(o: {
+  name: string;
+  namespace?: string;
+  uid?: string;
+  reason: string;
+  message: string;
+  involved: { kind: string; name: string; namespace?: string };
+  host?: string;
+  type?: string;
+  component?: string;
+}) {
   const now = new Date().toISOString();
   return {
     apiVersion: 'v1',
     kind: 'Event',
     metadata: { name: o.name, namespace: o.namespace ?? o.involved.namespace ?? 'default', ...(o.uid ? { uid: o.uid } : {}) },
-    involvedObject: { kind: o.involved.kind, name: o.involved.name, ...(o.involved.namespace ? { namespace: o.involved.namespace } : {}), apiVersion: 'v1' },
+    involvedObject: {
+      kind: o.involved.kind,
+      name: o.involved.name,
+      ...(o.involved.namespace ? { namespace: o.involved.namespace } : {}),
+      apiVersion: 'v1',
+    },
     reason: o.reason,
     message: o.message,
     source: { component: o.component ?? 'kubelet', ...(o.host ? { host: o.host } : {}) },

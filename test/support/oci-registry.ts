@@ -37,11 +37,16 @@ export interface OciRegistry {
   stop(): Promise<void>;
 }
 
-const get = (url: string, headers: Record<string, string> = {}): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: string }> =>
+const get = (
+  url: string,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: string }> =>
   new Promise((resolve, reject) => {
     const req = request(url, { headers, timeout: 2_000 }, (res) => {
       let body = '';
-      res.on('data', (c: Buffer) => { body += c.toString(); });
+      res.on('data', (c: Buffer) => {
+        body += c.toString();
+      });
       res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
     });
     req.on('timeout', () => req.destroy(new Error(`${url}: no answer`)));
@@ -83,16 +88,26 @@ export async function startOciRegistry(): Promise<OciRegistry> {
     writeFileSync(config, configText(dir, port));
     const proc: ChildProcess = spawn(REGISTRY_BINARY, ['serve', config], { stdio: ['ignore', 'ignore', 'pipe'] });
     let log = '';
-    proc.stderr!.on('data', (c: Buffer) => { log += c.toString(); });
-    proc.on('error', (err) => { log += `${err.message}\n`; });
+    proc.stderr!.on('data', (c: Buffer) => {
+      log += c.toString();
+    });
+    proc.on('error', (err) => {
+      log += `${err.message}\n`;
+    });
     const exited = new Promise<void>((r) => proc.once('exit', () => r()));
     const url = `http://127.0.0.1:${port}`;
     const deadline = Date.now() + 15_000;
     while (Date.now() < deadline && proc.exitCode === null) {
-      const ok = await get(`${url}/v2/`).then((r) => r.status === 200, () => false);
+      const ok = await get(`${url}/v2/`).then(
+        (r) => r.status === 200,
+        () => false,
+      );
       if (ok) {
         return {
-          host: `127.0.0.1:${port}`, port, url, dir,
+          host: `127.0.0.1:${port}`,
+          port,
+          url,
+          dir,
           log: () => log,
           async stop() {
             if (proc.exitCode === null && proc.signalCode === null && proc.pid !== undefined) {

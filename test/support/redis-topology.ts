@@ -12,7 +12,6 @@ import { setTimeout as sleep } from 'node:timers/promises';
 // Sentinel set (primary, replica, three `redis-server --sentinel`). Nothing persists; every
 // server lives in its own temporary directory.
 
-
 export interface Server {
   port: number;
   proc: ChildProcess;
@@ -30,9 +29,17 @@ class Servers {
     const dir = join(this.dir, `${port}-${this.all.length}`);
     mkdirSync(dir);
     const conf = confText === undefined ? [] : [this.writeConf(dir, confText)];
-    const proc = spawn('redis-server', [...conf, '--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--appendonly', 'no', ...args], { stdio: 'ignore' });
+    const proc = spawn('redis-server', [...conf, '--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--appendonly', 'no', ...args], {
+      stdio: 'ignore',
+    });
     proc.on('error', () => {});
-    const server: Server = { port, proc, kill: () => { if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL'); } };
+    const server: Server = {
+      port,
+      proc,
+      kill: () => {
+        if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL');
+      },
+    };
     this.all.push(server);
     return server;
   }
@@ -67,7 +74,11 @@ async function ports(n: number): Promise<number[]> {
 }
 
 export const topologiesAvailable = (): string | undefined =>
-  spawnSync('redis-server', ['--version']).error ? 'redis-server is not installed' : spawnSync('redis-cli', ['--version']).error ? 'redis-cli is not installed' : undefined;
+  spawnSync('redis-server', ['--version']).error
+    ? 'redis-server is not installed'
+    : spawnSync('redis-cli', ['--version']).error
+      ? 'redis-cli is not installed'
+      : undefined;
 
 export interface LocalCluster {
   /** The masters. */
@@ -86,9 +97,24 @@ export async function startCluster(extraArgs: readonly string[] = [], o: { repli
     const n = 3 * (1 + (o.replicas ?? 0));
     const ps = await ports(2 * n);
     const all = ps.slice(0, n);
-    for (const [i, p] of all.entries()) servers.start(p, ['--cluster-enabled', 'yes', '--cluster-config-file', `nodes-${p}.conf`, '--cluster-port', String(ps[n + i]), '--cluster-node-timeout', '2000', ...extraArgs]);
+    for (const [i, p] of all.entries())
+      servers.start(p, [
+        '--cluster-enabled',
+        'yes',
+        '--cluster-config-file',
+        `nodes-${p}.conf`,
+        '--cluster-port',
+        String(ps[n + i]),
+        '--cluster-node-timeout',
+        '2000',
+        ...extraArgs,
+      ]);
     for (const p of all) await until(`cluster node ${p}`, () => answers(p));
-    const create = spawnSync('redis-cli', ['--cluster', 'create', ...all.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', String(o.replicas ?? 0), '--cluster-yes'], { encoding: 'utf8', timeout: 30_000 });
+    const create = spawnSync(
+      'redis-cli',
+      ['--cluster', 'create', ...all.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', String(o.replicas ?? 0), '--cluster-yes'],
+      { encoding: 'utf8', timeout: 30_000 },
+    );
     if (create.status !== 0) throw new Error(`redis-cli --cluster create failed: ${create.stdout}\n${create.stderr}`);
     await until('cluster state ok on every node', async () => {
       for (const p of all) {
@@ -105,11 +131,18 @@ export async function startCluster(extraArgs: readonly string[] = [], o: { repli
     // ...and announced: CLUSTER SLOTS (what clients learn the topology from) leaves out a replica
     // until gossip reports its replication offset, on each server in its own time: a client may
     // ask any of them, so every server must list every replica.
-    await until('cluster replicas in every server\'s CLUSTER SLOTS', async () => all.every((at) => {
-      const slots = spawnSync('redis-cli', ['-p', String(at), 'cluster', 'slots'], { encoding: 'utf8' }).stdout.split('\n');
-      return replicas.every((p) => slots.includes(String(p)));
-    }));
-    return { nodes: masters.map((port) => ({ host: '127.0.0.1', port })), replicas: replicas.map((port) => ({ host: '127.0.0.1', port })), env: masters.map((p) => `127.0.0.1:${p}`).join(','), stop: () => servers.stop() };
+    await until("cluster replicas in every server's CLUSTER SLOTS", async () =>
+      all.every((at) => {
+        const slots = spawnSync('redis-cli', ['-p', String(at), 'cluster', 'slots'], { encoding: 'utf8' }).stdout.split('\n');
+        return replicas.every((p) => slots.includes(String(p)));
+      }),
+    );
+    return {
+      nodes: masters.map((port) => ({ host: '127.0.0.1', port })),
+      replicas: replicas.map((port) => ({ host: '127.0.0.1', port })),
+      env: masters.map((p) => `127.0.0.1:${p}`).join(','),
+      stop: () => servers.stop(),
+    };
   } catch (err) {
     servers.stop();
     throw err;
@@ -166,27 +199,31 @@ export async function startSentinelSet(name = 'vmprimary'): Promise<LocalSentine
         r.disconnect();
       }
     });
-    await until('sentinels know each other and the replica', async () => {
-      for (const p of sp) {
-        const s = admin(p);
-        s.on('error', () => {});
-        try {
-          const others = (await s.call('SENTINEL', 'SENTINELS', name)) as unknown[];
-          const replicas = (await s.call('SENTINEL', 'REPLICAS', name)) as unknown[];
-          if (others.length < 2 || replicas.length < 1) return false;
-          // A replica the sentinel has only heard of is flagged `disconnected` until it connects.
-          for (const r of replicas as string[][]) {
-            const flags = r[r.indexOf('flags') + 1] ?? '';
-            if (/disconnected|s_down|o_down/.test(flags)) return false;
+    await until(
+      'sentinels know each other and the replica',
+      async () => {
+        for (const p of sp) {
+          const s = admin(p);
+          s.on('error', () => {});
+          try {
+            const others = (await s.call('SENTINEL', 'SENTINELS', name)) as unknown[];
+            const replicas = (await s.call('SENTINEL', 'REPLICAS', name)) as unknown[];
+            if (others.length < 2 || replicas.length < 1) return false;
+            // A replica the sentinel has only heard of is flagged `disconnected` until it connects.
+            for (const r of replicas as string[][]) {
+              const flags = r[r.indexOf('flags') + 1] ?? '';
+              if (/disconnected|s_down|o_down/.test(flags)) return false;
+            }
+          } catch {
+            return false;
+          } finally {
+            s.disconnect();
           }
-        } catch {
-          return false;
-        } finally {
-          s.disconnect();
         }
-      }
-      return true;
-    }, 20_000);
+        return true;
+      },
+      20_000,
+    );
     const primaryPort = async (): Promise<number> => {
       for (const p of sp) {
         const s = admin(p);

@@ -17,7 +17,11 @@ const { redisUrl, redisSentinels, redisSentinelName, redisClusterNodes } = loadC
 const log = createLogger('stub-agent', process.env['LOG_LEVEL'] === 'info' ? 'info' : 'silent');
 // ENROL_URL: enrolled as the chart runs it: no issuer root, its node's keys (and Redis user) from the receiver.
 const enrolled = env['ENROL_URL']
-  ? await enrolUntilDone({ target: { url: env['ENROL_URL'], tokenFile: env['ENROL_TOKEN_FILE']! }, request: { as: 'node-agent', node: env['NODE_NAME']! }, log })
+  ? await enrolUntilDone({
+      target: { url: env['ENROL_URL'], tokenFile: env['ENROL_TOKEN_FILE']! },
+      request: { as: 'node-agent', node: env['NODE_NAME']! },
+      log,
+    })
   : undefined;
 const redisUser = enrolled?.redis();
 const config = testConfig({
@@ -33,10 +37,23 @@ const config = testConfig({
   controlsRecheckSeconds: 0.2,
   ...(process.env['DEFAULT_MODE'] === 'enforce' ? { defaultMode: 'enforce' as const } : {}),
 });
-const stub = (runbook: RunbookName): RunbookHandler<RunbookName> => async (_job: unknown, ctx: RunbookContext): Promise<RunbookResult> => {
-  process.stdout.write(`RAN ${runbook} ${ctx.jobId} ${ctx.mode}\n`);
-  return { runbook, mode: ctx.mode, outcome: 'nothing-to-do', summary: 'stub', facts: null, plan: null, refusals: [], steps: [], commands: [], ranOn: ctx.ranOn };
-};
+const stub =
+  (runbook: RunbookName): RunbookHandler<RunbookName> =>
+  async (_job: unknown, ctx: RunbookContext): Promise<RunbookResult> => {
+    process.stdout.write(`RAN ${runbook} ${ctx.jobId} ${ctx.mode}\n`);
+    return {
+      runbook,
+      mode: ctx.mode,
+      outcome: 'nothing-to-do',
+      summary: 'stub',
+      facts: null,
+      plan: null,
+      refusals: [],
+      steps: [],
+      commands: [],
+      ranOn: ctx.ranOn,
+    };
+  };
 const agent = createNodeAgent({
   config,
   log,

@@ -29,8 +29,15 @@ export async function startStubAgent(env: Record<string, string>): Promise<StubA
   for (const k of Object.keys(base)) if (k.startsWith('REDIS_')) delete base[k];
   const child = spawn(process.execPath, ['test/support/stub-agent.ts'], { env: { ...base, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
   let out = '';
-  child.stdout.on('data', (d: Buffer) => { out += d.toString(); });
-  const agent = { out: () => out, kill: () => { child.kill('SIGKILL'); } };
+  child.stdout.on('data', (d: Buffer) => {
+    out += d.toString();
+  });
+  const agent = {
+    out: () => out,
+    kill: () => {
+      child.kill('SIGKILL');
+    },
+  };
   await waitFor('the agent to start', async () => (out.includes('READY') ? true : undefined));
   return agent;
 }

@@ -7,7 +7,8 @@ import { sealerOf, type Sealer } from '../../src/core/trust/seal.ts';
 // deployment mounts them (`<role>.<key id>`, base64). testConfig points SIGNING_KEYS_DIR here, so
 // receivers seal and agents verify exactly as in production.
 
-export const writeKeysDir = (roles: readonly Role[] = ['receiver', 'cluster-worker', 'node-agent'], kid = 'test'): string => writeSigningKeys(undefined, roles, kid);
+export const writeKeysDir = (roles: readonly Role[] = ['receiver', 'cluster-worker', 'node-agent'], kid = 'test'): string =>
+  writeSigningKeys(undefined, roles, kid);
 
 /** Shared with child processes a test spawns (they inherit the environment), so both sides hold the same keys. */
 export const TEST_KEYS_DIR = (process.env['VM_TEST_KEYS_DIR'] ??= writeKeysDir());

@@ -25,21 +25,34 @@ export const CLUSTER_WORKER = 'src/agents/cluster-worker/main.ts';
 export async function startWorkerProcess(script: string, env: Record<string, string>): Promise<WorkerProcess> {
   const child = spawn(process.execPath, [script], {
     env: {
-      ...process.env, KUBERNETES_SERVICE_HOST: '', KUBECONFIG: '',
-      PROBE_PORT: '0', PROBE_LISTEN_ADDRESS: '127.0.0.1', LOG_LEVEL: 'info',
-      SIGNING_KEYS_DIR: TEST_KEYS_DIR, STATE_DIR: mkdtempSync(join(tmpdir(), 'vm-probe-state-')),
+      ...process.env,
+      KUBERNETES_SERVICE_HOST: '',
+      KUBECONFIG: '',
+      PROBE_PORT: '0',
+      PROBE_LISTEN_ADDRESS: '127.0.0.1',
+      LOG_LEVEL: 'info',
+      SIGNING_KEYS_DIR: TEST_KEYS_DIR,
+      STATE_DIR: mkdtempSync(join(tmpdir(), 'vm-probe-state-')),
       ...env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
-  child.stdout!.on('data', (d: Buffer) => { out += d.toString(); });
-  child.stderr!.on('data', (d: Buffer) => { out += d.toString(); });
+  child.stdout!.on('data', (d: Buffer) => {
+    out += d.toString();
+  });
+  child.stderr!.on('data', (d: Buffer) => {
+    out += d.toString();
+  });
   const exited = once(child, 'exit').then(([code]) => code as number | null);
-  const port = await waitFor(`${script}'s probe server (output: ${out.slice(-500)})`, async () => {
-    if (child.exitCode !== null) throw new Error(`${script} exited ${child.exitCode}: ${out.slice(-2000)}`);
-    return /"port":(\d+),"msg":"probe server listening/.exec(out)?.[1];
-  }, 30_000);
+  const port = await waitFor(
+    `${script}'s probe server (output: ${out.slice(-500)})`,
+    async () => {
+      if (child.exitCode !== null) throw new Error(`${script} exited ${child.exitCode}: ${out.slice(-2000)}`);
+      return /"port":(\d+),"msg":"probe server listening/.exec(out)?.[1];
+    },
+    30_000,
+  );
   return {
     child,
     url: `http://127.0.0.1:${port}`,

@@ -3,7 +3,16 @@ import { RUNBOOK_POLICY } from '../../src/core/catalogue/policy.ts';
 import { CLUSTER_QUEUE, nodeOfQueue } from '../../src/core/catalogue/queues.ts';
 import { FinalError, shouldRetry } from '../../src/core/errors.ts';
 import {
-  JobParked, type CounterBatch, type FoundJob, type JobConsumer, type JobHandler, type JobRef, type JobState, type JobStore, type StoredJob, type TakenJob,
+  JobParked,
+  type CounterBatch,
+  type FoundJob,
+  type JobConsumer,
+  type JobHandler,
+  type JobRef,
+  type JobState,
+  type JobStore,
+  type StoredJob,
+  type TakenJob,
 } from '../../src/core/jobs/job-store.ts';
 
 // The job store in memory, for tests of what sits above it: the same port, held to the same
@@ -80,7 +89,16 @@ export class MemoryJobStore implements JobStore {
     const q = this.#queue(queue);
     if (q.has(job.key)) return;
     q.set(job.key, {
-      job: { id: job.key, name: job.runbook, data: copy(data), timestamp: this.#now(), attemptsMade: 0, attemptsStarted: 0, attempts: RUNBOOK_POLICY[job.runbook].attempts, progress: 0 },
+      job: {
+        id: job.key,
+        name: job.runbook,
+        data: copy(data),
+        timestamp: this.#now(),
+        attemptsMade: 0,
+        attemptsStarted: 0,
+        attempts: RUNBOOK_POLICY[job.runbook].attempts,
+        progress: 0,
+      },
       state: 'waiting',
       logs: [],
     });
@@ -121,7 +139,9 @@ export class MemoryJobStore implements JobStore {
         queue,
         log: async (line, counters) => {
           e.logs.push(line);
-          counters?.({ hincrby: (key, field, by) => this.counters.set(`${key}|${field}`, (this.counters.get(`${key}|${field}`) ?? 0) + by) } satisfies CounterBatch);
+          counters?.({
+            hincrby: (key, field, by) => this.counters.set(`${key}|${field}`, (this.counters.get(`${key}|${field}`) ?? 0) + by),
+          } satisfies CounterBatch);
         },
         setProgress: async (progress) => {
           e.job.progress = copy(progress);

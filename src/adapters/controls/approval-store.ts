@@ -74,8 +74,16 @@ export class ApprovalStore {
    * record found only in the transition key is moved there (where its agent reads it).
    */
   async transition(queue: string | undefined, from: ApprovalState, next: ApprovalRecord): Promise<boolean> {
-    const { json } = next.state === 'approved' || next.state === 'rejected' ? sealRecord(this.#trust, 'approval', next.jobId, next, { ttlMs: Math.max(1000, Date.parse(next.validUntil ?? next.expiresAt) - Date.now() + 60_000) }) : { json: JSON.stringify(next) };
-    const r = queue === undefined ? -1 : Number(await this.#redis.eval(CAS, 1, queueControlKeys(this.#prefix, queue).approval(next.jobId), from, json, String(KEEP_SECONDS)));
+    const { json } =
+      next.state === 'approved' || next.state === 'rejected'
+        ? sealRecord(this.#trust, 'approval', next.jobId, next, {
+            ttlMs: Math.max(1000, Date.parse(next.validUntil ?? next.expiresAt) - Date.now() + 60_000),
+          })
+        : { json: JSON.stringify(next) };
+    const r =
+      queue === undefined
+        ? -1
+        : Number(await this.#redis.eval(CAS, 1, queueControlKeys(this.#prefix, queue).approval(next.jobId), from, json, String(KEEP_SECONDS)));
     if (r === -1 && this.#legacy) return Number(await this.#redis.eval(CAS, 1, this.#keys.legacyApproval(next.jobId), from, json, String(KEEP_SECONDS))) === 1;
     return r === 1;
   }

@@ -65,9 +65,11 @@ export class AuditAppender {
     const run = (this.#tail.get(key) ?? Promise.resolve()).catch(() => {}).then(() => this.#store(key, scope, entry));
     this.#tail.set(key, run);
     // Forget the chain once it is idle, so a process writing many lists keeps no entry per list.
-    void run.catch(() => {}).finally(() => {
-      if (this.#tail.get(key) === run) this.#tail.delete(key);
-    });
+    void run
+      .catch(() => {})
+      .finally(() => {
+        if (this.#tail.get(key) === run) this.#tail.delete(key);
+      });
     return run;
   }
 

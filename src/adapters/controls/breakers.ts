@@ -24,7 +24,9 @@ export interface BreakerCaps {
 export const HOUR_MS = 3_600_000;
 
 /** The caps as configured (BREAKER_*): the receiver's apply to the slots it takes for agents. */
-export function breakerCapsFromConfig(config: Pick<Config, 'breakerNodeDestructivePerHour' | 'breakerClusterDestructivePerHour' | 'breakerStormNodes' | 'breakerStormWindowSeconds'>): BreakerCaps {
+export function breakerCapsFromConfig(
+  config: Pick<Config, 'breakerNodeDestructivePerHour' | 'breakerClusterDestructivePerHour' | 'breakerStormNodes' | 'breakerStormWindowSeconds'>,
+): BreakerCaps {
   return {
     nodePerHour: config.breakerNodeDestructivePerHour,
     clusterPerHour: config.breakerClusterDestructivePerHour,
@@ -159,13 +161,35 @@ export class Breakers implements BreakerPort {
     const now = this.#now();
     const nodeField = what.node ? `node/${what.node}` : '';
     // Four keys, one slot (the breakers' hash tag): a node-less step passes a placeholder key of the same slot, never written.
-    const r = (await this.#redis.vmBreakerReserve(this.#keys.tripped, what.node ? this.#keys.destructiveNode(what.node) : `${this.#keys.tripped}:none`, this.#keys.destructiveCluster, this.#keys.destructiveNodes,
-      String(now.getTime()), String(HOUR_MS), nodeField, String(caps.nodePerHour), String(caps.clusterPerHour),
-      `${what.jobId}/${what.stepId}@${now.toISOString()}`, now.toISOString())) as [number, ...unknown[]];
+    const r = (await this.#redis.vmBreakerReserve(
+      this.#keys.tripped,
+      what.node ? this.#keys.destructiveNode(what.node) : `${this.#keys.tripped}:none`,
+      this.#keys.destructiveCluster,
+      this.#keys.destructiveNodes,
+      String(now.getTime()),
+      String(HOUR_MS),
+      nodeField,
+      String(caps.nodePerHour),
+      String(caps.clusterPerHour),
+      `${what.jobId}/${what.stepId}@${now.toISOString()}`,
+      now.toISOString(),
+    )) as [number, ...unknown[]];
     if (r[0] === 0) {
-      return { ok: false, blockedBy: parseJson(TripRecord, String(r[1])) ?? { breaker: 'unknown', why: String(r[1]), at: now.toISOString(), count: 0, cap: 0 } };
+      return {
+        ok: false,
+        blockedBy: parseJson(TripRecord, String(r[1])) ?? {
+          breaker: 'unknown',
+          why: String(r[1]),
+          at: now.toISOString(),
+          count: 0,
+          cap: 0,
+        },
+      };
     }
-    const tripped = r.slice(3).map((t) => parseJson(TripRecord, String(t))).filter((t): t is TripRecord => t !== undefined);
+    const tripped = r
+      .slice(3)
+      .map((t) => parseJson(TripRecord, String(t)))
+      .filter((t): t is TripRecord => t !== undefined);
     return { ok: true, nodeCount: Number(r[1]), clusterCount: Number(r[2]), tripped };
   }
 
@@ -187,12 +211,24 @@ export class Breakers implements BreakerPort {
 
   #stormArgs(caps: BreakerCaps, node: string, source: string): string[] {
     const now = this.#now();
-    return [this.#keys.tripped, this.#keys.storm, this.#keys.stormSources, String(now.getTime()), String(caps.stormWindowMs), String(caps.stormNodes), node, now.toISOString(), source];
+    return [
+      this.#keys.tripped,
+      this.#keys.storm,
+      this.#keys.stormSources,
+      String(now.getTime()),
+      String(caps.stormWindowMs),
+      String(caps.stormNodes),
+      node,
+      now.toISOString(),
+      source,
+    ];
   }
 
   async tripped(): Promise<TripRecord[]> {
     const all = await this.#redis.hgetall(this.#keys.tripped);
-    return Object.values(all).map((t) => parseJson(TripRecord, t)).filter((t): t is TripRecord => t !== undefined)
+    return Object.values(all)
+      .map((t) => parseJson(TripRecord, t))
+      .filter((t): t is TripRecord => t !== undefined)
       .sort((a, b) => a.breaker.localeCompare(b.breaker));
   }
 
@@ -202,14 +238,29 @@ export class Breakers implements BreakerPort {
     const trips = new Map((await this.tripped()).map((t) => [t.breaker, t]));
     const count = async (key: string, windowMs: number): Promise<number> => this.#redis.zcount(key, now - windowMs, '+inf');
     const out: BreakerState[] = [
-      { name: 'cluster', cap: caps.clusterPerHour, windowSeconds: HOUR_MS / 1000, count: await count(this.#keys.destructiveCluster, HOUR_MS) },
-      { name: 'storm', cap: caps.stormNodes, windowSeconds: caps.stormWindowMs / 1000, count: await count(this.#keys.storm, caps.stormWindowMs) },
+      {
+        name: 'cluster',
+        cap: caps.clusterPerHour,
+        windowSeconds: HOUR_MS / 1000,
+        count: await count(this.#keys.destructiveCluster, HOUR_MS),
+      },
+      {
+        name: 'storm',
+        cap: caps.stormNodes,
+        windowSeconds: caps.stormWindowMs / 1000,
+        count: await count(this.#keys.storm, caps.stormWindowMs),
+      },
     ];
     const nodes = new Set<string>([...trips.keys()].filter((k) => k.startsWith('node/')).map((k) => k.slice(5)));
     // Nodes with a window: the index the reservation keeps (no SCAN over the keyspace, any topology).
     for (const node of await this.#redis.zrangebyscore(this.#keys.destructiveNodes, now - HOUR_MS, '+inf')) nodes.add(node);
     for (const node of [...nodes].sort()) {
-      out.push({ name: `node/${node}`, cap: caps.nodePerHour, windowSeconds: HOUR_MS / 1000, count: await count(this.#keys.destructiveNode(node), HOUR_MS) });
+      out.push({
+        name: `node/${node}`,
+        cap: caps.nodePerHour,
+        windowSeconds: HOUR_MS / 1000,
+        count: await count(this.#keys.destructiveNode(node), HOUR_MS),
+      });
     }
     return out.map((b) => (trips.has(b.name) ? { ...b, tripped: trips.get(b.name) as TripRecord } : b));
   }

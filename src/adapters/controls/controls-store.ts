@@ -8,7 +8,16 @@ import { knownQueuesKey } from '../redis/known-queues.ts';
 import { controlKeys, queueControlKeys, type ControlKeys } from '../../core/controls/keys.ts';
 import { readEach } from './queue-reads.ts';
 import { AuditEntry, ModeOverride, ParkedJob, PauseRecord, parseJson } from '../../core/controls/records.ts';
-import { CONTROL_RESEAL_MS, CONTROL_SEAL_TTL_MS, SealedRecords, sealRecord, sealedAtField, splitSealed, type ControlKind, type ControlTrust } from '../../core/controls/sealed-records.ts';
+import {
+  CONTROL_RESEAL_MS,
+  CONTROL_SEAL_TTL_MS,
+  SealedRecords,
+  sealRecord,
+  sealedAtField,
+  splitSealed,
+  type ControlKind,
+  type ControlTrust,
+} from '../../core/controls/sealed-records.ts';
 import { verifySeal } from '../../core/trust/seal.ts';
 
 // Modes, pause switches, the audit trail and the list of parked jobs, kept in Redis so every
@@ -129,7 +138,10 @@ export class ControlsStore {
     if (!trust?.sealer || !trust.ring) return 0;
     const now = this.#now().getTime();
     let count = 0;
-    for (const [hash, kind] of [[this.keys.modes, 'mode'], [this.keys.pause, 'pause']] as const) {
+    for (const [hash, kind] of [
+      [this.keys.modes, 'mode'],
+      [this.keys.pause, 'pause'],
+    ] as const) {
       for (const [field, text] of Object.entries(await this.redis.hgetall(hash))) {
         const stored = splitSealed(text);
         if (!stored) continue;
@@ -176,7 +188,10 @@ export class ControlsStore {
   async auditReport(limit = 100): Promise<AuditRead> {
     const queues = await this.#queues();
     const scopes = [FLEET_AUDIT_SCOPE, ...queues];
-    const lists = (await readEach(this.redis, [this.keys.audit, ...queues.map((q) => queueControlKeys(this.#prefix, q).audit)], { cmd: 'lrange', count: limit })) as string[][];
+    const lists = (await readEach(this.redis, [this.keys.audit, ...queues.map((q) => queueControlKeys(this.#prefix, q).audit)], {
+      cmd: 'lrange',
+      count: limit,
+    })) as string[][];
     const roots = this.#audit?.roots;
     const entries: AuditRead['entries'] = [];
     const problems: AuditRead['problems'] = [];
@@ -193,7 +208,8 @@ export class ControlsStore {
       const newest = c.entries.find((e) => e.verified && e.seq !== undefined)?.seq;
       if (newest !== undefined) this.#auditSeen.set(scope, Math.max(newest, this.#auditSeen.get(scope) ?? 0));
       entries.push(...c.entries);
-      if (c.missing.length > 0 || c.restartedBelow !== undefined) problems.push({ list: scope, missing: c.missing, ...(c.restartedBelow !== undefined ? { restartedBelow: c.restartedBelow } : {}) });
+      if (c.missing.length > 0 || c.restartedBelow !== undefined)
+        problems.push({ list: scope, missing: c.missing, ...(c.restartedBelow !== undefined ? { restartedBelow: c.restartedBelow } : {}) });
     });
     // Stable: entries of one list with the same time keep their order (newest first).
     return { entries: entries.sort((a, b) => (a.at < b.at ? 1 : a.at > b.at ? -1 : 0)).slice(0, limit), problems };
@@ -340,7 +356,9 @@ export class ControlsStore {
    */
   async parkedJobs(): Promise<ParkedJob[]> {
     const queues = await this.#queues();
-    const hashes = (await readEach(this.redis, [this.keys.legacyParked, ...queues.map((q) => queueControlKeys(this.#prefix, q).parked)], { cmd: 'hgetall' })) as Record<string, string>[];
+    const hashes = (await readEach(this.redis, [this.keys.legacyParked, ...queues.map((q) => queueControlKeys(this.#prefix, q).parked)], {
+      cmd: 'hgetall',
+    })) as Record<string, string>[];
     const byId = new Map<string, ParkedJob>();
     const fresh = this.#now().getTime() - LEGACY_PARKED_FRESH_MS;
     for (const t of Object.values(hashes[0] ?? {})) {
@@ -356,4 +374,3 @@ export class ControlsStore {
     return [...byId.values()].sort((a, b) => a.since.localeCompare(b.since));
   }
 }
-

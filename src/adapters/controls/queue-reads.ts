@@ -12,7 +12,12 @@ import { inLanes, laneShape } from '../redis/in-lanes.ts';
 export type QueueRead = { cmd: 'hgetall' } | { cmd: 'lrange'; count: number };
 
 /** The replies, in the order of `keys`. An unreadable answer throws: no half view shown as whole. */
-export async function readEach(redis: RedisConnection, keys: readonly string[], read: QueueRead, o: { chunk?: number; parallel?: number } = {}): Promise<unknown[]> {
+export async function readEach(
+  redis: RedisConnection,
+  keys: readonly string[],
+  read: QueueRead,
+  o: { chunk?: number; parallel?: number } = {},
+): Promise<unknown[]> {
   return inLanes(keys, laneShape(redis, o, { chunk: 500, parallel: 4 }), async (ks) => {
     if (ks.length === 1) {
       const k = ks[0]!;

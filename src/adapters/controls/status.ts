@@ -17,18 +17,30 @@ export interface ControlsSummary {
 }
 
 /** `store`: the receiver's, verifying seals; without one (no keys configured) records are taken as stored. */
-export async function controlsSummary(redis: RedisConnection, prefix: string, store: ControlsStore = new ControlsStore(redis, prefix)): Promise<ControlsSummary> {
+export async function controlsSummary(
+  redis: RedisConnection,
+  prefix: string,
+  store: ControlsStore = new ControlsStore(redis, prefix),
+): Promise<ControlsSummary> {
   const [pauses, trips, parked] = await Promise.all([store.pauses(), new Breakers(redis, prefix).tripped(), store.parkedJobs()]);
   const count: Record<ParkReason, number> = { paused: 0, approval: 0, breaker: 0, evidence: 0 };
   for (const p of parked) count[p.reason] += 1;
   return {
-    paused: { cluster: pauses.cluster !== undefined, nodes: Object.keys(pauses.nodes).sort(), runbooks: Object.keys(pauses.runbooks).sort() },
+    paused: {
+      cluster: pauses.cluster !== undefined,
+      nodes: Object.keys(pauses.nodes).sort(),
+      runbooks: Object.keys(pauses.runbooks).sort(),
+    },
     breakersTripped: trips.map((t) => ({ breaker: t.breaker, why: t.why, at: t.at, ...(t.sources ? { sources: t.sources } : {}) })),
     parked: count,
   };
 }
 
-const sourcesText = (sources: Record<string, number>): string => Object.entries(sources).sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0])).map(([k, n]) => `${k} ${n}`).join(', ');
+const sourcesText = (sources: Record<string, number>): string =>
+  Object.entries(sources)
+    .sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))
+    .map(([k, n]) => `${k} ${n}`)
+    .join(', ');
 
 const esc = (v: string): string => v.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n');
 
@@ -43,7 +55,9 @@ export function controlsExposition(s: ControlsSummary): string {
     '# TYPE volume_medic_breaker_tripped gauge',
     ...['cluster', 'storm'].filter((b) => !s.breakersTripped.some((t) => t.breaker === b)).map((b) => `volume_medic_breaker_tripped{breaker="${b}"} 0`),
     // `sources`: who started the nodes of a storm ("alertmanager 6"), so the alert names the sender.
-    ...s.breakersTripped.map((t) => `volume_medic_breaker_tripped{breaker="${esc(t.breaker)}"${t.sources ? `,sources="${esc(sourcesText(t.sources))}"` : ''}} 1`),
+    ...s.breakersTripped.map(
+      (t) => `volume_medic_breaker_tripped{breaker="${esc(t.breaker)}"${t.sources ? `,sources="${esc(sourcesText(t.sources))}"` : ''}} 1`,
+    ),
     '# HELP volume_medic_jobs_parked Jobs waiting on a control or on evidence to mature, by reason (paused, approval, breaker, evidence).',
     '# TYPE volume_medic_jobs_parked gauge',
     ...ParkReason.options.map((r) => `volume_medic_jobs_parked{reason="${r}"} ${s.parked[r]}`),

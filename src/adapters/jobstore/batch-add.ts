@@ -84,11 +84,14 @@ export function captureAdd(job: Job, dataText?: string): ScriptCall {
   job.addJob(recorder as unknown as RedisClient).catch(() => {});
   if (!call) throw new Error(`BullMQ did not build an add for job ${job.id}`);
   if (!ADD_COMMAND.test(call.command) || call.keys.length !== ADD_KEYS || call.args.length !== ADD_ARGS) {
-    throw new Error(`BullMQ built ${call.command} with ${call.keys.length} keys and ${call.args.length} arguments for job ${job.id}; the batch add supports only addStandardJob (${ADD_KEYS} keys, ${ADD_ARGS} arguments)`);
+    throw new Error(
+      `BullMQ built ${call.command} with ${call.keys.length} keys and ${call.args.length} arguments for job ${job.id}; the batch add supports only addStandardJob (${ADD_KEYS} keys, ${ADD_ARGS} arguments)`,
+    );
   }
   if (dataText !== undefined) {
     // Only in the place BullMQ put the placeholder's encoding: a BullMQ that moved it fails here, loudly.
-    if (job.data !== DATA_PLACEHOLDER || call.args[DATA_ARG] !== '{}') throw new Error(`BullMQ's add of job ${job.id} does not carry its data where the batch add expects it`);
+    if (job.data !== DATA_PLACEHOLDER || call.args[DATA_ARG] !== '{}')
+      throw new Error(`BullMQ's add of job ${job.id} does not carry its data where the batch add expects it`);
     call.args[DATA_ARG] = dataText;
   }
   return call;
@@ -190,10 +193,20 @@ export class BatchAdd {
     if (byQueue.size === 1) return this.addInOrder(items);
     const out: BatchReply[] = new Array<BatchReply>(items.length);
     // A master that fails fails its queues' jobs only.
-    await Promise.all([...byQueue.values()].map((indexes) => this.addInOrder(indexes.map((i) => items[i]!)).then(
-      (replies) => indexes.forEach((i, j) => { out[i] = replies[j]!; }),
-      (err: unknown) => indexes.forEach((i) => { out[i] = { error: err instanceof Error ? err : new Error(String(err)) }; }),
-    )));
+    await Promise.all(
+      [...byQueue.values()].map((indexes) =>
+        this.addInOrder(indexes.map((i) => items[i]!)).then(
+          (replies) =>
+            indexes.forEach((i, j) => {
+              out[i] = replies[j]!;
+            }),
+          (err: unknown) =>
+            indexes.forEach((i) => {
+              out[i] = { error: err instanceof Error ? err : new Error(String(err)) };
+            }),
+        ),
+      ),
+    );
     return out;
   }
 
@@ -239,7 +252,8 @@ export class BatchAdd {
       const existing: unknown = reply[i];
       const result: unknown = reply[i + 1];
       if (result instanceof Error) out.push({ error: result });
-      else if ((typeof result === 'string' || typeof result === 'number') && (existing === null || typeof existing === 'string')) out.push({ existingTimestamp: existing, result });
+      else if ((typeof result === 'string' || typeof result === 'number') && (existing === null || typeof existing === 'string'))
+        out.push({ existingTimestamp: existing, result });
       else out.push({ error: new Error(`the batch add answered ${JSON.stringify(existing)}, ${JSON.stringify(result)} for one job`) });
     }
     return out;

@@ -84,12 +84,14 @@ export class BullJobStore implements JobStore {
   async areIn(state: JobState, jobs: readonly JobRef[]): Promise<boolean[]> {
     const place = state in STATE_PLACES ? STATE_PLACES[state as keyof typeof STATE_PLACES] : undefined;
     if (!place) throw new Error(`the job store cannot list jobs in state ${state}`);
-    return Promise.all(jobs.map(async (j) => {
-      const q = this.#o.queue(j.queue);
-      const client = await q.client;
-      const key = q.toKey(place.suffix);
-      return place.kind === 'zset' ? (await client.zscore(key, j.id)) !== null : (await client.lpos(key, j.id)) !== null;
-    }));
+    return Promise.all(
+      jobs.map(async (j) => {
+        const q = this.#o.queue(j.queue);
+        const client = await q.client;
+        const key = q.toKey(place.suffix);
+        return place.kind === 'zset' ? (await client.zscore(key, j.id)) !== null : (await client.lpos(key, j.id)) !== null;
+      }),
+    );
   }
 
   async add(queue: string, job: RemediationJob, data: unknown): Promise<void> {

@@ -120,35 +120,39 @@ export function consumeJobs(o: ConsumerOptions, handler: JobHandler): JobConsume
     },
   });
 
-  const worker = new Worker(o.queue, async (job: Job, token?: string) => {
-    try {
-      return await handler(taken(job, token));
-    } catch (err) {
-      throw forBullmq(err);
-    }
-  }, {
-    connection,
-    prefix: o.prefix,
-    // No full INFO per connection at start (BullMQ's version check): after a power loss 10,000
-    // agents connecting at once each sent two. README states the Redis versions we run on.
-    skipVersionCheck: true,
-    concurrency: 1,
-    // A new job wakes an idle consumer at once whatever this is, so it costs no latency; at fleet
-    // scale the idle wake-ups are most of Redis's idle load (bench/fleet.ts). BullMQ ends the wait
-    // after this + 1 s on a connection that died silently.
-    drainDelay: IDLE_BLOCK_SECONDS,
-    lockDuration: o.lockDurationMs,
-    stalledInterval: o.lockDurationMs,
-    removeOnComplete: o.keepFinished,
-    removeOnFail: o.keepFinished,
-    // A job that stalled (its consumer died) is taken again; after this many stalls it fails, so
-    // a runbook that kills its own agent cannot loop forever.
-    maxStalledCount: 2,
-    // Commands wait in the offline queue while the connection is down, so this is one retry per
-    // drop, not a loop against a dead Redis.
-    runRetryDelay: FETCH_RETRY_MS,
-    autorun: true,
-  });
+  const worker = new Worker(
+    o.queue,
+    async (job: Job, token?: string) => {
+      try {
+        return await handler(taken(job, token));
+      } catch (err) {
+        throw forBullmq(err);
+      }
+    },
+    {
+      connection,
+      prefix: o.prefix,
+      // No full INFO per connection at start (BullMQ's version check): after a power loss 10,000
+      // agents connecting at once each sent two. README states the Redis versions we run on.
+      skipVersionCheck: true,
+      concurrency: 1,
+      // A new job wakes an idle consumer at once whatever this is, so it costs no latency; at fleet
+      // scale the idle wake-ups are most of Redis's idle load (bench/fleet.ts). BullMQ ends the wait
+      // after this + 1 s on a connection that died silently.
+      drainDelay: IDLE_BLOCK_SECONDS,
+      lockDuration: o.lockDurationMs,
+      stalledInterval: o.lockDurationMs,
+      removeOnComplete: o.keepFinished,
+      removeOnFail: o.keepFinished,
+      // A job that stalled (its consumer died) is taken again; after this many stalls it fails, so
+      // a runbook that kills its own agent cannot loop forever.
+      maxStalledCount: 2,
+      // Commands wait in the offline queue while the connection is down, so this is one retry per
+      // drop, not a loop against a dead Redis.
+      runRetryDelay: FETCH_RETRY_MS,
+      autorun: true,
+    },
+  );
   worker.on('error', (err) => o.log.error({ err: err.message }, 'worker error'));
   worker.on('stalled', (id) => o.log.warn({ jobId: id }, 'job stalled (its worker stopped); it will be taken again'));
   const stopRearming = rearmAfterReconnect(connection, worker, keys.marker, o.log);

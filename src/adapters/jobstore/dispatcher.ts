@@ -297,12 +297,14 @@ export class Dispatcher {
     } catch (err) {
       sent = Promise.reject(err);
     }
-    sent.catch((err: unknown) => {
-      for (const b of batch) b.reject(err);
-    }).finally(() => {
-      this.sending--;
-      this.flush();
-    });
+    sent
+      .catch((err: unknown) => {
+        for (const b of batch) b.reject(err);
+      })
+      .finally(() => {
+        this.sending--;
+        this.flush();
+      });
   }
 
   private async send(batch: Pending[]): Promise<void> {
@@ -397,17 +399,30 @@ export class Dispatcher {
     });
     if (old.length === 0) return;
     const expired: number[] = [];
-    await Promise.all(old.map(async (i) => {
-      const b = batch[i]!;
-      const job = await Job.fromId(this.queue(b.queueName), b.job.key);
-      if (!job?.finishedOn || job.finishedOn > now - this.windowMs(b.queueName)) return;
-      // Removal fails for a job someone holds (a retry taken meanwhile): it then folds as before.
-      if (await job.remove().then(() => true, () => false)) expired.push(i);
-    }));
+    await Promise.all(
+      old.map(async (i) => {
+        const b = batch[i]!;
+        const job = await Job.fromId(this.queue(b.queueName), b.job.key);
+        if (!job?.finishedOn || job.finishedOn > now - this.windowMs(b.queueName)) return;
+        // Removal fails for a job someone holds (a retry taken meanwhile): it then folds as before.
+        if (
+          await job.remove().then(
+            () => true,
+            () => false,
+          )
+        )
+          expired.push(i);
+      }),
+    );
     if (expired.length === 0) return;
     expired.sort((a, c) => a - c);
-    const again = await this.batchAdd.add(expired.map((i) => items[i]!), index);
-    expired.forEach((i, j) => { replies[i] = again[j]!; });
+    const again = await this.batchAdd.add(
+      expired.map((i) => items[i]!),
+      index,
+    );
+    expired.forEach((i, j) => {
+      replies[i] = again[j]!;
+    });
   }
 
   /** The dedup window of the jobs on this queue: what its worker keeps them for (catalogue/policy.ts). */

@@ -30,7 +30,13 @@ export interface FailStrandedOptions {
 export async function failStranded(o: FailStrandedOptions): Promise<string[]> {
   const failed: string[] = [];
   if (o.ids.size === 0) return failed;
-  const worker = new Worker(o.queue, undefined, { connection: o.connection, prefix: o.prefix, autorun: false, skipVersionCheck: true, removeOnFail: o.keepFailed });
+  const worker = new Worker(o.queue, undefined, {
+    connection: o.connection,
+    prefix: o.prefix,
+    autorun: false,
+    skipVersionCheck: true,
+    removeOnFail: o.keepFailed,
+  });
   worker.on('error', () => {});
   try {
     for (let i = 0; i < o.ids.size; i++) {

@@ -67,7 +67,11 @@ export class IncidentIndex implements StoredIndex {
     if (jobs.length === 0) return;
     const args: (string | number)[] = [];
     for (const [i, j] of jobs.entries()) args.push(at * 1000 + (i % 1000), member(j));
-    await this.#redis.multi().zadd(this.#key, ...args).zremrangebyrank(this.#key, 0, -(this.#keep + 1)).exec();
+    await this.#redis
+      .multi()
+      .zadd(this.#key, ...args)
+      .zremrangebyrank(this.#key, 0, -(this.#keep + 1))
+      .exec();
   }
 
   /** Up to `count` entries older than `before` (a score, exclusive; none: the newest). */

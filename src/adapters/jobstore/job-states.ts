@@ -40,7 +40,12 @@ end
 return out`;
 
 /** The state of each entry's job, in the order given. */
-export async function jobStates(redis: RedisConnection, prefix: string, entries: readonly IndexEntry[], o: { chunk?: number; parallel?: number } = {}): Promise<JobStateName[]> {
+export async function jobStates(
+  redis: RedisConnection,
+  prefix: string,
+  entries: readonly IndexEntry[],
+  o: { chunk?: number; parallel?: number } = {},
+): Promise<JobStateName[]> {
   const byQueue = new Map<string, IndexEntry[]>();
   for (const e of entries) {
     const list = byQueue.get(e.queue);
@@ -59,7 +64,8 @@ export async function jobStates(redis: RedisConnection, prefix: string, entries:
     }
     const raw = await redis.eval(SCRIPT, keys.length, ...keys, ...args);
     const total = chunk.reduce((n, [, jobs]) => n + jobs.length, 0);
-    if (!Array.isArray(raw) || raw.length !== total) throw new Error(`job states: expected ${total} answers, got ${Array.isArray(raw) ? raw.length : typeof raw}`);
+    if (!Array.isArray(raw) || raw.length !== total)
+      throw new Error(`job states: expected ${total} answers, got ${Array.isArray(raw) ? raw.length : typeof raw}`);
     const states = raw.map((s) => STATES[Number(s)] ?? 'gone');
     let i = 0;
     return chunk.map(([, jobs]) => jobs.map((j) => [j.member, states[i++]!] as const));

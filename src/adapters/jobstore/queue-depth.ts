@@ -39,10 +39,12 @@ export async function queueDepths(redis: RedisConnection, prefix: string): Promi
   const queues = (await redis.smembers(knownQueuesKey(prefix))).sort();
   const out = new Map<string, Record<State, number>>();
   for (let i = 0; i < queues.length; i += BATCH) {
-    await Promise.all(queues.slice(i, i + BATCH).map(async (queue) => {
-      const counts = await countsOf(redis, prefix, queue);
-      if (counts.waiting + counts.active + counts.delayed > 0) out.set(queue, counts);
-    }));
+    await Promise.all(
+      queues.slice(i, i + BATCH).map(async (queue) => {
+        const counts = await countsOf(redis, prefix, queue);
+        if (counts.waiting + counts.active + counts.delayed > 0) out.set(queue, counts);
+      }),
+    );
   }
   return out;
 }

@@ -73,14 +73,20 @@ export async function scanQueues(redis: RedisConnection, prefix: string, names: 
 const PER_QUEUE = 8;
 
 function parse(queues: readonly string[], raw: unknown): QueueScan[] {
-  if (!Array.isArray(raw) || raw.length !== queues.length * PER_QUEUE) throw new Error(`queue scan: expected ${queues.length * PER_QUEUE} numbers, got ${Array.isArray(raw) ? raw.length : typeof raw}`);
+  if (!Array.isArray(raw) || raw.length !== queues.length * PER_QUEUE)
+    throw new Error(`queue scan: expected ${queues.length * PER_QUEUE} numbers, got ${Array.isArray(raw) ? raw.length : typeof raw}`);
   const n = (v: unknown): number => (typeof v === 'number' && Number.isFinite(v) ? v : 0);
   return queues.map((queue, i) => {
     const b = i * PER_QUEUE;
     return {
       queue,
-      waiting: n(raw[b]), paused: n(raw[b + 1]), active: n(raw[b + 2]), delayed: n(raw[b + 3]),
-      prioritized: n(raw[b + 4]), completed: n(raw[b + 5]), failed: n(raw[b + 6]),
+      waiting: n(raw[b]),
+      paused: n(raw[b + 1]),
+      active: n(raw[b + 2]),
+      delayed: n(raw[b + 3]),
+      prioritized: n(raw[b + 4]),
+      completed: n(raw[b + 5]),
+      failed: n(raw[b + 6]),
       workerCheckTtlMs: typeof raw[b + 7] === 'number' ? raw[b + 7] : -2,
     };
   });

@@ -55,9 +55,16 @@ export class JobEventReader {
     try {
       const list = await Promise.race([
         this.#api.listNamespacedEvent({ namespace, fieldSelector, limit: LIST_LIMIT }),
-        new Promise<never>((_, reject) => { timer = setTimeout(() => reject(new Error(`no answer within ${DEADLINE_MS} ms`)), DEADLINE_MS); }),
+        new Promise<never>((_, reject) => {
+          timer = setTimeout(() => reject(new Error(`no answer within ${DEADLINE_MS} ms`)), DEADLINE_MS);
+        }),
       ]);
-      return { events: list.items.filter((e) => names.has(e.metadata?.name ?? '')).map((e) => view(e, subject)).sort((a, b) => (a.firstAt ?? '').localeCompare(b.firstAt ?? '')) };
+      return {
+        events: list.items
+          .filter((e) => names.has(e.metadata?.name ?? ''))
+          .map((e) => view(e, subject))
+          .sort((a, b) => (a.firstAt ?? '').localeCompare(b.firstAt ?? '')),
+      };
     } catch (err) {
       return { unknown: `the Events of ${subject.kind}/${subject.name} could not be listed: ${(err as Error).message}` };
     } finally {

@@ -83,7 +83,10 @@ export const microTime = (d: Date): string => d.toISOString().replace(/\.(\d{3})
 
 export function jobEventName(input: Pick<JobEventInput, 'jobId' | 'outcome' | 'regarding'>): string {
   const r = input.regarding;
-  const hash = createHash('sha256').update(JSON.stringify([r.kind, r.namespace ?? '', r.name, input.outcome, input.jobId])).digest('hex').slice(0, 16);
+  const hash = createHash('sha256')
+    .update(JSON.stringify([r.kind, r.namespace ?? '', r.name, input.outcome, input.jobId]))
+    .digest('hex')
+    .slice(0, 16);
   return `${r.name.slice(0, 200)}.vm-${hash}`;
 }
 
@@ -160,7 +163,8 @@ export class JobEventRecorder {
     const next = count + 1;
     try {
       await this.api.patchNamespacedEvent({
-        namespace, name,
+        namespace,
+        name,
         body: [
           { op: 'add', path: '/series', value: { count: next, lastObservedTime: at } },
           { op: 'replace', path: '/note', value: note },

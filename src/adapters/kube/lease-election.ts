@@ -79,7 +79,8 @@ export class LeaseElection {
     } catch (err) {
       const message = (err as Error).message;
       // Once per distinct failure (403: the Role is missing; connection refused): not every 3 s.
-      if (message !== this.lastError) this.opts.log.warn({ err: message, lease: `${this.opts.namespace}/${this.opts.name}` }, 'leader election: cannot read or write the Lease');
+      if (message !== this.lastError)
+        this.opts.log.warn({ err: message, lease: `${this.opts.namespace}/${this.opts.name}` }, 'leader election: cannot read or write the Lease');
       this.lastError = message;
     }
     this.report();
@@ -99,7 +100,8 @@ export class LeaseElection {
         if (lease.spec?.holderIdentity === this.opts.identity) {
           const t = micro(this.now());
           await this.api.replaceNamespacedLease({
-            name: this.opts.name, namespace: this.opts.namespace,
+            name: this.opts.name,
+            namespace: this.opts.namespace,
             body: { ...lease, spec: { ...lease.spec, holderIdentity: undefined, leaseDurationSeconds: 1, acquireTime: t, renewTime: t } },
           });
         }
@@ -115,7 +117,10 @@ export class LeaseElection {
     const leading = this.leading();
     if (leading === this.wasLeading) return;
     this.wasLeading = leading;
-    this.opts.log.info({ lease: `${this.opts.namespace}/${this.opts.name}`, identity: this.opts.identity }, leading ? 'leader election: leading' : 'leader election: not leading');
+    this.opts.log.info(
+      { lease: `${this.opts.namespace}/${this.opts.name}`, identity: this.opts.identity },
+      leading ? 'leader election: leading' : 'leader election: not leading',
+    );
     this.opts.onChange?.(leading);
   }
 
@@ -133,7 +138,12 @@ export class LeaseElection {
       try {
         await this.api.createNamespacedLease({
           namespace,
-          body: { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name, namespace }, spec: { holderIdentity: identity, leaseDurationSeconds, acquireTime: t, renewTime: t, leaseTransitions: 0 } },
+          body: {
+            apiVersion: 'coordination.k8s.io/v1',
+            kind: 'Lease',
+            metadata: { name, namespace },
+            spec: { holderIdentity: identity, leaseDurationSeconds, acquireTime: t, renewTime: t, leaseTransitions: 0 },
+          },
         });
         this.renewedAt = started;
       } catch (err) {
@@ -155,7 +165,8 @@ export class LeaseElection {
     const spec = lease.spec ?? {};
     try {
       const updated = await this.api.replaceNamespacedLease({
-        name, namespace,
+        name,
+        namespace,
         body: {
           ...lease,
           spec: {

@@ -78,14 +78,20 @@ export const DIRECT_CALLS: Readonly<Record<Component, readonly DirectCall[]>> = 
   receiver: [
     { call: '/nodes list', usedBy: 'Node watch (src/control/watches/kube-watches.ts) and reconcile' },
     { call: '/nodes watch', usedBy: 'Node watch: Ready transitions and boot ids' },
-    { call: '/events list', usedBy: 'Event watch per reason (all namespaces: a FailedMount is in the pod\'s), reconcile (latest events of stuck pods)' },
+    {
+      call: '/events list',
+      usedBy: "Event watch per reason (all namespaces: a FailedMount is in the pod's), reconcile (latest events of stuck pods)",
+    },
     { call: '/events watch', usedBy: 'Event watch per reason' },
     { call: '/pods list', usedBy: 'reconcile (src/control/watches/reconcile.ts): pending pods of every namespace' },
     // Operator identity (issue 20): a bearer token is checked with TokenReview and the operator's
     // verb with SubjectAccessReview. Both are create-only, cluster-scoped review objects that
     // read nothing else.
     { call: 'authentication.k8s.io/tokenreviews create', usedBy: 'operator authentication (TokenReview of a bearer token)' },
-    { call: 'authorization.k8s.io/subjectaccessreviews create', usedBy: 'operator authorisation (SubjectAccessReview on a volume-medic verb)' },
+    {
+      call: 'authorization.k8s.io/subjectaccessreviews create',
+      usedBy: 'operator authorisation (SubjectAccessReview on a volume-medic verb)',
+    },
     // One Lease in its own namespace (issue 22): read, created once, renewed by the leader.
     { call: 'coordination.k8s.io/leases get', namespace: OWN_NAMESPACE, usedBy: FLEET_LEASE },
     { call: 'coordination.k8s.io/leases create', namespace: OWN_NAMESPACE, usedBy: FLEET_LEASE },
@@ -93,7 +99,10 @@ export const DIRECT_CALLS: Readonly<Record<Component, readonly DirectCall[]>> = 
     // The console's incident page lists the Events a job wrote (src/adapters/kube/job-event-reader.ts) in
     // the API group they were written in. The same objects the core `events list` above already
     // reads (one storage behind both groups): no data the receiver could not see before.
-    { call: 'events.k8s.io/events list', usedBy: 'the console\'s incident page and `volume-medic show`: the Events a job wrote (JobEventReader)' },
+    {
+      call: 'events.k8s.io/events list',
+      usedBy: "the console's incident page and `volume-medic show`: the Events a job wrote (JobEventReader)",
+    },
   ],
   'cluster-worker': [
     // rbd-stale-mapping's Events are on the Pod that cannot mount, in that Pod's namespace: any.
@@ -118,7 +127,7 @@ export type Scope = '*' | (string & {});
 export function permissionsOf(component: Component, own = DEFAULT_OWN_NAMESPACE): Set<string> {
   const out = new Set<string>();
   for (const lookup of COMPONENT_LOOKUPS[component]) for (const call of LOOKUP_CALLS[lookup]) out.add(`*|${call}`);
-  for (const d of DIRECT_CALLS[component]) out.add(`${d.namespace === OWN_NAMESPACE ? own : d.namespace ?? '*'}|${d.call}`);
+  for (const d of DIRECT_CALLS[component]) out.add(`${d.namespace === OWN_NAMESPACE ? own : (d.namespace ?? '*')}|${d.call}`);
   return out;
 }
 

@@ -1,7 +1,5 @@
 import { setTimeout as delay } from 'node:timers/promises';
-import {
-  ListWatch, Watch, type KubeConfig, type KubernetesListObject, type KubernetesObject, type ObjectCache,
-} from '@kubernetes/client-node';
+import { ListWatch, Watch, type KubeConfig, type KubernetesListObject, type KubernetesObject, type ObjectCache } from '@kubernetes/client-node';
 import type { Logger } from '../observability/logger.ts';
 import type { KubeMetrics } from './kube-metrics.ts';
 
@@ -105,10 +103,18 @@ export class SupervisedInformer<T extends KubernetesObject> {
       if (this.st.status !== 'stopped') this.st = { ...this.st, status: 'watching' };
       opts.metrics?.up.set({ watch: this.name }, 1);
     };
-    this.informer = new ListWatch<T>(opts.path, new GuardedWatch(opts.kubeConfig, () => this.stopped, onWatching), list, false, opts.labelSelector, opts.fieldSelector, {
-      // The client's own reconnect delay (after clean ends) also goes through the injected sleep.
-      delayFn: (ms) => this.sleep(ms, this.abort.signal),
-    });
+    this.informer = new ListWatch<T>(
+      opts.path,
+      new GuardedWatch(opts.kubeConfig, () => this.stopped, onWatching),
+      list,
+      false,
+      opts.labelSelector,
+      opts.fieldSelector,
+      {
+        // The client's own reconnect delay (after clean ends) also goes through the injected sleep.
+        delayFn: (ms) => this.sleep(ms, this.abort.signal),
+      },
+    );
     this.informer.on('error', (err?: unknown) => this.onError(err));
   }
 
@@ -196,8 +202,8 @@ class GuardedWatch extends Watch {
   override async watch(
     path: string,
     queryParams: Record<string, string | number | boolean | undefined>,
-    callback: (phase: string, apiObj: any, watchObj?: any) => void,
-    done: (err: any) => void,
+    callback: (phase: string, apiObj: unknown, watchObj?: unknown) => void,
+    done: (err: unknown) => void,
   ): Promise<AbortController> {
     if (this.isStopped()) {
       queueMicrotask(() => done(null));

@@ -27,13 +27,17 @@ export interface LoggerOptions {
  * a LOG_LEVEL pino does not know (verbose) must not throw here: the logger starts at info, and
  * loadConfig then stops the process with exit 2 and a line naming LOG_LEVEL's accepted values.
  */
-const startLevel = (level: string | undefined): string => level !== undefined && (Object.hasOwn(pino.levels.values, level) || level === 'silent') ? level : 'info';
+const startLevel = (level: string | undefined): string =>
+  level !== undefined && (Object.hasOwn(pino.levels.values, level) || level === 'silent') ? level : 'info';
 
 export function createLogger(name: string, level = process.env['LOG_LEVEL'], opts: LoggerOptions = {}): Logger {
   const options = {
     name,
     level: startLevel(level),
-    redact: { paths: ['token', 'tokens', '*.token', '*.tokens', 'authorization', '*.authorization', 'headers.authorization', 'req.headers.authorization'], censor: '[redacted]' },
+    redact: {
+      paths: ['token', 'tokens', '*.token', '*.tokens', 'authorization', '*.authorization', 'headers.authorization', 'req.headers.authorization'],
+      censor: '[redacted]',
+    },
   };
   if (!opts.buffered) return pino({ ...options, hooks: { streamWrite: redactUrlsIn } });
   const dest = pino.destination({ dest: 1, sync: false, minLength: BUFFER_BYTES });
@@ -48,10 +52,16 @@ export function createLogger(name: string, level = process.env['LOG_LEVEL'], opt
       // Destroyed: the process is shutting down and pino flushed on its way out.
     }
   }, FLUSH_EVERY_MS).unref();
-  return pino({ ...options, hooks: {
-    streamWrite: (line) => {
-      held = true;
-      return redactUrlsIn(line);
+  return pino(
+    {
+      ...options,
+      hooks: {
+        streamWrite: (line) => {
+          held = true;
+          return redactUrlsIn(line);
+        },
+      },
     },
-  } }, dest);
+    dest,
+  );
 }

@@ -52,7 +52,7 @@ export async function startProbeServer(o: ProbeServerOptions): Promise<ProbeServ
     const texts = await Promise.all((o.registries ?? []).map((r) => r.metrics()));
     const running = o.running() ? 1 : 0;
     return `${processSeries()}${texts.map((t) => `${t}\n`).join('')}${[
-      '# HELP volume_medic_worker_running 1 while this process\'s worker takes jobs (started, not closing), else 0.',
+      "# HELP volume_medic_worker_running 1 while this process's worker takes jobs (started, not closing), else 0.",
       '# TYPE volume_medic_worker_running gauge',
       `volume_medic_worker_running ${running}`,
       '',
@@ -112,9 +112,10 @@ export async function startProbeServer(o: ProbeServerOptions): Promise<ProbeServ
   return {
     url,
     port,
-    close: () => (closing ??= new Promise<void>((resolve) => {
-      server.close(() => resolve());
-      server.closeAllConnections();
-    })),
+    close: () =>
+      (closing ??= new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      })),
   };
 }

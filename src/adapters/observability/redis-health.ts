@@ -50,7 +50,11 @@ export function replicaAckReport(s: ReplicaAckStatus): { ok: boolean; short: str
     ...(s.checked ? { acknowledged: s.acknowledged, lastRound: new Date(s.at ?? 0).toISOString() } : { lastRound: 'none yet' }),
     ...(s.failingSince !== undefined ? { failingSince: new Date(s.failingSince).toISOString() } : {}),
     ...(!ok && s.error ? { error: s.error } : {}),
-    ...(!ok ? { meaning: 'new jobs are stored but their webhooks are answered 503 (the sender retries) until a replica acknowledges them: REDIS_ACK_REPLICAS' } : {}),
+    ...(!ok
+      ? {
+          meaning: 'new jobs are stored but their webhooks are answered 503 (the sender retries) until a replica acknowledges them: REDIS_ACK_REPLICAS',
+        }
+      : {}),
   };
   return { ok, short: `no replica acknowledgement (${s.acknowledged} of ${s.required}): webhooks answered 503`, report };
 }

@@ -16,7 +16,17 @@ export function createWorkerMetrics(): WorkerMetrics {
   const registry = new Registry();
   return {
     registry,
-    finished: new Counter({ name: 'volume_medic_worker_jobs_finished_total', help: 'Jobs this worker process finished, by runbook and outcome (the fleet-wide count is volume_medic_jobs_finished_total on the receiver).', labelNames: ['runbook', 'outcome'], registers: [registry] }),
-    untrusted: new Counter({ name: 'volume_medic_worker_untrusted_refused_total', help: 'Jobs and control records this worker process refused as untrusted, by kind and reason (the fleet-wide count is volume_medic_untrusted_refused_total on the receiver).', labelNames: ['kind', 'reason'], registers: [registry] }),
+    finished: new Counter({
+      name: 'volume_medic_worker_jobs_finished_total',
+      help: 'Jobs this worker process finished, by runbook and outcome (the fleet-wide count is volume_medic_jobs_finished_total on the receiver).',
+      labelNames: ['runbook', 'outcome'],
+      registers: [registry],
+    }),
+    untrusted: new Counter({
+      name: 'volume_medic_worker_untrusted_refused_total',
+      help: 'Jobs and control records this worker process refused as untrusted, by kind and reason (the fleet-wide count is volume_medic_untrusted_refused_total on the receiver).',
+      labelNames: ['kind', 'reason'],
+      registers: [registry],
+    }),
   };
 }

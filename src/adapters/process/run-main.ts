@@ -20,10 +20,15 @@ export async function runMain(log: Logger, start: (config: Config) => Promise<Cl
     for (const sig of ['SIGTERM', 'SIGINT'] as const) {
       process.once(sig, () => {
         log.info({ signal: sig }, 'shutting down');
-        void started.then((running) => running.close()).then(() => process.exit(0), (err: unknown) => {
-          log.error({ err }, 'error while shutting down');
-          process.exit(1);
-        });
+        void started
+          .then((running) => running.close())
+          .then(
+            () => process.exit(0),
+            (err: unknown) => {
+              log.error({ err }, 'error while shutting down');
+              process.exit(1);
+            },
+          );
       });
     }
     await started;

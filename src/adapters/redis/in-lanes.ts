@@ -6,9 +6,16 @@ import type { RedisConnection } from './redis.ts';
 // come back in the order of `items`.
 
 /** Chunk size and lanes for reads over many queues: given, or the topology's defaults. */
-export function laneShape(redis: RedisConnection, o: { chunk?: number; parallel?: number }, single: { chunk: number; parallel: number }): { chunk: number; parallel: number } {
+export function laneShape(
+  redis: RedisConnection,
+  o: { chunk?: number; parallel?: number },
+  single: { chunk: number; parallel: number },
+): { chunk: number; parallel: number } {
   const cluster = redis.isCluster;
-  return { chunk: cluster ? 1 : Math.max(1, o.chunk ?? single.chunk), parallel: Math.max(1, o.parallel ?? (cluster ? 32 : single.parallel)) };
+  return {
+    chunk: cluster ? 1 : Math.max(1, o.chunk ?? single.chunk),
+    parallel: Math.max(1, o.parallel ?? (cluster ? 32 : single.parallel)),
+  };
 }
 
 export async function inLanes<T, R>(items: readonly T[], shape: { chunk: number; parallel: number }, read: (chunk: T[]) => Promise<R[]>): Promise<R[]> {

@@ -30,11 +30,70 @@ import type { HostPort, RedisTarget } from './redis-target.ts';
  * holds the two equal), where that file explains each.
  */
 export const NODE_AGENT_COMMANDS: readonly string[] = [
-  'ping', 'quit', 'info', 'client|setname', 'eval', 'evalsha', 'multi', 'exec', 'discard', 'scan', 'get', 'set', 'incr', 'del',
-  'exists', 'type', 'rename', 'pexpire', 'pttl', 'persist', 'hset', 'hsetnx', 'hget', 'hmget', 'hmset', 'hgetall', 'hdel', 'hincrby',
-  'hlen', 'hexists', 'hscan', 'lpush', 'rpush', 'lpop', 'rpop', 'lrange', 'ltrim', 'lrem', 'llen', 'lindex', 'lset', 'lpos',
-  'rpoplpush', 'sadd', 'srem', 'smembers', 'scard', 'sismember', 'sscan', 'zadd', 'zrem', 'zscore', 'zcard', 'zcount', 'zrange',
-  'zrevrange', 'zrangebyscore', 'zrevrangebyscore', 'zremrangebyscore', 'zremrangebyrank', 'zpopmin', 'xadd', 'xtrim', 'bzpopmin',
+  'ping',
+  'quit',
+  'info',
+  'client|setname',
+  'eval',
+  'evalsha',
+  'multi',
+  'exec',
+  'discard',
+  'scan',
+  'get',
+  'set',
+  'incr',
+  'del',
+  'exists',
+  'type',
+  'rename',
+  'pexpire',
+  'pttl',
+  'persist',
+  'hset',
+  'hsetnx',
+  'hget',
+  'hmget',
+  'hmset',
+  'hgetall',
+  'hdel',
+  'hincrby',
+  'hlen',
+  'hexists',
+  'hscan',
+  'lpush',
+  'rpush',
+  'lpop',
+  'rpop',
+  'lrange',
+  'ltrim',
+  'lrem',
+  'llen',
+  'lindex',
+  'lset',
+  'lpos',
+  'rpoplpush',
+  'sadd',
+  'srem',
+  'smembers',
+  'scard',
+  'sismember',
+  'sscan',
+  'zadd',
+  'zrem',
+  'zscore',
+  'zcard',
+  'zcount',
+  'zrange',
+  'zrevrange',
+  'zrangebyscore',
+  'zrevrangebyscore',
+  'zremrangebyscore',
+  'zremrangebyrank',
+  'zpopmin',
+  'xadd',
+  'xtrim',
+  'bzpopmin',
 ];
 
 /**
@@ -56,9 +115,7 @@ export const CLUSTER_DISCOVERY_COMMANDS: readonly string[] = ['cluster|slots', '
  * writes its approval requests, parked jobs and audit entries under its own queue
  * (src/core/controls/keys.ts queueControlKeys) and the receiver records its queue at enrolment.
  */
-export const nodeAgentSharedKeys = (prefix: string): string[] => [
-  `%R~${prefix}:vm:ctl:modes`, `%R~${prefix}:vm:ctl:pause`,
-];
+export const nodeAgentSharedKeys = (prefix: string): string[] => [`%R~${prefix}:vm:ctl:modes`, `%R~${prefix}:vm:ctl:pause`];
 
 // Every user this module manages starts with this. The '.' cannot be confused with the shared
 // user `volume-medic-node-agent` (a node named `agent` is `volume-medic-node.agent`), and every
@@ -95,9 +152,14 @@ export function nodeUserRules(prefix: string, node: string, passwordSha256Hex: s
   if (!PREFIX.test(prefix)) throw new Error(`QUEUE_PREFIX "${prefix}" cannot be an ACL key pattern: letters, digits, _ and - only`);
   if (!SHA256_HEX.test(passwordSha256Hex)) throw new Error('the password hash must be 64 lowercase hex characters (SHA-256)');
   return [
-    'reset', 'on', `#${passwordSha256Hex}`, 'resetchannels',
-    `~${prefix}:${nodeQueueName(checkedNode(node))}:*`, ...nodeAgentSharedKeys(prefix),
-    '-@all', ...[...NODE_AGENT_COMMANDS, ...CLUSTER_DISCOVERY_COMMANDS].map((c) => `+${c}`),
+    'reset',
+    'on',
+    `#${passwordSha256Hex}`,
+    'resetchannels',
+    `~${prefix}:${nodeQueueName(checkedNode(node))}:*`,
+    ...nodeAgentSharedKeys(prefix),
+    '-@all',
+    ...[...NODE_AGENT_COMMANDS, ...CLUSTER_DISCOVERY_COMMANDS].map((c) => `+${c}`),
   ];
 }
 
@@ -244,28 +306,31 @@ export class NodeRedisUsers {
   /** One pipeline per server with every change of the batch; a server fails or succeeds as a whole. */
   async #applyEverywhere(servers: Server[], batch: readonly Pick<Change, 'node' | 'sha'>[]): Promise<ApplyReport> {
     const report: ApplyReport = { applied: [], failed: [] };
-    await Promise.all(servers.map(async (s) => {
-      if (s.down) {
-        report.failed.push({ server: s.address, error: s.down });
-        this.#dirty.add(s.address);
-        return;
-      }
-      try {
-        await this.#withTimeout(s.redis, s.address, async () => {
-          const p = s.redis.pipeline();
-          for (const c of batch) {
-            if (c.sha) p.call('ACL', 'SETUSER', nodeUserName(c.node), ...nodeUserRules(this.#o.prefix, c.node, c.sha));
-            else p.call('ACL', 'DELUSER', nodeUserName(c.node));
-          }
-          checkPipeline(await p.exec());
-        });
-        report.applied.push(s.address);
-      } catch (err) {
-        report.failed.push({ server: s.address, error: errText(err) });
-        this.#dirty.add(s.address);
-      }
-    }));
-    if (report.failed.length > 0) this.#o.log.warn({ failed: report.failed, changes: batch.length }, 'node Redis users not applied on every server (the reconcile retries)');
+    await Promise.all(
+      servers.map(async (s) => {
+        if (s.down) {
+          report.failed.push({ server: s.address, error: s.down });
+          this.#dirty.add(s.address);
+          return;
+        }
+        try {
+          await this.#withTimeout(s.redis, s.address, async () => {
+            const p = s.redis.pipeline();
+            for (const c of batch) {
+              if (c.sha) p.call('ACL', 'SETUSER', nodeUserName(c.node), ...nodeUserRules(this.#o.prefix, c.node, c.sha));
+              else p.call('ACL', 'DELUSER', nodeUserName(c.node));
+            }
+            checkPipeline(await p.exec());
+          });
+          report.applied.push(s.address);
+        } catch (err) {
+          report.failed.push({ server: s.address, error: errText(err) });
+          this.#dirty.add(s.address);
+        }
+      }),
+    );
+    if (report.failed.length > 0)
+      this.#o.log.warn({ failed: report.failed, changes: batch.length }, 'node Redis users not applied on every server (the reconcile retries)');
     return report;
   }
 
@@ -282,11 +347,13 @@ export class NodeRedisUsers {
     const servers = await this.#servers();
     const registry = await this.#registry(servers.registry);
     const report: ApplyReport = { applied: [], failed: [] };
-    await Promise.all(servers.all.map(async (s) => {
-      const r = await this.#syncServer(s, registry, true);
-      report.applied.push(...r.applied);
-      report.failed.push(...r.failed);
-    }));
+    await Promise.all(
+      servers.all.map(async (s) => {
+        const r = await this.#syncServer(s, registry, true);
+        report.applied.push(...r.applied);
+        report.failed.push(...r.failed);
+      }),
+    );
     return report;
   }
 
@@ -303,11 +370,13 @@ export class NodeRedisUsers {
     const servers = await this.#servers();
     const registry = await this.#registry(servers.registry);
     const report: ApplyReport = { applied: [], failed: [] };
-    await Promise.all(servers.all.map(async (s) => {
-      const r = await this.#syncServer(s, registry, this.#dirty.has(s.address));
-      report.applied.push(...r.applied);
-      report.failed.push(...r.failed);
-    }));
+    await Promise.all(
+      servers.all.map(async (s) => {
+        const r = await this.#syncServer(s, registry, this.#dirty.has(s.address));
+        report.applied.push(...r.applied);
+        report.failed.push(...r.failed);
+      }),
+    );
     return report;
   }
 
@@ -317,7 +386,10 @@ export class NodeRedisUsers {
    */
   #serial<T>(f: () => Promise<T>): Promise<T> {
     const run = this.#flushing.then(f);
-    this.#flushing = run.then(() => undefined, () => undefined);
+    this.#flushing = run.then(
+      () => undefined,
+      () => undefined,
+    );
     return run;
   }
 
@@ -350,7 +422,8 @@ export class NodeRedisUsers {
         if (r.failed.length > 0) return r;
       }
       this.#dirty.delete(s.address);
-      if (!full || changes.length > 0) this.#o.log.info({ server: s.address, changes: changes.length, full }, 'node Redis users brought in line with the registry');
+      if (!full || changes.length > 0)
+        this.#o.log.info({ server: s.address, changes: changes.length, full }, 'node Redis users brought in line with the registry');
       return { applied: [s.address], failed: [] };
     } catch (err) {
       this.#dirty.add(s.address);
@@ -366,7 +439,7 @@ export class NodeRedisUsers {
    */
   watch(): void {
     if (this.#closed || this.#reconcileTimer) return;
-    this.#settle('watch started: every user gets this release\'s rules');
+    this.#settle("watch started: every user gets this release's rules");
     const t = this.#o.target;
     if (t.kind === 'sentinel') {
       for (const s of t.sentinels) {
@@ -387,11 +460,16 @@ export class NodeRedisUsers {
     }
     const tick = (): void => {
       this.#reconcileTimer = setTimeout(() => {
-        this.reconcile().then((r) => {
-          if (r.failed.length > 0) this.#o.log.warn({ failed: r.failed }, 'node Redis users: reconcile did not reach every server');
-        }, (err: unknown) => this.#o.log.warn({ error: errText(err) }, 'node Redis users: reconcile failed')).finally(() => {
-          if (!this.#closed) tick();
-        });
+        this.reconcile()
+          .then(
+            (r) => {
+              if (r.failed.length > 0) this.#o.log.warn({ failed: r.failed }, 'node Redis users: reconcile did not reach every server');
+            },
+            (err: unknown) => this.#o.log.warn({ error: errText(err) }, 'node Redis users: reconcile failed'),
+          )
+          .finally(() => {
+            if (!this.#closed) tick();
+          });
       }, this.#o.reconcileMs);
     };
     tick();
@@ -401,8 +479,10 @@ export class NodeRedisUsers {
     if (this.#closed || this.#settleTimer) return;
     this.#settleTimer = setTimeout(() => {
       this.#settleTimer = undefined;
-      this.reapplyAll().then((r) => this.#o.log.info({ why, applied: r.applied.length, failed: r.failed }, 'node Redis users applied again after a topology change'),
-        (err: unknown) => this.#o.log.warn({ why, error: errText(err) }, 'node Redis users: applying again after a topology change failed'));
+      this.reapplyAll().then(
+        (r) => this.#o.log.info({ why, applied: r.applied.length, failed: r.failed }, 'node Redis users applied again after a topology change'),
+        (err: unknown) => this.#o.log.warn({ why, error: errText(err) }, 'node Redis users: applying again after a topology change failed'),
+      );
     }, this.#o.settleMs);
   }
 
@@ -424,7 +504,9 @@ export class NodeRedisUsers {
       case 'sentinel': {
         const { primary, replicas } = await this.#askSentinels(t);
         const server = (h: HostPort, down?: string): Server => ({
-          address: hp(h), redis: this.#pooled(hp(h), () => new Redis({ ...this.#serverOptions(), host: h.host, port: h.port })), ...(down ? { down } : {}),
+          address: hp(h),
+          redis: this.#pooled(hp(h), () => new Redis({ ...this.#serverOptions(), host: h.host, port: h.port })),
+          ...(down ? { down } : {}),
         });
         const p = server(primary);
         // Mid-failover a sentinel may still list the promoted replica among the replicas (of itself):
@@ -436,7 +518,11 @@ export class NodeRedisUsers {
       case 'cluster': {
         const c = await this.#clusterClient();
         // The slot map as it is now, not as it was at the last refresh (a node that joined since).
-        await this.#withTimeout(c, 'the Cluster slot map', () => new Promise<void>((resolve, reject) => c.refreshSlotsCache((err) => (err ? reject(err) : resolve()))));
+        await this.#withTimeout(
+          c,
+          'the Cluster slot map',
+          () => new Promise<void>((resolve, reject) => c.refreshSlotsCache((err) => (err ? reject(err) : resolve()))),
+        );
         const all = c.nodes('all').map((redis) => ({ address: `${redis.options.host ?? '?'}:${redis.options.port ?? '?'}`, redis }));
         return { registry: c, all };
       }
@@ -453,11 +539,14 @@ export class NodeRedisUsers {
         const answer = await this.#withTimeout(sentinel, `sentinel ${hp(s)}`, async () => {
           const addr = (await sentinel.call('SENTINEL', 'GET-MASTER-ADDR-BY-NAME', t.name)) as [string, string] | null;
           if (!addr) throw new Error(`does not know ${t.name}`);
-          const replicas = ((await sentinel.call('SENTINEL', 'REPLICAS', t.name)) as unknown[]).map(fields).map((r) => {
-            const flags = (r['flags'] ?? '').split(',');
-            const down = flags.find((f) => ['s_down', 'o_down', 'disconnected'].includes(f));
-            return { host: r['ip'] ?? '', port: Number(r['port']), ...(down ? { down: `sentinel ${hp(s)} says ${down}` } : {}) };
-          }).filter((r) => r.host !== '' && Number.isInteger(r.port) && r.port > 0);
+          const replicas = ((await sentinel.call('SENTINEL', 'REPLICAS', t.name)) as unknown[])
+            .map(fields)
+            .map((r) => {
+              const flags = (r['flags'] ?? '').split(',');
+              const down = flags.find((f) => ['s_down', 'o_down', 'disconnected'].includes(f));
+              return { host: r['ip'] ?? '', port: Number(r['port']), ...(down ? { down: `sentinel ${hp(s)} says ${down}` } : {}) };
+            })
+            .filter((r) => r.host !== '' && Number.isInteger(r.port) && r.port > 0);
           return { primary: { host: addr[0], port: Number(addr[1]) }, replicas };
         });
         // A sentinel that has not heard of a failover yet names the old primary, now a replica
@@ -529,7 +618,8 @@ export class NodeRedisUsers {
     const t = this.#o.target;
     const tls = tlsOptions(t);
     return {
-      host: s.host, port: s.port,
+      host: s.host,
+      port: s.port,
       ...(t.kind === 'sentinel' && t.sentinelPassword ? { password: t.sentinelPassword } : {}),
       ...(tls ? { tls } : {}),
       connectTimeout: this.#o.timeoutMs,

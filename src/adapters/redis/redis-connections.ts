@@ -97,8 +97,17 @@ export class RedisConnections {
     if (this.#entries.some((e) => e.name === name)) throw new Error(`a Redis connection named ${name} is already open`);
     const conn = connect(this.#o.target, role, { ...this.#o.connect, connectionName: clientName(this.#o.process, name) });
     const entry: Entry = {
-      name, conn, replacements: 0, reconnects: 0, attempts: 0, reviving: false,
-      notReadySince: this.#now(), endedSince: undefined, lastError: undefined, timer: undefined, detach: () => {},
+      name,
+      conn,
+      replacements: 0,
+      reconnects: 0,
+      attempts: 0,
+      reviving: false,
+      notReadySince: this.#now(),
+      endedSince: undefined,
+      lastError: undefined,
+      timer: undefined,
+      detach: () => {},
     };
     const wait = fullJitter(this.#o.backoff ?? (role === 'producer' ? PRODUCER_BACKOFF : WORKER_BACKOFF), this.#o.random);
     const onError = (err: Error): void => {
@@ -144,7 +153,12 @@ export class RedisConnections {
       }, delay);
     };
     const listeners: [string, (err: Error) => void][] = [
-      ['error', onError], ['ready', onReady], ['close', onClose], ['reconnecting', onReconnecting], ['connect', onConnect], ['end', onEnd],
+      ['error', onError],
+      ['ready', onReady],
+      ['close', onClose],
+      ['reconnecting', onReconnecting],
+      ['connect', onConnect],
+      ['end', onEnd],
     ];
     for (const [event, f] of listeners) conn.on(event, f);
     entry.detach = () => {
@@ -196,7 +210,11 @@ export class RedisConnections {
 export const ENDED_RESTART_MS = 60_000;
 
 /** Readiness and liveness from the connections' states (one rule, for every process). */
-export function connectionHealth(states: readonly ConnectionState[], now: number, endedRestartMs = ENDED_RESTART_MS): { ready: boolean; live: boolean; report: Record<string, string> } {
+export function connectionHealth(
+  states: readonly ConnectionState[],
+  now: number,
+  endedRestartMs = ENDED_RESTART_MS,
+): { ready: boolean; live: boolean; report: Record<string, string> } {
   const report: Record<string, string> = {};
   let ready = true;
   let live = true;

@@ -30,7 +30,18 @@ export function parseHostPort(v: string): HostPort {
   return { host: m[1]!.replace(/^\[|\]$/g, ''), port: Number(m[3]) };
 }
 
-type RedisSettings = Pick<Config, 'redisUrl' | 'redisSentinels' | 'redisSentinelName' | 'redisSentinelPassword' | 'redisClusterNodes' | 'redisUsername' | 'redisPassword' | 'redisTls' | 'redisTlsCaFile'>;
+type RedisSettings = Pick<
+  Config,
+  | 'redisUrl'
+  | 'redisSentinels'
+  | 'redisSentinelName'
+  | 'redisSentinelPassword'
+  | 'redisClusterNodes'
+  | 'redisUsername'
+  | 'redisPassword'
+  | 'redisTls'
+  | 'redisTlsCaFile'
+>;
 
 export function redisTarget(c: RedisSettings): RedisTarget {
   // TLS is on with REDIS_TLS=true or a rediss:// URL; REDIS_TLS_CA_FILE is the CA when it is on
@@ -43,7 +54,13 @@ export function redisTarget(c: RedisSettings): RedisTarget {
   };
   if (c.redisSentinels) {
     if (!c.redisSentinelName) throw new Error('REDIS_SENTINEL_NAME is required with REDIS_SENTINELS');
-    return { kind: 'sentinel', sentinels: c.redisSentinels.map(parseHostPort), name: c.redisSentinelName, ...(c.redisSentinelPassword ? { sentinelPassword: c.redisSentinelPassword } : {}), ...auth };
+    return {
+      kind: 'sentinel',
+      sentinels: c.redisSentinels.map(parseHostPort),
+      name: c.redisSentinelName,
+      ...(c.redisSentinelPassword ? { sentinelPassword: c.redisSentinelPassword } : {}),
+      ...auth,
+    };
   }
   if (c.redisClusterNodes) return { kind: 'cluster', nodes: c.redisClusterNodes.map(parseHostPort), ...auth };
   return { kind: 'single', url: c.redisUrl ?? DEFAULT_REDIS_URL, ...auth };

@@ -61,7 +61,13 @@ export class ReplicaAck {
   constructor(redis: Redis, opts: ReplicaAckOptions) {
     this.#redis = redis;
     this.#opts = opts;
-    this.#status = { required: opts.replicas, checked: false, ok: false, acknowledged: 0, rounds: { acknowledged: 0, notEnough: 0, error: 0 } };
+    this.#status = {
+      required: opts.replicas,
+      checked: false,
+      ok: false,
+      acknowledged: 0,
+      rounds: { acknowledged: 0, notEnough: 0, error: 0 },
+    };
   }
 
   status(): ReplicaAckStatus {
@@ -87,7 +93,11 @@ export class ReplicaAck {
     const ok = outcome === 'acknowledged';
     const failingSince = ok ? undefined : (this.#status.failingSince ?? now);
     this.#status = {
-      required: this.#opts.replicas, checked: true, ok, acknowledged, at: now,
+      required: this.#opts.replicas,
+      checked: true,
+      ok,
+      acknowledged,
+      at: now,
       ...(failingSince !== undefined ? { failingSince } : {}),
       ...(error ? { error } : {}),
       rounds: { ...this.#status.rounds, [outcome]: this.#status.rounds[outcome] + 1 },
@@ -103,13 +113,16 @@ export class ReplicaAck {
   confirm(): Promise<void> {
     if (this.#next) return this.#next;
     const before = this.#running ?? Promise.resolve();
-    const round: Promise<void> = before.catch(() => {}).then(() => {
-      this.#next = undefined;
-      this.#running = round;
-      return this.#round();
-    }).finally(() => {
-      if (this.#running === round) this.#running = undefined;
-    });
+    const round: Promise<void> = before
+      .catch(() => {})
+      .then(() => {
+        this.#next = undefined;
+        this.#running = round;
+        return this.#round();
+      })
+      .finally(() => {
+        if (this.#running === round) this.#running = undefined;
+      });
     this.#next = round;
     return round;
   }

@@ -153,10 +153,12 @@ export function exposition(h: Record<string, number>, unread = 0): string {
   const lines = [
     '# HELP volume_medic_jobs_finished_total Remediation jobs finished, by runbook and outcome (all workers).',
     '# TYPE volume_medic_jobs_finished_total counter',
-    ...[...finished].map(([k, n]) => {
-      const [runbook = '', outcome = ''] = k.split('|');
-      return `volume_medic_jobs_finished_total{runbook="${esc(runbook)}",outcome="${esc(outcome)}"} ${n}`;
-    }).sort(),
+    ...[...finished]
+      .map(([k, n]) => {
+        const [runbook = '', outcome = ''] = k.split('|');
+        return `volume_medic_jobs_finished_total{runbook="${esc(runbook)}",outcome="${esc(outcome)}"} ${n}`;
+      })
+      .sort(),
     '# HELP volume_medic_untrusted_refused_total Jobs and control records an agent refused to act on: unsigned, badly sealed, expired, replayed or from the wrong issuer (all workers).',
     '# TYPE volume_medic_untrusted_refused_total counter',
     ...untrusted.sort(),

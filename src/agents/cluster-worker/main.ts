@@ -33,27 +33,34 @@ await runMain(log, async (config) => {
   const clients = inCluster ? kubeClients(loadKubeConfig()) : undefined;
   const lookups: LookupsOf<'cluster-worker'> = clients ? new KubeLookups(clients) : new InMemoryLookups();
   // Node-side halves go onto the node's own queue, like any job the receiver stores.
-  const connections = new RedisConnections({ target: redisTarget(config), process: 'cluster-worker', log: log.child({ component: 'redis' }) });
+  const connections = new RedisConnections({
+    target: redisTarget(config),
+    process: 'cluster-worker',
+    log: log.child({ component: 'redis' }),
+  });
   const redis = connections.open('producer', 'producer');
   redis.on('error', (err) => log.debug({ err: err.message }, 'redis connection error'));
   // It verifies the receiver's seal on what it runs (ENROL_URL: with its own queue's keys from
   // enrolment, not the receiver's root), and seals the node halves it hands out with its own root.
   const enrolled = config.enrolUrl
     ? await enrolUntilDone({
-      target: { url: config.enrolUrl, tokenFile: config.enrolTokenFile, ...(config.enrolCaFile ? { caFile: config.enrolCaFile } : {}) },
-      request: { as: 'cluster-worker' },
-      log: log.child({ component: 'enrolment' }),
-    })
+        target: { url: config.enrolUrl, tokenFile: config.enrolTokenFile, ...(config.enrolCaFile ? { caFile: config.enrolCaFile } : {}) },
+        request: { as: 'cluster-worker' },
+        log: log.child({ component: 'enrolment' }),
+      })
     : undefined;
   const trust = trustFromConfig(config, 'cluster-worker', enrolled);
   if (trust.allowUnsigned) log.warn('ALLOW_UNSIGNED_WORK=true: the cluster worker runs work without a seal');
   const events = clients ? new JobEventRecorder({ events: clients.events, log }) : undefined;
   // The node halves appear in the console's index of incidents as the receiver's jobs do.
   const dispatcher = new Dispatcher(redis, {
-    prefix: config.queuePrefix, timeoutMs: config.enqueueTimeoutMs, sealer: trust.sealer, sealTtlMs: trust.ttlMs,
+    prefix: config.queuePrefix,
+    timeoutMs: config.enqueueTimeoutMs,
+    sealer: trust.sealer,
+    sealTtlMs: trust.ttlMs,
     ...(config.dedupWindowSeconds !== undefined ? { dedupWindowSeconds: config.dedupWindowSeconds } : {}),
     index: new IncidentIndex(redis, config.queuePrefix),
-    onIndexError: (err) => log.warn({ err: err.message }, 'the console\'s incident index missed a batch'),
+    onIndexError: (err) => log.warn({ err: err.message }, "the console's incident index missed a batch"),
   });
   const worker = createRunbookWorker({
     queue: CLUSTER_QUEUE,
@@ -68,13 +75,22 @@ await runMain(log, async (config) => {
     keepFinished: keepFinished('cluster', config.dedupWindowSeconds),
     log,
     controls: controlsFromConfig(config),
-    trust: { ring: trust.ring, controlRing: trust.controls.ring, allowUnsigned: trust.allowUnsigned, seen: seenWork(join(config.stateDir, 'seen-work-cluster.json'), log), controls: controlMemory(join(config.stateDir, controlMemoryFile(config.queuePrefix, 'cluster-worker')), log), ...(enrolled ? { onUnknownKey: () => enrolled.renewSoon() } : {}), ...(trust.sealer ? { auditSealer: trust.sealer } : {}) },
+    trust: {
+      ring: trust.ring,
+      controlRing: trust.controls.ring,
+      allowUnsigned: trust.allowUnsigned,
+      seen: seenWork(join(config.stateDir, 'seen-work-cluster.json'), log),
+      controls: controlMemory(join(config.stateDir, controlMemoryFile(config.queuePrefix, 'cluster-worker')), log),
+      ...(enrolled ? { onUnknownKey: () => enrolled.renewSoon() } : {}),
+      ...(trust.sealer ? { auditSealer: trust.sealer } : {}),
+    },
     ...(events ? { events } : {}),
   });
   // Jobs on node queues that no agent serves (src/agents/cluster-worker/no-agent-watch.ts): here because this
   // process is a singleton (one Event and one failure per job); the receiver runs replicas.
   const noAgent = new NoAgentWatch({
-    redis, prefix: config.queuePrefix,
+    redis,
+    prefix: config.queuePrefix,
     graceMs: noAgentGraceMs(config.lockDurationMs),
     deadlineMs: config.noAgentDeadlineSeconds * 1000,
     intervalMs: NO_AGENT_CHECK_MS,
@@ -87,8 +103,12 @@ await runMain(log, async (config) => {
   noAgent.start();
   // Liveness, readiness and /metrics for the kubelet and Prometheus (PROBE_PORT).
   const probes = await startProbeServer({
-    port: config.probePort, host: config.probeListenAddress, log,
-    connections: () => [...connections.states(), ...worker.connections.states()], running: () => worker.running(), registries: [worker.metrics.registry],
+    port: config.probePort,
+    host: config.probeListenAddress,
+    log,
+    connections: () => [...connections.states(), ...worker.connections.states()],
+    running: () => worker.running(),
+    registries: [worker.metrics.registry],
   });
   log.info({ kube: inCluster ? 'api-server' : 'none' }, 'cluster worker started');
   return {

@@ -132,7 +132,9 @@ export class NoAgentWatch {
     for (const [queue, jobs] of stranded) {
       const node = nodeOfQueue(queue)!;
       const since = absent.get(queue)!;
-      const agentNote = this.lastSeen.has(queue) ? `no node agent has checked in on queue ${queue} since ${new Date(since).toISOString()}` : `no node agent has checked in on queue ${queue} since the check started at ${new Date(since).toISOString()}`;
+      const agentNote = this.lastSeen.has(queue)
+        ? `no node agent has checked in on queue ${queue} since ${new Date(since).toISOString()}`
+        : `no node agent has checked in on queue ${queue} since the check started at ${new Date(since).toISOString()}`;
       await this.report(queue, node, jobs, agentNote, now);
       const overdue = deadlineMs > 0 ? jobs.filter((j) => now - j.since > deadlineMs) : [];
       let gone: string[] = [];
@@ -148,14 +150,20 @@ export class NoAgentWatch {
   private async report(queue: string, node: string, jobs: readonly WaitingJob[], agentNote: string, now: number): Promise<void> {
     let seen = this.reported.get(queue);
     if (!seen) this.reported.set(queue, (seen = new Set()));
-    const deadline = this.o.deadlineMs > 0 ? `; it fails once it has waited ${Math.round(this.o.deadlineMs / 1000)} s (NO_AGENT_DEADLINE_SECONDS)` : '; NO_AGENT_DEADLINE_SECONDS=0: it is never failed for this';
+    const deadline =
+      this.o.deadlineMs > 0
+        ? `; it fails once it has waited ${Math.round(this.o.deadlineMs / 1000)} s (NO_AGENT_DEADLINE_SECONDS)`
+        : '; NO_AGENT_DEADLINE_SECONDS=0: it is never failed for this';
     for (const job of jobs) {
       if (seen.has(job.id)) continue;
       seen.add(job.id);
       const waited = Math.round((now - job.since) / 1000);
       this.o.log.warn({ node, queue, jobId: job.id, runbook: job.runbook, waitingSeconds: waited }, 'job waits on a node queue that no node agent serves');
       await this.o.events?.recordJobEvent({
-        jobId: job.id, runbook: job.runbook, outcome: 'no-agent', regarding: { kind: 'Node', name: node },
+        jobId: job.id,
+        runbook: job.runbook,
+        outcome: 'no-agent',
+        regarding: { kind: 'Node', name: node },
         message: `job has waited ${waited} s and ${agentNote}: is the node agent scheduled on node ${node}${deadline}`,
       });
     }
@@ -166,14 +174,25 @@ export class NoAgentWatch {
     const reason = `no node agent: ${agentNote}, and the job waited longer than NO_AGENT_DEADLINE_SECONDS (${Math.round(this.o.deadlineMs / 1000)} s) without running on node ${node}`;
     const ids = new Set(overdue.map((j) => j.id));
     const failed = await failStranded({
-      connection: (this.worker ??= this.o.workerConnection()), prefix, queue, ids, reason, keepFailed: this.o.keepFailed ?? keepFinished('node'),
+      connection: (this.worker ??= this.o.workerConnection()),
+      prefix,
+      queue,
+      ids,
+      reason,
+      keepFailed: this.o.keepFailed ?? keepFinished('node'),
       stillAbsent: async () => !(await agentSeen(redis, prefix, queue)),
     });
     for (const id of failed) {
       const job = overdue.find((j) => j.id === id)!;
       this.o.log.warn({ node, queue, jobId: id, runbook: job.runbook }, 'failed a job no node agent took before NO_AGENT_DEADLINE_SECONDS');
       await recordNotRun(redis, prefix, job.runbook, 'no-agent').catch(() => {});
-      await this.o.events?.recordJobEvent({ jobId: id, runbook: job.runbook, outcome: 'failed', regarding: { kind: 'Node', name: node }, message: `failed without running: ${reason}` });
+      await this.o.events?.recordJobEvent({
+        jobId: id,
+        runbook: job.runbook,
+        outcome: 'failed',
+        regarding: { kind: 'Node', name: node },
+        message: `failed without running: ${reason}`,
+      });
       this.reported.get(queue)?.delete(id);
     }
     return failed;

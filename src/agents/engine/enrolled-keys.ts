@@ -48,7 +48,10 @@ export async function enrolUntilDone(o: EnrolOptions): Promise<EnrolledKeys> {
       answer = await enrol(o.target, o.request);
     } catch (err) {
       const wait = Math.round(Math.random() * Math.min(RETRY_CAP_MS, RETRY_BASE_MS * 2 ** attempt));
-      o.log.error({ err: (err as Error).message, status: err instanceof EnrolError ? err.status : undefined, retryInMs: wait }, 'enrolment failed; this process runs nothing until it has its keys');
+      o.log.error(
+        { err: (err as Error).message, status: err instanceof EnrolError ? err.status : undefined, retryInMs: wait },
+        'enrolment failed; this process runs nothing until it has its keys',
+      );
       await sleep(wait);
     }
   }
@@ -94,20 +97,30 @@ function liveKeys(o: EnrolOptions, first: EnrolAnswer): EnrolledKeys {
   schedule(first.renewAfterSeconds * 1000 * (0.9 + Math.random() * 0.2));
 
   const liveRing: Keyring = {
-    get verify() { return ring.verify; },
-    get signing() { return ring.signing; },
-    get scope() { return ring.scope; },
+    get verify() {
+      return ring.verify;
+    },
+    get signing() {
+      return ring.signing;
+    },
+    get scope() {
+      return ring.scope;
+    },
   };
   const current = (): Sealer => {
     if (!sealer) throw new Error('this enrolment handed out no signing key');
     return sealer;
   };
-  const liveSealer: Sealer | undefined = sealer ? {
-    get role() { return current().role; },
-    seal: (...a) => current().seal(...a),
-    sealEncoded: (...a) => current().sealEncoded(...a),
-    workFor: (queue) => current().workFor!(queue),
-  } : undefined;
+  const liveSealer: Sealer | undefined = sealer
+    ? {
+        get role() {
+          return current().role;
+        },
+        seal: (...a) => current().seal(...a),
+        sealEncoded: (...a) => current().sealEncoded(...a),
+        workFor: (queue) => current().workFor!(queue),
+      }
+    : undefined;
   return {
     ring: liveRing,
     sealer: liveSealer,

@@ -30,14 +30,24 @@ export async function enrolOnce(t: EnrolTarget, req: EnrolRequest): Promise<Enro
   try {
     token = readFileSync(t.tokenFile, 'utf8').trim();
   } catch (err) {
-    throw new EnrolError(`ENROL_TOKEN_FILE ${t.tokenFile}: ${(err as NodeJS.ErrnoException).code ?? 'unreadable'} (the chart mounts a projected service-account token there)`);
+    throw new EnrolError(
+      `ENROL_TOKEN_FILE ${t.tokenFile}: ${(err as NodeJS.ErrnoException).code ?? 'unreadable'} (the chart mounts a projected service-account token there)`,
+    );
   }
   const url = new URL(ENROL_PATH, t.url);
   const ca = t.caFile ? readFileSync(t.caFile) : undefined;
   const body = JSON.stringify(req);
   const timeoutMs = t.timeoutMs ?? 10_000;
-  const text = await postToReceiver({ url, body, headers: { authorization: `Bearer ${token}` }, ...(ca ? { ca } : {}), timeoutMs, maxBytes: MAX_ANSWER_BYTES })
-    .catch((err: Error) => { throw new EnrolError(`enrolment at ${url.origin} failed: ${err.message}`); });
+  const text = await postToReceiver({
+    url,
+    body,
+    headers: { authorization: `Bearer ${token}` },
+    ...(ca ? { ca } : {}),
+    timeoutMs,
+    maxBytes: MAX_ANSWER_BYTES,
+  }).catch((err: Error) => {
+    throw new EnrolError(`enrolment at ${url.origin} failed: ${err.message}`);
+  });
   let json: unknown;
   try {
     json = JSON.parse(text.text);

@@ -38,7 +38,8 @@ export function evidenceProblems(items: readonly StepEvidence[], now: Date, maxA
     else if (e.status === 'contradicted') out.push(`contradictory evidence about whether ${e.claim} ${where}`);
     else if (Number.isNaN(seen)) out.push(`the evidence that ${e.claim} has no readable time (${e.observedAt})`);
     else if (seen - now.getTime() > FUTURE_SLACK_MS) out.push(`the evidence that ${e.claim} is dated ${e.observedAt}, in the future`);
-    else if (now.getTime() - seen > maxAgeMs) out.push(`the evidence that ${e.claim} is stale: observed ${seconds(now.getTime() - seen)} ago (${e.source}), the limit is ${seconds(maxAgeMs)}`);
+    else if (now.getTime() - seen > maxAgeMs)
+      out.push(`the evidence that ${e.claim} is stale: observed ${seconds(now.getTime() - seen)} ago (${e.source}), the limit is ${seconds(maxAgeMs)}`);
   }
   return out;
 }

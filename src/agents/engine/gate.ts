@@ -42,5 +42,4 @@ export class ParkedError extends Error {
 }
 
 /** High risk: `risk: 'high'` on the step (or the older `highRisk: true`). */
-export const isHighRisk = (step: PlannedStep): boolean =>
-  step.risk === 'high' || (step as { highRisk?: unknown }).highRisk === true;
+export const isHighRisk = (step: PlannedStep): boolean => step.risk === 'high' || (step as { highRisk?: unknown }).highRisk === true;

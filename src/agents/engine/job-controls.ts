@@ -85,7 +85,11 @@ export interface JobControls {
 
 export function controlsFromConfig(config: Config): Pick<JobControlsOptions, 'approval' | 'approvalTtlMs' | 'caps' | 'recheckMs'> {
   return {
-    approval: { highRisk: config.approvalHighRisk, runbooks: config.approvalRunbooks, maxDestructiveSteps: config.approvalMaxDestructiveSteps },
+    approval: {
+      highRisk: config.approvalHighRisk,
+      runbooks: config.approvalRunbooks,
+      maxDestructiveSteps: config.approvalMaxDestructiveSteps,
+    },
     approvalTtlMs: config.approvalTtlSeconds * 1000,
     caps: breakerCapsFromConfig(config),
     recheckMs: Math.round(config.controlsRecheckSeconds * 1000),
@@ -109,7 +113,8 @@ export function createJobControls(opts: JobControlsOptions): JobControls {
     // rewritten in Redis ("read-only re-scan") and then approved does not let the real step run;
     // the agent asks again, in its own words.
     const covers = rec?.steps.some((s) => s.id === step.id && s.description === step.description) ?? false;
-    if (rec?.state === 'rejected') throw new RefusedError([`approval rejected by ${rec.decidedBy ?? '?'} at ${rec.decidedAt ?? '?'}${rec.why ? `: ${rec.why}` : ''}`]);
+    if (rec?.state === 'rejected')
+      throw new RefusedError([`approval rejected by ${rec.decidedBy ?? '?'} at ${rec.decidedAt ?? '?'}${rec.why ? `: ${rec.why}` : ''}`]);
     if (rec?.state === 'expired') throw new RefusedError([`approval request expired at ${rec.expiresAt} without a decision`]);
     if (rec?.state === 'approved' && covers) {
       if (rec.validUntil && Date.parse(rec.validUntil) < t.getTime()) {
@@ -151,9 +156,19 @@ export function createJobControls(opts: JobControlsOptions): JobControls {
       r = await breakers.reserveDestructive(opts.caps, { ...(node ? { node } : {}), jobId: job.jobId, stepId: step.id });
     } catch (err) {
       // Unknown is not a slot: the step waits and asks again.
-      return { go: false, park: { reason: 'breaker', why: `no breaker slot: ${(err as Error).message}; asking again at the next recheck` } };
+      return {
+        go: false,
+        park: { reason: 'breaker', why: `no breaker slot: ${(err as Error).message}; asking again at the next recheck` },
+      };
     }
-    if (!r.ok) return { go: false, park: { reason: 'breaker', why: `breaker ${r.blockedBy.breaker} is tripped (${r.blockedBy.why}); reset it with POST /v1/breakers/reset` } };
+    if (!r.ok)
+      return {
+        go: false,
+        park: {
+          reason: 'breaker',
+          why: `breaker ${r.blockedBy.breaker} is tripped (${r.blockedBy.why}); reset it with POST /v1/breakers/reset`,
+        },
+      };
     for (const t of r.tripped) opts.log.error({ breaker: t.breaker, why: t.why }, 'blast-radius breaker tripped: destructive steps stop until it is reset');
     return GO;
   };
@@ -169,7 +184,13 @@ export function createJobControls(opts: JobControlsOptions): JobControls {
     if (!node) return { view: await store.startView(runbook) };
     if (!local) {
       // The receiver counts the start: a start it could not count waits (the storm breaker must see it).
-      const [view, storm] = await Promise.all([store.startView(runbook, node), breakers.recordNodeActivity(opts.caps, node, source).then((t) => ({ t }), (err: Error) => ({ err }))]);
+      const [view, storm] = await Promise.all([
+        store.startView(runbook, node),
+        breakers.recordNodeActivity(opts.caps, node, source).then(
+          (t) => ({ t }),
+          (err: Error) => ({ err }),
+        ),
+      ]);
       return 'err' in storm ? { view, uncounted: storm.err.message } : { view, storm: storm.t };
     }
     if (opts.redis instanceof Cluster) {
@@ -186,12 +207,26 @@ export function createJobControls(opts: JobControlsOptions): JobControls {
   return {
     recheckMs: opts.recheckMs,
     async begin(job) {
-      const [{ view: { overrides, paused: pausedWhy }, storm, uncounted }, label] = await Promise.all([
+      const [
+        {
+          view: { overrides, paused: pausedWhy },
+          storm,
+          uncounted,
+        },
+        label,
+      ] = await Promise.all([
         startReads(job.runbook, job.source),
         node && opts.nodeModeLabel ? opts.nodeModeLabel().catch(() => undefined) : Promise.resolve(undefined),
       ]);
       if (storm) opts.log.error({ breaker: 'storm', why: storm.why }, 'storm breaker tripped: destructive steps stop fleet-wide until it is reset');
-      const modeWith = (o: typeof overrides) => effectiveMode({ runbook: job.runbook, ...(node ? { node } : {}), configured: job.configuredMode, ...o, ...(label ? { nodeLabel: label } : {}) });
+      const modeWith = (o: typeof overrides) =>
+        effectiveMode({
+          runbook: job.runbook,
+          ...(node ? { node } : {}),
+          configured: job.configuredMode,
+          ...o,
+          ...(label ? { nodeLabel: label } : {}),
+        });
       const mode = modeWith(overrides);
       const gate: StepGate = {
         async beforeStep(step, plan) {
@@ -203,7 +238,9 @@ export function createJobControls(opts: JobControlsOptions): JobControls {
           if (step.destructive) {
             const current = modeWith(latest.overrides);
             if (current.mode === 'dry-run') {
-              throw new RefusedError([`stopped before destructive step ${step.id}: the mode is now dry-run (${current.why}); this job began in enforce (${mode.why})`]);
+              throw new RefusedError([
+                `stopped before destructive step ${step.id}: the mode is now dry-run (${current.why}); this job began in enforce (${mode.why})`,
+              ]);
             }
           }
           const a = await approvalGate(job, step, plan);
@@ -214,7 +251,16 @@ export function createJobControls(opts: JobControlsOptions): JobControls {
       if (pausedWhy) return { mode: mode.mode, modeWhy: mode.why, park: { reason: 'paused', why: pausedWhy }, gate };
       // A start the storm breaker did not see waits in enforce; in dry-run nothing it does needs
       // a breaker (its steps only say what they would do), so it goes on, uncounted, and says so.
-      if (uncounted && mode.mode === 'enforce') return { mode: mode.mode, modeWhy: mode.why, park: { reason: 'breaker', why: `this start could not be counted towards the storm breaker: ${uncounted}; starting again at the next recheck` }, gate };
+      if (uncounted && mode.mode === 'enforce')
+        return {
+          mode: mode.mode,
+          modeWhy: mode.why,
+          park: {
+            reason: 'breaker',
+            why: `this start could not be counted towards the storm breaker: ${uncounted}; starting again at the next recheck`,
+          },
+          gate,
+        };
       if (uncounted) opts.log.warn({ jobId: job.jobId, err: uncounted }, 'dry-run job starts without being counted towards the storm breaker');
       return { mode: mode.mode, modeWhy: mode.why, gate };
     },

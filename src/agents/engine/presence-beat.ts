@@ -33,7 +33,8 @@ export function startPresenceBeat(o: PresenceBeatOptions): () => void {
       },
       (err: Error) => {
         // Once per outage: the connection's own logs say why it is down.
-        if (!failing) o.log.warn({ queue: o.queue, err: err.message }, 'could not renew this worker\'s presence; the fleet page may show it missing until the next renewal');
+        if (!failing)
+          o.log.warn({ queue: o.queue, err: err.message }, "could not renew this worker's presence; the fleet page may show it missing until the next renewal");
         failing = true;
       },
     );

@@ -43,10 +43,19 @@ export class ReceiverBreakers implements BreakerPort {
   }
 
   async #ask(ask: BreakerAsk): Promise<unknown> {
-    const seal = this.#o.sealer.workFor ? this.#o.sealer.workFor(this.#o.queue).seal('breaker', breakerSubject(this.#o.queue), ask, BREAKER_SEAL_TTL_MS) : undefined;
-    if (!seal) throw new Error('no work key of this node\'s queue to seal the request with (not enrolled?)');
-    const answer = await postToReceiver({ url: this.#url, body: JSON.stringify({ ask, seal }), ...(this.#ca ? { ca: this.#ca } : {}), timeoutMs: this.#o.timeoutMs ?? 5_000, maxBytes: 16 * 1024 })
-      .catch((err: Error) => { throw new Error(`the receiver's breakers at ${this.#url.origin} did not answer: ${err.message}`); });
+    const seal = this.#o.sealer.workFor
+      ? this.#o.sealer.workFor(this.#o.queue).seal('breaker', breakerSubject(this.#o.queue), ask, BREAKER_SEAL_TTL_MS)
+      : undefined;
+    if (!seal) throw new Error("no work key of this node's queue to seal the request with (not enrolled?)");
+    const answer = await postToReceiver({
+      url: this.#url,
+      body: JSON.stringify({ ask, seal }),
+      ...(this.#ca ? { ca: this.#ca } : {}),
+      timeoutMs: this.#o.timeoutMs ?? 5_000,
+      maxBytes: 16 * 1024,
+    }).catch((err: Error) => {
+      throw new Error(`the receiver's breakers at ${this.#url.origin} did not answer: ${err.message}`);
+    });
     let json: unknown;
     try {
       json = JSON.parse(answer.text);

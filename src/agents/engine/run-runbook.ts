@@ -133,7 +133,13 @@ export async function runRunbook<R extends RunbookName, F, S extends PlannedStep
           } else {
             steps.pop();
             const view = await planWithCommands(planned, planned.steps.indexOf(step), def.steps, deps.host);
-            throw new GateStop(new ParkedError({ reason: 'evidence', why: judged.why, until: judged.until }, result('waiting', `waiting before step ${step.id}: ${judged.why}`), view));
+            throw new GateStop(
+              new ParkedError(
+                { reason: 'evidence', why: judged.why, until: judged.until },
+                result('waiting', `waiting before step ${step.id}: ${judged.why}`),
+                view,
+              ),
+            );
           }
         }
         if (ctx.gate) {
@@ -150,14 +156,20 @@ export async function runRunbook<R extends RunbookName, F, S extends PlannedStep
           if (!decision.go) {
             // The operator deciding on this job sees the exact argv of what is left (planned-commands.ts).
             const shown = await planWithCommands(planned, planned.steps.indexOf(step), def.steps, deps.host);
-            throw new GateStop(new ParkedError(decision.park, result('waiting', `waiting (${decision.park.reason}) before step ${step.id}: ${decision.park.why}`), shown));
+            throw new GateStop(
+              new ParkedError(decision.park, result('waiting', `waiting (${decision.park.reason}) before step ${step.id}: ${decision.park.why}`), shown),
+            );
           }
           steps.push(record);
         }
         await def.steps.apply(step, host);
         if (journal) await journal.markDone(step.id);
         if (journal && step.destructive) {
-          await ctx.audit?.('destructive-step', `job/${ctx.jobId}/${step.id}`, `${step.description}; evidence: ${(step.evidence ?? []).map(describeEvidence).join('; ')}`);
+          await ctx.audit?.(
+            'destructive-step',
+            `job/${ctx.jobId}/${step.id}`,
+            `${step.description}; evidence: ${(step.evidence ?? []).map(describeEvidence).join('; ')}`,
+          );
         }
         record.status = journal ? 'done' : 'would-run';
       }

@@ -103,7 +103,9 @@ export interface RunbookWorker {
 
 export function createRunbookWorker(opts: RunbookWorkerOptions): RunbookWorker {
   const connections = new RedisConnections({
-    target: opts.redis, process: opts.process ?? opts.ranOn, log: opts.log.child({ component: 'redis' }),
+    target: opts.redis,
+    process: opts.process ?? opts.ranOn,
+    log: opts.log.child({ component: 'redis' }),
     ...(opts.onRedisAuthRefused ? { onAuthRefused: opts.onRedisAuthRefused } : {}),
   });
   const connection = connections.open('worker', 'worker');
@@ -112,7 +114,14 @@ export function createRunbookWorker(opts: RunbookWorkerOptions): RunbookWorker {
   const stats = queueStatsKey(opts.prefix, opts.queue);
   const shutdown = new AbortController();
   const controls: JobControls | undefined = opts.controls
-    ? createJobControls({ ...opts.controls, redis: connection, prefix: opts.prefix, queue: opts.queue, log: opts.log, ...(opts.trust ? { trust: controlTrust(opts.trust) } : {}) })
+    ? createJobControls({
+        ...opts.controls,
+        redis: connection,
+        prefix: opts.prefix,
+        queue: opts.queue,
+        log: opts.log,
+        ...(opts.trust ? { trust: controlTrust(opts.trust) } : {}),
+      })
     : undefined;
 
   const processor = async (job: TakenJob): Promise<RunbookResult> => {
@@ -151,7 +160,14 @@ export function createRunbookWorker(opts: RunbookWorkerOptions): RunbookWorker {
       // Never a silent success: a job whose runbook is not built into this worker fails visibly.
       if (!handler) throw new PermanentError(`not implemented: runbook ${parsed.data.runbook} is not available in ${opts.ranOn}`);
       const jobId = job.id || parsed.data.key;
-      const begun = await controls?.begin({ jobId, queue: opts.queue, runbook, createdAt: job.timestamp, configuredMode: opts.modeOf(parsed.data.runbook), source: parsed.data.evidence[0]?.source });
+      const begun = await controls?.begin({
+        jobId,
+        queue: opts.queue,
+        runbook,
+        createdAt: job.timestamp,
+        configuredMode: opts.modeOf(parsed.data.runbook),
+        source: parsed.data.evidence[0]?.source,
+      });
       modeWhy = begun?.modeWhy;
       if (begun?.park) return await park(job, begun.park);
       // Only a job that ran before can be listed as parked (a first run's progress is 0): one
@@ -166,7 +182,12 @@ export function createRunbookWorker(opts: RunbookWorkerOptions): RunbookWorker {
         log: opts.log.child({ jobId: job.id, runbook: parsed.data.runbook }),
         signal: shutdown.signal,
         ...(begun ? { gate: begun.gate } : {}),
-        ...(controls ? { audit: (action: string, target: string, why: string) => controls.audit(action, target, why).catch((err: Error) => opts.log.warn({ err: err.message }, 'could not write the audit trail')) } : {}),
+        ...(controls
+          ? {
+              audit: (action: string, target: string, why: string) =>
+                controls.audit(action, target, why).catch((err: Error) => opts.log.warn({ err: err.message }, 'could not write the audit trail')),
+            }
+          : {}),
       };
       attemptLine += ` in ${ctx.mode} mode${modeWhy ? ` (${modeWhy})` : ''}`;
       event('started', `attempt ${ctx.attempt} on ${opts.ranOn}`, ctx.mode);
@@ -192,7 +213,11 @@ export function createRunbookWorker(opts: RunbookWorkerOptions): RunbookWorker {
       }
       const ending = !shouldRetry(err) || lastAttempt;
       if (ending) done();
-      if (ending) await finish(err instanceof RefusedError ? 'refused' : e.message.startsWith('not implemented') ? 'not-implemented' : 'failed', `${e.name}: ${e.message}`);
+      if (ending)
+        await finish(
+          err instanceof RefusedError ? 'refused' : e.message.startsWith('not implemented') ? 'not-implemented' : 'failed',
+          `${e.name}: ${e.message}`,
+        );
       else await job.log(`${attemptLine}: ${e.name}: ${e.message}`).catch(() => {});
       if (err instanceof RefusedError) event('refused', e.message);
       else if (ending) event('failed', e.message);
@@ -239,7 +264,13 @@ export function createRunbookWorker(opts: RunbookWorkerOptions): RunbookWorker {
     if (!v.ok) return v.reason === 'unsigned' && t.allowUnsigned ? {} : { refused: { reason: v.reason, detail: v.detail } };
     const notAllowed = parsedJob ? issuerMayNot(v.seal.iss, parsedJob) : undefined;
     if (notAllowed) return { refused: { reason: 'wrong-issuer', detail: `sealed by ${v.seal.iss}.${v.seal.kid}: ${notAllowed}` } };
-    if (t.seen.finished(v.seal.mac)) return { refused: { reason: 'replayed', detail: `this sealed job (issued by ${v.seal.iss} at ${new Date(v.seal.iat).toISOString()}) already finished here` } };
+    if (t.seen.finished(v.seal.mac))
+      return {
+        refused: {
+          reason: 'replayed',
+          detail: `this sealed job (issued by ${v.seal.iss} at ${new Date(v.seal.iat).toISOString()}) already finished here`,
+        },
+      };
     return { seal: v.seal };
   };
 
@@ -256,10 +287,19 @@ export function createRunbookWorker(opts: RunbookWorkerOptions): RunbookWorker {
       job.log(why).catch(() => {}),
       recordUntrusted(connection, stats, 'job', r.reason).catch(() => {}),
       recordFinished(connection, stats, claimed, 'untrusted', 0).catch(() => {}),
-      controls?.audit('work-refused', `job/${String(job.id).slice(0, 200)}`, `${r.reason}: ${r.detail}; queue ${opts.queue}; claimed runbook ${claimed}`).catch(() => {}),
+      controls
+        ?.audit('work-refused', `job/${String(job.id).slice(0, 200)}`, `${r.reason}: ${r.detail}; queue ${opts.queue}; claimed runbook ${claimed}`)
+        .catch(() => {}),
     ]);
     const node = opts.controls?.node;
-    if (node && opts.events) void opts.events.recordJobEvent({ jobId: String(job.id ?? '').slice(0, 200), runbook: 'untrusted', outcome: 'refused', regarding: { kind: 'Node', name: node }, message: why.slice(0, 900) });
+    if (node && opts.events)
+      void opts.events.recordJobEvent({
+        jobId: String(job.id ?? '').slice(0, 200),
+        runbook: 'untrusted',
+        outcome: 'refused',
+        regarding: { kind: 'Node', name: node },
+        message: why.slice(0, 900),
+      });
     throw new FinalError(why);
   };
 
@@ -276,18 +316,28 @@ export function createRunbookWorker(opts: RunbookWorkerOptions): RunbookWorker {
     const at = parking.until ? Math.max(parking.until.getTime(), Date.now() + 1000) : Date.now() + (controls?.recheckMs ?? DEFAULT_RECHECK_MS);
     const recheckAt = new Date(at).toISOString();
     const { until: _until, ...shown } = parking;
-    await job.setProgress({ parked: { ...shown, since, recheckAt, ...(plan ? { plan } : {}) }, ...(partial !== undefined ? { result: partial } : {}) });
+    await job.setProgress({
+      parked: { ...shown, since, recheckAt, ...(plan ? { plan } : {}) },
+      ...(partial !== undefined ? { result: partial } : {}),
+    });
     await job.log(`waiting (${parking.reason}) until ${recheckAt}: ${parking.why}`);
     return job.park(at);
   };
 
   const keep = opts.keepFinished ?? keepFinished(placementOfQueue(opts.queue));
-  const consumer = consumeJobs({ queue: opts.queue, prefix: opts.prefix, connection, lockDurationMs: opts.lockDurationMs, keepFinished: keep, log: opts.log }, processor);
+  const consumer = consumeJobs(
+    { queue: opts.queue, prefix: opts.prefix, connection, lockDurationMs: opts.lockDurationMs, keepFinished: keep, log: opts.log },
+    processor,
+  );
 
   let closing: Promise<void> | undefined;
   const stopBeat = startPresenceBeat({
-    redis: connection, prefix: opts.prefix, queue: opts.queue, intervalMs: opts.lockDurationMs,
-    running: () => closing === undefined && consumer.running(), log: opts.log,
+    redis: connection,
+    prefix: opts.prefix,
+    queue: opts.queue,
+    intervalMs: opts.lockDurationMs,
+    running: () => closing === undefined && consumer.running(),
+    log: opts.log,
   });
   return {
     consumer,
@@ -295,13 +345,13 @@ export function createRunbookWorker(opts: RunbookWorkerOptions): RunbookWorker {
     connections,
     metrics,
     running: () => closing === undefined && consumer.running(),
-    close: () => (closing ??= (async () => {
-      shutdown.abort();
-      stopBeat();
-      // Waits for the running job to finish its current step; the store keeps its lock meanwhile.
-      await consumer.close();
-      await connections.close();
-    })()),
+    close: () =>
+      (closing ??= (async () => {
+        shutdown.abort();
+        stopBeat();
+        // Waits for the running job to finish its current step; the store keeps its lock meanwhile.
+        await consumer.close();
+        await connections.close();
+      })()),
   };
 }
-

@@ -32,8 +32,7 @@ const notRun = (argv: string[]): CommandRecord => {
 
 export function createAuditHost(inner: Host, options: AuditHostOptions): Host {
   const chars = options.excerptChars ?? 2048;
-  const audit = (r: CommandRecord): void =>
-    options.sink({ ...r, argv: [...r.argv], stdout: excerpt(r.stdout, chars), stderr: excerpt(r.stderr, chars) });
+  const audit = (r: CommandRecord): void => options.sink({ ...r, argv: [...r.argv], stdout: excerpt(r.stdout, chars), stderr: excerpt(r.stderr, chars) });
 
   /** A file change: done (and recorded with exit 0) or, when simulating, only recorded. */
   async function change(argv: string[], act: () => Promise<unknown>): Promise<void> {
@@ -44,9 +43,25 @@ export function createAuditHost(inner: Host, options: AuditHostOptions): Host {
     const started = performance.now();
     try {
       await act();
-      audit({ argv, exitCode: 0, signal: null, timedOut: false, durationMs: Math.round(performance.now() - started), stdout: '', stderr: '' });
+      audit({
+        argv,
+        exitCode: 0,
+        signal: null,
+        timedOut: false,
+        durationMs: Math.round(performance.now() - started),
+        stdout: '',
+        stderr: '',
+      });
     } catch (err) {
-      audit({ argv, exitCode: 1, signal: null, timedOut: false, durationMs: Math.round(performance.now() - started), stdout: '', stderr: (err as Error).message });
+      audit({
+        argv,
+        exitCode: 1,
+        signal: null,
+        timedOut: false,
+        durationMs: Math.round(performance.now() - started),
+        stdout: '',
+        stderr: (err as Error).message,
+      });
       throw err;
     }
   }
@@ -67,7 +82,8 @@ export function createAuditHost(inner: Host, options: AuditHostOptions): Host {
     readlink: (p) => inner.readlink(p),
     lstat: (p) => inner.lstat(p),
     list: (d) => inner.list(d),
-    writeFile: (p, data) => change(['host:write-file', p, `${typeof data === 'string' ? Buffer.byteLength(data) : data.length} bytes`], () => inner.writeFile(p, data)),
+    writeFile: (p, data) =>
+      change(['host:write-file', p, `${typeof data === 'string' ? Buffer.byteLength(data) : data.length} bytes`], () => inner.writeFile(p, data)),
     writeSysfs: (p, value) => change(['host:write-sysfs', p, value], () => inner.writeSysfs(p, value)),
     symlink: (target, p) => change(['host:symlink', target, p], () => inner.symlink(target, p)),
     rename: (from, to) => change(['host:rename', from, to], () => inner.rename(from, to)),

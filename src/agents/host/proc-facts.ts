@@ -111,6 +111,18 @@ export async function processFacts(host: Host, pid: number): Promise<Omit<Opener
   const stat = statText === null ? null : parseProcStat(statText);
   const comm = statText === null ? '?' : statText.slice(statText.indexOf('(') + 1, statText.lastIndexOf(')'));
   const cgroupText = await host.readFile(`/proc/${pid}/cgroup`).catch(() => null);
-  const cgroup = cgroupText?.split('\n').find((l) => l.trim() !== '')?.trim() ?? null;
-  return { pid, comm, state: stat?.state ?? '?', startTime: stat?.startTime ?? null, cgroup, podUid: podUidOfCgroup(cgroup), ownProbe: false };
+  const cgroup =
+    cgroupText
+      ?.split('\n')
+      .find((l) => l.trim() !== '')
+      ?.trim() ?? null;
+  return {
+    pid,
+    comm,
+    state: stat?.state ?? '?',
+    startTime: stat?.startTime ?? null,
+    cgroup,
+    podUid: podUidOfCgroup(cgroup),
+    ownProbe: false,
+  };
 }

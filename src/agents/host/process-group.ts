@@ -19,7 +19,10 @@ export function parseProcStat(text: string): ProcStat | null {
   const close = text.lastIndexOf(')');
   if (open < 0 || close < open) return null;
   const pid = Number(text.slice(0, open).trim());
-  const fields = text.slice(close + 1).trim().split(/\s+/);
+  const fields = text
+    .slice(close + 1)
+    .trim()
+    .split(/\s+/);
   const [state, , pgrp] = fields;
   if (!Number.isInteger(pid) || !state || pgrp === undefined) return null;
   return { pid, state, pgrp: Number(pgrp), startTime: fields[19] ?? null };

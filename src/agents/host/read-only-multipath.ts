@@ -48,7 +48,14 @@ export function isMultipathLookOnly(argv: readonly string[]): boolean {
     case 'dmsetup':
       return dmsetupLooksOnly(args);
     case 'dd':
-      return args.length === 5 && PROBE_INPUT.test(args[0] ?? '') && args[1] === 'of=/dev/null' && args[2] === 'count=1' && args[3] === 'bs=1M' && args[4] === 'iflag=direct';
+      return (
+        args.length === 5 &&
+        PROBE_INPUT.test(args[0] ?? '') &&
+        args[1] === 'of=/dev/null' &&
+        args[2] === 'count=1' &&
+        args[3] === 'bs=1M' &&
+        args[4] === 'iflag=direct'
+      );
     default:
       return false;
   }

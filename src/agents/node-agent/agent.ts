@@ -61,14 +61,31 @@ export function createNodeAgent({ config, registry, log, nodeLabels, events, enr
     controls: {
       ...controlsFromConfig(config),
       // With ENROL_URL the receiver takes this node's breaker slots (its own Redis user may not write them).
-      ...(config.enrolUrl && trust.sealer ? { breakers: new ReceiverBreakers({ url: config.enrolUrl, ...(config.enrolCaFile ? { caFile: config.enrolCaFile } : {}), queue: nodeQueueName(node), sealer: trust.sealer }) } : {}),
+      ...(config.enrolUrl && trust.sealer
+        ? {
+            breakers: new ReceiverBreakers({
+              url: config.enrolUrl,
+              ...(config.enrolCaFile ? { caFile: config.enrolCaFile } : {}),
+              queue: nodeQueueName(node),
+              sealer: trust.sealer,
+            }),
+          }
+        : {}),
       node,
       nodeModeLabel: async () => (nodeLabels ? (await nodeLabels.labelsOf(node))?.[NODE_MODE_LABEL] : config.nodeLabels?.[NODE_MODE_LABEL]),
     },
     ...(events ? { events } : {}),
     // Its Redis user removed (its Node object deleted and made again): enrolment puts it back.
     ...(enrolled ? { onRedisAuthRefused: () => enrolled.renewSoon() } : {}),
-    trust: { ring: trust.ring, controlRing: trust.controls.ring, allowUnsigned: trust.allowUnsigned, seen: seenWork(join(config.stateDir, 'seen-work.json'), log), controls: controlMemory(join(config.stateDir, controlMemoryFile(config.queuePrefix, 'node-agent')), log), ...(enrolled ? { onUnknownKey: () => enrolled.renewSoon() } : {}), ...(trust.sealer ? { auditSealer: trust.sealer } : {}) },
+    trust: {
+      ring: trust.ring,
+      controlRing: trust.controls.ring,
+      allowUnsigned: trust.allowUnsigned,
+      seen: seenWork(join(config.stateDir, 'seen-work.json'), log),
+      controls: controlMemory(join(config.stateDir, controlMemoryFile(config.queuePrefix, 'node-agent')), log),
+      ...(enrolled ? { onUnknownKey: () => enrolled.renewSoon() } : {}),
+      ...(trust.sealer ? { auditSealer: trust.sealer } : {}),
+    },
   });
   return Object.assign(worker, { trust });
 }

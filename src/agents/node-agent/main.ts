@@ -30,15 +30,15 @@ await runMain(log, async (given) => {
   // ENROL_URL: this node's work keys and Redis user come from the receiver, for this node only.
   const enrolled = given.enrolUrl
     ? await enrolUntilDone({
-      target: { url: given.enrolUrl, tokenFile: given.enrolTokenFile, ...(given.enrolCaFile ? { caFile: given.enrolCaFile } : {}) },
-      request: { as: 'node-agent', node },
-      log: log.child({ node, component: 'enrolment' }),
-      // A new Redis password needs new connections: stop as on SIGTERM, and the DaemonSet starts this again.
-      onRedisChanged: () => {
-        log.warn({ node }, 'enrolment handed out another Redis password; restarting to use it');
-        process.kill(process.pid, 'SIGTERM');
-      },
-    })
+        target: { url: given.enrolUrl, tokenFile: given.enrolTokenFile, ...(given.enrolCaFile ? { caFile: given.enrolCaFile } : {}) },
+        request: { as: 'node-agent', node },
+        log: log.child({ node, component: 'enrolment' }),
+        // A new Redis password needs new connections: stop as on SIGTERM, and the DaemonSet starts this again.
+        onRedisChanged: () => {
+          log.warn({ node }, 'enrolment handed out another Redis password; restarting to use it');
+          process.kill(process.pid, 'SIGTERM');
+        },
+      })
     : undefined;
   const redisUser = enrolled?.redis();
   const config = redisUser ? { ...given, redisUsername: redisUser.username, redisPassword: redisUser.password } : given;
@@ -49,11 +49,21 @@ await runMain(log, async (given) => {
   const events = clients ? new JobEventRecorder({ events: clients.events, instance: config.nodeName, log }) : undefined;
   const nodeLabels = lookups ? new KubeNodeLabels(lookups) : undefined;
   const deps = lookups && nodeLabels ? { nodeLabels, attachedVolumes: new KubeAttachedVolumes(lookups), nodePods: new KubeNodePods(lookups) } : {};
-  const agent = createNodeAgent({ config, registry: defaultNodeRegistry(config, log, deps), log: log.child({ node }), ...(nodeLabels ? { nodeLabels } : {}), ...(events ? { events } : {}), ...(enrolled ? { enrolled } : {}) });
+  const agent = createNodeAgent({
+    config,
+    registry: defaultNodeRegistry(config, log, deps),
+    log: log.child({ node }),
+    ...(nodeLabels ? { nodeLabels } : {}),
+    ...(events ? { events } : {}),
+    ...(enrolled ? { enrolled } : {}),
+  });
   // What the agent notices by itself (a placeholder's disk back, an interrupted cleanup) goes on
   // its own queue through the worker's command connection: no third connection per node.
   const dispatcher = new Dispatcher(agent.connection, {
-    prefix: config.queuePrefix, timeoutMs: config.enqueueTimeoutMs, sealer: agent.trust.sealer, sealTtlMs: agent.trust.ttlMs,
+    prefix: config.queuePrefix,
+    timeoutMs: config.enqueueTimeoutMs,
+    sealer: agent.trust.sealer,
+    sealTtlMs: agent.trust.ttlMs,
     // Enrolled, the receiver recorded this node's queue; the node's own Redis user may not.
     recordsQueues: !enrolled,
     ...(config.dedupWindowSeconds !== undefined ? { dedupWindowSeconds: config.dedupWindowSeconds } : {}),
@@ -68,10 +78,22 @@ await runMain(log, async (given) => {
   });
   // Liveness, readiness and /metrics for the kubelet and Prometheus (PROBE_PORT).
   const probes = await startProbeServer({
-    port: config.probePort, host: config.probeListenAddress, log,
-    connections: () => agent.connections.states(), running: () => agent.running(), registries: [agent.metrics.registry],
+    port: config.probePort,
+    host: config.probeListenAddress,
+    log,
+    connections: () => agent.connections.states(),
+    running: () => agent.running(),
+    registries: [agent.metrics.registry],
   });
-  log.info({ node: config.nodeName, defaultMode: config.defaultMode, modes: config.runbookModes, labels: inCluster ? 'api-server' : 'NODE_LABELS' }, 'node agent started');
+  log.info(
+    {
+      node: config.nodeName,
+      defaultMode: config.defaultMode,
+      modes: config.runbookModes,
+      labels: inCluster ? 'api-server' : 'NODE_LABELS',
+    },
+    'node agent started',
+  );
   return {
     close: async () => {
       await probes.close();

@@ -2,7 +2,12 @@ import type { Config } from '../../core/config/schema.ts';
 import type { Logger } from '../../adapters/observability/logger.ts';
 import { createRealHost } from '../host/index.ts';
 import { createLocalPvPlaceholder, InMemoryNodeLabels, type NodeLabels } from '../runbooks/local-pv-placeholder/index.ts';
-import { createResidualMultipathCleanup, DEFAULT_VICTIM_OPENERS, InMemoryAttachedVolumes, type AttachedVolumes } from '../runbooks/residual-multipath-cleanup/index.ts';
+import {
+  createResidualMultipathCleanup,
+  DEFAULT_VICTIM_OPENERS,
+  InMemoryAttachedVolumes,
+  type AttachedVolumes,
+} from '../runbooks/residual-multipath-cleanup/index.ts';
 import { createRbdUnmap, type NodePods } from '../runbooks/rbd-unmap/index.ts';
 import type { RunbookRegistry } from '../engine/registry.ts';
 import { UnknownNodePods } from './kube-node-pods.ts';
@@ -26,8 +31,7 @@ export function optInLabel(config: Pick<Config, 'placeholderOptInLabel'>): { key
 
 export function defaultNodeRegistry(config: Config, _log: Logger, deps: NodeRegistryDeps = {}): RunbookRegistry {
   const host = createRealHost({ root: config.hostRoot, nsenter: config.hostNsenter });
-  const nodeLabels = deps.nodeLabels
-    ?? new InMemoryNodeLabels(config.nodeName && config.nodeLabels ? { [config.nodeName]: config.nodeLabels } : {});
+  const nodeLabels = deps.nodeLabels ?? new InMemoryNodeLabels(config.nodeName && config.nodeLabels ? { [config.nodeName]: config.nodeLabels } : {});
   return {
     'local-pv-placeholder': createLocalPvPlaceholder({ host, stateDir: config.stateDir, nodeLabels, optInLabel: optInLabel(config) }),
     'residual-multipath-cleanup': createResidualMultipathCleanup({

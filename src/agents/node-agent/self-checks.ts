@@ -54,7 +54,13 @@ export async function returnedDiskReleases(host: Host, stateDir: string, node: s
       target: { node, pv: r.pv, path: r.path },
       action: 'release',
       release: { by: 'detector', force: false },
-      evidence: [{ source: 'agent', summary: `the disk of PV ${r.pv} (WWN ${r.wwn}) is back on ${node} as ${back.join(', ')}`, raw: { pv: r.pv, path: r.path, wwn: r.wwn, devices: back } }],
+      evidence: [
+        {
+          source: 'agent',
+          summary: `the disk of PV ${r.pv} (WWN ${r.wwn}) is back on ${node} as ${back.join(', ')}`,
+          raw: { pv: r.pv, path: r.path, wwn: r.wwn, devices: back },
+        },
+      ],
     });
   }
   return jobs;
@@ -72,7 +78,13 @@ export async function interruptedCleanup(host: Host, stateDir: string, node: str
     key: idempotencyKey('residual-resume', [node, bootId]),
     target: { node },
     ...(/^[A-Za-z0-9-]{1,64}$/.test(bootId) ? { bootId } : {}),
-    evidence: [{ source: 'agent', summary: `intent record(s) of an interrupted cleanup on ${node}: ${[...maps, ...unreadable].join(', ')}`.slice(0, 500), raw: { records: records.map((r) => ({ map: r.map, wwid: r.wwid, jobId: r.jobId })), unreadable } }],
+    evidence: [
+      {
+        source: 'agent',
+        summary: `intent record(s) of an interrupted cleanup on ${node}: ${[...maps, ...unreadable].join(', ')}`.slice(0, 500),
+        raw: { records: records.map((r) => ({ map: r.map, wwid: r.wwid, jobId: r.jobId })), unreadable },
+      },
+    ],
   };
 }
 

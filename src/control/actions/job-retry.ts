@@ -70,12 +70,24 @@ export class JobRetry {
     const n = (old.retry?.n ?? 0) + 1;
     const key = `${of}.r${n}`;
     if (n > MAX_RETRIES || !JOB_ID.test(key)) return { ok: false, status: 422, error: `job ${id} has been retried ${n - 1} times: start from a new signal` };
-    const evidence = [...old.evidence, { source: 'api' as const, summary: `retry of ${id} asked by ${asked.by}${asked.why ? `: ${asked.why}` : ''}`.slice(0, 500), raw: { retryOf: id, by: asked.by, why: asked.why ?? '' } }].slice(-20);
+    const evidence = [
+      ...old.evidence,
+      {
+        source: 'api' as const,
+        summary: `retry of ${id} asked by ${asked.by}${asked.why ? `: ${asked.why}` : ''}`.slice(0, 500),
+        raw: { retryOf: id, by: asked.by, why: asked.why ?? '' },
+      },
+    ].slice(-20);
     const next = RemediationJob.parse({ ...old, key, evidence, retry: { of, n } });
     const queueName = queueFor(next);
     if (queueName !== queue) return { ok: false, status: 422, error: `job ${id} is on ${queue}, its work belongs on ${queueName}: not retried` };
     const existing = await this.#o.jobs.state(queueName, key);
-    if (existing !== 'unknown') return { ok: false, status: 409, error: `job ${id} was already retried as ${key} (${existing})${existing === 'failed' ? `: retry ${key}` : ''}` };
+    if (existing !== 'unknown')
+      return {
+        ok: false,
+        status: 409,
+        error: `job ${id} was already retried as ${key} (${existing})${existing === 'failed' ? `: retry ${key}` : ''}`,
+      };
     const sealer = this.#o.trust.sealer;
     const data = sealer ? sealJob(sealer, queueName, next, this.#o.trust.ttlMs) : next;
     await this.#o.jobs.add(queueName, next, data);

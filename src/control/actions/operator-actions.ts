@@ -4,7 +4,7 @@ import type { Mode } from '../../core/catalogue/result.ts';
 import { ApprovalStore } from '../../adapters/controls/approval-store.ts';
 import { Breakers, type BreakerCaps, type BreakerState } from '../../adapters/controls/breakers.ts';
 import { ControlsStore, type Asked, type ModeScope, type PauseScope, type Pauses, type AuditRead } from '../../adapters/controls/controls-store.ts';
-import type { ApprovalRecord, AuditEntry, ModeOverride, ParkedJob, ParkReason, TripRecord } from '../../core/controls/records.ts';
+import type { ApprovalRecord, ModeOverride, ParkedJob, ParkReason, TripRecord } from '../../core/controls/records.ts';
 import type { ControlTrust } from '../../core/controls/sealed-records.ts';
 import type { JobStore } from '../../core/jobs/job-store.ts';
 
@@ -31,12 +31,13 @@ export interface OperatorOptions {
   locate?: (id: string) => Promise<string | undefined>;
 }
 
-export type DecisionResult =
-  | { ok: true; approval: ApprovalRecord }
-  | { ok: false; status: 404 | 409; error: string; approval?: ApprovalRecord };
+export type DecisionResult = { ok: true; approval: ApprovalRecord } | { ok: false; status: 404 | 409; error: string; approval?: ApprovalRecord };
 
 export interface ControlsView {
-  modes: { configured: OperatorOptions['configuredModes']; overrides: { runbooks: Record<string, ModeOverride>; nodes: Record<string, ModeOverride> } };
+  modes: {
+    configured: OperatorOptions['configuredModes'];
+    overrides: { runbooks: Record<string, ModeOverride>; nodes: Record<string, ModeOverride> };
+  };
   pauses: Pauses;
   breakers: BreakerState[];
   parked: ParkedJob[];
@@ -59,7 +60,10 @@ export class OperatorActions {
 
   async view(): Promise<ControlsView> {
     const [overrides, pauses, breakers, parked] = await Promise.all([
-      this.store.modeOverrides(), this.store.pauses(), this.breakers.states(this.#opts.caps), this.store.parkedJobs(),
+      this.store.modeOverrides(),
+      this.store.pauses(),
+      this.breakers.states(this.#opts.caps),
+      this.store.parkedJobs(),
     ]);
     return { modes: { configured: this.#opts.configuredModes, overrides }, pauses, breakers, parked };
   }
@@ -90,14 +94,20 @@ export class OperatorActions {
     const changed = await this.store.resume(scope, asked);
     // Released jobs look again at once; one still held by another pause parks again.
     const released = changed
-      ? await this.#promote('paused', (p) => scope === undefined || (typeof scope === 'string' ? p.node === scope || p.node === undefined : p.runbook === scope.runbook))
+      ? await this.#promote(
+          'paused',
+          (p) => scope === undefined || (typeof scope === 'string' ? p.node === scope || p.node === undefined : p.runbook === scope.runbook),
+        )
       : 0;
     return { changed, released };
   }
 
   async resetBreaker(name: string, asked: Asked): Promise<{ cleared?: TripRecord; released: number }> {
     const cleared = await this.breakers.reset(name);
-    await this.store.audit('breaker-reset', `breaker/${name}`, { by: asked.by, why: `${asked.why ?? ''}${cleared ? ` (was: ${cleared.why})` : ' (was not tripped)'}` });
+    await this.store.audit('breaker-reset', `breaker/${name}`, {
+      by: asked.by,
+      why: `${asked.why ?? ''}${cleared ? ` (was: ${cleared.why})` : ' (was not tripped)'}`,
+    });
     return { ...(cleared ? { cleared } : {}), released: await this.#promote('breaker', () => true) };
   }
 
@@ -145,13 +155,30 @@ export class OperatorActions {
     const queue = await this.#queueOf(jobId);
     const rec = await this.approvals.get(queue, jobId);
     if (!rec) return { ok: false, status: 404, error: `job ${jobId} has no approval request${queue ? '' : ' (no queue holds the job)'}` };
-    if (rec.state !== 'pending') return { ok: false, status: 409, error: `the approval request of ${jobId} is already ${rec.state}${rec.decidedBy ? ` (by ${rec.decidedBy})` : ''}`, approval: rec };
+    if (rec.state !== 'pending')
+      return {
+        ok: false,
+        status: 409,
+        error: `the approval request of ${jobId} is already ${rec.state}${rec.decidedBy ? ` (by ${rec.decidedBy})` : ''}`,
+        approval: rec,
+      };
     const unverified = this.requestUnverified(rec);
-    if (unverified) return { ok: false, status: 409, error: `the approval request of ${jobId} cannot be decided: ${unverified}; it was not written by the job's worker, nothing was decided`, approval: rec };
+    if (unverified)
+      return {
+        ok: false,
+        status: 409,
+        error: `the approval request of ${jobId} cannot be decided: ${unverified}; it was not written by the job's worker, nothing was decided`,
+        approval: rec,
+      };
     const t = this.#now();
     if (Date.parse(rec.expiresAt) < t.getTime()) {
       await this.approvals.transition(queue, 'pending', { ...rec, state: 'expired' });
-      return { ok: false, status: 409, error: `the approval request of ${jobId} expired at ${rec.expiresAt}`, approval: { ...rec, state: 'expired' } };
+      return {
+        ok: false,
+        status: 409,
+        error: `the approval request of ${jobId} expired at ${rec.expiresAt}`,
+        approval: { ...rec, state: 'expired' },
+      };
     }
     const next: ApprovalRecord = {
       ...rec,
@@ -163,7 +190,12 @@ export class OperatorActions {
     };
     if (!(await this.approvals.transition(queue, 'pending', next))) {
       const now = await this.approvals.get(queue, jobId);
-      return { ok: false, status: 409, error: `the approval request of ${jobId} was decided meanwhile (${now?.state ?? 'gone'})`, ...(now ? { approval: now } : {}) };
+      return {
+        ok: false,
+        status: 409,
+        error: `the approval request of ${jobId} was decided meanwhile (${now?.state ?? 'gone'})`,
+        ...(now ? { approval: now } : {}),
+      };
     }
     await this.store.audit(state === 'approved' ? 'approve' : 'reject', `job/${jobId}`, asked);
     await this.#promoteJob(queue ?? rec.queue, jobId);

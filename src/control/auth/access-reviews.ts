@@ -7,9 +7,7 @@ import type { Operator } from './operator.ts';
 // src/adapters/kube/client.ts (the pod's service account, or a kubeconfig); tests run it against the
 // wire-protocol fake of test/support/fake-kube-api.ts.
 
-export type TokenReviewResult =
-  | { authenticated: true; user: Omit<Operator, 'via'> }
-  | { authenticated: false; error: string };
+export type TokenReviewResult = { authenticated: true; user: Omit<Operator, 'via'> } | { authenticated: false; error: string };
 
 export interface AccessDecision {
   allowed: boolean;
@@ -29,7 +27,8 @@ export class ReviewUnavailableError extends Error {
 
 const unavailable = (what: string, err: unknown): ReviewUnavailableError => {
   const e = err as { code?: number; message?: string };
-  const hint = e.code === 403 ? ' (the receiver\'s service account needs create on tokenreviews.authentication.k8s.io and subjectaccessreviews.authorization.k8s.io)' : '';
+  const hint =
+    e.code === 403 ? " (the receiver's service account needs create on tokenreviews.authentication.k8s.io and subjectaccessreviews.authorization.k8s.io)" : '';
   return new ReviewUnavailableError(`${what} failed: ${e.code ? `HTTP ${e.code}` : (e.message ?? String(err)).slice(0, 200)}${hint}`);
 };
 
@@ -46,17 +45,27 @@ export function kubeAccessReviews(kc: KubeConfig, audiences: readonly string[] =
       let review: Awaited<ReturnType<typeof authn.createTokenReview>>;
       try {
         review = await authn.createTokenReview({
-          body: { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenReview', spec: { token, ...(audiences.length ? { audiences: [...audiences] } : {}) } },
+          body: {
+            apiVersion: 'authentication.k8s.io/v1',
+            kind: 'TokenReview',
+            spec: { token, ...(audiences.length ? { audiences: [...audiences] } : {}) },
+          },
         });
       } catch (err) {
         throw unavailable('TokenReview', err);
       }
       const s = review.status;
       if (!s?.authenticated || !s.user?.username) return { authenticated: false, error: s?.error ? 'the token was not accepted' : 'unknown token' };
-      if (audiences.length && !(s.audiences ?? []).some((a) => audiences.includes(a))) return { authenticated: false, error: 'the token is not meant for volume-medic (audience)' };
+      if (audiences.length && !(s.audiences ?? []).some((a) => audiences.includes(a)))
+        return { authenticated: false, error: 'the token is not meant for volume-medic (audience)' };
       return {
         authenticated: true,
-        user: { username: s.user.username, ...(s.user.uid ? { uid: s.user.uid } : {}), groups: s.user.groups ?? [], ...(s.user.extra ? { extra: s.user.extra } : {}) },
+        user: {
+          username: s.user.username,
+          ...(s.user.uid ? { uid: s.user.uid } : {}),
+          groups: s.user.groups ?? [],
+          ...(s.user.extra ? { extra: s.user.extra } : {}),
+        },
       };
     },
     async reviewAccess(user, permission) {

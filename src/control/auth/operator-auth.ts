@@ -44,12 +44,11 @@ export interface Asking {
   header(name: string): string | undefined;
 }
 
-export type AuthAnswer =
-  | { ok: true; operator: Operator }
-  | { ok: false; status: 401 | 403 | 429 | 503; error: string; retryAfter?: number };
+export type AuthAnswer = { ok: true; operator: Operator } | { ok: false; status: 401 | 403 | 429 | 503; error: string; retryAfter?: number };
 
 export const INSECURE_OPERATOR: Operator = { username: 'insecure-anonymous', groups: [], via: 'insecure' };
-const WEBHOOK_ONLY = 'that is the webhook token (VOLUME_MEDIC_TOKEN): it may only post webhooks; sign in with a Kubernetes token of your own user (kubectl create token <service-account>)';
+const WEBHOOK_ONLY =
+  'that is the webhook token (VOLUME_MEDIC_TOKEN): it may only post webhooks; sign in with a Kubernetes token of your own user (kubectl create token <service-account>)';
 // eslint-disable-next-line no-control-regex
 const PRINTABLE = /^[^\u0000-\u001f\u007f]{1,256}$/;
 
@@ -76,7 +75,13 @@ export class OperatorAuth {
   /** The identity behind a request: proxy headers from a trusted proxy, else its bearer token. */
   async authenticate(req: Asking): Promise<AuthAnswer> {
     const wait = this.#o.limiter.retryAfter(req.client);
-    if (wait !== undefined) return { ok: false, status: 429, error: `too many failed authentication attempts from this address; retry in ${wait} s`, retryAfter: wait };
+    if (wait !== undefined)
+      return {
+        ok: false,
+        status: 429,
+        error: `too many failed authentication attempts from this address; retry in ${wait} s`,
+        retryAfter: wait,
+      };
     const proxied = this.proxyIdentity(req);
     if (proxied) return proxied;
     const token = bearerOf(req.header('authorization'));
@@ -91,7 +96,13 @@ export class OperatorAuth {
   /** A token given by hand (the dashboard's sign-in form). */
   async authenticateToken(token: string, client: string): Promise<AuthAnswer> {
     const wait = this.#o.limiter.retryAfter(client);
-    if (wait !== undefined) return { ok: false, status: 429, error: `too many failed authentication attempts from this address; retry in ${wait} s`, retryAfter: wait };
+    if (wait !== undefined)
+      return {
+        ok: false,
+        status: 429,
+        error: `too many failed authentication attempts from this address; retry in ${wait} s`,
+        retryAfter: wait,
+      };
     if (this.#isWebhookToken(token)) return { ok: false, status: 403, error: WEBHOOK_ONLY };
     if (this.mode === 'insecure') return { ok: true, operator: INSECURE_OPERATOR };
     const off = this.unavailable;
@@ -110,12 +121,17 @@ export class OperatorAuth {
   async authorise(operator: Operator, permission: Permission): Promise<AuthAnswer> {
     if (operator.via === 'insecure') return this.mode === 'insecure' ? { ok: true, operator } : { ok: false, status: 403, error: 'not an operator' };
     const reviews = this.#o.reviews;
-    if (this.mode !== 'kubernetes' || !reviews) return { ok: false, status: this.mode === 'off' ? 403 : 503, error: this.unavailable ?? 'no Kubernetes access' };
+    if (this.mode !== 'kubernetes' || !reviews)
+      return { ok: false, status: this.mode === 'off' ? 403 : 503, error: this.unavailable ?? 'no Kubernetes access' };
     try {
       const { username, groups, uid, extra } = operator;
       const d = await reviews.reviewAccess({ username, groups, ...(uid ? { uid } : {}), ...(extra ? { extra } : {}) }, permission);
       if (d.allowed) return { ok: true, operator };
-      return { ok: false, status: 403, error: `${username} may not ${describePermission(permission)}: no RBAC rule allows it${d.reason ? ` (${d.reason})` : ''}` };
+      return {
+        ok: false,
+        status: 403,
+        error: `${username} may not ${describePermission(permission)}: no RBAC rule allows it${d.reason ? ` (${d.reason})` : ''}`,
+      };
     } catch (err) {
       if (err instanceof ReviewUnavailableError) return { ok: false, status: 503, error: err.message };
       throw err;
@@ -144,7 +160,11 @@ export class OperatorAuth {
     const user = req.header(proxy.userHeader)?.trim();
     if (!user) return undefined;
     if (!PRINTABLE.test(user)) return { ok: false, status: 401, error: `the auth proxy's ${proxy.userHeader} is not a user name` };
-    const groups = (req.header(proxy.groupsHeader) ?? '').split(',').map((g) => g.trim()).filter((g) => PRINTABLE.test(g)).slice(0, 100);
+    const groups = (req.header(proxy.groupsHeader) ?? '')
+      .split(',')
+      .map((g) => g.trim())
+      .filter((g) => PRINTABLE.test(g))
+      .slice(0, 100);
     if (this.mode === 'off') return { ok: false, status: 403, error: this.unavailable ?? '' };
     return { ok: true, operator: { username: user, groups, via: 'proxy' } };
   }

@@ -11,18 +11,18 @@ export const OPERATOR_PERMISSIONS = {
     list: 'list jobs and the jobs waiting for approval, the fleet overview and the summary; open the /ui dashboard (GET /v1/jobs, /v1/approvals, /v1/fleet, /v1/summary, /ui/...)',
     get: 'read one job, its approval request and its incident view (GET /v1/jobs/:id, /v1/jobs/:id/approval, /v1/jobs/:id/incident)',
     explain: 'ask what a webhook payload would do, storing nothing (POST /v1/explain)',
-    approve: 'approve the waiting high-risk steps of a job (POST /v1/jobs/:id/approve, the dashboard\'s Approve)',
-    reject: 'refuse them (POST /v1/jobs/:id/reject, the dashboard\'s Reject)',
-    retry: 'run a failed job again as a new job the receiver seals afresh (POST /v1/jobs/:id/retry, the dashboard\'s Retry)',
+    approve: "approve the waiting high-risk steps of a job (POST /v1/jobs/:id/approve, the dashboard's Approve)",
+    reject: "refuse them (POST /v1/jobs/:id/reject, the dashboard's Reject)",
+    retry: "run a failed job again as a new job the receiver seals afresh (POST /v1/jobs/:id/retry, the dashboard's Retry)",
   },
   controls: {
     get: 'read modes, pauses, breakers, parked jobs and the audit trail (GET /v1/controls, /v1/controls/audit, /v1/breakers)',
   },
   modes: {
-    update: 'set or clear a runbook\'s or a node\'s mode, enforce included (POST /v1/modes)',
+    update: "set or clear a runbook's or a node's mode, enforce included (POST /v1/modes)",
   },
   pauses: {
-    create: 'pause the cluster, a node or a runbook (POST /v1/pause, the dashboard\'s Pause)',
+    create: "pause the cluster, a node or a runbook (POST /v1/pause, the dashboard's Pause)",
     delete: 'resume it (POST /v1/resume)',
   },
   breakers: {
@@ -34,7 +34,9 @@ export const OPERATOR_PERMISSIONS = {
 } as const;
 
 export type OperatorResource = keyof typeof OPERATOR_PERMISSIONS;
-export type Permission = { [R in OperatorResource]: { resource: R; verb: keyof (typeof OPERATOR_PERMISSIONS)[R] & string } }[OperatorResource];
+export type Permission = {
+  [R in OperatorResource]: { resource: R; verb: keyof (typeof OPERATOR_PERMISSIONS)[R] & string };
+}[OperatorResource];
 
 export interface OperatorRoute {
   method: 'GET' | 'POST';
@@ -77,7 +79,12 @@ export const WEBHOOK_PATHS: readonly string[] = ['/v1/alertmanager', '/v1/events
 
 const compiled = OPERATOR_ROUTES.map((r) => ({
   ...r,
-  re: new RegExp(`^${r.path.split('/').map((s) => (s.startsWith(':') ? '[^/]+' : s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))).join('/')}/?$`),
+  re: new RegExp(
+    `^${r.path
+      .split('/')
+      .map((s) => (s.startsWith(':') ? '[^/]+' : s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')))
+      .join('/')}/?$`,
+  ),
 }));
 
 /** The permission a request needs; undefined when no operator route matches (answered 404). */

@@ -47,17 +47,27 @@ env: VOLUME_MEDIC_URL, VOLUME_MEDIC_OPERATOR_TOKEN, KUBECONFIG, NODE_EXTRA_CA_CE
 You are recorded as the user your token belongs to; RBAC on volume-medic.io decides what you may do.`;
 
 /** The command line's flags (node:util parseArgs; unknown flags throw). */
-const parseCliArgs = (args: string[]) => parseArgs({
-  args,
-  allowPositionals: true,
-  options: {
-    url: { type: 'string' }, token: { type: 'string' }, json: { type: 'boolean', default: false },
-    why: { type: 'string' }, node: { type: 'string' }, state: { type: 'string' },
-    runbook: { type: 'string' }, limit: { type: 'string' }, source: { type: 'string' }, help: { type: 'boolean', short: 'h' },
-    path: { type: 'string' }, force: { type: 'boolean', default: false },
-    all: { type: 'boolean', default: false }, sort: { type: 'string' },
-  },
-});
+const parseCliArgs = (args: string[]) =>
+  parseArgs({
+    args,
+    allowPositionals: true,
+    options: {
+      url: { type: 'string' },
+      token: { type: 'string' },
+      json: { type: 'boolean', default: false },
+      why: { type: 'string' },
+      node: { type: 'string' },
+      state: { type: 'string' },
+      runbook: { type: 'string' },
+      limit: { type: 'string' },
+      source: { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+      path: { type: 'string' },
+      force: { type: 'boolean', default: false },
+      all: { type: 'boolean', default: false },
+      sort: { type: 'string' },
+    },
+  });
 
 export async function run(argv: string[], env: NodeJS.ProcessEnv, rawOut: (s: string) => void, rawErr: (s: string) => void): Promise<number> {
   // Every line printed, to stdout and stderr, may carry API data: no terminal control characters.
@@ -70,7 +80,10 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv, rawOut: (s: st
     err(`${(e as Error).message}\n\n${USAGE}`);
     return 2;
   }
-  const { values: v, positionals: [cmd, ...args] } = parsed;
+  const {
+    values: v,
+    positionals: [cmd, ...args],
+  } = parsed;
   if (v.help || !cmd) {
     (v.help ? out : err)(USAGE);
     return v.help ? 0 : 2;
@@ -97,19 +110,46 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv, rawOut: (s: st
   };
   try {
     switch (cmd) {
-      case 'explain': await explain(api, need('<file>'), o, out); break;
-      case 'jobs': await jobs(api, o, out); break;
-      case 'fleet': await fleet(api, o, out); break;
-      case 'job': await job(api, need('<id>'), o, out); break;
-      case 'show': await show(api, need('<id>'), o, out); break;
-      case 'approvals': await approvals(api, o, out); break;
-      case 'approve': case 'reject': await decide(api, cmd, need('<id>'), o, out); break;
-      case 'retry': await retry(api, need('<id>'), o, out); break;
-      case 'pause': case 'resume': await pause(api, cmd, o, out); break;
-      case 'breakers': await breakers(api, args, o, out); break;
-      case 'modes': await modes(api, args, o, out); break;
-      case 'placeholders': await placeholders(api, args, o, out); break;
-      default: throw new UsageError(`unknown command ${cmd}`);
+      case 'explain':
+        await explain(api, need('<file>'), o, out);
+        break;
+      case 'jobs':
+        await jobs(api, o, out);
+        break;
+      case 'fleet':
+        await fleet(api, o, out);
+        break;
+      case 'job':
+        await job(api, need('<id>'), o, out);
+        break;
+      case 'show':
+        await show(api, need('<id>'), o, out);
+        break;
+      case 'approvals':
+        await approvals(api, o, out);
+        break;
+      case 'approve':
+      case 'reject':
+        await decide(api, cmd, need('<id>'), o, out);
+        break;
+      case 'retry':
+        await retry(api, need('<id>'), o, out);
+        break;
+      case 'pause':
+      case 'resume':
+        await pause(api, cmd, o, out);
+        break;
+      case 'breakers':
+        await breakers(api, args, o, out);
+        break;
+      case 'modes':
+        await modes(api, args, o, out);
+        break;
+      case 'placeholders':
+        await placeholders(api, args, o, out);
+        break;
+      default:
+        throw new UsageError(`unknown command ${cmd}`);
     }
     return 0;
   } catch (e) {
@@ -127,5 +167,10 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv, rawOut: (s: st
 }
 
 if (import.meta.main) {
-  process.exitCode = await run(process.argv.slice(2), process.env, (s) => process.stdout.write(`${s}\n`), (s) => process.stderr.write(`${s}\n`));
+  process.exitCode = await run(
+    process.argv.slice(2),
+    process.env,
+    (s) => process.stdout.write(`${s}\n`),
+    (s) => process.stderr.write(`${s}\n`),
+  );
 }

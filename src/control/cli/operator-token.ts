@@ -38,7 +38,10 @@ export async function operatorToken(flag: string | undefined, env: Env): Promise
     }
   }
   const user = kc?.getCurrentUser();
-  if (!kc || !user) return { from: `no --token or VOLUME_MEDIC_OPERATOR_TOKEN, and no kubeconfig user (${file}${problem ? `: ${problem}` : ': no current context with a user'})` };
+  if (!kc || !user)
+    return {
+      from: `no --token or VOLUME_MEDIC_OPERATOR_TOKEN, and no kubeconfig user (${file}${problem ? `: ${problem}` : ': no current context with a user'})`,
+    };
   // Only the user's credentials matter (they go to volume-medic, not to that cluster), and the
   // client refuses to apply them for a plain-http cluster: ask with the user alone.
   const alone = new KubeConfig();
@@ -55,6 +58,9 @@ export async function operatorToken(flag: string | undefined, env: Env): Promise
     return { from: `the kubeconfig user ${user.name} gave no token: ${(err as Error).message.slice(0, 200)}` };
   }
   const token = /^Bearer\s+(\S+)$/i.exec(opts.headers?.['Authorization'] ?? opts.headers?.['authorization'] ?? '')?.[1];
-  if (!token) return { from: `the kubeconfig user ${user.name} has no bearer token (a client certificate cannot be passed on: use --token "$(kubectl create token <service-account>)")` };
+  if (!token)
+    return {
+      from: `the kubeconfig user ${user.name} has no bearer token (a client certificate cannot be passed on: use --token "$(kubectl create token <service-account>)")`,
+    };
   return { token, from: `kubeconfig user ${user.name}` };
 }

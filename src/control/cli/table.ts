@@ -8,7 +8,11 @@ export function table(headers: readonly string[], rows: readonly (readonly unkno
   };
   const cells = rows.map((r) => headers.map((_, i) => cell(r[i])));
   const widths = headers.map((h, i) => Math.max(h.length, ...cells.map((r) => r[i]?.length ?? 0)));
-  const line = (r: readonly string[]): string => r.map((c, i) => c.padEnd(widths[i] ?? 0)).join('  ').trimEnd();
+  const line = (r: readonly string[]): string =>
+    r
+      .map((c, i) => c.padEnd(widths[i] ?? 0))
+      .join('  ')
+      .trimEnd();
   return [line(headers.map((h) => h.toUpperCase())), ...cells.map(line)].join('\n');
 }
 

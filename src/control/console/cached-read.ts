@@ -28,7 +28,9 @@ export class CachedRead<T> {
   async get(): Promise<Cached<T>> {
     const last = this.#last;
     if (last && this.#now() - last.at < Math.max(this.#ttlMs, 10 * last.tookMs)) return last;
-    this.#running ??= this.#take().finally(() => { this.#running = undefined; });
+    this.#running ??= this.#take().finally(() => {
+      this.#running = undefined;
+    });
     // A stale answer now beats a fresh one later: the next request gets the new one.
     if (last) {
       this.#running.catch(() => undefined);

@@ -21,13 +21,16 @@ export class FleetSnapshots {
 
   constructor(redis: RedisConnection, prefix: string, o: { ttlMs?: number; now?: () => number; scan?: ScanOptions } = {}) {
     const now = o.now ?? Date.now;
-    this.#read = new CachedRead(async () => {
-      const started = now();
-      const names = (await redis.smembers(knownQueuesKey(prefix))).sort();
-      const queues = await scanQueues(redis, prefix, names, o.scan ?? {});
-      const at = now();
-      return { at, tookMs: at - started, queues };
-    }, { ttlMs: o.ttlMs ?? 2_000, now });
+    this.#read = new CachedRead(
+      async () => {
+        const started = now();
+        const names = (await redis.smembers(knownQueuesKey(prefix))).sort();
+        const queues = await scanQueues(redis, prefix, names, o.scan ?? {});
+        const at = now();
+        return { at, tookMs: at - started, queues };
+      },
+      { ttlMs: o.ttlMs ?? 2_000, now },
+    );
   }
 
   async get(): Promise<FleetSnapshot> {

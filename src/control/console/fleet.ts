@@ -66,16 +66,29 @@ export interface FleetControls {
 }
 
 const AGENT_RANK: Record<FleetRow['agent'], number> = { missing: 3, idle: 1, 'no queue': 0, seen: 2 };
-const DEFAULT_DIR: Record<FleetSort, 'asc' | 'desc'> = { node: 'asc', open: 'desc', depth: 'desc', active: 'desc', parked: 'desc', failed: 'desc', agent: 'desc', breaker: 'desc' };
+const DEFAULT_DIR: Record<FleetSort, 'asc' | 'desc'> = {
+  node: 'asc',
+  open: 'desc',
+  depth: 'desc',
+  active: 'desc',
+  parked: 'desc',
+  failed: 'desc',
+  agent: 'desc',
+  breaker: 'desc',
+};
 
 export const fleetDir = (q: Pick<FleetQuery, 'sort' | 'dir'>): 'asc' | 'desc' => q.dir ?? DEFAULT_DIR[q.sort];
 
 function key(r: FleetRow, s: FleetSort): number | string {
   switch (s) {
-    case 'node': return r.node;
-    case 'agent': return AGENT_RANK[r.agent];
-    case 'breaker': return r.breaker ? 1 : 0;
-    default: return r[s];
+    case 'node':
+      return r.node;
+    case 'agent':
+      return AGENT_RANK[r.agent];
+    case 'breaker':
+      return r.breaker ? 1 : 0;
+    default:
+      return r[s];
   }
 }
 
@@ -93,7 +106,16 @@ export function fleetPage(snap: FleetSnapshot, c: FleetControls, q: FleetQuery):
   for (const s of snap.queues) {
     const node = nodeOfQueue(s.queue);
     const depth = s.waiting + s.prioritized + s.paused + s.delayed;
-    const row = { queue: s.queue, open: depth + s.active, depth, active: s.active, parked: 0, failed: s.failed, completed: s.completed, agent: agentState(s) } as const;
+    const row = {
+      queue: s.queue,
+      open: depth + s.active,
+      depth,
+      active: s.active,
+      parked: 0,
+      failed: s.failed,
+      completed: s.completed,
+      agent: agentState(s),
+    } as const;
     if (node === undefined) {
       clusterQueue = { ...row, parked: (c.parked ?? []).filter((p) => p.queue === s.queue).length };
       continue;

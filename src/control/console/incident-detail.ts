@@ -76,8 +76,11 @@ export async function loadIncident(deps: DetailDeps, id: string): Promise<Incide
     deps.controls.audit(AUDIT_READ),
     node ? deps.controls.store.pauses() : Promise.resolve(undefined),
     retryKey ? deps.jobs.state(name, retryKey) : Promise.resolve('unknown' as const),
-    !parsed.success ? Promise.resolve({ unknown: 'the job data does not match the catalogue: which object its Events are on is not known' })
-      : deps.events ? deps.events.eventsOf(id, parsed.data) : Promise.resolve({ unknown: 'this receiver has no Kubernetes access to read Events with' }),
+    !parsed.success
+      ? Promise.resolve({ unknown: 'the job data does not match the catalogue: which object its Events are on is not known' })
+      : deps.events
+        ? deps.events.eventsOf(id, parsed.data)
+        : Promise.resolve({ unknown: 'this receiver has no Kubernetes access to read Events with' }),
   ]);
   return {
     incident,

@@ -27,7 +27,10 @@ export const LAST_WINDOWS = { '1h': 3_600_000, '24h': 86_400_000, '7d': 7 * 86_4
  * An instant as a query string gives it: ISO 8601, or what a datetime-local field sends
  * (`2026-12-04T08:30`), read as UTC when it names no zone.
  */
-const Instant = z.string().trim().max(40)
+const Instant = z
+  .string()
+  .trim()
+  .max(40)
   .regex(/^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,3})?)?(Z|[+-]\d{2}:\d{2})?)?$/, 'a date and time: 2026-12-04T08:30Z')
   .refine((v) => !Number.isNaN(instantMs(v)), 'not a real date');
 
@@ -80,7 +83,9 @@ export interface ListOptions {
 
 /** The filter's time window as index scores (ms * 1000 + place in batch): [min, max). */
 export function scoreWindow(f: Pick<IncidentFilter, 'since' | 'until' | 'last'>, now: number): { min?: number; max?: number } {
-  const from = [f.since !== undefined ? instantMs(f.since) : undefined, f.last !== undefined ? now - LAST_WINDOWS[f.last] : undefined].filter((x): x is number => x !== undefined);
+  const from = [f.since !== undefined ? instantMs(f.since) : undefined, f.last !== undefined ? now - LAST_WINDOWS[f.last] : undefined].filter(
+    (x): x is number => x !== undefined,
+  );
   return {
     ...(from.length ? { min: Math.max(...from) * 1000 } : {}),
     ...(f.until !== undefined ? { max: instantMs(f.until) * 1000 } : {}),
@@ -96,15 +101,23 @@ async function inState(jobs: JobReads, entries: readonly IndexEntry[], state: (t
 /** Index entries older than `before`, newest first, `chunk` at a time: the whole index, or a node's entries (found by Redis). */
 // The time window on the index's own order (newest first): `until` is where the scan starts,
 // `since` where it stops, so a window costs no job read outside it.
-async function* entriesOf(index: IncidentIndex, f: IncidentFilter, chunk: number, scanMax: number, window: { min?: number; max?: number }): AsyncGenerator<IndexEntry[]> {
+async function* entriesOf(
+  index: IncidentIndex,
+  f: IncidentFilter,
+  chunk: number,
+  scanMax: number,
+  window: { min?: number; max?: number },
+): AsyncGenerator<IndexEntry[]> {
   const inWindow = (e: IndexEntry): boolean => (window.min === undefined || e.score >= window.min) && (window.max === undefined || e.score < window.max);
   if (f.node !== undefined) {
-    const all = (await index.ofNode(f.node, Number.MAX_SAFE_INTEGER)).filter((e) => (f.before === undefined || e.score < f.before) && inWindow(e)).slice(0, scanMax);
+    const all = (await index.ofNode(f.node, Number.MAX_SAFE_INTEGER))
+      .filter((e) => (f.before === undefined || e.score < f.before) && inWindow(e))
+      .slice(0, scanMax);
     for (let i = 0; i < all.length; i += chunk) yield all.slice(i, i + chunk);
     return;
   }
   let cursor = window.max !== undefined && (f.before === undefined || window.max < f.before) ? window.max : f.before;
-  for (let scanned = 0; scanned < scanMax;) {
+  for (let scanned = 0; scanned < scanMax; ) {
     const read = await index.older(cursor, Math.min(chunk, scanMax - scanned));
     if (read.length === 0) return;
     scanned += read.length;
@@ -134,12 +147,14 @@ export async function listIncidents(index: IncidentIndex, jobs: JobReads, f: Inc
   const partial = () => done({ items, ...(last !== undefined ? { next: last } : {}), scanned, partial: true });
   const window = scoreWindow(f, (o.now ?? Date.now)());
   for await (const entries of entriesOf(index, f, chunk, scanMax, window)) {
-    const wanted = entries.filter((e) => (f.node === undefined || e.node === f.node) && (f.runbook === undefined || e.runbook === f.runbook) && !o.exclude?.(e));
+    const wanted = entries.filter(
+      (e) => (f.node === undefined || e.node === f.node) && (f.runbook === undefined || e.runbook === f.runbook) && !o.exclude?.(e),
+    );
     // Candidates in order, a slice at a time: with a state filter only those Redis places in that
     // state (at most checkMax asked per page), then their jobs read, only as many as the page lacks.
     const incidents = new Map<IndexEntry, Incident>();
     let stopAt: IndexEntry | undefined;
-    for (let i = 0; i < wanted.length && incidents.size < o.limit - items.length;) {
+    for (let i = 0; i < wanted.length && incidents.size < o.limit - items.length; ) {
       let slice = wanted.slice(i, i + (f.state !== undefined ? CHECK_SLICE : o.limit - items.length - incidents.size));
       i += slice.length;
       if (f.state !== undefined) {
@@ -156,12 +171,13 @@ export async function listIncidents(index: IncidentIndex, jobs: JobReads, f: Inc
         checked += slice.length;
         slice = await inState(jobs, slice, f.state);
       }
-      for (let j = 0; j < slice.length && incidents.size < o.limit - items.length;) {
+      for (let j = 0; j < slice.length && incidents.size < o.limit - items.length; ) {
         const batch = slice.slice(j, j + (o.limit - items.length - incidents.size));
         j += batch.length;
         const read = await Promise.all(batch.map(async (e) => ({ e, incident: await readIncident(jobs, e, gone) })));
         for (const { e, incident } of read) {
-          if (incident && (f.state === undefined || consoleState(incident) === f.state) && (f.mode === undefined || incident.mode === f.mode)) incidents.set(e, incident);
+          if (incident && (f.state === undefined || consoleState(incident) === f.state) && (f.mode === undefined || incident.mode === f.mode))
+            incidents.set(e, incident);
         }
       }
       if (stopAt) break;

@@ -84,24 +84,30 @@ const arr = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
 const strings = (v: unknown): string[] => arr(v).filter((x): x is string => typeof x === 'string');
 
 function evidenceOf(v: unknown): StepEvidenceView[] {
-  return arr(v).map(obj).filter((e): e is Record<string, unknown> => e !== undefined).map((e) => ({
-    claim: str(e['claim']) ?? '?',
-    source: str(e['source']) ?? '?',
-    status: str(e['status']) ?? '?',
-    ...(str(e['observedAt']) ? { observedAt: str(e['observedAt']) as string } : {}),
-    ...(str(e['detail']) ? { detail: str(e['detail']) as string } : {}),
-  }));
+  return arr(v)
+    .map(obj)
+    .filter((e): e is Record<string, unknown> => e !== undefined)
+    .map((e) => ({
+      claim: str(e['claim']) ?? '?',
+      source: str(e['source']) ?? '?',
+      status: str(e['status']) ?? '?',
+      ...(str(e['observedAt']) ? { observedAt: str(e['observedAt']) as string } : {}),
+      ...(str(e['detail']) ? { detail: str(e['detail']) as string } : {}),
+    }));
 }
 
 function commandsOf(v: unknown): CommandView[] {
-  return arr(v).map(obj).filter((c): c is Record<string, unknown> => c !== undefined).map((c) => ({
-    argv: strings(c['argv']),
-    exitCode: typeof c['exitCode'] === 'number' ? c['exitCode'] : null,
-    timedOut: c['timedOut'] === true,
-    ...(typeof c['durationMs'] === 'number' ? { durationMs: c['durationMs'] } : {}),
-    stdout: str(c['stdout']) ?? '',
-    stderr: str(c['stderr']) ?? '',
-  }));
+  return arr(v)
+    .map(obj)
+    .filter((c): c is Record<string, unknown> => c !== undefined)
+    .map((c) => ({
+      argv: strings(c['argv']),
+      exitCode: typeof c['exitCode'] === 'number' ? c['exitCode'] : null,
+      timedOut: c['timedOut'] === true,
+      ...(typeof c['durationMs'] === 'number' ? { durationMs: c['durationMs'] } : {}),
+      stdout: str(c['stdout']) ?? '',
+      stderr: str(c['stderr']) ?? '',
+    }));
 }
 
 function stepOf(v: unknown, fallbackStatus: string): IncidentStep | undefined {
@@ -130,7 +136,9 @@ export function toIncident(job: StoredJob, queue: string, state: string): Incide
   const progress = obj(job.progress);
   const parked = obj(progress?.['parked']);
   const result = obj(job.returnvalue) ?? obj(progress?.['result']);
-  const done = arr(result?.['steps']).map((s) => stepOf(s, 'done')).filter((s): s is IncidentStep => s !== undefined);
+  const done = arr(result?.['steps'])
+    .map((s) => stepOf(s, 'done'))
+    .filter((s): s is IncidentStep => s !== undefined);
   // A parked job shows its whole plan: steps done so far with their status, the rest as planned
   // (with the argv they would run); a finished one its plan with what each step did.
   const parkedPlan = state === 'delayed' || state === 'waiting' || state === 'active' ? arr(obj(parked?.['plan'])?.['steps']) : [];
@@ -138,15 +146,22 @@ export function toIncident(job: StoredJob, queue: string, state: string): Incide
   const all = plan.map((s) => stepOf(s, 'planned')).filter((s): s is IncidentStep => s !== undefined);
   const steps = all.length
     ? all.map((s) => {
-      const d = done.find((x) => x.id === s.id);
-      return d ? { ...d, evidence: d.evidence.length ? d.evidence : s.evidence } : { ...s, status: 'planned' };
-    })
+        const d = done.find((x) => x.id === s.id);
+        return d ? { ...d, evidence: d.evidence.length ? d.evidence : s.evidence } : { ...s, status: 'planned' };
+      })
     : done;
-  const waiting = state === 'delayed' && parked
-    ? { reason: str(parked['reason']) ?? '?', why: str(parked['why']) ?? '', ...(str(parked['since']) ? { since: str(parked['since']) as string } : {}) }
-    : undefined;
+  const waiting =
+    state === 'delayed' && parked
+      ? {
+          reason: str(parked['reason']) ?? '?',
+          why: str(parked['why']) ?? '',
+          ...(str(parked['since']) ? { since: str(parked['since']) as string } : {}),
+        }
+      : undefined;
   const data = obj(job.data);
-  const signals = arr(data?.['evidence']).map(obj).filter((e): e is Record<string, unknown> => e !== undefined)
+  const signals = arr(data?.['evidence'])
+    .map(obj)
+    .filter((e): e is Record<string, unknown> => e !== undefined)
     .map((e) => ({ source: str(e['source']) ?? '?', summary: str(e['summary']) ?? '', raw: e['raw'] }));
   return {
     id: job.id,

@@ -57,7 +57,7 @@ export async function findStorms(index: IncidentIndex, redis: RedisConnection, p
   const scanMax = o.scanMax ?? 10_000;
   const chunk = o.chunk ?? 2_000;
   const entries: IndexEntry[] = [];
-  for (let before: number | undefined; entries.length < scanMax;) {
+  for (let before: number | undefined; entries.length < scanMax; ) {
     const read = await index.older(before, Math.min(chunk, scanMax - entries.length));
     if (read.length === 0) break;
     entries.push(...read);
@@ -68,16 +68,24 @@ export async function findStorms(index: IncidentIndex, redis: RedisConnection, p
   const groups = bursts(entries, o.gapMs ?? 600_000).filter((g) => g.length >= minJobs && new Set(g.map((e) => e.node ?? '')).size >= minNodes);
   const states = await jobStates(redis, prefix, groups.flat());
   let at = 0;
-  return groups.map((g) => {
-    const byState = { completed: 0, failed: 0, parked: 0, delayed: 0, active: 0, waiting: 0, gone: 0 } as Record<JobStateName, number>;
-    const perNode = new Map<string, number>();
-    for (const e of g) {
-      byState[states[at++]!] += 1;
-      perNode.set(e.node ?? '', (perNode.get(e.node ?? '') ?? 0) + 1);
-    }
-    return {
-      runbook: g[0]!.runbook, newest: g[0]!.score, oldest: g[g.length - 1]!.score, jobs: g.length, nodes: perNode.size,
-      mostOnOneNode: Math.max(...perNode.values()), byState, members: new Set(g.map((e) => e.member)),
-    };
-  }).sort((a, b) => b.newest - a.newest);
+  return groups
+    .map((g) => {
+      const byState = { completed: 0, failed: 0, parked: 0, delayed: 0, active: 0, waiting: 0, gone: 0 } as Record<JobStateName, number>;
+      const perNode = new Map<string, number>();
+      for (const e of g) {
+        byState[states[at++]!] += 1;
+        perNode.set(e.node ?? '', (perNode.get(e.node ?? '') ?? 0) + 1);
+      }
+      return {
+        runbook: g[0]!.runbook,
+        newest: g[0]!.score,
+        oldest: g[g.length - 1]!.score,
+        jobs: g.length,
+        nodes: perNode.size,
+        mostOnOneNode: Math.max(...perNode.values()),
+        byState,
+        members: new Set(g.map((e) => e.member)),
+      };
+    })
+    .sort((a, b) => b.newest - a.newest);
 }

@@ -22,15 +22,24 @@ export interface WaitView {
 }
 
 /** The reason a job that is not parked waits, or undefined when it is not waiting (or parked: it says why itself). */
-export function whyWaiting(i: Pick<Incident, 'state' | 'waiting' | 'queue' | 'node' | 'runbook' | 'attemptsMade' | 'failedReason'>, c: WaitContext): WaitView | undefined {
+export function whyWaiting(
+  i: Pick<Incident, 'state' | 'waiting' | 'queue' | 'node' | 'runbook' | 'attemptsMade' | 'failedReason'>,
+  c: WaitContext,
+): WaitView | undefined {
   if (i.waiting) return undefined;
   const where = i.node === '(cluster)' ? 'the cluster worker' : `the agent of ${i.node}`;
   if (i.state === 'delayed' && i.attemptsMade > 0) {
-    return { reason: 'backoff', why: `attempt ${i.attemptsMade} failed${i.failedReason ? ` (${i.failedReason})` : ''}; tried again after a backoff` };
+    return {
+      reason: 'backoff',
+      why: `attempt ${i.attemptsMade} failed${i.failedReason ? ` (${i.failedReason})` : ''}; tried again after a backoff`,
+    };
   }
   if (i.state !== 'waiting' && i.state !== 'prioritized' && i.state !== 'paused') return undefined;
   if (c.agentOf(i.queue) === 'missing') {
-    return { reason: 'no agent', why: `no ${i.node === '(cluster)' ? 'cluster worker' : `node agent on ${i.node}`} has shown itself lately: the job waits until one runs there` };
+    return {
+      reason: 'no agent',
+      why: `no ${i.node === '(cluster)' ? 'cluster worker' : `node agent on ${i.node}`} has shown itself lately: the job waits until one runs there`,
+    };
   }
   const p = c.pauses;
   const paused = p?.cluster ? 'the cluster' : p?.nodes[i.node] ? `node ${i.node}` : p?.runbooks[i.runbook] ? `runbook ${i.runbook}` : undefined;

@@ -36,7 +36,13 @@ export class Enrolment {
   /** Queues recorded by this process: a renewal does not write again. */
   readonly #recorded = new Set<string>();
 
-  constructor(o: { roots: Keyring; identities: TokenIdentities; redisUsers?: NodeRedisUserPort; registry?: QueueRegistryPort; renewAfterSeconds?: number }) {
+  constructor(o: {
+    roots: Keyring;
+    identities: TokenIdentities;
+    redisUsers?: NodeRedisUserPort;
+    registry?: QueueRegistryPort;
+    renewAfterSeconds?: number;
+  }) {
     this.#registry = o.registry;
     this.#roots = o.roots;
     this.#identities = o.identities;
@@ -50,22 +56,38 @@ export class Enrolment {
     if (!who.ok) return who;
     const id = who.identity;
     if (id.as !== req.as) return { ok: false, status: 403, error: `the token belongs to a ${id.as}, not a ${req.as}` };
-    if (id.as === 'node-agent' && req.node !== id.node) return { ok: false, status: 403, error: `the token's pod runs on node ${id.node}, not ${req.node}: an agent enrols for its own node only` };
+    if (id.as === 'node-agent' && req.node !== id.node)
+      return {
+        ok: false,
+        status: 403,
+        error: `the token's pod runs on node ${id.node}, not ${req.node}: an agent enrols for its own node only`,
+      };
     const queue = id.as === 'node-agent' ? nodeQueueName(id.node) : CLUSTER_QUEUE;
     const keys: Record<string, string> = {};
     for (const role of RUNS_WORK_OF[id.as]) {
       for (const [name, root] of this.#roots.verify) if (name.startsWith(`${role}.`)) keys[name] = workKeyOf(root, role, queue).toString('base64');
     }
-    if (Object.keys(keys).length === 0) return { ok: false, status: 503, error: 'the receiver holds no issuer root to derive work keys from (SIGNING_KEYS_DIR)' };
+    if (Object.keys(keys).length === 0)
+      return { ok: false, status: 503, error: 'the receiver holds no issuer root to derive work keys from (SIGNING_KEYS_DIR)' };
     // A node agent seals its own checks' work with its node-agent key of the greatest id.
-    const signing = id.as === 'node-agent' ? Object.keys(keys).filter((n) => n.startsWith('node-agent.')).sort().at(-1) : undefined;
+    const signing =
+      id.as === 'node-agent'
+        ? Object.keys(keys)
+            .filter((n) => n.startsWith('node-agent.'))
+            .sort()
+            .at(-1)
+        : undefined;
     const redis = id.as === 'node-agent' ? await this.#redisUser(id.node) : undefined;
     // The fleet view knows a node from its agent's enrolment, even before any job for it.
     if (this.#registry && !this.#recorded.has(queue)) {
       await this.#registry.record(queue);
       this.#recorded.add(queue);
     }
-    return { ok: true, identity: id, answer: { queue, keys, ...(signing ? { signing } : {}), ...(redis ? { redis } : {}), renewAfterSeconds: this.#renewAfterSeconds } };
+    return {
+      ok: true,
+      identity: id,
+      answer: { queue, keys, ...(signing ? { signing } : {}), ...(redis ? { redis } : {}), renewAfterSeconds: this.#renewAfterSeconds },
+    };
   }
 
   /**
@@ -82,4 +104,3 @@ export class Enrolment {
     return { username: users.userName(node), password };
   }
 }
-

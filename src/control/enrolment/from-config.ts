@@ -32,17 +32,27 @@ export function kubeTokenIdentityPorts(kc: KubeConfig, audience: string): TokenI
 
 type EnrolSettings = Pick<Config, 'enrolNodeAgents' | 'enrolClusterWorkers' | 'enrolAudience'>;
 
-export function enrolmentFromConfig(config: EnrolSettings, roots: Keyring, kc: KubeConfig | undefined, ports: { registry?: QueueRegistryPort; redisUsers?: NodeRedisUserPort } = {}): Enrolment | undefined {
+export function enrolmentFromConfig(
+  config: EnrolSettings,
+  roots: Keyring,
+  kc: KubeConfig | undefined,
+  ports: { registry?: QueueRegistryPort; redisUsers?: NodeRedisUserPort } = {},
+): Enrolment | undefined {
   if (config.enrolNodeAgents.length === 0 && config.enrolClusterWorkers.length === 0) return undefined;
   let access = kc;
   if (!access) {
     try {
       access = loadKubeConfig();
     } catch (err) {
-      if (err instanceof KubeConfigError) throw new ConfigError(`ENROL_NODE_AGENTS/ENROL_CLUSTER_WORKERS need the API server to review enrolment tokens: ${err.message}`);
+      if (err instanceof KubeConfigError)
+        throw new ConfigError(`ENROL_NODE_AGENTS/ENROL_CLUSTER_WORKERS need the API server to review enrolment tokens: ${err.message}`);
       throw err;
     }
   }
-  const identities = new TokenIdentities({ ports: kubeTokenIdentityPorts(access, config.enrolAudience), nodeAgents: config.enrolNodeAgents, clusterWorkers: config.enrolClusterWorkers });
+  const identities = new TokenIdentities({
+    ports: kubeTokenIdentityPorts(access, config.enrolAudience),
+    nodeAgents: config.enrolNodeAgents,
+    clusterWorkers: config.enrolClusterWorkers,
+  });
   return new Enrolment({ roots, identities, ...ports });
 }

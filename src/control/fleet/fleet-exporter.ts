@@ -49,16 +49,17 @@ export interface FleetExporterOptions {
 }
 
 export function startFleetExporter(opts: FleetExporterOptions): FleetExporter {
-  const election = opts.kubeConfig && opts.leaseSeconds > 0
-    ? new LeaseElection({
-      kubeConfig: opts.kubeConfig,
-      namespace: opts.namespace ?? ownNamespace(opts.kubeConfig),
-      name: opts.leaseName ?? FLEET_LEASE_NAME,
-      identity: opts.identity ?? `${hostname()}_${randomUUID().slice(0, 8)}`,
-      leaseDurationSeconds: opts.leaseSeconds,
-      log: opts.log,
-    })
-    : undefined;
+  const election =
+    opts.kubeConfig && opts.leaseSeconds > 0
+      ? new LeaseElection({
+          kubeConfig: opts.kubeConfig,
+          namespace: opts.namespace ?? ownNamespace(opts.kubeConfig),
+          name: opts.leaseName ?? FLEET_LEASE_NAME,
+          identity: opts.identity ?? `${hostname()}_${randomUUID().slice(0, 8)}`,
+          leaseDurationSeconds: opts.leaseSeconds,
+          log: opts.log,
+        })
+      : undefined;
   const exports = (): boolean => election?.leading() ?? true;
   new Gauge({
     name: FLEET_EXPORTER_METRIC,

@@ -61,7 +61,15 @@ export interface AppDeps extends WebhookDeps {
   /** The Kubernetes watches' state, when KUBE_WATCH is on. */
   kubeState?: () => KubeWatchesState | undefined;
   /** Operator controls: /v1 control routes, the /ui dashboard, and pause/breakers in /readyz and /metrics. */
-  controls?: { actions: OperatorActions; jobs: JobStore; board: (basePath: string) => QueueBoard; uiSessionTtlSeconds: number; incidents: IncidentIndex; retries?: JobRetry; events?: JobEventReader };
+  controls?: {
+    actions: OperatorActions;
+    jobs: JobStore;
+    board: (basePath: string) => QueueBoard;
+    uiSessionTtlSeconds: number;
+    incidents: IncidentIndex;
+    retries?: JobRetry;
+    events?: JobEventReader;
+  };
 }
 
 const SOURCE_OF: Record<string, string> = { '/v1/alertmanager': 'alertmanager', '/v1/events': 'events', '/v1/npd': 'npd' };
@@ -88,15 +96,28 @@ export function createApp(deps: AppDeps): Express {
   // body that is not JSON (src/control/http/cross-site.ts).
   app.use(webhookRoutes(deps, [refuseCrossSiteWrites({ allowUntyped: true }), auth, body]));
   // Agents trade their pod's token for their queue's keys: not an operator route.
-  app.use(enrolRoutes({ enrolment: deps.enrolment, limiter: deps.authLimiter, counter: deps.metrics.enrolments, log: deps.log }, [refuseCrossSiteWrites(), body]));
+  app.use(
+    enrolRoutes({ enrolment: deps.enrolment, limiter: deps.authLimiter, counter: deps.metrics.enrolments, log: deps.log }, [refuseCrossSiteWrites(), body]),
+  );
   // Enrolled agents take breaker slots here, sealed with their node's work key: not an operator route.
-  if (deps.agentBreakers) app.use(breakerSlotRoutes({ redis: deps.redis, prefix: deps.prefix, ...deps.agentBreakers, log: deps.log }, [refuseCrossSiteWrites(), body]));
+  if (deps.agentBreakers)
+    app.use(breakerSlotRoutes({ redis: deps.redis, prefix: deps.prefix, ...deps.agentBreakers, log: deps.log }, [refuseCrossSiteWrites(), body]));
   // Every other /v1 route: an operator identity with the route's RBAC verb (src/control/auth/permissions.ts).
   app.use('/v1', refuseCrossSiteWrites(), operatorGate(deps.operatorAuth), body);
-  app.use(healthRoutes({
-    redis: deps.redis, prefix: deps.prefix, registry: deps.metrics.registry, kubeState: deps.kubeState, controls: deps.controls?.actions.store,
-    authenticated: deps.tokens.length > 0, operators: deps.operatorAuth, fleet: deps.fleetMetrics, connections: deps.connections, replicaAck: deps.replicaAck,
-  }));
+  app.use(
+    healthRoutes({
+      redis: deps.redis,
+      prefix: deps.prefix,
+      registry: deps.metrics.registry,
+      kubeState: deps.kubeState,
+      controls: deps.controls?.actions.store,
+      authenticated: deps.tokens.length > 0,
+      operators: deps.operatorAuth,
+      fleet: deps.fleetMetrics,
+      connections: deps.connections,
+      replicaAck: deps.replicaAck,
+    }),
+  );
   // The dashboard has its own sign-in and sessions (a browser cannot send a bearer header): see routes/ui-auth.ts.
   // One scan of every queue shared by the console's pages and their JSON (src/control/console/fleet-snapshot.ts).
   const fleet = deps.controls ? new FleetSnapshots(deps.redis, deps.prefix) : undefined;
@@ -104,23 +125,45 @@ export function createApp(deps: AppDeps): Express {
     const { incidents } = deps.controls;
     // Every 5 s at most, and at least 10x the read (10,000 index entries and their jobs' states).
     const storms = new CachedRead(() => findStorms(incidents, deps.redis, deps.prefix), { ttlMs: 5_000 });
-    app.use(uiRoutes({
-      redis: deps.redis, prefix: deps.prefix, auth: deps.operatorAuth, jobs: deps.controls.jobs, board: deps.controls.board, controls: deps.controls.actions, incidents, fleet, storms,
-      ...(deps.controls.retries ? { retries: deps.controls.retries } : {}),
-      ...(deps.controls.events ? { events: deps.controls.events } : {}),
-      sessions: new SessionStore(deps.redis, deps.prefix, deps.controls.uiSessionTtlSeconds),
-    }));
+    app.use(
+      uiRoutes({
+        redis: deps.redis,
+        prefix: deps.prefix,
+        auth: deps.operatorAuth,
+        jobs: deps.controls.jobs,
+        board: deps.controls.board,
+        controls: deps.controls.actions,
+        incidents,
+        fleet,
+        storms,
+        ...(deps.controls.retries ? { retries: deps.controls.retries } : {}),
+        ...(deps.controls.events ? { events: deps.controls.events } : {}),
+        sessions: new SessionStore(deps.redis, deps.prefix, deps.controls.uiSessionTtlSeconds),
+      }),
+    );
   }
   if (deps.controls) app.use(jobRoutes({ reader: deps.reader, incidents: deps.controls.incidents, jobs: deps.controls.jobs }));
   app.use(explainRoutes(deps));
   if (deps.controls) app.use(controlRoutes(deps.controls.actions, deps.controls.retries));
   if (deps.controls && fleet) app.use(fleetRoutes({ fleet, store: deps.controls.actions.store, breakers: new Breakers(deps.redis, deps.prefix) }));
-  if (deps.controls) app.use(incidentRoutes({ redis: deps.redis, prefix: deps.prefix, jobs: deps.controls.jobs, controls: deps.controls.actions, incidents: deps.controls.incidents, ...(deps.controls.events ? { events: deps.controls.events } : {}) }));
+  if (deps.controls)
+    app.use(
+      incidentRoutes({
+        redis: deps.redis,
+        prefix: deps.prefix,
+        jobs: deps.controls.jobs,
+        controls: deps.controls.actions,
+        incidents: deps.controls.incidents,
+        ...(deps.controls.events ? { events: deps.controls.events } : {}),
+      }),
+    );
   if (deps.controls) app.use(placeholderRoutes({ dispatcher: deps.dispatcher, audit: deps.controls.actions.store, retryAfterSeconds: deps.retryAfterSeconds }));
   app.use((_req, res) => res.status(404).json({ error: 'no such route' }));
-  app.use(errorHandler(deps.log, (path, outcome) => {
-    const source = SOURCE_OF[path];
-    if (source) deps.metrics.webhooks.inc({ source, outcome });
-  }));
+  app.use(
+    errorHandler(deps.log, (path, outcome) => {
+      const source = SOURCE_OF[path];
+      if (source) deps.metrics.webhooks.inc({ source, outcome });
+    }),
+  );
   return app;
 }

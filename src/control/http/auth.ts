@@ -16,12 +16,18 @@ export function bearerAuth(tokens: readonly string[], limiter: FailedAuthLimiter
     const wait = limiter.retryAfter(req.ip ?? '');
     if (wait !== undefined) {
       onDenied(req);
-      return res.set('Retry-After', String(wait)).status(429).json({ error: `too many failed authentication attempts from this address; retry in ${wait} s` });
+      return res
+        .set('Retry-After', String(wait))
+        .status(429)
+        .json({ error: `too many failed authentication attempts from this address; retry in ${wait} s` });
     }
     const token = bearerOf(req.get('authorization'));
     if (token !== undefined && matches(token)) return next();
     limiter.failed(req.ip ?? '');
     onDenied(req);
-    return res.set('WWW-Authenticate', 'Bearer realm="volume-medic"').status(401).json({ error: 'missing or invalid bearer token (the webhook routes take VOLUME_MEDIC_TOKEN)' });
+    return res
+      .set('WWW-Authenticate', 'Bearer realm="volume-medic"')
+      .status(401)
+      .json({ error: 'missing or invalid bearer token (the webhook routes take VOLUME_MEDIC_TOKEN)' });
   };
 }

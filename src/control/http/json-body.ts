@@ -30,7 +30,12 @@ function plainUtf8(contentEncoding: string | undefined, contentType: string | un
   if (contentType === undefined) return true;
   const i = contentType.toLowerCase().indexOf('charset=');
   if (i < 0) return true;
-  const charset = contentType.slice(i + 8).split(';', 1)[0]!.trim().replace(/^"|"$/g, '').toLowerCase();
+  const charset = contentType
+    .slice(i + 8)
+    .split(';', 1)[0]!
+    .trim()
+    .replace(/^"|"$/g, '')
+    .toLowerCase();
   return charset === 'utf-8' || charset === 'utf8';
 }
 

@@ -8,7 +8,11 @@ import { permissionFor } from '../auth/permissions.ts';
 // who asks and whether RBAC lets them (src/control/auth/operator-auth.ts). The verified operator is left
 // in res.locals for the route: it is who the audit trail records.
 
-export const asking = (req: Request): Asking => ({ peer: req.socket.remoteAddress, client: req.ip ?? req.socket.remoteAddress ?? '', header: (n) => req.get(n) });
+export const asking = (req: Request): Asking => ({
+  peer: req.socket.remoteAddress,
+  client: req.ip ?? req.socket.remoteAddress ?? '',
+  header: (n) => req.get(n),
+});
 
 export function answerDenied(res: Response, a: Extract<AuthAnswer, { ok: false }>): void {
   if (a.retryAfter !== undefined) res.set('Retry-After', String(a.retryAfter));

@@ -22,8 +22,11 @@ export function formatPath(path: readonly PropertyKey[]): string {
 }
 
 export function describeZodError(error: z.ZodError): string {
-  return error.issues.slice(0, 5).map((i) => {
-    const d = deepest(i, []);
-    return `${formatPath(d.path)}: ${d.message}`;
-  }).join('; ');
+  return error.issues
+    .slice(0, 5)
+    .map((i) => {
+      const d = deepest(i, []);
+      return `${formatPath(d.path)}: ${d.message}`;
+    })
+    .join('; ');
 }

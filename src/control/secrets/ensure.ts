@@ -59,7 +59,10 @@ class Ensurer {
   /** Creates it; when someone else did first, theirs is the one (returned). */
   async create(kind: Kind, name: string, labels: Record<string, string>, data: Record<string, string>, type?: string): Promise<KubeObject> {
     const o: KubeObject = {
-      apiVersion: 'v1', kind, metadata: { name, namespace: this.namespace, labels, annotations: KEEP }, ...(type ? { type } : {}),
+      apiVersion: 'v1',
+      kind,
+      metadata: { name, namespace: this.namespace, labels, annotations: KEEP },
+      ...(type ? { type } : {}),
       data: kind === 'Secret' ? Object.fromEntries(Object.entries(data).map(([k, v]) => [k, b64(v)])) : data,
     };
     if (await this.store.create(o)) {
@@ -125,7 +128,14 @@ async function ensureItem(item: SecretItem, e: Ensurer, now: () => Date): Promis
       if (secret && unb64(secret.data?.['ca.crt']) && covers(crt, item.dnsNames, item.ipAddresses)) {
         // Kept: its CA may already be what clients trust.
       } else {
-        const made = serverCertificate({ caName: item.caName, commonName: item.commonName, dnsNames: item.dnsNames, ipAddresses: item.ipAddresses, days: item.days, now: now() });
+        const made = serverCertificate({
+          caName: item.caName,
+          commonName: item.commonName,
+          dnsNames: item.dnsNames,
+          ipAddresses: item.ipAddresses,
+          days: item.days,
+          now: now(),
+        });
         const data = { 'tls.crt': made.crt, 'tls.key': made.key, 'ca.crt': made.caCrt };
         if (secret) {
           // A certificate without a name it now needs (receiver.tls.extraDnsNames): made again, CA too.
@@ -153,23 +163,39 @@ async function ensureItem(item: SecretItem, e: Ensurer, now: () => Date): Promis
         }
       });
       if (cm && ofKey) return;
-      const cert = certificate({ commonName: item.commonName, publicKey: createPublicKey(priv), selfKey: priv, isCA: false, days: item.days, now: now() });
+      const cert = certificate({
+        commonName: item.commonName,
+        publicKey: createPublicKey(priv),
+        selfKey: priv,
+        isCA: false,
+        days: item.days,
+        now: now(),
+      });
       await e.derived('ConfigMap', item.configMap, item.labels, { 'control.crt': cert });
       return;
     }
     case 'redis-users': {
       const passwords = {} as Record<Component, string>;
       for (const u of item.users) {
-        const s = await e.once('Secret', u.secret, u.labels, () => {
-          const password = randomAlnum(48);
-          return { url: `redis://${u.username}:${password}@${item.address}`, username: u.username, password };
-        }, 'Opaque');
+        const s = await e.once(
+          'Secret',
+          u.secret,
+          u.labels,
+          () => {
+            const password = randomAlnum(48);
+            return { url: `redis://${u.username}:${password}@${item.address}`, username: u.username, password };
+          },
+          'Opaque',
+        );
         const password = unb64(s.data?.['password']);
-        if (!password) throw new Error(`Secret ${u.secret} has no password: delete it to have a new one made, or name your own (redis.credentials.existingSecrets)`);
+        if (!password)
+          throw new Error(`Secret ${u.secret} has no password: delete it to have a new one made, or name your own (redis.credentials.existingSecrets)`);
         passwords[u.component] = password;
       }
       for (const c of COMPONENTS) if (!(c in passwords)) throw new Error(`redis-users: no user for ${c}`);
-      await e.derived('Secret', item.aclSecret, item.labels, { 'users.acl': renderRedisAcl({ prefix: item.prefix, passwords, template: item.template }) });
+      await e.derived('Secret', item.aclSecret, item.labels, {
+        'users.acl': renderRedisAcl({ prefix: item.prefix, passwords, template: item.template }),
+      });
       return;
     }
     default: {

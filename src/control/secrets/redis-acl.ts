@@ -14,10 +14,15 @@ export function renderRedisAcl(opts: { prefix: string; passwords: Readonly<Recor
   if (!PREFIX.test(opts.prefix)) throw new Error(`QUEUE_PREFIX "${opts.prefix}" cannot be an ACL key pattern: letters, digits, _ and - only`);
   const values: Record<string, string> = { prefix: opts.prefix };
   for (const c of COMPONENTS) values[`${c}-sha256`] = createHash('sha256').update(opts.passwords[c]).digest('hex');
-  const out = opts.template.split('\n').filter((l) => l.trim() !== '' && !l.startsWith('#')).map((l) => l.replace(/\{\{([a-z0-9-]+)\}\}/g, (_m, k: string) => {
-    const v = values[k];
-    if (v === undefined) throw new Error(`users.acl.template: unknown placeholder {{${k}}}`);
-    return v;
-  }));
+  const out = opts.template
+    .split('\n')
+    .filter((l) => l.trim() !== '' && !l.startsWith('#'))
+    .map((l) =>
+      l.replace(/\{\{([a-z0-9-]+)\}\}/g, (_m, k: string) => {
+        const v = values[k];
+        if (v === undefined) throw new Error(`users.acl.template: unknown placeholder {{${k}}}`);
+        return v;
+      }),
+    );
   return `${out.join('\n')}\n`;
 }

@@ -19,18 +19,37 @@ export const SecretItem = z.discriminatedUnion('make', [
    * certificate lacks a wanted name.
    */
   z.object({
-    make: z.literal('tls'), secret: Name, caConfigMap: Name.optional(), caName: z.string().min(1), commonName: z.string().min(1),
-    dnsNames: z.array(z.string().min(1)), ipAddresses: z.array(z.string()), days: z.number().int().positive(), labels: Labels,
+    make: z.literal('tls'),
+    secret: Name,
+    caConfigMap: Name.optional(),
+    caName: z.string().min(1),
+    commonName: z.string().min(1),
+    dnsNames: z.array(z.string().min(1)),
+    ipAddresses: z.array(z.string()),
+    days: z.number().int().positive(),
+    labels: Labels,
   }),
   /** The control signing key (ECDSA P-256, `control.key`) and its self-signed certificate in configMap (`control.crt`). */
-  z.object({ make: z.literal('control-signing'), secret: Name, configMap: Name, commonName: z.string().min(1), days: z.number().int().positive(), labels: Labels }),
+  z.object({
+    make: z.literal('control-signing'),
+    secret: Name,
+    configMap: Name,
+    commonName: z.string().min(1),
+    days: z.number().int().positive(),
+    labels: Labels,
+  }),
   /**
    * One Redis user per process with a random password (its Secret: url, username, password), and
    * the bundled Redis's ACL file from template with their hashes (aclSecret, `users.acl`), which
    * is rewritten whenever it differs (a new prefix, a new template).
    */
   z.object({
-    make: z.literal('redis-users'), aclSecret: Name, address: z.string().min(1), prefix: z.string().min(1), template: z.string().min(1), labels: Labels,
+    make: z.literal('redis-users'),
+    aclSecret: Name,
+    address: z.string().min(1),
+    prefix: z.string().min(1),
+    template: z.string().min(1),
+    labels: Labels,
     users: z.array(z.object({ component: z.enum(COMPONENTS), secret: Name, username: z.string().min(1), labels: Labels })).length(COMPONENTS.length),
   }),
 ]);

@@ -108,7 +108,10 @@ export function certificate(r: CertificateRequest): string {
   );
   const signature = sign('sha256', tbs, { key: signer, dsaEncoding: 'der' });
   const der = seq(tbs, ECDSA_SHA256, bits(signature));
-  return `-----BEGIN CERTIFICATE-----\n${der.toString('base64').replace(/(.{64})/g, '$1\n').replace(/\n$/, '')}\n-----END CERTIFICATE-----\n`;
+  return `-----BEGIN CERTIFICATE-----\n${der
+    .toString('base64')
+    .replace(/(.{64})/g, '$1\n')
+    .replace(/\n$/, '')}\n-----END CERTIFICATE-----\n`;
 }
 
 /** A new ECDSA P-256 key pair; the private key as PKCS #8 PEM. */
@@ -118,13 +121,33 @@ export function ecKey(): { privateKey: KeyObject; publicKey: KeyObject; pem: str
 }
 
 /** A CA (its key is not kept) and a server certificate for these names, signed by it. */
-export function serverCertificate(o: { caName: string; commonName: string; dnsNames: readonly string[]; ipAddresses?: readonly string[]; days: number; now?: Date }): { caCrt: string; crt: string; key: string } {
+export function serverCertificate(o: {
+  caName: string;
+  commonName: string;
+  dnsNames: readonly string[];
+  ipAddresses?: readonly string[];
+  days: number;
+  now?: Date;
+}): { caCrt: string; crt: string; key: string } {
   const ca = ecKey();
-  const caCrt = certificate({ commonName: o.caName, publicKey: ca.publicKey, selfKey: ca.privateKey, isCA: true, days: o.days, ...(o.now ? { now: o.now } : {}) });
+  const caCrt = certificate({
+    commonName: o.caName,
+    publicKey: ca.publicKey,
+    selfKey: ca.privateKey,
+    isCA: true,
+    days: o.days,
+    ...(o.now ? { now: o.now } : {}),
+  });
   const leaf = ecKey();
   const crt = certificate({
-    commonName: o.commonName, publicKey: leaf.publicKey, issuer: { commonName: o.caName, privateKey: ca.privateKey }, isCA: false,
-    dnsNames: o.dnsNames, ipAddresses: o.ipAddresses ?? [], days: o.days, ...(o.now ? { now: o.now } : {}),
+    commonName: o.commonName,
+    publicKey: leaf.publicKey,
+    issuer: { commonName: o.caName, privateKey: ca.privateKey },
+    isCA: false,
+    dnsNames: o.dnsNames,
+    ipAddresses: o.ipAddresses ?? [],
+    days: o.days,
+    ...(o.now ? { now: o.now } : {}),
   });
   return { caCrt, crt, key: leaf.pem };
 }

@@ -56,17 +56,32 @@ export function alertmanagerSignals(payload: AlertmanagerPayload, opts: Alertman
   payload.alerts.forEach((alert, index) => {
     const name = alert.labels['alertname'] ?? '';
     if (!opts.nodeRecoveryAlerts.has(name)) {
-      ignored.push({ reason: 'alert-not-relevant', detail: `alert ${name || '(no alertname)'} is not a node-recovery alert`, source: 'alertmanager', index });
+      ignored.push({
+        reason: 'alert-not-relevant',
+        detail: `alert ${name || '(no alertname)'} is not a node-recovery alert`,
+        source: 'alertmanager',
+        index,
+      });
       return;
     }
     const node = nodeLabel(alert.labels);
     if (node === undefined) {
-      ignored.push({ reason: 'alert-names-no-node', detail: `alert ${name} has none of the labels ${NODE_LABELS.join(', ')}`, source: 'alertmanager', index });
+      ignored.push({
+        reason: 'alert-names-no-node',
+        detail: `alert ${name} has none of the labels ${NODE_LABELS.join(', ')}`,
+        source: 'alertmanager',
+        index,
+      });
       return;
     }
     if (alert.status === 'firing') {
       // The node is still down: there is nothing to clean until it is back.
-      ignored.push({ reason: 'alert-still-firing', detail: `${name} for node ${node} is firing; acting when it resolves`, source: 'alertmanager', index });
+      ignored.push({
+        reason: 'alert-still-firing',
+        detail: `${name} for node ${node} is firing; acting when it resolves`,
+        source: 'alertmanager',
+        index,
+      });
       return;
     }
     signals.push({

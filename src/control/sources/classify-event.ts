@@ -3,8 +3,15 @@ import type { Ignored, Signal } from '../../core/signals/index.ts';
 import { distrust, type EventTrust } from './event-trust.ts';
 import type { KubeEvent } from './kube-event.ts';
 import {
-  DISK_LINK_IN_TEXT, FOR_VOLUME, LOCAL_VOLUME_DEVICE_PV, LSTAT_MISSING, NOT_A_DEVICE_NODE,
-  NPD_LOCAL_PV_MISSING, PATH_DOES_NOT_EXIST, RBD_STILL_USED, REBOOTED_BOOT_ID,
+  DISK_LINK_IN_TEXT,
+  FOR_VOLUME,
+  LOCAL_VOLUME_DEVICE_PV,
+  LSTAT_MISSING,
+  NOT_A_DEVICE_NODE,
+  NPD_LOCAL_PV_MISSING,
+  PATH_DOES_NOT_EXIST,
+  RBD_STILL_USED,
+  REBOOTED_BOOT_ID,
 } from './messages.ts';
 
 // One Kubernetes Event -> at most a few signals, or the reason it is not ours. Used by the
@@ -31,7 +38,10 @@ function eventIdentity(ev: KubeEvent): string[] {
 
 export function classifyEvent(ev: KubeEvent, source: SignalSource, trust: EventTrust): Classified {
   const relevant = NODE_REASONS.has(ev.reason) || VOLUME_REASONS.has(ev.reason) || CONTAINER_REASONS.has(ev.reason) || LOCAL_DISK_LOST.has(ev.reason);
-  if (!relevant) return { ignored: { reason: 'event-reason-not-relevant', detail: `reason ${ev.reason || '(none)'} is not one volume-medic acts on`, source } };
+  if (!relevant)
+    return {
+      ignored: { reason: 'event-reason-not-relevant', detail: `reason ${ev.reason || '(none)'} is not one volume-medic acts on`, source },
+    };
   const no = distrust(ev, trust);
   if (no) return { ignored: { ...no, source } };
   if (NODE_REASONS.has(ev.reason)) return classifyNodeEvent(ev, source);
@@ -44,19 +54,23 @@ function classifyNodeEvent(ev: KubeEvent, source: SignalSource): Classified {
   const node = ev.involved.kind === 'Node' ? ev.involved.name : undefined;
   if (!node) return { ignored: { reason: 'event-names-no-node', detail: `${ev.reason} event is not about a Node`, source } };
   if (ev.reason === 'NodeReady' && !/\bNodeReady\b/.test(ev.message) && ev.message !== '') {
-    return { ignored: { reason: 'event-message-not-recognised', detail: `NodeReady event with message "${ev.message.slice(0, 80)}"`, source } };
+    return {
+      ignored: { reason: 'event-message-not-recognised', detail: `NodeReady event with message "${ev.message.slice(0, 80)}"`, source },
+    };
   }
   const bootId = ev.reason === 'Rebooted' ? REBOOTED_BOOT_ID.exec(ev.message)?.[1] : undefined;
   return {
-    signals: [{
-      kind: 'node-recovered',
-      version: 1,
-      node,
-      ...(bootId ? { bootId } : {}),
-      // node + boot id is the incident itself: the Rebooted event and the Node watch agree on it.
-      identity: bootId ? ['boot', node, bootId] : eventIdentity(ev),
-      evidence: evidence(source, ev),
-    }],
+    signals: [
+      {
+        kind: 'node-recovered',
+        version: 1,
+        node,
+        ...(bootId ? { bootId } : {}),
+        // node + boot id is the incident itself: the Rebooted event and the Node watch agree on it.
+        identity: bootId ? ['boot', node, bootId] : eventIdentity(ev),
+        evidence: evidence(source, ev),
+      },
+    ],
   };
 }
 
@@ -69,16 +83,28 @@ function classifyVolumeEvent(ev: KubeEvent, source: SignalSource): Classified {
   if (rbd && VOLUME_REASONS.has(ev.reason)) {
     const parts = rbd[1]!.split('/');
     if (parts.length !== 2) {
-      return { ignored: { reason: 'invalid-name', detail: `rbd image "${rbd[1]}" is not <pool>/<image> (RBD namespaces are not supported)`, source } };
+      return {
+        ignored: {
+          reason: 'invalid-name',
+          detail: `rbd image "${rbd[1]}" is not <pool>/<image> (RBD namespaces are not supported)`,
+          source,
+        },
+      };
     }
     const [pool, image] = parts as [string, string];
     return {
-      signals: [{
-        kind: 'rbd-image-busy', version: 1, pool, image, pod,
-        ...(ev.host ? { node: ev.host } : {}),
-        identity: ['rbd', pool, image],
-        evidence: evidence(source, ev),
-      }],
+      signals: [
+        {
+          kind: 'rbd-image-busy',
+          version: 1,
+          pool,
+          image,
+          pod,
+          ...(ev.host ? { node: ev.host } : {}),
+          identity: ['rbd', pool, image],
+          evidence: evidence(source, ev),
+        },
+      ],
     };
   }
   if (CONTAINER_REASONS.has(ev.reason) && NOT_A_DEVICE_NODE.test(ev.message)) {
@@ -88,7 +114,9 @@ function classifyVolumeEvent(ev: KubeEvent, source: SignalSource): Classified {
     // containerd names neither the PV nor the device: only the pod. Triage asks the cluster for
     // the pod's Local PVs. A path that is not a local-volume device (a CSI volume) is not ours.
     if (!/\/volumeDevices\//.test(ev.message)) return localMissing(ev, source, pod, undefined, undefined);
-    return { ignored: { reason: 'event-message-not-recognised', detail: '"not a device node" for a volume that is not a local PV', source } };
+    return {
+      ignored: { reason: 'event-message-not-recognised', detail: '"not a device node" for a volume that is not a local PV', source },
+    };
   }
   if (ev.reason === 'FailedMapVolume' || ev.reason === 'FailedMount') {
     const path = LSTAT_MISSING.exec(ev.message)?.[1] ?? PATH_DOES_NOT_EXIST.exec(ev.message)?.[1];
@@ -97,14 +125,26 @@ function classifyVolumeEvent(ev: KubeEvent, source: SignalSource): Classified {
   return { ignored: { reason: 'event-message-not-recognised', detail: `${ev.reason}: message matches no known storage failure`, source } };
 }
 
-function localMissing(ev: KubeEvent, source: SignalSource, pod: { namespace: string; name: string }, pv: string | undefined, path: string | undefined): Classified {
+function localMissing(
+  ev: KubeEvent,
+  source: SignalSource,
+  pod: { namespace: string; name: string },
+  pv: string | undefined,
+  path: string | undefined,
+): Classified {
   return {
-    signals: [{
-      kind: 'local-device-missing', version: 1,
-      ...(pv ? { pv } : {}), ...(path ? { path } : {}), pod, ...(ev.host ? { node: ev.host } : {}),
-      identity: eventIdentity(ev),
-      evidence: evidence(source, ev),
-    }],
+    signals: [
+      {
+        kind: 'local-device-missing',
+        version: 1,
+        ...(pv ? { pv } : {}),
+        ...(path ? { path } : {}),
+        pod,
+        ...(ev.host ? { node: ev.host } : {}),
+        identity: eventIdentity(ev),
+        evidence: evidence(source, ev),
+      },
+    ],
   };
 }
 
@@ -112,9 +152,7 @@ function localMissing(ev: KubeEvent, source: SignalSource, pod: { namespace: str
  * NPD's LocalDiskLost (as an Event or a node condition). Its message lists the PVs and paths the
  * check script found missing; `present` entries (condition back to False) mean restored.
  */
-export function classifyLocalDiskLost(
-  what: string, message: string, node: string | undefined, identity: string[], ev: Evidence, lost: boolean,
-): Classified {
+export function classifyLocalDiskLost(what: string, message: string, node: string | undefined, identity: string[], ev: Evidence, lost: boolean): Classified {
   if (!node) return { ignored: { reason: 'event-names-no-node', detail: `${what} does not name its node`, source: ev.source } };
   const signals: Signal[] = [];
   for (const m of message.matchAll(NPD_LOCAL_PV_MISSING)) {
@@ -125,7 +163,18 @@ export function classifyLocalDiskLost(
   if (signals.length > 0) return { signals };
   const path = DISK_LINK_IN_TEXT.exec(message)?.[1];
   if (path) {
-    return { signals: [{ kind: lost ? 'local-device-missing' : 'local-device-restored', version: 1, path, node, identity: [...identity, path], evidence: ev }] };
+    return {
+      signals: [
+        {
+          kind: lost ? 'local-device-missing' : 'local-device-restored',
+          version: 1,
+          path,
+          node,
+          identity: [...identity, path],
+          evidence: ev,
+        },
+      ],
+    };
   }
   if (!lost) return { ignored: { reason: 'restore-names-no-device', detail: `${what} cleared without naming a device`, source: ev.source } };
   return { ignored: { reason: 'event-message-not-recognised', detail: `${what} names no local PV or /dev/disk path`, source: ev.source } };

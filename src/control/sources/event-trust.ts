@@ -78,7 +78,10 @@ export function distrust(ev: KubeEvent, trust: EventTrust): Distrust | undefined
   const want = expectation(ev.reason, trust);
   if (!want) return undefined;
   if (ev.involved.kind !== want.kind) {
-    return { reason: 'event-wrong-object-kind', detail: `${ev.reason} is about a ${want.kind}; this one is about kind ${q(ev.involved.kind)}` };
+    return {
+      reason: 'event-wrong-object-kind',
+      detail: `${ev.reason} is about a ${want.kind}; this one is about kind ${q(ev.involved.kind)}`,
+    };
   }
   if (ev.reporters.length === 0) {
     return { reason: 'event-reporter-not-trusted', detail: `${ev.reason} names no reporter; only ${want.who} is believed` };
@@ -90,14 +93,20 @@ export function distrust(ev: KubeEvent, trust: EventTrust): Distrust | undefined
   if (want.kind === 'Node') {
     const home = ev.reason === 'LocalDiskLost' ? trust.npdNamespace : KUBELET_NODE_EVENT_NAMESPACE;
     if (ev.namespace !== home) {
-      return { reason: 'event-namespace-not-trusted', detail: `${ev.reason} about Node ${q(ev.involved.name)} lives in namespace ${q(ev.namespace)}; ${want.who} writes it in ${q(home)}` };
+      return {
+        reason: 'event-namespace-not-trusted',
+        detail: `${ev.reason} about Node ${q(ev.involved.name)} lives in namespace ${q(ev.namespace)}; ${want.who} writes it in ${q(home)}`,
+      };
     }
     return undefined;
   }
   // A Pod: kubelet and the attach/detach controller write its Events in its own namespace (and
   // the API server refuses a legacy Event whose namespace differs from its object's).
   if (ev.namespace === undefined || ev.namespace !== ev.involved.namespace) {
-    return { reason: 'event-namespace-not-trusted', detail: `${ev.reason} about Pod ${q(ev.involved.namespace)}/${q(ev.involved.name)} lives in namespace ${q(ev.namespace)}, not the pod's` };
+    return {
+      reason: 'event-namespace-not-trusted',
+      detail: `${ev.reason} about Pod ${q(ev.involved.namespace)}/${q(ev.involved.name)} lives in namespace ${q(ev.namespace)}, not the pod's`,
+    };
   }
   return undefined;
 }

@@ -5,45 +5,51 @@ import { z } from 'zod';
 // Both are normalised to one KubeEvent so classification is written once. The watch source
 // (Kubernetes adapter) produces the same shape.
 
-const ObjectRef = z.object({
-  kind: z.string().optional(),
-  name: z.string().optional(),
-  namespace: z.string().optional(),
-  uid: z.string().optional(),
-  fieldPath: z.string().optional(),
-}).loose();
+const ObjectRef = z
+  .object({
+    kind: z.string().optional(),
+    name: z.string().optional(),
+    namespace: z.string().optional(),
+    uid: z.string().optional(),
+    fieldPath: z.string().optional(),
+  })
+  .loose();
 
 const Meta = z.object({ uid: z.string().optional(), name: z.string().optional(), namespace: z.string().optional() }).loose();
 
-const CoreV1Event = z.object({
-  metadata: Meta.optional(),
-  involvedObject: ObjectRef,
-  reason: z.string().optional(),
-  message: z.string().optional(),
-  type: z.string().optional(),
-  source: z.object({ component: z.string().optional(), host: z.string().optional() }).loose().optional(),
-  count: z.number().optional(),
-  firstTimestamp: z.string().nullable().optional(),
-  lastTimestamp: z.string().nullable().optional(),
-  eventTime: z.string().nullable().optional(),
-  reportingComponent: z.string().optional(),
-  reportingInstance: z.string().optional(),
-  clusterName: z.string().optional(),
-}).loose();
+const CoreV1Event = z
+  .object({
+    metadata: Meta.optional(),
+    involvedObject: ObjectRef,
+    reason: z.string().optional(),
+    message: z.string().optional(),
+    type: z.string().optional(),
+    source: z.object({ component: z.string().optional(), host: z.string().optional() }).loose().optional(),
+    count: z.number().optional(),
+    firstTimestamp: z.string().nullable().optional(),
+    lastTimestamp: z.string().nullable().optional(),
+    eventTime: z.string().nullable().optional(),
+    reportingComponent: z.string().optional(),
+    reportingInstance: z.string().optional(),
+    clusterName: z.string().optional(),
+  })
+  .loose();
 
-const EventsV1Event = z.object({
-  metadata: Meta.optional(),
-  regarding: ObjectRef,
-  reason: z.string().optional(),
-  note: z.string().optional(),
-  type: z.string().optional(),
-  reportingController: z.string().optional(),
-  reportingInstance: z.string().optional(),
-  deprecatedSource: z.object({ component: z.string().optional(), host: z.string().optional() }).loose().optional(),
-  deprecatedCount: z.number().optional(),
-  eventTime: z.string().nullable().optional(),
-  series: z.object({ count: z.number().optional() }).loose().optional(),
-}).loose();
+const EventsV1Event = z
+  .object({
+    metadata: Meta.optional(),
+    regarding: ObjectRef,
+    reason: z.string().optional(),
+    note: z.string().optional(),
+    type: z.string().optional(),
+    reportingController: z.string().optional(),
+    reportingInstance: z.string().optional(),
+    deprecatedSource: z.object({ component: z.string().optional(), host: z.string().optional() }).loose().optional(),
+    deprecatedCount: z.number().optional(),
+    eventTime: z.string().nullable().optional(),
+    series: z.object({ count: z.number().optional() }).loose().optional(),
+  })
+  .loose();
 
 export interface KubeEvent {
   uid?: string;
@@ -76,30 +82,34 @@ const present = (...names: Array<string | undefined>): string[] => names.filter(
 
 /** Either shape, parsed and normalised in one step. */
 export const KubeEventPayload = z.union([
-  CoreV1Event.transform((e): KubeEvent => ({
-    uid: e.metadata?.uid,
-    namespace: e.metadata?.namespace || undefined,
-    reason: e.reason ?? '',
-    message: e.message ?? '',
-    type: e.type,
-    involved: ref(e.involvedObject),
-    component: present(e.source?.component, e.reportingComponent)[0],
-    reporters: present(e.source?.component, e.reportingComponent),
-    host: e.source?.host || undefined,
-    raw: e,
-  })),
-  EventsV1Event.transform((e): KubeEvent => ({
-    uid: e.metadata?.uid,
-    namespace: e.metadata?.namespace || undefined,
-    reason: e.reason ?? '',
-    message: e.note ?? '',
-    type: e.type,
-    involved: ref(e.regarding),
-    component: present(e.reportingController, e.deprecatedSource?.component)[0],
-    reporters: present(e.reportingController, e.deprecatedSource?.component),
-    host: e.deprecatedSource?.host || (e.reportingController === 'kubelet' ? e.reportingInstance : undefined) || undefined,
-    raw: e,
-  })),
+  CoreV1Event.transform(
+    (e): KubeEvent => ({
+      uid: e.metadata?.uid,
+      namespace: e.metadata?.namespace || undefined,
+      reason: e.reason ?? '',
+      message: e.message ?? '',
+      type: e.type,
+      involved: ref(e.involvedObject),
+      component: present(e.source?.component, e.reportingComponent)[0],
+      reporters: present(e.source?.component, e.reportingComponent),
+      host: e.source?.host || undefined,
+      raw: e,
+    }),
+  ),
+  EventsV1Event.transform(
+    (e): KubeEvent => ({
+      uid: e.metadata?.uid,
+      namespace: e.metadata?.namespace || undefined,
+      reason: e.reason ?? '',
+      message: e.note ?? '',
+      type: e.type,
+      involved: ref(e.regarding),
+      component: present(e.reportingController, e.deprecatedSource?.component)[0],
+      reporters: present(e.reportingController, e.deprecatedSource?.component),
+      host: e.deprecatedSource?.host || (e.reportingController === 'kubelet' ? e.reportingInstance : undefined) || undefined,
+      raw: e,
+    }),
+  ),
 ]);
 /** One Event or an array of them, as the exporter's webhook (or a batching proxy) sends. */
 export const KubeEventsBody = z.union([KubeEventPayload, z.array(KubeEventPayload).max(10_000)]);

@@ -10,19 +10,23 @@ import { type KubeEvent, KubeEventPayload } from './kube-event.ts';
 // plugin or an exporter can POST conditions as {node, conditions:[...]}, the shape of
 // Node.status.conditions.
 
-const Condition = z.object({
-  type: z.string().min(1),
-  status: z.enum(['True', 'False', 'Unknown']),
-  reason: z.string().optional(),
-  message: z.string().default(''),
-  lastTransitionTime: z.string().optional(),
-  lastHeartbeatTime: z.string().optional(),
-}).loose();
+const Condition = z
+  .object({
+    type: z.string().min(1),
+    status: z.enum(['True', 'False', 'Unknown']),
+    reason: z.string().optional(),
+    message: z.string().default(''),
+    lastTransitionTime: z.string().optional(),
+    lastHeartbeatTime: z.string().optional(),
+  })
+  .loose();
 
-export const NpdConditionsReport = z.object({
-  node: z.string().min(1),
-  conditions: z.array(Condition).min(1).max(100),
-}).loose();
+export const NpdConditionsReport = z
+  .object({
+    node: z.string().min(1),
+    conditions: z.array(Condition).min(1).max(100),
+  })
+  .loose();
 
 export const NpdBody = z.union([NpdConditionsReport, KubeEventPayload, z.array(KubeEventPayload).max(10_000)]);
 export type NpdBody = z.infer<typeof NpdBody>;
@@ -34,12 +38,28 @@ export function npdSignals(body: NpdBody, trust: EventTrust): SourceResult<Signa
     const report = body as z.infer<typeof NpdConditionsReport>;
     report.conditions.forEach((c, index) => {
       if (!LOCAL_DISK_LOST.has(c.type) || c.status === 'Unknown') {
-        ignored.push({ reason: 'condition-not-relevant', detail: `condition ${c.type}=${c.status} is not one volume-medic acts on`, source: 'npd', index });
+        ignored.push({
+          reason: 'condition-not-relevant',
+          detail: `condition ${c.type}=${c.status} is not one volume-medic acts on`,
+          source: 'npd',
+          index,
+        });
         return;
       }
       const lost = c.status === 'True';
-      const ev = { source: 'npd' as const, summary: `${c.type}=${c.status} on node ${report.node}: ${c.message}`.slice(0, 500), raw: boundedRaw({ node: report.node, condition: c }) };
-      const r = classifyLocalDiskLost(`condition ${c.type}`, c.message, report.node, ['npd-condition', report.node, c.type, c.lastTransitionTime ?? ''], ev, lost);
+      const ev = {
+        source: 'npd' as const,
+        summary: `${c.type}=${c.status} on node ${report.node}: ${c.message}`.slice(0, 500),
+        raw: boundedRaw({ node: report.node, condition: c }),
+      };
+      const r = classifyLocalDiskLost(
+        `condition ${c.type}`,
+        c.message,
+        report.node,
+        ['npd-condition', report.node, c.type, c.lastTransitionTime ?? ''],
+        ev,
+        lost,
+      );
       if (r.signals) signals.push(...r.signals);
       else ignored.push({ ...r.ignored, index });
     });

@@ -4,7 +4,12 @@ import type { LocalPvPlaceholderJob, RemediationJob } from '../../core/catalogue
 import type { NodeInfo, PersistentVolumeInfo } from '../../adapters/kube/lookups.ts';
 import type { LookupsOf } from '../../adapters/kube/rbac.ts';
 import type {
-  Ignored, LocalDeviceMissingSignal, LocalDeviceRestoredSignal, NodeRecoveredSignal, RbdImageBusySignal, Signal,
+  Ignored,
+  LocalDeviceMissingSignal,
+  LocalDeviceRestoredSignal,
+  NodeRecoveredSignal,
+  RbdImageBusySignal,
+  Signal,
 } from '../../core/signals/index.ts';
 import { takesBootIdentity, withBootIdentity } from '../../core/signals/boot-identity.ts';
 
@@ -88,7 +93,9 @@ function triageOne(signal: Signal, deps: TriageDeps): Promise<One | One[]> | One
   }
 }
 
-const ignore = (signal: Signal, reason: Ignored['reason'], detail: string): One => ({ ignored: { reason, detail, source: signal.evidence.source } });
+const ignore = (signal: Signal, reason: Ignored['reason'], detail: string): One => ({
+  ignored: { reason, detail, source: signal.evidence.source },
+});
 const quote = (v: string): string => JSON.stringify(v.length > 80 ? `${v.slice(0, 80)}...` : v);
 
 function nodeRecovered(signal: NodeRecoveredSignal, deps: TriageDeps): One | Promise<One> {
@@ -104,10 +111,13 @@ function nodeRecovered(signal: NodeRecoveredSignal, deps: TriageDeps): One | Pro
   // Could not ask (API server down): the recovery still becomes a job, under its own identity.
   // At worst that is a second run for one outage, which the runbook absorbs; a 5xx here would
   // hold back every other alert of the body until the API server answers.
-  return deps.lookups.node(signal.node).then((n) => {
-    const why = corroborate ? disagreement(signal, n, (deps.now ?? Date.now)()) : undefined;
-    return why ? ignore(signal, 'node-status-disagrees', why) : residualJob(withBootIdentity(signal, n?.bootId));
-  }, () => residualJob(signal));
+  return deps.lookups.node(signal.node).then(
+    (n) => {
+      const why = corroborate ? disagreement(signal, n, (deps.now ?? Date.now)()) : undefined;
+      return why ? ignore(signal, 'node-status-disagrees', why) : residualJob(withBootIdentity(signal, n?.bootId));
+    },
+    () => residualJob(signal),
+  );
 }
 
 /** Why the Node's own status contradicts a posted recovery; undefined when it agrees or cannot tell. */
@@ -117,7 +127,8 @@ function disagreement(s: NodeRecoveredSignal, n: NodeInfo | undefined, now: numb
   if (s.bootId) return n.bootId && n.bootId !== s.bootId ? `Node ${s.node} runs boot ${n.bootId}, not the ${s.bootId} the recovery names` : undefined;
   if (n.ready !== 'True') return `Node ${s.node} is not Ready (Ready ${n.ready ?? 'not reported'})`;
   const since = n.readySince ? Date.parse(n.readySince) : Number.NaN;
-  if (Number.isFinite(since) && now - since > RECOVERY_CORROBORATION_MS) return `Node ${s.node} has been Ready since ${n.readySince}: no recovery within the last ${RECOVERY_CORROBORATION_MS / 60_000} min`;
+  if (Number.isFinite(since) && now - since > RECOVERY_CORROBORATION_MS)
+    return `Node ${s.node} has been Ready since ${n.readySince}: no recovery within the last ${RECOVERY_CORROBORATION_MS / 60_000} min`;
   return undefined;
 }
 
@@ -139,12 +150,17 @@ async function rbdBusy(s: RbdImageBusySignal, lookups: LookupsOf<'receiver'>): P
   if (!isCephName(s.pool) || !isCephName(s.image)) return ignore(s, 'invalid-name', `rbd image ${quote(`${s.pool}/${s.image}`)} is not a valid pool/image`);
   if (s.node !== undefined && !isNodeName(s.node)) return ignore(s, 'invalid-node-name', `node ${quote(s.node)} is not a valid node name`);
   const pod = s.pod;
-  if (!isNamespace(pod.namespace) || !isObjectName(pod.name)) return ignore(s, 'invalid-name', `pod ${quote(`${pod.namespace}/${pod.name}`)} is not a valid pod name`);
+  if (!isNamespace(pod.namespace) || !isObjectName(pod.name))
+    return ignore(s, 'invalid-name', `pod ${quote(`${pod.namespace}/${pod.name}`)} is not a valid pod name`);
   // This runbook can fence clients: an Event anyone could have written in their own namespace
   // starts it only for an image the cluster shows that pod using.
   const pvs = await podVolumes(pod, lookups);
   if (!pvs.some((pv) => pv.rbd?.pool === s.pool && pv.rbd.image === s.image)) {
-    return ignore(s, 'pod-volume-unconfirmed', `pod ${pod.namespace}/${pod.name} uses no PV backed by rbd image ${s.pool}/${s.image} that the cluster knows of${UNCONFIRMED}`);
+    return ignore(
+      s,
+      'pod-volume-unconfirmed',
+      `pod ${pod.namespace}/${pod.name} uses no PV backed by rbd image ${s.pool}/${s.image} that the cluster knows of${UNCONFIRMED}`,
+    );
   }
   return {
     job: {
@@ -157,7 +173,8 @@ async function rbdBusy(s: RbdImageBusySignal, lookups: LookupsOf<'receiver'>): P
   };
 }
 
-const UNCONFIRMED = ' (its PVC, bound to that PV, bound back to the PVC); an Event about a pod is acted on only then, and without cluster access (KUBE_WATCH) nothing confirms it';
+const UNCONFIRMED =
+  ' (its PVC, bound to that PV, bound back to the PVC); an Event about a pod is acted on only then, and without cluster access (KUBE_WATCH) nothing confirms it';
 
 /** The PVs the pod's claims are bound to, both ways (ClusterLookups.volumesOfPod). */
 const podVolumes = (pod: { namespace: string; name: string }, lookups: LookupsOf<'receiver'>): Promise<PersistentVolumeInfo[]> => lookups.volumesOfPod(pod);
@@ -175,8 +192,7 @@ async function localDevice(s: LocalDeviceMissingSignal | LocalDeviceRestoredSign
   const invalid = localNames(s);
   if (invalid) return invalid;
   // The PV is the authority on where a Local PV lives: its path and its node affinity.
-  const pv = (s.pv ? await lookups.persistentVolume(s.pv) : undefined)
-    ?? (s.path ? await lookups.persistentVolumeByLocalPath(s.path, s.node) : undefined);
+  const pv = (s.pv ? await lookups.persistentVolume(s.pv) : undefined) ?? (s.path ? await lookups.persistentVolumeByLocalPath(s.path, s.node) : undefined);
   return localDeviceJob(s, pv);
 }
 
@@ -188,7 +204,8 @@ async function localDevice(s: LocalDeviceMissingSignal | LocalDeviceRestoredSign
 async function localDeviceOfPod(s: LocalDeviceMissingSignal, pod: { namespace: string; name: string }, lookups: LookupsOf<'receiver'>): Promise<One> {
   const invalid = localNames(s);
   if (invalid) return invalid;
-  if (!isNamespace(pod.namespace) || !isObjectName(pod.name)) return ignore(s, 'invalid-name', `pod ${quote(`${pod.namespace}/${pod.name}`)} is not a valid pod name`);
+  if (!isNamespace(pod.namespace) || !isObjectName(pod.name))
+    return ignore(s, 'invalid-name', `pod ${quote(`${pod.namespace}/${pod.name}`)} is not a valid pod name`);
   const pvs = await podVolumes(pod, lookups);
   const pv = s.pv ? pvs.find((v) => v.name === s.pv) : pvs.find((v) => v.local?.path === s.path);
   if (!pv) {
@@ -240,9 +257,11 @@ function localDeviceJob(s: LocalDeviceMissingSignal | LocalDeviceRestoredSignal,
  * really missing; a PV whose disk is present ends as nothing-to-do.
  */
 async function localDevicesOfPod(s: LocalDeviceMissingSignal, pod: { namespace: string; name: string }, lookups: LookupsOf<'receiver'>): Promise<One[]> {
-  if (!isNamespace(pod.namespace) || !isObjectName(pod.name)) return [ignore(s, 'invalid-name', `pod ${quote(`${pod.namespace}/${pod.name}`)} is not a valid pod name`)];
+  if (!isNamespace(pod.namespace) || !isObjectName(pod.name))
+    return [ignore(s, 'invalid-name', `pod ${quote(`${pod.namespace}/${pod.name}`)} is not a valid pod name`)];
   if (s.node !== undefined && !isNodeName(s.node)) return [ignore(s, 'invalid-node-name', `node ${quote(s.node)} is not a valid node name`)];
   const local = (await podVolumes(pod, lookups)).filter((pv) => pv.local && pv.volumeMode === 'Block');
-  if (local.length === 0) return [ignore(s, 'pod-volume-unconfirmed', `pod ${pod.namespace}/${pod.name} uses no Local PV in Block mode that the cluster knows of${UNCONFIRMED}`)];
+  if (local.length === 0)
+    return [ignore(s, 'pod-volume-unconfirmed', `pod ${pod.namespace}/${pod.name} uses no Local PV in Block mode that the cluster knows of${UNCONFIRMED}`)];
   return local.map((pv) => localDeviceJob({ ...s, pv: pv.name }, pv));
 }

@@ -9,7 +9,6 @@ import { REPORTING_CONTROLLER } from '../../core/catalogue/names.ts';
 // the node's boot identity from the informer's cache here (withBootIdentity); triage does the
 // same through the lookups for webhooks.
 
-
 export type EventOutcome =
   | { outcome: 'signal'; signals: Signal[] }
   | { outcome: 'ignored'; reason: string; detail: string }
@@ -31,9 +30,15 @@ export function eventSignals(obj: unknown, bootIdOf: (node: string) => string | 
 
 /** When an Event last happened, in ms: the newest of its timestamps. */
 export function eventLastSeen(obj: unknown): number {
-  const e = obj as Record<string, any>;
-  const times = [e?.['lastTimestamp'], e?.['eventTime'], e?.['series']?.lastObservedTime, e?.['firstTimestamp'], e?.['metadata']?.creationTimestamp]
-    .map((t) => (t ? new Date(t).getTime() : Number.NaN))
+  const field = (o: unknown, k: string): unknown => (o !== null && typeof o === 'object' ? (o as Record<string, unknown>)[k] : undefined);
+  const times = [
+    field(obj, 'lastTimestamp'),
+    field(obj, 'eventTime'),
+    field(field(obj, 'series'), 'lastObservedTime'),
+    field(obj, 'firstTimestamp'),
+    field(field(obj, 'metadata'), 'creationTimestamp'),
+  ]
+    .map((t) => (typeof t === 'string' || typeof t === 'number' || t instanceof Date ? new Date(t).getTime() : Number.NaN))
     .filter((t) => !Number.isNaN(t));
   return times.length > 0 ? Math.max(...times) : 0;
 }

@@ -1,4 +1,4 @@
-import type { CoreV1Event, KubeConfig, V1Node } from '@kubernetes/client-node';
+import type { CoreV1Event, KubeConfig, KubernetesObject, V1Node } from '@kubernetes/client-node';
 import type { IngestDeps } from '../ingest/ingest.ts';
 import type { Logger } from '../../adapters/observability/logger.ts';
 import { kubeClients } from '../../adapters/kube/client.ts';
@@ -71,13 +71,26 @@ export async function startKubeWatches(o: KubeWatchesOptions): Promise<KubeWatch
   const stop = new AbortController();
   const log = o.log;
   const { core } = kubeClients(o.kubeConfig);
-  const sink = o.sink ?? ingestSink({
-    deps: o.ingest, sleep, signal: stop.signal, ...(log ? { log } : {}),
-    onStoreFailed: (origin) => o.metrics?.observed.inc({ watch: origin, outcome: 'store_failed' }),
-  });
-  const common = { kubeConfig: o.kubeConfig, sleep, now, ...(o.backoff ? { backoff: o.backoff } : {}), ...(log ? { log } : {}), ...(o.metrics ? { metrics: o.metrics } : {}) };
+  const sink =
+    o.sink ??
+    ingestSink({
+      deps: o.ingest,
+      sleep,
+      signal: stop.signal,
+      ...(log ? { log } : {}),
+      onStoreFailed: (origin) => o.metrics?.observed.inc({ watch: origin, outcome: 'store_failed' }),
+    });
+  const common = {
+    kubeConfig: o.kubeConfig,
+    sleep,
+    now,
+    ...(o.backoff ? { backoff: o.backoff } : {}),
+    ...(log ? { log } : {}),
+    ...(o.metrics ? { metrics: o.metrics } : {}),
+  };
   const tracker = new NodeReadyTracker();
-  const informers: Array<SupervisedInformer<any>> = [];
+  /** What the watches do alike, whatever they watch. */
+  const informers: Array<Pick<SupervisedInformer<KubernetesObject>, 'start' | 'stop' | 'state'>> = [];
   const count = (watch: string, outcome: string): void => o.metrics?.observed.inc({ watch, outcome });
   const trust = o.eventTrust ?? DEFAULT_EVENT_TRUST;
 
@@ -109,7 +122,10 @@ export async function startKubeWatches(o: KubeWatchesOptions): Promise<KubeWatch
     const name = `events-${reason}`;
     const fieldSelector = `reason=${reason}`;
     const inf = new SupervisedInformer<CoreV1Event>({
-      ...common, name, path: '/api/v1/events', fieldSelector,
+      ...common,
+      name,
+      path: '/api/v1/events',
+      fieldSelector,
       list: () => core.listEventForAllNamespaces({ fieldSelector }),
     });
     const onEvent = async (obj: CoreV1Event): Promise<void> => {
@@ -130,24 +146,31 @@ export async function startKubeWatches(o: KubeWatchesOptions): Promise<KubeWatch
 
   const rec: ReconcileState = { runs: 0 };
   let running: Promise<ReconcileResult | undefined> | undefined;
-  const reconcileNow = (): Promise<ReconcileResult | undefined> => (running ??= (async () => {
-    try {
-      const result = await reconcileOnce({
-        core, sink, now, recentReadyMs: o.recentReadyMs ?? 30 * 60_000, bootIdOf: (n) => tracker.bootId(n), eventTrust: trust, ...(log ? { log } : {}),
-      });
-      Object.assign(rec, { runs: rec.runs + 1, lastRunAt: now(), lastResult: result });
-      delete rec.lastError;
-      o.metrics?.reconciles.inc({ outcome: 'ok' });
-      return result;
-    } catch (err) {
-      Object.assign(rec, { runs: rec.runs + 1, lastRunAt: now(), lastError: (err as Error).message });
-      o.metrics?.reconciles.inc({ outcome: 'failed' });
-      log?.warn({ err: (err as Error).message }, 'reconcile failed; the next run will try again');
-      return undefined;
-    } finally {
-      running = undefined;
-    }
-  })());
+  const reconcileNow = (): Promise<ReconcileResult | undefined> =>
+    (running ??= (async () => {
+      try {
+        const result = await reconcileOnce({
+          core,
+          sink,
+          now,
+          recentReadyMs: o.recentReadyMs ?? 30 * 60_000,
+          bootIdOf: (n) => tracker.bootId(n),
+          eventTrust: trust,
+          ...(log ? { log } : {}),
+        });
+        Object.assign(rec, { runs: rec.runs + 1, lastRunAt: now(), lastResult: result });
+        delete rec.lastError;
+        o.metrics?.reconciles.inc({ outcome: 'ok' });
+        return result;
+      } catch (err) {
+        Object.assign(rec, { runs: rec.runs + 1, lastRunAt: now(), lastError: (err as Error).message });
+        o.metrics?.reconciles.inc({ outcome: 'failed' });
+        log?.warn({ err: (err as Error).message }, 'reconcile failed; the next run will try again');
+        return undefined;
+      } finally {
+        running = undefined;
+      }
+    })());
 
   // Start the watches first: the Node watch learns boot ids, and the reconcile can use them.
   await Promise.all(informers.map((i) => i.start()));
@@ -167,11 +190,12 @@ export async function startKubeWatches(o: KubeWatchesOptions): Promise<KubeWatch
       return { ready: watches.every((w) => w.status === 'watching'), watches, reconcile: { ...rec } };
     },
     reconcileNow,
-    close: () => (closing ??= (async () => {
-      stop.abort();
-      await Promise.all(informers.map((i) => i.stop()));
-      await loop;
-      await running;
-    })()),
+    close: () =>
+      (closing ??= (async () => {
+        stop.abort();
+        await Promise.all(informers.map((i) => i.stop()));
+        await loop;
+        await running;
+      })()),
   };
 }

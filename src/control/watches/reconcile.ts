@@ -48,12 +48,16 @@ export async function reconcileOnce(o: ReconcileOptions): Promise<ReconcileResul
     if (n.bootId) bootIds.set(n.name, n.bootId);
     if (recentlyRecovered(n, o.now(), o.recentReadyMs)) {
       recovered++;
-      signals.push({ s: [nodeRecoveredSignal(n, 'k8s-watch', `Node ${n.name} became Ready at ${new Date(n.readySince!).toISOString()} (reconcile)`)], origin: 'reconcile-nodes' });
+      signals.push({
+        s: [nodeRecoveredSignal(n, 'k8s-watch', `Node ${n.name} became Ready at ${new Date(n.readySince!).toISOString()} (reconcile)`)],
+        origin: 'reconcile-nodes',
+      });
     }
   }
   const pending = (await o.core.listPodForAllNamespaces({ fieldSelector: 'status.phase=Pending' })).items;
-  const stuck = pending.filter((p) => [...(p.status?.initContainerStatuses ?? []), ...(p.status?.containerStatuses ?? [])]
-    .some((s) => STUCK_WAITING_REASONS.has(s.state?.waiting?.reason ?? '')));
+  const stuck = pending.filter((p) =>
+    [...(p.status?.initContainerStatuses ?? []), ...(p.status?.containerStatuses ?? [])].some((s) => STUCK_WAITING_REASONS.has(s.state?.waiting?.reason ?? '')),
+  );
   const bootIdOf = (node: string): string | undefined => o.bootIdOf?.(node) ?? bootIds.get(node);
   for (const pod of stuck.slice(0, o.maxPods ?? 200)) {
     const ns = pod.metadata?.namespace ?? '';

@@ -29,26 +29,31 @@ export const ResidualMultipathJob = z.object({
   runbook: z.literal('residual-multipath-cleanup'),
   target: z.object({ node: NodeName }),
   /** The boot the node came back with, when the trigger told us (kubelet Rebooted event, Node watch). */
-  bootId: z.string().regex(/^[A-Za-z0-9-]{1,64}$/).optional(),
+  bootId: z
+    .string()
+    .regex(/^[A-Za-z0-9-]{1,64}$/)
+    .optional(),
 });
 
-export const LocalPvPlaceholderJob = z.object({
-  ...base,
-  runbook: z.literal('local-pv-placeholder'),
-  target: z.object({ node: NodeName, pv: ObjectName, path: DiskLinkPath }),
-  /** `place` bridges a missing disk with a 512-byte loop device; `release` removes our placeholder. */
-  action: z.enum(['place', 'release']),
-  /**
-   * Who asks for a release. `detector` (NPD's condition cleared, an Event, the agent's own check):
-   * the agent verifies the real disk is back before it detaches anything; a release job without
-   * this field is treated as one. `operator` (POST /v1/placeholders/release): must carry `force`,
-   * and detaches without the disk check, recorded as such in the evidence and the audit trail.
-   */
-  release: z
-    .object({ by: z.enum(['detector', 'operator']), force: z.boolean() })
-    .refine((r) => (r.by === 'operator') === r.force, 'an operator release must carry force: true, and only an operator release may')
-    .optional(),
-}).refine((j) => j.release === undefined || j.action === 'release', 'release applies to action release only');
+export const LocalPvPlaceholderJob = z
+  .object({
+    ...base,
+    runbook: z.literal('local-pv-placeholder'),
+    target: z.object({ node: NodeName, pv: ObjectName, path: DiskLinkPath }),
+    /** `place` bridges a missing disk with a 512-byte loop device; `release` removes our placeholder. */
+    action: z.enum(['place', 'release']),
+    /**
+     * Who asks for a release. `detector` (NPD's condition cleared, an Event, the agent's own check):
+     * the agent verifies the real disk is back before it detaches anything; a release job without
+     * this field is treated as one. `operator` (POST /v1/placeholders/release): must carry `force`,
+     * and detaches without the disk check, recorded as such in the evidence and the audit trail.
+     */
+    release: z
+      .object({ by: z.enum(['detector', 'operator']), force: z.boolean() })
+      .refine((r) => (r.by === 'operator') === r.force, 'an operator release must carry force: true, and only an operator release may')
+      .optional(),
+  })
+  .refine((j) => j.release === undefined || j.action === 'release', 'release applies to action release only');
 
 export const RbdStaleMappingJob = z.object({
   ...base,
@@ -77,12 +82,7 @@ export const RbdUnmapJob = z.object({
   parent: z.string().regex(JOB_ID).optional(),
 });
 
-export const RemediationJob = z.discriminatedUnion('runbook', [
-  ResidualMultipathJob,
-  LocalPvPlaceholderJob,
-  RbdStaleMappingJob,
-  RbdUnmapJob,
-]);
+export const RemediationJob = z.discriminatedUnion('runbook', [ResidualMultipathJob, LocalPvPlaceholderJob, RbdStaleMappingJob, RbdUnmapJob]);
 export type RemediationJob = z.infer<typeof RemediationJob>;
 export type ResidualMultipathJob = z.infer<typeof ResidualMultipathJob>;
 export type LocalPvPlaceholderJob = z.infer<typeof LocalPvPlaceholderJob>;

@@ -14,7 +14,8 @@ const CEPH_NAME = /^(?=.{1,128}$)[A-Za-z0-9][A-Za-z0-9._-]*$/;
  * A Ceph client address as `rados listwatchers` / `rbd status` print a watcher and as `ceph osd
  * blocklist add` takes it: `<IPv4>:<port>/<nonce>` or `[<IPv6>]:<port>/<nonce>` (nonce: u32).
  */
-const CEPH_CLIENT_ADDRESS = /^(?:(?:25[0-5]|2[0-4][0-9]|1?[0-9]?[0-9])(?:\.(?:25[0-5]|2[0-4][0-9]|1?[0-9]?[0-9])){3}|\[[0-9a-fA-F:.]{2,45}\]):[0-9]{1,5}\/[0-9]{1,10}$/;
+const CEPH_CLIENT_ADDRESS =
+  /^(?:(?:25[0-5]|2[0-4][0-9]|1?[0-9]?[0-9])(?:\.(?:25[0-5]|2[0-4][0-9]|1?[0-9]?[0-9])){3}|\[[0-9a-fA-F:.]{2,45}\]):[0-9]{1,5}\/[0-9]{1,10}$/;
 /** A /dev/disk/by-id (or by-path/by-uuid) link, the only device paths a Local PV may name for us. */
 const DISK_LINK_PATH = /^\/dev\/disk\/by-(id|path|uuid|partuuid)\/[A-Za-z0-9:._+@-]{1,200}$/;
 /**
@@ -39,8 +40,7 @@ export const isCephName = (v: string): boolean => CEPH_NAME.test(v) && !v.includ
 export const isMapName = (v: string): boolean => MAP_NAME.test(v);
 export const isCephClientAddress = (v: string): boolean => CEPH_CLIENT_ADDRESS.test(v);
 export const isDiskLinkPath = (v: string): boolean => DISK_LINK_PATH.test(v) && !v.includes('/../') && !v.endsWith('/..');
-export const isDeviceName = (v: string): boolean =>
-  Object.values(DEVICE_PATTERNS).some((p) => p.test(v));
+export const isDeviceName = (v: string): boolean => Object.values(DEVICE_PATTERNS).some((p) => p.test(v));
 
 export const NodeName = z.string().refine(isNodeName, { message: 'not a valid Kubernetes node name (RFC 1123 subdomain)' });
 export const Namespace = z.string().refine(isNamespace, { message: 'not a valid namespace (RFC 1123 label)' });

@@ -49,9 +49,14 @@ export const dedupWindowMs = (runbook: RunbookName): number => RUNBOOK_POLICY[ru
  */
 export function queueWindowMs(placement: Placement, overrideSeconds?: number): number {
   if (overrideSeconds !== undefined) return overrideSeconds * 1000;
-  return Math.min(...Object.values(RUNBOOK_POLICY).filter((p) => p.placement === placement).map((p) => p.dedupWindowMs));
+  return Math.min(
+    ...Object.values(RUNBOOK_POLICY)
+      .filter((p) => p.placement === placement)
+      .map((p) => p.dedupWindowMs),
+  );
 }
 
 /** BullMQ's KeepJobs for a queue of this placement: finished jobs kept for its window. */
-export const keepFinished = (placement: Placement, overrideSeconds?: number): { age: number } =>
-  ({ age: Math.ceil(queueWindowMs(placement, overrideSeconds) / 1000) });
+export const keepFinished = (placement: Placement, overrideSeconds?: number): { age: number } => ({
+  age: Math.ceil(queueWindowMs(placement, overrideSeconds) / 1000),
+});

@@ -14,7 +14,11 @@ export class ConfigError extends Error {
 
 type Env = Readonly<Record<string, string | undefined>>;
 
-const list = (v: string): string[] => v.split(',').map((s) => s.trim()).filter((s) => s.length > 0);
+const list = (v: string): string[] =>
+  v
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s.length > 0);
 
 function modes(v: string): Record<string, string> {
   const out: Record<string, string> = {};
@@ -173,12 +177,17 @@ export function loadConfig(env: Env = process.env): Config {
   const result = Config.safeParse(raw);
   if (!result.success) throw new ConfigError(`invalid configuration:\n${describe(result.error, raw)}`);
   if (result.data.httpHeadersTimeoutMs > result.data.httpRequestTimeoutMs) {
-    throw new ConfigError(`invalid configuration:\n  HTTP_HEADERS_TIMEOUT_MS: may not exceed HTTP_REQUEST_TIMEOUT_MS (${result.data.httpRequestTimeoutMs}) (got ${result.data.httpHeadersTimeoutMs})`);
+    throw new ConfigError(
+      `invalid configuration:\n  HTTP_HEADERS_TIMEOUT_MS: may not exceed HTTP_REQUEST_TIMEOUT_MS (${result.data.httpRequestTimeoutMs}) (got ${result.data.httpHeadersTimeoutMs})`,
+    );
   }
   if ((result.data.tlsCertFile === undefined) !== (result.data.tlsKeyFile === undefined)) {
     throw new ConfigError('invalid configuration:\n  TLS_CERT_FILE and TLS_KEY_FILE: set both (the certificate chain and its key) or neither');
   }
-  for (const [name, file] of [['TLS_CERT_FILE', result.data.tlsCertFile], ['TLS_KEY_FILE', result.data.tlsKeyFile]] as const) {
+  for (const [name, file] of [
+    ['TLS_CERT_FILE', result.data.tlsCertFile],
+    ['TLS_KEY_FILE', result.data.tlsKeyFile],
+  ] as const) {
     if (!file) continue;
     try {
       accessSync(file, constants.R_OK);
@@ -200,15 +209,17 @@ export function loadConfig(env: Env = process.env): Config {
 const SECRET = new Set(['tokens', 'redisPassword', 'redisSentinelPassword']);
 
 function describe(error: z.ZodError, raw: Record<string, unknown>): string {
-  return error.issues.map((issue) => {
-    const key = String(issue.path[0] ?? '');
-    const name = ENV_OF[key] ?? key;
-    // A URL may carry a password (REDIS_URL): shown with its userinfo hidden, malformed or not.
-    const value = raw[key];
-    const shown = typeof value === 'string' && value.includes('@') ? redactUrl(value) : value;
-    const got = SECRET.has(key) || !(key in raw) ? '' : ` (got ${redactUrlsIn(JSON.stringify(shown))})`;
-    return `  ${name}: ${issue.message}${got}`;
-  }).join('\n');
+  return error.issues
+    .map((issue) => {
+      const key = String(issue.path[0] ?? '');
+      const name = ENV_OF[key] ?? key;
+      // A URL may carry a password (REDIS_URL): shown with its userinfo hidden, malformed or not.
+      const value = raw[key];
+      const shown = typeof value === 'string' && value.includes('@') ? redactUrl(value) : value;
+      const got = SECRET.has(key) || !(key in raw) ? '' : ` (got ${redactUrlsIn(JSON.stringify(shown))})`;
+      return `  ${name}: ${issue.message}${got}`;
+    })
+    .join('\n');
 }
 
 /** The mode a runbook runs in under this configuration. */

@@ -13,8 +13,15 @@ import type { ApprovalRecord } from './records.ts';
 
 /** What the request seal covers: the record as its worker wrote it, without any decision. */
 const requestPart = (r: ApprovalRecord) => ({
-  jobId: r.jobId, queue: r.queue, runbook: r.runbook, node: r.node ?? null, jobCreatedAt: r.jobCreatedAt,
-  summary: r.summary, steps: r.steps, requestedAt: r.requestedAt, expiresAt: r.expiresAt,
+  jobId: r.jobId,
+  queue: r.queue,
+  runbook: r.runbook,
+  node: r.node ?? null,
+  jobCreatedAt: r.jobCreatedAt,
+  summary: r.summary,
+  steps: r.steps,
+  requestedAt: r.requestedAt,
+  expiresAt: r.expiresAt,
 });
 
 const subject = (r: ApprovalRecord): string => `approval-request/${r.queue}/${r.jobId}`;
@@ -31,7 +38,7 @@ export function sealRequest(sealer: Sealer | undefined, r: ApprovalRecord): Appr
 
 /** Why the request cannot be trusted as its worker's, or undefined when its seal holds. */
 export function requestUnverified(roots: Keyring, r: ApprovalRecord, now = Date.now()): string | undefined {
-  if (!r.requestSeal) return 'the request carries no seal of the job\'s worker';
+  if (!r.requestSeal) return "the request carries no seal of the job's worker";
   const v = verifySeal(workRingFor(roots, r.queue), 'control', subject(r), requestPart(r), r.requestSeal, now);
   if (!v.ok) return `the request's seal does not hold (${v.reason}: ${v.detail})`;
   const writer = writerOf(r.queue);

@@ -17,9 +17,26 @@ export const BREAKER_SEAL_TTL_MS = 60_000;
 
 export const BreakerAsk = z.discriminatedUnion('op', [
   /** Before a destructive step: take a slot in the node's and the cluster's windows. */
-  z.object({ op: z.literal('reserve'), node: NodeName, jobId: z.string().regex(JOB_ID), stepId: z.string().min(1).max(100).regex(/^[A-Za-z0-9._:/-]+$/) }),
+  z.object({
+    op: z.literal('reserve'),
+    node: NodeName,
+    jobId: z.string().regex(JOB_ID),
+    stepId: z
+      .string()
+      .min(1)
+      .max(100)
+      .regex(/^[A-Za-z0-9._:/-]+$/),
+  }),
   /** A job started on the node: count the node towards the storm breaker, naming what sent the signal. */
-  z.object({ op: z.literal('activity'), node: NodeName, source: z.string().max(40).regex(/^[a-z0-9-]*$/).optional() }),
+  z.object({
+    op: z.literal('activity'),
+    node: NodeName,
+    source: z
+      .string()
+      .max(40)
+      .regex(/^[a-z0-9-]*$/)
+      .optional(),
+  }),
 ]);
 export type BreakerAsk = z.infer<typeof BreakerAsk>;
 

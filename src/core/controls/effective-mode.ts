@@ -33,7 +33,9 @@ export function effectiveMode(i: ModeInputs): EffectiveMode {
   const labelMode = i.nodeLabel === 'dry-run' || i.nodeLabel === 'enforce' ? i.nodeLabel : undefined;
   const node = i.nodeOverride
     ? { mode: i.nodeOverride.mode, why: `node ${i.node} ${i.nodeOverride.mode} ${by(i.nodeOverride)}` }
-    : labelMode ? { mode: labelMode, why: `node ${i.node} ${labelMode} by its label ${NODE_MODE_LABEL}` } : undefined;
+    : labelMode
+      ? { mode: labelMode, why: `node ${i.node} ${labelMode} by its label ${NODE_MODE_LABEL}` }
+      : undefined;
   if (runbook.mode === 'dry-run') return { mode: 'dry-run', why: runbook.why };
   if (node?.mode === 'dry-run') return { mode: 'dry-run', why: node.why };
   return { mode: 'enforce', why: node ? `${runbook.why}; ${node.why}` : runbook.why };

@@ -66,18 +66,32 @@ export const CONTROL_SEAL_TTL_MS = 15 * 60_000;
 export const CONTROL_RESEAL_MS = 5 * 60_000;
 
 /** A cleared mode override or a lifted pause: sealed like a record, so a delete is never the clear. */
-export const Tombstone = z.object({ cleared: z.literal(true), by: z.string(), why: z.string().default(''), at: z.string(), gen: z.number().int().nonnegative() });
+export const Tombstone = z.object({
+  cleared: z.literal(true),
+  by: z.string(),
+  why: z.string().default(''),
+  at: z.string(),
+  gen: z.number().int().nonnegative(),
+});
 export type Tombstone = z.infer<typeof Tombstone>;
 
-const genOf = (body: Record<string, unknown>): number => (typeof body['gen'] === 'number' && Number.isSafeInteger(body['gen']) && body['gen'] >= 0 ? body['gen'] : 0);
+const genOf = (body: Record<string, unknown>): number =>
+  typeof body['gen'] === 'number' && Number.isSafeInteger(body['gen']) && body['gen'] >= 0 ? body['gen'] : 0;
 
 /** A record that, honoured late, can only hold work back: a pause, a dry-run override. */
-const restrictive = (kind: ControlKind, body: Record<string, unknown>): boolean => kind === 'pause' ? body['cleared'] !== true : kind === 'mode' ? body['mode'] === 'dry-run' : false;
+const restrictive = (kind: ControlKind, body: Record<string, unknown>): boolean =>
+  kind === 'pause' ? body['cleared'] !== true : kind === 'mode' ? body['mode'] === 'dry-run' : false;
 
 const subject = (kind: ControlKind, field: string): string => `${kind}/${field}`;
 
 /** The stored JSON of `record` for `field`, sealed when the trust has a sealer, and the seal's time. */
-export function sealRecord(trust: ControlTrust | undefined, kind: ControlKind, field: string, record: object, opts: { ttlMs?: number; notBefore?: number } = {}): { json: string; iat?: number } {
+export function sealRecord(
+  trust: ControlTrust | undefined,
+  kind: ControlKind,
+  field: string,
+  record: object,
+  opts: { ttlMs?: number; notBefore?: number } = {},
+): { json: string; iat?: number } {
   const sealer = trust?.sealer;
   if (!sealer) return { json: JSON.stringify(record) };
   const seal = sealer.seal('control', subject(kind, field), record, opts.ttlMs ?? CONTROL_SEAL_TTL_MS, opts.notBefore);
@@ -116,7 +130,8 @@ export class SealedRecords {
       if (!remembers) return undefined;
       const known = this.#knownMap().get(key);
       if (text) this.#untrusted(kind, field, 'malformed', 'the record does not parse; the newest accepted record stands');
-      else if (known && !Tombstone.safeParse(splitSealed(known.text)?.body).success) this.#untrusted(kind, field, 'removed', 'the record was deleted, not cleared through the API; the newest accepted record stands');
+      else if (known && !Tombstone.safeParse(splitSealed(known.text)?.body).success)
+        this.#untrusted(kind, field, 'removed', 'the record was deleted, not cleared through the API; the newest accepted record stands');
       return this.#fallBack(schema, kind, key);
     }
     const parsed = body.body['cleared'] === true ? Tombstone.safeParse(body.body) : schema.safeParse(body.body);
@@ -144,7 +159,12 @@ export class SealedRecords {
       const gen = genOf(body.body);
       const known = this.#knownMap().get(key);
       if (known && gen < known.gen) {
-        this.#untrusted(kind, field, 'replayed', `generation ${gen} is older than ${known.gen}, already accepted for ${key}; the newest accepted record stands`);
+        this.#untrusted(
+          kind,
+          field,
+          'replayed',
+          `generation ${gen} is older than ${known.gen}, already accepted for ${key}; the newest accepted record stands`,
+        );
         return this.#standing(schema, kind, known.text);
       }
       if (!known || gen > known.gen || known.text !== text) this.#remember(key, { gen, text: text! });

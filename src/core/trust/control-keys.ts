@@ -14,7 +14,11 @@ import { makeSealer, sealedInput, type Purpose, type SealHead, type Sealer } fro
 // A key's id is derived from its public key, so a certificate names the key it checks.
 
 /** The key id of a public key: the first 16 base64url characters of its SPKI's SHA-256. */
-const kidOf = (pub: KeyObject): string => createHash('sha256').update(pub.export({ type: 'spki', format: 'der' })).digest('base64url').slice(0, 16);
+const kidOf = (pub: KeyObject): string =>
+  createHash('sha256')
+    .update(pub.export({ type: 'spki', format: 'der' }))
+    .digest('base64url')
+    .slice(0, 16);
 
 const isP256 = (k: KeyObject): boolean => k.asymmetricKeyType === 'ec' && k.asymmetricKeyDetails?.namedCurve === 'prime256v1';
 

@@ -10,12 +10,14 @@ import type { Keyring } from './keyring.ts';
 
 export const ENROL_PATH = '/v1/enrol';
 
-export const EnrolRequest = z.strictObject({
-  /** Who enrols: the agent of `node`, or the cluster worker. */
-  as: z.enum(['node-agent', 'cluster-worker']),
-  /** The node whose agent this is (node-agent only): it must be the node the token's pod runs on. */
-  node: NodeName.optional(),
-}).refine((r) => (r.as === 'node-agent') === (r.node !== undefined), { message: 'node is required for a node agent, and only for it' });
+export const EnrolRequest = z
+  .strictObject({
+    /** Who enrols: the agent of `node`, or the cluster worker. */
+    as: z.enum(['node-agent', 'cluster-worker']),
+    /** The node whose agent this is (node-agent only): it must be the node the token's pod runs on. */
+    node: NodeName.optional(),
+  })
+  .refine((r) => (r.as === 'node-agent') === (r.node !== undefined), { message: 'node is required for a node agent, and only for it' });
 export type EnrolRequest = z.infer<typeof EnrolRequest>;
 
 const KeyName = z.string().refine((n) => {
@@ -39,9 +41,14 @@ export type EnrolAnswer = z.infer<typeof EnrolAnswer>;
 /** The keyring an answer makes: work keys of its queue only, sealing with `signing` when given. */
 export function ringOfAnswer(a: EnrolAnswer): Keyring {
   const verify = new Map<string, Buffer>(Object.entries(a.keys).map(([name, b64]) => [name, Buffer.from(b64, 'base64')]));
-  const signing = a.signing && verify.has(a.signing)
-    ? { role: Role.parse(a.signing.slice(0, a.signing.indexOf('.'))), kid: a.signing.slice(a.signing.indexOf('.') + 1), key: verify.get(a.signing)! }
-    : undefined;
+  const signing =
+    a.signing && verify.has(a.signing)
+      ? {
+          role: Role.parse(a.signing.slice(0, a.signing.indexOf('.'))),
+          kid: a.signing.slice(a.signing.indexOf('.') + 1),
+          key: verify.get(a.signing)!,
+        }
+      : undefined;
   return { verify, scope: a.queue, ...(signing ? { signing } : {}) };
 }
 

@@ -31,7 +31,10 @@ const VERIFIES: Record<Role, readonly Role[]> = {
   'node-agent': ['receiver', 'cluster-worker', 'node-agent'],
 };
 
-type TrustSettings = Pick<Config, 'signingKeysDir' | 'signingKeyId' | 'allowUnsignedWork' | 'workSealTtlSeconds' | 'approvalTtlSeconds' | 'controlSigningKeyFile' | 'controlVerifyCertFile'>;
+type TrustSettings = Pick<
+  Config,
+  'signingKeysDir' | 'signingKeyId' | 'allowUnsignedWork' | 'workSealTtlSeconds' | 'approvalTtlSeconds' | 'controlSigningKeyFile' | 'controlVerifyCertFile'
+>;
 
 /** What an enrolled consumer holds instead of roots (src/agents/engine/enrolled-keys.ts): its queue's work keys. */
 export interface Enrolled {
@@ -52,12 +55,17 @@ function asConfigError<T>(read: () => T): T {
 /** The controls' keys (see Trust.controls); fails closed on a receiver that could verify but not sign. */
 function controlTrust(config: TrustSettings, role: Role, ring: Keyring, sealer: Sealer | undefined): Trust['controls'] {
   if (!config.controlVerifyCertFile) {
-    if (config.controlSigningKeyFile) throw new ConfigError('CONTROL_SIGNING_KEY_FILE is set without CONTROL_VERIFY_CERT_FILE: the receiver could not read back the controls it signs');
+    if (config.controlSigningKeyFile)
+      throw new ConfigError('CONTROL_SIGNING_KEY_FILE is set without CONTROL_VERIFY_CERT_FILE: the receiver could not read back the controls it signs');
     return { ring, ...(role === 'receiver' && sealer ? { sealer } : {}) };
   }
-  if (role === 'receiver' && !config.controlSigningKeyFile) throw new ConfigError('CONTROL_VERIFY_CERT_FILE is set but CONTROL_SIGNING_KEY_FILE is not: the receiver would write controls that no one accepts');
+  if (role === 'receiver' && !config.controlSigningKeyFile)
+    throw new ConfigError('CONTROL_VERIFY_CERT_FILE is set but CONTROL_SIGNING_KEY_FILE is not: the receiver would write controls that no one accepts');
   const certFile = config.controlVerifyCertFile;
-  return asConfigError(() => ({ ring: controlKeyring(certFile), ...(role === 'receiver' && config.controlSigningKeyFile ? { sealer: controlSealer(config.controlSigningKeyFile) } : {}) }));
+  return asConfigError(() => ({
+    ring: controlKeyring(certFile),
+    ...(role === 'receiver' && config.controlSigningKeyFile ? { sealer: controlSealer(config.controlSigningKeyFile) } : {}),
+  }));
 }
 
 /**
@@ -68,31 +76,48 @@ function controlTrust(config: TrustSettings, role: Role, ring: Keyring, sealer: 
  */
 function enrolledTrust(config: TrustSettings, role: Role, enrolled: Enrolled, ttlMs: number): Trust {
   if (role === 'receiver') throw new ConfigError('the receiver does not enrol: it holds the roots');
-  if (!config.controlVerifyCertFile) throw new ConfigError('ENROL_URL is set but CONTROL_VERIFY_CERT_FILE is not: an enrolled process checks operator controls with the receiver\'s control certificate only');
+  if (!config.controlVerifyCertFile)
+    throw new ConfigError(
+      "ENROL_URL is set but CONTROL_VERIFY_CERT_FILE is not: an enrolled process checks operator controls with the receiver's control certificate only",
+    );
   let sealer = enrolled.sealer;
   if (role === 'node-agent' && config.signingKeysDir) {
-    throw new ConfigError(`ENROL_URL is set and so is SIGNING_KEYS_DIR (${config.signingKeysDir}): an enrolled node agent must hold no issuer root (with one, root on this node could issue work for every node); remove the mount`);
+    throw new ConfigError(
+      `ENROL_URL is set and so is SIGNING_KEYS_DIR (${config.signingKeysDir}): an enrolled node agent must hold no issuer root (with one, root on this node could issue work for every node); remove the mount`,
+    );
   }
   if (role === 'cluster-worker') {
-    if (!config.signingKeysDir) throw new ConfigError('SIGNING_KEYS_DIR is not set: the cluster worker seals rbd-unmap with its own role\'s root');
+    if (!config.signingKeysDir) throw new ConfigError("SIGNING_KEYS_DIR is not set: the cluster worker seals rbd-unmap with its own role's root");
     const dir = config.signingKeysDir;
     const keys = asConfigError(() => readKeys(dir));
     const foreign = [...keys.keys()].filter((k) => !k.startsWith('cluster-worker.'));
-    if (foreign.length > 0) throw new ConfigError(`SIGNING_KEYS_DIR ${config.signingKeysDir} holds ${foreign.join(', ')}: an enrolled cluster worker holds its own role's root only`);
+    if (foreign.length > 0)
+      throw new ConfigError(`SIGNING_KEYS_DIR ${config.signingKeysDir} holds ${foreign.join(', ')}: an enrolled cluster worker holds its own role's root only`);
     sealer = sealerOf(asConfigError(() => keyringFor(role, keys, config.signingKeyId)));
   }
-  return { role, ring: enrolled.ring, ...(sealer ? { sealer } : {}), ttlMs, allowUnsigned: config.allowUnsignedWork, controls: controlTrust(config, role, enrolled.ring, undefined) };
+  return {
+    role,
+    ring: enrolled.ring,
+    ...(sealer ? { sealer } : {}),
+    ttlMs,
+    allowUnsigned: config.allowUnsignedWork,
+    controls: controlTrust(config, role, enrolled.ring, undefined),
+  };
 }
 
 export function trustFromConfig(config: TrustSettings, role: Role, enrolled?: Enrolled): Trust {
   const ttlMs = config.workSealTtlSeconds * 1000;
   if (config.workSealTtlSeconds <= config.approvalTtlSeconds) {
-    throw new ConfigError(`WORK_SEAL_TTL_SECONDS (${config.workSealTtlSeconds}) must be longer than APPROVAL_TTL_SECONDS (${config.approvalTtlSeconds}): a job waiting for approval would expire first`);
+    throw new ConfigError(
+      `WORK_SEAL_TTL_SECONDS (${config.workSealTtlSeconds}) must be longer than APPROVAL_TTL_SECONDS (${config.approvalTtlSeconds}): a job waiting for approval would expire first`,
+    );
   }
   if (enrolled) return enrolledTrust(config, role, enrolled, ttlMs);
   if (!config.signingKeysDir) {
     if (!config.allowUnsignedWork) {
-      throw new ConfigError('SIGNING_KEYS_DIR is not set: work and operator controls cannot be sealed or verified; point it at the mounted signing keys (see README, "Signed work"), or set ALLOW_UNSIGNED_WORK=true to run without (anyone who can write to Redis can then make agents act)');
+      throw new ConfigError(
+        'SIGNING_KEYS_DIR is not set: work and operator controls cannot be sealed or verified; point it at the mounted signing keys (see README, "Signed work"), or set ALLOW_UNSIGNED_WORK=true to run without (anyone who can write to Redis can then make agents act)',
+      );
     }
     const ring: Keyring = { verify: new Map() };
     return { role, ring, ttlMs, allowUnsigned: true, controls: controlTrust(config, role, ring, undefined) };
@@ -101,9 +126,18 @@ export function trustFromConfig(config: TrustSettings, role: Role, enrolled?: En
   const ring = asConfigError(() => keyringFor(role, readKeys(dir), config.signingKeyId));
   const sealer = sealerOf(ring);
   if (!config.allowUnsignedWork) {
-    const missing = [...new Set([role, ...VERIFIES[role]])]
-      .filter((r) => ![...ring.verify.keys()].some((k) => k.startsWith(`${r}.`)));
-    if (missing.length > 0) throw new ConfigError(`SIGNING_KEYS_DIR ${config.signingKeysDir} has no key of role(s) ${missing.join(', ')}: a ${role} seals with its own role's key and verifies ${VERIFIES[role].join(', ') || 'nothing'}`);
+    const missing = [...new Set([role, ...VERIFIES[role]])].filter((r) => ![...ring.verify.keys()].some((k) => k.startsWith(`${r}.`)));
+    if (missing.length > 0)
+      throw new ConfigError(
+        `SIGNING_KEYS_DIR ${config.signingKeysDir} has no key of role(s) ${missing.join(', ')}: a ${role} seals with its own role's key and verifies ${VERIFIES[role].join(', ') || 'nothing'}`,
+      );
   }
-  return { role, ring, ...(sealer ? { sealer } : {}), ttlMs, allowUnsigned: config.allowUnsignedWork, controls: controlTrust(config, role, ring, sealer) };
+  return {
+    role,
+    ring,
+    ...(sealer ? { sealer } : {}),
+    ttlMs,
+    allowUnsigned: config.allowUnsignedWork,
+    controls: controlTrust(config, role, ring, sealer),
+  };
 }

@@ -50,7 +50,8 @@ export function readKeys(dir: string): Map<string, Buffer> {
     const dot = name.indexOf('.');
     const role = Role.safeParse(name.slice(0, dot));
     const kid = KeyId.safeParse(name.slice(dot + 1));
-    if (dot < 0 || !role.success || !kid.success) throw new KeyringError(`SIGNING_KEYS_DIR: ${name} is not named <role>.<key id> (roles: ${Role.options.join(', ')})`);
+    if (dot < 0 || !role.success || !kid.success)
+      throw new KeyringError(`SIGNING_KEYS_DIR: ${name} is not named <role>.<key id> (roles: ${Role.options.join(', ')})`);
     const path = join(dir, name);
     if (!statSync(path).isFile()) continue;
     const text = readFileSync(path, 'utf8').trim();
@@ -68,8 +69,12 @@ export function readKeys(dir: string): Map<string, Buffer> {
  * the greatest key id of the role seals (name keys by date: `receiver.2026-12`).
  */
 export function keyringFor(role: RoleT, keys: ReadonlyMap<string, Buffer>, keyId?: string): Keyring {
-  const own = [...keys.keys()].filter((n) => n.startsWith(`${role}.`)).map((n) => n.slice(role.length + 1)).sort();
+  const own = [...keys.keys()]
+    .filter((n) => n.startsWith(`${role}.`))
+    .map((n) => n.slice(role.length + 1))
+    .sort();
   const kid = keyId ?? own.at(-1);
-  if (keyId !== undefined && !own.includes(keyId)) throw new KeyringError(`SIGNING_KEY_ID: no key ${role}.${keyId} (have: ${own.map((k) => `${role}.${k}`).join(', ') || 'none'})`);
+  if (keyId !== undefined && !own.includes(keyId))
+    throw new KeyringError(`SIGNING_KEY_ID: no key ${role}.${keyId} (have: ${own.map((k) => `${role}.${k}`).join(', ') || 'none'})`);
   return { ...(kid !== undefined ? { signing: { role, kid, key: keys.get(`${role}.${kid}`)! } } : {}), verify: keys };
 }

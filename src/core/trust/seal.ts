@@ -77,7 +77,13 @@ export interface Sealer {
  * A Sealer for `iss`/`kid` whose `mac` comes from `macFor` over the seal's head and the value's
  * encoding (an HMAC here; an ECDSA signature for operator controls, src/core/trust/control-keys.ts).
  */
-export function makeSealer(iss: Role, kid: string, macFor: (purpose: Purpose, subject: string, encoded: string, head: SealHead) => string, now: () => number = Date.now, alg?: Seal['alg']): Sealer {
+export function makeSealer(
+  iss: Role,
+  kid: string,
+  macFor: (purpose: Purpose, subject: string, encoded: string, head: SealHead) => string,
+  now: () => number = Date.now,
+  alg?: Seal['alg'],
+): Sealer {
   const sealEncoded = (purpose: Purpose, subject: string, encoded: string, ttlMs: number, notBefore = 0): Seal => {
     const iat = Math.max(now(), notBefore);
     const head = { v: 1 as const, iss, kid, iat, exp: iat + ttlMs };
@@ -129,7 +135,12 @@ export function verifySeal(ring: Keyring, purpose: Purpose, subject: string, val
     if (!pub) return { ok: false, reason: 'unknown-key', detail: `no public key ${s.iss}.${s.kid}` };
     let good: boolean;
     try {
-      good = verify('sha256', Buffer.from(sealedInput(purpose, subject, sealedBytes(value), s), 'utf8'), { key: pub, dsaEncoding: 'ieee-p1363' }, Buffer.from(s.mac, 'base64url'));
+      good = verify(
+        'sha256',
+        Buffer.from(sealedInput(purpose, subject, sealedBytes(value), s), 'utf8'),
+        { key: pub, dsaEncoding: 'ieee-p1363' },
+        Buffer.from(s.mac, 'base64url'),
+      );
     } catch (err) {
       return { ok: false, reason: 'malformed', detail: (err as Error).message };
     }
@@ -144,7 +155,8 @@ export function verifySeal(ring: Keyring, purpose: Purpose, subject: string, val
       return { ok: false, reason: 'malformed', detail: (err as Error).message };
     }
     const given = Buffer.from(s.mac, 'base64url');
-    if (given.length !== expected.length || !timingSafeEqual(given, expected)) return { ok: false, reason: 'bad-mac', detail: `seal ${s.iss}.${s.kid} does not match the content` };
+    if (given.length !== expected.length || !timingSafeEqual(given, expected))
+      return { ok: false, reason: 'bad-mac', detail: `seal ${s.iss}.${s.kid} does not match the content` };
   }
   if (s.iat > now + CLOCK_SKEW_MS) return { ok: false, reason: 'not-yet-valid', detail: `issued at ${new Date(s.iat).toISOString()}, in the future` };
   if (now > s.exp) return { ok: false, reason: 'expired', detail: `expired at ${new Date(s.exp).toISOString()}` };

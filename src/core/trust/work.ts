@@ -13,7 +13,7 @@ export const SEAL_FIELD = 'seal';
 
 // A job read back from Redis is checked against its seal before the catalogue parses it: its key
 // may be anything (a forged object has no usable toString), and the subject must still be text.
-const subjectOf = (queue: string, jobId: unknown): string => `${queue}/${typeof jobId === 'string' ? jobId : JSON.stringify(jobId) ?? ''}`;
+const subjectOf = (queue: string, jobId: unknown): string => `${queue}/${typeof jobId === 'string' ? jobId : (JSON.stringify(jobId) ?? '')}`;
 
 function workSealer(sealer: Sealer, queue: string): Sealer {
   if (!sealer.workFor) throw new Error(`a ${sealer.role} control key does not seal work`);

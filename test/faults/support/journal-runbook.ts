@@ -11,11 +11,23 @@ import type { PlannedStep, RunbookDefinition } from '../../../src/agents/engine/
 export const EFFECTS_LOG = '/var/log/effects.log';
 export const STEP_IDS = ['detach:a', 'detach:b', 'detach:c', 'detach:d'] as const;
 
-export function journalRunbook(pauseBefore: string | undefined, onPause: (step: string) => void): RunbookDefinition<'residual-multipath-cleanup', Record<string, never>, PlannedStep> {
+export function journalRunbook(
+  pauseBefore: string | undefined,
+  onPause: (step: string) => void,
+): RunbookDefinition<'residual-multipath-cleanup', Record<string, never>, PlannedStep> {
   return {
     runbook: 'residual-multipath-cleanup',
     observe: async () => ({}),
-    plan: () => ({ kind: 'steps', summary: 'four destructive steps', steps: STEP_IDS.map((id) => ({ id, description: `detach ${id}`, destructive: true, evidence: [{ claim: `${id} is ours`, source: 'toy', observedAt: new Date().toISOString(), status: 'holds' as const }] })) }),
+    plan: () => ({
+      kind: 'steps',
+      summary: 'four destructive steps',
+      steps: STEP_IDS.map((id) => ({
+        id,
+        description: `detach ${id}`,
+        destructive: true,
+        evidence: [{ claim: `${id} is ours`, source: 'toy', observedAt: new Date().toISOString(), status: 'holds' as const }],
+      })),
+    }),
     steps: {
       isDone: async () => false,
       apply: async (step, host) => {

@@ -22,7 +22,9 @@ describe('parseRedisCpu', () => {
   });
 
   it('falls back to the process before Redis 6.2 reported the main thread', () => {
-    const old = INFO_7.split('\r\n').filter((l) => !l.includes('main_thread')).join('\r\n');
+    const old = INFO_7.split('\r\n')
+      .filter((l) => !l.includes('main_thread'))
+      .join('\r\n');
     const c = parseRedisCpu(old);
     expect(c.mainMs).toBe(c.processMs);
   });

@@ -4,7 +4,8 @@ import { cidrContaining, isCidr } from '../../../src/core/catalogue/cidr.ts';
 describe('operator-listed CIDRs', () => {
   it('accepts IPv4 and IPv6 networks and rejects anything else', () => {
     for (const ok of ['192.0.2.0/24', '10.0.0.7/32', '0.0.0.0/0', '2001:db8::/32', 'fd00::1/128']) expect(isCidr(ok), ok).toBe(true);
-    for (const bad of ['192.0.2.0', '192.0.2.0/33', '2001:db8::/129', '192.0.2.0/24 ', 'rbd-mirror/24', '300.0.0.0/8', '10.0.0.0/-1', '']) expect(isCidr(bad), bad).toBe(false);
+    for (const bad of ['192.0.2.0', '192.0.2.0/33', '2001:db8::/129', '192.0.2.0/24 ', 'rbd-mirror/24', '300.0.0.0/8', '10.0.0.0/-1', ''])
+      expect(isCidr(bad), bad).toBe(false);
   });
 
   it('finds the listed network an address lies in, and none for an address outside every one', () => {

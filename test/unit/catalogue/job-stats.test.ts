@@ -7,13 +7,30 @@ function fakeRedis(): Redis & { hash: Map<string, number> } {
   const hash = new Map<string, number>();
   const ops: (() => void)[] = [];
   const pipeline = {
-    hincrby: (_k: string, f: string, n: number) => { ops.push(() => hash.set(f, (hash.get(f) ?? 0) + n)); return pipeline; },
-    hincrbyfloat: (_k: string, f: string, n: number) => { ops.push(() => hash.set(f, (hash.get(f) ?? 0) + n)); return pipeline; },
-    get length() { return ops.length; },
-    exec: async () => ops.splice(0).map((o) => { o(); return [null, 1]; }),
+    hincrby: (_k: string, f: string, n: number) => {
+      ops.push(() => hash.set(f, (hash.get(f) ?? 0) + n));
+      return pipeline;
+    },
+    hincrbyfloat: (_k: string, f: string, n: number) => {
+      ops.push(() => hash.set(f, (hash.get(f) ?? 0) + n));
+      return pipeline;
+    },
+    get length() {
+      return ops.length;
+    },
+    exec: async () =>
+      ops.splice(0).map((o) => {
+        o();
+        return [null, 1];
+      }),
   };
   // No queue recorded: the exposition reads the shared hash only.
-  return { hash, pipeline: () => pipeline, smembers: async () => [], hgetall: async () => Object.fromEntries([...hash].map(([k, v]) => [k, String(v)])) } as never;
+  return {
+    hash,
+    pipeline: () => pipeline,
+    smembers: async () => [],
+    hgetall: async () => Object.fromEntries([...hash].map(([k, v]) => [k, String(v)])),
+  } as never;
 }
 
 describe('job statistics', () => {
@@ -21,7 +38,12 @@ describe('job statistics', () => {
     const r = fakeRedis();
     for (const d of [0.05, 0.7, 0.7, 42, 5000]) await recordFinished(r, 'p', 'rb', 'succeeded', d);
     // One counter per runbook, outcome and bucket (and the sum): 2 commands per job.
-    expect([...r.hash.keys()].filter((k) => k.startsWith('ran|')).sort()).toEqual(['ran|rb|succeeded|+Inf', 'ran|rb|succeeded|0.1', 'ran|rb|succeeded|1', 'ran|rb|succeeded|60']);
+    expect([...r.hash.keys()].filter((k) => k.startsWith('ran|')).sort()).toEqual([
+      'ran|rb|succeeded|+Inf',
+      'ran|rb|succeeded|0.1',
+      'ran|rb|succeeded|1',
+      'ran|rb|succeeded|60',
+    ]);
     const text = await finishedExposition(r, 'p');
     const bucket = (le: string) => Number(new RegExp(`_bucket\\{runbook="rb",le="${le.replace('+', '\\+')}"\\} (\\d+)`).exec(text)?.[1]);
     expect([bucket('0.1'), bucket('0.5'), bucket('1'), bucket('30'), bucket('60'), bucket('900'), bucket('+Inf')]).toEqual([1, 1, 3, 3, 4, 4, 5]);
@@ -71,7 +93,7 @@ describe('job statistics', () => {
     expect(addUp([node, liar, { 'ran|rb|failed|1': '1' }])).toEqual({ 'ran|rb|failed|1': 4, 'untrusted|job|bad-mac': 2 });
   });
 
-  it('a count above MAX_COUNT adds nothing: one node cannot drown the fleet\'s increments in rounding', () => {
+  it("a count above MAX_COUNT adds nothing: one node cannot drown the fleet's increments in rounding", () => {
     const node = { 'ran|rb|failed|1': '3' };
     const liar = { 'ran|rb|failed|1': '1e300', 'untrusted|job|bad-mac': String(MAX_COUNT + 1) };
     expect(addUp([node, liar, { 'ran|rb|failed|1': String(MAX_COUNT) }])).toEqual({ 'ran|rb|failed|1': 3 + MAX_COUNT });

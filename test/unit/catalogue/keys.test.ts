@@ -3,10 +3,12 @@ import { JOB_ID, idempotencyKey } from '../../../src/core/catalogue/keys.ts';
 
 describe('idempotency keys', () => {
   it('are the same for the same identity and differ for another', () => {
-    expect(idempotencyKey('residual', ['worker-1', 'alert', 'fp1', '2026-12-01T03:12:44.512Z']))
-      .toBe(idempotencyKey('residual', ['worker-1', 'alert', 'fp1', '2026-12-01T03:12:44.512Z']));
-    expect(idempotencyKey('residual', ['worker-1', 'alert', 'fp1', '2026-12-01T03:12:44.512Z']))
-      .not.toBe(idempotencyKey('residual', ['worker-1', 'alert', 'fp1', '2026-12-02T03:12:44.512Z']));
+    expect(idempotencyKey('residual', ['worker-1', 'alert', 'fp1', '2026-12-01T03:12:44.512Z'])).toBe(
+      idempotencyKey('residual', ['worker-1', 'alert', 'fp1', '2026-12-01T03:12:44.512Z']),
+    );
+    expect(idempotencyKey('residual', ['worker-1', 'alert', 'fp1', '2026-12-01T03:12:44.512Z'])).not.toBe(
+      idempotencyKey('residual', ['worker-1', 'alert', 'fp1', '2026-12-02T03:12:44.512Z']),
+    );
   });
 
   it('stay distinct when sanitising makes the readable parts equal', () => {
@@ -27,8 +29,9 @@ describe('idempotency keys', () => {
   it('do not change between releases', () => {
     // A changed key would let a repeat that arrives after an upgrade become a second job (and a
     // second run of a destructive runbook). Change these only with a migration note.
-    expect(idempotencyKey('residual', ['worker-1', 'alert', 'fp1', '2026-12-01T03:12:44.512Z']))
-      .toBe('residual_worker-1_alert_fp1_2026-12-01T03-12-44.512Z_8713db7ca4d5');
+    expect(idempotencyKey('residual', ['worker-1', 'alert', 'fp1', '2026-12-01T03:12:44.512Z'])).toBe(
+      'residual_worker-1_alert_fp1_2026-12-01T03-12-44.512Z_8713db7ca4d5',
+    );
     expect(idempotencyKey('rbd', ['x'.repeat(300)])).toBe(`rbd_${'x'.repeat(120)}_8c13a1b2ea8b`);
   });
 });

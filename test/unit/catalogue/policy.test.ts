@@ -3,7 +3,7 @@ import { RUNBOOKS } from '../../../src/core/catalogue/jobs.ts';
 import { RUNBOOK_POLICY } from '../../../src/core/catalogue/policy.ts';
 
 describe('runbook policy', () => {
-  it('gives every runbook that shares a queue the same dedup window (BullMQ trims a queue by the finishing job\'s age)', () => {
+  it("gives every runbook that shares a queue the same dedup window (BullMQ trims a queue by the finishing job's age)", () => {
     for (const placement of ['node', 'cluster'] as const) {
       const windows = new Set(RUNBOOKS.filter((r) => RUNBOOK_POLICY[r].placement === placement).map((r) => RUNBOOK_POLICY[r].dedupWindowMs));
       expect(windows.size, `${placement} queues`).toBeLessThanOrEqual(1);

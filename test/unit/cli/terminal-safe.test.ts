@@ -12,10 +12,19 @@ const HOSTILE = `${ESC}]0;pwned${'\u0007'}${ESC}[2J${ESC}[1A\rrewritten${'\u009b
 const CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/;
 
 const job = {
-  id: `job-${HOSTILE}`, runbook: 'residual-multipath-cleanup', node: `worker-1${HOSTILE}`, queue: 'node-worker-1', state: 'failed', attemptsMade: 1,
-  createdAt: '2026-12-01T00:00:00Z', failedReason: `failed: ${HOSTILE}`,
+  id: `job-${HOSTILE}`,
+  runbook: 'residual-multipath-cleanup',
+  node: `worker-1${HOSTILE}`,
+  queue: 'node-worker-1',
+  state: 'failed',
+  attemptsMade: 1,
+  createdAt: '2026-12-01T00:00:00Z',
+  failedReason: `failed: ${HOSTILE}`,
   result: {
-    mode: 'enforce', outcome: 'failed', summary: `summary ${HOSTILE}`, refusals: [`refused ${HOSTILE}`],
+    mode: 'enforce',
+    outcome: 'failed',
+    summary: `summary ${HOSTILE}`,
+    refusals: [`refused ${HOSTILE}`],
     steps: [{ id: 'flush', status: 'failed', description: `multipath -f ${HOSTILE}` }],
     commands: [{ argv: ['multipath', '-ll'], exitCode: 1, durationMs: 3, stdout: '', stderr: `device ${HOSTILE} gone` }],
   },
@@ -38,7 +47,12 @@ afterAll(() => new Promise<void>((r) => server.close(() => r())));
 
 const cli = async (...argv: string[]): Promise<{ code: number; printed: string }> => {
   const lines: string[] = [];
-  const code = await run(argv, { VOLUME_MEDIC_URL: url }, (s) => lines.push(s), (s) => lines.push(s));
+  const code = await run(
+    argv,
+    { VOLUME_MEDIC_URL: url },
+    (s) => lines.push(s),
+    (s) => lines.push(s),
+  );
   return { code, printed: lines.join('\n') };
 };
 

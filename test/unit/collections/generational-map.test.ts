@@ -8,51 +8,62 @@ import { GenerationalMap } from '../../../src/core/collections/generational-map.
 
 type Op = { op: 'set'; key: number; value: number; w: number } | { op: 'delete'; key: number };
 
-const ops = fc.array(fc.oneof(
-  fc.record({ op: fc.constant('set' as const), key: fc.integer({ min: 0, max: 40 }), value: fc.integer(), w: fc.integer({ min: 1, max: 12 }) }),
-  fc.record({ op: fc.constant('delete' as const), key: fc.integer({ min: 0, max: 40 }) }),
-), { maxLength: 300 });
+const ops = fc.array(
+  fc.oneof(
+    fc.record({
+      op: fc.constant('set' as const),
+      key: fc.integer({ min: 0, max: 40 }),
+      value: fc.integer(),
+      w: fc.integer({ min: 1, max: 12 }),
+    }),
+    fc.record({ op: fc.constant('delete' as const), key: fc.integer({ min: 0, max: 40 }) }),
+  ),
+  { maxLength: 300 },
+);
 
 describe('GenerationalMap', () => {
   it('answers only latest values, stays within its capacity and keeps the newest half', () => {
-    fc.assert(fc.property(fc.integer({ min: 2, max: 60 }), ops, (capacity, list) => {
-      const weights = new Map<number, number>();
-      const m = new GenerationalMap<number, number>(capacity, (_, v) => weights.get(v) ?? 1);
-      // The model: key -> [value, weight], oldest first (a set moves the key to the end).
-      const model = new Map<number, [number, number]>();
-      list.forEach((o: Op, i) => {
-        if (o.op === 'set') {
-          const value = o.value * 1000 + i; // distinct per set, so a stale value is told apart
-          weights.set(value, o.w);
-          m.set(o.key, value);
-          model.delete(o.key);
-          model.set(o.key, [value, o.w]);
-        } else {
-          m.delete(o.key);
-          model.delete(o.key);
-        }
-        expect(m.weight).toBeLessThanOrEqual(capacity);
-        let held = 0;
-        for (const [k, [v, w]] of model) {
-          const got = m.get(k);
-          if (got !== undefined) {
-            expect(got).toBe(v);
-            held += w;
+    fc.assert(
+      fc.property(fc.integer({ min: 2, max: 60 }), ops, (capacity, list) => {
+        const weights = new Map<number, number>();
+        const m = new GenerationalMap<number, number>(capacity, (_, v) => weights.get(v) ?? 1);
+        // The model: key -> [value, weight], oldest first (a set moves the key to the end).
+        const model = new Map<number, [number, number]>();
+        list.forEach((o: Op, i) => {
+          if (o.op === 'set') {
+            const value = o.value * 1000 + i; // distinct per set, so a stale value is told apart
+            weights.set(value, o.w);
+            m.set(o.key, value);
+            model.delete(o.key);
+            model.set(o.key, [value, o.w]);
+          } else {
+            m.delete(o.key);
+            model.delete(o.key);
           }
-          expect(m.has(k)).toBe(got !== undefined);
-        }
-        expect(m.weight).toBe(held);
-        // The newest entries that fit in half the capacity, less one entry (the one that made
-        // the young generation turn old), are all there.
-        let newest = 0;
-        for (const [k, [, w]] of [...model].reverse()) {
-          if (w > capacity / 2) continue;
-          newest += w;
-          if (newest > capacity / 2 - 12) break;
-          expect(m.get(k), `key ${k} of the newest entries`).toBeDefined();
-        }
-      });
-    }), { numRuns: 300 });
+          expect(m.weight).toBeLessThanOrEqual(capacity);
+          let held = 0;
+          for (const [k, [v, w]] of model) {
+            const got = m.get(k);
+            if (got !== undefined) {
+              expect(got).toBe(v);
+              held += w;
+            }
+            expect(m.has(k)).toBe(got !== undefined);
+          }
+          expect(m.weight).toBe(held);
+          // The newest entries that fit in half the capacity, less one entry (the one that made
+          // the young generation turn old), are all there.
+          let newest = 0;
+          for (const [k, [, w]] of [...model].reverse()) {
+            if (w > capacity / 2) continue;
+            newest += w;
+            if (newest > capacity / 2 - 12) break;
+            expect(m.get(k), `key ${k} of the newest entries`).toBeDefined();
+          }
+        });
+      }),
+      { numRuns: 300 },
+    );
   });
 
   it('forgets the oldest generation first', () => {

@@ -37,23 +37,33 @@ describe('configuration', () => {
 
   it('gives HTTP requests 10 s for headers and 30 s in all by default, and refuses a headers timeout over the request timeout', () => {
     expect(loadConfig({})).toMatchObject({ httpHeadersTimeoutMs: 10_000, httpRequestTimeoutMs: 30_000 });
-    expect(loadConfig({ HTTP_HEADERS_TIMEOUT_MS: '2000', HTTP_REQUEST_TIMEOUT_MS: '5000' })).toMatchObject({ httpHeadersTimeoutMs: 2000, httpRequestTimeoutMs: 5000 });
+    expect(loadConfig({ HTTP_HEADERS_TIMEOUT_MS: '2000', HTTP_REQUEST_TIMEOUT_MS: '5000' })).toMatchObject({
+      httpHeadersTimeoutMs: 2000,
+      httpRequestTimeoutMs: 5000,
+    });
     expect(() => loadConfig({ HTTP_HEADERS_TIMEOUT_MS: '40000' })).toThrow(/HTTP_HEADERS_TIMEOUT_MS: may not exceed HTTP_REQUEST_TIMEOUT_MS/);
     expect(() => loadConfig({ HTTP_REQUEST_TIMEOUT_MS: '0' })).toThrow(/HTTP_REQUEST_TIMEOUT_MS/);
   });
 
   it('reads the RBD fencing scope: a NotReady grace of 300 s and no fence network by default, listed CIDRs validated at start', () => {
     expect(loadConfig({})).toMatchObject({ rbdFenceNotReadySeconds: 300, rbdFenceCidrs: [] });
-    expect(loadConfig({ RBD_FENCE_CIDRS: '192.0.2.0/24, 2001:db8::/32', RBD_FENCE_NOT_READY_SECONDS: '0' })).toMatchObject({ rbdFenceCidrs: ['192.0.2.0/24', '2001:db8::/32'], rbdFenceNotReadySeconds: 0 });
-    expect(() => loadConfig({ RBD_FENCE_CIDRS: '192.0.2.0/24,backup-host' })).toThrow(/RBD_FENCE_CIDRS: an IPv4 or IPv6 network in CIDR form.*got \["192.0.2.0\/24","backup-host"\]/);
+    expect(loadConfig({ RBD_FENCE_CIDRS: '192.0.2.0/24, 2001:db8::/32', RBD_FENCE_NOT_READY_SECONDS: '0' })).toMatchObject({
+      rbdFenceCidrs: ['192.0.2.0/24', '2001:db8::/32'],
+      rbdFenceNotReadySeconds: 0,
+    });
+    expect(() => loadConfig({ RBD_FENCE_CIDRS: '192.0.2.0/24,backup-host' })).toThrow(
+      /RBD_FENCE_CIDRS: an IPv4 or IPv6 network in CIDR form.*got \["192.0.2.0\/24","backup-host"\]/,
+    );
     expect(() => loadConfig({ RBD_FENCE_CIDRS: '10.0.0.0/33' })).toThrow(/RBD_FENCE_CIDRS/);
     expect(() => loadConfig({ RBD_FENCE_NOT_READY_SECONDS: '-1' })).toThrow(/RBD_FENCE_NOT_READY_SECONDS/);
   });
 
   it('believes LocalDiskLost Events from the bundled NPD monitor in `default` unless told other monitors and namespace', () => {
     expect(loadConfig({})).toMatchObject({ npdEventSources: ['local-pv-monitor'], npdEventNamespace: 'default' });
-    expect(loadConfig({ NPD_EVENT_SOURCES: 'local-pv-monitor, disk-monitor', NPD_EVENT_NAMESPACE: 'node-problem-detector' }))
-      .toMatchObject({ npdEventSources: ['local-pv-monitor', 'disk-monitor'], npdEventNamespace: 'node-problem-detector' });
+    expect(loadConfig({ NPD_EVENT_SOURCES: 'local-pv-monitor, disk-monitor', NPD_EVENT_NAMESPACE: 'node-problem-detector' })).toMatchObject({
+      npdEventSources: ['local-pv-monitor', 'disk-monitor'],
+      npdEventNamespace: 'node-problem-detector',
+    });
     expect(() => loadConfig({ NPD_EVENT_SOURCES: ',' })).toThrow(/NPD_EVENT_SOURCES/);
     expect(() => loadConfig({ NPD_EVENT_SOURCES: 'kernel monitor' })).toThrow(/NPD_EVENT_SOURCES/);
     expect(() => loadConfig({ NPD_EVENT_NAMESPACE: 'Default' })).toThrow(/NPD_EVENT_NAMESPACE/);

@@ -22,16 +22,31 @@ describe('Redis settings', () => {
   });
 
   it('takes a redis:// or rediss:// URL and refuses any other scheme, naming REDIS_URL', () => {
-    expect(redisTarget(loadConfig({ REDIS_URL: 'rediss://cache.example:6380/2' }))).toEqual({ kind: 'single', url: 'rediss://cache.example:6380/2', tls: {} });
+    expect(redisTarget(loadConfig({ REDIS_URL: 'rediss://cache.example:6380/2' }))).toEqual({
+      kind: 'single',
+      url: 'rediss://cache.example:6380/2',
+      tls: {},
+    });
     // A CA file alone does not turn TLS on (it may be mounted everywhere); with rediss:// it is the CA.
-    expect(redisTarget(loadConfig({ REDIS_URL: 'redis://cache:6379', REDIS_TLS_CA_FILE: '/etc/hostname' }))).toEqual({ kind: 'single', url: 'redis://cache:6379' });
-    expect(redisTarget(loadConfig({ REDIS_URL: 'rediss://cache:6379', REDIS_TLS_CA_FILE: '/etc/hostname' }))).toEqual({ kind: 'single', url: 'rediss://cache:6379', tls: { caFile: '/etc/hostname' } });
+    expect(redisTarget(loadConfig({ REDIS_URL: 'redis://cache:6379', REDIS_TLS_CA_FILE: '/etc/hostname' }))).toEqual({
+      kind: 'single',
+      url: 'redis://cache:6379',
+    });
+    expect(redisTarget(loadConfig({ REDIS_URL: 'rediss://cache:6379', REDIS_TLS_CA_FILE: '/etc/hostname' }))).toEqual({
+      kind: 'single',
+      url: 'rediss://cache:6379',
+      tls: { caFile: '/etc/hostname' },
+    });
     expect(fails({ REDIS_URL: 'http://cache.example:6379' })).toMatch(/REDIS_URL: a redis:\/\/ or rediss:\/\/ URL \(got "http:\/\/cache.example:6379"\)/);
     expect(fails({ REDIS_URL: 'cache.example:6379' })).toMatch(/REDIS_URL/);
   });
 
   it('never echoes a password: not from REDIS_URL, REDIS_PASSWORD or REDIS_SENTINEL_PASSWORD', () => {
-    const m = fails({ REDIS_URL: 'http://user:hunter2secret@cache:6379', REDIS_PASSWORD: 'pw-hunter3', REDIS_SENTINEL_PASSWORD: 'pw-hunter4' });
+    const m = fails({
+      REDIS_URL: 'http://user:hunter2secret@cache:6379',
+      REDIS_PASSWORD: 'pw-hunter3',
+      REDIS_SENTINEL_PASSWORD: 'pw-hunter4',
+    });
     expect(m).toMatch(/REDIS_URL/);
     expect(m).toMatch(/REDIS_SENTINEL_PASSWORD: only meaningful with REDIS_SENTINELS/);
     expect(m).not.toMatch(/hunter/);
@@ -45,10 +60,23 @@ describe('Redis settings', () => {
   });
 
   it('reads sentinels with the primary name, and requires that name', () => {
-    const c = loadConfig({ REDIS_SENTINELS: 'sentinel-0.redis:26379, [fd00::1]:26380', REDIS_SENTINEL_NAME: 'mymaster', REDIS_SENTINEL_PASSWORD: 'sp', REDIS_PASSWORD: 'p', REDIS_USERNAME: 'vm' });
+    const c = loadConfig({
+      REDIS_SENTINELS: 'sentinel-0.redis:26379, [fd00::1]:26380',
+      REDIS_SENTINEL_NAME: 'mymaster',
+      REDIS_SENTINEL_PASSWORD: 'sp',
+      REDIS_PASSWORD: 'p',
+      REDIS_USERNAME: 'vm',
+    });
     expect(redisTarget(c)).toEqual({
-      kind: 'sentinel', name: 'mymaster', sentinelPassword: 'sp', username: 'vm', password: 'p',
-      sentinels: [{ host: 'sentinel-0.redis', port: 26379 }, { host: 'fd00::1', port: 26380 }],
+      kind: 'sentinel',
+      name: 'mymaster',
+      sentinelPassword: 'sp',
+      username: 'vm',
+      password: 'p',
+      sentinels: [
+        { host: 'sentinel-0.redis', port: 26379 },
+        { host: 'fd00::1', port: 26380 },
+      ],
     });
     expect(ackReplicas(c)).toBe(1);
     expect(ackReplicas(loadConfig({ REDIS_SENTINELS: 's:1', REDIS_SENTINEL_NAME: 'm', REDIS_ACK_REPLICAS: '0' }))).toBe(0);
@@ -58,7 +86,12 @@ describe('Redis settings', () => {
 
   it('reads cluster nodes and refuses a node without a port, naming REDIS_CLUSTER_NODES', () => {
     expect(redisTarget(loadConfig({ REDIS_CLUSTER_NODES: 'c1:7000,c2:7001', REDIS_TLS: 'true' }))).toEqual({
-      kind: 'cluster', nodes: [{ host: 'c1', port: 7000 }, { host: 'c2', port: 7001 }], tls: {},
+      kind: 'cluster',
+      nodes: [
+        { host: 'c1', port: 7000 },
+        { host: 'c2', port: 7001 },
+      ],
+      tls: {},
     });
     expect(fails({ REDIS_CLUSTER_NODES: 'c1:7000,c2' })).toMatch(/REDIS_CLUSTER_NODES: expected host:port.*\(got \["c1:7000","c2"\]\)/);
     expect(fails({ REDIS_CLUSTER_NODES: 'c1:70000' })).toMatch(/REDIS_CLUSTER_NODES/);

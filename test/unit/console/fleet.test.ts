@@ -7,7 +7,16 @@ import { stateCounts } from '../../../src/control/console/state-counts.ts';
 // The fleet overview's rows, order, filter and pages (src/control/console/fleet.ts) over a made-up scan.
 
 const scan = (node: string, over: Partial<QueueScan> = {}): QueueScan => ({
-  queue: `vm-node-{${node}}`, waiting: 0, paused: 0, active: 0, delayed: 0, prioritized: 0, completed: 0, failed: 0, workerCheckTtlMs: 5_000, ...over,
+  queue: `vm-node-{${node}}`,
+  waiting: 0,
+  paused: 0,
+  active: 0,
+  delayed: 0,
+  prioritized: 0,
+  completed: 0,
+  failed: 0,
+  workerCheckTtlMs: 5_000,
+  ...over,
 });
 const snap = (queues: QueueScan[]) => ({ at: Date.parse('2026-12-04T08:00:00Z'), tookMs: 12, queues });
 const q = (over: Record<string, unknown> = {}) => FleetQuery.parse(over);
@@ -34,7 +43,17 @@ describe('the fleet overview', () => {
     { ...scan('x'), queue: 'vm-cluster-{cluster}', waiting: 1, workerCheckTtlMs: -2 },
   ];
   const controls = {
-    parked: [{ jobId: 'j1', queue: 'vm-node-{n-b}', runbook: 'rbd-unmap', node: 'n-b', reason: 'approval' as const, why: 'w', since: '2026-12-04T07:00:00Z' }],
+    parked: [
+      {
+        jobId: 'j1',
+        queue: 'vm-node-{n-b}',
+        runbook: 'rbd-unmap',
+        node: 'n-b',
+        reason: 'approval' as const,
+        why: 'w',
+        since: '2026-12-04T07:00:00Z',
+      },
+    ],
     tripped: [
       { breaker: 'node/n-e', why: 'too many', at: '2026-12-04T07:30:00Z', count: 3, cap: 3 },
       { breaker: 'storm', why: 'storm', at: '2026-12-04T07:31:00Z', count: 9, cap: 8 },
@@ -44,7 +63,13 @@ describe('the fleet overview', () => {
 
   it('shows the nodes with something open (jobs, a missing agent, a breaker, a pause), by open jobs', () => {
     const p = fleetPage(snap(queues), controls, q());
-    expect(p.rows.map((r) => [r.node, r.open])).toEqual([['n-d', 4], ['n-a', 3], ['n-b', 1], ['n-e', 0], ['n-z', 0]]);
+    expect(p.rows.map((r) => [r.node, r.open])).toEqual([
+      ['n-d', 4],
+      ['n-a', 3],
+      ['n-b', 1],
+      ['n-e', 0],
+      ['n-z', 0],
+    ]);
     expect(p).toMatchObject({ total: 5, nodes: 6, agentsMissing: 1, nodesWithOpen: 5, clusterBreakers: [{ breaker: 'storm' }] });
     expect(p.rows.find((r) => r.node === 'n-b')).toMatchObject({ depth: 1, parked: 1, failed: 2, agent: 'seen' });
     expect(p.rows.find((r) => r.node === 'n-e')?.breaker?.why).toBe('too many');
@@ -74,12 +99,16 @@ describe('the fleet overview', () => {
   it('pages 5,000 nodes from one snapshot without a node twice or missed', () => {
     const many = Array.from({ length: 5_000 }, (_, i) => scan(`m-${i}`, { waiting: i % 7, failed: i % 3 }));
     const seen: string[] = [];
-    for (let offset = 0; offset < 5_000; offset += 500) seen.push(...fleetPage(snap(many), {}, q({ show: 'all', sort: 'depth', offset, limit: 500 })).rows.map((r) => r.node));
+    for (let offset = 0; offset < 5_000; offset += 500)
+      seen.push(...fleetPage(snap(many), {}, q({ show: 'all', sort: 'depth', offset, limit: 500 })).rows.map((r) => r.node));
     expect(seen).toHaveLength(5_000);
     expect(new Set(seen).size).toBe(5_000);
   });
 
   it('sums the counts by state over every queue', () => {
-    expect(stateCounts(snap(queues))).toEqual({ queues: 6, counts: { waiting: 7, active: 1, delayed: 1, prioritized: 0, paused: 0, completed: 12, failed: 3 } });
+    expect(stateCounts(snap(queues))).toEqual({
+      queues: 6,
+      counts: { waiting: 7, active: 1, delayed: 1, prioritized: 0, paused: 0, completed: 12, failed: 3 },
+    });
   });
 });

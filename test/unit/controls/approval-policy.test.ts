@@ -26,7 +26,9 @@ describe('which steps wait for approval', () => {
 
   it('gates a plan with more destructive steps than K, and not one with exactly K', () => {
     const five = plan([s('a', true), s('b', true), s('c', true), s('d', true), s('e', true), s('look', false)]);
-    expect(approvalReason(five.steps[0]!, five, 'residual-multipath-cleanup', policy({ maxDestructiveSteps: 4 }))).toBe('the plan has 5 destructive steps, more than 4');
+    expect(approvalReason(five.steps[0]!, five, 'residual-multipath-cleanup', policy({ maxDestructiveSteps: 4 }))).toBe(
+      'the plan has 5 destructive steps, more than 4',
+    );
     expect(approvalReason(five.steps[5]!, five, 'residual-multipath-cleanup', policy({ maxDestructiveSteps: 4 }))).toBeUndefined();
     expect(approvalReason(five.steps[0]!, five, 'residual-multipath-cleanup', policy({ maxDestructiveSteps: 5 }))).toBeUndefined();
     expect(approvalReason(five.steps[0]!, five, 'residual-multipath-cleanup', policy({ maxDestructiveSteps: 0 }))).toBeUndefined();

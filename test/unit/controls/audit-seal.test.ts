@@ -10,7 +10,11 @@ import { workKeyOf } from '../../../src/core/trust/work-keys.ts';
 // Audit entries numbered and sealed by their list's one writer: the receiver verifies every list
 // with its roots, and an entry forged, altered, moved to another list or deleted shows.
 
-const roots = new Map([['receiver.k', randomBytes(32)], ['cluster-worker.k', randomBytes(32)], ['node-agent.k', randomBytes(32)]]);
+const roots = new Map([
+  ['receiver.k', randomBytes(32)],
+  ['cluster-worker.k', randomBytes(32)],
+  ['node-agent.k', randomBytes(32)],
+]);
 const receiverRing = keyringFor('receiver', roots);
 const receiver = sealerOf(receiverRing)!;
 /** What node `n`'s enrolled agent holds: its queue's node-agent key only. */
@@ -26,18 +30,25 @@ const rows = (...e: object[]) => e.map((x) => JSON.stringify(x));
 describe('sealed, numbered audit entries', () => {
   const qa = nodeQueueName('node-a');
 
-  it('verifies each list\'s own writer: the receiver in the fleet list, an agent in its own queue\'s', () => {
-    const fleet = checkAuditList(receiverRing, FLEET_AUDIT_SCOPE, rows(sealAuditEntry(receiver, FLEET_AUDIT_SCOPE, 2, entry('b')), sealAuditEntry(receiver, FLEET_AUDIT_SCOPE, 1, entry('a'))));
+  it("verifies each list's own writer: the receiver in the fleet list, an agent in its own queue's", () => {
+    const fleet = checkAuditList(
+      receiverRing,
+      FLEET_AUDIT_SCOPE,
+      rows(sealAuditEntry(receiver, FLEET_AUDIT_SCOPE, 2, entry('b')), sealAuditEntry(receiver, FLEET_AUDIT_SCOPE, 1, entry('a'))),
+    );
     expect(fleet.entries.map((e) => e.verified)).toEqual([true, true]);
     expect(fleet.missing).toEqual([]);
     const own = checkAuditList(receiverRing, qa, rows(sealAuditEntry(agentOf('node-a'), qa, 1, entry('a'))));
     expect(own.entries[0]).toMatchObject({ verified: true, seq: 1 });
   });
 
-  it('marks an entry written straight into Redis, one altered, one moved to another node\'s list, and an agent\'s in the fleet list', () => {
+  it("marks an entry written straight into Redis, one altered, one moved to another node's list, and an agent's in the fleet list", () => {
     const sealed = sealAuditEntry(agentOf('node-a'), qa, 3, entry('real'));
     const checked = checkAuditList(receiverRing, qa, rows({ ...entry('forged'), seq: 4 }, { ...sealed, why: 'edited' }));
-    expect(checked.entries.map((e) => [e.verified, e.unverifiedWhy?.split(':')[0]])).toEqual([[false, 'no seal'], [false, 'bad-mac']]);
+    expect(checked.entries.map((e) => [e.verified, e.unverifiedWhy?.split(':')[0]])).toEqual([
+      [false, 'no seal'],
+      [false, 'bad-mac'],
+    ]);
     // Node a's agent cannot make node b's entries, nor put its own there.
     const qb = nodeQueueName('node-b');
     expect(() => sealAuditEntry(agentOf('node-a'), qb, 1, entry('x'))).toThrow(/only/);

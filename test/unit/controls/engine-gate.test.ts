@@ -11,11 +11,30 @@ import type { RunbookContext } from '../../../src/agents/engine/registry.ts';
 // The engine asks the gate before each step it is about to apply, and only then.
 
 type Step = PlannedStep & { file: string };
-const job: ResidualMultipathJob = { version: 1, key: 'residual_gate_0123456789ab', runbook: 'residual-multipath-cleanup', target: { node: 'worker-1' }, evidence: [{ source: 'api', summary: 'test', raw: {} }] };
+const job: ResidualMultipathJob = {
+  version: 1,
+  key: 'residual_gate_0123456789ab',
+  runbook: 'residual-multipath-cleanup',
+  target: { node: 'worker-1' },
+  evidence: [{ source: 'api', summary: 'test', raw: {} }],
+};
 const steps: Step[] = [
   { id: 'one', description: 'one', destructive: false, file: '/w/one' },
-  { id: 'two', description: 'two', destructive: true, risk: 'high', file: '/w/two', evidence: [{ claim: 'two is ours', source: 'test', observedAt: new Date().toISOString(), status: 'holds' }] },
-  { id: 'three', description: 'three', destructive: true, file: '/w/three', evidence: [{ claim: 'three is ours', source: 'test', observedAt: new Date().toISOString(), status: 'holds' }] },
+  {
+    id: 'two',
+    description: 'two',
+    destructive: true,
+    risk: 'high',
+    file: '/w/two',
+    evidence: [{ claim: 'two is ours', source: 'test', observedAt: new Date().toISOString(), status: 'holds' }],
+  },
+  {
+    id: 'three',
+    description: 'three',
+    destructive: true,
+    file: '/w/three',
+    evidence: [{ claim: 'three is ours', source: 'test', observedAt: new Date().toISOString(), status: 'holds' }],
+  },
 ];
 const def: RunbookDefinition<'residual-multipath-cleanup', null, Step> = {
   runbook: 'residual-multipath-cleanup',
@@ -37,7 +56,15 @@ function recordingGate(answer: (step: PlannedStep) => GateDecision | Error): Ste
     },
   };
 }
-const ctx = (gate: StepGate): RunbookContext => ({ jobId: job.key, attempt: 1, mode: 'enforce', ranOn: 'worker-1', log: pino({ level: 'silent' }), signal: new AbortController().signal, gate });
+const ctx = (gate: StepGate): RunbookContext => ({
+  jobId: job.key,
+  attempt: 1,
+  mode: 'enforce',
+  ranOn: 'worker-1',
+  log: pino({ level: 'silent' }),
+  signal: new AbortController().signal,
+  gate,
+});
 
 describe('the engine with a step gate', () => {
   it('parks before the gated step: earlier steps done, the result lists only those, and the plan travels with it', async () => {
@@ -67,7 +94,11 @@ describe('the engine with a step gate', () => {
     const gate = recordingGate((s) => (s.id === 'two' ? new RefusedError(['approval rejected by erin: live LUN']) : GO));
     const err = await runRunbook(def, job, ctx(gate), { host, stateDir: '/state' }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(RefusedError);
-    expect((err as RefusedError).result).toMatchObject({ outcome: 'refused', refusals: ['approval rejected by erin: live LUN'], summary: expect.stringMatching(/^step two not run/) });
+    expect((err as RefusedError).result).toMatchObject({
+      outcome: 'refused',
+      refusals: ['approval rejected by erin: live LUN'],
+      summary: expect.stringMatching(/^step two not run/),
+    });
     expect(await host.readFile('/w/two')).toBeNull();
   });
 });

@@ -5,7 +5,14 @@ import { controlKeys, queueControlKeys } from '../../../src/core/controls/keys.t
 // The per-node Redis user of issue 30 holds `~<prefix>:vm-node-{<node>}:*`. Redis matches key
 // patterns as globs; ours use `*` only, so a regex with everything else literal is the same test
 // (test/int/node-scoped-keys.int.test.ts checks the same against a real redis-server's ACL).
-const glob = (pattern: string): RegExp => new RegExp(`^${pattern.split('*').map((s) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('.*')}$`, 's');
+const glob = (pattern: string): RegExp =>
+  new RegExp(
+    `^${pattern
+      .split('*')
+      .map((s) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))
+      .join('.*')}$`,
+    's',
+  );
 const nodeUser = (prefix: string, node: string): RegExp => glob(`${prefix}:${nodeQueueName(node)}:*`);
 const written = (prefix: string, queue: string): string[] => {
   const k = queueControlKeys(prefix, queue);
@@ -16,7 +23,7 @@ describe('per-queue control keys', () => {
   const prefix = 'vm';
   const nodes = ['a', 'ab', 'a.b', 'b', 'node-1', 'node-10'];
 
-  it('a node\'s ACL pattern matches every key its worker writes, and no other node\'s', () => {
+  it("a node's ACL pattern matches every key its worker writes, and no other node's", () => {
     for (const n of nodes) {
       for (const other of nodes) {
         for (const key of written(prefix, nodeQueueName(other))) expect(nodeUser(prefix, n).test(key), `${n} vs ${key}`).toBe(n === other);
@@ -24,13 +31,21 @@ describe('per-queue control keys', () => {
     }
   });
 
-  it('no node\'s pattern matches the fleet list, the transition keys, the registry or the cluster worker\'s keys', () => {
+  it("no node's pattern matches the fleet list, the transition keys, the registry or the cluster worker's keys", () => {
     const fleet = controlKeys(prefix);
-    const shared = [fleet.audit, fleet.legacyParked, fleet.legacyApproval('job-1'), fleet.modes, fleet.pause, `${prefix}:vm:queues`, ...written(prefix, CLUSTER_QUEUE)];
+    const shared = [
+      fleet.audit,
+      fleet.legacyParked,
+      fleet.legacyApproval('job-1'),
+      fleet.modes,
+      fleet.pause,
+      `${prefix}:vm:queues`,
+      ...written(prefix, CLUSTER_QUEUE),
+    ];
     for (const n of nodes) for (const key of shared) expect(nodeUser(prefix, n).test(key), `${n} vs ${key}`).toBe(false);
   });
 
-  it('carries the queue\'s hash tag (one slot with its BullMQ keys) and a segment no job id can produce', () => {
+  it("carries the queue's hash tag (one slot with its BullMQ keys) and a segment no job id can produce", () => {
     for (const key of written(prefix, nodeQueueName('a'))) {
       expect(key.startsWith(`${prefix}:vm-node-{a}:vm:`)).toBe(true);
       // BullMQ's keys are `<prefix>:<queue>:<jobId>[:suffix]` with a job id free of ':'; the

@@ -1,6 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { ModeOverride, PauseRecord } from '../../../src/core/controls/records.ts';
-import { CONTROL_SEAL_TTL_MS, SealedRecords, sealRecord, type ControlMemory, type ControlTrust, type Known, type UntrustedControl } from '../../../src/core/controls/sealed-records.ts';
+import {
+  CONTROL_SEAL_TTL_MS,
+  SealedRecords,
+  sealRecord,
+  type ControlMemory,
+  type ControlTrust,
+  type Known,
+  type UntrustedControl,
+} from '../../../src/core/controls/sealed-records.ts';
 import { keyringFor } from '../../../src/core/trust/keyring.ts';
 import { sealerOf } from '../../../src/core/trust/seal.ts';
 
@@ -16,15 +24,25 @@ function setup(memory?: ControlMemory) {
   const clock = () => now;
   const writer: ControlTrust = { sealer: sealerOf(keyringFor('receiver', keys), clock)!, allowUnsigned: false };
   const refused: UntrustedControl[] = [];
-  const trust: ControlTrust = { ring: keyringFor('receiver', keys), allowUnsigned: false, now: clock, onUntrusted: (u) => refused.push(u), ...(memory ? { memory } : {}) };
+  const trust: ControlTrust = {
+    ring: keyringFor('receiver', keys),
+    allowUnsigned: false,
+    now: clock,
+    onUntrusted: (u) => refused.push(u),
+    ...(memory ? { memory } : {}),
+  };
   const record = (body: object, gen: number) => sealRecord(writer, 'mode', FIELD, { ...body, gen }).json;
   const decided = (by: string) => ({ by, why: '', at: new Date(now).toISOString() });
   return {
-    refused, trust, reader: () => new SealedRecords(trust),
+    refused,
+    trust,
+    reader: () => new SealedRecords(trust),
     mode: (mode: 'enforce' | 'dry-run', gen: number) => record({ mode, ...decided('alice') }, gen),
     cleared: (gen: number) => record({ cleared: true, ...decided('alice') }, gen),
     pause: (gen: number) => sealRecord(writer, 'pause', 'cluster', { ...decided('bob'), gen }).json,
-    advance: (ms: number) => { now += ms; },
+    advance: (ms: number) => {
+      now += ms;
+    },
   };
 }
 
@@ -33,7 +51,9 @@ function fileLike(): ControlMemory {
   let saved = '{}';
   return {
     load: () => new Map(Object.entries(JSON.parse(saved) as Record<string, Known>)),
-    save: (m) => { saved = JSON.stringify(Object.fromEntries(m)); },
+    save: (m) => {
+      saved = JSON.stringify(Object.fromEntries(m));
+    },
   };
 }
 
@@ -85,7 +105,13 @@ describe('sealed control records', () => {
     const enforce = s.mode('enforce', 1);
     expect(r.open(ModeOverride, 'mode', FIELD, enforce)?.mode).toBe('enforce');
     const pause = s.pause(1);
-    const dry = sealRecord({ sealer: sealerOf(keyringFor('receiver', keys), () => T0)!, allowUnsigned: false }, 'mode', 'node/n1', { mode: 'dry-run', by: 'x', why: '', at: 'y', gen: 1 }).json;
+    const dry = sealRecord({ sealer: sealerOf(keyringFor('receiver', keys), () => T0)!, allowUnsigned: false }, 'mode', 'node/n1', {
+      mode: 'dry-run',
+      by: 'x',
+      why: '',
+      at: 'y',
+      gen: 1,
+    }).json;
     s.advance(CONTROL_SEAL_TTL_MS + 1);
     expect(r.open(ModeOverride, 'mode', FIELD, enforce)).toBeUndefined();
     expect(r.open(PauseRecord, 'pause', 'cluster', pause)?.by).toBe('bob');

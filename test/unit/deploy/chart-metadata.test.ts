@@ -15,7 +15,8 @@ const values = parseYaml(readFileSync(join(CHART_DIR, 'values.yaml'), 'utf8')) a
 };
 const changelog = readFileSync(join(CHART_DIR, 'CHANGELOG.md'), 'utf8');
 // semver.org's own pattern.
-const SEMVER = /^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-((?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\.(?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?(?:\+([0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*))?$/;
+const SEMVER =
+  /^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-((?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\.(?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?(?:\+([0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*))?$/;
 const annotation = <T>(key: string): T => parseYaml(chart.annotations[key] ?? 'null') as T;
 
 describe('Chart.yaml', () => {
@@ -40,7 +41,7 @@ describe('Chart.yaml', () => {
     for (const l of links) expect(l.url, l.name).toMatch(/^https:\/\//);
   });
 
-  it('says what changed in Artifact Hub\'s kinds, one entry per bullet of the newest CHANGELOG.md section, which is this version', () => {
+  it("says what changed in Artifact Hub's kinds, one entry per bullet of the newest CHANGELOG.md section, which is this version", () => {
     const changes = annotation<Array<{ kind: string; description: string }>>('artifacthub.io/changes');
     for (const c of changes) {
       expect(['added', 'changed', 'deprecated', 'removed', 'fixed', 'security']).toContain(c.kind);

@@ -2,9 +2,17 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'n
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { parse as parseYaml, } from 'yaml';
+import { parse as parseYaml } from 'yaml';
 import {
-  CHART_DIR, ChartError, CI_VALUES_DIR, helmTemplate, helmTemplateText, readObjects, RENDERED_FILE, renderedFileText, VALUE_SETS,
+  CHART_DIR,
+  ChartError,
+  CI_VALUES_DIR,
+  helmTemplate,
+  helmTemplateText,
+  readObjects,
+  RENDERED_FILE,
+  renderedFileText,
+  VALUE_SETS,
 } from '../../../scripts/deploy/chart.ts';
 import { renderRedisAcl } from '../../../scripts/deploy/redis-acl.ts';
 import { runTool } from '../../../scripts/deploy/tools.ts';
@@ -51,7 +59,15 @@ describe('helm', { timeout: 60_000 }, () => {
     const version = (parseYaml(readFileSync(join(CHART_DIR, 'Chart.yaml'), 'utf8')) as { version: string }).version;
     expect(readdirSync(tmp)).toContain(`volume-medic-${version}.tgz`);
     // The archive renders like the directory (what `helm install volume-medic-<version>.tgz` gets).
-    const fromArchive = helm('template', 'volume-medic', join(tmp, `volume-medic-${version}.tgz`), '--namespace', 'volume-medic', '--show-only', 'templates/config.yaml');
+    const fromArchive = helm(
+      'template',
+      'volume-medic',
+      join(tmp, `volume-medic-${version}.tgz`),
+      '--namespace',
+      'volume-medic',
+      '--show-only',
+      'templates/config.yaml',
+    );
     expect(fromArchive.status, fromArchive.stderr).toBe(0);
     expect(fromArchive.stdout).toBe(helmTemplateText({ show: ['templates/config.yaml'] }));
     const list = runTool('helm', ['show', 'values', join(tmp, `volume-medic-${version}.tgz`)]);
@@ -64,7 +80,7 @@ describe('deploy/volume-medic.yaml', { timeout: 60_000 }, () => {
     expect(readFileSync(RENDERED_FILE, 'utf8')).toBe(renderedFileText());
   });
 
-  it('holds no Secret (a committed token or key would be every installation\'s) and creates the namespace, privileged', () => {
+  it("holds no Secret (a committed token or key would be every installation's) and creates the namespace, privileged", () => {
     const objects = readObjects(RENDERED_FILE);
     expect(objects.filter((o) => o.kind === 'Secret')).toEqual([]);
     const ns = find(objects, 'Namespace', 'volume-medic');
@@ -84,29 +100,45 @@ describe('values.schema.json refuses bad values (helm template fails, naming the
   it('a misspelt key at the top', () => refuses(['imagee.tag=1'], /additional properties 'imagee' not allowed/));
   it('a misspelt key inside config', () => refuses(['config.defaultMod=enforce'], /\/config.*additional properties 'defaultMod' not allowed/s));
   it('a mode that is neither dry-run nor enforce', () => refuses(['config.defaultMode=on'], /\/config\/defaultMode/));
-  it('a runbook that does not exist in runbookModes', () => refuses(['config.runbookModes.multipath-cleanup=enforce'], /invalid propertyName 'multipath-cleanup'/));
+  it('a runbook that does not exist in runbookModes', () =>
+    refuses(['config.runbookModes.multipath-cleanup=enforce'], /invalid propertyName 'multipath-cleanup'/));
   it('a per-runbook mode that is not a mode', () => refuses(['config.runbookModes.rbd-unmap=yes'], /\/config\/runbookModes\/rbd-unmap/));
   it('a digest that is not sha256:<64 hex>', () => refuses(['image.digest=latest'], /\/image\/digest/));
-  it('a queue prefix Redis\' ACL key pattern cannot hold', () => refuses(['config.queuePrefix=a*b'], /\/config\/queuePrefix/));
+  it("a queue prefix Redis' ACL key pattern cannot hold", () => refuses(['config.queuePrefix=a*b'], /\/config\/queuePrefix/));
   it('a log level pino does not have (LOG_LEVEL=verbose)', () => refuses(['config.logLevel=verbose'], /\/config\/logLevel/));
-  it('a misspelt Grafana dashboard switch', () => refuses(['metrics.grafanaDashboard.enable=true'], /\/metrics\/grafanaDashboard.*additional properties 'enable' not allowed/s));
-  it('an approval alert after 0 minutes', () => refuses(['metrics.prometheusRule.approvalWaitingMinutes=0'], /\/metrics\/prometheusRule\/approvalWaitingMinutes/));
-  it('a Redis setting through extraEnv (credentials belong in Secrets)', () => refuses(['config.extraEnv.REDIS_URL=redis://x:6379'], /invalid propertyName 'REDIS_URL'/));
+  it('a misspelt Grafana dashboard switch', () =>
+    refuses(['metrics.grafanaDashboard.enable=true'], /\/metrics\/grafanaDashboard.*additional properties 'enable' not allowed/s));
+  it('an approval alert after 0 minutes', () =>
+    refuses(['metrics.prometheusRule.approvalWaitingMinutes=0'], /\/metrics\/prometheusRule\/approvalWaitingMinutes/));
+  it('a Redis setting through extraEnv (credentials belong in Secrets)', () =>
+    refuses(['config.extraEnv.REDIS_URL=redis://x:6379'], /invalid propertyName 'REDIS_URL'/));
   it('a setting the chart already sets, through extraEnv', () => refuses(['config.extraEnv.DEFAULT_MODE=enforce'], /invalid propertyName 'DEFAULT_MODE'/));
   it('a number where a setting wants one, given as text', () => refuses(['config.lockDurationMs=soon'], /\/config\/lockDurationMs/));
   it('an unknown Redis topology', () => refuses(['redis.bundled.enabled=false', 'redis.external.topology=replicated'], /\/redis\/external\/topology/));
   it('Sentinel with the bundled Redis', () => refuses(['redis.external.topology=sentinel'], /\/redis\/external\/topology/));
-  it('Sentinel without sentinels or a primary name', () => refuses(['redis.bundled.enabled=false', 'redis.external.topology=sentinel'], /\/redis\/external\/(sentinels|sentinelName)/));
-  it('a sentinel address without a port', () => refuses(['redis.bundled.enabled=false', 'redis.external.topology=sentinel', 'redis.external.sentinels={redis-0}', 'redis.external.sentinelName=m'], /\/redis\/external\/sentinels\/0/));
+  it('Sentinel without sentinels or a primary name', () =>
+    refuses(['redis.bundled.enabled=false', 'redis.external.topology=sentinel'], /\/redis\/external\/(sentinels|sentinelName)/));
+  it('a sentinel address without a port', () =>
+    refuses(
+      ['redis.bundled.enabled=false', 'redis.external.topology=sentinel', 'redis.external.sentinels={redis-0}', 'redis.external.sentinelName=m'],
+      /\/redis\/external\/sentinels\/0/,
+    ));
   it('Cluster without nodes', () => refuses(['redis.bundled.enabled=false', 'redis.external.topology=cluster'], /\/redis\/external\/clusterNodes/));
-  it('Cluster with replica acknowledgements', () => refuses(['redis.bundled.enabled=false', 'redis.external.topology=cluster', 'redis.external.clusterNodes={r:6379}', 'redis.external.ackReplicas=1'], /\/redis\/external\/ackReplicas/));
-  it('an existing ACL Secret without the processes\' credential Secrets', () => refuses(['redis.bundled.aclExistingSecret=acl'], /\/redis\/credentials\/existingSecrets/));
+  it('Cluster with replica acknowledgements', () =>
+    refuses(
+      ['redis.bundled.enabled=false', 'redis.external.topology=cluster', 'redis.external.clusterNodes={r:6379}', 'redis.external.ackReplicas=1'],
+      /\/redis\/external\/ackReplicas/,
+    ));
+  it("an existing ACL Secret without the processes' credential Secrets", () =>
+    refuses(['redis.bundled.aclExistingSecret=acl'], /\/redis\/credentials\/existingSecrets/));
   it('a container without a memory limit', () => refuses(['receiver.resources.limits=null'], /\/receiver\/resources/));
   it('a node agent rollout that is neither a count nor a percentage', () => refuses(['nodeAgent.maxUnavailable=all'], /\/nodeAgent\/maxUnavailable/));
   it('a Secret name Kubernetes would refuse', () => refuses(['webhookToken.existingSecret=My_Token'], /\/webhookToken\/existingSecret/));
 
   it('knows exactly the runbooks of src/core/catalogue/jobs.ts', () => {
-    const schema = JSON.parse(readFileSync(join(CHART_DIR, 'values.schema.json'), 'utf8')) as { properties: { config: { properties: { runbookModes: { propertyNames: { enum: string[] } } } } } };
+    const schema = JSON.parse(readFileSync(join(CHART_DIR, 'values.schema.json'), 'utf8')) as {
+      properties: { config: { properties: { runbookModes: { propertyNames: { enum: string[] } } } } };
+    };
     expect(schema.properties.config.properties.runbookModes.propertyNames.enum).toEqual([...RUNBOOKS]);
   });
 });
@@ -144,8 +176,11 @@ describe('the Secrets the chart makes (its secrets hook Job, run here against a 
     return store.data(kind, name);
   };
 
-  it('the bundled Redis\' ACL file is files/users.acl.template rendered with the passwords in the processes\' Secrets', async () => {
-    const passwords = Object.fromEntries(await Promise.all(COMPONENTS.map(async (c) => [c, (await data(`volume-medic-redis-${c}`))['password']!]))) as Record<(typeof COMPONENTS)[number], string>;
+  it("the bundled Redis' ACL file is files/users.acl.template rendered with the passwords in the processes' Secrets", async () => {
+    const passwords = Object.fromEntries(await Promise.all(COMPONENTS.map(async (c) => [c, (await data(`volume-medic-redis-${c}`))['password']!]))) as Record<
+      (typeof COMPONENTS)[number],
+      string
+    >;
     expect((await data('volume-medic-redis-acl'))['users.acl']).toBe(renderRedisAcl({ prefix: 'volume-medic', passwords }));
     for (const c of COMPONENTS) {
       const s = await data(`volume-medic-redis-${c}`);
@@ -168,10 +203,19 @@ describe('the Secrets the chart makes (its secrets hook Job, run here against a 
   it('exactly the Secrets and ConfigMaps the pods mount and that no values name, each kept (helm.sh/resource-policy: keep) and made once: a second run changes nothing', async () => {
     await made;
     expect([...store.objects.keys()].sort()).toEqual([
-      'ConfigMap/volume-medic-control-certs', 'ConfigMap/volume-medic-receiver-ca',
-      'Secret/volume-medic-control-signing', 'Secret/volume-medic-receiver-tls', 'Secret/volume-medic-redis-acl', 'Secret/volume-medic-redis-cluster-worker',
-      'Secret/volume-medic-redis-node-agent', 'Secret/volume-medic-redis-receiver', 'Secret/volume-medic-redis-tls', 'Secret/volume-medic-signing-cluster-worker',
-      'Secret/volume-medic-signing-node-agent', 'Secret/volume-medic-signing-receiver', 'Secret/volume-medic-webhook-token',
+      'ConfigMap/volume-medic-control-certs',
+      'ConfigMap/volume-medic-receiver-ca',
+      'Secret/volume-medic-control-signing',
+      'Secret/volume-medic-receiver-tls',
+      'Secret/volume-medic-redis-acl',
+      'Secret/volume-medic-redis-cluster-worker',
+      'Secret/volume-medic-redis-node-agent',
+      'Secret/volume-medic-redis-receiver',
+      'Secret/volume-medic-redis-tls',
+      'Secret/volume-medic-signing-cluster-worker',
+      'Secret/volume-medic-signing-node-agent',
+      'Secret/volume-medic-signing-receiver',
+      'Secret/volume-medic-webhook-token',
     ]);
     for (const o of store.objects.values()) expect(o.metadata.annotations, o.metadata.name).toEqual({ 'helm.sh/resource-policy': 'keep' });
     const before = structuredClone([...store.objects.entries()]);
@@ -189,12 +233,24 @@ describe('the Secrets the chart makes (its secrets hook Job, run here against a 
     const receiver = podSpec(find(own, 'Deployment', 'volume-medic-receiver'))!;
     expect(receiver.volumes?.find((v) => v.name === 'webhook-token')?.secret?.secretName).toBe('my-webhook-token');
     expect(receiver.volumes?.find((v) => v.name === 'tls')?.secret?.secretName).toBe('my-receiver-tls');
-    const agent = podSpec(find(own, 'DaemonSet', 'volume-medic-node-agent'))! as unknown as { volumes: Array<{ name: string; projected?: { sources: Array<{ secret: { name: string } }> } }> };
+    const agent = podSpec(find(own, 'DaemonSet', 'volume-medic-node-agent'))! as unknown as {
+      volumes: Array<{ name: string; projected?: { sources: Array<{ secret: { name: string } }> } }>;
+    };
     // The agent holds no signing key (its node's work keys come from enrolment); the receiver every root, the cluster worker its own.
     expect(agent.volumes.find((v) => v.name === 'signing-keys')).toBeUndefined();
-    expect((receiver.volumes!.find((v) => v.name === 'signing-keys') as unknown as { projected: { sources: Array<{ secret: { name: string } }> } }).projected.sources.map((s) => s.secret.name)).toEqual(['my-signing-receiver', 'my-signing-cluster-worker', 'my-signing-node-agent']);
+    expect(
+      (
+        receiver.volumes!.find((v) => v.name === 'signing-keys') as unknown as {
+          projected: { sources: Array<{ secret: { name: string } }> };
+        }
+      ).projected.sources.map((s) => s.secret.name),
+    ).toEqual(['my-signing-receiver', 'my-signing-cluster-worker', 'my-signing-node-agent']);
     const worker = podSpec(find(own, 'Deployment', 'volume-medic-cluster-worker'))!;
-    expect((worker.volumes!.find((v) => v.name === 'signing-keys') as unknown as { projected: { sources: Array<{ secret: { name: string } }> } }).projected.sources.map((s) => s.secret.name)).toEqual(['my-signing-cluster-worker']);
+    expect(
+      (
+        worker.volumes!.find((v) => v.name === 'signing-keys') as unknown as { projected: { sources: Array<{ secret: { name: string } }> } }
+      ).projected.sources.map((s) => s.secret.name),
+    ).toEqual(['my-signing-cluster-worker']);
     const redis = podSpec(find(own, 'StatefulSet', 'volume-medic-redis'))!;
     expect(redis.volumes?.find((v) => v.name === 'acl')?.secret?.secretName).toBe('my-redis-acl');
     expect(redis.volumes?.find((v) => v.name === 'tls')?.secret?.secretName).toBe('my-redis-tls');
@@ -207,11 +263,15 @@ describe('the Secrets the chart makes (its secrets hook Job, run here against a 
 describe('checksum annotations roll the pods when their configuration changes', { timeout: 60_000 }, () => {
   const annotations = (set: string[], kind: string, name: string): Record<string, string> => {
     const o = find(helmTemplate({ set, values: [join(CI_VALUES_DIR, 'existing-secrets-values.yaml')] }), kind, name);
-    return ((o['spec'] as { template: { metadata: { annotations: Record<string, string> } } }).template.metadata.annotations);
+    return (o['spec'] as { template: { metadata: { annotations: Record<string, string> } } }).template.metadata.annotations;
   };
-  const workloads = [['Deployment', 'volume-medic-receiver'], ['Deployment', 'volume-medic-cluster-worker'], ['DaemonSet', 'volume-medic-node-agent']] as const;
+  const workloads = [
+    ['Deployment', 'volume-medic-receiver'],
+    ['Deployment', 'volume-medic-cluster-worker'],
+    ['DaemonSet', 'volume-medic-node-agent'],
+  ] as const;
 
-  it('a ConfigMap change (a runbook to enforce) changes every workload\'s pod template', () => {
+  it("a ConfigMap change (a runbook to enforce) changes every workload's pod template", () => {
     for (const [kind, name] of workloads) {
       const before = annotations([], kind, name);
       const after = annotations(['config.runbookModes.local-pv-placeholder=enforce'], kind, name);
@@ -231,47 +291,75 @@ describe('checksum annotations roll the pods when their configuration changes', 
 describe('what a values file an operator writes can set', { timeout: 60_000 }, () => {
   it('per-runbook modes, scheduling of the agent and extra settings reach the objects', () => {
     const file = join(tmp, 'mine.yaml');
-    writeFileSync(file, [
-      'config:',
-      '  runbookModes: {local-pv-placeholder: enforce, residual-multipath-cleanup: enforce}',
-      '  extraEnv: {RBD_FENCING: "off"}',
-      'nodeAgent:',
-      '  priorityClassName: storage-critical',
-      '  nodeSelector: {storage: "yes", volume-medic.io/node-agent: null}',
-      '',
-    ].join('\n'));
+    writeFileSync(
+      file,
+      [
+        'config:',
+        '  runbookModes: {local-pv-placeholder: enforce, residual-multipath-cleanup: enforce}',
+        '  extraEnv: {RBD_FENCING: "off"}',
+        'nodeAgent:',
+        '  priorityClassName: storage-critical',
+        '  nodeSelector: {storage: "yes", volume-medic.io/node-agent: null}',
+        '',
+      ].join('\n'),
+    );
     const objects = helmTemplate({ values: [file] });
     const data = find(objects, 'ConfigMap', 'volume-medic-config')['data'] as Record<string, string>;
     expect(data['RUNBOOK_MODES']).toBe('local-pv-placeholder=enforce,residual-multipath-cleanup=enforce');
     expect(data['RBD_FENCING']).toBe('off');
-    const agent = podSpec(find(objects, 'DaemonSet', 'volume-medic-node-agent'))! as unknown as { priorityClassName: string; nodeSelector: Record<string, string> };
+    const agent = podSpec(find(objects, 'DaemonSet', 'volume-medic-node-agent'))! as unknown as {
+      priorityClassName: string;
+      nodeSelector: Record<string, string>;
+    };
     expect(agent.priorityClassName).toBe('storage-critical');
     // Helm merges maps with the defaults: a default key goes only when set to null.
     expect(agent.nodeSelector).toEqual({ 'kubernetes.io/os': 'linux', storage: 'yes' });
   });
 });
 
-describe('defaults that do not get in an operator\'s way', { timeout: 60_000 }, () => {
+describe("defaults that do not get in an operator's way", { timeout: 60_000 }, () => {
   it('one receiver replica renders no PodDisruptionBudget (minAvailable 1 would block every drain); two do', () => {
     expect(helmTemplate({ set: ['receiver.replicas=1'] }).filter((o) => o.kind === 'PodDisruptionBudget')).toEqual([]);
-    expect(helmTemplate().filter((o) => o.kind === 'PodDisruptionBudget').map((o) => o.metadata.name)).toEqual(['volume-medic-receiver']);
+    expect(
+      helmTemplate()
+        .filter((o) => o.kind === 'PodDisruptionBudget')
+        .map((o) => o.metadata.name),
+    ).toEqual(['volume-medic-receiver']);
   });
 
   it('the node agent takes affinity, and the bundled Redis pull secrets, a priority class and affinity, as the other workloads do', () => {
-    const affinity = { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [{ matchExpressions: [{ key: 'storage', operator: 'In', values: ['yes'] }] }] } } };
+    const affinity = {
+      nodeAffinity: {
+        requiredDuringSchedulingIgnoredDuringExecution: {
+          nodeSelectorTerms: [{ matchExpressions: [{ key: 'storage', operator: 'In', values: ['yes'] }] }],
+        },
+      },
+    };
     const file = join(tmp, 'scheduling.yaml');
-    writeFileSync(file, JSON.stringify({ imagePullSecrets: ['regcred'], nodeAgent: { affinity }, redis: { bundled: { affinity, priorityClassName: 'storage-critical' } } }));
+    writeFileSync(
+      file,
+      JSON.stringify({
+        imagePullSecrets: ['regcred'],
+        nodeAgent: { affinity },
+        redis: { bundled: { affinity, priorityClassName: 'storage-critical' } },
+      }),
+    );
     const objects = helmTemplate({ values: [file] });
     const agent = podSpec(find(objects, 'DaemonSet', 'volume-medic-node-agent'))! as unknown as { affinity: unknown };
     expect(agent.affinity).toEqual(affinity);
-    const redis = podSpec(find(objects, 'StatefulSet', 'volume-medic-redis'))! as unknown as { affinity: unknown; priorityClassName: string; imagePullSecrets: unknown };
+    const redis = podSpec(find(objects, 'StatefulSet', 'volume-medic-redis'))! as unknown as {
+      affinity: unknown;
+      priorityClassName: string;
+      imagePullSecrets: unknown;
+    };
     expect(redis).toMatchObject({ affinity, priorityClassName: 'storage-critical', imagePullSecrets: [{ name: 'regcred' }] });
   });
 });
 
 describe('images from a mirror and by digest', { timeout: 60_000 }, () => {
   const digest = `sha256:${'ab'.repeat(32)}`;
-  const images = (objects: ReturnType<typeof helmTemplate>) => Object.fromEntries(objects.flatMap((o) => (podSpec(o)?.containers ?? []).map((c) => [o.metadata.name, c.image])));
+  const images = (objects: ReturnType<typeof helmTemplate>) =>
+    Object.fromEntries(objects.flatMap((o) => (podSpec(o)?.containers ?? []).map((c) => [o.metadata.name, c.image])));
 
   it('global.imageRegistry replaces the registry of every image (ghcr.io, docker.io); a digest wins over the tag', () => {
     expect(images(helmTemplate({ set: ['global.imageRegistry=mirror.example:5000', `image.digest=${digest}`] }))).toEqual({
@@ -282,17 +370,31 @@ describe('images from a mirror and by digest', { timeout: 60_000 }, () => {
       'volume-medic-secrets': `mirror.example:5000/volume-medic/volume-medic@${digest}`,
     });
     // A repository without a registry host (docker.io's short form) gets the mirror in front.
-    expect(images(helmTemplate({ set: ['global.imageRegistry=reg.example/mirror', 'redis.bundled.image.repository=redis'] }))['volume-medic-redis']).toBe('reg.example/mirror/redis:7.4');
+    expect(images(helmTemplate({ set: ['global.imageRegistry=reg.example/mirror', 'redis.bundled.image.repository=redis'] }))['volume-medic-redis']).toBe(
+      'reg.example/mirror/redis:7.4',
+    );
   });
 
   it('global.imagePullSecrets and imagePullSecrets reach every pod, each name once; the bundled Redis takes podAnnotations', () => {
     const file = join(tmp, 'pull.yaml');
-    writeFileSync(file, JSON.stringify({ global: { imagePullSecrets: ['mirror-cred', 'regcred'] }, imagePullSecrets: ['regcred'], redis: { bundled: { podAnnotations: { 'example.com/team': 'storage' } } } }));
+    writeFileSync(
+      file,
+      JSON.stringify({
+        global: { imagePullSecrets: ['mirror-cred', 'regcred'] },
+        imagePullSecrets: ['regcred'],
+        redis: { bundled: { podAnnotations: { 'example.com/team': 'storage' } } },
+      }),
+    );
     const objects = helmTemplate({ values: [file] });
     for (const o of objects.filter((x) => podSpec(x))) {
-      expect((podSpec(o) as unknown as { imagePullSecrets: unknown }).imagePullSecrets, o.metadata.name).toEqual([{ name: 'mirror-cred' }, { name: 'regcred' }]);
+      expect((podSpec(o) as unknown as { imagePullSecrets: unknown }).imagePullSecrets, o.metadata.name).toEqual([
+        { name: 'mirror-cred' },
+        { name: 'regcred' },
+      ]);
     }
-    const redis = find(objects, 'StatefulSet', 'volume-medic-redis')['spec'] as { template: { metadata: { annotations: Record<string, string> } } };
+    const redis = find(objects, 'StatefulSet', 'volume-medic-redis')['spec'] as {
+      template: { metadata: { annotations: Record<string, string> } };
+    };
     expect(redis.template.metadata.annotations['example.com/team']).toBe('storage');
   });
 
@@ -302,7 +404,7 @@ describe('images from a mirror and by digest', { timeout: 60_000 }, () => {
 });
 
 describe('the control signing key the chart makes', { timeout: 60_000 }, () => {
-  it('signs controls the certificate checks, which every process mounts; an HMAC seal with the receiver\'s key, a changed record or another subject are refused', async () => {
+  it("signs controls the certificate checks, which every process mounts; an HMAC seal with the receiver's key, a changed record or another subject are refused", async () => {
     const objects = helmTemplate();
     const store = new MemoryObjectStore();
     await ensureSecrets(secretsSpec(objects)!, store);
@@ -316,29 +418,51 @@ describe('the control signing key the chart makes', { timeout: 60_000 }, () => {
     const seal = sealer.seal('control', 'mode/runbook/x', record, 60_000);
     expect(seal).toMatchObject({ alg: 'es256', iss: 'receiver' });
     expect(verifySeal(ring, 'control', 'mode/runbook/x', record, seal, Date.now())).toMatchObject({ ok: true });
-    expect(verifySeal(ring, 'control', 'mode/runbook/x', { ...record, mode: 'dry-run' }, seal, Date.now())).toMatchObject({ ok: false, reason: 'bad-mac' });
+    expect(verifySeal(ring, 'control', 'mode/runbook/x', { ...record, mode: 'dry-run' }, seal, Date.now())).toMatchObject({
+      ok: false,
+      reason: 'bad-mac',
+    });
     expect(verifySeal(ring, 'control', 'mode/node/y', record, seal, Date.now())).toMatchObject({ ok: false, reason: 'bad-mac' });
     // What a node holds: the receiver's HMAC key (agents verify work with it). Its seal is refused.
     const hmac = sealerOf(keyringFor('receiver', readKeys(writeSigningKeys(undefined, ['receiver'], 'n'))))!.seal('control', 'mode/runbook/x', record, 60_000);
     expect(verifySeal(ring, 'control', 'mode/runbook/x', record, hmac, Date.now())).toMatchObject({ ok: false, reason: 'unknown-key' });
     // Every process reads CONTROL_VERIFY_CERT_FILE from the shared ConfigMap; only the receiver gets the key.
-    expect((find(objects, 'ConfigMap', 'volume-medic-config')['data'] as Record<string, string>)['CONTROL_VERIFY_CERT_FILE']).toBe('/etc/volume-medic/controls/control.crt');
-    for (const [kind, name] of [['Deployment', 'volume-medic-receiver'], ['Deployment', 'volume-medic-cluster-worker'], ['DaemonSet', 'volume-medic-node-agent']] as const) {
+    expect((find(objects, 'ConfigMap', 'volume-medic-config')['data'] as Record<string, string>)['CONTROL_VERIFY_CERT_FILE']).toBe(
+      '/etc/volume-medic/controls/control.crt',
+    );
+    for (const [kind, name] of [
+      ['Deployment', 'volume-medic-receiver'],
+      ['Deployment', 'volume-medic-cluster-worker'],
+      ['DaemonSet', 'volume-medic-node-agent'],
+    ] as const) {
       const spec = podSpec(find(objects, kind, name))!;
-      expect(spec.volumes?.some((v) => v.name === 'control-certs'), name).toBe(true);
-      expect(spec.volumes?.some((v) => v.name === 'control-key'), name).toBe(name === 'volume-medic-receiver');
+      expect(
+        spec.volumes?.some((v) => v.name === 'control-certs'),
+        name,
+      ).toBe(true);
+      expect(
+        spec.volumes?.some((v) => v.name === 'control-key'),
+        name,
+      ).toBe(name === 'volume-medic-receiver');
     }
   });
 });
 
-
 describe('node-scoped work keys (enrolment)', () => {
   type Env = { name: string; value?: string };
-  type Spec = { containers: Array<{ env?: Env[]; volumeMounts?: Array<{ name: string; mountPath: string }> }>; volumes?: Array<{ name: string; projected?: { sources: Array<{ secret?: { name: string }; serviceAccountToken?: { audience: string; expirationSeconds: number; path: string } }> } }> };
+  type Spec = {
+    containers: Array<{ env?: Env[]; volumeMounts?: Array<{ name: string; mountPath: string }> }>;
+    volumes?: Array<{
+      name: string;
+      projected?: {
+        sources: Array<{ secret?: { name: string }; serviceAccountToken?: { audience: string; expirationSeconds: number; path: string } }>;
+      };
+    }>;
+  };
   const spec = (kind: string, name: string, set = 'defaults'): Spec => podSpec(find(rendered(set), kind, name)) as unknown as Spec;
   const env = (s: Spec): Map<string, string | undefined> => new Map((s.containers[0]!.env ?? []).map((e) => [e.name, e.value]));
 
-  it('the node agent holds no signing key and enrols with its pod\'s own token, over HTTPS to the receiver', () => {
+  it("the node agent holds no signing key and enrols with its pod's own token, over HTTPS to the receiver", () => {
     const agent = spec('DaemonSet', 'volume-medic-node-agent');
     const e = env(agent);
     expect(e.has('SIGNING_KEYS_DIR')).toBe(false);
@@ -350,7 +474,7 @@ describe('node-scoped work keys (enrolment)', () => {
     expect(agent.containers[0]!.volumeMounts?.find((m) => m.name === 'enrol-token')?.mountPath).toBe('/var/run/secrets/volume-medic/enrol');
   });
 
-  it('the receiver lets exactly the chart\'s node agent and cluster worker accounts enrol', () => {
+  it("the receiver lets exactly the chart's node agent and cluster worker accounts enrol", () => {
     const e = env(spec('Deployment', 'volume-medic-receiver'));
     expect(e.get('ENROL_NODE_AGENTS')).toBe('volume-medic/volume-medic-node-agent');
     expect(e.get('ENROL_CLUSTER_WORKERS')).toBe('volume-medic/volume-medic-cluster-worker');

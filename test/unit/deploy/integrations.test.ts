@@ -33,7 +33,7 @@ describe('Alertmanager', () => {
 });
 
 describe('PrometheusRule', () => {
-  it('the chart\'s PrometheusRule is valid and its node alert is one volume-medic treats as node recovery', async () => {
+  it("the chart's PrometheusRule is valid and its node alert is one volume-medic treats as node recovery", async () => {
     const objects = [find(rendered('monitoring'), 'PrometheusRule', 'volume-medic')];
     expect(await validateAll(objects)).toEqual([]);
     const alerts = (objects[0]!['spec'] as { groups: { rules: { alert: string; expr: string }[] }[] }).groups.flatMap((g) => g.rules);
@@ -52,7 +52,8 @@ describe('kubernetes-event-exporter', () => {
     const match = cfg['route'].routes[0].match[0];
     expect(match.receiver).toBe('volume-medic');
     const re = new RegExp(match.reason);
-    for (const r of ['FailedMount', 'FailedMapVolume', 'FailedAttachVolume', 'Failed', 'NodeReady', 'Rebooted', 'LocalDiskLost']) expect(re.test(r), r).toBe(true);
+    for (const r of ['FailedMount', 'FailedMapVolume', 'FailedAttachVolume', 'Failed', 'NodeReady', 'Rebooted', 'LocalDiskLost'])
+      expect(re.test(r), r).toBe(true);
     for (const r of ['FailedScheduling', 'FailedCreatePodSandBox', 'Scheduled', 'NodeNotReady']) expect(re.test(r), r).toBe(false);
   });
 });
@@ -79,8 +80,17 @@ describe('node-problem-detector', () => {
   // Lists name the node first (`<node> <pv> <path>`); `w2 ` below is this test's node.
   const run = (list: string, env: Record<string, string> = {}) => {
     const file = join(root, `list-${Math.random().toString(36).slice(2)}`);
-    writeFileSync(file, list.split('\n').map((l) => (l === '' || l.startsWith('#') || l.startsWith('@') ? l.replace(/^@/, '') : `worker-2 ${l}`)).join('\n'));
-    const r = spawnSync('sh', [script], { env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', HOST_ROOT: root, LOCAL_PV_LIST: file, NODE_NAME: 'worker-2', ...env }, encoding: 'utf8' });
+    writeFileSync(
+      file,
+      list
+        .split('\n')
+        .map((l) => (l === '' || l.startsWith('#') || l.startsWith('@') ? l.replace(/^@/, '') : `worker-2 ${l}`))
+        .join('\n'),
+    );
+    const r = spawnSync('sh', [script], {
+      env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', HOST_ROOT: root, LOCAL_PV_LIST: file, NODE_NAME: 'worker-2', ...env },
+      encoding: 'utf8',
+    });
     return { code: r.status, out: r.stdout.trim() };
   };
 
@@ -90,24 +100,32 @@ describe('node-problem-detector', () => {
   });
 
   it('device missing (or a dangling link) -> exit 1 naming each PV, in the format the parser reads', () => {
-    const r = run([
-      'local-pv-1 /dev/disk/by-id/wwn-0x5000c500a1b2c3d4',
-      'local-pv-2 /dev/disk/by-id/wwn-0x5000c500deadbeef',
-      'local-pv-3 /dev/disk/by-id/wwn-0x5000c500cafef00d',
-      'fs-pv /mnt/disks/ssd1',
-    ].join('\n'));
+    const r = run(
+      [
+        'local-pv-1 /dev/disk/by-id/wwn-0x5000c500a1b2c3d4',
+        'local-pv-2 /dev/disk/by-id/wwn-0x5000c500deadbeef',
+        'local-pv-3 /dev/disk/by-id/wwn-0x5000c500cafef00d',
+        'fs-pv /mnt/disks/ssd1',
+      ].join('\n'),
+    );
     expect(r.code).toBe(1);
-    expect(r.out).toBe('local PV local-pv-2: /dev/disk/by-id/wwn-0x5000c500deadbeef is missing; local PV local-pv-3: /dev/disk/by-id/wwn-0x5000c500cafef00d is missing');
+    expect(r.out).toBe(
+      'local PV local-pv-2: /dev/disk/by-id/wwn-0x5000c500deadbeef is missing; local PV local-pv-3: /dev/disk/by-id/wwn-0x5000c500cafef00d is missing',
+    );
     const parsed = classifyLocalDiskLost('LocalDiskLost', r.out, 'worker-2', ['t'], { source: 'npd' } as never, true);
     expect(parsed.signals?.map((s) => [s.kind, (s as { pv?: string }).pv])).toEqual([
-      ['local-device-missing', 'local-pv-2'], ['local-device-missing', 'local-pv-3'],
+      ['local-device-missing', 'local-pv-2'],
+      ['local-device-missing', 'local-pv-3'],
     ]);
   });
 
-  it('follows links under HOST_ROOT: an absolute target is the host\'s, not this container\'s', () => {
+  it("follows links under HOST_ROOT: an absolute target is the host's, not this container's", () => {
     writeFileSync(join(root, 'dev/sdzq'), '');
     symlinkSync('/dev/sdzq', join(root, 'dev/disk/by-id/wwn-0x5000c500a1b2c3e5'));
-    expect(run('local-pv-4 /dev/disk/by-id/wwn-0x5000c500a1b2c3e5\n')).toEqual({ code: 0, out: 'local PV local-pv-4: /dev/disk/by-id/wwn-0x5000c500a1b2c3e5 is present' });
+    expect(run('local-pv-4 /dev/disk/by-id/wwn-0x5000c500a1b2c3e5\n')).toEqual({
+      code: 0,
+      out: 'local PV local-pv-4: /dev/disk/by-id/wwn-0x5000c500a1b2c3e5 is present',
+    });
   });
 
   it('a placeholder standing in (the link leads to a loop device) -> still missing, so its condition stays and nothing releases it', () => {
@@ -115,7 +133,10 @@ describe('node-problem-detector', () => {
     writeFileSync(join(root, 'dev/loop101'), '');
     symlinkSync('/dev/loop101', join(root, 'dev/disk/by-id/wwn-0x5000c500feedf00d'));
     const r = run('local-pv-5 /dev/disk/by-id/wwn-0x5000c500feedf00d\nlocal-pv-1 /dev/disk/by-id/wwn-0x5000c500a1b2c3d4\n');
-    expect(r).toEqual({ code: 1, out: 'local PV local-pv-5: /dev/disk/by-id/wwn-0x5000c500feedf00d is missing (placeholder /dev/loop101 stands in)' });
+    expect(r).toEqual({
+      code: 1,
+      out: 'local PV local-pv-5: /dev/disk/by-id/wwn-0x5000c500feedf00d is missing (placeholder /dev/loop101 stands in)',
+    });
     const parsed = classifyLocalDiskLost('LocalDiskLost', r.out, 'worker-2', ['t'], { source: 'npd' } as never, true);
     expect(parsed.signals?.map((s) => [s.kind, (s as { pv?: string }).pv, (s as { path?: string }).path])).toEqual([
       ['local-device-missing', 'local-pv-5', '/dev/disk/by-id/wwn-0x5000c500feedf00d'],
@@ -129,14 +150,17 @@ describe('node-problem-detector', () => {
   it('a loop of links -> missing', () => {
     symlinkSync('wwn-0x5000c500c0ffee02', join(root, 'dev/disk/by-id/wwn-0x5000c500c0ffee01'));
     symlinkSync('wwn-0x5000c500c0ffee01', join(root, 'dev/disk/by-id/wwn-0x5000c500c0ffee02'));
-    expect(run('local-pv-7 /dev/disk/by-id/wwn-0x5000c500c0ffee01\n')).toEqual({ code: 1, out: 'local PV local-pv-7: /dev/disk/by-id/wwn-0x5000c500c0ffee01 is missing' });
+    expect(run('local-pv-7 /dev/disk/by-id/wwn-0x5000c500c0ffee01\n')).toEqual({
+      code: 1,
+      out: 'local PV local-pv-7: /dev/disk/by-id/wwn-0x5000c500c0ffee01 is missing',
+    });
   });
 
   it('no Local PV block device on the node -> exit 0', () => {
     expect(run('fs-pv /mnt/disks/ssd1\n')).toEqual({ code: 0, out: 'no local PV block devices on this node' });
   });
 
-  it('one list for the whole DaemonSet: each node reports only its own PVs, never another node\'s as missing', () => {
+  it("one list for the whole DaemonSet: each node reports only its own PVs, never another node's as missing", () => {
     // Two nodes share the ConfigMap's list; worker-2's disk is there, worker-3's is not on worker-2.
     const list = [
       '@worker-2 local-pv-1 /dev/disk/by-id/wwn-0x5000c500a1b2c3d4',
@@ -153,7 +177,10 @@ describe('node-problem-detector', () => {
 
   it('cannot tell (no list, no kubectl, no NODE_NAME, an old two-column list) or a hostile list -> exit 2', () => {
     // No list file: the script cannot ask kubectl either (not on this PATH).
-    const none = spawnSync('/bin/sh', [script], { env: { PATH: '/nonexistent', LOCAL_PV_LIST: join(root, 'absent'), NODE_NAME: 'worker-2' }, encoding: 'utf8' });
+    const none = spawnSync('/bin/sh', [script], {
+      env: { PATH: '/nonexistent', LOCAL_PV_LIST: join(root, 'absent'), NODE_NAME: 'worker-2' },
+      encoding: 'utf8',
+    });
     expect(none.status).toBe(2);
     expect(run('local-pv-1 /dev/sdb\n', { NODE_NAME: '' }).code).toBe(2);
     // `<pv> <path>` (the format before the node column): refused, never read as node=pv.
@@ -175,7 +202,7 @@ describe('README snippets say what the integration files say', () => {
     expect(am).toEqual(yamlOf('alertmanager.yaml'));
   });
 
-  it('the event-exporter snippet is deploy/integrations/event-exporter.yaml\'s route and receiver (anchored, every reason)', () => {
+  it("the event-exporter snippet is deploy/integrations/event-exporter.yaml's route and receiver (anchored, every reason)", () => {
     const ee = blocks.find((b) => b['receivers']?.[0]?.webhook);
     const file = yamlOf('event-exporter.yaml');
     expect(ee).toEqual({ route: file['route'], receivers: file['receivers'] });

@@ -22,10 +22,13 @@ const CRD_PACKAGES: Record<string, string> = {
 };
 
 async function modelOf(apiVersion: string, kind: string): Promise<ModelClass | undefined> {
-  const [group, version] = apiVersion.includes('/') ? apiVersion.split('/') as [string, string] : ['', apiVersion];
-  const spec = group === '' ? `kubernetes-models/${version}/${kind}`
-    : CRD_PACKAGES[group] ? `${CRD_PACKAGES[group]}/${group}/${version}/${kind}`
-    : `kubernetes-models/${group}/${version}/${kind}`;
+  const [group, version] = apiVersion.includes('/') ? (apiVersion.split('/') as [string, string]) : ['', apiVersion];
+  const spec =
+    group === ''
+      ? `kubernetes-models/${version}/${kind}`
+      : CRD_PACKAGES[group]
+        ? `${CRD_PACKAGES[group]}/${group}/${version}/${kind}`
+        : `kubernetes-models/${group}/${version}/${kind}`;
   try {
     const mod = (await import(spec)) as Record<string, unknown>;
     return mod[kind] as ModelClass | undefined;
@@ -86,7 +89,7 @@ function checkFields(value: unknown, type: string, path: string, out: string[]):
 
 /** Unknown fields of a built-in object (custom resources return [] : their CRD schema decides). */
 export function unknownFields(o: KObject): string[] {
-  const [group, version] = o.apiVersion.includes('/') ? o.apiVersion.split('/') as [string, string] : ['', o.apiVersion];
+  const [group, version] = o.apiVersion.includes('/') ? (o.apiVersion.split('/') as [string, string]) : ['', o.apiVersion];
   if (CRD_PACKAGES[group]) return [];
   const type = `${version.charAt(0).toUpperCase()}${version.slice(1)}${o.kind}`;
   const out: string[] = [];

@@ -20,8 +20,27 @@ export function rendered(set: string): KObject[] {
   return objects;
 }
 
-type Container = { name: string; image?: string; command?: string[]; env?: { name: string; value?: string; valueFrom?: unknown }[]; envFrom?: { configMapRef?: { name: string } }[]; resources?: { requests?: Record<string, string>; limits?: Record<string, string> }; securityContext?: Record<string, unknown>; livenessProbe?: { httpGet?: { path: string } }; readinessProbe?: { httpGet?: { path: string } }; volumeMounts?: { name: string; mountPath: string }[] };
-export type PodSpec = { containers: Container[]; hostPID?: boolean; hostNetwork?: boolean; serviceAccountName?: string; nodeSelector?: Record<string, string>; tolerations?: unknown[]; volumes?: { name: string; hostPath?: { path: string }; secret?: { secretName: string; optional?: boolean } }[] };
+type Container = {
+  name: string;
+  image?: string;
+  command?: string[];
+  env?: { name: string; value?: string; valueFrom?: unknown }[];
+  envFrom?: { configMapRef?: { name: string } }[];
+  resources?: { requests?: Record<string, string>; limits?: Record<string, string> };
+  securityContext?: Record<string, unknown>;
+  livenessProbe?: { httpGet?: { path: string } };
+  readinessProbe?: { httpGet?: { path: string } };
+  volumeMounts?: { name: string; mountPath: string }[];
+};
+export type PodSpec = {
+  containers: Container[];
+  hostPID?: boolean;
+  hostNetwork?: boolean;
+  serviceAccountName?: string;
+  nodeSelector?: Record<string, string>;
+  tolerations?: unknown[];
+  volumes?: { name: string; hostPath?: { path: string }; secret?: { secretName: string; optional?: boolean } }[];
+};
 
 export function podSpec(o: KObject): PodSpec | undefined {
   const spec = o['spec'] as { template?: { spec?: PodSpec } } | undefined;

@@ -65,11 +65,12 @@ describe.each(SETS)('RBAC of the %s values', (set) => {
   const clusterRoles = of('ClusterRole').filter((o) => !operatorRole(o));
   const rules = clusterRoles.flatMap((r) => (r['rules'] as Rule[] | undefined) ?? []);
 
-  it('the operators\' ClusterRoles grant on volume-medic.io only, and no binding of the chart uses them', () => {
+  it("the operators' ClusterRoles grant on volume-medic.io only, and no binding of the chart uses them", () => {
     const ops = of('ClusterRole').filter(operatorRole);
     expect(ops.map((o) => o.metadata.name).sort()).toEqual(['volume-medic-admin', 'volume-medic-approver', 'volume-medic-viewer']);
     for (const r of ops.flatMap((o) => o['rules'] as Rule[])) expect(r.apiGroups).toEqual(['volume-medic.io']);
-    for (const b of [...of('ClusterRoleBinding'), ...of('RoleBinding')]) expect(ops.map((o) => o.metadata.name)).not.toContain((b['roleRef'] as { name: string }).name);
+    for (const b of [...of('ClusterRoleBinding'), ...of('RoleBinding')])
+      expect(ops.map((o) => o.metadata.name)).not.toContain((b['roleRef'] as { name: string }).name);
   });
 
   it('no wildcard, no resourceNames tricks, no non-resource URLs, no aggregation', () => {
@@ -83,7 +84,7 @@ describe.each(SETS)('RBAC of the %s values', (set) => {
     for (const c of clusterRoles) expect(c['aggregationRule']).toBeUndefined();
   });
 
-  it.each(COMPONENTS)('the %s\'s roles grant exactly what its code calls (src/adapters/kube/rbac.ts)', (component: Component) => {
+  it.each(COMPONENTS)("the %s's roles grant exactly what its code calls (src/adapters/kube/rbac.ts)", (component: Component) => {
     expect([...grantedTo(objects, SERVICE_ACCOUNTS[component])].sort()).toEqual([...permissionsOf(component, NAMESPACE)].sort());
   });
 
@@ -95,22 +96,30 @@ describe.each(SETS)('RBAC of the %s values', (set) => {
 
   it('the receiver writes its Lease in its own namespace only, through a Role there', () => {
     const receiver = [...grantedTo(objects, SERVICE_ACCOUNTS.receiver)].filter((g) => g.includes('coordination.k8s.io/'));
-    expect(receiver.sort()).toEqual([`${NAMESPACE}|coordination.k8s.io/leases create`, `${NAMESPACE}|coordination.k8s.io/leases get`, `${NAMESPACE}|coordination.k8s.io/leases update`]);
+    expect(receiver.sort()).toEqual([
+      `${NAMESPACE}|coordination.k8s.io/leases create`,
+      `${NAMESPACE}|coordination.k8s.io/leases get`,
+      `${NAMESPACE}|coordination.k8s.io/leases update`,
+    ]);
   });
 
-  it('no Secrets, and no writes beyond Events, the receiver\'s review objects and its Lease', () => {
+  it("no Secrets, and no writes beyond Events, the receiver's review objects and its Lease", () => {
     const all = [...rules, ...of('Role').flatMap((x) => (x['rules'] as Rule[] | undefined) ?? [])];
     for (const g of grants(all)) {
       expect(g).not.toMatch(/\/secrets /);
       const [resource, verb] = g.split(' ') as [string, string];
       if (!['get', 'list', 'watch'].includes(verb)) {
-        expect(resource).toMatch(/^((events\.k8s\.io)?\/events|authentication\.k8s\.io\/tokenreviews|authorization\.k8s\.io\/subjectaccessreviews|coordination\.k8s\.io\/leases)$/);
+        expect(resource).toMatch(
+          /^((events\.k8s\.io)?\/events|authentication\.k8s\.io\/tokenreviews|authorization\.k8s\.io\/subjectaccessreviews|coordination\.k8s\.io\/leases)$/,
+        );
       }
     }
   });
 
   it('each process runs as its own ServiceAccount, bound only to volume-medic roles', () => {
-    const accounts = of('ServiceAccount').map((s) => s.metadata.name).sort();
+    const accounts = of('ServiceAccount')
+      .map((s) => s.metadata.name)
+      .sort();
     expect(accounts).toEqual(['volume-medic-cluster-worker', 'volume-medic-node-agent', 'volume-medic-receiver']);
     const used = objects.flatMap((o) => {
       const spec = (o['spec'] as { template?: { spec?: { serviceAccountName?: string } } } | undefined)?.template?.spec;
@@ -132,10 +141,25 @@ describe.each(SETS)('RBAC of the %s values', (set) => {
   it('the secrets hook (when there) may create Secrets and ConfigMaps, and read or patch only those it makes; nothing else, and it is removed once it succeeded', () => {
     if (hooks.length === 0) return;
     // With its NetworkPolicy (nothing in; out to the API server only) where the chart renders policies.
-    expect(hooks.map((o) => `${o.kind}/${o.metadata.name}`).sort()).toEqual(['Job/volume-medic-secrets', 'NetworkPolicy/volume-medic-secrets', 'Role/volume-medic-secrets', 'RoleBinding/volume-medic-secrets', 'ServiceAccount/volume-medic-secrets']);
+    expect(hooks.map((o) => `${o.kind}/${o.metadata.name}`).sort()).toEqual([
+      'Job/volume-medic-secrets',
+      'NetworkPolicy/volume-medic-secrets',
+      'Role/volume-medic-secrets',
+      'RoleBinding/volume-medic-secrets',
+      'ServiceAccount/volume-medic-secrets',
+    ]);
     expect(hooks.find((o) => o.kind === 'NetworkPolicy')!['spec']).toEqual({
       podSelector: { matchLabels: { 'app.kubernetes.io/name': 'volume-medic', 'app.kubernetes.io/component': 'secrets' } },
-      policyTypes: ['Ingress', 'Egress'], ingress: [], egress: [{ ports: [{ port: 443, protocol: 'TCP' }, { port: 6443, protocol: 'TCP' }] }],
+      policyTypes: ['Ingress', 'Egress'],
+      ingress: [],
+      egress: [
+        {
+          ports: [
+            { port: 443, protocol: 'TCP' },
+            { port: 6443, protocol: 'TCP' },
+          ],
+        },
+      ],
     });
     for (const h of hooks) {
       const a = h.metadata['annotations'] as Record<string, string>;
@@ -143,8 +167,18 @@ describe.each(SETS)('RBAC of the %s values', (set) => {
       expect(a['helm.sh/hook-delete-policy'], h.kind).toBe('before-hook-creation,hook-succeeded');
     }
     const job = hooks.find((o) => o.kind === 'Job')!;
-    const spec = JSON.parse((job['spec'] as { template: { spec: { containers: Array<{ env: Array<{ name: string; value: string }> }> } } }).template.spec.containers[0]!.env.find((e) => e.name === 'SECRETS_SPEC')!.value) as { items: Array<Record<string, unknown>> };
-    const made = (key: string) => spec.items.flatMap((i) => [i[key], ...(key === 'secret' ? [i['aclSecret'], ...((i['users'] as Array<{ secret: string }> | undefined) ?? []).map((u) => u.secret)] : [])]).filter((x): x is string => typeof x === 'string');
+    const spec = JSON.parse(
+      (job['spec'] as { template: { spec: { containers: Array<{ env: Array<{ name: string; value: string }> }> } } }).template.spec.containers[0]!.env.find(
+        (e) => e.name === 'SECRETS_SPEC',
+      )!.value,
+    ) as { items: Array<Record<string, unknown>> };
+    const made = (key: string) =>
+      spec.items
+        .flatMap((i) => [
+          i[key],
+          ...(key === 'secret' ? [i['aclSecret'], ...((i['users'] as Array<{ secret: string }> | undefined) ?? []).map((u) => u.secret)] : []),
+        ])
+        .filter((x): x is string => typeof x === 'string');
     const secrets = made('secret');
     const configMaps = [...made('caConfigMap'), ...made('configMap')];
     expect(hooks.find((o) => o.kind === 'Role')!['rules']).toEqual([
@@ -152,7 +186,16 @@ describe.each(SETS)('RBAC of the %s values', (set) => {
       { apiGroups: [''], resources: ['secrets'], resourceNames: secrets, verbs: ['get', 'patch'] },
       ...(configMaps.length > 0 ? [{ apiGroups: [''], resources: ['configmaps'], resourceNames: configMaps, verbs: ['get', 'patch'] }] : []),
     ]);
-    expect([...grantedTo(hooks, 'volume-medic-secrets')].sort()).toEqual([`${NAMESPACE}|/configmaps create`, `${NAMESPACE}|/configmaps get`, `${NAMESPACE}|/configmaps patch`, `${NAMESPACE}|/secrets create`, `${NAMESPACE}|/secrets get`, `${NAMESPACE}|/secrets patch`].filter((g) => configMaps.length > 0 || !g.includes('configmaps get') && !g.includes('configmaps patch')));
+    expect([...grantedTo(hooks, 'volume-medic-secrets')].sort()).toEqual(
+      [
+        `${NAMESPACE}|/configmaps create`,
+        `${NAMESPACE}|/configmaps get`,
+        `${NAMESPACE}|/configmaps patch`,
+        `${NAMESPACE}|/secrets create`,
+        `${NAMESPACE}|/secrets get`,
+        `${NAMESPACE}|/secrets patch`,
+      ].filter((g) => configMaps.length > 0 || (!g.includes('configmaps get') && !g.includes('configmaps patch'))),
+    );
   });
 
   it('the bundled Redis (when there) gets no API token', () => {

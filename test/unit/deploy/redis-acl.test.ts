@@ -18,12 +18,23 @@ const passwords = { receiver: 'a', 'cluster-worker': 'b', 'node-agent': 'c' };
 const acl = renderRedisAcl({ prefix: 'volume-medic', passwords });
 
 /** user -> its rules, from the rendered file. */
-const users = new Map(acl.trim().split('\n').map((line) => {
-  const [kw, name, ...rules] = line.split(' ');
-  expect(kw).toBe('user');
-  return [name!, rules] as const;
-}));
-const allowed = (c: Component): Set<string> => new Set(users.get(REDIS_USERS[c])!.filter((r) => r.startsWith('+')).map((r) => r.slice(1)));
+const users = new Map(
+  acl
+    .trim()
+    .split('\n')
+    .map((line) => {
+      const [kw, name, ...rules] = line.split(' ');
+      expect(kw).toBe('user');
+      return [name!, rules] as const;
+    }),
+);
+const allowed = (c: Component): Set<string> =>
+  new Set(
+    users
+      .get(REDIS_USERS[c])!
+      .filter((r) => r.startsWith('+'))
+      .map((r) => r.slice(1)),
+  );
 
 function files(dir: string, ext: RegExp): string[] {
   return readdirSync(dir).flatMap((n) => {
@@ -42,7 +53,9 @@ function luaCommands(text: string): Set<string> {
   return out;
 }
 
-const bullmqLua = files(join(ROOT, 'node_modules/bullmq/dist/esm/commands'), /\.lua$/).map((f) => readFileSync(f, 'utf8')).join('\n');
+const bullmqLua = files(join(ROOT, 'node_modules/bullmq/dist/esm/commands'), /\.lua$/)
+  .map((f) => readFileSync(f, 'utf8'))
+  .join('\n');
 const ourSources = [...files(join(ROOT, 'src'), /\.ts$/)].map((f) => [f, readFileSync(f, 'utf8')] as const);
 
 /** ioredis calls in our code: `.cmd(` on a line that names a Redis connection, a pipeline or a MULTI chain. */
@@ -80,33 +93,93 @@ describe('the Redis ACL users (deploy/charts/volume-medic/files/users.acl.templa
     expect(users.get('healthcheck')).toEqual(['on', 'nopass', 'resetkeys', 'resetchannels', '-@all', '+ping']);
     for (const c of COMPONENTS) {
       const rules = users.get(REDIS_USERS[c])!;
-      const keys = c === 'node-agent'
-        ? ['~volume-medic:vm-node-*', '~volume-medic:vm:queues', '~volume-medic:vm:stats', '~volume-medic:vm:ctl:audit', '~volume-medic:vm:ctl:parked', '~volume-medic:vm:ctl:approval:*', '~volume-medic:vm:ctl:breaker:*', '%R~volume-medic:vm:ctl:modes', '%R~volume-medic:vm:ctl:pause']
-        : ['~volume-medic:*'];
-      expect(rules.slice(0, 5 + keys.length)).toEqual(['on', `#${require('node:crypto').createHash('sha256').update(passwords[c]).digest('hex')}`, 'resetkeys', 'resetchannels', ...keys, '-@all']);
+      const keys =
+        c === 'node-agent'
+          ? [
+              '~volume-medic:vm-node-*',
+              '~volume-medic:vm:queues',
+              '~volume-medic:vm:stats',
+              '~volume-medic:vm:ctl:audit',
+              '~volume-medic:vm:ctl:parked',
+              '~volume-medic:vm:ctl:approval:*',
+              '~volume-medic:vm:ctl:breaker:*',
+              '%R~volume-medic:vm:ctl:modes',
+              '%R~volume-medic:vm:ctl:pause',
+            ]
+          : ['~volume-medic:*'];
+      expect(rules.slice(0, 5 + keys.length)).toEqual([
+        'on',
+        `#${require('node:crypto').createHash('sha256').update(passwords[c]).digest('hex')}`,
+        'resetkeys',
+        'resetchannels',
+        ...keys,
+        '-@all',
+      ]);
       // Only single commands after that: no categories, no other key or channel patterns.
       for (const r of rules.slice(5 + keys.length)) expect(r, `${c}: ${r}`).toMatch(/^\+[a-z]+(\|[a-z]+)?$/);
     }
   });
 
   it('grants no admin or global command to any user', () => {
-    const never = ['flushall', 'flushdb', 'config', 'keys', 'debug', 'shutdown', 'monitor', 'acl', 'module', 'client', 'client|kill', 'client|list', 'script', 'script|flush', 'function', 'replicaof', 'slaveof', 'migrate', 'save', 'bgsave', 'publish', 'subscribe', 'select', 'swapdb', 'move', 'sort'];
+    const never = [
+      'flushall',
+      'flushdb',
+      'config',
+      'keys',
+      'debug',
+      'shutdown',
+      'monitor',
+      'acl',
+      'module',
+      'client',
+      'client|kill',
+      'client|list',
+      'script',
+      'script|flush',
+      'function',
+      'replicaof',
+      'slaveof',
+      'migrate',
+      'save',
+      'bgsave',
+      'publish',
+      'subscribe',
+      'select',
+      'swapdb',
+      'move',
+      'sort',
+    ];
     for (const c of COMPONENTS) for (const cmd of never) expect(allowed(c).has(cmd), `${c}: ${cmd}`).toBe(false);
   });
 
-  it('grants every command BullMQ\'s Lua scripts run, to every process', () => {
+  it("grants every command BullMQ's Lua scripts run, to every process", () => {
     const needed = luaCommands(bullmqLua);
     expect(needed.size).toBeGreaterThan(40);
-    for (const c of COMPONENTS) expect([...needed].filter((cmd) => !allowed(c).has(cmd)), c).toEqual([]);
+    for (const c of COMPONENTS)
+      expect(
+        [...needed].filter((cmd) => !allowed(c).has(cmd)),
+        c,
+      ).toEqual([]);
   });
 
-  it('grants every command volume-medic\'s own Lua and ioredis calls use, to the processes that use it', () => {
+  it("grants every command volume-medic's own Lua and ioredis calls use, to the processes that use it", () => {
     const lua = luaCommands(ourSources.map(([, t]) => t).join('\n'));
     const direct = ourDirectCommands();
     expect(direct.has('hgetall') && direct.has('zcount') && direct.has('hincrby')).toBe(true);
     // ACL is granted by subcommand, to the receiver only: the next test checks those.
     lua.delete('acl');
-    for (const cmd of [...lua, ...direct.keys(), 'evalsha', 'eval', 'ping', 'info', 'client|setname', 'multi', 'exec', 'scan' /* scanKeys, src/adapters/redis/redis.ts (tests, tools) */]) {
+    for (const cmd of [
+      ...lua,
+      ...direct.keys(),
+      'evalsha',
+      'eval',
+      'ping',
+      'info',
+      'client|setname',
+      'multi',
+      'exec',
+      'scan' /* scanKeys, src/adapters/redis/redis.ts (tests, tools) */,
+    ]) {
       const who = ONLY[cmd] ?? COMPONENTS;
       for (const c of who) expect(allowed(c).has(cmd), `${c} needs ${cmd} (${direct.get(cmd) ?? 'Lua / BullMQ'})`).toBe(true);
     }
@@ -135,9 +208,9 @@ describe('the Redis ACL users (deploy/charts/volume-medic/files/users.acl.templa
     expect(allowed('node-agent').has('wait')).toBe(false);
   });
 
-  it('renders Secrets with each process\'s own user and password, and only hashes in the ACL', () => {
+  it("renders Secrets with each process's own user and password, and only hashes in the ACL", () => {
     const s = redisSecrets({ prefix: 'vm', address: 'redis.example:6380', tls: true, namespace: 'volume-medic' });
-    const data = (name: string) => (s.find((o) => (o['metadata'] as { name: string }).name === name)!['stringData']) as Record<string, string>;
+    const data = (name: string) => s.find((o) => (o['metadata'] as { name: string }).name === name)!['stringData'] as Record<string, string>;
     const urls = COMPONENTS.map((c) => data(`volume-medic-redis-${c}`)['url']!);
     for (const [i, c] of COMPONENTS.entries()) expect(urls[i]).toMatch(new RegExp(`^rediss://${REDIS_USERS[c]}:[0-9a-f]{64}@redis\\.example:6380$`));
     expect(new Set(urls.map((u) => u.split(':')[2])).size).toBe(3);

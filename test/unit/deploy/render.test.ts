@@ -24,7 +24,10 @@ const volumeMedic = (o: KObject): boolean => !o.metadata.name.startsWith('volume
 
 /** The heap limit (MiB) V8 sets for these node flags: this Node's, as the image's (Dockerfile: node:24). */
 function v8HeapLimitMiB(flags: readonly string[]): number {
-  const out = execFileSync(process.execPath, [...flags, '-p', "require('node:v8').getHeapStatistics().heap_size_limit"], { encoding: 'utf8', timeout: 10_000 });
+  const out = execFileSync(process.execPath, [...flags, '-p', "require('node:v8').getHeapStatistics().heap_size_limit"], {
+    encoding: 'utf8',
+    timeout: 10_000,
+  });
   return Number(out.trim()) / 2 ** 20;
 }
 
@@ -35,7 +38,7 @@ describe('every values set', () => {
     expect(await validateAll(objects)).toEqual([]);
   });
 
-  it('the ServiceMonitor selects the receiver\'s Service', () => {
+  it("the ServiceMonitor selects the receiver's Service", () => {
     const objects = rendered['monitoring']!;
     const sm = find(objects, 'ServiceMonitor', 'volume-medic');
     const selector = (sm['spec'] as { selector: { matchLabels: Record<string, string> } }).selector.matchLabels;
@@ -45,15 +48,29 @@ describe('every values set', () => {
 
   it('the PodMonitor scrapes the probe port of the node agents and the cluster worker, under the job names the alerts use', () => {
     const objects = rendered['monitoring']!;
-    type Endpoint = { port: string; path: string; relabelings: Array<{ sourceLabels?: string[]; targetLabel: string; replacement?: string }> };
+    type Endpoint = {
+      port: string;
+      path: string;
+      relabelings: Array<{ sourceLabels?: string[]; targetLabel: string; replacement?: string }>;
+    };
     const pm = find(objects, 'PodMonitor', 'volume-medic-workers');
-    const spec = pm['spec'] as { selector: { matchLabels: Record<string, string>; matchExpressions: Array<{ key: string; operator: string; values: string[] }> }; podMetricsEndpoints: Endpoint[] };
+    const spec = pm['spec'] as {
+      selector: { matchLabels: Record<string, string>; matchExpressions: Array<{ key: string; operator: string; values: string[] }> };
+      podMetricsEndpoints: Endpoint[];
+    };
     expect(pm.metadata['labels']).toMatchObject({ release: 'kube-prometheus-stack' });
     expect(spec.selector.matchExpressions).toEqual([{ key: 'app.kubernetes.io/component', operator: 'In', values: ['node-agent', 'cluster-worker'] }]);
     const [endpoint] = spec.podMetricsEndpoints;
     expect(endpoint).toMatchObject({ port: 'probe', path: '/metrics' });
-    expect(endpoint!.relabelings).toContainEqual({ sourceLabels: ['__meta_kubernetes_pod_label_app_kubernetes_io_component'], targetLabel: 'job', replacement: 'volume-medic-$1' });
-    for (const [kind, name] of [['DaemonSet', 'volume-medic-node-agent'], ['Deployment', 'volume-medic-cluster-worker']] as const) {
+    expect(endpoint!.relabelings).toContainEqual({
+      sourceLabels: ['__meta_kubernetes_pod_label_app_kubernetes_io_component'],
+      targetLabel: 'job',
+      replacement: 'volume-medic-$1',
+    });
+    for (const [kind, name] of [
+      ['DaemonSet', 'volume-medic-node-agent'],
+      ['Deployment', 'volume-medic-cluster-worker'],
+    ] as const) {
       const o = find(objects, kind, name);
       const labels = (o['spec'] as { template: { metadata: { labels: Record<string, string> } } }).template.metadata.labels;
       expect(labels, name).toMatchObject(spec.selector.matchLabels);
@@ -67,8 +84,16 @@ describe('every values set', () => {
     const data = find(objects, 'ConfigMap', 'volume-medic-config')['data'] as Record<string, string>;
     const config = loadConfig({ PROBE_PORT: data['PROBE_PORT'], PROBE_LISTEN_ADDRESS: data['PROBE_LISTEN_ADDRESS'] });
     expect(config.probeListenAddress).toBe('0.0.0.0');
-    for (const [kind, name] of [['DaemonSet', 'volume-medic-node-agent'], ['Deployment', 'volume-medic-cluster-worker']] as const) {
-      const c = podSpec(find(objects, kind, name))!.containers[0]! as { ports?: Array<{ name: string; containerPort: number }>; livenessProbe?: { httpGet?: { path: string; port: string } }; readinessProbe?: { httpGet?: { path: string; port: string } }; startupProbe?: { httpGet?: { path: string; port: string } } };
+    for (const [kind, name] of [
+      ['DaemonSet', 'volume-medic-node-agent'],
+      ['Deployment', 'volume-medic-cluster-worker'],
+    ] as const) {
+      const c = podSpec(find(objects, kind, name))!.containers[0]! as {
+        ports?: Array<{ name: string; containerPort: number }>;
+        livenessProbe?: { httpGet?: { path: string; port: string } };
+        readinessProbe?: { httpGet?: { path: string; port: string } };
+        startupProbe?: { httpGet?: { path: string; port: string } };
+      };
       expect(c.ports, name).toEqual([{ name: 'probe', containerPort: config.probePort, protocol: 'TCP' }]);
       expect(c.livenessProbe?.httpGet, name).toEqual({ path: '/healthz', port: 'probe' });
       expect(c.startupProbe?.httpGet, name).toEqual({ path: '/healthz', port: 'probe' });
@@ -79,28 +104,43 @@ describe('every values set', () => {
 
 describe('what the installation promises', () => {
   type Rule = { apiGroups: string[]; resources: string[]; verbs: string[] };
-  const grants = (rules: readonly Rule[]): string[] => rules.flatMap((r) => r.apiGroups.flatMap((g) => r.resources.flatMap((res) => r.verbs.map((v) => `${g}/${res}/${v}`)))).sort();
+  const grants = (rules: readonly Rule[]): string[] =>
+    rules.flatMap((r) => r.apiGroups.flatMap((g) => r.resources.flatMap((res) => r.verbs.map((v) => `${g}/${res}/${v}`)))).sort();
   const roleNames = ['volume-medic-viewer', 'volume-medic-approver', 'volume-medic-admin'];
 
-  it('the operators\' ClusterRoles: the README\'s, on verbs the receiver checks; the admin has them all; aggregated only when asked', () => {
+  it("the operators' ClusterRoles: the README's, on verbs the receiver checks; the admin has them all; aggregated only when asked", () => {
     const readme = readFileSync(join(DEPLOY_DIR, '..', 'README.md'), 'utf8');
     const block = [...readme.matchAll(/```yaml\n([\s\S]*?)```/g)].map((m) => m[1]!).find((b) => b.includes('name: volume-medic-viewer'))!;
-    const documented = Object.fromEntries(parseAllDocuments(block).map((d) => d.toJS() as { metadata: { name: string }; rules: Rule[] }).map((r) => [r.metadata.name, grants(r.rules)]));
-    const all = Object.entries(OPERATOR_PERMISSIONS).flatMap(([res, verbs]) => Object.keys(verbs).map((v) => `${OPERATOR_API_GROUP}/${res}/${v}`)).sort();
+    const documented = Object.fromEntries(
+      parseAllDocuments(block)
+        .map((d) => d.toJS() as { metadata: { name: string }; rules: Rule[] })
+        .map((r) => [r.metadata.name, grants(r.rules)]),
+    );
+    const all = Object.entries(OPERATOR_PERMISSIONS)
+      .flatMap(([res, verbs]) => Object.keys(verbs).map((v) => `${OPERATOR_API_GROUP}/${res}/${v}`))
+      .sort();
     const objects = rendered['static']!;
     for (const name of roleNames) {
       const role = find(objects, 'ClusterRole', name) as KObject & { rules: Rule[] };
       expect(grants(role.rules), name).toEqual(documented[name]);
       for (const g of grants(role.rules)) expect(all, `${name}: ${g}`).toContain(g);
-      expect(Object.keys(role.metadata['labels'] as Record<string, string>).filter((l) => l.startsWith('rbac.authorization.k8s.io/')), name).toEqual([]);
+      expect(
+        Object.keys(role.metadata['labels'] as Record<string, string>).filter((l) => l.startsWith('rbac.authorization.k8s.io/')),
+        name,
+      ).toEqual([]);
     }
     expect(grants((find(objects, 'ClusterRole', 'volume-medic-admin') as KObject & { rules: Rule[] }).rules)).toEqual(all);
   });
 
-  it('the operators\' ClusterRoles aggregate into view and edit only when asked, the admin never', () => {
+  it("the operators' ClusterRoles aggregate into view and edit only when asked, the admin never", () => {
     const labels = (values: Record<string, boolean>, name: string): string[] => {
-      const objects = helmTemplate({ set: Object.entries(values).map(([k, v]) => `operatorRoles.${k}=${v}`), show: ['templates/operator-roles.yaml'] });
-      return Object.keys(find(objects, 'ClusterRole', name).metadata['labels'] as Record<string, string>).filter((l) => l.startsWith('rbac.authorization.k8s.io/')).sort();
+      const objects = helmTemplate({
+        set: Object.entries(values).map(([k, v]) => `operatorRoles.${k}=${v}`),
+        show: ['templates/operator-roles.yaml'],
+      });
+      return Object.keys(find(objects, 'ClusterRole', name).metadata['labels'] as Record<string, string>)
+        .filter((l) => l.startsWith('rbac.authorization.k8s.io/'))
+        .sort();
     };
     const agg = (...to: string[]): string[] => to.map((t) => `rbac.authorization.k8s.io/aggregate-to-${t}`).sort();
     expect(labels({ aggregateToView: true }, 'volume-medic-viewer')).toEqual(agg('admin', 'edit', 'view'));
@@ -112,7 +152,20 @@ describe('what the installation promises', () => {
   });
 
   it('the AlertmanagerConfig routes the node-recovery alerts to the receiver with the webhook token, only when enabled', () => {
-    type Am = { route: { receiver: string; matchers: Array<{ name: string; matchType: string; value: string }>; continue: boolean }; receivers: Array<{ name: string; webhookConfigs: Array<{ url: string; sendResolved: boolean; httpConfig: { authorization: { credentials: { name: string; key: string } }; tlsConfig?: { ca: { configMap?: { name: string } } } } }> }> };
+    type Am = {
+      route: { receiver: string; matchers: Array<{ name: string; matchType: string; value: string }>; continue: boolean };
+      receivers: Array<{
+        name: string;
+        webhookConfigs: Array<{
+          url: string;
+          sendResolved: boolean;
+          httpConfig: {
+            authorization: { credentials: { name: string; key: string } };
+            tlsConfig?: { ca: { configMap?: { name: string } } };
+          };
+        }>;
+      }>;
+    };
     const objects = rendered['monitoring']!;
     const spec = find(objects, 'AlertmanagerConfig', 'volume-medic')['spec'] as Am;
     const data = find(objects, 'ConfigMap', 'volume-medic-config')['data'] as Record<string, string>;
@@ -133,7 +186,9 @@ describe('what the installation promises', () => {
     const data = find(rendered['enforce']!, 'ConfigMap', 'volume-medic-config')['data'] as Record<string, string>;
     expect(data['RUNBOOK_MODES']).toBe('rbd-stale-mapping=dry-run');
     // REDIS_TLS_CA_FILE names a mounted file (the bundled Redis's CA): any readable one stands in.
-    expect(loadConfig({ ...data, REDIS_URL: 'redis://r:6379', ...(data['REDIS_TLS_CA_FILE'] ? { REDIS_TLS_CA_FILE: caFile } : {}) }).runbookModes).toEqual({ 'rbd-stale-mapping': 'dry-run' });
+    expect(loadConfig({ ...data, REDIS_URL: 'redis://r:6379', ...(data['REDIS_TLS_CA_FILE'] ? { REDIS_TLS_CA_FILE: caFile } : {}) }).runbookModes).toEqual({
+      'rbd-stale-mapping': 'dry-run',
+    });
   });
 
   it('every container of every values set starts with a valid configuration', () => {
@@ -146,10 +201,18 @@ describe('what the installation promises', () => {
         // Not Redis, nor the secrets hook Job (it reads only SECRETS_SPEC: src/control/secrets/main.ts).
         if (!spec || o.metadata.name === 'volume-medic-redis' || o.kind === 'Job') continue;
         for (const c of spec.containers) {
-          expect(c.envFrom?.map((e) => e.configMapRef?.name), `${set} ${o.metadata.name}`).toEqual(['volume-medic-config']);
+          expect(
+            c.envFrom?.map((e) => e.configMapRef?.name),
+            `${set} ${o.metadata.name}`,
+          ).toEqual(['volume-medic-config']);
           const env: Record<string, string> = { ...data };
           // Values from the pod or a Secret: a sample of what they hold.
-          const sample: Record<string, string> = { REDIS_URL: 'redis://volume-medic-receiver:p@redis:6379', REDIS_USERNAME: 'volume-medic-receiver', REDIS_PASSWORD: 'p', REDIS_SENTINEL_PASSWORD: 's' };
+          const sample: Record<string, string> = {
+            REDIS_URL: 'redis://volume-medic-receiver:p@redis:6379',
+            REDIS_USERNAME: 'volume-medic-receiver',
+            REDIS_PASSWORD: 'p',
+            REDIS_SENTINEL_PASSWORD: 's',
+          };
           for (const e of c.env ?? []) env[e.name] = e.value ?? sample[e.name] ?? 'worker-1';
           for (const name of Object.keys(env)) {
             const isSetting = known.includes(`  ${name}: [`) || known.includes(`env['${name}']`);
@@ -219,13 +282,21 @@ describe('what the installation promises', () => {
     expect(spec.nodeSelector).toMatchObject({ 'volume-medic.io/node-agent': 'enabled' });
   });
 
-  it('a NetworkPolicy for each process: in only to the receiver\'s port, out only to DNS, the API server, Redis (and Ceph for the cluster worker; the receiver\'s port for enrolment)', () => {
+  it("a NetworkPolicy for each process: in only to the receiver's port, out only to DNS, the API server, Redis (and Ceph for the cluster worker; the receiver's port for enrolment)", () => {
     type Port = { port: number | string; endPort?: number; protocol: string };
-    type Policy = { podSelector: { matchLabels: Record<string, string> }; policyTypes: string[]; ingress?: Array<{ from?: unknown[]; ports?: Port[] }>; egress?: Array<{ to?: unknown[]; ports?: Port[] }> };
-    const ports = (rules: Array<{ ports?: Port[] }> | undefined): string[] => (rules ?? []).flatMap((r) => {
-      expect(r.ports, 'a rule without ports allows every port').toBeDefined();
-      return r.ports!.map((p) => `${p.protocol}/${p.port}${p.endPort ? `-${p.endPort}` : ''}`);
-    }).sort();
+    type Policy = {
+      podSelector: { matchLabels: Record<string, string> };
+      policyTypes: string[];
+      ingress?: Array<{ from?: unknown[]; ports?: Port[] }>;
+      egress?: Array<{ to?: unknown[]; ports?: Port[] }>;
+    };
+    const ports = (rules: Array<{ ports?: Port[] }> | undefined): string[] =>
+      (rules ?? [])
+        .flatMap((r) => {
+          expect(r.ports, 'a rule without ports allows every port').toBeDefined();
+          return r.ports!.map((p) => `${p.protocol}/${p.port}${p.endPort ? `-${p.endPort}` : ''}`);
+        })
+        .sort();
     // Redis: 6379, the ports of an external Sentinel's or Cluster's nodes, or networkPolicy.redisPorts.
     const redisPorts: Record<string, string[]> = { 'external-redis': ['TCP/6380'], sentinel: ['TCP/26379', 'TCP/6379'] };
     const wantOf = (set: string): Record<string, { ingress: string[]; egress: string[] }> => {
@@ -248,15 +319,21 @@ describe('what the installation promises', () => {
         expect(ports(p.egress), `${set} ${component} egress`).toEqual(w.egress);
       }
     }
-    const redis = find(rendered['defaults']!, 'NetworkPolicy', 'volume-medic-redis')['spec'] as Policy & { ingress: Array<{ from: Array<{ podSelector: { matchExpressions: Array<{ key: string; values: string[] }> } }> }> };
+    const redis = find(rendered['defaults']!, 'NetworkPolicy', 'volume-medic-redis')['spec'] as Policy & {
+      ingress: Array<{ from: Array<{ podSelector: { matchExpressions: Array<{ key: string; values: string[] }> } }> }>;
+    };
     expect(redis.policyTypes.sort()).toEqual(['Egress', 'Ingress']);
     expect(redis.egress).toEqual([]);
     expect(redis.ingress).toHaveLength(1);
     expect(redis.ingress[0]!.from).toHaveLength(1);
-    expect(redis.ingress[0]!.from[0]!.podSelector.matchExpressions.find((e) => e.key === 'app.kubernetes.io/component')?.values.sort()).toEqual(['cluster-worker', 'node-agent', 'receiver']);
+    expect(redis.ingress[0]!.from[0]!.podSelector.matchExpressions.find((e) => e.key === 'app.kubernetes.io/component')?.values.sort()).toEqual([
+      'cluster-worker',
+      'node-agent',
+      'receiver',
+    ]);
   });
 
-  it('every Node.js container bounds V8\'s heap 64 MiB under its memory limit', () => {
+  it("every Node.js container bounds V8's heap 64 MiB under its memory limit", () => {
     // Without --max-old-space-size Node sizes the heap from the cgroup's limit itself, and sizes
     // it above it: 259 MiB under a 256Mi limit (Node 24, measured), so V8 would not collect
     // harder before the kernel's OOM killer acts. With the flag, V8's whole heap (old space and
@@ -271,8 +348,14 @@ describe('what the installation promises', () => {
           if (c.command?.[0] !== 'node') continue;
           const what = `${set} ${o.metadata.name}`;
           const flags = c.command.slice(1, -1);
-          expect(flags.some((f) => /^--max-old-space-size=\d+$/.test(f)), `${what}: --max-old-space-size`).toBe(true);
-          expect(flags.some((f) => /^--max-semi-space-size=\d+$/.test(f)), `${what}: --max-semi-space-size (64 MiB each by default)`).toBe(true);
+          expect(
+            flags.some((f) => /^--max-old-space-size=\d+$/.test(f)),
+            `${what}: --max-old-space-size`,
+          ).toBe(true);
+          expect(
+            flags.some((f) => /^--max-semi-space-size=\d+$/.test(f)),
+            `${what}: --max-semi-space-size (64 MiB each by default)`,
+          ).toBe(true);
           const limit = String(c.resources?.limits?.['memory']);
           expect(limit, `${what} memory limit`).toMatch(/^\d+Mi$/);
           const key = flags.join(' ');
@@ -304,23 +387,35 @@ describe('what the installation promises', () => {
         if (!agent) {
           expect(spec.hostPID ?? false).toBe(false);
           expect((spec.volumes ?? []).filter((v) => v.hostPath)).toEqual([]);
-          expect((o['spec'] as { template: { spec: { securityContext?: { runAsNonRoot?: boolean } } } }).template.spec.securityContext?.runAsNonRoot).toBe(true);
+          expect((o['spec'] as { template: { spec: { securityContext?: { runAsNonRoot?: boolean } } } }).template.spec.securityContext?.runAsNonRoot).toBe(
+            true,
+          );
         }
       }
     }
   });
 
-  it('Redis credentials come from each process\'s own Secret, never from the ConfigMap; node agents with their own users hold none', () => {
+  it("Redis credentials come from each process's own Secret, never from the ConfigMap; node agents with their own users hold none", () => {
     for (const [set, objects] of Object.entries(rendered)) {
       const data = find(objects, 'ConfigMap', 'volume-medic-config')['data'] as Record<string, string>;
-      expect(Object.keys(data).filter((k) => /^REDIS_(URL|USERNAME|PASSWORD|SENTINEL_PASSWORD)$/.test(k)), set).toEqual([]);
+      expect(
+        Object.keys(data).filter((k) => /^REDIS_(URL|USERNAME|PASSWORD|SENTINEL_PASSWORD)$/.test(k)),
+        set,
+      ).toEqual([]);
       const topology = data['REDIS_SENTINELS'] ? 'sentinel' : data['REDIS_CLUSTER_NODES'] ? 'cluster' : 'url';
-      for (const [component, kind] of [['receiver', 'Deployment'], ['cluster-worker', 'Deployment'], ['node-agent', 'DaemonSet']] as const) {
+      for (const [component, kind] of [
+        ['receiver', 'Deployment'],
+        ['cluster-worker', 'Deployment'],
+        ['node-agent', 'DaemonSet'],
+      ] as const) {
         const c = podSpec(find(objects, kind, `volume-medic-${component}`))!.containers[0]!;
         const secret = set === 'existing-secrets' ? `my-redis-${component}` : REDIS_URL_SECRETS[component];
         const from = (name: string) => c.env?.find((e) => e.name === name)?.valueFrom;
         // redis.nodeUsers (the default): no shared Redis password on a node; the agent's own user comes from enrolment.
-        const ownUser = component === 'node-agent' && find(objects, 'Deployment', 'volume-medic-receiver') && podSpec(find(objects, 'Deployment', 'volume-medic-receiver'))!.containers[0]!.env?.some((e) => e.name === 'REDIS_NODE_USERS');
+        const ownUser =
+          component === 'node-agent' &&
+          find(objects, 'Deployment', 'volume-medic-receiver') &&
+          podSpec(find(objects, 'Deployment', 'volume-medic-receiver'))!.containers[0]!.env?.some((e) => e.name === 'REDIS_NODE_USERS');
         if (ownUser) {
           for (const name of ['REDIS_URL', 'REDIS_USERNAME', 'REDIS_PASSWORD']) expect(from(name), `${set} ${component} ${name}`).toBeUndefined();
           if (topology === 'url') expect(c.env?.find((e) => e.name === 'REDIS_URL')?.value, set).toMatch(/^redis:\/\/[a-z0-9.-]+:[0-9]+$/);
@@ -338,7 +433,9 @@ describe('what the installation promises', () => {
   });
 
   it('the image is values.image: one for every volume-medic container, by tag or by digest', () => {
-    const images = (set: string): string[] => [...new Set(rendered[set]!.filter(volumeMedic).flatMap((o) => (podSpec(o)?.containers ?? []).map((c) => c.image ?? '')))];
+    const images = (set: string): string[] => [
+      ...new Set(rendered[set]!.filter(volumeMedic).flatMap((o) => (podSpec(o)?.containers ?? []).map((c) => c.image ?? ''))),
+    ];
     expect(images('defaults')).toEqual(['ghcr.io/volume-medic/volume-medic:0.1.0']);
     expect(images('external-redis')).toEqual(['ghcr.io/volume-medic/volume-medic@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef']);
   });
@@ -355,7 +452,9 @@ describe('what the installation promises', () => {
     // 64 MiB + 100 nodes x 64 KiB = 70.25, rounded up; the container gets twice that (the AOF rewrite's fork).
     expect(arg('--maxmemory')).toBe('71mb');
     expect(redis.resources).toEqual({ requests: { cpu: '50m', memory: '142Mi' }, limits: { memory: '142Mi' } });
-    const big = podSpec(find(rendered['bundled-redis']!, 'StatefulSet', 'volume-medic-redis'))!.containers[0]! as unknown as { args: string[] };
+    const big = podSpec(find(rendered['bundled-redis']!, 'StatefulSet', 'volume-medic-redis'))!.containers[0]! as unknown as {
+      args: string[];
+    };
     expect(big.args[big.args.indexOf('--maxmemory') + 1]).toBe(`${64 + 375}mb`);
     // Two connections per agent and 1,000 for the rest, never below Redis' own 10,000; a deeper
     // accept queue for the reconnect after a restart (bench/README.md, reconnect storm).
@@ -363,10 +462,21 @@ describe('what the installation promises', () => {
     expect(arg('--tcp-backlog')).toBe('4096');
     expect(big.args[big.args.indexOf('--maxclients') + 1]).toBe('13000');
     // The data directory is the claim's.
-    const claims = (sts['spec'] as { volumeClaimTemplates?: Array<{ metadata: { name: string }; spec: { storageClassName?: string; resources: { requests: { storage: string } } } }> }).volumeClaimTemplates;
+    const claims = (
+      sts['spec'] as {
+        volumeClaimTemplates?: Array<{
+          metadata: { name: string };
+          spec: { storageClassName?: string; resources: { requests: { storage: string } } };
+        }>;
+      }
+    ).volumeClaimTemplates;
     expect(claims?.map((c) => c.metadata.name)).toEqual([redis.volumeMounts?.find((m) => m.mountPath === arg('--dir'))?.name]);
     expect(spec.volumes?.some((v) => v.name === 'data')).toBe(false);
-    const bigClaim = (find(rendered['bundled-redis']!, 'StatefulSet', 'volume-medic-redis')['spec'] as { volumeClaimTemplates: Array<{ spec: { storageClassName?: string; resources: { requests: { storage: string } } } }> }).volumeClaimTemplates[0]!;
+    const bigClaim = (
+      find(rendered['bundled-redis']!, 'StatefulSet', 'volume-medic-redis')['spec'] as {
+        volumeClaimTemplates: Array<{ spec: { storageClassName?: string; resources: { requests: { storage: string } } } }>;
+      }
+    ).volumeClaimTemplates[0]!;
     expect(bigClaim.spec).toMatchObject({ storageClassName: 'fast-ssd', resources: { requests: { storage: '8Gi' } } });
     // The ACL file (default user off) comes from a Secret, mounted read-only where --aclfile reads it.
     const aclFile = arg('--aclfile');
@@ -375,6 +485,10 @@ describe('what the installation promises', () => {
     expect(mount?.readOnly).toBe(true);
     expect(spec.volumes?.find((v) => v.name === mount!.name)?.secret?.secretName).toBe(REDIS_ACL_SECRET);
     expect(find(objects, 'Service', 'volume-medic-redis')).toBeDefined();
-    for (const set of ['static', 'external-redis', 'sentinel', 'cluster']) expect(rendered[set]!.some((o) => o.metadata.name.startsWith('volume-medic-redis') && o.kind !== 'Secret'), set).toBe(false);
+    for (const set of ['static', 'external-redis', 'sentinel', 'cluster'])
+      expect(
+        rendered[set]!.some((o) => o.metadata.name.startsWith('volume-medic-redis') && o.kind !== 'Secret'),
+        set,
+      ).toBe(false);
   });
 });

@@ -7,7 +7,16 @@ describe('docs/threat-model.md', () => {
   it('names only tests that exist, covering each section', () => {
     const { files, missing } = securityTests();
     expect(missing).toEqual([]);
-    for (const t of ['test/int/signed-work.int.test.ts', 'test/int/sealed-controls.int.test.ts', 'test/int/event-trust.int.test.ts', 'test/int/operator-identity.int.test.ts', 'test/int/dashboard-security.int.test.ts', 'test/unit/deploy/rbac.test.ts', 'test/faults/fuzz.fault.test.ts', 'test/int/receiver-auth.int.test.ts']) {
+    for (const t of [
+      'test/int/signed-work.int.test.ts',
+      'test/int/sealed-controls.int.test.ts',
+      'test/int/event-trust.int.test.ts',
+      'test/int/operator-identity.int.test.ts',
+      'test/int/dashboard-security.int.test.ts',
+      'test/unit/deploy/rbac.test.ts',
+      'test/faults/fuzz.fault.test.ts',
+      'test/int/receiver-auth.int.test.ts',
+    ]) {
       expect(files).toContain(t);
     }
   });

@@ -17,7 +17,12 @@ import { toyJob } from './toy-job.ts';
 const NOW = new Date('2026-12-04T03:00:00Z');
 const ago = (s: number): string => new Date(NOW.getTime() - s * 1000).toISOString();
 const holds = (claim: string, at = ago(1)): StepEvidence => ({ claim, source: 'test probe', observedAt: at, status: 'holds' });
-const step = (evidence?: StepEvidence[], destructive = true): PlannedStep => ({ id: 'wipe:b', description: 'wipe b', destructive, ...(evidence ? { evidence } : {}) });
+const step = (evidence?: StepEvidence[], destructive = true): PlannedStep => ({
+  id: 'wipe:b',
+  description: 'wipe b',
+  destructive,
+  ...(evidence ? { evidence } : {}),
+});
 
 describe('judging a step’s evidence', () => {
   it('lets a destructive step with fresh positive evidence go', () => {
@@ -29,17 +34,46 @@ describe('judging a step’s evidence', () => {
   });
 
   it('refuses a destructive step that names no evidence', () => {
-    expect(judgeEvidence(step([]), NOW)).toEqual({ kind: 'refuse', reasons: ['step wipe:b is destructive and names no evidence: not running it'] });
+    expect(judgeEvidence(step([]), NOW)).toEqual({
+      kind: 'refuse',
+      reasons: ['step wipe:b is destructive and names no evidence: not running it'],
+    });
     expect(judgeEvidence(step(), NOW).kind).toBe('refuse');
   });
 
   it('refuses on missing evidence and names the claim and why it is unknown', () => {
-    const v = judgeEvidence(step([holds('b is ours'), { claim: 'no VolumeAttachment claims b', source: 'VolumeAttachments', observedAt: ago(1), status: 'missing', detail: 'API unreachable' }]), NOW);
-    expect(v).toEqual({ kind: 'refuse', reasons: ['step wipe:b: no evidence that no VolumeAttachment claims b (VolumeAttachments: API unreachable)'] });
+    const v = judgeEvidence(
+      step([
+        holds('b is ours'),
+        {
+          claim: 'no VolumeAttachment claims b',
+          source: 'VolumeAttachments',
+          observedAt: ago(1),
+          status: 'missing',
+          detail: 'API unreachable',
+        },
+      ]),
+      NOW,
+    );
+    expect(v).toEqual({
+      kind: 'refuse',
+      reasons: ['step wipe:b: no evidence that no VolumeAttachment claims b (VolumeAttachments: API unreachable)'],
+    });
   });
 
   it('refuses on contradictory evidence', () => {
-    const v = judgeEvidence(step([{ claim: 'every path is dead', source: 'multipath -ll vs multipathd', observedAt: ago(1), status: 'contradicted', detail: 'multipathd shows sdb live' }]), NOW);
+    const v = judgeEvidence(
+      step([
+        {
+          claim: 'every path is dead',
+          source: 'multipath -ll vs multipathd',
+          observedAt: ago(1),
+          status: 'contradicted',
+          detail: 'multipathd shows sdb live',
+        },
+      ]),
+      NOW,
+    );
     expect(v.kind === 'refuse' && v.reasons[0]).toMatch(/contradictory evidence about whether every path is dead.*sdb live/);
   });
 
@@ -78,7 +112,10 @@ function toy(evidence: StepEvidence[] | undefined): RunbookDefinition<'local-pv-
     runbook: 'local-pv-placeholder',
     observe: async () => ({}),
     plan: () => planned,
-    steps: { isDone: async (s, host) => (await host.readFile(s.file)) === null, apply: async (s, host) => void (await host.unlink(s.file)) },
+    steps: {
+      isDone: async (s, host) => (await host.readFile(s.file)) === null,
+      apply: async (s, host) => void (await host.unlink(s.file)),
+    },
     verify: async () => ({ ok: true, checks: [] }),
   };
 }
@@ -89,7 +126,12 @@ describe('the engine and a step’s evidence', () => {
     await host.writeFile('/work/b', 'x');
     const audit: string[] = [];
     const ctx: RunbookContext = {
-      jobId: job.key, attempt: 1, mode, ranOn: 'worker-1', log: pino({ level: 'silent' }), signal: new AbortController().signal,
+      jobId: job.key,
+      attempt: 1,
+      mode,
+      ranOn: 'worker-1',
+      log: pino({ level: 'silent' }),
+      signal: new AbortController().signal,
       audit: async (action, target, why) => void audit.push(`${action} ${target} ${why}`),
     };
     const out = await runRunbook(toy(evidence), job, ctx, { host, stateDir: '/state', now: () => NOW }).catch((e: unknown) => e);
@@ -99,7 +141,10 @@ describe('the engine and a step’s evidence', () => {
   it('runs the step on positive evidence, keeps it in the result and writes it to the audit trail', async () => {
     const { out, audit, left } = await run([holds('b is ours')]);
     expect(left).toBeNull();
-    expect(out).toMatchObject({ outcome: 'succeeded', steps: [{ id: 'wipe:b', status: 'done', evidence: [{ claim: 'b is ours', status: 'holds' }] }] });
+    expect(out).toMatchObject({
+      outcome: 'succeeded',
+      steps: [{ id: 'wipe:b', status: 'done', evidence: [{ claim: 'b is ours', status: 'holds' }] }],
+    });
     expect(audit).toEqual(['destructive-step job/lpv_test_0123456789ab/wipe:b wipe b; evidence: b is ours (test probe)']);
   });
 
@@ -118,13 +163,19 @@ describe('the engine and a step’s evidence', () => {
   });
 
   it('parks the job until a young claim matures (enforce), and only says so in dry-run', async () => {
-    const young = { ...holds('every path is dead'), persistence: { since: ago(10), samples: 1, acrossBoot: false, mustHoldMs: 60_000, minSamples: 2 } };
+    const young = {
+      ...holds('every path is dead'),
+      persistence: { since: ago(10), samples: 1, acrossBoot: false, mustHoldMs: 60_000, minSamples: 2 },
+    };
     const enforce = await run([young]);
     expect(enforce.left).toBe('x');
     expect(enforce.out).toBeInstanceOf(ParkedError);
     expect((enforce.out as ParkedError).parking).toMatchObject({ reason: 'evidence', until: new Date(NOW.getTime() + 50_000) });
     const dry = await run([young], 'dry-run');
     expect(dry.left).toBe('x');
-    expect(dry.out).toMatchObject({ outcome: 'planned', steps: [{ status: 'would-run', waitsFor: expect.stringMatching(/enforce waits until 2026-12-04T03:00:50/) }] });
+    expect(dry.out).toMatchObject({
+      outcome: 'planned',
+      steps: [{ status: 'would-run', waitsFor: expect.stringMatching(/enforce waits until 2026-12-04T03:00:50/) }],
+    });
   });
 });

@@ -14,8 +14,23 @@ import type { RunbookContext } from '../../../src/agents/engine/registry.ts';
 type Step = PlannedStep & { map: string; file: string };
 const steps: Step[] = [
   { id: 'probe', description: 'look', destructive: false, map: 'mpatha', file: '/w/probe' },
-  { id: 'release', description: 'release queued I/O', destructive: true, risk: 'high', map: 'mpatha', file: '/w/release', evidence: [{ claim: 'every path is dead', source: 'test', observedAt: new Date().toISOString(), status: 'holds' }] },
-  { id: 'flush', description: 'flush the map', destructive: true, map: 'mpatha', file: '/w/flush', evidence: [{ claim: 'nothing holds it', source: 'test', observedAt: new Date().toISOString(), status: 'holds' }] },
+  {
+    id: 'release',
+    description: 'release queued I/O',
+    destructive: true,
+    risk: 'high',
+    map: 'mpatha',
+    file: '/w/release',
+    evidence: [{ claim: 'every path is dead', source: 'test', observedAt: new Date().toISOString(), status: 'holds' }],
+  },
+  {
+    id: 'flush',
+    description: 'flush the map',
+    destructive: true,
+    map: 'mpatha',
+    file: '/w/flush',
+    evidence: [{ claim: 'nothing holds it', source: 'test', observedAt: new Date().toISOString(), status: 'holds' }],
+  },
 ];
 const executor: StepExecutor<Step> = {
   isDone: async (s, h) => (await h.readFile(s.file)) !== null,
@@ -36,7 +51,10 @@ describe('planned argv of a parked job', () => {
     const view = await planWithCommands({ summary: 's', steps }, 1, executor, host);
     const shown = view.steps as PlanViewStep[];
     expect(shown[0]?.plannedArgv).toBeUndefined();
-    expect(shown[1]?.plannedArgv).toEqual([['dmsetup', 'message', 'mpatha', '0', 'fail_if_no_path'], ['host:write-file', '/w/release', '4 bytes']]);
+    expect(shown[1]?.plannedArgv).toEqual([
+      ['dmsetup', 'message', 'mpatha', '0', 'fail_if_no_path'],
+      ['host:write-file', '/w/release', '4 bytes'],
+    ]);
     expect(shown[1]?.plannedNote).toBeUndefined();
     // The flush's own check wants the release done: its argv is not known yet, and it says why.
     expect(shown[2]?.plannedArgv).toEqual([]);
@@ -52,16 +70,40 @@ describe('planned argv of a parked job', () => {
     // The step never returns: without the 100 ms budget this would wait forever. The bound is loose
     // on purpose (a loaded 2-CPU CI machine once took over 1 s to get back to this line).
     expect(Date.now() - started).toBeLessThan(4_000);
-    expect((view.steps as PlanViewStep[]).map((s) => s.plannedNote?.replace(/:.*/, ''))).toEqual(['commands after this point depend on earlier steps or the node', 'not simulated', 'not simulated']);
+    expect((view.steps as PlanViewStep[]).map((s) => s.plannedNote?.replace(/:.*/, ''))).toEqual([
+      'commands after this point depend on earlier steps or the node',
+      'not simulated',
+      'not simulated',
+    ]);
   });
 
   it('is what the engine puts in the plan of a job parked by the gate', async () => {
-    const job: ResidualMultipathJob = { version: 1, key: 'residual_argv_0123456789ab', runbook: 'residual-multipath-cleanup', target: { node: 'worker-1' }, evidence: [{ source: 'api', summary: 'test', raw: {} }] };
-    const def: RunbookDefinition<'residual-multipath-cleanup', null, Step> = {
-      runbook: 'residual-multipath-cleanup', observe: async () => null, plan: () => ({ kind: 'steps', summary: 'three', steps }), steps: executor, verify: async () => ({ ok: true, checks: [] }),
+    const job: ResidualMultipathJob = {
+      version: 1,
+      key: 'residual_argv_0123456789ab',
+      runbook: 'residual-multipath-cleanup',
+      target: { node: 'worker-1' },
+      evidence: [{ source: 'api', summary: 'test', raw: {} }],
     };
-    const gate: StepGate = { beforeStep: async (s) => (s.id === 'release' ? { go: false, park: { reason: 'approval', why: 'a human' } } : { go: true }) };
-    const ctx: RunbookContext = { jobId: job.key, attempt: 1, mode: 'enforce', ranOn: 'worker-1', log: pino({ level: 'silent' }), signal: new AbortController().signal, gate };
+    const def: RunbookDefinition<'residual-multipath-cleanup', null, Step> = {
+      runbook: 'residual-multipath-cleanup',
+      observe: async () => null,
+      plan: () => ({ kind: 'steps', summary: 'three', steps }),
+      steps: executor,
+      verify: async () => ({ ok: true, checks: [] }),
+    };
+    const gate: StepGate = {
+      beforeStep: async (s) => (s.id === 'release' ? { go: false, park: { reason: 'approval', why: 'a human' } } : { go: true }),
+    };
+    const ctx: RunbookContext = {
+      jobId: job.key,
+      attempt: 1,
+      mode: 'enforce',
+      ranOn: 'worker-1',
+      log: pino({ level: 'silent' }),
+      signal: new AbortController().signal,
+      gate,
+    };
     const host = new FakeHost();
     const err = await runRunbook(def, job, ctx, { host, stateDir: '/state' }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ParkedError);

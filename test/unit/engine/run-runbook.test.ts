@@ -47,7 +47,13 @@ const twoSteps: Plan<Step> = {
   summary: 'two files',
   steps: [
     { id: 'make:a', description: 'make a', destructive: false, file: '/work/a' },
-    { id: 'wipe:b', description: 'wipe b', destructive: true, file: '/work/b', evidence: [{ claim: 'b is ours', source: 'test', observedAt: new Date().toISOString(), status: 'holds' }] },
+    {
+      id: 'wipe:b',
+      description: 'wipe b',
+      destructive: true,
+      file: '/work/b',
+      evidence: [{ claim: 'b is ours', source: 'test', observedAt: new Date().toISOString(), status: 'holds' }],
+    },
   ],
 };
 
@@ -74,7 +80,10 @@ describe('the runbook engine', () => {
 
   it('does not repeat a destructive step that took effect before a failure, even when its check says it is undone', async () => {
     const host = fakeHost();
-    const failing: Plan<Step> = { ...twoSteps, steps: [...twoSteps.steps, { id: 'late', description: 'fails', destructive: false, file: '/work/c' }] };
+    const failing: Plan<Step> = {
+      ...twoSteps,
+      steps: [...twoSteps.steps, { id: 'late', description: 'fails', destructive: false, file: '/work/c' }],
+    };
     await expect(runRunbook(toy(failing, { failOn: 'late' }), job, ctx('enforce'), { host, stateDir: '/state' })).rejects.toBeInstanceOf(RunbookFailedError);
     await host.unlink('/work/b');
     const retry = await runRunbook(toy(failing), job, ctx('enforce'), { host, stateDir: '/state' });
@@ -91,7 +100,10 @@ describe('the runbook engine', () => {
   });
 
   it('carries the result in a refusal so it can still be shown', async () => {
-    const err = await runRunbook(toy({ kind: 'refuse', reasons: ['not opted in'] }), job, ctx('enforce'), { host: fakeHost(), stateDir: '/state' }).catch((e: unknown) => e);
+    const err = await runRunbook(toy({ kind: 'refuse', reasons: ['not opted in'] }), job, ctx('enforce'), {
+      host: fakeHost(),
+      stateDir: '/state',
+    }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(RefusedError);
     expect((err as RefusedError).result).toMatchObject({ outcome: 'refused', refusals: ['not opted in'] });
   });

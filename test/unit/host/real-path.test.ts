@@ -60,8 +60,12 @@ describe('the placeholder image must be ours, in STATE_DIR', () => {
     const h = new FakeHost();
     h.put('/etc/precious.img', 'keep');
     const exec = createStepExecutor(store);
-    await expect(exec.apply({ kind: 'delete-image', id: 'delete-image:x', description: '', destructive: true, image: '/etc/precious.img' }, h)).rejects.toBeInstanceOf(RefusedError);
-    await expect(exec.apply({ kind: 'attach-loop', id: 'attach-loop:x', description: '', destructive: false, loop: 'loop101', image: '/etc/precious.img' }, h)).rejects.toBeInstanceOf(RefusedError);
+    await expect(
+      exec.apply({ kind: 'delete-image', id: 'delete-image:x', description: '', destructive: true, image: '/etc/precious.img' }, h),
+    ).rejects.toBeInstanceOf(RefusedError);
+    await expect(
+      exec.apply({ kind: 'attach-loop', id: 'attach-loop:x', description: '', destructive: false, loop: 'loop101', image: '/etc/precious.img' }, h),
+    ).rejects.toBeInstanceOf(RefusedError);
     expect(await h.readFile('/etc/precious.img')).toBe('keep');
     expect(h.commands).toEqual([]);
   });

@@ -13,7 +13,13 @@ import { createLogger } from '../../../src/adapters/observability/logger.ts';
 
 const LIMIT = 64;
 
-function send(url: string, body: Buffer | string | undefined, headers: Record<string, string> = {}, chunked = false, method = 'POST'): Promise<{ status: number; json: unknown }> {
+function send(
+  url: string,
+  body: Buffer | string | undefined,
+  headers: Record<string, string> = {},
+  chunked = false,
+  method = 'POST',
+): Promise<{ status: number; json: unknown }> {
   return new Promise((resolve, reject) => {
     const req = request(url, { method, headers }, (res) => {
       const chunks: Buffer[] = [];
@@ -49,7 +55,10 @@ describe('jsonBody', () => {
 
   it('parses a UTF-8 body, with or without a charset, sent whole or chunked', async () => {
     expect(await send(url, '{"a":"ä"}', { 'content-type': 'application/json' })).toEqual({ status: 200, json: { body: { a: 'ä' } } });
-    expect(await send(url, '{"a":1}', { 'content-type': 'application/json; charset=UTF-8' })).toEqual({ status: 200, json: { body: { a: 1 } } });
+    expect(await send(url, '{"a":1}', { 'content-type': 'application/json; charset=UTF-8' })).toEqual({
+      status: 200,
+      json: { body: { a: 1 } },
+    });
     expect(await send(url, '[1,2,3]', {}, true)).toEqual({ status: 200, json: { body: [1, 2, 3] } });
   });
 
@@ -75,7 +84,12 @@ describe('jsonBody', () => {
 
   it('hands a compressed body or another charset to express.json', async () => {
     expect(await send(url, gzipSync('{"z":1}'), { 'content-encoding': 'gzip' })).toEqual({ status: 200, json: { body: { z: 1 } } });
-    expect(await send(url, Buffer.from('{"l":"\xe9"}', 'latin1'), { 'content-type': 'application/json; charset=latin1' })).toMatchObject({ status: 415 });
-    expect(await send(url, Buffer.from('{"l":"\xe9"}', 'utf16le'), { 'content-type': 'application/json; charset=utf-16le' })).toEqual({ status: 200, json: { body: { l: 'é' } } });
+    expect(await send(url, Buffer.from('{"l":"\xe9"}', 'latin1'), { 'content-type': 'application/json; charset=latin1' })).toMatchObject({
+      status: 415,
+    });
+    expect(await send(url, Buffer.from('{"l":"\xe9"}', 'utf16le'), { 'content-type': 'application/json; charset=utf-16le' })).toEqual({
+      status: 200,
+      json: { body: { l: 'é' } },
+    });
   });
 });

@@ -15,28 +15,34 @@ const layouts = [
 
 describe('topLevelMember', () => {
   it('finds the member whatever the layout, key order and content around it', () => {
-    fc.assert(fc.property(
-      fc.dictionary(fc.string(), fc.jsonValue({ maxDepth: 3 })),
-      fc.jsonValue({ maxDepth: 4 }),
-      fc.nat(),
-      fc.integer({ min: 0, max: layouts.length - 1 }),
-      (others, alerts, at, layout) => {
-        delete others['alerts'];
-        const entries = Object.entries(others);
-        entries.splice(at % (entries.length + 1), 0, ['alerts', alerts]);
-        const text = layouts[layout]!(Object.fromEntries(entries));
-        const member = topLevelMember(text, 'alerts');
-        expect(member).toBeDefined();
-        expect(JSON.parse(member!)).toEqual(JSON.parse(text).alerts);
-      },
-    ), { numRuns: 2000 });
+    fc.assert(
+      fc.property(
+        fc.dictionary(fc.string(), fc.jsonValue({ maxDepth: 3 })),
+        fc.jsonValue({ maxDepth: 4 }),
+        fc.nat(),
+        fc.integer({ min: 0, max: layouts.length - 1 }),
+        (others, alerts, at, layout) => {
+          delete others['alerts'];
+          const entries = Object.entries(others);
+          entries.splice(at % (entries.length + 1), 0, ['alerts', alerts]);
+          const text = layouts[layout]!(Object.fromEntries(entries));
+          const member = topLevelMember(text, 'alerts');
+          expect(member).toBeDefined();
+          expect(JSON.parse(member!)).toEqual(JSON.parse(text).alerts);
+        },
+      ),
+      { numRuns: 2000 },
+    );
   });
 
   it('is undefined when the object has no such member at its top level', () => {
-    fc.assert(fc.property(fc.dictionary(fc.string(), fc.jsonValue({ maxDepth: 3 })), (o) => {
-      delete o['alerts'];
-      expect(topLevelMember(JSON.stringify({ ...o, nested: { alerts: [1] } }), 'alerts')).toBeUndefined();
-    }), { numRuns: 500 });
+    fc.assert(
+      fc.property(fc.dictionary(fc.string(), fc.jsonValue({ maxDepth: 3 })), (o) => {
+        delete o['alerts'];
+        expect(topLevelMember(JSON.stringify({ ...o, nested: { alerts: [1] } }), 'alerts')).toBeUndefined();
+      }),
+      { numRuns: 500 },
+    );
   });
 
   it('handles strings that hold quotes, backslashes, braces and the member name', () => {

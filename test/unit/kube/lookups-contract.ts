@@ -6,7 +6,9 @@ import type { ClusterLookups } from '../../../src/adapters/kube/lookups.ts';
 // API-backed lookups against the fake API server (integration tier) answer the same questions on
 // the same fixture objects.
 
-export const CLUSTER_FIXTURE: { items: Array<Record<string, any>> } = JSON.parse(readFileSync(new URL('../../fixtures/kube/cluster.json', import.meta.url), 'utf8'));
+export const CLUSTER_FIXTURE: { items: Array<Record<string, any>> } = JSON.parse(
+  readFileSync(new URL('../../fixtures/kube/cluster.json', import.meta.url), 'utf8'),
+);
 
 const LOCAL_PV = 'local-pv-3f8a1c2e';
 const CEPH_PV = 'pvc-8d2c6b1e-4f3a-4b5c-9d8e-7f6a5b4c3d2e';
@@ -30,15 +32,26 @@ export function lookupsContract(name: string, lookups: () => ClusterLookups): vo
     it('reads since when a node is not Ready and its taints, the out-of-service one included', async () => {
       const n = await lookups().node('worker-3');
       expect(n).toMatchObject({ name: 'worker-3', ready: 'Unknown', readySince: '2025-03-14T05:50:41.000Z' });
-      expect(n!.taints).toContainEqual({ key: 'node.kubernetes.io/out-of-service', value: 'nodeshutdown', effect: 'NoExecute', timeAdded: '2025-03-14T06:02:10.000Z' });
-      expect(n!.taints).toContainEqual({ key: 'node.kubernetes.io/unreachable', effect: 'NoSchedule', timeAdded: '2025-03-14T05:50:41.000Z' });
+      expect(n!.taints).toContainEqual({
+        key: 'node.kubernetes.io/out-of-service',
+        value: 'nodeshutdown',
+        effect: 'NoExecute',
+        timeAdded: '2025-03-14T06:02:10.000Z',
+      });
+      expect(n!.taints).toContainEqual({
+        key: 'node.kubernetes.io/unreachable',
+        effect: 'NoSchedule',
+        timeAdded: '2025-03-14T05:50:41.000Z',
+      });
       expect((await lookups().nodesByAddress('10.0.0.13'))[0]).toMatchObject({ name: 'worker-3', readySince: '2025-03-14T05:50:41.000Z' });
       expect((await lookups().node('worker-2'))?.taints).toBeUndefined();
     });
 
     it('reads a Local PV: Block mode, its path and the single node of its affinity', async () => {
       expect(await lookups().persistentVolume(LOCAL_PV)).toMatchObject({
-        name: LOCAL_PV, volumeMode: 'Block', phase: 'Bound',
+        name: LOCAL_PV,
+        volumeMode: 'Block',
+        phase: 'Bound',
         local: { path: '/dev/disk/by-id/wwn-0x5000c500a1b2c3d4', node: 'worker-1' },
         claim: { namespace: 'kafka', name: 'data-kafka-0' },
       });
@@ -60,18 +73,30 @@ export function lookupsContract(name: string, lookups: () => ClusterLookups): vo
     it('reads a ceph-csi PV as an rbd pool/image with its driver attributes', async () => {
       const pv = await lookups().persistentVolume(CEPH_PV);
       expect(pv).toMatchObject({
-        volumeMode: 'Filesystem', accessModes: ['ReadWriteOnce'],
+        volumeMode: 'Filesystem',
+        accessModes: ['ReadWriteOnce'],
         rbd: { pool: 'replicapool', image: 'csi-vol-0b3f5f8e-3c1d-4a2b-9e8f-7d6c5b4a3f2e' },
-        csi: { driver: 'rook-ceph.rbd.csi.ceph.com', volumeHandle: '0001-0009-rook-ceph-0000000000000002-0b3f5f8e-3c1d-4a2b-9e8f-7d6c5b4a3f2e' },
+        csi: {
+          driver: 'rook-ceph.rbd.csi.ceph.com',
+          volumeHandle: '0001-0009-rook-ceph-0000000000000002-0b3f5f8e-3c1d-4a2b-9e8f-7d6c5b4a3f2e',
+        },
       });
       expect(pv?.local).toBeUndefined();
       expect(await lookups().persistentVolume('pvc-missing')).toBeUndefined();
     });
 
     it('gives the PVC bound to a PV and the pods that use it', async () => {
-      expect(await lookups().claimOfVolume(CEPH_PV)).toMatchObject({ namespace: 'shop', name: 'data-web', volumeName: CEPH_PV, accessModes: ['ReadWriteOnce'] });
+      expect(await lookups().claimOfVolume(CEPH_PV)).toMatchObject({
+        namespace: 'shop',
+        name: 'data-web',
+        volumeName: CEPH_PV,
+        accessModes: ['ReadWriteOnce'],
+      });
       const pods = await lookups().podsUsingVolume(CEPH_PV);
-      expect(pods.map((p) => `${p.name}@${p.node}:${p.phase}`).sort()).toEqual(['web-5f8e7d6c4-m9wzt@worker-1:Pending', 'web-7d4b9c6f5-x2kqp@worker-2:Running']);
+      expect(pods.map((p) => `${p.name}@${p.node}:${p.phase}`).sort()).toEqual([
+        'web-5f8e7d6c4-m9wzt@worker-1:Pending',
+        'web-7d4b9c6f5-x2kqp@worker-2:Running',
+      ]);
       expect(await lookups().claimOfVolume('local-pv-two-hosts')).toBeUndefined();
       expect(await lookups().podsUsingVolume(ISCSI_PV)).toEqual([]);
     });
@@ -81,7 +106,11 @@ export function lookupsContract(name: string, lookups: () => ClusterLookups): vo
       expect(onW2).toHaveLength(1);
       expect(onW2[0]).toMatchObject({ name: 'web-7d4b9c6f5-x2kqp', phase: 'Running', waiting: [] });
       const onW1 = await lookups().podsOnNodeUsingClaim('worker-1', { namespace: 'shop', name: 'data-web' });
-      expect(onW1[0]).toMatchObject({ name: 'web-5f8e7d6c4-m9wzt', phase: 'Pending', waiting: [{ container: 'web', reason: 'ContainerCreating' }] });
+      expect(onW1[0]).toMatchObject({
+        name: 'web-5f8e7d6c4-m9wzt',
+        phase: 'Pending',
+        waiting: [{ container: 'web', reason: 'ContainerCreating' }],
+      });
       expect(await lookups().podsOnNodeUsingClaim('worker-2', { namespace: 'kafka', name: 'data-kafka-0' })).toEqual([]);
     });
 
@@ -96,7 +125,15 @@ export function lookupsContract(name: string, lookups: () => ClusterLookups): vo
 
     it('lists the VolumeAttachments of a node with the LUN WWN when the driver records it', async () => {
       const w1 = await lookups().volumeAttachmentsOnNode('worker-1');
-      expect(w1).toEqual([expect.objectContaining({ attacher: 'iscsi.csi.example.com', node: 'worker-1', pv: ISCSI_PV, attached: true, wwn: '3600140554a3b2c1d0e9f8a7b6c5d4e3f' })]);
+      expect(w1).toEqual([
+        expect.objectContaining({
+          attacher: 'iscsi.csi.example.com',
+          node: 'worker-1',
+          pv: ISCSI_PV,
+          attached: true,
+          wwn: '3600140554a3b2c1d0e9f8a7b6c5d4e3f',
+        }),
+      ]);
       const w2 = await lookups().volumeAttachmentsOnNode('worker-2');
       expect(w2).toEqual([expect.objectContaining({ attacher: 'rook-ceph.rbd.csi.ceph.com', pv: CEPH_PV, attached: true })]);
       expect(w2[0]!.wwn).toBeUndefined();
@@ -105,18 +142,24 @@ export function lookupsContract(name: string, lookups: () => ClusterLookups): vo
 
     it('walks pod -> ReplicaSet -> Deployment and reports a RollingUpdate with maxSurge', async () => {
       expect(await lookups().deploymentOfPod({ namespace: 'shop', name: 'web-5f8e7d6c4-m9wzt' })).toEqual({
-        namespace: 'shop', name: 'web', strategy: 'RollingUpdate', maxSurge: '25%', maxUnavailable: '25%', replicas: 1, claims: ['data-web'],
+        namespace: 'shop',
+        name: 'web',
+        strategy: 'RollingUpdate',
+        maxSurge: '25%',
+        maxUnavailable: '25%',
+        replicas: 1,
+        claims: ['data-web'],
       });
     });
 
-    it('gives the PVs bound to a pod\'s claims, and none for an unknown pod', async () => {
+    it("gives the PVs bound to a pod's claims, and none for an unknown pod", async () => {
       expect((await lookups().volumesOfPod({ namespace: 'kafka', name: 'kafka-0' })).map((pv) => [pv.name, pv.volumeMode, pv.local?.path])).toEqual([
         ['local-pv-3f8a1c2e', 'Block', expect.stringMatching(/^\/dev\/disk\/by-id\//)],
       ]);
       expect(await lookups().volumesOfPod({ namespace: 'kafka', name: 'no-such-pod' })).toEqual([]);
     });
 
-    it('gives no PV to a pod whose PVC names a PV bound to another namespace\'s claim', async () => {
+    it("gives no PV to a pod whose PVC names a PV bound to another namespace's claim", async () => {
       // tenant-a/borrowed sets volumeName local-pv-3f8a1c2e, whose claimRef is kafka/data-kafka-0.
       expect(await lookups().volumesOfPod({ namespace: 'tenant-a', name: 'squatter' })).toEqual([]);
     });

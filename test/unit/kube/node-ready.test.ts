@@ -12,12 +12,21 @@ import { readFileSync } from 'node:fs';
 const worker1 = CLUSTER_FIXTURE.items.find((o) => o['kind'] === 'Node' && o['metadata'].name === 'worker-1')!;
 const withReady = (status: string, bootID = worker1['status'].nodeInfo.bootID) => ({
   ...worker1,
-  status: { ...worker1['status'], nodeInfo: { ...worker1['status'].nodeInfo, bootID }, conditions: worker1['status'].conditions.map((c: any) => (c.type === 'Ready' ? { ...c, status } : c)) },
+  status: {
+    ...worker1['status'],
+    nodeInfo: { ...worker1['status'].nodeInfo, bootID },
+    conditions: worker1['status'].conditions.map((c: any) => (c.type === 'Ready' ? { ...c, status } : c)),
+  },
 });
 
 describe('node recovery from Node objects', () => {
   it('reads name, Ready status, boot id and transition time from a real Node', () => {
-    expect(observeNode(worker1)).toMatchObject({ name: 'worker-1', ready: 'True', bootId: 'd87bdb0a-d2bc-42f7-945f-7a099da7ee26', readySince: Date.parse('2025-03-14T06:14:02Z') });
+    expect(observeNode(worker1)).toMatchObject({
+      name: 'worker-1',
+      ready: 'True',
+      bootId: 'd87bdb0a-d2bc-42f7-945f-7a099da7ee26',
+      readySince: Date.parse('2025-03-14T06:14:02Z'),
+    });
   });
 
   it('says recovered only on False/Unknown -> True, not on first sight or on heartbeats', () => {

@@ -3,7 +3,11 @@ import { InMemoryLookups } from '../../../src/adapters/kube/lookups.ts';
 import { KubeNodeLabels } from '../../../src/agents/node-agent/kube-node-labels.ts';
 
 describe('node labels from the cluster lookups', () => {
-  const lookups = new InMemoryLookups().addNode({ name: 'worker-1', addresses: [], labels: { 'volume-medic.io/local-pv-placeholder': 'enabled' } });
+  const lookups = new InMemoryLookups().addNode({
+    name: 'worker-1',
+    addresses: [],
+    labels: { 'volume-medic.io/local-pv-placeholder': 'enabled' },
+  });
   const labels = new KubeNodeLabels(lookups);
 
   it('reads the labels of a known node', async () => {

@@ -15,10 +15,20 @@ const PATH = `/dev/disk/by-id/wwn-0x${WWN}`;
 
 function node(): FakeHost {
   const host = new FakeHost();
-  host.put(`${STATE}/placeholders/local-pv-1.json`, JSON.stringify({
-    version: 1, pv: 'local-pv-1', path: PATH, wwn: WWN, loop: 'loop101', image: `${STATE}/placeholders/local-pv-1.img`,
-    createdAt: '2026-12-01T03:00:00.000Z', jobId: 'lpv_local-pv-1_0123456789ab', disksAtPlacement: [],
-  }));
+  host.put(
+    `${STATE}/placeholders/local-pv-1.json`,
+    JSON.stringify({
+      version: 1,
+      pv: 'local-pv-1',
+      path: PATH,
+      wwn: WWN,
+      loop: 'loop101',
+      image: `${STATE}/placeholders/local-pv-1.img`,
+      createdAt: '2026-12-01T03:00:00.000Z',
+      jobId: 'lpv_local-pv-1_0123456789ab',
+      disksAtPlacement: [],
+    }),
+  );
   host.put('/proc/sys/kernel/random/boot_id', '0f1e2d3c-4b5a-6978-8a9b-0c1d2e3f4a5b\n');
   return host;
 }
@@ -35,10 +45,30 @@ describe('a placeholder whose disk came back', () => {
     const jobs = await returnedDiskReleases(host, STATE, 'worker-1');
     expect(jobs).toHaveLength(1);
     expect(RemediationJob.safeParse(jobs[0]).success).toBe(true);
-    expect(jobs[0]).toMatchObject({ action: 'release', release: { by: 'detector', force: false }, target: { node: 'worker-1', pv: 'local-pv-1', path: PATH } });
-    expect(jobs[0]?.evidence[0]).toMatchObject({ source: 'agent', summary: `the disk of PV local-pv-1 (WWN ${WWN}) is back on worker-1 as /dev/sdq` });
+    expect(jobs[0]).toMatchObject({
+      action: 'release',
+      release: { by: 'detector', force: false },
+      target: { node: 'worker-1', pv: 'local-pv-1', path: PATH },
+    });
+    expect(jobs[0]?.evidence[0]).toMatchObject({
+      source: 'agent',
+      summary: `the disk of PV local-pv-1 (WWN ${WWN}) is back on worker-1 as /dev/sdq`,
+    });
     const lookups = new InMemoryLookups();
-    const fromNpd = await triage([{ kind: 'local-device-restored', version: 1, pv: 'local-pv-1', path: PATH, node: 'worker-1', identity: ['x'], evidence: { source: 'npd', summary: 'cleared', raw: {} } }], { lookups });
+    const fromNpd = await triage(
+      [
+        {
+          kind: 'local-device-restored',
+          version: 1,
+          pv: 'local-pv-1',
+          path: PATH,
+          node: 'worker-1',
+          identity: ['x'],
+          evidence: { source: 'npd', summary: 'cleared', raw: {} },
+        },
+      ],
+      { lookups },
+    );
     expect(fromNpd.jobs[0]?.key).toBe(jobs[0]?.key);
   });
 
@@ -54,13 +84,27 @@ describe('intent records of an interrupted cleanup', () => {
   it('asks for a residual job for this node and boot when one is on the host', async () => {
     const host = node();
     expect(await interruptedCleanup(host, STATE, 'worker-1')).toBeNull();
-    host.put(`${STATE}/intents/residual-multipath/3600140503b080d39e3f42d4a24115262.json`, JSON.stringify({
-      version: 1, jobId: 'residual_worker-1_1', map: 'mpathb', wwid: '3600140503b080d39e3f42d4a24115262', dm: 'dm-0',
-      disks: [{ name: 'sdc', hctl: '2:0:0:1', wwid: '3600140503b080d39e3f42d4a24115262' }], createdAt: '2026-12-04T01:00:00.000Z', bootId: 'b', done: [],
-    }));
+    host.put(
+      `${STATE}/intents/residual-multipath/3600140503b080d39e3f42d4a24115262.json`,
+      JSON.stringify({
+        version: 1,
+        jobId: 'residual_worker-1_1',
+        map: 'mpathb',
+        wwid: '3600140503b080d39e3f42d4a24115262',
+        dm: 'dm-0',
+        disks: [{ name: 'sdc', hctl: '2:0:0:1', wwid: '3600140503b080d39e3f42d4a24115262' }],
+        createdAt: '2026-12-04T01:00:00.000Z',
+        bootId: 'b',
+        done: [],
+      }),
+    );
     const job = await interruptedCleanup(host, STATE, 'worker-1');
     expect(RemediationJob.safeParse(job).success).toBe(true);
-    expect(job).toMatchObject({ runbook: 'residual-multipath-cleanup', target: { node: 'worker-1' }, bootId: '0f1e2d3c-4b5a-6978-8a9b-0c1d2e3f4a5b' });
+    expect(job).toMatchObject({
+      runbook: 'residual-multipath-cleanup',
+      target: { node: 'worker-1' },
+      bootId: '0f1e2d3c-4b5a-6978-8a9b-0c1d2e3f4a5b',
+    });
     expect(job?.evidence[0]?.summary).toMatch(/interrupted cleanup on worker-1: mpathb \(WWID 3600140503b080d39e3f42d4a24115262, job residual_worker-1_1\)/);
   });
 });
@@ -88,7 +132,12 @@ describe('the checks', () => {
     let fail = true;
     const clock = manualEvery();
     const checks = startSelfChecks({
-      node: 'worker-1', host, stateDir: STATE, intervalMs: 300_000, log: pino({ level: 'silent' }), every: clock.every,
+      node: 'worker-1',
+      host,
+      stateDir: STATE,
+      intervalMs: 300_000,
+      log: pino({ level: 'silent' }),
+      every: clock.every,
       enqueue: async (jobs) => {
         if (fail) {
           fail = false;
@@ -111,7 +160,15 @@ describe('the checks', () => {
 
   it('look at start only with an interval of 0', async () => {
     const clock = manualEvery();
-    const checks = startSelfChecks({ node: 'worker-1', host: node(), stateDir: STATE, intervalMs: 0, log: pino({ level: 'silent' }), every: clock.every, enqueue: async () => {} });
+    const checks = startSelfChecks({
+      node: 'worker-1',
+      host: node(),
+      stateDir: STATE,
+      intervalMs: 0,
+      log: pino({ level: 'silent' }),
+      every: clock.every,
+      enqueue: async () => {},
+    });
     await checks.first;
     expect(clock.timers).toEqual([]);
   });
@@ -123,7 +180,12 @@ describe('the checks', () => {
     let calls = 0;
     let release: () => void = () => {};
     const checks = startSelfChecks({
-      node: 'worker-1', host, stateDir: STATE, intervalMs: 1000, log: pino({ level: 'silent' }), every: clock.every,
+      node: 'worker-1',
+      host,
+      stateDir: STATE,
+      intervalMs: 1000,
+      log: pino({ level: 'silent' }),
+      every: clock.every,
       enqueue: async () => {
         calls++;
         if (calls === 2) await new Promise<void>((r) => (release = r));

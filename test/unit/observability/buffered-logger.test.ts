@@ -7,7 +7,9 @@ import { describe, expect, it } from 'vitest';
 const logger = new URL('../../../src/adapters/observability/logger.ts', import.meta.url).href;
 
 function run(script: string): { lines: () => string[]; firstLineAfterMs: Promise<number>; exited: Promise<number | null> } {
-  const child = spawn(process.execPath, ['--input-type=module', '-e', `import { createLogger } from ${JSON.stringify(logger)};\n${script}`], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, ['--input-type=module', '-e', `import { createLogger } from ${JSON.stringify(logger)};\n${script}`], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   const started = Date.now();
   let out = '';
   let resolveFirst: (ms: number) => void = () => {};

@@ -4,7 +4,7 @@ import type { ConnectionState } from '../../../src/adapters/redis/redis-connecti
 import { ENDED_RESTART_MS } from '../../../src/adapters/redis/redis-connections.ts';
 import { startProbeServer, type ProbeServer } from '../../../src/adapters/observability/probe-server.ts';
 
-// The probe server's answers from the states it is given (the real processes: 
+// The probe server's answers from the states it is given (the real processes:
 // test/int/worker-probes.int.test.ts). Liveness follows the receiver's rule: only a connection
 // that has kept ending past ENDED_RESTART_MS fails it.
 
@@ -14,10 +14,27 @@ let server: ProbeServer | undefined;
 afterEach(async () => server?.close());
 
 const ready: ConnectionState = { name: 'worker', status: 'ready', ready: true, replacements: 0, reconnects: 0 };
-const ended = (forMs: number): ConnectionState => ({ name: 'worker', status: 'end', ready: false, notReadySince: NOW - forMs, endedSince: NOW - forMs, replacements: 0, reconnects: 0, lastError: 'Connection is closed.' });
+const ended = (forMs: number): ConnectionState => ({
+  name: 'worker',
+  status: 'end',
+  ready: false,
+  notReadySince: NOW - forMs,
+  endedSince: NOW - forMs,
+  replacements: 0,
+  reconnects: 0,
+  lastError: 'Connection is closed.',
+});
 
 async function serve(states: ConnectionState[], running = true, registries: Registry[] = []): Promise<ProbeServer> {
-  server = await startProbeServer({ port: 0, host: '127.0.0.1', log: silent, connections: () => states, running: () => running, registries, now: () => NOW });
+  server = await startProbeServer({
+    port: 0,
+    host: '127.0.0.1',
+    log: silent,
+    connections: () => states,
+    running: () => running,
+    registries,
+    now: () => NOW,
+  });
   return server;
 }
 const get = async (s: ProbeServer, path: string) => {
@@ -33,14 +50,21 @@ describe('the probe server', () => {
     const t = await serve([ended(ENDED_RESTART_MS + 1_000)]);
     const r = await get(t, '/healthz');
     expect(r.status).toBe(503);
-    expect(JSON.parse(r.body)).toEqual({ status: 'cannot recover: a Redis connection keeps ending', connections: { worker: 'end for 61 s: Connection is closed.' } });
+    expect(JSON.parse(r.body)).toEqual({
+      status: 'cannot recover: a Redis connection keeps ending',
+      connections: { worker: 'end for 61 s: Connection is closed.' },
+    });
   });
 
   it('is not ready while its worker does not run, though every connection is ready', async () => {
     const s = await serve([ready], false);
     const r = await get(s, '/readyz');
     expect(r.status).toBe(503);
-    expect(JSON.parse(r.body)).toEqual({ status: 'not ready: the worker is not running', worker: 'not running', connections: { worker: 'ready' } });
+    expect(JSON.parse(r.body)).toEqual({
+      status: 'not ready: the worker is not running',
+      worker: 'not running',
+      connections: { worker: 'ready' },
+    });
     expect((await get(s, '/healthz')).status).toBe(200);
   });
 

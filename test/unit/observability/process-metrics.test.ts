@@ -10,7 +10,14 @@ const PACKAGE_VERSION = (JSON.parse(readFileSync(new URL('../../../package.json'
 describe('process metrics', () => {
   it('uses the standard names dashboards expect, without a prefix', async () => {
     const text = await createReceiverMetrics().registry.metrics();
-    for (const name of ['process_cpu_seconds_total', 'process_resident_memory_bytes', 'process_start_time_seconds', 'nodejs_heap_size_used_bytes', 'nodejs_eventloop_lag_seconds', 'nodejs_version_info']) {
+    for (const name of [
+      'process_cpu_seconds_total',
+      'process_resident_memory_bytes',
+      'process_start_time_seconds',
+      'nodejs_heap_size_used_bytes',
+      'nodejs_eventloop_lag_seconds',
+      'nodejs_version_info',
+    ]) {
       expect(text).toMatch(new RegExp(`^${name}(\\{[^}]*\\})? `, 'm'));
     }
     expect(text).not.toMatch(/^volume_medic_receiver_/m);

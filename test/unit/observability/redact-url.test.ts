@@ -11,7 +11,7 @@ describe('hiding the credentials of a URL', () => {
     expect(redactUrl('redis://redis:6379')).toBe('redis://redis:6379');
   });
 
-  it('hides every URL\'s userinfo in free text and leaves the rest', () => {
+  it("hides every URL's userinfo in free text and leaves the rest", () => {
     expect(redactUrlsIn('connect redis://u:s3cret@a:1 then rediss://v:p@ss@b:2, done')).toBe('connect redis://***@a:1 then rediss://***@b:2, done');
     expect(redactUrlsIn('{"msg":"bad url","url":"redis://u:s3cret@host:x","n":1}')).toBe('{"msg":"bad url","url":"redis://***@host:x","n":1}');
     expect(redactUrlsIn('listening on http://127.0.0.1:8080, mail root@example.org')).toBe('listening on http://127.0.0.1:8080, mail root@example.org');

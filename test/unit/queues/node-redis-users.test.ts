@@ -1,7 +1,14 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { REDIS_USERS, renderRedisAcl } from '../../../scripts/deploy/redis-acl.ts';
-import { CLUSTER_DISCOVERY_COMMANDS, NODE_AGENT_COMMANDS, nodeOfUserName, nodeUserName, nodeUserRules, nodeUsersKey } from '../../../src/adapters/redis/node-redis-users.ts';
+import {
+  CLUSTER_DISCOVERY_COMMANDS,
+  NODE_AGENT_COMMANDS,
+  nodeOfUserName,
+  nodeUserName,
+  nodeUserRules,
+  nodeUsersKey,
+} from '../../../src/adapters/redis/node-redis-users.ts';
 
 // The per-node Redis user is the shared node-agent user of the ACL template with one change: its
 // queue pattern names one node. The live half (glob semantics, NOPERM, every topology) is
@@ -9,10 +16,14 @@ import { CLUSTER_DISCOVERY_COMMANDS, NODE_AGENT_COMMANDS, nodeOfUserName, nodeUs
 
 const sha = createHash('sha256').update('pw').digest('hex');
 const template = renderRedisAcl({ prefix: 'vmp', passwords: { receiver: 'a', 'cluster-worker': 'b', 'node-agent': 'c' } });
-const agentRules = template.split('\n').find((l) => l.startsWith(`user ${REDIS_USERS['node-agent']} `))!.split(' ').slice(2);
+const agentRules = template
+  .split('\n')
+  .find((l) => l.startsWith(`user ${REDIS_USERS['node-agent']} `))!
+  .split(' ')
+  .slice(2);
 
 describe('per-node Redis users', () => {
-  it('grants exactly the commands of the template\'s shared node-agent user', () => {
+  it("grants exactly the commands of the template's shared node-agent user", () => {
     const templateCommands = agentRules.slice(agentRules.indexOf('-@all') + 1);
     expect(templateCommands.length).toBeGreaterThan(40);
     expect(NODE_AGENT_COMMANDS.map((c) => `+${c}`)).toEqual(templateCommands);
@@ -22,7 +33,7 @@ describe('per-node Redis users', () => {
     expect(CLUSTER_DISCOVERY_COMMANDS).toEqual(['cluster|slots', 'cluster|info']);
   });
 
-  it('has the template\'s key patterns narrowed: that node\'s queue, and of the shared keys only the controls, read-only', () => {
+  it("has the template's key patterns narrowed: that node's queue, and of the shared keys only the controls, read-only", () => {
     const templateKeys = agentRules.filter((r) => r.startsWith('~') || r.startsWith('%'));
     const rules = nodeUserRules('vmp', 'node-a.example', sha);
     const keys = rules.filter((r) => r.startsWith('~') || r.startsWith('%'));

@@ -13,7 +13,7 @@ describe('reconnect backoff with full jitter', () => {
 
   it('spreads a thousand agents over the window instead of one slot', () => {
     let seed = 42;
-    const random = () => ((seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31);
+    const random = () => (seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31;
     const delay = fullJitter(WORKER_BACKOFF, random);
     const first = Array.from({ length: 1000 }, () => delay(1));
     const buckets = new Array(4).fill(0) as number[];

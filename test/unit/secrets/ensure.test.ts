@@ -12,7 +12,10 @@ import { MemoryObjectStore } from '../../support/memory-object-store.ts';
 const labels = { 'app.kubernetes.io/name': 'volume-medic' };
 const spec = (...items: SecretsSpec['items']): SecretsSpec => ({ version: 1, namespace: 'ns', items });
 const secret = (name: string, data: Record<string, string>): KubeObject => ({
-  apiVersion: 'v1', kind: 'Secret', metadata: { name }, data: Object.fromEntries(Object.entries(data).map(([k, v]) => [k, Buffer.from(v).toString('base64')])),
+  apiVersion: 'v1',
+  kind: 'Secret',
+  metadata: { name },
+  data: Object.fromEntries(Object.entries(data).map(([k, v]) => [k, Buffer.from(v).toString('base64')])),
 });
 
 describe('ensureSecrets', () => {
@@ -35,7 +38,7 @@ describe('ensureSecrets', () => {
     expect(store.data('Secret', 'tok')['token']).toBe('theirs-0123456789abcdef');
   });
 
-  it('keeps a control certificate ConfigMap that holds the key\'s certificate among others (a rotation), and makes one for the key when none is of it', async () => {
+  it("keeps a control certificate ConfigMap that holds the key's certificate among others (a rotation), and makes one for the key when none is of it", async () => {
     const store = new MemoryObjectStore();
     const key = ecKey();
     const other = ecKey();
@@ -54,17 +57,39 @@ describe('ensureSecrets', () => {
   it('a Redis user Secret without a password stops the hook with what to do, instead of an ACL file nobody can use', async () => {
     const store = new MemoryObjectStore();
     await store.create(secret('r-receiver', { url: 'redis://x' }));
-    const users = (['receiver', 'cluster-worker', 'node-agent'] as const).map((c) => ({ component: c, secret: `r-${c}`, username: `u-${c}`, labels }));
-    await expect(ensureSecrets(spec({ make: 'redis-users', aclSecret: 'acl', address: 'r:6379', prefix: 'p', template: 'user {{receiver-sha256}} ~{{prefix}}:*\n', users, labels }), store))
-      .rejects.toThrow(/r-receiver has no password: delete it/);
+    const users = (['receiver', 'cluster-worker', 'node-agent'] as const).map((c) => ({
+      component: c,
+      secret: `r-${c}`,
+      username: `u-${c}`,
+      labels,
+    }));
+    await expect(
+      ensureSecrets(
+        spec({
+          make: 'redis-users',
+          aclSecret: 'acl',
+          address: 'r:6379',
+          prefix: 'p',
+          template: 'user {{receiver-sha256}} ~{{prefix}}:*\n',
+          users,
+          labels,
+        }),
+        store,
+      ),
+    ).rejects.toThrow(/r-receiver has no password: delete it/);
   });
 
   it('a certificate Secret someone made without ca.crt is made anew', async () => {
     const store = new MemoryObjectStore();
     await store.create(secret('tls', { 'tls.crt': 'x', 'tls.key': 'y' }));
-    const report = await ensureSecrets(spec({ make: 'tls', secret: 'tls', caName: 'ca', commonName: 'n', dnsNames: ['n'], ipAddresses: [], days: 1, labels }), store);
+    const report = await ensureSecrets(
+      spec({ make: 'tls', secret: 'tls', caName: 'ca', commonName: 'n', dnsNames: ['n'], ipAddresses: [], days: 1, labels }),
+      store,
+    );
     expect(report).toEqual([{ kind: 'Secret', name: 'tls', outcome: 'updated' }]);
-    expect(new X509Certificate(store.data('Secret', 'tls')['tls.crt']!).verify(new X509Certificate(store.data('Secret', 'tls')['ca.crt']!).publicKey)).toBe(true);
+    expect(new X509Certificate(store.data('Secret', 'tls')['tls.crt']!).verify(new X509Certificate(store.data('Secret', 'tls')['ca.crt']!).publicKey)).toBe(
+      true,
+    );
   });
 
   it('random tokens are letters and digits of the length asked, and differ', () => {

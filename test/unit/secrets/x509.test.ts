@@ -14,7 +14,14 @@ afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 const now = new Date('2026-12-05T00:00:00Z');
 
 describe('serverCertificate', () => {
-  const made = serverCertificate({ caName: 'test-ca', commonName: 'volume-medic', dnsNames: ['volume-medic', 'volume-medic.ns.svc'], ipAddresses: ['127.0.0.1'], days: 3650, now });
+  const made = serverCertificate({
+    caName: 'test-ca',
+    commonName: 'volume-medic',
+    dnsNames: ['volume-medic', 'volume-medic.ns.svc'],
+    ipAddresses: ['127.0.0.1'],
+    days: 3650,
+    now,
+  });
   const ca = new X509Certificate(made.caCrt);
   const leaf = new X509Certificate(made.crt);
 
@@ -41,7 +48,11 @@ describe('serverCertificate', () => {
     writeFileSync(join(tmp, 'ca.pem'), made.caCrt);
     writeFileSync(join(tmp, 'crt.pem'), made.crt);
     writeFileSync(join(tmp, 'key.pem'), made.key);
-    expect(execFileSync('openssl', ['verify', '-CAfile', join(tmp, 'ca.pem'), '-attime', String(now.getTime() / 1000 + 60), join(tmp, 'crt.pem')], { encoding: 'utf8' })).toContain(': OK');
+    expect(
+      execFileSync('openssl', ['verify', '-CAfile', join(tmp, 'ca.pem'), '-attime', String(now.getTime() / 1000 + 60), join(tmp, 'crt.pem')], {
+        encoding: 'utf8',
+      }),
+    ).toContain(': OK');
     const text = execFileSync('openssl', ['x509', '-in', join(tmp, 'crt.pem'), '-noout', '-text'], { encoding: 'utf8' });
     expect(text).toMatch(/Signature Algorithm: ecdsa-with-SHA256/);
     expect(text).toMatch(/X509v3 Key Usage: critical\s+Digital Signature/);
@@ -55,7 +66,9 @@ describe('serverCertificate', () => {
 describe('certificate', () => {
   it('a self-signed certificate valid past 2049 uses GeneralizedTime and still parses (the control certificate: 100 years)', () => {
     const k = ecKey();
-    const c = new X509Certificate(certificate({ commonName: 'volume-medic-controls', publicKey: k.publicKey, selfKey: k.privateKey, isCA: false, days: 36500, now }));
+    const c = new X509Certificate(
+      certificate({ commonName: 'volume-medic-controls', publicKey: k.publicKey, selfKey: k.privateKey, isCA: false, days: 36500, now }),
+    );
     expect(new Date(c.validTo).getUTCFullYear()).toBe(2126);
     expect(c.subject).toBe('CN=volume-medic-controls');
     expect(c.checkPrivateKey(k.privateKey)).toBe(true);

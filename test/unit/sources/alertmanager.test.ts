@@ -40,7 +40,10 @@ const CASES: Case[] = [
     name: 'ignores resolved alerts that are not node-recovery alerts, even when they name a node or a device',
     fixture: 'unrelated-alerts-resolved',
     signals: [],
-    ignored: [{ reason: 'alert-not-relevant', index: 0 }, { reason: 'alert-not-relevant', index: 1 }],
+    ignored: [
+      { reason: 'alert-not-relevant', index: 0 },
+      { reason: 'alert-not-relevant', index: 1 },
+    ],
   },
   {
     name: 'ignores a node-recovery alert without a node label and leaves odd node labels for triage to refuse',
@@ -56,8 +59,9 @@ const CASES: Case[] = [
 describe('Alertmanager webhook source', () => {
   it.each(CASES)('$name', ({ fixture: name, signals, ignored }) => {
     const r = fixtureSignals('alertmanager', name);
-    expect(r.signals.map((s) => ({ kind: s.kind, node: 'node' in s ? s.node : undefined, identity: s.identity })))
-      .toEqual(signals.map((s) => ({ kind: 'node-recovered', ...s })));
+    expect(r.signals.map((s) => ({ kind: s.kind, node: 'node' in s ? s.node : undefined, identity: s.identity }))).toEqual(
+      signals.map((s) => ({ kind: 'node-recovered', ...s })),
+    );
     expect(r.ignored.map(({ reason, index }) => ({ reason, index }))).toEqual(ignored);
     expect(r.ignored.every((i) => i.source === 'alertmanager' && i.detail.length > 0)).toBe(true);
   });
@@ -94,17 +98,30 @@ describe('Alertmanager webhook source', () => {
     const fixtures = CASES.map((c) => fixture('alertmanager', c.fixture) as { alerts: unknown[] });
     const opts = { nodeRecoveryAlerts: new Set(['KubeNodeNotReady', 'KubeNodeUnreachable']) };
     const labels = fc.dictionary(fc.constantFrom('node', 'alertname', 'kubernetes_node', 'nodename', 'x'), fc.string());
-    fc.assert(fc.property(
-      fc.constantFrom(...fixtures),
-      fc.record({
-        version: fc.string(), groupKey: fc.string(), truncatedAlerts: fc.nat(), status: fc.constantFrom('firing', 'resolved'),
-        receiver: fc.string(), groupLabels: labels, commonLabels: labels, commonAnnotations: labels, externalURL: fc.webUrl(),
-      }, { requiredKeys: [] }),
-      (body, envelope) => {
-        const alone = AlertmanagerPayload.parse({ alerts: body.alerts });
-        const withEnvelope = AlertmanagerPayload.parse({ ...body, ...envelope });
-        expect(alertmanagerSignals(withEnvelope, opts)).toEqual(alertmanagerSignals(alone, opts));
-      },
-    ), { numRuns: 300 });
+    fc.assert(
+      fc.property(
+        fc.constantFrom(...fixtures),
+        fc.record(
+          {
+            version: fc.string(),
+            groupKey: fc.string(),
+            truncatedAlerts: fc.nat(),
+            status: fc.constantFrom('firing', 'resolved'),
+            receiver: fc.string(),
+            groupLabels: labels,
+            commonLabels: labels,
+            commonAnnotations: labels,
+            externalURL: fc.webUrl(),
+          },
+          { requiredKeys: [] },
+        ),
+        (body, envelope) => {
+          const alone = AlertmanagerPayload.parse({ alerts: body.alerts });
+          const withEnvelope = AlertmanagerPayload.parse({ ...body, ...envelope });
+          expect(alertmanagerSignals(withEnvelope, opts)).toEqual(alertmanagerSignals(alone, opts));
+        },
+      ),
+      { numRuns: 300 },
+    );
   });
 });

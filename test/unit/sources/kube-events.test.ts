@@ -10,49 +10,106 @@ type Case = { name: string; fixture: string; signals: Partial<Signal>[]; ignored
 const CASES: Case[] = [
   // class 1: the node is back
   {
-    name: 'reads the node and boot id from kubelet\'s Rebooted event',
+    name: "reads the node and boot id from kubelet's Rebooted event",
     fixture: 'node-rebooted.exporter',
-    signals: [{ kind: 'node-recovered', node: 'worker-1', bootId: 'd87bdb0a-d2bc-42f7-945f-7a099da7ee26', identity: ['boot', 'worker-1', 'd87bdb0a-d2bc-42f7-945f-7a099da7ee26'] }],
+    signals: [
+      {
+        kind: 'node-recovered',
+        node: 'worker-1',
+        bootId: 'd87bdb0a-d2bc-42f7-945f-7a099da7ee26',
+        identity: ['boot', 'worker-1', 'd87bdb0a-d2bc-42f7-945f-7a099da7ee26'],
+      },
+    ],
     ignored: [],
   },
   {
     name: 'reads the same Rebooted event through events.k8s.io/v1',
     fixture: 'node-rebooted.events-v1',
-    signals: [{ kind: 'node-recovered', node: 'worker-1', bootId: 'd87bdb0a-d2bc-42f7-945f-7a099da7ee26', identity: ['boot', 'worker-1', 'd87bdb0a-d2bc-42f7-945f-7a099da7ee26'] }],
+    signals: [
+      {
+        kind: 'node-recovered',
+        node: 'worker-1',
+        bootId: 'd87bdb0a-d2bc-42f7-945f-7a099da7ee26',
+        identity: ['boot', 'worker-1', 'd87bdb0a-d2bc-42f7-945f-7a099da7ee26'],
+      },
+    ],
     ignored: [],
   },
   {
-    name: 'treats kubelet\'s NodeReady event as the node being back',
+    name: "treats kubelet's NodeReady event as the node being back",
     fixture: 'node-ready.exporter',
     signals: [{ kind: 'node-recovered', node: 'worker-1', identity: ['event', '9e2f4b61-0c3d-4a7e-8b19-5f6a7c8d9e01'] }],
     ignored: [],
   },
-  { name: 'ignores NodeNotReady: the node is going away, not coming back', fixture: 'node-not-ready.exporter', signals: [], ignored: ['event-reason-not-relevant'] },
+  {
+    name: 'ignores NodeNotReady: the node is going away, not coming back',
+    fixture: 'node-not-ready.exporter',
+    signals: [],
+    ignored: ['event-reason-not-relevant'],
+  },
   // class 3: rbd image still being used
   {
     name: 'reads pool and image from ceph-csi\'s "is still being used" on MountDevice',
     fixture: 'rbd-still-used-ceph-csi.exporter',
-    signals: [{ kind: 'rbd-image-busy', pool: 'k8s-dev', image: 'csi-vol-dea80a4e-85b6-46e2-9d08-ffba10ef7825', node: 'k8s-dev-worker0', pod: { namespace: 'monitoring', name: 'kube-prometheus-grafana-74bfb88f64-tctbf' } }],
+    signals: [
+      {
+        kind: 'rbd-image-busy',
+        pool: 'k8s-dev',
+        image: 'csi-vol-dea80a4e-85b6-46e2-9d08-ffba10ef7825',
+        node: 'k8s-dev-worker0',
+        pod: { namespace: 'monitoring', name: 'kube-prometheus-grafana-74bfb88f64-tctbf' },
+      },
+    ],
     ignored: [],
   },
   {
     name: 'reads pool and image from ceph-csi\'s "is still being used" on a raw block MapVolume (events.k8s.io/v1)',
     fixture: 'rbd-still-used-ceph-csi-map.events-v1',
-    signals: [{ kind: 'rbd-image-busy', pool: 'replicapool', image: 'csi-vol-657f4f6d-216c-4ce3-8180-ccc4980b112b', node: 'worker-2', pod: { namespace: 'default', name: 'pod-with-raw-block-volume-2' } }],
+    signals: [
+      {
+        kind: 'rbd-image-busy',
+        pool: 'replicapool',
+        image: 'csi-vol-657f4f6d-216c-4ce3-8180-ccc4980b112b',
+        node: 'worker-2',
+        pod: { namespace: 'default', name: 'pod-with-raw-block-volume-2' },
+      },
+    ],
     ignored: [],
   },
   {
     name: 'reads pool and image from the in-tree rbd plugin\'s "is still being used"',
     fixture: 'rbd-still-used-in-tree.exporter',
-    signals: [{ kind: 'rbd-image-busy', pool: 'test-k8s-radis', image: 'kubernetes-dynamic-pvc-b839dd3e-3772-11ea-9c8c-246e968203b8', node: 'k8s-node-17' }],
+    signals: [
+      {
+        kind: 'rbd-image-busy',
+        pool: 'test-k8s-radis',
+        image: 'kubernetes-dynamic-pvc-b839dd3e-3772-11ea-9c8c-246e968203b8',
+        node: 'k8s-node-17',
+      },
+    ],
     ignored: [],
   },
-  { name: 'ignores an rbd FailedMount about something else (map timed out)', fixture: 'rbd-map-timed-out.exporter', signals: [], ignored: ['event-message-not-recognised'] },
-  { name: 'ignores the provisioner failing to delete a busy image', fixture: 'rbd-delete-still-used.exporter', signals: [], ignored: ['event-reason-not-relevant'] },
-  { name: 'refuses an image inside a RADOS namespace (pool/namespace/image)', fixture: 'rbd-still-used-rados-namespace.exporter', signals: [], ignored: ['invalid-name'] },
+  {
+    name: 'ignores an rbd FailedMount about something else (map timed out)',
+    fixture: 'rbd-map-timed-out.exporter',
+    signals: [],
+    ignored: ['event-message-not-recognised'],
+  },
+  {
+    name: 'ignores the provisioner failing to delete a busy image',
+    fixture: 'rbd-delete-still-used.exporter',
+    signals: [],
+    ignored: ['event-reason-not-relevant'],
+  },
+  {
+    name: 'refuses an image inside a RADOS namespace (pool/namespace/image)',
+    fixture: 'rbd-still-used-rados-namespace.exporter',
+    signals: [],
+    ignored: ['invalid-name'],
+  },
   // class 2: local PV whose device vanished
   {
-    name: 'reads PV and device link from FailedMapVolume\'s EvalHostSymlinks lstat error',
+    name: "reads PV and device link from FailedMapVolume's EvalHostSymlinks lstat error",
     fixture: 'local-pv-map-lstat-missing.exporter',
     signals: [{ kind: 'local-device-missing', pv: 'local-pv-1', path: '/dev/disk/by-id/wwn-0x5000c500a1b2c3d4', node: 'worker-2' }],
     ignored: [],
@@ -70,22 +127,37 @@ const CASES: Case[] = [
     ignored: [],
   },
   {
-    name: 'reads a directory-backed Local PV\'s missing path as it is',
+    name: "reads a directory-backed Local PV's missing path as it is",
     fixture: 'local-pv-newmounter-path-missing-directory.exporter',
     signals: [{ kind: 'local-device-missing', pv: 'local-pv-7f70b248', path: '/mnt/local/vol1', node: 'halfling-fidel' }],
     ignored: [],
   },
-  { name: 'ignores a FailedMount for an NFS volume', fixture: 'nfs-mount-failed.exporter', signals: [], ignored: ['event-message-not-recognised'] },
+  {
+    name: 'ignores a FailedMount for an NFS volume',
+    fixture: 'nfs-mount-failed.exporter',
+    signals: [],
+    ignored: ['event-message-not-recognised'],
+  },
   {
     name: 'reads the PV from the volumeDevices link dockerd refuses as "not a device node"',
     fixture: 'not-a-device-node-local-pv-dockerd.exporter',
     signals: [{ kind: 'local-device-missing', pv: 'local-pv-1', node: 'worker-2' }],
     ignored: [],
   },
-  { name: 'ignores "not a device node" for a CSI block volume', fixture: 'not-a-device-node-csi-volume-dockerd.exporter', signals: [], ignored: ['event-message-not-recognised'] },
+  {
+    name: 'ignores "not a device node" for a CSI block volume',
+    fixture: 'not-a-device-node-csi-volume-dockerd.exporter',
+    signals: [],
+    ignored: ['event-message-not-recognised'],
+  },
   // containerd's CRI plugin names no path at all (see test/fixtures/README.md): only the pod, whose
   // Local PVs triage then looks up.
-  { name: 'reads containerd\'s "not a device node", which names neither PV nor path, as the pod\'s', fixture: 'not-a-device-node-containerd.exporter', signals: [{ kind: 'local-device-missing', pod: { namespace: 'db', name: 'postgres-0' }, node: 'worker-2' }], ignored: [] },
+  {
+    name: 'reads containerd\'s "not a device node", which names neither PV nor path, as the pod\'s',
+    fixture: 'not-a-device-node-containerd.exporter',
+    signals: [{ kind: 'local-device-missing', pod: { namespace: 'db', name: 'postgres-0' }, node: 'worker-2' }],
+    ignored: [],
+  },
 ];
 
 describe('Kubernetes Event source', () => {

@@ -29,9 +29,24 @@ const CASES: Case[] = [
     signals: [{ kind: 'local-device-restored', pv: 'local-pv-1', path: '/dev/disk/by-id/wwn-0x5000c500a1b2c3d4', node: 'worker-2' }],
     ignored: [],
   },
-  { name: 'ignores LocalDiskLost back at its default state, which names no disk', fixture: 'local-disk-cleared-default.conditions', signals: [], ignored: [{ reason: 'restore-names-no-device', index: 0 }] },
-  { name: 'ignores a KernelDeadlock condition', fixture: 'kernel-deadlock.conditions', signals: [], ignored: [{ reason: 'condition-not-relevant', index: 0 }] },
-  { name: 'ignores a KernelDeadlock problem reported as an Event', fixture: 'kernel-deadlock.event', signals: [], ignored: [{ reason: 'event-reason-not-relevant', index: 0 }] },
+  {
+    name: 'ignores LocalDiskLost back at its default state, which names no disk',
+    fixture: 'local-disk-cleared-default.conditions',
+    signals: [],
+    ignored: [{ reason: 'restore-names-no-device', index: 0 }],
+  },
+  {
+    name: 'ignores a KernelDeadlock condition',
+    fixture: 'kernel-deadlock.conditions',
+    signals: [],
+    ignored: [{ reason: 'condition-not-relevant', index: 0 }],
+  },
+  {
+    name: 'ignores a KernelDeadlock problem reported as an Event',
+    fixture: 'kernel-deadlock.event',
+    signals: [],
+    ignored: [{ reason: 'event-reason-not-relevant', index: 0 }],
+  },
   {
     // NPD cuts plugin output at max_output_length (80 by default): the entry is torn, so no PV is named
     // and the torn path cannot match any PV's exact path in triage.

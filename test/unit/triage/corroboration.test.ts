@@ -10,14 +10,23 @@ import { fixtureSignals } from '../../support/fixtures.ts';
 
 const NOW = Date.parse('2026-12-04T12:00:00Z');
 const BOOT = 'd87bdb0a-d2bc-42f7-945f-7a099da7ee26';
-const node = (over: Partial<NodeInfo> = {}): NodeInfo => ({ name: 'worker-1', addresses: [], labels: {}, ready: 'True', readySince: new Date(NOW - 5 * 60_000).toISOString(), bootId: BOOT, ...over });
+const node = (over: Partial<NodeInfo> = {}): NodeInfo => ({
+  name: 'worker-1',
+  addresses: [],
+  labels: {},
+  ready: 'True',
+  readySince: new Date(NOW - 5 * 60_000).toISOString(),
+  bootId: BOOT,
+  ...over,
+});
 const lookups = (n?: NodeInfo) => (n ? new InMemoryLookups().addNode(n) : new InMemoryLookups());
 const posted = (): NodeRecoveredSignal[] => [
-  ...fixtureSignals('alertmanager', 'kube-node-not-ready-resolved').signals as NodeRecoveredSignal[],
-  ...fixtureSignals('events', 'node-ready.exporter').signals as NodeRecoveredSignal[],
-  ...fixtureSignals('events', 'node-rebooted.exporter').signals as NodeRecoveredSignal[],
+  ...(fixtureSignals('alertmanager', 'kube-node-not-ready-resolved').signals as NodeRecoveredSignal[]),
+  ...(fixtureSignals('events', 'node-ready.exporter').signals as NodeRecoveredSignal[]),
+  ...(fixtureSignals('events', 'node-rebooted.exporter').signals as NodeRecoveredSignal[]),
 ];
-const run = (signals: NodeRecoveredSignal[], n: NodeInfo | undefined, corroborate = true) => triage(signals, { lookups: lookups(n), corroborate, now: () => NOW });
+const run = (signals: NodeRecoveredSignal[], n: NodeInfo | undefined, corroborate = true) =>
+  triage(signals, { lookups: lookups(n), corroborate, now: () => NOW });
 
 describe('posted node recoveries are checked against the Node', () => {
   it('makes the job when the Node agrees: Ready since minutes ago, the boot the Rebooted event names', async () => {
@@ -45,7 +54,7 @@ describe('posted node recoveries are checked against the Node', () => {
     expect((await run(posted().slice(0, 2), node({ readySince: new Date(NOW - RECOVERY_CORROBORATION_MS + 60_000).toISOString() }))).jobs).toHaveLength(1);
   });
 
-  it('ignores a Rebooted event whose boot is not the Node\'s, and takes it before Ready is True (kubelet sends it first)', async () => {
+  it("ignores a Rebooted event whose boot is not the Node's, and takes it before Ready is True (kubelet sends it first)", async () => {
     const rebooted = posted().slice(2);
     expect((await run(rebooted, node({ bootId: 'another-boot-0000' }))).ignored[0]!.detail).toMatch(/runs boot another-boot-0000/);
     expect((await run(rebooted, node({ ready: 'False' }))).jobs).toHaveLength(1);
@@ -53,7 +62,11 @@ describe('posted node recoveries are checked against the Node', () => {
 
   it('believes the Node watch itself, and everything when there is no cluster access to ask (KUBE_WATCH off)', async () => {
     const fromWatch: NodeRecoveredSignal = {
-      kind: 'node-recovered', version: 1, node: 'worker-1', bootId: BOOT, identity: ['boot', 'worker-1', BOOT],
+      kind: 'node-recovered',
+      version: 1,
+      node: 'worker-1',
+      bootId: BOOT,
+      identity: ['boot', 'worker-1', BOOT],
       evidence: { source: 'k8s-watch', summary: 'Node worker-1 Ready Unknown -> True', raw: {} },
     };
     expect((await run([fromWatch], undefined)).jobs).toHaveLength(1);

@@ -18,7 +18,7 @@ async function keyOf(source: FixtureSource, fixture: string): Promise<string> {
 }
 
 describe('idempotency keys', () => {
-  it('gives a resolved alert and the HA peer\'s re-sent copy the same key', async () => {
+  it("gives a resolved alert and the HA peer's re-sent copy the same key", async () => {
     expect(await keyOf('alertmanager', 'kube-node-not-ready-resolved-ha-peer')).toBe(await keyOf('alertmanager', 'kube-node-not-ready-resolved'));
   });
 
@@ -44,7 +44,10 @@ describe('idempotency keys', () => {
     const [fromEvent] = await jobsOf('events', 'node-rebooted.exporter');
     // What the Node watch reports when Ready goes back to True: node + status.nodeInfo.bootID.
     const fromWatch: NodeRecoveredSignal = {
-      kind: 'node-recovered', version: 1, node: 'worker-1', bootId: 'd87bdb0a-d2bc-42f7-945f-7a099da7ee26',
+      kind: 'node-recovered',
+      version: 1,
+      node: 'worker-1',
+      bootId: 'd87bdb0a-d2bc-42f7-945f-7a099da7ee26',
       identity: ['boot', 'worker-1', 'd87bdb0a-d2bc-42f7-945f-7a099da7ee26'],
       evidence: { source: 'k8s-watch', summary: 'Node worker-1 Ready Unknown -> True', raw: {} },
     };
@@ -53,7 +56,7 @@ describe('idempotency keys', () => {
     expect(r.jobs[0]).toMatchObject({ bootId: 'd87bdb0a-d2bc-42f7-945f-7a099da7ee26' });
   });
 
-  it('gives a NodeReady event the Rebooted event\'s key when the cluster knows the node\'s boot id, and its own key when not', async () => {
+  it("gives a NodeReady event the Rebooted event's key when the cluster knows the node's boot id, and its own key when not", async () => {
     const rebooted = await keyOf('events', 'node-rebooted.exporter');
     const known = fixtureLookups().addNode({ name: 'worker-1', addresses: [], labels: {}, bootId: 'd87bdb0a-d2bc-42f7-945f-7a099da7ee26' });
     const ready = (await triage(fixtureSignals('events', 'node-ready.exporter').signals, { lookups: known })).jobs;
@@ -66,18 +69,23 @@ describe('idempotency keys', () => {
     const known = (bootId = BOOT) => fixtureLookups().addNode({ name: 'worker-1', addresses: [], labels: {}, ready: 'True', bootId });
     // The watch's signal for the same recovery (src/control/watches/node-ready.ts nodeRecoveredSignal).
     const fromWatch = (bootId = BOOT): NodeRecoveredSignal => ({
-      kind: 'node-recovered', version: 1, node: 'worker-1', bootId, identity: ['boot', 'worker-1', bootId],
+      kind: 'node-recovered',
+      version: 1,
+      node: 'worker-1',
+      bootId,
+      identity: ['boot', 'worker-1', bootId],
       evidence: { source: 'k8s-watch', summary: 'Node worker-1 Ready Unknown -> True', raw: {} },
     });
     const outage = (): NodeRecoveredSignal[] => [
-      ...fixtureSignals('alertmanager', 'kube-node-not-ready-resolved').signals as NodeRecoveredSignal[],
-      ...fixtureSignals('alertmanager', 'kube-node-unreachable-resolved').signals as NodeRecoveredSignal[],
-      ...fixtureSignals('events', 'node-ready.exporter').signals as NodeRecoveredSignal[],
-      ...fixtureSignals('events', 'node-rebooted.exporter').signals as NodeRecoveredSignal[],
+      ...(fixtureSignals('alertmanager', 'kube-node-not-ready-resolved').signals as NodeRecoveredSignal[]),
+      ...(fixtureSignals('alertmanager', 'kube-node-unreachable-resolved').signals as NodeRecoveredSignal[]),
+      ...(fixtureSignals('events', 'node-ready.exporter').signals as NodeRecoveredSignal[]),
+      ...(fixtureSignals('events', 'node-rebooted.exporter').signals as NodeRecoveredSignal[]),
       fromWatch(),
     ];
     // Every order of the five signals, each triaged alone (as separate webhooks and watch events are).
-    const orders = <T,>(xs: readonly T[]): T[][] => (xs.length <= 1 ? [[...xs]] : xs.flatMap((x, i) => orders([...xs.slice(0, i), ...xs.slice(i + 1)]).map((rest) => [x, ...rest])));
+    const orders = <T>(xs: readonly T[]): T[][] =>
+      xs.length <= 1 ? [[...xs]] : xs.flatMap((x, i) => orders([...xs.slice(0, i), ...xs.slice(i + 1)]).map((rest) => [x, ...rest]));
 
     it('gives KubeNodeNotReady, KubeNodeUnreachable, NodeReady, Rebooted and the watch of one power loss one key, in any order', async () => {
       const signals = outage();
@@ -108,7 +116,7 @@ describe('idempotency keys', () => {
       expect(second[0]!.key).not.toBe(first[0]!.key);
     });
 
-    it('keeps each alert\'s own key when the node\'s boot id cannot be known (no cluster access, or the API server failing)', async () => {
+    it("keeps each alert's own key when the node's boot id cannot be known (no cluster access, or the API server failing)", async () => {
       const notReady = await keyOf('alertmanager', 'kube-node-not-ready-resolved');
       const unreachable = await keyOf('alertmanager', 'kube-node-unreachable-resolved');
       expect(unreachable).not.toBe(notReady);
@@ -126,7 +134,9 @@ describe('idempotency keys', () => {
     const fromKubelet = await keyOf('events', 'local-pv-map-lstat-missing.exporter');
     const fromDockerd = await keyOf('events', 'not-a-device-node-local-pv-dockerd.exporter');
     const fromNpdEvent = await keyOf('npd', 'local-disk-lost.event');
-    const fromNpdCondition = (await jobsOf('npd', 'local-disk-lost.conditions')).find((j) => j.runbook === 'local-pv-placeholder' && j.target.pv === 'local-pv-1')?.key;
+    const fromNpdCondition = (await jobsOf('npd', 'local-disk-lost.conditions')).find(
+      (j) => j.runbook === 'local-pv-placeholder' && j.target.pv === 'local-pv-1',
+    )?.key;
     expect(new Set([fromKubelet, fromDockerd, fromNpdEvent, fromNpdCondition])).toEqual(new Set([fromKubelet]));
   });
 
@@ -144,8 +154,12 @@ describe('idempotency keys', () => {
 
   it('makes every key a valid BullMQ job id (no ":", not an integer)', async () => {
     const all = await Promise.all([
-      jobsOf('alertmanager', 'grouped-several-nodes'), jobsOf('events', 'batch.array'), jobsOf('events', 'node-ready.exporter'),
-      jobsOf('events', 'rbd-still-used-in-tree.exporter'), jobsOf('npd', 'local-disk-lost.conditions'), jobsOf('npd', 'local-disk-restored.conditions'),
+      jobsOf('alertmanager', 'grouped-several-nodes'),
+      jobsOf('events', 'batch.array'),
+      jobsOf('events', 'node-ready.exporter'),
+      jobsOf('events', 'rbd-still-used-in-tree.exporter'),
+      jobsOf('npd', 'local-disk-lost.conditions'),
+      jobsOf('npd', 'local-disk-restored.conditions'),
     ]);
     for (const job of all.flat()) {
       expect(job.key).toMatch(JOB_ID);

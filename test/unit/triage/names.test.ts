@@ -13,7 +13,8 @@ const SOURCES: FixtureSource[] = ['alertmanager', 'events', 'npd'];
 const ALL = SOURCES.flatMap((source) =>
   readdirSync(new URL(`../../fixtures/${source}/`, import.meta.url))
     .filter((f) => f.endsWith('.json'))
-    .map((f) => ({ source, fixture: f.replace(/\.json$/, '') })));
+    .map((f) => ({ source, fixture: f.replace(/\.json$/, '') })),
+);
 
 /** Where a job's names will end up: queue names, argv, paths on the node. */
 function targetNamesValid(job: RemediationJob): boolean {
@@ -23,9 +24,12 @@ function targetNamesValid(job: RemediationJob): boolean {
     case 'local-pv-placeholder':
       return isNodeName(job.target.node) && isObjectName(job.target.pv) && isDiskLinkPath(job.target.path);
     case 'rbd-stale-mapping':
-      return isCephName(job.target.pool) && isCephName(job.target.image)
-        && (job.target.node === undefined || isNodeName(job.target.node))
-        && (job.target.pod === undefined || (isNamespace(job.target.pod.namespace) && isObjectName(job.target.pod.name)));
+      return (
+        isCephName(job.target.pool) &&
+        isCephName(job.target.image) &&
+        (job.target.node === undefined || isNodeName(job.target.node)) &&
+        (job.target.pod === undefined || (isNamespace(job.target.pod.namespace) && isObjectName(job.target.pod.name)))
+      );
     case 'rbd-unmap':
       return isNodeName(job.target.node) && isCephName(job.target.pool) && isCephName(job.target.image) && isCephClientAddress(job.target.watcher);
     default: {

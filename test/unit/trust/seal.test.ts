@@ -17,11 +17,27 @@ const ring = (role: 'receiver' | 'cluster-worker' | 'node-agent', key = randomBy
 
 describe('the sealed encoding', () => {
   it('is what the verifier recomputes from the stored JSON, for any value', () => {
-    fc.assert(fc.property(fc.anything({ withObjectString: true, withNullPrototype: true, withBigInt: false, withDate: true, withMap: false, withSet: false, withTypedArray: false, withSparseArray: true, withBoxedValues: false }), (v) => {
-      const stored = JSON.stringify(v);
-      if (stored === undefined) return;
-      expect(sealedBytes(JSON.parse(stored))).toBe(sealedBytes(v));
-    }), { numRuns: 2000 });
+    fc.assert(
+      fc.property(
+        fc.anything({
+          withObjectString: true,
+          withNullPrototype: true,
+          withBigInt: false,
+          withDate: true,
+          withMap: false,
+          withSet: false,
+          withTypedArray: false,
+          withSparseArray: true,
+          withBoxedValues: false,
+        }),
+        (v) => {
+          const stored = JSON.stringify(v);
+          if (stored === undefined) return;
+          expect(sealedBytes(JSON.parse(stored))).toBe(sealedBytes(v));
+        },
+      ),
+      { numRuns: 2000 },
+    );
     // Integer-like keys, lone surrogates, -0, undefined members: the same bytes after a round trip.
     const v = { b: 1, 10: 'x', 2: 'y', s: 'é\u2028"\\\ud800', n: -0, u: undefined, a: [1, undefined, () => 1] };
     expect(sealedBytes(JSON.parse(JSON.stringify(v)))).toBe(sealedBytes(v));
@@ -56,23 +72,53 @@ describe('seals', () => {
   it('name what is wrong with a missing, malformed or unknown-key seal', () => {
     expect(verifySeal(r, 'job', 'q/1', {}, undefined, now)).toMatchObject({ ok: false, reason: 'unsigned' });
     expect(verifySeal(r, 'job', 'q/1', {}, { v: 1, mac: 'x' }, now)).toMatchObject({ ok: false, reason: 'malformed' });
-    expect(verifySeal(r, 'job', 'q/1', { a: 1 }, { ...s, kid: 'k2' }, now)).toMatchObject({ ok: false, reason: 'unknown-key', detail: 'no key receiver.k2' });
+    expect(verifySeal(r, 'job', 'q/1', { a: 1 }, { ...s, kid: 'k2' }, now)).toMatchObject({
+      ok: false,
+      reason: 'unknown-key',
+      detail: 'no key receiver.k2',
+    });
     expect(verifySeal(ring('receiver'), 'job', 'q/1', { a: 1 }, s, now)).toMatchObject({ ok: false, reason: 'bad-mac' });
   });
 });
 
 describe('who may issue which work', () => {
-  const job = (over: Partial<RemediationJob> & Pick<RemediationJob, 'runbook'>): RemediationJob => ({ version: 1, key: 'k', evidence: [], ...over } as RemediationJob);
+  const job = (over: Partial<RemediationJob> & Pick<RemediationJob, 'runbook'>): RemediationJob =>
+    ({ version: 1, key: 'k', evidence: [], ...over }) as RemediationJob;
   const unmap = job({ runbook: 'rbd-unmap', target: { node: 'n', pool: 'p', image: 'i', watcher: '1.2.3.4:0/1' } } as never);
   const residual = job({ runbook: 'residual-multipath-cleanup', target: { node: 'n' } } as never);
-  const place = job({ runbook: 'local-pv-placeholder', target: { node: 'n', pv: 'pv', path: '/dev/disk/by-id/wwn-0x1' }, action: 'place' } as never);
-  const detectorRelease = job({ runbook: 'local-pv-placeholder', target: { node: 'n', pv: 'pv', path: '/dev/disk/by-id/wwn-0x1' }, action: 'release', release: { by: 'detector', force: false } } as never);
-  const operatorRelease = job({ runbook: 'local-pv-placeholder', target: { node: 'n', pv: 'pv', path: '/dev/disk/by-id/wwn-0x1' }, action: 'release', release: { by: 'operator', force: true } } as never);
+  const place = job({
+    runbook: 'local-pv-placeholder',
+    target: { node: 'n', pv: 'pv', path: '/dev/disk/by-id/wwn-0x1' },
+    action: 'place',
+  } as never);
+  const detectorRelease = job({
+    runbook: 'local-pv-placeholder',
+    target: { node: 'n', pv: 'pv', path: '/dev/disk/by-id/wwn-0x1' },
+    action: 'release',
+    release: { by: 'detector', force: false },
+  } as never);
+  const operatorRelease = job({
+    runbook: 'local-pv-placeholder',
+    target: { node: 'n', pv: 'pv', path: '/dev/disk/by-id/wwn-0x1' },
+    action: 'release',
+    release: { by: 'operator', force: true },
+  } as never);
   const stale = job({ runbook: 'rbd-stale-mapping', target: { pool: 'p', image: 'i' } } as never);
   it.each([
-    ['receiver', residual, true], ['receiver', place, true], ['receiver', operatorRelease, true], ['receiver', stale, true], ['receiver', unmap, false],
-    ['cluster-worker', unmap, true], ['cluster-worker', residual, false], ['cluster-worker', stale, false],
-    ['node-agent', residual, true], ['node-agent', detectorRelease, true], ['node-agent', operatorRelease, false], ['node-agent', place, false], ['node-agent', unmap, false], ['node-agent', stale, false],
+    ['receiver', residual, true],
+    ['receiver', place, true],
+    ['receiver', operatorRelease, true],
+    ['receiver', stale, true],
+    ['receiver', unmap, false],
+    ['cluster-worker', unmap, true],
+    ['cluster-worker', residual, false],
+    ['cluster-worker', stale, false],
+    ['node-agent', residual, true],
+    ['node-agent', detectorRelease, true],
+    ['node-agent', operatorRelease, false],
+    ['node-agent', place, false],
+    ['node-agent', unmap, false],
+    ['node-agent', stale, false],
   ] as const)('%s issuing %#: allowed %s', (role, j, allowed) => {
     expect(issuerMayNot(role, j) === undefined).toBe(allowed);
   });
@@ -91,7 +137,9 @@ describe('keys and configuration', () => {
     const onlyReceiver = writeKeysDir(['receiver']);
     expect(trustFromConfig({ ...base, signingKeysDir: onlyReceiver }, 'receiver').sealer?.role).toBe('receiver');
     expect(() => trustFromConfig({ ...base, signingKeysDir: onlyReceiver }, 'node-agent')).toThrow(/no key of role\(s\) node-agent, cluster-worker/);
-    expect(() => trustFromConfig({ ...base, signingKeysDir: writeKeysDir(['receiver', 'cluster-worker', 'node-agent']), workSealTtlSeconds: 3600 }, 'receiver')).toThrow(/longer than APPROVAL_TTL_SECONDS/);
+    expect(() =>
+      trustFromConfig({ ...base, signingKeysDir: writeKeysDir(['receiver', 'cluster-worker', 'node-agent']), workSealTtlSeconds: 3600 }, 'receiver'),
+    ).toThrow(/longer than APPROVAL_TTL_SECONDS/);
   });
 
   it('seals with the greatest key id of its role, or SIGNING_KEY_ID, and verifies with all', () => {

@@ -1,6 +1,13 @@
 import type { AppsApi, CoreApi, StorageApi } from './apis.ts';
 import type {
-  ClusterLookups, DeploymentInfo, NamespacedName, NodeInfo, PersistentVolumeClaimInfo, PersistentVolumeInfo, PodInfo, VolumeAttachmentInfo,
+  ClusterLookups,
+  DeploymentInfo,
+  NamespacedName,
+  NodeInfo,
+  PersistentVolumeClaimInfo,
+  PersistentVolumeInfo,
+  PodInfo,
+  VolumeAttachmentInfo,
 } from '../lookups.ts';
 import { findNodesByAddress, readNode } from './nodes.ts';
 import { listPodsOnNode, listPodsOnNodeUsingClaim, listPodsUsingClaim, readVolumesOfPod } from './pods.ts';

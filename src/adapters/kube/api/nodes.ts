@@ -31,7 +31,12 @@ function taintsOf(n: V1Node): NodeTaint[] {
   const parsed = z.array(Taint).safeParse(n.spec?.taints ?? []);
   // An unreadable taint list counts as none: a taint only ever widens what may be done.
   if (!parsed.success) return [];
-  return parsed.data.map((t) => ({ key: t.key, effect: t.effect, ...(t.value ? { value: t.value } : {}), ...(t.timeAdded ? { timeAdded: t.timeAdded } : {}) }));
+  return parsed.data.map((t) => ({
+    key: t.key,
+    effect: t.effect,
+    ...(t.value ? { value: t.value } : {}),
+    ...(t.timeAdded ? { timeAdded: t.timeAdded } : {}),
+  }));
 }
 
 export function nodeInfo(n: V1Node): NodeInfo {

@@ -15,19 +15,32 @@ export function lookupsFromObjects(items: readonly AnyObject[]): InMemoryLookups
   const l = new InMemoryLookups();
   for (const o of items) {
     switch (o.kind) {
-      case 'Node': l.addNode(nodeInfo(o as V1Node)); break;
-      case 'PersistentVolume': l.addPersistentVolume(persistentVolumeInfo(o as V1PersistentVolume)); break;
-      case 'PersistentVolumeClaim': l.addClaim(claimInfo(o as V1PersistentVolumeClaim)); break;
-      case 'Pod': l.addPod(podInfo(o as V1Pod)); break;
-      case 'VolumeAttachment': l.addVolumeAttachment(volumeAttachmentInfo(o as unknown as V1VolumeAttachment)); break;
-      case 'Deployment': l.addDeployment(deploymentInfo(o as V1Deployment)); break;
+      case 'Node':
+        l.addNode(nodeInfo(o as V1Node));
+        break;
+      case 'PersistentVolume':
+        l.addPersistentVolume(persistentVolumeInfo(o as V1PersistentVolume));
+        break;
+      case 'PersistentVolumeClaim':
+        l.addClaim(claimInfo(o as V1PersistentVolumeClaim));
+        break;
+      case 'Pod':
+        l.addPod(podInfo(o as V1Pod));
+        break;
+      case 'VolumeAttachment':
+        l.addVolumeAttachment(volumeAttachmentInfo(o as unknown as V1VolumeAttachment));
+        break;
+      case 'Deployment':
+        l.addDeployment(deploymentInfo(o as V1Deployment));
+        break;
       case 'ReplicaSet': {
         const rs = o as V1ReplicaSet;
         const owner = rs.metadata?.ownerReferences?.find((r) => r.controller && r.kind === 'Deployment');
         l.addReplicaSet({ namespace: rs.metadata?.namespace ?? '', name: rs.metadata?.name ?? '' }, owner?.name);
         break;
       }
-      default: break;
+      default:
+        break;
     }
   }
   return l;

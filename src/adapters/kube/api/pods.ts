@@ -17,9 +17,11 @@ export function podInfo(p: V1Pod): PodInfo {
     ...(p.spec?.nodeName ? { node: p.spec.nodeName } : {}),
     ...(p.status?.phase ? { phase: p.status.phase } : {}),
     claims: (p.spec?.volumes ?? []).flatMap((v) => (v.persistentVolumeClaim?.claimName ? [v.persistentVolumeClaim.claimName] : [])),
-    waiting: statuses.flatMap((s) => (s.state?.waiting?.reason
-      ? [{ container: s.name, reason: s.state.waiting.reason, ...(s.state.waiting.message ? { message: s.state.waiting.message } : {}) }]
-      : [])),
+    waiting: statuses.flatMap((s) =>
+      s.state?.waiting?.reason
+        ? [{ container: s.name, reason: s.state.waiting.reason, ...(s.state.waiting.message ? { message: s.state.waiting.message } : {}) }]
+        : [],
+    ),
     ...(owner ? { controller: { kind: owner.kind, name: owner.name } } : {}),
   };
 }

@@ -25,9 +25,12 @@ export function persistentVolumeInfo(pv: V1PersistentVolume): PersistentVolumeIn
   const claim = spec.claimRef?.name && spec.claimRef.namespace ? { namespace: spec.claimRef.namespace, name: spec.claimRef.name } : undefined;
   const attributes = { ...(spec.csi?.volumeAttributes ?? {}) };
   const node = spec.local ? singleNode(pv) : undefined;
-  const rbd = spec.rbd?.pool !== undefined || spec.rbd?.image
-    ? { pool: spec.rbd.pool ?? 'rbd', image: spec.rbd.image }
-    : attributes['pool'] && attributes['imageName'] ? { pool: attributes['pool'], image: attributes['imageName'] } : undefined;
+  const rbd =
+    spec.rbd?.pool !== undefined || spec.rbd?.image
+      ? { pool: spec.rbd.pool ?? 'rbd', image: spec.rbd.image }
+      : attributes['pool'] && attributes['imageName']
+        ? { pool: attributes['pool'], image: attributes['imageName'] }
+        : undefined;
   const wwn = spec.fc?.wwids?.[0] ?? Object.entries(attributes).find(([k]) => WWN_ATTRIBUTE.test(k))?.[1];
   return {
     name: pv.metadata?.name ?? '',

@@ -1,6 +1,15 @@
 import type {
-  EventsV1Event, V1Deployment, V1Node, V1NodeList, V1PersistentVolume, V1PersistentVolumeClaim, V1PersistentVolumeList, V1Pod, V1PodList,
-  V1ReplicaSet, V1VolumeAttachmentList,
+  EventsV1Event,
+  V1Deployment,
+  V1Node,
+  V1NodeList,
+  V1PersistentVolume,
+  V1PersistentVolumeClaim,
+  V1PersistentVolumeList,
+  V1Pod,
+  V1PodList,
+  V1ReplicaSet,
+  V1VolumeAttachmentList,
 } from '@kubernetes/client-node';
 import type { AppsApi, CoreApi, EventsApi, StorageApi } from '../api/apis.ts';
 import type { KubeApis } from '../api/kube-lookups.ts';

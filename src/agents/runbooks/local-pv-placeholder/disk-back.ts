@@ -18,9 +18,10 @@ export function diskBackEvidence(f: PlaceholderFacts): StepEvidence[] {
   const inSysfs = f.sightings.filter((s) => s.via.startsWith('/sys/block/') && !LOOP.test(s.device));
   const links = f.sightings.filter((s) => !s.via.startsWith('/sys/block/'));
   // The PV's own path, once udev replaced our link with its own.
-  const own: Sighting[] = f.pathState.kind === 'link' && f.pathState.resolvedType === 'block' && !LOOP.test(f.pathState.resolvesTo)
-    ? [{ device: f.pathState.resolvesTo, via: f.path, dev: f.pathState.resolvedDev ?? null }]
-    : [];
+  const own: Sighting[] =
+    f.pathState.kind === 'link' && f.pathState.resolvedType === 'block' && !LOOP.test(f.pathState.resolvesTo)
+      ? [{ device: f.pathState.resolvesTo, via: f.path, dev: f.pathState.resolvedDev ?? null }]
+      : [];
   // A link leads to the disk when the node it ends at IS the kernel's device: same name and the
   // same device number as sysfs says (a node named sdq can be anything mknod made it, a loop too).
   const kernelDev = (l: Sighting): Sighting | undefined => inSysfs.find((s) => s.device === l.device);
@@ -32,10 +33,16 @@ export function diskBackEvidence(f: PlaceholderFacts): StepEvidence[] {
   const linked = candidates.filter(leadsToIt);
   const impostors = candidates
     .filter((l) => kernelDev(l) && !leadsToIt(l))
-    .map((l) => `${l.via} -> ${l.device}, but that node is ${l.dev ?? 'no block device'} and the kernel's ${l.device} is ${kernelDev(l)?.dev ?? 'of unknown number (no dev in sysfs)'}`);
-  const pathNow = f.pathState.kind === 'missing' ? `${f.path} is missing`
-    : f.pathState.kind === 'link' ? `${f.path} points at ${f.pathState.target}${LOOP.test(f.pathState.resolvesTo) ? ' (a loop device: our placeholder)' : ''}`
-      : `${f.path} is a ${f.pathState.type}`;
+    .map(
+      (l) =>
+        `${l.via} -> ${l.device}, but that node is ${l.dev ?? 'no block device'} and the kernel's ${l.device} is ${kernelDev(l)?.dev ?? 'of unknown number (no dev in sysfs)'}`,
+    );
+  const pathNow =
+    f.pathState.kind === 'missing'
+      ? `${f.path} is missing`
+      : f.pathState.kind === 'link'
+        ? `${f.path} points at ${f.pathState.target}${LOOP.test(f.pathState.resolvesTo) ? ' (a loop device: our placeholder)' : ''}`
+        : `${f.path} is a ${f.pathState.type}`;
   return [
     {
       claim: `a block device with WWN ${wwn} is present, and it is not a loop device`,

@@ -45,7 +45,8 @@ export async function loopHolders(host: Host, loops: readonly string[], attached
   }
 
   for (const loop of loops) {
-    for (const h of await host.list(sysBlockPath(loop, 'holders')).catch(() => [] as string[])) out[loop]?.push(`${h} is stacked on it (/sys/block/${loop}/holders)`);
+    for (const h of await host.list(sysBlockPath(loop, 'holders')).catch(() => [] as string[]))
+      out[loop]?.push(`${h} is stacked on it (/sys/block/${loop}/holders)`);
   }
 
   for (const a of attached) {

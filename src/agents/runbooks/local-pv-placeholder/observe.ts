@@ -86,7 +86,12 @@ export async function observe(job: LocalPvPlaceholderJob, host: Host, deps: Obse
   if (wwn) {
     for (const [name, w] of disks) {
       // sysfsDisks only names sd, dm and nvme devices, all safe in a /sys/block path.
-      if (w === wwn) sightings.push({ device: `/dev/${name}`, via: `/sys/block/${name}`, dev: (await host.readFile(`/sys/block/${name}/dev`))?.trim() || null });
+      if (w === wwn)
+        sightings.push({
+          device: `/dev/${name}`,
+          via: `/sys/block/${name}`,
+          dev: (await host.readFile(`/sys/block/${name}/dev`))?.trim() || null,
+        });
     }
     sightings.push(...(await linkSightings(host, path, wwn, ourLoops)));
   }
@@ -99,7 +104,10 @@ export async function observe(job: LocalPvPlaceholderJob, host: Host, deps: Obse
   const releasing = [...new Set([...attached.filter((a) => a.backFile === seenAs).map((a) => a.loop), ...(record ? [record.loop] : [])])];
   return {
     action: job.action,
-    release: { ...(job.release ?? { by: 'detector', force: false }), asked: job.evidence.map((e) => `${e.source}: ${e.summary}`).join('; ') },
+    release: {
+      ...(job.release ?? { by: 'detector', force: false }),
+      asked: job.evidence.map((e) => `${e.source}: ${e.summary}`).join('; '),
+    },
     jobId: deps.jobId,
     observedAt: deps.now().toISOString(),
     node,
@@ -116,6 +124,11 @@ export async function observe(job: LocalPvPlaceholderJob, host: Host, deps: Obse
     reservedLoops: listing.records.filter((r) => r.pv !== pv).map((r) => r.loop),
     attached,
     holders: await loopHolders(host, releasing, attached),
-    image: { path: image, seenByCommandsAs: seenAs, size: imageInfo?.type === 'file' ? imageInfo.size : null, ...(outside ? { outside } : {}) },
+    image: {
+      path: image,
+      seenByCommandsAs: seenAs,
+      size: imageInfo?.type === 'file' ? imageInfo.size : null,
+      ...(outside ? { outside } : {}),
+    },
   };
 }

@@ -45,7 +45,9 @@ export function plan(f: PlaceholderFacts): Plan<PlaceholderStep> {
   // The image is created, attached and deleted: only ever the file in STATE_DIR that we make. A
   // record naming another file (edited on disk) or a directory swapped for a symlink stops here.
   if (f.record && f.record.image !== f.image.path) {
-    return refuse(`the placeholder record of PV ${f.pv} names the image ${f.record.image}, not ${f.image.path}: not touching either; inspect the record by hand`);
+    return refuse(
+      `the placeholder record of PV ${f.pv} names the image ${f.record.image}, not ${f.image.path}: not touching either; inspect the record by hand`,
+    );
   }
   if (f.image.outside) return refuse(`the placeholder image of PV ${f.pv} may not be touched: ${f.image.outside}`);
   if (f.action === 'release') {
@@ -67,7 +69,9 @@ export function plan(f: PlaceholderFacts): Plan<PlaceholderStep> {
     return refuse(`node ${f.node} has not opted in to placeholders: label ${f.optIn.label} is required, it is ${seen}`);
   }
   if (f.wwn === null) {
-    return refuse(`cannot tell the disk's WWN from ${f.path} (only wwn-0x..., scsi-3... and nvme-eui.... links), so cannot prove the disk is not present under another name`);
+    return refuse(
+      `cannot tell the disk's WWN from ${f.path} (only wwn-0x..., scsi-3... and nvme-eui.... links), so cannot prove the disk is not present under another name`,
+    );
   }
   const seenAs = f.sightings.map((s) => `${s.device} (${s.via})`).join(', ');
 
@@ -75,7 +79,8 @@ export function plan(f: PlaceholderFacts): Plan<PlaceholderStep> {
     if (f.sightings.length > 0) {
       const back = diskBackEvidence(f);
       const missing = planProblems(back, f.observedAt);
-      if (missing.length) return refuse(`a disk with WWN ${f.wwn} is seen (${seenAs}) but is not shown back: ${missing.join('; ')}; the placeholder stays until it is`);
+      if (missing.length)
+        return refuse(`a disk with WWN ${f.wwn} is seen (${seenAs}) but is not shown back: ${missing.join('; ')}; the placeholder stays until it is`);
       return planRelease(f, `the disk with WWN ${f.wwn} is back: ${seenAs}`, back);
     }
     const placedAt = new Set(f.record.disksAtPlacement);
@@ -140,14 +145,47 @@ function planPlace(f: PlaceholderFacts, recorded: PlaceholderRecord): Plan<Place
   }
 
   const inPlace =
-    f.record !== null && !taken && isOurs(f, backing) && f.image.size === PLACEHOLDER_BYTES && link.kind === 'link' && link.target === target && link.resolvedType === 'block';
+    f.record !== null &&
+    !taken &&
+    isOurs(f, backing) &&
+    f.image.size === PLACEHOLDER_BYTES &&
+    link.kind === 'link' &&
+    link.target === target &&
+    link.resolvedType === 'block';
   if (inPlace) return nothing(`placeholder already in place: ${f.path} -> ${target} (${record.image})`);
 
   const steps: PlaceholderStep[] = [
-    { kind: 'write-record', id: `write-record:${f.pv}:${loop}`, description: `record the placeholder of PV ${f.pv} (${loop})`, destructive: false, record },
-    { kind: 'create-image', id: `create-image:${f.pv}`, description: `create the ${PLACEHOLDER_BYTES}-byte image ${record.image}`, destructive: false, image: record.image, bytes: PLACEHOLDER_BYTES },
-    { kind: 'ensure-loop-node', id: `ensure-loop-node:${loop}`, description: `make sure ${target} exists as block device ${LOOP_MAJOR}:${minorOf(loop)}`, destructive: false, loop, minor: minorOf(loop) },
-    { kind: 'attach-loop', id: `attach-loop:${loop}:${f.pv}`, description: `attach ${record.image} to ${target}`, destructive: false, loop, image: record.image },
+    {
+      kind: 'write-record',
+      id: `write-record:${f.pv}:${loop}`,
+      description: `record the placeholder of PV ${f.pv} (${loop})`,
+      destructive: false,
+      record,
+    },
+    {
+      kind: 'create-image',
+      id: `create-image:${f.pv}`,
+      description: `create the ${PLACEHOLDER_BYTES}-byte image ${record.image}`,
+      destructive: false,
+      image: record.image,
+      bytes: PLACEHOLDER_BYTES,
+    },
+    {
+      kind: 'ensure-loop-node',
+      id: `ensure-loop-node:${loop}`,
+      description: `make sure ${target} exists as block device ${LOOP_MAJOR}:${minorOf(loop)}`,
+      destructive: false,
+      loop,
+      minor: minorOf(loop),
+    },
+    {
+      kind: 'attach-loop',
+      id: `attach-loop:${loop}:${f.pv}`,
+      description: `attach ${record.image} to ${target}`,
+      destructive: false,
+      loop,
+      image: record.image,
+    },
     {
       kind: 'point-link',
       id: `point-link:${f.path}:${loop}`,
@@ -161,7 +199,6 @@ function planPlace(f: PlaceholderFacts, recorded: PlaceholderRecord): Plan<Place
   return { kind: 'steps', summary: `placeholder for PV ${f.pv}: ${f.path} -> ${target}, a ${PLACEHOLDER_BYTES}-byte loop device`, steps };
 }
 
-
 /** `basis`: what allows the release at all (the disk is back, or an operator forced it), on every destructive step. */
 function planRelease(f: PlaceholderFacts, why: string, basis: StepEvidence[]): Plan<PlaceholderStep> {
   const r = f.record;
@@ -173,7 +210,12 @@ function planRelease(f: PlaceholderFacts, why: string, basis: StepEvidence[]): P
 
   if (f.pathState.kind === 'link' && f.pathState.target === target) {
     steps.push({
-      kind: 'remove-link', id: `remove-link:${f.path}:${r.loop}`, description: `remove ${f.path} (it points at our ${target})`, destructive: true, path: f.path, target,
+      kind: 'remove-link',
+      id: `remove-link:${f.path}:${r.loop}`,
+      description: `remove ${f.path} (it points at our ${target})`,
+      destructive: true,
+      path: f.path,
+      target,
       evidence: seen(`${f.path} points at our ${target}`, `readlink ${f.path}`),
     });
   } else {
@@ -195,20 +237,44 @@ function planRelease(f: PlaceholderFacts, why: string, basis: StepEvidence[]): P
   if (backing !== undefined && !isOurs(f, backing)) notes.push(`${r.loop} is attached to ${backing ?? 'nothing'}, which we did not attach: not detaching it`);
   for (const loop of ours) {
     steps.push({
-      kind: 'detach-loop', id: `detach-loop:${loop}:${f.pv}`, description: `detach ${devOf(loop)} (backed by our image)`, destructive: true, loop, image: r.image,
+      kind: 'detach-loop',
+      id: `detach-loop:${loop}:${f.pv}`,
+      description: `detach ${devOf(loop)} (backed by our image)`,
+      destructive: true,
+      loop,
+      image: r.image,
       evidence: [
         ...seen(`${devOf(loop)} is backed by our image ${f.image.seenByCommandsAs}`, 'losetup --list --json'),
-        { claim: `nothing holds ${devOf(loop)}: no process has it open, nothing mounts it or is stacked on it`, source: `/proc/*/fd, /proc/*/mountinfo, /sys/block/${loop}/holders, losetup --list`, observedAt: f.observedAt, status: 'holds' },
+        {
+          claim: `nothing holds ${devOf(loop)}: no process has it open, nothing mounts it or is stacked on it`,
+          source: `/proc/*/fd, /proc/*/mountinfo, /sys/block/${loop}/holders, losetup --list`,
+          observedAt: f.observedAt,
+          status: 'holds',
+        },
       ],
     });
   }
   if (f.image.size !== null) {
     steps.push({
-      kind: 'delete-image', id: `delete-image:${f.pv}`, description: `delete the image ${r.image}`, destructive: true, image: r.image,
+      kind: 'delete-image',
+      id: `delete-image:${f.pv}`,
+      description: `delete the image ${r.image}`,
+      destructive: true,
+      image: r.image,
       evidence: seen(`${r.image} is the image recorded for PV ${f.pv}`, `the placeholder record of PV ${f.pv}`),
     });
   }
-  steps.push({ kind: 'delete-record', id: `delete-record:${f.pv}`, description: `forget the placeholder of PV ${f.pv}`, destructive: false, pv: f.pv });
+  steps.push({
+    kind: 'delete-record',
+    id: `delete-record:${f.pv}`,
+    description: `forget the placeholder of PV ${f.pv}`,
+    destructive: false,
+    pv: f.pv,
+  });
   const udev = f.sightings.length > 0 ? '; if the by-id link does not come back by itself, run `udevadm trigger --action=add` for the disk' : '';
-  return { kind: 'steps', summary: `release the placeholder of PV ${f.pv} (${why})${notes.length ? `; ${notes.join('; ')}` : ''}${udev}`, steps };
+  return {
+    kind: 'steps',
+    summary: `release the placeholder of PV ${f.pv} (${why})${notes.length ? `; ${notes.join('; ')}` : ''}${udev}`,
+    steps,
+  };
 }

@@ -31,16 +31,27 @@ export async function verify(
     const backing = loops.find((l) => l.loop === attach.loop)?.backFile;
     checks.push({ what: `${dev} is backed by ${image}`, ok: backing === image, detail: `backing: ${backing ?? 'none'}` });
     const size = await host.run(['blockdev', '--getsize64', host.argPath(dev)]);
-    checks.push({ what: `${dev} is ${PLACEHOLDER_BYTES} bytes`, ok: size.exitCode === 0 && size.stdout.trim() === String(PLACEHOLDER_BYTES), detail: size.stdout.trim() || size.stderr.trim() });
+    checks.push({
+      what: `${dev} is ${PLACEHOLDER_BYTES} bytes`,
+      ok: size.exitCode === 0 && size.stdout.trim() === String(PLACEHOLDER_BYTES),
+      detail: size.stdout.trim() || size.stderr.trim(),
+    });
     const record = await store.get(host, job.target.pv);
-    checks.push({ what: `the placeholder of PV ${job.target.pv} is recorded`, ok: record !== null && record !== 'unreadable' && record.loop === attach.loop });
+    checks.push({
+      what: `the placeholder of PV ${job.target.pv} is recorded`,
+      ok: record !== null && record !== 'unreadable' && record.loop === attach.loop,
+    });
     return verification(checks);
   }
 
   for (const step of plan.steps) {
     switch (step.kind) {
       case 'remove-link':
-        checks.push({ what: `${step.path} no longer points at ${step.target}`, ok: link !== step.target, detail: `link: ${link ?? 'none'}` });
+        checks.push({
+          what: `${step.path} no longer points at ${step.target}`,
+          ok: link !== step.target,
+          detail: `link: ${link ?? 'none'}`,
+        });
         break;
       case 'detach-loop': {
         const backing = loops.find((l) => l.loop === step.loop)?.backFile;

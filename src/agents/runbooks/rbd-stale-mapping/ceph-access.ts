@@ -19,11 +19,7 @@ export interface CephAccess {
 const CEPH_TOOLS = new Set(['rbd', 'rados', 'ceph']);
 
 export function cephArgs(access: CephAccess): string[] {
-  return [
-    ...(access.conf ? ['--conf', access.conf] : []),
-    ...(access.keyring ? ['--keyring', access.keyring] : []),
-    ...(access.id ? ['--id', access.id] : []),
-  ];
+  return [...(access.conf ? ['--conf', access.conf] : []), ...(access.keyring ? ['--keyring', access.keyring] : []), ...(access.id ? ['--id', access.id] : [])];
 }
 
 /** Wraps the real host: Ceph tools get the access arguments; everything else passes through. */

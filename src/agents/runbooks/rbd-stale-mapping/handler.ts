@@ -41,7 +41,13 @@ export function createRbdStaleMapping(deps: RbdStaleMappingDeps): RunbookHandler
       observe: (j, h) => observe(j, h, { lookups: deps.lookups, policy, jobKey: ctx.jobId, now }),
       plan: (facts, j) => plan(facts, j),
       steps: createStepExecutor(deps.nodeJobs, ctx.mode),
-      verify: (j, h, planned) => verify(j, h, planned, { timeoutMs: policy.watcherGoneTimeoutMs, handoffTimeoutMs: policy.handoffVerifyMs, sleep, now: () => now().getTime() }),
+      verify: (j, h, planned) =>
+        verify(j, h, planned, {
+          timeoutMs: policy.watcherGoneTimeoutMs,
+          handoffTimeoutMs: policy.handoffVerifyMs,
+          sleep,
+          now: () => now().getTime(),
+        }),
     };
     return runRunbook(definition, job, ctx, { host, stateDir: deps.stateDir, now });
   };

@@ -1,8 +1,4 @@
-import {
-  InMemoryLookups,
-  type ClusterLookups,
-  type PersistentVolumeInfo,
-} from '../../../adapters/kube/lookups.ts';
+import { InMemoryLookups, type ClusterLookups, type PersistentVolumeInfo } from '../../../adapters/kube/lookups.ts';
 
 // What the cluster half asks Kubernetes: which node has the watcher's address, which PV/PVC the
 // image backs, which pods use it (with node and phase), and the Deployment behind a pod. Four of

@@ -45,7 +45,15 @@ function watcherNode(node: NodeInfo, ip: string): WatcherNode {
     name: node.name,
     ready: node.ready ?? 'absent',
     ...(node.readySince ? { readySince: node.readySince } : {}),
-    ...(oos ? { outOfService: { effect: oos.effect, ...(oos.value ? { value: oos.value } : {}), ...(oos.timeAdded ? { timeAdded: oos.timeAdded } : {}) } } : {}),
+    ...(oos
+      ? {
+          outOfService: {
+            effect: oos.effect,
+            ...(oos.value ? { value: oos.value } : {}),
+            ...(oos.timeAdded ? { timeAdded: oos.timeAdded } : {}),
+          },
+        }
+      : {}),
     addressType: node.addresses.find((a) => a.address === ip)?.type ?? 'unknown',
   };
 }
@@ -63,7 +71,17 @@ export async function observe(job: RbdStaleMappingJob, host: Host, deps: Observe
   };
   const info = await rbdInfo(host, pool, image);
   if ('missing' in info) {
-    return { ...base, imageInfo: null, imageError: info.missing, watchers: [], unparsedWatchers: [], requester: {}, volume: null, advice: null, blocklisted: [] };
+    return {
+      ...base,
+      imageInfo: null,
+      imageError: info.missing,
+      watchers: [],
+      unparsedWatchers: [],
+      requester: {},
+      volume: null,
+      advice: null,
+      blocklisted: [],
+    };
   }
   const fromRados = await listWatchers(host, pool, info.headerObject);
   const fromStatus = await rbdStatus(host, pool, image);
@@ -73,8 +91,8 @@ export async function observe(job: RbdStaleMappingJob, host: Host, deps: Observe
   const claim = pv ? await ask('PVC of the PV', () => deps.lookups.claimOfVolume(pv.name)) : undefined;
   const pods: PodInfo[] = pv ? await ask('pods using the PV', () => deps.lookups.podsUsingVolume(pv.name)) : [];
   const requesterPod = job.target.pod;
-  const requesterNode = job.target.node
-    ?? (requesterPod ? pods.find((p) => p.namespace === requesterPod.namespace && p.name === requesterPod.name)?.node : undefined);
+  const requesterNode =
+    job.target.node ?? (requesterPod ? pods.find((p) => p.namespace === requesterPod.namespace && p.name === requesterPod.name)?.node : undefined);
 
   const watchers: WatcherFact[] = [];
   for (const w of merge(fromRados.watchers, fromStatus.watchers)) {
@@ -89,7 +107,14 @@ export async function observe(job: RbdStaleMappingJob, host: Host, deps: Observe
     } else if (node.name === requesterNode) role = 'requester';
     else role = node.ready === 'True' ? 'ready-node' : 'not-ready-node';
     const podsOnNode: PodUse[] = node
-      ? pods.filter((p) => p.node === node.name).map((p) => ({ namespace: p.namespace, name: p.name, ...(p.node ? { node: p.node } : {}), ...(p.phase ? { phase: p.phase } : {}) }))
+      ? pods
+          .filter((p) => p.node === node.name)
+          .map((p) => ({
+            namespace: p.namespace,
+            name: p.name,
+            ...(p.node ? { node: p.node } : {}),
+            ...(p.phase ? { phase: p.phase } : {}),
+          }))
       : [];
     watchers.push({
       ...w,
@@ -108,8 +133,9 @@ export async function observe(job: RbdStaleMappingJob, host: Host, deps: Observe
   if (claim?.accessModes.includes('ReadWriteOnce') && adviceOf) {
     const dep = await ask('Deployment of the pod', () => deps.lookups.deploymentOfPod(adviceOf));
     if (dep && dep.strategy === 'RollingUpdate' && !isZero(dep.maxSurge)) {
-      advice = `Deployment ${dep.namespace}/${dep.name} uses the ReadWriteOnce PVC ${claim.namespace}/${claim.name} with strategy RollingUpdate and maxSurge ${dep.maxSurge ?? '25% (default)'}: `
-        + 'a rollout starts the new pod while the old one still holds the image, so this will happen again; use strategy Recreate (or maxSurge 0 with maxUnavailable 1)';
+      advice =
+        `Deployment ${dep.namespace}/${dep.name} uses the ReadWriteOnce PVC ${claim.namespace}/${claim.name} with strategy RollingUpdate and maxSurge ${dep.maxSurge ?? '25% (default)'}: ` +
+        'a rollout starts the new pod while the old one still holds the image, so this will happen again; use strategy Recreate (or maxSurge 0 with maxUnavailable 1)';
     }
   }
 
@@ -119,7 +145,13 @@ export async function observe(job: RbdStaleMappingJob, host: Host, deps: Observe
     watchers,
     unparsedWatchers: [...fromRados.unparsed, ...fromStatus.unparsed],
     requester: { ...(requesterPod ? { pod: requesterPod } : {}), ...(requesterNode ? { node: requesterNode } : {}) },
-    volume: pv ? { pv: pv.name, ...(claim ? { claim: { namespace: claim.namespace, name: claim.name } } : {}), accessModes: claim?.accessModes ?? pv.accessModes ?? [] } : null,
+    volume: pv
+      ? {
+          pv: pv.name,
+          ...(claim ? { claim: { namespace: claim.namespace, name: claim.name } } : {}),
+          accessModes: claim?.accessModes ?? pv.accessModes ?? [],
+        }
+      : null,
     advice,
     blocklisted: fenced,
   };

@@ -25,14 +25,19 @@ export const blocklistUndo = (address: string): string[] => ['ceph', 'osd', 'blo
 export function plan(f: StaleMappingFacts, job: RbdStaleMappingJob): Plan<StaleMappingStep> {
   const spec = `${f.pool}/${f.image}`;
   const withAdvice = (text: string): string => (f.advice ? `${text}. Prevention: ${f.advice}` : text);
-  const refuse = (...reasons: string[]): Plan<StaleMappingStep> => ({ kind: 'refuse', reasons: f.advice ? [...reasons, `prevention: ${f.advice}`] : reasons });
+  const refuse = (...reasons: string[]): Plan<StaleMappingStep> => ({
+    kind: 'refuse',
+    reasons: f.advice ? [...reasons, `prevention: ${f.advice}`] : reasons,
+  });
 
   if (!f.imageInfo) return refuse(`rbd image ${spec} does not exist (${f.imageError ?? 'rbd info failed'}): nothing to release`);
   // The job may stem from an Event anyone could write in their own namespace (issue 20). An
   // image no PV names is some other user's of the Ceph cluster (another cluster, rbd-mirror, a
   // VM disk): never fenced nor unmapped on the word of an Event.
   if (!f.volume) {
-    return refuse(`rbd image ${spec} belongs to no PersistentVolume of this cluster (no PV's CSI volumeAttributes pool + imageName, nor an rbd volume source, names it): not releasing it`);
+    return refuse(
+      `rbd image ${spec} belongs to no PersistentVolume of this cluster (no PV's CSI volumeAttributes pool + imageName, nor an rbd volume source, names it): not releasing it`,
+    );
   }
   if (f.unparsedWatchers.length > 0) {
     return refuse(`watchers of ${spec} that cannot be read: ${f.unparsedWatchers.join(' | ')}; not acting on a listing we do not understand`);
@@ -49,14 +54,18 @@ export function plan(f: StaleMappingFacts, job: RbdStaleMappingJob): Plan<StaleM
     const byHand = `ceph osd blocklist add ${w.address} ${f.blocklistExpirySeconds}`;
     const undo = blocklistUndo(w.address).join(' ');
     if (w.role === 'ready-node' && w.node?.outOfService) {
-      reasons.push(`node ${w.node.name} (watcher ${w.address} of ${spec}) is Ready yet tainted ${OUT_OF_SERVICE_TAINT}: contradictory, so it is neither fenced nor unmapped there; remove the taint or shut the node down`);
+      reasons.push(
+        `node ${w.node.name} (watcher ${w.address} of ${spec}) is Ready yet tainted ${OUT_OF_SERVICE_TAINT}: contradictory, so it is neither fenced nor unmapped there; remove the taint or shut the node down`,
+      );
       continue;
     }
     if (w.role === 'ready-node' && w.node) {
       // A real multi-attach: a pod that is (or may be) running on the watcher's node uses the PVC.
       const live = w.podsOnNode.filter((p) => p.phase === undefined || RUNNING.has(p.phase));
       if (live.length > 0) {
-        reasons.push(`real multi-attach: ${live.map((p) => `pod ${p.namespace}/${p.name} (${p.phase ?? 'phase unknown'})`).join(', ')} on node ${w.node.name} still uses ${spec} (watcher ${w.address}); not releasing it`);
+        reasons.push(
+          `real multi-attach: ${live.map((p) => `pod ${p.namespace}/${p.name} (${p.phase ?? 'phase unknown'})`).join(', ')} on node ${w.node.name} still uses ${spec} (watcher ${w.address}); not releasing it`,
+        );
         continue;
       }
       if (!f.volume?.claim) {
@@ -83,21 +92,29 @@ export function plan(f: StaleMappingFacts, job: RbdStaleMappingJob): Plan<StaleM
       continue;
     }
     if (w.role === 'unknown-address') {
-      reasons.push(`watcher ${w.address} of ${spec} is at ${w.ip}, an address no node lists (Node status.addresses) and no RBD_FENCE_CIDRS network contains: `
-        + `it may be an rbd-mirror daemon, a backup host or a VM outside the cluster, so it is not fenced. If it is a stale client, fence it by hand (\`${byHand}\`, undo: \`${undo}\`) or list its network in RBD_FENCE_CIDRS`);
+      reasons.push(
+        `watcher ${w.address} of ${spec} is at ${w.ip}, an address no node lists (Node status.addresses) and no RBD_FENCE_CIDRS network contains: ` +
+          `it may be an rbd-mirror daemon, a backup host or a VM outside the cluster, so it is not fenced. If it is a stale client, fence it by hand (\`${byHand}\`, undo: \`${undo}\`) or list its network in RBD_FENCE_CIDRS`,
+      );
       continue;
     }
     if (w.role !== 'not-ready-node' && w.role !== 'listed-network') {
       // ambiguous-address (and nothing else reaches here: requester and ready-node are handled above).
-      reasons.push(`watcher ${w.address} of ${spec} is at ${w.ip}, an address of several nodes (${(w.nodesWithAddress ?? []).join(', ')}): which one holds the watch is unknown, so it is neither fenced nor unmapped`);
+      reasons.push(
+        `watcher ${w.address} of ${spec} is at ${w.ip}, an address of several nodes (${(w.nodesWithAddress ?? []).join(', ')}): which one holds the watch is unknown, so it is neither fenced nor unmapped`,
+      );
       continue;
     }
     // A node that is NotReady or out of service, or an address in a listed network: the mapping
     // cannot be released on a node, so the cluster-side answer is fencing the client, on evidence.
     // A pod that the API still shows as Running there is not proof of use when the node stopped
     // posting status (its pods keep their last phase); fence-evidence.ts draws that line.
-    const why = w.role === 'listed-network' ? `${w.ip} is in ${w.network} (RBD_FENCE_CIDRS), no node has it`
-      : w.node?.outOfService ? `node ${w.node.name} is out of service` : `node ${w.node?.name} is not Ready (${w.node?.ready}${w.node?.readySince ? ` since ${w.node.readySince}` : ''})`;
+    const why =
+      w.role === 'listed-network'
+        ? `${w.ip} is in ${w.network} (RBD_FENCE_CIDRS), no node has it`
+        : w.node?.outOfService
+          ? `node ${w.node.name} is out of service`
+          : `node ${w.node?.name} is not Ready (${w.node?.ready}${w.node?.readySince ? ` since ${w.node.readySince}` : ''})`;
     if (f.blocklisted.includes(w.address)) {
       reasons.push(`${w.address} is already blocklisted but still watches ${spec}: wait for the watch to time out or look at the client`);
       continue;
@@ -137,6 +154,9 @@ export function plan(f: StaleMappingFacts, job: RbdStaleMappingJob): Plan<StaleM
   if (reasons.length > 0) return refuse(...reasons);
 
   const parts = steps.map((s) =>
-    s.kind === 'enqueue-unmap' ? `unmap on node ${s.job.target.node} (${s.job.target.watcher})` : `fence ${s.address}${s.node ? ` (node ${s.node})` : s.network ? ` (network ${s.network})` : ''}, undo: \`${s.undo.join(' ')}\``);
+    s.kind === 'enqueue-unmap'
+      ? `unmap on node ${s.job.target.node} (${s.job.target.watcher})`
+      : `fence ${s.address}${s.node ? ` (node ${s.node})` : s.network ? ` (network ${s.network})` : ''}, undo: \`${s.undo.join(' ')}\``,
+  );
   return { kind: 'steps', summary: withAdvice(`release ${spec}: ${parts.join('; ')}`), steps };
 }

@@ -21,7 +21,13 @@ export interface VerifyDeps {
 
 /** Polls the header object until none of `addresses` watches it, or `timeoutMs` has passed. */
 async function waitForWatchesToLeave(
-  host: Host, pool: string, header: string, addresses: readonly string[], intervalMs: number, timeoutMs: number, deps: VerifyDeps,
+  host: Host,
+  pool: string,
+  header: string,
+  addresses: readonly string[],
+  intervalMs: number,
+  timeoutMs: number,
+  deps: VerifyDeps,
 ): Promise<{ still: Set<string>; waitedMs: number }> {
   const started = deps.now();
   const still = async (): Promise<Set<string>> => {
@@ -47,7 +53,15 @@ export async function verify(
   const fences = plan.steps.filter((s) => s.kind === 'blocklist-add');
   if (fences.length > 0) {
     const listed = new Set((await blocklist(host)).map((e) => e.addr));
-    const { still } = await waitForWatchesToLeave(host, pool, fences[0]!.headerObject, fences.map((f) => f.address), 100, deps.timeoutMs, deps);
+    const { still } = await waitForWatchesToLeave(
+      host,
+      pool,
+      fences[0]!.headerObject,
+      fences.map((f) => f.address),
+      100,
+      deps.timeoutMs,
+      deps,
+    );
     for (const f of fences) {
       checks.push({ what: `${f.address} is blocklisted`, ok: listed.has(f.address) });
       checks.push({ what: `${f.address} no longer watches ${pool}/${image}`, ok: !still.has(f.address) });
@@ -56,7 +70,15 @@ export async function verify(
   const handed = plan.steps.filter((s): s is Extract<StaleMappingStep, { kind: 'enqueue-unmap' }> => s.kind === 'enqueue-unmap');
   for (const s of handed) checks.push({ what: `unmap job ${s.job.key} handed to node ${s.job.target.node}`, ok: true });
   if (handed.length > 0 && deps.handoffTimeoutMs > 0) {
-    const { still, waitedMs } = await waitForWatchesToLeave(host, pool, handed[0]!.headerObject, handed.map((s) => s.job.target.watcher), 1_000, deps.handoffTimeoutMs, deps);
+    const { still, waitedMs } = await waitForWatchesToLeave(
+      host,
+      pool,
+      handed[0]!.headerObject,
+      handed.map((s) => s.job.target.watcher),
+      1_000,
+      deps.handoffTimeoutMs,
+      deps,
+    );
     for (const s of handed) {
       const { watcher, node } = s.job.target;
       checks.push({

@@ -83,7 +83,10 @@ export function createStepExecutor(deps: ExecuteDeps): StepExecutor<UnmapStep> {
       }
       if (attempt < deps.policy.busyAttempts) await deps.sleep(deps.policy.busyDelayMs);
     }
-    if (!step.forceAllowed) throw new TransientError(`rbd unmap ${devPath(step.device)} stayed busy after ${deps.policy.busyAttempts} attempts (${last}); a forced unmap is not allowed by policy`);
+    if (!step.forceAllowed)
+      throw new TransientError(
+        `rbd unmap ${devPath(step.device)} stayed busy after ${deps.policy.busyAttempts} attempts (${last}); a forced unmap is not allowed by policy`,
+      );
     const c = classify(await scanHolders(host, step.device, step.majorMinor), step.context);
     const live = [...c.mounts, ...c.openers].filter((h) => h.class === 'live' || h.class === 'foreign');
     if (live.length > 0) throw new RefusedError([`not forcing the unmap of ${devPath(step.device)}: ${live.map(describeHolder).join('; ')}`]);

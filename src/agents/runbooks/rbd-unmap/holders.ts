@@ -76,7 +76,16 @@ export async function scanHolders(host: Host, device: string, majorMinor: string
     const kept = pids.slice(0, PIDS_KEPT);
     const uids = isHost ? [] : [...new Set((await Promise.all(kept.map(podUid))).filter((u): u is string => u !== null))];
     for (const m of ours) {
-      mounts.push({ namespace: ns, host: isHost, pids: kept, podUids: uids, mountPoint: m.mountPoint, root: m.root, fsType: m.fsType, source: m.source });
+      mounts.push({
+        namespace: ns,
+        host: isHost,
+        pids: kept,
+        podUids: uids,
+        mountPoint: m.mountPoint,
+        root: m.root,
+        fsType: m.fsType,
+        source: m.source,
+      });
     }
   }
   return { hostNamespace, mounts, openers, kernel: await host.list(`/sys/block/${device}/holders`) };

@@ -56,14 +56,15 @@ export async function observe(job: RbdUnmapJob, host: Host, deps: ObserveDeps): 
   }
   const claim = job.claim;
   const claimUsersHere = claim
-    ? pods.filter((p) => p.namespace === claim.namespace && p.claims.includes(claim.name))
-      .map((p) => ({ namespace: p.namespace, name: p.name, ...(p.uid ? { uid: p.uid } : {}), ...(p.phase ? { phase: p.phase } : {}) }))
+    ? pods
+        .filter((p) => p.namespace === claim.namespace && p.claims.includes(claim.name))
+        .map((p) => ({ namespace: p.namespace, name: p.name, ...(p.uid ? { uid: p.uid } : {}), ...(p.phase ? { phase: p.phase } : {}) }))
     : [];
 
   const mapped: MappedDevice[] = [];
   for (const m of mappings) {
     const majorMinor = await majorMinorOf(host, m.device);
-    const clientAddr = /^[0-9]+$/.test(m.id) ? ((await host.readFile(`/sys/bus/rbd/devices/${m.id}/client_addr`))?.trim() || null) : null;
+    const clientAddr = /^[0-9]+$/.test(m.id) ? (await host.readFile(`/sys/bus/rbd/devices/${m.id}/client_addr`))?.trim() || null : null;
     mapped.push({ ...m, majorMinor, clientAddr, holders: await scanHolders(host, m.device, majorMinor) });
   }
   return {

@@ -20,7 +20,9 @@ export function plan(f: UnmapFacts): Plan<UnmapStep> {
     return { kind: 'nothing-to-do', summary: `${spec} is not mapped on node ${f.node}: nothing to release here${link}` };
   }
   if (f.claimUsersHere.length > 0) {
-    return refuse(`real multi-attach: ${f.claimUsersHere.map((p) => `pod ${p.namespace}/${p.name} (${p.phase ?? 'phase unknown'})`).join(', ')} on node ${f.node} still uses ${spec}; not unmapping it`);
+    return refuse(
+      `real multi-attach: ${f.claimUsersHere.map((p) => `pod ${p.namespace}/${p.name} (${p.phase ?? 'phase unknown'})`).join(', ')} on node ${f.node} still uses ${spec}; not unmapping it`,
+    );
   }
 
   const ctx: ClassifyContext = { kubeletRoot: f.policy.kubeletRoot, runningPodUids: f.runningPodUids, claimInUseHere: false };
@@ -35,7 +37,9 @@ export function plan(f: UnmapFacts): Plan<UnmapStep> {
     if (blocking.length > 0) reasons.push(`${dev} is in use: ${blocking.map(describeHolder).join('; ')}`);
     const leftovers = all.filter((h) => h.class === 'leftover');
     if (leftovers.length > 0 && f.policy.force !== 'no-live-workload') {
-      reasons.push(`${dev} is held by what pods that no longer run here left behind (${leftovers.map(describeHolder).join('; ')}); a forced unmap is not allowed by policy`);
+      reasons.push(
+        `${dev} is held by what pods that no longer run here left behind (${leftovers.map(describeHolder).join('; ')}); a forced unmap is not allowed by policy`,
+      );
     }
     // Pod volume mounts (bind mounts of the staging mount) before the global staging mount,
     // which is the order kubelet tears them down in; within each, a nested mount before its base.
@@ -44,7 +48,8 @@ export function plan(f: UnmapFacts): Plan<UnmapStep> {
     const problems = planProblems(evidence, f.observedAt);
     if (problems.length > 0) reasons.push(`not touching ${dev}: ${problems.join('; ')}`);
     const isPodMount = (p: string): number => (podUidOfKubeletPath(ctx.kubeletRoot, p) === null ? 1 : 0);
-    const stale = c.mounts.filter((x) => x.host && x.class === 'stale')
+    const stale = c.mounts
+      .filter((x) => x.host && x.class === 'stale')
       .sort((a, b) => isPodMount(a.mountPoint) - isPodMount(b.mountPoint) || b.mountPoint.length - a.mountPoint.length);
     for (const s of [...new Map(stale.map((x) => [x.mountPoint, x])).values()]) {
       steps.push({
@@ -79,7 +84,8 @@ export function plan(f: UnmapFacts): Plan<UnmapStep> {
 
   const notes: string[] = [];
   for (const m of f.mapped) {
-    if (m.clientAddr && m.clientAddr !== f.watcher) notes.push(`${m.device} belongs to client ${m.clientAddr}, not the watcher ${f.watcher}: the watch may come from another process (rbd-nbd?)`);
+    if (m.clientAddr && m.clientAddr !== f.watcher)
+      notes.push(`${m.device} belongs to client ${m.clientAddr}, not the watcher ${f.watcher}: the watch may come from another process (rbd-nbd?)`);
   }
   const umounts = steps.filter((s) => s.kind === 'umount').length;
   return {

@@ -33,7 +33,10 @@ function mapping(id: string, pool: string, namespace: string, image: string, sna
 
 export function parseShowmappedJson(stdout: string): Mapping[] {
   if (stdout.trim() === '') return [];
-  return z.array(Row).parse(JSON.parse(stdout)).map((r) => mapping(String(r.id), r.pool, r.namespace ?? '', r.name, r.snap, r.device));
+  return z
+    .array(Row)
+    .parse(JSON.parse(stdout))
+    .map((r) => mapping(String(r.id), r.pool, r.namespace ?? '', r.name, r.snap, r.device));
 }
 
 export function parseShowmappedText(stdout: string): Mapping[] {

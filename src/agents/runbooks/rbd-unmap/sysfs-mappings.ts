@@ -19,7 +19,14 @@ export async function sysfsMappings(host: Host): Promise<Mapping[]> {
     const pool = await attr(host, id, 'pool');
     const image = await attr(host, id, 'name');
     if (pool === null || image === null) continue;
-    out.push({ id, pool, namespace: (await attr(host, id, 'pool_ns')) ?? '', image, snap: (await attr(host, id, 'current_snap')) ?? '-', device: `rbd${id}` });
+    out.push({
+      id,
+      pool,
+      namespace: (await attr(host, id, 'pool_ns')) ?? '',
+      image,
+      snap: (await attr(host, id, 'current_snap')) ?? '-',
+      device: `rbd${id}`,
+    });
   }
   return out;
 }

@@ -11,7 +11,13 @@ import type { UnmapStep } from './step.ts';
 export async function verify(job: RbdUnmapJob, host: Host, plan: Extract<Plan<UnmapStep>, { kind: 'steps' }>): Promise<Verification> {
   const { pool, image } = job.target;
   const left = headMappings(await listMappings(host), pool, image).map((m) => m.device);
-  const checks: Check[] = [{ what: `${pool}/${image} is no longer mapped on ${job.target.node}`, ok: left.length === 0, detail: left.length ? `still mapped: ${left.join(', ')}` : undefined }];
+  const checks: Check[] = [
+    {
+      what: `${pool}/${image} is no longer mapped on ${job.target.node}`,
+      ok: left.length === 0,
+      detail: left.length ? `still mapped: ${left.join(', ')}` : undefined,
+    },
+  ];
   const link = await host.readlink(`/dev/rbd/${pool}/${image}`);
   checks.push({ what: `/dev/rbd/${pool}/${image} is gone`, ok: link === null, detail: link ?? undefined });
   for (const s of plan.steps) {

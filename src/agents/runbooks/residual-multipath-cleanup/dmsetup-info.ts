@@ -12,7 +12,10 @@ export interface DmInfo {
 }
 
 export function parseDmsetupInfoColumns(stdout: string): DmInfo[] {
-  const lines = stdout.split('\n').map((l) => l.trimEnd()).filter((l) => l.trim() !== '');
+  const lines = stdout
+    .split('\n')
+    .map((l) => l.trimEnd())
+    .filter((l) => l.trim() !== '');
   const header = lines[0]?.trim().split(/\s+/) ?? [];
   if (header[0] !== 'Name') return [];
   const col = (name: string): number => header.indexOf(name);
@@ -22,7 +25,13 @@ export function parseDmsetupInfoColumns(stdout: string): DmInfo[] {
   for (const line of lines.slice(1)) {
     const f = line.trim().split(/\s+/);
     const num = (i: number): number => Number(f[i]);
-    const info: DmInfo = { name: f[iName] ?? '', major: num(iMaj), minor: num(iMin), open: num(iOpen), uuid: (iUuid >= 0 ? f[iUuid] : undefined) ?? null };
+    const info: DmInfo = {
+      name: f[iName] ?? '',
+      major: num(iMaj),
+      minor: num(iMin),
+      open: num(iOpen),
+      uuid: (iUuid >= 0 ? f[iUuid] : undefined) ?? null,
+    };
     if (!info.name || ![info.major, info.minor, info.open].every(Number.isInteger)) {
       throw new Error(`dmsetup info -c: cannot read row ${JSON.stringify(line)}`);
     }

@@ -57,7 +57,9 @@ async function assertSameMap(host: Host, step: { map: string; wwid: string; dm: 
   const name = (await host.readFile(sysBlockPath(step.dm, 'dm', 'name')))?.trim();
   const dm = await dmOfWwid(host, step.wwid);
   if (dm !== step.dm || name !== step.map) {
-    throw new TransientError(`map ${step.map} is no longer ${step.dm} with WWID ${step.wwid} (now ${dm ?? 'gone'}${name ? `, ${step.dm} is ${name}` : ''}): planning again`);
+    throw new TransientError(
+      `map ${step.map} is no longer ${step.dm} with WWID ${step.wwid} (now ${dm ?? 'gone'}${name ? `, ${step.dm} is ${name}` : ''}): planning again`,
+    );
   }
 }
 
@@ -68,7 +70,10 @@ async function assertStillDead(host: Host, step: { map: string; dm: string }, ti
   const ll = expectOk(await host.run(['multipath', '-ll', mapArg(step.map)], { timeoutMs }));
   const map = parseMultipathLl(ll.stdout).maps.find((m) => m.name === step.map);
   const live = map ? pathsOf(map).filter((p) => !isDeadPath(p)) : [];
-  if (live.length) throw new RefusedError([`path(s) ${live.map((p) => `${p.dev ?? '-'} ${p.dmState} ${p.checkerState}`).join(', ')} of ${step.map} came back since the plan: not removing it`]);
+  if (live.length)
+    throw new RefusedError([
+      `path(s) ${live.map((p) => `${p.dev ?? '-'} ${p.dmState} ${p.checkerState}`).join(', ')} of ${step.map} came back since the plan: not removing it`,
+    ]);
 }
 
 export function createStepExecutor(deps: ExecutorDeps): StepExecutor<ResidualStep> {
@@ -114,54 +119,58 @@ export function createStepExecutor(deps: ExecutorDeps): StepExecutor<ResidualSte
   };
 
   async function applyStep(step: ResidualStep, host: Host): Promise<void> {
-      switch (step.kind) {
-        case 'record-intent':
-          await writeIntent(host, deps.stateDir, step.record);
-          return;
-        case 'close-intent':
-          await host.unlink(intentPath(deps.stateDir, step.wwid));
-          return;
-        case 'release-queued-io': {
-          await assertSameMap(host, step);
-          await assertStillDead(host, step, policy.commandTimeoutMs);
-          expectOk(await host.run(['dmsetup', 'message', mapArg(step.map), '0', 'fail_if_no_path'], t));
-          return;
-        }
-        case 'flush-map': {
-          await assertSameMap(host, step);
-          await assertStillDead(host, step, policy.commandTimeoutMs);
-          // Openers that were stuck on queued I/O need a moment to get their EIO and close.
-          const deadline = deps.now() + policy.openCountWaitMs;
-          for (;;) {
-            const r = await host.run(['multipath', '-f', mapArg(step.map)], t);
-            // Simulated (dry-run), flushed, or gone by other hands: done either way.
-            if (r.exitCode === 0 || wasSimulated(r) || (await dmOfWwid(host, step.wwid)) === null) return;
-            if (!inUse(`${r.stdout}\n${r.stderr}`) || deps.now() >= deadline) {
-              const open = await openCount(host, step.map, policy.commandTimeoutMs);
-              if (inUse(`${r.stdout}\n${r.stderr}`)) {
-                throw new TransientError(`multipath -f ${step.map}: still in use after ${policy.openCountWaitMs} ms (open count ${open ?? 'unknown'})`);
-              }
-              expectOk(r);
+    switch (step.kind) {
+      case 'record-intent':
+        await writeIntent(host, deps.stateDir, step.record);
+        return;
+      case 'close-intent':
+        await host.unlink(intentPath(deps.stateDir, step.wwid));
+        return;
+      case 'release-queued-io': {
+        await assertSameMap(host, step);
+        await assertStillDead(host, step, policy.commandTimeoutMs);
+        expectOk(await host.run(['dmsetup', 'message', mapArg(step.map), '0', 'fail_if_no_path'], t));
+        return;
+      }
+      case 'flush-map': {
+        await assertSameMap(host, step);
+        await assertStillDead(host, step, policy.commandTimeoutMs);
+        // Openers that were stuck on queued I/O need a moment to get their EIO and close.
+        const deadline = deps.now() + policy.openCountWaitMs;
+        for (;;) {
+          const r = await host.run(['multipath', '-f', mapArg(step.map)], t);
+          // Simulated (dry-run), flushed, or gone by other hands: done either way.
+          if (r.exitCode === 0 || wasSimulated(r) || (await dmOfWwid(host, step.wwid)) === null) return;
+          if (!inUse(`${r.stdout}\n${r.stderr}`) || deps.now() >= deadline) {
+            const open = await openCount(host, step.map, policy.commandTimeoutMs);
+            if (inUse(`${r.stdout}\n${r.stderr}`)) {
+              throw new TransientError(`multipath -f ${step.map}: still in use after ${policy.openCountWaitMs} ms (open count ${open ?? 'unknown'})`);
             }
-            do await deps.sleep(250);
-            while (deps.now() < deadline && ((await openCount(host, step.map, policy.commandTimeoutMs)) ?? 1) > 0);
+            expectOk(r);
           }
-        }
-        case 'delete-disk': {
-          const now = await diskIdentity(host, step.disk);
-          if (now === null || !isSameDisk(now, step)) return;
-          const holders = await host.list(sysBlockPath(step.disk, 'holders'));
-          if (holders.length && !deps.dryRun) {
-            throw new TransientError(`${step.disk} is held by ${holders.join(', ')} again (multipathd re-created the map?): planning again`);
-          }
-          await withDeadline(host.writeSysfs(sysBlockPath(step.disk, 'device', 'delete'), '1'), policy.commandTimeoutMs, `echo 1 > /sys/block/${step.disk}/device/delete`);
-          return;
-        }
-        default: {
-          const never: never = step;
-          return never;
+          do await deps.sleep(250);
+          while (deps.now() < deadline && ((await openCount(host, step.map, policy.commandTimeoutMs)) ?? 1) > 0);
         }
       }
+      case 'delete-disk': {
+        const now = await diskIdentity(host, step.disk);
+        if (now === null || !isSameDisk(now, step)) return;
+        const holders = await host.list(sysBlockPath(step.disk, 'holders'));
+        if (holders.length && !deps.dryRun) {
+          throw new TransientError(`${step.disk} is held by ${holders.join(', ')} again (multipathd re-created the map?): planning again`);
+        }
+        await withDeadline(
+          host.writeSysfs(sysBlockPath(step.disk, 'device', 'delete'), '1'),
+          policy.commandTimeoutMs,
+          `echo 1 > /sys/block/${step.disk}/device/delete`,
+        );
+        return;
+      }
+      default: {
+        const never: never = step;
+        return never;
+      }
+    }
   }
 }
 

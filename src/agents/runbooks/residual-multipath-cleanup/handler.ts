@@ -34,7 +34,15 @@ export function createResidualMultipathCleanup(deps: ResidualMultipathDeps): Run
     const steps = createStepExecutor({ policy, ...clock, dryRun: ctx.mode === 'dry-run', stateDir: deps.stateDir });
     const definition: RunbookDefinition<'residual-multipath-cleanup', ResidualFacts, ResidualStep> = {
       runbook: 'residual-multipath-cleanup',
-      observe: (j, host) => observe(j, host, { attached: deps.attached, policy, ranOn: ctx.ranOn, now, dryRun: ctx.mode === 'dry-run', stateDir: deps.stateDir }),
+      observe: (j, host) =>
+        observe(j, host, {
+          attached: deps.attached,
+          policy,
+          ranOn: ctx.ranOn,
+          now,
+          dryRun: ctx.mode === 'dry-run',
+          stateDir: deps.stateDir,
+        }),
       plan: (facts) => plan(facts, policy, { stateDir: deps.stateDir }, ctx.jobId),
       steps,
       verify: (j, host, planned) => verify(j, host, planned as Extract<ResidualPlan, { kind: 'steps' }>, { policy, ...clock, stateDir: deps.stateDir }),

@@ -102,7 +102,14 @@ function parseProps(text: string, map: MultipathMap): boolean {
 function parsePath(text: string): MultipathPath | null {
   const old = OLD_PATH.exec(text);
   if (old) {
-    return { hctl: orNull(old[1], '#:#:#:#'), dev: orNull(old[2], '-'), devT: orNull(old[3], '#:#'), dmState: old[4] ?? '', checkerState: old[5] ?? '', onlineState: null };
+    return {
+      hctl: orNull(old[1], '#:#:#:#'),
+      dev: orNull(old[2], '-'),
+      devT: orNull(old[3], '#:#'),
+      dmState: old[4] ?? '',
+      checkerState: old[5] ?? '',
+      onlineState: null,
+    };
   }
   const m = NEW_PATH.exec(text);
   if (!m) return null;
@@ -111,7 +118,14 @@ function parsePath(text: string): MultipathPath | null {
   const onlineState = rest.length >= 2 ? (rest.pop() ?? null) : null;
   const checkerState = rest.join(' ');
   if (!checkerState) return null;
-  return { hctl: orNull(m[1], '#:#:#:#'), dev: orNull(m[2], '-'), devT: orNull(m[3], '#:#'), dmState: m[4] ?? '', checkerState, onlineState };
+  return {
+    hctl: orNull(m[1], '#:#:#:#'),
+    dev: orNull(m[2], '-'),
+    devT: orNull(m[3], '#:#'),
+    dmState: m[4] ?? '',
+    checkerState,
+    onlineState,
+  };
 }
 
 function parseGroup(text: string): MultipathGroup | null {

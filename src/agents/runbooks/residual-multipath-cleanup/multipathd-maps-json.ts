@@ -46,7 +46,12 @@ export function parseMultipathdMapsJson(stdout: string): JsonMapView[] | null {
     dm: m.sysfs && /^dm-\d+$/.test(m.sysfs) ? m.sysfs : null,
     features: m.features ?? null,
     paths: m.path_groups.flatMap((g) =>
-      g.paths.map((p) => ({ dev: p.dev === '-' || p.dev === '' ? null : p.dev, dmState: p.dm_st, checkerState: p.chk_st, onlineState: p.dev_st ?? null })),
+      g.paths.map((p) => ({
+        dev: p.dev === '-' || p.dev === '' ? null : p.dev,
+        dmState: p.dm_st,
+        checkerState: p.chk_st,
+        onlineState: p.dev_st ?? null,
+      })),
     ),
   }));
 }

@@ -17,7 +17,13 @@ const Sighting = z.object({
 });
 export type Sighting = z.infer<typeof Sighting>;
 
-const StuckProbe = z.object({ pid: z.number().int(), startTime: z.string().nullable(), dm: z.string(), at: z.string(), bootId: z.string().nullable() });
+const StuckProbe = z.object({
+  pid: z.number().int(),
+  startTime: z.string().nullable(),
+  dm: z.string(),
+  at: z.string(),
+  bootId: z.string().nullable(),
+});
 export type StuckProbe = z.infer<typeof StuckProbe>;
 
 const ObservationFile = z.object({

@@ -57,7 +57,15 @@ async function orphanDisks(host: Host, disks: ReadonlyArray<{ name: string; hctl
     if (!DEVICE_PATTERNS.scsi.test(d.name)) continue;
     const now = await diskIdentity(host, d.name);
     if (now === null || !isSameDisk(now, { hctl: d.hctl, wwid })) continue;
-    out.push({ name: d.name, hctl: now.hctl, wwid: now.wwid, holders: await host.list(sysBlockPath(d.name, 'holders')), mounts: [], openers: [], devT: await readTrimmed(host, sysBlockPath(d.name, 'dev')) });
+    out.push({
+      name: d.name,
+      hctl: now.hctl,
+      wwid: now.wwid,
+      holders: await host.list(sysBlockPath(d.name, 'holders')),
+      mounts: [],
+      openers: [],
+      devT: await readTrimmed(host, sysBlockPath(d.name, 'dev')),
+    });
   }
   return out;
 }
@@ -85,7 +93,11 @@ async function attachmentsOf(attached: AttachedVolumes, node: string): Promise<A
   } catch (err) {
     throw new TransientError(`cannot read the VolumeAttachments of node ${node}: ${(err as Error).message}`);
   }
-  if (answer === 'unknown') return { known: false, why: 'the volumes attached to this node cannot be resolved to WWIDs (no cluster lookups, or an unresolvable volume)' };
+  if (answer === 'unknown')
+    return {
+      known: false,
+      why: 'the volumes attached to this node cannot be resolved to WWIDs (no cluster lookups, or an unresolvable volume)',
+    };
   return { known: true, wwids: [...answer].map(normalizeWwid).sort() };
 }
 
@@ -100,7 +112,10 @@ async function pathFacts(host: Host, p: ReturnType<typeof pathsOf>[number]): Pro
 function disagreement(ll: MultipathMap, json: JsonMapView | undefined): string | null {
   if (!json) return null;
   const key = (ps: Array<{ dev: string | null; dmState: string; checkerState: string }>): string =>
-    ps.map((p) => `${p.dev ?? '-'}:${isDeadPath({ ...p, hctl: null, devT: null, onlineState: null }) ? 'dead' : 'live'}`).sort().join(',');
+    ps
+      .map((p) => `${p.dev ?? '-'}:${isDeadPath({ ...p, hctl: null, devT: null, onlineState: null }) ? 'dead' : 'live'}`)
+      .sort()
+      .join(',');
   const a = key(pathsOf(ll));
   const b = key(json.paths);
   return a === b ? null : `multipathd shows its paths as ${b}, multipath -ll as ${a}`;
@@ -144,15 +159,32 @@ export async function observe(job: ResidualMultipathJob, host: Host, deps: Obser
   const intentListing = await readIntents(host, deps.stateDir);
   const observeNotes: string[] = [];
   const base = {
-    node, ranOn: deps.ranOn, mode: deps.dryRun ? 'dry-run' as const : 'enforce' as const, observedAt: deps.now().toISOString(), attachments,
-    mountNamespaces: 0, unreadableMountinfo: [], bootId, intents: [] as IntentFacts[], unreadableIntents: intentListing.unreadable, observeNotes,
+    node,
+    ranOn: deps.ranOn,
+    mode: deps.dryRun ? ('dry-run' as const) : ('enforce' as const),
+    observedAt: deps.now().toISOString(),
+    attachments,
+    mountNamespaces: 0,
+    unreadableMountinfo: [],
+    bootId,
+    intents: [] as IntentFacts[],
+    unreadableIntents: intentListing.unreadable,
+    observeNotes,
   };
 
   const ll = await host.run(LIST_MAPS, t);
   if (wasSimulated(ll) || ll.exitCode !== 0 || ll.timedOut) {
     const why = wasSimulated(ll) ? 'multipath -ll was not run' : describeFailure(ll);
     const mpathDms = [...uuids].filter(([, u]) => wwidOfDmUuid(u) !== null).map(([dm]) => dm);
-    return { ...base, listing: { ok: false, why: `${why}${mpathDms.length ? `; sysfs shows multipath maps ${mpathDms.join(', ')}` : '; sysfs shows no multipath map'}` }, maps: [], multipathdAgrees: null };
+    return {
+      ...base,
+      listing: {
+        ok: false,
+        why: `${why}${mpathDms.length ? `; sysfs shows multipath maps ${mpathDms.join(', ')}` : '; sysfs shows no multipath map'}`,
+      },
+      maps: [],
+      multipathdAgrees: null,
+    };
   }
   const listing = parseMultipathLl(ll.stdout);
 
@@ -166,7 +198,10 @@ export async function observe(job: ResidualMultipathJob, host: Host, deps: Obser
     const problems = [...m.problems];
     // The name goes into argv (multipath -f, dmsetup message): a name outside the pattern is a
     // map we do not touch (its evidence is contradicted), whatever else it shows.
-    if (!isMapName(m.name)) problems.push(`the map name ${JSON.stringify(m.name.slice(0, 140))} is not a plain map name (letters, digits, _ . : -, not starting with - or .): not acted on`);
+    if (!isMapName(m.name))
+      problems.push(
+        `the map name ${JSON.stringify(m.name.slice(0, 140))} is not a plain map name (letters, digits, _ . : -, not starting with - or .): not acted on`,
+      );
     const bySysfs = [...uuids].find(([, u]) => wwidOfDmUuid(u) === normalizeWwid(wwid))?.[0] ?? null;
     const dm = m.dm ?? bySysfs;
     if (dm && bySysfs !== dm) problems.push(`sysfs does not show ${dm} as the map of WWID ${wwid} (${bySysfs ?? `no dm device has uuid mpath-${wwid}`})`);
@@ -196,7 +231,13 @@ export async function observe(job: ResidualMultipathJob, host: Host, deps: Obser
       swap: false,
       openers: [],
       diskOpeners: [],
-      probe: { outcome: 'not-run', durationMs: 0, exitCode: null, stuckPids: [], detail: 'not probed: the map has a path that is not dead' },
+      probe: {
+        outcome: 'not-run',
+        durationMs: 0,
+        exitCode: null,
+        stuckPids: [],
+        detail: 'not probed: the map has a path that is not dead',
+      },
       byIdLinks: [],
       loopBacked: [],
       exportedBy: [],
@@ -228,7 +269,8 @@ export async function observe(job: ResidualMultipathJob, host: Host, deps: Obser
   // Intent records of earlier sequences: is their map still there, and if not, are their disks?
   const intents: IntentFacts[] = [];
   for (const record of intentListing.records) {
-    const mapPresent = [...uuids.values()].some((u) => wwidOfDmUuid(u) === normalizeWwid(record.wwid)) || maps.some((m) => normalizeWwid(m.wwid) === normalizeWwid(record.wwid));
+    const mapPresent =
+      [...uuids.values()].some((u) => wwidOfDmUuid(u) === normalizeWwid(record.wwid)) || maps.some((m) => normalizeWwid(m.wwid) === normalizeWwid(record.wwid));
     intents.push({ record, mapPresent, orphans: mapPresent ? [] : await orphanDisks(host, record.disks, record.wwid) });
   }
 
@@ -239,7 +281,8 @@ export async function observe(job: ResidualMultipathJob, host: Host, deps: Obser
     const out: MapFacts['mounts'] = [];
     for (const ns of scan.namespaces) {
       for (const entry of ns.mounts) {
-        if (targets.some((t) => mountUses(entry, t))) out.push({ mountPoint: entry.mountPoint, how: `${entry.fsType} ${entry.source} (${ns.namespace})`, pids: ns.pids.slice(0, 5) });
+        if (targets.some((t) => mountUses(entry, t)))
+          out.push({ mountPoint: entry.mountPoint, how: `${entry.fsType} ${entry.source} (${ns.namespace})`, pids: ns.pids.slice(0, 5) });
       }
     }
     return out;
@@ -282,15 +325,37 @@ export async function observe(job: ResidualMultipathJob, host: Host, deps: Obser
     const blocked = cheapEvidence(m, ctx, policy).filter((e) => e.status !== 'holds');
     const earlier = m.openers.filter((o) => o.ownProbe);
     if (blocked.length) {
-      m.probe = { outcome: 'not-run', durationMs: 0, exitCode: null, stuckPids: [], detail: `not probed: held by ${blocked.length} cheaper interlock(s) above` };
+      m.probe = {
+        outcome: 'not-run',
+        durationMs: 0,
+        exitCode: null,
+        stuckPids: [],
+        detail: `not probed: held by ${blocked.length} cheaper interlock(s) above`,
+      };
     } else if (earlier.length) {
       // Our earlier probe is still stuck on it: reads hang. Another probe would only add one more process in D state.
-      m.probe = { outcome: 'timed-out', durationMs: 0, exitCode: null, stuckPids: earlier.map((o) => o.pid), detail: `not probed again: our earlier probe(s) ${earlier.map((o) => o.pid).join(', ')} are still stuck on it` };
+      m.probe = {
+        outcome: 'timed-out',
+        durationMs: 0,
+        exitCode: null,
+        stuckPids: earlier.map((o) => o.pid),
+        detail: `not probed again: our earlier probe(s) ${earlier.map((o) => o.pid).join(', ')} are still stuck on it`,
+      };
     } else if (deps.dryRun && m.queueIfNoPath) {
-      m.probe = { outcome: 'skipped-dry-run', durationMs: 0, exitCode: null, stuckPids: [], detail: 'dry-run: the map queues I/O (queue_if_no_path), so a read probe would hang in D state; enforce probes it first' };
+      m.probe = {
+        outcome: 'skipped-dry-run',
+        durationMs: 0,
+        exitCode: null,
+        stuckPids: [],
+        detail: 'dry-run: the map queues I/O (queue_if_no_path), so a read probe would hang in D state; enforce probes it first',
+      };
     } else candidates.push(m);
   }
-  const probes = await probeMaps(host, candidates.map((m) => m.dm as string), policy.probeTimeoutMs);
+  const probes = await probeMaps(
+    host,
+    candidates.map((m) => m.dm as string),
+    policy.probeTimeoutMs,
+  );
   const stuckNow: Array<{ pid: number; startTime: string | null; dm: string }> = [];
   for (const m of candidates) {
     const p = probes.get(m.dm as string);
@@ -306,7 +371,12 @@ export async function observe(job: ResidualMultipathJob, host: Host, deps: Obser
 
   // This job is one more observation of the dead maps (a map with a live path starts over).
   const now = deps.now().toISOString();
-  const counted = recordSightings(observations.observations, dead.map((m) => normalizeWwid(m.wwid)), now, bootId);
+  const counted = recordSightings(
+    observations.observations,
+    dead.map((m) => normalizeWwid(m.wwid)),
+    now,
+    bootId,
+  );
   const alive = new Set([...openers.values()].flat().map((o) => o.pid));
   counted.stuckProbes = [
     ...observations.observations.stuckProbes.filter((p) => p.bootId === bootId && alive.has(p.pid)),

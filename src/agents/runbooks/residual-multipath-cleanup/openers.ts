@@ -5,9 +5,7 @@ import type { Opener } from '../../host/proc-facts.ts';
 // or a live user. D state proves nothing: a database waiting on queued I/O is in D state too,
 // so anything not positively known as a victim is a user, and the map is left alone.
 
-export type OpenerRole =
-  | { kind: 'victim'; why: string }
-  | { kind: 'user'; why: string };
+export type OpenerRole = { kind: 'victim'; why: string } | { kind: 'user'; why: string };
 
 /** pid, comm, state and where it lives, for a reason a human can act on. */
 export function describeOpener(o: Opener): string {

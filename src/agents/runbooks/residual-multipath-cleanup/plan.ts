@@ -60,7 +60,13 @@ const needsRelease = (m: MapFacts): boolean => m.queueIfNoPath || (m.openCount ?
 export function assess(m: MapFacts, f: ResidualFacts, policy: ResidualPolicy): { verdict: Verdict; evidence: StepEvidence[] } {
   const live = m.paths.filter((p) => !isDeadPath(p));
   if (live.length > 0 || m.paths.length === 0) {
-    return { verdict: { kind: 'healthy', why: m.paths.length ? `${live.length} of ${m.paths.length} path(s) not dead: ${pathText(m)}` : 'no paths listed' }, evidence: [] };
+    return {
+      verdict: {
+        kind: 'healthy',
+        why: m.paths.length ? `${live.length} of ${m.paths.length} path(s) not dead: ${pathText(m)}` : 'no paths listed',
+      },
+      evidence: [],
+    };
   }
   const evidence = mapEvidence(m, f, policy);
   const reasons = reasonsOf(evidence, f);
@@ -85,7 +91,15 @@ function intentOf(m: MapFacts, f: ResidualFacts, jobId: string): IntentRecord {
   };
 }
 
-function stepsFor(m: MapFacts, f: ResidualFacts, releaseQueuedIo: boolean, evidence: StepEvidence[], policy: ResidualPolicy, ctx: PlanContext, jobId: string): ResidualStep[] {
+function stepsFor(
+  m: MapFacts,
+  f: ResidualFacts,
+  releaseQueuedIo: boolean,
+  evidence: StepEvidence[],
+  policy: ResidualPolicy,
+  ctx: PlanContext,
+  jobId: string,
+): ResidualStep[] {
   const dm = m.dm as string;
   const steps: ResidualStep[] = [];
   const record = intentOf(m, f, jobId);
@@ -135,7 +149,12 @@ function stepsFor(m: MapFacts, f: ResidualFacts, releaseQueuedIo: boolean, evide
       map: m.name,
       evidence: [
         ...evidence,
-        { claim: `${p.dev} is ${p.hctl ?? '?'} with WWID ${p.sysfsWwid ?? m.wwid}, a path of ${m.name}`, source: `/sys/block/${p.dev}/device`, observedAt: f.observedAt, status: p.sysfsWwid === null && p.hctl === null ? 'missing' : 'holds' },
+        {
+          claim: `${p.dev} is ${p.hctl ?? '?'} with WWID ${p.sysfsWwid ?? m.wwid}, a path of ${m.name}`,
+          source: `/sys/block/${p.dev}/device`,
+          observedAt: f.observedAt,
+          status: p.sysfsWwid === null && p.hctl === null ? 'missing' : 'holds',
+        },
       ],
     });
   }
@@ -144,7 +163,13 @@ function stepsFor(m: MapFacts, f: ResidualFacts, releaseQueuedIo: boolean, evide
 }
 
 function closeIntent(wwid: string, map: string, _ctx: PlanContext, why: string): ResidualStep {
-  return { kind: 'close-intent', id: `close-intent:${wwid}`, description: `remove the intent record of ${map} (${why})`, destructive: false, wwid };
+  return {
+    kind: 'close-intent',
+    id: `close-intent:${wwid}`,
+    description: `remove the intent record of ${map} (${why})`,
+    destructive: false,
+    wwid,
+  };
 }
 
 /** What to do about intent records whose map is gone: finish deleting their disks, or forget them. */
@@ -157,7 +182,9 @@ function planIntents(f: ResidualFacts, policy: ResidualPolicy, ctx: PlanContext,
     const sameBoot = r.bootId !== null && r.bootId === f.bootId;
     if (!sameBoot) {
       // After a reboot the kernel found its disks anew: what is there now is assessed as maps.
-      notes.push(`intent record of ${r.map} (WWID ${r.wwid}) is from an earlier boot (${r.bootId ?? 'unknown'}): forgotten, its disks (if any came back) are judged as maps`);
+      notes.push(
+        `intent record of ${r.map} (WWID ${r.wwid}) is from an earlier boot (${r.bootId ?? 'unknown'}): forgotten, its disks (if any came back) are judged as maps`,
+      );
       steps.push(closeIntent(r.wwid, r.map, ctx, 'from an earlier boot'));
       continue;
     }
@@ -211,7 +238,9 @@ export function plan(f: ResidualFacts, policy: ResidualPolicy, ctx: PlanContext 
   const refuse = (...reasons: string[]): ResidualPlan => ({ kind: 'refuse', reasons, assessments: [], notes });
   if (f.ranOn !== f.node) return refuse(`the job is for node ${f.node} but ran on ${f.ranOn}`);
   if (f.unreadableIntents.length) {
-    return refuse(`intent record(s) of an earlier cleanup cannot be read (${f.unreadableIntents.join(', ')}): a human must look at them before anything else is removed`);
+    return refuse(
+      `intent record(s) of an earlier cleanup cannot be read (${f.unreadableIntents.join(', ')}): a human must look at them before anything else is removed`,
+    );
   }
   if (!f.listing.ok) {
     if (/sysfs shows no multipath map/.test(f.listing.why) && f.maps.length === 0 && f.intents.length === 0) {
@@ -243,7 +272,9 @@ export function plan(f: ResidualFacts, policy: ResidualPolicy, ctx: PlanContext 
   if (residual.length > policy.maxMapsPerJob) {
     return {
       kind: 'refuse',
-      reasons: [`${residual.length} maps look residual (${residual.map((m) => m.name).join(', ')}), more than the ${policy.maxMapsPerJob} one job may remove: a human must confirm this is not a storage outage`],
+      reasons: [
+        `${residual.length} maps look residual (${residual.map((m) => m.name).join(', ')}), more than the ${policy.maxMapsPerJob} one job may remove: a human must confirm this is not a storage outage`,
+      ],
       assessments,
       notes,
     };
@@ -257,7 +288,12 @@ export function plan(f: ResidualFacts, policy: ResidualPolicy, ctx: PlanContext 
   ];
   if (steps.length === 0) {
     if (held.length > 0) return { kind: 'refuse', reasons: held, assessments, notes };
-    return { kind: 'nothing-to-do', summary: f.maps.length ? `no residual multipath maps: ${tail}` : 'no multipath maps', assessments, notes };
+    return {
+      kind: 'nothing-to-do',
+      summary: f.maps.length ? `no residual multipath maps: ${tail}` : 'no multipath maps',
+      assessments,
+      notes,
+    };
   }
   const cleaned = residual.map((m) => `${m.name} (${m.dm}, ${devList(m).join('+') || 'no disks'})`);
   const orphans = intentSteps.filter((s) => s.kind === 'delete-disk').map((s) => (s.kind === 'delete-disk' ? s.disk : ''));

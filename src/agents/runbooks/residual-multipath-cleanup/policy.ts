@@ -46,7 +46,17 @@ export interface ResidualPolicy {
  * multipath and device-mapper tools. comm is at most 15 characters (the kernel truncates).
  */
 export const DEFAULT_VICTIM_OPENERS: readonly string[] = [
-  '(udev-worker)', 'systemd-udevd', 'udevd', 'blkid', 'lsblk', 'scsi_id', 'pvscan', 'multipath', 'multipathd', 'kpartx', 'dmsetup',
+  '(udev-worker)',
+  'systemd-udevd',
+  'udevd',
+  'blkid',
+  'lsblk',
+  'scsi_id',
+  'pvscan',
+  'multipath',
+  'multipathd',
+  'kpartx',
+  'dmsetup',
 ];
 
 export const DEFAULT_POLICY: ResidualPolicy = {

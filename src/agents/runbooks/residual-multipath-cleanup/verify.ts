@@ -33,7 +33,11 @@ export async function verify(_job: ResidualMultipathJob, host: Host, plan: Extra
       case 'delete-disk': {
         const now = await diskIdentity(host, step.disk);
         const ours = now !== null && isSameDisk(now, step);
-        checks.push({ what: `disk ${step.disk} (${step.hctl ?? 'no H:C:T:L'}) is gone`, ok: !ours, ...(now ? { detail: `${step.disk} is ${now.hctl ?? '?'} ${now.wwid ?? '?'}` } : {}) });
+        checks.push({
+          what: `disk ${step.disk} (${step.hctl ?? 'no H:C:T:L'}) is gone`,
+          ok: !ours,
+          ...(now ? { detail: `${step.disk} is ${now.hctl ?? '?'} ${now.wwid ?? '?'}` } : {}),
+        });
         break;
       }
       case 'release-queued-io':
@@ -62,7 +66,11 @@ export async function verify(_job: ResidualMultipathJob, host: Host, plan: Extra
       if (left.length === 0 || deps.now() >= deadline) break;
       await deps.sleep(250);
     }
-    checks.push({ what: `their /dev/disk/by-id links are gone (${links.length})`, ok: left.length === 0, ...(left.length ? { detail: `still there: ${left.join(', ')}` } : {}) });
+    checks.push({
+      what: `their /dev/disk/by-id links are gone (${links.length})`,
+      ok: left.length === 0,
+      ...(left.length ? { detail: `still there: ${left.join(', ')}` } : {}),
+    });
   }
 
   for (const a of plan.assessments) {

@@ -3,7 +3,10 @@
 // Compared in one normal form: lower-case, multipath style.
 
 export function normalizeWwid(w: string): string {
-  return w.trim().toLowerCase().replace(/^mpath-/, '');
+  return w
+    .trim()
+    .toLowerCase()
+    .replace(/^mpath-/, '');
 }
 
 /** The multipath-style WWID of a SCSI disk's sysfs `device/wwid`; null for forms we cannot map (t10). */

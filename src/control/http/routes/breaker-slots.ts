@@ -35,7 +35,7 @@ export function breakerSlotRoutes(d: BreakerSlotDeps, before: RequestHandler[]):
     const v = verifySeal(workRingFor(d.roots, queue), 'breaker', breakerSubject(queue), ask, seal, (d.now ?? Date.now)());
     if (!v.ok || v.seal.iss !== 'node-agent') {
       const why = v.ok ? `sealed by the ${v.seal.iss}, not a node agent` : `${v.reason}: ${v.detail}`;
-      d.log.warn({ node: ask.node, op: ask.op, why }, 'breaker request refused: not sealed by that node\'s agent');
+      d.log.warn({ node: ask.node, op: ask.op, why }, "breaker request refused: not sealed by that node's agent");
       return res.status(403).json({ error: `not sealed with node ${ask.node}'s work key (${why})` });
     }
     const breakers = new Breakers(d.redis, d.prefix, () => new Date(v.seal.iat));

@@ -16,17 +16,21 @@ import { operatorOf } from '../operator-gate.ts';
 
 const Why = z.string().trim().max(500).optional();
 
-const ModeBody = z.object({
-  runbook: RunbookName.optional(),
-  node: NodeName.optional(),
-  /** `default`: drop the override, back to configuration. */
-  mode: z.enum(['dry-run', 'enforce', 'default']),
-  why: Why,
-}).refine((b) => (b.runbook === undefined) !== (b.node === undefined), 'name exactly one of runbook or node');
-const PauseBody = z.object({ node: NodeName.optional(), runbook: RunbookName.optional(), why: Why })
+const ModeBody = z
+  .object({
+    runbook: RunbookName.optional(),
+    node: NodeName.optional(),
+    /** `default`: drop the override, back to configuration. */
+    mode: z.enum(['dry-run', 'enforce', 'default']),
+    why: Why,
+  })
+  .refine((b) => (b.runbook === undefined) !== (b.node === undefined), 'name exactly one of runbook or node');
+const PauseBody = z
+  .object({ node: NodeName.optional(), runbook: RunbookName.optional(), why: Why })
   .refine((b) => b.node === undefined || b.runbook === undefined, 'name a node or a runbook, not both (neither: the cluster)');
 const scopeOf = (b: { node?: string | undefined; runbook?: string | undefined }) => (b.runbook ? { runbook: b.runbook } : b.node);
-const scopeName = (b: { node?: string | undefined; runbook?: string | undefined }) => (b.runbook ? `runbook/${b.runbook}` : b.node ? `node/${b.node}` : 'cluster');
+const scopeName = (b: { node?: string | undefined; runbook?: string | undefined }) =>
+  b.runbook ? `runbook/${b.runbook}` : b.node ? `node/${b.node}` : 'cluster';
 const ResetBody = z.object({ breaker: BreakerName, why: Why });
 const ApproveBody = z.object({ why: Why });
 const RejectBody = z.object({ why: z.string().trim().min(1, 'say why the step must not run (why)').max(500) });

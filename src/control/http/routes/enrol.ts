@@ -26,7 +26,11 @@ export function enrolRoutes(d: EnrolDeps, before: RequestHandler[]): Router {
     const e = d.enrolment;
     if (!e) return res.status(404).json({ error: 'enrolment is off on this receiver (ENROL_NODE_AGENTS / ENROL_CLUSTER_WORKERS unset)' });
     const wait = d.limiter.retryAfter(req.ip ?? '');
-    if (wait !== undefined) return res.set('Retry-After', String(wait)).status(429).json({ error: `too many failed enrolments from this address; retry in ${wait} s` });
+    if (wait !== undefined)
+      return res
+        .set('Retry-After', String(wait))
+        .status(429)
+        .json({ error: `too many failed enrolments from this address; retry in ${wait} s` });
     const body = EnrolRequest.safeParse(req.body);
     const as = body.success ? body.data.as : 'invalid';
     if (!body.success) {
@@ -37,7 +41,10 @@ export function enrolRoutes(d: EnrolDeps, before: RequestHandler[]): Router {
     if (token === undefined) {
       d.limiter.failed(req.ip ?? '');
       d.counter.inc({ as, outcome: 'unauthorized' });
-      return res.set('WWW-Authenticate', 'Bearer realm="volume-medic"').status(401).json({ error: 'enrolment needs the pod\'s projected service-account token as a bearer token' });
+      return res
+        .set('WWW-Authenticate', 'Bearer realm="volume-medic"')
+        .status(401)
+        .json({ error: "enrolment needs the pod's projected service-account token as a bearer token" });
     }
     try {
       const out = await e.enrol(token, body.data);

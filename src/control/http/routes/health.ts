@@ -62,7 +62,20 @@ export function healthRoutes(deps: HealthDeps): Router {
   r.get('/readyz', async (_req, res) => {
     // Watches are reported, not gated on: webhooks are stored fine while a watch restarts.
     const kube = kubeState?.();
-    const k = kube ? { kube: { ready: kube.ready, watches: kube.watches.map((w) => ({ name: w.name, status: w.status, restarts: w.restarts, ...(w.lastError ? { lastError: w.lastError } : {}) })), reconcile: kube.reconcile } } : {};
+    const k = kube
+      ? {
+          kube: {
+            ready: kube.ready,
+            watches: kube.watches.map((w) => ({
+              name: w.name,
+              status: w.status,
+              restarts: w.restarts,
+              ...(w.lastError ? { lastError: w.lastError } : {}),
+            })),
+            reconcile: kube.reconcile,
+          },
+        }
+      : {};
     const c = connections();
     const conns = deps.connections ? { connections: c.report } : {};
     // Missing replica acknowledgements are reported, not made unready: every replica of the
@@ -71,7 +84,13 @@ export function healthRoutes(deps: HealthDeps): Router {
     const ack = deps.replicaAck ? replicaAckReport(deps.replicaAck()) : undefined;
     const a = ack ? { replicaAck: ack.report } : {};
     try {
-      if (!c.ready) throw new Error(`connection(s) not ready: ${Object.entries(c.report).filter(([, v]) => v !== 'ready').map(([n, v]) => `${n} ${v}`).join('; ')}`);
+      if (!c.ready)
+        throw new Error(
+          `connection(s) not ready: ${Object.entries(c.report)
+            .filter(([, v]) => v !== 'ready')
+            .map(([n, v]) => `${n} ${v}`)
+            .join('; ')}`,
+        );
       await withTimeout(redis.ping(), 1000);
       // A pause or a tripped breaker is reported, not made unready: webhooks are still stored.
       const summary = controls ? await withTimeout(controlsSummary(redis, prefix, controls), 1000).catch(() => undefined) : undefined;
@@ -85,23 +104,31 @@ export function healthRoutes(deps: HealthDeps): Router {
   });
   r.get('/metrics', async (_req, res) => {
     // This replica's own view of Redis, on every replica (a webhook it takes needs Redis).
-    const redisUp = await withTimeout(redis.ping(), 1000).then(() => 1, () => 0);
-    const own = [
-      '# HELP volume_medic_redis_up 1 when this receiver\'s Redis answered a PING within 1 s at scrape time, else 0.',
-      '# TYPE volume_medic_redis_up gauge',
-      `volume_medic_redis_up ${redisUp}`,
-      '',
-    ].join('\n') + connectionsExposition(deps.connections?.() ?? []) + (deps.replicaAck ? replicaAckExposition(deps.replicaAck()) : '');
+    const redisUp = await withTimeout(redis.ping(), 1000).then(
+      () => 1,
+      () => 0,
+    );
+    const own =
+      [
+        "# HELP volume_medic_redis_up 1 when this receiver's Redis answered a PING within 1 s at scrape time, else 0.",
+        '# TYPE volume_medic_redis_up gauge',
+        `volume_medic_redis_up ${redisUp}`,
+        '',
+      ].join('\n') +
+      connectionsExposition(deps.connections?.() ?? []) +
+      (deps.replicaAck ? replicaAckExposition(deps.replicaAck()) : '');
     let fleetWide = '';
     if (fleet() && redisUp === 1) {
       // Each part on its own deadline: a slow read of thousands of queues does not cost the rest.
       // Redis down: the receiver's own metrics are still worth serving (and show the 503s).
-      const parts = await Promise.all([
-        withTimeout(finishedExposition(redis, prefix), 1000),
-        withTimeout(noAgentExposition(redis, prefix), 1000),
-        controls ? withTimeout(controlsSummary(redis, prefix, controls), 1000).then(controlsExposition) : '',
-        withTimeout(queueDepths(redis, prefix), 2000).then(queueDepthExposition),
-      ].map((p) => Promise.resolve(p).catch(() => '')));
+      const parts = await Promise.all(
+        [
+          withTimeout(finishedExposition(redis, prefix), 1000),
+          withTimeout(noAgentExposition(redis, prefix), 1000),
+          controls ? withTimeout(controlsSummary(redis, prefix, controls), 1000).then(controlsExposition) : '',
+          withTimeout(queueDepths(redis, prefix), 2000).then(queueDepthExposition),
+        ].map((p) => Promise.resolve(p).catch(() => '')),
+      );
       fleetWide = parts.join('');
     }
     res.set('Content-Type', registry.contentType).send(`${await registry.metrics()}\n${own}${fleetWide}`);

@@ -48,7 +48,11 @@ export function jobRoutes(deps: JobRoutesDeps): Router {
     const { limit, ...filter } = q.data;
     const page = await listIncidents(deps.incidents, deps.jobs, filter, { limit });
     // `next`: pass it as `before` for the older page; `partial`: the read stopped at its bound first.
-    return res.json({ jobs: page.items.map(summaryOf), ...(page.next !== undefined ? { next: page.next } : {}), ...(page.partial ? { partial: true } : {}) });
+    return res.json({
+      jobs: page.items.map(summaryOf),
+      ...(page.next !== undefined ? { next: page.next } : {}),
+      ...(page.partial ? { partial: true } : {}),
+    });
   });
   r.get('/v1/jobs/:id', async (req, res) => {
     const id = req.params.id;

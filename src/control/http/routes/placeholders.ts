@@ -21,7 +21,8 @@ const ReleaseBody = z.object({
   /** The PV's `spec.local.path`. */
   path: DiskLinkPath,
   force: z.literal(true, {
-    error: 'an operator release must carry force: true: it detaches the placeholder without checking that the disk is back (the agent releases it by itself once the disk returns)',
+    error:
+      'an operator release must carry force: true: it detaches the placeholder without checking that the disk is back (the agent releases it by itself once the disk returns)',
   }),
   why: z.string().trim().min(1, 'say why the placeholder must go without its disk (why)').max(500),
 });
@@ -47,7 +48,13 @@ export function placeholderRoutes(deps: PlaceholderRouteDeps): Router {
       target: { node, pv, path },
       action: 'release',
       release: { by: 'operator', force: true },
-      evidence: [{ source: 'api', summary: `release of the placeholder of PV ${pv} forced by ${by}: ${why}`.slice(0, 500), raw: { node, pv, path, by, why, force: true } }],
+      evidence: [
+        {
+          source: 'api',
+          summary: `release of the placeholder of PV ${pv} forced by ${by}: ${why}`.slice(0, 500),
+          raw: { node, pv, path, by, why, force: true },
+        },
+      ],
     }) as LocalPvPlaceholderJob;
     try {
       const [stored] = await deps.dispatcher.enqueue([job]);

@@ -47,12 +47,20 @@ export const safeNext = (v: unknown): string => (typeof v === 'string' && /^\/ui
 const PAGE_HEADERS = { 'Cache-Control': 'no-store' };
 
 function onward(res: Response, to: string): void {
-  res.set(PAGE_HEADERS).type('html')
-    .send(`<!doctype html><meta charset="utf-8"><meta http-equiv="refresh" content="0;url=${esc(to)}"><title>volume-medic</title><a href="${esc(to)}">continue</a>`);
+  res
+    .set(PAGE_HEADERS)
+    .type('html')
+    .send(
+      `<!doctype html><meta charset="utf-8"><meta http-equiv="refresh" content="0;url=${esc(to)}"><title>volume-medic</title><a href="${esc(to)}">continue</a>`,
+    );
 }
 
 function loginPage(res: Response, next: string, status: number, note = '', insecure = false): void {
-  res.status(status).set(PAGE_HEADERS).type('html').send(`<!doctype html>
+  res
+    .status(status)
+    .set(PAGE_HEADERS)
+    .type('html')
+    .send(`<!doctype html>
 <html><head><meta charset="utf-8"><title>volume-medic: sign in</title><link rel="stylesheet" href="/ui/style.css"></head>
 <body class="login"><h1>volume-medic</h1>${note ? `<p role="alert">${esc(note)}</p>` : ''}
 <form method="post" action="/ui/login"><label>Kubernetes token <input type="password" name="token" autocomplete="off" autofocus></label>
@@ -69,7 +77,8 @@ function loginPage(res: Response, next: string, status: number, note = '', insec
  */
 export function crossSiteReason(req: Request): string | undefined {
   const origin = req.get('origin');
-  if ((origin === undefined || origin === 'null') && req.get('sec-fetch-site') === undefined) return 'request refused: neither Origin nor Sec-Fetch-Site says it came from this dashboard';
+  if ((origin === undefined || origin === 'null') && req.get('sec-fetch-site') === undefined)
+    return 'request refused: neither Origin nor Sec-Fetch-Site says it came from this dashboard';
   return markedCrossSite(req);
 }
 

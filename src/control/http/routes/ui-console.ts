@@ -47,17 +47,20 @@ const Bodies = {
   approve: z.object({ why: Why, confirm: Confirmed }),
   reject: z.object({ why: Why }),
   // A node (no confirmation: it only holds jobs), a runbook everywhere or the whole cluster (confirmed: wide).
-  pause: z.object({ why: Why, node: NodeName.optional(), runbook: RunbookName.optional(), confirm: z.literal('yes').optional() })
+  pause: z
+    .object({ why: Why, node: NodeName.optional(), runbook: RunbookName.optional(), confirm: z.literal('yes').optional() })
     .refine((b) => b.node === undefined || b.runbook === undefined, 'name a node or a runbook, not both')
     .refine((b) => b.node !== undefined || b.confirm === 'yes', { message: 'confirm first (the checkbox)', path: ['confirm'] }),
-  resume: z.object({ why: Why, node: NodeName.optional(), runbook: RunbookName.optional(), confirm: Confirmed })
+  resume: z
+    .object({ why: Why, node: NodeName.optional(), runbook: RunbookName.optional(), confirm: Confirmed })
     .refine((b) => b.node === undefined || b.runbook === undefined, 'name a node or a runbook, not both'),
   reset: z.object({ why: Why, breaker: BreakerName, confirm: Confirmed }),
   retry: z.object({ why: Why, confirm: Confirmed }),
 };
 
 /** Query values as strings, empty ones (a form's "any") dropped. */
-const given = (q: Request['query']): Record<string, string> => Object.fromEntries(Object.entries(q).filter((e): e is [string, string] => typeof e[1] === 'string' && e[1] !== ''));
+const given = (q: Request['query']): Record<string, string> =>
+  Object.fromEntries(Object.entries(q).filter((e): e is [string, string] => typeof e[1] === 'string' && e[1] !== ''));
 
 export function consoleRoutes(deps: UiDeps): Router {
   const r = Router();
@@ -66,7 +69,14 @@ export function consoleRoutes(deps: UiDeps): Router {
   const pageCtx = async (res: Response): Promise<PageCtx> => {
     const operator = operatorOf(res);
     const names = Object.keys(PERMISSION) as ActionName[];
-    const answers = await Promise.all(names.map((n) => deps.auth.authorise(operator, PERMISSION[n]).then((a) => a.ok, () => false)));
+    const answers = await Promise.all(
+      names.map((n) =>
+        deps.auth.authorise(operator, PERMISSION[n]).then(
+          (a) => a.ok,
+          () => false,
+        ),
+      ),
+    );
     return { csrf: sessionOf(res).csrf, username: sessionOf(res).username, can: Object.fromEntries(names.map((n, i) => [n, answers[i]])) };
   };
   /** Sends a page with its ETag; 304 when the poller already has it. */
@@ -83,7 +93,11 @@ export function consoleRoutes(deps: UiDeps): Router {
   r.get(['/ui', '/ui/', '/ui/incidents'], async (req, res) => {
     // Empty fields of the filter form mean "any".
     const f = IncidentFilter.safeParse(given(req.query));
-    if (!f.success) return res.status(400).type('text').send(`bad filter: ${f.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+    if (!f.success)
+      return res
+        .status(400)
+        .type('text')
+        .send(`bad filter: ${f.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
     // The unfiltered view groups storms (src/control/console/storms.ts): one line each, its jobs left out
     // of the rows; a filter (the storm's own link among them) shows the rows themselves.
     const grouped = f.data.node === undefined && f.data.runbook === undefined && f.data.state === undefined && f.data.mode === undefined;
@@ -100,17 +114,38 @@ export function consoleRoutes(deps: UiDeps): Router {
     const self = filterQuery(f.data);
     const counts = snap ? stateCounts(snap) : undefined;
     const agents = snap ? new Map(snap.queues.map((q) => [q.queue, agentState(q)])) : undefined;
-    return send(req, res, incidentsPage({
-      filter: f.data, page, self,
-      ...(storms?.length && f.data.before === undefined ? { storms } : {}),
-      ...(agents ? { agentOf: (queue: string) => agents.get(queue), nodesWithoutAgent: [...agents].filter(([q, a]) => a === 'missing' && nodeOfQueue(q) !== undefined).length } : {}),
-      ...(counts ? { counts } : {}), ...(parked ? { parked } : {}), ...(pauses ? { pauses } : {}), ...(tripped ? { tripped } : {}),
-    }, ctx));
+    return send(
+      req,
+      res,
+      incidentsPage(
+        {
+          filter: f.data,
+          page,
+          self,
+          ...(storms?.length && f.data.before === undefined ? { storms } : {}),
+          ...(agents
+            ? {
+                agentOf: (queue: string) => agents.get(queue),
+                nodesWithoutAgent: [...agents].filter(([q, a]) => a === 'missing' && nodeOfQueue(q) !== undefined).length,
+              }
+            : {}),
+          ...(counts ? { counts } : {}),
+          ...(parked ? { parked } : {}),
+          ...(pauses ? { pauses } : {}),
+          ...(tripped ? { tripped } : {}),
+        },
+        ctx,
+      ),
+    );
   });
 
   r.get('/ui/fleet', async (req, res) => {
     const q = FleetQuery.safeParse(given(req.query));
-    if (!q.success) return res.status(400).type('text').send(`bad query: ${q.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+    if (!q.success)
+      return res
+        .status(400)
+        .type('text')
+        .send(`bad query: ${q.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
     const [snap, parked, pauses, tripped, ctx] = await Promise.all([
       deps.fleet.get(),
       deps.controls.store.parkedJobs().catch(() => undefined),
@@ -131,13 +166,22 @@ export function consoleRoutes(deps: UiDeps): Router {
   });
 
   /** The guard checked origin and CSRF token; here the verb (403 first, whatever the form said), then the body. */
-  const act = <A extends ActionName>(action: A, run: (req: Request, body: z.infer<(typeof Bodies)[A]>, by: string) => Promise<{ status: number; error?: string; location?: string }>, back: (req: Request) => string) =>
+  const act =
+    <A extends ActionName>(
+      action: A,
+      run: (req: Request, body: z.infer<(typeof Bodies)[A]>, by: string) => Promise<{ status: number; error?: string; location?: string }>,
+      back: (req: Request) => string,
+    ) =>
     async (req: Request, res: Response) => {
       const operator = operatorOf(res);
       const allowed = await deps.auth.authorise(operator, PERMISSION[action]);
       if (!allowed.ok) return res.status(allowed.status).type('text').send(allowed.error);
       const b = Bodies[action].safeParse(req.body ?? {});
-      if (!b.success) return res.status(400).type('text').send(b.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; '));
+      if (!b.success)
+        return res
+          .status(400)
+          .type('text')
+          .send(b.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; '));
       const out = await run(req, b.data as z.infer<(typeof Bodies)[A]>, operator.username);
       if (out.error) return res.status(out.status).type('text').send(out.error);
       if (out.location) return res.redirect(303, out.location);
@@ -146,31 +190,69 @@ export function consoleRoutes(deps: UiDeps): Router {
     };
 
   const jobBack = (req: Request) => `/ui/jobs/${encodeURIComponent(String(req.params['id']))}`;
-  const validId = (req: Request, res: Response, next: () => void) => (JOB_ID.test(String(req.params['id'])) ? next() : res.status(400).type('text').send('not a valid job id'));
+  const validId = (req: Request, res: Response, next: () => void) =>
+    JOB_ID.test(String(req.params['id'])) ? next() : res.status(400).type('text').send('not a valid job id');
   for (const verb of ['approve', 'reject'] as const) {
-    r.post(`/ui/jobs/:id/${verb}`, validId, act(verb, async (req, b, by) => {
-      const id = String(req.params['id']);
-      const out = verb === 'approve' ? await deps.controls.approve(id, { by, why: b.why }) : await deps.controls.reject(id, { by, why: b.why });
-      return out.ok ? { status: 200 } : { status: out.status, error: out.error };
-    }, jobBack));
+    r.post(
+      `/ui/jobs/:id/${verb}`,
+      validId,
+      act(
+        verb,
+        async (req, b, by) => {
+          const id = String(req.params['id']);
+          const out = verb === 'approve' ? await deps.controls.approve(id, { by, why: b.why }) : await deps.controls.reject(id, { by, why: b.why });
+          return out.ok ? { status: 200 } : { status: out.status, error: out.error };
+        },
+        jobBack,
+      ),
+    );
   }
   // The new job's page: it runs there, live (a new job sealed afresh: src/control/actions/job-retry.ts).
-  r.post('/ui/jobs/:id/retry', validId, act('retry', async (req, b, by) => {
-    if (!deps.retries) return { status: 503, error: 'retries are not available on this receiver' };
-    const out = await deps.retries.retry(String(req.params['id']), { by, why: b.why });
-    return out.ok ? { status: 303, location: `/ui/jobs/${encodeURIComponent(out.id)}` } : { status: out.status, error: out.error };
-  }, jobBack));
-  r.post('/ui/pause', act('pause', async (_req, b, by) => {
-    await deps.controls.pause(b.runbook ? { runbook: b.runbook } : b.node, { by, why: b.why });
-    return { status: 200 };
-  }, () => '/ui/'));
-  r.post('/ui/resume', act('resume', async (_req, b, by) => {
-    await deps.controls.resume(b.runbook ? { runbook: b.runbook } : b.node, { by, why: b.why });
-    return { status: 200 };
-  }, () => '/ui/'));
-  r.post('/ui/breakers/reset', act('reset', async (_req, b, by) => {
-    await deps.controls.resetBreaker(b.breaker, { by, why: b.why });
-    return { status: 200 };
-  }, () => '/ui/'));
+  r.post(
+    '/ui/jobs/:id/retry',
+    validId,
+    act(
+      'retry',
+      async (req, b, by) => {
+        if (!deps.retries) return { status: 503, error: 'retries are not available on this receiver' };
+        const out = await deps.retries.retry(String(req.params['id']), { by, why: b.why });
+        return out.ok ? { status: 303, location: `/ui/jobs/${encodeURIComponent(out.id)}` } : { status: out.status, error: out.error };
+      },
+      jobBack,
+    ),
+  );
+  r.post(
+    '/ui/pause',
+    act(
+      'pause',
+      async (_req, b, by) => {
+        await deps.controls.pause(b.runbook ? { runbook: b.runbook } : b.node, { by, why: b.why });
+        return { status: 200 };
+      },
+      () => '/ui/',
+    ),
+  );
+  r.post(
+    '/ui/resume',
+    act(
+      'resume',
+      async (_req, b, by) => {
+        await deps.controls.resume(b.runbook ? { runbook: b.runbook } : b.node, { by, why: b.why });
+        return { status: 200 };
+      },
+      () => '/ui/',
+    ),
+  );
+  r.post(
+    '/ui/breakers/reset',
+    act(
+      'reset',
+      async (_req, b, by) => {
+        await deps.controls.resetBreaker(b.breaker, { by, why: b.why });
+        return { status: 200 };
+      },
+      () => '/ui/',
+    ),
+  );
   return r;
 }

@@ -17,7 +17,16 @@ export const fleetQuery = (q: Partial<FleetQuery>): string => {
   return s ? `/ui/fleet?${s}` : '/ui/fleet';
 };
 
-const LABEL: Record<FleetSort, string> = { node: 'node', open: 'open jobs', depth: 'queue depth', active: 'active', parked: 'parked', failed: 'failed', agent: 'agent', breaker: 'breaker' };
+const LABEL: Record<FleetSort, string> = {
+  node: 'node',
+  open: 'open jobs',
+  depth: 'queue depth',
+  active: 'active',
+  parked: 'parked',
+  failed: 'failed',
+  agent: 'agent',
+  breaker: 'breaker',
+};
 const AGENT: Record<FleetRow['agent'], string> = { seen: 'seen', missing: 'MISSING', idle: 'not seen (idle)', 'no queue': 'no queue' };
 
 function header(q: FleetQuery): string {
@@ -43,20 +52,28 @@ function row(r: FleetRow): string {
 export function fleetPageHtml(p: FleetPage, self: string, ctx: PageCtx): string {
   const q = p.query;
   const banners: string[] = [];
-  if (p.clusterPaused) banners.push(`<div class="banner bad" role="alert"><b>Paused cluster-wide</b> by ${esc(p.clusterPaused.by)} ${waited(p.clusterPaused.at)}.</div>`);
-  for (const t of p.clusterBreakers) banners.push(`<div class="banner bad" role="alert"><b>Breaker ${esc(t.breaker)} tripped</b> ${waited(t.at)}: ${esc(t.why)}</div>`);
-  if (p.agentsMissing) banners.push(`<div class="banner bad" role="alert"><b>${p.agentsMissing} node(s) with jobs and no agent</b>: no worker has checked their queue within its stalled interval. <a href="${esc(fleetQuery({ sort: 'agent' }))}">show them first</a></div>`);
+  if (p.clusterPaused)
+    banners.push(`<div class="banner bad" role="alert"><b>Paused cluster-wide</b> by ${esc(p.clusterPaused.by)} ${waited(p.clusterPaused.at)}.</div>`);
+  for (const t of p.clusterBreakers)
+    banners.push(`<div class="banner bad" role="alert"><b>Breaker ${esc(t.breaker)} tripped</b> ${waited(t.at)}: ${esc(t.why)}</div>`);
+  if (p.agentsMissing)
+    banners.push(
+      `<div class="banner bad" role="alert"><b>${p.agentsMissing} node(s) with jobs and no agent</b>: no worker has checked their queue within its stalled interval. <a href="${esc(fleetQuery({ sort: 'agent' }))}">show them first</a></div>`,
+    );
   const cq = p.clusterQueue;
-  const cluster = cq ? `<p>Cluster queue: ${cq.open} open, ${cq.depth} waiting to start, ${cq.active} active, ${cq.failed} failed; cluster worker <span class="${cq.agent === 'missing' ? 'o-failed' : 'muted'}">${esc(AGENT[cq.agent])}</span>.</p>` : '';
+  const cluster = cq
+    ? `<p>Cluster queue: ${cq.open} open, ${cq.depth} waiting to start, ${cq.active} active, ${cq.failed} failed; cluster worker <span class="${cq.agent === 'missing' ? 'o-failed' : 'muted'}">${esc(AGENT[cq.agent])}</span>.</p>`
+    : '';
   const first = p.total ? q.offset + 1 : 0;
   const last = Math.min(q.offset + q.limit, p.total);
   const pager = `<nav class="pager" aria-label="pages">${q.offset > 0 ? `<a href="${esc(fleetQuery({ ...q, offset: 0 }))}">first</a><a href="${esc(fleetQuery({ ...q, offset: Math.max(0, q.offset - q.limit) }))}" rel="prev">previous</a>` : ''}${last < p.total ? `<a href="${esc(fleetQuery({ ...q, offset: q.offset + q.limit }))}" rel="next">next</a>` : ''}</nav>`;
   const table = p.rows.length
     ? `<table class="fleet cards"><thead><tr>${header(q)}</tr></thead><tbody>\n${p.rows.map(row).join('\n')}\n</tbody></table>`
     : `<p>${q.show === 'open' ? 'No node has anything open.' : 'No nodes yet.'}</p>`;
-  const show = q.show === 'open'
-    ? `<a href="${esc(fleetQuery({ ...q, show: 'all', offset: 0 }))}">show all ${p.nodes} nodes</a>`
-    : `<a href="${esc(fleetQuery({ ...q, show: 'open', offset: 0 }))}">only the ${p.nodesWithOpen} with something open</a>`;
+  const show =
+    q.show === 'open'
+      ? `<a href="${esc(fleetQuery({ ...q, show: 'all', offset: 0 }))}">show all ${p.nodes} nodes</a>`
+      : `<a href="${esc(fleetQuery({ ...q, show: 'open', offset: 0 }))}">only the ${p.nodesWithOpen} with something open</a>`;
   const body = `${banners.join('\n')}<p class="summary">${p.nodesWithOpen} of ${p.nodes} node(s) with something open; ${p.agentsMissing} agent(s) missing. ${show}</p>${cluster}
 <p class="muted">Rows ${first}–${last} of ${p.total}. Counts from one scan of every queue, a few seconds old at most.</p>${table}${pager}`;
   return layout('volume-medic: fleet', body, ctx, self, '<h1>Fleet</h1>');

@@ -42,7 +42,8 @@ export const filterQuery = (f: Partial<IncidentFilter>): string => {
 
 function banners(v: IncidentsView, ctx: PageCtx): string {
   const out: string[] = [];
-  if (!v.pauses || !v.tripped || !v.parked) out.push('<div class="banner warn" role="alert">The controls could not be read (Redis?): pauses, breakers and approvals are not shown.</div>');
+  if (!v.pauses || !v.tripped || !v.parked)
+    out.push('<div class="banner warn" role="alert">The controls could not be read (Redis?): pauses, breakers and approvals are not shown.</div>');
   const p = v.pauses;
   if (p?.cluster) {
     out.push(`<div class="banner bad" role="alert"><b>Paused cluster-wide</b> by ${esc(p.cluster.by)} ${waited(p.cluster.at)}${p.cluster.why ? `: ${esc(p.cluster.why)}` : ''}. Jobs wait until resumed.
@@ -61,14 +62,24 @@ ${actionForm(ctx, { action: 'resume', url: '/ui/resume', label: `Resume ${runboo
 ${actionForm(ctx, { action: 'reset', url: '/ui/breakers/reset', label: `Reset ${t.breaker}`, fields: { breaker: t.breaker }, confirm: 'Reset: destructive steps may run again', back: v.self })}</div>`);
   }
   if (v.nodesWithoutAgent) {
-    out.push(`<div class="banner bad" role="alert"><b>${v.nodesWithoutAgent} node(s) with jobs and no agent</b>: their jobs wait until a node agent runs there (the DaemonSet kept off by a nodeSelector or taint, or crash-looping). <a href="/ui/fleet?sort=agent">The fleet</a></div>`);
+    out.push(
+      `<div class="banner bad" role="alert"><b>${v.nodesWithoutAgent} node(s) with jobs and no agent</b>: their jobs wait until a node agent runs there (the DaemonSet kept off by a nodeSelector or taint, or crash-looping). <a href="/ui/fleet?sort=agent">The fleet</a></div>`,
+    );
   }
   const approvals = (v.parked ?? []).filter((j) => j.reason === 'approval');
   if (approvals.length) {
-    out.push(`<div class="banner warn" role="alert"><b>${approvals.length} job(s) wait for approval</b><ul class="waiting">${approvals.slice(0, SHOWN_WAITING).map((j) => `<li><a href="/ui/jobs/${encodeURIComponent(j.jobId)}">${esc(j.runbook)} on ${esc(j.node ?? '(cluster)')}</a> ${waited(j.since)}</li>`).join('')}</ul>${approvals.length > SHOWN_WAITING ? `<a href="${esc(filterQuery({ state: 'parked' }))}">all ${approvals.length}</a>` : ''}</div>`);
+    out.push(
+      `<div class="banner warn" role="alert"><b>${approvals.length} job(s) wait for approval</b><ul class="waiting">${approvals
+        .slice(0, SHOWN_WAITING)
+        .map((j) => `<li><a href="/ui/jobs/${encodeURIComponent(j.jobId)}">${esc(j.runbook)} on ${esc(j.node ?? '(cluster)')}</a> ${waited(j.since)}</li>`)
+        .join('')}</ul>${approvals.length > SHOWN_WAITING ? `<a href="${esc(filterQuery({ state: 'parked' }))}">all ${approvals.length}</a>` : ''}</div>`,
+    );
   }
-  const others = (['paused', 'breaker', 'evidence'] as ParkReason[]).map((r) => [r, (v.parked ?? []).filter((j) => j.reason === r).length] as const).filter(([, n]) => n > 0);
-  if (others.length) out.push(`<div class="banner warn">Parked: ${others.map(([r, n]) => `${n} on ${r === 'evidence' ? 'evidence maturing' : r}`).join(', ')}.</div>`);
+  const others = (['paused', 'breaker', 'evidence'] as ParkReason[])
+    .map((r) => [r, (v.parked ?? []).filter((j) => j.reason === r).length] as const)
+    .filter(([, n]) => n > 0);
+  if (others.length)
+    out.push(`<div class="banner warn">Parked: ${others.map(([r, n]) => `${n} on ${r === 'evidence' ? 'evidence maturing' : r}`).join(', ')}.</div>`);
   if (!out.length) out.push('<div class="banner ok">Not paused; no breaker tripped; nothing waits for approval.</div>');
   return out.join('\n');
 }
@@ -78,7 +89,7 @@ function counts(v: IncidentsView): string {
   const parked = (v.parked ?? []).length;
   const chip = (state: string, n: number) => {
     const current = v.filter.state === state;
-    return `<li><a href="${esc(filterQuery({ ...v.filter, before: undefined, state: current ? undefined : state as IncidentFilter['state'] }))}"${current ? ' aria-current="true"' : ''}>${esc(state)} <b>${n}</b></a></li>`;
+    return `<li><a href="${esc(filterQuery({ ...v.filter, before: undefined, state: current ? undefined : (state as IncidentFilter['state']) }))}"${current ? ' aria-current="true"' : ''}>${esc(state)} <b>${n}</b></a></li>`;
   };
   const c = v.counts.counts;
   return `<ul class="counts" aria-label="jobs by state">${chip('parked', parked)}${chip('waiting', c.waiting + c.prioritized)}${chip('active', c.active)}${chip('delayed', c.delayed)}${chip('failed', c.failed)}${chip('completed', c.completed)}</ul>
@@ -92,8 +103,14 @@ function stormLines(storms: readonly Storm[] | undefined): string {
   if (!storms?.length) return '';
   const iso = (score: number): string => new Date(Math.floor(score / 1000)).toISOString();
   const line = (s: Storm): string => {
-    const open = filterQuery({ runbook: s.runbook as IncidentFilter['runbook'], since: iso(s.oldest), until: new Date(Math.floor(s.newest / 1000) + 1).toISOString() });
-    const chips = STORM_STATES.filter((st) => s.byState[st] > 0).map((st) => `<li class="s-${st}" data-state="${st}">${st} <b>${s.byState[st]}</b></li>`).join('');
+    const open = filterQuery({
+      runbook: s.runbook as IncidentFilter['runbook'],
+      since: iso(s.oldest),
+      until: new Date(Math.floor(s.newest / 1000) + 1).toISOString(),
+    });
+    const chips = STORM_STATES.filter((st) => s.byState[st] > 0)
+      .map((st) => `<li class="s-${st}" data-state="${st}">${st} <b>${s.byState[st]}</b></li>`)
+      .join('');
     return `<tr data-storm="${esc(s.runbook)}" data-jobs="${s.jobs}" data-nodes="${s.nodes}"><td data-label="runbook"><a href="${esc(open)}">${esc(s.runbook)}</a></td>
 <td data-label="scope">${s.nodes} nodes, ${s.jobs} jobs${s.mostOnOneNode > 1 ? ` (up to ${s.mostOnOneNode} on one node)` : ''}</td>
 <td data-label="when">${time(iso(s.oldest))} – ${time(iso(s.newest))}</td><td data-label="states"><ul class="counts">${chips}</ul></td>
@@ -107,16 +124,18 @@ function rows(items: Incident[], f: IncidentFilter, v: IncidentsView): string {
   const ctx: WaitContext = { agentOf: v.agentOf ?? (() => undefined), ...(v.pauses ? { pauses: v.pauses } : {}) };
   if (!items.length) return `<p>No incidents${f.node || f.runbook || f.state || f.mode || f.last || f.since || f.until ? ' match these filters' : ' yet'}.</p>`;
   return `<table class="incidents"><thead><tr><th>created</th><th>node</th><th>runbook</th><th>state</th><th>mode</th><th>outcome</th><th>summary</th></tr></thead><tbody>
-${items.map((i) => {
+${items
+  .map((i) => {
     // Parked: the engine said why; not taken yet or backing off: the page says why.
     const w = i.waiting ?? whyWaiting(i, ctx);
-    const outcome = w ? `waiting (${w.reason})` : i.outcome ?? (i.state === 'failed' ? 'failed' : '');
+    const outcome = w ? `waiting (${w.reason})` : (i.outcome ?? (i.state === 'failed' ? 'failed' : ''));
     return `<tr data-job="${esc(i.id)}" data-state="${esc(consoleState(i))}"${w ? ` data-waits="${esc(w.reason)}"` : ''}><td data-label="created">${time(i.createdAt)}</td>
 <td data-label="node"><a href="${esc(filterQuery({ ...f, before: undefined, node: i.node === '(cluster)' ? undefined : i.node }))}">${esc(i.node)}</a></td>
 <td data-label="runbook"><a href="/ui/jobs/${encodeURIComponent(i.id)}">${esc(i.runbook)}</a></td><td data-label="state">${esc(consoleState(i))}</td><td data-label="mode">${esc(i.mode ?? '')}</td>
-<td data-label="outcome"><span class="o-${esc(w ? 'waiting' : i.outcome ?? '')}">${esc(outcome)}</span>${i.waiting?.since ? ` ${waited(i.waiting.since)}` : ''}</td>
+<td data-label="outcome"><span class="o-${esc(w ? 'waiting' : (i.outcome ?? ''))}">${esc(outcome)}</span>${i.waiting?.since ? ` ${waited(i.waiting.since)}` : ''}</td>
 <td data-label="summary">${esc(w?.why ?? i.summary ?? i.failedReason ?? '')}</td></tr>`;
-  }).join('\n')}
+  })
+  .join('\n')}
 </tbody></table>`;
 }
 
@@ -128,11 +147,14 @@ const localValue = (v: string | undefined): string => {
 };
 
 export function filtersForm(f: IncidentFilter): string {
-  const select = (name: string, label: string, values: readonly string[], current: string | undefined) => `<label>${esc(label)}<select name="${esc(name)}"><option value="">any</option>${values.map((v) => `<option${v === current ? ' selected' : ''}>${esc(v)}</option>`).join('')}</select></label>`;
+  const select = (name: string, label: string, values: readonly string[], current: string | undefined) =>
+    `<label>${esc(label)}<select name="${esc(name)}"><option value="">any</option>${values.map((v) => `<option${v === current ? ' selected' : ''}>${esc(v)}</option>`).join('')}</select></label>`;
   return `<form class="filters" method="get" action="/ui/" role="search" aria-label="filter incidents">
 <label>node<input name="node" value="${esc(f.node ?? '')}" size="18" autocomplete="off"></label>
 ${select('runbook', 'runbook', RUNBOOKS, f.runbook)}${select('state', 'state', CONSOLE_STATES, f.state)}${select('mode', 'mode', ['dry-run', 'enforce'], f.mode)}
-<label>last${`<select name="last"><option value="">any time</option>${Object.keys(LAST_WINDOWS).map((w) => `<option value="${esc(w)}"${w === f.last ? ' selected' : ''}>${esc(w)}</option>`).join('')}</select>`}</label>
+<label>last${`<select name="last"><option value="">any time</option>${Object.keys(LAST_WINDOWS)
+    .map((w) => `<option value="${esc(w)}"${w === f.last ? ' selected' : ''}>${esc(w)}</option>`)
+    .join('')}</select>`}</label>
 <label>since (UTC)<input name="since" type="datetime-local" value="${esc(localValue(f.since))}"></label><label>until (UTC)<input name="until" type="datetime-local" value="${esc(localValue(f.until))}"></label>
 <button type="submit">Filter</button> <a href="/ui/">clear</a></form>`;
 }
@@ -141,15 +163,36 @@ ${select('runbook', 'runbook', RUNBOOKS, f.runbook)}${select('state', 'state', C
 function pauseSwitches(v: IncidentsView, ctx: PageCtx): string {
   if (!v.pauses) return '';
   const free = RUNBOOKS.filter((r) => !v.pauses?.runbooks[r]);
-  const cluster = v.pauses.cluster ? '' : actionForm(ctx, { action: 'pause', id: 'pause-cluster', url: '/ui/pause', label: 'Pause the cluster', confirm: 'Pause everything: no job takes a step until resumed', back: v.self });
-  const runbook = free.length ? actionForm(ctx, { action: 'pause', id: 'pause-runbook', url: '/ui/pause', label: 'Pause runbook', choose: { name: 'runbook', label: 'Runbook', options: free }, confirm: 'Pause this runbook on every node', back: v.self }) : '';
+  const cluster = v.pauses.cluster
+    ? ''
+    : actionForm(ctx, {
+        action: 'pause',
+        id: 'pause-cluster',
+        url: '/ui/pause',
+        label: 'Pause the cluster',
+        confirm: 'Pause everything: no job takes a step until resumed',
+        back: v.self,
+      });
+  const runbook = free.length
+    ? actionForm(ctx, {
+        action: 'pause',
+        id: 'pause-runbook',
+        url: '/ui/pause',
+        label: 'Pause runbook',
+        choose: { name: 'runbook', label: 'Runbook', options: free },
+        confirm: 'Pause this runbook on every node',
+        back: v.self,
+      })
+    : '';
   return cluster || runbook ? `<details class="switches" id="pause-switches"><summary>Pause switches</summary>${cluster}${runbook}</details>` : '';
 }
 
 export function incidentsPage(v: IncidentsView, ctx: PageCtx): string {
   const f = v.filter;
   const pager = `<div class="pager">${f.before ? `<a href="${esc(filterQuery({ ...f, before: undefined }))}">newest</a>` : ''}${v.page.next !== undefined ? `<a href="${esc(filterQuery({ ...f, before: v.page.next }))}">older</a>` : ''}</div>`;
-  const partial = v.page.partial ? `<p class="muted">Looked at the ${v.page.scanned} most recent incidents${v.page.items.length ? '' : ' and found no match'}; older ones are on the next page.</p>` : '';
+  const partial = v.page.partial
+    ? `<p class="muted">Looked at the ${v.page.scanned} most recent incidents${v.page.items.length ? '' : ' and found no match'}; older ones are on the next page.</p>`
+    : '';
   const body = `${banners(v, ctx)}${pauseSwitches(v, ctx)}${counts(v)}${stormLines(v.storms)}<h2>${f.before ? 'Older incidents' : 'Latest incidents'}</h2>${rows(v.page.items, f, v)}${partial}${pager}`;
   // Only the first page is live: an older page is a place the operator went to on purpose.
   return layout('volume-medic: incidents', body, ctx, f.before ? undefined : v.self, `<h1>Incidents</h1>${filtersForm(f)}`);

@@ -34,14 +34,22 @@ ${s.evidence.map((e) => `<tr><td><span class="v v-${esc(e.status)}">${esc(VERDIC
 function stepSection(s: IncidentStep, n: number): string {
   const planned = s.plannedArgv?.length
     ? `<p class="muted">would run:</p>${s.plannedArgv.map((a) => `<pre class="argv">$ ${esc(a.map(shellQuote).join(' '))}</pre>`).join('')}`
-    : s.status === 'planned' ? '<p class="muted">argv: not recorded for this step (planned before the console recorded argv).</p>' : '';
-  const ran = s.commands.map((c, i) => `<details id="out-${n}-${i}"><summary><code>$ ${esc(c.argv.map(shellQuote).join(' '))}</code> — exit ${esc(c.timedOut ? 'timed out' : c.exitCode ?? 'n/a (not run)')}${c.durationMs !== undefined ? `, ${Math.round(c.durationMs)} ms` : ''}</summary>
-<pre aria-label="output">${esc(c.stdout)}${c.stderr ? `\n--- stderr ---\n${esc(c.stderr)}` : ''}</pre></details>`).join('');
+    : s.status === 'planned'
+      ? '<p class="muted">argv: not recorded for this step (planned before the console recorded argv).</p>'
+      : '';
+  const ran = s.commands
+    .map(
+      (
+        c,
+        i,
+      ) => `<details id="out-${n}-${i}"><summary><code>$ ${esc(c.argv.map(shellQuote).join(' '))}</code> — exit ${esc(c.timedOut ? 'timed out' : (c.exitCode ?? 'n/a (not run)'))}${c.durationMs !== undefined ? `, ${Math.round(c.durationMs)} ms` : ''}</summary>
+<pre aria-label="output">${esc(c.stdout)}${c.stderr ? `\n--- stderr ---\n${esc(c.stderr)}` : ''}</pre></details>`,
+    )
+    .join('');
   return `<section class="step" aria-labelledby="step-${n}"><h3 id="step-${n}">${n + 1}. <code>${esc(s.id)}</code> <span class="status">${esc(s.status)}</span>${s.destructive ? '<span class="tag">destructive</span>' : ''}${s.risk === 'high' ? '<span class="tag hi">high risk</span>' : ''}</h3>
 <p>${esc(s.description)}</p>${s.error ? `<p class="o-failed"><b>error:</b> ${esc(s.error)}</p>` : ''}${s.waitsFor ? `<p class="o-waiting">${esc(s.waitsFor)}</p>` : ''}
 ${evidenceList(s)}${planned}${s.plannedNote ? `<p class="muted">${esc(s.plannedNote)}</p>` : ''}${ran}</section>`;
 }
-
 
 function approvalBlock(v: JobView, ctx: PageCtx): string {
   const a = v.approval;
@@ -54,9 +62,13 @@ function approvalBlock(v: JobView, ctx: PageCtx): string {
 <dl class="facts"><dt>approval</dt><dd>${esc(a.state)}${a.decidedBy ? ` by ${esc(a.decidedBy)}` : ''}${a.why ? `: ${esc(a.why)}` : ''}${a.decidedAt ? ` (${time(a.decidedAt)})` : ''}</dd>
 <dt>requested</dt><dd>${pending ? waited(a.requestedAt) : time(a.requestedAt)}</dd><dt>expires</dt><dd>${time(a.expiresAt)}</dd>
 <dt>covers</dt><dd><ul>${steps}</ul></dd></dl>${v.approvalUnverified ? `<div class="banner bad" role="alert"><strong class="unverified">Not verified:</strong> ${esc(v.approvalUnverified)}. This request was not written by the job's worker; it cannot be approved or rejected.</div>` : ''}
-${pending ? `${actionForm(ctx, { action: 'approve', id: 'approve', url: `/ui/jobs/${id}/approve`, label: 'Approve', confirm: 'I have read the evidence and the commands: let these steps run', back: v.self })}
+${
+  pending
+    ? `${actionForm(ctx, { action: 'approve', id: 'approve', url: `/ui/jobs/${id}/approve`, label: 'Approve', confirm: 'I have read the evidence and the commands: let these steps run', back: v.self })}
 ${actionForm(ctx, { action: 'reject', id: 'reject', url: `/ui/jobs/${id}/reject`, label: 'Reject', back: v.self })}
-<p class="muted">Or: <code>volume-medic approve|reject ${esc(v.incident.id)} --why "…"</code></p>` : ''}</section>`;
+<p class="muted">Or: <code>volume-medic approve|reject ${esc(v.incident.id)} --why "…"</code></p>`
+    : ''
+}</section>`;
 }
 
 /** A failed job: its retry if one was made, else the Retry button (a new job sealed afresh). */
@@ -75,20 +87,21 @@ ${actionForm(ctx, { action: 'retry', id: 'retry', url: `/ui/jobs/${id}/retry`, l
 /** The Events the job wrote, as listed from the API server; unknown said as unknown, never "none". */
 function eventsBlock(v: JobView): string {
   const e = v.events;
-  const body = 'unknown' in e
-    ? `<p class="o-waiting">Unknown: ${esc(e.unknown)}.</p>`
-    : e.events.length
-      ? `<table class="events"><thead><tr><th>last seen</th><th>type</th><th>reason</th><th>on</th><th>count</th><th>note</th></tr></thead><tbody>${e.events.map((x) => `<tr data-reason="${esc(x.reason)}"><td data-label="last seen">${time(x.lastAt)}</td><td data-label="type">${esc(x.type)}</td><td data-label="reason">${esc(x.reason)}</td><td data-label="on"><code>${esc(x.regarding)}</code></td><td data-label="count">${x.count}</td><td data-label="note">${esc(x.note)}</td></tr>`).join('')}</tbody></table>`
-      : '<p>None found (Events expire after an hour by default; a job that never started writes none).</p>';
+  const body =
+    'unknown' in e
+      ? `<p class="o-waiting">Unknown: ${esc(e.unknown)}.</p>`
+      : e.events.length
+        ? `<table class="events"><thead><tr><th>last seen</th><th>type</th><th>reason</th><th>on</th><th>count</th><th>note</th></tr></thead><tbody>${e.events.map((x) => `<tr data-reason="${esc(x.reason)}"><td data-label="last seen">${time(x.lastAt)}</td><td data-label="type">${esc(x.type)}</td><td data-label="reason">${esc(x.reason)}</td><td data-label="on"><code>${esc(x.regarding)}</code></td><td data-label="count">${x.count}</td><td data-label="note">${esc(x.note)}</td></tr>`).join('')}</tbody></table>`
+        : '<p>None found (Events expire after an hour by default; a job that never started writes none).</p>';
   return `<section aria-labelledby="events-h"><h2 id="events-h">Kubernetes Events it wrote</h2>${body}</section>`;
 }
 
 /** What the job names: from its own data, no lookup; what it does not name is said to be unknown. */
 function relatedBlock(i: Incident): string {
   const t = (i.target && typeof i.target === 'object' ? i.target : {}) as Record<string, unknown>;
-  const s = (k: string): string | undefined => (typeof t[k] === 'string' ? t[k] as string : undefined);
+  const s = (k: string): string | undefined => (typeof t[k] === 'string' ? (t[k] as string) : undefined);
   const ref = (v: unknown): string | undefined => {
-    const o = v && typeof v === 'object' ? v as Record<string, unknown> : undefined;
+    const o = v && typeof v === 'object' ? (v as Record<string, unknown>) : undefined;
     return o && typeof o['namespace'] === 'string' && typeof o['name'] === 'string' ? `${o['namespace']}/${o['name']}` : undefined;
   };
   const rows: [string, string | undefined][] = [
@@ -144,7 +157,7 @@ export function jobPage(v: JobView, ctx: PageCtx): string {
 <dt>job</dt><dd><code>${esc(i.id)}</code> (queue <code>${esc(i.queue)}</code>)</dd>
 <dt>state</dt><dd data-state="${esc(i.state)}">${esc(i.state)}, attempts ${i.attemptsMade}</dd>
 <dt>mode</dt><dd>${esc(i.mode ?? '')} ${i.modeWhy ? `<small>(${esc(i.modeWhy)})</small>` : ''}</dd>
-<dt>outcome</dt><dd><span class="o-${esc(i.waiting ? 'waiting' : i.outcome ?? '')}">${esc(i.waiting ? `waiting (${i.waiting.reason})` : i.outcome ?? '')}</span> ${esc(i.summary ?? i.failedReason ?? '')}</dd>
+<dt>outcome</dt><dd><span class="o-${esc(i.waiting ? 'waiting' : (i.outcome ?? ''))}">${esc(i.waiting ? `waiting (${i.waiting.reason})` : (i.outcome ?? ''))}</span> ${esc(i.summary ?? i.failedReason ?? '')}</dd>
 ${i.waiting ? `<dt>waiting</dt><dd>${esc(i.waiting.reason)} ${waited(i.waiting.since)}: ${esc(i.waiting.why)}</dd>` : ''}
 ${i.retry ? `<dt>retry</dt><dd>${i.retry.n === 1 ? 'first' : `#${i.retry.n}`} retry of <a href="/ui/jobs/${encodeURIComponent(retriedFrom(i.retry))}">${esc(retriedFrom(i.retry))}</a></dd>` : ''}
 <dt>created</dt><dd>${time(i.createdAt)}</dd>${i.finishedAt ? `<dt>finished</dt><dd>${time(i.finishedAt)}</dd>` : ''}${i.ranOn ? `<dt>ran on</dt><dd>${esc(i.ranOn)}</dd>` : ''}
@@ -155,11 +168,18 @@ ${i.target !== undefined ? `<details id="target"><summary>target</summary><pre>$
   const refusals = interlocksBlock(i);
   const plan = `<section aria-labelledby="plan-h"><h2 id="plan-h">Plan and steps</h2>${i.steps.length ? i.steps.map(stepSection).join('') : '<p>No steps.</p>'}</section>`;
   const nodeActions = node
-    ? `<section aria-labelledby="node-h"><h2 id="node-h">Node ${esc(node)}</h2>${v.nodePause
-      ? `<p>Paused by ${esc(v.nodePause.by)} ${waited(v.nodePause.at)}${v.nodePause.why ? `: ${esc(v.nodePause.why)}` : ''}.</p>${actionForm(ctx, { action: 'resume', id: 'resume-node', url: '/ui/resume', label: `Resume ${node}`, fields: { node }, confirm: `Resume ${node}: its parked jobs go on`, back: v.self })}`
-      : actionForm(ctx, { action: 'pause', id: 'pause-node', url: '/ui/pause', label: `Pause ${node}`, fields: { node }, back: v.self })}</section>`
+    ? `<section aria-labelledby="node-h"><h2 id="node-h">Node ${esc(node)}</h2>${
+        v.nodePause
+          ? `<p>Paused by ${esc(v.nodePause.by)} ${waited(v.nodePause.at)}${v.nodePause.why ? `: ${esc(v.nodePause.why)}` : ''}.</p>${actionForm(ctx, { action: 'resume', id: 'resume-node', url: '/ui/resume', label: `Resume ${node}`, fields: { node }, confirm: `Resume ${node}: its parked jobs go on`, back: v.self })}`
+          : actionForm(ctx, { action: 'pause', id: 'pause-node', url: '/ui/pause', label: `Pause ${node}`, fields: { node }, back: v.self })
+      }</section>`
     : '';
   const audit = `<section aria-labelledby="audit-h"><h2 id="audit-h">Audit trail</h2>${v.audit.length ? `<table><thead><tr><th>when</th><th>who</th><th>what</th><th>why</th></tr></thead><tbody>${v.audit.map((e) => `<tr data-action="${esc(e.action)}"><td>${time(e.at)}</td><td>${esc(e.by)}</td><td>${esc(e.action)}${e.target !== `job/${i.id}` ? ` <code>${esc(e.target)}</code>` : ''}</td><td>${esc(e.why)}${e.verified === false ? ` <strong class="unverified" title="${esc(e.unverifiedWhy ?? '')}">not verified: not written by the process that acted</strong>` : ''}</td></tr>`).join('')}</tbody></table>` : '<p>No entries.</p>'}</section>`;
   const log = `<details id="job-log"><summary>Job log (${v.log.length} lines)</summary><pre>${esc(v.log.join('\n'))}</pre></details>`;
-  return layout(`volume-medic: ${i.runbook} on ${i.node}`, `<h1>${esc(i.runbook)} on ${esc(i.node)}</h1>${facts}${approvalBlock(v, ctx)}${retryBlock(v, ctx)}${signals}${relatedBlock(i)}${refusals}${plan}${eventsBlock(v)}${nodeActions}${audit}${log}`, ctx, v.self);
+  return layout(
+    `volume-medic: ${i.runbook} on ${i.node}`,
+    `<h1>${esc(i.runbook)} on ${esc(i.node)}</h1>${facts}${approvalBlock(v, ctx)}${retryBlock(v, ctx)}${signals}${relatedBlock(i)}${refusals}${plan}${eventsBlock(v)}${nodeActions}${audit}${log}`,
+    ctx,
+    v.self,
+  );
 }

@@ -30,7 +30,8 @@ export const ACTION_VERB: Record<ActionName, string> = {
 export const csrfField = (ctx: PageCtx): string => `<input type="hidden" name="_csrf" value="${esc(ctx.csrf)}">`;
 
 /** An absolute time (UTC) that the script follows with a relative one ("4 min ago"). */
-export const time = (iso: string | undefined): string => (iso ? `<time datetime="${esc(iso)}" data-rel>${esc(iso.replace('T', ' ').replace(/\.\d+Z$/, 'Z'))}</time>` : '');
+export const time = (iso: string | undefined): string =>
+  iso ? `<time datetime="${esc(iso)}" data-rel>${esc(iso.replace('T', ' ').replace(/\.\d+Z$/, 'Z'))}</time>` : '';
 /** How long something has waited, written by the script from `since` (the absolute time without it). */
 export const waited = (since: string | undefined): string => (since ? `<span class="waited" data-since="${esc(since)}">since ${time(since)}</span>` : '');
 
@@ -50,11 +51,30 @@ ${body}</div></main><p class="live-status" role="status" aria-live="polite" id="
  * something destructive run, and the button disabled (with why) when RBAC says no. The server
  * checks all of it again (the verb with SubjectAccessReview, CSRF, origin).
  */
-export function actionForm(ctx: PageCtx, a: { action: ActionName; url: string; label: string; fields?: Record<string, string>; confirm?: string; back: string; id?: string; choose?: { name: string; label: string; options: readonly string[] } }): string {
+export function actionForm(
+  ctx: PageCtx,
+  a: {
+    action: ActionName;
+    url: string;
+    label: string;
+    fields?: Record<string, string>;
+    confirm?: string;
+    back: string;
+    id?: string;
+    choose?: { name: string; label: string; options: readonly string[] };
+  },
+): string {
   const allowed = ctx.can?.[a.action] !== false;
   // A stable id (labels need one; the live region's ETag must not change between renders).
-  const id = a.id ?? `${a.action}-${createHash('sha256').update(a.url + JSON.stringify(a.fields ?? {})).digest('hex').slice(0, 10)}`;
-  const hidden = Object.entries({ ...a.fields, back: a.back }).map(([k, v]) => `<input type="hidden" name="${esc(k)}" value="${esc(v)}">`).join('');
+  const id =
+    a.id ??
+    `${a.action}-${createHash('sha256')
+      .update(a.url + JSON.stringify(a.fields ?? {}))
+      .digest('hex')
+      .slice(0, 10)}`;
+  const hidden = Object.entries({ ...a.fields, back: a.back })
+    .map(([k, v]) => `<input type="hidden" name="${esc(k)}" value="${esc(v)}">`)
+    .join('');
   return `<form class="action action-${esc(a.action)}" method="post" action="${esc(a.url)}">${csrfField(ctx)}${hidden}
 ${a.choose ? `<label for="${esc(id)}-${esc(a.choose.name)}">${esc(a.choose.label)}</label><select id="${esc(id)}-${esc(a.choose.name)}" name="${esc(a.choose.name)}" required${allowed ? '' : ' disabled'}>${a.choose.options.map((o) => `<option>${esc(o)}</option>`).join('')}</select>` : ''}
 <label for="${esc(id)}-why">Reason</label><input id="${esc(id)}-why" name="why" required maxlength="500" autocomplete="off"${allowed ? '' : ' disabled'}>

@@ -13,8 +13,15 @@ import type { UiDeps } from './ui-deps.ts';
 //   each with the operator's own RBAC verb (SubjectAccessReview), as the API's.
 
 export const UI_CONTENT_SECURITY_POLICY = [
-  "default-src 'none'", "script-src 'self'", "style-src 'self'", "img-src 'self' data:", "font-src 'self'", "connect-src 'self'",
-  "form-action 'self'", "frame-ancestors 'none'", "base-uri 'self'",
+  "default-src 'none'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "img-src 'self' data:",
+  "font-src 'self'",
+  "connect-src 'self'",
+  "form-action 'self'",
+  "frame-ancestors 'none'",
+  "base-uri 'self'",
 ].join('; ');
 
 export const UI_SECURITY_HEADERS: Readonly<Record<string, string>> = {
@@ -54,18 +61,22 @@ export function uiRoutes(deps: UiDeps): Router {
     shown = names.join('\n');
     board.show(names);
   };
-  r.use(BOARD_PATH, async (req, res, next) => {
-    // Read-only means read-only, whatever the board's own buttons do.
-    if (req.method !== 'GET' && req.method !== 'HEAD') return res.status(405).json({ error: 'the queue board is read-only; decide on waiting jobs on their /ui/jobs/<id> page or with the CLI' });
-    try {
-      await refreshQueues();
-    } catch {
-      // Redis away: the board shows what it had.
-    }
-    return next();
-  }, board.router);
+  r.use(
+    BOARD_PATH,
+    async (req, res, next) => {
+      // Read-only means read-only, whatever the board's own buttons do.
+      if (req.method !== 'GET' && req.method !== 'HEAD')
+        return res.status(405).json({ error: 'the queue board is read-only; decide on waiting jobs on their /ui/jobs/<id> page or with the CLI' });
+      try {
+        await refreshQueues();
+      } catch {
+        // Redis away: the board shows what it had.
+      }
+      return next();
+    },
+    board.router,
+  );
 
   r.use(consoleRoutes(deps));
   return r;
 }
-

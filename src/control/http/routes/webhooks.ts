@@ -31,11 +31,16 @@ type RunbookCounters = Record<RunbookName, Counter.Internal>;
 function boundMetrics(metrics: ReceiverMetrics) {
   const perRunbook = (c: Counter<'runbook'>): RunbookCounters =>
     Object.fromEntries(RUNBOOKS.map((runbook) => [runbook, c.labels({ runbook })])) as RunbookCounters;
-  const perSource = Object.fromEntries(WEBHOOK_SOURCES.map((source) => [source, {
-    seconds: metrics.requestSeconds.labels({ route: source }),
-    accepted: metrics.webhooks.labels({ source, outcome: 'accepted' }),
-    repeats: metrics.repeatAnswers.labels({ source }),
-  }])) as Record<WebhookSource, { seconds: Histogram.Internal<'route'>; accepted: Counter.Internal; repeats: Counter.Internal }>;
+  const perSource = Object.fromEntries(
+    WEBHOOK_SOURCES.map((source) => [
+      source,
+      {
+        seconds: metrics.requestSeconds.labels({ route: source }),
+        accepted: metrics.webhooks.labels({ source, outcome: 'accepted' }),
+        repeats: metrics.repeatAnswers.labels({ source }),
+      },
+    ]),
+  ) as Record<WebhookSource, { seconds: Histogram.Internal<'route'>; accepted: Counter.Internal; repeats: Counter.Internal }>;
   return { perSource, enqueued: perRunbook(metrics.enqueued), deduplicated: perRunbook(metrics.deduplicated) };
 }
 
@@ -44,7 +49,13 @@ function boundMetrics(metrics: ReceiverMetrics) {
  * instead of one per job (a grouped payload holds dozens), and the ignored reasons.
  * `allDeduplicated`: a repeat answer, whose remembered jobs carry their first answer's flag.
  */
-function countAccepted(m: ReturnType<typeof boundMetrics>, metrics: ReceiverMetrics, accepted: readonly Enqueued[], ignored: readonly Ignored[], allDeduplicated = false): void {
+function countAccepted(
+  m: ReturnType<typeof boundMetrics>,
+  metrics: ReceiverMetrics,
+  accepted: readonly Enqueued[],
+  ignored: readonly Ignored[],
+  allDeduplicated = false,
+): void {
   const counterOf = (a: Enqueued) => (allDeduplicated || a.deduplicated ? m.deduplicated : m.enqueued)[a.runbook];
   if (accepted.length === 1) counterOf(accepted[0]!).inc();
   else if (accepted.length > 1) {
@@ -111,7 +122,14 @@ export function webhookRoutes(deps: WebhookDeps, before: readonly RequestHandler
       // The dispatcher logs what it stored (one info line per Redis call, receiver.ts); what
       // each request was answered is a debug line, so a storm does not become a storm of logs.
       if (result.accepted.length > 0 && deps.log.isLevelEnabled('debug')) {
-        deps.log.debug({ source, stored: result.accepted.filter((a) => !a.deduplicated).map((a) => a.id), deduplicated: result.accepted.filter((a) => a.deduplicated).map((a) => a.id) }, 'webhook answered');
+        deps.log.debug(
+          {
+            source,
+            stored: result.accepted.filter((a) => !a.deduplicated).map((a) => a.id),
+            deduplicated: result.accepted.filter((a) => a.deduplicated).map((a) => a.id),
+          },
+          'webhook answered',
+        );
       }
       // Remembered when it stored something: the alerts that made the jobs are the ones whose
       // retries, re-notifications and HA copies come back. Alerts that only repeated known jobs
@@ -145,7 +163,13 @@ export function explainRoutes(deps: WebhookDeps): Router {
     const e = await explain(parsed.signals, parsed.ignored, deps);
     return res.status(200).json({
       signals: e.signals.map(({ evidence, ...s }) => ({ ...s, evidence: evidence.summary })),
-      jobs: e.jobs.map((j) => ({ runbook: j.runbook, node: 'node' in j.target ? j.target.node : undefined, key: j.key, target: j.target, evidence: j.evidence })),
+      jobs: e.jobs.map((j) => ({
+        runbook: j.runbook,
+        node: 'node' in j.target ? j.target.node : undefined,
+        key: j.key,
+        target: j.target,
+        evidence: j.evidence,
+      })),
       ignored: e.ignored,
     });
   });

@@ -18,7 +18,12 @@ describe('placing a placeholder', () => {
     expect(kinds(p)).toEqual(['write-record', 'create-image', 'ensure-loop-node', 'attach-loop', 'point-link']);
     expect(step(p, 'point-link')).toMatchObject({ path: PATH, target: '/dev/loop101', replaces: null });
     expect(step(p, 'create-image')).toMatchObject({ image: IMAGE, bytes: 512 });
-    expect(step(p, 'write-record').record).toMatchObject({ pv: 'local-pv-1', wwn: WWN, loop: 'loop101', disksAtPlacement: ['5000c500aaaaaaaa'] });
+    expect(step(p, 'write-record').record).toMatchObject({
+      pv: 'local-pv-1',
+      wwn: WWN,
+      loop: 'loop101',
+      disksAtPlacement: ['5000c500aaaaaaaa'],
+    });
   });
 
   it('refuses on a node without the opt-in label, and says which label is missing', () => {
@@ -64,7 +69,10 @@ describe('placing a placeholder', () => {
   });
 
   it('takes the lowest free loop above loop100, skipping attached and reserved ones', () => {
-    const attached = [{ loop: 'loop101', backFile: '/x' }, { loop: 'loop103', backFile: '/y' }];
+    const attached = [
+      { loop: 'loop101', backFile: '/x' },
+      { loop: 'loop103', backFile: '/y' },
+    ];
     expect(pickLoop({ attached, reservedLoops: ['loop102'] })).toBe('loop104');
   });
 
@@ -98,7 +106,9 @@ describe('a second job for the same PV', () => {
 
   it('keeps the placeholder while the disk is seen in sysfs but no by-id link leads to it yet', () => {
     const p = plan(placed({ sightings: [{ device: '/dev/sdd', via: '/sys/block/sdd' }], disksPresent: ['5000c500aaaaaaaa', WWN] }));
-    expect(reasons(p)).toMatch(/not true that a \/dev\/disk\/by-id link of WWN 5000c500a1b2c3d4 leads to it .*points at \/dev\/loop101 \(a loop device: our placeholder\)/);
+    expect(reasons(p)).toMatch(
+      /not true that a \/dev\/disk\/by-id link of WWN 5000c500a1b2c3d4 leads to it .*points at \/dev\/loop101 \(a loop device: our placeholder\)/,
+    );
   });
 
   it('reports that the PV must be recreated when a disk with a new WWN appeared instead', () => {
@@ -132,9 +142,14 @@ describe('releasing a placeholder', () => {
 
   it('gives every destructive step the evidence that the disk is back and that the object is ours', () => {
     const p = plan(placed(release));
-    const claims = (k: string) => (p.kind === 'steps' ? p.steps.find((s) => s.kind === k)?.evidence ?? [] : []).map((e) => `${e.status} ${e.claim}`);
+    const claims = (k: string) => (p.kind === 'steps' ? (p.steps.find((s) => s.kind === k)?.evidence ?? []) : []).map((e) => `${e.status} ${e.claim}`);
     for (const k of ['remove-link', 'detach-loop', 'delete-image']) {
-      expect(claims(k)).toEqual(expect.arrayContaining(['holds a block device with WWN 5000c500a1b2c3d4 is present, and it is not a loop device', 'holds a /dev/disk/by-id link of WWN 5000c500a1b2c3d4 leads to it']));
+      expect(claims(k)).toEqual(
+        expect.arrayContaining([
+          'holds a block device with WWN 5000c500a1b2c3d4 is present, and it is not a loop device',
+          'holds a /dev/disk/by-id link of WWN 5000c500a1b2c3d4 leads to it',
+        ]),
+      );
     }
     expect(claims('detach-loop')).toContain(`holds /dev/loop101 is backed by our image ${IMAGE}`);
   });
@@ -142,7 +157,9 @@ describe('releasing a placeholder', () => {
   it('keeps the placeholder when the detector says the disk is back but the node does not show it, naming what is missing', () => {
     const p = plan(placed({ action: 'release' }));
     expect(p.kind).toBe('refuse');
-    expect(reasons(p)).toMatch(/the disk of PV local-pv-1 is not back, so its placeholder stays: not true that a block device with WWN 5000c500a1b2c3d4 is present.*no block device with WWN 5000c500a1b2c3d4.*points at \/dev\/loop101 \(a loop device: our placeholder\).*release it with force/);
+    expect(reasons(p)).toMatch(
+      /the disk of PV local-pv-1 is not back, so its placeholder stays: not true that a block device with WWN 5000c500a1b2c3d4 is present.*no block device with WWN 5000c500a1b2c3d4.*points at \/dev\/loop101 \(a loop device: our placeholder\).*release it with force/,
+    );
   });
 
   it('treats a release job from before the field existed as a detector’s: verified', () => {
@@ -151,47 +168,94 @@ describe('releasing a placeholder', () => {
   });
 
   it('never counts a loop device with that WWN as the disk', () => {
-    const p = plan(placed({ action: 'release', sightings: [{ device: '/dev/loop7', via: '/sys/block/loop7' }, { device: '/dev/loop7', via: `/dev/disk/by-id/scsi-3${WWN}` }] }));
+    const p = plan(
+      placed({
+        action: 'release',
+        sightings: [
+          { device: '/dev/loop7', via: '/sys/block/loop7' },
+          { device: '/dev/loop7', via: `/dev/disk/by-id/scsi-3${WWN}` },
+        ],
+      }),
+    );
     expect(p.kind).toBe('refuse');
   });
 
   it('releases on the disk that udev linked back at the PV’s own path, leaving that link alone', () => {
-    const p = plan(placed({ action: 'release', sightings: [{ device: '/dev/sdd', via: '/sys/block/sdd', dev: SDD }], pathState: { kind: 'link', target: '../../sdd', resolvesTo: '/dev/sdd', resolvedType: 'block', resolvedDev: SDD } }));
+    const p = plan(
+      placed({
+        action: 'release',
+        sightings: [{ device: '/dev/sdd', via: '/sys/block/sdd', dev: SDD }],
+        pathState: { kind: 'link', target: '../../sdd', resolvesTo: '/dev/sdd', resolvedType: 'block', resolvedDev: SDD },
+      }),
+    );
     expect(kinds(p)).toEqual(['detach-loop', 'delete-image', 'delete-record']);
   });
 
   it('keeps the placeholder when the node the link leads to is not the kernel’s device of that name (a loop device made with mknod as sdd)', () => {
-    const p = plan(placed({ action: 'release', sightings: [{ device: '/dev/sdd', via: '/sys/block/sdd', dev: SDD }, { device: '/dev/sdd', via: `/dev/disk/by-id/scsi-3${WWN}`, dev: '7:101' }] }));
-    expect(reasons(p)).toMatch(new RegExp(`not true that a /dev/disk/by-id link of WWN ${WWN} leads to it .*scsi-3${WWN} -> /dev/sdd, but that node is 7:101 and the kernel's /dev/sdd is 8:48`));
+    const p = plan(
+      placed({
+        action: 'release',
+        sightings: [
+          { device: '/dev/sdd', via: '/sys/block/sdd', dev: SDD },
+          { device: '/dev/sdd', via: `/dev/disk/by-id/scsi-3${WWN}`, dev: '7:101' },
+        ],
+      }),
+    );
+    expect(reasons(p)).toMatch(
+      new RegExp(
+        `not true that a /dev/disk/by-id link of WWN ${WWN} leads to it .*scsi-3${WWN} -> /dev/sdd, but that node is 7:101 and the kernel's /dev/sdd is 8:48`,
+      ),
+    );
   });
 
   it('keeps the placeholder when sysfs does not say which device number the disk has', () => {
-    const p = plan(placed({ action: 'release', sightings: [{ device: '/dev/sdd', via: '/sys/block/sdd', dev: null }, { device: '/dev/sdd', via: `/dev/disk/by-id/scsi-3${WWN}`, dev: SDD }] }));
+    const p = plan(
+      placed({
+        action: 'release',
+        sightings: [
+          { device: '/dev/sdd', via: '/sys/block/sdd', dev: null },
+          { device: '/dev/sdd', via: `/dev/disk/by-id/scsi-3${WWN}`, dev: SDD },
+        ],
+      }),
+    );
     expect(reasons(p)).toMatch(/the kernel's \/dev\/sdd is of unknown number/);
   });
 
   it('releases on an operator’s forced request without the disk, and says so in the evidence', () => {
-    const p = plan(placed({ action: 'release', release: { by: 'operator', force: true, asked: 'api: release of the placeholder of PV local-pv-1 forced by alice: disk replaced' } }));
+    const p = plan(
+      placed({
+        action: 'release',
+        release: { by: 'operator', force: true, asked: 'api: release of the placeholder of PV local-pv-1 forced by alice: disk replaced' },
+      }),
+    );
     expect(kinds(p)).toEqual(['remove-link', 'detach-loop', 'delete-image', 'delete-record']);
     const ev = p.kind === 'steps' ? p.steps.find((s) => s.kind === 'detach-loop')?.evidence : [];
-    expect(ev?.[0]).toMatchObject({ claim: 'an operator forced the release without the disk check', status: 'holds', detail: expect.stringMatching(/forced by alice: disk replaced/) });
+    expect(ev?.[0]).toMatchObject({
+      claim: 'an operator forced the release without the disk check',
+      status: 'holds',
+      detail: expect.stringMatching(/forced by alice: disk replaced/),
+    });
     expect(p.kind === 'steps' && p.summary).toMatch(/release forced by an operator/);
   });
 
-  it('keeps a placeholder that something still holds, even on an operator\'s forced request, naming the holder', () => {
-    const holders = { loop101: ['pid 4242 (postgres, pod UID 6f1c3a52-9d7e-4b1a-8c2f-0e4d5b6a7c81) has it open', 'loop7 is backed by it (/var/lib/kubelet/plugins/x)'] };
+  it("keeps a placeholder that something still holds, even on an operator's forced request, naming the holder", () => {
+    const holders = {
+      loop101: ['pid 4242 (postgres, pod UID 6f1c3a52-9d7e-4b1a-8c2f-0e4d5b6a7c81) has it open', 'loop7 is backed by it (/var/lib/kubelet/plugins/x)'],
+    };
     const forced = { action: 'release' as const, release: { by: 'operator' as const, force: true, asked: 'api: forced by alice' } };
     for (const f of [placed({ ...release, holders }), placed({ ...forced, holders })]) {
       expect(f.holders).toBe(holders);
       const p = plan(f);
       expect(p.kind).toBe('refuse');
-      expect(reasons(p)).toMatch(/placeholder of PV local-pv-1 is still in use, so it stays .*\/dev\/loop101: pid 4242 \(postgres.*\/dev\/loop101: loop7 is backed by it.*Stop the pod/);
+      expect(reasons(p)).toMatch(
+        /placeholder of PV local-pv-1 is still in use, so it stays .*\/dev\/loop101: pid 4242 \(postgres.*\/dev\/loop101: loop7 is backed by it.*Stop the pod/,
+      );
     }
     expect(plan(placed({ ...release, holders: { loop101: [] } })).kind).toBe('steps');
   });
 
   it('says on the detach step that nothing held the device', () => {
-    const ev = ((p) => (p.kind === 'steps' ? p.steps.find((s) => s.kind === 'detach-loop')?.evidence ?? [] : []))(plan(placed(release)));
+    const ev = ((p) => (p.kind === 'steps' ? (p.steps.find((s) => s.kind === 'detach-loop')?.evidence ?? []) : []))(plan(placed(release)));
     expect(ev.map((e) => e.claim)).toContain('nothing holds /dev/loop101: no process has it open, nothing mounts it or is stacked on it');
   });
 

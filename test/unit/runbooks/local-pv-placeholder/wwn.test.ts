@@ -10,9 +10,12 @@ describe('reading a WWN', () => {
     expect(wwnOfDmUuid('mpath-35000c500a1b2c3d4\n')).toBe('5000c500a1b2c3d4');
   });
 
-  it.each(['ata-ST4000DM004_Z1Z0ABCD', 'scsi-SATA_ST4000_Z1Z0', 'wwn-0x12', 'wwn-5000c500a1b2c3d4', 'usb-Generic_Flash-0:0'])('reads no WWN from %s', (name) => {
-    expect(wwnOfLinkName(name)).toBeNull();
-  });
+  it.each(['ata-ST4000DM004_Z1Z0ABCD', 'scsi-SATA_ST4000_Z1Z0', 'wwn-0x12', 'wwn-5000c500a1b2c3d4', 'usb-Generic_Flash-0:0'])(
+    'reads no WWN from %s',
+    (name) => {
+      expect(wwnOfLinkName(name)).toBeNull();
+    },
+  );
 
   it('reads no WWN from a t10 identifier or a non-multipath dm uuid', () => {
     expect(wwnOfWwid('t10.ATA     QEMU HARDDISK   QM00001')).toBeNull();

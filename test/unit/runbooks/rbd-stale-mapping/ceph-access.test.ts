@@ -10,7 +10,17 @@ describe('Ceph access', () => {
     const host = createCephHost(fake, { conf: '/etc/ceph/c.conf', keyring: '/etc/ceph/secret.keyring', id: 'volume-medic' });
 
     const r = await host.run(['rbd', 'status', 'kube/img']);
-    expect(fake.commands[0]).toEqual(['rbd', '--conf', '/etc/ceph/c.conf', '--keyring', '/etc/ceph/secret.keyring', '--id', 'volume-medic', 'status', 'kube/img']);
+    expect(fake.commands[0]).toEqual([
+      'rbd',
+      '--conf',
+      '/etc/ceph/c.conf',
+      '--keyring',
+      '/etc/ceph/secret.keyring',
+      '--id',
+      'volume-medic',
+      'status',
+      'kube/img',
+    ]);
     expect(r.argv).toEqual(['rbd', 'status', 'kube/img']);
     expect(r.stderr).not.toContain('secret.keyring');
     expect(r.stderr).toContain('<redacted>');

@@ -2,7 +2,15 @@ import { describe, expect, it } from 'vitest';
 import { isCephClientAddress } from '../../../../src/core/catalogue/names.ts';
 import { isReadOnlyCommand } from '../../../../src/agents/host/read-only-commands.ts';
 import {
-  ipOf, isNoSuchImage, parseBlocklistJson, parseBlocklistText, parseListWatchers, parseRbdInfoJson, parseRbdInfoText, parseRbdStatusJson, parseRbdStatusText,
+  ipOf,
+  isNoSuchImage,
+  parseBlocklistJson,
+  parseBlocklistText,
+  parseListWatchers,
+  parseRbdInfoJson,
+  parseRbdInfoText,
+  parseRbdStatusJson,
+  parseRbdStatusText,
 } from '../../../../src/agents/runbooks/rbd-stale-mapping/index.ts';
 import { cephFixture } from './ceph-fixture.ts';
 
@@ -14,12 +22,20 @@ const W2 = { address: '127.0.0.1:0/1701404351', ip: '127.0.0.1', client: 'client
 describe('rbd info', () => {
   it('finds the header object of a format 2 image in JSON and in text, and both agree', () => {
     const json = parseRbdInfoJson(cephFixture('rbd-info.json'));
-    expect(json).toEqual({ name: 'img1', id: '1012658802dd', format: 2, blockNamePrefix: 'rbd_data.1012658802dd', headerObject: 'rbd_header.1012658802dd' });
+    expect(json).toEqual({
+      name: 'img1',
+      id: '1012658802dd',
+      format: 2,
+      blockNamePrefix: 'rbd_data.1012658802dd',
+      headerObject: 'rbd_header.1012658802dd',
+    });
     expect(parseRbdInfoText(cephFixture('rbd-info.txt'))).toEqual(json);
   });
 
   it('uses <image>.rbd for a format 1 image', () => {
-    const text = cephFixture('rbd-info.txt').replace('block_name_prefix: rbd_data.1012658802dd', 'block_name_prefix: rb.0.1014.74b0dc51').replace('format: 2', 'format: 1');
+    const text = cephFixture('rbd-info.txt')
+      .replace('block_name_prefix: rbd_data.1012658802dd', 'block_name_prefix: rb.0.1014.74b0dc51')
+      .replace('format: 2', 'format: 1');
     expect(parseRbdInfoText(text)).toMatchObject({ format: 1, id: null, headerObject: 'img1.rbd' });
   });
 
@@ -46,7 +62,9 @@ describe('watchers', () => {
     expect(parseRbdStatusJson(cephFixture('rbd-status-two.json')).watchers).toEqual([W2, W1]);
     expect(parseRbdStatusText(cephFixture('rbd-status-two.txt')).watchers).toEqual([W2, W1]);
     expect(parseRbdStatusJson(cephFixture('rbd-status-one.json')).watchers).toEqual(parseRbdStatusText(cephFixture('rbd-status-one.txt')).watchers);
-    expect(parseRbdStatusJson('{"watchers":[{"address":"10.0.0.5:0/1","client":1,"cookie":18446462598732840961}]}').watchers[0]?.cookie).toBe('18446462598732840961');
+    expect(parseRbdStatusJson('{"watchers":[{"address":"10.0.0.5:0/1","client":1,"cookie":18446462598732840961}]}').watchers[0]?.cookie).toBe(
+      '18446462598732840961',
+    );
     expect(parseRbdStatusJson(cephFixture('rbd-status-none.json')).watchers).toEqual([]);
     expect(parseRbdStatusText(cephFixture('rbd-status-none.txt')).watchers).toEqual([]);
   });

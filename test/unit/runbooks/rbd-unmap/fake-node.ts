@@ -10,7 +10,8 @@ export const CONTAINER_NS = 'mnt:[4026532999]';
 export const STALE_POD = '6f1c3a52-9d7e-4b1a-8c2f-0e4d5b6a7c81';
 export const OTHER_POD = '0a9b8c7d-6e5f-4a3b-2c1d-0e9f8a7b6c5d';
 export const POD_MOUNT = `/var/lib/kubelet/pods/${STALE_POD}/volumes/kubernetes.io~csi/pvc-2c0f5d3e-6a1b-4c9d-8e7f-1a2b3c4d5e6f/mount`;
-export const GLOBAL_MOUNT = '/var/lib/kubelet/plugins/kubernetes.io/csi/rbd.csi.ceph.com/7d9a6e0c2b1f4e3d8c5a9b0e1f2d3c4b5a6978877665544332211ffeeddccbbaa/globalmount/0001-0009-rook-ceph-0000000000000002-4b1de7a2-0c4f-11ef-9a3e-0a580a800012';
+export const GLOBAL_MOUNT =
+  '/var/lib/kubelet/plugins/kubernetes.io/csi/rbd.csi.ceph.com/7d9a6e0c2b1f4e3d8c5a9b0e1f2d3c4b5a6978877665544332211ffeeddccbbaa/globalmount/0001-0009-rook-ceph-0000000000000002-4b1de7a2-0c4f-11ef-9a3e-0a580a800012';
 
 export interface FakeNodeOptions {
   /** A container process of the (gone) pod still has the volume mounted in its own namespace. */
@@ -30,7 +31,14 @@ export interface FakeNodeOptions {
 
 export function fakeNode(opts: FakeNodeOptions = {}): FakeHost {
   let hostMounts = cephFixture('mountinfo-host-stale-csi.transcribed.txt');
-  let mapped = JSON.parse(cephFixture('rbd-showmapped-three.transcribed.json')) as Array<{ id: string; pool: string; namespace: string; name: string; snap: string; device: string }>;
+  let mapped = JSON.parse(cephFixture('rbd-showmapped-three.transcribed.json')) as Array<{
+    id: string;
+    pool: string;
+    namespace: string;
+    name: string;
+    snap: string;
+    device: string;
+  }>;
   let busy = opts.busyTimes ?? 0;
   const host = new FakeHost();
   const putHostMounts = (): void => {

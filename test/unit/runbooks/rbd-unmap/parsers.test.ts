@@ -1,6 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import {
-  isBusy, isNotMapped, parseMountinfo, parseShowmappedJson, parseShowmappedText, podUidOfCgroup,
+  isBusy,
+  isNotMapped,
+  parseMountinfo,
+  parseShowmappedJson,
+  parseShowmappedText,
+  podUidOfCgroup,
 } from '../../../../src/agents/runbooks/rbd-unmap/index.ts';
 import { parseListWatchers, parseRbdStatusJson } from '../../../../src/agents/runbooks/rbd-stale-mapping/index.ts';
 import { FakeHost } from '../../../../src/agents/host/fake-host.ts';
@@ -37,7 +42,7 @@ describe('rbd showmapped', () => {
   });
 });
 
-describe('the kernel\'s own record, for nodes without an rbd CLI', () => {
+describe("the kernel's own record, for nodes without an rbd CLI", () => {
   it('reads the captured /sys/bus/rbd/devices as rbd showmapped printed it on the same node', async () => {
     const host = new FakeHost();
     for (const line of cephFixture('krbd/sys-bus-rbd-devices.txt').trim().split('\n')) {
@@ -74,10 +79,13 @@ describe('the kernel client and its watch', () => {
 });
 
 describe('mountinfo and cgroups', () => {
-  it('finds a staged ceph-csi volume and its bind mount in a real host mountinfo, and a container\'s own mount in its namespace', () => {
+  it("finds a staged ceph-csi volume and its bind mount in a real host mountinfo, and a container's own mount in its namespace", () => {
     const host = parseMountinfo(cephFixture('krbd/proc-1-mountinfo.txt'));
     const rbd0 = host.filter((m) => m.source === '/dev/rbd0');
-    expect(rbd0.map((m) => [m.majorMinor, m.fsType, m.root])).toEqual([['252:0', 'ext4', '/'], ['252:0', 'ext4', '/']]);
+    expect(rbd0.map((m) => [m.majorMinor, m.fsType, m.root])).toEqual([
+      ['252:0', 'ext4', '/'],
+      ['252:0', 'ext4', '/'],
+    ]);
     expect(rbd0[0]?.mountPoint).toMatch(/^\/var\/lib\/kubelet\/plugins\/kubernetes\.io\/csi\/rbd\.csi\.ceph\.com\/.*\/globalmount\//);
     expect(rbd0[1]?.mountPoint).toMatch(/^\/var\/lib\/kubelet\/pods\/6f1c3d2e-.*\/volumes\/kubernetes\.io~csi\/pvc-stale\/mount$/);
     const ctr = parseMountinfo(cephFixture('krbd/proc-unshared-mountinfo.txt')).filter((m) => m.majorMinor === '252:16');
@@ -87,7 +95,10 @@ describe('mountinfo and cgroups', () => {
 
   it('finds the kubelet mounts of rbd1 with their device numbers', () => {
     const rbd1 = parseMountinfo(cephFixture('mountinfo-host-stale-csi.transcribed.txt')).filter((m) => m.source === '/dev/rbd1');
-    expect(rbd1.map((m) => [m.majorMinor, m.fsType])).toEqual([['252:16', 'ext4'], ['252:16', 'ext4']]);
+    expect(rbd1.map((m) => [m.majorMinor, m.fsType])).toEqual([
+      ['252:16', 'ext4'],
+      ['252:16', 'ext4'],
+    ]);
     expect(rbd1[1]?.mountPoint).toMatch(/^\/var\/lib\/kubelet\/pods\/6f1c3a52-.*\/mount$/);
   });
 

@@ -22,10 +22,23 @@ const job: RbdUnmapJob = {
 };
 
 const ctx = (mode: Mode, ranOn = 'worker-2'): RunbookContext => ({
-  jobId: job.key, attempt: 1, mode, ranOn, log: pino({ level: 'silent' }), signal: new AbortController().signal,
+  jobId: job.key,
+  attempt: 1,
+  mode,
+  ranOn,
+  log: pino({ level: 'silent' }),
+  signal: new AbortController().signal,
 });
 
-const pod = (over: Partial<PodInfo>): PodInfo => ({ namespace: 'shop', name: 'other', node: 'worker-2', phase: 'Running', claims: [], waiting: [], ...over });
+const pod = (over: Partial<PodInfo>): PodInfo => ({
+  namespace: 'shop',
+  name: 'other',
+  node: 'worker-2',
+  phase: 'Running',
+  claims: [],
+  waiting: [],
+  ...over,
+});
 
 function run(host: FakeHost, opts: { pods?: PodInfo[]; policy?: Partial<UnmapPolicy>; mode?: Mode; ranOn?: string; j?: RbdUnmapJob } = {}) {
   const sleeps: number[] = [];
@@ -69,13 +82,21 @@ describe('rbd-unmap on a simulated node', () => {
     for (const s of r.steps) {
       expect(s.destructive).toBe(true);
       expect(s.evidence!.every((e) => e.status === 'holds')).toBe(true);
-      expect(s.evidence).toContainEqual(expect.objectContaining({ claim: '/dev/rbd1 is the kernel\'s mapping of kube/csi-vol-0001 (image head, id 1)', source: 'rbd showmapped --format json', detail: '/dev/rbd/kube/csi-vol-0001 -> rbd1' }));
+      expect(s.evidence).toContainEqual(
+        expect.objectContaining({
+          claim: "/dev/rbd1 is the kernel's mapping of kube/csi-vol-0001 (image head, id 1)",
+          source: 'rbd showmapped --format json',
+          detail: '/dev/rbd/kube/csi-vol-0001 -> rbd1',
+        }),
+      );
       expect(claims(s)).toContain('no pod that may run on node worker-2 (Pending, Running, Unknown) uses PVC shop/db-data');
-      expect(claims(s)).toContain('the holder scan saw the host\'s mounts and processes');
+      expect(claims(s)).toContain("the holder scan saw the host's mounts and processes");
       expect(claims(s)).toContain('nothing live or foreign holds /dev/rbd1: its mounts and openers belong to pods that no longer run on node worker-2');
     }
     expect(claims(podMount)).toContain(`${POD_MOUNT} is kubelet's mount of /dev/rbd1 for pod ${STALE_POD}, which does not run on node worker-2`);
-    expect(claims(globalMount)).toContain(`${GLOBAL_MOUNT} is kubelet's global mount of /dev/rbd1, and no pod that may run on node worker-2 mounts it or uses the PVC`);
+    expect(claims(globalMount)).toContain(
+      `${GLOBAL_MOUNT} is kubelet's global mount of /dev/rbd1, and no pod that may run on node worker-2 mounts it or uses the PVC`,
+    );
     expect(claims(unmap).some((c) => c.includes('left over'))).toBe(false);
   });
 
@@ -84,16 +105,18 @@ describe('rbd-unmap on a simulated node', () => {
     const { claim: _claim, ...noClaim } = job;
     const err = (await run(host, { j: noClaim }).result.catch((e: unknown) => e)) as RefusedError;
     expect(err).toBeInstanceOf(RefusedError);
-    expect(err.reasons.join(' ')).toContain('not touching /dev/rbd1: no evidence that no pod that may run on node worker-2 uses the PVC of kube/csi-vol-0001 (Pods on node worker-2 (spec.nodeName, status.phase, volumes): the job names no PVC)');
+    expect(err.reasons.join(' ')).toContain(
+      'not touching /dev/rbd1: no evidence that no pod that may run on node worker-2 uses the PVC of kube/csi-vol-0001 (Pods on node worker-2 (spec.nodeName, status.phase, volumes): the job names no PVC)',
+    );
     expect(argvs(host).some((a) => a.startsWith('umount') || a.startsWith('rbd unmap'))).toBe(false);
   });
 
-  it('refuses, even where force is allowed, when the holder scan cannot see the host\'s processes', async () => {
+  it("refuses, even where force is allowed, when the holder scan cannot see the host's processes", async () => {
     const host = fakeNode();
     host.nodes.delete('/proc/1/ns/mnt');
     const err = (await run(host, { policy: { force: 'no-live-workload' } }).result.catch((e: unknown) => e)) as RefusedError;
     expect(err).toBeInstanceOf(RefusedError);
-    expect(err.reasons.join(' ')).toContain('no evidence that the holder scan saw the host\'s mounts and processes');
+    expect(err.reasons.join(' ')).toContain("no evidence that the holder scan saw the host's mounts and processes");
     expect(argvs(host).some((a) => a.startsWith('umount') || a.startsWith('rbd unmap'))).toBe(false);
   });
 
@@ -105,10 +128,12 @@ describe('rbd-unmap on a simulated node', () => {
     expect(argvs(host).some((a) => a.startsWith('umount') || a.startsWith('rbd unmap'))).toBe(false);
   });
 
-  it('refuses when the image\'s udev link names a device not listed as its mapping', async () => {
+  it("refuses when the image's udev link names a device not listed as its mapping", async () => {
     const host = fakeNode().put('/dev/rbd/kube/csi-vol-0001', { type: 'symlink', target: '../../rbd0' });
     const err = (await run(host).result.catch((e: unknown) => e)) as RefusedError;
-    expect(err.reasons.join(' ')).toContain('contradictory evidence about whether /dev/rbd1 is the kernel\'s mapping of kube/csi-vol-0001 (image head, id 1) (rbd showmapped --format json: /dev/rbd/kube/csi-vol-0001 -> rbd0)');
+    expect(err.reasons.join(' ')).toContain(
+      "contradictory evidence about whether /dev/rbd1 is the kernel's mapping of kube/csi-vol-0001 (image head, id 1) (rbd showmapped --format json: /dev/rbd/kube/csi-vol-0001 -> rbd0)",
+    );
     expect(argvs(host).some((a) => a.includes('rbd0') || a.startsWith('umount') || a.startsWith('rbd unmap'))).toBe(false);
   });
 
@@ -140,19 +165,33 @@ describe('rbd-unmap on a simulated node', () => {
   it('refuses what a gone pod left behind unless policy allows force, and then forces only after plain unmaps stayed busy', async () => {
     const refused = (await run(fakeNode({ leftoverContainer: true })).result.catch((e: unknown) => e)) as RefusedError;
     expect(refused).toBeInstanceOf(RefusedError);
-    expect(refused.reasons.join(' ')).toMatch(/leftover mount \/var\/lib\/postgresql\/data in the namespace mnt:\[4026532999\] \(pids 4242; pods 6f1c3a52-.*a forced unmap is not allowed by policy/);
+    expect(refused.reasons.join(' ')).toMatch(
+      /leftover mount \/var\/lib\/postgresql\/data in the namespace mnt:\[4026532999\] \(pids 4242; pods 6f1c3a52-.*a forced unmap is not allowed by policy/,
+    );
 
     const host = fakeNode({ leftoverContainer: true, busyUntilForced: true });
     const { result, sleeps } = run(host, { policy: { force: 'no-live-workload' } });
     const done = await result;
     expect(done.outcome).toBe('succeeded');
     // An unmap that may be forced is a high-risk step: with the operator controls on, the engine holds it for approval.
-    expect(done.plan).toMatchObject({ kind: 'steps', steps: expect.arrayContaining([expect.objectContaining({ kind: 'unmap', forceAllowed: true, risk: 'high' })]) });
+    expect(done.plan).toMatchObject({
+      kind: 'steps',
+      steps: expect.arrayContaining([expect.objectContaining({ kind: 'unmap', forceAllowed: true, risk: 'high' })]),
+    });
     // ...on the evidence that what it gets past is left over from a pod gone from here.
-    expect(done.steps.find((s) => s.id === 'unmap:rbd1:kube/csi-vol-0001')!.evidence).toContainEqual(expect.objectContaining({
-      claim: 'what else holds /dev/rbd1 is left over from pods that no longer run on node worker-2', status: 'holds', detail: expect.stringContaining('leftover mount /var/lib/postgresql/data'),
-    }));
-    expect(argvs(host).filter((a) => a.startsWith('rbd unmap'))).toEqual(['rbd unmap /dev/rbd1', 'rbd unmap /dev/rbd1', 'rbd unmap /dev/rbd1', 'rbd unmap -o force /dev/rbd1']);
+    expect(done.steps.find((s) => s.id === 'unmap:rbd1:kube/csi-vol-0001')!.evidence).toContainEqual(
+      expect.objectContaining({
+        claim: 'what else holds /dev/rbd1 is left over from pods that no longer run on node worker-2',
+        status: 'holds',
+        detail: expect.stringContaining('leftover mount /var/lib/postgresql/data'),
+      }),
+    );
+    expect(argvs(host).filter((a) => a.startsWith('rbd unmap'))).toEqual([
+      'rbd unmap /dev/rbd1',
+      'rbd unmap /dev/rbd1',
+      'rbd unmap /dev/rbd1',
+      'rbd unmap -o force /dev/rbd1',
+    ]);
     expect(sleeps).toEqual([1000, 1000]);
   });
 
@@ -170,7 +209,7 @@ describe('rbd-unmap on a simulated node', () => {
     expect(r.summary).toContain('not mapped on node worker-2');
   });
 
-  it('refuses a job that reached another node\'s agent', async () => {
+  it("refuses a job that reached another node's agent", async () => {
     const err = (await run(fakeNode(), { ranOn: 'worker-9' }).result.catch((e: unknown) => e)) as RefusedError;
     expect(err.reasons).toEqual(['the job is for node worker-2 but ran on worker-9']);
   });
@@ -181,8 +220,17 @@ describe('rbd-unmap on a simulated node', () => {
     const r = await result;
     expect(r.outcome).toBe('succeeded');
     expect(r.verification).toMatchObject({ ok: true });
-    expect(host.calls.filter((c) => c.op === 'writeSysfs').map((c) => c.args)).toEqual([['/sys/bus/rbd/remove_single_major', '1'], ['/sys/bus/rbd/remove_single_major', '1']]);
-    expect(r.steps.at(-1)!.evidence).toContainEqual(expect.objectContaining({ claim: '/dev/rbd1 is the kernel\'s mapping of kube/csi-vol-0001 (image head, id 1)', source: '/sys/bus/rbd/devices/<id>/{pool,pool_ns,name,current_snap}', status: 'holds' }));
+    expect(host.calls.filter((c) => c.op === 'writeSysfs').map((c) => c.args)).toEqual([
+      ['/sys/bus/rbd/remove_single_major', '1'],
+      ['/sys/bus/rbd/remove_single_major', '1'],
+    ]);
+    expect(r.steps.at(-1)!.evidence).toContainEqual(
+      expect.objectContaining({
+        claim: "/dev/rbd1 is the kernel's mapping of kube/csi-vol-0001 (image head, id 1)",
+        source: '/sys/bus/rbd/devices/<id>/{pool,pool_ns,name,current_snap}',
+        status: 'holds',
+      }),
+    );
     expect(sleeps).toEqual([1000]);
     expect(host.nodes.has('/sys/bus/rbd/devices/1/name')).toBe(false);
     expect(host.nodes.has('/sys/bus/rbd/devices/0/name')).toBe(true);
@@ -201,6 +249,10 @@ describe('rbd-unmap on a simulated node', () => {
     expect(r.outcome).toBe('planned');
     expect(r.steps.map((s) => s.status)).toEqual(['would-run', 'would-run', 'would-run']);
     expect(argvs(host).every((a) => a.startsWith('rbd showmapped'))).toBe(true);
-    expect(r.commands.filter((c) => c.exitCode === null).map((c) => c.argv.join(' '))).toEqual([`umount ${POD_MOUNT}`, `umount ${GLOBAL_MOUNT}`, 'rbd unmap /dev/rbd1']);
+    expect(r.commands.filter((c) => c.exitCode === null).map((c) => c.argv.join(' '))).toEqual([
+      `umount ${POD_MOUNT}`,
+      `umount ${GLOBAL_MOUNT}`,
+      'rbd unmap /dev/rbd1',
+    ]);
   });
 });

@@ -11,7 +11,15 @@ export const BOOT_ID = '5c3b7a1e-7d1f-4f0a-9a51-0d2f4a7c9e11';
 
 /** A process with the map open: a system process unless a cgroup says otherwise. */
 export const opener = (pid: number, comm: string, over: Partial<Opener> = {}): Opener => ({
-  pid, comm, state: 'D', fds: 1, startTime: String(1000 + pid), cgroup: '0::/system.slice/systemd-udevd.service', podUid: null, ownProbe: false, ...over,
+  pid,
+  comm,
+  state: 'D',
+  fds: 1,
+  startTime: String(1000 + pid),
+  cgroup: '0::/system.slice/systemd-udevd.service',
+  podUid: null,
+  ownProbe: false,
+  ...over,
 });
 
 const path = (hctl: string, dev: string, devT: string, dead: boolean, over: Partial<PathFacts> = {}): PathFacts => ({

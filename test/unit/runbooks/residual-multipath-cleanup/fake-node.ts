@@ -51,7 +51,11 @@ export class FakeNode extends FakeHost {
     this.#opener(857, '(udev-worker)');
 
     this.on(['multipath', '-ll'], (argv) => ({ stdout: this.#listing(argv[2]) }));
-    this.on(['multipathd', 'show', 'maps', 'json'], () => ({ stdout: this.nodes.has('/sys/block/dm-0/dm/uuid') ? captured('iscsi-lun-removed', 'multipathd-show-maps-json.json') : '{"major_version": 0, "minor_version": 1, "maps": []}' }));
+    this.on(['multipathd', 'show', 'maps', 'json'], () => ({
+      stdout: this.nodes.has('/sys/block/dm-0/dm/uuid')
+        ? captured('iscsi-lun-removed', 'multipathd-show-maps-json.json')
+        : '{"major_version": 0, "minor_version": 1, "maps": []}',
+    }));
     this.on(['dmsetup', 'info', '-c'], () => ({ stdout: this.#dmInfo() }));
     this.on(['dd'], (argv) => {
       if (argv[1] !== 'if=/dev/dm-0') return { stderr: `dd: unexpected probe ${argv[1]}`, exitCode: 1 };
@@ -60,7 +64,9 @@ export class FakeNode extends FakeHost {
       this.stuck.add(990);
       return { exitCode: null, signal: 'SIGKILL', timedOut: true, durationMs: 12_050, stuckPids: [990] };
     });
-    this.on(['dmsetup', 'table'], () => ({ stdout: `0 131072 multipath ${this.queueing ? '1 queue_if_no_path' : '0'} 1 alua 1 1 service-time 0 2 2 8:48 1 1 8:32 1 1\n` }));
+    this.on(['dmsetup', 'table'], () => ({
+      stdout: `0 131072 multipath ${this.queueing ? '1 queue_if_no_path' : '0'} 1 alua 1 1 service-time 0 2 2 8:48 1 1 8:32 1 1\n`,
+    }));
     this.on(['dmsetup', 'message', 'mpathb', '0', 'fail_if_no_path'], () => {
       this.queueing = false;
       for (const pid of this.stuck) this.#gone(pid);
@@ -71,7 +77,8 @@ export class FakeNode extends FakeHost {
       this.flushAttempts++;
       if (argv[2] !== 'mpathb') return { exitCode: 1, stdout: `fake: refusing to flush ${argv[2]}` };
       if ((this.options.flushRefusesWhileOpen ?? true) && this.stuck.size > 0) return { exitCode: 1, stdout: '98.959864 | mpathb: map in use\n' };
-      for (const key of [...this.nodes.keys()]) if (key.startsWith('/sys/block/dm-0/') || key === '/dev/dm-0' || key === '/dev/mapper/mpathb') this.nodes.delete(key);
+      for (const key of [...this.nodes.keys()])
+        if (key.startsWith('/sys/block/dm-0/') || key === '/dev/dm-0' || key === '/dev/mapper/mpathb') this.nodes.delete(key);
       for (const s of ['sdc', 'sdd']) this.nodes.delete(`/sys/block/${s}/holders/dm-0`);
       this.#dropLinksTo('dm-0');
       return {};
@@ -130,7 +137,8 @@ export class FakeNode extends FakeHost {
   }
 
   #dropLinksTo(dev: string): void {
-    for (const [key, node] of [...this.nodes]) if (key.startsWith('/dev/disk/by-id/') && node.type === 'symlink' && node.target === `../../${dev}`) this.nodes.delete(key);
+    for (const [key, node] of [...this.nodes])
+      if (key.startsWith('/dev/disk/by-id/') && node.type === 'symlink' && node.target === `../../${dev}`) this.nodes.delete(key);
   }
 
   #listing(only?: string): string {

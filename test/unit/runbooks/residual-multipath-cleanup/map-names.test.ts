@@ -20,18 +20,43 @@ import { SimNode, type MapSpec } from './sim-node.ts';
 // refused where it enters (observe: the map's evidence is contradicted) and again before argv.
 
 const T0 = Date.UTC(2026, 11, 4);
-const residual: MapSpec = { paths: [true, true], queueing: false, holder: false, mounted: false, opener: 'none', attached: false, probe: 'io-error' };
+const residual: MapSpec = {
+  paths: [true, true],
+  queueing: false,
+  holder: false,
+  mounted: false,
+  opener: 'none',
+  attached: false,
+  probe: 'io-error',
+};
 
 async function run(node: SimNode): Promise<RunbookResult> {
   const clock = { t: 0 };
   const handler = createResidualMultipathCleanup({
-    host: node, stateDir: '/var/lib/volume-medic', attached: new InMemoryAttachedVolumes({ sim: [] }), policy: { openCountWaitMs: 1_000 },
-    now: () => new Date(T0 + clock.t), sleep: async (ms) => void (clock.t += ms),
+    host: node,
+    stateDir: '/var/lib/volume-medic',
+    attached: new InMemoryAttachedVolumes({ sim: [] }),
+    policy: { openCountWaitMs: 1_000 },
+    now: () => new Date(T0 + clock.t),
+    sleep: async (ms) => void (clock.t += ms),
   });
-  const job: ResidualMultipathJob = { version: 1, key: 'residual_sim_names', runbook: 'residual-multipath-cleanup', target: { node: 'sim' }, evidence: [{ source: 'api', summary: 'sim', raw: {} }] };
+  const job: ResidualMultipathJob = {
+    version: 1,
+    key: 'residual_sim_names',
+    runbook: 'residual-multipath-cleanup',
+    target: { node: 'sim' },
+    evidence: [{ source: 'api', summary: 'sim', raw: {} }],
+  };
   for (let i = 0; ; i++) {
     try {
-      return await handler(job, { jobId: job.key, attempt: 1, mode: 'enforce', ranOn: 'sim', log: pino({ level: 'silent' }), signal: new AbortController().signal });
+      return await handler(job, {
+        jobId: job.key,
+        attempt: 1,
+        mode: 'enforce',
+        ranOn: 'sim',
+        log: pino({ level: 'silent' }),
+        signal: new AbortController().signal,
+      });
     } catch (err) {
       if (err instanceof ParkedError && err.parking.reason === 'evidence' && i < 4) {
         clock.t = (err.parking.until as Date).getTime() - T0;
@@ -44,8 +69,18 @@ async function run(node: SimNode): Promise<RunbookResult> {
 
 describe('map names on their way to argv', () => {
   it('takes aliases, WWIDs and user_friendly_names; refuses options, separators and anything else', () => {
-    for (const ok of ['mpatha', 'mpathzz', '36001405a1b2c3d4e5f60718293a4b5c6', 'eui.0025385b71b0a1c2', 'SATA_ST1000DM003-1ER162_Z4Y8', 'oradata_01', '3600a0b8:part1']) expect(isMapName(ok), ok).toBe(true);
-    for (const bad of ['-f', '--help', '-', '.hidden', 'mpath a', 'mpatha;reboot', 'a/b', '../x', '', 'a'.repeat(129), 'mpath\u001b[2J', 'm$(id)']) expect(isMapName(bad), bad).toBe(false);
+    for (const ok of [
+      'mpatha',
+      'mpathzz',
+      '36001405a1b2c3d4e5f60718293a4b5c6',
+      'eui.0025385b71b0a1c2',
+      'SATA_ST1000DM003-1ER162_Z4Y8',
+      'oradata_01',
+      '3600a0b8:part1',
+    ])
+      expect(isMapName(ok), ok).toBe(true);
+    for (const bad of ['-f', '--help', '-', '.hidden', 'mpath a', 'mpatha;reboot', 'a/b', '../x', '', 'a'.repeat(129), 'mpath\u001b[2J', 'm$(id)'])
+      expect(isMapName(bad), bad).toBe(false);
   });
 
   it('leaves a residual map with a shell-ish alias (mpath;reboot) alone, and still cleans the plainly named one beside it', async () => {
@@ -67,8 +102,24 @@ describe('map names on their way to argv', () => {
 
   it('refuses, before any command, a step whose map name is not plain (a step from an older job)', async () => {
     const host = new FakeHost();
-    const exec = createStepExecutor({ policy: DEFAULT_POLICY, dryRun: false, stateDir: '/var/lib/volume-medic', sleep: async () => {}, now: () => T0 });
-    const step: ResidualStep = { kind: 'flush-map', id: 'flush-map:x', description: 'multipath -f', destructive: true, map: '--help', wwid: '36001405a1b2c3d4e5f60718293a4b5c6', dm: 'dm-3', paths: [], links: [] };
+    const exec = createStepExecutor({
+      policy: DEFAULT_POLICY,
+      dryRun: false,
+      stateDir: '/var/lib/volume-medic',
+      sleep: async () => {},
+      now: () => T0,
+    });
+    const step: ResidualStep = {
+      kind: 'flush-map',
+      id: 'flush-map:x',
+      description: 'multipath -f',
+      destructive: true,
+      map: '--help',
+      wwid: '36001405a1b2c3d4e5f60718293a4b5c6',
+      dm: 'dm-3',
+      paths: [],
+      links: [],
+    };
     await expect(exec.isDone(step, host)).rejects.toBeInstanceOf(RefusedError);
     await expect(exec.apply(step, host)).rejects.toBeInstanceOf(RefusedError);
     await expect(exec.apply({ ...step, kind: 'release-queued-io', highRisk: true } as ResidualStep, host)).rejects.toBeInstanceOf(RefusedError);
@@ -76,7 +127,17 @@ describe('map names on their way to argv', () => {
   });
 
   it('reads an intent record on disk with a map name that is not plain as unreadable', () => {
-    const record = { version: 1, jobId: 'j', map: '-f', wwid: '36001405a1b2c3d4e5f60718293a4b5c6', dm: 'dm-3', disks: [], createdAt: '2026-12-04T00:00:00Z', bootId: null, done: [] };
+    const record = {
+      version: 1,
+      jobId: 'j',
+      map: '-f',
+      wwid: '36001405a1b2c3d4e5f60718293a4b5c6',
+      dm: 'dm-3',
+      disks: [],
+      createdAt: '2026-12-04T00:00:00Z',
+      bootId: null,
+      done: [],
+    };
     expect(IntentRecord.safeParse(record).success).toBe(false);
     expect(IntentRecord.safeParse({ ...record, map: 'mpatha' }).success).toBe(true);
   });

@@ -16,14 +16,37 @@ describe('multipath -ll on real output', () => {
     const { maps, stray } = parseMultipathLl(captured('healthy', 'multipath-ll.txt'));
     expect(stray).toEqual([]);
     expect(maps).toHaveLength(1);
-    expect(maps[0]).toMatchObject({ name: 'mpatha', wwid: '1Linux_scsi_debug_2000', dm: 'dm-0', vendorProduct: 'Linux,scsi_debug', size: '64M', features: '0', queueIfNoPath: false, hwhandler: '1 alua', writeProtect: 'rw', problems: [] });
-    expect(maps[0]!.groups.map((g) => [g.policy, g.prio, g.status])).toEqual([['service-time 0', 50, 'active'], ['service-time 0', 1, 'enabled'], ['service-time 0', 10, 'enabled']]);
-    expect(pathsOf(maps[0]!).map((p) => [p.hctl, p.dev, p.devT])).toEqual([['3:0:0:0', 'sdb', '8:16'], ['2:0:0:0', 'sda', '8:0'], ['4:0:0:0', 'sdc', '8:32']]);
+    expect(maps[0]).toMatchObject({
+      name: 'mpatha',
+      wwid: '1Linux_scsi_debug_2000',
+      dm: 'dm-0',
+      vendorProduct: 'Linux,scsi_debug',
+      size: '64M',
+      features: '0',
+      queueIfNoPath: false,
+      hwhandler: '1 alua',
+      writeProtect: 'rw',
+      problems: [],
+    });
+    expect(maps[0]!.groups.map((g) => [g.policy, g.prio, g.status])).toEqual([
+      ['service-time 0', 50, 'active'],
+      ['service-time 0', 1, 'enabled'],
+      ['service-time 0', 10, 'enabled'],
+    ]);
+    expect(pathsOf(maps[0]!).map((p) => [p.hctl, p.dev, p.devT])).toEqual([
+      ['3:0:0:0', 'sdb', '8:16'],
+      ['2:0:0:0', 'sda', '8:0'],
+      ['4:0:0:0', 'sdc', '8:32'],
+    ]);
     expect(pathsOf(maps[0]!).some(isDeadPath)).toBe(false);
   });
 
   it('reads every path as failed faulty offline when scsi_debug paths are offline', () => {
-    expect(states(captured('all-paths-failed', 'multipath-ll.txt'))).toEqual(['sdb failed faulty offline', 'sda failed faulty offline', 'sdc failed faulty offline']);
+    expect(states(captured('all-paths-failed', 'multipath-ll.txt'))).toEqual([
+      'sdb failed faulty offline',
+      'sda failed faulty offline',
+      'sdc failed faulty offline',
+    ]);
   });
 
   it('reads one failed path among live ones (the map that must not be touched)', () => {
@@ -51,7 +74,14 @@ describe('multipath -ll layouts not captured in the lab (documented formats)', (
       "`-+- policy='service-time 0' prio=0 status=enabled",
       '  `- 2:0:0:1 sdc 8:32 failed faulty running',
     ].join('\n');
-    expect(parseMultipathLl(out).maps[0]).toMatchObject({ name: '3600140503b080d39e3f42d4a24115262', wwid: '3600140503b080d39e3f42d4a24115262', dm: 'dm-3', hwhandler: '0', queueIfNoPath: true, problems: [] });
+    expect(parseMultipathLl(out).maps[0]).toMatchObject({
+      name: '3600140503b080d39e3f42d4a24115262',
+      wwid: '3600140503b080d39e3f42d4a24115262',
+      dm: 'dm-3',
+      hwhandler: '0',
+      queueIfNoPath: true,
+      problems: [],
+    });
   });
 
   it('reads two-word checker states and a path whose disk is gone', () => {
@@ -82,9 +112,20 @@ describe('multipath -ll layouts not captured in the lab (documented formats)', (
       ' \\_ 3:0:0:0 sdc 8:32  [failed][faulty]',
     ].join('\n');
     const map = parseMultipathLl(out).maps[0]!;
-    expect(map).toMatchObject({ name: 'mpath0', dm: 'dm-2', size: '20G', features: '1 queue_if_no_path', queueIfNoPath: true, writeProtect: 'rw', problems: [] });
+    expect(map).toMatchObject({
+      name: 'mpath0',
+      dm: 'dm-2',
+      size: '20G',
+      features: '1 queue_if_no_path',
+      queueIfNoPath: true,
+      writeProtect: 'rw',
+      problems: [],
+    });
     expect(map.groups[0]).toMatchObject({ policy: 'round-robin 0', prio: 0, status: 'enabled' });
-    expect(pathsOf(map).map((p) => [p.dev, p.dmState, p.checkerState, p.onlineState])).toEqual([['sdb', 'failed', 'faulty', null], ['sdc', 'failed', 'faulty', null]]);
+    expect(pathsOf(map).map((p) => [p.dev, p.dmState, p.checkerState, p.onlineState])).toEqual([
+      ['sdb', 'failed', 'faulty', null],
+      ['sdc', 'failed', 'faulty', null],
+    ]);
   });
 
   it('skips multipath log lines and keeps unknown lines as problems of their map', () => {
@@ -120,7 +161,11 @@ describe('multipathd show maps json', () => {
     ]);
   });
 
-  it.each([['not json', 'multipathd: timeout'], ['another major version', '{"major_version": 1, "maps": []}'], ['no maps array', '{"major_version": 0}']])('answers null for %s', (_, text) => {
+  it.each([
+    ['not json', 'multipathd: timeout'],
+    ['another major version', '{"major_version": 1, "maps": []}'],
+    ['no maps array', '{"major_version": 0}'],
+  ])('answers null for %s', (_, text) => {
     expect(parseMultipathdMapsJson(text)).toBeNull();
   });
 });
@@ -136,7 +181,9 @@ describe('dmsetup info -c', () => {
 
   it('reads "No devices found" as none, and a device without uuid', () => {
     expect(parseDmsetupInfoColumns('No devices found\n')).toEqual([]);
-    expect(parseDmsetupInfoColumns('Name Maj Min Stat Open Targ Event UUID\nvg-lv 253 2 L--w 3 1 0\n')).toEqual([{ name: 'vg-lv', major: 253, minor: 2, open: 3, uuid: null }]);
+    expect(parseDmsetupInfoColumns('Name Maj Min Stat Open Targ Event UUID\nvg-lv 253 2 L--w 3 1 0\n')).toEqual([
+      { name: 'vg-lv', major: 253, minor: 2, open: 3, uuid: null },
+    ]);
   });
 
   it('throws on a row it cannot read instead of guessing an open count', () => {
@@ -152,8 +199,14 @@ describe('mountinfo', () => {
   });
 
   it('sees a block device bind-mounted by kubelet (devtmpfs root /dm-3) and octal-escaped paths', () => {
-    const [m] = parseMountinfo('812 29 0:5 /dm-3 /var/lib/kubelet/plugins/kubernetes.io/csi/volumeDevices/pvc\\0401/dev/abc rw,nosuid shared:2 - devtmpfs udev rw,size=4007216k\n');
-    expect(m).toMatchObject({ majorMinor: '0:5', root: '/dm-3', mountPoint: '/var/lib/kubelet/plugins/kubernetes.io/csi/volumeDevices/pvc 1/dev/abc' });
+    const [m] = parseMountinfo(
+      '812 29 0:5 /dm-3 /var/lib/kubelet/plugins/kubernetes.io/csi/volumeDevices/pvc\\0401/dev/abc rw,nosuid shared:2 - devtmpfs udev rw,size=4007216k\n',
+    );
+    expect(m).toMatchObject({
+      majorMinor: '0:5',
+      root: '/dm-3',
+      mountPoint: '/var/lib/kubelet/plugins/kubernetes.io/csi/volumeDevices/pvc 1/dev/abc',
+    });
     expect(mountUses(m!, { majorMinor: '253:3', names: ['dm-3', 'mapper/mpathd'] })).toBe(true);
     expect(mountUses(m!, { majorMinor: '253:4', names: ['dm-4'] })).toBe(false);
   });

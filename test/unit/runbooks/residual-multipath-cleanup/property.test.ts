@@ -58,8 +58,15 @@ const scenario = fc.record({
 
 /** A map the runbook may remove: every path dead, nothing on it, no user, not attached, unreadable, attachments known. */
 function eligible(m: MapSpec, attachmentsKnown: boolean): boolean {
-  return attachmentsKnown && m.paths.every((dead) => dead) && !m.holder && !m.mounted && !m.attached && m.probe !== 'readable'
-    && (m.opener === 'none' || m.opener === 'victim');
+  return (
+    attachmentsKnown &&
+    m.paths.every((dead) => dead) &&
+    !m.holder &&
+    !m.mounted &&
+    !m.attached &&
+    m.probe !== 'readable' &&
+    (m.opener === 'none' || m.opener === 'victim')
+  );
 }
 
 async function runJob(node: SimNode, attached: InMemoryAttachedVolumes, clock: { t: number }, n: number): Promise<RunbookResult | Error> {
@@ -71,10 +78,23 @@ async function runJob(node: SimNode, attached: InMemoryAttachedVolumes, clock: {
     now: () => new Date(T0 + clock.t),
     sleep: async (ms) => void (clock.t += ms),
   });
-  const job: ResidualMultipathJob = { version: 1, key: `residual_sim_${n}`, runbook: 'residual-multipath-cleanup', target: { node: 'sim' }, evidence: [{ source: 'api', summary: 'sim', raw: {} }] };
+  const job: ResidualMultipathJob = {
+    version: 1,
+    key: `residual_sim_${n}`,
+    runbook: 'residual-multipath-cleanup',
+    target: { node: 'sim' },
+    evidence: [{ source: 'api', summary: 'sim', raw: {} }],
+  };
   for (let i = 0; ; i++) {
     try {
-      return await handler(job, { jobId: job.key, attempt: 1, mode: 'enforce', ranOn: 'sim', log: pino({ level: 'silent' }), signal: new AbortController().signal });
+      return await handler(job, {
+        jobId: job.key,
+        attempt: 1,
+        mode: 'enforce',
+        ranOn: 'sim',
+        log: pino({ level: 'silent' }),
+        signal: new AbortController().signal,
+      });
     } catch (err) {
       if (err instanceof ParkedError && err.parking.reason === 'evidence' && i < 4) {
         clock.t = (err.parking.until as Date).getTime() - T0;

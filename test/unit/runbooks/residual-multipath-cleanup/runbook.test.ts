@@ -23,7 +23,14 @@ const job: ResidualMultipathJob = {
   evidence: [{ source: 'k8s-event', summary: 'Node worker-1 has been rebooted', raw: {} }],
 };
 
-const ctx = (mode: Mode): RunbookContext => ({ jobId: job.key, attempt: 1, mode, ranOn: 'worker-1', log: pino({ level: 'silent' }), signal: new AbortController().signal });
+const ctx = (mode: Mode): RunbookContext => ({
+  jobId: job.key,
+  attempt: 1,
+  mode,
+  ranOn: 'worker-1',
+  log: pino({ level: 'silent' }),
+  signal: new AbortController().signal,
+});
 
 function setup(opts: FakeNodeOptions = {}, policy: Partial<ResidualPolicy> = {}, attached = new InMemoryAttachedVolumes(), node = new FakeNode(opts)) {
   const host = node;
@@ -65,7 +72,10 @@ describe('residual-multipath-cleanup on a node where an iSCSI LUN was removed (e
     const { host, handler } = setup();
     const err = await handler(job, ctx('enforce')).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ParkedError);
-    expect((err as ParkedError).parking).toMatchObject({ reason: 'evidence', why: expect.stringMatching(/every path of mpathb stayed dead over time: held for 0 s over 1 observation\(s\); needs 120 s over at least 2/) });
+    expect((err as ParkedError).parking).toMatchObject({
+      reason: 'evidence',
+      why: expect.stringMatching(/every path of mpathb stayed dead over time: held for 0 s over 1 observation\(s\); needs 120 s over at least 2/),
+    });
     expect(host.commands.some((c) => c[1] === 'message' || (c[0] === 'multipath' && c[1] === '-f'))).toBe(false);
     expect(host.calls.some((c) => c.op === 'writeSysfs')).toBe(false);
   });
@@ -85,7 +95,9 @@ describe('residual-multipath-cleanup on a node where an iSCSI LUN was removed (e
     // Every destructive step carries the evidence it stood on, the persistence of the dead paths included.
     const release = r.steps.find((s) => s.id.startsWith('release-queued-io'));
     expect(release?.evidence?.map((e) => e.status).every((x) => x === 'holds')).toBe(true);
-    expect(release?.evidence?.find((e) => e.persistence)).toMatchObject({ persistence: { samples: 2, minSamples: 2, mustHoldMs: 120_000 } });
+    expect(release?.evidence?.find((e) => e.persistence)).toMatchObject({
+      persistence: { samples: 2, minSamples: 2, mustHoldMs: 120_000 },
+    });
     const ran = argvs(r);
     expect(ran).toContain('dmsetup message mpathb 0 fail_if_no_path');
     expect(ran).toContain('multipath -f mpathb');
@@ -131,7 +143,9 @@ describe('residual-multipath-cleanup on a node where an iSCSI LUN was removed (e
     let polls = 0;
     host.on(['dmsetup', 'info', '-c', 'mpathb'], () => {
       if (++polls >= 3) host.stuck.clear();
-      return { stdout: `Name Maj Min Stat Open Targ Event UUID\nmpathb 253 0 L--w ${host.stuck.size} 1 2 mpath-3600140503b080d39e3f42d4a24115262\n` };
+      return {
+        stdout: `Name Maj Min Stat Open Targ Event UUID\nmpathb 253 0 L--w ${host.stuck.size} 1 2 mpath-3600140503b080d39e3f42d4a24115262\n`,
+      };
     });
     const r = await untilDone();
     expect(r.outcome).toBe('succeeded');
@@ -148,7 +162,15 @@ describe('residual-multipath-cleanup on a node where an iSCSI LUN was removed (e
     });
     const r = await untilDone();
     expect(r.outcome).toBe('succeeded');
-    expect(r.verification).toMatchObject({ ok: true, checks: expect.arrayContaining([expect.objectContaining({ what: expect.stringMatching(/read probes still hanging after the run/), detail: expect.stringMatching(/^990 \(probe of dm-0 since /) })]) });
+    expect(r.verification).toMatchObject({
+      ok: true,
+      checks: expect.arrayContaining([
+        expect.objectContaining({
+          what: expect.stringMatching(/read probes still hanging after the run/),
+          detail: expect.stringMatching(/^990 \(probe of dm-0 since /),
+        }),
+      ]),
+    });
   });
 
   it('fails (transiently) when the map stays in use past the wait, and keeps the disks', async () => {
@@ -205,7 +227,12 @@ describe('residual-multipath-cleanup in dry-run', () => {
     expect(host.commands.some((c) => (c[0] === 'multipath' && c[1] === '-f') || c[1] === 'message')).toBe(false);
     expect(host.calls.some((c) => c.op === 'writeSysfs')).toBe(false);
     const wouldRun = r.commands.filter((c) => c.exitCode === null && !c.timedOut).map((c) => c.argv.join(' '));
-    expect(wouldRun.filter((c) => !c.includes('/var/lib/volume-medic/'))).toEqual(['dmsetup message mpathb 0 fail_if_no_path', 'multipath -f mpathb', 'host:write-sysfs /sys/block/sdd/device/delete 1', 'host:write-sysfs /sys/block/sdc/device/delete 1']);
+    expect(wouldRun.filter((c) => !c.includes('/var/lib/volume-medic/'))).toEqual([
+      'dmsetup message mpathb 0 fail_if_no_path',
+      'multipath -f mpathb',
+      'host:write-sysfs /sys/block/sdd/device/delete 1',
+      'host:write-sysfs /sys/block/sdc/device/delete 1',
+    ]);
     // Its own bookkeeping is only simulated too.
     expect(host.calls.some((c) => c.op === 'writeFile')).toBe(false);
     expect(['dm-0', 'sdc', 'sdd'].map((d) => host.has(d))).toEqual([true, true, true]);
@@ -228,7 +255,14 @@ describe('observe reads /dev/disk/by-id once per job, not once per map', () => {
       return readlink(p);
     };
     const links = (await list('/dev/disk/by-id')).length;
-    const facts = await observe(job, host, { attached: new InMemoryAttachedVolumes({}, { known: false }), policy: DEFAULT_POLICY, ranOn: 'worker-1', now: () => new Date(), dryRun: true, stateDir: '/var/lib/volume-medic' });
+    const facts = await observe(job, host, {
+      attached: new InMemoryAttachedVolumes({}, { known: false }),
+      policy: DEFAULT_POLICY,
+      ranOn: 'worker-1',
+      now: () => new Date(),
+      dryRun: true,
+      stateDir: '/var/lib/volume-medic',
+    });
     expect(facts.maps.length).toBe(2);
     expect(listings).toBe(1);
     expect(readlinks).toBe(links);

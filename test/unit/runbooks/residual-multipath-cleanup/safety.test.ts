@@ -27,7 +27,14 @@ const jobFor = (n: number): ResidualMultipathJob => ({
   target: { node: 'worker-1' },
   evidence: [{ source: 'k8s-event', summary: 'Node worker-1 has been rebooted', raw: {} }],
 });
-const ctx = (mode: Mode, n: number): RunbookContext => ({ jobId: `residual_worker-1_${n}`, attempt: 1, mode, ranOn: 'worker-1', log: pino({ level: 'silent' }), signal: new AbortController().signal });
+const ctx = (mode: Mode, n: number): RunbookContext => ({
+  jobId: `residual_worker-1_${n}`,
+  attempt: 1,
+  mode,
+  ranOn: 'worker-1',
+  log: pino({ level: 'silent' }),
+  signal: new AbortController().signal,
+});
 
 function node(opts: { policy?: Partial<ResidualPolicy>; attached?: InMemoryAttachedVolumes; host?: FakeNode } = {}) {
   const host = opts.host ?? new FakeNode();
@@ -56,7 +63,9 @@ function node(opts: { policy?: Partial<ResidualPolicy>; attached?: InMemoryAttac
 }
 
 const destructive = (host: FakeNode): string[] =>
-  host.commands.filter((c) => c[1] === 'message' || (c[0] === 'multipath' && c[1] === '-f')).map((c) => c.join(' '))
+  host.commands
+    .filter((c) => c[1] === 'message' || (c[0] === 'multipath' && c[1] === '-f'))
+    .map((c) => c.join(' '))
     .concat(host.calls.filter((c) => c.op === 'writeSysfs').map((c) => `write-sysfs ${String(c.args[0])}`));
 
 describe('openers of a dead map', () => {
@@ -93,7 +102,12 @@ describe('openers of a dead map', () => {
     host.stuck.add(858);
     const r = await run(1);
     expect(r.outcome).toBe('succeeded');
-    expect(destructive(host)).toEqual(['dmsetup message mpathb 0 fail_if_no_path', 'multipath -f mpathb', 'write-sysfs /sys/block/sdd/device/delete', 'write-sysfs /sys/block/sdc/device/delete']);
+    expect(destructive(host)).toEqual([
+      'dmsetup message mpathb 0 fail_if_no_path',
+      'multipath -f mpathb',
+      'write-sysfs /sys/block/sdd/device/delete',
+      'write-sysfs /sys/block/sdc/device/delete',
+    ]);
     const flush = r.steps.find((s) => s.id.startsWith('flush-map'));
     expect(flush?.evidence?.find((e) => /known victim of the dead paths/.test(e.claim))?.detail).toMatch(/victims: pid 857 \(\(udev-worker\).*pid 858 \(blkid/);
   });
@@ -101,8 +115,18 @@ describe('openers of a dead map', () => {
 
 describe('what sits on a dead map without being a holder', () => {
   it.each([
-    ['a loop device backed by it', '/sys/block/loop5/loop/backing_file', '/dev/dm-0\n', /no loop device is backed by mpathb \(\/sys\/block\/loop\*\/loop\/backing_file: backing loop5\)/],
-    ['an iSCSI (LIO) backstore exporting it', '/sys/kernel/config/target/core/iblock_0/lun7/udev_path', '/dev/mapper/mpathb\n', /no iSCSI\/LIO target exports mpathb .*exported by iblock_0\/lun7/],
+    [
+      'a loop device backed by it',
+      '/sys/block/loop5/loop/backing_file',
+      '/dev/dm-0\n',
+      /no loop device is backed by mpathb \(\/sys\/block\/loop\*\/loop\/backing_file: backing loop5\)/,
+    ],
+    [
+      'an iSCSI (LIO) backstore exporting it',
+      '/sys/kernel/config/target/core/iblock_0/lun7/udev_path',
+      '/dev/mapper/mpathb\n',
+      /no iSCSI\/LIO target exports mpathb .*exported by iblock_0\/lun7/,
+    ],
   ])('leaves it alone when %s, without probing it', async (_, path, content, reason) => {
     const { host, run } = node();
     host.put(path, content);
@@ -119,7 +143,9 @@ describe('what cannot be known', () => {
     const { host, run } = node({ attached: new InMemoryAttachedVolumes({}, { known: false }) });
     const err = await run(1).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(RefusedError);
-    expect((err as RefusedError).reasons.join(' ')).toMatch(/no evidence that no VolumeAttachment of node worker-1 claims WWID 3600140503b080d39e3f42d4a24115262/);
+    expect((err as RefusedError).reasons.join(' ')).toMatch(
+      /no evidence that no VolumeAttachment of node worker-1 claims WWID 3600140503b080d39e3f42d4a24115262/,
+    );
     expect(destructive(host)).toEqual([]);
     expect(host.commands.some((c) => c[0] === 'dd')).toBe(false);
   });
@@ -145,7 +171,10 @@ describe('a transient all-paths-down', () => {
     const first = await handler(jobFor(1), ctx('enforce', 1)).catch((e: unknown) => e);
     expect(first).toBeInstanceOf(ParkedError);
     // The storage comes back: the listing shows the paths active again.
-    host.on(['multipath', '-ll'], () => ({ stdout: 'mpathb (3600140503b080d39e3f42d4a24115262) dm-0 LIO-ORG,FILEIO\nsize=64M features=\'1 queue_if_no_path\' hwhandler=\'1 alua\' wp=rw\n`-+- policy=\'service-time 0\' prio=50 status=active\n  |- 3:0:0:1 sdd 8:48 active ready running\n  `- 2:0:0:1 sdc 8:32 active ready running\n' }));
+    host.on(['multipath', '-ll'], () => ({
+      stdout:
+        "mpathb (3600140503b080d39e3f42d4a24115262) dm-0 LIO-ORG,FILEIO\nsize=64M features='1 queue_if_no_path' hwhandler='1 alua' wp=rw\n`-+- policy='service-time 0' prio=50 status=active\n  |- 3:0:0:1 sdd 8:48 active ready running\n  `- 2:0:0:1 sdc 8:32 active ready running\n",
+    }));
     host.on(['multipathd', 'show', 'maps', 'json'], { exitCode: 1 });
     clock.t += 200_000;
     const second = await handler(jobFor(1), ctx('enforce', 1));
@@ -177,7 +206,14 @@ describe('an agent that died between flush and delete', () => {
     expect(host.has('dm-0')).toBe(false);
     expect(['sdc', 'sdd'].map((d) => host.has(d))).toEqual([true, true]);
     const record = JSON.parse((await host.readFile(intentPath(STATE, DEAD))) ?? 'null');
-    expect(record).toMatchObject({ map: 'mpathb', wwid: DEAD, disks: [{ name: 'sdd', hctl: '3:0:0:1' }, { name: 'sdc', hctl: '2:0:0:1' }] });
+    expect(record).toMatchObject({
+      map: 'mpathb',
+      wwid: DEAD,
+      disks: [
+        { name: 'sdd', hctl: '3:0:0:1' },
+        { name: 'sdc', hctl: '2:0:0:1' },
+      ],
+    });
     expect(record.done.map((d: { step: string }) => d.step.split(':')[0])).toEqual(['release-queued-io', 'flush-map']);
 
     // A later job (another id: its journal knows nothing) finds the orphans through the record.
@@ -188,12 +224,22 @@ describe('an agent that died between flush and delete', () => {
     expect(r.summary).toMatch(/delete disk\(s\) sdd, sdc left behind by an interrupted cleanup/);
     const ran = host.commands.slice(before).filter((c) => c[1] === 'message' || c[1] === '-f');
     expect(ran).toEqual([]);
-    expect(host.calls.filter((c) => c.op === 'writeSysfs').map((c) => c.args[0]).slice(-2)).toEqual(['/sys/block/sdd/device/delete', '/sys/block/sdc/device/delete']);
+    expect(
+      host.calls
+        .filter((c) => c.op === 'writeSysfs')
+        .map((c) => c.args[0])
+        .slice(-2),
+    ).toEqual(['/sys/block/sdd/device/delete', '/sys/block/sdc/device/delete']);
     expect(['sdc', 'sdd'].map((d) => host.has(d))).toEqual([false, false]);
     expect(['dm-1', 'sda', 'sdb'].map((d) => host.has(d))).toEqual([true, true, true]);
     expect(await host.readFile(intentPath(STATE, DEAD))).toBeNull();
     const del = r.steps.find((s) => s.id.startsWith('delete-disk:sdd'));
-    expect(del?.evidence?.map((e) => e.claim)).toEqual(expect.arrayContaining([expect.stringMatching(/an intent record of job residual_worker-1_1 .* names sdd/), 'the map of WWID 3600140503b080d39e3f42d4a24115262 is gone']));
+    expect(del?.evidence?.map((e) => e.claim)).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(/an intent record of job residual_worker-1_1 .* names sdd/),
+        'the map of WWID 3600140503b080d39e3f42d4a24115262 is gone',
+      ]),
+    );
   });
 
   it('leaves an orphan disk alone when a new map claims it', async () => {
@@ -207,7 +253,9 @@ describe('an agent that died between flush and delete', () => {
     await expect(first.run(1)).rejects.toThrow(/SIGKILL/);
     host.writeSysfs = writeSysfs;
     host.put('/sys/block/sdc/holders/dm-7', { type: 'symlink', target: '../../dm-7' });
-    const err = await node({ host }).run(2).catch((e: unknown) => e);
+    const err = await node({ host })
+      .run(2)
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(RefusedError);
     expect((err as RefusedError).reasons.join(' ')).toMatch(/orphan disk\(s\) of mpathb .* sdc: not true that nothing holds sdc \(no new map claims it\)/);
     expect(host.has('sdc')).toBe(true);

@@ -125,12 +125,16 @@ export class SimNode extends FakeHost {
     this.on(['dmsetup', 'info', '-c'], (argv) => ({ stdout: this.#dmInfo(argv[3]) }));
     this.on(['dmsetup', 'table'], (argv) => {
       const m = this.#byName(argv[2]);
-      return m ? { stdout: `0 131072 multipath ${m.queueing ? '1 queue_if_no_path' : '0'} 0 1 1 service-time 0 1 1 8:0 1\n` } : { exitCode: 1, stderr: `Device ${argv[2]} does not exist.\n` };
+      return m
+        ? { stdout: `0 131072 multipath ${m.queueing ? '1 queue_if_no_path' : '0'} 0 1 1 service-time 0 1 1 8:0 1\n` }
+        : { exitCode: 1, stderr: `Device ${argv[2]} does not exist.\n` };
     });
-    this.on(['dmsetup', 'message'], (argv) => this.#destructive('release', this.#byName(argv[2]), argv[2] ?? '', (m) => {
-      m.queueing = false;
-      for (const [pid, o] of m.openers) if (o.stuckOnQueue) this.#close(m, pid);
-    }));
+    this.on(['dmsetup', 'message'], (argv) =>
+      this.#destructive('release', this.#byName(argv[2]), argv[2] ?? '', (m) => {
+        m.queueing = false;
+        for (const [pid, o] of m.openers) if (o.stuckOnQueue) this.#close(m, pid);
+      }),
+    );
     this.on(['multipath', '-f'], (argv) => {
       const m = this.#byName(argv[2]);
       if (m && m.openers.size > 0) return { exitCode: 1, stdout: `${argv[2]}: map in use\n` };
@@ -232,7 +236,9 @@ export class SimNode extends FakeHost {
           `${m.name} (${m.wwid}) ${m.dm} LIO-ORG,FILEIO`,
           `size=64M features='${m.queueing ? '1 queue_if_no_path' : '0'}' hwhandler='1 alua' wp=rw`,
           "`-+- policy='service-time 0' prio=0 status=enabled",
-          ...disks.map((d, i) => `  ${i === disks.length - 1 ? '`-' : '|-'} ${d.hctl} ${d.dev} ${d.devT} ${d.dead ? 'failed faulty running' : 'active ready running'}`),
+          ...disks.map(
+            (d, i) => `  ${i === disks.length - 1 ? '`-' : '|-'} ${d.hctl} ${d.dev} ${d.devT} ${d.dead ? 'failed faulty running' : 'active ready running'}`,
+          ),
         ].join('\n');
       })
       .join('\n')}\n`;
