@@ -6,7 +6,7 @@ import { alertmanagerBody, nodeNotReadyAlert } from '../../test/support/payloads
 // made by replacing a marker in a pre-serialised template, so the load generator spends almost
 // nothing building them.
 
-export const MARK = '__N__';
+const MARK = '__N__';
 
 export interface Payload {
   name: string;
@@ -25,7 +25,7 @@ export interface Payload {
 const AM_URL = '"externalURL":"http://alertmanager:9093"';
 const varyAlertmanager = (body: string, n: number): string => body.replace(AM_URL, `"externalURL":"http://alertmanager-${n}:9093"`);
 
-export const NODES = 20;
+const NODES = 20;
 
 export function oneAlert(): Payload {
   const body = alertmanagerBody([nodeNotReadyAlert('worker-7', 'resolved', `fp${MARK}`)]);

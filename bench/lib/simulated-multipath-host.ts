@@ -10,7 +10,7 @@ import type { RunOptions } from '../../src/agents/host/host.ts';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 /** 0 -> a, 25 -> z, 26 -> aa (the kernel's sd and mpath naming). */
-export function letters(i: number): string {
+function letters(i: number): string {
   let s = '';
   let n = i;
   do {

@@ -3,14 +3,14 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { LabVm } from './vm.ts';
 
-export interface CaptureSpec {
+interface CaptureSpec {
   file: string;
   /** argv (no shell) or a bash script, run in the guest. */
   cmd: readonly string[] | string;
 }
 
 /** The observations of DESIGN.md class 1, one file each. */
-export const MULTIPATH_CAPTURES: readonly CaptureSpec[] = [
+const MULTIPATH_CAPTURES: readonly CaptureSpec[] = [
   { file: 'multipath-ll.txt', cmd: ['multipath', '-ll'] },
   { file: 'multipathd-show-maps-json.json', cmd: ['multipathd', 'show', 'maps', 'json'] },
   { file: 'multipathd-show-maps.txt', cmd: ['multipathd', 'show', 'maps'] },

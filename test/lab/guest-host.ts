@@ -7,7 +7,7 @@ import type { FileInfo, Host } from '../../src/agents/host/host.ts';
 import { assertHostPath } from '../../src/agents/host/paths.ts';
 import type { LabVm } from './vm.ts';
 
-const snapshotPy = (stateDir: string): string => String.raw`
+const snapshotPy = (stateDir: string): string => `
 import json, os, stat, sys
 out = {}
 def rec(p, read=True):

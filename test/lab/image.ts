@@ -5,7 +5,7 @@ import { arch, platform } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 
-export const BUILD_SCRIPT = fileURLToPath(new URL('../../scripts/lab/build-image.sh', import.meta.url));
+const BUILD_SCRIPT = fileURLToPath(new URL('../../scripts/lab/build-image.sh', import.meta.url));
 
 const manifestSchema = z.object({
   hash: z.string(),
@@ -19,7 +19,7 @@ const manifestSchema = z.object({
   builtAt: z.string(),
   buildSeconds: z.number(),
 });
-export type LabManifest = z.infer<typeof manifestSchema>;
+type LabManifest = z.infer<typeof manifestSchema>;
 
 export interface LabImage {
   dir: string;

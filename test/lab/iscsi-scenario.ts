@@ -6,9 +6,9 @@
 import { listMaps, pathStates, settleUdev, type GuestMap } from './scsi-debug-scenario.ts';
 import type { LabVm } from './vm.ts';
 
-export const TARGET_IQN = 'iqn.2024-01.io.volume-medic:lab-target';
+const TARGET_IQN = 'iqn.2024-01.io.volume-medic:lab-target';
 /** Both portals live on a dummy interface, so one can be dropped to fail a single path. */
-export const PORTALS = ['192.168.77.1', '192.168.77.2'] as const;
+const PORTALS = ['192.168.77.1', '192.168.77.2'] as const;
 
 export interface IscsiLun {
   lun: number;
@@ -82,7 +82,7 @@ export async function createIscsiLab(vm: LabVm, { luns = 2, sizeMb = 64, timeout
 }
 
 /** sdX devices of the iSCSI sessions, by LUN number (from the SCSI address H:C:T:L). */
-export async function iscsiLunPaths(vm: LabVm): Promise<Map<number, string[]>> {
+async function iscsiLunPaths(vm: LabVm): Promise<Map<number, string[]>> {
   const r = await vm.runOk(`for d in /sys/block/sd*; do [ -e "$d" ] || continue
     [ "$(cat $d/device/vendor 2>/dev/null | tr -d ' ')" = LIO-ORG ] || continue
     echo "$(basename $d) $(basename $(readlink -f $d/device))"; done`);

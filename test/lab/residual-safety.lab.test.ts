@@ -143,7 +143,7 @@ describe.skipIf(skipReason !== null)('issue 19 on a real kernel: live I/O throug
     // A writer that holds the map open, like a database: 4 KiB O_DIRECT writes with fsync, 20 ms
     // apart, for WRITER_SECONDS of wall time (the write in flight when that passes still finishes).
     // Block i gets byte (i mod 255) + 1, so a block never written (zeros) cannot pass for one written.
-    const writer = String.raw`
+    const writer = `
 import mmap, os, sys, time
 fd = os.open(sys.argv[1], os.O_WRONLY | os.O_DIRECT)
 buf = mmap.mmap(-1, 4096)
@@ -230,7 +230,7 @@ print(n)
     const check = await vm.runOk([
       'python3',
       '-c',
-      String.raw`
+      `
 import mmap, os
 fd = os.open('/dev/mapper/${live.name}', os.O_RDONLY | os.O_DIRECT)
 buf = mmap.mmap(-1, 4096)

@@ -49,7 +49,7 @@ export interface PostableAlert {
   generatorURL?: string;
 }
 
-export interface GettableAlert extends PostableAlert {
+interface GettableAlert extends PostableAlert {
   fingerprint: string;
   status: { state: string };
   receivers: { name: string }[];

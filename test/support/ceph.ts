@@ -75,7 +75,7 @@ export interface StartCephOptions {
 }
 
 /** The `mon host` value for this cluster's monitor (v2, and v1 when asked for). */
-export const monHost = (address: string, v2Port: number, v1Port?: number): string =>
+const monHost = (address: string, v2Port: number, v1Port?: number): string =>
   v1Port === undefined ? `v2:${address}:${v2Port}` : `[v2:${address}:${v2Port},v1:${address}:${v1Port}]`;
 
 export async function startCeph(opts: StartCephOptions = {}): Promise<TestCeph> {

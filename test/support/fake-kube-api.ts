@@ -85,7 +85,7 @@ function fieldSelector(sel: string | undefined): Selector {
   return (o) => terms.every((t) => (String(pathValue(o, t.path) ?? '') === t.value) !== t.neg);
 }
 
-export function collectionOf(apiVersion: string, kind: string): string {
+function collectionOf(apiVersion: string, kind: string): string {
   return `${apiVersion.includes('/') ? `apis/${apiVersion}` : `api/${apiVersion}`}/${kind.toLowerCase()}s`;
 }
 

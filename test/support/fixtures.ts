@@ -23,7 +23,7 @@ export function fixture(source: FixtureSource, name: string): unknown {
 }
 
 /** The receiver's default (config NODE_RECOVERY_ALERTS). */
-export const NODE_RECOVERY_ALERTS: ReadonlySet<string> = new Set(['KubeNodeNotReady', 'KubeNodeUnreachable']);
+const NODE_RECOVERY_ALERTS: ReadonlySet<string> = new Set(['KubeNodeNotReady', 'KubeNodeUnreachable']);
 
 /** Parse a body as its route does and extract signals; throws if the schema refuses it. */
 export function signalsFrom(source: FixtureSource, body: unknown): SourceResult<Signal> {
@@ -48,7 +48,7 @@ export const fixtureSignals = (source: FixtureSource, name: string): SourceResul
  * two Block Local PVs on worker-2 (the postgres disks), a Filesystem-mode Local PV on worker-3,
  * and the RBD images of the "still being used" events (ceph-csi and in-tree).
  */
-export const FIXTURE_PVS: readonly PersistentVolumeInfo[] = [
+const FIXTURE_PVS: readonly PersistentVolumeInfo[] = [
   {
     name: 'local-pv-1',
     volumeMode: 'Block',
@@ -91,7 +91,7 @@ export const FIXTURE_PVS: readonly PersistentVolumeInfo[] = [
  * The pods of the fixtures' Pod Events and their claims, each bound to its PV both ways: triage
  * acts on a Pod Event only when the cluster confirms the pod uses the volume (src/control/triage).
  */
-export const FIXTURE_PODS: ReadonlyArray<{ namespace: string; name: string; node: string; claims: Record<string, string> }> = [
+const FIXTURE_PODS: ReadonlyArray<{ namespace: string; name: string; node: string; claims: Record<string, string> }> = [
   { namespace: 'db', name: 'postgres-0', node: 'worker-2', claims: { 'data-postgres-0': 'local-pv-1', 'wal-postgres-0': 'local-pv-2' } },
   { namespace: 'logging', name: 'elasticsearch-data-2', node: 'worker-3', claims: { 'data-elasticsearch-data-2': 'local-pv-fs-1' } },
   {

@@ -16,7 +16,7 @@ import { freePort } from '../../scripts/lib/local-redis.ts';
 //   ... oci://${reg.host}/charts ...
 //   await reg.stop();
 
-export const REGISTRY_BINARY = process.env['VOLUME_MEDIC_DOCKER_REGISTRY'] || '/usr/bin/docker-registry';
+const REGISTRY_BINARY = process.env['VOLUME_MEDIC_DOCKER_REGISTRY'] || '/usr/bin/docker-registry';
 
 /** Why a registry cannot start here, or undefined when it can. */
 export function registryUnavailable(): string | undefined {
@@ -129,7 +129,3 @@ export async function startOciRegistry(): Promise<OciRegistry> {
   rmSync(dir, { recursive: true, force: true });
   throw new Error(`docker-registry did not start: ${lastError.slice(-2000)}`);
 }
-
-/** Short names for other tests: start() a registry, stop(registry) it. */
-export const start = startOciRegistry;
-export const stop = (r: OciRegistry): Promise<void> => r.stop();

@@ -6,7 +6,7 @@ import { startFakeKubeApi, type FakeKubeApi } from './fake-kube-api.ts';
 // ops.api.kubeConfig()` to startReceiver, and `ops.token(name)` as the bearer: the receiver then
 // knows that operator as `name`.
 
-export const ADMINS = 'volume-medic-admins';
+const ADMINS = 'volume-medic-admins';
 export const VIEWERS = 'volume-medic-viewers';
 
 export interface Operators {

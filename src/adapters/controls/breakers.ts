@@ -21,7 +21,7 @@ export interface BreakerCaps {
   stormWindowMs: number;
 }
 
-export const HOUR_MS = 3_600_000;
+const HOUR_MS = 3_600_000;
 
 /** The caps as configured (BREAKER_*): the receiver's apply to the slots it takes for agents. */
 export function breakerCapsFromConfig(

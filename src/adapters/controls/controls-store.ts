@@ -73,7 +73,7 @@ export interface Pauses {
 
 /** What a pause covers: the cluster (undefined), one node (its name), or one runbook everywhere. */
 export type PauseScope = string | { runbook: string } | undefined;
-export const pauseField = (s: PauseScope): string => (s === undefined ? 'cluster' : typeof s === 'string' ? `node/${s}` : `runbook/${s.runbook}`);
+const pauseField = (s: PauseScope): string => (s === undefined ? 'cluster' : typeof s === 'string' ? `node/${s}` : `runbook/${s.runbook}`);
 
 /** The field's next generation: the writer's clock in ms, forced above the field's last one. */
 const NEXT_GEN = `

@@ -36,7 +36,7 @@ export interface QueuePresence {
 }
 
 /** Waiting jobs read per queue and check: the oldest ones, enough for a node's queue. */
-export const MAX_JOBS = 50;
+const MAX_JOBS = 50;
 
 const SCRIPT = `-- volume-medic: agent presence and the oldest waiting jobs of one queue (src/adapters/jobstore/agent-presence.ts)
 -- KEYS: wait, delayed, stalled-check, presence. ARGV: the queue's key prefix ("<prefix>:<queue>:"), max jobs, max due time (ms).

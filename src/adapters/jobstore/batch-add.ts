@@ -103,7 +103,7 @@ const PER_JOB = 3 + ADD_ARGS;
 const HEADER = 3;
 
 /** BullMQ's script text, wrapped so one call runs it once per job. */
-export function batchScript(addStandardJobLua: string): string {
+function batchScript(addStandardJobLua: string): string {
   return `-- volume-medic: BullMQ's addStandardJob, once per job (src/adapters/jobstore/batch-add.ts).
 -- KEYS: BullMQ's ${ADD_KEYS} keys of each queue in the batch, in its order, one block per queue;
 --   then, with an index, the index's key.

@@ -25,12 +25,12 @@ export interface IndexEntry {
 }
 
 /** Default INCIDENT_INDEX_KEEP: the newest entries kept. */
-export const DEFAULT_INDEX_KEEP = 100_000;
+const DEFAULT_INDEX_KEEP = 100_000;
 
 // Tab never occurs in a queue name, a job id (JOB_ID), a node name or a runbook name.
 const member = (e: { queue: string; id: string; node?: string | undefined; runbook: string }): string => `${e.queue}\t${e.id}\t${e.node ?? ''}\t${e.runbook}`;
 
-export function parseMember(m: string, score: number): IndexEntry | undefined {
+function parseMember(m: string, score: number): IndexEntry | undefined {
   const [queue, id, node, runbook] = m.split('\t');
   if (!queue || !id || runbook === undefined) return undefined;
   return { queue, id, ...(node ? { node } : {}), runbook, score, member: m };

@@ -5,7 +5,7 @@ import type { RedisConnection } from '../redis/redis.ts';
 // fleet-wide figures (src/control/http/routes/health.ts). The hash expires when no check renews it, so a
 // stopped check shows as an absent series, never as a stale "0".
 
-export const noAgentKey = (prefix: string): string => `${prefix}:vm:noagent`;
+const noAgentKey = (prefix: string): string => `${prefix}:vm:noagent`;
 
 export interface NoAgentRecord {
   /** Jobs waiting longer than the grace on node queues no agent serves. */
@@ -20,7 +20,7 @@ export async function writeNoAgentRecord(redis: RedisConnection, prefix: string,
   await redis.multi().hset(key, 'jobs', String(r.jobs), 'nodes', String(r.nodes), 'checkedAt', String(r.checkedAt)).pexpire(key, ttlMs).exec();
 }
 
-export async function readNoAgentRecord(redis: RedisConnection, prefix: string): Promise<NoAgentRecord | undefined> {
+async function readNoAgentRecord(redis: RedisConnection, prefix: string): Promise<NoAgentRecord | undefined> {
   const [jobs, nodes, checkedAt] = await redis.hmget(noAgentKey(prefix), 'jobs', 'nodes', 'checkedAt');
   const n = [jobs, nodes, checkedAt].map((v) => (v === null ? Number.NaN : Number(v)));
   if (!n.every((v) => Number.isInteger(v) && v >= 0)) return undefined;

@@ -9,7 +9,7 @@ import type { RedisConnection } from '../redis/redis.ts';
 // costs a few series, not thousands; a dashboard shows the top-k. Each queue's keys share one hash
 // tag (its node), so one pipeline per queue works on a Cluster too.
 
-export const QUEUE_JOBS_METRIC = 'volume_medic_queue_jobs';
+const QUEUE_JOBS_METRIC = 'volume_medic_queue_jobs';
 
 /** Queues read at once (a fleet of 5,000 nodes is read in batches, not 5,000 calls at a time). */
 const BATCH = 200;

@@ -10,7 +10,7 @@ import { JOB_EVENT_REASONS, jobEventName, jobEventSubject, type EventSubject, ty
 // Best effort with a deadline: when the API cannot be asked, the page says the Events are unknown,
 // never "none".
 
-export interface JobEventView {
+interface JobEventView {
   name: string;
   reason: string;
   type: string;

@@ -79,7 +79,7 @@ export interface JobEventRecorderOptions {
 const NOTE_MAX = 1024;
 
 /** MicroTime as the API server parses it: RFC 3339 with exactly six fractional digits. */
-export const microTime = (d: Date): string => d.toISOString().replace(/\.(\d{3})Z$/, '.$1000Z');
+const microTime = (d: Date): string => d.toISOString().replace(/\.(\d{3})Z$/, '.$1000Z');
 
 export function jobEventName(input: Pick<JobEventInput, 'jobId' | 'outcome' | 'regarding'>): string {
   const r = input.regarding;

@@ -27,7 +27,7 @@ export interface LeaseElectionOptions {
 
 /** How long a leader may go without renewing (client-go: 10 s of a 15 s lease), and how often to try. */
 export const renewDeadlineMs = (leaseSeconds: number): number => Math.floor((leaseSeconds * 1000 * 2) / 3);
-export const retryPeriodMs = (leaseSeconds: number): number => Math.floor((leaseSeconds * 1000) / 5);
+const retryPeriodMs = (leaseSeconds: number): number => Math.floor((leaseSeconds * 1000) / 5);
 
 const code = (err: unknown): number | undefined => (err instanceof ApiException ? err.code : undefined);
 // MicroTime goes out with six fractional digits (the API server refuses a Date's three).

@@ -8,7 +8,7 @@ export interface NamespacedName {
   name: string;
 }
 
-export interface NodeAddress {
+interface NodeAddress {
   /** InternalIP, ExternalIP, Hostname, InternalDNS, ExternalDNS. */
   type: string;
   address: string;
@@ -66,7 +66,7 @@ export interface PersistentVolumeClaimInfo extends NamespacedName {
   phase?: string;
 }
 
-export interface ContainerWaiting {
+interface ContainerWaiting {
   container: string;
   /** ContainerCreating, CreateContainerError, ... */
   reason: string;

@@ -41,7 +41,7 @@ export const LOOKUP_CALLS: { readonly [K in keyof ClusterLookups]-?: readonly Ap
 };
 
 /** The lookups each component's code calls (the types below make any other one a compile error). */
-export const COMPONENT_LOOKUPS = {
+const COMPONENT_LOOKUPS = {
   // Triage (src/control/triage/triage.ts): a recovered node's boot id, a Local PV by name, by path, or by pod.
   receiver: ['node', 'persistentVolume', 'persistentVolumeByLocalPath', 'volumesOfPod'],
   // rbd-stale-mapping (src/agents/runbooks/rbd-stale-mapping/lookups.ts): the PV of an image, its
@@ -58,9 +58,9 @@ export type LookupsOf<C extends Component> = Pick<ClusterLookups, (typeof COMPON
  * Stands for the namespace volume-medic is installed in (its pods' own, the chart's release
  * namespace): a grant there is a Role in the release namespace.
  */
-export const OWN_NAMESPACE = '<own>';
+const OWN_NAMESPACE = '<own>';
 /** The release namespace the chart and the tests use by default (scripts/deploy/chart.ts). */
-export const DEFAULT_OWN_NAMESPACE = 'volume-medic';
+const DEFAULT_OWN_NAMESPACE = 'volume-medic';
 
 /** A call made outside the lookups, and where. `namespace` unset: in any namespace (cluster-wide). */
 export interface DirectCall {
@@ -119,9 +119,6 @@ export const DIRECT_CALLS: Readonly<Record<Component, readonly DirectCall[]>> = 
     { call: 'events.k8s.io/events patch', namespace: 'default', usedBy: JOB_EVENTS },
   ],
 };
-
-/** Where a grant applies: '*' cluster-wide, else the namespace. */
-export type Scope = '*' | (string & {});
 
 /** Every permission a component needs, as "scope|group/resource verb", installed in `own`. */
 export function permissionsOf(component: Component, own = DEFAULT_OWN_NAMESPACE): Set<string> {

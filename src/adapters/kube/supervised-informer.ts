@@ -26,10 +26,10 @@ export interface BackoffPolicy {
   /** An informer that ran this long without error starts its backoff over. Default: maxMs. */
   stableMs?: number;
 }
-export const DEFAULT_BACKOFF: BackoffPolicy = { initialMs: 1_000, maxMs: 60_000 };
+const DEFAULT_BACKOFF: BackoffPolicy = { initialMs: 1_000, maxMs: 60_000 };
 
 /** watching: listed, and the API server accepted the current watch request. */
-export type WatchStatus = 'starting' | 'watching' | 'restarting' | 'stopped';
+type WatchStatus = 'starting' | 'watching' | 'restarting' | 'stopped';
 
 export interface WatchState {
   name: string;

@@ -7,7 +7,7 @@ import { buildInfo, type BuildInfo } from './build-info.ts';
 // the names Node.js dashboards and kube-prometheus' rules expect, no prefix), and
 // volume_medic_build_info.
 
-export const BUILD_INFO_METRIC = 'volume_medic_build_info';
+const BUILD_INFO_METRIC = 'volume_medic_build_info';
 
 export function registerProcessMetrics(registry: Registry, info: BuildInfo = buildInfo()): void {
   collectDefaultMetrics({ register: registry });

@@ -115,7 +115,7 @@ export const CLUSTER_DISCOVERY_COMMANDS: readonly string[] = ['cluster|slots', '
  * writes its approval requests, parked jobs and audit entries under its own queue
  * (src/core/controls/keys.ts queueControlKeys) and the receiver records its queue at enrolment.
  */
-export const nodeAgentSharedKeys = (prefix: string): string[] => [`%R~${prefix}:vm:ctl:modes`, `%R~${prefix}:vm:ctl:pause`];
+const nodeAgentSharedKeys = (prefix: string): string[] => [`%R~${prefix}:vm:ctl:modes`, `%R~${prefix}:vm:ctl:pause`];
 
 // Every user this module manages starts with this. The '.' cannot be confused with the shared
 // user `volume-medic-node-agent` (a node named `agent` is `volume-medic-node.agent`), and every

@@ -10,7 +10,7 @@ export interface HostPort {
   port: number;
 }
 
-export interface RedisAuth {
+interface RedisAuth {
   username?: string;
   password?: string;
   /** TLS on every connection (sentinels too); `rediss://` turns it on for a single server. */
@@ -22,9 +22,9 @@ export type RedisTarget =
   | ({ kind: 'sentinel'; sentinels: HostPort[]; name: string; sentinelPassword?: string } & RedisAuth)
   | ({ kind: 'cluster'; nodes: HostPort[] } & RedisAuth);
 
-export const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379';
+const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379';
 
-export function parseHostPort(v: string): HostPort {
+function parseHostPort(v: string): HostPort {
   const m = HOST_PORT.exec(v);
   if (!m) throw new Error(`not host:port: ${v}`);
   return { host: m[1]!.replace(/^\[|\]$/g, ''), port: Number(m[3]) };

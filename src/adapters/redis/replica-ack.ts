@@ -26,7 +26,7 @@ export interface ReplicaAckOptions {
   markerKey: string;
 }
 
-export class NotReplicatedError extends Error {
+class NotReplicatedError extends Error {
   override name = 'NotReplicatedError';
 }
 

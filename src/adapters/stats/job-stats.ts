@@ -11,7 +11,7 @@ import type { RedisConnection } from '../redis/redis.ts';
 // count written before per-queue statistics). The receiver's /metrics adds them all up, so one
 // scrape shows the whole fleet.
 
-export const DURATION_BUCKETS_S = [0.1, 0.5, 1, 5, 15, 30, 60, 300, 900] as const;
+const DURATION_BUCKETS_S = [0.1, 0.5, 1, 5, 15, 30, 60, 300, 900] as const;
 
 /** The shared hash. */
 export const statsKey = (prefix: string): string => `${prefix}:vm:stats`;
@@ -119,7 +119,7 @@ export async function finishedExposition(redis: RedisConnection, prefix: string)
 }
 
 /** The exposition of counters already added up; `unread`: queues whose hash was too large to read. */
-export function exposition(h: Record<string, number>, unread = 0): string {
+function exposition(h: Record<string, number>, unread = 0): string {
   const finished = new Map<string, number>();
   const untrusted: string[] = [];
   const buckets = new Map<string, Map<string, number>>();

@@ -10,7 +10,7 @@ import type { PlannedStep } from './runbook.ts';
 // interlocks they check, so a plan's refusal and the engine's name the same missing evidence.
 
 /** Default age limit of a step's evidence: the engine re-observes on every attempt, so 5 min is generous. */
-export const DEFAULT_EVIDENCE_MAX_AGE_MS = 5 * 60_000;
+const DEFAULT_EVIDENCE_MAX_AGE_MS = 5 * 60_000;
 /** A clock ahead of ours by more than this makes an observation time contradictory. */
 const FUTURE_SLACK_MS = 60_000;
 
@@ -28,7 +28,7 @@ export function describeEvidence(e: StepEvidence): string {
 }
 
 /** Items that are not positive evidence: why, in the words of a refusal. */
-export function evidenceProblems(items: readonly StepEvidence[], now: Date, maxAgeMs: number): string[] {
+function evidenceProblems(items: readonly StepEvidence[], now: Date, maxAgeMs: number): string[] {
   const out: string[] = [];
   for (const e of items) {
     const seen = Date.parse(e.observedAt);

@@ -56,7 +56,7 @@ export interface JobControlsOptions {
   breakers?: BreakerPort;
 }
 
-export interface JobStart {
+interface JobStart {
   jobId: string;
   queue: string;
   runbook: string;
@@ -67,7 +67,7 @@ export interface JobStart {
   source?: string;
 }
 
-export interface Begun {
+interface Begun {
   mode: Mode;
   modeWhy: string;
   park?: Parking;

@@ -66,7 +66,7 @@ export interface RunbookWorkerOptions {
   onRedisAuthRefused?: () => void;
 }
 
-export interface WorkTrust {
+interface WorkTrust {
   ring: Keyring;
   /** ALLOW_UNSIGNED_WORK: a job without a seal is run (a bad seal is still refused). */
   allowUnsigned: boolean;

@@ -9,5 +9,3 @@ import { createAuditHost } from './audit-host.ts';
 export function createDryRunHost(inner: Host, sink: (record: CommandRecord) => void = () => undefined): Host {
   return createAuditHost(inner, { simulate: true, sink });
 }
-
-export { wasSimulated } from './audit-host.ts';

@@ -10,7 +10,7 @@ export class InvalidNameError extends Error {
 
 export type DeviceKind = keyof typeof DEVICE_PATTERNS;
 
-export function assertDeviceName(name: string, kind?: DeviceKind): string {
+function assertDeviceName(name: string, kind?: DeviceKind): string {
   const ok = kind ? DEVICE_PATTERNS[kind].test(name) : isDeviceName(name);
   if (!ok) throw new InvalidNameError(`not a valid ${kind ?? 'block'} device name: ${JSON.stringify(name)}`);
   return name;

@@ -38,7 +38,7 @@ export function podUidOfCgroup(cgroup: string | null): string | null {
 
 const isPid = (name: string): boolean => /^[0-9]+$/.test(name);
 
-export interface NamespaceMounts {
+interface NamespaceMounts {
   /** `mnt:[4026531840]`, or `pid:<n>` when the namespace link could not be read. */
   namespace: string;
   pids: number[];

@@ -24,7 +24,7 @@ export interface NodeRegistryDeps {
   nodePods?: NodePods;
 }
 
-export function optInLabel(config: Pick<Config, 'placeholderOptInLabel'>): { key: string; value: string } {
+function optInLabel(config: Pick<Config, 'placeholderOptInLabel'>): { key: string; value: string } {
   const i = config.placeholderOptInLabel.indexOf('=');
   return { key: config.placeholderOptInLabel.slice(0, i), value: config.placeholderOptInLabel.slice(i + 1) };
 }

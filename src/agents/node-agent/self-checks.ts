@@ -29,10 +29,10 @@ export interface SelfChecksOptions {
   every?: Every;
 }
 
-export type Every = (ms: number, tick: () => void) => () => void;
+type Every = (ms: number, tick: () => void) => () => void;
 
 /** setInterval, not keeping the process alive for it. */
-export const everyInterval: Every = (ms, tick) => {
+const everyInterval: Every = (ms, tick) => {
   const timer = setInterval(tick, ms);
   timer.unref();
   return () => clearInterval(timer);

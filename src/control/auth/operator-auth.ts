@@ -17,7 +17,7 @@ import { tokenMatcher } from './token-match.ts';
 
 export type OperatorAuthMode = 'kubernetes' | 'off' | 'insecure';
 
-export interface AuthProxy {
+interface AuthProxy {
   /** TCP peers whose identity headers are believed. */
   cidrs: readonly string[];
   userHeader: string;
@@ -46,7 +46,7 @@ export interface Asking {
 
 export type AuthAnswer = { ok: true; operator: Operator } | { ok: false; status: 401 | 403 | 429 | 503; error: string; retryAfter?: number };
 
-export const INSECURE_OPERATOR: Operator = { username: 'insecure-anonymous', groups: [], via: 'insecure' };
+const INSECURE_OPERATOR: Operator = { username: 'insecure-anonymous', groups: [], via: 'insecure' };
 const WEBHOOK_ONLY =
   'that is the webhook token (VOLUME_MEDIC_TOKEN): it may only post webhooks; sign in with a Kubernetes token of your own user (kubectl create token <service-account>)';
 // eslint-disable-next-line no-control-regex

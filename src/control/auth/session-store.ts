@@ -9,7 +9,7 @@ import type { Operator } from './operator.ts';
 // cookie is worth nothing afterwards. Each session has its own CSRF token (synchronizer token),
 // sent back in forms and by fetch in a header.
 
-export const sessionKey = (prefix: string, id: string): string => `${prefix}:vm:ui:session:${createHash('sha256').update(id, 'utf8').digest('base64url')}`;
+const sessionKey = (prefix: string, id: string): string => `${prefix}:vm:ui:session:${createHash('sha256').update(id, 'utf8').digest('base64url')}`;
 
 const Session = z.object({
   username: z.string().min(1),

@@ -82,7 +82,7 @@ export interface ListOptions {
 }
 
 /** The filter's time window as index scores (ms * 1000 + place in batch): [min, max). */
-export function scoreWindow(f: Pick<IncidentFilter, 'since' | 'until' | 'last'>, now: number): { min?: number; max?: number } {
+function scoreWindow(f: Pick<IncidentFilter, 'since' | 'until' | 'last'>, now: number): { min?: number; max?: number } {
   const from = [f.since !== undefined ? instantMs(f.since) : undefined, f.last !== undefined ? now - LAST_WINDOWS[f.last] : undefined].filter(
     (x): x is number => x !== undefined,
   );

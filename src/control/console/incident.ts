@@ -7,7 +7,7 @@ import { nodeOfQueue } from '../../core/catalogue/queues.ts';
 // waits. Everything read back from Redis is untrusted: parsed, or read field by field with type
 // checks, never assumed (a job written by an older version still shows).
 
-export interface StepEvidenceView {
+interface StepEvidenceView {
   claim: string;
   source: string;
   observedAt?: string;
@@ -15,7 +15,7 @@ export interface StepEvidenceView {
   detail?: string;
 }
 
-export interface CommandView {
+interface CommandView {
   argv: string[];
   exitCode: number | null;
   timedOut: boolean;
@@ -41,7 +41,7 @@ export interface IncidentStep {
   plannedNote?: string;
 }
 
-export interface SignalView {
+interface SignalView {
   source: string;
   summary: string;
   raw: unknown;

@@ -14,7 +14,7 @@ export interface WaitContext {
   pauses?: Pauses;
 }
 
-export type WaitReason = 'no agent' | 'paused' | 'queued' | 'backoff';
+type WaitReason = 'no agent' | 'paused' | 'queued' | 'backoff';
 
 export interface WaitView {
   reason: WaitReason;

@@ -25,7 +25,7 @@ export interface QueueRegistryPort {
 export type EnrolOutcome = { ok: true; answer: EnrolAnswer; identity: Identity } | { ok: false; status: 401 | 403 | 503; error: string };
 
 /** How often a consumer enrols again: picks up rotated roots and a re-created Redis user. */
-export const RENEW_AFTER_SECONDS = 1_800;
+const RENEW_AFTER_SECONDS = 1_800;
 
 export class Enrolment {
   readonly #roots: Keyring;

@@ -13,7 +13,7 @@ import { TokenIdentities, type TokenIdentityPorts } from './token-identity.ts';
 // the pod when a token carries no node claim) and fails the start without one.
 
 /** The ports TokenIdentities needs, through the API server at `kc`. */
-export function kubeTokenIdentityPorts(kc: KubeConfig, audience: string): TokenIdentityPorts {
+function kubeTokenIdentityPorts(kc: KubeConfig, audience: string): TokenIdentityPorts {
   const reviews = kubeAccessReviews(kc, [audience]);
   const core = kc.makeApiClient(CoreV1Api);
   return {

@@ -13,7 +13,7 @@ import type { Logger } from '../../adapters/observability/logger.ts';
 // single process) it exports them.
 
 export const FLEET_LEASE_NAME = 'volume-medic-fleet-metrics';
-export const FLEET_EXPORTER_METRIC = 'volume_medic_fleet_metrics_exporter';
+const FLEET_EXPORTER_METRIC = 'volume_medic_fleet_metrics_exporter';
 
 export interface FleetExporter {
   /** Does this replica export the fleet-wide series now? */
@@ -24,7 +24,7 @@ export interface FleetExporter {
 const SA_NAMESPACE = '/var/run/secrets/kubernetes.io/serviceaccount/namespace';
 
 /** The namespace the Lease lives in: the pod's own, else the kubeconfig context's, else `default`. */
-export function ownNamespace(kc: KubeConfig, env: Readonly<Record<string, string | undefined>> = process.env): string {
+function ownNamespace(kc: KubeConfig, env: Readonly<Record<string, string | undefined>> = process.env): string {
   if (env['KUBERNETES_SERVICE_HOST']) {
     try {
       const ns = readFileSync(SA_NAMESPACE, 'utf8').trim();

@@ -14,7 +14,7 @@ export const asking = (req: Request): Asking => ({
   header: (n) => req.get(n),
 });
 
-export function answerDenied(res: Response, a: Extract<AuthAnswer, { ok: false }>): void {
+function answerDenied(res: Response, a: Extract<AuthAnswer, { ok: false }>): void {
   if (a.retryAfter !== undefined) res.set('Retry-After', String(a.retryAfter));
   if (a.status === 401) res.set('WWW-Authenticate', 'Bearer realm="volume-medic"');
   res.status(a.status).json({ error: a.error });

@@ -36,7 +36,7 @@ const Envelope = AlertmanagerPayload.omit({ alerts: true });
 export const envelopeValid = (body: unknown): boolean => Envelope.safeParse(body).success;
 
 /** What a body was triaged to. Serialised on its first hit: most remembered answers are never used. */
-export class RepeatAnswer {
+class RepeatAnswer {
   /** The jobs of the body, as first answered (all are deduplicated on a repeat). */
   readonly jobs: readonly Enqueued[];
   /** Counted again on each hit, as the full path would. */

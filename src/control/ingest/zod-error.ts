@@ -15,7 +15,7 @@ function deepest(issue: Issue, base: readonly PropertyKey[]): { path: PropertyKe
   return { path, message: issue.message };
 }
 
-export function formatPath(path: readonly PropertyKey[]): string {
+function formatPath(path: readonly PropertyKey[]): string {
   let out = '';
   for (const p of path) out += typeof p === 'number' ? `[${p}]` : out ? `.${String(p)}` : String(p);
   return out || '(body)';

@@ -16,7 +16,7 @@ import { certificate, ecKey, serverCertificate } from './x509.ts';
 // rendered these Secrets themselves; on the upgrade that stops rendering them, Helm would delete
 // them after this hook ran, unless the live object says keep (Helm reads the live annotation).
 
-export type Outcome = 'created' | 'kept' | 'updated';
+type Outcome = 'created' | 'kept' | 'updated';
 export interface Report {
   kind: Kind;
   name: string;

@@ -9,7 +9,7 @@ import type { Ignored, NodeRecoveredSignal, SourceResult } from '../../core/sign
 
 const LabelSet = z.record(z.string(), z.string());
 
-export const AlertmanagerAlert = z.object({
+const AlertmanagerAlert = z.object({
   status: z.enum(['firing', 'resolved']),
   labels: LabelSet,
   annotations: LabelSet.default({}),
@@ -18,7 +18,6 @@ export const AlertmanagerAlert = z.object({
   generatorURL: z.string().optional(),
   fingerprint: z.string().min(1),
 });
-export type AlertmanagerAlert = z.infer<typeof AlertmanagerAlert>;
 
 export const AlertmanagerPayload = z.object({
   version: z.string().optional(),

@@ -20,7 +20,7 @@ import {
 
 export const VOLUME_REASONS = new Set(['FailedMount', 'FailedMapVolume', 'FailedAttachVolume']);
 export const CONTAINER_REASONS = new Set(['Failed', 'CreateContainerError']);
-export const NODE_REASONS = new Set(['NodeReady', 'Rebooted']);
+const NODE_REASONS = new Set(['NodeReady', 'Rebooted']);
 /** NPD reasons (and condition types) that mean a local PV's disk is gone. */
 export const LOCAL_DISK_LOST = new Set(['LocalDiskLost']);
 

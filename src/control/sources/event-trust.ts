@@ -20,11 +20,11 @@ import type { KubeEvent } from './kube-event.ts';
 // acted on once triage confirms the pod really uses the volume the message names (triage.ts).
 
 /** kubelet: volume mount/map failures, container start failures, node status and reboots. */
-export const KUBELET = 'kubelet';
+const KUBELET = 'kubelet';
 /** kube-controller-manager's attach/detach controller: FailedAttachVolume. */
-export const ATTACH_DETACH_CONTROLLER = 'attachdetach-controller';
+const ATTACH_DETACH_CONTROLLER = 'attachdetach-controller';
 /** Where the event recorder of client-go puts an Event about a cluster-scoped object (a Node). */
-export const KUBELET_NODE_EVENT_NAMESPACE = 'default';
+const KUBELET_NODE_EVENT_NAMESPACE = 'default';
 
 export interface EventTrust {
   /**

@@ -21,7 +21,7 @@ const Condition = z
   })
   .loose();
 
-export const NpdConditionsReport = z
+const NpdConditionsReport = z
   .object({
     node: z.string().min(1),
     conditions: z.array(Condition).min(1).max(100),

@@ -17,7 +17,7 @@ import { GenerationalMap } from '../../core/collections/generational-map.ts';
 
 /** Event reasons watched. One watch each (field selector reason=X): the API server filters, and
  *  the client's cache holds only these Events instead of every Event of the last hour. */
-export const WATCHED_EVENT_REASONS = ['FailedMount', 'FailedMapVolume', 'FailedAttachVolume', 'Failed', 'NodeReady', 'Rebooted'] as const;
+const WATCHED_EVENT_REASONS = ['FailedMount', 'FailedMapVolume', 'FailedAttachVolume', 'Failed', 'NodeReady', 'Rebooted'] as const;
 
 export interface KubeWatchesOptions {
   kubeConfig: KubeConfig;
@@ -44,7 +44,7 @@ export interface KubeWatchesOptions {
   onNodeDeleted?: (node: string) => void;
 }
 
-export interface ReconcileState {
+interface ReconcileState {
   runs: number;
   lastRunAt?: number;
   lastResult?: ReconcileResult;

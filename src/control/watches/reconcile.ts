@@ -13,7 +13,7 @@ import { toPlain } from '../../adapters/kube/supervised-informer.ts';
 // creating their containers with the latest storage events about them. Everything goes through
 // the same sink, and identities are the incident's own, so a repeat folds into the existing job.
 
-export const STUCK_WAITING_REASONS = new Set(['ContainerCreating', 'CreateContainerError']);
+const STUCK_WAITING_REASONS = new Set(['ContainerCreating', 'CreateContainerError']);
 
 export interface ReconcileOptions {
   core: CoreV1Api;

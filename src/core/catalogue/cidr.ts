@@ -11,7 +11,7 @@ export interface Cidr {
   family: 'ipv4' | 'ipv6';
 }
 
-export function parseCidr(text: string): Cidr | undefined {
+function parseCidr(text: string): Cidr | undefined {
   const m = /^([^/\s]+)\/([0-9]{1,3})$/.exec(text);
   if (!m) return undefined;
   const version = isIP(m[1]!);

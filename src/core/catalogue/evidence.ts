@@ -4,7 +4,7 @@ import { z } from 'zod';
 // annotation cannot bloat Redis. It is shown in every job (GET /v1/jobs/:id) and never holds
 // secrets: sources copy only the payload the sender chose to publish.
 
-export const EVIDENCE_MAX_BYTES = 8 * 1024;
+const EVIDENCE_MAX_BYTES = 8 * 1024;
 
 /** `agent`: a node agent's own check (a placeholder's disk came back, an interrupted cleanup to finish). */
 export const SignalSource = z.enum(['alertmanager', 'k8s-event', 'npd', 'k8s-watch', 'api', 'agent']);

@@ -38,8 +38,6 @@ export const RUNBOOK_POLICY: Readonly<Record<RunbookName, RunbookPolicy>> = {
   'rbd-unmap': { placement: 'node', attempts: 4, backoffMs: 10_000, jitter: 0.3, dedupWindowMs: 15 * 60_000 },
 };
 
-export const dedupWindowMs = (runbook: RunbookName): number => RUNBOOK_POLICY[runbook].dedupWindowMs;
-
 /**
  * How long finished jobs are kept on a queue of this placement: the shortest window of the
  * runbooks placed there (all equal, see dedupWindowMs above), or DEDUP_WINDOW_SECONDS when set.

@@ -12,8 +12,7 @@ import { z } from 'zod';
  * - `missing`: could not be observed (command failed, API unreachable, file unreadable): unknown;
  * - `contradicted`: sources disagree with each other.
  */
-export const EvidenceStatus = z.enum(['holds', 'fails', 'missing', 'contradicted']);
-export type EvidenceStatus = z.infer<typeof EvidenceStatus>;
+const EvidenceStatus = z.enum(['holds', 'fails', 'missing', 'contradicted']);
 
 export const StepEvidence = z.object({
   /** The claim, in words: "no process outside the known victims has mpatha open". */

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { Mode } from '../catalogue/result.ts';
-import { RunbookName, RUNBOOKS } from '../catalogue/jobs.ts';
+import { RunbookName } from '../catalogue/jobs.ts';
 import { isCidr } from '../catalogue/cidr.ts';
 import { NodeName } from '../catalogue/names.ts';
 
@@ -429,5 +429,3 @@ export const Config = z
 export type Config = z.infer<typeof Config>;
 
 const envName = (k: string): string => k.replace(/[A-Z]/g, (c) => `_${c}`).toUpperCase();
-
-export const KNOWN_RUNBOOKS = RUNBOOKS;

@@ -11,7 +11,7 @@
 // `<prefix>:vm:ctl:breaker:` (key patterns such as the node agents' ACL hold).
 
 /** Hash tag of every breaker key (shared by installations on one Cluster: their keys differ by prefix). */
-export const BREAKERS_TAG = '{breakers}';
+const BREAKERS_TAG = '{breakers}';
 
 export const controlKeys = (prefix: string) => ({
   /** hash `runbook/<name>` | `node/<name>` -> ModeOverride JSON */
@@ -69,4 +69,3 @@ export const queueControlKeys = (prefix: string, queue: string) => ({
   /** list of AuditEntry JSON, newest first, capped: what this queue's worker did and refused */
   audit: `${prefix}:${queue}:vm:audit`,
 });
-export type QueueControlKeys = ReturnType<typeof queueControlKeys>;

@@ -10,8 +10,7 @@ import { Mode } from '../catalogue/result.ts';
 const Who = z.string().trim().min(1).max(512);
 const Why = z.string().trim().max(500);
 
-export const Decision = z.object({ by: Who, why: Why.default(''), at: z.string() });
-export type Decision = z.infer<typeof Decision>;
+const Decision = z.object({ by: Who, why: Why.default(''), at: z.string() });
 
 export const ModeOverride = Decision.extend({ mode: Mode });
 export type ModeOverride = z.infer<typeof ModeOverride>;

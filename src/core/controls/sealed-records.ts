@@ -66,14 +66,13 @@ export const CONTROL_SEAL_TTL_MS = 15 * 60_000;
 export const CONTROL_RESEAL_MS = 5 * 60_000;
 
 /** A cleared mode override or a lifted pause: sealed like a record, so a delete is never the clear. */
-export const Tombstone = z.object({
+const Tombstone = z.object({
   cleared: z.literal(true),
   by: z.string(),
   why: z.string().default(''),
   at: z.string(),
   gen: z.number().int().nonnegative(),
 });
-export type Tombstone = z.infer<typeof Tombstone>;
 
 const genOf = (body: Record<string, unknown>): number =>
   typeof body['gen'] === 'number' && Number.isSafeInteger(body['gen']) && body['gen'] >= 0 ? body['gen'] : 0;

@@ -3,7 +3,7 @@ import type { SignalSource } from '../catalogue/evidence.ts';
 // Every payload (or part of one) that does not become a job says why. The reason is a closed set
 // because it is also a Prometheus label; `detail` carries the specifics for humans.
 
-export const IGNORE_REASONS = [
+const IGNORE_REASONS = [
   'alert-not-relevant',
   'alert-still-firing',
   'alert-names-no-node',

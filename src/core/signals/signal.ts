@@ -48,4 +48,3 @@ export interface LocalDeviceRestoredSignal extends SignalBase {
 }
 
 export type Signal = NodeRecoveredSignal | RbdImageBusySignal | LocalDeviceMissingSignal | LocalDeviceRestoredSignal;
-export type SignalKind = Signal['kind'];

@@ -14,7 +14,7 @@ export class KeyringError extends Error {
   override name = 'KeyringError';
 }
 
-export interface SigningKey {
+interface SigningKey {
   role: RoleT;
   kid: string;
   key: Buffer;

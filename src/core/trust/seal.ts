@@ -37,7 +37,7 @@ export type Untrusted = 'unsigned' | 'malformed' | 'unknown-key' | 'bad-mac' | '
 export type Verdict = { ok: true; seal: Seal } | { ok: false; reason: Untrusted; detail: string };
 
 /** How far an issuer's clock may run ahead of the verifier's. */
-export const CLOCK_SKEW_MS = 60_000;
+const CLOCK_SKEW_MS = 60_000;
 
 /** A seal's head as it is covered: the fields that say who, when and for what. */
 export type SealHead = Omit<Seal, 'mac' | 'alg'>;

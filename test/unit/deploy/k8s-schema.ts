@@ -38,7 +38,7 @@ async function modelOf(apiVersion: string, kind: string): Promise<ModelClass | u
 }
 
 /** Schema errors of one object, as `<path> <message>` strings; empty when valid. */
-export async function schemaErrors(o: KObject): Promise<string[]> {
+async function schemaErrors(o: KObject): Promise<string[]> {
   const Model = await modelOf(o.apiVersion, o.kind);
   if (!Model) return [`no schema for ${o.apiVersion} ${o.kind}`];
   try {
@@ -88,7 +88,7 @@ function checkFields(value: unknown, type: string, path: string, out: string[]):
 }
 
 /** Unknown fields of a built-in object (custom resources return [] : their CRD schema decides). */
-export function unknownFields(o: KObject): string[] {
+function unknownFields(o: KObject): string[] {
   const [group, version] = o.apiVersion.includes('/') ? (o.apiVersion.split('/') as [string, string]) : ['', o.apiVersion];
   if (CRD_PACKAGES[group]) return [];
   const type = `${version.charAt(0).toUpperCase()}${version.slice(1)}${o.kind}`;

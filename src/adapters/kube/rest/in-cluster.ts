@@ -6,7 +6,7 @@ import { KubeRest } from './transport.ts';
 // from the projected volume. Bound tokens rotate (the kubelet refreshes the file), so the token is
 // read again once a minute, as client-go does.
 
-export const SERVICE_ACCOUNT_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
+const SERVICE_ACCOUNT_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
 const TOKEN_TTL_MS = 60_000;
 
 type Env = Readonly<Record<string, string | undefined>>;

@@ -14,7 +14,7 @@ const LosetupList = z.object({
   loopdevices: z.array(z.object({ name: z.string(), 'back-file': z.string().nullable() })),
 });
 
-export const LIST_LOOPS = ['losetup', '--list', '--json', '--output', 'NAME,BACK-FILE'] as const;
+const LIST_LOOPS = ['losetup', '--list', '--json', '--output', 'NAME,BACK-FILE'] as const;
 
 export function parseLosetupList(stdout: string): LoopAttachment[] {
   // Older util-linux prints nothing at all when no loop device is attached.

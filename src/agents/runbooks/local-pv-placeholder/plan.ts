@@ -12,7 +12,7 @@ import type { PlaceholderStep } from './step.ts';
 /** The application recognises a 512-byte device as "not my disk" and drops it (DESIGN, class 2). */
 export const PLACEHOLDER_BYTES = 512;
 /** kubelet's own `losetup -f` takes the lowest free numbers; we stay out of its way. */
-export const FIRST_LOOP = 101;
+const FIRST_LOOP = 101;
 /** The kernel's loop minor limit (MINORMASK). */
 const LAST_LOOP = 1_048_575;
 

@@ -18,7 +18,7 @@ export interface CephAccess {
 
 const CEPH_TOOLS = new Set(['rbd', 'rados', 'ceph']);
 
-export function cephArgs(access: CephAccess): string[] {
+function cephArgs(access: CephAccess): string[] {
   return [...(access.conf ? ['--conf', access.conf] : []), ...(access.keyring ? ['--keyring', access.keyring] : []), ...(access.id ? ['--id', access.id] : [])];
 }
 

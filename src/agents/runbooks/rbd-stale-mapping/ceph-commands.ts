@@ -1,5 +1,5 @@
 import type { Host } from '../../host/host.ts';
-import { CommandFailedError, expectOk } from '../../host/command-failed.ts';
+import { expectOk } from '../../host/command-failed.ts';
 import { parseBlocklistJson, type BlocklistEntry } from './blocklist.ts';
 import { isNoSuchImage, parseRbdInfoJson, type RbdImageInfo } from './rbd-info.ts';
 import { parseListWatchers, parseRbdStatusJson, type WatcherListing } from './watchers.ts';
@@ -7,10 +7,10 @@ import { parseListWatchers, parseRbdStatusJson, type WatcherListing } from './wa
 // The Ceph commands the cluster half runs, argv without credentials (ceph-access.ts adds them
 // below the audit). JSON where the tool offers it; `rados listwatchers` only prints text.
 
-export const rbdInfoArgv = (pool: string, image: string): string[] => ['rbd', 'info', '--format', 'json', `${pool}/${image}`];
-export const listWatchersArgv = (pool: string, header: string): string[] => ['rados', '-p', pool, 'listwatchers', header];
-export const rbdStatusArgv = (pool: string, image: string): string[] => ['rbd', 'status', '--format', 'json', `${pool}/${image}`];
-export const BLOCKLIST_LS = ['ceph', 'osd', 'blocklist', 'ls', '--format', 'json'] as const;
+const rbdInfoArgv = (pool: string, image: string): string[] => ['rbd', 'info', '--format', 'json', `${pool}/${image}`];
+const listWatchersArgv = (pool: string, header: string): string[] => ['rados', '-p', pool, 'listwatchers', header];
+const rbdStatusArgv = (pool: string, image: string): string[] => ['rbd', 'status', '--format', 'json', `${pool}/${image}`];
+const BLOCKLIST_LS = ['ceph', 'osd', 'blocklist', 'ls', '--format', 'json'] as const;
 export const blocklistAddArgv = (address: string, expirySeconds: number): string[] => ['ceph', 'osd', 'blocklist', 'add', address, String(expirySeconds)];
 
 /** The image, or null with the reason when it (or its pool) does not exist. */
@@ -31,5 +31,3 @@ export async function rbdStatus(host: Host, pool: string, image: string): Promis
 export async function blocklist(host: Host): Promise<BlocklistEntry[]> {
   return parseBlocklistJson(expectOk(await host.run([...BLOCKLIST_LS])).stdout);
 }
-
-export { CommandFailedError };

@@ -20,7 +20,7 @@ export function unmapJobKey(parentKey: string, watcher: string): string {
   return idempotencyKey('rbdunmap', [parentKey, watcher]);
 }
 
-export const blocklistUndo = (address: string): string[] => ['ceph', 'osd', 'blocklist', 'rm', address];
+const blocklistUndo = (address: string): string[] => ['ceph', 'osd', 'blocklist', 'rm', address];
 
 export function plan(f: StaleMappingFacts, job: RbdStaleMappingJob): Plan<StaleMappingStep> {
   const spec = `${f.pool}/${f.image}`;

@@ -35,7 +35,7 @@ function watcher(address: string, client: string, cookie: string): Watcher | nul
 }
 
 /** `rados listwatchers` and the text form of `rbd status` share the line format. */
-export function parseWatcherLines(stdout: string): WatcherListing {
+function parseWatcherLines(stdout: string): WatcherListing {
   const listing: WatcherListing = { watchers: [], unparsed: [] };
   for (const line of stdout.split('\n')) {
     if (!line.includes('watcher=')) continue;

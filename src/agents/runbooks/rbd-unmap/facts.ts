@@ -1,7 +1,7 @@
 import type { Holders } from './holders.ts';
 import type { Mapping } from './showmapped.ts';
 
-export interface PodUse {
+interface PodUse {
   namespace: string;
   name: string;
   uid?: string;

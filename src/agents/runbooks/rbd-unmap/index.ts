@@ -1,12 +1,7 @@
-export { createRbdUnmap, type RbdUnmapDeps } from './handler.ts';
-export { InMemoryNodePods, mayRun, type NodePods } from './node-pods.ts';
-export { DEFAULT_UNMAP_POLICY, type UnmapPolicy } from './policy.ts';
-export { plan } from './plan.ts';
-export { classify, describeHolder, podUidOfKubeletPath, type ClassifyContext, type HolderClass } from './classify.ts';
-export { scanHolders, type Holders, type MountHolder, type Opener } from './holders.ts';
+export { createRbdUnmap } from './handler.ts';
+export { InMemoryNodePods, type NodePods } from './node-pods.ts';
+export type { UnmapPolicy } from './policy.ts';
 export { podUidOfCgroup } from '../../host/proc-facts.ts';
-export { parseMountinfo, type MountEntry } from '../../host/mountinfo.ts';
-export { parseShowmappedJson, parseShowmappedText, SHOWMAPPED, type Mapping } from './showmapped.ts';
+export { parseMountinfo } from '../../host/mountinfo.ts';
+export { parseShowmappedJson, parseShowmappedText } from './showmapped.ts';
 export { isBusy, isNotMapped } from './unmap-error.ts';
-export type { UnmapFacts, MappedDevice, PodUse } from './facts.ts';
-export type { UnmapStep } from './step.ts';

@@ -19,10 +19,10 @@ export interface ObserveDeps {
   now: () => Date;
 }
 
-export const SYSFS_MAPPINGS_SOURCE = '/sys/bus/rbd/devices/<id>/{pool,pool_ns,name,current_snap}';
+const SYSFS_MAPPINGS_SOURCE = '/sys/bus/rbd/devices/<id>/{pool,pool_ns,name,current_snap}';
 
 /** `rbd showmapped`, or the kernel's sysfs record when the node has no rbd CLI; and which it was. */
-export async function readMappings(host: Host): Promise<{ mappings: Mapping[]; source: string }> {
+async function readMappings(host: Host): Promise<{ mappings: Mapping[]; source: string }> {
   const r = await host.run(SHOWMAPPED);
   if (isMissingCommand(r)) return { mappings: await sysfsMappings(host), source: SYSFS_MAPPINGS_SOURCE };
   return { mappings: parseShowmappedJson(expectOk(r).stdout), source: SHOWMAPPED.join(' ') };
@@ -35,7 +35,7 @@ export async function listMappings(host: Host): Promise<Mapping[]> {
 export const headMappings = (all: readonly Mapping[], pool: string, image: string): Mapping[] =>
   all.filter((m) => m.pool === pool && m.image === image && m.namespace === '' && m.snap === '-');
 
-export async function majorMinorOf(host: Host, device: string): Promise<string | null> {
+async function majorMinorOf(host: Host, device: string): Promise<string | null> {
   const info = await host.lstat(devPath(device, 'rbd'));
   return info?.type === 'block' && info.major !== undefined && info.minor !== undefined ? `${info.major}:${info.minor}` : null;
 }

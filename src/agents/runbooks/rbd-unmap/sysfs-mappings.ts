@@ -8,8 +8,8 @@ import type { Mapping } from './showmapped.ts';
 // /sys/bus/rbd/remove_single_major (`<id> force` to force), as `rbd unmap` does.
 
 const DEVICES = '/sys/bus/rbd/devices';
-export const REMOVE_SINGLE_MAJOR = '/sys/bus/rbd/remove_single_major';
-export const REMOVE = '/sys/bus/rbd/remove';
+const REMOVE_SINGLE_MAJOR = '/sys/bus/rbd/remove_single_major';
+const REMOVE = '/sys/bus/rbd/remove';
 
 const attr = async (host: Host, id: string, name: string): Promise<string | null> => (await host.readFile(`${DEVICES}/${id}/${name}`))?.trim() ?? null;
 

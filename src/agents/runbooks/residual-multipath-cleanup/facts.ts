@@ -14,7 +14,7 @@ export interface PathFacts extends MultipathPath {
 }
 
 /** How long every path of a map has been dead, as this agent saw it over its jobs. */
-export interface DeadSince {
+interface DeadSince {
   since: string;
   samples: number;
   /** Dead before the node's last reboot and still dead after it. */
@@ -41,7 +41,7 @@ export interface IntentFacts {
   orphans: OrphanDisk[];
 }
 
-export type ProbeOutcome = 'readable' | 'io-error' | 'timed-out' | 'not-run' | 'skipped-dry-run';
+type ProbeOutcome = 'readable' | 'io-error' | 'timed-out' | 'not-run' | 'skipped-dry-run';
 
 export interface ProbeFacts {
   outcome: ProbeOutcome;

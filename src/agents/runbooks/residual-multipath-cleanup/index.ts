@@ -1,12 +1,3 @@
-export { createResidualMultipathCleanup, type ResidualMultipathDeps } from './handler.ts';
+export { createResidualMultipathCleanup } from './handler.ts';
 export { InMemoryAttachedVolumes, type AttachedVolumes } from './attached-volumes.ts';
-export { DEFAULT_POLICY, DEFAULT_VICTIM_OPENERS, type ResidualPolicy } from './policy.ts';
-export { plan, assess, interlocks, type Assessment, type ResidualPlan, type Verdict } from './plan.ts';
-export { parseMultipathLl, isDeadPath, pathsOf, type MultipathMap, type MultipathPath } from './multipath-ll.ts';
-export { parseMultipathdMapsJson } from './multipathd-maps-json.ts';
-export { parseDmsetupInfoColumns, type DmInfo } from './dmsetup-info.ts';
-export { mountUses } from './mountinfo.ts';
-export type { ResidualFacts, MapFacts, PathFacts, Opener, ProbeFacts, IntentFacts, OrphanDisk, DeadSince } from './facts.ts';
-export { openerRole } from './openers.ts';
-export { podUidOfCgroup } from '../../host/proc-facts.ts';
-export type { ResidualStep } from './step.ts';
+export { DEFAULT_VICTIM_OPENERS } from './policy.ts';

@@ -29,7 +29,7 @@ function item(
   return { claim, source, observedAt: ctx.observedAt, status, ...(detail ? { detail } : {}) };
 }
 
-export function attachmentEvidence(ctx: EvidenceContext, wwid: string, policy: Pick<ResidualPolicy, 'attachmentsUnknown'>): StepEvidence {
+function attachmentEvidence(ctx: EvidenceContext, wwid: string, policy: Pick<ResidualPolicy, 'attachmentsUnknown'>): StepEvidence {
   const claim = `no VolumeAttachment of node ${ctx.node} claims WWID ${wwid}`;
   const a: AttachmentFacts = ctx.attachments;
   if (!a.known) {
@@ -54,7 +54,7 @@ export function attachmentEvidence(ctx: EvidenceContext, wwid: string, policy: P
 }
 
 /** Openers of the map or its disks that are not victims, described. */
-export function liveUsers(openers: readonly Opener[], victims: readonly string[]): string[] {
+function liveUsers(openers: readonly Opener[], victims: readonly string[]): string[] {
   return openers.filter((o) => openerRole(o, victims).kind === 'user').map(describeOpener);
 }
 

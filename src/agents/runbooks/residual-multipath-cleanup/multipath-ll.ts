@@ -32,7 +32,7 @@ export interface MultipathPath {
   onlineState: string | null;
 }
 
-export interface MultipathGroup {
+interface MultipathGroup {
   policy: string | null;
   prio: number | null;
   status: string | null;

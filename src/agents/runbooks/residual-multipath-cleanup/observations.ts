@@ -24,7 +24,6 @@ const StuckProbe = z.object({
   at: z.string(),
   bootId: z.string().nullable(),
 });
-export type StuckProbe = z.infer<typeof StuckProbe>;
 
 const ObservationFile = z.object({
   version: z.literal(1),

@@ -41,9 +41,9 @@ export interface ObserveDeps {
   stateDir: string;
 }
 
-export const LIST_MAPS = ['multipath', '-ll'] as const;
-export const SHOW_MAPS_JSON = ['multipathd', 'show', 'maps', 'json'] as const;
-export const DM_INFO = ['dmsetup', 'info', '-c'] as const;
+const LIST_MAPS = ['multipath', '-ll'] as const;
+const SHOW_MAPS_JSON = ['multipathd', 'show', 'maps', 'json'] as const;
+const DM_INFO = ['dmsetup', 'info', '-c'] as const;
 
 const BY_ID = '/dev/disk/by-id';
 const LIO_CORE = '/sys/kernel/config/target/core';

@@ -15,14 +15,14 @@ import type { ResidualStep } from './step.ts';
 // and is never touched. Disks that an interrupted sequence left behind (its intent record names
 // them, their map is gone) are deleted on the same kind of evidence.
 
-export type Verdict =
+type Verdict =
   /** Has a path that is not dead: a working (or recovering) map. */
   | { kind: 'healthy'; why: string }
   /** Every path is dead but an interlock holds it: a human must look. */
   | { kind: 'held'; reasons: string[] }
   | { kind: 'residual'; releaseQueuedIo: boolean };
 
-export interface Assessment {
+interface Assessment {
   map: string;
   wwid: string;
   dm: string | null;
@@ -45,19 +45,14 @@ const pathText = (m: MapFacts): string =>
 const reasonsOf = (items: readonly StepEvidence[], f: ResidualFacts): string[] => planProblems(items, f.observedAt);
 
 /** Every evidence item of a map whose paths are all dead (empty reasons: it is residual). */
-export function mapEvidence(m: MapFacts, f: ResidualFacts, policy: ResidualPolicy): StepEvidence[] {
+function mapEvidence(m: MapFacts, f: ResidualFacts, policy: ResidualPolicy): StepEvidence[] {
   return [...cheapEvidence(m, f, policy), ...probeEvidence(m, f, policy)];
-}
-
-/** Why a map whose paths are all dead must still be left alone (empty: it is residual). */
-export function interlocks(m: MapFacts, f: ResidualFacts, policy: ResidualPolicy): string[] {
-  return reasonsOf(mapEvidence(m, f, policy), f);
 }
 
 /** Queued I/O to release: the map queues (queue_if_no_path) or something still has it open. */
 const needsRelease = (m: MapFacts): boolean => m.queueIfNoPath || (m.openCount ?? 0) > 0;
 
-export function assess(m: MapFacts, f: ResidualFacts, policy: ResidualPolicy): { verdict: Verdict; evidence: StepEvidence[] } {
+function assess(m: MapFacts, f: ResidualFacts, policy: ResidualPolicy): { verdict: Verdict; evidence: StepEvidence[] } {
   const live = m.paths.filter((p) => !isDeadPath(p));
   if (live.length > 0 || m.paths.length === 0) {
     return {

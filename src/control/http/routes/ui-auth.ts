@@ -18,14 +18,14 @@ import { esc } from './ui-pages.ts';
 //   header X-CSRF-Token); the sign-in form has no session yet, so it gets the origin check only.
 // Tokens never go in URLs.
 
-export const UI_COOKIE = 'vm_ui';
-export const CSRF_FIELD = '_csrf';
-export const CSRF_HEADER = 'x-csrf-token';
+const UI_COOKIE = 'vm_ui';
+const CSRF_FIELD = '_csrf';
+const CSRF_HEADER = 'x-csrf-token';
 /** What seeing the dashboard takes. */
-export const DASHBOARD_PERMISSION: Permission = { resource: 'jobs', verb: 'list' };
+const DASHBOARD_PERMISSION: Permission = { resource: 'jobs', verb: 'list' };
 
 /** The cookie's value; undefined when absent or not valid percent-encoding (a bad cookie is no session, never a 500). */
-export function cookieValue(req: Request, name: string): string | undefined {
+function cookieValue(req: Request, name: string): string | undefined {
   const header = req.get('cookie');
   if (!header || header.length > 8192) return undefined;
   for (const part of header.split(';')) {
@@ -75,7 +75,7 @@ function loginPage(res: Response, next: string, status: number, note = '', insec
  * posts carry `Origin: null` (our pages are served with Referrer-Policy: no-referrer) and
  * Sec-Fetch-Site: same-origin.
  */
-export function crossSiteReason(req: Request): string | undefined {
+function crossSiteReason(req: Request): string | undefined {
   const origin = req.get('origin');
   if ((origin === undefined || origin === 'null') && req.get('sec-fetch-site') === undefined)
     return 'request refused: neither Origin nor Sec-Fetch-Site says it came from this dashboard';

@@ -146,7 +146,7 @@ const localValue = (v: string | undefined): string => {
   return Number.isNaN(ms) ? '' : new Date(ms).toISOString().slice(0, 16);
 };
 
-export function filtersForm(f: IncidentFilter): string {
+function filtersForm(f: IncidentFilter): string {
   const select = (name: string, label: string, values: readonly string[], current: string | undefined) =>
     `<label>${esc(label)}<select name="${esc(name)}"><option value="">any</option>${values.map((v) => `<option${v === current ? ' selected' : ''}>${esc(v)}</option>`).join('')}</select></label>`;
   return `<form class="filters" method="get" action="/ui/" role="search" aria-label="filter incidents">

@@ -1,10 +1,7 @@
 import { createHash } from 'node:crypto';
-
 // What every page of the on-call console shares (issue 23): the layout, escaping, times, and the
 // forms of actions. Pages are rendered on the server, every value escaped; the one script
 // (ui-assets.ts) only refreshes a page's live region, writes relative times and nothing else.
-
-export { STYLE } from './ui-assets.ts';
 
 export const esc = (v: unknown): string => String(v ?? '').replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
@@ -18,7 +15,7 @@ export interface PageCtx {
 
 export type ActionName = 'approve' | 'reject' | 'pause' | 'resume' | 'reset' | 'retry';
 /** The RBAC verb each action needs, as the operator is told when it is missing. */
-export const ACTION_VERB: Record<ActionName, string> = {
+const ACTION_VERB: Record<ActionName, string> = {
   approve: 'approve jobs.volume-medic.io',
   reject: 'reject jobs.volume-medic.io',
   pause: 'create pauses.volume-medic.io',
@@ -27,7 +24,7 @@ export const ACTION_VERB: Record<ActionName, string> = {
   retry: 'retry jobs.volume-medic.io',
 };
 
-export const csrfField = (ctx: PageCtx): string => `<input type="hidden" name="_csrf" value="${esc(ctx.csrf)}">`;
+const csrfField = (ctx: PageCtx): string => `<input type="hidden" name="_csrf" value="${esc(ctx.csrf)}">`;
 
 /** An absolute time (UTC) that the script follows with a relative one ("4 min ago"). */
 export const time = (iso: string | undefined): string =>

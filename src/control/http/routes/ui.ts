@@ -12,7 +12,7 @@ import type { UiDeps } from './ui-deps.ts';
 // - /ui/ the on-call console (ui-console.ts): incidents, one incident in full, and the actions,
 //   each with the operator's own RBAC verb (SubjectAccessReview), as the API's.
 
-export const UI_CONTENT_SECURITY_POLICY = [
+const UI_CONTENT_SECURITY_POLICY = [
   "default-src 'none'",
   "script-src 'self'",
   "style-src 'self'",
@@ -24,7 +24,7 @@ export const UI_CONTENT_SECURITY_POLICY = [
   "base-uri 'self'",
 ].join('; ');
 
-export const UI_SECURITY_HEADERS: Readonly<Record<string, string>> = {
+const UI_SECURITY_HEADERS: Readonly<Record<string, string>> = {
   'Content-Security-Policy': UI_CONTENT_SECURITY_POLICY,
   'X-Frame-Options': 'DENY',
   'X-Content-Type-Options': 'nosniff',

@@ -5,10 +5,9 @@ import { cephFixture } from '../rbd-stale-mapping/ceph-fixture.ts';
 // `rbd unmap` answers are the recorded outputs in test/fixtures/ceph, and commands change the
 // state they would change (umount drops the mount, unmap drops the mapping).
 
-export const HOST_NS = 'mnt:[4026531840]';
-export const CONTAINER_NS = 'mnt:[4026532999]';
+const HOST_NS = 'mnt:[4026531840]';
+const CONTAINER_NS = 'mnt:[4026532999]';
 export const STALE_POD = '6f1c3a52-9d7e-4b1a-8c2f-0e4d5b6a7c81';
-export const OTHER_POD = '0a9b8c7d-6e5f-4a3b-2c1d-0e9f8a7b6c5d';
 export const POD_MOUNT = `/var/lib/kubelet/pods/${STALE_POD}/volumes/kubernetes.io~csi/pvc-2c0f5d3e-6a1b-4c9d-8e7f-1a2b3c4d5e6f/mount`;
 export const GLOBAL_MOUNT =
   '/var/lib/kubelet/plugins/kubernetes.io/csi/rbd.csi.ceph.com/7d9a6e0c2b1f4e3d8c5a9b0e1f2d3c4b5a6978877665544332211ffeeddccbbaa/globalmount/0001-0009-rook-ceph-0000000000000002-4b1de7a2-0c4f-11ef-9a3e-0a580a800012';

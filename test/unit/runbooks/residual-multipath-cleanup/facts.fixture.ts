@@ -5,8 +5,8 @@ import type { MapFacts, Opener, PathFacts, ResidualFacts } from '../../../../src
 // The stuck opener is the capture's own (ps-d-state.txt: pid 857 `(udev-worker)` in D state).
 
 export const DEAD_WWID = '3600140503b080d39e3f42d4a24115262';
-export const LIVE_WWID = '360014053b393903d0d44fca9b746fc94';
-export const OBSERVED_AT = '2025-12-02T15:30:00.000Z';
+const LIVE_WWID = '360014053b393903d0d44fca9b746fc94';
+const OBSERVED_AT = '2025-12-02T15:30:00.000Z';
 export const BOOT_ID = '5c3b7a1e-7d1f-4f0a-9a51-0d2f4a7c9e11';
 
 /** A process with the map open: a system process unless a cgroup says otherwise. */

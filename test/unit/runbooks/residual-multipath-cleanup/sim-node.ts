@@ -7,8 +7,8 @@ import { FakeHost, type FakeAnswer } from '../../../../src/agents/host/fake-host
 // destructive command is recorded with the map it hit, and a crash can be injected before or
 // after the n-th one (the agent dying there).
 
-export type OpenerKind = 'none' | 'victim' | 'user-d' | 'user-d-host' | 'user-s' | 'victim-name-in-pod';
-export type ProbeKind = 'hang' | 'io-error' | 'readable';
+type OpenerKind = 'none' | 'victim' | 'user-d' | 'user-d-host' | 'user-s' | 'victim-name-in-pod';
+type ProbeKind = 'hang' | 'io-error' | 'readable';
 
 export interface MapSpec {
   /** Per path: dead (`failed faulty running`) or live (`active ready running`). */
