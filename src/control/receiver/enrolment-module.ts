@@ -1,0 +1,62 @@
+import type { KubeConfig } from '@kubernetes/client-node';
+import type { Logger } from '../../adapters/observability/logger.ts';
+import { knownQueuesKey } from '../../adapters/redis/known-queues.ts';
+import { NodeRedisUsers, nodeUserName } from '../../adapters/redis/node-redis-users.ts';
+import { ConfigError } from '../../core/config/load.ts';
+import type { Config } from '../../core/config/schema.ts';
+import type { Trust } from '../../core/trust/from-config.ts';
+import { enrolmentFromConfig } from '../enrolment/from-config.ts';
+import type { RedisModule } from './redis-module.ts';
+
+// Node agents and the cluster worker trade their pod's token for their own queue's keys; with
+// REDIS_NODE_USERS each enrolled node also gets its own Redis user on every server, kept there
+// by a watch.
+
+export interface EnrolmentModule {
+  enrolment?: ReturnType<typeof enrolmentFromConfig>;
+  nodeUsers?: NodeRedisUsers;
+  close(): Promise<void>;
+}
+
+export function startEnrolment(config: Config, log: Logger, r: RedisModule, trust: Trust, access: KubeConfig | undefined): EnrolmentModule {
+  if (config.redisNodeUsers && config.enrolNodeAgents.length === 0)
+    throw new ConfigError('REDIS_NODE_USERS=true needs enrolment (ENROL_NODE_AGENTS): agents learn their Redis user when they enrol');
+  const nodeUsers = config.redisNodeUsers
+    ? new NodeRedisUsers({ target: r.target, prefix: config.queuePrefix, log: log.child({ component: 'node-redis-users' }) })
+    : undefined;
+  nodeUsers?.watch();
+  const enrolment = enrolmentFromConfig(config, trust.ring, access, {
+    registry: {
+      record: async (queue) => {
+        await r.redis.sadd(knownQueuesKey(config.queuePrefix), queue);
+      },
+    },
+    ...(nodeUsers
+      ? {
+          redisUsers: {
+            userName: nodeUserName,
+            // Answered once the primary has it; a server that missed it gets it from the watch.
+            ensure: async (node, hash) => {
+              const res = await nodeUsers.ensure(node, hash);
+              if (res.applied.length === 0)
+                throw new Error(
+                  `no Redis server took the user of node ${node}: ${res.failed
+                    .map((f) => `${f.server}: ${f.error}`)
+                    .join('; ')
+                    .slice(0, 300)}`,
+                );
+              if (res.failed.length > 0)
+                log.warn({ node, failed: res.failed }, "a Redis server missed a node's user; the watch applies it when the server answers");
+            },
+          },
+        }
+      : {}),
+  });
+  return {
+    ...(enrolment ? { enrolment } : {}),
+    ...(nodeUsers ? { nodeUsers } : {}),
+    close: async () => {
+      await nodeUsers?.close();
+    },
+  };
+}

@@ -1,0 +1,50 @@
+import { BullJobStore } from '../../adapters/jobstore/bull-job-store.ts';
+import { Dispatcher } from '../../adapters/jobstore/dispatcher.ts';
+import { IncidentIndex } from '../../adapters/jobstore/incident-index.ts';
+import { createQueueBoard, type QueueBoard } from '../../adapters/jobstore/queue-board.ts';
+import type { Logger } from '../../adapters/observability/logger.ts';
+import type { Config } from '../../core/config/schema.ts';
+import type { JobStore } from '../../core/jobs/job-store.ts';
+import type { Trust } from '../../core/trust/from-config.ts';
+import { likelyQueues } from '../console/incident-detail.ts';
+import type { RedisModule } from './redis-module.ts';
+
+// The receiver's side of the job store: the dispatcher that seals and stores new jobs (batched,
+// deduplicated, indexed for the console), and the store's reads over the same queues.
+
+export interface JobsModule {
+  dispatcher: Dispatcher;
+  jobs: JobStore;
+  incidents: IncidentIndex;
+  /** Where the console's records put a job id: one queue read instead of one per queue. */
+  likely: (id: string) => Promise<(string | undefined)[]>;
+  board: (basePath: string) => QueueBoard;
+  close(): Promise<void>;
+}
+
+export function startJobs(config: Config, log: Logger, r: RedisModule, trust: Trust): JobsModule {
+  const { redis, replicaAck } = r;
+  const incidents = new IncidentIndex(redis, config.queuePrefix);
+  const dispatcher = new Dispatcher(redis, {
+    prefix: config.queuePrefix,
+    timeoutMs: config.enqueueTimeoutMs,
+    sealer: trust.sealer,
+    sealTtlMs: trust.ttlMs,
+    ...(replicaAck ? { replicaAck } : {}),
+    ...(config.dedupWindowSeconds !== undefined ? { dedupWindowSeconds: config.dedupWindowSeconds } : {}),
+    // Every new job once, whichever way it came (webhook or watch), one line per Redis call.
+    onStored: (jobs) => log.info({ stored: jobs.map((j) => ({ id: j.id, queue: j.queue, runbook: j.runbook })) }, 'jobs stored'),
+    // and into the console's index of incidents, in the batch's own script call.
+    index: incidents,
+    onIndexError: (err) => log.warn({ err: err.message }, "the console's incident index missed a batch"),
+  });
+  const queue = (name: string) => dispatcher.queue(name);
+  return {
+    dispatcher,
+    jobs: new BullJobStore({ redis, prefix: config.queuePrefix, queue }),
+    incidents,
+    likely: likelyQueues({ redis, prefix: config.queuePrefix, incidents }),
+    board: createQueueBoard(queue),
+    close: () => dispatcher.close(),
+  };
+}
