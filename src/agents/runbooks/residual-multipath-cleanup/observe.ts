@@ -149,51 +149,16 @@ function byIdLinks(links: readonly ByIdLink[], wwid: string, devices: ReadonlySe
   return out.sort();
 }
 
-export async function observe(job: ResidualMultipathJob, host: Host, deps: ObserveDeps): Promise<ResidualFacts> {
-  const { policy } = deps;
-  const t = { timeoutMs: policy.commandTimeoutMs };
-  const node = job.target.node;
-  const attachments = await attachmentsOf(deps.attached, node);
-  const uuids = await dmUuids(host);
-  const bootId = await readTrimmed(host, '/proc/sys/kernel/random/boot_id');
-  const intentListing = await readIntents(host, deps.stateDir);
-  const observeNotes: string[] = [];
-  const base = {
-    node,
-    ranOn: deps.ranOn,
-    mode: deps.dryRun ? ('dry-run' as const) : ('enforce' as const),
-    observedAt: deps.now().toISOString(),
-    attachments,
-    mountNamespaces: 0,
-    unreadableMountinfo: [],
-    bootId,
-    intents: [] as IntentFacts[],
-    unreadableIntents: intentListing.unreadable,
-    observeNotes,
-  };
-
-  const ll = await host.run(LIST_MAPS, t);
-  if (wasSimulated(ll) || ll.exitCode !== 0 || ll.timedOut) {
-    const why = wasSimulated(ll) ? 'multipath -ll was not run' : describeFailure(ll);
-    const mpathDms = [...uuids].filter(([, u]) => wwidOfDmUuid(u) !== null).map(([dm]) => dm);
-    return {
-      ...base,
-      listing: {
-        ok: false,
-        why: `${why}${mpathDms.length ? `; sysfs shows multipath maps ${mpathDms.join(', ')}` : '; sysfs shows no multipath map'}`,
-      },
-      maps: [],
-      multipathdAgrees: null,
-    };
-  }
-  const listing = parseMultipathLl(ll.stdout);
-
-  const jsonRun = await host.run(SHOW_MAPS_JSON, t);
-  const json = jsonRun.exitCode === 0 ? parseMultipathdMapsJson(jsonRun.stdout) : null;
-
+/** Each listed map's facts from multipath -ll, sysfs and multipathd's JSON (agrees: whether the two listings agree). */
+async function mapFacts(
+  host: Host,
+  listed: ReturnType<typeof parseMultipathLl>['maps'],
+  uuids: Map<string, string>,
+  json: ReturnType<typeof parseMultipathdMapsJson> | null,
+): Promise<{ maps: MapFacts[]; agrees: boolean | null }> {
   const maps: MapFacts[] = [];
   let agrees: boolean | null = json ? true : null;
-  for (const m of listing.maps) {
+  for (const m of listed) {
     const wwid = m.wwid;
     const problems = [...m.problems];
     // The name goes into argv (multipath -f, dmsetup message): a name outside the pattern is a
@@ -245,7 +210,11 @@ export async function observe(job: ResidualMultipathJob, host: Host, deps: Obser
     });
   }
 
-  // What sits on top of a map without being a holder: loop devices backed by it, LIO backstores exporting it.
+  return { maps, agrees };
+}
+
+/** What sits on top of a map without being a holder: loop devices backed by it, LIO backstores exporting it. */
+async function findStacked(host: Host, maps: MapFacts[]): Promise<void> {
   const byDevPath = new Map<string, MapFacts>();
   for (const m of maps) {
     if (!m.dm) continue;
@@ -265,16 +234,27 @@ export async function observe(job: ResidualMultipathJob, host: Host, deps: Obser
       if (m) m.exportedBy.push(`${hba}/${dev}`);
     }
   }
+}
 
-  // Intent records of earlier sequences: is their map still there, and if not, are their disks?
+/** Intent records of earlier sequences: is their map still there, and if not, are their disks? */
+async function intentFacts(
+  host: Host,
+  records: Awaited<ReturnType<typeof readIntents>>['records'],
+  uuids: Map<string, string>,
+  maps: readonly MapFacts[],
+): Promise<IntentFacts[]> {
   const intents: IntentFacts[] = [];
-  for (const record of intentListing.records) {
+  for (const record of records) {
     const mapPresent =
       [...uuids.values()].some((u) => wwidOfDmUuid(u) === normalizeWwid(record.wwid)) || maps.some((m) => normalizeWwid(m.wwid) === normalizeWwid(record.wwid));
     intents.push({ record, mapPresent, orphans: mapPresent ? [] : await orphanDisks(host, record.disks, record.wwid) });
   }
 
-  // Mounts of the map or its disks (and of orphan disks) in every mount namespace; swap.
+  return intents;
+}
+
+/** Mounts of each map or its disks (and of orphan disks) in every mount namespace; swap. */
+async function findMounts(host: Host, maps: MapFacts[], intents: IntentFacts[]): Promise<Awaited<ReturnType<typeof scanMountNamespaces>>> {
   const scan = await scanMountNamespaces(host);
   const swaps = parseSwaps((await host.readFile('/proc/swaps').catch(() => null)) ?? '');
   const mountsOf = (targets: Array<{ majorMinor: string; names: string[] }>): MapFacts['mounts'] => {
@@ -296,10 +276,18 @@ export async function observe(job: ResidualMultipathJob, host: Host, deps: Obser
   }
   for (const i of intents) for (const d of i.orphans) d.mounts = mountsOf([{ majorMinor: d.devT ?? '', names: [d.name] }]);
 
-  // Who has a map, one of its disks or an orphan disk open: one pass over /proc.
-  const observations = await readObservations(host, deps.stateDir);
-  if (observations.problem) observeNotes.push(observations.problem);
-  const ours = new Set(observations.observations.stuckProbes.filter((p) => p.bootId === bootId).map((p) => `${p.pid}/${p.startTime ?? '?'}`));
+  return scan;
+}
+
+/** Who has a map, one of its disks or an orphan disk open: one pass over /proc; our own stuck probes named as such. */
+async function findMapOpeners(
+  host: Host,
+  maps: MapFacts[],
+  intents: IntentFacts[],
+  observations: Awaited<ReturnType<typeof readObservations>>['observations'],
+  bootId: string | null,
+): Promise<Map<string, Opener[]>> {
+  const ours = new Set(observations.stuckProbes.filter((p) => p.bootId === bootId).map((p) => `${p.pid}/${p.startTime ?? '?'}`));
   const isOurProbe = (o: Opener): boolean => ours.has(`${o.pid}/${o.startTime ?? '?'}`);
   const devPaths = new Map<string, { add: (o: Opener) => void }>();
   const adder = (list: Opener[]) => ({
@@ -317,9 +305,20 @@ export async function observe(job: ResidualMultipathJob, host: Host, deps: Obser
   const openers = await findOpeners(host, new Set(devPaths.keys()));
   for (const [path, list] of openers) for (const o of list) devPaths.get(path)?.add(o);
 
-  // Probe only maps whose every path is dead and that pass every cheaper interlock.
-  const ctx = { ...base, mountNamespaces: scan.namespaces.length };
-  const dead = maps.filter((m) => m.dm !== null && DEVICE_PATTERNS.dm.test(m.dm) && m.paths.length > 0 && m.paths.every(isDeadPath));
+  return openers;
+}
+
+/**
+ * Probes the dead maps that pass every cheaper interlock (one read each, with a hard deadline);
+ * a probe that survived SIGKILL is one of the map's openers from now on. Returns those.
+ */
+async function probeDead(
+  host: Host,
+  dead: MapFacts[],
+  ctx: Parameters<typeof cheapEvidence>[1],
+  deps: ObserveDeps,
+): Promise<Array<{ pid: number; startTime: string | null; dm: string }>> {
+  const { policy } = deps;
   const candidates: MapFacts[] = [];
   for (const m of dead) {
     const blocked = cheapEvidence(m, ctx, policy).filter((e) => e.status !== 'holds');
@@ -369,17 +368,29 @@ export async function observe(job: ResidualMultipathJob, host: Host, deps: Obser
     }
   }
 
-  // This job is one more observation of the dead maps (a map with a live path starts over).
+  return stuckNow;
+}
+
+/** This job is one more observation of the dead maps (a map with a live path starts over); our stuck probes are remembered. */
+async function recordDead(
+  host: Host,
+  deps: ObserveDeps,
+  before: Awaited<ReturnType<typeof readObservations>>['observations'],
+  dead: MapFacts[],
+  openers: Map<string, Opener[]>,
+  stuckNow: Array<{ pid: number; startTime: string | null; dm: string }>,
+  bootId: string | null,
+): Promise<void> {
   const now = deps.now().toISOString();
   const counted = recordSightings(
-    observations.observations,
+    before,
     dead.map((m) => normalizeWwid(m.wwid)),
     now,
     bootId,
   );
   const alive = new Set([...openers.values()].flat().map((o) => o.pid));
   counted.stuckProbes = [
-    ...observations.observations.stuckProbes.filter((p) => p.bootId === bootId && alive.has(p.pid)),
+    ...before.stuckProbes.filter((p) => p.bootId === bootId && alive.has(p.pid)),
     ...stuckNow.map((p) => ({ ...p, at: now, bootId })),
   ].slice(-256);
   for (const m of dead) {
@@ -387,9 +398,11 @@ export async function observe(job: ResidualMultipathJob, host: Host, deps: Obser
     if (s) m.deadSince = { since: s.since, samples: s.samples, acrossBoot: acrossBoot(s, bootId) };
   }
   // Dry-run changes nothing on the node, its own bookkeeping included: each dry-run is a first look.
-  if (!deps.dryRun && JSON.stringify(counted) !== JSON.stringify(observations.observations)) await writeObservations(host, deps.stateDir, counted);
+  if (!deps.dryRun && JSON.stringify(counted) !== JSON.stringify(before)) await writeObservations(host, deps.stateDir, counted);
+}
 
-  // Open counts after the probes: a probe stuck on the map is one of its openers from now on.
+/** dmsetup's open count of each map. */
+async function findOpenCounts(host: Host, maps: MapFacts[], t: { timeoutMs: number }): Promise<void> {
   const info = await host.run(DM_INFO, t);
   let dmInfo: DmInfo[] | null = null;
   if (info.exitCode === 0) {
@@ -401,12 +414,81 @@ export async function observe(job: ResidualMultipathJob, host: Host, deps: Obser
   }
 
   for (const m of maps) m.openCount = dmInfo?.find((r) => r.name === m.name)?.open ?? null;
+}
 
+/** The /dev/disk/by-id links that name each map's WWID or lead to it or its disks. */
+async function findByIdLinks(host: Host, maps: MapFacts[]): Promise<void> {
   const links = maps.length > 0 ? await readByIdLinks(host) : [];
   for (const m of maps) {
     const devices = new Set([m.dm, ...m.paths.map((p) => p.dev)].filter((d): d is string => d !== null));
     m.byIdLinks = byIdLinks(links, normalizeWwid(m.wwid), devices);
   }
+}
+
+export async function observe(job: ResidualMultipathJob, host: Host, deps: ObserveDeps): Promise<ResidualFacts> {
+  const { policy } = deps;
+  const t = { timeoutMs: policy.commandTimeoutMs };
+  const node = job.target.node;
+  const attachments = await attachmentsOf(deps.attached, node);
+  const uuids = await dmUuids(host);
+  const bootId = await readTrimmed(host, '/proc/sys/kernel/random/boot_id');
+  const intentListing = await readIntents(host, deps.stateDir);
+  const observeNotes: string[] = [];
+  const base = {
+    node,
+    ranOn: deps.ranOn,
+    mode: deps.dryRun ? ('dry-run' as const) : ('enforce' as const),
+    observedAt: deps.now().toISOString(),
+    attachments,
+    mountNamespaces: 0,
+    unreadableMountinfo: [],
+    bootId,
+    intents: [] as IntentFacts[],
+    unreadableIntents: intentListing.unreadable,
+    observeNotes,
+  };
+
+  const ll = await host.run(LIST_MAPS, t);
+  if (wasSimulated(ll) || ll.exitCode !== 0 || ll.timedOut) {
+    const why = wasSimulated(ll) ? 'multipath -ll was not run' : describeFailure(ll);
+    const mpathDms = [...uuids].filter(([, u]) => wwidOfDmUuid(u) !== null).map(([dm]) => dm);
+    return {
+      ...base,
+      listing: {
+        ok: false,
+        why: `${why}${mpathDms.length ? `; sysfs shows multipath maps ${mpathDms.join(', ')}` : '; sysfs shows no multipath map'}`,
+      },
+      maps: [],
+      multipathdAgrees: null,
+    };
+  }
+  const listing = parseMultipathLl(ll.stdout);
+
+  const jsonRun = await host.run(SHOW_MAPS_JSON, t);
+  const json = jsonRun.exitCode === 0 ? parseMultipathdMapsJson(jsonRun.stdout) : null;
+
+  const { maps, agrees } = await mapFacts(host, listing.maps, uuids, json);
+
+  await findStacked(host, maps);
+
+  const intents = await intentFacts(host, intentListing.records, uuids, maps);
+
+  const scan = await findMounts(host, maps, intents);
+
+  const observations = await readObservations(host, deps.stateDir);
+  if (observations.problem) observeNotes.push(observations.problem);
+  const openers = await findMapOpeners(host, maps, intents, observations.observations, bootId);
+
+  // Probe only maps whose every path is dead and that pass every cheaper interlock.
+  const ctx = { ...base, mountNamespaces: scan.namespaces.length };
+  const dead = maps.filter((m) => m.dm !== null && DEVICE_PATTERNS.dm.test(m.dm) && m.paths.length > 0 && m.paths.every(isDeadPath));
+  const stuckNow = await probeDead(host, dead, ctx, deps);
+
+  await recordDead(host, deps, observations.observations, dead, openers, stuckNow, bootId);
+
+  // After the probes: a probe stuck on the map is one of its openers from now on.
+  await findOpenCounts(host, maps, t);
+  await findByIdLinks(host, maps);
 
   return {
     ...base,
