@@ -11,7 +11,8 @@ import { planWithCommands } from './planned-commands.ts';
 import type { PlannedStep, RunbookDefinition, Verification } from './runbook.ts';
 import { RunbookFailedError } from './runbook-failed-error.ts';
 
-// One function shows the order of every runbook: observe -> refuse? -> act -> verify.
+// runRunbook shows the order of every runbook: observe -> refuse? -> act (each step through its
+// gates) -> verify.
 // In dry-run the runbook sees a dry-run host: it looks for real, and each step that is not done
 // yet is applied against the simulation, so the result lists the exact commands it would run.
 
@@ -32,6 +33,22 @@ class GateStop extends Error {
     super(error.message);
     this.error = error;
   }
+}
+
+/** One run of a runbook: what its steps share. */
+interface Run<F, S extends PlannedStep> {
+  def: RunbookDefinition<RunbookName, F, S>;
+  ctx: RunbookContext;
+  deps: EngineDeps;
+  /** The audited (enforce) or simulating (dry-run) host. */
+  host: Host;
+  /** Only enforce keeps a journal: a dry-run has nothing to resume. */
+  journal: Journal | null;
+  now: () => Date;
+  planned: { summary: string; steps: S[] };
+  steps: StepRecord[];
+  result(outcome: Outcome, summary: string, extra?: { refusals?: string[]; verification?: Verification }): RunbookResult;
+  fail(err: unknown, summary: string): Error;
 }
 
 export async function runRunbook<R extends RunbookName, F, S extends PlannedStep>(
@@ -72,7 +89,6 @@ export async function runRunbook<R extends RunbookName, F, S extends PlannedStep
     return new RunbookFailedError(summary, result('failed', summary));
   };
 
-  // Only enforce keeps a journal: a dry-run has nothing to resume.
   const journal = ctx.mode === 'enforce' ? await Journal.open(deps.host, deps.stateDir, ctx.journalKey ?? ctx.jobId, def.runbook, now) : null;
 
   try {
@@ -95,6 +111,7 @@ export async function runRunbook<R extends RunbookName, F, S extends PlannedStep
     return result('nothing-to-do', planned.summary);
   }
 
+  const run: Run<F, S> = { def: def as unknown as RunbookDefinition<RunbookName, F, S>, ctx, deps, host, journal, now, planned, steps, result, fail };
   for (const step of planned.steps) {
     if (ctx.signal.aborted) {
       throw new RunbookFailedError('stopped between steps: the worker is shutting down; a retry resumes here', result('failed', 'interrupted'));
@@ -113,66 +130,7 @@ export async function runRunbook<R extends RunbookName, F, S extends PlannedStep
     };
     steps.push(record);
     try {
-      if (journal?.has(step.id)) {
-        record.status = 'skipped-already-done';
-      } else if (await def.steps.isDone(step, host)) {
-        record.status = 'skipped-already-done';
-        await journal?.markDone(step.id);
-      } else {
-        // Unknown means refuse: a destructive step runs only on positive, fresh, mature evidence.
-        const judged = judgeEvidence(step, now());
-        if (judged.kind === 'refuse') {
-          steps.pop();
-          ctx.log.warn({ jobId: ctx.jobId, step: step.id, reasons: judged.reasons }, 'step refused: its evidence does not hold');
-          if (journal) await ctx.audit?.('refused', `job/${ctx.jobId}`, judged.reasons.join('; '));
-          throw new GateStop(new RefusedError(judged.reasons, result('refused', `refused: ${judged.reasons.join('; ')}`, { refusals: judged.reasons })));
-        }
-        if (judged.kind === 'wait') {
-          if (!journal) {
-            record.waitsFor = `${judged.why}; enforce waits until ${judged.until.toISOString()}`;
-          } else {
-            steps.pop();
-            const view = await planWithCommands(planned, planned.steps.indexOf(step), def.steps, deps.host);
-            throw new GateStop(
-              new ParkedError(
-                { reason: 'evidence', why: judged.why, until: judged.until },
-                result('waiting', `waiting before step ${step.id}: ${judged.why}`),
-                view,
-              ),
-            );
-          }
-        }
-        if (ctx.gate) {
-          // Only a step about to change something asks the operator controls; a step that did
-          // not run is not listed (a parked job shows the steps done so far and its plan).
-          steps.pop();
-          const view = { summary: planned.summary, steps: planned.steps };
-          let decision: GateDecision;
-          try {
-            decision = await ctx.gate.beforeStep(step, view);
-          } catch (err) {
-            throw new GateStop(fail(err, `step ${step.id} not run: ${message(err)}`));
-          }
-          if (!decision.go) {
-            // The operator deciding on this job sees the exact argv of what is left (planned-commands.ts).
-            const shown = await planWithCommands(planned, planned.steps.indexOf(step), def.steps, deps.host);
-            throw new GateStop(
-              new ParkedError(decision.park, result('waiting', `waiting (${decision.park.reason}) before step ${step.id}: ${decision.park.why}`), shown),
-            );
-          }
-          steps.push(record);
-        }
-        await def.steps.apply(step, host);
-        if (journal) await journal.markDone(step.id);
-        if (journal && step.destructive) {
-          await ctx.audit?.(
-            'destructive-step',
-            `job/${ctx.jobId}/${step.id}`,
-            `${step.description}; evidence: ${(step.evidence ?? []).map(describeEvidence).join('; ')}`,
-          );
-        }
-        record.status = journal ? 'done' : 'would-run';
-      }
+      await runStep(run, step, record);
     } catch (err) {
       if (err instanceof GateStop) throw err.error;
       record.status = 'failed';
@@ -185,18 +143,97 @@ export async function runRunbook<R extends RunbookName, F, S extends PlannedStep
   }
 
   if (!journal) return result('planned', `dry-run, nothing changed: ${planned.summary}`);
+  return verifyRun(run, job, journal);
+}
 
+/** One step: skipped when done (journal, or the step's own check), else through its gates and applied. */
+async function runStep<F, S extends PlannedStep>(run: Run<F, S>, step: S, record: StepRecord): Promise<void> {
+  const { def, ctx, host, journal } = run;
+  if (journal?.has(step.id)) {
+    record.status = 'skipped-already-done';
+    return;
+  }
+  if (await def.steps.isDone(step, host)) {
+    record.status = 'skipped-already-done';
+    await journal?.markDone(step.id);
+    return;
+  }
+  await passEvidence(run, step, record);
+  await passOperatorGate(run, step, record);
+  await def.steps.apply(step, host);
+  if (journal) await journal.markDone(step.id);
+  if (journal && step.destructive) {
+    await ctx.audit?.(
+      'destructive-step',
+      `job/${ctx.jobId}/${step.id}`,
+      `${step.description}; evidence: ${(step.evidence ?? []).map(describeEvidence).join('; ')}`,
+    );
+  }
+  record.status = journal ? 'done' : 'would-run';
+}
+
+/**
+ * Unknown means refuse: a destructive step runs only on positive, fresh, mature evidence. Evidence
+ * still maturing parks the job until it may (enforce) or is noted on the step (dry-run).
+ */
+async function passEvidence<F, S extends PlannedStep>(run: Run<F, S>, step: S, record: StepRecord): Promise<void> {
+  const { ctx, journal, steps, planned, result } = run;
+  const judged = judgeEvidence(step, run.now());
+  if (judged.kind === 'refuse') {
+    steps.pop();
+    ctx.log.warn({ jobId: ctx.jobId, step: step.id, reasons: judged.reasons }, 'step refused: its evidence does not hold');
+    if (journal) await ctx.audit?.('refused', `job/${ctx.jobId}`, judged.reasons.join('; '));
+    throw new GateStop(new RefusedError(judged.reasons, result('refused', `refused: ${judged.reasons.join('; ')}`, { refusals: judged.reasons })));
+  }
+  if (judged.kind !== 'wait') return;
+  if (!journal) {
+    record.waitsFor = `${judged.why}; enforce waits until ${judged.until.toISOString()}`;
+    return;
+  }
+  steps.pop();
+  const view = await planWithCommands(planned, planned.steps.indexOf(step), run.def.steps, run.deps.host);
+  throw new GateStop(
+    new ParkedError({ reason: 'evidence', why: judged.why, until: judged.until }, result('waiting', `waiting before step ${step.id}: ${judged.why}`), view),
+  );
+}
+
+/**
+ * Only a step about to change something asks the operator controls (modes, pauses, breakers,
+ * approvals); a step that did not run is not listed (a parked job shows the steps done so far and
+ * its plan, with the exact argv of what is left: planned-commands.ts).
+ */
+async function passOperatorGate<F, S extends PlannedStep>(run: Run<F, S>, step: S, record: StepRecord): Promise<void> {
+  const { ctx, steps, planned, result } = run;
+  if (!ctx.gate) return;
+  steps.pop();
+  let decision: GateDecision;
+  try {
+    decision = await ctx.gate.beforeStep(step, { summary: planned.summary, steps: planned.steps });
+  } catch (err) {
+    throw new GateStop(run.fail(err, `step ${step.id} not run: ${message(err)}`));
+  }
+  if (!decision.go) {
+    const shown = await planWithCommands(planned, planned.steps.indexOf(step), run.def.steps, run.deps.host);
+    throw new GateStop(
+      new ParkedError(decision.park, result('waiting', `waiting (${decision.park.reason}) before step ${step.id}: ${decision.park.why}`), shown),
+    );
+  }
+  steps.push(record);
+}
+
+/** Enforce ends with the runbook's own check of the node; the journal is closed only when it holds. */
+async function verifyRun<F, S extends PlannedStep>(run: Run<F, S>, job: unknown, journal: Journal): Promise<RunbookResult> {
   let verified: Verification;
   try {
-    verified = await def.verify(job, host, planned);
+    verified = await run.def.verify(job as never, run.host, run.planned as never);
   } catch (err) {
-    throw fail(err, `verification could not run: ${message(err)}`);
+    throw run.fail(err, `verification could not run: ${message(err)}`);
   }
   if (!verified.ok) {
     const failed = verified.checks.filter((c) => !c.ok).map((c) => c.what);
     const summary = `verification failed: ${failed.join('; ')}`;
-    throw new RunbookFailedError(summary, result('failed', summary, { verification: verified }));
+    throw new RunbookFailedError(summary, run.result('failed', summary, { verification: verified }));
   }
   await journal.finish();
-  return result('succeeded', planned.summary, { verification: verified });
+  return run.result('succeeded', run.planned.summary, { verification: verified });
 }
