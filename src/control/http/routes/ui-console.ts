@@ -62,11 +62,14 @@ const Bodies = {
 const given = (q: Request['query']): Record<string, string> =>
   Object.fromEntries(Object.entries(q).filter((e): e is [string, string] => typeof e[1] === 'string' && e[1] !== ''));
 
-export function consoleRoutes(deps: UiDeps): Router {
-  const r = Router();
-  const breakers = new Breakers(deps.redis, deps.prefix);
+/** What every console page needs: who asks and what they may do, and a sender with ETags. */
+interface Pages {
+  ctx(res: Response): Promise<PageCtx>;
+  send(req: Request, res: Response, html: string): void;
+}
 
-  const pageCtx = async (res: Response): Promise<PageCtx> => {
+function pages(deps: UiDeps): Pages {
+  const ctx = async (res: Response): Promise<PageCtx> => {
     const operator = operatorOf(res);
     const names = Object.keys(PERMISSION) as ActionName[];
     const answers = await Promise.all(
@@ -90,7 +93,12 @@ export function consoleRoutes(deps: UiDeps): Router {
     res.type('html').send(html);
   };
 
-  r.get(['/ui', '/ui/', '/ui/incidents'], async (req, res) => {
+  return { ctx, send };
+}
+
+/** GET /ui/ (and /ui/incidents): the incidents, storms grouped, with the counts and the controls that hold jobs back. */
+function incidentsRoute(deps: UiDeps, p: Pages, breakers: Breakers) {
+  return async (req: Request, res: Response) => {
     // Empty fields of the filter form mean "any".
     const f = IncidentFilter.safeParse(given(req.query));
     if (!f.success)
@@ -109,12 +117,12 @@ export function consoleRoutes(deps: UiDeps): Router {
       deps.controls.store.parkedJobs().catch(() => undefined),
       deps.controls.store.pauses().catch(() => undefined),
       breakers.tripped().catch(() => undefined),
-      pageCtx(res),
+      p.ctx(res),
     ]);
     const self = filterQuery(f.data);
     const counts = snap ? stateCounts(snap) : undefined;
     const agents = snap ? new Map(snap.queues.map((q) => [q.queue, agentState(q)])) : undefined;
-    return send(
+    return p.send(
       req,
       res,
       incidentsPage(
@@ -137,9 +145,12 @@ export function consoleRoutes(deps: UiDeps): Router {
         ctx,
       ),
     );
-  });
+  };
+}
 
-  r.get('/ui/fleet', async (req, res) => {
+/** GET /ui/fleet: every node with a queue, a breaker or a pause. */
+function fleetRoute(deps: UiDeps, p: Pages, breakers: Breakers) {
+  return async (req: Request, res: Response) => {
     const q = FleetQuery.safeParse(given(req.query));
     if (!q.success)
       return res
@@ -151,20 +162,26 @@ export function consoleRoutes(deps: UiDeps): Router {
       deps.controls.store.parkedJobs().catch(() => undefined),
       deps.controls.store.pauses().catch(() => undefined),
       breakers.tripped().catch(() => undefined),
-      pageCtx(res),
+      p.ctx(res),
     ]);
     const page = fleetPage(snap, { ...(parked ? { parked } : {}), ...(pauses ? { pauses } : {}), ...(tripped ? { tripped } : {}) }, q.data);
-    return send(req, res, fleetPageHtml(page, fleetQuery(q.data), ctx));
-  });
+    return p.send(req, res, fleetPageHtml(page, fleetQuery(q.data), ctx));
+  };
+}
 
-  r.get('/ui/jobs/:id', async (req, res) => {
-    const id = req.params.id;
+/** GET /ui/jobs/:id: one incident in full. */
+function jobRoute(deps: UiDeps, p: Pages) {
+  return async (req: Request, res: Response) => {
+    const id = String(req.params['id']);
     if (!JOB_ID.test(id)) return res.status(400).type('text').send('not a valid job id');
-    const [detail, ctx] = await Promise.all([loadIncident(deps, id), pageCtx(res)]);
+    const [detail, ctx] = await Promise.all([loadIncident(deps, id), p.ctx(res)]);
     if (!detail) return res.status(404).type('text').send(`no job ${id}`);
-    return send(req, res, jobPage({ ...detail, self: `/ui/jobs/${encodeURIComponent(id)}`, canRetry: deps.retries !== undefined }, ctx));
-  });
+    return p.send(req, res, jobPage({ ...detail, self: `/ui/jobs/${encodeURIComponent(id)}`, canRetry: deps.retries !== undefined }, ctx));
+  };
+}
 
+/** The actions (approve, reject, retry, pause, resume, breaker reset), each under the operator's own RBAC verb. */
+function actionRoutes(deps: UiDeps, r: Router): void {
   /** The guard checked origin and CSRF token; here the verb (403 first, whatever the form said), then the body. */
   const act =
     <A extends ActionName>(
@@ -254,5 +271,15 @@ export function consoleRoutes(deps: UiDeps): Router {
       () => '/ui/',
     ),
   );
+}
+
+export function consoleRoutes(deps: UiDeps): Router {
+  const r = Router();
+  const breakers = new Breakers(deps.redis, deps.prefix);
+  const p = pages(deps);
+  r.get(['/ui', '/ui/', '/ui/incidents'], incidentsRoute(deps, p, breakers));
+  r.get('/ui/fleet', fleetRoute(deps, p, breakers));
+  r.get('/ui/jobs/:id', jobRoute(deps, p));
+  actionRoutes(deps, r);
   return r;
 }
