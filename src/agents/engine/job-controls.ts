@@ -96,6 +96,127 @@ export function controlsFromConfig(config: Config): Pick<JobControlsOptions, 'ap
   };
 }
 
+/** What one worker's controls share. */
+interface Controls {
+  opts: JobControlsOptions;
+  now: () => Date;
+  store: ControlsStore;
+  approvals: ApprovalStore;
+  breakers: BreakerPort;
+  /** This process's own breakers (no receiver to ask: the cluster worker, tests). */
+  local: Breakers | undefined;
+  node: string | undefined;
+}
+
+/** The approval gate: a step that needs an operator's approval waits for it (asked once per plan, in the agent's own words). */
+async function approvalGate(c: Controls, job: JobStart, step: PlannedStep, plan: PlanView): Promise<GateDecision> {
+  const { opts, store, approvals, node, now } = c;
+  if (!approvalReason(step, plan, job.runbook, opts.approval)) return GO;
+  const stored = await approvals.get(job.queue, job.jobId);
+  const rec = stored && stored.jobCreatedAt === job.createdAt ? stored : undefined;
+  const t = now();
+  // A decision covers this step only as the agent words it now: a request whose wording was
+  // rewritten in Redis ("read-only re-scan") and then approved does not let the real step run;
+  // the agent asks again, in its own words.
+  const covers = rec?.steps.some((s) => s.id === step.id && s.description === step.description) ?? false;
+  if (rec?.state === 'rejected')
+    throw new RefusedError([`approval rejected by ${rec.decidedBy ?? '?'} at ${rec.decidedAt ?? '?'}${rec.why ? `: ${rec.why}` : ''}`]);
+  if (rec?.state === 'expired') throw new RefusedError([`approval request expired at ${rec.expiresAt} without a decision`]);
+  if (rec?.state === 'approved' && covers) {
+    if (rec.validUntil && Date.parse(rec.validUntil) < t.getTime()) {
+      await approvals.transition(job.queue, 'approved', { ...rec, state: 'expired' });
+      throw new RefusedError([`the approval by ${rec.decidedBy ?? '?'} expired at ${rec.validUntil} before step ${step.id} ran`]);
+    }
+    return GO;
+  }
+  if (rec?.state === 'pending' && covers) {
+    if (Date.parse(rec.expiresAt) < t.getTime()) {
+      await approvals.transition(job.queue, 'pending', { ...rec, state: 'expired' });
+      throw new RefusedError([`approval request expired at ${rec.expiresAt} without a decision`]);
+    }
+    return { go: false, park: { reason: 'approval', why: waitingWhy(rec) } };
+  }
+  // No request yet, or the plan changed since the last decision: ask for this plan.
+  const request: ApprovalRecord = {
+    jobId: job.jobId,
+    queue: job.queue,
+    runbook: job.runbook,
+    ...(node ? { node } : {}),
+    jobCreatedAt: job.createdAt,
+    state: 'pending',
+    summary: plan.summary,
+    steps: gatedSteps(plan, job.runbook, opts.approval),
+    requestedAt: t.toISOString(),
+    expiresAt: new Date(t.getTime() + opts.approvalTtlMs).toISOString(),
+  };
+  await approvals.put(request);
+  await store.audit('approval-requested', `job/${job.jobId}`, { by: node ?? 'cluster-worker', why: request.steps.map((s) => s.id).join(', ') }, opts.queue);
+  opts.log.warn({ jobId: job.jobId, steps: request.steps.map((s) => s.id) }, 'job waits for approval');
+  return { go: false, park: { reason: 'approval', why: waitingWhy(request) } };
+}
+
+/** The breaker gate: a destructive step takes a slot of its node's and the cluster's breakers, or waits. */
+async function breakerGate(c: Controls, job: JobStart, step: PlannedStep): Promise<GateDecision> {
+  const { opts, breakers, node } = c;
+  if (!step.destructive) return GO;
+  let r: Awaited<ReturnType<BreakerPort['reserveDestructive']>>;
+  try {
+    r = await breakers.reserveDestructive(opts.caps, { ...(node ? { node } : {}), jobId: job.jobId, stepId: step.id });
+  } catch (err) {
+    // Unknown is not a slot: the step waits and asks again.
+    return {
+      go: false,
+      park: { reason: 'breaker', why: `no breaker slot: ${(err as Error).message}; asking again at the next recheck` },
+    };
+  }
+  if (!r.ok)
+    return {
+      go: false,
+      park: {
+        reason: 'breaker',
+        why: `breaker ${r.blockedBy.breaker} is tripped (${r.blockedBy.why}); reset it with POST /v1/breakers/reset`,
+      },
+    };
+  for (const t of r.tripped) opts.log.error({ breaker: t.breaker, why: t.why }, 'blast-radius breaker tripped: destructive steps stop until it is reset');
+  return GO;
+}
+
+/**
+ * A job's start: its modes and pauses read, and (a node's job) the node counted towards the
+ * storm breaker, in one round trip on a single Redis (bench/job-lifecycle.ts: two fewer per
+ * job); on a Cluster, where the keys sit in different slots, sent at once. The node counts
+ * even when its job then waits for a pause: it was picked up (a storm is a storm whether or
+ * not an operator paused it; a trip only ever holds destructive steps back).
+ */
+async function startReads(
+  c: Controls,
+  runbook: string,
+  source: string | undefined,
+): Promise<{ view: StartView; storm?: TripRecord | undefined; uncounted?: string }> {
+  const { opts, store, breakers, local, node } = c;
+  if (!node) return { view: await store.startView(runbook) };
+  if (!local) {
+    // The receiver counts the start: a start it could not count waits (the storm breaker must see it).
+    const [view, storm] = await Promise.all([
+      store.startView(runbook, node),
+      breakers.recordNodeActivity(opts.caps, node, source).then(
+        (t) => ({ t }),
+        (err: Error) => ({ err }),
+      ),
+    ]);
+    return 'err' in storm ? { view, uncounted: storm.err.message } : { view, storm: storm.t };
+  }
+  if (opts.redis instanceof Cluster) {
+    const [view, storm] = await Promise.all([store.startView(runbook, node), breakers.recordNodeActivity(opts.caps, node, source)]);
+    return { view, storm };
+  }
+  const p = opts.redis.pipeline();
+  store.queueStartView(p, runbook, node);
+  local.queueNodeActivity(p, opts.caps, node, source);
+  const replies = await execAll(p);
+  return { view: store.readStartView(replies, runbook, node), storm: stormTrip(replies[2]) };
+}
+
 export function createJobControls(opts: JobControlsOptions): JobControls {
   const now = opts.now ?? (() => new Date());
   const store = new ControlsStore(opts.redis, opts.prefix, now, opts.trust);
@@ -103,106 +224,7 @@ export function createJobControls(opts: JobControlsOptions): JobControls {
   const local = opts.breakers ? undefined : new Breakers(opts.redis, opts.prefix, now);
   const breakers: BreakerPort = opts.breakers ?? local!;
   const node = opts.node;
-
-  const approvalGate = async (job: JobStart, step: PlannedStep, plan: PlanView): Promise<GateDecision> => {
-    if (!approvalReason(step, plan, job.runbook, opts.approval)) return GO;
-    const stored = await approvals.get(job.queue, job.jobId);
-    const rec = stored && stored.jobCreatedAt === job.createdAt ? stored : undefined;
-    const t = now();
-    // A decision covers this step only as the agent words it now: a request whose wording was
-    // rewritten in Redis ("read-only re-scan") and then approved does not let the real step run;
-    // the agent asks again, in its own words.
-    const covers = rec?.steps.some((s) => s.id === step.id && s.description === step.description) ?? false;
-    if (rec?.state === 'rejected')
-      throw new RefusedError([`approval rejected by ${rec.decidedBy ?? '?'} at ${rec.decidedAt ?? '?'}${rec.why ? `: ${rec.why}` : ''}`]);
-    if (rec?.state === 'expired') throw new RefusedError([`approval request expired at ${rec.expiresAt} without a decision`]);
-    if (rec?.state === 'approved' && covers) {
-      if (rec.validUntil && Date.parse(rec.validUntil) < t.getTime()) {
-        await approvals.transition(job.queue, 'approved', { ...rec, state: 'expired' });
-        throw new RefusedError([`the approval by ${rec.decidedBy ?? '?'} expired at ${rec.validUntil} before step ${step.id} ran`]);
-      }
-      return GO;
-    }
-    if (rec?.state === 'pending' && covers) {
-      if (Date.parse(rec.expiresAt) < t.getTime()) {
-        await approvals.transition(job.queue, 'pending', { ...rec, state: 'expired' });
-        throw new RefusedError([`approval request expired at ${rec.expiresAt} without a decision`]);
-      }
-      return { go: false, park: { reason: 'approval', why: waitingWhy(rec) } };
-    }
-    // No request yet, or the plan changed since the last decision: ask for this plan.
-    const request: ApprovalRecord = {
-      jobId: job.jobId,
-      queue: job.queue,
-      runbook: job.runbook,
-      ...(node ? { node } : {}),
-      jobCreatedAt: job.createdAt,
-      state: 'pending',
-      summary: plan.summary,
-      steps: gatedSteps(plan, job.runbook, opts.approval),
-      requestedAt: t.toISOString(),
-      expiresAt: new Date(t.getTime() + opts.approvalTtlMs).toISOString(),
-    };
-    await approvals.put(request);
-    await store.audit('approval-requested', `job/${job.jobId}`, { by: node ?? 'cluster-worker', why: request.steps.map((s) => s.id).join(', ') }, opts.queue);
-    opts.log.warn({ jobId: job.jobId, steps: request.steps.map((s) => s.id) }, 'job waits for approval');
-    return { go: false, park: { reason: 'approval', why: waitingWhy(request) } };
-  };
-
-  const breakerGate = async (job: JobStart, step: PlannedStep): Promise<GateDecision> => {
-    if (!step.destructive) return GO;
-    let r: Awaited<ReturnType<BreakerPort['reserveDestructive']>>;
-    try {
-      r = await breakers.reserveDestructive(opts.caps, { ...(node ? { node } : {}), jobId: job.jobId, stepId: step.id });
-    } catch (err) {
-      // Unknown is not a slot: the step waits and asks again.
-      return {
-        go: false,
-        park: { reason: 'breaker', why: `no breaker slot: ${(err as Error).message}; asking again at the next recheck` },
-      };
-    }
-    if (!r.ok)
-      return {
-        go: false,
-        park: {
-          reason: 'breaker',
-          why: `breaker ${r.blockedBy.breaker} is tripped (${r.blockedBy.why}); reset it with POST /v1/breakers/reset`,
-        },
-      };
-    for (const t of r.tripped) opts.log.error({ breaker: t.breaker, why: t.why }, 'blast-radius breaker tripped: destructive steps stop until it is reset');
-    return GO;
-  };
-
-  /**
-   * A job's start: its modes and pauses read, and (a node's job) the node counted towards the
-   * storm breaker, in one round trip on a single Redis (bench/job-lifecycle.ts: two fewer per
-   * job); on a Cluster, where the keys sit in different slots, sent at once. The node counts
-   * even when its job then waits for a pause: it was picked up (a storm is a storm whether or
-   * not an operator paused it; a trip only ever holds destructive steps back).
-   */
-  const startReads = async (runbook: string, source: string | undefined): Promise<{ view: StartView; storm?: TripRecord | undefined; uncounted?: string }> => {
-    if (!node) return { view: await store.startView(runbook) };
-    if (!local) {
-      // The receiver counts the start: a start it could not count waits (the storm breaker must see it).
-      const [view, storm] = await Promise.all([
-        store.startView(runbook, node),
-        breakers.recordNodeActivity(opts.caps, node, source).then(
-          (t) => ({ t }),
-          (err: Error) => ({ err }),
-        ),
-      ]);
-      return 'err' in storm ? { view, uncounted: storm.err.message } : { view, storm: storm.t };
-    }
-    if (opts.redis instanceof Cluster) {
-      const [view, storm] = await Promise.all([store.startView(runbook, node), breakers.recordNodeActivity(opts.caps, node, source)]);
-      return { view, storm };
-    }
-    const p = opts.redis.pipeline();
-    store.queueStartView(p, runbook, node);
-    local.queueNodeActivity(p, opts.caps, node, source);
-    const replies = await execAll(p);
-    return { view: store.readStartView(replies, runbook, node), storm: stormTrip(replies[2]) };
-  };
+  const c: Controls = { opts, now, store, approvals, breakers, local, node };
 
   return {
     recheckMs: opts.recheckMs,
@@ -215,7 +237,7 @@ export function createJobControls(opts: JobControlsOptions): JobControls {
         },
         label,
       ] = await Promise.all([
-        startReads(job.runbook, job.source),
+        startReads(c, job.runbook, job.source),
         node && opts.nodeModeLabel ? opts.nodeModeLabel().catch(() => undefined) : Promise.resolve(undefined),
       ]);
       if (storm) opts.log.error({ breaker: 'storm', why: storm.why }, 'storm breaker tripped: destructive steps stop fleet-wide until it is reset');
@@ -243,9 +265,9 @@ export function createJobControls(opts: JobControlsOptions): JobControls {
               ]);
             }
           }
-          const a = await approvalGate(job, step, plan);
+          const a = await approvalGate(c, job, step, plan);
           if (!a.go) return a;
-          return breakerGate(job, step);
+          return breakerGate(c, job, step);
         },
       };
       if (pausedWhy) return { mode: mode.mode, modeWhy: mode.why, park: { reason: 'paused', why: pausedWhy }, gate };
