@@ -59,6 +59,7 @@ function leaseAccess(kubeConfig: KubeConfig | undefined): KubeConfig | undefined
   return loadKubeConfig();
 }
 
+// long because: the receiver's composition root: one line or block per module it wires, and their shutdown order
 export async function startReceiver(config: Config, opts: ReceiverOptions = {}): Promise<Receiver> {
   const log = opts.log ?? createLogger('receiver', config.logLevel, { buffered: true });
   // Everything the receiver stores for an agent is sealed with its key (fails closed without one).

@@ -83,6 +83,7 @@ function forBullmq(err: unknown): Error {
   return new UnrecoverableError(`${e.name}: ${e.message}`);
 }
 
+// long because: BullMQ's Worker options, each with the reason for its value, and the job view handlers get
 export function consumeJobs(o: ConsumerOptions, handler: JobHandler): JobConsumer {
   const { connection } = o;
   const keys = queueKeys(o.prefix, o.queue);

@@ -28,6 +28,7 @@ import { startProbeServer } from '../../adapters/observability/probe-server.ts';
 // watcher maps to a node, so a gone node's watcher is only ever fenced by policy.
 
 const log = createLogger('cluster-worker');
+// long because: the cluster worker's composition root: config, trust, Kubernetes access, the worker, the no-agent check, probes
 await runMain(log, async (config) => {
   const inCluster = Boolean(process.env['KUBERNETES_SERVICE_HOST'] || process.env['KUBECONFIG']);
   const clients = inCluster ? kubeClients(loadKubeConfig()) : undefined;

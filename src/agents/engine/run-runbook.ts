@@ -51,6 +51,7 @@ interface Run<F, S extends PlannedStep> {
   fail(err: unknown, summary: string): Error;
 }
 
+// long because: the order of every runbook (observe, refuse, steps through their gates, verify) in one place, with the result every exit returns
 export async function runRunbook<R extends RunbookName, F, S extends PlannedStep>(
   def: RunbookDefinition<R, F, S>,
   job: JobOf<R>,

@@ -78,6 +78,7 @@ export interface RunbookWorker {
   close(): Promise<void>;
 }
 
+// long because: a worker's composition root: its connections, the stages' shared record, the stage order (the processor) and the shutdown
 export function createRunbookWorker(opts: RunbookWorkerOptions): RunbookWorker {
   const connections = new RedisConnections({
     target: opts.redis,

@@ -69,6 +69,7 @@ const parseCliArgs = (args: string[]) =>
     },
   });
 
+// long because: one short case per subcommand
 export async function run(argv: string[], env: NodeJS.ProcessEnv, rawOut: (s: string) => void, rawErr: (s: string) => void): Promise<number> {
   // Every line printed, to stdout and stderr, may carry API data: no terminal control characters.
   const out = (s: string): void => rawOut(terminalSafe(s));

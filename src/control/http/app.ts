@@ -74,6 +74,7 @@ export interface AppDeps extends WebhookDeps {
 
 const SOURCE_OF: Record<string, string> = { '/v1/alertmanager': 'alertmanager', '/v1/events': 'events', '/v1/npd': 'npd' };
 
+// long because: the HTTP app's composition root: one line per middleware and route module, in the order requests meet them
 export function createApp(deps: AppDeps): Express {
   const app = express();
   app.disable('x-powered-by');

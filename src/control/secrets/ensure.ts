@@ -114,6 +114,7 @@ function covers(certPem: string | undefined, dnsNames: readonly string[], ips: r
   }
 }
 
+// long because: one Secret or ConfigMap made once: read, decide (keep, make, refuse a foreign one), write, each with its reason
 async function ensureItem(item: SecretItem, e: Ensurer, now: () => Date): Promise<void> {
   switch (item.make) {
     case 'token':

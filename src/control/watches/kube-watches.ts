@@ -65,6 +65,7 @@ export interface KubeWatches {
   close(): Promise<void>;
 }
 
+// long because: it starts the watches side by side (Nodes, Events, the reconcile) and owns their one shutdown; each watch is a few lines of wiring
 export async function startKubeWatches(o: KubeWatchesOptions): Promise<KubeWatches> {
   const sleep = o.sleep ?? realSleep;
   const now = o.now ?? Date.now;

@@ -21,6 +21,7 @@ async function backingOf(host: Host, loop: string): Promise<string | null | unde
   return (await listLoops(host)).find((a) => a.loop === loop)?.backFile;
 }
 
+// long because: one short case per step kind (isDone and apply side by side, so each kind reads as one unit)
 export function createStepExecutor(store: PlaceholderStore): StepExecutor<PlaceholderStep> {
   return {
     async isDone(step, host) {

@@ -36,6 +36,7 @@ export function pickLoop(f: Pick<PlaceholderFacts, 'attached' | 'reservedLoops'>
   return null;
 }
 
+// long because: one decision tree whose order is the safety argument (each branch a refusal naming its reason); split, the order would be spread over files
 export function plan(f: PlaceholderFacts): Plan<PlaceholderStep> {
   if (f.ranOn !== f.node) return refuse(`the job is for node ${f.node} but ran on ${f.ranOn}`);
   if (f.recordUnreadable) return refuse(`the placeholder record of PV ${f.pv} exists but cannot be read: inspect it by hand before anything is changed`);

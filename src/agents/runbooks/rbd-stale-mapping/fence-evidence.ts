@@ -21,6 +21,7 @@ const watchSource = (f: StaleMappingFacts, w: WatcherFact): string =>
     .join(' and ');
 
 /** The evidence of fencing `w` (role `not-ready-node` or `listed-network`). */
+// long because: one evidence item per fencing interlock, in the order the plan and the operator read them
 export function fenceEvidence(f: StaleMappingFacts, w: WatcherFact): StepEvidence[] {
   const spec = `${f.pool}/${f.image}`;
   const at = f.observedAt;

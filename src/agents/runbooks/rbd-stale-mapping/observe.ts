@@ -58,6 +58,7 @@ function watcherNode(node: NodeInfo, ip: string): WatcherNode {
   };
 }
 
+// long because: the reads in the order the facts depend on each other (the mapping, its watchers, the node, the blocklist)
 export async function observe(job: RbdStaleMappingJob, host: Host, deps: ObserveDeps): Promise<StaleMappingFacts> {
   const { pool, image } = job.target;
   const base = {

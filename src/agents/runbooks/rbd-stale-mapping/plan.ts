@@ -22,6 +22,7 @@ export function unmapJobKey(parentKey: string, watcher: string): string {
 
 const blocklistUndo = (address: string): string[] => ['ceph', 'osd', 'blocklist', 'rm', address];
 
+// long because: one decision tree whose order is the safety argument (each branch a refusal naming its reason); split, the order would be spread over files
 export function plan(f: StaleMappingFacts, job: RbdStaleMappingJob): Plan<StaleMappingStep> {
   const spec = `${f.pool}/${f.image}`;
   const withAdvice = (text: string): string => (f.advice ? `${text}. Prevention: ${f.advice}` : text);

@@ -11,6 +11,7 @@ import { deviceEvidence, leftoverEvidence, staleMountEvidence } from './unmap-ev
 // mounts (pod mounts before the global mount they sit on), then unmap. Every step carries the
 // evidence it stands on (unmap-evidence.ts); evidence that cannot be shown refuses the plan.
 
+// long because: one decision tree whose order is the safety argument (each branch a refusal naming its reason); split, the order would be spread over files
 export function plan(f: UnmapFacts): Plan<UnmapStep> {
   const spec = `${f.pool}/${f.image}`;
   const refuse = (...reasons: string[]): Plan<UnmapStep> => ({ kind: 'refuse', reasons });

@@ -76,6 +76,7 @@ async function assertStillDead(host: Host, step: { map: string; dm: string }, ti
     ]);
 }
 
+// long because: one short case per step kind (isDone and apply side by side, so each kind reads as one unit)
 export function createStepExecutor(deps: ExecutorDeps): StepExecutor<ResidualStep> {
   const { policy } = deps;
   const t = { timeoutMs: policy.commandTimeoutMs };

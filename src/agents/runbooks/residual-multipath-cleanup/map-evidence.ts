@@ -86,6 +86,7 @@ function mountEvidence(ctx: EvidenceContext, what: string, mounts: MapFacts['mou
  * Everything but the read probe and the open count: what observe checks before it probes a map
  * (a probe of a held map could only leave one more process in D state).
  */
+// long because: one evidence item per interlock of a dead map, in the order the plan and the operator read them
 export function cheapEvidence(m: MapFacts, ctx: EvidenceContext, policy: Pick<ResidualPolicy, 'attachmentsUnknown' | 'victimOpeners'>): StepEvidence[] {
   const out: StepEvidence[] = [];
   const dead = m.paths.length > 0 && m.paths.every(isDeadPath);

@@ -39,6 +39,7 @@ export interface HealthDeps {
   replicaAck?: (() => ReplicaAckStatus) | undefined;
 }
 
+// long because: one route per probe (/healthz, /readyz, /metrics), each with what it reports
 export function healthRoutes(deps: HealthDeps): Router {
   const { redis, prefix, registry, kubeState, controls, operators } = deps;
   const authenticated = deps.authenticated ?? true;

@@ -98,6 +98,7 @@ export interface UiAuthDeps {
 
 export const sessionOf = (res: Response): UiSession => res.locals['uiSession'] as UiSession;
 
+// long because: sign-in, sign-out and the guard share one session store and one cross-site check
 export function uiAuth(deps: UiAuthDeps): UiAuth {
   const { auth, sessions } = deps;
   const setCookie = (req: Request, res: Response, value: string, maxAge: number): void => {

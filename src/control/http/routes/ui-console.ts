@@ -181,6 +181,7 @@ function jobRoute(deps: UiDeps, p: Pages) {
 }
 
 /** The actions (approve, reject, retry, pause, resume, breaker reset), each under the operator's own RBAC verb. */
+// long because: one short route per console action, all through the same act() check
 function actionRoutes(deps: UiDeps, r: Router): void {
   /** The guard checked origin and CSRF token; here the verb (403 first, whatever the form said), then the body. */
   const act =
