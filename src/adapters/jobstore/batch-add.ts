@@ -1,7 +1,7 @@
 import type { Job, RedisClient } from 'bullmq';
 import type { RedisConnection } from '../redis/redis.ts';
 
-// Many jobs, one script call (issue 8). BullMQ adds a job with its `addStandardJob` Lua script,
+// Many jobs, one script call. BullMQ adds a job with its `addStandardJob` Lua script,
 // one EVALSHA per job; a webhook burst made one EVALSHA (and an HMGET) per job in a pipeline, and
 // the per-command work (ioredis command objects and encoding, a Pipeline object per batch, Redis
 // dispatching each call) was a large share of the receiver's and Redis's CPU per new job.

@@ -14,7 +14,7 @@ import { sealedJobText } from '../../core/trust/work.ts';
 // repeat into the existing job for as long as that job is kept; completed and failed jobs are
 // kept for the runbook's deduplication window, which is what makes the window hold.
 //
-// Hot path (issue 8). Three things keep Redis work per webhook small:
+// Hot path. Three things keep Redis work per webhook small:
 // 1. Coalescing: concurrent requests for the same key share one store (`inFlight`).
 // 2. Batching: every job asked for in one turn of the event loop goes out in ONE script call
 //    (batch-add.ts), one round trip for all requests of that turn: per job a read of the job
@@ -68,7 +68,7 @@ export interface DispatcherOptions {
   now?: () => number;
   /**
    * Told once per script call about the jobs it stored as new (not folded into existing ones),
-   * for the receiver's "jobs stored" log line: one line per call, not per request (issue 8: a
+   * for the receiver's "jobs stored" log line: one line per call, not per request (a
    * line per request cost ~13 us of a new job's ~100).
    */
   onStored?: (jobs: readonly Enqueued[]) => void;

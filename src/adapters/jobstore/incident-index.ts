@@ -2,7 +2,7 @@ import type { StoredIndex } from './dispatcher.ts';
 import type { RedisConnection } from '../redis/redis.ts';
 
 // The console's index of incidents, newest first, so a page of the dashboard reads a bounded
-// slice of Redis whatever the fleet's size (issue 23): listing BullMQ's queues one by one costs a
+// slice of Redis whatever the fleet's size: listing BullMQ's queues one by one costs a
 // call per queue and state, 35,000 of them at 5,000 nodes. The receiver adds every job it stores
 // as new: on a single Redis or a Sentinel primary inside the batch's own script call (ZADD and
 // trim after the adds, src/adapters/jobstore/batch-add.ts: no second round trip per batch), on a Redis

@@ -4,7 +4,7 @@ import { inLanes, laneShape } from '../redis/in-lanes.ts';
 import type { RedisConnection } from '../redis/redis.ts';
 
 // Every queue's job counts and its worker's last sign of life, for the console's counts and the
-// fleet overview (issue 23). At 5,000 node queues, BullMQ's getJobCounts costs one script call
+// fleet overview. At 5,000 node queues, BullMQ's getJobCounts costs one script call
 // per queue (5,000 per refresh, each a reply to parse); here one script reads the lengths of up to
 // `chunk` queues (9 keys each: one LLEN or ZCARD per state and the PTTLs of the worker's signs of
 // life, src/adapters/jobstore/agent-presence.ts) in one call, so a refresh is 5,000 / 250 = 20 calls. A script may only touch

@@ -84,7 +84,7 @@ export const DIRECT_CALLS: Readonly<Record<Component, readonly DirectCall[]>> = 
     },
     { call: '/events watch', usedBy: 'Event watch per reason' },
     { call: '/pods list', usedBy: 'reconcile (src/control/watches/reconcile.ts): pending pods of every namespace' },
-    // Operator identity (issue 20): a bearer token is checked with TokenReview and the operator's
+    // Operator identity: a bearer token is checked with TokenReview and the operator's
     // verb with SubjectAccessReview. Both are create-only, cluster-scoped review objects that
     // read nothing else.
     { call: 'authentication.k8s.io/tokenreviews create', usedBy: 'operator authentication (TokenReview of a bearer token)' },
@@ -92,7 +92,7 @@ export const DIRECT_CALLS: Readonly<Record<Component, readonly DirectCall[]>> = 
       call: 'authorization.k8s.io/subjectaccessreviews create',
       usedBy: 'operator authorisation (SubjectAccessReview on a volume-medic verb)',
     },
-    // One Lease in its own namespace (issue 22): read, created once, renewed by the leader.
+    // One Lease in its own namespace: read, created once, renewed by the leader.
     { call: 'coordination.k8s.io/leases get', namespace: OWN_NAMESPACE, usedBy: FLEET_LEASE },
     { call: 'coordination.k8s.io/leases create', namespace: OWN_NAMESPACE, usedBy: FLEET_LEASE },
     { call: 'coordination.k8s.io/leases update', namespace: OWN_NAMESPACE, usedBy: FLEET_LEASE },

@@ -16,7 +16,7 @@ export interface LoggerOptions {
    * Write stdout in blocks (pino's sonic-boom, async, 4 KiB): lines are held until a block fills
    * or a second has passed, instead of one write(2) per line. pino flushes what is held when the
    * process exits (also through our SIGTERM shutdown); a SIGKILL can lose up to one block. For
-   * the receiver, whose hot path logs a line per batch of stored jobs (issue 8: one write per
+   * the receiver, whose hot path logs a line per batch of stored jobs (one write per
    * line cost it ~8 us per request); what those lines say is also in Redis (the jobs).
    */
   buffered?: boolean;

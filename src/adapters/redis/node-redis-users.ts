@@ -4,7 +4,7 @@ import { nodeQueueName } from '../../core/catalogue/queues.ts';
 import { tlsOptions } from './redis.ts';
 import type { HostPort, RedisTarget } from './redis-target.ts';
 
-// One Redis ACL user per node (issue 30, "a compromised node stays one node"): node A's password
+// One Redis ACL user per node (a compromised node stays one node): node A's password
 // opens A's queue and the keys every worker writes, never B's queue. The receiver applies these
 // users when a node agent enrols and deletes them when the Node is deleted.
 //

@@ -30,7 +30,7 @@ export async function recordFinished(redis: RedisConnection, key: string, runboo
 export function queueFinished(p: CounterBatch, key: string, runbook: string, outcome: string, durationS: number): void {
   // One counter per runbook, outcome and the duration's bucket: the exposition adds them up into
   // the finished total per outcome and Prometheus' cumulative buckets (2 commands per job, not up
-  // to 13: issue 21, job cost).
+  // to 13: bench:lifecycle, job cost).
   p.hincrby(key, `ran|${runbook}|${outcome}|${DURATION_BUCKETS_S.find((le) => durationS <= le) ?? '+Inf'}`, 1);
   // Whole milliseconds with HINCRBY: HINCRBYFLOAT parses and prints a long double, and Redis
   // sends it to replicas and the AOF as an HSET of the new value (bench:lifecycle, instructions).
@@ -128,7 +128,7 @@ function exposition(h: Record<string, number>, unread = 0): string {
     const k = `${runbook}|${outcome}`;
     finished.set(k, (finished.get(k) ?? 0) + n);
   };
-  /** `cumulative`: the count is already the bucket's with every smaller one (the fields written before issue 21). */
+  /** `cumulative`: the count is already the bucket's with every smaller one (the fields earlier releases wrote). */
   const countIn = (runbook: string, le: string, n: number, cumulative: boolean): void => {
     const at = BUCKET_LABELS.indexOf(le);
     if (at < 0) return;
@@ -138,7 +138,7 @@ function exposition(h: Record<string, number>, unread = 0): string {
   };
   for (const [field, n] of Object.entries(h)) {
     const [kind, runbook = '', extra = '', le = ''] = field.split('|');
-    // `ran|<runbook>|<outcome>|<le>`: a job that ran (since issue 21). `finished|`: a job that
+    // `ran|<runbook>|<outcome>|<le>`: a job that ran (what is written now). `finished|`: a job that
     // never ran (recordNotRun), and every job before; `in|` and `bucket|`: durations before.
     if (kind === 'ran') {
       countFinished(runbook, extra, n);
@@ -146,7 +146,7 @@ function exposition(h: Record<string, number>, unread = 0): string {
     } else if (kind === 'finished') countFinished(runbook, extra, n);
     else if (kind === 'bucket' || kind === 'in') countIn(runbook, extra, n, kind === 'bucket');
     else if (kind === 'sum') sums.set(runbook, (sums.get(runbook) ?? 0) + n);
-    // `summs|`: milliseconds since issue 21; `sum|`: seconds written before it (kept as they are).
+    // `summs|`: milliseconds (written now); `sum|`: seconds earlier releases wrote (kept as they are).
     else if (kind === 'summs') sums.set(runbook, (sums.get(runbook) ?? 0) + n / 1000);
     else if (kind === 'untrusted') untrusted.push(`volume_medic_untrusted_refused_total{kind="${esc(runbook)}",reason="${esc(extra)}"} ${n}`);
   }

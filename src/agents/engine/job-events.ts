@@ -1,7 +1,7 @@
 import { jobEventSubject, type JobEventInput } from '../../adapters/kube/job-events.ts';
 
 // Every job start, refusal, success and failure becomes a Kubernetes Event on the object it
-// concerns, so `kubectl describe node/pod/pv` shows what volume-medic did (issue 3). A port: the
+// concerns, so `kubectl describe node/pod/pv` shows what volume-medic did. A port: the
 // Kubernetes adapter's JobEventRecorder implements it; without cluster access nothing is sent.
 
 export interface JobEventSink {

@@ -3,8 +3,8 @@ import { createDryRunHost } from '../host/dry-run-host.ts';
 import type { PlanView } from './gate.ts';
 import type { PlannedStep, StepExecutor } from './runbook.ts';
 
-// The exact argv a parked job's steps would run, for the operator who must decide on them
-// (issue 23): the engine applies each step not yet run against a dry-run host, the same
+// The exact argv a parked job's steps would run, for the operator who must decide on them:
+// the engine applies each step not yet run against a dry-run host, the same
 // simulation dry-run mode uses, so every runbook gets it without stating its commands twice.
 // Reads and read-only commands reach the node, changes are only recorded. Done once, when a job
 // parks (not before every step), within a time budget.

@@ -42,7 +42,7 @@ export interface RunbookWorkerOptions {
   /**
    * How long finished jobs of this queue are kept (its deduplication window, catalogue/policy.ts
    * `keepFinished`): BullMQ's Worker removeOnComplete/removeOnFail, for the jobs that do not say
-   * (ours do not, since issue 21; a job stored by an older receiver still carries its own).
+   * (ours do not; a job stored by an older receiver still carries its own).
    * Default: the policy's window of the queue's placement (DEDUP_WINDOW_SECONDS not set).
    */
   keepFinished?: { age: number };

@@ -6,7 +6,7 @@ import { sysfsDisks } from '../runbooks/local-pv-placeholder/observe.ts';
 import { PlaceholderStore } from '../runbooks/local-pv-placeholder/record-store.ts';
 import { readIntents } from '../runbooks/residual-multipath-cleanup/intents.ts';
 
-// What the node agent notices by itself (issue 19), and asks for through its own node's queue
+// What the node agent notices by itself, and asks for through its own node's queue
 // like any sender, so modes, gates, the audit trail and Events apply:
 // - a Local PV placeholder whose disk came back (a block device with the recorded WWN in sysfs):
 //   a detector's release job, which the runbook verifies again before it detaches anything. Its

@@ -8,7 +8,7 @@ import type { Sealer } from '../../core/trust/seal.ts';
 import { SEAL_FIELD, issuerMayNot, sealJob, verifyJobProvenance } from '../../core/trust/work.ts';
 import type { Asked, ControlsStore } from '../../adapters/controls/controls-store.ts';
 
-// An operator's retry of a failed job (issue 23). Not BullMQ's job.retry(): that would put the
+// An operator's retry of a failed job. Not BullMQ's job.retry(): that would put the
 // old sealed data back on the queue, which the agent rightly refuses as a replay of finished work
 // (src/agents/engine/seen-work.ts), and a retry through Redis alone is what the seals exist to stop.
 // Instead the receiver issues a NEW job for the same work, sealed afresh with its own key:

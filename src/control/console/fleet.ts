@@ -5,7 +5,7 @@ import type { ParkedJob, TripRecord } from '../../core/controls/records.ts';
 import { agentState, type AgentState } from './agent-presence.ts';
 import type { FleetSnapshot } from './fleet-snapshot.ts';
 
-// The fleet overview (issue 23): one row per node, from one fleet snapshot (every queue's counts
+// The fleet overview: one row per node, from one fleet snapshot (every queue's counts
 // and its worker's last sign of life) and the controls (parked jobs, tripped breakers, pauses),
 // sorted and paged on the server. A request's work is a pass over the snapshot's rows (10,000
 // at 10,000 nodes: a few milliseconds) and a page of `limit`, never a Redis call per node.

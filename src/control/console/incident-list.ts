@@ -8,7 +8,7 @@ import { consoleState, toIncident, type Incident } from './incident.ts';
 import type { IncidentIndex, IndexEntry } from '../../adapters/jobstore/incident-index.ts';
 
 // A page of incidents, newest first, filtered by node, runbook, state and mode. Bounded whatever
-// the store holds, and reading no more than the page needs (issue 23, bench/console.ts):
+// the store holds, and reading no more than the page needs (bench/console.ts):
 // - node and runbook filter on the index entry alone (no Redis call per entry): up to `scanMax`
 //   entries are looked at, read from the index `chunk` at a time;
 // - a state filter first asks Redis one small question per remaining entry (is the job in its

@@ -91,7 +91,7 @@ export function createApp(deps: AppDeps): Express {
   // Senders differ in Content-Type (some send none); every body here is JSON.
   const body = jsonBody(deps.bodyLimit);
   // The webhook routes first, with auth and body reading as route middleware: every alert walks
-  // the router from the top, and a route match is cheaper than prefix middleware (issue 8). The
+  // the router from the top, and a route match is cheaper than prefix middleware. The
   // dashboard and probes are rare. (Neither lives under /v1, so the order changes no match.)
   // Before any authentication, whatever the mode: no write a browser marks as cross-site, no
   // body that is not JSON (src/control/http/cross-site.ts).

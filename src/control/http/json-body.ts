@@ -5,7 +5,7 @@ import express, { type Request, type RequestHandler } from 'express';
 // that case with a Buffer list and one JSON.parse, and hands everything else (a Content-Encoding,
 // another charset) to express.json, so those keep body-parser's behaviour and errors. Either
 // way the errors carry body-parser's `type`/`status`, which errors.ts maps to 400 and 413.
-// (issue 8: body-parser's per-request content-type/charset/iconv/stream plumbing was a
+// (body-parser's per-request content-type/charset/iconv/stream plumbing was a
 // measurable share of a webhook's CPU.)
 
 interface BodyError extends Error {

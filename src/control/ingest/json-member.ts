@@ -1,5 +1,5 @@
 // The text of one member of a JSON object's top level, found by scanning the text that
-// JSON.parse has already accepted, without parsing it again (issue 8: a repeated Alertmanager
+// JSON.parse has already accepted, without parsing it again (a repeated Alertmanager
 // group is recognised by its `alerts`, whatever else in the body differs; ingest/repeat-answers.ts).
 //
 // Exact, or nothing: the text returned parses to the very value JSON.parse put under that name.

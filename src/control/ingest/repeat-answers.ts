@@ -8,7 +8,7 @@ import { GenerationalMap } from '../../core/collections/generational-map.ts';
 // An Alertmanager body whose alerts arrive again exactly as written (its retry after a timeout or
 // a 503, a re-notification of a group that has not changed, the other Alertmanager of an HA pair
 // with its own externalURL, a storm of copies) is answered from what the first copy was triaged
-// to, without validating and triaging the alerts again (issue 8).
+// to, without validating and triaging the alerts again.
 //
 // Why the answer is exact:
 // - For Alertmanager, body -> jobs and ignored reasons is a pure function of the body's `alerts`

@@ -2,7 +2,7 @@ import type { IgnoreReason } from '../../core/signals/index.ts';
 import { DEFAULT_NPD_EVENT_SOURCES } from '../../core/config/schema.ts';
 import type { KubeEvent } from './kube-event.ts';
 
-// Which Events are believed, before their message is read (issue 20, "Event trust"). Anyone who
+// Which Events are believed, before their message is read . Anyone who
 // may create Events in a namespace can write any reason, message, reporter and involved object
 // there: the API server checks none of them against who really sent it. What it does enforce is
 // RBAC on the Event's own namespace, and that a namespaced involved object lies in that

@@ -54,7 +54,7 @@ export async function triage(signals: readonly Signal[], deps: TriageDeps): Prom
   const ignored: Ignored[] = [];
   for (const signal of signals) {
     // Most signals need no lookup and are triaged synchronously: no promise per alert of a
-    // 50-alert group (issue 8).
+    // 50-alert group.
     const one = triageOne(signal, deps);
     const results = one instanceof Promise ? await one : one;
     for (const r of Array.isArray(results) ? results : [results]) {

@@ -1,4 +1,4 @@
-// A bounded memo for hot paths: the newest entries, in two generations (issue 8).
+// A bounded memo for hot paths: the newest entries, in two generations.
 //
 // Why not one Map that drops its oldest entry (`map.keys().next()`) when it is full: a JS Map
 // keeps deleted entries as holes until it rehashes, and iteration starts at the oldest slot, so

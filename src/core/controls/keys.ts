@@ -55,7 +55,7 @@ export type ControlKeys = ReturnType<typeof controlKeys>;
 /**
  * What a worker writes about its own jobs, under its own queue's namespace and hash tag
  * (`<prefix>:vm-node-{<node>}:vm:...`), so a node's Redis user whose keys are
- * `~<prefix>:vm-node-{<node>}:*` can write these and nothing of another node's (issue 30). The
+ * `~<prefix>:vm-node-{<node>}:*` can write these and nothing of another node's. The
  * `vm:` segment keeps them apart from BullMQ's keys: a job id cannot contain ':', so
  * `<prefix>:<queue>:<jobId>[:suffix]` never reads `...:vm:approval:...`, `...:vm:parked` or
  * `...:vm:audit` (a job id `vm` gives only BullMQ's own suffixes: `:lock`, `:logs`, ...).

@@ -1,7 +1,7 @@
 import type { StepEvidence } from '../../../core/catalogue/step-evidence.ts';
 import type { PlaceholderFacts, Sighting } from './facts.ts';
 
-// Is the real disk back (issue 19)? Before a placeholder is released on a detector's word, the
+// Is the real disk back? Before a placeholder is released on a detector's word, the
 // node must show a block device that is not a loop device, with the recorded WWN (sysfs), and a
 // /dev/disk/by-id link of that WWN leading to it (a node with that device's number). Anything less, and the placeholder stays: a
 // released placeholder on a disk that is not back takes the device away from the pod it was

@@ -32,7 +32,7 @@ export function plan(f: StaleMappingFacts, job: RbdStaleMappingJob): Plan<StaleM
   });
 
   if (!f.imageInfo) return refuse(`rbd image ${spec} does not exist (${f.imageError ?? 'rbd info failed'}): nothing to release`);
-  // The job may stem from an Event anyone could write in their own namespace (issue 20). An
+  // The job may stem from an Event anyone could write in their own namespace. An
   // image no PV names is some other user's of the Ceph cluster (another cluster, rbd-mirror, a
   // VM disk): never fenced nor unmapped on the word of an Event.
   if (!f.volume) {

@@ -2,7 +2,7 @@ import { posix } from 'node:path';
 import { z } from 'zod';
 import type { Host } from '../../host/host.ts';
 
-// What this agent saw of dead maps over time, on the host (issue 19: "one sample is not a
+// What this agent saw of dead maps over time, on the host ("one sample is not a
 // verdict"). Each job is one observation: a map whose every path is dead gets its first sighting
 // kept, later sightings counted; a map with a live path (or gone) is forgotten, so a transient
 // all-paths-down starts from zero next time. Also the read probes we left stuck in D state, so a

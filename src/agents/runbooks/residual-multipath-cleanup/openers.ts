@@ -1,6 +1,6 @@
 import type { Opener } from '../../host/proc-facts.ts';
 
-// Who an opener of a dead map is (issue 19): a known victim of the dead paths (udev workers,
+// Who an opener of a dead map is: a known victim of the dead paths (udev workers,
 // blkid, multipath tools, our own read probe) that may be released by failing the queued I/O,
 // or a live user. D state proves nothing: a database waiting on queued I/O is in D state too,
 // so anything not positively known as a victim is a user, and the map is left alone.

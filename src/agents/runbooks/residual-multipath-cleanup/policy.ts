@@ -9,7 +9,7 @@ export interface ResidualPolicy {
   /**
    * Releasing a dead map's queued I/O (`dmsetup message <map> 0 fail_if_no_path`) is high-risk:
    * 'auto' does it for maps that passed every other interlock; 'require-approval' leaves such
-   * maps alone and says an approval is needed. Default 'auto' (issue 5).
+   * maps alone and says an approval is needed. Default 'auto'.
    */
   releaseQueuedIo: 'auto' | 'require-approval';
   /**

@@ -6,7 +6,7 @@ import type { Breakers } from '../../../adapters/controls/breakers.ts';
 import type { ControlsStore } from '../../../adapters/controls/controls-store.ts';
 import { describeZodError } from '../../ingest/zod-error.ts';
 
-// The console's overviews as JSON, for the CLI and scripts (issue 23), from the same fleet
+// The console's overviews as JSON, for the CLI and scripts, from the same fleet
 // snapshot as the pages (one scan of every queue shared for two seconds):
 // - GET /v1/fleet: a page of nodes, sorted on the server (?sort=&dir=&show=open|all&offset=&limit=);
 // - GET /v1/summary: jobs by state and what the incidents view's banners say (pauses, tripped

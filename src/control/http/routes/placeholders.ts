@@ -9,7 +9,7 @@ import type { Dispatcher } from '../../../adapters/jobstore/dispatcher.ts';
 import { StoreUnavailableError } from '../../../adapters/jobstore/dispatcher.ts';
 import { operatorOf } from '../operator-gate.ts';
 
-// An operator's release of a Local PV placeholder (issue 19). The agent releases a placeholder by
+// An operator's release of a Local PV placeholder. The agent releases a placeholder by
 // itself once the real disk is back; this is for the other cases (the disk was replaced, or will
 // not return) and therefore detaches WITHOUT the disk check: it must say `force: true` and why;
 // who asks is the verified operator (a `by` in the body is ignored); the stored request goes to

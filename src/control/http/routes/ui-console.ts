@@ -22,7 +22,7 @@ import { jobPage } from './ui-job-page.ts';
 import type { ActionName, PageCtx } from './ui-pages.ts';
 import type { UiDeps } from './ui-deps.ts';
 
-// The on-call console's routes (issue 23), behind ui-auth.ts' guard (a session allowed to list
+// The on-call console's routes, behind ui-auth.ts' guard (a session allowed to list
 // jobs; writes from our own origin with the session's CSRF token). Pages answer with an ETag of
 // what they render, so the script's polls cost a 304 when nothing changed. Every action asks
 // SubjectAccessReview for the operator's own verb before anything else (403 whatever the page

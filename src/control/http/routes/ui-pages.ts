@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-// What every page of the on-call console shares (issue 23): the layout, escaping, times, and the
+// What every page of the on-call console shares: the layout, escaping, times, and the
 // forms of actions. Pages are rendered on the server, every value escaped; the one script
 // (ui-assets.ts) only refreshes a page's live region, writes relative times and nothing else.
 

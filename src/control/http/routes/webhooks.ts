@@ -26,7 +26,7 @@ type RunbookCounters = Record<RunbookName, Counter.Internal>;
 
 /**
  * The counters a webhook touches, bound to their labels once: prom-client hashes a label set on
- * every inc({...}), a bound child does not (issue 8: the hot path is a few microseconds).
+ * every inc({...}), a bound child does not (the hot path is a few microseconds).
  */
 function boundMetrics(metrics: ReceiverMetrics) {
   const perRunbook = (c: Counter<'runbook'>): RunbookCounters =>
