@@ -17,8 +17,8 @@ const PackageJson = z.object({ name: z.string(), version: z.string().min(1) });
 const PACKAGE_NAME = 'volume-medic';
 
 /**
- * package.json of volume-medic, looked for upwards from this file: `src/observability/` in a
- * checkout, `dist/src/observability/` in the image (whose /app/package.json is copied beside dist/).
+ * package.json of volume-medic, looked for upwards from this file: `src/adapters/observability/` in a
+ * checkout, `dist/src/adapters/observability/` in the image (whose /app/package.json is copied beside dist/).
  */
 function packageVersion(from: string): string {
   for (let dir = from; ; dir = dirname(dir)) {

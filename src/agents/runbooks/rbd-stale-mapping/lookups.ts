@@ -3,7 +3,7 @@ import { InMemoryLookups, type ClusterLookups, type PersistentVolumeInfo } from 
 // What the cluster half asks Kubernetes: which node has the watcher's address, which PV/PVC the
 // image backs, which pods use it (with node and phase), and the Deployment behind a pod. Four of
 // these are ClusterLookups methods; finding the PV of an RBD image is not yet, so it is one more
-// method here. The cluster worker wires it to src/kube (a PV list filtered on spec.rbd/csi).
+// method here. The cluster worker wires it to src/adapters/kube (a PV list filtered on spec.rbd/csi).
 
 export type RbdLookups = Pick<ClusterLookups, 'nodesByAddress' | 'claimOfVolume' | 'podsUsingVolume' | 'deploymentOfPod'> & {
   /** The PV backed by this image: ceph-csi (`pool` + `imageName` attributes) or in-tree rbd. */
