@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { freePort } from '../scripts/lib/local-redis.ts';
-import { startPrivateRedis } from './lib/redis-server.ts';
+import { startPrivateRedis } from '../test/testkit/redis-server.ts';
 
 // `npm run bench:agent-rss` (after `npm run build`): the node agent's idle RSS as deployed, with
 // and without what its probe server serves. Agents of the same build run side by side, started

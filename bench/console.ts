@@ -15,9 +15,9 @@ import { redisCpu } from './lib/redis-cpu.ts';
 import { createLogger } from '../src/adapters/observability/logger.ts';
 import { startReceiver, type Receiver } from '../src/control/receiver.ts';
 import { writeSigningKeys } from '../scripts/lib/signing-keys.ts';
-import { startOperators, type Operators } from '../test/support/operators.ts';
-import { alertmanagerBody, nodeNotReadyAlert } from '../test/support/payloads.ts';
-import { startPrivateRedis, type PrivateRedis } from './lib/redis-server.ts';
+import { startOperators, type Operators } from '../test/testkit/operators.ts';
+import { alertmanagerBody, nodeNotReadyAlert } from '../test/testkit/payloads.ts';
+import { startPrivateRedis, type PrivateRedis } from '../test/testkit/redis-server.ts';
 import { percentile, round } from './lib/stats.ts';
 
 // `npm run bench:console` (issue 23): does every page of the on-call console answer in under

@@ -5,7 +5,7 @@ import { queueControlKeys, controlKeys } from '../src/core/controls/keys.ts';
 import { finishedExposition, queueStatsKey, statsKey } from '../src/adapters/stats/job-stats.ts';
 import { knownQueuesKey } from '../src/adapters/redis/known-queues.ts';
 import { redisCpu } from './lib/redis-cpu.ts';
-import { startPrivateRedis } from './lib/redis-server.ts';
+import { startPrivateRedis } from '../test/testkit/redis-server.ts';
 
 // `npm run bench:controls-reads`: what the readers of the per-queue control keys (issue 30:
 // each worker writes its parked jobs and audit entries under its own queue) cost at fleet scale.

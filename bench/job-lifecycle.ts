@@ -6,10 +6,10 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { nodeQueueName } from '../src/core/catalogue/queues.ts';
 import { writeSigningKeys } from '../scripts/lib/signing-keys.ts';
-import { alertmanagerBody, nodeNotReadyAlert } from '../test/support/payloads.ts';
-import { startChild, type Child } from './lib/child.ts';
+import { alertmanagerBody, nodeNotReadyAlert } from '../test/testkit/payloads.ts';
+import { startChild, type Child } from '../test/testkit/child.ts';
 import { redisCpu } from './lib/redis-cpu.ts';
-import { startPrivateRedis } from './lib/redis-server.ts';
+import { startPrivateRedis } from '../test/testkit/redis-server.ts';
 import { callgrindCounter } from './lib/callgrind.ts';
 import { setTimeout as sleep } from 'node:timers/promises';
 

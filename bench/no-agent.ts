@@ -5,7 +5,7 @@ import { knownQueuesKey } from '../src/adapters/redis/known-queues.ts';
 import { NoAgentWatch } from '../src/agents/cluster-worker/no-agent-watch.ts';
 import { createLogger } from '../src/adapters/observability/logger.ts';
 import { redisCpu } from './lib/redis-cpu.ts';
-import { startPrivateRedis } from './lib/redis-server.ts';
+import { startPrivateRedis } from '../test/testkit/redis-server.ts';
 
 // `npm run bench:no-agent`: what one no-agent check (src/agents/cluster-worker/no-agent-watch.ts) costs Redis at
 // fleet scale. N node queues are known; every agent is present (its presence key, as a live agent

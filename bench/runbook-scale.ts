@@ -9,7 +9,7 @@ import { InMemoryAttachedVolumes } from '../src/agents/runbooks/residual-multipa
 import { observe } from '../src/agents/runbooks/residual-multipath-cleanup/observe.ts';
 import { plan } from '../src/agents/runbooks/residual-multipath-cleanup/plan.ts';
 import { DEFAULT_POLICY, type ResidualPolicy } from '../src/agents/runbooks/residual-multipath-cleanup/policy.ts';
-import { SimulatedMultipathHost } from './lib/simulated-multipath-host.ts';
+import { SimulatedMultipathHost } from '../test/testkit/simulated-multipath-host.ts';
 import { round } from './lib/stats.ts';
 
 export interface ScaleRow {

@@ -1,4 +1,4 @@
-import { announce } from '../lib/child.ts';
+import { announce } from '../../test/testkit/child.ts';
 import { Config } from '../../src/core/config/schema.ts';
 import { startReceiver } from '../../src/control/receiver.ts';
 

@@ -10,7 +10,7 @@ import { RepeatAnswers } from '../../src/control/ingest/repeat-answers.ts';
 import { sumMetric } from '../support/alertmanager.ts';
 import { testConfig } from '../support/config.ts';
 import { dropPrefix, redisUrl, uniquePrefix } from '../support/redis.ts';
-import { startOperators, type Operators } from '../support/operators.ts';
+import { startOperators, type Operators } from '../testkit/operators.ts';
 
 // Property-based bad input against every route: real captured payloads (test/fixtures), mutated
 // (values replaced by hostile strings and odd types, keys deleted, arrays duplicated), plus

@@ -5,7 +5,7 @@ import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { buildImage } from '../../scripts/image/build.ts';
 import { podSpec, rendered, SETS } from '../unit/deploy/manifests.ts';
-import { alertmanagerBody, getJson, nodeNotReadyAlert, post } from '../support/payloads.ts';
+import { alertmanagerBody, getJson, nodeNotReadyAlert, post } from '../testkit/payloads.ts';
 import { dropPrefix, uniquePrefix } from '../support/redis.ts';
 import { writeKeysDir } from '../support/trust.ts';
 import { waitFor } from '../support/wait.ts';

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startReceiver, type Receiver } from '../../src/control/receiver.ts';
 import { testConfig } from '../support/config.ts';
 import { dropPrefix, redisUrl, uniquePrefix } from '../support/redis.ts';
-import { alertmanagerBody, nodeNotReadyAlert, post } from '../support/payloads.ts';
+import { alertmanagerBody, nodeNotReadyAlert, post } from '../testkit/payloads.ts';
 
 const TOKEN = 'bad-input-test-token-0123456789';
 

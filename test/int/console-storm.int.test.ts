@@ -7,7 +7,7 @@ import { workerConnection } from '../../src/adapters/redis/redis.ts';
 import { startReceiver, type Receiver } from '../../src/control/receiver.ts';
 import { CHROMIUM, chromiumOrSay } from '../support/chromium.ts';
 import { testConfig } from '../support/config.ts';
-import { alertmanagerBody, nodeNotReadyAlert, post } from '../support/payloads.ts';
+import { alertmanagerBody, nodeNotReadyAlert, post } from '../testkit/payloads.ts';
 import { dropPrefix, redisUrl, uniquePrefix } from '../support/redis.ts';
 
 // Issue 33, "a storm reads as one incident": 1,000 nodes come back from a power loss at once and

@@ -7,10 +7,10 @@ import { createNodeAgent } from '../../src/agents/node-agent/agent.ts';
 import type { RunbookWorker } from '../../src/agents/engine/runbook-worker.ts';
 import { testConfig } from '../support/config.ts';
 import { fastControls, toyRunbook, toyStep, type Toy } from '../support/controls-harness.ts';
-import { alertmanagerBody, getJson, nodeNotReadyAlert, post } from '../support/payloads.ts';
+import { alertmanagerBody, getJson, nodeNotReadyAlert, post } from '../testkit/payloads.ts';
 import { dropPrefix, redisUrl, uniquePrefix } from '../support/redis.ts';
 import { waitFor } from '../support/wait.ts';
-import { startOperators, type Operators } from '../support/operators.ts';
+import { startOperators, type Operators } from '../testkit/operators.ts';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 // Each operator control against a real Redis, a real receiver and a real node agent running a

@@ -12,7 +12,7 @@ import { OPERATOR_ROUTES, WEBHOOK_PATHS } from '../../src/control/auth/permissio
 import { ENROL_PATH } from '../../src/core/trust/enrolment-wire.ts';
 import { startReceiver, type Receiver } from '../../src/control/receiver.ts';
 import { testConfig } from '../support/config.ts';
-import { startOperators, type Operators } from '../support/operators.ts';
+import { startOperators, type Operators } from '../testkit/operators.ts';
 import { dropPrefix, redisUrl, uniquePrefix } from '../support/redis.ts';
 import { CHROMIUM, chromiumOrSay } from '../support/chromium.ts';
 

@@ -4,7 +4,7 @@ import type { Config } from '../../src/core/config/schema.ts';
 import { createLogger } from '../../src/adapters/observability/logger.ts';
 import { startReceiver, type Receiver } from '../../src/control/receiver.ts';
 import { testConfig } from '../support/config.ts';
-import { startOperators, type Operators } from '../support/operators.ts';
+import { startOperators, type Operators } from '../testkit/operators.ts';
 import { dropPrefix, redisUrl, uniquePrefix } from '../support/redis.ts';
 
 // The dashboard's sign-in and sessions over plain HTTP (the browser's side is

@@ -11,10 +11,10 @@ import type { RunbookWorker } from '../../src/agents/engine/runbook-worker.ts';
 import { createNodeAgent } from '../../src/agents/node-agent/agent.ts';
 import { testConfig } from '../support/config.ts';
 import { fastControls, toyRunbook } from '../support/controls-harness.ts';
-import { alertmanagerBody, getJson, nodeNotReadyAlert, post } from '../support/payloads.ts';
+import { alertmanagerBody, getJson, nodeNotReadyAlert, post } from '../testkit/payloads.ts';
 import { dropPrefix, redisUrl, uniquePrefix } from '../support/redis.ts';
 import { waitFor } from '../support/wait.ts';
-import { startOperators, type Operators } from '../support/operators.ts';
+import { startOperators, type Operators } from '../testkit/operators.ts';
 import { CHROMIUM, chromiumOrSay } from '../support/chromium.ts';
 
 // The dashboard in a real headless browser: Debian's chromium driven by playwright-core. The

@@ -15,9 +15,9 @@ import { EnrolAnswer } from '../../src/core/trust/enrolment-wire.ts';
 import { sealJob } from '../../src/core/trust/work.ts';
 import { testConfig } from '../support/config.ts';
 import { writeControlKeys } from '../support/control-keys.ts';
-import { startFakeKubeApi, type FakeKubeApi } from '../support/fake-kube-api.ts';
+import { startFakeKubeApi, type FakeKubeApi } from '../testkit/fake-kube-api.ts';
 import { uniquePrefix } from '../support/redis.ts';
-import { topologiesAvailable } from '../support/redis-topology.ts';
+import { topologiesAvailable } from '../testkit/redis-topology.ts';
 import { testSealer } from '../support/trust.ts';
 import { waitFor } from '../support/wait.ts';
 

@@ -18,7 +18,7 @@ import { sealerOf } from '../../src/core/trust/seal.ts';
 import { sealJob, verifyJobSeal } from '../../src/core/trust/work.ts';
 import { testConfig } from '../support/config.ts';
 import { writeControlKeys } from '../support/control-keys.ts';
-import { startFakeKubeApi, type FakeKubeApi } from '../support/fake-kube-api.ts';
+import { startFakeKubeApi, type FakeKubeApi } from '../testkit/fake-kube-api.ts';
 import { dropPrefix, redisUrl, uniquePrefix } from '../support/redis.ts';
 import { testSealer } from '../support/trust.ts';
 import { waitFor } from '../support/wait.ts';

@@ -13,10 +13,10 @@ import { realSleep } from '../../src/adapters/kube/supervised-informer.ts';
 import { Dispatcher } from '../../src/adapters/jobstore/dispatcher.ts';
 import { startReceiver, type Receiver } from '../../src/control/receiver.ts';
 import { testConfig } from '../support/config.ts';
-import { startFakeKubeApi, type FakeKubeApi } from '../support/fake-kube-api.ts';
+import { startFakeKubeApi, type FakeKubeApi } from '../testkit/fake-kube-api.ts';
 import { fixture, fixtureLookups } from '../support/fixtures.ts';
 import { coreEvent, node, podWithVolume } from '../support/kube-objects.ts';
-import { getJson, post } from '../support/payloads.ts';
+import { getJson, post } from '../testkit/payloads.ts';
 import { dropPrefix, redisUrl, uniquePrefix } from '../support/redis.ts';
 import { testSealer } from '../support/trust.ts';
 

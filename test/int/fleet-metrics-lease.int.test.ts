@@ -6,7 +6,7 @@ import { LeaseElection, renewDeadlineMs } from '../../src/adapters/kube/lease-el
 import { FLEET_LEASE_NAME } from '../../src/control/fleet/fleet-exporter.ts';
 import { startReceiver, type Receiver } from '../../src/control/receiver.ts';
 import { testConfig } from '../support/config.ts';
-import { startFakeKubeApi, type FakeKubeApi } from '../support/fake-kube-api.ts';
+import { startFakeKubeApi, type FakeKubeApi } from '../testkit/fake-kube-api.ts';
 import { apiCallOf, uncoveredByRbac } from '../support/kube-objects.ts';
 import { DIRECT_CALLS } from '../../src/adapters/kube/rbac.ts';
 import { dropPrefix, redisUrl, uniquePrefix } from '../support/redis.ts';

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Host } from '../../src/agents/host/host.ts';
-import { FakeHost } from '../../src/agents/host/fake-host.ts';
+import { FakeHost } from '../testkit/fake-host.ts';
 import { followLink } from '../../src/agents/host/follow-link.ts';
 import { createRealHost } from '../../src/agents/host/real-host.ts';
 

@@ -9,11 +9,11 @@ import type { ResidualMultipathJob } from '../../src/core/catalogue/jobs.ts';
 import { RefusedError } from '../../src/core/errors.ts';
 import type { RunbookContext } from '../../src/agents/engine/registry.ts';
 import { createNodeAgent } from '../../src/agents/node-agent/agent.ts';
-import { startFakeKubeApi, type FakeKubeApi } from '../support/fake-kube-api.ts';
+import { startFakeKubeApi, type FakeKubeApi } from '../testkit/fake-kube-api.ts';
 import { uncoveredByRbac } from '../support/kube-objects.ts';
 import { testConfig } from '../support/config.ts';
 import { dropPrefix, redisUrl, uniquePrefix } from '../support/redis.ts';
-import { alertmanagerBody, getJson, nodeNotReadyAlert, post } from '../support/payloads.ts';
+import { alertmanagerBody, getJson, nodeNotReadyAlert, post } from '../testkit/payloads.ts';
 import { waitFor } from '../support/wait.ts';
 
 // Issue 3, "Events out", through the real node agent: each job's start and result reach the API

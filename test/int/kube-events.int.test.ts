@@ -4,7 +4,7 @@ import type { EventsApi } from '../../src/adapters/kube/api/apis.ts';
 import { restApis } from '../../src/adapters/kube/rest/apis.ts';
 import { KubeRest } from '../../src/adapters/kube/rest/transport.ts';
 import { JobEventRecorder, jobEventName } from '../../src/adapters/kube/job-events.ts';
-import { startFakeKubeApi, type FakeKubeApi } from '../support/fake-kube-api.ts';
+import { startFakeKubeApi, type FakeKubeApi } from '../testkit/fake-kube-api.ts';
 import { apiCallOf, uncoveredByRbac } from '../support/kube-objects.ts';
 import { DIRECT_CALLS } from '../../src/adapters/kube/rbac.ts';
 

@@ -3,7 +3,7 @@ import { KubeLookups } from '../../src/adapters/kube/api/kube-lookups.ts';
 import { kubeClients } from '../../src/adapters/kube/client.ts';
 import { restApis } from '../../src/adapters/kube/rest/apis.ts';
 import { KubeRest } from '../../src/adapters/kube/rest/transport.ts';
-import { startFakeKubeApi, type FakeKubeApi } from '../support/fake-kube-api.ts';
+import { startFakeKubeApi, type FakeKubeApi } from '../testkit/fake-kube-api.ts';
 import { CLUSTER_FIXTURE, lookupsContract } from '../unit/kube/lookups-contract.ts';
 
 let api: FakeKubeApi;

@@ -5,7 +5,7 @@ import type { ClusterLookups } from '../../src/adapters/kube/lookups.ts';
 import { LOOKUP_CALLS } from '../../src/adapters/kube/rbac.ts';
 import { restApis } from '../../src/adapters/kube/rest/apis.ts';
 import { KubeRest } from '../../src/adapters/kube/rest/transport.ts';
-import { startFakeKubeApi, type FakeKubeApi } from '../support/fake-kube-api.ts';
+import { startFakeKubeApi, type FakeKubeApi } from '../testkit/fake-kube-api.ts';
 import { apiCallOf } from '../support/kube-objects.ts';
 import { CLUSTER_FIXTURE } from '../unit/kube/lookups-contract.ts';
 

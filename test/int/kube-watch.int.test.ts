@@ -10,11 +10,11 @@ import { startKubeWatches, type KubeWatches, type KubeWatchesOptions } from '../
 import { realSleep, type Sleep } from '../../src/adapters/kube/supervised-informer.ts';
 import { Dispatcher } from '../../src/adapters/jobstore/dispatcher.ts';
 import { startReceiver } from '../../src/control/receiver.ts';
-import { startFakeKubeApi, type FakeKubeApi, type RecordedRequest } from '../support/fake-kube-api.ts';
+import { startFakeKubeApi, type FakeKubeApi, type RecordedRequest } from '../testkit/fake-kube-api.ts';
 import { apiCallOf, coreEvent, node, podWithVolume, uncoveredByRbac } from '../support/kube-objects.ts';
 import { DIRECT_CALLS } from '../../src/adapters/kube/rbac.ts';
 import { testConfig } from '../support/config.ts';
-import { alertmanagerBody, nodeNotReadyAlert, post } from '../support/payloads.ts';
+import { alertmanagerBody, nodeNotReadyAlert, post } from '../testkit/payloads.ts';
 import { dropPrefix, redisUrl, uniquePrefix } from '../support/redis.ts';
 import { testSealer } from '../support/trust.ts';
 

@@ -14,7 +14,7 @@ import { parseLosetupList } from '../../src/agents/runbooks/local-pv-placeholder
 import { createLocalPvPlaceholder, DEFAULT_OPT_IN_LABEL, InMemoryNodeLabels } from '../../src/agents/runbooks/local-pv-placeholder/index.ts';
 import { testConfig } from '../support/config.ts';
 import { dropPrefix, redisUrl, uniquePrefix } from '../support/redis.ts';
-import { getJson, post } from '../support/payloads.ts';
+import { getJson, post } from '../testkit/payloads.ts';
 
 // Issue 4 end to end: a kubelet "not a device node" Event posted to the receiver becomes a job
 // on the node's queue, the node agent runs the placeholder runbook on REAL loop devices (under a

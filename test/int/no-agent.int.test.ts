@@ -15,9 +15,9 @@ import { failStranded } from '../../src/adapters/jobstore/fail-stranded.ts';
 import { workerConnection } from '../../src/adapters/redis/redis.ts';
 import { startReceiver, type Receiver } from '../../src/control/receiver.ts';
 import { createNodeAgent } from '../../src/agents/node-agent/agent.ts';
-import { startFakeKubeApi, type FakeKubeApi } from '../support/fake-kube-api.ts';
+import { startFakeKubeApi, type FakeKubeApi } from '../testkit/fake-kube-api.ts';
 import { testConfig } from '../support/config.ts';
-import { alertmanagerBody, nodeNotReadyAlert, post } from '../support/payloads.ts';
+import { alertmanagerBody, nodeNotReadyAlert, post } from '../testkit/payloads.ts';
 import { dropPrefix, redisUrl, uniquePrefix } from '../support/redis.ts';
 import { waitFor } from '../support/wait.ts';
 

@@ -11,7 +11,7 @@ import { createNodeAgent } from '../../src/agents/node-agent/agent.ts';
 import type { RunbookRegistry } from '../../src/agents/engine/registry.ts';
 import { testConfig } from '../support/config.ts';
 import { dropPrefix, redisUrl, uniquePrefix } from '../support/redis.ts';
-import { alertmanagerBody, getJson, nodeNotReadyAlert, post } from '../support/payloads.ts';
+import { alertmanagerBody, getJson, nodeNotReadyAlert, post } from '../testkit/payloads.ts';
 import { waitFor } from '../support/wait.ts';
 
 const silent = createLogger('test', 'silent');

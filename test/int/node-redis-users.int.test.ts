@@ -19,9 +19,9 @@ import { knownQueuesKey } from '../../src/adapters/redis/known-queues.ts';
 import { startReceiver } from '../../src/control/receiver.ts';
 import { createNodeAgent } from '../../src/agents/node-agent/agent.ts';
 import { testConfig } from '../support/config.ts';
-import { alertmanagerBody, getJson, nodeNotReadyAlert, post } from '../support/payloads.ts';
+import { alertmanagerBody, getJson, nodeNotReadyAlert, post } from '../testkit/payloads.ts';
 import { uniquePrefix } from '../support/redis.ts';
-import { startCluster, startSentinelSet, topologiesAvailable, type LocalCluster, type LocalSentinelSet } from '../support/redis-topology.ts';
+import { startCluster, startSentinelSet, topologiesAvailable, type LocalCluster, type LocalSentinelSet } from '../testkit/redis-topology.ts';
 import { waitFor } from '../support/wait.ts';
 
 // Per-node Redis users (src/adapters/redis/node-redis-users.ts) on real servers of every topology: node

@@ -8,8 +8,8 @@ import { createNodeAgent } from '../../src/agents/node-agent/agent.ts';
 import { testConfig } from '../support/config.ts';
 import { fastControls, toyRunbook } from '../support/controls-harness.ts';
 import { kubeConfigFor } from '../../src/adapters/kube/client.ts';
-import { VIEWERS, startOperators, type Operators } from '../support/operators.ts';
-import { alertmanagerBody, nodeNotReadyAlert, post } from '../support/payloads.ts';
+import { VIEWERS, startOperators, type Operators } from '../testkit/operators.ts';
+import { alertmanagerBody, nodeNotReadyAlert, post } from '../testkit/payloads.ts';
 import { dropPrefix, redisUrl, uniquePrefix } from '../support/redis.ts';
 import { waitFor } from '../support/wait.ts';
 

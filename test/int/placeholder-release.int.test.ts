@@ -3,8 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startReceiver, type Receiver } from '../../src/control/receiver.ts';
 import { testConfig } from '../support/config.ts';
 import { dropPrefix, redisUrl, uniquePrefix } from '../support/redis.ts';
-import { getJson, post } from '../support/payloads.ts';
-import { startOperators, type Operators } from '../support/operators.ts';
+import { getJson, post } from '../testkit/payloads.ts';
+import { startOperators, type Operators } from '../testkit/operators.ts';
 
 // POST /v1/placeholders/release against a real receiver and Redis: an operator's release must
 // say force and why; who asks is the operator's Kubernetes identity (the fake API server's

@@ -14,7 +14,7 @@ import { Dispatcher } from '../../src/adapters/jobstore/dispatcher.ts';
 import { startReceiver } from '../../src/control/receiver.ts';
 import { createRunbookWorker } from '../../src/agents/engine/runbook-worker.ts';
 import { testConfig } from '../support/config.ts';
-import { post } from '../support/payloads.ts';
+import { post } from '../testkit/payloads.ts';
 import { producerConnection } from '../../src/adapters/redis/redis.ts';
 import { RefusedError } from '../../src/core/errors.ts';
 import { createRealHost } from '../../src/agents/host/real-host.ts';

@@ -8,7 +8,7 @@ import { InMemoryLookups } from '../../src/adapters/kube/lookups.ts';
 import { nodeQueueName } from '../../src/core/catalogue/queues.ts';
 import { testConfig } from '../support/config.ts';
 import { dropPrefix, redisUrl, uniquePrefix } from '../support/redis.ts';
-import { alertmanagerBody, getJson, nodeNotReadyAlert, post } from '../support/payloads.ts';
+import { alertmanagerBody, getJson, nodeNotReadyAlert, post } from '../testkit/payloads.ts';
 
 const TOKEN = 'integration-test-token-0123456789';
 

@@ -25,7 +25,7 @@ import { controlsFromConfig } from '../../src/agents/engine/job-controls.ts';
 import { seenWork } from '../../src/agents/engine/seen-work.ts';
 import { createNodeAgent } from '../../src/agents/node-agent/agent.ts';
 import { testConfig } from '../support/config.ts';
-import { alertmanagerBody, getJson, nodeNotReadyAlert, post } from '../support/payloads.ts';
+import { alertmanagerBody, getJson, nodeNotReadyAlert, post } from '../testkit/payloads.ts';
 import { uniquePrefix } from '../support/redis.ts';
 import { testSealer } from '../support/trust.ts';
 import { waitFor } from '../support/wait.ts';

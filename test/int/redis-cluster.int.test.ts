@@ -12,10 +12,10 @@ import { createNodeAgent } from '../../src/agents/node-agent/agent.ts';
 import { breakerContract } from '../support/breaker-contract.ts';
 import { testConfig } from '../support/config.ts';
 import { fastControls, toyRunbook, type ToyStep } from '../support/controls-harness.ts';
-import { alertmanagerBody, getJson, nodeNotReadyAlert, post } from '../support/payloads.ts';
+import { alertmanagerBody, getJson, nodeNotReadyAlert, post } from '../testkit/payloads.ts';
 import { dropPrefixOn, uniquePrefix } from '../support/redis.ts';
-import { startOperators, type Operators } from '../support/operators.ts';
-import { startCluster, topologiesAvailable, type LocalCluster } from '../support/redis-topology.ts';
+import { startOperators, type Operators } from '../testkit/operators.ts';
+import { startCluster, topologiesAvailable, type LocalCluster } from '../testkit/redis-topology.ts';
 import { waitFor } from '../support/wait.ts';
 
 // volume-medic on a real 3-master Redis Cluster started by this test (redis-server

@@ -12,7 +12,7 @@ import { freePort } from '../../scripts/lib/local-redis.ts';
 import { KubeRest } from '../../src/adapters/kube/rest/transport.ts';
 import { ensureSecrets } from '../../src/control/secrets/ensure.ts';
 import { kubeStore } from '../../src/control/secrets/store.ts';
-import { startFakeKubeApi, type FakeKubeApi } from '../support/fake-kube-api.ts';
+import { startFakeKubeApi, type FakeKubeApi } from '../testkit/fake-kube-api.ts';
 import { secretsSpec } from '../unit/deploy/manifests.ts';
 
 // The chart's secrets hook (src/control/secrets) against an API server (the fake one, over HTTP, as the

@@ -1,7 +1,7 @@
 import type { Config } from '../../src/core/config/schema.ts';
 import type { Plan, PlannedStep, RunbookDefinition } from '../../src/agents/engine/runbook.ts';
 import { runRunbook } from '../../src/agents/engine/run-runbook.ts';
-import { FakeHost } from '../../src/agents/host/fake-host.ts';
+import { FakeHost } from '../testkit/fake-host.ts';
 import type { RunbookRegistry } from '../../src/agents/engine/registry.ts';
 import { Queue, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';

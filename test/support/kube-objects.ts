@@ -1,4 +1,4 @@
-import { parseKubePath, type RecordedRequest } from './fake-kube-api.ts';
+import { parseKubePath, type RecordedRequest } from '../testkit/fake-kube-api.ts';
 import { allows, verbOf, type ApiCall, type Component } from '../../src/adapters/kube/rbac.ts';
 
 // Builders for the Kubernetes objects the watch tests change, in the shapes the API server

@@ -3,7 +3,6 @@ export * from './paths.ts';
 export * from './real-host.ts';
 export * from './audit-host.ts';
 export * from './dry-run-host.ts';
-export * from './fake-host.ts';
 export * from './follow-link.ts';
 export * from './command-failed.ts';
 export * from './capped-text.ts';

@@ -5,7 +5,7 @@ import { RefusedError } from '../../../src/core/errors.ts';
 import { GO, ParkedError, type GateDecision, type StepGate } from '../../../src/agents/engine/gate.ts';
 import { runRunbook } from '../../../src/agents/engine/run-runbook.ts';
 import type { PlannedStep, RunbookDefinition } from '../../../src/agents/engine/runbook.ts';
-import { FakeHost } from '../../../src/agents/host/fake-host.ts';
+import { FakeHost } from '../../testkit/fake-host.ts';
 import type { RunbookContext } from '../../../src/agents/engine/registry.ts';
 
 // The engine asks the gate before each step it is about to apply, and only then.

@@ -7,7 +7,7 @@ import { judgeEvidence } from '../../../src/agents/engine/evidence.ts';
 import { ParkedError } from '../../../src/agents/engine/gate.ts';
 import { runRunbook } from '../../../src/agents/engine/run-runbook.ts';
 import type { Plan, PlannedStep, RunbookDefinition } from '../../../src/agents/engine/runbook.ts';
-import { FakeHost } from '../../../src/agents/host/fake-host.ts';
+import { FakeHost } from '../../testkit/fake-host.ts';
 import type { RunbookContext } from '../../../src/agents/engine/registry.ts';
 import { toyJob } from './toy-job.ts';
 

@@ -5,7 +5,7 @@ import { ParkedError, type StepGate } from '../../../src/agents/engine/gate.ts';
 import { planWithCommands, type PlanViewStep } from '../../../src/agents/engine/planned-commands.ts';
 import { runRunbook } from '../../../src/agents/engine/run-runbook.ts';
 import type { PlannedStep, RunbookDefinition, StepExecutor } from '../../../src/agents/engine/runbook.ts';
-import { FakeHost } from '../../../src/agents/host/fake-host.ts';
+import { FakeHost } from '../../testkit/fake-host.ts';
 import type { RunbookContext } from '../../../src/agents/engine/registry.ts';
 
 // A parked job's plan carries the exact argv its remaining steps would run (issue 23), found by

@@ -6,7 +6,7 @@ import { runRunbook } from '../../../src/agents/engine/run-runbook.ts';
 import { RunbookFailedError } from '../../../src/agents/engine/runbook-failed-error.ts';
 import type { Plan, PlannedStep, RunbookDefinition } from '../../../src/agents/engine/runbook.ts';
 import { expectOk } from '../../../src/agents/host/command-failed.ts';
-import { FakeHost } from '../../../src/agents/host/fake-host.ts';
+import { FakeHost } from '../../testkit/fake-host.ts';
 import type { RunbookContext } from '../../../src/agents/engine/registry.ts';
 import { toyJob } from './toy-job.ts';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { FakeHost } from '../../../src/agents/host/fake-host.ts';
+import { FakeHost } from '../../testkit/fake-host.ts';
 import { realHostPath, SymlinkLoopError } from '../../../src/agents/host/real-path.ts';
 import { imageOutsideStateDir } from '../../../src/agents/runbooks/local-pv-placeholder/image-path.ts';
 import { createStepExecutor } from '../../../src/agents/runbooks/local-pv-placeholder/execute-step.ts';

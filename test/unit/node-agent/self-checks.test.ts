@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { RemediationJob } from '../../../src/core/catalogue/jobs.ts';
 import { InMemoryLookups } from '../../../src/adapters/kube/lookups.ts';
 import { triage } from '../../../src/control/triage/triage.ts';
-import { FakeHost } from '../../../src/agents/host/fake-host.ts';
+import { FakeHost } from '../../testkit/fake-host.ts';
 import { interruptedCleanup, returnedDiskReleases, startSelfChecks } from '../../../src/agents/node-agent/self-checks.ts';
 
 // The agent notices by itself that a placeholder's disk came back, and that a cleanup was

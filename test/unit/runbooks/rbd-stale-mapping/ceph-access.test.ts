@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { FakeHost } from '../../../../src/agents/host/fake-host.ts';
+import { FakeHost } from '../../../testkit/fake-host.ts';
 import { createCephHost } from '../../../../src/agents/runbooks/rbd-stale-mapping/index.ts';
 
 describe('Ceph access', () => {

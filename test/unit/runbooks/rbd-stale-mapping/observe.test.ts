@@ -5,7 +5,7 @@ import type { NodeInfo } from '../../../../src/adapters/kube/lookups.ts';
 import { RefusedError } from '../../../../src/core/errors.ts';
 import { ParkedError } from '../../../../src/agents/engine/gate.ts';
 import { RunbookFailedError } from '../../../../src/agents/engine/runbook-failed-error.ts';
-import { FakeHost } from '../../../../src/agents/host/fake-host.ts';
+import { FakeHost } from '../../../testkit/fake-host.ts';
 import {
   createRbdStaleMapping,
   InMemoryNodeJobSink,

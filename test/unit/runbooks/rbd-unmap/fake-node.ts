@@ -1,4 +1,4 @@
-import { FakeHost } from '../../../../src/agents/host/fake-host.ts';
+import { FakeHost } from '../../../testkit/fake-host.ts';
 import { cephFixture } from '../rbd-stale-mapping/ceph-fixture.ts';
 
 // A simulated node with kernel RBD (this host has none): showmapped, mount tables, cgroups and

@@ -8,7 +8,7 @@ import {
   podUidOfCgroup,
 } from '../../../../src/agents/runbooks/rbd-unmap/index.ts';
 import { parseListWatchers, parseRbdStatusJson } from '../../../../src/agents/runbooks/rbd-stale-mapping/index.ts';
-import { FakeHost } from '../../../../src/agents/host/fake-host.ts';
+import { FakeHost } from '../../../testkit/fake-host.ts';
 import { sysfsMappings } from '../../../../src/agents/runbooks/rbd-unmap/sysfs-mappings.ts';
 import { cephFixture } from '../rbd-stale-mapping/ceph-fixture.ts';
 

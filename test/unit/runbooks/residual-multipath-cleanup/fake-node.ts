@@ -1,4 +1,4 @@
-import { FakeHost } from '../../../../src/agents/host/fake-host.ts';
+import { FakeHost } from '../../../testkit/fake-host.ts';
 import { captured } from './real-fixtures.ts';
 
 // A node as the lab's iscsi-lun-removed capture shows it, in a FakeHost: mpathb (dm-0, sdc+sdd)

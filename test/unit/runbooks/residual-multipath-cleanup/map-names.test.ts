@@ -5,7 +5,7 @@ import { isMapName } from '../../../../src/core/catalogue/names.ts';
 import type { RunbookResult } from '../../../../src/core/catalogue/result.ts';
 import { RefusedError } from '../../../../src/core/errors.ts';
 import { ParkedError } from '../../../../src/agents/engine/gate.ts';
-import { FakeHost } from '../../../../src/agents/host/fake-host.ts';
+import { FakeHost } from '../../../testkit/fake-host.ts';
 import { InMemoryAttachedVolumes } from '../../../../src/agents/runbooks/residual-multipath-cleanup/attached-volumes.ts';
 import { createStepExecutor } from '../../../../src/agents/runbooks/residual-multipath-cleanup/execute-step.ts';
 import { createResidualMultipathCleanup } from '../../../../src/agents/runbooks/residual-multipath-cleanup/handler.ts';

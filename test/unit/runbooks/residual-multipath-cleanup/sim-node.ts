@@ -1,4 +1,4 @@
-import { FakeHost, type FakeAnswer } from '../../../../src/agents/host/fake-host.ts';
+import { FakeHost, type FakeAnswer } from '../../../testkit/fake-host.ts';
 
 // A small stateful kernel for the property test: multipath maps over SCSI disks, in the formats
 // of the lab captures (`multipath -ll`, `dmsetup info -c`, sysfs, /proc), that change the way

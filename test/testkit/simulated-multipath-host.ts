@@ -5,7 +5,7 @@
 // `multipath -ll`, `dmsetup info -c`, sysfs and /proc. Probes really wait: the time measured is
 // the runbook's, with the simulated kernel answering instantly otherwise.
 import type { CommandRecord } from '../../src/core/catalogue/result.ts';
-import { FakeHost } from '../../src/agents/host/fake-host.ts';
+import { FakeHost } from './fake-host.ts';
 import type { RunOptions } from '../../src/agents/host/host.ts';
 import { setTimeout as sleep } from 'node:timers/promises';
 

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { alertmanagerBody, nodeNotReadyAlert } from '../../test/support/payloads.ts';
+import { alertmanagerBody, nodeNotReadyAlert } from './payloads.ts';
 
 // Request bodies for the benchmarks. A unique body differs only in the incident's identity (the
 // alert fingerprint, the event's uid and boot id), so every request makes new jobs; bodies are
@@ -44,7 +44,7 @@ export function groupedAlerts(n = 50): Payload {
 }
 
 export function rebootedEvent(): Payload {
-  const ev = JSON.parse(readFileSync(new URL('../../test/fixtures/events/node-rebooted.exporter.json', import.meta.url), 'utf8'));
+  const ev = JSON.parse(readFileSync(new URL('../fixtures/events/node-rebooted.exporter.json', import.meta.url), 'utf8'));
   ev.metadata.uid = `1b7d3c52-6a0e-4f61-9a8e-${MARK}`;
   ev.message = `Node worker-1 has been rebooted, boot id: d87bdb0a-d2bc-42f7-945f-${MARK}`;
   ev.count = 1;
