@@ -1,7 +1,7 @@
 import { Redis } from 'ioredis';
 import { nodeQueueName } from '../src/core/catalogue/queues.ts';
 import { ControlsStore } from '../src/adapters/controls/controls-store.ts';
-import { queueControlKeys, controlKeys } from '../src/core/controls/keys.ts';
+import { queueControlKeys, controlKeys } from '../src/core/controls/redis-keys.ts';
 import { finishedExposition, queueStatsKey, statsKey } from '../src/adapters/stats/job-stats.ts';
 import { knownQueuesKey } from '../src/adapters/redis/known-queues.ts';
 import { redisCpu } from './lib/redis-cpu.ts';

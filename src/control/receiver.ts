@@ -2,7 +2,7 @@ import { EventsV1Api, type KubeConfig } from '@kubernetes/client-node';
 import type { Server } from 'node:http';
 import { breakerCapsFromConfig } from '../adapters/controls/breakers.ts';
 import { KubeLookups } from '../adapters/kube/api/kube-lookups.ts';
-import { kubeClients, loadKubeConfig } from '../adapters/kube/client.ts';
+import { kubeClients, loadKubeConfig } from '../adapters/kube/kube-config.ts';
 import { JobEventReader } from '../adapters/kube/job-event-reader.ts';
 import { createKubeMetrics } from '../adapters/kube/kube-metrics.ts';
 import { type ClusterLookups, InMemoryLookups } from '../adapters/kube/lookups.ts';

@@ -4,7 +4,7 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { nodeQueueName } from '../../src/core/catalogue/queues.ts';
 import { ApprovalStore } from '../../src/adapters/controls/approval-store.ts';
-import { queueControlKeys } from '../../src/core/controls/keys.ts';
+import { queueControlKeys } from '../../src/core/controls/redis-keys.ts';
 import { OperatorActions } from '../../src/control/actions/operator-actions.ts';
 import type { ApprovalRecord } from '../../src/core/controls/records.ts';
 import { controlKeyring, controlSealer } from '../../src/core/trust/control-keys.ts';

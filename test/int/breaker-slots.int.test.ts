@@ -2,7 +2,7 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { nodeQueueName } from '../../src/core/catalogue/queues.ts';
 import { BREAKER_SEAL_TTL_MS, BREAKER_SLOTS_PATH, breakerSubject } from '../../src/core/controls/breaker-wire.ts';
-import { controlKeys } from '../../src/core/controls/keys.ts';
+import { controlKeys } from '../../src/core/controls/redis-keys.ts';
 import { createLogger } from '../../src/adapters/observability/logger.ts';
 import { startReceiver, type Receiver } from '../../src/control/receiver.ts';
 import { keyringFor, readKeys } from '../../src/core/trust/keyring.ts';

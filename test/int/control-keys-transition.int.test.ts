@@ -2,7 +2,7 @@ import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { nodeQueueName } from '../../src/core/catalogue/queues.ts';
-import { controlKeys, queueControlKeys } from '../../src/core/controls/keys.ts';
+import { controlKeys, queueControlKeys } from '../../src/core/controls/redis-keys.ts';
 import { OperatorActions } from '../../src/control/actions/operator-actions.ts';
 import type { ApprovalRecord, ParkedJob } from '../../src/core/controls/records.ts';
 import { knownQueuesKey } from '../../src/adapters/redis/known-queues.ts';

@@ -3,7 +3,7 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { finishedExposition } from '../../src/adapters/stats/job-stats.ts';
 import type { Config } from '../../src/core/config/schema.ts';
-import { queueControlKeys, controlKeys } from '../../src/core/controls/keys.ts';
+import { queueControlKeys, controlKeys } from '../../src/core/controls/redis-keys.ts';
 import { OperatorActions } from '../../src/control/actions/operator-actions.ts';
 import { sealRecord } from '../../src/core/controls/sealed-records.ts';
 import { createLogger } from '../../src/adapters/observability/logger.ts';

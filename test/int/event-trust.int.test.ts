@@ -5,7 +5,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { CLUSTER_QUEUE, nodeQueueName } from '../../src/core/catalogue/queues.ts';
 import { ingest, type IngestResult } from '../../src/control/ingest/ingest.ts';
 import { KubeLookups } from '../../src/adapters/kube/api/kube-lookups.ts';
-import { kubeClients } from '../../src/adapters/kube/client.ts';
+import { kubeClients } from '../../src/adapters/kube/kube-config.ts';
 import { createKubeMetrics, type KubeMetrics } from '../../src/adapters/kube/kube-metrics.ts';
 import { startKubeWatches, type KubeWatches } from '../../src/control/watches/kube-watches.ts';
 import type { SignalSink } from '../../src/control/watches/signal-sink.ts';

@@ -1,7 +1,7 @@
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { Breakers } from '../../src/adapters/controls/breakers.ts';
-import { controlKeys } from '../../src/core/controls/keys.ts';
+import { controlKeys } from '../../src/core/controls/redis-keys.ts';
 import { createLogger } from '../../src/adapters/observability/logger.ts';
 import { createJobControls } from '../../src/agents/engine/job-controls.ts';
 import { dropPrefix, redisUrl, uniquePrefix } from '../support/redis.ts';

@@ -1,5 +1,5 @@
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { kubeClients } from '../../src/adapters/kube/client.ts';
+import { kubeClients } from '../../src/adapters/kube/kube-config.ts';
 import type { EventsApi } from '../../src/adapters/kube/api/apis.ts';
 import { restApis } from '../../src/adapters/kube/rest/apis.ts';
 import { KubeRest } from '../../src/adapters/kube/rest/transport.ts';

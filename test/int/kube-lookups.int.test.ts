@@ -1,6 +1,6 @@
 import { afterAll, beforeAll } from 'vitest';
 import { KubeLookups } from '../../src/adapters/kube/api/kube-lookups.ts';
-import { kubeClients } from '../../src/adapters/kube/client.ts';
+import { kubeClients } from '../../src/adapters/kube/kube-config.ts';
 import { restApis } from '../../src/adapters/kube/rest/apis.ts';
 import { KubeRest } from '../../src/adapters/kube/rest/transport.ts';
 import { startFakeKubeApi, type FakeKubeApi } from '../testkit/fake-kube-api.ts';

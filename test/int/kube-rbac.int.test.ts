@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KubeLookups } from '../../src/adapters/kube/api/kube-lookups.ts';
-import { kubeClients } from '../../src/adapters/kube/client.ts';
+import { kubeClients } from '../../src/adapters/kube/kube-config.ts';
 import type { ClusterLookups } from '../../src/adapters/kube/lookups.ts';
 import { LOOKUP_CALLS } from '../../src/adapters/kube/rbac.ts';
 import { restApis } from '../../src/adapters/kube/rest/apis.ts';

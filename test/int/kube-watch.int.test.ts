@@ -1,11 +1,11 @@
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { idempotencyKey } from '../../src/core/catalogue/keys.ts';
+import { idempotencyKey } from '../../src/core/catalogue/idempotency-keys.ts';
 import { CLUSTER_QUEUE, nodeQueueName } from '../../src/core/catalogue/queues.ts';
 import { InMemoryLookups } from '../../src/adapters/kube/lookups.ts';
 import { KubeLookups } from '../../src/adapters/kube/api/kube-lookups.ts';
-import { kubeClients } from '../../src/adapters/kube/client.ts';
+import { kubeClients } from '../../src/adapters/kube/kube-config.ts';
 import { startKubeWatches, type KubeWatches, type KubeWatchesOptions } from '../../src/control/watches/kube-watches.ts';
 import { realSleep, type Sleep } from '../../src/adapters/kube/supervised-informer.ts';
 import { Dispatcher } from '../../src/adapters/jobstore/dispatcher.ts';

@@ -14,7 +14,7 @@ import type { RunbookResult } from '../../src/core/catalogue/result.ts';
 import type { Component } from '../../src/adapters/kube/rbac.ts';
 import { createLogger } from '../../src/adapters/observability/logger.ts';
 import { NodeRedisUsers, nodeUserName, nodeUsersKey } from '../../src/adapters/redis/node-redis-users.ts';
-import { controlKeys, queueControlKeys } from '../../src/core/controls/keys.ts';
+import { controlKeys, queueControlKeys } from '../../src/core/controls/redis-keys.ts';
 import { knownQueuesKey } from '../../src/adapters/redis/known-queues.ts';
 import { startReceiver } from '../../src/control/receiver.ts';
 import { createNodeAgent } from '../../src/agents/node-agent/agent.ts';

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { renderRedisAcl } from '../../scripts/deploy/redis-acl.ts';
 import { freePort, redisAnswers } from '../../scripts/lib/local-redis.ts';
 import { nodeQueueName } from '../../src/core/catalogue/queues.ts';
-import { controlKeys, queueControlKeys } from '../../src/core/controls/keys.ts';
+import { controlKeys, queueControlKeys } from '../../src/core/controls/redis-keys.ts';
 import { OperatorActions } from '../../src/control/actions/operator-actions.ts';
 import { createLogger } from '../../src/adapters/observability/logger.ts';
 import { knownQueuesKey } from '../../src/adapters/redis/known-queues.ts';

@@ -7,7 +7,7 @@ import type { RunbookWorker } from '../../src/agents/engine/runbook-worker.ts';
 import { createNodeAgent } from '../../src/agents/node-agent/agent.ts';
 import { testConfig } from '../support/config.ts';
 import { fastControls, toyRunbook } from '../support/controls-harness.ts';
-import { kubeConfigFor } from '../../src/adapters/kube/client.ts';
+import { kubeConfigFor } from '../../src/adapters/kube/kube-config.ts';
 import { VIEWERS, startOperators, type Operators } from '../testkit/operators.ts';
 import { alertmanagerBody, nodeNotReadyAlert, post } from '../testkit/payloads.ts';
 import { dropPrefix, redisUrl, uniquePrefix } from '../support/redis.ts';

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vites
 import { nodeQueueName } from '../../src/core/catalogue/queues.ts';
 import { FLEET_AUDIT_SCOPE } from '../../src/core/controls/audit-seal.ts';
 import { ControlsStore } from '../../src/adapters/controls/controls-store.ts';
-import { queueControlKeys, controlKeys } from '../../src/core/controls/keys.ts';
+import { queueControlKeys, controlKeys } from '../../src/core/controls/redis-keys.ts';
 import { knownQueuesKey } from '../../src/adapters/redis/known-queues.ts';
 import { keyringFor, type Keyring } from '../../src/core/trust/keyring.ts';
 import { sealerOf } from '../../src/core/trust/seal.ts';

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { finishedExposition } from '../../src/adapters/stats/job-stats.ts';
 import { nodeQueueName } from '../../src/core/catalogue/queues.ts';
 import type { Config } from '../../src/core/config/schema.ts';
-import { queueControlKeys, controlKeys } from '../../src/core/controls/keys.ts';
+import { queueControlKeys, controlKeys } from '../../src/core/controls/redis-keys.ts';
 import { OperatorActions } from '../../src/control/actions/operator-actions.ts';
 import { controlsExposition, controlsSummary } from '../../src/adapters/controls/status.ts';
 import { createLogger } from '../../src/adapters/observability/logger.ts';

@@ -3,7 +3,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { randomUUID } from 'node:crypto';
 import type { KubeConfig } from '@kubernetes/client-node';
-import { kubeConfigFor } from '../../src/adapters/kube/client.ts';
+import { kubeConfigFor } from '../../src/adapters/kube/kube-config.ts';
 
 // A small API server that speaks the real list/watch protocol to the real @kubernetes/client-node:
 // - GET collection: a `<Kind>List` with metadata.resourceVersion (items without kind/apiVersion,

@@ -1,6 +1,6 @@
 import { sealRequest } from '../../core/controls/approval-request-seal.ts';
 import type { RedisConnection } from '../redis/redis.ts';
-import { controlKeys, queueControlKeys, type ControlKeys } from '../../core/controls/keys.ts';
+import { controlKeys, queueControlKeys, type ControlKeys } from '../../core/controls/redis-keys.ts';
 import { ApprovalRecord, type ApprovalState } from '../../core/controls/records.ts';
 import { SealedRecords, sealRecord, type ControlTrust } from '../../core/controls/sealed-records.ts';
 

@@ -1,7 +1,7 @@
 import type { ChainableCommander } from 'ioredis';
 import type { Config } from '../../core/config/schema.ts';
 import type { RedisConnection } from '../redis/redis.ts';
-import { controlKeys, type ControlKeys } from '../../core/controls/keys.ts';
+import { controlKeys, type ControlKeys } from '../../core/controls/redis-keys.ts';
 import { TripRecord, parseJson } from '../../core/controls/records.ts';
 
 // Blast-radius breakers. Each destructive step reserves a slot in a sliding one-hour window for

@@ -5,7 +5,7 @@ import { execAll } from '../redis/exec-all.ts';
 import type { RedisConnection } from '../redis/redis.ts';
 import type { Mode } from '../../core/catalogue/result.ts';
 import { knownQueuesKey } from '../redis/known-queues.ts';
-import { controlKeys, queueControlKeys, type ControlKeys } from '../../core/controls/keys.ts';
+import { controlKeys, queueControlKeys, type ControlKeys } from '../../core/controls/redis-keys.ts';
 import { readEach } from './queue-reads.ts';
 import { AuditEntry, ModeOverride, ParkedJob, PauseRecord, parseJson } from '../../core/controls/records.ts';
 import {

@@ -26,7 +26,7 @@ export interface QueueScan {
   /**
    * Milliseconds left on the longer-lived of the worker's signs of life (its presence key, BullMQ's
    * `stalled-check` key: src/adapters/jobstore/agent-presence.ts); -1: one exists without a TTL; -2: neither
-   * exists, no worker showed itself lately (src/control/console/agent-presence.ts).
+   * exists, no worker showed itself lately (src/control/console/agent-state.ts).
    */
   workerCheckTtlMs: number;
 }

@@ -44,7 +44,7 @@ export const LOOKUP_CALLS: { readonly [K in keyof ClusterLookups]-?: readonly Ap
 const COMPONENT_LOOKUPS = {
   // Triage (src/control/triage/triage.ts): a recovered node's boot id, a Local PV by name, by path, or by pod.
   receiver: ['node', 'persistentVolume', 'persistentVolumeByLocalPath', 'volumesOfPod'],
-  // rbd-stale-mapping (src/agents/runbooks/rbd-stale-mapping/lookups.ts): the PV of an image, its
+  // rbd-stale-mapping (src/agents/runbooks/rbd-stale-mapping/rbd-lookups.ts): the PV of an image, its
   // claim and pods, the node holding a watcher's address, the Deployment behind a pod.
   'cluster-worker': ['persistentVolumes', 'claimOfVolume', 'podsUsingVolume', 'nodesByAddress', 'deploymentOfPod'],
   // src/agents/node-agent/kube-*.ts: the node's labels (placeholder opt-in), its VolumeAttachments

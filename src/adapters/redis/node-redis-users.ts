@@ -113,7 +113,7 @@ export const CLUSTER_DISCOVERY_COMMANDS: readonly string[] = ['cluster|slots', '
  * Narrower than the template's shared node-agent user, which keeps the old shared approval,
  * parked and audit keys and the queue registry for agents not yet upgraded: an enrolled agent
  * writes its approval requests, parked jobs and audit entries under its own queue
- * (src/core/controls/keys.ts queueControlKeys) and the receiver records its queue at enrolment.
+ * (src/core/controls/redis-keys.ts queueControlKeys) and the receiver records its queue at enrolment.
  */
 const nodeAgentSharedKeys = (prefix: string): string[] => [`%R~${prefix}:vm:ctl:modes`, `%R~${prefix}:vm:ctl:pause`];
 

@@ -2,7 +2,7 @@ import { CLUSTER_QUEUE } from '../../core/catalogue/queues.ts';
 import { keepFinished } from '../../core/catalogue/policy.ts';
 import { modeOf } from '../../core/config/load.ts';
 import { KubeLookups } from '../../adapters/kube/api/kube-lookups.ts';
-import { kubeClients, loadKubeConfig } from '../../adapters/kube/client.ts';
+import { kubeClients, loadKubeConfig } from '../../adapters/kube/kube-config.ts';
 import { JobEventRecorder } from '../../adapters/kube/job-events.ts';
 import { InMemoryLookups } from '../../adapters/kube/lookups.ts';
 import type { LookupsOf } from '../../adapters/kube/rbac.ts';

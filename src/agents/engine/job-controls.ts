@@ -37,7 +37,7 @@ export interface JobControlsOptions {
   recheckMs: number;
   /**
    * The queue this worker consumes: what it writes about its jobs (approval requests, parked
-   * records, audit entries) goes under that queue's keys (src/core/controls/keys.ts queueControlKeys),
+   * records, audit entries) goes under that queue's keys (src/core/controls/redis-keys.ts queueControlKeys),
    * the only ones a node's own Redis user may write.
    */
   queue: string;

@@ -1,6 +1,6 @@
 import { posix } from 'node:path';
 import { z } from 'zod';
-import { JOB_ID } from '../../core/catalogue/keys.ts';
+import { JOB_ID } from '../../core/catalogue/idempotency-keys.ts';
 import type { Host } from '../host/host.ts';
 import { PermanentError } from '../../core/errors.ts';
 

@@ -5,7 +5,7 @@ import { createAuditHost } from '../host/audit-host.ts';
 import type { RunbookContext } from './registry.ts';
 import { PermanentError, RefusedError } from '../../core/errors.ts';
 import { ParkedError, type GateDecision } from './gate.ts';
-import { describeEvidence, judgeEvidence } from './evidence.ts';
+import { describeEvidence, judgeEvidence } from './judge-evidence.ts';
 import { Journal } from './journal.ts';
 import { planWithCommands } from './planned-commands.ts';
 import type { PlannedStep, RunbookDefinition, Verification } from './runbook.ts';

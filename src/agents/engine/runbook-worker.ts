@@ -12,7 +12,7 @@ import type { Mode, RunbookResult } from '../../core/catalogue/result.ts';
 import { JobParked, type JobConsumer, type TakenJob } from '../../core/jobs/job-store.ts';
 import { ParkedError } from './gate.ts';
 import { createJobControls, type JobControlsOptions } from './job-controls.ts';
-import type { JobEventSink } from './job-events.ts';
+import type { JobEventSink } from './job-event-sink.ts';
 import { startPresenceBeat } from './presence-beat.ts';
 import type { RunbookRegistry } from './registry.ts';
 import { Attempt } from './stages/attempt.ts';

@@ -23,7 +23,7 @@ export interface PlannedStep {
   /**
    * The positive evidence the step relies on. Required for a destructive step: the engine
    * refuses one that names none, or whose evidence is missing, contradictory or stale, and makes
-   * it wait while a claim that must persist is too young (src/agents/engine/evidence.ts).
+   * it wait while a claim that must persist is too young (src/agents/engine/judge-evidence.ts).
    */
   evidence?: StepEvidence[];
 }

@@ -11,7 +11,7 @@ import { controlsFromConfig } from '../engine/job-controls.ts';
 import { NODE_MODE_LABEL } from '../../core/controls/effective-mode.ts';
 import type { NodeLabels } from '../runbooks/local-pv-placeholder/node-labels.ts';
 import type { RunbookRegistry } from '../engine/registry.ts';
-import type { JobEventSink } from '../engine/job-events.ts';
+import type { JobEventSink } from '../engine/job-event-sink.ts';
 import { seenWork } from '../engine/seen-work.ts';
 import { controlMemory, controlMemoryFile } from '../engine/control-memory.ts';
 import { trustFromConfig, type Trust } from '../../core/trust/from-config.ts';

@@ -14,7 +14,7 @@ export type AgentKubeApis = KubeApis & { events: EventsApi };
 export async function agentKubeApis(env: Readonly<Record<string, string | undefined>> = process.env): Promise<AgentKubeApis | undefined> {
   if (env['KUBERNETES_SERVICE_HOST']) return restApis(inClusterRest(env));
   if (env['KUBECONFIG']) {
-    const { kubeClients, loadKubeConfig } = await import('../../adapters/kube/client.ts');
+    const { kubeClients, loadKubeConfig } = await import('../../adapters/kube/kube-config.ts');
     return kubeClients(loadKubeConfig(env));
   }
   return undefined;

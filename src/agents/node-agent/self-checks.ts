@@ -1,5 +1,5 @@
 import type { LocalPvPlaceholderJob, RemediationJob, ResidualMultipathJob } from '../../core/catalogue/jobs.ts';
-import { idempotencyKey } from '../../core/catalogue/keys.ts';
+import { idempotencyKey } from '../../core/catalogue/idempotency-keys.ts';
 import type { Logger } from '../../adapters/observability/logger.ts';
 import type { Host } from '../host/host.ts';
 import { sysfsDisks } from '../runbooks/local-pv-placeholder/observe.ts';

@@ -1,4 +1,4 @@
-import { JOB_ID } from '../../core/catalogue/keys.ts';
+import { JOB_ID } from '../../core/catalogue/idempotency-keys.ts';
 import { RemediationJob, jobNode } from '../../core/catalogue/jobs.ts';
 import { queueFor } from '../../core/catalogue/queues.ts';
 import type { IncidentIndex } from '../../adapters/jobstore/incident-index.ts';

@@ -4,7 +4,7 @@ import type { Operator } from './operator.ts';
 
 // The port to the API server's TokenReview (who is this token?) and SubjectAccessReview (may
 // this user do that?). One implementation talks to the cluster through the KubeConfig of
-// src/adapters/kube/client.ts (the pod's service account, or a kubeconfig); tests run it against the
+// src/adapters/kube/kube-config.ts (the pod's service account, or a kubeconfig); tests run it against the
 // wire-protocol fake of test/testkit/fake-kube-api.ts.
 
 export type TokenReviewResult = { authenticated: true; user: Omit<Operator, 'via'> } | { authenticated: false; error: string };

@@ -1,5 +1,5 @@
 import { readFile } from 'node:fs/promises';
-import type { ApiClient } from './client.ts';
+import type { ApiClient } from './api-client.ts';
 import {
   ApprovalAnswer,
   ApprovalsAnswer,

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { nodeOfQueue } from '../../core/catalogue/queues.ts';
 import type { Pauses } from '../../adapters/controls/controls-store.ts';
 import type { ParkedJob, TripRecord } from '../../core/controls/records.ts';
-import { agentState, type AgentState } from './agent-presence.ts';
+import { agentState, type AgentState } from './agent-state.ts';
 import type { FleetSnapshot } from './fleet-snapshot.ts';
 
 // The fleet overview: one row per node, from one fleet snapshot (every queue's counts

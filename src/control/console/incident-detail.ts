@@ -3,7 +3,7 @@ import { RemediationJob } from '../../core/catalogue/jobs.ts';
 import type { JobEventReader, JobEventsAnswer } from '../../adapters/kube/job-event-reader.ts';
 import type { OperatorActions } from '../actions/operator-actions.ts';
 import { ParkedJob, parseJson, type ApprovalRecord, type AuditEntry, type PauseRecord } from '../../core/controls/records.ts';
-import { controlKeys } from '../../core/controls/keys.ts';
+import { controlKeys } from '../../core/controls/redis-keys.ts';
 import { CLUSTER_QUEUE } from '../../core/catalogue/queues.ts';
 import type { RedisConnection } from '../../adapters/redis/redis.ts';
 import { nextRetryKey, toIncident, type Incident } from './incident.ts';

@@ -1,5 +1,5 @@
 import type { Pauses } from '../../adapters/controls/controls-store.ts';
-import type { AgentState } from './agent-presence.ts';
+import type { AgentState } from './agent-state.ts';
 import type { Incident } from './incident.ts';
 
 // Why a job that has not finished is not running, for a row of the incidents list. A job the
@@ -9,7 +9,7 @@ import type { Incident } from './incident.ts';
 // page already has (the fleet scan's agent state per queue, the pauses).
 
 export interface WaitContext {
-  /** The agent state of each queue (the fleet scan: src/control/console/agent-presence.ts). */
+  /** The agent state of each queue (the fleet scan: src/control/console/agent-state.ts). */
   agentOf: (queue: string) => AgentState | undefined;
   pauses?: Pauses;
 }

@@ -2,7 +2,7 @@ import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { kubeAccessReviews } from '../auth/access-reviews.ts';
 import { ConfigError } from '../../core/config/load.ts';
 import type { Config } from '../../core/config/schema.ts';
-import { loadKubeConfig } from '../../adapters/kube/client.ts';
+import { loadKubeConfig } from '../../adapters/kube/kube-config.ts';
 import { KubeConfigError } from '../../adapters/kube/config-error.ts';
 import type { Keyring } from '../../core/trust/keyring.ts';
 import { Enrolment, type NodeRedisUserPort, type QueueRegistryPort } from './enrolment.ts';

@@ -7,7 +7,7 @@ import type { OperatorAuth } from '../auth/operator-auth.ts';
 import type { FailedAuthLimiter } from '../auth/failed-auth-limiter.ts';
 import { jsonBody } from './json-body.ts';
 import { refuseCrossSiteWrites } from './cross-site.ts';
-import { errorHandler } from './errors.ts';
+import { errorHandler } from './error-answers.ts';
 import { healthRoutes } from './routes/health.ts';
 import { jobRoutes } from './routes/jobs.ts';
 import { breakerSlotRoutes } from './routes/breaker-slots.ts';

@@ -1,5 +1,5 @@
 import type { KubeConfig } from '@kubernetes/client-node';
-import { loadKubeConfig } from '../../adapters/kube/client.ts';
+import { loadKubeConfig } from '../../adapters/kube/kube-config.ts';
 import { KubeConfigError } from '../../adapters/kube/config-error.ts';
 import type { Logger } from '../../adapters/observability/logger.ts';
 import type { Config } from '../../core/config/schema.ts';

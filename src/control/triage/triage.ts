@@ -1,4 +1,4 @@
-import { idempotencyKey } from '../../core/catalogue/keys.ts';
+import { idempotencyKey } from '../../core/catalogue/idempotency-keys.ts';
 import { isCephName, isDiskLinkPath, isNamespace, isNodeName, isObjectName } from '../../core/catalogue/names.ts';
 import type { LocalPvPlaceholderJob, RemediationJob } from '../../core/catalogue/jobs.ts';
 import type { NodeInfo, PersistentVolumeInfo } from '../../adapters/kube/lookups.ts';

@@ -1,7 +1,7 @@
 import type { CoreV1Event, KubeConfig, KubernetesObject, V1Node } from '@kubernetes/client-node';
 import type { IngestDeps } from '../ingest/ingest.ts';
 import type { Logger } from '../../adapters/observability/logger.ts';
-import { kubeClients } from '../../adapters/kube/client.ts';
+import { kubeClients } from '../../adapters/kube/kube-config.ts';
 import { eventSignals } from './event-signals.ts';
 import { DEFAULT_EVENT_TRUST, type EventTrust } from '../sources/event-trust.ts';
 import type { KubeMetrics } from '../../adapters/kube/kube-metrics.ts';

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { CephClientAddress, CephName, DiskLinkPath, Namespace, NodeName, ObjectName } from './names.ts';
-import { JOB_ID } from './keys.ts';
+import { JOB_ID } from './idempotency-keys.ts';
 import { Evidence } from './evidence.ts';
 
 // The job catalogue: the one contract src/ (which enqueues) and workers/ (which runs) share.

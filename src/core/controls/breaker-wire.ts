@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { JOB_ID } from '../catalogue/keys.ts';
+import { JOB_ID } from '../catalogue/idempotency-keys.ts';
 import { NodeName } from '../catalogue/names.ts';
 import { Seal } from '../trust/seal.ts';
 import { TripRecord } from './records.ts';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { JOB_ID, idempotencyKey } from '../../../src/core/catalogue/keys.ts';
+import { JOB_ID, idempotencyKey } from '../../../src/core/catalogue/idempotency-keys.ts';
 
 describe('idempotency keys', () => {
   it('are the same for the same identity and differ for another', () => {

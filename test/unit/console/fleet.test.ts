@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { agentState } from '../../../src/control/console/agent-presence.ts';
+import { agentState } from '../../../src/control/console/agent-state.ts';
 import { FleetQuery, fleetPage } from '../../../src/control/console/fleet.ts';
 import type { QueueScan } from '../../../src/adapters/jobstore/queue-scan.ts';
 import { stateCounts } from '../../../src/control/console/state-counts.ts';

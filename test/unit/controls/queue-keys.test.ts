@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { CLUSTER_QUEUE, nodeQueueName } from '../../../src/core/catalogue/queues.ts';
-import { controlKeys, queueControlKeys } from '../../../src/core/controls/keys.ts';
+import { controlKeys, queueControlKeys } from '../../../src/core/controls/redis-keys.ts';
 
 // The per-node Redis user of issue 30 holds `~<prefix>:vm-node-{<node>}:*`. Redis matches key
 // patterns as globs; ours use `*` only, so a regex with everything else literal is the same test

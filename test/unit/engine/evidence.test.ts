@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import type { Mode } from '../../../src/core/catalogue/result.ts';
 import type { StepEvidence } from '../../../src/core/catalogue/step-evidence.ts';
 import { RefusedError } from '../../../src/core/errors.ts';
-import { judgeEvidence } from '../../../src/agents/engine/evidence.ts';
+import { judgeEvidence } from '../../../src/agents/engine/judge-evidence.ts';
 import { ParkedError } from '../../../src/agents/engine/gate.ts';
 import { runRunbook } from '../../../src/agents/engine/run-runbook.ts';
 import type { Plan, PlannedStep, RunbookDefinition } from '../../../src/agents/engine/runbook.ts';

@@ -4,7 +4,7 @@ import { gzipSync } from 'node:zlib';
 import express from 'express';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { jsonBody } from '../../../src/control/http/json-body.ts';
-import { errorHandler } from '../../../src/control/http/errors.ts';
+import { errorHandler } from '../../../src/control/http/error-answers.ts';
 import { createLogger } from '../../../src/adapters/observability/logger.ts';
 
 // The lean JSON reader of the /v1 routes (issue 8) against a real HTTP server: the common case

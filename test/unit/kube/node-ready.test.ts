@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { NodeReadyTracker, nodeRecoveredSignal, observeNode, recentlyRecovered } from '../../../src/control/watches/node-ready.ts';
-import { idempotencyKey } from '../../../src/core/catalogue/keys.ts';
+import { idempotencyKey } from '../../../src/core/catalogue/idempotency-keys.ts';
 import { classifyEvent } from '../../../src/control/sources/classify-event.ts';
 import { DEFAULT_EVENT_TRUST } from '../../../src/control/sources/event-trust.ts';
 import { KubeEventPayload } from '../../../src/control/sources/kube-event.ts';

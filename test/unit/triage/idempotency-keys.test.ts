@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { JOB_ID } from '../../../src/core/catalogue/keys.ts';
+import { JOB_ID } from '../../../src/core/catalogue/idempotency-keys.ts';
 import type { RemediationJob } from '../../../src/core/catalogue/jobs.ts';
 import type { NodeRecoveredSignal } from '../../../src/core/signals/index.ts';
 import { triage } from '../../../src/control/triage/index.ts';

@@ -2,9 +2,9 @@ import { queueFinished } from '../../../adapters/stats/job-stats.ts';
 import type { RemediationJob } from '../../../core/catalogue/jobs.ts';
 import type { Mode, RunbookResult } from '../../../core/catalogue/result.ts';
 import type { TakenJob } from '../../../core/jobs/job-store.ts';
-import { destructiveEvidenceLine } from '../evidence.ts';
+import { destructiveEvidenceLine } from '../judge-evidence.ts';
 import type { JobEventInput } from '../../../adapters/kube/job-events.ts';
-import { eventSubject } from '../job-events.ts';
+import { eventSubject } from '../job-event-sink.ts';
 import type { StageDeps } from './deps.ts';
 
 // The record stage, one attempt of one job: its one log line says where and in which mode it

@@ -5,7 +5,7 @@ import type { Keyring } from '../../../core/trust/keyring.ts';
 import type { Sealer } from '../../../core/trust/seal.ts';
 import type { ControlMemory } from '../../../core/controls/sealed-records.ts';
 import type { JobControls } from '../job-controls.ts';
-import type { JobEventSink } from '../job-events.ts';
+import type { JobEventSink } from '../job-event-sink.ts';
 import type { SeenWork } from '../seen-work.ts';
 
 // What the stages of one worker share: verify trust -> begin (controls, park) -> run -> record.

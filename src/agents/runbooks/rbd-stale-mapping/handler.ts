@@ -5,7 +5,7 @@ import type { RunbookHandler } from '../../engine/registry.ts';
 import { createCephHost, type CephAccess } from './ceph-access.ts';
 import { createStepExecutor } from './execute-step.ts';
 import type { StaleMappingFacts } from './facts.ts';
-import type { RbdLookups } from './lookups.ts';
+import type { RbdLookups } from './rbd-lookups.ts';
 import type { NodeJobSink } from './node-job-sink.ts';
 import { observe } from './observe.ts';
 import { plan } from './plan.ts';

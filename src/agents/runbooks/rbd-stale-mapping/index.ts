@@ -1,6 +1,6 @@
 export { createRbdStaleMapping } from './handler.ts';
 export { createCephHost } from './ceph-access.ts';
-export { InMemoryRbdLookups, rbdLookups } from './lookups.ts';
+export { InMemoryRbdLookups, rbdLookups } from './rbd-lookups.ts';
 export { InMemoryNodeJobSink, type NodeJobSink } from './node-job-sink.ts';
 export type { FencingMode, StaleMappingPolicy } from './policy.ts';
 export { plan, unmapJobKey } from './plan.ts';

@@ -5,7 +5,7 @@ import { TransientError } from '../../../core/errors.ts';
 import type { Host } from '../../host/host.ts';
 import { blocklist, listWatchers, rbdInfo, rbdStatus } from './ceph-commands.ts';
 import { OUT_OF_SERVICE_TAINT, type PodUse, type StaleMappingFacts, type WatcherFact, type WatcherNode, type WatcherRole } from './facts.ts';
-import type { RbdLookups } from './lookups.ts';
+import type { RbdLookups } from './rbd-lookups.ts';
 import type { StaleMappingPolicy } from './policy.ts';
 import type { Watcher } from './watchers.ts';
 

@@ -1,6 +1,6 @@
-import { idempotencyKey } from '../../../core/catalogue/keys.ts';
+import { idempotencyKey } from '../../../core/catalogue/idempotency-keys.ts';
 import type { RbdStaleMappingJob, RbdUnmapJob } from '../../../core/catalogue/jobs.ts';
-import { planProblems } from '../../engine/evidence.ts';
+import { planProblems } from '../../engine/judge-evidence.ts';
 import type { Plan } from '../../engine/runbook.ts';
 import { fenceEvidence } from './fence-evidence.ts';
 import { OUT_OF_SERVICE_TAINT, type StaleMappingFacts } from './facts.ts';

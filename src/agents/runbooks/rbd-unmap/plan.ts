@@ -1,4 +1,4 @@
-import { planProblems } from '../../engine/evidence.ts';
+import { planProblems } from '../../engine/judge-evidence.ts';
 import type { Plan } from '../../engine/runbook.ts';
 import { classify, describeHolder, podUidOfKubeletPath, type ClassifyContext } from './classify.ts';
 import type { UnmapFacts } from './facts.ts';

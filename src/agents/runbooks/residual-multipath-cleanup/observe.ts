@@ -12,7 +12,7 @@ import type { AttachmentFacts, IntentFacts, MapFacts, Opener, OrphanDisk, PathFa
 import { readIntents } from './intents.ts';
 import { cheapEvidence } from './map-evidence.ts';
 import { acrossBoot, readObservations, recordSightings, writeObservations } from './observations.ts';
-import { mountUses } from './mountinfo.ts';
+import { mountUses } from './mount-uses.ts';
 import { isDeadPath, parseMultipathLl, pathsOf, type MultipathMap } from './multipath-ll.ts';
 import { parseMultipathdMapsJson, type JsonMapView } from './multipathd-maps-json.ts';
 import type { ResidualPolicy } from './policy.ts';

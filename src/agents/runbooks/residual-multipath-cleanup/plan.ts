@@ -1,5 +1,5 @@
 import type { StepEvidence } from '../../../core/catalogue/step-evidence.ts';
-import { planProblems } from '../../engine/evidence.ts';
+import { planProblems } from '../../engine/judge-evidence.ts';
 import type { Plan } from '../../engine/runbook.ts';
 import type { MapFacts, ResidualFacts } from './facts.ts';
 import { intentPath, type IntentRecord } from './intents.ts';

@@ -1,7 +1,7 @@
 import { Router, type Response } from 'express';
 import { z } from 'zod';
 import { RunbookName } from '../../../core/catalogue/jobs.ts';
-import { JOB_ID } from '../../../core/catalogue/keys.ts';
+import { JOB_ID } from '../../../core/catalogue/idempotency-keys.ts';
 import { NodeName } from '../../../core/catalogue/names.ts';
 import type { JobRetry } from '../../actions/job-retry.ts';
 import type { OperatorActions } from '../../actions/operator-actions.ts';

@@ -1,5 +1,5 @@
 import { Router } from 'express';
-import { JOB_ID } from '../../../core/catalogue/keys.ts';
+import { JOB_ID } from '../../../core/catalogue/idempotency-keys.ts';
 import { loadIncident, type DetailDeps } from '../../console/incident-detail.ts';
 
 // One incident as the console's page shows it (src/control/console/incident-detail.ts), as JSON: what the

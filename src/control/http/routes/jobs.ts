@@ -1,7 +1,7 @@
 import type { JobStore } from '../../../core/jobs/job-store.ts';
 import { Router } from 'express';
 import { z } from 'zod';
-import { JOB_ID } from '../../../core/catalogue/keys.ts';
+import { JOB_ID } from '../../../core/catalogue/idempotency-keys.ts';
 import type { Incident } from '../../console/incident.ts';
 import { IncidentFilter, listIncidents } from '../../console/incident-list.ts';
 import { describeZodError } from '../../ingest/zod-error.ts';

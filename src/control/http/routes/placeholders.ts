@@ -1,7 +1,7 @@
 import { Router } from 'express';
 import { z } from 'zod';
 import { RemediationJob, type LocalPvPlaceholderJob } from '../../../core/catalogue/jobs.ts';
-import { idempotencyKey } from '../../../core/catalogue/keys.ts';
+import { idempotencyKey } from '../../../core/catalogue/idempotency-keys.ts';
 import { DiskLinkPath, NodeName, ObjectName } from '../../../core/catalogue/names.ts';
 import type { ControlsStore } from '../../../adapters/controls/controls-store.ts';
 import { describeZodError } from '../../ingest/zod-error.ts';

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { RbdUnmapJob } from '../../../../src/core/catalogue/jobs.ts';
 import { queueFor } from '../../../../src/core/catalogue/queues.ts';
-import { judgeEvidence } from '../../../../src/agents/engine/evidence.ts';
+import { judgeEvidence } from '../../../../src/agents/engine/judge-evidence.ts';
 import { plan, unmapJobKey, type StaleMappingStep } from '../../../../src/agents/runbooks/rbd-stale-mapping/index.ts';
 import { facts, job, watcher } from './facts.fixture.ts';
 

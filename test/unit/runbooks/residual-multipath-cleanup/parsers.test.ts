@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { parseDmsetupInfoColumns } from '../../../../src/agents/runbooks/residual-multipath-cleanup/dmsetup-info.ts';
 import { parseMountinfo } from '../../../../src/agents/host/mountinfo.ts';
-import { mountUses } from '../../../../src/agents/runbooks/residual-multipath-cleanup/mountinfo.ts';
+import { mountUses } from '../../../../src/agents/runbooks/residual-multipath-cleanup/mount-uses.ts';
 import { isDeadPath, parseMultipathLl, pathsOf } from '../../../../src/agents/runbooks/residual-multipath-cleanup/multipath-ll.ts';
 import { parseMultipathdMapsJson } from '../../../../src/agents/runbooks/residual-multipath-cleanup/multipathd-maps-json.ts';
 import { parseSwaps } from '../../../../src/agents/host/proc-facts.ts';
