@@ -4,7 +4,7 @@ import { COMPONENTS, type Component } from '../../adapters/kube/rbac.ts';
 // The bundled Redis's ACL file from the chart's files/users.acl.template: comment lines dropped
 // (Redis's ACL files have none), {{prefix}} the queue prefix, each {{<process>-sha256}} the SHA-256
 // of that process's password (never the password itself). One renderer for the chart's hook Job
-// (src/control/secrets/spec.ts) and `node scripts/deploy/redis-secrets.ts`.
+// (src/control/secrets/ensure.ts) and `node scripts/deploy/redis-secrets.ts`.
 
 // The prefix becomes an ACL key pattern (~<prefix>:*): no glob characters, no spaces.
 // The same rule as QUEUE_PREFIX's (src/core/config/schema.ts).
