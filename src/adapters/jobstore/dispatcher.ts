@@ -9,6 +9,7 @@ import type { ReplicaAck } from '../redis/replica-ack.ts';
 import { GenerationalMap } from '../../core/collections/generational-map.ts';
 import type { Sealer } from '../../core/trust/seal.ts';
 import { sealedJobText } from '../../core/trust/work.ts';
+import { type Enqueued, type JobEnqueue, StoreUnavailableError } from '../../core/jobs/job-store.ts';
 
 // Puts triaged jobs on their queues. The job id IS the idempotency key, so BullMQ itself folds a
 // repeat into the existing job for as long as that job is kept; completed and failed jobs are
@@ -23,15 +24,6 @@ import { sealedJobText } from '../../core/trust/work.ts';
 // 3. Known keys: a key this process stored or saw stored is answered "deduplicated" from memory
 //    for a while, with no round trip (see `rememberUntil` for why that is safe and how long).
 
-export interface Enqueued {
-  id: string;
-  queue: string;
-  runbook: RunbookName;
-  node?: string;
-  key: string;
-  deduplicated: boolean;
-}
-
 /**
  * A sorted set of the jobs stored as new (the console's incident index,
  * src/adapters/jobstore/incident-index.ts): its key, how many members it keeps, a job's member, and how to
@@ -42,11 +34,6 @@ export interface StoredIndex {
   readonly keep: number;
   member(job: Enqueued): string;
   record(jobs: readonly Enqueued[], at: number): Promise<void>;
-}
-
-/** Storing failed (Redis down or too slow): the HTTP layer answers 503 so the sender retries. */
-export class StoreUnavailableError extends Error {
-  override name = 'StoreUnavailableError';
 }
 
 export interface DispatcherOptions {
@@ -128,7 +115,7 @@ interface Pending {
   reject: (err: unknown) => void;
 }
 
-export class Dispatcher {
+export class Dispatcher implements JobEnqueue {
   private readonly queues = new Map<string, Queue>();
   /** Enqueues under way in this process, by key: a concurrent repeat waits for the first. */
   private readonly inFlight = new Map<string, Promise<Enqueued>>();

@@ -1,6 +1,6 @@
 import type { Config } from '../../core/config/schema.ts';
 import type { LookupsOf } from '../../adapters/kube/rbac.ts';
-import type { Dispatcher } from '../../adapters/jobstore/dispatcher.ts';
+import type { JobEnqueue } from '../../core/jobs/job-store.ts';
 import { createRealHost } from '../host/index.ts';
 import { createRbdStaleMapping, rbdLookups } from '../runbooks/rbd-stale-mapping/index.ts';
 import type { RunbookRegistry } from '../engine/registry.ts';
@@ -11,7 +11,7 @@ import type { RunbookRegistry } from '../engine/registry.ts';
 export interface ClusterRegistryDeps {
   /** Only the lookups src/adapters/kube/rbac.ts lists for the cluster worker (its role grants no more). */
   lookups: LookupsOf<'cluster-worker'>;
-  dispatcher: Pick<Dispatcher, 'enqueue'>;
+  dispatcher: Pick<JobEnqueue, 'enqueue'>;
 }
 
 export function defaultClusterRegistry(config: Config, deps: ClusterRegistryDeps): RunbookRegistry {

@@ -1,13 +1,13 @@
 import type { RemediationJob } from '../../core/catalogue/jobs.ts';
 import type { Ignored, Signal } from '../../core/signals/index.ts';
 import { triage, type TriageDeps } from '../triage/triage.ts';
-import type { Dispatcher, Enqueued } from '../../adapters/jobstore/dispatcher.ts';
+import type { Enqueued, JobEnqueue } from '../../core/jobs/job-store.ts';
 
 // Signals -> jobs -> queues: the one path every source takes (webhooks now, the Kubernetes watch
 // later), so an incident seen twice gets the same key whichever way it came.
 
 export interface IngestDeps extends TriageDeps {
-  dispatcher: Pick<Dispatcher, 'enqueue' | 'allKnown'>;
+  dispatcher: JobEnqueue;
 }
 
 export interface IngestResult {

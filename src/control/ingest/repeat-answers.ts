@@ -1,4 +1,4 @@
-import type { Enqueued } from '../../adapters/jobstore/dispatcher.ts';
+import type { Enqueued } from '../../core/jobs/job-store.ts';
 import type { IngestResult } from './ingest.ts';
 import type { Ignored } from '../../core/signals/index.ts';
 import { AlertmanagerPayload } from '../sources/alertmanager.ts';

@@ -1,5 +1,5 @@
 import { ingest, type IngestDeps } from '../ingest/ingest.ts';
-import { StoreUnavailableError } from '../../adapters/jobstore/dispatcher.ts';
+import { StoreUnavailableError } from '../../core/jobs/job-store.ts';
 import type { Logger } from '../../adapters/observability/logger.ts';
 import type { Signal } from '../../core/signals/index.ts';
 import type { Sleep } from '../../adapters/kube/supervised-informer.ts';

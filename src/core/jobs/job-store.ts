@@ -1,4 +1,4 @@
-import type { RemediationJob } from '../catalogue/jobs.ts';
+import type { RemediationJob, RunbookName } from '../catalogue/jobs.ts';
 
 // The job store: where remediation jobs wait, run, park and finish. Both planes speak to it
 // through this port and know jobs and their states, never the queue library:
@@ -67,6 +67,31 @@ export interface JobStore extends JobReads {
   add(queue: string, job: RemediationJob, data: unknown): Promise<void>;
   /** A delayed (parked) job runs now; false when it is not delayed (any more) or gone. */
   promote(queue: string, id: string): Promise<boolean>;
+}
+
+/** A job as the store took it: where, under which id, and whether it was there already. */
+export interface Enqueued {
+  id: string;
+  queue: string;
+  runbook: RunbookName;
+  node?: string;
+  key: string;
+  deduplicated: boolean;
+}
+
+/** Storing failed (Redis down or too slow): the HTTP layer answers 503 so the sender retries. */
+export class StoreUnavailableError extends Error {
+  override name = 'StoreUnavailableError';
+}
+
+/**
+ * The store's way in for new work: each job sealed and stored on its queue under its idempotency
+ * key, in batches; a key stored within its queue's deduplication window is answered as it is.
+ */
+export interface JobEnqueue {
+  enqueue(jobs: readonly RemediationJob[]): Promise<Enqueued[]>;
+  /** Whether every one of these keys is known stored and still within its window, asking nobody (a repeat's fast answer). */
+  allKnown(jobs: readonly { queue: string; key: string }[]): boolean;
 }
 
 /** A job a consumer holds (its lock): what a handler may read and do to it. */

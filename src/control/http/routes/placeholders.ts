@@ -5,8 +5,7 @@ import { idempotencyKey } from '../../../core/catalogue/idempotency-keys.ts';
 import { DiskLinkPath, NodeName, ObjectName } from '../../../core/catalogue/names.ts';
 import type { ControlsStore } from '../../../adapters/controls/controls-store.ts';
 import { describeZodError } from '../../ingest/zod-error.ts';
-import type { Dispatcher } from '../../../adapters/jobstore/dispatcher.ts';
-import { StoreUnavailableError } from '../../../adapters/jobstore/dispatcher.ts';
+import { type JobEnqueue, StoreUnavailableError } from '../../../core/jobs/job-store.ts';
 import { operatorOf } from '../operator-gate.ts';
 
 // An operator's release of a Local PV placeholder. The agent releases a placeholder by
@@ -28,7 +27,7 @@ const ReleaseBody = z.object({
 });
 
 export interface PlaceholderRouteDeps {
-  dispatcher: Pick<Dispatcher, 'enqueue'>;
+  dispatcher: Pick<JobEnqueue, 'enqueue'>;
   audit: Pick<ControlsStore, 'audit'>;
   retryAfterSeconds: number;
 }

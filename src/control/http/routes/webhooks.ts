@@ -1,7 +1,7 @@
 import { Router, type Request, type RequestHandler, type Response } from 'express';
 import { parseWebhook, WEBHOOK_SOURCES, type ParseOptions, type WebhookSource } from '../../ingest/parse.ts';
 import { explain, ingest, type IngestDeps } from '../../ingest/ingest.ts';
-import { StoreUnavailableError, type Enqueued } from '../../../adapters/jobstore/dispatcher.ts';
+import { type Enqueued, StoreUnavailableError } from '../../../core/jobs/job-store.ts';
 import { RepeatAnswers, envelopeValid } from '../../ingest/repeat-answers.ts';
 import { bodyText } from '../json-body.ts';
 import type { Counter, Histogram } from 'prom-client';
