@@ -3,7 +3,7 @@ import type { RedisConnection } from '../redis/redis.ts';
 import { BatchAdd, captureAdd, DATA_PLACEHOLDER, type BatchIndex, type BatchItem, type BatchReply } from './batch-add.ts';
 import { placementOfQueue, queueFor } from '../../core/catalogue/queues.ts';
 import { RUNBOOK_POLICY, queueWindowMs } from '../../core/catalogue/policy.ts';
-import type { RemediationJob, RunbookName } from '../../core/catalogue/jobs.ts';
+import type { RemediationJob } from '../../core/catalogue/jobs.ts';
 import { knownQueuesKey } from '../redis/known-queues.ts';
 import type { ReplicaAck } from '../redis/replica-ack.ts';
 import { GenerationalMap } from '../../core/collections/generational-map.ts';
