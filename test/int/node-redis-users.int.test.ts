@@ -345,7 +345,7 @@ describe.skipIf(skip)('per-node Redis users under Sentinel (primary, replica, fa
       prefix,
       log: silent,
       settleMs: 200,
-      reconcileMs: 10_000,
+      reconcileMs: 5_000,
     });
   }, 60_000);
   afterAll(async () => {
@@ -376,14 +376,15 @@ describe.skipIf(skip)('per-node Redis users under Sentinel (primary, replica, fa
     // A fresh server (its ACLs were in memory only): nothing but the default user.
     await set.restartAsReplica(oldPort);
     // The sentinels' +slave event brings it at once; on a loaded machine their notice of the
-    // restarted server can come late, and the watch's reconcile (every 10 s here) brings it then.
+    // restarted server can come late (they read the primary's replica list every 10 s), and the
+    // watch's reconcile (every 5 s here) brings it once they list it.
     await waitFor(
       "node A's user on the restarted server",
       async () =>
         (await as('a', oldPort)
           .ping()
           .catch(() => undefined)) ?? undefined,
-      30_000,
+      60_000,
     );
     expect(await as('b', oldPort).ping()).toBe('PONG');
     expect(await as('ab', oldPort).ping()).toBe('PONG');
@@ -391,7 +392,7 @@ describe.skipIf(skip)('per-node Redis users under Sentinel (primary, replica, fa
     const r = await users.reapplyAll();
     expect(r.failed).toEqual([]);
     expect(r.applied.sort()).toEqual([`127.0.0.1:${oldPort}`, `127.0.0.1:${set.replica.port}`].sort());
-  }, 60_000);
+  }, 120_000);
 
   it('remove() deletes the user on the primary and the replica', async () => {
     for (const port of [set.primary.port, set.replica.port]) expect(await as('a', port).ping()).toBe('PONG');
