@@ -48,8 +48,12 @@ export interface PlaceholderFacts {
   /** Loop devices recorded for other PVs (reserved even while not attached yet). */
   reservedLoops: string[];
   attached: LoopAttachment[];
-  /** What still uses each loop device a release would detach (ours and the recorded one), in words (loop-holders.ts). */
-  holders: Record<string, string[]>;
+  /**
+   * What still uses each loop device a release would detach (ours and the recorded one), in words
+   * (loop-holders.ts); null when not read: no release can follow from this job (it reads every
+   * process's open files, so a placement that finds its placeholder in place does not pay for it).
+   */
+  holders: Record<string, string[]> | null;
   /**
    * `outside`: why the image path may not be touched (its directory resolves outside STATE_DIR,
    * or it is not a regular file); unset when it may (image-path.ts).

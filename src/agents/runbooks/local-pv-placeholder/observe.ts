@@ -123,7 +123,8 @@ export async function observe(job: LocalPvPlaceholderJob, host: Host, deps: Obse
     recordUnreadable: own === 'unreadable',
     reservedLoops: listing.records.filter((r) => r.pv !== pv).map((r) => r.loop),
     attached,
-    holders: await loopHolders(host, releasing, attached),
+    // plan() releases on a release job, or on a place job whose recorded disk is seen again.
+    holders: job.action === 'release' || (record !== null && sightings.length > 0) ? await loopHolders(host, releasing, attached) : null,
     image: {
       path: image,
       seenByCommandsAs: seenAs,

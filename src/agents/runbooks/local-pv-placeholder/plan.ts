@@ -227,7 +227,10 @@ function planRelease(f: PlaceholderFacts, why: string, basis: StepEvidence[]): P
   // A held device would stay attached after `losetup -d` (detached only at its last close) with
   // its image and record gone: nothing is changed until whatever holds it lets go. Force skips
   // the disk check, never this one.
-  const held = ours.flatMap((loop) => (f.holders[loop] ?? []).map((h) => `${devOf(loop)}: ${h}`));
+  // Not read means not known: nothing is released on it.
+  if (f.holders === null) return refuse(`what holds the placeholder of PV ${f.pv} was not read, so it stays (${why}); ask for the release again`);
+  const holders = f.holders;
+  const held = ours.flatMap((loop) => (holders[loop] ?? []).map((h) => `${devOf(loop)}: ${h}`));
   if (held.length > 0) {
     return refuse(
       `the placeholder of PV ${f.pv} is still in use, so it stays (${why}): ${held.join('; ')}. ` +

@@ -254,6 +254,12 @@ describe('releasing a placeholder', () => {
     expect(plan(placed({ ...release, holders: { loop101: [] } })).kind).toBe('steps');
   });
 
+  it('keeps a placeholder whose holders were not read: unknown is not nothing', () => {
+    const p = plan(placed({ ...release, holders: null }));
+    expect(p.kind).toBe('refuse');
+    expect(reasons(p)).toMatch(/what holds the placeholder of PV local-pv-1 was not read, so it stays/);
+  });
+
   it('says on the detach step that nothing held the device', () => {
     const ev = ((p) => (p.kind === 'steps' ? (p.steps.find((s) => s.kind === 'detach-loop')?.evidence ?? []) : []))(plan(placed(release)));
     expect(ev.map((e) => e.claim)).toContain('nothing holds /dev/loop101: no process has it open, nothing mounts it or is stacked on it');
