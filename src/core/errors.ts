@@ -33,3 +33,10 @@ export class FinalError extends Error {
 export function shouldRetry(err: unknown): boolean {
   return !(err instanceof RefusedError || err instanceof PermanentError || err instanceof FinalError);
 }
+
+/** How a failure reads on the job: as it is when it is retried or final, named when it ends retries. */
+export function failureText(err: unknown): string {
+  if (err instanceof FinalError) return err.message;
+  const e = err instanceof Error ? err : new Error(String(err));
+  return shouldRetry(err) ? e.message : `${e.name}: ${e.message}`;
+}

@@ -1,7 +1,7 @@
 import type { RemediationJob } from '../../src/core/catalogue/jobs.ts';
 import { RUNBOOK_POLICY } from '../../src/core/catalogue/policy.ts';
 import { CLUSTER_QUEUE, nodeOfQueue } from '../../src/core/catalogue/queues.ts';
-import { FinalError, shouldRetry } from '../../src/core/errors.ts';
+import { failureText, shouldRetry } from '../../src/core/errors.ts';
 import {
   JobParked,
   type CounterBatch,
@@ -27,13 +27,6 @@ interface Entry {
 }
 
 const copy = <T>(v: T): T => structuredClone(v);
-
-/** How BullMQ words a failure (src/adapters/jobstore/consumer.ts): verbatim, or named when it ends retries. */
-function failedReason(err: unknown): string {
-  if (err instanceof FinalError) return err.message;
-  const e = err instanceof Error ? err : new Error(String(err));
-  return shouldRetry(err) ? e.message : `${e.name}: ${e.message}`;
-}
 
 export class MemoryJobStore implements JobStore {
   readonly #queues = new Map<string, Map<string, Entry>>();
@@ -161,7 +154,7 @@ export class MemoryJobStore implements JobStore {
       } catch (err) {
         if (err instanceof JobParked) return;
         e.job.attemptsMade += 1;
-        e.job.failedReason = failedReason(err);
+        e.job.failedReason = failureText(err);
         if (shouldRetry(err) && e.job.attemptsMade < e.job.attempts) {
           const policy = RUNBOOK_POLICY[e.job.name as RemediationJob['runbook']];
           this.#delay(queue, e, this.#now() + (policy?.backoffMs ?? 1000) * 2 ** (e.job.attemptsMade - 1));

@@ -1,6 +1,6 @@
 import { DelayedError, UnrecoverableError, Worker, type Job } from 'bullmq';
 import { Cluster } from 'ioredis';
-import { FinalError, TransientError, shouldRetry } from '../../core/errors.ts';
+import { failureText, shouldRetry, TransientError } from '../../core/errors.ts';
 import { JobParked, type CounterBatch, type JobConsumer, type JobHandler, type TakenJob } from '../../core/jobs/job-store.ts';
 import type { Logger } from '../observability/logger.ts';
 import { execAll } from '../redis/exec-all.ts';
@@ -77,13 +77,10 @@ function rearmAfterReconnect(connection: RedisConnection, blocking: Pick<Worker,
 /** What a BullMQ processor throws for a handler's error: UnrecoverableError ends retries, anything else is retried. */
 function forBullmq(err: unknown): Error {
   if (err instanceof JobParked) return new DelayedError();
-  if (err instanceof FinalError) return new UnrecoverableError(err.message);
   if (shouldRetry(err)) return err instanceof Error ? err : new TransientError(String(err));
-  const e = err as Error;
-  return new UnrecoverableError(`${e.name}: ${e.message}`);
+  return new UnrecoverableError(failureText(err));
 }
 
-// long because: BullMQ's Worker options, each with the reason for its value, and the job view handlers get
 export function consumeJobs(o: ConsumerOptions, handler: JobHandler): JobConsumer {
   const { connection } = o;
   const keys = queueKeys(o.prefix, o.queue);
