@@ -81,6 +81,7 @@ function forBullmq(err: unknown): Error {
   return new UnrecoverableError(failureText(err));
 }
 
+// long because: BullMQ's Worker options, each with the reason for its value, and the job view handlers get
 export function consumeJobs(o: ConsumerOptions, handler: JobHandler): JobConsumer {
   const { connection } = o;
   const keys = queueKeys(o.prefix, o.queue);

@@ -200,6 +200,22 @@ function planPlace(f: PlaceholderFacts, recorded: PlaceholderRecord): Plan<Place
   return { kind: 'steps', summary: `placeholder for PV ${f.pv}: ${f.path} -> ${target}, a ${PLACEHOLDER_BYTES}-byte loop device`, steps };
 }
 
+/**
+ * A held device would stay attached after `losetup -d` (detached only at its last close) with
+ * its image and record gone: nothing is changed until whatever holds it lets go. Force skips the
+ * disk check, never this one; holders not read are not known to be none.
+ */
+function stillHeld(f: PlaceholderFacts, ours: readonly string[], why: string): Plan<PlaceholderStep> | undefined {
+  if (f.holders === null) return refuse(`what holds the placeholder of PV ${f.pv} was not read, so it stays (${why}); ask for the release again`);
+  const holders = f.holders;
+  const held = ours.flatMap((loop) => (holders[loop] ?? []).map((h) => `${devOf(loop)}: ${h}`));
+  if (held.length === 0) return undefined;
+  return refuse(
+    `the placeholder of PV ${f.pv} is still in use, so it stays (${why}): ${held.join('; ')}. ` +
+      'Stop the pod that uses the PV (or unmount it), then ask for the release again',
+  );
+}
+
 /** `basis`: what allows the release at all (the disk is back, or an operator forced it), on every destructive step. */
 function planRelease(f: PlaceholderFacts, why: string, basis: StepEvidence[]): Plan<PlaceholderStep> {
   const r = f.record;
@@ -224,19 +240,8 @@ function planRelease(f: PlaceholderFacts, why: string, basis: StepEvidence[]): P
   }
   // Every loop device backed by our image is ours; a recorded loop backed by anything else is not.
   const ours = f.attached.filter((a) => isOurs(f, a.backFile)).map((a) => a.loop);
-  // A held device would stay attached after `losetup -d` (detached only at its last close) with
-  // its image and record gone: nothing is changed until whatever holds it lets go. Force skips
-  // the disk check, never this one.
-  // Not read means not known: nothing is released on it.
-  if (f.holders === null) return refuse(`what holds the placeholder of PV ${f.pv} was not read, so it stays (${why}); ask for the release again`);
-  const holders = f.holders;
-  const held = ours.flatMap((loop) => (holders[loop] ?? []).map((h) => `${devOf(loop)}: ${h}`));
-  if (held.length > 0) {
-    return refuse(
-      `the placeholder of PV ${f.pv} is still in use, so it stays (${why}): ${held.join('; ')}. ` +
-        'Stop the pod that uses the PV (or unmount it), then ask for the release again',
-    );
-  }
+  const stays = stillHeld(f, ours, why);
+  if (stays) return stays;
   const backing = attachedTo(f, r.loop);
   if (backing !== undefined && !isOurs(f, backing)) notes.push(`${r.loop} is attached to ${backing ?? 'nothing'}, which we did not attach: not detaching it`);
   for (const loop of ours) {
