@@ -36,7 +36,7 @@ async function startTopo(kind: 'single' | 'cluster', n: number, nofile: number):
   // FLEET_TCP_BACKLOG: Redis's accept queue (its default 511; the kernel caps it at net.core.somaxconn).
   const maxclients = ['--maxclients', String(2 * n + 100), ...(TCP_BACKLOG ? ['--tcp-backlog', TCP_BACKLOG] : [])];
   if (kind === 'cluster') {
-    const c = await startCluster(maxclients);
+    const c = await startCluster(maxclients, { masters: MASTERS });
     const admins = c.nodes.map((node) => new Redis(node.port, node.host).on('error', () => {}));
     return {
       name: 'cluster',
@@ -69,6 +69,8 @@ async function startTopo(kind: 'single' | 'cluster', n: number, nofile: number):
   };
 }
 const TOPOLOGY = process.env['FLEET_TOPOLOGY'] === 'cluster' ? 'cluster' : 'single';
+/** FLEET_MASTERS: how many masters the Cluster has (default 3). */
+const MASTERS = Number(process.env['FLEET_MASTERS'] ?? 3);
 /** FLEET_KINDS: `bare,ours` (default) or one of them. */
 const KINDS = (process.env['FLEET_KINDS'] ?? 'bare,ours').split(',').filter((k): k is Kind => k === 'bare' || k === 'ours');
 
@@ -107,6 +109,8 @@ interface Fleet {
   children: Child[];
   ran: Map<string, number>;
   done: Map<string, number>;
+  /** Nodes whose job failed (an attempt; ours: a start refused, e.g. a replay after a lapsed lock). */
+  failed: Map<string, number>;
   /** Epoch ms of each agent's connection coming back, per node, after startup. */
   up: Map<string, number[]>;
   firstRanAt: number;
@@ -114,8 +118,8 @@ interface Fleet {
   lastDoneAt: number;
 }
 
-async function startFleet(kind: Kind, n: number, topo: Topo): Promise<{ fleet: Fleet; readyMs: number }> {
-  const fleet: Fleet = { children: [], ran: new Map(), done: new Map(), up: new Map(), firstRanAt: 0, lastRanAt: 0, lastDoneAt: 0 };
+async function startFleet(kind: Kind, n: number, topo: Topo, receiver?: Receiver): Promise<{ fleet: Fleet; readyMs: number }> {
+  const fleet: Fleet = { children: [], ran: new Map(), done: new Map(), failed: new Map(), up: new Map(), firstRanAt: 0, lastRanAt: 0, lastDoneAt: 0 };
   const t0 = performance.now();
   for (let from = 0; from < n; from += PER_PROCESS) {
     const c = startChild(
@@ -128,6 +132,7 @@ async function startFleet(kind: Kind, n: number, topo: Topo): Promise<{ fleet: F
         QUEUE_PREFIX: PREFIX,
         SIGNING_KEYS_DIR: keysDir,
         STATE_DIR: stateRoot,
+        ...(receiver ? { FLEET_ENROL_URL: receiver.url } : {}),
       },
       { execArgv: ['--max-old-space-size=4096'] },
     );
@@ -145,6 +150,9 @@ async function startFleet(kind: Kind, n: number, topo: Topo): Promise<{ fleet: F
         } else if (what === 'DONE') {
           fleet.done.set(node, (fleet.done.get(node) ?? 0) + 1);
           fleet.lastDoneAt = now;
+        } else if (what === 'FAILED') {
+          fleet.failed.set(node, (fleet.failed.get(node) ?? 0) + 1);
+          fleet.lastDoneAt = now;
         }
       }
     });
@@ -158,8 +166,28 @@ interface Idle {
   cpuPctOfCore: number;
   commandsPerSecond: number;
   connections: number;
+  /** Clients of each server (each master on a Cluster), this bench's own admin connection left out. */
+  perServer: number[];
+  /** The same by client name (clientKinds). */
+  kinds: Record<string, number>[];
   memoryMiB: number;
 }
+
+/** Each server's clients by name, node names folded (`volume-medic:node-agent.*:worker`): who holds the connections. */
+const clientKinds = async (t: Topo): Promise<Record<string, number>[]> =>
+  Promise.all(
+    t.admins.map(async (a) => {
+      const kinds: Record<string, number> = {};
+      for (const m of String(await a.client('LIST')).matchAll(/ name=(\S*) /g)) {
+        const k = m[1]!.replace(/fleet-\d+/g, '*') || '(unnamed)';
+        kinds[k] = (kinds[k] ?? 0) + 1;
+      }
+      return kinds;
+    }),
+  );
+
+/** Each server's clients (each master's on a Cluster), less this bench's admin connection. */
+const clientsPerServer = async (t: Topo): Promise<number[]> => Promise.all(t.admins.map(async (a) => field(await a.info('clients'), 'connected_clients') - 1));
 
 async function idle(topo: Topo, baseMemory: number): Promise<Idle> {
   await sleep(5_000);
@@ -167,13 +195,15 @@ async function idle(topo: Topo, baseMemory: number): Promise<Idle> {
   const [c0, k0, t0] = [await cpuMs(topo), await stat(), performance.now()];
   await sleep(IDLE_SECONDS * 1000);
   const [c1, k1, t1] = [await cpuMs(topo), await stat(), performance.now()];
-  const clients = await sumInfo(topo, 'clients', 'connected_clients');
+  const perServer = await clientsPerServer(topo);
   const memory = await sumInfo(topo, 'memory', 'used_memory');
   const secs = (t1 - t0) / 1000;
   return {
     cpuPctOfCore: round(((c1 - c0) / (t1 - t0)) * 100, 2),
     commandsPerSecond: round((k1 - k0 - 2 * topo.admins.length) / secs, 0),
-    connections: clients - topo.admins.length,
+    connections: perServer.reduce((a, b) => a + b, 0),
+    perServer,
+    kinds: await clientKinds(topo),
     memoryMiB: round((memory - baseMemory) / 2 ** 20, 1),
   };
 }
@@ -185,6 +215,8 @@ interface Storm {
   answers: Record<string, number>;
   lost: number;
   duplicated: number;
+  /** Jobs that ended failed, not completed (each ran once: `duplicated` counts a second run). */
+  failed: number;
   redisCpuMsPerJob: number;
   /** Redis commands per job during the storm (scripts' own calls included), the largest first. */
   commandsPerJob?: Record<string, number>;
@@ -210,7 +242,7 @@ async function commandsPerJob(topo: Topo, jobs: number): Promise<Record<string, 
 async function waitAll(fleet: Fleet, nodes: string[]): Promise<void> {
   const deadline = performance.now() + STORM_TIMEOUT_MS;
   while (performance.now() < deadline) {
-    if (nodes.every((n) => fleet.done.has(n))) return;
+    if (nodes.every((n) => fleet.done.has(n) || fleet.failed.has(n))) return;
     await sleep(200);
   }
 }
@@ -221,10 +253,11 @@ function stormResult(fleet: Fleet, nodes: string[], t0: number, answers: Record<
   return {
     jobs: nodes.length,
     allStartedS: lost === 0 ? round((fleet.lastRanAt - t0) / 1000, 2) : Number.NaN,
-    allDoneS: nodes.every((n) => fleet.done.has(n)) ? round((fleet.lastDoneAt - t0) / 1000, 2) : Number.NaN,
+    allDoneS: nodes.every((n) => fleet.done.has(n) || fleet.failed.has(n)) ? round((fleet.lastDoneAt - t0) / 1000, 2) : Number.NaN,
     answers,
     lost,
     duplicated,
+    failed: nodes.filter((n) => fleet.failed.has(n) && !fleet.done.has(n)).length,
     redisCpuMsPerJob: round(cpuMs / nodes.length, 3),
   };
 }
@@ -250,13 +283,24 @@ async function bareStorm(fleet: Fleet, n: number, topo: Topo): Promise<Storm> {
   return stormResult(fleet, nodes, t0, { added: n }, cpu1 - cpu0);
 }
 
-async function ourStorm(fleet: Fleet, n: number, topo: Topo): Promise<Storm> {
-  const receiver = startChild(
+interface Receiver {
+  url: string;
+  kill(): Promise<unknown>;
+}
+
+async function startReceiver(topo: Topo): Promise<Receiver> {
+  const c = startChild(
     here('./servers/receiver.ts'),
     { ...topo.env, QUEUE_PREFIX: PREFIX, SIGNING_KEYS_DIR: keysDir, LOG_LEVEL: 'warn' },
     { execArgv: ['--max-old-space-size=384', '--max-semi-space-size=64'] },
   );
-  const url = await receiver.waitLine('READY');
+  return { url: await c.waitLine('READY'), kill: () => c.kill() };
+}
+
+/** ours: through `running` (up since before the agents), or a receiver started for the storm. */
+async function ourStorm(fleet: Fleet, n: number, topo: Topo, running?: Receiver): Promise<Storm> {
+  const receiver = running ?? (await startReceiver(topo));
+  const url = receiver.url;
   const nodes = Array.from({ length: n }, (_, i) => nodeName(i));
   const groups: string[][] = [];
   for (let i = 0; i < nodes.length; i += 50) groups.push(nodes.slice(i, i + 50));
@@ -282,7 +326,7 @@ async function ourStorm(fleet: Fleet, n: number, topo: Topo): Promise<Storm> {
   await Promise.all(Array.from({ length: 20 }, sender));
   await waitAll(fleet, nodes);
   const cpu1 = await cpuMs(topo);
-  await receiver.kill();
+  if (!running) await receiver.kill();
   return stormResult(fleet, nodes, t0, answers, cpu1 - cpu0);
 }
 
@@ -350,6 +394,8 @@ interface Row {
   readyS: number;
   idle: Idle;
   storm: Storm;
+  /** Clients of each server once every job of the storm started and finished (what starting a job connected). */
+  afterStorm: { perServer: number[]; kinds: Record<string, number>[] };
   reconnect?: Reconnect;
 }
 
@@ -371,15 +417,21 @@ for (const n of SIZES) {
     const topo = await startTopo(TOPOLOGY, n, Math.min(hardNofile, files));
     try {
       const base = await sumInfo(topo, 'memory', 'used_memory');
-      const { fleet, readyMs } = await startFleet(kind, n, topo);
+      // On a Cluster our agents take breaker slots through the receiver, as enrolled agents do (their
+      // own Redis users may not write the breakers' keys, which sit on another master): it runs
+      // from before the agents start, and its own few connections are in the figures.
+      const receiver = kind === 'ours' && topo.name === 'cluster' ? await startReceiver(topo) : undefined;
+      const { fleet, readyMs } = await startFleet(kind, n, topo, receiver);
       const i = await idle(topo, base);
       await Promise.all(topo.admins.map((a) => a.config('RESETSTAT')));
-      const storm = kind === 'bare' ? await bareStorm(fleet, n, topo) : await ourStorm(fleet, n, topo);
+      const storm = kind === 'bare' ? await bareStorm(fleet, n, topo) : await ourStorm(fleet, n, topo, receiver);
       storm.commandsPerJob = await commandsPerJob(topo, n);
+      const afterStorm = { perServer: await clientsPerServer(topo), kinds: await clientKinds(topo) };
       const reconnect = kind === 'ours' && topo.restart ? await reconnectStorm(fleet, n, topo.restart, topo.admins[0]!) : undefined;
-      rows.push({ n, kind, readyS: round(readyMs / 1000), idle: i, storm, ...(reconnect ? { reconnect } : {}) });
+      rows.push({ n, kind, readyS: round(readyMs / 1000), idle: i, storm, afterStorm, ...(reconnect ? { reconnect } : {}) });
       process.stdout.write(`${JSON.stringify(rows.at(-1))}\n`);
       await Promise.all(fleet.children.map((c) => c.kill('SIGKILL')));
+      await receiver?.kill();
     } finally {
       await topo.destroy();
     }
@@ -388,7 +440,7 @@ for (const n of SIZES) {
 
 const per1000 = (v: number, n: number): number => round((v / n) * 1000, 2);
 process.stdout.write(
-  '\n| N | kind | ready s | idle Redis CPU % of a core | per 1,000 agents | commands/s | connections | memory MiB per 1,000 | storm: all started s | all done s | answers | lost | dup | Redis CPU ms/job |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n',
+  '\n| N | kind | ready s | idle Redis CPU % of a core | per 1,000 agents | commands/s | connections | memory MiB per 1,000 | storm: all started s | all done s | answers | lost | dup | failed | Redis CPU ms/job |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n',
 );
 for (const r of rows) {
   process.stdout.write(
@@ -396,7 +448,7 @@ for (const r of rows) {
       r.storm.answers,
     )
       .map(([k, v]) => `${k}: ${v}`)
-      .join(', ')} | ${r.storm.lost} | ${r.storm.duplicated} | ${r.storm.redisCpuMsPerJob} |\n`,
+      .join(', ')} | ${r.storm.lost} | ${r.storm.duplicated} | ${r.storm.failed} | ${r.storm.redisCpuMsPerJob} |\n`,
   );
 }
 for (const r of rows) {
@@ -404,6 +456,17 @@ for (const r of rows) {
     process.stdout.write(
       `\nN=${r.n}: Redis restarted under the agents: ${r.reconnect.back} of ${r.n} back, the last ${r.reconnect.allBackS} s after Redis answered; agents back per second: ${r.reconnect.perSecond.join(' ')}; meanwhile Redis spent ${r.reconnect.redisCpuMs} ms of CPU, the agents' processes ${r.reconnect.agentsCpuMs} ms, and the kernel counted ${r.reconnect.listenOverflows} accept-queue overflows and sent ${r.reconnect.syncookies} SYN cookies\n`,
     );
+}
+// On a Cluster: what each master carries, against the target (about 2 connections per agent, on
+// its own queue's master only), and the same per-master costs carried to 50,000 nodes.
+for (const r of rows) {
+  if (TOPOLOGY !== 'cluster') break;
+  const target = (2 * r.n) / MASTERS;
+  const most = Math.max(...r.idle.perServer, ...r.afterStorm.perServer);
+  const per1000 = (r.idle.cpuPctOfCore / r.n) * 1000;
+  process.stdout.write(
+    `\nN=${r.n} ${r.kind} on ${MASTERS} masters: connections per master idle ${r.idle.perServer.join(' ')}, after the storm ${r.afterStorm.perServer.join(' ')}; the most ${most} = ${round(most / target, 2)}x of 2N/masters (${round(target, 0)}; at most 1.2x wanted: ${most <= 1.2 * target ? 'met' : 'not met'}); idle Redis CPU ${round(per1000, 3)}% of a core per 1,000 agents; so 50,000 nodes on ${MASTERS} masters: ~${round((most / r.n) * 50_000, 0)} connections and ~${round((per1000 * 50) / MASTERS, 1)}% of a core idle per master, ${round(((r.idle.memoryMiB / r.n) * 50_000) / MASTERS, 0)} MiB of agent keys per master\n`,
+  );
 }
 process.stdout.write('\nours / bare, same N:\n');
 for (const n of SIZES) {

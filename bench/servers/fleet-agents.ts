@@ -14,7 +14,7 @@ import type { RunbookContext, RunbookHandler, RunbookRegistry } from '../../src/
 // and the same two connections per agent as a DaemonSet pod), whose runbooks do nothing (no host).
 // FLEET_KIND=bare: a bare BullMQ Worker per node queue with a no-op processor, the baseline.
 // Nodes fleet-<FLEET_FROM>..fleet-<FLEET_TO - 1>. Says READY when every worker is connected;
-// then `RAN <node>` and `DONE <node>` per job (batched into one IPC message every 100 ms).
+// then `RAN <node>` and `DONE <node>` (or `FAILED <node>`) per job (batched into one IPC message every 100 ms).
 
 const from = Number(process.env['FLEET_FROM']);
 const to = Number(process.env['FLEET_TO']);
@@ -70,11 +70,11 @@ for (let i = from; i < to; i++) {
       logLevel: 'warn',
       signingKeysDir: process.env['SIGNING_KEYS_DIR'],
       stateDir: `${process.env['STATE_DIR']}/${node}`,
+      // FLEET_ENROL_URL: breaker slots through the receiver, as an enrolled agent takes them.
+      ...(process.env['FLEET_ENROL_URL'] ? { enrolUrl: process.env['FLEET_ENROL_URL'] } : {}),
     });
     const agent = createNodeAgent({ config, registry, log });
-    agent.consumer.onFinished((_id, outcome) => {
-      if (outcome === 'completed') say(`DONE ${node}`);
-    });
+    agent.consumer.onFinished((_id, outcome) => say(`${outcome === 'completed' ? 'DONE' : 'FAILED'} ${node}`));
     // Reconnections after a Redis restart: when each agent's command connection is back (epoch ms).
     agent.connection.on('ready', () => say(`UP ${node} ${Date.now()}`));
     workers.push({ ready: () => agent.consumer.ready(), close: () => agent.close() });

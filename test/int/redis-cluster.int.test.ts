@@ -1,6 +1,7 @@
 import { Cluster } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { nodeQueueName } from '../../src/core/catalogue/queues.ts';
+import { controlKeys, queueControlKeys } from '../../src/core/controls/redis-keys.ts';
 import type { Config } from '../../src/core/config/schema.ts';
 import { createLogger } from '../../src/adapters/observability/logger.ts';
 import { connect, scanKeys, whenReady } from '../../src/adapters/redis/redis.ts';
@@ -189,6 +190,40 @@ describe.skipIf(skip)('a 3-master Redis Cluster', () => {
     await api('/v1/resume', { node: 'cl-paused' });
     await until(id, (j) => j.state === 'completed', 'job released by resume', 10_000);
     expect((await get('/v1/controls/audit')).audit.map((e: any) => e.action)).toEqual(expect.arrayContaining(['pause', 'resume']));
+  });
+
+  it("keeps a node agent on its own queue's master: a pause read from its queue's copy, breaker slots through the receiver", async () => {
+    const toy = toyRunbook((node) => ({ kind: 'steps', summary: 'one file', steps: [step(`s-${node}`, { destructive: false })] }));
+    // With ENROL_URL the receiver takes its breaker slots, as for an enrolled agent.
+    agent('cl-slot', toy.registry, { enrolUrl: receiver.url });
+    expect((await api('/v1/pause', { why: 'fleet-wide hold' })).status).toBe(200);
+    try {
+      const id = await newJob('cl-slot');
+      const held = await until(id, (j) => j.progress?.parked?.reason === 'paused', 'job held by the cluster-wide pause');
+      expect(held.progress.parked.why).toMatch(/cluster-wide pause by oncall/);
+      // The receiver made this new node's copy before its first job, and put the pause in it.
+      const copy = await admin.hgetall(queueControlKeys(prefix, nodeQueueName('cl-slot')).controls);
+      expect(copy['pause|cluster']).toBe(await admin.hget(controlKeys(prefix).pause, 'cluster'));
+      expect(Number(copy['synced'])).toBeGreaterThan(Date.now() - 60_000);
+    } finally {
+      await api('/v1/resume', {});
+    }
+    await waitFor('the held job completed after the resume', async () =>
+      (await get('/v1/jobs?limit=200')).jobs.some((j: any) => j.node === 'cl-slot' && j.state === 'completed') ? true : undefined,
+    );
+    // Every connection of this agent (its command one, named; BullMQ's blocking one, named after
+    // the queue) is on the master of its queue's slot, and on no other.
+    const blockingName = `${prefix}:${Buffer.from(nodeQueueName('cl-slot')).toString('base64')}`;
+    const holding = await Promise.all(
+      admin.nodes('master').map(async (m) => {
+        const names = [...String(await m.client('LIST')).matchAll(/ name=(\S*) /g)].map((x) => x[1]!);
+        const mine = names.filter((n) => n === 'volume-medic:node-agent.cl-slot:worker' || n === blockingName).length;
+        let queueKeys = 0;
+        for await (const keys of scanKeys(m, `${prefix}:vm-node-{cl-slot}:meta`)) queueKeys += keys.length;
+        return { mine, queueKeys };
+      }),
+    );
+    expect(holding.filter((h) => h.mine > 0)).toEqual([{ mine: 2, queueKeys: 1 }]);
   });
 
   it('parks a high-risk step for approval, and runs it once approved', async () => {

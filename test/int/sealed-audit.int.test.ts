@@ -138,4 +138,22 @@ describe('two writers of one audit list (receiver replicas)', () => {
     expect(stored).toEqual(seqs);
     expect(r.entries.every((e) => 'verified' in e && e.verified)).toBe(true);
   });
+
+  it("reads one list's entries in their stored order, whatever their times (an append retried after a race)", async () => {
+    const other = uniquePrefix('audit-order');
+    const entry = (n: number, at: string) => JSON.stringify({ at, by: 'op', action: 'mode-enforce', target: `runbook/e${n}`, why: '' });
+    onTestFinished(() => dropPrefix(other));
+    // Stored newest first: e3 took its number after e2, but its time was read before e2's.
+    await redis.rpush(
+      controlKeys(other).audit,
+      entry(3, '2026-12-05T10:00:01.000Z'),
+      entry(2, '2026-12-05T10:00:02.000Z'),
+      entry(1, '2026-12-05T10:00:00.000Z'),
+    );
+    await redis.rpush(queueControlKeys(other, 'vm-node-{o1}').audit, entry(9, '2026-12-05T10:00:01.500Z'));
+    await redis.sadd(knownQueuesKey(other), 'vm-node-{o1}');
+    const read = await new ControlsStore(redis, other).auditLog(10);
+    // Lists merge by their next entry's time; within a list, its order.
+    expect(read.map((e) => e.target)).toEqual(['runbook/e9', 'runbook/e3', 'runbook/e2', 'runbook/e1']);
+  });
 });

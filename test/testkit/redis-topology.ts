@@ -90,11 +90,11 @@ export interface LocalCluster {
   stop(): void;
 }
 
-/** Three masters (and with `replicas: 1` a replica of each), every slot assigned. */
-export async function startCluster(extraArgs: readonly string[] = [], o: { replicas?: 0 | 1 } = {}): Promise<LocalCluster> {
+/** Three masters (`masters`: more), with `replicas: 1` a replica of each, every slot assigned. */
+export async function startCluster(extraArgs: readonly string[] = [], o: { replicas?: 0 | 1; masters?: number } = {}): Promise<LocalCluster> {
   const servers = new Servers();
   try {
-    const n = 3 * (1 + (o.replicas ?? 0));
+    const n = (o.masters ?? 3) * (1 + (o.replicas ?? 0));
     const ps = await ports(2 * n);
     const all = ps.slice(0, n);
     for (const [i, p] of all.entries())

@@ -15,10 +15,11 @@ import {
   sealRecord,
   sealedAtField,
   splitSealed,
-  type ControlKind,
   type ControlTrust,
 } from '../../core/controls/sealed-records.ts';
 import { verifySeal } from '../../core/trust/seal.ts';
+import { ControlMirrors, MIRROR_FRESH_MS } from './control-mirrors.ts';
+import { TransientError } from '../../core/errors.ts';
 
 // Modes, pause switches, the audit trail and the list of parked jobs, kept in Redis so every
 // receiver replica and every agent sees the same switches without a restart. Workers read them
@@ -90,6 +91,45 @@ if (cur or '') ~= ARGV[2] then return 0 end
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[3])
 return 1`;
 
+export interface ControlsStoreOptions {
+  /**
+   * Copies of the modes and pauses in each node queue's slot (control-mirrors.ts): the writer
+   * keeps them, a reader with `ownQueue` reads its own. Default: on a Cluster only (one server
+   * needs no copies).
+   */
+  mirrors?: boolean;
+  /** A node agent's queue: its job starts read that queue's copy, not the shared hashes. */
+  ownQueue?: string;
+  /** A reader's copy was missing or stale and the shared hashes were read instead. */
+  onCopyMissed?: (queue: string) => void;
+  /**
+   * The reader's connection serves its own queue's slot only (ConnectOptions.oneSlot): without a
+   * fresh copy it cannot read the shared hashes, and the job start fails (and is tried again).
+   */
+  copyOnly?: boolean;
+}
+
+/**
+ * The lists merged newest first by time, each list's own entries kept in their stored order (its
+ * writers' numbering): an entry whose append was retried carries a later number than its time
+ * says, and sorting all by time would show one list's entries out of their order.
+ */
+function mergeNewestFirst<T extends { at: string }>(all: readonly (readonly T[])[], limit: number): T[] {
+  const lists = all.filter((l) => l.length > 0);
+  const heads = lists.map(() => 0);
+  const out: T[] = [];
+  while (out.length < limit) {
+    let pick = -1;
+    for (let i = 0; i < lists.length; i++) {
+      const e = lists[i]![heads[i]!];
+      if (e !== undefined && (pick === -1 || e.at > lists[pick]![heads[pick]!]!.at)) pick = i;
+    }
+    if (pick === -1) break;
+    out.push(lists[pick]![heads[pick]!++]!);
+  }
+  return out;
+}
+
 export class ControlsStore {
   readonly redis: RedisConnection;
   readonly keys: ControlKeys;
@@ -102,8 +142,13 @@ export class ControlsStore {
   /** The greatest number seen per audit list: a list started again below it is reported. */
   readonly #auditSeen = new Map<string, number>();
   readonly #appender: AuditAppender;
+  /** Copies in the node queues' slots, when kept (ControlsStoreOptions.mirrors). */
+  readonly mirrors: ControlMirrors | undefined;
+  readonly #o: ControlsStoreOptions;
 
-  constructor(redis: RedisConnection, prefix: string, now: () => Date = () => new Date(), trust?: ControlTrust) {
+  constructor(redis: RedisConnection, prefix: string, now: () => Date = () => new Date(), trust?: ControlTrust, o: ControlsStoreOptions = {}) {
+    this.#o = o;
+    this.mirrors = (o.mirrors ?? redis instanceof Cluster) ? new ControlMirrors(redis, prefix, () => now().getTime()) : undefined;
     this.#audit = trust?.audit;
     this.redis = redis;
     this.keys = controlKeys(prefix);
@@ -118,12 +163,14 @@ export class ControlsStore {
    * the field still holds `expected` (null: nothing): a compare-and-set, so two writers (an
    * operator and the re-sealer of another replica) cannot undo each other. False when it changed.
    */
-  async #write(hash: string, kind: ControlKind, field: string, record: object, expected: string | null): Promise<boolean> {
+  async #write(hash: string, kind: 'mode' | 'pause', field: string, record: object, expected: string | null): Promise<boolean> {
     const gen = Number(await this.redis.eval(NEXT_GEN, 1, this.keys.sealedAt, sealedAtField(kind, field), String(this.#now().getTime())));
     const { json } = sealRecord(this.#sealed.trust, kind, field, { ...record, gen });
     if ((await this.redis.eval(CAS_FIELD, 1, hash, field, expected ?? '', json)) !== 1) return false;
     // This process's own reader takes it as the newest record too (it then notices a delete).
     this.#sealed.open(kind === 'mode' ? ModeOverride : PauseRecord, kind, field, json);
+    // Into the agents' copies before the API answers: a pause answered is a pause every agent reads.
+    await this.mirrors?.fanOut(kind, field, json);
     return true;
   }
 
@@ -193,26 +240,22 @@ export class ControlsStore {
       count: limit,
     })) as string[][];
     const roots = this.#audit?.roots;
-    const entries: AuditRead['entries'] = [];
+    const perList: AuditRead['entries'][] = [];
     const problems: AuditRead['problems'] = [];
     lists.forEach((rows, i) => {
       const scope = scopes[i]!;
       if (!roots) {
-        for (const r of rows) {
-          const e = parseJson(AuditEntry, r);
-          if (e) entries.push(e);
-        }
+        perList.push(rows.map((r) => parseJson(AuditEntry, r)).filter((e): e is AuditEntry => e !== undefined));
         return;
       }
       const c = checkAuditList(roots, scope, rows, this.#auditSeen.get(scope) ?? 0);
       const newest = c.entries.find((e) => e.verified && e.seq !== undefined)?.seq;
       if (newest !== undefined) this.#auditSeen.set(scope, Math.max(newest, this.#auditSeen.get(scope) ?? 0));
-      entries.push(...c.entries);
+      perList.push(c.entries);
       if (c.missing.length > 0 || c.restartedBelow !== undefined)
         problems.push({ list: scope, missing: c.missing, ...(c.restartedBelow !== undefined ? { restartedBelow: c.restartedBelow } : {}) });
     });
-    // Stable: entries of one list with the same time keep their order (newest first).
-    return { entries: entries.sort((a, b) => (a.at < b.at ? 1 : a.at > b.at ? -1 : 0)).slice(0, limit), problems };
+    return { entries: mergeNewestFirst(perList, limit), problems };
   }
 
   // --- modes -----------------------------------------------------------------------------------
@@ -240,6 +283,16 @@ export class ControlsStore {
    * An unreadable answer throws: the job does not start on a guess.
    */
   async startView(runbook: string, node?: string): Promise<StartView> {
+    const own = this.#o.ownQueue;
+    if (this.mirrors && own && node) {
+      const copy = await this.mirrors.readStart(own, runbook, node);
+      if (copy) return this.readStartView([copy.modes, copy.pause], runbook, node);
+      if (this.#o.copyOnly)
+        throw new TransientError(
+          `this queue's copy of the controls is missing or older than ${MIRROR_FRESH_MS / 60_000} minutes (no receiver synced it), and this agent reads its own queue's slot only: the job starts once a receiver has synced it`,
+        );
+      this.#o.onCopyMissed?.(own);
+    }
     if (this.redis instanceof Cluster) {
       const f = startFields(runbook, node);
       const [modes, pause] = await Promise.all([this.redis.hmget(this.keys.modes, ...f.modes), this.redis.hmget(this.keys.pause, ...f.pause)]);

@@ -73,6 +73,12 @@ export interface DispatcherOptions {
    */
   recordsQueues?: boolean;
   /**
+   * Runs before the first job of each queue this process has not recorded yet is stored (the
+   * receiver copies the controls into a new node queue's slot: control-mirrors.ts); its failure
+   * fails the batch, as Redis being away does.
+   */
+  prepareQueues?: (queues: string[]) => Promise<unknown>;
+  /**
    * REDIS_ACK_REPLICAS: a job is answered (and remembered as known) only after replicas
    * acknowledged it (replica-ack.ts); when they do not, the request fails as StoreUnavailable.
    */
@@ -308,6 +314,7 @@ export class Dispatcher implements JobEnqueue {
     if (batch.length === 0) return;
     const newQueues = new Set<string>();
     if (this.opts.recordsQueues !== false) for (const b of batch) if (!this.recordedQueues.has(b.queueName)) newQueues.add(b.queueName);
+    if (newQueues.size > 0 && this.opts.prepareQueues) await this.opts.prepareQueues([...newQueues]);
     const recorded = newQueues.size > 0 ? this.redis.sadd(knownQueuesKey(this.opts.prefix), ...newQueues) : undefined;
     // No later than the timestamp BullMQ gives each job below (same clock in production).
     const sentAt = this.now();

@@ -4,6 +4,8 @@ import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis'
 import { ConfigError } from '../../core/config/load.ts';
 import { fullJitter, PRODUCER_BACKOFF, WORKER_BACKOFF } from './reconnect-backoff.ts';
 import type { RedisTarget } from './redis-target.ts';
+import { keySlot } from './key-slot.ts';
+import { slotConnector, slotMovedAway } from './slot-connector.ts';
 
 // The one place connections are made, for every topology (single, Sentinel, Cluster). Every
 // module takes a RedisConnection, never assumes a single server.
@@ -23,6 +25,9 @@ export type RedisConnection = Redis | Cluster;
 
 export type ConnectionRole = 'producer' | 'worker';
 
+/** How long a worker's Cluster client waits for the slot map (CLUSTER SLOTS) before it asks again. */
+const WORKER_SLOTS_REFRESH_TIMEOUT_MS = 10_000;
+
 /** How long a sentinel may take to say where the primary is before the next one is asked. */
 const SENTINEL_COMMAND_TIMEOUT_MS = 2_000;
 
@@ -31,6 +36,12 @@ export interface ConnectOptions {
   connectionName?: string;
   /** Sentinel only: how long a sentinel may take to answer (default SENTINEL_COMMAND_TIMEOUT_MS). */
   sentinelCommandTimeoutMs?: number;
+  /**
+   * Cluster only: every key this client touches hashes to the slot of `key` (a node agent's queue's
+   * hash tag). It connects to that slot's master alone (slot-connector.ts), and a key of another
+   * slot is refused with MOVED.
+   */
+  oneSlot?: { key: string };
 }
 
 /**
@@ -75,9 +86,33 @@ export function connect(target: RedisTarget | string, role: ConnectionRole, o: C
         failoverDetector: true,
       });
     case 'cluster': {
+      if (o.oneSlot) {
+        const slot = keySlot(o.oneSlot.key);
+        return new Redis({
+          ...requests,
+          ...auth,
+          enableOfflineQueue: !producer,
+          retryStrategy,
+          Connector: slotConnector({
+            seeds: t.nodes,
+            slot,
+            ...(t.username ? { username: t.username } : {}),
+            ...(t.password ? { password: t.password } : {}),
+            ...(tls ? { tls } : {}),
+            askTimeoutMs: producer ? 2_000 : WORKER_SLOTS_REFRESH_TIMEOUT_MS,
+            retry: retryStrategy,
+            ...(o.connectionName ? { connectionName: o.connectionName } : {}),
+          }),
+          reconnectOnError: slotMovedAway(slot),
+        });
+      }
       const options: ClusterOptions = {
         enableOfflineQueue: !producer,
         enableReadyCheck: true,
+        // How long the slot map may take to come. ioredis' 1 s is too short when a fleet connects
+        // at once (after a failover, a mass reboot): each refresh given up is started again from a
+        // new connection, and the masters spend their time on abandoned ones (bench/README.md, Fleet).
+        ...(producer ? {} : { slotsRefreshTimeout: WORKER_SLOTS_REFRESH_TIMEOUT_MS }),
         clusterRetryStrategy: retryStrategy,
         // Per-node connections: ioredis forces their own retryStrategy off and refreshes slots instead.
         redisOptions: { ...requests, ...auth },

@@ -41,6 +41,8 @@ export interface JobControlsOptions {
    * the only ones a node's own Redis user may write.
    */
   queue: string;
+  /** The connection serves the queue's slot only (a Cluster, ConnectOptions.oneSlot): controls from the queue's copy only. */
+  oneSlot?: boolean;
   /** The node this worker acts on (a node agent); undefined for the cluster worker. */
   node?: string;
   /** The node's `volume-medic.io/mode` label, read per job (undefined: no label or no lookup). */
@@ -217,9 +219,27 @@ async function startReads(
   return { view: store.readStartView(replies, runbook, node), storm: stormTrip(replies[2]) };
 }
 
+/** At most one warning per this long that the controls' copy was missed. */
+const COPY_MISSED_LOG_MS = 600_000;
+
+/** A node's job starts read its queue's copy of the controls (one slot: no connection to the shared keys' master). */
+function controlsStore(opts: JobControlsOptions, now: () => Date): ControlsStore {
+  let missedAt = Number.NEGATIVE_INFINITY;
+  return new ControlsStore(opts.redis, opts.prefix, now, opts.trust, {
+    ...(opts.node ? { ownQueue: opts.queue } : {}),
+    ...(opts.oneSlot ? { mirrors: true, copyOnly: true } : {}),
+    onCopyMissed: (queue) => {
+      const t = now().getTime();
+      if (t - missedAt < COPY_MISSED_LOG_MS) return;
+      missedAt = t;
+      opts.log.warn({ queue }, "this queue's copy of the controls is missing or stale (no receiver has synced it lately); read the shared controls");
+    },
+  });
+}
+
 export function createJobControls(opts: JobControlsOptions): JobControls {
   const now = opts.now ?? (() => new Date());
-  const store = new ControlsStore(opts.redis, opts.prefix, now, opts.trust);
+  const store = controlsStore(opts, now);
   const approvals = new ApprovalStore(opts.redis, opts.prefix, opts.trust);
   const local = opts.breakers ? undefined : new Breakers(opts.redis, opts.prefix, now);
   const breakers: BreakerPort = opts.breakers ?? local!;

@@ -62,6 +62,8 @@ export interface RunbookWorkerOptions {
   trust?: WorkTrust;
   /** Redis refused this worker's credentials (its Redis user gone): an enrolled agent enrols again. */
   onRedisAuthRefused?: () => void;
+  /** Everything this worker touches is in its queue's slot (an enrolled node agent): see ConnectOptions.oneSlot. */
+  oneSlot?: boolean;
 }
 
 export interface RunbookWorker {
@@ -85,6 +87,7 @@ export function createRunbookWorker(opts: RunbookWorkerOptions): RunbookWorker {
     process: opts.process ?? opts.ranOn,
     log: opts.log.child({ component: 'redis' }),
     ...(opts.onRedisAuthRefused ? { onAuthRefused: opts.onRedisAuthRefused } : {}),
+    ...(opts.oneSlot ? { connect: { oneSlot: { key: opts.queue } } } : {}),
   });
   const connection = connections.open('worker', 'worker');
   const metrics = createWorkerMetrics();
@@ -108,6 +111,7 @@ export function createRunbookWorker(opts: RunbookWorkerOptions): RunbookWorker {
       prefix: opts.prefix,
       queue: opts.queue,
       log: opts.log,
+      ...(opts.oneSlot && typeof opts.redis !== 'string' && opts.redis.kind === 'cluster' ? { oneSlot: true } : {}),
       ...(opts.trust ? { trust: controlTrust(opts.trust, d) } : {}),
     });
   }

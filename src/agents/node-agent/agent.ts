@@ -43,6 +43,16 @@ export function createNodeAgent({ config, registry, log, nodeLabels, events, enr
   if (!node) throw new Error('NODE_NAME is required: the node agent must know which node it serves');
   const trust = trustFromConfig(config, 'node-agent', enrolled);
   if (trust.allowUnsigned) log.warn('ALLOW_UNSIGNED_WORK=true: this agent runs work without a seal; anyone who can write to Redis can make it act');
+  // With ENROL_URL the receiver takes this node's breaker slots (its own Redis user may not write them).
+  const breakers =
+    config.enrolUrl && trust.sealer
+      ? new ReceiverBreakers({
+          url: config.enrolUrl,
+          ...(config.enrolCaFile ? { caFile: config.enrolCaFile } : {}),
+          queue: nodeQueueName(node),
+          sealer: trust.sealer,
+        })
+      : undefined;
   const worker = createRunbookWorker({
     queue: nodeQueueName(node),
     redis: redisTarget(config),
@@ -56,21 +66,14 @@ export function createNodeAgent({ config, registry, log, nodeLabels, events, enr
       return target === node ? undefined : `job for node ${target ?? '(none)'} reached the agent of ${node}`;
     },
     lockDurationMs: config.lockDurationMs,
+    // Its queue, statistics, presence, approvals, audit and copy of the controls share its queue's
+    // slot; with ENROL_URL the receiver takes its breaker slots, so on a Cluster it needs that slot's master only.
+    oneSlot: breakers !== undefined,
     keepFinished: keepFinished('node', config.dedupWindowSeconds),
     log,
     controls: {
       ...controlsFromConfig(config),
-      // With ENROL_URL the receiver takes this node's breaker slots (its own Redis user may not write them).
-      ...(config.enrolUrl && trust.sealer
-        ? {
-            breakers: new ReceiverBreakers({
-              url: config.enrolUrl,
-              ...(config.enrolCaFile ? { caFile: config.enrolCaFile } : {}),
-              queue: nodeQueueName(node),
-              sealer: trust.sealer,
-            }),
-          }
-        : {}),
+      ...(breakers ? { breakers } : {}),
       node,
       nodeModeLabel: async () => (nodeLabels ? (await nodeLabels.labelsOf(node))?.[NODE_MODE_LABEL] : config.nodeLabels?.[NODE_MODE_LABEL]),
     },

@@ -42,10 +42,15 @@ export function startControls(config: Config, log: Logger, r: RedisModule, j: Jo
     },
   });
   // A compare-and-set: the first replica wins, a newer decision is never undone.
+  // Then every node queue's copy of them (a Cluster's agents read those: control-mirrors.ts).
   const reseal = (): void => {
     actions.store
       .resealStanding()
-      .catch((err: Error) => log.warn({ err: err.message }, 'could not seal the standing controls again; they lapse if no replica does'));
+      .catch((err: Error) => log.warn({ err: err.message }, 'could not seal the standing controls again; they lapse if no replica does'))
+      .then(() => actions.store.mirrors?.sync())
+      .catch((err: Error) =>
+        log.warn({ err: err.message }, "could not copy the controls into the node queues' slots; agents read the shared ones once their copy is stale"),
+      );
   };
   reseal();
   const resealTimer = setInterval(reseal, CONTROL_RESEAL_MS);

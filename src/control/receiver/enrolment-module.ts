@@ -1,4 +1,5 @@
 import type { KubeConfig } from '@kubernetes/client-node';
+import { ControlMirrors } from '../../adapters/controls/control-mirrors.ts';
 import type { Logger } from '../../adapters/observability/logger.ts';
 import { knownQueuesKey } from '../../adapters/redis/known-queues.ts';
 import { NodeRedisUsers, nodeUserName } from '../../adapters/redis/node-redis-users.ts';
@@ -29,6 +30,8 @@ export function startEnrolment(config: Config, log: Logger, r: RedisModule, trus
     registry: {
       record: async (queue) => {
         await r.redis.sadd(knownQueuesKey(config.queuePrefix), queue);
+        // Its copy of the controls (a Cluster's agents read that: control-mirrors.ts).
+        if (r.redis.isCluster) await new ControlMirrors(r.redis, config.queuePrefix).sync([queue]);
       },
     },
     ...(nodeUsers

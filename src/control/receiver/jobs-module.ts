@@ -1,3 +1,4 @@
+import { ControlMirrors } from '../../adapters/controls/control-mirrors.ts';
 import { BullJobStore } from '../../adapters/jobstore/bull-job-store.ts';
 import { Dispatcher } from '../../adapters/jobstore/dispatcher.ts';
 import { IncidentIndex } from '../../adapters/jobstore/incident-index.ts';
@@ -37,6 +38,8 @@ export function startJobs(config: Config, log: Logger, r: RedisModule, trust: Tr
     // and into the console's index of incidents, in the batch's own script call.
     index: incidents,
     onIndexError: (err) => log.warn({ err: err.message }, "the console's incident index missed a batch"),
+    // A Cluster's agents read the controls from their queue's copy: a new node's is made before its first job.
+    ...(redis.isCluster ? { prepareQueues: (queues: string[]) => new ControlMirrors(redis, config.queuePrefix).sync(queues) } : {}),
   });
   const queue = (name: string) => dispatcher.queue(name);
   return {

@@ -2,7 +2,8 @@ import { once } from 'node:events';
 import type { Express } from 'express';
 import { createServer, type Server } from 'node:http';
 import { createServer as createHttpsServer, Server as HttpsServer } from 'node:https';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
 import type { Logger } from '../../adapters/observability/logger.ts';
 import type { Config } from '../../core/config/schema.ts';
 import { readTls, watchTls } from '../http/tls-files.ts';
@@ -17,9 +18,27 @@ export interface Listening {
   close(): Promise<void>;
 }
 
+/**
+ * A request not read within its deadline is answered 503 with Retry-After, not Node's 408: a
+ * webhook sender retries a 5xx and drops a 4xx (Alertmanager does), and a receiver too busy to
+ * read a body in time is no reason to lose the alerts in it (bench/README.md, Fleet). A slow
+ * sender is still cut off at the same deadline. Other client errors as Node answers them.
+ */
+const CLIENT_ERROR_ANSWERS: Record<string, string> = {
+  ERR_HTTP_REQUEST_TIMEOUT: 'HTTP/1.1 503 Service Unavailable\r\nRetry-After: 5\r\nConnection: close\r\nContent-Length: 0\r\n\r\n',
+  HPE_HEADER_OVERFLOW: 'HTTP/1.1 431 Request Header Fields Too Large\r\nConnection: close\r\nContent-Length: 0\r\n\r\n',
+  HPE_CHUNK_EXTENSIONS_OVERFLOW: 'HTTP/1.1 413 Payload Too Large\r\nConnection: close\r\nContent-Length: 0\r\n\r\n',
+};
+const BAD_REQUEST = 'HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n';
+
+function answerClientError(err: NodeJS.ErrnoException, socket: Duplex): void {
+  if (socket.writable && (socket as Socket).bytesWritten === 0) socket.write(CLIENT_ERROR_ANSWERS[err.code ?? ''] ?? BAD_REQUEST);
+  socket.destroy(err);
+}
+
 export async function listen(config: Config, app: Express, log: Logger): Promise<Listening> {
   // Slow senders must not hold sockets for Node's default 300 s: headers and the whole request
-  // have deadlines (408 and close), checked every second rather than Node's default 30.
+  // have deadlines (503 + Retry-After and close, answerClientError), checked every second rather than Node's default 30.
   const timeouts = {
     headersTimeout: config.httpHeadersTimeoutMs,
     requestTimeout: config.httpRequestTimeoutMs,
@@ -39,6 +58,7 @@ export async function listen(config: Config, app: Express, log: Logger): Promise
             log.error({ err: err.message, cert: tlsFiles.certFile }, 'the TLS certificate files changed but cannot be used; still serving the previous one'),
         )
       : undefined;
+  server.on('clientError', answerClientError);
   server.listen(config.port, config.listenAddress);
   await once(server, 'listening');
   const addr = server.address() as AddressInfo;

@@ -203,7 +203,7 @@ export const Config = z
     /**
      * HTTP_HEADERS_TIMEOUT_MS: how long a client may take to send a request's headers, and
      * HTTP_REQUEST_TIMEOUT_MS: the whole request, body included (Node's default is 300 s, which
-     * lets a few slow senders hold sockets and memory). A request over either gets 408 and its
+     * lets a few slow senders hold sockets and memory). A request over either gets 503 + Retry-After (src/control/receiver/listen.ts) and its
      * socket is closed. Webhook bodies are at most BODY_LIMIT and come from nearby senders.
      * Defaults 10 s and 30 s; the headers timeout may not exceed the request timeout.
      */

@@ -68,4 +68,11 @@ export const queueControlKeys = (prefix: string, queue: string) => ({
   parked: `${prefix}:${queue}:vm:parked`,
   /** list of AuditEntry JSON, newest first, capped: what this queue's worker did and refused */
   audit: `${prefix}:${queue}:vm:audit`,
+  /**
+   * hash `mode|<field>` / `pause|<field>` -> the shared record's text, `gen|...` -> its generation,
+   * `synced` -> the last full copy (ms): the receiver's copy of what this node's agent reads at a
+   * job's start, in its queue's slot (src/adapters/controls/control-mirrors.ts). Written by the
+   * receiver only; the node's own user may read it.
+   */
+  controls: `${prefix}:${queue}:vm:controls`,
 });
