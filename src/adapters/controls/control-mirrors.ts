@@ -103,9 +103,10 @@ export class ControlMirrors {
     ]);
     const nodeQueues = all.filter((q) => nodeOfQueue(q) !== undefined);
     const at = this.#now();
+    // Each record read once: only which of them a copy takes differs by node.
     const entries = [
-      ...Object.entries(modes).map(([f, text]) => ({ kind: 'mode' as const, f, text })),
-      ...Object.entries(pause).map(([f, text]) => ({ kind: 'pause' as const, f, text })),
+      ...Object.entries(modes).map(([f, text]) => ({ shared: f, field: mirrorField('mode', f), gen: genOf(text), text })),
+      ...Object.entries(pause).map(([f, text]) => ({ shared: f, field: mirrorField('pause', f), gen: genOf(text), text })),
     ];
     await inLanes(nodeQueues, laneShape(this.#redis, { chunk: 1 }, ONE_AT_A_TIME), async (qs) => {
       for (const q of qs) {
@@ -113,7 +114,7 @@ export class ControlMirrors {
         await this.#write(
           q,
           at,
-          entries.filter((e) => concerns(e.f, node)).map((e) => ({ field: mirrorField(e.kind, e.f), gen: genOf(e.text), text: e.text })),
+          entries.filter((e) => concerns(e.shared, node)),
         );
       }
       return qs;
@@ -133,21 +134,16 @@ export class ControlMirrors {
   }
 
   /**
-   * What a job of `runbook` on `node` reads at its start, from its queue's copy; undefined when
-   * there is no copy or its last full sync is older than MIRROR_FRESH_MS (read the shared hashes).
+   * The fields of the shared hashes a job's start reads (ControlsStore's startFields), from its
+   * queue's copy, in that order; undefined when there is no copy or its last full sync is older
+   * than MIRROR_FRESH_MS (read the shared hashes).
    */
-  async readStart(queue: string, runbook: string, node: string): Promise<CopiedStart | undefined> {
-    const r = await this.#redis.hmget(
-      this.#key(queue),
-      mirrorField('mode', `runbook/${runbook}`),
-      mirrorField('mode', `node/${node}`),
-      mirrorField('pause', 'cluster'),
-      mirrorField('pause', `node/${node}`),
-      mirrorField('pause', `runbook/${runbook}`),
-      SYNCED,
-    );
-    const synced = Number(r[5] ?? Number.NaN);
+  async readStart(queue: string, fields: { modes: readonly string[]; pause: readonly string[] }): Promise<CopiedStart | undefined> {
+    const asked = [...fields.modes.map((f) => mirrorField('mode', f)), ...fields.pause.map((f) => mirrorField('pause', f))];
+    const r = await this.#redis.hmget(this.#key(queue), ...asked, SYNCED);
+    const synced = Number(r[asked.length] ?? Number.NaN);
     if (!Number.isFinite(synced) || this.#now() - synced > MIRROR_FRESH_MS) return undefined;
-    return { modes: [r[0] ?? null, r[1] ?? null], pause: [r[2] ?? null, r[3] ?? null, r[4] ?? null] };
+    const got = r.slice(0, asked.length).map((v) => v ?? null);
+    return { modes: got.slice(0, fields.modes.length), pause: got.slice(fields.modes.length) };
   }
 }

@@ -285,7 +285,7 @@ export class ControlsStore {
   async startView(runbook: string, node?: string): Promise<StartView> {
     const own = this.#o.ownQueue;
     if (this.mirrors && own && node) {
-      const copy = await this.mirrors.readStart(own, runbook, node);
+      const copy = await this.mirrors.readStart(own, startFields(runbook, node));
       if (copy) return this.readStartView([copy.modes, copy.pause], runbook, node);
       if (this.#o.copyOnly)
         throw new TransientError(

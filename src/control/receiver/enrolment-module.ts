@@ -26,12 +26,13 @@ export function startEnrolment(config: Config, log: Logger, r: RedisModule, trus
     ? new NodeRedisUsers({ target: r.target, prefix: config.queuePrefix, log: log.child({ component: 'node-redis-users' }) })
     : undefined;
   nodeUsers?.watch();
+  const mirrors = r.redis.isCluster ? new ControlMirrors(r.redis, config.queuePrefix) : undefined;
   const enrolment = enrolmentFromConfig(config, trust.ring, access, {
     registry: {
       record: async (queue) => {
         await r.redis.sadd(knownQueuesKey(config.queuePrefix), queue);
         // Its copy of the controls (a Cluster's agents read that: control-mirrors.ts).
-        if (r.redis.isCluster) await new ControlMirrors(r.redis, config.queuePrefix).sync([queue]);
+        await mirrors?.sync([queue]);
       },
     },
     ...(nodeUsers

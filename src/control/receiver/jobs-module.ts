@@ -26,6 +26,7 @@ export interface JobsModule {
 export function startJobs(config: Config, log: Logger, r: RedisModule, trust: Trust): JobsModule {
   const { redis, replicaAck } = r;
   const incidents = new IncidentIndex(redis, config.queuePrefix);
+  const mirrors = redis.isCluster ? new ControlMirrors(redis, config.queuePrefix) : undefined;
   const dispatcher = new Dispatcher(redis, {
     prefix: config.queuePrefix,
     timeoutMs: config.enqueueTimeoutMs,
@@ -39,7 +40,7 @@ export function startJobs(config: Config, log: Logger, r: RedisModule, trust: Tr
     index: incidents,
     onIndexError: (err) => log.warn({ err: err.message }, "the console's incident index missed a batch"),
     // A Cluster's agents read the controls from their queue's copy: a new node's is made before its first job.
-    ...(redis.isCluster ? { prepareQueues: (queues: string[]) => new ControlMirrors(redis, config.queuePrefix).sync(queues) } : {}),
+    ...(mirrors ? { prepareQueues: (queues: string[]) => mirrors.sync(queues) } : {}),
   });
   const queue = (name: string) => dispatcher.queue(name);
   return {
