@@ -47,6 +47,37 @@ function trickle(first: string, drip: string, giveUpMs = 5_000): Promise<{ close
   });
 }
 
+/** Like trickle, on a socket that first carried `first` and its whole answer (keep-alive). */
+function afterOneAnswer(first: string, second: string, drip: string): Promise<{ closedAfterMs: number | undefined; answer: string }> {
+  const { port } = new URL(receiver.url);
+  return new Promise((resolve) => {
+    let answer = '';
+    let sentSecond = false;
+    let i = 0;
+    const started = Date.now();
+    const socket: Socket = connect(Number(port), '127.0.0.1', () => socket.write(first));
+    const timer = setInterval(() => {
+      if (sentSecond && !socket.destroyed && i < drip.length) socket.write(drip[i++]!);
+    }, 100);
+    const done = (closedAfterMs: number | undefined): void => {
+      clearInterval(timer);
+      clearTimeout(giveUp);
+      socket.destroy();
+      resolve({ closedAfterMs, answer });
+    };
+    const giveUp = setTimeout(() => done(undefined), 5_000);
+    socket.on('data', (d) => {
+      answer += d.toString();
+      if (!sentSecond && /\r\n\r\n[\s\S]*\}$/.test(answer)) {
+        sentSecond = true;
+        socket.write(second);
+      }
+    });
+    socket.on('error', () => {});
+    socket.on('close', () => done(Date.now() - started));
+  });
+}
+
 describe('the receiver against slow senders', () => {
   it('closes the socket of a body trickled past the request timeout, with 503 and Retry-After (a sender retries it)', async () => {
     const head = `POST /v1/alertmanager HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n`;
@@ -68,6 +99,18 @@ describe('the receiver against slow senders', () => {
     expect(bad.answer).toMatch(/^HTTP\/1\.1 400 /);
     const big = await trickle(`GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`, '');
     expect(big.answer).toMatch(/^HTTP\/1\.1 431 /);
+  });
+
+  it('answers on a kept-alive socket that has already carried a response (a 431 and a 503 there were lost: no answer, "other side closed")', async () => {
+    const ok = 'GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n';
+    const big = await afterOneAnswer(ok, `GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`, '');
+    expect(big.answer).toMatch(/^HTTP\/1\.1 200 [\s\S]*HTTP\/1\.1 431 /);
+    const slow = await afterOneAnswer(
+      ok,
+      'POST /v1/alertmanager HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n',
+      '{'.padEnd(1000, ' '),
+    );
+    expect(slow.answer).toMatch(/^HTTP\/1\.1 200 [\s\S]*HTTP\/1\.1 503 [\s\S]*Retry-After: 5\r\n/);
   });
 
   it('still answers a request sent at a normal pace', async () => {

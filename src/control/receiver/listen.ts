@@ -1,8 +1,8 @@
 import { once } from 'node:events';
 import type { Express } from 'express';
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer, Server as HttpsServer } from 'node:https';
-import type { AddressInfo, Socket } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { Logger } from '../../adapters/observability/logger.ts';
 import type { Config } from '../../core/config/schema.ts';
@@ -31,14 +31,28 @@ const CLIENT_ERROR_ANSWERS: Record<string, string> = {
 };
 const BAD_REQUEST = 'HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n';
 
-function answerClientError(err: NodeJS.ErrnoException, socket: Duplex): void {
-  if (socket.writable && (socket as Socket).bytesWritten === 0) socket.write(CLIENT_ERROR_ANSWERS[err.code ?? ''] ?? BAD_REQUEST);
-  socket.destroy(err);
+/**
+ * Answers on the socket unless a response on it has already sent its head (Node's own rule):
+ * a keep-alive socket has written earlier responses, and its next request still gets an answer.
+ */
+function clientErrorAnswerer(server: Server): (err: NodeJS.ErrnoException, socket: Duplex) => void {
+  const answering = new WeakMap<Duplex, ServerResponse>();
+  server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+    const socket = req.socket;
+    answering.set(socket, res);
+    res.once('close', () => {
+      if (answering.get(socket) === res) answering.delete(socket);
+    });
+  });
+  return (err, socket) => {
+    if (socket.writable && !answering.get(socket)?.headersSent) socket.write(CLIENT_ERROR_ANSWERS[err.code ?? ''] ?? BAD_REQUEST);
+    socket.destroy(err);
+  };
 }
 
 export async function listen(config: Config, app: Express, log: Logger): Promise<Listening> {
   // Slow senders must not hold sockets for Node's default 300 s: headers and the whole request
-  // have deadlines (503 + Retry-After and close, answerClientError), checked every second rather than Node's default 30.
+  // have deadlines (503 + Retry-After and close, clientErrorAnswerer), checked every second rather than Node's default 30.
   const timeouts = {
     headersTimeout: config.httpHeadersTimeoutMs,
     requestTimeout: config.httpRequestTimeoutMs,
@@ -58,7 +72,7 @@ export async function listen(config: Config, app: Express, log: Logger): Promise
             log.error({ err: err.message, cert: tlsFiles.certFile }, 'the TLS certificate files changed but cannot be used; still serving the previous one'),
         )
       : undefined;
-  server.on('clientError', answerClientError);
+  server.on('clientError', clientErrorAnswerer(server));
   server.listen(config.port, config.listenAddress);
   await once(server, 'listening');
   const addr = server.address() as AddressInfo;
