@@ -1,5 +1,4 @@
 import type { Readable } from 'node:stream';
-import { execa } from 'execa';
 import type { CommandRecord } from '../../core/catalogue/result.ts';
 import { CappedText } from './capped-text.ts';
 import { livingGroupMembers } from './process-group.ts';
@@ -8,6 +7,7 @@ import { livingGroupMembers } from './process-group.ts';
 // the deadline the whole group is signalled: `sh -c 'dd ... | ...'` leaves no orphan behind.
 // We never await execa's promise itself: it waits for stdout/stderr to close, and a grandchild
 // stuck in D state keeps them open forever. We wait for the `exit` event and a short drain.
+// execa is imported with the first command: an idle agent reads the host but runs nothing.
 
 export interface RunLimits {
   timeoutMs: number;
@@ -36,6 +36,7 @@ export async function runCommand(argv: readonly string[], limits: RunLimits): Pr
   const stdout = new CappedText(limits.maxOutputBytes);
   const stderr = new CappedText(limits.maxOutputBytes);
 
+  const { execa } = await import('execa');
   const child = execa(file, args, {
     detached: true,
     reject: false,

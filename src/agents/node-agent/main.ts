@@ -11,7 +11,8 @@ import { agentKubeApis } from './kube-apis.ts';
 import { KubeAttachedVolumes } from './kube-attached-volumes.ts';
 import { KubeNodeLabels } from './kube-node-labels.ts';
 import { KubeNodePods } from './kube-node-pods.ts';
-import { defaultNodeRegistry } from './registry.ts';
+import { lazyRegistry } from '../engine/lazy-registry.ts';
+import { NODE_RUNBOOKS } from './node-runbooks.ts';
 import { startSelfChecks } from './self-checks.ts';
 import { enrolUntilDone } from '../engine/enrolled-keys.ts';
 import { startProbeServer } from '../../adapters/observability/probe-server.ts';
@@ -51,7 +52,8 @@ await runMain(log, async (given) => {
   const deps = lookups && nodeLabels ? { nodeLabels, attachedVolumes: new KubeAttachedVolumes(lookups), nodePods: new KubeNodePods(lookups) } : {};
   const agent = createNodeAgent({
     config,
-    registry: defaultNodeRegistry(config, log, deps),
+    // The runbooks' code is loaded on the first job: an idle agent does not hold it.
+    registry: lazyRegistry(NODE_RUNBOOKS, async () => (await import('./registry.ts')).defaultNodeRegistry(config, log, deps)),
     log: log.child({ node }),
     ...(nodeLabels ? { nodeLabels } : {}),
     ...(events ? { events } : {}),

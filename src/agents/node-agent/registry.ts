@@ -9,11 +9,13 @@ import {
   type AttachedVolumes,
 } from '../runbooks/residual-multipath-cleanup/index.ts';
 import { createRbdUnmap, type NodePods } from '../runbooks/rbd-unmap/index.ts';
-import type { RunbookRegistry } from '../engine/registry.ts';
+import type { RunbookHandler } from '../engine/registry.ts';
+import type { NodeRunbookName } from './node-runbooks.ts';
 import { UnknownNodePods } from './kube-node-pods.ts';
 
 // The runbooks this node agent carries. A runbook missing here makes its jobs fail visibly as
-// `not implemented` (see engine/runbook-worker.ts), never succeed silently.
+// `not implemented` (see engine/runbook-worker.ts), never succeed silently. main.ts imports this
+// module on the first job (engine/lazy-registry.ts), under the names of node-runbooks.ts.
 
 export interface NodeRegistryDeps {
   /** Where the node's labels come from: the Kubernetes API in a cluster; NODE_LABELS otherwise. */
@@ -29,7 +31,7 @@ function optInLabel(config: Pick<Config, 'placeholderOptInLabel'>): { key: strin
   return { key: config.placeholderOptInLabel.slice(0, i), value: config.placeholderOptInLabel.slice(i + 1) };
 }
 
-export function defaultNodeRegistry(config: Config, _log: Logger, deps: NodeRegistryDeps = {}): RunbookRegistry {
+export function defaultNodeRegistry(config: Config, _log: Logger, deps: NodeRegistryDeps = {}): { [R in NodeRunbookName]: RunbookHandler<R> } {
   const host = createRealHost({ root: config.hostRoot, nsenter: config.hostNsenter });
   const nodeLabels = deps.nodeLabels ?? new InMemoryNodeLabels(config.nodeName && config.nodeLabels ? { [config.nodeName]: config.nodeLabels } : {});
   return {

@@ -1,5 +1,5 @@
 import { accessSync, constants, readFileSync } from 'node:fs';
-import { parse as parseYaml } from 'yaml';
+import { createRequire } from 'node:module';
 import type { z } from 'zod';
 import { Config } from './schema.ts';
 import { redactUrl, redactUrlsIn } from './redact-url.ts';
@@ -146,6 +146,8 @@ function readFileConfig(path: string): Record<string, unknown> {
   }
   let parsed: unknown;
   try {
+    // Loaded only when a file is named: the agents read their environment alone.
+    const { parse: parseYaml } = createRequire(import.meta.url)('yaml') as typeof import('yaml');
     parsed = parseYaml(text);
   } catch (err) {
     throw new ConfigError(`VOLUME_MEDIC_CONFIG: ${path} is not valid YAML/JSON: ${(err as Error).message}`);

@@ -1,0 +1,56 @@
+import { readFileSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
+import { describe, expect, it } from 'vitest';
+
+// What the node agent loads at start is what it holds while idle (bench:agent-rss). Its static
+// import closure, from main.ts, must not reach what only a job needs: the runbooks' registry,
+// execa (the command runner), the Kubernetes client, YAML config files. They are imported on
+// first use (engine/lazy-registry.ts, host/run-command.ts, node-agent/kube-apis.ts,
+// core/config/load.ts).
+
+const ROOT = join(import.meta.dirname, '../../..');
+const VALUE_IMPORT = /^\s*(?:import|export)\s+(?!type\b)(?:[^'";]*?\sfrom\s+)?'([^']+)'/gm;
+
+/** Every module reached by static value imports from `entry`: repo-relative paths and package names. */
+function staticClosure(entry: string): Set<string> {
+  const seen = new Set<string>();
+  const visit = (file: string): void => {
+    const rel = relative(ROOT, file);
+    if (seen.has(rel)) return;
+    seen.add(rel);
+    for (const [, spec] of readFileSync(file, 'utf8').matchAll(VALUE_IMPORT)) {
+      if (!spec) continue;
+      if (spec.startsWith('.')) visit(resolve(dirname(file), spec));
+      else if (!spec.startsWith('node:')) seen.add(spec.startsWith('@') ? spec.split('/').slice(0, 2).join('/') : spec.split('/')[0]!);
+    }
+  };
+  visit(join(ROOT, entry));
+  return seen;
+}
+
+describe("the node agent's start path", () => {
+  const closure = staticClosure('src/agents/node-agent/main.ts');
+
+  it('reaches what waiting for work needs (the check sees imports)', () => {
+    for (const m of ['bullmq', 'ioredis', 'zod', 'pino', 'src/agents/node-agent/agent.ts', 'src/agents/engine/lazy-registry.ts'])
+      expect(closure, m).toContain(m);
+  });
+
+  it('does not reach the runbooks, execa, the Kubernetes client or the YAML parser', () => {
+    const jobOnly = [...closure].filter(
+      (m) =>
+        m === 'execa' ||
+        m === 'yaml' ||
+        m === '@kubernetes/client-node' ||
+        m === 'src/agents/node-agent/registry.ts' ||
+        /^src\/agents\/runbooks\/[^/]+\/index\.ts$/.test(m),
+    );
+    expect(jobOnly).toEqual([]);
+  });
+
+  it('would see a static import of one of them', () => {
+    expect(staticClosure('src/agents/node-agent/registry.ts')).toContain('src/agents/runbooks/rbd-unmap/index.ts');
+    expect(staticClosure('src/agents/host/real-host.ts')).not.toContain('execa');
+    expect([..."import { execa } from 'execa';\nimport type { X } from 'yaml';\n".matchAll(VALUE_IMPORT)].map((m) => m[1])).toEqual(['execa']);
+  });
+});
