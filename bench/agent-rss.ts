@@ -12,7 +12,8 @@ import { startPrivateRedis } from '../test/testkit/redis-server.ts';
 // private redis-server; one gets no request (the baseline), the others the kubelet's cadence
 // (/readyz every 10 s, /healthz every 20 s) and a Prometheus scrape of /metrics every 30 s.
 // Beside them the floor (issue 33): Node with the same flags and one idle BullMQ Worker on a node
-// queue, nothing else (bench/lib/floor-agent.mjs). VmRSS from /proc/<pid>/status, read every
+// queue, nothing else (bench/lib/floor-agent.mjs), and the floor plus each library the idle agent
+// needs (zod, pino, prom-client, an HTTP server), alone and together. VmRSS from /proc/<pid>/status, read every
 // 15 s; reported per checkpoint as MiB, the difference to the baseline and the baseline's ratio to
 // the floor. AGENT_RSS_MINUTES (default 30) sets the length.
 
@@ -25,13 +26,22 @@ interface Variant {
   traffic: boolean;
   /** The script (default: the built agent). */
   script?: string;
+  /** For the floor: FLOOR_WITH (bench/lib/floor-agent.mjs). */
+  floorWith?: string;
 }
 
+const FLOOR = 'bench/lib/floor-agent.mjs';
 const VARIANTS: Variant[] = [
   { name: 'no requests (baseline)', flags: NODE_FLAGS, traffic: false },
-  { name: 'floor (one idle BullMQ Worker)', flags: NODE_FLAGS, traffic: false, script: 'bench/lib/floor-agent.mjs' },
+  { name: 'floor (one idle BullMQ Worker)', flags: NODE_FLAGS, traffic: false, script: FLOOR },
   { name: 'probes + scrapes', flags: NODE_FLAGS, traffic: true },
   { name: 'probes + scrapes, --optimize-for-size', flags: [...NODE_FLAGS, '--optimize-for-size'], traffic: true },
+  // Where the distance from the floor goes: the floor plus each thing the idle agent needs.
+  { name: 'floor + zod', flags: NODE_FLAGS, traffic: false, script: FLOOR, floorWith: 'zod' },
+  { name: 'floor + pino', flags: NODE_FLAGS, traffic: false, script: FLOOR, floorWith: 'pino' },
+  { name: 'floor + prom-client', flags: NODE_FLAGS, traffic: false, script: FLOOR, floorWith: 'prom-client' },
+  { name: 'floor + HTTP server', flags: NODE_FLAGS, traffic: false, script: FLOOR, floorWith: 'http' },
+  { name: 'floor + all four', flags: NODE_FLAGS, traffic: false, script: FLOOR, floorWith: 'zod,pino,prom-client,http' },
 ];
 
 const rssMiB = (pid: number): number => {
@@ -57,6 +67,7 @@ try {
         PROBE_LISTEN_ADDRESS: '127.0.0.1',
         ALLOW_UNSIGNED_WORK: 'true',
         LOG_LEVEL: 'warn',
+        ...(v.floorWith ? { FLOOR_WITH: v.floorWith } : {}),
       },
       stdio: ['ignore', 'ignore', 'inherit'],
     });
@@ -93,15 +104,23 @@ try {
   };
   const base = agents[0]!;
   const floor = agents[1]!;
-  console.log(`| after | ${agents.map((a) => a.v.name).join(' | ')} | agent / floor |`);
-  console.log(`| --- | ${agents.map(() => '---:').join(' | ')} | ---: |`);
+  const withAll = agents.find((a) => a.v.floorWith?.includes(','))!;
+  const delta = (x: number, from: number): string => `${x - from >= 0 ? '+' : ''}${(x - from).toFixed(1)}`;
+  const agentRows = agents.filter((a) => a.v.script !== FLOOR);
+  console.log(`| after | ${agentRows.map((a) => a.v.name).join(' | ')} | floor | agent / floor | agent / (floor + all four) |`);
+  console.log(`| --- | ${agentRows.map(() => '---:').join(' | ')} | ---: | ---: | ---: |`);
   for (const m of checkpoints) {
     const b = at(base, m);
-    const cells = agents.map((a) =>
-      a === base ? `${b.toFixed(1)} MiB` : `${at(a, m).toFixed(1)} MiB (${at(a, m) - b >= 0 ? '+' : ''}${(at(a, m) - b).toFixed(1)})`,
+    const cells = agentRows.map((a) => (a === base ? `${b.toFixed(1)} MiB` : `${at(a, m).toFixed(1)} MiB (${delta(at(a, m), b)})`));
+    console.log(
+      `| ${m} min | ${cells.join(' | ')} | ${at(floor, m).toFixed(1)} MiB | ${(b / at(floor, m)).toFixed(3)}x | ${(b / at(withAll, m)).toFixed(3)}x |`,
     );
-    console.log(`| ${m} min | ${cells.join(' | ')} | ${(b / at(floor, m)).toFixed(3)}x |`);
   }
+  // Where the distance goes: each addition's MiB over the floor, at the last checkpoint.
+  const last = checkpoints.at(-1)!;
+  const f = at(floor, last);
+  console.log(`\n| after ${last} min | MiB | over the floor |\n| --- | ---: | ---: |`);
+  for (const a of [floor, ...agents.filter((x) => x.v.floorWith), base]) console.log(`| ${a.v.name} | ${at(a, last).toFixed(1)} | ${delta(at(a, last), f)} |`);
 } finally {
   for (const t of timers) clearInterval(t);
   for (const a of agents) a.child.kill('SIGTERM');

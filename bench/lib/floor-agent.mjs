@@ -2,7 +2,19 @@
 // Worker on a node queue, as our agent configures it (drainDelay, stalled checks, lock), and
 // nothing else. Plain JavaScript, as the deployed agent runs (`npm run build`): no TypeScript
 // loader in the process. bench/agent-rss.ts starts it beside the real agent.
+// FLOOR_WITH (comma-separated) adds what the idle agent cannot do without, one piece at a time,
+// to show where the agent's distance from the floor goes: zod, pino, prom-client (imported
+// only), http (a listening HTTP server, the probe server's transport, node:http taken with
+// require as the agent does: src/adapters/http/node-http.ts).
+import { createRequire } from 'node:module';
 import { Worker } from 'bullmq';
+
+for (const part of (process.env.FLOOR_WITH ?? '').split(',').filter(Boolean)) {
+  if (part === 'http') {
+    const { createServer } = createRequire(import.meta.url)('node:http');
+    createServer((_req, res) => res.end('ok')).listen(0, '127.0.0.1');
+  } else await import(part);
+}
 
 const url = new URL(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
 const worker = new Worker(`vm-node-{${process.env.NODE_NAME ?? 'floor'}}`, async () => ({}), {

@@ -1,4 +1,5 @@
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { http } from '../http/node-http.ts';
 import type { AddressInfo } from 'node:net';
 import type { Registry } from 'prom-client';
 import { connectionHealth, type ConnectionState } from '../redis/redis-connections.ts';
@@ -86,7 +87,7 @@ export async function startProbeServer(o: ProbeServerOptions): Promise<ProbeServ
     json(res, 404, { error: 'not found: /healthz, /readyz, /metrics' });
   };
 
-  const server = createServer((req, res) => {
+  const server = http.createServer((req, res) => {
     handle(req, res).catch((err: Error) => {
       o.log.warn({ err: err.message, path: req.url }, 'probe server request failed');
       if (!res.headersSent) json(res, 500, { error: 'internal error' });

@@ -1,4 +1,4 @@
-import { request as httpRequest } from 'node:http';
+import { http } from '../../adapters/http/node-http.ts';
 import { request as httpsRequest } from 'node:https';
 
 // One JSON POST from an agent to the receiver: its CA when given, a deadline, a bounded answer.
@@ -16,7 +16,7 @@ export interface ReceiverPost {
 /** Status and text of the answer; rejects when no answer came (connection refused, timeout, too long). */
 export function postToReceiver(p: ReceiverPost): Promise<{ status: number; text: string }> {
   return new Promise((resolve, reject) => {
-    const send = p.url.protocol === 'https:' ? httpsRequest : httpRequest;
+    const send = p.url.protocol === 'https:' ? httpsRequest : http.request;
     const r = send(
       p.url,
       {

@@ -52,7 +52,6 @@ await runMain(log, async (given) => {
   const deps = lookups && nodeLabels ? { nodeLabels, attachedVolumes: new KubeAttachedVolumes(lookups), nodePods: new KubeNodePods(lookups) } : {};
   const agent = createNodeAgent({
     config,
-    // The runbooks' code is loaded on the first job: an idle agent does not hold it.
     registry: lazyRegistry(NODE_RUNBOOKS, async () => (await import('./registry.ts')).defaultNodeRegistry(config, log, deps)),
     log: log.child({ node }),
     ...(nodeLabels ? { nodeLabels } : {}),

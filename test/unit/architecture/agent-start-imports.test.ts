@@ -6,12 +6,13 @@ import { describe, expect, it } from 'vitest';
 // import closure, from main.ts, must not reach what only a job needs: the runbooks' registry,
 // execa (the command runner), the Kubernetes client, YAML config files. They are imported on
 // first use (engine/lazy-registry.ts, host/run-command.ts, node-agent/kube-apis.ts,
-// core/config/load.ts).
+// core/config/load.ts). Nor may it `import` node:http, whose ES module facade loads Node's bundled
+// undici (adapters/http/node-http.ts).
 
 const ROOT = join(import.meta.dirname, '../../..');
 const VALUE_IMPORT = /^\s*(?:import|export)\s+(?!type\b)(?:[^'";]*?\sfrom\s+)?'([^']+)'/gm;
 
-/** Every module reached by static value imports from `entry`: repo-relative paths and package names. */
+/** Every module reached by static value imports from `entry`: repo-relative paths, package names, `<file> -> node:<builtin>`. */
 function staticClosure(entry: string): Set<string> {
   const seen = new Set<string>();
   const visit = (file: string): void => {
@@ -21,7 +22,8 @@ function staticClosure(entry: string): Set<string> {
     for (const [, spec] of readFileSync(file, 'utf8').matchAll(VALUE_IMPORT)) {
       if (!spec) continue;
       if (spec.startsWith('.')) visit(resolve(dirname(file), spec));
-      else if (!spec.startsWith('node:')) seen.add(spec.startsWith('@') ? spec.split('/').slice(0, 2).join('/') : spec.split('/')[0]!);
+      else if (spec.startsWith('node:')) seen.add(`${rel} -> ${spec}`);
+      else seen.add(spec.startsWith('@') ? spec.split('/').slice(0, 2).join('/') : spec.split('/')[0]!);
     }
   };
   visit(join(ROOT, entry));
@@ -48,7 +50,13 @@ describe("the node agent's start path", () => {
     expect(jobOnly).toEqual([]);
   });
 
+  it('takes node:http from adapters/http/node-http.ts, never by `import`', () => {
+    expect([...closure].filter((m) => m.endsWith(' -> node:http'))).toEqual([]);
+    expect(closure).toContain('src/adapters/http/node-http.ts');
+  });
+
   it('would see a static import of one of them', () => {
+    expect(staticClosure('src/control/receiver/listen.ts')).toContain('src/control/receiver/listen.ts -> node:http');
     expect(staticClosure('src/agents/node-agent/registry.ts')).toContain('src/agents/runbooks/rbd-unmap/index.ts');
     expect(staticClosure('src/agents/host/real-host.ts')).not.toContain('execa');
     expect([..."import { execa } from 'execa';\nimport type { X } from 'yaml';\n".matchAll(VALUE_IMPORT)].map((m) => m[1])).toEqual(['execa']);

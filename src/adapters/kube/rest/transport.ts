@@ -1,4 +1,4 @@
-import { request as httpRequest } from 'node:http';
+import { http } from '../../http/node-http.ts';
 import { request as httpsRequest } from 'node:https';
 import { z } from 'zod';
 
@@ -64,7 +64,7 @@ export class KubeRest {
       ...(token ? { authorization: `Bearer ${token}` } : {}),
       ...(body ? { 'content-type': opts.contentType ?? 'application/json', 'content-length': String(body.length) } : {}),
     };
-    const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
+    const send = url.protocol === 'https:' ? httpsRequest : http.request;
     return new Promise<T>((resolve, reject) => {
       const req = send(url, { method, headers, timeout: this.#o.timeoutMs ?? 15_000, ...(this.#o.ca ? { ca: this.#o.ca } : {}) }, (res) => {
         const chunks: Buffer[] = [];

@@ -1,0 +1,9 @@
+import { createRequire } from 'node:module';
+import type * as Http from 'node:http';
+
+// node:http loaded with require, not `import`: Node's ES module facade of a builtin reads every
+// export, and node:http's lazy WebSocket, CloseEvent and MessageEvent getters then load Node's
+// bundled undici, which an agent that never opens a WebSocket holds for good (about 3 MiB of an
+// idle node agent's RSS: bench:agent-rss). Same module, same types; only what loads differs.
+// Code on the agents' path takes node:http from here (test/unit/architecture).
+export const http = createRequire(import.meta.url)('node:http') as typeof Http;
