@@ -25,7 +25,9 @@ export function verifyTrust(d: StageDeps, job: TakenJob, parsedJob: RemediationJ
     return {
       refused: {
         reason: 'replayed',
-        detail: `this sealed job (issued by ${v.seal.iss} at ${new Date(v.seal.iat).toISOString()}) already finished here`,
+        // Also what a job handed back after its lock lapsed looks like (finished, the finish not
+        // recorded: a worker overloaded past its lock): the same seal and job id, nothing to tell apart.
+        detail: `this sealed job (issued by ${v.seal.iss} at ${new Date(v.seal.iat).toISOString()}) already finished here and is back on the queue: put back by someone, or handed back after this agent's lock on it lapsed before its finish was recorded`,
       },
     };
   return { seal: v.seal };
