@@ -23,16 +23,21 @@ afterAll(async () => {
   await dropPrefix(prefix);
 });
 
-/** Opens a socket, writes `first`, then one byte of `drip` every 100 ms; resolves when the server closes it (or after `giveUpMs`). */
-function trickle(first: string, drip: string, giveUpMs = 5_000): Promise<{ closedAfterMs: number | undefined; answer: string }> {
+/**
+ * Opens a socket, writes `first`, then one byte of `drip` every 100 ms; resolves when the server
+ * closes it (or after `giveUpMs`). With `then`: `first` is a whole request, and `then` is written
+ * on the same (kept-alive) socket once its answer has come, the drip after it.
+ */
+function trickle(first: string, drip: string, opts: { giveUpMs?: number; then?: string } = {}): Promise<{ closedAfterMs: number | undefined; answer: string }> {
   const { port } = new URL(receiver.url);
   return new Promise((resolve) => {
     const started = Date.now();
     let answer = '';
+    let dripping = opts.then === undefined;
     const socket: Socket = connect(Number(port), '127.0.0.1', () => socket.write(first));
     let i = 0;
     const timer = setInterval(() => {
-      if (!socket.destroyed && i < drip.length) socket.write(drip[i++]!);
+      if (dripping && !socket.destroyed && i < drip.length) socket.write(drip[i++]!);
     }, 100);
     const done = (closedAfterMs: number | undefined): void => {
       clearInterval(timer);
@@ -40,37 +45,13 @@ function trickle(first: string, drip: string, giveUpMs = 5_000): Promise<{ close
       socket.destroy();
       resolve({ closedAfterMs, answer });
     };
-    const giveUp = setTimeout(() => done(undefined), giveUpMs);
-    socket.on('data', (d) => (answer += d.toString()));
-    socket.on('error', () => {});
-    socket.on('close', () => done(Date.now() - started));
-  });
-}
-
-/** Like trickle, on a socket that first carried `first` and its whole answer (keep-alive). */
-function afterOneAnswer(first: string, second: string, drip: string): Promise<{ closedAfterMs: number | undefined; answer: string }> {
-  const { port } = new URL(receiver.url);
-  return new Promise((resolve) => {
-    let answer = '';
-    let sentSecond = false;
-    let i = 0;
-    const started = Date.now();
-    const socket: Socket = connect(Number(port), '127.0.0.1', () => socket.write(first));
-    const timer = setInterval(() => {
-      if (sentSecond && !socket.destroyed && i < drip.length) socket.write(drip[i++]!);
-    }, 100);
-    const done = (closedAfterMs: number | undefined): void => {
-      clearInterval(timer);
-      clearTimeout(giveUp);
-      socket.destroy();
-      resolve({ closedAfterMs, answer });
-    };
-    const giveUp = setTimeout(() => done(undefined), 5_000);
+    const giveUp = setTimeout(() => done(undefined), opts.giveUpMs ?? 5_000);
     socket.on('data', (d) => {
       answer += d.toString();
-      if (!sentSecond && /\r\n\r\n[\s\S]*\}$/.test(answer)) {
-        sentSecond = true;
-        socket.write(second);
+      // The first answer is whole: its JSON body has closed.
+      if (!dripping && /\r\n\r\n[\s\S]*\}$/.test(answer)) {
+        dripping = true;
+        socket.write(opts.then!);
       }
     });
     socket.on('error', () => {});
@@ -103,13 +84,11 @@ describe('the receiver against slow senders', () => {
 
   it('answers on a kept-alive socket that has already carried a response (a 431 and a 503 there were lost: no answer, "other side closed")', async () => {
     const ok = 'GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n';
-    const big = await afterOneAnswer(ok, `GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`, '');
+    const big = await trickle(ok, '', { then: `GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n` });
     expect(big.answer).toMatch(/^HTTP\/1\.1 200 [\s\S]*HTTP\/1\.1 431 /);
-    const slow = await afterOneAnswer(
-      ok,
-      'POST /v1/alertmanager HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n',
-      '{'.padEnd(1000, ' '),
-    );
+    const slow = await trickle(ok, '{'.padEnd(1000, ' '), {
+      then: 'POST /v1/alertmanager HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n',
+    });
     expect(slow.answer).toMatch(/^HTTP\/1\.1 200 [\s\S]*HTTP\/1\.1 503 [\s\S]*Retry-After: 5\r\n/);
   });
 
