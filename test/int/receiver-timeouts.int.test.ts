@@ -25,15 +25,15 @@ afterAll(async () => {
 
 /**
  * Opens a socket, writes `first`, then one byte of `drip` every 100 ms; resolves when the server
- * closes it (or after `giveUpMs`). With `then`: `first` is a whole request, and `then` is written
+ * closes it (or after `giveUpMs`). With `next`: `first` is a whole request, and `next` is written
  * on the same (kept-alive) socket once its answer has come, the drip after it.
  */
-function trickle(first: string, drip: string, opts: { giveUpMs?: number; then?: string } = {}): Promise<{ closedAfterMs: number | undefined; answer: string }> {
+function trickle(first: string, drip: string, opts: { giveUpMs?: number; next?: string } = {}): Promise<{ closedAfterMs: number | undefined; answer: string }> {
   const { port } = new URL(receiver.url);
   return new Promise((resolve) => {
     const started = Date.now();
     let answer = '';
-    let dripping = opts.then === undefined;
+    let dripping = opts.next === undefined;
     const socket: Socket = connect(Number(port), '127.0.0.1', () => socket.write(first));
     let i = 0;
     const timer = setInterval(() => {
@@ -51,7 +51,7 @@ function trickle(first: string, drip: string, opts: { giveUpMs?: number; then?: 
       // The first answer is whole: its JSON body has closed.
       if (!dripping && /\r\n\r\n[\s\S]*\}$/.test(answer)) {
         dripping = true;
-        socket.write(opts.then!);
+        socket.write(opts.next!);
       }
     });
     socket.on('error', () => {});
@@ -84,10 +84,10 @@ describe('the receiver against slow senders', () => {
 
   it('answers on a kept-alive socket that has already carried a response (a 431 and a 503 there were lost: no answer, "other side closed")', async () => {
     const ok = 'GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n';
-    const big = await trickle(ok, '', { then: `GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n` });
+    const big = await trickle(ok, '', { next: `GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n` });
     expect(big.answer).toMatch(/^HTTP\/1\.1 200 [\s\S]*HTTP\/1\.1 431 /);
     const slow = await trickle(ok, '{'.padEnd(1000, ' '), {
-      then: 'POST /v1/alertmanager HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n',
+      next: 'POST /v1/alertmanager HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n',
     });
     expect(slow.answer).toMatch(/^HTTP\/1\.1 200 [\s\S]*HTTP\/1\.1 503 [\s\S]*Retry-After: 5\r\n/);
   });
