@@ -1,10 +1,9 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { http } from '../http/node-http.ts';
 import type { AddressInfo } from 'node:net';
-import type { Registry } from 'prom-client';
 import { connectionHealth, type ConnectionState } from '../redis/redis-connections.ts';
 import { connectionsExposition } from './redis-health.ts';
-import { leanProcessExposition } from './process-metrics.ts';
+import { leanProcessExposition } from './lean-exposition.ts';
 
 // The probe server of the node agent and the cluster worker (PROBE_PORT): the kubelet's liveness
 // and readiness probes and Prometheus' scrape, on node:http alone. No express: the agent runs on
@@ -27,8 +26,8 @@ export interface ProbeServerOptions {
   connections: () => ConnectionState[];
   /** The worker takes jobs (started, not closing). */
   running: () => boolean;
-  /** Registries besides the process series (the worker's counts: src/adapters/observability/worker-metrics.ts). */
-  registries?: readonly Registry[];
+  /** Series besides the process's, in the text format (the worker's counts: src/adapters/observability/worker-metrics.ts). */
+  expositions?: readonly (() => string | Promise<string>)[];
   log: { info(o: object, msg: string): void; warn(o: object, msg: string): void };
   now?: () => number;
 }
@@ -50,7 +49,7 @@ export async function startProbeServer(o: ProbeServerOptions): Promise<ProbeServ
   const processSeries = leanProcessExposition();
 
   const metrics = async (): Promise<string> => {
-    const texts = await Promise.all((o.registries ?? []).map((r) => r.metrics()));
+    const texts = await Promise.all((o.expositions ?? []).map((e) => e()));
     const running = o.running() ? 1 : 0;
     return `${processSeries()}${texts.map((t) => `${t}\n`).join('')}${[
       "# HELP volume_medic_worker_running 1 while this process's worker takes jobs (started, not closing), else 0.",

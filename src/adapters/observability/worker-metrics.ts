@@ -1,4 +1,4 @@
-import { Counter, Registry } from 'prom-client';
+import { LeanCounter } from './lean-exposition.ts';
 
 // A worker process's own counts (node agent, cluster worker), on its probe server's /metrics.
 // Named apart from the fleet-wide volume_medic_jobs_finished_total and
@@ -7,26 +7,22 @@ import { Counter, Registry } from 'prom-client';
 // process finished or refused it; they restart at 0 with the process (use increase()/rate()).
 
 export interface WorkerMetrics {
-  registry: Registry;
-  finished: Counter<'runbook' | 'outcome'>;
-  untrusted: Counter<'kind' | 'reason'>;
+  finished: LeanCounter<'runbook' | 'outcome'>;
+  untrusted: LeanCounter<'kind' | 'reason'>;
+  /** Both in the text format, for the probe server's /metrics. */
+  exposition(): string;
 }
 
 export function createWorkerMetrics(): WorkerMetrics {
-  const registry = new Registry();
-  return {
-    registry,
-    finished: new Counter({
-      name: 'volume_medic_worker_jobs_finished_total',
-      help: 'Jobs this worker process finished, by runbook and outcome (the fleet-wide count is volume_medic_jobs_finished_total on the receiver).',
-      labelNames: ['runbook', 'outcome'],
-      registers: [registry],
-    }),
-    untrusted: new Counter({
-      name: 'volume_medic_worker_untrusted_refused_total',
-      help: 'Jobs and control records this worker process refused as untrusted, by kind and reason (the fleet-wide count is volume_medic_untrusted_refused_total on the receiver).',
-      labelNames: ['kind', 'reason'],
-      registers: [registry],
-    }),
-  };
+  const finished = new LeanCounter({
+    name: 'volume_medic_worker_jobs_finished_total',
+    help: 'Jobs this worker process finished, by runbook and outcome (the fleet-wide count is volume_medic_jobs_finished_total on the receiver).',
+    labelNames: ['runbook', 'outcome'],
+  });
+  const untrusted = new LeanCounter({
+    name: 'volume_medic_worker_untrusted_refused_total',
+    help: 'Jobs and control records this worker process refused as untrusted, by kind and reason (the fleet-wide count is volume_medic_untrusted_refused_total on the receiver).',
+    labelNames: ['kind', 'reason'],
+  });
+  return { finished, untrusted, exposition: () => `${finished.exposition()}\n${untrusted.exposition()}` };
 }

@@ -109,7 +109,7 @@ await runMain(log, async (config) => {
     log,
     connections: () => [...connections.states(), ...worker.connections.states()],
     running: () => worker.running(),
-    registries: [worker.metrics.registry],
+    expositions: [worker.metrics.exposition],
   });
   log.info({ kube: inCluster ? 'api-server' : 'none' }, 'cluster worker started');
   return {

@@ -84,7 +84,7 @@ await runMain(log, async (given) => {
     log,
     connections: () => agent.connections.states(),
     running: () => agent.running(),
-    registries: [agent.metrics.registry],
+    expositions: [agent.metrics.exposition],
   });
   log.info(
     {

@@ -3,11 +3,11 @@ import { dirname, join, relative, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 
 // What the node agent loads at start is what it holds while idle (bench:agent-rss). Its static
-// import closure, from main.ts, must not reach what only a job needs: the runbooks' registry,
-// execa (the command runner), the Kubernetes client, YAML config files. They are imported on
-// first use (engine/lazy-registry.ts, host/run-command.ts, node-agent/kube-apis.ts,
-// core/config/load.ts). Nor may it `import` node:http, whose ES module facade loads Node's bundled
-// undici (adapters/http/node-http.ts).
+// import closure, from main.ts, must not reach what only a job needs (the runbooks' registry,
+// execa, the Kubernetes client, the YAML parser: imported on first use by engine/lazy-registry.ts,
+// host/run-command.ts, node-agent/kube-apis.ts, core/config/load.ts), nor prom-client (the
+// receiver's; the workers' series are adapters/observability/lean-exposition.ts), nor `import`
+// node:http, whose ES module facade loads Node's bundled undici (adapters/http/node-http.ts).
 
 const ROOT = join(import.meta.dirname, '../../..');
 const VALUE_IMPORT = /^\s*(?:import|export)\s+(?!type\b)(?:[^'";]*?\sfrom\s+)?'([^']+)'/gm;
@@ -38,7 +38,7 @@ describe("the node agent's start path", () => {
       expect(closure, m).toContain(m);
   });
 
-  it('does not reach the runbooks, execa, the Kubernetes client or the YAML parser', () => {
+  it('does not reach the runbooks, execa, the Kubernetes client, the YAML parser or prom-client', () => {
     const jobOnly = [...closure].filter(
       (m) =>
         m === 'execa' ||

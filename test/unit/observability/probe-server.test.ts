@@ -32,7 +32,7 @@ async function serve(states: ConnectionState[], running = true, registries: Regi
     log: silent,
     connections: () => states,
     running: () => running,
-    registries,
+    expositions: registries.map((r) => () => r.metrics()),
     now: () => NOW,
   });
   return server;
