@@ -1,3 +1,4 @@
+import { labelValue } from '../observability/text-format.ts';
 import type { RedisConnection } from '../redis/redis.ts';
 import { Breakers } from './breakers.ts';
 import { ControlsStore } from './controls-store.ts';
@@ -42,21 +43,19 @@ const sourcesText = (sources: Record<string, number>): string =>
     .map(([k, n]) => `${k} ${n}`)
     .join(', ');
 
-const esc = (v: string): string => v.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n');
-
 export function controlsExposition(s: ControlsSummary): string {
   const lines = [
     '# HELP volume_medic_paused 1 while jobs are held by a pause switch (scope: cluster, node/<name> or runbook/<name>).',
     '# TYPE volume_medic_paused gauge',
     `volume_medic_paused{scope="cluster"} ${s.paused.cluster ? 1 : 0}`,
-    ...s.paused.nodes.map((n) => `volume_medic_paused{scope="node/${esc(n)}"} 1`),
-    ...s.paused.runbooks.map((r) => `volume_medic_paused{scope="runbook/${esc(r)}"} 1`),
+    ...s.paused.nodes.map((n) => `volume_medic_paused{scope="node/${labelValue(n)}"} 1`),
+    ...s.paused.runbooks.map((r) => `volume_medic_paused{scope="runbook/${labelValue(r)}"} 1`),
     '# HELP volume_medic_breaker_tripped 1 while a blast-radius breaker is tripped (reset through POST /v1/breakers/reset).',
     '# TYPE volume_medic_breaker_tripped gauge',
     ...['cluster', 'storm'].filter((b) => !s.breakersTripped.some((t) => t.breaker === b)).map((b) => `volume_medic_breaker_tripped{breaker="${b}"} 0`),
     // `sources`: who started the nodes of a storm ("alertmanager 6"), so the alert names the sender.
     ...s.breakersTripped.map(
-      (t) => `volume_medic_breaker_tripped{breaker="${esc(t.breaker)}"${t.sources ? `,sources="${esc(sourcesText(t.sources))}"` : ''}} 1`,
+      (t) => `volume_medic_breaker_tripped{breaker="${labelValue(t.breaker)}"${t.sources ? `,sources="${labelValue(sourcesText(t.sources))}"` : ''}} 1`,
     ),
     '# HELP volume_medic_jobs_parked Jobs waiting on a control or on evidence to mature, by reason (paused, approval, breaker, evidence).',
     '# TYPE volume_medic_jobs_parked gauge',

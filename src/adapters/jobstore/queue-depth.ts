@@ -1,3 +1,4 @@
+import { labelValue } from '../observability/text-format.ts';
 import { nodeOfQueue } from '../../core/catalogue/queues.ts';
 import { queueKeys } from './bullmq-keys.ts';
 import { knownQueuesKey } from '../redis/known-queues.ts';
@@ -49,8 +50,6 @@ export async function queueDepths(redis: RedisConnection, prefix: string): Promi
   return out;
 }
 
-const esc = (v: string): string => v.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n');
-
 export function queueDepthExposition(depths: ReadonlyMap<string, Record<State, number>>): string {
   const lines = [
     `# HELP ${QUEUE_JOBS_METRIC} Jobs on a queue by state (waiting, active, delayed); only queues holding jobs have series (node: the node queue's node).`,
@@ -58,7 +57,7 @@ export function queueDepthExposition(depths: ReadonlyMap<string, Record<State, n
   ];
   for (const [queue, counts] of depths) {
     const node = nodeOfQueue(queue);
-    const labels = `queue="${esc(queue)}"${node !== undefined ? `,node="${esc(node)}"` : ''}`;
+    const labels = `queue="${labelValue(queue)}"${node !== undefined ? `,node="${labelValue(node)}"` : ''}`;
     for (const state of STATES) lines.push(`${QUEUE_JOBS_METRIC}{${labels},state="${state}"} ${counts[state]}`);
   }
   return `${lines.join('\n')}\n`;

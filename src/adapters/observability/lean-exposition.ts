@@ -1,4 +1,5 @@
 import { buildInfo, type BuildInfo } from './build-info.ts';
+import { labelValue } from './text-format.ts';
 
 // The workers' /metrics (node agent, cluster worker) in Prometheus' text format without
 // prom-client: an idle node agent would hold it for two counters and a few process series, 2.4 MiB
@@ -10,13 +11,12 @@ export const BUILD_INFO_METRIC = 'volume_medic_build_info';
 export const BUILD_INFO_HELP =
   'Always 1: the version (package.json), source commit (VOLUME_MEDIC_REVISION at build, else unknown) and Node.js version of this process.';
 
-/** A label value as the text format quotes it. */
-const labelValue = (v: string): string => v.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n');
 const helpText = (v: string): string => v.replace(/\\/g, '\\\\').replace(/\n/g, '\\n');
 
 /** A counter with labels; a series appears with its first increment, as prom-client's does. */
 export class LeanCounter<L extends string> {
-  readonly #series = new Map<string, { labels: string; value: number }>();
+  /** Value by its labels as rendered (`a="x",b="y"`). */
+  readonly #series = new Map<string, number>();
   readonly #spec: { name: string; help: string; labelNames: readonly L[] };
   constructor(spec: { name: string; help: string; labelNames: readonly L[] }) {
     this.#spec = spec;
@@ -24,14 +24,12 @@ export class LeanCounter<L extends string> {
 
   inc(labels: Readonly<Record<L, string>>, by = 1): void {
     const text = this.#spec.labelNames.map((n) => `${n}="${labelValue(String(labels[n]))}"`).join(',');
-    const s = this.#series.get(text);
-    if (s) s.value += by;
-    else this.#series.set(text, { labels: text, value: by });
+    this.#series.set(text, (this.#series.get(text) ?? 0) + by);
   }
 
   exposition(): string {
     const { name, help } = this.#spec;
-    const lines = [...this.#series.values()].map((s) => `${name}{${s.labels}} ${s.value}`);
+    const lines = [...this.#series].map(([labels, value]) => `${name}{${labels}} ${value}`);
     return [`# HELP ${name} ${helpText(help)}`, `# TYPE ${name} counter`, ...lines, ''].join('\n');
   }
 }

@@ -1,23 +1,22 @@
+import { labelValue } from './text-format.ts';
 import type { ConnectionState } from '../redis/redis-connections.ts';
 import type { ReplicaAckStatus } from '../redis/replica-ack.ts';
 
 // What a process says about its Redis connections and the replica acknowledgement, in
 // Prometheus text (appended to /metrics) and in words (/readyz).
 
-const label = (v: string): string => v.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n');
-
 export function connectionsExposition(states: readonly ConnectionState[]): string {
   if (states.length === 0) return '';
   const lines = [
     '# HELP volume_medic_redis_connection_ready 1 while this Redis connection of the process is ready, else 0.',
     '# TYPE volume_medic_redis_connection_ready gauge',
-    ...states.map((s) => `volume_medic_redis_connection_ready{connection="${label(s.name)}"} ${s.ready ? 1 : 0}`),
+    ...states.map((s) => `volume_medic_redis_connection_ready{connection="${labelValue(s.name)}"} ${s.ready ? 1 : 0}`),
     '# HELP volume_medic_redis_connection_replacements_total Times this Redis connection ended (ioredis gave up on it) and was brought back.',
     '# TYPE volume_medic_redis_connection_replacements_total counter',
-    ...states.map((s) => `volume_medic_redis_connection_replacements_total{connection="${label(s.name)}"} ${s.replacements}`),
+    ...states.map((s) => `volume_medic_redis_connection_replacements_total{connection="${labelValue(s.name)}"} ${s.replacements}`),
     '# HELP volume_medic_redis_connection_reconnects_total Times ioredis reconnected this Redis connection by itself (a dropped socket, a restart, a failover).',
     '# TYPE volume_medic_redis_connection_reconnects_total counter',
-    ...states.map((s) => `volume_medic_redis_connection_reconnects_total{connection="${label(s.name)}"} ${s.reconnects}`),
+    ...states.map((s) => `volume_medic_redis_connection_reconnects_total{connection="${labelValue(s.name)}"} ${s.reconnects}`),
   ];
   return `${lines.join('\n')}\n`;
 }

@@ -1,3 +1,4 @@
+import { labelValue } from '../observability/text-format.ts';
 import type { CounterBatch } from '../../core/jobs/job-store.ts';
 import { execAll } from '../redis/exec-all.ts';
 import { inLanes, laneShape } from '../redis/in-lanes.ts';
@@ -55,8 +56,6 @@ export async function recordUntrusted(redis: RedisConnection, key: string, kind:
 }
 
 const BUCKET_LABELS: readonly string[] = [...DURATION_BUCKETS_S.map(String), '+Inf'];
-
-const esc = (v: string): string => v.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n');
 
 // Every known queue's hash: one script per 250 queues on a single Redis, one queue per call on a
 // Cluster (each queue its own slot). Queues leave the registry never, so no count drops out. A
@@ -148,7 +147,7 @@ function exposition(h: Record<string, number>, unread = 0): string {
     else if (kind === 'sum') sums.set(runbook, (sums.get(runbook) ?? 0) + n);
     // `summs|`: milliseconds (written now); `sum|`: seconds earlier releases wrote (kept as they are).
     else if (kind === 'summs') sums.set(runbook, (sums.get(runbook) ?? 0) + n / 1000);
-    else if (kind === 'untrusted') untrusted.push(`volume_medic_untrusted_refused_total{kind="${esc(runbook)}",reason="${esc(extra)}"} ${n}`);
+    else if (kind === 'untrusted') untrusted.push(`volume_medic_untrusted_refused_total{kind="${labelValue(runbook)}",reason="${labelValue(extra)}"} ${n}`);
   }
   const lines = [
     '# HELP volume_medic_jobs_finished_total Remediation jobs finished, by runbook and outcome (all workers).',
@@ -156,7 +155,7 @@ function exposition(h: Record<string, number>, unread = 0): string {
     ...[...finished]
       .map(([k, n]) => {
         const [runbook = '', outcome = ''] = k.split('|');
-        return `volume_medic_jobs_finished_total{runbook="${esc(runbook)}",outcome="${esc(outcome)}"} ${n}`;
+        return `volume_medic_jobs_finished_total{runbook="${labelValue(runbook)}",outcome="${labelValue(outcome)}"} ${n}`;
       })
       .sort(),
     '# HELP volume_medic_untrusted_refused_total Jobs and control records an agent refused to act on: unsigned, badly sealed, expired, replayed or from the wrong issuer (all workers).',
@@ -170,10 +169,10 @@ function exposition(h: Record<string, number>, unread = 0): string {
   ];
   for (const [runbook, m] of [...buckets].sort(([a], [b]) => a.localeCompare(b))) {
     for (const le of BUCKET_LABELS) {
-      lines.push(`volume_medic_job_duration_seconds_bucket{runbook="${esc(runbook)}",le="${le}"} ${m.get(le) ?? 0}`);
+      lines.push(`volume_medic_job_duration_seconds_bucket{runbook="${labelValue(runbook)}",le="${le}"} ${m.get(le) ?? 0}`);
     }
-    lines.push(`volume_medic_job_duration_seconds_sum{runbook="${esc(runbook)}"} ${sums.get(runbook) ?? 0}`);
-    lines.push(`volume_medic_job_duration_seconds_count{runbook="${esc(runbook)}"} ${m.get('+Inf') ?? 0}`);
+    lines.push(`volume_medic_job_duration_seconds_sum{runbook="${labelValue(runbook)}"} ${sums.get(runbook) ?? 0}`);
+    lines.push(`volume_medic_job_duration_seconds_count{runbook="${labelValue(runbook)}"} ${m.get('+Inf') ?? 0}`);
   }
   return `${lines.join('\n')}\n`;
 }
