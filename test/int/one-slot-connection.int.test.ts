@@ -1,8 +1,8 @@
 import { spawnSync } from 'node:child_process';
 import { Queue, Worker } from 'bullmq';
+import keySlot from 'cluster-key-slot';
 import { Cluster, Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { keySlot } from '../../src/adapters/redis/key-slot.ts';
 import { connect, whenReady, type RedisConnection } from '../../src/adapters/redis/redis.ts';
 import { startCluster, topologiesAvailable, type LocalCluster } from '../testkit/redis-topology.ts';
 import { dropPrefixOn, uniquePrefix } from '../support/redis.ts';

@@ -1,10 +1,10 @@
 import { readFileSync } from 'node:fs';
 import type { ConnectionOptions } from 'node:tls';
+import calculateSlot from 'cluster-key-slot';
 import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
 import { ConfigError } from '../../core/config/load.ts';
 import { fullJitter, PRODUCER_BACKOFF, WORKER_BACKOFF } from './reconnect-backoff.ts';
 import type { RedisTarget } from './redis-target.ts';
-import { keySlot } from './key-slot.ts';
 import { slotConnector, slotMovedAway } from './slot-connector.ts';
 
 // The one place connections are made, for every topology (single, Sentinel, Cluster). Every
@@ -87,7 +87,7 @@ export function connect(target: RedisTarget | string, role: ConnectionRole, o: C
       });
     case 'cluster': {
       if (o.oneSlot) {
-        const slot = keySlot(o.oneSlot.key);
+        const slot = calculateSlot(o.oneSlot.key);
         return new Redis({
           ...requests,
           ...auth,
