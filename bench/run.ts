@@ -1,7 +1,7 @@
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { cpus, loadavg } from 'node:os';
-import { execSync } from 'node:child_process';
+import { execSync, spawn, type ChildProcess } from 'node:child_process';
 import autocannon, { type Result as CannonResult } from 'autocannon';
 import { Redis } from 'ioredis';
 import { nodeQueueName } from '../src/core/catalogue/queues.ts';
@@ -15,6 +15,7 @@ import { runbookScale, type ScaleRow } from './runbook-scale.ts';
 import { addCostTable, redisAddCost, type AddCostRow } from './redis-add-cost.ts';
 import { readObjects, RENDERED_FILE } from '../scripts/deploy/chart.ts';
 import { buildDist } from '../scripts/lib/build-dist.ts';
+import { freePort } from '../scripts/lib/local-redis.ts';
 import { writeSigningKeys } from '../scripts/lib/signing-keys.ts';
 
 // `npm run bench` (node bench/run.ts): the receiver against a bare express endpoint on the same
@@ -282,32 +283,69 @@ const nodeAgentCommand = () => deployedCommand('DaemonSet', 'volume-medic-node-a
 /** The receiver runs with the Deployment's V8 flags (its heap limit), so its throughput and RSS are the deployed ones. */
 const receiverCommand = () => deployedCommand('Deployment', 'volume-medic-receiver');
 
+/** The node agent's floor (issue 33): one idle BullMQ Worker on a node queue and nothing else. */
+const FLOOR_SCRIPT = here('lib/floor-agent.mjs');
+/** When the footprint reads RSS: after start-up's garbage is collected, as the agent idles for hours. */
+const FOOTPRINT_READ_AT_S = [45, 50, 55, 60];
+
 async function footprint() {
   const env = {
     REDIS_URL: redis.url,
     QUEUE_PREFIX: PREFIX,
-    NODE_NAME: 'footprint-node',
     LOG_LEVEL: 'warn',
-    STATE_DIR: '/tmp/vm-bench-state',
+    PROBE_LISTEN_ADDRESS: '127.0.0.1',
   };
-  const idleRss = async (script: string, execArgv: readonly string[]): Promise<number> => {
-    const agent = startChild(script, env, { execArgv });
-    await new Promise((r) => setTimeout(r, 5_000));
-    const rss = agent.rssMiB();
-    await agent.kill();
-    return rss;
-  };
-  // As deployed: `npm run build`'s JavaScript with the DaemonSet's command (V8 flags included).
+  // As deployed: `npm run build`'s JavaScript with the DaemonSet's command (V8 flags included);
+  // beside it the floor with the same flags, and as developed, `npm run node-agent` (TypeScript
+  // through type stripping, no flags). Started together, plain children with no IPC channel (one
+  // loads Node's child-process messaging into the child), read at the same moments.
   const { flags, script } = nodeAgentCommand();
-  const deployed = await idleRss(join(await built(), script), flags);
-  // As developed: `npm run node-agent` (TypeScript through type stripping, no flags).
-  const typescript = await idleRss(here('../src/agents/node-agent/main.ts'), []);
+  const start = async (name: string, file: string, execArgv: readonly string[]): Promise<ChildProcess> => {
+    const own = { NODE_NAME: name, STATE_DIR: `/tmp/vm-bench-state/${name}`, PROBE_PORT: String(await freePort()) };
+    return spawn(process.execPath, [...execArgv, file], {
+      env: { ...process.env, ...env, ...own },
+      // Logs (stdout) shown: a child that stops says why.
+      stdio: ['ignore', 'inherit', 'inherit'],
+    });
+  };
+  const procs = {
+    deployed: await start('footprint-node', join(await built(), script), flags),
+    floor: await start('footprint-floor', FLOOR_SCRIPT, flags),
+    typescript: await start('footprint-node-ts', here('../src/agents/node-agent/main.ts'), []),
+  };
+  const readings: Record<keyof typeof procs, number[]> = { deployed: [], floor: [], typescript: [] };
+  const began = Date.now();
+  try {
+    for (const at of FOOTPRINT_READ_AT_S) {
+      await new Promise((r) => setTimeout(r, Math.max(0, began + at * 1000 - Date.now())));
+      for (const [k, p] of Object.entries(procs) as [keyof typeof procs, ChildProcess][]) readings[k].push(rssMiBOf(k, p));
+    }
+  } finally {
+    await Promise.all(Object.values(procs).map(stopChild));
+  }
+  const mean = (xs: number[]): number => xs.reduce((a, x) => a + x, 0) / xs.length;
+  const [deployed, floor] = [mean(readings.deployed), mean(readings.floor)];
   return {
     nodeAgentIdleRssMiB: round(deployed),
+    floorIdleRssMiB: round(floor),
+    nodeAgentToFloor: Math.round((deployed / floor) * 1000) / 1000,
     nodeAgentCommand: ['node', ...flags, script].join(' '),
-    nodeAgentIdleRssTypeScriptMiB: round(typescript),
+    nodeAgentIdleRssTypeScriptMiB: round(mean(readings.typescript)),
   };
 }
+
+const stopChild = (p: ChildProcess): Promise<void> =>
+  new Promise((r) => {
+    if (p.exitCode !== null || p.signalCode !== null) return r();
+    p.once('exit', () => r());
+    p.kill('SIGTERM');
+  });
+
+const rssMiBOf = (name: string, p: ChildProcess): number => {
+  const m = p.exitCode === null && p.signalCode === null ? /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${p.pid}/status`, 'utf8')) : null;
+  if (!m) throw new Error(`footprint: the ${name} process exited (${p.exitCode ?? p.signalCode})`);
+  return Number(m[1]) / 1024;
+};
 
 /** One compiled tree for the sections that run processes as deployed (built on first use). */
 let builtDir: Promise<string> | undefined;
@@ -515,8 +553,15 @@ function evaluate(r: Record<string, unknown>) {
   if (s) out.push({ target: 'storm of 10,000 copies -> exactly one job', measured: `${s.jobs} job(s), p99 ${s.p99} ms`, met: s.jobs === 1 });
   const l = r['latency'] as { p99: number } | undefined;
   if (l) out.push({ target: 'latency to start p99 < 100 ms', measured: `${l.p99} ms`, met: l.p99 < 100 });
-  const f = r['footprint'] as { nodeAgentIdleRssMiB: number } | undefined;
-  if (f) out.push({ target: 'node agent idle RSS < 80 MiB', measured: `${f.nodeAgentIdleRssMiB} MiB`, met: f.nodeAgentIdleRssMiB < 80 });
+  const f = r['footprint'] as { nodeAgentIdleRssMiB: number; floorIdleRssMiB: number; nodeAgentToFloor: number } | undefined;
+  if (f) {
+    out.push({ target: 'node agent idle RSS < 80 MiB', measured: `${f.nodeAgentIdleRssMiB} MiB`, met: f.nodeAgentIdleRssMiB < 80 });
+    out.push({
+      target: 'node agent idle RSS <= 1.05x its floor, same run',
+      measured: `${f.nodeAgentToFloor}x (${f.nodeAgentIdleRssMiB} / ${f.floorIdleRssMiB} MiB)`,
+      met: f.nodeAgentToFloor <= 1.05,
+    });
+  }
   const sc = r['runbookScale'] as ScaleRow[] | undefined;
   const big = sc?.at(-1);
   // "Near one probe deadline": within half a deadline more, at the largest size.
