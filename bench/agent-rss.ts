@@ -1,9 +1,10 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { freePort } from '../scripts/lib/local-redis.ts';
+import { rssMiB } from '../test/testkit/child.ts';
 import { startPrivateRedis } from '../test/testkit/redis-server.ts';
 
 // `npm run bench:agent-rss` (after `npm run build`): the node agent's idle RSS as deployed, with
@@ -44,11 +45,6 @@ const VARIANTS: Variant[] = [
   { name: 'floor + zod, pino, HTTP server', flags: NODE_FLAGS, traffic: false, script: FLOOR, floorWith: 'zod,pino,http' },
   { name: 'floor + prom-client (not held)', flags: NODE_FLAGS, traffic: false, script: FLOOR, floorWith: 'prom-client' },
 ];
-
-const rssMiB = (pid: number): number => {
-  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-  return m ? Number(m[1]) / 1024 : Number.NaN;
-};
 
 const redis = await startPrivateRedis();
 const dir = mkdtempSync(join(tmpdir(), 'vm-agent-rss-'));

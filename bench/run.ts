@@ -1,7 +1,7 @@
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { cpus, loadavg } from 'node:os';
-import { execSync, spawn, type ChildProcess } from 'node:child_process';
+import { execSync } from 'node:child_process';
 import autocannon, { type Result as CannonResult } from 'autocannon';
 import { Redis } from 'ioredis';
 import { nodeQueueName } from '../src/core/catalogue/queues.ts';
@@ -297,17 +297,11 @@ async function footprint() {
   };
   // As deployed: `npm run build`'s JavaScript with the DaemonSet's command (V8 flags included);
   // beside it the floor with the same flags, and as developed, `npm run node-agent` (TypeScript
-  // through type stripping, no flags). Started together, plain children with no IPC channel (one
-  // loads Node's child-process messaging into the child), read at the same moments.
+  // through type stripping, no flags). Started together, without an IPC channel, read at the same
+  // moments.
   const { flags, script } = nodeAgentCommand();
-  const start = async (name: string, file: string, execArgv: readonly string[]): Promise<ChildProcess> => {
-    const own = { NODE_NAME: name, STATE_DIR: `/tmp/vm-bench-state/${name}`, PROBE_PORT: String(await freePort()) };
-    return spawn(process.execPath, [...execArgv, file], {
-      env: { ...process.env, ...env, ...own },
-      // Logs (stdout) shown: a child that stops says why.
-      stdio: ['ignore', 'inherit', 'inherit'],
-    });
-  };
+  const start = async (name: string, file: string, execArgv: readonly string[]): Promise<Child> =>
+    startChild(file, { ...env, NODE_NAME: name, STATE_DIR: `/tmp/vm-bench-state/${name}`, PROBE_PORT: String(await freePort()) }, { execArgv, ipc: false });
   const procs = {
     deployed: await start('footprint-node', join(await built(), script), flags),
     floor: await start('footprint-floor', FLOOR_SCRIPT, flags),
@@ -318,10 +312,16 @@ async function footprint() {
   try {
     for (const at of FOOTPRINT_READ_AT_S) {
       await new Promise((r) => setTimeout(r, Math.max(0, began + at * 1000 - Date.now())));
-      for (const [k, p] of Object.entries(procs) as [keyof typeof procs, ChildProcess][]) readings[k].push(rssMiBOf(k, p));
+      for (const [k, c] of Object.entries(procs) as [keyof typeof procs, Child][]) {
+        const { exitCode, signalCode } = c.proc;
+        // A child that stopped says why in its last log line.
+        if (exitCode !== null || signalCode !== null)
+          throw new Error(`footprint: the ${k} process exited (${exitCode ?? signalCode}): ${c.lines.at(-1) ?? 'no output'}`);
+        readings[k].push(c.rssMiB());
+      }
     }
   } finally {
-    await Promise.all(Object.values(procs).map(stopChild));
+    await Promise.all(Object.values(procs).map((c) => c.kill()));
   }
   const mean = (xs: number[]): number => xs.reduce((a, x) => a + x, 0) / xs.length;
   const [deployed, floor] = [mean(readings.deployed), mean(readings.floor)];
@@ -333,19 +333,6 @@ async function footprint() {
     nodeAgentIdleRssTypeScriptMiB: round(mean(readings.typescript)),
   };
 }
-
-const stopChild = (p: ChildProcess): Promise<void> =>
-  new Promise((r) => {
-    if (p.exitCode !== null || p.signalCode !== null) return r();
-    p.once('exit', () => r());
-    p.kill('SIGTERM');
-  });
-
-const rssMiBOf = (name: string, p: ChildProcess): number => {
-  const m = p.exitCode === null && p.signalCode === null ? /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${p.pid}/status`, 'utf8')) : null;
-  if (!m) throw new Error(`footprint: the ${name} process exited (${p.exitCode ?? p.signalCode})`);
-  return Number(m[1]) / 1024;
-};
 
 /** One compiled tree for the sections that run processes as deployed (built on first use). */
 let builtDir: Promise<string> | undefined;

@@ -3,8 +3,9 @@
 // nothing else. Plain JavaScript, as the deployed agent runs (`npm run build`): no TypeScript
 // loader in the process. bench/agent-rss.ts starts it beside the real agent.
 // FLOOR_WITH (comma-separated) adds libraries the idle agent holds, one piece at a time, to show
-// where the agent's distance from the floor goes: zod, pino, prom-client (imported only), http (a listening HTTP server, the probe server's transport, node:http taken with
-// require as the agent does: src/adapters/http/node-http.ts).
+// where the agent's distance from the floor goes: zod, pino, prom-client (imported only), http (a
+// listening HTTP server, the probe server's transport, node:http taken with require as the agent
+// does: src/adapters/http/node-http.ts).
 import { createRequire } from 'node:module';
 import { Worker } from 'bullmq';
 

@@ -28,13 +28,24 @@ export interface ChildOptions {
   stdout?: 'lines' | 'ignore';
   /** Node flags before the script (e.g. the node agent's V8 flags from its manifest). */
   execArgv?: readonly string[];
+  /**
+   * An IPC channel to the child (default true: announce() and `ready` messages). false for a child
+   * whose memory is measured: the channel loads Node's child-process messaging into it.
+   */
+  ipc?: boolean;
+}
+
+/** Resident set size of a process in MiB, from /proc (NaN once it has exited). */
+export function rssMiB(pid: number): number {
+  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return m ? Number(m[1]) / 1024 : NaN;
 }
 
 /** The child announces readiness either as a stdout line or as an IPC message `{ ready: string }` (see ready()). */
 export function startChild(script: string, env: Record<string, string>, opts: ChildOptions = {}): Child {
   const proc = spawn(process.execPath, [...(opts.execArgv ?? []), script], {
     env: { ...process.env, ...env },
-    stdio: ['ignore', opts.stdout === 'ignore' ? 'ignore' : 'pipe', 'inherit', 'ipc'],
+    stdio: ['ignore', opts.stdout === 'ignore' ? 'ignore' : 'pipe', 'inherit', ...(opts.ipc === false ? [] : ['ipc' as const])],
   });
   live.add(proc);
   const exited = new Promise<void>((r) =>
@@ -85,10 +96,7 @@ export function startChild(script: string, env: Record<string, string>, opts: Ch
         });
       });
     },
-    rssMiB: () => {
-      const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${proc.pid}/status`, 'utf8'));
-      return m ? Number(m[1]) / 1024 : NaN;
-    },
+    rssMiB: () => rssMiB(proc.pid!),
     cpuMs: () => {
       // Fields 14 and 15 of /proc/<pid>/stat (utime, stime) in clock ticks of 10 ms; the command
       // name in parentheses may hold spaces, so count from the closing parenthesis.
