@@ -1,7 +1,7 @@
 import { Worker } from 'bullmq';
 import { Cluster } from 'ioredis';
 import { announce } from '../../test/testkit/child.ts';
-import { Config } from '../../src/core/config/schema.ts';
+import { configSchema } from '../../src/core/config/schema.ts';
 import { nodeQueueName } from '../../src/core/catalogue/queues.ts';
 import { RUNBOOKS, type RunbookName } from '../../src/core/catalogue/jobs.ts';
 import type { RunbookResult } from '../../src/core/catalogue/result.ts';
@@ -63,7 +63,7 @@ const workers: { ready(): Promise<unknown>; close(): Promise<unknown> }[] = [];
 for (let i = from; i < to; i++) {
   const node = nodeName(i);
   if (kind === 'ours') {
-    const config = Config.parse({
+    const config = configSchema().parse({
       ...(clusterNodes ? { redisClusterNodes: clusterNodes.split(',') } : { redisUrl: url }),
       queuePrefix: prefix,
       nodeName: node,

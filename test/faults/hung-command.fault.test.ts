@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ResidualMultipathJob } from '../../src/core/catalogue/jobs.ts';
 import type { CommandRecord } from '../../src/core/catalogue/result.ts';
 import { nodeQueueName } from '../../src/core/catalogue/queues.ts';
-import { Config } from '../../src/core/config/schema.ts';
+import { configSchema } from '../../src/core/config/schema.ts';
 import { createLogger } from '../../src/adapters/observability/logger.ts';
 import { runRunbook } from '../../src/agents/engine/run-runbook.ts';
 import type { PlannedStep, RunbookDefinition } from '../../src/agents/engine/runbook.ts';
@@ -82,7 +82,7 @@ describe('hung host commands', () => {
   });
 
   it("ends every hung command at its deadline and starts the node's next job right after", async () => {
-    const config = Config.parse({
+    const config = configSchema().parse({
       redisUrl: redisUrl(),
       queuePrefix: prefix,
       nodeName: NODE,

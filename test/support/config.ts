@@ -1,7 +1,7 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Config } from '../../src/core/config/schema.ts';
+import { configSchema, type Config } from '../../src/core/config/schema.ts';
 import { TEST_KEYS_DIR } from './trust.ts';
 
 /**
@@ -12,7 +12,7 @@ const TEST_STATE_DIR = mkdtempSync(join(tmpdir(), 'vm-test-state-'));
 
 /** A valid configuration for tests: defaults plus what the test says. */
 export const testConfig = (overrides: Partial<Config>): Config =>
-  Config.parse({
+  configSchema().parse({
     port: 0,
     listenAddress: '127.0.0.1',
     logLevel: 'silent',

@@ -1,7 +1,7 @@
 import { accessSync, constants, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import type { z } from 'zod';
-import { Config } from './schema.ts';
+import { configSchema, type Config } from './schema.ts';
 import { redactUrl, redactUrlsIn } from './redact-url.ts';
 
 // Configuration is read once at start and validated; a bad value stops the process with a
@@ -137,7 +137,7 @@ const ENV: Record<string, [keyof Config, (v: string) => unknown]> = {
 };
 const ENV_OF = Object.fromEntries(Object.entries(ENV).map(([env, [key]]) => [key, env]));
 
-function readFileConfig(path: string): Record<string, unknown> {
+function readFileConfig(path: string, known: Readonly<Record<string, unknown>>): Record<string, unknown> {
   let text: string;
   try {
     text = readFileSync(path, 'utf8');
@@ -154,7 +154,7 @@ function readFileConfig(path: string): Record<string, unknown> {
   }
   if (parsed === null || parsed === undefined) return {};
   if (typeof parsed !== 'object' || Array.isArray(parsed)) throw new ConfigError(`VOLUME_MEDIC_CONFIG: ${path} must hold a mapping of settings`);
-  const unknown = Object.keys(parsed).filter((k) => !(k in Config.shape));
+  const unknown = Object.keys(parsed).filter((k) => !(k in known));
   if (unknown.length > 0) throw new ConfigError(`VOLUME_MEDIC_CONFIG: ${path}: unknown setting(s) ${unknown.join(', ')}`);
   return parsed as Record<string, unknown>;
 }
@@ -168,7 +168,8 @@ function readTokenFile(path: string): string[] {
 }
 
 export function loadConfig(env: Env = process.env): Config {
-  const raw: Record<string, unknown> = env['VOLUME_MEDIC_CONFIG'] ? readFileConfig(env['VOLUME_MEDIC_CONFIG']) : {};
+  const schema = configSchema();
+  const raw: Record<string, unknown> = env['VOLUME_MEDIC_CONFIG'] ? readFileConfig(env['VOLUME_MEDIC_CONFIG'], schema.shape) : {};
   for (const [name, [key, read]] of Object.entries(ENV)) {
     const v = env[name];
     if (v !== undefined && v !== '') raw[key] = read(v);
@@ -176,7 +177,7 @@ export function loadConfig(env: Env = process.env): Config {
   if (env['VOLUME_MEDIC_TOKEN_FILE']) {
     raw['tokens'] = [...((raw['tokens'] as string[] | undefined) ?? []), ...readTokenFile(env['VOLUME_MEDIC_TOKEN_FILE'])];
   }
-  const result = Config.safeParse(raw);
+  const result = schema.safeParse(raw);
   if (!result.success) throw new ConfigError(`invalid configuration:\n${describe(result.error, raw)}`);
   if (result.data.httpHeadersTimeoutMs > result.data.httpRequestTimeoutMs) {
     throw new ConfigError(

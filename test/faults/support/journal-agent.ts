@@ -1,4 +1,4 @@
-import { Config } from '../../../src/core/config/schema.ts';
+import { configSchema } from '../../../src/core/config/schema.ts';
 import { createLogger } from '../../../src/adapters/observability/logger.ts';
 import { runRunbook } from '../../../src/agents/engine/run-runbook.ts';
 import { createRealHost } from '../../../src/agents/host/real-host.ts';
@@ -9,7 +9,7 @@ import { journalRunbook } from './journal-runbook.ts';
 // by the real engine against a real host rooted at HOST_ROOT. PAUSE_BEFORE=<step id> makes that
 // step hang before its effect and prints PAUSED <step> (the test SIGKILLs the agent then).
 
-const config = Config.parse({
+const config = configSchema().parse({
   redisUrl: process.env['REDIS_URL'],
   queuePrefix: process.env['QUEUE_PREFIX'],
   nodeName: process.env['NODE_NAME'],
