@@ -16,12 +16,14 @@
 
 ARG NODE_IMAGE=node:24.22.3-bookworm-slim
 
-# --- build: TypeScript -> dist/ (needs the dev dependencies: typescript, @types/node) ---------
+# --- build: TypeScript -> dist/, the node agent's bundle -> dist/node-agent/ (needs the dev
+#     dependencies: typescript, @types/node, rolldown) --------------------------------------------
 FROM ${NODE_IMAGE} AS build
 WORKDIR /app
 COPY package.json package-lock.json tsconfig.json tsconfig.build.json ./
 RUN npm ci --ignore-scripts --no-audit --no-fund
 COPY src ./src
+COPY scripts/lib/bundle-node-agent.ts ./scripts/lib/
 RUN npm run build
 
 # --- dependencies: production node_modules only, built where compilers may be present --------

@@ -53,7 +53,7 @@ const timers: NodeJS.Timeout[] = [];
 try {
   for (const [i, v] of VARIANTS.entries()) {
     const port = await freePort();
-    const child = spawn(process.execPath, [...v.flags, v.script ?? 'dist/src/agents/node-agent/main.js'], {
+    const child = spawn(process.execPath, [...v.flags, v.script ?? 'dist/node-agent/main.mjs'], {
       env: {
         PATH: process.env['PATH'] ?? '',
         REDIS_URL: redis.url,

