@@ -1,9 +1,13 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { freePort } from '../scripts/lib/local-redis.ts';
+import { startReceiver } from '../src/control/receiver.ts';
+import { testConfig } from '../test/support/config.ts';
+import { writeControlKeys } from '../test/support/control-keys.ts';
+import { startFakeKubeApi } from '../test/testkit/fake-kube-api.ts';
 import { rssMiB } from '../test/testkit/child.ts';
 import { startPrivateRedis } from '../test/testkit/redis-server.ts';
 
@@ -16,7 +20,10 @@ import { startPrivateRedis } from '../test/testkit/redis-server.ts';
 // queue, nothing else (bench/lib/floor-agent.mjs), and the floor plus each library the idle agent
 // holds (zod, pino, an HTTP server), alone and together. VmRSS from /proc/<pid>/status, read every
 // 15 s; reported per checkpoint as MiB, the difference to the baseline and the baseline's ratio to
-// the floor. AGENT_RSS_MINUTES (default 30) sets the length.
+// the floor. One more agent enrols at start, as the DaemonSet's does (ENROL_URL, against a
+// receiver in this process and the wire fake of the API server's TokenReview): it then holds its
+// node's work keys and verifies seals instead of ALLOW_UNSIGNED_WORK. AGENT_RSS_MINUTES (default
+// 30) sets the length.
 
 const MINUTES = Number(process.env['AGENT_RSS_MINUTES'] ?? 30);
 const NODE_FLAGS = ['--lite-mode', '--max-semi-space-size=1', '--max-old-space-size=128'];
@@ -29,12 +36,15 @@ interface Variant {
   script?: string;
   /** For the floor: FLOOR_WITH (bench/lib/floor-agent.mjs). */
   floorWith?: string;
+  /** Enrols at start (ENROL_URL), as deployed; the others run with ALLOW_UNSIGNED_WORK. */
+  enrolled?: boolean;
 }
 
 const FLOOR = 'bench/lib/floor-agent.mjs';
 const VARIANTS: Variant[] = [
   { name: 'no requests (baseline)', flags: NODE_FLAGS, traffic: false },
   { name: 'floor (one idle BullMQ Worker)', flags: NODE_FLAGS, traffic: false, script: FLOOR },
+  { name: 'enrolled, no requests', flags: NODE_FLAGS, traffic: false, enrolled: true },
   { name: 'probes + scrapes', flags: NODE_FLAGS, traffic: true },
   { name: 'probes + scrapes, --optimize-for-size', flags: [...NODE_FLAGS, '--optimize-for-size'], traffic: true },
   // Where the distance from the floor goes: the floor plus each library the idle agent holds, and
@@ -48,6 +58,34 @@ const VARIANTS: Variant[] = [
 
 const redis = await startPrivateRedis();
 const dir = mkdtempSync(join(tmpdir(), 'vm-agent-rss-'));
+const AGENT_SA = 'volume-medic/volume-medic-node-agent';
+const api = await startFakeKubeApi();
+const controlKeys = writeControlKeys();
+const receiver = await startReceiver(
+  testConfig({
+    redisUrl: redis.url,
+    queuePrefix: 'agentrss',
+    operatorAuth: 'off',
+    enrolNodeAgents: [AGENT_SA],
+    controlSigningKeyFile: controlKeys.keyFile,
+    controlVerifyCertFile: controlKeys.certFile,
+  }),
+  { operatorKubeConfig: api.kubeConfig() },
+);
+/** The enrolment settings of node `node`'s agent: its projected token, which the fake reviews as its pod's. */
+function enrolmentEnv(node: string): Record<string, string> {
+  const token = `token-${node}`;
+  const x = 'authentication.kubernetes.io/';
+  api.addUser(token, {
+    username: `system:serviceaccount:${AGENT_SA.replace('/', ':')}`,
+    groups: ['system:serviceaccounts'],
+    extra: { [`${x}pod-name`]: [`agent-${node}`], [`${x}pod-uid`]: [`uid-${node}`], [`${x}node-name`]: [node] },
+    audiences: ['volume-medic'],
+  });
+  const tokenFile = join(dir, `${node}.token`);
+  writeFileSync(tokenFile, `${token}\n`);
+  return { ENROL_URL: receiver.url, ENROL_TOKEN_FILE: tokenFile, CONTROL_VERIFY_CERT_FILE: controlKeys.certFile };
+}
 const agents: { v: Variant; child: ChildProcess; port: number; samples: { s: number; mib: number }[] }[] = [];
 const timers: NodeJS.Timeout[] = [];
 try {
@@ -62,7 +100,7 @@ try {
         STATE_DIR: mkdtempSync(join(dir, 's')),
         PROBE_PORT: String(port),
         PROBE_LISTEN_ADDRESS: '127.0.0.1',
-        ALLOW_UNSIGNED_WORK: 'true',
+        ...(v.enrolled ? enrolmentEnv(`rss-${i}`) : { ALLOW_UNSIGNED_WORK: 'true' }),
         LOG_LEVEL: 'warn',
         ...(v.floorWith ? { FLOOR_WITH: v.floorWith } : {}),
       },
@@ -117,11 +155,14 @@ try {
   const last = checkpoints.at(-1)!;
   const f = at(floor, last);
   console.log(`\n| after ${last} min | MiB | over the floor |\n| --- | ---: | ---: |`);
-  for (const a of [floor, ...agents.filter((x) => x.v.floorWith), base]) console.log(`| ${a.v.name} | ${at(a, last).toFixed(1)} | ${delta(at(a, last), f)} |`);
+  for (const a of [floor, ...agents.filter((x) => x.v.floorWith), base, ...agents.filter((x) => x.v.enrolled)])
+    console.log(`| ${a.v.name} | ${at(a, last).toFixed(1)} | ${delta(at(a, last), f)} |`);
 } finally {
   for (const t of timers) clearInterval(t);
   for (const a of agents) a.child.kill('SIGTERM');
   await sleep(500);
+  await receiver.close();
+  await api.close();
   await redis.destroy();
   rmSync(dir, { recursive: true, force: true });
 }
