@@ -10,9 +10,12 @@ import { TEST_KEYS_DIR } from './trust.ts';
  */
 const TEST_STATE_DIR = mkdtempSync(join(tmpdir(), 'vm-test-state-'));
 
+/** Built once here: tests make many configurations, and building the schema costs ~2 ms. */
+const CONFIG = configSchema();
+
 /** A valid configuration for tests: defaults plus what the test says. */
 export const testConfig = (overrides: Partial<Config>): Config =>
-  configSchema().parse({
+  CONFIG.parse({
     port: 0,
     listenAddress: '127.0.0.1',
     logLevel: 'silent',
