@@ -6,10 +6,10 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { bundleNodeAgent } from './bundle-node-agent.ts';
 
-// `npm run build` (tsc, then the node agent's bundle) into a folder of its own, runnable in place: the deployable JavaScript for
-// tests and benchmarks that must run what the image runs (commands of deploy/charts/volume-medic/templates/*.yaml), without
-// touching the checkout's dist/. The folder gets package.json ("type": "module") and a link to
-// the checkout's node_modules.
+// `npm run build` (tsc, then the node agent's bundle) into a folder of its own, runnable in
+// place: the deployable JavaScript for tests and benchmarks that must run what the image runs
+// (the commands of deploy/charts/volume-medic/templates/*.yaml), without touching the checkout's
+// dist/. The folder gets package.json ("type": "module") and a link to the checkout's node_modules.
 
 const run = promisify(execFile);
 export const REPO = fileURLToPath(new URL('../../', import.meta.url));
