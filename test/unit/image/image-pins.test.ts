@@ -25,3 +25,22 @@ describe('the image build and the Dockerfile', () => {
     expect(dockerfile).toMatch(/^USER 65532:65532$/m);
   });
 });
+
+describe("the Dockerfile's build context", () => {
+  // .dockerignore excludes everything (`*`) and then admits paths one by one: a COPY of a path it
+  // does not admit fails the build ("not found"), which no test here can run (no container engine).
+  const admitted = readFileSync(new URL('../../../.dockerignore', import.meta.url), 'utf8')
+    .split('\n')
+    .filter((l) => l.startsWith('!'))
+    .map((l) => l.slice(1).replace(/\/$/, ''));
+  const copied = [...dockerfile.matchAll(/^COPY (?!--from=)(.+) \S+$/gm)].flatMap((m) => m[1]!.split(/\s+/));
+
+  it('admits every path a COPY line takes from it', () => {
+    expect(copied).toContain('scripts/lib/bundle-node-agent.ts');
+    for (const path of copied)
+      expect(
+        admitted.some((a) => path === a || path.startsWith(`${a}/`)),
+        path,
+      ).toBe(true);
+  });
+});
