@@ -7,7 +7,7 @@ import { freePort } from '../scripts/lib/local-redis.ts';
 import { startReceiver } from '../src/control/receiver.ts';
 import { testConfig } from '../test/support/config.ts';
 import { writeControlKeys } from '../test/support/control-keys.ts';
-import { startFakeKubeApi } from '../test/testkit/fake-kube-api.ts';
+import { podTokenUser, startFakeKubeApi } from '../test/testkit/fake-kube-api.ts';
 import { rssMiB } from '../test/testkit/child.ts';
 import { startPrivateRedis } from '../test/testkit/redis-server.ts';
 
@@ -75,13 +75,7 @@ const receiver = await startReceiver(
 /** The enrolment settings of node `node`'s agent: its projected token, which the fake reviews as its pod's. */
 function enrolmentEnv(node: string): Record<string, string> {
   const token = `token-${node}`;
-  const x = 'authentication.kubernetes.io/';
-  api.addUser(token, {
-    username: `system:serviceaccount:${AGENT_SA.replace('/', ':')}`,
-    groups: ['system:serviceaccounts'],
-    extra: { [`${x}pod-name`]: [`agent-${node}`], [`${x}pod-uid`]: [`uid-${node}`], [`${x}node-name`]: [node] },
-    audiences: ['volume-medic'],
-  });
+  api.addUser(token, podTokenUser({ serviceAccount: AGENT_SA, pod: `agent-${node}`, uid: `uid-${node}`, node }));
   const tokenFile = join(dir, `${node}.token`);
   writeFileSync(tokenFile, `${token}\n`);
   return { ENROL_URL: receiver.url, ENROL_TOKEN_FILE: tokenFile, CONTROL_VERIFY_CERT_FILE: controlKeys.certFile };

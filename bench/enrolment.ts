@@ -5,7 +5,7 @@ import { Redis } from 'ioredis';
 import { writeSigningKeys } from '../scripts/lib/signing-keys.ts';
 import { nodeQueueName } from '../src/core/catalogue/queues.ts';
 import { EnrolAnswer } from '../src/core/trust/enrolment-wire.ts';
-import { startFakeKubeApi } from '../test/testkit/fake-kube-api.ts';
+import { podTokenUser, startFakeKubeApi } from '../test/testkit/fake-kube-api.ts';
 import { startChild } from '../test/testkit/child.ts';
 import { redisCpu } from './lib/redis-cpu.ts';
 import { startPrivateRedis } from '../test/testkit/redis-server.ts';
@@ -28,15 +28,7 @@ const NODE_USERS = process.env['REDIS_NODE_USERS'] !== 'false';
 
 const api = await startFakeKubeApi();
 for (let i = 0; i < N; i++) {
-  api.addUser(`token-${i}`, {
-    username: `system:serviceaccount:${NS}:volume-medic-node-agent`,
-    extra: {
-      'authentication.kubernetes.io/pod-name': [`agent-${i}`],
-      'authentication.kubernetes.io/pod-uid': [`uid-${i}`],
-      'authentication.kubernetes.io/node-name': [`node-${i}`],
-    },
-    audiences: ['volume-medic'],
-  });
+  api.addUser(`token-${i}`, podTokenUser({ serviceAccount: `${NS}/volume-medic-node-agent`, pod: `agent-${i}`, uid: `uid-${i}`, node: `node-${i}` }));
 }
 const dir = mkdtempSync(join(tmpdir(), 'vm-bench-enrol-'));
 const kubeconfig = join(dir, 'kubeconfig');

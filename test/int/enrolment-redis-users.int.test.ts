@@ -15,7 +15,7 @@ import { EnrolAnswer } from '../../src/core/trust/enrolment-wire.ts';
 import { sealJob } from '../../src/core/trust/work.ts';
 import { testConfig } from '../support/config.ts';
 import { writeControlKeys } from '../support/control-keys.ts';
-import { startFakeKubeApi, type FakeKubeApi } from '../testkit/fake-kube-api.ts';
+import { podTokenUser, startFakeKubeApi, type FakeKubeApi } from '../testkit/fake-kube-api.ts';
 import { uniquePrefix } from '../support/redis.ts';
 import { topologiesAvailable } from '../testkit/redis-topology.ts';
 import { testSealer } from '../support/trust.ts';
@@ -30,13 +30,8 @@ import { waitFor } from '../support/wait.ts';
 const skip = topologiesAvailable();
 const NS = 'volume-medic';
 const AGENT_SA = `${NS}/volume-medic-node-agent`;
-const EXTRA = 'authentication.kubernetes.io/';
 const DAY = 86_400_000;
-const user = (node: string) => ({
-  username: `system:serviceaccount:${AGENT_SA.replace('/', ':')}`,
-  extra: { [`${EXTRA}pod-name`]: [`agent-${node}`], [`${EXTRA}pod-uid`]: [`uid-${node}`], [`${EXTRA}node-name`]: [node] },
-  audiences: ['volume-medic'],
-});
+const user = (node: string) => podTokenUser({ serviceAccount: AGENT_SA, pod: `agent-${node}`, uid: `uid-${node}`, node });
 
 describe.skipIf(skip)("enrolment hands each agent its own node's Redis user (REDIS_NODE_USERS)", () => {
   const prefix = uniquePrefix('enrolacl');

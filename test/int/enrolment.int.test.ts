@@ -18,7 +18,7 @@ import { sealerOf } from '../../src/core/trust/seal.ts';
 import { sealJob, verifyJobSeal } from '../../src/core/trust/work.ts';
 import { testConfig } from '../support/config.ts';
 import { writeControlKeys } from '../support/control-keys.ts';
-import { startFakeKubeApi, type FakeKubeApi } from '../testkit/fake-kube-api.ts';
+import { podTokenUser, startFakeKubeApi, type FakeKubeApi } from '../testkit/fake-kube-api.ts';
 import { dropPrefix, redisUrl, uniquePrefix } from '../support/redis.ts';
 import { testSealer } from '../support/trust.ts';
 import { waitFor } from '../support/wait.ts';
@@ -34,14 +34,9 @@ const AGENT_SA = `${NS}/volume-medic-node-agent`;
 const CW_SA = `${NS}/volume-medic-cluster-worker`;
 const TOKEN = 'webhook-token-enrolment';
 const DAY = 86_400_000;
-const EXTRA = 'authentication.kubernetes.io/';
 
-const agentUser = (node: string | undefined, pod: string, uid: string, sa = AGENT_SA) => ({
-  username: `system:serviceaccount:${sa.replace('/', ':')}`,
-  groups: ['system:serviceaccounts'],
-  extra: { [`${EXTRA}pod-name`]: [pod], [`${EXTRA}pod-uid`]: [uid], ...(node ? { [`${EXTRA}node-name`]: [node] } : {}) },
-  audiences: ['volume-medic'],
-});
+const agentUser = (node: string | undefined, pod: string, uid: string, serviceAccount = AGENT_SA) =>
+  podTokenUser({ serviceAccount, pod, uid, ...(node ? { node } : {}) });
 
 const residual = (node: string, key: string): RemediationJob => ({
   version: 1,

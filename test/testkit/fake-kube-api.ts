@@ -59,6 +59,21 @@ export interface FakeUser {
   audiences?: string[];
 }
 
+/**
+ * What TokenReview says of a pod's projected service-account token, as enrolment reads it: the
+ * service account (`<namespace>/<name>`) as the username, the pod's name and uid and, when the
+ * token is bound to one, its node as extras. Audience `volume-medic` unless said.
+ */
+export function podTokenUser(o: { serviceAccount: string; pod: string; uid: string; node?: string; audiences?: string[] }): FakeUser {
+  const x = 'authentication.kubernetes.io/';
+  return {
+    username: `system:serviceaccount:${o.serviceAccount.replace('/', ':')}`,
+    groups: ['system:serviceaccounts'],
+    extra: { [`${x}pod-name`]: [o.pod], [`${x}pod-uid`]: [o.uid], ...(o.node ? { [`${x}node-name`]: [o.node] } : {}) },
+    audiences: o.audiences ?? ['volume-medic'],
+  };
+}
+
 /** An RBAC grant: verbs on resources of an API group, to a user or a group ('*' verb: all). */
 export interface FakeGrant {
   user?: string;
