@@ -53,6 +53,14 @@ module.exports = {
       to: { path: 'node_modules/bullmq/' },
     },
     {
+      name: 'zod-mini-below-the-control-plane',
+      severity: 'error',
+      comment:
+        "core/, adapters/ and agents/ build schemas with zod's mini API, taken from src/core/zod.ts only: the node agent holds whatever zod API it imports, and the classic one costs it ~1.5 MiB more (docs/decisions/0004).",
+      from: { path: '^src/(core|adapters|agents)/', pathNot: '^src/core/zod[.]ts$' },
+      to: { path: 'node_modules/zod/' },
+    },
+    {
       name: 'no-test-code-in-production',
       severity: 'error',
       comment: 'Production code never imports tests, benches or their support code.',

@@ -3,12 +3,13 @@ import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'rolldown';
 
-// The node agent as deployed: one ES module bundle of its own code and zod (dist/node-agent/
-// main.mjs and the chunks it imports), instead of the ~125 compiled modules of dist/src. It runs on
-// every node and its idle RSS is budgeted against a bare BullMQ Worker (issue 33; bench/README.md,
-// "The agent against its floor"): a module costs V8 a record, a source string and scope data of
-// its own, and zod's entry points load its 64 locale modules, which the bundle's tree shaking
-// leaves out. Side by side with the floor it idles ~3.5 MiB lower than the compiled modules.
+// The node agent as deployed: one ES module bundle of its own code and zod's mini API
+// (dist/node-agent/main.mjs and the chunks it imports), instead of the ~125 compiled modules of
+// dist/src. It runs on every node and its idle RSS is budgeted against a bare BullMQ Worker
+// (issue 33; bench/README.md, "The agent against its floor"): a module costs V8 a record, a
+// source string and scope data of its own, and zod's entry points load its 64 locale modules,
+// which the bundle's tree shaking leaves out. Side by side with the floor it idles ~3.5 MiB lower
+// than the compiled modules.
 //
 // What holds:
 // - Every other package stays an external import, loaded from node_modules as before: BullMQ and

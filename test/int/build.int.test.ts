@@ -72,6 +72,16 @@ describe('the deployable build (npm run build) runs every command of the manifes
     const registry = files.filter((f) => readFileSync(join(dir, f), 'utf8').includes('function defaultNodeRegistry('));
     expect(registry).toHaveLength(1);
     expect(chunks.has(registry[0]!), 'the runbooks load with the first job').toBe(false);
+    // zod's mini API and the English messages only, in every chunk, the first job's included: the
+    // classic API would stay loaded for good (src/core/zod.ts).
+    const zodFolders = new Set(
+      files.flatMap((f) =>
+        (JSON.parse(readFileSync(join(dir, `${f}.map`), 'utf8')) as { sources: string[] }).sources
+          .map((s) => /node_modules\/zod\/(v4\/[^/]+)\//.exec(s)?.[1])
+          .filter((x) => x !== undefined),
+      ),
+    );
+    expect([...zodFolders].sort()).toEqual(['v4/core', 'v4/locales', 'v4/mini']);
   });
 
   it.each(Object.keys(STARTED))(

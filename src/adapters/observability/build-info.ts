@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { z } from 'zod';
+import { z } from '../../core/zod.ts';
 
 // What this process is: the package version, the source revision it was built from, and the Node
 // it runs on. Exported as volume_medic_build_info{version,revision,node_version} 1, so a dashboard
@@ -13,7 +13,7 @@ export interface BuildInfo {
   nodeVersion: string;
 }
 
-const PackageJson = z.object({ name: z.string(), version: z.string().min(1) });
+const PackageJson = z.object({ name: z.string(), version: z.string().check(z.minLength(1)) });
 const PACKAGE_NAME = 'volume-medic';
 
 /**

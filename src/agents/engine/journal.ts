@@ -1,5 +1,5 @@
 import { posix } from 'node:path';
-import { z } from 'zod';
+import { z } from '../../core/zod.ts';
 import { JOB_ID } from '../../core/catalogue/idempotency-keys.ts';
 import type { Host } from '../host/host.ts';
 import { PermanentError } from '../../core/errors.ts';

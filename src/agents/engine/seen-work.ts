@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import { z } from '../../core/zod.ts';
 import type { Logger } from '../../adapters/observability/logger.ts';
 import { stateFile } from './state-file.ts';
 

@@ -1,6 +1,6 @@
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
-import type { z } from 'zod';
+import type { z } from '../../core/zod.ts';
 import type { Logger } from '../../adapters/observability/logger.ts';
 
 // A small JSON file in STATE_DIR that a worker keeps across restarts (the finished seals, the
@@ -14,7 +14,7 @@ export interface StateFile<T> {
 }
 
 /** `what`: how the log names it ("the list of finished work"). */
-export function stateFile<T>(path: string, schema: z.ZodType<T>, what: string, log: Logger): StateFile<T> {
+export function stateFile<T>(path: string, schema: z.ZodMiniType<T>, what: string, log: Logger): StateFile<T> {
   let warned = false;
   return {
     read() {

@@ -42,10 +42,10 @@ export function instantMs(v: string): number {
 
 /** The filter as it comes in a query string; anything else is a 400. */
 export const IncidentFilter = z.object({
-  node: NodeName.optional(),
+  node: z.optional(NodeName),
   runbook: z.enum(RUNBOOKS).optional(),
   state: z.enum(CONSOLE_STATES).optional(),
-  mode: Mode.optional(),
+  mode: z.optional(Mode),
   /** Stored at or after this instant. */
   since: Instant.optional(),
   /** Stored before this instant. */

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import { z } from '../zod.ts';
 
 // Evidence is what made us act: the alert or event as received, bounded in size so one huge
 // annotation cannot bloat Redis. It is shown in every job (GET /v1/jobs/:id) and never holds
@@ -13,7 +13,7 @@ export type SignalSource = z.infer<typeof SignalSource>;
 export const Evidence = z.object({
   source: SignalSource,
   /** One line a human can read in a table: "KubeNodeNotReady resolved for worker-1". */
-  summary: z.string().max(500),
+  summary: z.string().check(z.maxLength(500)),
   /** The raw object, or a truncated JSON string of it when it was larger than EVIDENCE_MAX_BYTES. */
   raw: z.unknown(),
 });

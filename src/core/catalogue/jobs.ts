@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import { z } from '../zod.ts';
 import { CephClientAddress, CephName, DiskLinkPath, Namespace, NodeName, ObjectName } from './names.ts';
 import { JOB_ID } from './idempotency-keys.ts';
 import { Evidence } from './evidence.ts';
@@ -13,15 +13,15 @@ export type RunbookName = z.infer<typeof RunbookName>;
 
 const base = {
   version: z.literal(1),
-  key: z.string().regex(JOB_ID, 'not a valid idempotency key'),
-  evidence: z.array(Evidence).min(1).max(20),
+  key: z.string().check(z.regex(JOB_ID, 'not a valid idempotency key')),
+  evidence: z.array(Evidence).check(z.minLength(1), z.maxLength(20)),
   /**
    * Set on an operator's retry of a failed job (src/control/actions/job-retry.ts): a new job, sealed
    * afresh, whose key is `<of>.r<n>`. `of` is the first job's key: the host journal is kept under
    * it (src/agents/engine/run-runbook.ts), so a step that took effect in any earlier job of the line
    * is not repeated.
    */
-  retry: z.object({ of: z.string().regex(JOB_ID), n: z.number().int().min(1).max(99) }).optional(),
+  retry: z.optional(z.object({ of: z.string().check(z.regex(JOB_ID)), n: z.number().check(z.int(), z.gte(1), z.lte(99)) })),
 };
 
 export const ResidualMultipathJob = z.object({
@@ -29,10 +29,7 @@ export const ResidualMultipathJob = z.object({
   runbook: z.literal('residual-multipath-cleanup'),
   target: z.object({ node: NodeName }),
   /** The boot the node came back with, when the trigger told us (kubelet Rebooted event, Node watch). */
-  bootId: z
-    .string()
-    .regex(/^[A-Za-z0-9-]{1,64}$/)
-    .optional(),
+  bootId: z.optional(z.string().check(z.regex(/^[A-Za-z0-9-]{1,64}$/))),
 });
 
 export const LocalPvPlaceholderJob = z
@@ -48,12 +45,13 @@ export const LocalPvPlaceholderJob = z
      * this field is treated as one. `operator` (POST /v1/placeholders/release): must carry `force`,
      * and detaches without the disk check, recorded as such in the evidence and the audit trail.
      */
-    release: z
-      .object({ by: z.enum(['detector', 'operator']), force: z.boolean() })
-      .refine((r) => (r.by === 'operator') === r.force, 'an operator release must carry force: true, and only an operator release may')
-      .optional(),
+    release: z.optional(
+      z
+        .object({ by: z.enum(['detector', 'operator']), force: z.boolean() })
+        .check(z.refine((r) => (r.by === 'operator') === r.force, 'an operator release must carry force: true, and only an operator release may')),
+    ),
   })
-  .refine((j) => j.release === undefined || j.action === 'release', 'release applies to action release only');
+  .check(z.refine((j) => j.release === undefined || j.action === 'release', 'release applies to action release only'));
 
 export const RbdStaleMappingJob = z.object({
   ...base,
@@ -62,8 +60,8 @@ export const RbdStaleMappingJob = z.object({
     pool: CephName,
     image: CephName,
     /** The pod that cannot mount the image; its node is never the one we release the image on. */
-    pod: z.object({ namespace: Namespace, name: ObjectName }).optional(),
-    node: NodeName.optional(),
+    pod: z.optional(z.object({ namespace: Namespace, name: ObjectName })),
+    node: z.optional(NodeName),
   }),
 });
 
@@ -77,9 +75,9 @@ export const RbdUnmapJob = z.object({
   runbook: z.literal('rbd-unmap'),
   target: z.object({ node: NodeName, pool: CephName, image: CephName, watcher: CephClientAddress }),
   /** The PVC bound to the image, when the cluster half knew it: the node re-checks that no pod here still uses it. */
-  claim: z.object({ namespace: Namespace, name: ObjectName }).optional(),
+  claim: z.optional(z.object({ namespace: Namespace, name: ObjectName })),
   /** Key of the rbd-stale-mapping job that asked for this one. */
-  parent: z.string().regex(JOB_ID).optional(),
+  parent: z.optional(z.string().check(z.regex(JOB_ID))),
 });
 
 export const RemediationJob = z.discriminatedUnion('runbook', [ResidualMultipathJob, LocalPvPlaceholderJob, RbdStaleMappingJob, RbdUnmapJob]);

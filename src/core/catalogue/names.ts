@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import { z } from '../zod.ts';
 
 // Every name that reaches a path, an argv or a queue name is checked here first (DESIGN: "device
 // and node names from input are validated before use"). Patterns are deliberately strict: a
@@ -42,12 +42,12 @@ export const isCephClientAddress = (v: string): boolean => CEPH_CLIENT_ADDRESS.t
 export const isDiskLinkPath = (v: string): boolean => DISK_LINK_PATH.test(v) && !v.includes('/../') && !v.endsWith('/..');
 export const isDeviceName = (v: string): boolean => Object.values(DEVICE_PATTERNS).some((p) => p.test(v));
 
-export const NodeName = z.string().refine(isNodeName, { message: 'not a valid Kubernetes node name (RFC 1123 subdomain)' });
-export const Namespace = z.string().refine(isNamespace, { message: 'not a valid namespace (RFC 1123 label)' });
-export const ObjectName = z.string().refine(isObjectName, { message: 'not a valid object name (RFC 1123 subdomain)' });
-export const CephName = z.string().refine(isCephName, { message: 'not a valid Ceph pool or image name' });
-export const CephClientAddress = z.string().refine(isCephClientAddress, { message: 'not a Ceph client address (<ip>:<port>/<nonce>)' });
-export const DiskLinkPath = z.string().refine(isDiskLinkPath, { message: 'not a /dev/disk/by-* device link' });
+export const NodeName = z.string().check(z.refine(isNodeName, { message: 'not a valid Kubernetes node name (RFC 1123 subdomain)' }));
+export const Namespace = z.string().check(z.refine(isNamespace, { message: 'not a valid namespace (RFC 1123 label)' }));
+export const ObjectName = z.string().check(z.refine(isObjectName, { message: 'not a valid object name (RFC 1123 subdomain)' }));
+export const CephName = z.string().check(z.refine(isCephName, { message: 'not a valid Ceph pool or image name' }));
+export const CephClientAddress = z.string().check(z.refine(isCephClientAddress, { message: 'not a Ceph client address (<ip>:<port>/<nonce>)' }));
+export const DiskLinkPath = z.string().check(z.refine(isDiskLinkPath, { message: 'not a /dev/disk/by-* device link' }));
 
 /** How volume-medic names itself on the Kubernetes Events it writes (reportingController, source.component): the watch skips its own. */
 export const REPORTING_CONTROLLER = 'volume-medic';

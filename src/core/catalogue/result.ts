@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import { z } from '../zod.ts';
 import { StepEvidence } from './step-evidence.ts';
 
 // What a runbook leaves behind: facts seen, the plan, every command run, refusals with reasons,
@@ -10,14 +10,14 @@ export type Mode = z.infer<typeof Mode>;
 
 export const CommandRecord = z.object({
   argv: z.array(z.string()),
-  exitCode: z.number().int().nullable(),
-  signal: z.string().nullable().optional(),
+  exitCode: z.nullable(z.number().check(z.int())),
+  signal: z.optional(z.nullable(z.string())),
   timedOut: z.boolean(),
   durationMs: z.number(),
   stdout: z.string(),
   stderr: z.string(),
   /** Pids still alive after the kill (stuck in D state on a dead device): reported, never waited for. */
-  stuckPids: z.array(z.number().int()).optional(),
+  stuckPids: z.optional(z.array(z.number().check(z.int()))),
 });
 export type CommandRecord = z.infer<typeof CommandRecord>;
 
@@ -29,11 +29,11 @@ export const StepRecord = z.object({
   startedAt: z.string(),
   durationMs: z.number(),
   commands: z.array(CommandRecord),
-  error: z.string().optional(),
+  error: z.optional(z.string()),
   /** What the step relied on (required for a destructive step), as the plan observed it. */
-  evidence: z.array(StepEvidence).optional(),
+  evidence: z.optional(z.array(StepEvidence)),
   /** Dry-run: enforce would have waited here for evidence to mature (why, until when). */
-  waitsFor: z.string().optional(),
+  waitsFor: z.optional(z.string()),
 });
 export type StepRecord = z.infer<typeof StepRecord>;
 
@@ -45,7 +45,7 @@ export const RunbookResult = z.object({
   runbook: z.string(),
   mode: Mode,
   /** Why this mode: configuration, an API override (who, when, why) or the node's label. */
-  modeWhy: z.string().optional(),
+  modeWhy: z.optional(z.string()),
   outcome: Outcome,
   summary: z.string(),
   facts: z.unknown(),
@@ -53,7 +53,7 @@ export const RunbookResult = z.object({
   refusals: z.array(z.string()),
   steps: z.array(StepRecord),
   commands: z.array(CommandRecord),
-  verification: z.unknown().optional(),
+  verification: z.optional(z.unknown()),
   /** Node-agent identity, so a result always says where it ran. */
   ranOn: z.string(),
 });

@@ -1,6 +1,6 @@
 import { accessSync, constants, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import type { z } from 'zod';
+import type { z } from '../zod.ts';
 import { configSchema, type Config } from './schema.ts';
 import { redactUrl, redactUrlsIn } from './redact-url.ts';
 
@@ -211,7 +211,7 @@ export function loadConfig(env: Env = process.env): Config {
 /** Settings whose values never appear in a message. */
 const SECRET = new Set(['tokens', 'redisPassword', 'redisSentinelPassword']);
 
-function describe(error: z.ZodError, raw: Record<string, unknown>): string {
+function describe(error: z.core.$ZodError, raw: Record<string, unknown>): string {
   return error.issues
     .map((issue) => {
       const key = String(issue.path[0] ?? '');

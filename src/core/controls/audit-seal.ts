@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import { z } from '../zod.ts';
 import type { Keyring } from '../trust/keyring.ts';
 import type { Role } from '../trust/roles.ts';
 import { Seal, verifySeal, type Sealer } from '../trust/seal.ts';
@@ -21,9 +21,9 @@ import { AuditEntry } from './records.ts';
 /** The scope the fleet list's entries are sealed under (not a queue: no consumer holds its key). */
 export const FLEET_AUDIT_SCOPE = 'vm:ctl:audit';
 
-export const StoredAuditEntry = AuditEntry.extend({
-  seq: z.number().int().positive().optional(),
-  seal: Seal.optional(),
+export const StoredAuditEntry = z.extend(AuditEntry, {
+  seq: z.optional(z.number().check(z.int(), z.positive())),
+  seal: z.optional(Seal),
 });
 export type StoredAuditEntry = z.infer<typeof StoredAuditEntry>;
 

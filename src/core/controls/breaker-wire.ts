@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import { z } from '../zod.ts';
 import { JOB_ID } from '../catalogue/idempotency-keys.ts';
 import { NodeName } from '../catalogue/names.ts';
 import { Seal } from '../trust/seal.ts';
@@ -20,22 +20,14 @@ export const BreakerAsk = z.discriminatedUnion('op', [
   z.object({
     op: z.literal('reserve'),
     node: NodeName,
-    jobId: z.string().regex(JOB_ID),
-    stepId: z
-      .string()
-      .min(1)
-      .max(100)
-      .regex(/^[A-Za-z0-9._:/-]+$/),
+    jobId: z.string().check(z.regex(JOB_ID)),
+    stepId: z.string().check(z.minLength(1), z.maxLength(100), z.regex(/^[A-Za-z0-9._:/-]+$/)),
   }),
   /** A job started on the node: count the node towards the storm breaker, naming what sent the signal. */
   z.object({
     op: z.literal('activity'),
     node: NodeName,
-    source: z
-      .string()
-      .max(40)
-      .regex(/^[a-z0-9-]*$/)
-      .optional(),
+    source: z.optional(z.string().check(z.maxLength(40), z.regex(/^[a-z0-9-]*$/))),
   }),
 ]);
 export type BreakerAsk = z.infer<typeof BreakerAsk>;
@@ -49,4 +41,4 @@ export const ReserveAnswer = z.union([
   z.object({ ok: z.literal(true), nodeCount: z.number(), clusterCount: z.number(), tripped: z.array(TripRecord) }),
   z.object({ ok: z.literal(false), blockedBy: TripRecord }),
 ]);
-export const ActivityAnswer = z.object({ tripped: TripRecord.optional() });
+export const ActivityAnswer = z.object({ tripped: z.optional(TripRecord) });

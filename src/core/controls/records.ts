@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import { z } from '../zod.ts';
 import { Seal } from '../trust/seal.ts';
 import { Mode } from '../catalogue/result.ts';
 
@@ -7,12 +7,12 @@ import { Mode } from '../catalogue/result.ts';
 // src/control/auth/), never what a request said; `why` is free text; both are recorded with the time.
 // Kubernetes user names run long (system:serviceaccount:<namespace>:<name>, OIDC issuers).
 
-const Who = z.string().trim().min(1).max(512);
-const Why = z.string().trim().max(500);
+const Who = z.string().check(z.trim(), z.minLength(1), z.maxLength(512));
+const Why = z.string().check(z.trim(), z.maxLength(500));
 
-const Decision = z.object({ by: Who, why: Why.default(''), at: z.string() });
+const Decision = z.object({ by: Who, why: z._default(Why, ''), at: z.string() });
 
-export const ModeOverride = Decision.extend({ mode: Mode });
+export const ModeOverride = z.extend(Decision, { mode: Mode });
 export type ModeOverride = z.infer<typeof ModeOverride>;
 
 export const PauseRecord = Decision;
@@ -26,7 +26,7 @@ export const ParkedJob = z.object({
   jobId: z.string(),
   queue: z.string(),
   runbook: z.string(),
-  node: z.string().optional(),
+  node: z.optional(z.string()),
   reason: ParkReason,
   why: z.string(),
   since: z.string(),
@@ -40,7 +40,7 @@ export const ApprovalRecord = z.object({
   jobId: z.string(),
   queue: z.string(),
   runbook: z.string(),
-  node: z.string().optional(),
+  node: z.optional(z.string()),
   /** BullMQ job timestamp: ids repeat after the dedup window, and an old job's decision must not carry over. */
   jobCreatedAt: z.number(),
   state: ApprovalState,
@@ -50,17 +50,17 @@ export const ApprovalRecord = z.object({
   requestedAt: z.string(),
   /** A pending request not decided by then expires: the job fails (refused) and nothing runs. */
   expiresAt: z.string(),
-  decidedBy: z.string().optional(),
-  decidedAt: z.string().optional(),
-  why: z.string().optional(),
+  decidedBy: z.optional(z.string()),
+  decidedAt: z.optional(z.string()),
+  why: z.optional(z.string()),
   /** An approval is good until then; a job that reaches the step later is refused. */
-  validUntil: z.string().optional(),
+  validUntil: z.optional(z.string()),
   /** The asking worker's seal over the request (src/core/controls/approval-request-seal.ts). */
-  requestSeal: Seal.optional(),
+  requestSeal: z.optional(Seal),
 });
 export type ApprovalRecord = z.infer<typeof ApprovalRecord>;
 
-export const BreakerName = z.string().regex(/^(cluster|storm|node\/[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?)$/, 'expected cluster, storm or node/<node>');
+export const BreakerName = z.string().check(z.regex(/^(cluster|storm|node\/[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?)$/, 'expected cluster, storm or node/<node>'));
 
 export const TripRecord = z.object({
   breaker: z.string(),
@@ -69,7 +69,7 @@ export const TripRecord = z.object({
   count: z.number(),
   cap: z.number(),
   /** The storm breaker: how many of the nodes in its window each source (alertmanager, k8s-event, ...) started. */
-  sources: z.record(z.string(), z.number()).optional(),
+  sources: z.optional(z.record(z.string(), z.number())),
 });
 export type TripRecord = z.infer<typeof TripRecord>;
 
@@ -82,7 +82,7 @@ export const AuditEntry = z.object({
 });
 export type AuditEntry = z.infer<typeof AuditEntry>;
 
-export function parseJson<T>(schema: z.ZodType<T>, text: string | null | undefined): T | undefined {
+export function parseJson<T>(schema: z.ZodMiniType<T>, text: string | null | undefined): T | undefined {
   if (!text) return undefined;
   try {
     const r = schema.safeParse(JSON.parse(text));

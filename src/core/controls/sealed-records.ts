@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import { z } from '../zod.ts';
 import type { Keyring } from '../trust/keyring.ts';
 import { Seal, verifySeal, type Sealer, type Untrusted } from '../trust/seal.ts';
 
@@ -69,9 +69,9 @@ export const CONTROL_RESEAL_MS = 5 * 60_000;
 const Tombstone = z.object({
   cleared: z.literal(true),
   by: z.string(),
-  why: z.string().default(''),
+  why: z._default(z.string(), ''),
   at: z.string(),
-  gen: z.number().int().nonnegative(),
+  gen: z.number().check(z.int(), z.nonnegative()),
 });
 
 const genOf = (body: Record<string, unknown>): number =>
@@ -120,7 +120,7 @@ export class SealedRecords {
    * its seal holds and it is not older than what this reader accepted before; otherwise, for
    * modes and pauses, the newest record accepted before. Undefined: none (or a tombstone).
    */
-  open<T>(schema: z.ZodType<T>, kind: ControlKind, field: string, text: string | null | undefined): T | undefined {
+  open<T>(schema: z.ZodMiniType<T>, kind: ControlKind, field: string, text: string | null | undefined): T | undefined {
     const key = subject(kind, field);
     const t = this.trust;
     const remembers = kind !== 'approval' && t?.ring !== undefined;
@@ -171,7 +171,7 @@ export class SealedRecords {
     return body.body['cleared'] === true ? undefined : (parsed.data as T);
   }
 
-  #fallBack<T>(schema: z.ZodType<T>, kind: ControlKind, key: string): T | undefined {
+  #fallBack<T>(schema: z.ZodMiniType<T>, kind: ControlKind, key: string): T | undefined {
     const known = this.#knownMap().get(key);
     return known ? this.#standing(schema, kind, known.text) : undefined;
   }
@@ -181,7 +181,7 @@ export class SealedRecords {
    * holds, or past that when it is restrictive; undefined for a tombstone or a lapsed enforce
    * (what lapsed is no decision any more, and never one a replay may bring back).
    */
-  #standing<T>(schema: z.ZodType<T>, kind: ControlKind, text: string): T | undefined {
+  #standing<T>(schema: z.ZodMiniType<T>, kind: ControlKind, text: string): T | undefined {
     const b = splitSealed(text);
     if (!b || b.body['cleared'] === true) return undefined;
     const seal = Seal.safeParse(b.seal);

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import { z } from '../zod.ts';
 import { NodeName } from '../catalogue/names.ts';
 import { KeyId, Role, ROLES } from './roles.ts';
 import type { Keyring } from './keyring.ts';
@@ -15,26 +15,33 @@ export const EnrolRequest = z
     /** Who enrols: the agent of `node`, or the cluster worker. */
     as: z.enum(['node-agent', 'cluster-worker']),
     /** The node whose agent this is (node-agent only): it must be the node the token's pod runs on. */
-    node: NodeName.optional(),
+    node: z.optional(NodeName),
   })
-  .refine((r) => (r.as === 'node-agent') === (r.node !== undefined), { message: 'node is required for a node agent, and only for it' });
+  .check(z.refine((r) => (r.as === 'node-agent') === (r.node !== undefined), { message: 'node is required for a node agent, and only for it' }));
 export type EnrolRequest = z.infer<typeof EnrolRequest>;
 
-const KeyName = z.string().refine((n) => {
-  const dot = n.indexOf('.');
-  return dot > 0 && Role.safeParse(n.slice(0, dot)).success && KeyId.safeParse(n.slice(dot + 1)).success;
-}, 'a key is named <role>.<key id>');
+const KeyName = z.string().check(
+  z.refine((n) => {
+    const dot = n.indexOf('.');
+    return dot > 0 && Role.safeParse(n.slice(0, dot)).success && KeyId.safeParse(n.slice(dot + 1)).success;
+  }, 'a key is named <role>.<key id>'),
+);
 
 export const EnrolAnswer = z.strictObject({
-  queue: z.string().min(1).max(300),
+  queue: z.string().check(z.minLength(1), z.maxLength(300)),
   /** `<role>.<kid>` -> that role's work key of `queue`, base64 (32 bytes). */
-  keys: z.record(KeyName, z.string().regex(/^[A-Za-z0-9+/]{43}=$/, '32 bytes in base64')),
+  keys: z.record(KeyName, z.string().check(z.regex(/^[A-Za-z0-9+/]{43}=$/, '32 bytes in base64'))),
   /** The key this consumer seals its own work with (a node agent's checks), one of `keys`. */
-  signing: KeyName.optional(),
+  signing: z.optional(KeyName),
   /** The node's own Redis user, when the receiver manages per-node users. */
-  redis: z.strictObject({ username: z.string().min(1).max(200), password: z.string().min(16).max(200) }).optional(),
+  redis: z.optional(
+    z.strictObject({
+      username: z.string().check(z.minLength(1), z.maxLength(200)),
+      password: z.string().check(z.minLength(16), z.maxLength(200)),
+    }),
+  ),
   /** Enrol again after this long (keys rotate; a Redis user may be re-created). */
-  renewAfterSeconds: z.number().int().positive(),
+  renewAfterSeconds: z.number().check(z.int(), z.positive()),
 });
 export type EnrolAnswer = z.infer<typeof EnrolAnswer>;
 

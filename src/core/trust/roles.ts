@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import { z } from '../zod.ts';
 
 // Who may issue work. Each process seals with its own role's key, and verifiers know every
 // role's keys (HMAC: a verifier could also seal; see docs/threat-model.md for what that means).
@@ -8,4 +8,4 @@ export const Role = z.enum(ROLES);
 export type Role = z.infer<typeof Role>;
 
 /** A key id: what follows `<role>.` in the key file's name. */
-export const KeyId = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'a key id is 1-64 letters, digits, _ or -');
+export const KeyId = z.string().check(z.regex(/^[A-Za-z0-9_-]{1,64}$/, 'a key id is 1-64 letters, digits, _ or -'));

@@ -1,5 +1,5 @@
 import { createHmac, timingSafeEqual, verify } from 'node:crypto';
-import { z } from 'zod';
+import { z } from '../zod.ts';
 import { sealedBytes } from './encoding.ts';
 import type { Keyring } from './keyring.ts';
 import { KeyId, Role } from './roles.ts';
@@ -15,16 +15,16 @@ export const Seal = z.object({
   iss: Role,
   kid: KeyId,
   /** Issued at, epoch ms. */
-  iat: z.number().int().nonnegative(),
+  iat: z.number().check(z.int(), z.nonnegative()),
   /** Not valid after, epoch ms. */
-  exp: z.number().int().nonnegative(),
+  exp: z.number().check(z.int(), z.nonnegative()),
   /**
    * How `mac` was made: absent, HMAC-SHA256 with the issuer's shared key; `es256`, an ECDSA P-256
    * signature (IEEE P1363, 64 bytes) that only the holder of the private key can make and anyone
    * with the public key can check (operator controls: src/core/trust/control-keys.ts).
    */
-  alg: z.literal('es256').optional(),
-  mac: z.string().regex(/^([A-Za-z0-9_-]{43}|[A-Za-z0-9_-]{86})$/, 'a base64url HMAC-SHA256 or ECDSA P-256 signature'),
+  alg: z.optional(z.literal('es256')),
+  mac: z.string().check(z.regex(/^([A-Za-z0-9_-]{43}|[A-Za-z0-9_-]{86})$/, 'a base64url HMAC-SHA256 or ECDSA P-256 signature')),
 });
 export type Seal = z.infer<typeof Seal>;
 

@@ -1,5 +1,5 @@
 import type { V1Node } from '@kubernetes/client-node';
-import { z } from 'zod';
+import { z } from '../../../core/zod.ts';
 import type { CoreApi } from './apis.ts';
 import type { NodeInfo, NodeTaint } from '../lookups.ts';
 import { isNotFound } from './not-found.ts';
@@ -10,16 +10,19 @@ import { isNotFound } from './not-found.ts';
 // The fields fencing decides on are parsed, not trusted: the client library hands times over as
 // Date, a JSON dump (kubectl, fixtures) as text, and a value that does not parse is left unset,
 // which every reader takes as "unknown" (never as "long ago" or "no taint that matters").
-const Time = z.union([z.date(), z.string()]).transform((t, ctx) => {
-  const d = new Date(t);
-  if (Number.isNaN(d.getTime())) {
-    ctx.addIssue({ code: 'custom', message: `not a time: ${String(t)}` });
-    return z.NEVER;
-  }
-  return d.toISOString();
-});
-const Condition = z.object({ type: z.string(), status: z.string(), lastTransitionTime: Time.nullish() });
-const Taint = z.object({ key: z.string(), value: z.string().nullish(), effect: z.string(), timeAdded: Time.nullish() });
+const Time = z.pipe(
+  z.union([z.date(), z.string()]),
+  z.transform((t: Date | string, ctx) => {
+    const d = new Date(t);
+    if (Number.isNaN(d.getTime())) {
+      ctx.issues.push({ code: 'custom', message: `not a time: ${String(t)}`, input: t });
+      return z.NEVER;
+    }
+    return d.toISOString();
+  }),
+);
+const Condition = z.object({ type: z.string(), status: z.string(), lastTransitionTime: z.nullish(Time) });
+const Taint = z.object({ key: z.string(), value: z.nullish(z.string()), effect: z.string(), timeAdded: z.nullish(Time) });
 
 function readySinceOf(n: V1Node): string | undefined {
   const raw = n.status?.conditions?.find((c) => c.type === 'Ready');

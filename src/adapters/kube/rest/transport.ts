@@ -1,6 +1,6 @@
 import { http } from '../../http/node-http.ts';
 import { request as httpsRequest } from 'node:https';
-import { z } from 'zod';
+import { z } from '../../../core/zod.ts';
 
 // The node agent's way to the API server: JSON over HTTPS with a bearer token, nothing else. The
 // agent runs on every node and asks a handful of GETs per job; a generated client for the whole
@@ -19,7 +19,7 @@ export class KubeRestError extends Error {
   }
 }
 
-const StatusBody = z.object({ kind: z.literal('Status'), message: z.string().optional(), reason: z.string().optional() }).passthrough();
+const StatusBody = z.looseObject({ kind: z.literal('Status'), message: z.optional(z.string()), reason: z.optional(z.string()) });
 
 export interface KubeRestOptions {
   /** `https://host:port` (or `http://` for a local fake). */

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import { z } from '../../../core/zod.ts';
 import type { Host } from '../../host/host.ts';
 import { expectOk } from '../../host/command-failed.ts';
 
@@ -11,7 +11,7 @@ export interface LoopAttachment {
 }
 
 const LosetupList = z.object({
-  loopdevices: z.array(z.object({ name: z.string(), 'back-file': z.string().nullable() })),
+  loopdevices: z.array(z.object({ name: z.string(), 'back-file': z.nullable(z.string()) })),
 });
 
 const LIST_LOOPS = ['losetup', '--list', '--json', '--output', 'NAME,BACK-FILE'] as const;

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import { z } from '../../../core/zod.ts';
 import { DEVICE_PATTERNS } from '../../../core/catalogue/names.ts';
 
 // What we remember about a placeholder, on the host, so an agent restart (or a new agent
@@ -12,7 +12,7 @@ export const PlaceholderRecord = z.object({
   path: z.string(),
   /** The missing disk's WWN (lower-case hex). */
   wwn: z.string(),
-  loop: z.string().regex(DEVICE_PATTERNS.loop),
+  loop: z.string().check(z.regex(DEVICE_PATTERNS.loop)),
   /** Host path of the backing image. */
   image: z.string(),
   createdAt: z.string(),

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import { z } from '../../../core/zod.ts';
 import { jsonValues } from './json-values.ts';
 
 // `ceph osd blocklist ls`: which client addresses are fenced, and until when. JSON (16.2)

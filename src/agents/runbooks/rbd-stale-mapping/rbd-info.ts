@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import { z } from '../../../core/zod.ts';
 
 // `rbd info <pool>/<image>` -> which RADOS object carries the image's watches. Format 2 images
 // (every image since Jewel) keep them on `rbd_header.<id>`, where <id> is what follows
@@ -15,7 +15,7 @@ export interface RbdImageInfo {
 
 const InfoJson = z.object({
   name: z.string(),
-  id: z.string().optional(),
+  id: z.optional(z.string()),
   block_name_prefix: z.string(),
   format: z.union([z.literal(1), z.literal(2)]),
 });

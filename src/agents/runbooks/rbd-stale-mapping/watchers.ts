@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import { z } from '../../../core/zod.ts';
 import { isCephClientAddress } from '../../../core/catalogue/names.ts';
 
 // Who watches an image's header object: `rados -p <pool> listwatchers <header>` (text only: it

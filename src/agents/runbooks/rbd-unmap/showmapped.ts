@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import { z } from '../../../core/zod.ts';
 import { DEVICE_PATTERNS } from '../../../core/catalogue/names.ts';
 
 // `rbd showmapped` (= `rbd device list`): which images the kernel has mapped on this node.
@@ -19,7 +19,7 @@ export interface Mapping {
 const Row = z.object({
   id: z.union([z.string(), z.number()]),
   pool: z.string(),
-  namespace: z.string().optional(),
+  namespace: z.optional(z.string()),
   name: z.string(),
   snap: z.string(),
   device: z.string(),

@@ -1,6 +1,6 @@
 import { posix } from 'node:path';
 import { isMapName } from '../../../core/catalogue/names.ts';
-import { z } from 'zod';
+import { z } from '../../../core/zod.ts';
 import type { Host } from '../../host/host.ts';
 
 // The intent of a destructive sequence, on the host, before its first destructive step (issue
@@ -14,13 +14,13 @@ export const IntentRecord = z.object({
   version: z.literal(1),
   jobId: z.string(),
   /** A record on disk is input: a map name outside the pattern makes it unreadable (never acted on). */
-  map: z.string().refine(isMapName, 'not a plain map name'),
-  wwid: z.string().regex(/^[0-9A-Za-z._:-]{1,128}$/),
+  map: z.string().check(z.refine(isMapName, 'not a plain map name')),
+  wwid: z.string().check(z.regex(/^[0-9A-Za-z._:-]{1,128}$/)),
   dm: z.string(),
-  disks: z.array(z.object({ name: z.string(), hctl: z.string().nullable(), wwid: z.string() })).max(64),
+  disks: z.array(z.object({ name: z.string(), hctl: z.nullable(z.string()), wwid: z.string() })).check(z.maxLength(64)),
   createdAt: z.string(),
-  bootId: z.string().nullable(),
-  done: z.array(z.object({ step: z.string(), at: z.string() })).max(256),
+  bootId: z.nullable(z.string()),
+  done: z.array(z.object({ step: z.string(), at: z.string() })).check(z.maxLength(256)),
 });
 export type IntentRecord = z.infer<typeof IntentRecord>;
 

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import { z } from '../../../core/zod.ts';
 
 // Parses `multipathd show maps json` (libmultipath print.h, PRINT_JSON_MAP / _GROUP / _PATH,
 // major_version 0). Only the fields the runbook reads are required; the rest may come and go
@@ -7,21 +7,21 @@ import { z } from 'zod';
 
 const JsonPath = z.object({
   dev: z.string(),
-  dev_t: z.string().optional(),
+  dev_t: z.optional(z.string()),
   dm_st: z.string(),
-  dev_st: z.string().optional(),
+  dev_st: z.optional(z.string()),
   chk_st: z.string(),
 });
 const JsonGroup = z.object({ paths: z.array(JsonPath) });
 const JsonMap = z.object({
   name: z.string(),
   uuid: z.string(),
-  sysfs: z.string().optional(),
-  features: z.string().optional(),
-  queueing: z.string().optional(),
-  path_groups: z.array(JsonGroup).default([]),
+  sysfs: z.optional(z.string()),
+  features: z.optional(z.string()),
+  queueing: z.optional(z.string()),
+  path_groups: z._default(z.array(JsonGroup), []),
 });
-const JsonMaps = z.object({ major_version: z.number(), minor_version: z.number().optional(), maps: z.array(JsonMap) });
+const JsonMaps = z.object({ major_version: z.number(), minor_version: z.optional(z.number()), maps: z.array(JsonMap) });
 
 export interface JsonMapView {
   name: string;

@@ -1,5 +1,5 @@
 import { posix } from 'node:path';
-import { z } from 'zod';
+import { z } from '../../../core/zod.ts';
 import type { Host } from '../../host/host.ts';
 
 // What this agent saw of dead maps over time, on the host ("one sample is not a
@@ -11,25 +11,25 @@ import type { Host } from '../../host/host.ts';
 const Sighting = z.object({
   since: z.string(),
   last: z.string(),
-  samples: z.number().int().min(1),
+  samples: z.number().check(z.int(), z.gte(1)),
   /** The boot (/proc/sys/kernel/random/boot_id) of the first sighting. */
-  bootId: z.string().nullable(),
+  bootId: z.nullable(z.string()),
 });
 export type Sighting = z.infer<typeof Sighting>;
 
 const StuckProbe = z.object({
-  pid: z.number().int(),
-  startTime: z.string().nullable(),
+  pid: z.number().check(z.int()),
+  startTime: z.nullable(z.string()),
   dm: z.string(),
   at: z.string(),
-  bootId: z.string().nullable(),
+  bootId: z.nullable(z.string()),
 });
 
 const ObservationFile = z.object({
   version: z.literal(1),
   /** By WWID. */
   deadMaps: z.record(z.string(), Sighting),
-  stuckProbes: z.array(StuckProbe).max(256),
+  stuckProbes: z.array(StuckProbe).check(z.maxLength(256)),
 });
 export type Observations = z.infer<typeof ObservationFile>;
 

@@ -18,15 +18,15 @@ const Why = z.string().trim().max(500).optional();
 
 const ModeBody = z
   .object({
-    runbook: RunbookName.optional(),
-    node: NodeName.optional(),
+    runbook: z.optional(RunbookName),
+    node: z.optional(NodeName),
     /** `default`: drop the override, back to configuration. */
     mode: z.enum(['dry-run', 'enforce', 'default']),
     why: Why,
   })
   .refine((b) => (b.runbook === undefined) !== (b.node === undefined), 'name exactly one of runbook or node');
 const PauseBody = z
-  .object({ node: NodeName.optional(), runbook: RunbookName.optional(), why: Why })
+  .object({ node: z.optional(NodeName), runbook: z.optional(RunbookName), why: Why })
   .refine((b) => b.node === undefined || b.runbook === undefined, 'name a node or a runbook, not both (neither: the cluster)');
 const scopeOf = (b: { node?: string | undefined; runbook?: string | undefined }) => (b.runbook ? { runbook: b.runbook } : b.node);
 const scopeName = (b: { node?: string | undefined; runbook?: string | undefined }) =>

@@ -48,11 +48,11 @@ const Bodies = {
   reject: z.object({ why: Why }),
   // A node (no confirmation: it only holds jobs), a runbook everywhere or the whole cluster (confirmed: wide).
   pause: z
-    .object({ why: Why, node: NodeName.optional(), runbook: RunbookName.optional(), confirm: z.literal('yes').optional() })
+    .object({ why: Why, node: z.optional(NodeName), runbook: z.optional(RunbookName), confirm: z.literal('yes').optional() })
     .refine((b) => b.node === undefined || b.runbook === undefined, 'name a node or a runbook, not both')
     .refine((b) => b.node !== undefined || b.confirm === 'yes', { message: 'confirm first (the checkbox)', path: ['confirm'] }),
   resume: z
-    .object({ why: Why, node: NodeName.optional(), runbook: RunbookName.optional(), confirm: Confirmed })
+    .object({ why: Why, node: z.optional(NodeName), runbook: z.optional(RunbookName), confirm: Confirmed })
     .refine((b) => b.node === undefined || b.runbook === undefined, 'name a node or a runbook, not both'),
   reset: z.object({ why: Why, breaker: BreakerName, confirm: Confirmed }),
   retry: z.object({ why: Why, confirm: Confirmed }),
