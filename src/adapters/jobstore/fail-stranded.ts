@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { randomUUID } from '../../core/node-crypto.ts';
 import { UnrecoverableError, Worker } from 'bullmq';
 import type { RedisConnection } from '../redis/redis.ts';
 

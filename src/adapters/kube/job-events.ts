@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash } from '../../core/node-crypto.ts';
 import { hostname } from 'node:os';
 import type { EventsV1Event } from '@kubernetes/client-node';
 import type { RemediationJob } from '../../core/catalogue/jobs.ts';

@@ -1,5 +1,6 @@
 import { connect as netConnect } from 'node:net';
-import { connect as tlsConnect, type ConnectionOptions } from 'node:tls';
+import type { ConnectionOptions } from 'node:tls';
+import { connect as tlsConnect } from './node-tls.ts';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { AbstractConnector, Redis } from 'ioredis';
 

@@ -1,4 +1,4 @@
-import { hash } from 'node:crypto';
+import { hash } from '../node-crypto.ts';
 
 // Idempotency keys come from the event's identity, never the clock (DESIGN, "Contracts").
 // A key is also the BullMQ job id, so it must not contain ':' and must not look like an integer.

@@ -1,4 +1,5 @@
-import { createHash, createPrivateKey, createPublicKey, sign, X509Certificate, type KeyObject } from 'node:crypto';
+import type { KeyObject } from 'node:crypto';
+import { createHash, createPrivateKey, createPublicKey, sign, X509Certificate } from '../node-crypto.ts';
 import { readFileSync } from 'node:fs';
 import { KeyringError, type Keyring } from './keyring.ts';
 import { makeSealer, sealedInput, type Purpose, type SealHead, type Sealer } from './seal.ts';

@@ -1,4 +1,4 @@
-import { createHmac, timingSafeEqual, verify } from 'node:crypto';
+import { createHmac, timingSafeEqual, verify } from '../node-crypto.ts';
 import { z } from '../zod.ts';
 import { sealedBytes } from './encoding.ts';
 import type { Keyring } from './keyring.ts';

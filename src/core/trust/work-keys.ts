@@ -1,4 +1,4 @@
-import { createHmac } from 'node:crypto';
+import { createHmac } from '../node-crypto.ts';
 import type { Keyring } from './keyring.ts';
 import type { Role } from './roles.ts';
 

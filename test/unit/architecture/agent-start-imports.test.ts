@@ -7,7 +7,9 @@ import { describe, expect, it } from 'vitest';
 // execa, the Kubernetes client, the YAML parser: imported on first use by engine/lazy-registry.ts,
 // host/run-command.ts, node-agent/kube-apis.ts, core/config/load.ts), nor prom-client (the
 // receiver's; the workers' series are adapters/observability/lean-exposition.ts), nor `import`
-// node:http, whose ES module facade loads Node's bundled undici (adapters/http/node-http.ts).
+// node:http, node:crypto or node:tls, whose ES module facades load Node's bundled undici, Web
+// Crypto and the bundled root certificates (adapters/http/node-http.ts, core/node-crypto.ts,
+// adapters/redis/node-tls.ts).
 
 const ROOT = join(import.meta.dirname, '../../..');
 const VALUE_IMPORT = /^\s*(?:import|export)\s+(?!type\b)(?:[^'";]*?\sfrom\s+)?'([^']+)'/gm;
@@ -50,9 +52,9 @@ describe("the node agent's start path", () => {
     expect(jobOnly).toEqual([]);
   });
 
-  it('takes node:http from adapters/http/node-http.ts, never by `import`', () => {
-    expect([...closure].filter((m) => m.endsWith(' -> node:http'))).toEqual([]);
-    expect(closure).toContain('src/adapters/http/node-http.ts');
+  it('takes node:http, node:crypto and node:tls from their modules in src/, never by `import`', () => {
+    expect([...closure].filter((m) => / -> node:(http|crypto|tls)$/.test(m))).toEqual([]);
+    for (const m of ['src/adapters/http/node-http.ts', 'src/core/node-crypto.ts', 'src/adapters/redis/node-tls.ts']) expect(closure).toContain(m);
   });
 
   it('would see a static import of one of them', () => {
