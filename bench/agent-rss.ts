@@ -10,23 +10,25 @@ import { writeControlKeys } from '../test/support/control-keys.ts';
 import { podTokenUser, startFakeKubeApi } from '../test/testkit/fake-kube-api.ts';
 import { rssMiB } from '../test/testkit/child.ts';
 import { startPrivateRedis } from '../test/testkit/redis-server.ts';
+import { nodeAgentCommand } from './lib/deployed-command.ts';
 
 // `npm run bench:agent-rss` (after `npm run build`): the node agent's idle RSS as deployed, with
 // and without what its probe server serves. Agents of the same build run side by side, started
-// with the DaemonSet's command (deploy/charts/volume-medic/templates/node-agent.yaml), against a
-// private redis-server; one gets no request (the baseline), the others the kubelet's cadence
-// (/readyz every 10 s, /healthz every 20 s) and a Prometheus scrape of /metrics every 30 s.
-// Beside them the floor (issue 33): Node with the same flags and one idle BullMQ Worker on a node
-// queue, nothing else (bench/lib/floor-agent.mjs), and the floor plus each library the idle agent
-// holds (zod, pino, an HTTP server), alone and together. VmRSS from /proc/<pid>/status, read every
-// 15 s; reported per checkpoint as MiB, the difference to the baseline and the baseline's ratio to
-// the floor. One more agent enrols at start, as the DaemonSet's does (ENROL_URL, against a
-// receiver in this process and the wire fake of the API server's TokenReview): it then holds its
-// node's work keys and verifies seals instead of ALLOW_UNSIGNED_WORK. AGENT_RSS_MINUTES (default
-// 30) sets the length.
+// with the DaemonSet's command and allocator settings (deploy/charts/volume-medic/templates/
+// node-agent.yaml, read by bench/lib/deployed-command.ts), against a private redis-server; one
+// gets no request (the baseline), the others the kubelet's cadence (/readyz every 10 s, /healthz
+// every 20 s) and a Prometheus scrape of /metrics every 30 s. Beside them the floor (issue 33):
+// Node with the same flags and settings and one idle BullMQ Worker on a node queue, nothing else
+// (bench/lib/floor-agent.mjs), and the floor plus each library the idle agent holds (zod's mini
+// API, pino, an HTTP server), alone and together. VmRSS from /proc/<pid>/status, read every 15 s;
+// reported per checkpoint as MiB, the difference to the baseline and the baseline's ratio to the
+// floor. One more agent enrols at start, as the DaemonSet's does (ENROL_URL, against a receiver in
+// this process and the wire fake of the API server's TokenReview): it then holds its node's work
+// keys and verifies seals instead of ALLOW_UNSIGNED_WORK. AGENT_RSS_MINUTES (default 30) sets the
+// length.
 
 const MINUTES = Number(process.env['AGENT_RSS_MINUTES'] ?? 30);
-const NODE_FLAGS = ['--lite-mode', '--max-semi-space-size=1', '--max-old-space-size=128'];
+const { flags: NODE_FLAGS, env: NODE_TUNABLES } = nodeAgentCommand();
 
 interface Variant {
   name: string;
@@ -49,10 +51,10 @@ const VARIANTS: Variant[] = [
   { name: 'probes + scrapes, --optimize-for-size', flags: [...NODE_FLAGS, '--optimize-for-size'], traffic: true },
   // Where the distance from the floor goes: the floor plus each library the idle agent holds, and
   // prom-client, which it no longer loads (its series: adapters/observability/lean-exposition.ts).
-  { name: 'floor + zod', flags: NODE_FLAGS, traffic: false, script: FLOOR, floorWith: 'zod' },
+  { name: 'floor + zod/mini', flags: NODE_FLAGS, traffic: false, script: FLOOR, floorWith: 'zod/mini' },
   { name: 'floor + pino', flags: NODE_FLAGS, traffic: false, script: FLOOR, floorWith: 'pino' },
   { name: 'floor + HTTP server', flags: NODE_FLAGS, traffic: false, script: FLOOR, floorWith: 'http' },
-  { name: 'floor + zod, pino, HTTP server', flags: NODE_FLAGS, traffic: false, script: FLOOR, floorWith: 'zod,pino,http' },
+  { name: 'floor + zod/mini, pino, HTTP server', flags: NODE_FLAGS, traffic: false, script: FLOOR, floorWith: 'zod/mini,pino,http' },
   { name: 'floor + prom-client (not held)', flags: NODE_FLAGS, traffic: false, script: FLOOR, floorWith: 'prom-client' },
 ];
 
@@ -96,6 +98,7 @@ try {
         PROBE_LISTEN_ADDRESS: '127.0.0.1',
         ...(v.enrolled ? enrolmentEnv(`rss-${i}`) : { ALLOW_UNSIGNED_WORK: 'true' }),
         LOG_LEVEL: 'warn',
+        ...NODE_TUNABLES,
         ...(v.floorWith ? { FLOOR_WITH: v.floorWith } : {}),
       },
       stdio: ['ignore', 'ignore', 'inherit'],
@@ -133,10 +136,10 @@ try {
   };
   const base = agents[0]!;
   const floor = agents[1]!;
-  const withAll = agents.find((a) => a.v.floorWith === 'zod,pino,http')!;
+  const withAll = agents.find((a) => a.v.floorWith === 'zod/mini,pino,http')!;
   const delta = (x: number, from: number): string => `${x - from >= 0 ? '+' : ''}${(x - from).toFixed(1)}`;
   const agentRows = agents.filter((a) => a.v.script !== FLOOR);
-  console.log(`| after | ${agentRows.map((a) => a.v.name).join(' | ')} | floor | agent / floor | agent / (floor + zod, pino, HTTP) |`);
+  console.log(`| after | ${agentRows.map((a) => a.v.name).join(' | ')} | floor | agent / floor | agent / (floor + zod/mini, pino, HTTP) |`);
   console.log(`| --- | ${agentRows.map(() => '---:').join(' | ')} | ---: | ---: | ---: |`);
   for (const m of checkpoints) {
     const b = at(base, m);

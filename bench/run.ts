@@ -11,9 +11,9 @@ import { startPrivateRedis } from '../test/testkit/redis-server.ts';
 import { redisCpu } from './lib/redis-cpu.ts';
 import { ceiling, type Ceiling } from './lib/ceiling.ts';
 import { percentile, round } from './lib/stats.ts';
+import { nodeAgentCommand, receiverCommand } from './lib/deployed-command.ts';
 import { runbookScale, type ScaleRow } from './runbook-scale.ts';
 import { addCostTable, redisAddCost, type AddCostRow } from './redis-add-cost.ts';
-import { readObjects, RENDERED_FILE } from '../scripts/deploy/chart.ts';
 import { buildDist } from '../scripts/lib/build-dist.ts';
 import { freePort } from '../scripts/lib/local-redis.ts';
 import { writeSigningKeys } from '../scripts/lib/signing-keys.ts';
@@ -241,7 +241,7 @@ async function latency(n = 1000) {
   // Compiled and with the DaemonSet's V8 flags (lite mode runs no TypeScript), as deployed.
   const agent = startChild(
     join(await built(), 'dist/bench/servers/agent.js'),
-    { REDIS_URL: redis.url, QUEUE_PREFIX: PREFIX, NODE_NAME: 'bench-node' },
+    { REDIS_URL: redis.url, QUEUE_PREFIX: PREFIX, NODE_NAME: 'bench-node', ...nodeAgentCommand().env },
     { execArgv: nodeAgentCommand().flags },
   );
   await agent.waitLine('READY');
@@ -272,17 +272,6 @@ async function latency(n = 1000) {
   };
 }
 
-/** A container's command in deploy/volume-medic.yaml (the chart rendered; node flags, script), as Kubernetes runs it. */
-function deployedCommand(kind: 'DaemonSet' | 'Deployment', name: string): { flags: string[]; script: string } {
-  const o = readObjects(RENDERED_FILE).find((x) => x.kind === kind && x.metadata.name === name);
-  const command = (o?.spec as { template: { spec: { containers: { command?: string[] }[] } } } | undefined)?.template.spec.containers[0]?.command ?? [];
-  if (command[0] !== 'node' || command.length < 2) throw new Error(`unexpected ${name} command in ${RENDERED_FILE}: ${JSON.stringify(command)}`);
-  return { flags: command.slice(1, -1), script: command.at(-1)! };
-}
-const nodeAgentCommand = () => deployedCommand('DaemonSet', 'volume-medic-node-agent');
-/** The receiver runs with the Deployment's V8 flags (its heap limit), so its throughput and RSS are the deployed ones. */
-const receiverCommand = () => deployedCommand('Deployment', 'volume-medic-receiver');
-
 /** The node agent's floor (issue 33): one idle BullMQ Worker on a node queue and nothing else. */
 const FLOOR_SCRIPT = here('lib/floor-agent.mjs');
 /** When the footprint reads RSS: after start-up's garbage is collected, as the agent idles for hours. */
@@ -295,16 +284,20 @@ async function footprint() {
     LOG_LEVEL: 'warn',
     PROBE_LISTEN_ADDRESS: '127.0.0.1',
   };
-  // As deployed: `npm run build`'s JavaScript with the DaemonSet's command (V8 flags included);
-  // beside it the floor with the same flags, and as developed, `npm run node-agent` (TypeScript
+  // As deployed: `npm run build`'s JavaScript with the DaemonSet's command (V8 flags included) and
+  // its allocator settings (MALLOC_ARENA_MAX); beside it the floor with the same, and as developed, `npm run node-agent` (TypeScript
   // through type stripping, no flags). Started together, without an IPC channel, read at the same
   // moments.
-  const { flags, script } = nodeAgentCommand();
-  const start = async (name: string, file: string, execArgv: readonly string[]): Promise<Child> =>
-    startChild(file, { ...env, NODE_NAME: name, STATE_DIR: `/tmp/vm-bench-state/${name}`, PROBE_PORT: String(await freePort()) }, { execArgv, ipc: false });
+  const { flags, script, env: tunables } = nodeAgentCommand();
+  const start = async (name: string, file: string, execArgv: readonly string[], more: Record<string, string> = {}): Promise<Child> =>
+    startChild(
+      file,
+      { ...env, ...more, NODE_NAME: name, STATE_DIR: `/tmp/vm-bench-state/${name}`, PROBE_PORT: String(await freePort()) },
+      { execArgv, ipc: false },
+    );
   const procs = {
-    deployed: await start('footprint-node', join(await built(), script), flags),
-    floor: await start('footprint-floor', FLOOR_SCRIPT, flags),
+    deployed: await start('footprint-node', join(await built(), script), flags, tunables),
+    floor: await start('footprint-floor', FLOOR_SCRIPT, flags, tunables),
     typescript: await start('footprint-node-ts', here('../src/agents/node-agent/main.ts'), []),
   };
   const readings: Record<keyof typeof procs, number[]> = { deployed: [], floor: [], typescript: [] };
@@ -329,7 +322,7 @@ async function footprint() {
     nodeAgentIdleRssMiB: round(deployed),
     floorIdleRssMiB: round(floor),
     nodeAgentToFloor: Math.round((deployed / floor) * 1000) / 1000,
-    nodeAgentCommand: ['node', ...flags, script].join(' '),
+    nodeAgentCommand: [...Object.entries(tunables).map(([k, v]) => `${k}=${v}`), 'node', ...flags, script].join(' '),
     nodeAgentIdleRssTypeScriptMiB: round(mean(readings.typescript)),
   };
 }

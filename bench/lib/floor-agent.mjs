@@ -1,11 +1,12 @@
-// The node agent's memory floor (issue 33): Node in the DaemonSet's flags with one idle BullMQ
-// Worker on a node queue, as our agent configures it (drainDelay, stalled checks, lock), and
-// nothing else. Plain JavaScript, as the deployed agent runs (`npm run build`): no TypeScript
-// loader in the process. bench/agent-rss.ts starts it beside the real agent.
+// The node agent's memory floor (issue 33): Node in the DaemonSet's flags and allocator settings
+// with one idle BullMQ Worker on a node queue, as our agent configures it (drainDelay, stalled
+// checks, lock), and nothing else. Plain JavaScript, as the deployed agent runs (`npm run build`):
+// no TypeScript loader in the process. bench/run.ts and bench/agent-rss.ts start it beside the real
+// agent, with the same command line and environment settings (bench/lib/deployed-command.ts).
 // FLOOR_WITH (comma-separated) adds libraries the idle agent holds, one piece at a time, to show
-// where the agent's distance from the floor goes: zod, pino, prom-client (imported only), http (a
-// listening HTTP server, the probe server's transport, node:http taken with require as the agent
-// does: src/adapters/http/node-http.ts).
+// where the agent's distance from the floor goes: zod/mini (what the agent holds) or zod, pino,
+// prom-client (imported only), http (a listening HTTP server, the probe server's transport,
+// node:http taken with require as the agent does: src/adapters/http/node-http.ts).
 import { createRequire } from 'node:module';
 import { Worker } from 'bullmq';
 

@@ -193,7 +193,8 @@ describe('what the installation promises', () => {
 
   it('every container of every values set starts with a valid configuration', () => {
     const known = readFileSync(new URL('../../../src/core/config/load.ts', import.meta.url), 'utf8');
-    const external = new Set(['CEPH_CONF']);
+    // Read by others: the Ceph tools, glibc's malloc.
+    const external = new Set(['CEPH_CONF', 'MALLOC_ARENA_MAX']);
     for (const [set, objects] of Object.entries(rendered)) {
       const data = find(objects, 'ConfigMap', 'volume-medic-config')['data'] as Record<string, string>;
       for (const o of objects) {
@@ -252,9 +253,17 @@ describe('what the installation promises', () => {
   it('the node agent: NODE_NAME from spec.nodeName, hostPID, host paths under HOST_ROOT=/host, tolerations, a node selector', () => {
     const spec = podSpec(find(rendered['static']!, 'DaemonSet', 'volume-medic-node-agent'))!;
     const c = spec.containers[0]!;
-    expect(c.command).toEqual(['node', '--lite-mode', '--max-semi-space-size=1', '--max-old-space-size=128', 'dist/node-agent/main.mjs']);
+    expect(c.command).toEqual([
+      'node',
+      '--lite-mode',
+      '--max-semi-space-size=1',
+      '--max-old-space-size=128',
+      '--bytecode-old-age=1',
+      'dist/node-agent/main.mjs',
+    ]);
     expect(c.env?.find((e) => e.name === 'NODE_NAME')?.valueFrom).toEqual({ fieldRef: { fieldPath: 'spec.nodeName' } });
     expect(c.env?.find((e) => e.name === 'HOST_ROOT')?.value).toBe('/host');
+    expect(c.env?.find((e) => e.name === 'MALLOC_ARENA_MAX')?.value).toBe('1');
     expect(spec.hostPID).toBe(true);
     expect(spec.hostNetwork).toBeUndefined();
     const hostPaths = Object.fromEntries((spec.volumes ?? []).filter((v) => v.hostPath).map((v) => [v.name, v.hostPath!.path]));
