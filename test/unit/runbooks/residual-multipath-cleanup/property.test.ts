@@ -141,7 +141,10 @@ describe('the residual runbook over generated host states', () => {
       { numRuns: Number(process.env.PROPERTY_RUNS ?? 150) },
     );
     // The generator must reach the destructive path and the crash points, or the property says little.
+    // Seeds are random: of 150 runs, 16 to 34 crash (twelve runs of the suite), so the bound is a
+    // twentieth, not the tenth that 15 crashes once missed; a generator that stopped reaching the
+    // crash points would still fail it.
     expect(stats.destructive).toBeGreaterThan(stats.runs);
-    expect(stats.crashed).toBeGreaterThan(stats.runs / 10);
+    expect(stats.crashed).toBeGreaterThan(stats.runs / 20);
   }, 60_000);
 });
