@@ -239,10 +239,11 @@ async function storm() {
 async function latency(n = 1000) {
   await admin.flushdb();
   // Compiled and with the DaemonSet's V8 flags (lite mode runs no TypeScript), as deployed.
+  const deployed = nodeAgentCommand();
   const agent = startChild(
     join(await built(), 'dist/bench/servers/agent.js'),
-    { REDIS_URL: redis.url, QUEUE_PREFIX: PREFIX, NODE_NAME: 'bench-node', ...nodeAgentCommand().env },
-    { execArgv: nodeAgentCommand().flags },
+    { REDIS_URL: redis.url, QUEUE_PREFIX: PREFIX, NODE_NAME: 'bench-node', ...deployed.env },
+    { execArgv: deployed.flags },
   );
   await agent.waitLine('READY');
   const p = { ...oneAlert(), template: oneAlert().template.replaceAll('worker-7', 'bench-node') };
@@ -285,9 +286,9 @@ async function footprint() {
     PROBE_LISTEN_ADDRESS: '127.0.0.1',
   };
   // As deployed: `npm run build`'s JavaScript with the DaemonSet's command (V8 flags included) and
-  // its allocator settings (MALLOC_ARENA_MAX); beside it the floor with the same, and as developed, `npm run node-agent` (TypeScript
-  // through type stripping, no flags). Started together, without an IPC channel, read at the same
-  // moments.
+  // its allocator settings (MALLOC_ARENA_MAX); beside it the floor with the same, and as developed,
+  // `npm run node-agent` (TypeScript through type stripping, no flags). Started together, without
+  // an IPC channel, read at the same moments.
   const { flags, script, env: tunables } = nodeAgentCommand();
   const start = async (name: string, file: string, execArgv: readonly string[], more: Record<string, string> = {}): Promise<Child> =>
     startChild(
