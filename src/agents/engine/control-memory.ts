@@ -8,7 +8,7 @@ import { stateFile } from './state-file.ts';
 // file cannot be written the worker keeps it in memory (a restart then forgets; the seals' short
 // life still bounds a replay).
 
-const File = z.record(z.string(), z.object({ gen: z.number().check(z.int(), z.nonnegative()), text: z.string().check(z.maxLength(65_536)) }));
+const File = z.lazy(() => z.record(z.string(), z.object({ gen: z.number().check(z.int(), z.nonnegative()), text: z.string().check(z.maxLength(65_536)) })));
 
 /** One file per installation (QUEUE_PREFIX) and process: the same node may run two installations. */
 export const controlMemoryFile = (prefix: string, process: string): string => `controls-accepted.${process}.${prefix.replace(/[^A-Za-z0-9_.-]/g, '_')}.json`;

@@ -10,13 +10,15 @@ const EVIDENCE_MAX_BYTES = 8 * 1024;
 export const SignalSource = z.enum(['alertmanager', 'k8s-event', 'npd', 'k8s-watch', 'api', 'agent']);
 export type SignalSource = z.infer<typeof SignalSource>;
 
-export const Evidence = z.object({
-  source: SignalSource,
-  /** One line a human can read in a table: "KubeNodeNotReady resolved for worker-1". */
-  summary: z.string().check(z.maxLength(500)),
-  /** The raw object, or a truncated JSON string of it when it was larger than EVIDENCE_MAX_BYTES. */
-  raw: z.unknown(),
-});
+export const Evidence = z.lazy(() =>
+  z.object({
+    source: SignalSource,
+    /** One line a human can read in a table: "KubeNodeNotReady resolved for worker-1". */
+    summary: z.string().check(z.maxLength(500)),
+    /** The raw object, or a truncated JSON string of it when it was larger than EVIDENCE_MAX_BYTES. */
+    raw: z.unknown(),
+  }),
+);
 export type Evidence = z.infer<typeof Evidence>;
 
 /** Deeper than this, a value in captured evidence is replaced by a note (a sender's 5,000-level field must not crash us). */

@@ -11,7 +11,8 @@ export const RUNBOOKS = ['residual-multipath-cleanup', 'local-pv-placeholder', '
 export const RunbookName = z.enum(RUNBOOKS);
 export type RunbookName = z.infer<typeof RunbookName>;
 
-const base = {
+// Built with each job schema, on its first use (z.lazy): an agent holds them only once it runs a job.
+const base = () => ({
   version: z.literal(1),
   key: z.string().check(z.regex(JOB_ID, 'not a valid idempotency key')),
   evidence: z.array(Evidence).check(z.minLength(1), z.maxLength(20)),
@@ -22,63 +23,71 @@ const base = {
    * is not repeated.
    */
   retry: z.optional(z.object({ of: z.string().check(z.regex(JOB_ID)), n: z.number().check(z.int(), z.gte(1), z.lte(99)) })),
-};
-
-export const ResidualMultipathJob = z.object({
-  ...base,
-  runbook: z.literal('residual-multipath-cleanup'),
-  target: z.object({ node: NodeName }),
-  /** The boot the node came back with, when the trigger told us (kubelet Rebooted event, Node watch). */
-  bootId: z.optional(z.string().check(z.regex(/^[A-Za-z0-9-]{1,64}$/))),
 });
 
-export const LocalPvPlaceholderJob = z
-  .object({
-    ...base,
-    runbook: z.literal('local-pv-placeholder'),
-    target: z.object({ node: NodeName, pv: ObjectName, path: DiskLinkPath }),
-    /** `place` bridges a missing disk with a 512-byte loop device; `release` removes our placeholder. */
-    action: z.enum(['place', 'release']),
-    /**
-     * Who asks for a release. `detector` (NPD's condition cleared, an Event, the agent's own check):
-     * the agent verifies the real disk is back before it detaches anything; a release job without
-     * this field is treated as one. `operator` (POST /v1/placeholders/release): must carry `force`,
-     * and detaches without the disk check, recorded as such in the evidence and the audit trail.
-     */
-    release: z.optional(
-      z
-        .object({ by: z.enum(['detector', 'operator']), force: z.boolean() })
-        .check(z.refine((r) => (r.by === 'operator') === r.force, 'an operator release must carry force: true, and only an operator release may')),
-    ),
-  })
-  .check(z.refine((j) => j.release === undefined || j.action === 'release', 'release applies to action release only'));
-
-export const RbdStaleMappingJob = z.object({
-  ...base,
-  runbook: z.literal('rbd-stale-mapping'),
-  target: z.object({
-    pool: CephName,
-    image: CephName,
-    /** The pod that cannot mount the image; its node is never the one we release the image on. */
-    pod: z.optional(z.object({ namespace: Namespace, name: ObjectName })),
-    node: z.optional(NodeName),
+export const ResidualMultipathJob = z.lazy(() =>
+  z.object({
+    ...base(),
+    runbook: z.literal('residual-multipath-cleanup'),
+    target: z.object({ node: NodeName }),
+    /** The boot the node came back with, when the trigger told us (kubelet Rebooted event, Node watch). */
+    bootId: z.optional(z.string().check(z.regex(/^[A-Za-z0-9-]{1,64}$/))),
   }),
-});
+);
+
+export const LocalPvPlaceholderJob = z.lazy(() =>
+  z
+    .object({
+      ...base(),
+      runbook: z.literal('local-pv-placeholder'),
+      target: z.object({ node: NodeName, pv: ObjectName, path: DiskLinkPath }),
+      /** `place` bridges a missing disk with a 512-byte loop device; `release` removes our placeholder. */
+      action: z.enum(['place', 'release']),
+      /**
+       * Who asks for a release. `detector` (NPD's condition cleared, an Event, the agent's own check):
+       * the agent verifies the real disk is back before it detaches anything; a release job without
+       * this field is treated as one. `operator` (POST /v1/placeholders/release): must carry `force`,
+       * and detaches without the disk check, recorded as such in the evidence and the audit trail.
+       */
+      release: z.optional(
+        z
+          .object({ by: z.enum(['detector', 'operator']), force: z.boolean() })
+          .check(z.refine((r) => (r.by === 'operator') === r.force, 'an operator release must carry force: true, and only an operator release may')),
+      ),
+    })
+    .check(z.refine((j) => j.release === undefined || j.action === 'release', 'release applies to action release only')),
+);
+
+export const RbdStaleMappingJob = z.lazy(() =>
+  z.object({
+    ...base(),
+    runbook: z.literal('rbd-stale-mapping'),
+    target: z.object({
+      pool: CephName,
+      image: CephName,
+      /** The pod that cannot mount the image; its node is never the one we release the image on. */
+      pod: z.optional(z.object({ namespace: Namespace, name: ObjectName })),
+      node: z.optional(NodeName),
+    }),
+  }),
+);
 
 /**
  * The node half of `rbd-stale-mapping`: release the mapping that holds `watcher` on `node`.
  * Enqueued by the cluster worker (never by triage) after it mapped the watcher's address to a
  * Ready node; its key derives from the cluster job's key and the watcher (same lineage).
  */
-export const RbdUnmapJob = z.object({
-  ...base,
-  runbook: z.literal('rbd-unmap'),
-  target: z.object({ node: NodeName, pool: CephName, image: CephName, watcher: CephClientAddress }),
-  /** The PVC bound to the image, when the cluster half knew it: the node re-checks that no pod here still uses it. */
-  claim: z.optional(z.object({ namespace: Namespace, name: ObjectName })),
-  /** Key of the rbd-stale-mapping job that asked for this one. */
-  parent: z.optional(z.string().check(z.regex(JOB_ID))),
-});
+export const RbdUnmapJob = z.lazy(() =>
+  z.object({
+    ...base(),
+    runbook: z.literal('rbd-unmap'),
+    target: z.object({ node: NodeName, pool: CephName, image: CephName, watcher: CephClientAddress }),
+    /** The PVC bound to the image, when the cluster half knew it: the node re-checks that no pod here still uses it. */
+    claim: z.optional(z.object({ namespace: Namespace, name: ObjectName })),
+    /** Key of the rbd-stale-mapping job that asked for this one. */
+    parent: z.optional(z.string().check(z.regex(JOB_ID))),
+  }),
+);
 
 export const RemediationJob = z.discriminatedUnion('runbook', [ResidualMultipathJob, LocalPvPlaceholderJob, RbdStaleMappingJob, RbdUnmapJob]);
 export type RemediationJob = z.infer<typeof RemediationJob>;

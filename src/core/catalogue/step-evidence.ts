@@ -14,29 +14,31 @@ import { z } from '../zod.ts';
  */
 const EvidenceStatus = z.enum(['holds', 'fails', 'missing', 'contradicted']);
 
-export const StepEvidence = z.object({
-  /** The claim, in words: "no process outside the known victims has mpatha open". */
-  claim: z.string().check(z.maxLength(500)),
-  /** How it was seen: the command, file or API ("multipath -ll", "/proc/*\/fd", "VolumeAttachments"). */
-  source: z.string().check(z.maxLength(300)),
-  /** When (ISO 8601). Older than the runbook's evidence age limit at the step: stale, refused. */
-  observedAt: z.string(),
-  status: EvidenceStatus,
-  /** What was seen, or why it could not be. */
-  detail: z.optional(z.string().check(z.maxLength(1000))),
-  /**
-   * A claim that must have held for a while before the step may run: since when it held (the
-   * first of `samples` observations, kept by the agent across jobs) and whether it held across
-   * a reboot of the node. Too young or one sample: the step waits; across a reboot: enough.
-   */
-  persistence: z.optional(
-    z.object({
-      since: z.string(),
-      samples: z.number().check(z.int(), z.gte(1)),
-      acrossBoot: z.boolean(),
-      mustHoldMs: z.number().check(z.int(), z.gte(0)),
-      minSamples: z.number().check(z.int(), z.gte(1)),
-    }),
-  ),
-});
+export const StepEvidence = z.lazy(() =>
+  z.object({
+    /** The claim, in words: "no process outside the known victims has mpatha open". */
+    claim: z.string().check(z.maxLength(500)),
+    /** How it was seen: the command, file or API ("multipath -ll", "/proc/*\/fd", "VolumeAttachments"). */
+    source: z.string().check(z.maxLength(300)),
+    /** When (ISO 8601). Older than the runbook's evidence age limit at the step: stale, refused. */
+    observedAt: z.string(),
+    status: EvidenceStatus,
+    /** What was seen, or why it could not be. */
+    detail: z.optional(z.string().check(z.maxLength(1000))),
+    /**
+     * A claim that must have held for a while before the step may run: since when it held (the
+     * first of `samples` observations, kept by the agent across jobs) and whether it held across
+     * a reboot of the node. Too young or one sample: the step waits; across a reboot: enough.
+     */
+    persistence: z.optional(
+      z.object({
+        since: z.string(),
+        samples: z.number().check(z.int(), z.gte(1)),
+        acrossBoot: z.boolean(),
+        mustHoldMs: z.number().check(z.int(), z.gte(0)),
+        minSamples: z.number().check(z.int(), z.gte(1)),
+      }),
+    ),
+  }),
+);
 export type StepEvidence = z.infer<typeof StepEvidence>;

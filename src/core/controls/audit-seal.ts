@@ -21,10 +21,12 @@ import { AuditEntry } from './records.ts';
 /** The scope the fleet list's entries are sealed under (not a queue: no consumer holds its key). */
 export const FLEET_AUDIT_SCOPE = 'vm:ctl:audit';
 
-export const StoredAuditEntry = z.extend(AuditEntry, {
-  seq: z.optional(z.number().check(z.int(), z.positive())),
-  seal: z.optional(Seal),
-});
+export const StoredAuditEntry = z.lazy(() =>
+  z.extend(AuditEntry, {
+    seq: z.optional(z.number().check(z.int(), z.positive())),
+    seal: z.optional(Seal),
+  }),
+);
 export type StoredAuditEntry = z.infer<typeof StoredAuditEntry>;
 
 /** How long an audit seal is valid: as long as anyone will read the entry. */

@@ -12,7 +12,7 @@ const Why = z.string().check(z.trim(), z.maxLength(500));
 
 const Decision = z.object({ by: Who, why: z._default(Why, ''), at: z.string() });
 
-export const ModeOverride = z.extend(Decision, { mode: Mode });
+export const ModeOverride = z.lazy(() => z.extend(Decision, { mode: Mode }));
 export type ModeOverride = z.infer<typeof ModeOverride>;
 
 export const PauseRecord = Decision;
@@ -22,55 +22,61 @@ export type PauseRecord = z.infer<typeof PauseRecord>;
 export const ParkReason = z.enum(['paused', 'approval', 'breaker', 'evidence']);
 export type ParkReason = z.infer<typeof ParkReason>;
 
-export const ParkedJob = z.object({
-  jobId: z.string(),
-  queue: z.string(),
-  runbook: z.string(),
-  node: z.optional(z.string()),
-  reason: ParkReason,
-  why: z.string(),
-  since: z.string(),
-});
+export const ParkedJob = z.lazy(() =>
+  z.object({
+    jobId: z.string(),
+    queue: z.string(),
+    runbook: z.string(),
+    node: z.optional(z.string()),
+    reason: ParkReason,
+    why: z.string(),
+    since: z.string(),
+  }),
+);
 export type ParkedJob = z.infer<typeof ParkedJob>;
 
 export const ApprovalState = z.enum(['pending', 'approved', 'rejected', 'expired']);
 export type ApprovalState = z.infer<typeof ApprovalState>;
 
-export const ApprovalRecord = z.object({
-  jobId: z.string(),
-  queue: z.string(),
-  runbook: z.string(),
-  node: z.optional(z.string()),
-  /** BullMQ job timestamp: ids repeat after the dedup window, and an old job's decision must not carry over. */
-  jobCreatedAt: z.number(),
-  state: ApprovalState,
-  summary: z.string(),
-  /** The steps this decision covers, as the plan stated them, each with why it needs approval. */
-  steps: z.array(z.object({ id: z.string(), description: z.string(), why: z.string() })),
-  requestedAt: z.string(),
-  /** A pending request not decided by then expires: the job fails (refused) and nothing runs. */
-  expiresAt: z.string(),
-  decidedBy: z.optional(z.string()),
-  decidedAt: z.optional(z.string()),
-  why: z.optional(z.string()),
-  /** An approval is good until then; a job that reaches the step later is refused. */
-  validUntil: z.optional(z.string()),
-  /** The asking worker's seal over the request (src/core/controls/approval-request-seal.ts). */
-  requestSeal: z.optional(Seal),
-});
+export const ApprovalRecord = z.lazy(() =>
+  z.object({
+    jobId: z.string(),
+    queue: z.string(),
+    runbook: z.string(),
+    node: z.optional(z.string()),
+    /** BullMQ job timestamp: ids repeat after the dedup window, and an old job's decision must not carry over. */
+    jobCreatedAt: z.number(),
+    state: ApprovalState,
+    summary: z.string(),
+    /** The steps this decision covers, as the plan stated them, each with why it needs approval. */
+    steps: z.array(z.object({ id: z.string(), description: z.string(), why: z.string() })),
+    requestedAt: z.string(),
+    /** A pending request not decided by then expires: the job fails (refused) and nothing runs. */
+    expiresAt: z.string(),
+    decidedBy: z.optional(z.string()),
+    decidedAt: z.optional(z.string()),
+    why: z.optional(z.string()),
+    /** An approval is good until then; a job that reaches the step later is refused. */
+    validUntil: z.optional(z.string()),
+    /** The asking worker's seal over the request (src/core/controls/approval-request-seal.ts). */
+    requestSeal: z.optional(Seal),
+  }),
+);
 export type ApprovalRecord = z.infer<typeof ApprovalRecord>;
 
 export const BreakerName = z.string().check(z.regex(/^(cluster|storm|node\/[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?)$/, 'expected cluster, storm or node/<node>'));
 
-export const TripRecord = z.object({
-  breaker: z.string(),
-  why: z.string(),
-  at: z.string(),
-  count: z.number(),
-  cap: z.number(),
-  /** The storm breaker: how many of the nodes in its window each source (alertmanager, k8s-event, ...) started. */
-  sources: z.optional(z.record(z.string(), z.number())),
-});
+export const TripRecord = z.lazy(() =>
+  z.object({
+    breaker: z.string(),
+    why: z.string(),
+    at: z.string(),
+    count: z.number(),
+    cap: z.number(),
+    /** The storm breaker: how many of the nodes in its window each source (alertmanager, k8s-event, ...) started. */
+    sources: z.optional(z.record(z.string(), z.number())),
+  }),
+);
 export type TripRecord = z.infer<typeof TripRecord>;
 
 export const AuditEntry = z.object({

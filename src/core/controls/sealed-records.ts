@@ -66,13 +66,15 @@ export const CONTROL_SEAL_TTL_MS = 15 * 60_000;
 export const CONTROL_RESEAL_MS = 5 * 60_000;
 
 /** A cleared mode override or a lifted pause: sealed like a record, so a delete is never the clear. */
-const Tombstone = z.object({
-  cleared: z.literal(true),
-  by: z.string(),
-  why: z._default(z.string(), ''),
-  at: z.string(),
-  gen: z.number().check(z.int(), z.nonnegative()),
-});
+const Tombstone = z.lazy(() =>
+  z.object({
+    cleared: z.literal(true),
+    by: z.string(),
+    why: z._default(z.string(), ''),
+    at: z.string(),
+    gen: z.number().check(z.int(), z.nonnegative()),
+  }),
+);
 
 const genOf = (body: Record<string, unknown>): number =>
   typeof body['gen'] === 'number' && Number.isSafeInteger(body['gen']) && body['gen'] >= 0 ? body['gen'] : 0;

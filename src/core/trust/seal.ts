@@ -10,22 +10,24 @@ import { workKeyOf } from './work-keys.ts';
 // seal's own issuer, key id, issue time and expiry). Moving a sealed value to another subject,
 // changing one byte of it, or re-dating it breaks the MAC.
 
-export const Seal = z.object({
-  v: z.literal(1),
-  iss: Role,
-  kid: KeyId,
-  /** Issued at, epoch ms. */
-  iat: z.number().check(z.int(), z.nonnegative()),
-  /** Not valid after, epoch ms. */
-  exp: z.number().check(z.int(), z.nonnegative()),
-  /**
-   * How `mac` was made: absent, HMAC-SHA256 with the issuer's shared key; `es256`, an ECDSA P-256
-   * signature (IEEE P1363, 64 bytes) that only the holder of the private key can make and anyone
-   * with the public key can check (operator controls: src/core/trust/control-keys.ts).
-   */
-  alg: z.optional(z.literal('es256')),
-  mac: z.string().check(z.regex(/^([A-Za-z0-9_-]{43}|[A-Za-z0-9_-]{86})$/, 'a base64url HMAC-SHA256 or ECDSA P-256 signature')),
-});
+export const Seal = z.lazy(() =>
+  z.object({
+    v: z.literal(1),
+    iss: Role,
+    kid: KeyId,
+    /** Issued at, epoch ms. */
+    iat: z.number().check(z.int(), z.nonnegative()),
+    /** Not valid after, epoch ms. */
+    exp: z.number().check(z.int(), z.nonnegative()),
+    /**
+     * How `mac` was made: absent, HMAC-SHA256 with the issuer's shared key; `es256`, an ECDSA P-256
+     * signature (IEEE P1363, 64 bytes) that only the holder of the private key can make and anyone
+     * with the public key can check (operator controls: src/core/trust/control-keys.ts).
+     */
+    alg: z.optional(z.literal('es256')),
+    mac: z.string().check(z.regex(/^([A-Za-z0-9_-]{43}|[A-Za-z0-9_-]{86})$/, 'a base64url HMAC-SHA256 or ECDSA P-256 signature')),
+  }),
+);
 export type Seal = z.infer<typeof Seal>;
 
 /** What a seal is for: the same bytes sealed as a job are not a valid control record or audit entry. */

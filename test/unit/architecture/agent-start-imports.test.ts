@@ -1,6 +1,16 @@
 import { readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { LocalPvPlaceholderJob, RbdStaleMappingJob, RbdUnmapJob, RemediationJob, ResidualMultipathJob } from '../../../src/core/catalogue/jobs.ts';
+import { Evidence } from '../../../src/core/catalogue/evidence.ts';
+import { CommandRecord, RunbookResult, StepRecord } from '../../../src/core/catalogue/result.ts';
+import { StepEvidence } from '../../../src/core/catalogue/step-evidence.ts';
+import { ActivityAnswer, BreakerAsk, ReserveAnswer, SealedBreakerAsk } from '../../../src/core/controls/breaker-wire.ts';
+import { ApprovalRecord, ModeOverride, ParkedJob, TripRecord } from '../../../src/core/controls/records.ts';
+import { StoredAuditEntry } from '../../../src/core/controls/audit-seal.ts';
+import { Seal } from '../../../src/core/trust/seal.ts';
+import { IntentRecord } from '../../../src/agents/runbooks/residual-multipath-cleanup/intents.ts';
+import { PlaceholderRecord } from '../../../src/agents/runbooks/local-pv-placeholder/record.ts';
 
 // What the node agent loads at start is what it holds while idle (bench:agent-rss). Its static
 // import closure, from main.ts, must not reach what only a job needs (the runbooks' registry,
@@ -62,5 +72,46 @@ describe("the node agent's start path", () => {
     expect(staticClosure('src/agents/node-agent/registry.ts')).toContain('src/agents/runbooks/rbd-unmap/index.ts');
     expect(staticClosure('src/agents/host/real-host.ts')).not.toContain('execa');
     expect([..."import { execa } from 'execa';\nimport type { X } from 'yaml';\n".matchAll(VALUE_IMPORT)].map((m) => m[1])).toEqual(['execa']);
+  });
+});
+
+// Schemas the start path imports but only work parses (jobs, results, seals, control records,
+// breaker answers, a runbook's records on disk) are z.lazy: each is built on its first parse, so an
+// idle agent holds one small wrapper instead of the schema (bench/README.md, "The agent against its
+// floor"). The receiver builds them with its first request, as before.
+describe('schemas only work parses', () => {
+  const lazy = {
+    ResidualMultipathJob,
+    LocalPvPlaceholderJob,
+    RbdStaleMappingJob,
+    RbdUnmapJob,
+    Evidence,
+    CommandRecord,
+    StepRecord,
+    RunbookResult,
+    StepEvidence,
+    BreakerAsk,
+    SealedBreakerAsk,
+    ReserveAnswer,
+    ActivityAnswer,
+    ModeOverride,
+    ParkedJob,
+    ApprovalRecord,
+    TripRecord,
+    StoredAuditEntry,
+    Seal,
+    IntentRecord,
+    PlaceholderRecord,
+  };
+
+  it.each(Object.entries(lazy))('%s is built on first use', (_name, schema) => {
+    expect(schema._zod.def.type).toBe('lazy');
+  });
+
+  it('parse as the schemas they wrap: a job union still tells its runbooks apart', () => {
+    const r = RemediationJob.safeParse({ runbook: 'no-such-runbook' });
+    expect(r.success).toBe(false);
+    expect(r.error?.issues[0]).toMatchObject({ code: 'invalid_union', note: 'No matching discriminator', discriminator: 'runbook', path: ['runbook'] });
+    expect(ParkedJob.safeParse({ jobId: 'j', queue: 'q', runbook: 'r', reason: 'nope', why: 'w', since: 's' }).error?.issues[0]?.path).toEqual(['reason']);
   });
 });

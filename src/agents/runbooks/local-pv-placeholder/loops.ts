@@ -10,9 +10,11 @@ export interface LoopAttachment {
   backFile: string | null;
 }
 
-const LosetupList = z.object({
-  loopdevices: z.array(z.object({ name: z.string(), 'back-file': z.nullable(z.string()) })),
-});
+const LosetupList = z.lazy(() =>
+  z.object({
+    loopdevices: z.array(z.object({ name: z.string(), 'back-file': z.nullable(z.string()) })),
+  }),
+);
 
 const LIST_LOOPS = ['losetup', '--list', '--json', '--output', 'NAME,BACK-FILE'] as const;
 

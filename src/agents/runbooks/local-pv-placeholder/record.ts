@@ -5,22 +5,24 @@ import { DEVICE_PATTERNS } from '../../../core/catalogue/names.ts';
 // version) still knows which loop device and link are ours. Parsed when read back: the state
 // directory is a boundary like any other.
 
-export const PlaceholderRecord = z.object({
-  version: z.literal(1),
-  pv: z.string(),
-  /** The PV's spec.local.path, a /dev/disk/by-* link. */
-  path: z.string(),
-  /** The missing disk's WWN (lower-case hex). */
-  wwn: z.string(),
-  loop: z.string().check(z.regex(DEVICE_PATTERNS.loop)),
-  /** Host path of the backing image. */
-  image: z.string(),
-  createdAt: z.string(),
-  jobId: z.string(),
-  /**
-   * WWNs of the disks present when the placeholder was placed. A disk not among them that
-   * appears while ours stays missing is most likely its replacement: the PV must be recreated.
-   */
-  disksAtPlacement: z.array(z.string()),
-});
+export const PlaceholderRecord = z.lazy(() =>
+  z.object({
+    version: z.literal(1),
+    pv: z.string(),
+    /** The PV's spec.local.path, a /dev/disk/by-* link. */
+    path: z.string(),
+    /** The missing disk's WWN (lower-case hex). */
+    wwn: z.string(),
+    loop: z.string().check(z.regex(DEVICE_PATTERNS.loop)),
+    /** Host path of the backing image. */
+    image: z.string(),
+    createdAt: z.string(),
+    jobId: z.string(),
+    /**
+     * WWNs of the disks present when the placeholder was placed. A disk not among them that
+     * appears while ours stays missing is most likely its replacement: the PV must be recreated.
+     */
+    disksAtPlacement: z.array(z.string()),
+  }),
+);
 export type PlaceholderRecord = z.infer<typeof PlaceholderRecord>;

@@ -10,18 +10,20 @@ import type { Host } from '../../host/host.ts';
 // job on the node find those orphans by identity and finish the work, after re-checking that no
 // new map or user claims them. Removed once the map and every disk are gone.
 
-export const IntentRecord = z.object({
-  version: z.literal(1),
-  jobId: z.string(),
-  /** A record on disk is input: a map name outside the pattern makes it unreadable (never acted on). */
-  map: z.string().check(z.refine(isMapName, 'not a plain map name')),
-  wwid: z.string().check(z.regex(/^[0-9A-Za-z._:-]{1,128}$/)),
-  dm: z.string(),
-  disks: z.array(z.object({ name: z.string(), hctl: z.nullable(z.string()), wwid: z.string() })).check(z.maxLength(64)),
-  createdAt: z.string(),
-  bootId: z.nullable(z.string()),
-  done: z.array(z.object({ step: z.string(), at: z.string() })).check(z.maxLength(256)),
-});
+export const IntentRecord = z.lazy(() =>
+  z.object({
+    version: z.literal(1),
+    jobId: z.string(),
+    /** A record on disk is input: a map name outside the pattern makes it unreadable (never acted on). */
+    map: z.string().check(z.refine(isMapName, 'not a plain map name')),
+    wwid: z.string().check(z.regex(/^[0-9A-Za-z._:-]{1,128}$/)),
+    dm: z.string(),
+    disks: z.array(z.object({ name: z.string(), hctl: z.nullable(z.string()), wwid: z.string() })).check(z.maxLength(64)),
+    createdAt: z.string(),
+    bootId: z.nullable(z.string()),
+    done: z.array(z.object({ step: z.string(), at: z.string() })).check(z.maxLength(256)),
+  }),
+);
 export type IntentRecord = z.infer<typeof IntentRecord>;
 
 export const intentsDir = (stateDir: string): string => posix.join(stateDir, 'intents', 'residual-multipath');
