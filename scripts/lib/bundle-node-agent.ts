@@ -3,18 +3,20 @@ import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'rolldown';
 
-// The node agent as deployed: one ES module bundle of its own code and zod's mini API
+// The node agent as deployed: one ES module bundle of its own code, zod's mini API and pino
 // (dist/node-agent/main.mjs and the chunks it imports), instead of the ~125 compiled modules of
 // dist/src. It runs on every node and its idle RSS is budgeted against a bare BullMQ Worker
 // (issue 33; bench/README.md, "The agent against its floor"): a module costs V8 a record, a
-// source string and scope data of its own, and zod's entry points load its 64 locale modules,
-// which the bundle's tree shaking leaves out. Side by side with the floor it idles ~3.5 MiB lower
-// than the compiled modules.
+// source string and scope data of its own (a CommonJS one also a wrapper, a Module and its lookup
+// paths), and zod's entry points load its 64 locale modules, which the bundle's tree shaking
+// leaves out.
 //
 // What holds:
+// - zod and pino are bundled, each with what it requires (pino's sonic-boom, serializers,
+//   redaction...). pino's transports would look for their worker files beside the bundle: the
+//   agent logs to stdout and starts none.
 // - Every other package stays an external import, loaded from node_modules as before: BullMQ and
-//   ioredis are the floor's own; execa, yaml and the Kubernetes client load on first use; pino
-//   resolves its transports' files from its own folder.
+//   ioredis are the floor's own; execa, yaml and the Kubernetes client load on first use.
 // - Dynamic imports stay dynamic (the runbooks' registry is a chunk of its own, loaded with the
 //   first job): the code split follows the source's `import()`s.
 // - Whitespace only is removed: names stay, so a stack trace names the functions it passes
@@ -27,8 +29,10 @@ import { build } from 'rolldown';
 const REPO = fileURLToPath(new URL('../../', import.meta.url));
 const NODE_AGENT_ENTRY = join(REPO, 'src/agents/node-agent/main.ts');
 
-const bundled = (id: string): boolean => id === 'zod' || id.startsWith('zod/');
+const BUNDLED = /^(zod|pino)(\/|$)/;
 const isBare = (id: string): boolean => !id.startsWith('.') && !id.startsWith('/') && !id.startsWith('\0');
+/** A bundled package brings the packages it requires: only BUNDLED ones are entered from our code. */
+const inPackage = (importer: string | undefined): boolean => importer?.includes('/node_modules/') === true;
 
 /** Writes the bundle into `outDir` (emptied first); returns its entry file, `<outDir>/main.mjs`. */
 export async function bundleNodeAgent(outDir: string): Promise<string> {
@@ -37,7 +41,7 @@ export async function bundleNodeAgent(outDir: string): Promise<string> {
     input: NODE_AGENT_ENTRY,
     platform: 'node',
     cwd: REPO,
-    external: (id) => id.startsWith('node:') || (isBare(id) && !bundled(id)),
+    external: (id, importer) => id.startsWith('node:') || (isBare(id) && !BUNDLED.test(id) && !inPackage(importer)),
     logLevel: 'warn',
     output: {
       dir: outDir,
