@@ -259,6 +259,7 @@ describe('what the installation promises', () => {
       '--max-semi-space-size=1',
       '--max-old-space-size=128',
       '--bytecode-old-age=1',
+      '--compact-on-every-full-gc',
       'dist/node-agent/main.mjs',
     ]);
     expect(c.env?.find((e) => e.name === 'NODE_NAME')?.valueFrom).toEqual({ fieldRef: { fieldPath: 'spec.nodeName' } });
