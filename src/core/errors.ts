@@ -34,9 +34,16 @@ export function shouldRetry(err: unknown): boolean {
   return !(err instanceof RefusedError || err instanceof PermanentError || err instanceof FinalError);
 }
 
+/**
+ * An error's name as a job's reader sees it. zod's mini API (src/core/zod.ts) names its parse
+ * errors `$ZodError`, the classic API `ZodError`: a host command's JSON that does not parse reads
+ * `ZodError: ...` whichever API built the schema.
+ */
+export const errorName = (e: Error): string => (e.name === '$ZodError' ? 'ZodError' : e.name);
+
 /** How a failure reads on the job: as it is when it is retried or final, named when it ends retries. */
 export function failureText(err: unknown): string {
   if (err instanceof FinalError) return err.message;
   const e = err instanceof Error ? err : new Error(String(err));
-  return shouldRetry(err) ? e.message : `${e.name}: ${e.message}`;
+  return shouldRetry(err) ? e.message : `${errorName(e)}: ${e.message}`;
 }

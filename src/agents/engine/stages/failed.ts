@@ -1,4 +1,4 @@
-import { RefusedError, shouldRetry } from '../../../core/errors.ts';
+import { errorName, RefusedError, shouldRetry } from '../../../core/errors.ts';
 import type { TakenJob } from '../../../core/jobs/job-store.ts';
 import type { Attempt } from './attempt.ts';
 import type { StageDeps } from './deps.ts';
@@ -20,10 +20,10 @@ export async function failed(d: StageDeps, job: TakenJob, attempt: Attempt, err:
     done();
     await attempt.finish(
       err instanceof RefusedError ? 'refused' : e.message.startsWith('not implemented') ? 'not-implemented' : 'failed',
-      `${e.name}: ${e.message}`,
+      `${errorName(e)}: ${e.message}`,
     );
   } else {
-    await attempt.retries(`${e.name}: ${e.message}`);
+    await attempt.retries(`${errorName(e)}: ${e.message}`);
   }
   if (err instanceof RefusedError) attempt.event('refused', e.message);
   else if (ending) attempt.event('failed', e.message);
