@@ -6,6 +6,7 @@ import { finishedExposition, queueStatsKey, statsKey } from '../src/adapters/sta
 import { knownQueuesKey } from '../src/adapters/redis/known-queues.ts';
 import { redisCpu } from './lib/redis-cpu.ts';
 import { startPrivateRedis } from '../test/testkit/redis-server.ts';
+import { median } from './lib/stats.ts';
 
 // `npm run bench:controls-reads`: what the readers of the per-queue control keys (issue 30:
 // each worker writes its parked jobs and audit entries under its own queue) cost at fleet scale.
@@ -88,7 +89,6 @@ async function measure(admin: Redis, f: () => Promise<unknown>): Promise<{ cpuMs
     wall.push(performance.now() - t0);
     cpu.push((await redisCpu(admin)).mainMs - c0);
   }
-  const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
   return { cpuMs: median(cpu), wallMs: median(wall) };
 }
 

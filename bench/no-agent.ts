@@ -6,6 +6,7 @@ import { NoAgentWatch } from '../src/agents/cluster-worker/no-agent-watch.ts';
 import { createLogger } from '../src/adapters/observability/logger.ts';
 import { redisCpu } from './lib/redis-cpu.ts';
 import { startPrivateRedis } from '../test/testkit/redis-server.ts';
+import { median } from './lib/stats.ts';
 
 // `npm run bench:no-agent`: what one no-agent check (src/agents/cluster-worker/no-agent-watch.ts) costs Redis at
 // fleet scale. N node queues are known; every agent is present (its presence key, as a live agent
@@ -46,7 +47,6 @@ async function measure(admin: Redis, f: () => Promise<unknown>): Promise<{ cpuMs
     wall.push(performance.now() - t0);
     cpu.push((await redisCpu(admin)).mainMs - c0);
   }
-  const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
   return { cpuMs: median(cpu), wallMs: median(wall) };
 }
 

@@ -6,6 +6,7 @@ import type { RedisTarget } from '../src/adapters/redis/redis-target.ts';
 import { startSentinelSet } from '../test/testkit/redis-topology.ts';
 import { redisCpu } from './lib/redis-cpu.ts';
 import { startPrivateRedis } from '../test/testkit/redis-server.ts';
+import { median } from './lib/stats.ts';
 
 // `node bench/node-redis-users.ts`: what enrolling a fleet costs (issue 30): N concurrent
 // ensure() calls (a whole fleet enrolling at once after a mass reboot) through NodeRedisUsers'
@@ -21,7 +22,6 @@ const ROUNDS = Number(process.env['NODE_USERS_ROUNDS'] ?? 3);
 const PREFIX = 'bench';
 const silent = createLogger('bench', 'silent');
 const sha = (s: string): string => createHash('sha256').update(s).digest('hex');
-const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 interface Row {
   topology: string;

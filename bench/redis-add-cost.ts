@@ -23,7 +23,7 @@ import type { RemediationJob } from '../src/core/catalogue/jobs.ts';
 import { fill, groupedAlerts } from '../test/testkit/load-payloads.ts';
 import { startPrivateRedis } from '../test/testkit/redis-server.ts';
 import { redisCpu } from './lib/redis-cpu.ts';
-import { round } from './lib/stats.ts';
+import { median, round } from './lib/stats.ts';
 import { randomBytes } from 'node:crypto';
 import { keyringFor } from '../src/core/trust/keyring.ts';
 import { sealerOf } from '../src/core/trust/seal.ts';
@@ -132,7 +132,6 @@ export async function redisAddCost(url: string, opts: { groups?: number; perCall
     conn.disconnect();
     admin.disconnect();
   }
-  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
   return MODES.map((mode) => ({
     mode,
     rounds: perJob[mode],

@@ -10,7 +10,7 @@ import { fill, groupedAlerts, oneAlert, rebootedEvent, type Payload } from '../t
 import { startPrivateRedis } from '../test/testkit/redis-server.ts';
 import { redisCpu } from './lib/redis-cpu.ts';
 import { ceiling, type Ceiling } from './lib/ceiling.ts';
-import { percentile, round } from './lib/stats.ts';
+import { median, percentile, round } from './lib/stats.ts';
 import { nodeAgentCommand, receiverCommand } from './lib/deployed-command.ts';
 import { runbookScale, type ScaleRow } from './runbook-scale.ts';
 import { addCostTable, redisAddCost, type AddCostRow } from './redis-add-cost.ts';
@@ -197,15 +197,14 @@ function merged(scenario: string, target: Row['target'], p: Payload, ms: Measure
   const rs = ms.map((m) => m.r);
   const reqs = rs.reduce((a, r) => a + r.requests.total, 0);
   const secs = rs.reduce((a, r) => a + r.duration, 0);
-  const med = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
   const perRequest = (cpuMs: number): number => round((cpuMs * 1000) / Math.max(1, reqs), 0);
   return {
     scenario,
     target,
     reqPerSec: round(reqs / secs, 0),
     itemsPerSec: round((reqs / secs) * p.items, 0),
-    p50: med(rs.map((r) => r.latency.p50)),
-    p99: med(rs.map((r) => r.latency.p99)),
+    p50: median(rs.map((r) => r.latency.p50)),
+    p99: median(rs.map((r) => r.latency.p99)),
     cpuUsPerRequest: perRequest(ms.reduce((a, m) => a + m.cpuMs, 0)),
     redisCpuUsPerRequest: perRequest(ms.reduce((a, m) => a + m.redisCpuMs, 0)),
     loadGenCpuUsPerRequest: perRequest(ms.reduce((a, m) => a + m.loadGenCpuMs, 0)),
@@ -332,7 +331,6 @@ async function footprint() {
     await Promise.all(Object.values(procs).flatMap((cs) => cs.map((c) => c.kill())));
   }
   const mean = (xs: number[]): number => xs.reduce((a, x) => a + x, 0) / xs.length;
-  const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
   const perProcess = (k: keyof typeof procs): number[] => readings[k].map(mean);
   const spread = (xs: number[]): string => `${round(Math.min(...xs))}-${round(Math.max(...xs))}`;
   const [deployed, floor] = [median(perProcess('deployed')), median(perProcess('floor'))];
