@@ -132,47 +132,49 @@ describe('no cross-site writes, in every operator-auth mode', () => {
     });
   }
 
-  it('in a real browser: a page on another site posting an enforce form to /v1/modes (OPERATOR_AUTH=insecure) is refused and changes nothing', async () => {
+  describe('in a real browser', () => {
     if (!chromiumOrSay('test/int/cross-site-writes.int.test.ts')) return;
-    const r = await start({ operatorAuth: 'insecure', allowUnauthenticated: true });
-    let attackerPage = '';
-    const attacker: Server = createServer((_req, res) => res.writeHead(200, { 'content-type': 'text/html' }).end(attackerPage));
-    attacker.listen(0, '127.0.0.1');
-    await once(attacker, 'listening');
-    const profile = mkdtempSync(join(tmpdir(), 'vm-chromium-'));
-    const context = await chromium.launchPersistentContext(profile, {
-      executablePath: CHROMIUM,
-      headless: true,
-      timeout: 60_000,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
+    it('a page on another site posting an enforce form to /v1/modes (OPERATOR_AUTH=insecure) is refused and changes nothing', async () => {
+      const r = await start({ operatorAuth: 'insecure', allowUnauthenticated: true });
+      let attackerPage = '';
+      const attacker: Server = createServer((_req, res) => res.writeHead(200, { 'content-type': 'text/html' }).end(attackerPage));
+      attacker.listen(0, '127.0.0.1');
+      await once(attacker, 'listening');
+      const profile = mkdtempSync(join(tmpdir(), 'vm-chromium-'));
+      const context = await chromium.launchPersistentContext(profile, {
+        executablePath: CHROMIUM,
+        headless: true,
+        timeout: 60_000,
+        args: [
+          '--headless',
+          '--no-sandbox',
+          '--disable-gpu',
+          '--disable-quic',
+          '--no-first-run',
+          '--disable-background-networking',
+          '--disable-component-update',
+          '--disable-sync',
+        ],
+      });
+      try {
+        const page = context.pages()[0] ?? (await context.newPage());
+        // The input's name and value join with '=' into a JSON body.
+        attackerPage = `<!doctype html><form method="post" enctype="text/plain" action="${r.url}/v1/modes"><input name='{"runbook":"residual-multipath-cleanup","mode":"enforce","why":"free disk space","pad":"' value='"}'></form><script>document.forms[0].submit()</script>`;
+        const [answer] = await Promise.all([
+          page.waitForResponse((res) => res.url() === `${r.url}/v1/modes`),
+          page.goto(`http://127.0.0.1:${(attacker.address() as AddressInfo).port}/`),
+        ]);
+        expect(answer.status()).toBe(403);
+        expect(await answer.text()).toMatch(/cross-origin request refused/);
+        const controls = (await (await fetch(`${r.url}/v1/controls`)).json()) as {
+          modes: { overrides: { runbooks: Record<string, unknown> } };
+        };
+        expect(controls.modes.overrides.runbooks['residual-multipath-cleanup']).toBeUndefined();
+      } finally {
+        await context.close();
+        rmSync(profile, { recursive: true, force: true });
+        attacker.close();
+      }
     });
-    try {
-      const page = context.pages()[0] ?? (await context.newPage());
-      // The input's name and value join with '=' into a JSON body.
-      attackerPage = `<!doctype html><form method="post" enctype="text/plain" action="${r.url}/v1/modes"><input name='{"runbook":"residual-multipath-cleanup","mode":"enforce","why":"free disk space","pad":"' value='"}'></form><script>document.forms[0].submit()</script>`;
-      const [answer] = await Promise.all([
-        page.waitForResponse((res) => res.url() === `${r.url}/v1/modes`),
-        page.goto(`http://127.0.0.1:${(attacker.address() as AddressInfo).port}/`),
-      ]);
-      expect(answer.status()).toBe(403);
-      expect(await answer.text()).toMatch(/cross-origin request refused/);
-      const controls = (await (await fetch(`${r.url}/v1/controls`)).json()) as {
-        modes: { overrides: { runbooks: Record<string, unknown> } };
-      };
-      expect(controls.modes.overrides.runbooks['residual-multipath-cleanup']).toBeUndefined();
-    } finally {
-      await context.close();
-      rmSync(profile, { recursive: true, force: true });
-      attacker.close();
-    }
   });
 });
