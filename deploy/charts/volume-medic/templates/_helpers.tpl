@@ -131,32 +131,67 @@ true
   value: {{ printf "redis://%s" (ternary (printf "volume-medic-redis.%s.svc:6379" $root.Release.Namespace) $root.Values.redis.external.address $root.Values.redis.bundled.enabled) | quote }}
 {{- end }}
 {{- else if eq (include "vm.redisTopology" $root) "url" }}
-# Its own Redis user and password (deploy/README.md, "Redis"): a Secret, not the ConfigMap.
-- name: REDIS_URL
-  valueFrom:
-    secretKeyRef:
-      name: {{ $secret }}
-      key: url
+# Its own Redis user and password (deploy/README.md, "Redis"): a file from its own Secret
+# (vm.redisCredentialsVolumes), in no environment variable.
+- name: REDIS_URL_FILE
+  value: /etc/volume-medic/redis-credentials/url
 {{- else }}
 - name: REDIS_USERNAME
   valueFrom:
     secretKeyRef:
       name: {{ $secret }}
       key: username
-- name: REDIS_PASSWORD
-  valueFrom:
-    secretKeyRef:
-      name: {{ $secret }}
-      key: password
+- name: REDIS_PASSWORD_FILE
+  value: /etc/volume-medic/redis-credentials/password
 {{- end }}
-{{- with $root.Values.redis.external.sentinelPasswordSecret }}
-{{- if and .name (eq (include "vm.redisTopology" $root) "sentinel") }}
-- name: REDIS_SENTINEL_PASSWORD
-  valueFrom:
-    secretKeyRef:
-      name: {{ .name }}
-      key: {{ .key }}
+{{- if include "vm.sentinelPassword" $root }}
+- name: REDIS_SENTINEL_PASSWORD_FILE
+  value: /etc/volume-medic/redis-sentinel/password
 {{- end }}
+{{- end }}
+
+{{/* Does a process read the sentinels' own password (redis.external.sentinelPasswordSecret)? */}}
+{{- define "vm.sentinelPassword" -}}
+{{- if and .Values.redis.external.sentinelPasswordSecret.name (eq (include "vm.redisTopology" .) "sentinel") }}true{{ end -}}
+{{- end }}
+
+{{/*
+Mounts and volumes of a process's Redis secrets (vm.env names the files): its own Secret's url,
+or password with sentinel and cluster, and the sentinels' password. None for a node agent with
+its own user (redis.nodeUsers): its credentials come from enrolment. {root, component}
+*/}}
+{{- define "vm.redisCredentialsMounts" -}}
+{{- if not (and (eq .component "node-agent") (include "vm.nodeUsers" .root)) }}
+- name: redis-credentials
+  mountPath: /etc/volume-medic/redis-credentials
+  readOnly: true
+{{- end }}
+{{- if include "vm.sentinelPassword" .root }}
+- name: redis-sentinel
+  mountPath: /etc/volume-medic/redis-sentinel
+  readOnly: true
+{{- end }}
+{{- end }}
+{{- define "vm.redisCredentialsVolumes" -}}
+{{- $key := ternary "url" "password" (eq (include "vm.redisTopology" .root) "url") -}}
+{{- if not (and (eq .component "node-agent") (include "vm.nodeUsers" .root)) }}
+# Only the key the process reads, not the rest of its Secret.
+- name: redis-credentials
+  secret:
+    secretName: {{ include "vm.redisSecret" . }}
+    items:
+      - key: {{ $key }}
+        path: {{ $key }}
+    defaultMode: 288 # 0440, read through the pod's fsGroup
+{{- end }}
+{{- if include "vm.sentinelPassword" .root }}
+- name: redis-sentinel
+  secret:
+    secretName: {{ .root.Values.redis.external.sentinelPasswordSecret.name }}
+    items:
+      - key: {{ .root.Values.redis.external.sentinelPasswordSecret.key }}
+        path: password
+    defaultMode: 288 # 0440
 {{- end }}
 {{- end }}
 
