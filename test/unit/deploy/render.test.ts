@@ -155,7 +155,8 @@ describe('what the installation promises', () => {
     expect(grants((find(objects, 'ClusterRole', 'volume-medic-admin') as KObject & { rules: Rule[] }).rules)).toEqual(all);
   });
 
-  it("the operators' ClusterRoles aggregate into view and edit only when asked, the admin never", () => {
+  // Five helm runs: more than vitest's default 5 s on a loaded machine.
+  it("the operators' ClusterRoles aggregate into view and edit only when asked, the admin never", { timeout: 60_000 }, () => {
     const labels = (values: Record<string, boolean>, name: string): string[] => {
       const objects = helmTemplate({
         set: Object.entries(values).map(([k, v]) => `operatorRoles.${k}=${v}`),
