@@ -5,12 +5,13 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import { CHART_DIR, helmTemplate, renderSet, VALUE_SETS, valuesFile, type KObject } from '../../scripts/deploy/chart.ts';
 import { runTool } from '../../scripts/deploy/tools.ts';
+import { CONTROL_PLANE, find, podSpec, schedulableOn, type TestNode } from '../unit/deploy/manifests.ts';
 
 // Operators run Helm 3 as well as Helm 4, and the two differ where it hurts: Helm 3.17 refused
 // `redis.external.ackReplicas: null` against the schema ("ackReplicas is required") where Helm 4
 // took it. Both lint (strictly), render and package the chart with every values set CI uses
-// (ci/<name>-values.yaml and deploy/volume-medic.yaml's), and both render the same workloads.
-// About 40 helm runs of ~0.5 s each.
+// (ci/<name>-values.yaml and deploy/volume-medic.yaml's), and both render the same workloads and
+// keep the control plane off the agent's nodes. About 45 helm runs of ~0.5 s each.
 
 const SETS = [...VALUE_SETS, 'static'] as const;
 const HELMS = ['helm3', 'helm'] as const;
@@ -38,6 +39,26 @@ describe.each(HELMS)('%s', { timeout: 120_000 }, (helm) => {
 
   it('renders every CI values set', () => {
     for (const set of SETS) expect(renderSet(set, helm).length, set).toBeGreaterThan(10);
+  });
+
+  it("keeps the receiver, cluster worker, bundled Redis and secrets Job off the agent's nodes by default (required node affinity), and not with placement.avoidAgentNodes=false", () => {
+    const agentNode: TestNode = { name: 'storage-1', labels: { 'kubernetes.io/os': 'linux', 'volume-medic.io/node-agent': 'enabled' } };
+    const plainNode: TestNode = { name: 'worker-1', labels: { 'kubernetes.io/os': 'linux' } };
+    const want = [{ matchExpressions: [{ key: 'volume-medic.io/node-agent', operator: 'NotIn', values: ['enabled'] }] }];
+    for (const [set, avoid] of [
+      [[], true],
+      [['placement.avoidAgentNodes=false'], false],
+    ] as const) {
+      const objects = helmTemplate({ helm, set });
+      expect(schedulableOn(podSpec(find(objects, 'DaemonSet', 'volume-medic-node-agent'))!, agentNode)).toBe(true);
+      for (const [kind, name] of CONTROL_PLANE) {
+        const spec = podSpec(find(objects, kind, name))!;
+        const terms = spec.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms;
+        expect(terms, `${name} ${set.join(' ')}`).toEqual(avoid ? want : undefined);
+        expect(schedulableOn(spec, agentNode), `${name} on an agent's node ${set.join(' ')}`).toBe(!avoid);
+        expect(schedulableOn(spec, plainNode), name).toBe(true);
+      }
+    }
   });
 
   it('packages the chart, and the archive renders', () => {

@@ -137,6 +137,18 @@ const ENV: Record<string, [keyof Config, (v: string) => unknown]> = {
 };
 const ENV_OF = Object.fromEntries(Object.entries(ENV).map(([env, [key]]) => [key, env]));
 
+/**
+ * Secret settings a process may read from a file instead (`<NAME>_FILE`, e.g. a mounted Secret:
+ * the chart's way), so the secret is in no process environment: not in /proc/<pid>/environ, not
+ * in what `env` or a debugger shows, not handed to every dependency through process.env. One of
+ * the two, never both. The file's text is the value, less its trailing newline.
+ */
+const FROM_FILE: Record<string, [string, keyof Config]> = {
+  REDIS_URL_FILE: ['REDIS_URL', 'redisUrl'],
+  REDIS_PASSWORD_FILE: ['REDIS_PASSWORD', 'redisPassword'],
+  REDIS_SENTINEL_PASSWORD_FILE: ['REDIS_SENTINEL_PASSWORD', 'redisSentinelPassword'],
+};
+
 function readFileConfig(path: string, known: Readonly<Record<string, unknown>>): Record<string, unknown> {
   let text: string;
   try {
@@ -159,6 +171,26 @@ function readFileConfig(path: string, known: Readonly<Record<string, unknown>>):
   return parsed as Record<string, unknown>;
 }
 
+/**
+ * Reads the secret settings of FROM_FILE that name a file into `raw`; returns, per setting read so,
+ * how a message names it. An error names the variable and the path, never the file's text.
+ */
+function readSecretFiles(env: Env, raw: Record<string, unknown>): Map<string, string> {
+  const read = new Map<string, string>();
+  for (const [fileVar, [name, key]] of Object.entries(FROM_FILE)) {
+    const path = env[fileVar];
+    if (path === undefined || path === '') continue;
+    if (env[name] !== undefined && env[name] !== '') throw new ConfigError(`${fileVar}: ${name} is set too; set one of them`);
+    try {
+      raw[key] = readFileSync(path, 'utf8').replace(/\r?\n$/, '');
+    } catch (err) {
+      throw new ConfigError(`${fileVar}: cannot read ${path}: ${(err as NodeJS.ErrnoException).code ?? 'error'}`);
+    }
+    read.set(key, `${name} (from ${fileVar} ${path})`);
+  }
+  return read;
+}
+
 function readTokenFile(path: string): string[] {
   try {
     return list(readFileSync(path, 'utf8').replace(/\n/g, ','));
@@ -174,11 +206,12 @@ export function loadConfig(env: Env = process.env): Config {
     const v = env[name];
     if (v !== undefined && v !== '') raw[key] = read(v);
   }
+  const fromFile = readSecretFiles(env, raw);
   if (env['VOLUME_MEDIC_TOKEN_FILE']) {
     raw['tokens'] = [...((raw['tokens'] as string[] | undefined) ?? []), ...readTokenFile(env['VOLUME_MEDIC_TOKEN_FILE'])];
   }
   const result = schema.safeParse(raw);
-  if (!result.success) throw new ConfigError(`invalid configuration:\n${describe(result.error, raw)}`);
+  if (!result.success) throw new ConfigError(`invalid configuration:\n${describe(result.error, raw, fromFile)}`);
   if (result.data.httpHeadersTimeoutMs > result.data.httpRequestTimeoutMs) {
     throw new ConfigError(
       `invalid configuration:\n  HTTP_HEADERS_TIMEOUT_MS: may not exceed HTTP_REQUEST_TIMEOUT_MS (${result.data.httpRequestTimeoutMs}) (got ${result.data.httpHeadersTimeoutMs})`,
@@ -211,11 +244,11 @@ export function loadConfig(env: Env = process.env): Config {
 /** Settings whose values never appear in a message. */
 const SECRET = new Set(['tokens', 'redisPassword', 'redisSentinelPassword']);
 
-function describe(error: z.core.$ZodError, raw: Record<string, unknown>): string {
+function describe(error: z.core.$ZodError, raw: Record<string, unknown>, fromFile: ReadonlyMap<string, string>): string {
   return error.issues
     .map((issue) => {
       const key = String(issue.path[0] ?? '');
-      const name = ENV_OF[key] ?? key;
+      const name = fromFile.get(key) ?? ENV_OF[key] ?? key;
       // A URL may carry a password (REDIS_URL): shown with its userinfo hidden, malformed or not.
       const value = raw[key];
       const shown = typeof value === 'string' && value.includes('@') ? redactUrl(value) : value;

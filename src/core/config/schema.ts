@@ -52,19 +52,29 @@ export function configSchema() {
       probeListenAddress: z._default(z.string().check(z.minLength(1)), '0.0.0.0'),
       // --- Redis: exactly one of REDIS_URL, REDIS_SENTINELS, REDIS_CLUSTER_NODES (none: REDIS_URL's
       // default, for development). See src/adapters/redis/redis-target.ts for how they become a connection.
-      /** REDIS_URL: a single Redis, `redis://` or `rediss://` (TLS). Default `redis://127.0.0.1:6379` when no topology is set. */
+      /**
+       * REDIS_URL: a single Redis, `redis://` or `rediss://` (TLS). Default `redis://127.0.0.1:6379` when no
+       * topology is set. With a password in it, better REDIS_URL_FILE: a file holding the URL (a mounted
+       * Secret; what the chart sets), so the password is in no process environment. Not both.
+       */
       redisUrl: z.optional(z.string().check(z.refine(isRedisUrl, 'a redis:// or rediss:// URL'))),
       /** REDIS_SENTINELS: Sentinel-managed primary/replica: the sentinels, `host:port,host:port`; needs REDIS_SENTINEL_NAME. */
       redisSentinels: z.optional(z.array(HostPort).check(z.minLength(1))),
       /** REDIS_SENTINEL_NAME: the primary's name the sentinels monitor (`sentinel monitor <name> ...`). */
       redisSentinelName: z.optional(z.string().check(z.regex(/^[A-Za-z0-9._-]{1,128}$/, 'letters, digits, . _ - only'))),
-      /** REDIS_SENTINEL_PASSWORD: the sentinels' own password (`requirepass` of the sentinels), if any. Never logged. */
+      /**
+       * REDIS_SENTINEL_PASSWORD: the sentinels' own password (`requirepass` of the sentinels), if any. Never
+       * logged. Or REDIS_SENTINEL_PASSWORD_FILE: a file holding it (the chart's way). Not both.
+       */
       redisSentinelPassword: z.optional(z.string().check(z.minLength(1))),
       /** REDIS_CLUSTER_NODES: Redis Cluster: some of its nodes, `host:port,host:port` (the rest is discovered). */
       redisClusterNodes: z.optional(z.array(HostPort).check(z.minLength(1))),
       /** REDIS_USERNAME: ACL user for the Redis servers (all three topologies); default none (`default`). */
       redisUsername: z.optional(z.string().check(z.minLength(1))),
-      /** REDIS_PASSWORD: password of the Redis servers (all three topologies); overrides one in REDIS_URL. Never logged. */
+      /**
+       * REDIS_PASSWORD: password of the Redis servers (all three topologies); overrides one in REDIS_URL.
+       * Never logged. Or REDIS_PASSWORD_FILE: a file holding it (the chart's way). Not both.
+       */
       redisPassword: z.optional(z.string().check(z.minLength(1))),
       /** REDIS_TLS: connect with TLS (all three topologies; sentinels too). `rediss://` implies it. Default false. */
       redisTls: z._default(z.union([z.boolean(), z.stringbool()]), false),

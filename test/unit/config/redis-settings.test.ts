@@ -1,4 +1,7 @@
-import { describe, expect, it } from 'vitest';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../../src/core/config/load.ts';
 import { ackReplicas, describeTarget, redisTarget } from '../../../src/adapters/redis/redis-target.ts';
 
@@ -105,5 +108,43 @@ describe('Redis settings', () => {
 
   it('describes a single target without its password', () => {
     expect(describeTarget(redisTarget(loadConfig({ REDIS_URL: 'redis://u:secret@cache:6379/1' })))).toBe('single redis://cache:6379/1');
+  });
+});
+
+describe('Redis credentials from files (REDIS_URL_FILE, REDIS_PASSWORD_FILE, REDIS_SENTINEL_PASSWORD_FILE)', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'vm-redis-files-'));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  const file = (name: string, text: string): string => {
+    const f = join(dir, name);
+    writeFileSync(f, text);
+    return f;
+  };
+
+  it('reads each from its file as a mounted Secret holds it, trailing newline or not: the same connection as from the environment', () => {
+    const url = 'rediss://volume-medic-receiver:pw-hunter5@volume-medic-redis.volume-medic.svc:6379';
+    expect(redisTarget(loadConfig({ REDIS_URL_FILE: file('url', `${url}\n`) }))).toEqual(redisTarget(loadConfig({ REDIS_URL: url })));
+    expect(loadConfig({ REDIS_URL_FILE: file('url-bare', url) }).redisUrl).toBe(url);
+    const fromFiles = loadConfig({
+      REDIS_SENTINELS: 's1:26379',
+      REDIS_SENTINEL_NAME: 'mymaster',
+      REDIS_USERNAME: 'vm',
+      REDIS_PASSWORD_FILE: file('password', 'p\n'),
+      REDIS_SENTINEL_PASSWORD_FILE: file('sentinel-password', 'sp'),
+    });
+    expect(redisTarget(fromFiles)).toMatchObject({ kind: 'sentinel', username: 'vm', password: 'p', sentinelPassword: 'sp' });
+  });
+
+  it('refuses a file and the variable both set, and a file it cannot read, naming the variables and never the secret', () => {
+    const url = file('url-both', 'redis://u:pw-hunter6@cache:6379\n');
+    const both = fails({ REDIS_URL_FILE: url, REDIS_URL: 'redis://u:pw-hunter7@cache:6379' });
+    expect(both).toMatch(/REDIS_URL_FILE: REDIS_URL is set too; set one of them/);
+    expect(both).not.toMatch(/hunter/);
+    expect(fails({ REDIS_PASSWORD_FILE: join(dir, 'missing') })).toMatch(/REDIS_PASSWORD_FILE: cannot read .*missing: ENOENT/);
+  });
+
+  it('names the file when its URL is not a Redis URL, with the password hidden', () => {
+    const m = fails({ REDIS_URL_FILE: file('url-bad', 'http://u:pw-hunter8@cache:6379\n') });
+    expect(m).toMatch(/REDIS_URL \(from REDIS_URL_FILE .*url-bad\): a redis:\/\/ or rediss:\/\/ URL/);
+    expect(m).not.toMatch(/hunter/);
   });
 });

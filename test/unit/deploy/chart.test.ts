@@ -24,7 +24,7 @@ import { sealerOf, verifySeal } from '../../../src/core/trust/seal.ts';
 import { writeSigningKeys } from '../../../scripts/lib/signing-keys.ts';
 import { ensureSecrets } from '../../../src/control/secrets/ensure.ts';
 import { MemoryObjectStore } from '../../support/memory-object-store.ts';
-import { find, podSpec, rendered, secretsSpec } from './manifests.ts';
+import { CONTROL_PLANE, find, podSpec, rendered, schedulableOn, secretsSpec, SETS, type PodSpec, type TestNode } from './manifests.ts';
 
 // The chart as Helm itself sees it: `helm lint --strict`, its values schema refusing what it
 // should, `helm package`, deploy/volume-medic.yaml rendered from it, the generated Secrets
@@ -134,6 +134,7 @@ describe('values.schema.json refuses bad values (helm template fails, naming the
   it('a container without a memory limit', () => refuses(['receiver.resources.limits=null'], /\/receiver\/resources/));
   it('a node agent rollout that is neither a count nor a percentage', () => refuses(['nodeAgent.maxUnavailable=all'], /\/nodeAgent\/maxUnavailable/));
   it('a Secret name Kubernetes would refuse', () => refuses(['webhookToken.existingSecret=My_Token'], /\/webhookToken\/existingSecret/));
+  it('a placement that is not true or false', () => refuses(['placement.avoidAgentNodes=maybe'], /\/placement\/avoidAgentNodes/));
 
   it('knows exactly the runbooks of src/core/catalogue/jobs.ts', () => {
     const schema = JSON.parse(readFileSync(join(CHART_DIR, 'values.schema.json'), 'utf8')) as {
@@ -352,7 +353,147 @@ describe("defaults that do not get in an operator's way", { timeout: 60_000 }, (
       priorityClassName: string;
       imagePullSecrets: unknown;
     };
-    expect(redis).toMatchObject({ affinity, priorityClassName: 'storage-critical', imagePullSecrets: [{ name: 'regcred' }] });
+    // Redis's own term, ANDed with staying off agent-enabled nodes (placement.avoidAgentNodes).
+    const avoided = {
+      nodeAffinity: {
+        requiredDuringSchedulingIgnoredDuringExecution: {
+          nodeSelectorTerms: [
+            {
+              matchExpressions: [
+                { key: 'storage', operator: 'In', values: ['yes'] },
+                { key: 'volume-medic.io/node-agent', operator: 'NotIn', values: ['enabled'] },
+              ],
+            },
+          ],
+        },
+      },
+    };
+    expect(redis).toMatchObject({ affinity: avoided, priorityClassName: 'storage-critical', imagePullSecrets: [{ name: 'regcred' }] });
+  });
+});
+
+describe('placement: the control plane stays off the nodes the node agent runs on', { timeout: 60_000 }, () => {
+  const linux = { 'kubernetes.io/os': 'linux' };
+  const agentNode: TestNode = { name: 'storage-1', labels: { ...linux, 'volume-medic.io/node-agent': 'enabled' } };
+  const plainNode: TestNode = { name: 'worker-1', labels: linux };
+  const disabledNode: TestNode = { name: 'storage-2', labels: { ...linux, 'volume-medic.io/node-agent': 'disabled' } };
+  const pods = (objects: ReturnType<typeof helmTemplate>): Array<[string, PodSpec]> =>
+    CONTROL_PLANE.flatMap(([kind, name]) => {
+      const o = objects.find((x) => x.kind === kind && x.metadata.name === name);
+      return o ? [[name, podSpec(o)!] as [string, PodSpec]] : [];
+    });
+
+  it('in every values set, none of the receiver, cluster worker, bundled Redis and secrets Job may run where the agent runs; each may run on a node without it', () => {
+    for (const set of SETS) {
+      const objects = rendered(set);
+      const agent = podSpec(find(objects, 'DaemonSet', 'volume-medic-node-agent'))!;
+      // A node labelled as this set's agent wants it (the monitoring set adds a label of its own).
+      const agentsNode: TestNode = { name: 'storage-1', labels: { ...agentNode.labels, ...agent.nodeSelector } };
+      const offNode: TestNode = { name: 'storage-2', labels: { ...agentsNode.labels, ...disabledNode.labels } };
+      expect(schedulableOn(agent, agentsNode), set).toBe(true);
+      expect(schedulableOn(agent, plainNode), set).toBe(false);
+      expect(schedulableOn(agent, offNode), set).toBe(false);
+      const found = pods(objects);
+      expect(found.length, set).toBeGreaterThanOrEqual(2);
+      for (const [name, spec] of found) {
+        expect(schedulableOn(spec, agentsNode), `${set} ${name} on an agent's node`).toBe(false);
+        expect(schedulableOn(spec, plainNode), `${set} ${name}`).toBe(true);
+        expect(schedulableOn(spec, offNode), `${set} ${name}`).toBe(true);
+      }
+    }
+    // The default render: all four, each with exactly this one required term.
+    const defaults = pods(rendered('defaults'));
+    expect(defaults.map(([name]) => name)).toEqual(CONTROL_PLANE.map(([, name]) => name));
+    for (const [name, spec] of defaults) {
+      expect(spec.affinity, name).toEqual({
+        nodeAffinity: {
+          requiredDuringSchedulingIgnoredDuringExecution: {
+            nodeSelectorTerms: [{ matchExpressions: [{ key: 'volume-medic.io/node-agent', operator: 'NotIn', values: ['enabled'] }] }],
+          },
+        },
+      });
+    }
+  });
+
+  it('placement.avoidAgentNodes=false (a small cluster where every node runs an agent) renders no affinity of its own', () => {
+    const found = pods(helmTemplate({ set: ['placement.avoidAgentNodes=false'] }));
+    expect(found).toHaveLength(4);
+    for (const [name, spec] of found) {
+      expect(spec.affinity, name).toBeUndefined();
+      expect(schedulableOn(spec, agentNode), name).toBe(true);
+    }
+  });
+
+  it("is ANDed with each workload's own nodeSelector, tolerations and affinity, which stay as given", () => {
+    const own = {
+      nodeAffinity: {
+        requiredDuringSchedulingIgnoredDuringExecution: {
+          nodeSelectorTerms: [
+            { matchExpressions: [{ key: 'tier', operator: 'In', values: ['infra'] }] },
+            { matchFields: [{ key: 'metadata.name', operator: 'In', values: ['n1'] }] },
+          ],
+        },
+        preferredDuringSchedulingIgnoredDuringExecution: [{ weight: 1, preference: { matchExpressions: [{ key: 'ssd', operator: 'Exists' }] } }],
+      },
+      podAntiAffinity: {
+        preferredDuringSchedulingIgnoredDuringExecution: [
+          { weight: 100, podAffinityTerm: { topologyKey: 'kubernetes.io/hostname', labelSelector: { matchLabels: { app: 'x' } } } },
+        ],
+      },
+    };
+    const tolerations = [{ key: 'node-role.kubernetes.io/control-plane', operator: 'Exists', effect: 'NoSchedule' }];
+    const scheduling = { nodeSelector: { zone: 'a' }, tolerations, affinity: own };
+    const file = join(tmp, 'placement.yaml');
+    writeFileSync(
+      file,
+      JSON.stringify({
+        // The agent on nodes labelled storage=yes as well as the chart's label: an agent node has both.
+        nodeAgent: { nodeSelector: { storage: 'yes' } },
+        receiver: scheduling,
+        clusterWorker: scheduling,
+        redis: { bundled: scheduling },
+        secretsJob: scheduling,
+      }),
+    );
+    const objects = helmTemplate({ values: [file] });
+    const agent = podSpec(find(objects, 'DaemonSet', 'volume-medic-node-agent'))!;
+    const agentLabels = { 'volume-medic.io/node-agent': 'enabled', storage: 'yes' };
+    const nodes: Array<[TestNode, boolean]> = [
+      [{ name: 'n2', labels: { ...linux, zone: 'a', tier: 'infra' } }, true],
+      [{ name: 'n3', labels: { ...linux, zone: 'a', tier: 'infra', ...agentLabels } }, false],
+      [{ name: 'n4', labels: { ...linux, zone: 'a', tier: 'infra', storage: 'yes' } }, true],
+      [{ name: 'n5', labels: { ...linux, zone: 'a', tier: 'infra', 'volume-medic.io/node-agent': 'enabled' } }, true],
+      [{ name: 'n6', labels: { ...linux, zone: 'a', tier: 'web' } }, false],
+      [{ name: 'n1', labels: { ...linux, zone: 'a' } }, true],
+      [{ name: 'n1', labels: { ...linux, zone: 'a', ...agentLabels } }, false],
+      [{ name: 'n7', labels: { ...linux, tier: 'infra' } }, false],
+    ];
+    const found = pods(objects);
+    expect(found).toHaveLength(4);
+    for (const [name, spec] of found) {
+      expect(spec.nodeSelector, name).toEqual({ zone: 'a' });
+      expect(spec.tolerations, name).toEqual(tolerations);
+      expect(spec.affinity?.['podAntiAffinity'], name).toEqual(own.podAntiAffinity);
+      expect(spec.affinity?.nodeAffinity?.['preferredDuringSchedulingIgnoredDuringExecution'], name).toEqual(
+        own.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution,
+      );
+      for (const [node, want] of nodes) {
+        expect(schedulableOn(spec, node), `${name} on ${node.name} ${JSON.stringify(node.labels)}`).toBe(want);
+        expect(schedulableOn(spec, node) && schedulableOn(agent, node), `${name} beside an agent on ${node.name}`).toBe(false);
+      }
+    }
+  });
+
+  it('refuses, naming the way out, a render that would leave them nowhere to run', () => {
+    // The agent on every (Linux) node: no node is left without one.
+    expect(() => helmTemplate({ set: ['nodeAgent.nodeSelector.volume-medic\\.io/node-agent=null'] })).toThrow(
+      /placement\.avoidAgentNodes: nodeAgent\.nodeSelector names no label but kubernetes\.io\/os.*placement\.avoidAgentNodes=false/,
+    );
+    expect(pods(helmTemplate({ set: ['nodeAgent.nodeSelector.volume-medic\\.io/node-agent=null', 'placement.avoidAgentNodes=false'] }))).toHaveLength(4);
+    // A workload pinned to the agent's nodes.
+    expect(() => helmTemplate({ set: ['receiver.nodeSelector.volume-medic\\.io/node-agent=enabled'] })).toThrow(
+      /receiver\.nodeSelector selects only nodes the node agent runs on/,
+    );
   });
 });
 

@@ -32,6 +32,8 @@ type Container = {
   readinessProbe?: { httpGet?: { path: string } };
   volumeMounts?: { name: string; mountPath: string }[];
 };
+type NodeSelectorRequirement = { key: string; operator: string; values?: string[] };
+type NodeSelectorTerm = { matchExpressions?: NodeSelectorRequirement[]; matchFields?: NodeSelectorRequirement[] };
 export type PodSpec = {
   containers: Container[];
   hostPID?: boolean;
@@ -39,6 +41,10 @@ export type PodSpec = {
   serviceAccountName?: string;
   nodeSelector?: Record<string, string>;
   tolerations?: unknown[];
+  affinity?: {
+    nodeAffinity?: { requiredDuringSchedulingIgnoredDuringExecution?: { nodeSelectorTerms: NodeSelectorTerm[] }; [k: string]: unknown };
+    [k: string]: unknown;
+  };
   volumes?: { name: string; hostPath?: { path: string }; secret?: { secretName: string; optional?: boolean } }[];
 };
 
@@ -59,4 +65,48 @@ export function secretsSpec(objects: readonly KObject[]): SecretsSpec | undefine
   if (!job) return undefined;
   const raw = podSpec(job)!.containers[0]!.env!.find((e) => e.name === 'SECRETS_SPEC')!.value!;
   return SecretsSpec.parse(JSON.parse(raw));
+}
+
+/** volume-medic's control plane: what holds the issuer roots, the control-signing key and Redis passwords. */
+export const CONTROL_PLANE = [
+  ['Deployment', 'volume-medic-receiver'],
+  ['Deployment', 'volume-medic-cluster-worker'],
+  ['StatefulSet', 'volume-medic-redis'],
+  ['Job', 'volume-medic-secrets'],
+] as const;
+
+function requirementHolds(r: NodeSelectorRequirement, value: string | undefined): boolean {
+  switch (r.operator) {
+    case 'In':
+      return value !== undefined && (r.values ?? []).includes(value);
+    case 'NotIn':
+      return value === undefined || !(r.values ?? []).includes(value);
+    case 'Exists':
+      return value !== undefined;
+    case 'DoesNotExist':
+      return value === undefined;
+    default:
+      throw new Error(`node selector operator ${r.operator} is not evaluated here`);
+  }
+}
+
+export interface TestNode {
+  name: string;
+  labels: Record<string, string>;
+}
+
+/**
+ * Whether the scheduler may put a pod on this node by its nodeSelector and required node affinity,
+ * as Kubernetes reads them (the selector ANDed with any one term; a term's requirements ANDed;
+ * NotIn and DoesNotExist hold for a node without the label). Taints are not considered.
+ */
+export function schedulableOn(spec: PodSpec, node: TestNode): boolean {
+  for (const [k, v] of Object.entries(spec.nodeSelector ?? {})) if (node.labels[k] !== v) return false;
+  const terms = spec.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms;
+  if (!terms) return true;
+  return terms.some(
+    (t) =>
+      (t.matchExpressions ?? []).every((r) => requirementHolds(r, node.labels[r.key])) &&
+      (t.matchFields ?? []).every((r) => requirementHolds(r, r.key === 'metadata.name' ? node.name : undefined)),
+  );
 }

@@ -20,6 +20,29 @@ const caDir = mkdtempSync(join(tmpdir(), 'vm-render-'));
 afterAll(() => rmSync(caDir, { recursive: true, force: true }));
 const caFile = join(caDir, 'ca.pem');
 writeFileSync(caFile, '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n');
+// What the Redis credential files mounted from a process's Secret hold: a sample (a Secret's key ends without a newline).
+const sampleFiles: Record<string, string> = {
+  REDIS_URL_FILE: 'redis://volume-medic-receiver:p@redis:6379',
+  REDIS_PASSWORD_FILE: 'p',
+  REDIS_SENTINEL_PASSWORD_FILE: 's',
+};
+for (const [name, text] of Object.entries(sampleFiles)) writeFileSync(join(caDir, name), text);
+
+type Mounted = { secretName: string; key: string };
+/** The Secret and key a file path inside a pod's container comes from, or undefined. */
+function mountedSecretFile(o: KObject, containerIndex: number, path: string): Mounted | undefined {
+  const spec = podSpec(o)! as unknown as {
+    containers: Array<{ volumeMounts?: Array<{ name: string; mountPath: string }> }>;
+    volumes?: Array<{ name: string; secret?: { secretName: string; items?: Array<{ key: string; path: string }> } }>;
+  };
+  for (const m of spec.containers[containerIndex]!.volumeMounts ?? []) {
+    if (!path.startsWith(`${m.mountPath}/`)) continue;
+    const secret = spec.volumes?.find((v) => v.name === m.name)?.secret;
+    const item = secret?.items?.find((i) => i.path === path.slice(m.mountPath.length + 1));
+    if (secret && item) return { secretName: secret.secretName, key: item.key };
+  }
+  return undefined;
+}
 const volumeMedic = (o: KObject): boolean => !o.metadata.name.startsWith('volume-medic-redis') || o.kind !== 'StatefulSet';
 
 /** The heap limit (MiB) V8 sets for these node flags: this Node's, as the image's (Dockerfile: node:24). */
@@ -132,7 +155,8 @@ describe('what the installation promises', () => {
     expect(grants((find(objects, 'ClusterRole', 'volume-medic-admin') as KObject & { rules: Rule[] }).rules)).toEqual(all);
   });
 
-  it("the operators' ClusterRoles aggregate into view and edit only when asked, the admin never", () => {
+  // Five helm runs: more than vitest's default 5 s on a loaded machine.
+  it("the operators' ClusterRoles aggregate into view and edit only when asked, the admin never", { timeout: 60_000 }, () => {
     const labels = (values: Record<string, boolean>, name: string): string[] => {
       const objects = helmTemplate({
         set: Object.entries(values).map(([k, v]) => `operatorRoles.${k}=${v}`),
@@ -220,6 +244,8 @@ describe('what the installation promises', () => {
             expect(isSetting || external.has(name), `${set} ${o.metadata.name}: ${name} is not a setting of src/core/config/load.ts`).toBe(true);
           }
           delete env['VOLUME_MEDIC_TOKEN_FILE']; // a mounted Secret: the receiver reads it at start
+          // Redis credentials mounted from a Secret: a sample file stands in.
+          for (const name of Object.keys(sampleFiles)) if (env[name]) env[name] = join(caDir, name);
           if (env['REDIS_TLS_CA_FILE']) env['REDIS_TLS_CA_FILE'] = caFile; // mounted from a Secret; loadConfig reads it
           // The receiver's certificate and key, mounted from a Secret: any readable file stands in.
           if (env['TLS_CERT_FILE']) env['TLS_CERT_FILE'] = caFile;
@@ -405,39 +431,71 @@ describe('what the installation promises', () => {
     }
   });
 
-  it("Redis credentials come from each process's own Secret, never from the ConfigMap; node agents with their own users hold none", () => {
+  it("Redis credentials come from each process's own Secret as files, never from the ConfigMap; node agents with their own users hold none", () => {
     for (const [set, objects] of Object.entries(rendered)) {
       const data = find(objects, 'ConfigMap', 'volume-medic-config')['data'] as Record<string, string>;
       expect(
-        Object.keys(data).filter((k) => /^REDIS_(URL|USERNAME|PASSWORD|SENTINEL_PASSWORD)$/.test(k)),
+        Object.keys(data).filter((k) => /^REDIS_(URL|USERNAME|PASSWORD|SENTINEL_PASSWORD)(_FILE)?$/.test(k)),
         set,
       ).toEqual([]);
       const topology = data['REDIS_SENTINELS'] ? 'sentinel' : data['REDIS_CLUSTER_NODES'] ? 'cluster' : 'url';
+      const nodeUsers = podSpec(find(objects, 'Deployment', 'volume-medic-receiver'))!.containers[0]!.env?.some((e) => e.name === 'REDIS_NODE_USERS');
       for (const [component, kind] of [
         ['receiver', 'Deployment'],
         ['cluster-worker', 'Deployment'],
         ['node-agent', 'DaemonSet'],
       ] as const) {
-        const c = podSpec(find(objects, kind, `volume-medic-${component}`))!.containers[0]!;
+        const o = find(objects, kind, `volume-medic-${component}`);
+        const c = podSpec(o)!.containers[0]!;
+        const what = `${set} ${component}`;
         const secret = set === 'existing-secrets' ? `my-redis-${component}` : REDIS_URL_SECRETS[component];
+        const value = (name: string) => c.env?.find((e) => e.name === name)?.value;
         const from = (name: string) => c.env?.find((e) => e.name === name)?.valueFrom;
+        const file = (name: string) => (value(name) ? mountedSecretFile(o, 0, value(name)!) : undefined);
+        for (const name of ['REDIS_PASSWORD', 'REDIS_SENTINEL_PASSWORD'])
+          expect(
+            c.env?.some((e) => e.name === name),
+            `${what} ${name}`,
+          ).toBe(false);
         // redis.nodeUsers (the default): no shared Redis password on a node; the agent's own user comes from enrolment.
-        const ownUser =
-          component === 'node-agent' &&
-          find(objects, 'Deployment', 'volume-medic-receiver') &&
-          podSpec(find(objects, 'Deployment', 'volume-medic-receiver'))!.containers[0]!.env?.some((e) => e.name === 'REDIS_NODE_USERS');
-        if (ownUser) {
-          for (const name of ['REDIS_URL', 'REDIS_USERNAME', 'REDIS_PASSWORD']) expect(from(name), `${set} ${component} ${name}`).toBeUndefined();
-          if (topology === 'url') expect(c.env?.find((e) => e.name === 'REDIS_URL')?.value, set).toMatch(/^redis:\/\/[a-z0-9.-]+:[0-9]+$/);
+        if (component === 'node-agent' && nodeUsers) {
+          for (const name of ['REDIS_URL_FILE', 'REDIS_USERNAME', 'REDIS_PASSWORD_FILE'])
+            expect(
+              c.env?.some((e) => e.name === name),
+              `${what} ${name}`,
+            ).toBe(false);
+          if (topology === 'url') expect(value('REDIS_URL'), set).toMatch(/^redis:\/\/[a-z0-9.-]+:[0-9]+$/);
         } else if (topology === 'url') {
-          expect(from('REDIS_URL'), `${set} ${component}`).toEqual({ secretKeyRef: { name: secret, key: 'url' } });
-          expect(from('REDIS_PASSWORD'), `${set} ${component}`).toBeUndefined();
+          expect(
+            c.env?.some((e) => e.name === 'REDIS_URL'),
+            what,
+          ).toBe(false);
+          expect(file('REDIS_URL_FILE'), what).toEqual({ secretName: secret, key: 'url' });
         } else {
-          expect(from('REDIS_URL'), `${set} ${component}`).toBeUndefined();
-          expect(from('REDIS_USERNAME'), `${set} ${component}`).toEqual({ secretKeyRef: { name: secret, key: 'username' } });
-          expect(from('REDIS_PASSWORD'), `${set} ${component}`).toEqual({ secretKeyRef: { name: secret, key: 'password' } });
+          expect(
+            c.env?.some((e) => e.name === 'REDIS_URL' || e.name === 'REDIS_URL_FILE'),
+            what,
+          ).toBe(false);
+          expect(from('REDIS_USERNAME'), what).toEqual({ secretKeyRef: { name: secret, key: 'username' } });
+          expect(file('REDIS_PASSWORD_FILE'), what).toEqual({ secretName: secret, key: 'password' });
         }
-        if (set === 'sentinel') expect(from('REDIS_SENTINEL_PASSWORD')).toEqual({ secretKeyRef: { name: 'redis-sentinel', key: 'password' } });
+        if (set === 'sentinel') expect(file('REDIS_SENTINEL_PASSWORD_FILE'), what).toEqual({ secretName: 'redis-sentinel', key: 'password' });
+      }
+    }
+  });
+
+  it("no container's environment holds a password: no Secret's url or password key, no URL with a password", () => {
+    for (const [set, objects] of Object.entries(rendered)) {
+      for (const o of objects) {
+        for (const c of podSpec(o)?.containers ?? []) {
+          for (const e of c.env ?? []) {
+            const what = `${set} ${o.metadata.name} ${e.name}`;
+            const ref = (e.valueFrom as { secretKeyRef?: { key: string } } | undefined)?.secretKeyRef;
+            expect(ref === undefined || !/url|password|token/i.test(ref.key), what).toBe(true);
+            expect(e.value ?? '', what).not.toMatch(/:\/\/[^/@\s]*:[^/@\s]+@/);
+          }
+          for (const f of c.envFrom ?? []) expect(Object.keys(f), `${set} ${o.metadata.name}`).toEqual(['configMapRef']);
+        }
       }
     }
   });

@@ -64,6 +64,69 @@ imagePullSecrets:
 {{- end -}}
 {{- end }}
 
+{{/*
+The affinity of a pod of volume-medic's control plane (receiver, cluster worker, bundled Redis,
+secrets Job): its values' affinity and, with placement.avoidAgentNodes, a required node affinity
+away from agent-enabled nodes. They hold every issuer root, the control-signing key and Redis
+passwords that reach every node's queue: root on a node running one of them would hold the whole
+fleet, where root on a node running only an agent holds that node.
+An agent-enabled node is one that matches every entry of nodeAgent.nodeSelector, the DaemonSet's
+choice (kubernetes.io/os aside: these pods need Linux too, so it tells no agent node from
+another). A node fails to match when one entry's label is missing or different (NotIn matches
+a node without the label), so the avoidance is one term per entry, ORed. Node selector terms are
+ORed too, so it is ANDed with each term the values give: every pair of theirs and ours.
+The pod's nodeSelector and tolerations Kubernetes ANDs by itself; one that only agent-enabled
+nodes match (it names every entry) is refused here rather than left Pending.
+{root, affinity, nodeSelector, what}
+*/}}
+{{- define "vm.affinity" -}}
+{{- $affinity := deepCopy (.affinity | default dict) -}}
+{{- if .root.Values.placement.avoidAgentNodes -}}
+{{- $avoid := list -}}
+{{- $pinned := 0 -}}
+{{- range $k, $v := .root.Values.nodeAgent.nodeSelector -}}
+{{- if and (ne $k "kubernetes.io/os") (not (kindIs "invalid" $v)) -}}
+{{- $avoid = append $avoid (dict "key" $k "operator" "NotIn" "values" (list (toString $v))) -}}
+{{- if eq (toString (get ($.nodeSelector | default dict) $k)) (toString $v) }}{{ $pinned = add1 $pinned }}{{ end -}}
+{{- end -}}
+{{- end -}}
+{{- if not $avoid -}}
+{{- fail "placement.avoidAgentNodes: nodeAgent.nodeSelector names no label but kubernetes.io/os, so the node agent runs on every node and nothing is left for the receiver, cluster worker, Redis and secrets Job: give the agent's nodes a label of their own (nodeAgent.nodeSelector), or set placement.avoidAgentNodes=false (every node then holds the fleet's keys)" -}}
+{{- end -}}
+{{- if eq $pinned (len $avoid) -}}
+{{- fail (printf "placement.avoidAgentNodes: %s.nodeSelector selects only nodes the node agent runs on (it names every label of nodeAgent.nodeSelector): choose other nodes, or set placement.avoidAgentNodes=false" .what) -}}
+{{- end -}}
+{{- $node := get $affinity "nodeAffinity" | default dict -}}
+{{- $required := get $node "requiredDuringSchedulingIgnoredDuringExecution" | default dict -}}
+{{- $terms := list -}}
+{{- range $t := get $required "nodeSelectorTerms" | default (list dict) -}}
+{{- range $e := $avoid -}}
+{{- $terms = append $terms (merge (dict "matchExpressions" (append (get $t "matchExpressions" | default list) $e)) (deepCopy $t)) -}}
+{{- end -}}
+{{- end -}}
+{{- $_ := set $required "nodeSelectorTerms" $terms -}}
+{{- $_ = set $node "requiredDuringSchedulingIgnoredDuringExecution" $required -}}
+{{- $_ = set $affinity "nodeAffinity" $node -}}
+{{- end -}}
+{{- with $affinity }}
+affinity:
+  {{- toYaml . | nindent 2 }}
+{{- end -}}
+{{- end }}
+
+{{/* Scheduling of a control-plane pod: nodeSelector, tolerations, affinity (vm.affinity). {root, values, what} */}}
+{{- define "vm.controlPlaneScheduling" -}}
+{{- with .values.nodeSelector }}
+nodeSelector:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .values.tolerations }}
+tolerations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- include "vm.affinity" (dict "root" .root "affinity" .values.affinity "nodeSelector" .values.nodeSelector "what" .what) }}
+{{- end }}
+
 {{/* component -> values key (receiver, clusterWorker, nodeAgent). */}}
 {{- define "vm.key" -}}
 {{- if eq . "cluster-worker" }}clusterWorker{{ else if eq . "node-agent" }}nodeAgent{{ else }}receiver{{ end -}}
@@ -131,32 +194,67 @@ true
   value: {{ printf "redis://%s" (ternary (printf "volume-medic-redis.%s.svc:6379" $root.Release.Namespace) $root.Values.redis.external.address $root.Values.redis.bundled.enabled) | quote }}
 {{- end }}
 {{- else if eq (include "vm.redisTopology" $root) "url" }}
-# Its own Redis user and password (deploy/README.md, "Redis"): a Secret, not the ConfigMap.
-- name: REDIS_URL
-  valueFrom:
-    secretKeyRef:
-      name: {{ $secret }}
-      key: url
+# Its own Redis user and password (deploy/README.md, "Redis"): a file from its own Secret
+# (vm.redisCredentialsVolumes), in no environment variable.
+- name: REDIS_URL_FILE
+  value: /etc/volume-medic/redis-credentials/url
 {{- else }}
 - name: REDIS_USERNAME
   valueFrom:
     secretKeyRef:
       name: {{ $secret }}
       key: username
-- name: REDIS_PASSWORD
-  valueFrom:
-    secretKeyRef:
-      name: {{ $secret }}
-      key: password
+- name: REDIS_PASSWORD_FILE
+  value: /etc/volume-medic/redis-credentials/password
 {{- end }}
-{{- with $root.Values.redis.external.sentinelPasswordSecret }}
-{{- if and .name (eq (include "vm.redisTopology" $root) "sentinel") }}
-- name: REDIS_SENTINEL_PASSWORD
-  valueFrom:
-    secretKeyRef:
-      name: {{ .name }}
-      key: {{ .key }}
+{{- if include "vm.sentinelPassword" $root }}
+- name: REDIS_SENTINEL_PASSWORD_FILE
+  value: /etc/volume-medic/redis-sentinel/password
 {{- end }}
+{{- end }}
+
+{{/* Does a process read the sentinels' own password (redis.external.sentinelPasswordSecret)? */}}
+{{- define "vm.sentinelPassword" -}}
+{{- if and .Values.redis.external.sentinelPasswordSecret.name (eq (include "vm.redisTopology" .) "sentinel") }}true{{ end -}}
+{{- end }}
+
+{{/*
+Mounts and volumes of a process's Redis secrets (vm.env names the files): its own Secret's url,
+or password with sentinel and cluster, and the sentinels' password. None for a node agent with
+its own user (redis.nodeUsers): its credentials come from enrolment. {root, component}
+*/}}
+{{- define "vm.redisCredentialsMounts" -}}
+{{- if not (and (eq .component "node-agent") (include "vm.nodeUsers" .root)) }}
+- name: redis-credentials
+  mountPath: /etc/volume-medic/redis-credentials
+  readOnly: true
+{{- end }}
+{{- if include "vm.sentinelPassword" .root }}
+- name: redis-sentinel
+  mountPath: /etc/volume-medic/redis-sentinel
+  readOnly: true
+{{- end }}
+{{- end }}
+{{- define "vm.redisCredentialsVolumes" -}}
+{{- $key := ternary "url" "password" (eq (include "vm.redisTopology" .root) "url") -}}
+{{- if not (and (eq .component "node-agent") (include "vm.nodeUsers" .root)) }}
+# Only the key the process reads, not the rest of its Secret.
+- name: redis-credentials
+  secret:
+    secretName: {{ include "vm.redisSecret" . }}
+    items:
+      - key: {{ $key }}
+        path: {{ $key }}
+    defaultMode: 288 # 0440, read through the pod's fsGroup
+{{- end }}
+{{- if include "vm.sentinelPassword" .root }}
+- name: redis-sentinel
+  secret:
+    secretName: {{ .root.Values.redis.external.sentinelPasswordSecret.name }}
+    items:
+      - key: {{ .root.Values.redis.external.sentinelPasswordSecret.key }}
+        path: password
+    defaultMode: 288 # 0440
 {{- end }}
 {{- end }}
 
