@@ -184,6 +184,7 @@ export class ControlsStore {
     const trust = this.#sealed.trust;
     if (!trust?.sealer || !trust.ring) return 0;
     const now = this.#now().getTime();
+    const lastGen = await this.redis.hgetall(this.keys.sealedAt);
     let count = 0;
     for (const [hash, kind] of [
       [this.keys.modes, 'mode'],
@@ -195,11 +196,36 @@ export class ControlsStore {
         const { body, seal } = stored;
         const v = verifySeal(trust.ring, 'control', sealedAtField(kind, field), body, seal, now);
         if (!v.ok || v.seal.iss !== 'receiver' || v.seal.exp - now > CONTROL_SEAL_TTL_MS - CONTROL_RESEAL_MS) continue;
+        if (this.#superseded(kind, field, text, body, lastGen[sealedAtField(kind, field)])) continue;
         const { json } = sealRecord(trust, kind, field, body);
         if ((await this.redis.eval(CAS_FIELD, 1, hash, field, text, json)) === 1) count++;
       }
     }
     return count;
+  }
+
+  /**
+   * A stored record older than a decision written since: one this process accepted (its
+   * memory, which also takes the stored record if it is newer), or the field's generation counter
+   * (keys.sealedAt: every replica's writes bump it, also before a restart of this one). Sealing it
+   * again would turn a copy put back from before the change into a standing decision for good,
+   * for every reader that never saw the change; left alone, its own seal lapses within
+   * CONTROL_SEAL_TTL_MS. A write that failed after bumping the counter leaves the same picture:
+   * that record then lapses too (an enforce falls back to configuration; a pause or dry-run still
+   * holds), until the operator's next decision.
+   */
+  #superseded(kind: 'mode' | 'pause', field: string, text: string, body: Record<string, unknown>, counter: string | undefined): boolean {
+    this.#sealed.open(kind === 'mode' ? ModeOverride : PauseRecord, kind, field, text);
+    const gen = typeof body['gen'] === 'number' ? body['gen'] : 0;
+    if (gen < (this.#sealed.newestGen(kind, field) ?? 0)) return true;
+    if (!(gen < Number(counter ?? 0))) return false;
+    this.#sealed.trust?.onUntrusted?.({
+      kind,
+      field,
+      reason: 'replayed',
+      detail: `generation ${gen} is older than the field's last written generation ${counter}: not sealed again (it lapses)`,
+    });
+    return true;
   }
 
   now(): Date {

@@ -173,6 +173,11 @@ export class SealedRecords {
     return body.body['cleared'] === true ? undefined : (parsed.data as T);
   }
 
+  /** The generation of the newest record of `field` this reader accepted (undefined: none). */
+  newestGen(kind: ControlKind, field: string): number | undefined {
+    return this.#knownMap().get(subject(kind, field))?.gen;
+  }
+
   #fallBack<T>(schema: z.ZodMiniType<T>, kind: ControlKind, key: string): T | undefined {
     const known = this.#knownMap().get(key);
     return known ? this.#standing(schema, kind, known.text) : undefined;
