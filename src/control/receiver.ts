@@ -106,7 +106,10 @@ export async function startReceiver(config: Config, opts: ReceiverOptions = {}):
     nodeRecoveryAlerts: new Set(config.nodeRecoveryAlerts),
     ...(enrol.enrolment ? { enrolment: enrol.enrolment } : {}),
     // Agents' breaker slots (those given ENROL_URL ask here): where this receiver holds the roots.
-    ...(trust.ring.scope === undefined && trust.ring.verify.size > 0 ? { agentBreakers: { roots: trust.ring, caps: breakerCapsFromConfig(config) } } : {}),
+    // Each answer relays the newest modes and pauses of the node's fields (src/core/controls/control-relay.ts).
+    ...(trust.ring.scope === undefined && trust.ring.verify.size > 0
+      ? { agentBreakers: { roots: trust.ring, caps: breakerCapsFromConfig(config), relay: (node: string) => controls.actions.store.newestRecords(node) } }
+      : {}),
     eventTrust,
     metrics,
     fleetMetrics: fleet.exports,

@@ -18,6 +18,7 @@ import {
   type ControlTrust,
 } from '../../core/controls/sealed-records.ts';
 import { verifySeal } from '../../core/trust/seal.ts';
+import { jobControlFields, relayFields, relayKey, relayedFor, type RelayedControls } from '../../core/controls/control-relay.ts';
 import { ControlMirrors, MIRROR_FRESH_MS } from './control-mirrors.ts';
 import { TransientError } from '../../core/errors.ts';
 
@@ -49,10 +50,7 @@ export interface StartView {
   paused?: string;
 }
 
-const startFields = (runbook: string, node?: string) => {
-  const nodeField = node ? `node/${node}` : 'node/';
-  return { modes: [`runbook/${runbook}`, nodeField], pause: ['cluster', nodeField, `runbook/${runbook}`] };
-};
+const startFields = jobControlFields;
 
 export type ModeScope = { runbook: string } | { node: string };
 const scopeField = (s: ModeScope): string => ('runbook' in s ? `runbook/${s.runbook}` : `node/${s.node}`);
@@ -184,6 +182,7 @@ export class ControlsStore {
     const trust = this.#sealed.trust;
     if (!trust?.sealer || !trust.ring) return 0;
     const now = this.#now().getTime();
+    const lastGen = await this.redis.hgetall(this.keys.sealedAt);
     let count = 0;
     for (const [hash, kind] of [
       [this.keys.modes, 'mode'],
@@ -195,11 +194,36 @@ export class ControlsStore {
         const { body, seal } = stored;
         const v = verifySeal(trust.ring, 'control', sealedAtField(kind, field), body, seal, now);
         if (!v.ok || v.seal.iss !== 'receiver' || v.seal.exp - now > CONTROL_SEAL_TTL_MS - CONTROL_RESEAL_MS) continue;
+        if (this.#superseded(kind, field, text, body, lastGen[sealedAtField(kind, field)])) continue;
         const { json } = sealRecord(trust, kind, field, body);
         if ((await this.redis.eval(CAS_FIELD, 1, hash, field, text, json)) === 1) count++;
       }
     }
     return count;
+  }
+
+  /**
+   * A stored record older than a decision written since: one this process accepted (its
+   * memory, which also takes the stored record if it is newer), or the field's generation counter
+   * (keys.sealedAt: every replica's writes bump it, also before a restart of this one). Sealing it
+   * again would turn a copy put back from before the change into a standing decision for good,
+   * for every reader that never saw the change; left alone, its own seal lapses within
+   * CONTROL_SEAL_TTL_MS. A write that failed after bumping the counter leaves the same picture:
+   * that record then lapses too (an enforce falls back to configuration; a pause or dry-run still
+   * holds), until the operator's next decision.
+   */
+  #superseded(kind: 'mode' | 'pause', field: string, text: string, body: Record<string, unknown>, counter: string | undefined): boolean {
+    this.#sealed.open(kind === 'mode' ? ModeOverride : PauseRecord, kind, field, text);
+    const gen = typeof body['gen'] === 'number' ? body['gen'] : 0;
+    if (gen < (this.#sealed.newestGen(kind, field) ?? 0)) return true;
+    if (!(gen < Number(counter ?? 0))) return false;
+    this.#sealed.trust?.onUntrusted?.({
+      kind,
+      field,
+      reason: 'replayed',
+      detail: `generation ${gen} is older than the field's last written generation ${counter}: not sealed again (it lapses)`,
+    });
+    return true;
   }
 
   now(): Date {
@@ -283,10 +307,15 @@ export class ControlsStore {
    * An unreadable answer throws: the job does not start on a guess.
    */
   async startView(runbook: string, node?: string): Promise<StartView> {
+    return this.readStartView(await this.startReplies(runbook, node), runbook, node);
+  }
+
+  /** startView's reads, not yet opened (readStartView opens them): the caller may learn relayed records in between. */
+  async startReplies(runbook: string, node?: string): Promise<unknown[]> {
     const own = this.#o.ownQueue;
     if (this.mirrors && own && node) {
       const copy = await this.mirrors.readStart(own, startFields(runbook, node));
-      if (copy) return this.readStartView([copy.modes, copy.pause], runbook, node);
+      if (copy) return [copy.modes, copy.pause];
       if (this.#o.copyOnly)
         throw new TransientError(
           `this queue's copy of the controls is missing or older than ${MIRROR_FRESH_MS / 60_000} minutes (no receiver synced it), and this agent reads its own queue's slot only: the job starts once a receiver has synced it`,
@@ -295,12 +324,45 @@ export class ControlsStore {
     }
     if (this.redis instanceof Cluster) {
       const f = startFields(runbook, node);
-      const [modes, pause] = await Promise.all([this.redis.hmget(this.keys.modes, ...f.modes), this.redis.hmget(this.keys.pause, ...f.pause)]);
-      return this.readStartView([modes, pause], runbook, node);
+      return Promise.all([this.redis.hmget(this.keys.modes, ...f.modes), this.redis.hmget(this.keys.pause, ...f.pause)]);
     }
     const p = this.redis.pipeline();
     this.queueStartView(p, runbook, node);
-    return this.readStartView(await execAll(p), runbook, node);
+    return execAll(p);
+  }
+
+  /**
+   * The receiver's side of the relay (src/core/controls/control-relay.ts): the newest record this
+   * process accepted of every field `node`'s jobs read, after reading the shared hashes again
+   * (an authentic newer record there is taken; an older one put back is refused as a replay, and
+   * the newer one this process knows is what it relays). Fields with no record are left out.
+   */
+  async newestRecords(node: string): Promise<RelayedControls> {
+    const fields = relayFields(node);
+    const modes = fields.filter((f) => f.kind === 'mode').map((f) => f.field);
+    const pauses = fields.filter((f) => f.kind === 'pause').map((f) => f.field);
+    const [m, p] = await Promise.all([this.redis.hmget(this.keys.modes, ...modes), this.redis.hmget(this.keys.pause, ...pauses)]);
+    const out: RelayedControls = {};
+    const take = (kind: 'mode' | 'pause', names: string[], texts: (string | null)[]) =>
+      names.forEach((field, i) => {
+        this.#sealed.open(kind === 'mode' ? ModeOverride : PauseRecord, kind, field, texts[i] ?? null);
+        const newest = this.#sealed.newestText(kind, field);
+        if (newest) out[relayKey(kind, field)] = newest;
+      });
+    take('mode', modes, m);
+    take('pause', pauses, p);
+    return out;
+  }
+
+  /**
+   * A node agent's side of the relay: the receiver's newest records of its fields taken as the
+   * newest known before the job's own reads are opened (readStartView), so an older record read
+   * from Redis is refused as a replay. Returns how many were newer than what this reader knew.
+   */
+  learnRelayed(node: string, relay: RelayedControls | undefined): number {
+    let taken = 0;
+    for (const r of relayedFor(node, relay)) if (this.#sealed.learn(r.kind === 'mode' ? ModeOverride : PauseRecord, r.kind, r.field, r.text)) taken++;
+    return taken;
   }
 
   /** startView's two reads as the first commands of the caller's pipeline (single Redis only: two slots). */

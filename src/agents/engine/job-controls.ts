@@ -4,11 +4,12 @@ import type { Mode } from '../../core/catalogue/result.ts';
 import { ApprovalStore } from '../../adapters/controls/approval-store.ts';
 import { Cluster } from 'ioredis';
 import { Breakers, breakerCapsFromConfig, stormTrip, type BreakerCaps, type BreakerPort } from '../../adapters/controls/breakers.ts';
-import { ControlsStore, type StartView } from '../../adapters/controls/controls-store.ts';
+import { ControlsStore, type Overrides, type StartView } from '../../adapters/controls/controls-store.ts';
 import { execAll } from '../../adapters/redis/exec-all.ts';
 import { effectiveMode } from '../../core/controls/effective-mode.ts';
 import type { ApprovalRecord, ParkedJob, TripRecord } from '../../core/controls/records.ts';
 import type { ControlTrust } from '../../core/controls/sealed-records.ts';
+import type { RelayedControls } from '../../core/controls/control-relay.ts';
 import type { Logger } from '../../adapters/observability/logger.ts';
 import { approvalReason, gatedSteps, type ApprovalPolicy } from './approval-policy.ts';
 import { RefusedError } from '../../core/errors.ts';
@@ -54,8 +55,10 @@ export interface JobControlsOptions {
   /**
    * Where breaker slots are taken: the receiver, for an agent whose own Redis user may not write
    * the breakers' keys (src/agents/engine/receiver-breakers.ts). Default: the breakers in Redis.
+   * One whose answers relay the receiver's newest control records (`onRelay`) teaches this
+   * worker's reader of the controls (src/core/controls/control-relay.ts).
    */
-  breakers?: BreakerPort;
+  breakers?: BreakerPort & { onRelay?(listener: (relay: RelayedControls) => void): void };
 }
 
 interface JobStart {
@@ -108,6 +111,8 @@ interface Controls {
   /** This process's own breakers (no receiver to ask: the cluster worker, tests). */
   local: Breakers | undefined;
   node: string | undefined;
+  /** How many relayed records were newer than what this worker knew (a step's gate compares it before and after its slot). */
+  relayed: { learned: number };
 }
 
 /** The approval gate: a step that needs an operator's approval waits for it (asked once per plan, in the agent's own words). */
@@ -199,13 +204,16 @@ async function startReads(
   if (!node) return { view: await store.startView(runbook) };
   if (!local) {
     // The receiver counts the start: a start it could not count waits (the storm breaker must see it).
-    const [view, storm] = await Promise.all([
-      store.startView(runbook, node),
+    // Its answer relays the newest control records it knows (taken by the time it resolves): what
+    // was read from Redis meanwhile is opened only then, so an older record there is a replay.
+    const [replies, storm] = await Promise.all([
+      store.startReplies(runbook, node),
       breakers.recordNodeActivity(opts.caps, node, source).then(
         (t) => ({ t }),
         (err: Error) => ({ err }),
       ),
     ]);
+    const view = store.readStartView(replies, runbook, node);
     return 'err' in storm ? { view, uncounted: storm.err.message } : { view, storm: storm.t };
   }
   if (opts.redis instanceof Cluster) {
@@ -217,6 +225,42 @@ async function startReads(
   local.queueNodeActivity(p, opts.caps, node, source);
   const replies = await execAll(p);
   return { view: store.readStartView(replies, runbook, node), storm: stormTrip(replies[2]) };
+}
+
+type ModeOf = (o: Overrides) => { mode: Mode; why: string };
+
+/**
+ * Before every step the newest decisions, read again in one round trip: a pause parks the job; a
+ * switch to dry-run since the job began stops it before a destructive step. A destructive step's
+ * breaker answer from the receiver relays its newest records too: when they taught this worker
+ * something, what was read before the step is opened again against them (a record put back in
+ * Redis since the job began is then a replay), and the step stops if that says pause or dry-run
+ * (its slot stays taken: one slot too many counted, never one too few).
+ */
+function stepGate(c: Controls, job: JobStart, mode: { mode: Mode; why: string }, modeWith: ModeOf): StepGate {
+  const { store, node } = c;
+  const stopsIt = (latest: StartView, step: PlannedStep): GateDecision | undefined => {
+    if (latest.paused) return { go: false, park: { reason: 'paused', why: latest.paused } };
+    if (mode.mode === 'dry-run' || !step.destructive) return undefined;
+    const current = modeWith(latest.overrides);
+    if (current.mode === 'dry-run')
+      throw new RefusedError([`stopped before destructive step ${step.id}: the mode is now dry-run (${current.why}); this job began in enforce (${mode.why})`]);
+    return undefined;
+  };
+  return {
+    async beforeStep(step, plan) {
+      const replies = await store.startReplies(job.runbook, node);
+      const stop = stopsIt(store.readStartView(replies, job.runbook, node), step);
+      if (stop) return stop;
+      if (mode.mode === 'dry-run') return GO;
+      const a = await approvalGate(c, job, step, plan);
+      if (!a.go) return a;
+      const learned = c.relayed.learned;
+      const b = await breakerGate(c, job, step);
+      if (!b.go || c.relayed.learned === learned) return b;
+      return stopsIt(store.readStartView(replies, job.runbook, node), step) ?? b;
+    },
+  };
 }
 
 /** At most one warning per this long that the controls' copy was missed. */
@@ -244,7 +288,12 @@ export function createJobControls(opts: JobControlsOptions): JobControls {
   const local = opts.breakers ? undefined : new Breakers(opts.redis, opts.prefix, now);
   const breakers: BreakerPort = opts.breakers ?? local!;
   const node = opts.node;
-  const c: Controls = { opts, now, store, approvals, breakers, local, node };
+  const c: Controls = { opts, now, store, approvals, breakers, local, node, relayed: { learned: 0 } };
+  // The receiver's relayed records of this node's fields, taken as the newest known before any read is opened.
+  if (node)
+    opts.breakers?.onRelay?.((relay) => {
+      c.relayed.learned += store.learnRelayed(node, relay);
+    });
 
   return {
     recheckMs: opts.recheckMs,
@@ -270,26 +319,7 @@ export function createJobControls(opts: JobControlsOptions): JobControls {
           ...(label ? { nodeLabel: label } : {}),
         });
       const mode = modeWith(overrides);
-      const gate: StepGate = {
-        async beforeStep(step, plan) {
-          // The newest decisions, read again before every step in one round trip: a pause parks
-          // the job; a switch to dry-run since the job began stops it before a destructive step.
-          const latest = await store.startView(job.runbook, node);
-          if (latest.paused) return { go: false, park: { reason: 'paused', why: latest.paused } };
-          if (mode.mode === 'dry-run') return GO;
-          if (step.destructive) {
-            const current = modeWith(latest.overrides);
-            if (current.mode === 'dry-run') {
-              throw new RefusedError([
-                `stopped before destructive step ${step.id}: the mode is now dry-run (${current.why}); this job began in enforce (${mode.why})`,
-              ]);
-            }
-          }
-          const a = await approvalGate(c, job, step, plan);
-          if (!a.go) return a;
-          return breakerGate(c, job, step);
-        },
-      };
+      const gate = stepGate(c, job, mode, modeWith);
       if (pausedWhy) return { mode: mode.mode, modeWhy: mode.why, park: { reason: 'paused', why: pausedWhy }, gate };
       // A start the storm breaker did not see waits in enforce; in dry-run nothing it does needs
       // a breaker (its steps only say what they would do), so it goes on, uncounted, and says so.

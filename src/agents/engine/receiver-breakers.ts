@@ -3,12 +3,16 @@ import { ActivityAnswer, BREAKER_SEAL_TTL_MS, BREAKER_SLOTS_PATH, ReserveAnswer,
 import type { BreakerCaps, BreakerPort, Reservation } from '../../adapters/controls/breakers.ts';
 import type { TripRecord } from '../../core/controls/records.ts';
 import type { Sealer } from '../../core/trust/seal.ts';
+import { RelayPart, type RelayedControls } from '../../core/controls/control-relay.ts';
 import { postToReceiver } from './receiver-http.ts';
 
 // An enrolled node agent's breakers: the receiver takes the slot and counts the start, as its own
 // Redis user, for the node the request's seal proves (src/core/controls/breaker-wire.ts); this node's
 // own Redis user may not write the breakers' keys. Every failure throws (the gate then parks the
-// job: no slot is not a slot), with what failed and never a key.
+// job: no slot is not a slot), with what failed and never a key. Every answer may also carry the
+// newest sealed mode and pause records the receiver knows of this node's fields
+// (src/core/controls/control-relay.ts): handed to the relay listener (the job controls' store)
+// before the ask resolves, so the caller opens what it read from Redis against them.
 
 export interface ReceiverBreakersOptions {
   /** The receiver (ENROL_URL). */
@@ -25,11 +29,17 @@ export class ReceiverBreakers implements BreakerPort {
   readonly #o: ReceiverBreakersOptions;
   readonly #url: URL;
   readonly #ca: Buffer | undefined;
+  #onRelay: ((relay: RelayedControls) => void) | undefined;
 
   constructor(o: ReceiverBreakersOptions) {
     this.#o = o;
     this.#url = new URL(BREAKER_SLOTS_PATH, o.url);
     this.#ca = o.caFile ? readFileSync(o.caFile) : undefined;
+  }
+
+  /** Who takes the records the receiver relays (one listener: the job controls of this agent). */
+  onRelay(listener: (relay: RelayedControls) => void): void {
+    this.#onRelay = listener;
   }
 
   /** The caps are the receiver's (an agent cannot lift them); `caps` is the port's shape only. */
@@ -52,7 +62,8 @@ export class ReceiverBreakers implements BreakerPort {
       body: JSON.stringify({ ask, seal }),
       ...(this.#ca ? { ca: this.#ca } : {}),
       timeoutMs: this.#o.timeoutMs ?? 5_000,
-      maxBytes: 16 * 1024,
+      // Room for the relayed records (control-relay.ts: at most 11 of 8 KiB, escaped) besides the breaker answer.
+      maxBytes: 256 * 1024,
     }).catch((err: Error) => {
       throw new Error(`the receiver's breakers at ${this.#url.origin} did not answer: ${err.message}`);
     });
@@ -66,6 +77,9 @@ export class ReceiverBreakers implements BreakerPort {
       const why = typeof (json as { error?: unknown })?.error === 'string' ? (json as { error: string }).error.slice(0, 300) : 'no reason given';
       throw new Error(`the receiver's breakers refused: HTTP ${answer.status}: ${why}`);
     }
+    // A relay that does not parse is dropped (the breaker answer still counts): nothing learnt, as without one.
+    const relay = RelayPart.safeParse(json);
+    if (relay.success && relay.data.controls) this.#onRelay?.(relay.data.controls);
     return json;
   }
 }

@@ -31,6 +31,7 @@ import { CachedRead } from '../console/cached-read.ts';
 import { findStorms } from '../console/storms.ts';
 import { Breakers, type BreakerCaps } from '../../adapters/controls/breakers.ts';
 import type { Keyring } from '../../core/trust/keyring.ts';
+import type { ControlRelay } from './control-relay.ts';
 import { fleetRoutes } from './routes/fleet.ts';
 import type { ConnectionState } from '../../adapters/redis/redis-connections.ts';
 import type { ReplicaAckStatus } from '../../adapters/redis/replica-ack.ts';
@@ -57,7 +58,7 @@ export interface AppDeps extends WebhookDeps {
   /** POST /v1/enrol (ENROL_NODE_AGENTS / ENROL_CLUSTER_WORKERS); absent: 404. */
   enrolment?: Enrolment;
   /** POST /v1/agents/breakers: enrolled agents' breaker slots (with enrolment); absent: 404. */
-  agentBreakers?: { roots: Keyring; caps: BreakerCaps };
+  agentBreakers?: { roots: Keyring; caps: BreakerCaps; relay?: ControlRelay };
   /** The Kubernetes watches' state, when KUBE_WATCH is on. */
   kubeState?: () => KubeWatchesState | undefined;
   /** Operator controls: /v1 control routes, the /ui dashboard, and pause/breakers in /readyz and /metrics. */

@@ -19,6 +19,8 @@ export interface ControlsModule {
 }
 
 export function startControls(config: Config, log: Logger, r: RedisModule, j: JobsModule, trust: Trust): ControlsModule {
+  /** When each untrusted record was last logged (bounded: cleared at 1,000 keys). */
+  const told = new Map<string, number>();
   const actions = new OperatorActions({
     redis: r.redis,
     prefix: config.queuePrefix,
@@ -34,11 +36,19 @@ export function startControls(config: Config, log: Logger, r: RedisModule, j: Jo
       allowUnsigned: trust.allowUnsigned,
       // The fleet audit list's entries sealed with its work key; every list checked with the roots.
       audit: { ...(trust.sealer ? { sealer: trust.sealer } : {}), roots: trust.ring },
-      onUntrusted: (u) =>
+      onUntrusted: (u) => {
+        // Once per record and reason every 10 minutes: the relay (control-relay.ts) reads the same
+        // fields again at every agent's job start, and a record put back stays put back.
+        const key = `${u.kind}/${u.field.slice(0, 200)}/${u.reason}`;
+        const at = Date.now();
+        if ((told.get(key) ?? Number.NEGATIVE_INFINITY) > at - 600_000) return;
+        if (told.size >= 1000) told.clear();
+        told.set(key, at);
         log.warn(
           { kind: u.kind, field: u.field.slice(0, 200), reason: u.reason, detail: u.detail },
           'untrusted control record ignored (not written through the API)',
-        ),
+        );
+      },
     },
   });
   // A compare-and-set: the first replica wins, a newer decision is never undone.

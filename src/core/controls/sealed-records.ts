@@ -107,6 +107,8 @@ export class SealedRecords {
   readonly trust: ControlTrust | undefined;
   readonly #memory: ControlMemory | undefined;
   #known: Map<string, Known> | undefined;
+  /** Per field, the stored text whose seal this process checked last (not what a memory file says). */
+  readonly #checked = new Map<string, string>();
 
   constructor(trust: ControlTrust | undefined) {
     this.trust = trust;
@@ -126,6 +128,13 @@ export class SealedRecords {
     const key = subject(kind, field);
     const t = this.trust;
     const remembers = kind !== 'approval' && t?.ring !== undefined;
+    // The very record whose seal this process checked before, with the keys it still holds: it
+    // stands as remembered, lapse rules included, without a second signature check (readers open
+    // the same few records at every job start and step; the receiver at every relay).
+    if (remembers && text && this.#checked.get(key) === text) {
+      const known = this.#knownMap().get(key);
+      if (known?.text === text) return this.#standing(schema, kind, text);
+    }
     const body = splitSealed(text);
     if (!body) {
       if (!remembers) return undefined;
@@ -138,22 +147,9 @@ export class SealedRecords {
     const parsed = body.body['cleared'] === true ? Tombstone.safeParse(body.body) : schema.safeParse(body.body);
     if (!parsed.success) return remembers ? this.#fallBack(schema, kind, key) : undefined;
     if (!t?.ring) return body.body['cleared'] === true ? undefined : (parsed.data as T);
-    const now = (t.now ?? Date.now)();
-    let v = verifySeal(t.ring, 'control', key, body.body, body.seal, now);
-    if (!v.ok && v.reason === 'expired' && restrictive(kind, body.body)) {
-      // Authentic but lapsed (no receiver re-sealed it): it still holds work back.
-      const at = Seal.safeParse(body.seal);
-      if (at.success) v = verifySeal(t.ring, 'control', key, body.body, body.seal, at.data.iat);
-    }
-    if (!v.ok) {
-      if (v.reason === 'unsigned' && t.allowUnsigned) return body.body['cleared'] === true ? undefined : (parsed.data as T);
-      // A lapsed seal is authentic (the MAC is checked first): no receiver sealed it again in
-      // time, or an old copy was put back. Either way it lets no work run; not an alarm.
-      if (v.reason !== 'expired') this.#untrusted(kind, field, v.reason, v.detail);
-      return remembers ? this.#fallBack(schema, kind, key) : undefined;
-    }
-    if (v.seal.iss !== 'receiver') {
-      this.#untrusted(kind, field, 'wrong-issuer', `sealed by ${v.seal.iss}: controls are the API's (the receiver's) to write`);
+    const v = this.#verify(t.ring, kind, field, body);
+    if (v !== 'ok') {
+      if (v === 'unsigned' && t.allowUnsigned) return body.body['cleared'] === true ? undefined : (parsed.data as T);
       return remembers ? this.#fallBack(schema, kind, key) : undefined;
     }
     if (remembers) {
@@ -169,8 +165,73 @@ export class SealedRecords {
         return this.#standing(schema, kind, known.text);
       }
       if (!known || gen > known.gen || known.text !== text) this.#remember(key, { gen, text: text! });
+      this.#checked.set(key, text!);
     }
     return body.body['cleared'] === true ? undefined : (parsed.data as T);
+  }
+
+  /**
+   * A record relayed by the receiver (src/core/controls/control-relay.ts): taken as the newest of
+   * its field when its seal holds (as open checks it) and its generation is newer than what this
+   * reader accepted; from then on an older record read from Redis is a replay. An older or lapsed
+   * relayed record changes nothing and is no alarm (a receiver replica that has not read a change
+   * yet); one whose seal does not hold is reported. True when it was taken.
+   */
+  learn<T>(schema: z.ZodMiniType<T>, kind: ControlKind, field: string, text: string): boolean {
+    const t = this.trust;
+    if (kind === 'approval' || !t?.ring) return false;
+    // The record this reader already stands on (checked when it was accepted): nothing new.
+    if (this.#knownMap().get(subject(kind, field))?.text === text) return false;
+    const body = splitSealed(text);
+    const parsed = body && (body.body['cleared'] === true ? Tombstone.safeParse(body.body) : schema.safeParse(body.body));
+    if (!body || !parsed?.success) {
+      this.#untrusted(kind, field, 'malformed', 'a record relayed by the receiver does not parse; ignored');
+      return false;
+    }
+    if (this.#verify(t.ring, kind, field, body) !== 'ok') return false;
+    const key = subject(kind, field);
+    const gen = genOf(body.body);
+    const known = this.#knownMap().get(key);
+    if (known && gen <= known.gen) return false;
+    this.#remember(key, { gen, text });
+    this.#checked.set(key, text);
+    return true;
+  }
+
+  /** The generation of the newest record of `field` this reader accepted (undefined: none). */
+  newestGen(kind: ControlKind, field: string): number | undefined {
+    return this.#knownMap().get(subject(kind, field))?.gen;
+  }
+
+  /** The stored text of the newest record of `field` this reader accepted, to relay (undefined: none). */
+  newestText(kind: ControlKind, field: string): string | undefined {
+    return this.#knownMap().get(subject(kind, field))?.text;
+  }
+
+  /**
+   * Whether `body` carries the API's valid seal for `field`: 'ok', or why not (reported, except a
+   * lapse, which is authentic, and a missing seal, which the caller may take). A lapsed seal on a
+   * record that can only hold work back (a pause, dry-run) still holds.
+   */
+  #verify(ring: Keyring, kind: ControlKind, field: string, body: { body: Record<string, unknown>; seal: unknown }): 'ok' | Untrusted {
+    const key = subject(kind, field);
+    let v = verifySeal(ring, 'control', key, body.body, body.seal, (this.trust?.now ?? Date.now)());
+    if (!v.ok && v.reason === 'expired' && restrictive(kind, body.body)) {
+      // Authentic but lapsed (no receiver re-sealed it): it still holds work back.
+      const at = Seal.safeParse(body.seal);
+      if (at.success) v = verifySeal(ring, 'control', key, body.body, body.seal, at.data.iat);
+    }
+    if (!v.ok) {
+      // A lapsed seal is authentic (the MAC is checked first): no receiver sealed it again in
+      // time, or an old copy was put back. Either way it lets no work run; not an alarm.
+      if (v.reason !== 'expired' && !(v.reason === 'unsigned' && this.trust?.allowUnsigned)) this.#untrusted(kind, field, v.reason, v.detail);
+      return v.reason;
+    }
+    if (v.seal.iss !== 'receiver') {
+      this.#untrusted(kind, field, 'wrong-issuer', `sealed by ${v.seal.iss}: controls are the API's (the receiver's) to write`);
+      return 'wrong-issuer';
+    }
+    return 'ok';
   }
 
   #fallBack<T>(schema: z.ZodMiniType<T>, kind: ControlKind, key: string): T | undefined {

@@ -7,6 +7,7 @@ import type { RedisConnection } from '../../../adapters/redis/redis.ts';
 import type { Keyring } from '../../../core/trust/keyring.ts';
 import { verifySeal } from '../../../core/trust/seal.ts';
 import { workRingFor } from '../../../core/trust/work-keys.ts';
+import { relayPart, type ControlRelay } from '../control-relay.ts';
 
 // POST /v1/agents/breakers: an enrolled node agent's breaker slot and job start, taken here as
 // the receiver's own Redis user (src/core/controls/breaker-wire.ts says why). Not an operator route:
@@ -22,6 +23,8 @@ export interface BreakerSlotDeps {
   caps: BreakerCaps;
   log: Logger;
   now?: () => number;
+  /** The newest control records of the node's fields, relayed with every answer (src/control/http/control-relay.ts). */
+  relay?: ControlRelay;
 }
 
 export function breakerSlotRoutes(d: BreakerSlotDeps, before: RequestHandler[]): Router {
@@ -39,9 +42,11 @@ export function breakerSlotRoutes(d: BreakerSlotDeps, before: RequestHandler[]):
       return res.status(403).json({ error: `not sealed with node ${ask.node}'s work key (${why})` });
     }
     const breakers = new Breakers(d.redis, d.prefix, () => new Date(v.seal.iat));
-    if (ask.op === 'reserve') return res.json(await breakers.reserveDestructive(d.caps, { node: ask.node, jobId: ask.jobId, stepId: ask.stepId }));
+    const relayed = relayPart(d.relay, ask.node, d.log);
+    if (ask.op === 'reserve')
+      return res.json({ ...(await breakers.reserveDestructive(d.caps, { node: ask.node, jobId: ask.jobId, stepId: ask.stepId })), ...(await relayed) });
     const tripped = await breakers.recordNodeActivity(d.caps, ask.node, ask.source);
-    return res.json(tripped ? { tripped } : {});
+    return res.json({ ...(tripped ? { tripped } : {}), ...(await relayed) });
   });
   return r;
 }
