@@ -1,19 +1,21 @@
 import { Router, type RequestHandler } from 'express';
-import { BREAKER_SLOTS_PATH, SealedBreakerAsk } from '../../../core/controls/breaker-wire.ts';
+import { BREAKER_SLOTS_PATH, SealedBreakerAsk, type BreakerAsk } from '../../../core/controls/breaker-wire.ts';
 import { verifyBreakerAsk } from '../../../core/controls/breaker-seal.ts';
 import { Breakers, type BreakerCaps } from '../../../adapters/controls/breakers.ts';
 import type { Logger } from '../../../adapters/observability/logger.ts';
 import type { RedisConnection } from '../../../adapters/redis/redis.ts';
 import type { Keyring } from '../../../core/trust/keyring.ts';
+import type { Seal } from '../../../core/trust/seal.ts';
 
 // POST /v1/agents/breakers: an enrolled node agent's breaker slot and job start, taken here as
 // the receiver's own Redis user (src/core/controls/breaker-wire.ts says why). Not an operator route:
 // the request is sealed with the asking node's work key of its queue, and the node it names must
-// be that queue's; the caps are the receiver's. A replay of a captured request within its minute
-// takes no new slot (the slot's member is the job, the step and the seal's time).
+// be that queue's; the caps are the receiver's.
 //
 // Anyone who reaches the port may send one: nothing a request names is kept before its seal holds
-// (src/core/controls/breaker-seal.ts derives the one key it needs, for that check only).
+// (src/core/controls/breaker-seal.ts derives the one key it needs, for that check only). The
+// receiver's clock places the slot in the window; the seal's own time only names it, so a replay
+// within the seal's minute takes the slot it already has and nothing more.
 
 export interface BreakerSlotDeps {
   redis: RedisConnection;
@@ -27,21 +29,30 @@ export interface BreakerSlotDeps {
 
 export function breakerSlotRoutes(d: BreakerSlotDeps, before: RequestHandler[]): Router {
   const r = Router();
+  const now = d.now ?? Date.now;
+  const breakers = new Breakers(d.redis, d.prefix, () => new Date(now()));
   r.post(BREAKER_SLOTS_PATH, ...before, async (req, res) => {
     res.set('Cache-Control', 'no-store');
     const b = SealedBreakerAsk.safeParse(req.body);
     if (!b.success) return res.status(400).json({ error: `breaker request: ${b.error.issues[0]?.message ?? 'invalid'}` });
     const { ask, seal } = b.data;
-    const v = verifyBreakerAsk(d.roots, ask, seal, (d.now ?? Date.now)());
+    const v = verifyBreakerAsk(d.roots, ask, seal, now());
     if (!v.ok) {
       const why = `${v.reason}: ${v.detail}`;
       d.log.warn({ node: ask.node, op: ask.op, why }, "breaker request refused: not sealed by that node's agent");
       return res.status(403).json({ error: `not sealed with node ${ask.node}'s work key (${why})` });
     }
-    const breakers = new Breakers(d.redis, d.prefix, () => new Date(v.seal.iat));
-    if (ask.op === 'reserve') return res.json(await breakers.reserveDestructive(d.caps, { node: ask.node, jobId: ask.jobId, stepId: ask.stepId }));
-    const tripped = await breakers.recordNodeActivity(d.caps, ask.node, ask.source);
-    return res.json(tripped ? { tripped } : {});
+    return res.json(ask.op === 'reserve' ? await reserve(breakers, d.caps, ask, v.seal) : await activity(breakers, d.caps, ask));
   });
   return r;
+}
+
+/** A slot at the receiver's now, named by the job, the step and the seal's time (a replay: the same slot). */
+const reserve = (breakers: Breakers, caps: BreakerCaps, ask: Extract<BreakerAsk, { op: 'reserve' }>, seal: Seal) =>
+  breakers.reserveDestructive(caps, { node: ask.node, jobId: ask.jobId, stepId: ask.stepId, askedAt: seal.iat });
+
+/** A job started on the node: counted towards the storm breaker at the receiver's now. */
+async function activity(breakers: Breakers, caps: BreakerCaps, ask: Extract<BreakerAsk, { op: 'activity' }>) {
+  const tripped = await breakers.recordNodeActivity(caps, ask.node, ask.source);
+  return tripped ? { tripped } : {};
 }
