@@ -1,5 +1,7 @@
 import { request } from 'node:http';
+import { Writable } from 'node:stream';
 import { Redis } from 'ioredis';
+import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { nodeQueueName } from '../../src/core/catalogue/queues.ts';
 import { BREAKER_SEAL_TTL_MS, BREAKER_SLOTS_PATH, breakerSubject, type BreakerAsk } from '../../src/core/controls/breaker-wire.ts';
@@ -244,5 +246,50 @@ describe('breaker slots taken by the receiver for the node a seal proves', () =>
     });
     expect(dry.mode).toBe('dry-run');
     expect(dry.park).toBeUndefined();
+  });
+});
+
+describe('refused breaker asks spend the failed-auth budget and are logged once per interval', () => {
+  const prefix = uniquePrefix('slots-limit');
+  const lines: Array<{ msg?: string }> = [];
+  let receiver: Receiver;
+
+  beforeAll(async () => {
+    const sink = new Writable({
+      write(chunk: Buffer, _enc, done) {
+        for (const l of chunk.toString().split('\n')) if (l) lines.push(JSON.parse(l) as { msg?: string });
+        done();
+      },
+    });
+    receiver = await startReceiver(testConfig({ redisUrl: redisUrl(), queuePrefix: prefix, operatorAuth: 'off', authFailuresPerMinute: 3 }), {
+      log: pino({ level: 'warn' }, sink),
+    });
+  });
+  afterAll(async () => {
+    await receiver?.close();
+    await dropPrefix(prefix);
+  });
+
+  const forged = (node: string) => {
+    const ask = { op: 'reserve', node, jobId: 'x', stepId: 's1' } as const;
+    // Sealed with node A's key, naming another node.
+    return JSON.stringify({ ask, seal: nodeSealer('limit-a').seal('breaker', breakerSubject(nodeQueueName(node)), ask, BREAKER_SEAL_TTL_MS) });
+  };
+
+  it("answers 429 with Retry-After once an address has spent its budget, even for a right seal; another address's agent still gets its slot", async () => {
+    for (let i = 0; i < 3; i++) expect((await postAsk(receiver.url, forged(`limit-b${i}`), '127.0.3.1')).status).toBe(403);
+    const limited = await postAsk(receiver.url, forged('limit-b9'), '127.0.3.1');
+    expect(limited.status).toBe(429);
+    expect(Number(limited.retryAfter)).toBeGreaterThan(0);
+    // A right seal from that address too: otherwise the one answer that is not 429 tells a guesser something.
+    const right = sealedAsk('limit-a', { op: 'reserve', node: 'limit-a', jobId: 'ok', stepId: 's1' });
+    expect((await postAsk(receiver.url, right, '127.0.3.1')).status).toBe(429);
+    expect((await postAsk(receiver.url, right, '127.0.3.2')).status).toBe(200);
+  });
+
+  it('logs the first refusal of an interval, and not one line per request after it', async () => {
+    for (let i = 0; i < 20; i++) expect((await postAsk(receiver.url, forged(`limit-c${i}`), `127.0.4.${i + 1}`)).status).toBe(403);
+    // With the other test's refusals, more than 20 in well under the interval: one line so far (its count comes at the interval's end).
+    expect(lines.filter((l) => l.msg?.startsWith('breaker request refused'))).toHaveLength(1);
   });
 });

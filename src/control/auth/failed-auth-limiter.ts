@@ -8,6 +8,11 @@ import { GenerationalMap } from '../../core/collections/generational-map.ts';
 // tokens learns nothing more until it refills (a right token included: otherwise the one answer
 // that is not 429 would tell it which one was right). IPv6 clients are counted per /64, since
 // one host usually holds the whole /64.
+//
+// It is itself a cache keyed by what a request brings (its address), on paths nobody has
+// authenticated yet: bounded by `capacity` addresses (a GenerationalMap that keeps the most
+// recently failing; each entry an address key and two numbers). An attacker with more addresses
+// than that pushes the oldest out (they get their budget back early), never the memory up.
 
 export interface FailedAuthLimiterOptions {
   perMinute: number;

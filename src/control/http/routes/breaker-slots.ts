@@ -1,11 +1,14 @@
-import { Router, type RequestHandler } from 'express';
+import { Router, type Request, type RequestHandler, type Response } from 'express';
 import { BREAKER_SLOTS_PATH, SealedBreakerAsk, type BreakerAsk } from '../../../core/controls/breaker-wire.ts';
 import { verifyBreakerAsk } from '../../../core/controls/breaker-seal.ts';
 import { Breakers, type BreakerCaps } from '../../../adapters/controls/breakers.ts';
+import { LogSummary } from '../../../adapters/observability/log-summary.ts';
 import type { Logger } from '../../../adapters/observability/logger.ts';
 import type { RedisConnection } from '../../../adapters/redis/redis.ts';
 import type { Keyring } from '../../../core/trust/keyring.ts';
-import type { Seal } from '../../../core/trust/seal.ts';
+import type { Seal, Verdict } from '../../../core/trust/seal.ts';
+import type { FailedAuthLimiter } from '../../auth/failed-auth-limiter.ts';
+import { failedAuthGate, tooManyFailures } from '../failed-auth-gate.ts';
 
 // POST /v1/agents/breakers: an enrolled node agent's breaker slot and job start, taken here as
 // the receiver's own Redis user (src/core/controls/breaker-wire.ts says why). Not an operator route:
@@ -13,9 +16,11 @@ import type { Seal } from '../../../core/trust/seal.ts';
 // be that queue's; the caps are the receiver's.
 //
 // Anyone who reaches the port may send one: nothing a request names is kept before its seal holds
-// (src/core/controls/breaker-seal.ts derives the one key it needs, for that check only). The
-// receiver's clock places the slot in the window; the seal's own time only names it, so a replay
-// within the seal's minute takes the slot it already has and nothing more.
+// (src/core/controls/breaker-seal.ts derives the one key it needs, for that check only). A refusal
+// spends the address's failed-auth budget (an address out of it: 429 before its body is read)
+// and is logged once per interval with a count. The receiver's clock places the slot in the
+// window; the seal's own time only names it, so a replay within the seal's minute takes the slot
+// it already has and nothing more.
 
 export interface BreakerSlotDeps {
   redis: RedisConnection;
@@ -23,6 +28,8 @@ export interface BreakerSlotDeps {
   /** Every role's root (the receiver's keyring): the node's work key is derived from it. */
   roots: Keyring;
   caps: BreakerCaps;
+  /** The failed-auth budget per address, shared with every route that authenticates. */
+  limiter: FailedAuthLimiter;
   log: Logger;
   now?: () => number;
 }
@@ -31,17 +38,22 @@ export function breakerSlotRoutes(d: BreakerSlotDeps, before: RequestHandler[]):
   const r = Router();
   const now = d.now ?? Date.now;
   const breakers = new Breakers(d.redis, d.prefix, () => new Date(now()));
-  r.post(BREAKER_SLOTS_PATH, ...before, async (req, res) => {
+  const refusals = new LogSummary(d.log, "breaker request refused: not sealed by that node's agent");
+  const refuse = (req: Request, res: Response, ask: BreakerAsk, v: Extract<Verdict, { ok: false }>) => {
+    d.limiter.failed(req.ip ?? '');
+    refusals.warn({ node: ask.node, op: ask.op, reason: v.reason, why: v.detail, from: req.ip });
+    return res.status(403).json({ error: `not sealed with node ${ask.node}'s work key (${v.reason}: ${v.detail})` });
+  };
+  r.post(BREAKER_SLOTS_PATH, failedAuthGate(d.limiter, 'breaker requests'), ...before, async (req, res) => {
     res.set('Cache-Control', 'no-store');
     const b = SealedBreakerAsk.safeParse(req.body);
     if (!b.success) return res.status(400).json({ error: `breaker request: ${b.error.issues[0]?.message ?? 'invalid'}` });
     const { ask, seal } = b.data;
+    // Checked again with nothing awaited until `failed`: concurrent asks cannot outrun the budget.
+    const wait = d.limiter.retryAfter(req.ip ?? '');
+    if (wait !== undefined) return tooManyFailures(res, wait, 'breaker requests');
     const v = verifyBreakerAsk(d.roots, ask, seal, now());
-    if (!v.ok) {
-      const why = `${v.reason}: ${v.detail}`;
-      d.log.warn({ node: ask.node, op: ask.op, why }, "breaker request refused: not sealed by that node's agent");
-      return res.status(403).json({ error: `not sealed with node ${ask.node}'s work key (${why})` });
-    }
+    if (!v.ok) return refuse(req, res, ask, v);
     return res.json(ask.op === 'reserve' ? await reserve(breakers, d.caps, ask, v.seal) : await activity(breakers, d.caps, ask));
   });
   return r;
