@@ -71,4 +71,24 @@ export class FailedAuthLimiter {
     const b = this.#level(key);
     this.#buckets.set(key, { tokens: Math.max(0, b.tokens - 1), at: b.at });
   }
+
+  /**
+   * Spends one failure ahead of an attempt whose outcome comes after an await (a TokenReview), so
+   * concurrent attempts cannot all pass the check before the first is counted: undefined when
+   * spent (forgive gives it back if the attempt turns out right), else the seconds to wait.
+   */
+  charge(ip: string): number | undefined {
+    const wait = this.retryAfter(ip);
+    if (wait === undefined) this.failed(ip);
+    return wait;
+  }
+
+  /** Gives back one failure charged for an attempt that turned out right (or was never judged). */
+  forgive(ip: string): void {
+    if (this.#perMinute <= 0) return;
+    const key = clientKey(ip);
+    const b = this.#level(key);
+    if (b.tokens + 1 >= this.#perMinute) this.#buckets.delete(key);
+    else this.#buckets.set(key, { tokens: b.tokens + 1, at: b.at });
+  }
 }
