@@ -1,4 +1,4 @@
-import { announce } from '../../test/testkit/child.ts';
+import { announce, answerHeapRequests } from '../../test/testkit/child.ts';
 import { configSchema } from '../../src/core/config/schema.ts';
 import { startReceiver } from '../../src/control/receiver.ts';
 
@@ -21,5 +21,7 @@ const config = configSchema().parse({
   ...(process.env['REDIS_NODE_USERS'] ? { redisNodeUsers: process.env['REDIS_NODE_USERS'] } : {}),
 });
 const receiver = await startReceiver(config);
+// Started with --expose-gc (test/int/breaker-flood.int.test.ts): its heap after full collections, on request.
+answerHeapRequests();
 announce(`READY ${receiver.url}`);
 process.on('SIGTERM', () => void receiver.close().then(() => process.exit(0)));

@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
+import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Queue } from 'bullmq';
@@ -269,5 +270,92 @@ describe("enrolment: each agent holds its own node's work keys only", () => {
       expect(audit.filter((e) => e.action === 'work-refused' && e.by === 'node-b' && e.target.startsWith('job/forged-'))).toHaveLength(6);
       expect(await finishedExposition(redis, prefix)).toMatch(/volume_medic_untrusted_refused_total\{kind="job",reason="bad-mac"\} 6/);
     });
+  });
+});
+
+/** POST /v1/enrol from `localAddress` (any of 127/8 is this host: each its own failed-auth budget). */
+function enrolFrom(url: string, localAddress: string, token: string, body: unknown): Promise<{ status: number; retryAfter?: string }> {
+  const u = new URL('/v1/enrol', url);
+  const text = JSON.stringify(body);
+  return new Promise((resolve, reject) => {
+    const req = request(
+      {
+        host: u.hostname,
+        port: u.port,
+        path: u.pathname,
+        method: 'POST',
+        agent: false,
+        localAddress,
+        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), authorization: `Bearer ${token}` },
+      },
+      (res) => {
+        res.resume();
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, ...(res.headers['retry-after'] ? { retryAfter: res.headers['retry-after'] } : {}) }));
+      },
+    );
+    req.on('error', reject);
+    req.end(text);
+  });
+}
+
+// Issue 44: every enrolment refusal costs the API server a TokenReview (refusals are not
+// remembered), and any pod can present its own service account's token. Refusals spend the
+// address's failed-auth budget (AUTH_FAILURES_PER_MINUTE, here 3); once it is spent the address
+// gets 429 and the API server hears nothing more of it, however many requests it sends at once.
+describe('enrolment refusals are limited per address', () => {
+  const prefix = uniquePrefix('enrol-limit');
+  let api: FakeKubeApi;
+  let receiver: Receiver;
+  const reviews = () => api.requestsTo('POST', '/apis/authentication.k8s.io/v1/tokenreviews').length;
+
+  beforeAll(async () => {
+    api = await startFakeKubeApi();
+    api.addUser('token-a', agentUser('node-a', 'agent-a', 'uid-a'));
+    api.addUser('token-b', agentUser('node-b', 'agent-b', 'uid-b'));
+    // Any pod's own token: the API server accepts it, its account may not enrol.
+    api.addUser('token-web', agentUser('node-a', 'web-1', 'uid-web', `${NS}/default`));
+    receiver = await startReceiver(
+      testConfig({
+        redisUrl: redisUrl(),
+        queuePrefix: prefix,
+        operatorAuth: 'off',
+        enrolNodeAgents: [AGENT_SA],
+        authFailuresPerMinute: 3,
+      }),
+      { operatorKubeConfig: api.kubeConfig() },
+    );
+  });
+  afterAll(async () => {
+    await receiver?.close();
+    await api?.close();
+    await dropPrefix(prefix);
+  });
+
+  it('answers 429 with Retry-After once an address has spent its budget, without asking the API server; a legitimate agent still enrols', async () => {
+    // Under the limit, a legitimate enrolment is answered (and spends nothing).
+    expect(await enrolFrom(receiver.url, '127.0.7.1', 'token-a', { as: 'node-agent', node: 'node-a' })).toMatchObject({ status: 200 });
+    const before = reviews();
+    for (let i = 0; i < 3; i++)
+      expect(await enrolFrom(receiver.url, '127.0.7.1', 'token-web', { as: 'node-agent', node: 'node-a' })).toMatchObject({ status: 403 });
+    expect(reviews()).toBe(before + 3);
+    const limited = await enrolFrom(receiver.url, '127.0.7.1', 'token-web', { as: 'node-agent', node: 'node-a' });
+    expect(limited.status).toBe(429);
+    expect(Number(limited.retryAfter)).toBeGreaterThan(0);
+    expect(await enrolFrom(receiver.url, '127.0.7.1', 'no-such-token', { as: 'node-agent', node: 'node-a' })).toMatchObject({ status: 429 });
+    expect(reviews()).toBe(before + 3);
+    // Another address (another pod) is not held back by it.
+    expect(await enrolFrom(receiver.url, '127.0.7.2', 'token-b', { as: 'node-agent', node: 'node-b' })).toMatchObject({ status: 200 });
+  });
+
+  it('lets concurrent refusals from one address cost no more TokenReviews than its budget', async () => {
+    const before = reviews();
+    // Distinct unknown tokens (no review shared), all sent at once.
+    const answers = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => enrolFrom(receiver.url, '127.0.8.1', `guess-${i}`, { as: 'node-agent', node: 'node-a' })),
+    );
+    const statuses = answers.map((a) => a.status).sort();
+    expect(statuses.filter((s) => s === 401)).toHaveLength(3);
+    expect(statuses.filter((s) => s === 429)).toHaveLength(17);
+    expect(reviews() - before).toBe(3);
   });
 });

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Breakers, type BreakerCaps } from '../../src/adapters/controls/breakers.ts';
+import { controlKeys } from '../../src/core/controls/redis-keys.ts';
 import type { RedisConnection } from '../../src/adapters/redis/redis.ts';
 import { dropPrefixOn, uniquePrefix } from './redis.ts';
 
@@ -19,7 +20,7 @@ export function breakerContract(topology: string, connect: () => Promise<RedisCo
       redis = await connect();
     });
     afterAll(async () => {
-      for (const p of ['a', 'b', 'c']) await dropPrefixOn(redis, `${prefix}-${p}`);
+      for (const p of ['a', 'b', 'c', 'd']) await dropPrefixOn(redis, `${prefix}-${p}`);
       redis.disconnect();
     });
 
@@ -48,6 +49,20 @@ export function breakerContract(topology: string, connect: () => Promise<RedisCo
       expect((await b.states(caps)).map((s) => s.name)).not.toContain('node/n1');
       const r = await b.reserveDestructive(caps, { node: 'n1', jobId: 'after', stepId: 's' });
       expect(r).toMatchObject({ ok: true, nodeCount: 1 });
+    });
+
+    it("places a slot at the breakers' own clock, names it by when it was asked, and a repeat keeps the slot and its first time", async () => {
+      const b = new Breakers(redis, `${prefix}-d`, () => new Date(t));
+      const k = controlKeys(`${prefix}-d`);
+      // Asked "three hours ago" by the asker's clock: still a slot in this hour, at this clock's now.
+      const what = { node: 'n1', jobId: 'j', stepId: 's', askedAt: t - 3 * 3_600_000 };
+      const member = `j/s@${new Date(what.askedAt).toISOString()}`;
+      const placed = t;
+      expect(await b.reserveDestructive(caps, what)).toMatchObject({ ok: true, nodeCount: 1, clusterCount: 1 });
+      t += 10_000;
+      expect(await b.reserveDestructive(caps, what)).toMatchObject({ ok: true, nodeCount: 1, clusterCount: 1 });
+      expect(await redis.zrange(k.destructiveNode('n1'), 0, -1, 'WITHSCORES')).toEqual([member, String(placed)]);
+      expect(await redis.zrange(k.destructiveCluster, 0, -1, 'WITHSCORES')).toEqual([member, String(placed)]);
     });
 
     it('trips the storm breaker when more than M distinct nodes start within the window, and not for repeats of one node', async () => {

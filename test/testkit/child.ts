@@ -118,3 +118,44 @@ export function announce(line: string): void {
   if (process.send) process.send({ line });
   else process.stdout.write(`${line}\n`);
 }
+
+/**
+ * In a child run with --expose-gc: answers each IPC message `heap` with `{ heapUsed }` once full
+ * collections have left only what is still referenced (repeated until the figure settles). Does
+ * nothing without --expose-gc.
+ */
+export function answerHeapRequests(): void {
+  const gc = (globalThis as { gc?: () => void }).gc;
+  if (!gc || !process.send) return;
+  const settled = (): number => {
+    let last = Number.POSITIVE_INFINITY;
+    for (let i = 0; i < 10; i++) {
+      gc();
+      const used = process.memoryUsage().heapUsed;
+      if (Math.abs(last - used) < 64 * 1024) return used;
+      last = used;
+    }
+    return last;
+  };
+  process.on('message', (m) => {
+    if (m === 'heap') setImmediate(() => process.send?.({ heapUsed: settled() }));
+  });
+}
+
+/** The heap a child (started with --expose-gc, answering with answerHeapRequests) holds after full collections, in bytes. */
+export function heapUsedAfterGc(child: Child, timeoutMs = 30_000): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const onMessage = (m: unknown): void => {
+      if (!m || typeof m !== 'object' || !('heapUsed' in m) || typeof m.heapUsed !== 'number') return;
+      clearTimeout(t);
+      child.proc.off('message', onMessage);
+      resolve(m.heapUsed);
+    };
+    const t = setTimeout(() => {
+      child.proc.off('message', onMessage);
+      reject(new Error('no heap answer: was the child started with --expose-gc?'));
+    }, timeoutMs);
+    child.proc.on('message', onMessage);
+    child.proc.send('heap');
+  });
+}

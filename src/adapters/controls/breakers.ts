@@ -37,8 +37,21 @@ export function breakerCapsFromConfig(
 
 /** What a worker's gate asks of the breakers: this class on Redis, or the receiver on an agent's behalf (src/agents/engine/receiver-breakers.ts). */
 export interface BreakerPort {
-  reserveDestructive(caps: BreakerCaps, what: { node?: string; jobId: string; stepId: string }): Promise<Reservation>;
+  reserveDestructive(caps: BreakerCaps, what: SlotAsk): Promise<Reservation>;
   recordNodeActivity(caps: BreakerCaps, node: string, source?: string): Promise<TripRecord | undefined>;
+}
+
+/** A destructive step asking for a slot. */
+export interface SlotAsk {
+  node?: string;
+  jobId: string;
+  stepId: string;
+  /**
+   * When the step asked, by the asker's clock (epoch ms): with the job and step, the slot's
+   * identity, so the same ask sent again takes the same slot. Never the slot's time in the window,
+   * which is this Breakers' clock (the receiver's, for an agent's ask). Default: that clock's now.
+   */
+  askedAt?: number;
 }
 
 export type Reservation = { ok: true; nodeCount: number; clusterCount: number; tripped: TripRecord[] } | { ok: false; blockedBy: TripRecord };
@@ -59,13 +72,13 @@ for _, f in ipairs({'storm', 'cluster', nodeField}) do
   end
 end
 redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now - window)
-redis.call('ZADD', KEYS[3], now, member)
+redis.call('ZADD', KEYS[3], 'NX', now, member)
 redis.call('PEXPIRE', KEYS[3], window)
 local c = redis.call('ZCARD', KEYS[3])
 local n = 0
 if nodeField ~= '' then
   redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now - window)
-  redis.call('ZADD', KEYS[2], now, member)
+  redis.call('ZADD', KEYS[2], 'NX', now, member)
   redis.call('PEXPIRE', KEYS[2], window)
   n = redis.call('ZCARD', KEYS[2])
   redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', now - window)
@@ -156,8 +169,12 @@ export class Breakers implements BreakerPort {
     this.#now = now;
   }
 
-  /** Before a destructive step: take a slot, or say which tripped breaker blocks it. */
-  async reserveDestructive(caps: BreakerCaps, what: { node?: string; jobId: string; stepId: string }): Promise<Reservation> {
+  /**
+   * Before a destructive step: take a slot, or say which tripped breaker blocks it. A slot is the
+   * ask's member (job, step, askedAt) at this clock's now; an ask already in the window keeps its
+   * first time (ZADD NX), so a repeat neither adds a slot nor stretches its hour.
+   */
+  async reserveDestructive(caps: BreakerCaps, what: SlotAsk): Promise<Reservation> {
     const now = this.#now();
     const nodeField = what.node ? `node/${what.node}` : '';
     // Four keys, one slot (the breakers' hash tag): a node-less step passes a placeholder key of the same slot, never written.
@@ -171,7 +188,7 @@ export class Breakers implements BreakerPort {
       nodeField,
       String(caps.nodePerHour),
       String(caps.clusterPerHour),
-      `${what.jobId}/${what.stepId}@${now.toISOString()}`,
+      `${what.jobId}/${what.stepId}@${new Date(what.askedAt ?? now.getTime()).toISOString()}`,
       now.toISOString(),
     )) as [number, ...unknown[]];
     if (r[0] === 0) {

@@ -8,6 +8,11 @@ import { GenerationalMap } from '../../core/collections/generational-map.ts';
 // tokens learns nothing more until it refills (a right token included: otherwise the one answer
 // that is not 429 would tell it which one was right). IPv6 clients are counted per /64, since
 // one host usually holds the whole /64.
+//
+// It is itself a cache keyed by what a request brings (its address), on paths nobody has
+// authenticated yet: bounded by `capacity` addresses (a GenerationalMap that keeps the most
+// recently failing; each entry an address key and two numbers). An attacker with more addresses
+// than that pushes the oldest out (they get their budget back early), never the memory up.
 
 export interface FailedAuthLimiterOptions {
   perMinute: number;
@@ -65,5 +70,25 @@ export class FailedAuthLimiter {
     const key = clientKey(ip);
     const b = this.#level(key);
     this.#buckets.set(key, { tokens: Math.max(0, b.tokens - 1), at: b.at });
+  }
+
+  /**
+   * Spends one failure ahead of an attempt whose outcome comes after an await (a TokenReview), so
+   * concurrent attempts cannot all pass the check before the first is counted: undefined when
+   * spent (forgive gives it back if the attempt turns out right), else the seconds to wait.
+   */
+  charge(ip: string): number | undefined {
+    const wait = this.retryAfter(ip);
+    if (wait === undefined) this.failed(ip);
+    return wait;
+  }
+
+  /** Gives back one failure charged for an attempt that turned out right (or was never judged). */
+  forgive(ip: string): void {
+    if (this.#perMinute <= 0) return;
+    const key = clientKey(ip);
+    const b = this.#level(key);
+    if (b.tokens + 1 >= this.#perMinute) this.#buckets.delete(key);
+    else this.#buckets.set(key, { tokens: b.tokens + 1, at: b.at });
   }
 }

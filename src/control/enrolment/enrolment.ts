@@ -33,7 +33,7 @@ export class Enrolment {
   readonly #redisUsers: NodeRedisUserPort | undefined;
   readonly #renewAfterSeconds: number;
   readonly #registry: QueueRegistryPort | undefined;
-  /** Queues recorded by this process: a renewal does not write again. */
+  /** Queues recorded by this process: a renewal does not write again. Only queues of identities TokenReview proved: the fleet's nodes. */
   readonly #recorded = new Set<string>();
 
   constructor(o: {

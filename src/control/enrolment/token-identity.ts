@@ -44,7 +44,9 @@ export class TokenIdentities {
   readonly #nodeAgents: ReadonlySet<string>;
   readonly #clusterWorkers: ReadonlySet<string>;
   readonly #now: () => number;
+  /** Tokens the API server accepted (refusals are never kept): at most MAX_ENTRIES, the expired and then the oldest dropped first. */
   readonly #known = new Map<string, { outcome: IdentityOutcome; until: number }>();
+  /** Reviews in flight, one per distinct token: as many as requests waiting on the API server (the route charges the failed-auth budget before each). */
   readonly #pending = new Map<string, Promise<IdentityOutcome>>();
   /** TokenReviews made (the enrolment bench counts them). */
   reviews = 0;

@@ -103,7 +103,12 @@ export function createApp(deps: AppDeps): Express {
   );
   // Enrolled agents take breaker slots here, sealed with their node's work key: not an operator route.
   if (deps.agentBreakers)
-    app.use(breakerSlotRoutes({ redis: deps.redis, prefix: deps.prefix, ...deps.agentBreakers, log: deps.log }, [refuseCrossSiteWrites(), body]));
+    app.use(
+      breakerSlotRoutes({ redis: deps.redis, prefix: deps.prefix, ...deps.agentBreakers, limiter: deps.authLimiter, log: deps.log }, [
+        refuseCrossSiteWrites(),
+        body,
+      ]),
+    );
   // Every other /v1 route: an operator identity with the route's RBAC verb (src/control/auth/permissions.ts).
   app.use('/v1', refuseCrossSiteWrites(), operatorGate(deps.operatorAuth), body);
   app.use(

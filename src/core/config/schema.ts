@@ -191,9 +191,10 @@ export function configSchema() {
        */
       trustedProxyCidrs: z._default(z.array(z.string().check(z.refine(isCidr, 'an IPv4 or IPv6 network in CIDR form, e.g. 10.0.0.0/8'))), []),
       /**
-       * AUTH_FAILURES_PER_MINUTE: failed authentications (bearer tokens, dashboard sign-ins) one
-       * client address may make per minute, as a bucket of this size refilled at this rate; beyond
-       * it every attempt from the address gets 429 with Retry-After. 0: no limit. Default 20.
+       * AUTH_FAILURES_PER_MINUTE: failed authentications (bearer tokens, dashboard sign-ins,
+       * refused enrolments and agents' breaker asks) one client address may make per minute, as a
+       * bucket of this size refilled at this rate; beyond it every attempt from the address gets
+       * 429 with Retry-After. 0: no limit. Default 20.
        */
       authFailuresPerMinute: z._default(z.coerce.number().check(z.int(), z.gte(0)), 20),
       /** BODY_LIMIT: largest webhook body accepted, in bytes (larger: 413). */

@@ -42,6 +42,21 @@ describe('the failed-auth limiter', () => {
     expect(l.retryAfter('2001:db8:1:3::1')).toBeUndefined();
   });
 
+  it('charges a failure before the outcome is known, refuses the charge once empty, and gives it back when forgiven', () => {
+    const t = 0;
+    const l = new FailedAuthLimiter({ perMinute: 2, now: () => t });
+    // Two attempts in flight at once: both charged, a third waits before anything is asked.
+    expect(l.charge('192.0.2.1')).toBeUndefined();
+    expect(l.charge('192.0.2.1')).toBeUndefined();
+    expect(l.charge('192.0.2.1')).toBe(30);
+    // Both turned out right: the budget is whole again.
+    l.forgive('192.0.2.1');
+    l.forgive('192.0.2.1');
+    expect(l.charge('192.0.2.1')).toBeUndefined();
+    expect(l.charge('192.0.2.1')).toBeUndefined();
+    expect(l.retryAfter('192.0.2.1')).toBe(30);
+  });
+
   it('0 per minute: no limit', () => {
     const l = new FailedAuthLimiter({ perMinute: 0 });
     for (let i = 0; i < 1000; i++) l.failed('192.0.2.1');
