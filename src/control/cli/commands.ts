@@ -306,7 +306,7 @@ export async function show(api: ApiClient, id: string, o: Opts, out: Out): Promi
             e.at,
             e.by,
             e.target === `job/${i.id}` ? e.action : `${e.action} ${e.target}`,
-            `${e.why}${e.verified === false ? ' [NOT VERIFIED]' : ''}`,
+            `${e.why}${e.verified === false ? ` [NOT VERIFIED: ${e.unverifiedWhy ?? 'not written by the process that acted'}]` : ''}`,
           ]),
           80,
         ),

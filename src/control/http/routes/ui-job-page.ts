@@ -174,7 +174,7 @@ ${i.target !== undefined ? `<details id="target"><summary>target</summary><pre>$
           : actionForm(ctx, { action: 'pause', id: 'pause-node', url: '/ui/pause', label: `Pause ${node}`, fields: { node }, back: v.self })
       }</section>`
     : '';
-  const audit = `<section aria-labelledby="audit-h"><h2 id="audit-h">Audit trail</h2>${v.audit.length ? `<table><thead><tr><th>when</th><th>who</th><th>what</th><th>why</th></tr></thead><tbody>${v.audit.map((e) => `<tr data-action="${esc(e.action)}"><td>${time(e.at)}</td><td>${esc(e.by)}</td><td>${esc(e.action)}${e.target !== `job/${i.id}` ? ` <code>${esc(e.target)}</code>` : ''}</td><td>${esc(e.why)}${e.verified === false ? ` <strong class="unverified" title="${esc(e.unverifiedWhy ?? '')}">not verified: not written by the process that acted</strong>` : ''}</td></tr>`).join('')}</tbody></table>` : '<p>No entries.</p>'}</section>`;
+  const audit = `<section aria-labelledby="audit-h"><h2 id="audit-h">Audit trail</h2>${v.audit.length ? `<table><thead><tr><th>when</th><th>who</th><th>what</th><th>why</th></tr></thead><tbody>${v.audit.map((e) => `<tr data-action="${esc(e.action)}"><td>${time(e.at)}</td><td>${esc(e.by)}</td><td>${esc(e.action)}${e.target !== `job/${i.id}` ? ` <code>${esc(e.target)}</code>` : ''}</td><td>${esc(e.why)}${e.verified === false ? ` <strong class="unverified" title="${esc(e.unverifiedWhy ?? '')}">not verified: ${esc(e.unverifiedWhy ?? 'not written by the process that acted')}</strong>` : ''}</td></tr>`).join('')}</tbody></table>` : '<p>No entries.</p>'}</section>`;
   const log = `<details id="job-log"><summary>Job log (${v.log.length} lines)</summary><pre>${esc(v.log.join('\n'))}</pre></details>`;
   return layout(
     `volume-medic: ${i.runbook} on ${i.node}`,
