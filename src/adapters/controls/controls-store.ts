@@ -6,6 +6,7 @@ import { execAll } from '../redis/exec-all.ts';
 import type { RedisConnection } from '../redis/redis.ts';
 import type { Mode } from '../../core/catalogue/result.ts';
 import { knownQueuesKey } from '../redis/known-queues.ts';
+import { nodeOfQueue } from '../../core/catalogue/queues.ts';
 import { controlKeys, queueControlKeys, type ControlKeys } from '../../core/controls/redis-keys.ts';
 import { readEach } from './queue-reads.ts';
 import { AuditEntry, ModeOverride, ParkedJob, PauseRecord, parseJson } from '../../core/controls/records.ts';
@@ -413,6 +414,8 @@ export class ControlsStore {
    * Every known queue's parked jobs (and the transition hash's live ones), oldest first. A
    * record counts only under the queue it names: a node's user can write its own hash only, and
    * a record there claiming another queue's job would otherwise get that job promoted or shown.
+   * Its node is its queue's (a record in node-a's hash naming node-b is node-a's: shown, counted
+   * and released as node-a's).
    */
   async parkedJobs(): Promise<ParkedJob[]> {
     const queues = await this.#queues();
@@ -428,7 +431,9 @@ export class ControlsStore {
     queues.forEach((q, i) => {
       for (const [jobId, t] of Object.entries(hashes[i + 1] ?? {})) {
         const p = parseJson(ParkedJob, t);
-        if (p && p.queue === q && p.jobId === jobId) byId.set(jobId, p);
+        if (!p || p.queue !== q || p.jobId !== jobId) continue;
+        const own = nodeOfQueue(q);
+        byId.set(jobId, own === undefined || p.node === own ? p : { ...p, node: own });
       }
     });
     return [...byId.values()].sort((a, b) => a.since.localeCompare(b.since));

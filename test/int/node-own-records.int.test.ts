@@ -16,22 +16,25 @@ import { testConfig } from '../support/config.ts';
 import { TEST_KEYS_DIR } from '../support/trust.ts';
 import { uniquePrefix } from '../support/redis.ts';
 import { startOperators, type Operators } from '../testkit/operators.ts';
-import { getJson } from '../testkit/payloads.ts';
+import { alertmanagerBody, getJson, nodeNotReadyAlert, post } from '../testkit/payloads.ts';
 import { startPrivateRedis, type PrivateRedis } from '../testkit/redis-server.ts';
 
-// Issue 44, item 6 and the LOW "a node can restart its own audit list", against real processes:
-// a real redis-server with node-a's own Redis user as the receiver makes it (its queue's keys
-// only), node-a's agent key (its queue's only, as enrolment hands it out), and the real receiver's
-// GET /v1/controls/audit.
-// - node-a's user appends and seals, in its own list, `mode-enforce` in alice@example.com's name:
-//   its seal holds, but it is shown not verified, saying why; node-a's own entries still verify.
-// - node-a deletes its list and starts again at 1: a receiver started afterwards (nothing in its
-//   memory) still reports the list as started again, because the receivers keep what they saw in a
-//   key node-a's user cannot write.
+// Issue 44: what node-a can write with its own Redis user (the receiver's per-node ACL user: its
+// queue's keys only) and its agent key (its queue's only, as enrolment hands it out), and what the
+// real receiver then shows, against a real redis-server.
+// - Item 6: node-a appends and seals, in its own audit list, `mode-enforce` in alice@example.com's
+//   name: its seal holds, but GET /v1/controls/audit shows it not verified, saying why; node-a's
+//   own entries still verify.
+// - LOW: node-a deletes its audit list and starts again at 1: a receiver started afterwards
+//   (nothing in its memory) still reports the list as started again, because the receivers keep
+//   what they saw in a key node-a's user cannot write.
+// - LOW: node-a rewrites a job record in its queue (and a parked record) to name node-b: the jobs
+//   API and the console's incident show it as node-a's, saying what the record claims.
 
 const NODE = 'node-a';
 const QUEUE = nodeQueueName(NODE);
 const PASSWORD = 'node-a-password-0123456789';
+const TOKEN = 'node-own-records-webhook-token-0123';
 const silent = createLogger('test', 'silent');
 
 interface AuditAnswer {
@@ -50,7 +53,7 @@ describe("a node's audit list, as its own Redis user and key can write it", () =
   let agentStore: () => ControlsStore;
 
   const startOne = async (): Promise<Receiver> =>
-    startReceiver(testConfig({ redisUrl: redis.url, queuePrefix: prefix }), { operatorKubeConfig: ops.api.kubeConfig(), log: silent });
+    startReceiver(testConfig({ redisUrl: redis.url, queuePrefix: prefix, tokens: [TOKEN] }), { operatorKubeConfig: ops.api.kubeConfig(), log: silent });
   const audit = async (): Promise<AuditAnswer> => (await getJson(`${receiver!.url}/v1/controls/audit?limit=200`, ops.token('oncall-olga'))) as AuditAnswer;
 
   beforeAll(async () => {
@@ -115,5 +118,36 @@ describe("a node's audit list, as its own Redis user and key can write it", () =
     receiver = await startOne();
     r = await audit();
     expect(r.problems).toEqual([{ list: QUEUE, missing: [], restartedBelow: 3 }]);
+  });
+
+  it("shows a job record node-a rewrote to name node-b as node-a's, saying what the record claims", async () => {
+    const stored = await post(`${receiver!.url}/v1/alertmanager`, alertmanagerBody([nodeNotReadyAlert(NODE, 'resolved', 'fpnodeownrecords')]), TOKEN);
+    expect(stored.status).toBe(202);
+    const id = stored.json.accepted[0].id as string;
+    const jobKey = `${prefix}:${QUEUE}:${id}`;
+    const data = JSON.parse((await nodeA.hget(jobKey, 'data'))!) as { target: { node: string } };
+    // What node-a's own user may do to its own queue's records.
+    await nodeA.hset(jobKey, 'data', JSON.stringify({ ...data, target: { ...data.target, node: 'node-b' } }));
+    const parked = {
+      jobId: id,
+      queue: QUEUE,
+      runbook: 'residual-multipath-cleanup',
+      node: 'node-b',
+      reason: 'paused',
+      why: 'x',
+      since: new Date().toISOString(),
+    };
+    await nodeA.hset(queueControlKeys(prefix, QUEUE).parked, id, JSON.stringify(parked));
+    const token = ops.token('oncall-olga');
+
+    const job = await getJson(`${receiver!.url}/v1/jobs/${id}`, token);
+    expect(job).toMatchObject({ id, queue: QUEUE, node: NODE, recordNames: 'node-b' });
+    const incident = await getJson(`${receiver!.url}/v1/jobs/${id}/incident`, token);
+    expect(incident.incident).toMatchObject({ node: NODE, recordNames: 'node-b' });
+    const listed = (await getJson(`${receiver!.url}/v1/jobs`, token)).jobs.find((j: { id: string }) => j.id === id);
+    expect(listed).toMatchObject({ node: NODE, recordNames: 'node-b' });
+    expect((await getJson(`${receiver!.url}/v1/jobs?node=node-b`, token)).jobs).toEqual([]);
+    const controls = await getJson(`${receiver!.url}/v1/controls`, token);
+    expect(controls.parked.find((p: { jobId: string }) => p.jobId === id)).toMatchObject({ node: NODE });
   });
 });
