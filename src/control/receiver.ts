@@ -142,6 +142,10 @@ export async function startReceiver(config: Config, opts: ReceiverOptions = {}):
           }
         : {}),
       metrics: createKubeMetrics(metrics.registry),
+      // What the watch did not believe counts where the webhooks' does.
+      onIgnored: (ignored) => {
+        for (const i of ignored) metrics.ignored.inc({ source: i.source, reason: i.reason });
+      },
       reconcileIntervalMs: config.kubeReconcileSeconds * 1000,
     });
   }

@@ -256,4 +256,45 @@ describe('retrying a failed job (receiver, real agent, real Redis)', () => {
     expect(r.status).toBe(422);
     expect(r.json.error).toMatch(/rbd-unmap is issued by the cluster worker only.*retry the job that asked for it \(rbd_parent_1\)/);
   });
+
+  // Issue 44, LOW: a retry is sealed as the receiver's work, so it must not launder what another
+  // issuer sealed: node-a's agent holds its queue's key and can seal anything into its own queue.
+  it("never makes a node agent's own sealed work the receiver's: neither work it may not issue nor its own check's", async () => {
+    const agentSealer = testSealer('node-agent');
+    const place: RemediationJob = {
+      version: 1,
+      key: 'lpv_by_agent_1',
+      runbook: 'local-pv-placeholder',
+      action: 'place',
+      target: { node: NODE, pv: 'pv-local-1', path: '/dev/disk/by-id/wwn-0x5000c500a1b2c3d4' },
+      evidence: [{ source: 'agent', summary: 'sealed by the node itself', raw: null }],
+    };
+    const ownCheck: RemediationJob = {
+      version: 1,
+      key: 'residual_by_agent_1',
+      runbook: 'residual-multipath-cleanup',
+      target: { node: NODE },
+      evidence: [{ source: 'agent', summary: 'an interrupted cleanup to finish', raw: null }],
+    };
+    await runbook.host.writeFile('/w/broken', 'yes');
+    await runbook.host.unlink('/w/finish');
+    await redis.sadd(knownQueuesKey(prefix), queueName);
+    for (const job of [place, ownCheck]) {
+      await queue.add(job.runbook, sealJob(agentSealer, queueName, job, 86_400_000), { jobId: job.key, attempts: 1 });
+      await waitFor(`${job.key} failed`, async () => ((await queue.getJob(job.key))?.finishedOn ? true : undefined), 15_000);
+    }
+    // The agent itself refused the placement (a node agent does not issue it); its own check ran and failed.
+    expect((await queue.getJob(place.key))?.failedReason).toMatch(/untrusted work refused \(wrong-issuer\)/);
+    expect((await queue.getJob(ownCheck.key))?.failedReason).toMatch(/the device is busy/);
+    const never = await retry(place.key, { why: 'looks legit' });
+    expect(never.status).toBe(422);
+    expect(never.json.error).toMatch(
+      /sealed by the agent of node retry-node, which may not issue it \(a node agent issues only its own checks' work.*it was never valid work/,
+    );
+    const own = await retry(ownCheck.key, { why: 'again please' });
+    expect(own.status).toBe(422);
+    expect(own.json.error).toMatch(/the agent of node retry-node issued it \(its own check\), not the receiver/);
+    for (const job of [place, ownCheck]) expect(await queue.getJobState(`${job.key}.r1`)).toBe('unknown');
+    await runbook.host.unlink('/w/broken');
+  });
 });

@@ -1,10 +1,12 @@
 import { Cluster, type ChainableCommander } from 'ioredis';
 import { AuditAppender } from './audit-append.ts';
-import { checkAuditList, FLEET_AUDIT_SCOPE, type CheckedAuditEntry } from '../../core/controls/audit-seal.ts';
+import { AuditMarks } from './audit-marks.ts';
+import { checkAuditList, FLEET_AUDIT_SCOPE, type AuditMark, type CheckedAuditEntry } from '../../core/controls/audit-seal.ts';
 import { execAll } from '../redis/exec-all.ts';
 import type { RedisConnection } from '../redis/redis.ts';
 import type { Mode } from '../../core/catalogue/result.ts';
 import { knownQueuesKey } from '../redis/known-queues.ts';
+import { nodeOfQueue } from '../../core/catalogue/queues.ts';
 import { controlKeys, queueControlKeys, type ControlKeys } from '../../core/controls/redis-keys.ts';
 import { readEach } from './queue-reads.ts';
 import { AuditEntry, ModeOverride, ParkedJob, PauseRecord, parseJson } from '../../core/controls/records.ts';
@@ -137,8 +139,8 @@ export class ControlsStore {
 
   /** `trust`: the API seals what it writes; workers verify what they read (sealed-records.ts). */
   readonly #audit: ControlTrust['audit'];
-  /** The greatest number seen per audit list: a list started again below it is reported. */
-  readonly #auditSeen = new Map<string, number>();
+  /** What was seen of each audit list, kept in Redis: a list started again since is reported. */
+  readonly #auditMarks: AuditMarks;
   readonly #appender: AuditAppender;
   /** Copies in the node queues' slots, when kept (ControlsStoreOptions.mirrors). */
   readonly mirrors: ControlMirrors | undefined;
@@ -154,6 +156,7 @@ export class ControlsStore {
     this.#now = now;
     this.#sealed = new SealedRecords(trust);
     this.#appender = new AuditAppender(redis, trust?.audit?.sealer, AUDIT_KEEP);
+    this.#auditMarks = new AuditMarks(redis, prefix);
   }
 
   /**
@@ -253,32 +256,37 @@ export class ControlsStore {
 
   /**
    * auditLog, and per list what does not add up: numbers missing between the entries read, and a
-   * list that started again below a number this process saw before. With the roots (the
-   * receiver), every entry says whether its writer's seal holds (`verified`).
+   * list that started again since a receiver read it (audit-marks.ts). With the roots (the
+   * receiver), every entry says whether its writer's seal holds and it is in its writer's name
+   * (`verified`).
    */
   async auditReport(limit = 100): Promise<AuditRead> {
     const queues = await this.#queues();
     const scopes = [FLEET_AUDIT_SCOPE, ...queues];
-    const lists = (await readEach(this.redis, [this.keys.audit, ...queues.map((q) => queueControlKeys(this.#prefix, q).audit)], {
-      cmd: 'lrange',
-      count: limit,
-    })) as string[][];
     const roots = this.#audit?.roots;
+    const [lists, marks] = await Promise.all([
+      readEach(this.redis, [this.keys.audit, ...queues.map((q) => queueControlKeys(this.#prefix, q).audit)], { cmd: 'lrange', count: limit }) as Promise<
+        string[][]
+      >,
+      roots ? this.#auditMarks.read(scopes) : Promise.resolve([]),
+    ]);
     const perList: AuditRead['entries'][] = [];
     const problems: AuditRead['problems'] = [];
+    const raised = new Map<string, AuditMark>();
     lists.forEach((rows, i) => {
       const scope = scopes[i]!;
       if (!roots) {
         perList.push(rows.map((r) => parseJson(AuditEntry, r)).filter((e): e is AuditEntry => e !== undefined));
         return;
       }
-      const c = checkAuditList(roots, scope, rows, this.#auditSeen.get(scope) ?? 0);
-      const newest = c.entries.find((e) => e.verified && e.seq !== undefined)?.seq;
-      if (newest !== undefined) this.#auditSeen.set(scope, Math.max(newest, this.#auditSeen.get(scope) ?? 0));
+      const seen = marks[i] ?? { seq: 0 };
+      const c = checkAuditList(roots, scope, rows, seen);
+      if (c.mark && c.mark.seq > seen.seq) raised.set(scope, c.mark);
       perList.push(c.entries);
       if (c.missing.length > 0 || c.restartedBelow !== undefined)
         problems.push({ list: scope, missing: c.missing, ...(c.restartedBelow !== undefined ? { restartedBelow: c.restartedBelow } : {}) });
     });
+    await this.#auditMarks.raise(raised);
     return { entries: mergeNewestFirst(perList, limit), problems };
   }
 
@@ -468,6 +476,8 @@ export class ControlsStore {
    * Every known queue's parked jobs (and the transition hash's live ones), oldest first. A
    * record counts only under the queue it names: a node's user can write its own hash only, and
    * a record there claiming another queue's job would otherwise get that job promoted or shown.
+   * Its node is its queue's (a record in node-a's hash naming node-b is node-a's: shown, counted
+   * and released as node-a's).
    */
   async parkedJobs(): Promise<ParkedJob[]> {
     const queues = await this.#queues();
@@ -483,7 +493,9 @@ export class ControlsStore {
     queues.forEach((q, i) => {
       for (const [jobId, t] of Object.entries(hashes[i + 1] ?? {})) {
         const p = parseJson(ParkedJob, t);
-        if (p && p.queue === q && p.jobId === jobId) byId.set(jobId, p);
+        if (!p || p.queue !== q || p.jobId !== jobId) continue;
+        const own = nodeOfQueue(q);
+        byId.set(jobId, own === undefined || p.node === own ? p : { ...p, node: own });
       }
     });
     return [...byId.values()].sort((a, b) => a.since.localeCompare(b.since));

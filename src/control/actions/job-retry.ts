@@ -1,12 +1,13 @@
 import { JOB_ID } from '../../core/catalogue/idempotency-keys.ts';
 import { RemediationJob, jobNode } from '../../core/catalogue/jobs.ts';
-import { queueFor } from '../../core/catalogue/queues.ts';
+import { nodeOfQueue, queueFor } from '../../core/catalogue/queues.ts';
 import type { IncidentIndex } from '../../adapters/jobstore/incident-index.ts';
 import type { FoundJob, JobStore } from '../../core/jobs/job-store.ts';
 import type { Keyring } from '../../core/trust/keyring.ts';
 import type { Sealer } from '../../core/trust/seal.ts';
 import { SEAL_FIELD, issuerMayNot, sealJob, verifyJobProvenance } from '../../core/trust/work.ts';
 import type { Asked, ControlsStore } from '../../adapters/controls/controls-store.ts';
+import type { Role } from '../../core/trust/roles.ts';
 
 // An operator's retry of a failed job. Not BullMQ's job.retry(): that would put the
 // old sealed data back on the queue, which the agent rightly refuses as a replay of finished work
@@ -15,12 +16,29 @@ import type { Asked, ControlsStore } from '../../adapters/controls/controls-stor
 // - only for data it can trace to an issuer: the old seal must verify (its age aside), so a
 //   retry never launders data someone wrote into Redis into sealed work;
 // - only for work the receiver may issue (an `rbd-unmap` is the cluster worker's: retry the
-//   rbd-stale-mapping job that asked for it);
+//   rbd-stale-mapping job that asked for it), and that the receiver issued in the first place:
+//   what a node's agent or the cluster worker sealed stays theirs (notReissued below);
 // - its key is `<first key>.r<n>` and it carries `retry: { of, n }`, so the agent keeps the host
 //   journal under the first key: a step that took effect in an earlier job of the line is not
 //   done twice, while every other check (seal, node, mode, pause, approval, evidence) runs as
 //   for any job. Approvals are per job: a retried high-risk step is approved again.
 // The failed job stays as it was (its page links to the retry); both are in the audit trail.
+
+/**
+ * Why work another component issued is not sealed again as the receiver's, or undefined. A retry
+ * makes the receiver the issuer: work sealed by a node's agent (its own check, or anything it
+ * sealed into its own queue) or by the cluster worker would become work the receiver vouches
+ * for, beyond what its real issuer may ask (src/core/trust/work.ts issuerMayNot). Not even work
+ * that issuer may ask for: it is that issuer's decision, made from what it saw, and it issues
+ * it again when it still sees it.
+ */
+function notReissued(issuer: Role, job: RemediationJob, queue: string): string | undefined {
+  const who = issuer === 'node-agent' ? `the agent of node ${nodeOfQueue(queue) ?? '?'}` : `the ${issuer}`;
+  const never = issuerMayNot(issuer, job);
+  if (never) return `it was sealed by ${who}, which may not issue it (${never}): it was never valid work, and is not made the receiver's now`;
+  if (issuer === 'receiver') return undefined;
+  return `${who} issued it (its own check), not the receiver: a retry is sealed as the receiver's work, which would vouch for what only ${who} decided; ${who} issues it again while it still finds the work, or start from a new signal`;
+}
 
 export interface JobRetryOptions {
   jobs: JobStore;
@@ -59,13 +77,15 @@ export class JobRetry {
     if (!parsed.success) return { ok: false, status: 422, error: `job ${id} does not match the job catalogue: it is never sealed again` };
     const old = parsed.data;
     const provenance = this.#provenance(queue, id, job.data);
-    if (provenance) return { ok: false, status: 422, error: `job ${id} is not retried: ${provenance}` };
+    if (provenance.why) return { ok: false, status: 422, error: `job ${id} is not retried: ${provenance.why}` };
     const issuer = this.#o.trust.sealer?.role ?? 'receiver';
     const notOurs = issuerMayNot(issuer, old);
     if (notOurs) {
       const parent = old.runbook === 'rbd-unmap' && old.parent ? `; retry the job that asked for it (${old.parent})` : '';
       return { ok: false, status: 422, error: `job ${id} is not retried: ${notOurs}${parent}` };
     }
+    const otherIssuer = provenance.issuer && provenance.issuer !== issuer ? notReissued(provenance.issuer, old, queue) : undefined;
+    if (otherIssuer) return { ok: false, status: 422, error: `job ${id} is not retried: ${otherIssuer}` };
     const of = old.retry?.of ?? old.key;
     const n = (old.retry?.n ?? 0) + 1;
     const key = `${of}.r${n}`;
@@ -100,13 +120,13 @@ export class JobRetry {
     return { ok: true, id: key, queue: queueName, of: id, retry: { of, n } };
   }
 
-  /** Why the stored data may not be sealed again, or undefined when it may. */
-  #provenance(queue: string, id: string, data: unknown): string | undefined {
+  /** Why the stored data may not be sealed again (`why`), or who issued it (`issuer`; none: unsigned, allowed). */
+  #provenance(queue: string, id: string, data: unknown): { why?: string; issuer?: Role } {
     const t = this.#o.trust;
     const sealed = data !== null && typeof data === 'object' && (data as Record<string, unknown>)[SEAL_FIELD] !== undefined;
-    if (!sealed) return t.allowUnsigned ? undefined : 'it carries no seal, and ALLOW_UNSIGNED_WORK is off: work nobody issued is not sealed now';
+    if (!sealed) return t.allowUnsigned ? {} : { why: 'it carries no seal, and ALLOW_UNSIGNED_WORK is off: work nobody issued is not sealed now' };
     const v = verifyJobProvenance(t.ring, queue, id, data);
-    return v.ok ? undefined : `its seal does not hold (${v.reason}: ${v.detail}); only work traced to an issuer is sealed again`;
+    return v.ok ? { issuer: v.seal.iss } : { why: `its seal does not hold (${v.reason}: ${v.detail}); only work traced to an issuer is sealed again` };
   }
 
   #find(id: string): Promise<FoundJob | undefined> {

@@ -138,7 +138,8 @@ export class OperatorActions {
   async pendingApprovals(): Promise<ApprovalRecord[]> {
     const parked = (await this.store.parkedJobs()).filter((p) => p.reason === 'approval');
     const recs = await Promise.all(parked.map((p) => this.approvals.get(p.queue, p.jobId)));
-    return recs.filter((r): r is ApprovalRecord => r?.state === 'pending');
+    // Listed under the node of the queue each was found in, whatever the record names (parkedJobs).
+    return recs.flatMap((r, i) => (r?.state === 'pending' ? [{ ...r, node: parked[i]!.node ?? r.node }] : []));
   }
 
   approve(jobId: string, asked: Asked): Promise<DecisionResult> {

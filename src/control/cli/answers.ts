@@ -42,7 +42,7 @@ export const ExplainAnswer = z.looseObject({
 });
 
 export const JobsAnswer = z.looseObject({
-  jobs: z.array(z.looseObject({ id: s, node: opt(s), runbook: s, state: s, outcome: opt(s), attemptsMade: n, createdAt: s })),
+  jobs: z.array(z.looseObject({ id: s, node: opt(s), recordNames: opt(s), runbook: s, state: s, outcome: opt(s), attemptsMade: n, createdAt: s })),
 });
 
 export const FleetAnswer = z.looseObject({

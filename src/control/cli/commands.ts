@@ -92,7 +92,15 @@ export async function jobs(api: ApiClient, o: Opts, out: Out): Promise<void> {
   out(
     table(
       ['id', 'node', 'runbook', 'state', 'outcome', 'attempts', 'created'],
-      r.jobs.map((j) => [j.id, j.node ?? '', j.runbook, j.state, j.outcome ?? '', j.attemptsMade, j.createdAt]),
+      r.jobs.map((j) => [
+        j.id,
+        `${j.node ?? ''}${j.recordNames ? ` (record names ${j.recordNames})` : ''}`,
+        j.runbook,
+        j.state,
+        j.outcome ?? '',
+        j.attemptsMade,
+        j.createdAt,
+      ]),
       200,
     ),
   );
@@ -252,6 +260,7 @@ export async function show(api: ApiClient, id: string, o: Opts, out: Out): Promi
       ['job', `${i.id} (queue ${i.queue})`],
       ['runbook', i.runbook],
       ['node', i.node],
+      ['record', i.recordNames ? `names node ${i.recordNames}, but it is in ${i.node}'s queue: it is ${i.node}'s, whatever its record says` : undefined],
       ['state', `${i.state}, attempts ${i.attemptsMade}`],
       ['mode', i.mode ? `${i.mode}${i.modeWhy ? ` (${i.modeWhy})` : ''}` : undefined],
       [
@@ -306,7 +315,7 @@ export async function show(api: ApiClient, id: string, o: Opts, out: Out): Promi
             e.at,
             e.by,
             e.target === `job/${i.id}` ? e.action : `${e.action} ${e.target}`,
-            `${e.why}${e.verified === false ? ' [NOT VERIFIED]' : ''}`,
+            `${e.why}${e.verified === false ? ` [NOT VERIFIED: ${e.unverifiedWhy ?? 'not written by the process that acted'}]` : ''}`,
           ]),
           80,
         ),

@@ -1,6 +1,6 @@
 import type { StoredJob } from '../../core/jobs/job-store.ts';
-import { RemediationJob, jobNode } from '../../core/catalogue/jobs.ts';
-import { nodeOfQueue } from '../../core/catalogue/queues.ts';
+import { RemediationJob } from '../../core/catalogue/jobs.ts';
+import { nodeOfStoredJob } from '../../core/catalogue/queues.ts';
 
 // One incident as the console shows it, read from a BullMQ job: what started it (the signal's
 // evidence), where, the plan with every step's status, evidence and argv, refusals, and why it
@@ -50,7 +50,10 @@ interface SignalView {
 export interface Incident {
   id: string;
   queue: string;
+  /** A node queue's own node whatever the record says, else the node the job concerns, else `(cluster)`. */
   node: string;
+  /** The node the job's record names when that is not its queue's (src/core/catalogue/queues.ts nodeOfStoredJob). */
+  recordNames?: string;
   runbook: string;
   state: string;
   createdAt: string;
@@ -159,6 +162,7 @@ export function toIncident(job: StoredJob, queue: string, state: string): Incide
         }
       : undefined;
   const data = obj(job.data);
+  const where = nodeOfStoredJob(queue, parsed.success ? parsed.data : undefined);
   const signals = arr(data?.['evidence'])
     .map(obj)
     .filter((e): e is Record<string, unknown> => e !== undefined)
@@ -166,7 +170,8 @@ export function toIncident(job: StoredJob, queue: string, state: string): Incide
   return {
     id: job.id,
     queue,
-    node: (parsed.success ? jobNode(parsed.data) : undefined) ?? nodeOfQueue(queue) ?? '(cluster)',
+    node: where.node ?? '(cluster)',
+    ...(where.recordNames ? { recordNames: where.recordNames } : {}),
     runbook: parsed.success ? parsed.data.runbook : job.name,
     state,
     createdAt: new Date(job.timestamp).toISOString(),

@@ -1,5 +1,5 @@
-import { RemediationJob, jobNode } from '../../core/catalogue/jobs.ts';
-import { nodeOfQueue } from '../../core/catalogue/queues.ts';
+import { RemediationJob } from '../../core/catalogue/jobs.ts';
+import { nodeOfStoredJob } from '../../core/catalogue/queues.ts';
 import type { JobStore, StoredJob } from '../../core/jobs/job-store.ts';
 
 // The job store read for the HTTP API. Everything read back from Redis is parsed again:
@@ -9,7 +9,10 @@ export interface JobSummary {
   id: string;
   queue: string;
   runbook: string;
+  /** A node queue's own node, whatever the record says (nodeOfStoredJob). */
   node?: string;
+  /** The node the job's record names when that is not its queue's: shown, never believed. */
+  recordNames?: string;
   state: string;
   attemptsMade: number;
   createdAt: string;
@@ -65,7 +68,7 @@ export class JobReader {
 
   private summary(job: StoredJob, queue: string, state: string): JobSummary {
     const parsed = RemediationJob.safeParse(job.data);
-    const node = parsed.success ? jobNode(parsed.data) : nodeOfQueue(queue);
+    const { node, recordNames } = nodeOfStoredJob(queue, parsed.success ? parsed.data : undefined);
     const rv = job.returnvalue as { outcome?: unknown } | null | undefined;
     const progress = job.progress as { result?: { outcome?: unknown } } | undefined;
     const outcome = typeof rv?.outcome === 'string' ? rv.outcome : typeof progress?.result?.outcome === 'string' ? progress.result.outcome : undefined;
@@ -74,6 +77,7 @@ export class JobReader {
       queue,
       runbook: parsed.success ? parsed.data.runbook : job.name,
       ...(node ? { node } : {}),
+      ...(recordNames ? { recordNames } : {}),
       state,
       attemptsMade: job.attemptsMade,
       createdAt: iso(job.timestamp) ?? '',

@@ -100,13 +100,14 @@ const quote = (v: string): string => JSON.stringify(v.length > 80 ? `${v.slice(0
 
 function nodeRecovered(signal: NodeRecoveredSignal, deps: TriageDeps): One | Promise<One> {
   if (!isNodeName(signal.node)) return ignore(signal, 'invalid-node-name', `node ${quote(signal.node)} is not a valid node name`);
-  // A webhook sender's word (an alert, an Event posted to us) against the Node's own status: a
-  // token holder must not start recoveries of nodes that did not recover (each one counts
-  // towards the storm breaker). The Node watch's own signals are that status.
+  // A sender's word (an alert, an Event posted to us or read by our own watch) against the Node's
+  // own status: a token holder, or anyone who may create Events in the Node's namespace (kubelet's
+  // credentials on any node), must not start recoveries of nodes that did not recover (each one
+  // counts towards the storm breaker). Only the Node watch's own signals (`k8s-watch`) are that status.
   const corroborate = deps.corroborate === true && signal.evidence.source !== 'k8s-watch';
   // A NodeReady event and a resolved node alert name no boot: the node's current one makes them
-  // the same outage as the Rebooted event and the Node watch (src/core/signals/boot-identity.ts; the
-  // watch path has done this already for its events, then it is a no-op).
+  // the same outage as the Rebooted event and the Node watch (src/core/signals/boot-identity.ts),
+  // given here, after the Node agreed, whichever way they came.
   if (!takesBootIdentity(signal) && !corroborate) return residualJob(signal);
   // Could not ask (API server down): the recovery still becomes a job, under its own identity.
   // At worst that is a second run for one outage, which the runbook absorbs; a 5xx here would

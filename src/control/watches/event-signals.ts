@@ -1,31 +1,32 @@
 import { classifyEvent } from '../sources/classify-event.ts';
 import { KubeEventPayload } from '../sources/kube-event.ts';
 import type { EventTrust } from '../sources/event-trust.ts';
-import { withBootIdentity, type Signal } from '../../core/signals/index.ts';
+import type { IgnoreReason, Signal } from '../../core/signals/index.ts';
 import { REPORTING_CONTROLLER } from '../../core/catalogue/names.ts';
 
 // A watched (or listed) Event -> signals, through the same parser and classifier as POST
-// /v1/events, so one incident has one identity whichever way it came. A `NodeReady` event takes
-// the node's boot identity from the informer's cache here (withBootIdentity); triage does the
-// same through the lookups for webhooks.
+// /v1/events, so one incident has one identity whichever way it came. Its source is
+// `k8s-watch-event`, not the Node watch's `k8s-watch`: whoever may create Events in the Node's
+// namespace wrote it (kubelet's credentials on any node can), so triage corroborates it against
+// the Node as it does a posted one (Ready, recently, on the boot it names). For the same reason it
+// gets no boot identity here: a `NodeReady` Event given the node's current boot before triage
+// would name the boot the Node runs and pass the boot check whatever the Node's Ready says;
+// triage gives it that boot after the Node agreed (src/core/signals/boot-identity.ts).
 
 export type EventOutcome =
   | { outcome: 'signal'; signals: Signal[] }
-  | { outcome: 'ignored'; reason: string; detail: string }
+  | { outcome: 'ignored'; reason: IgnoreReason; detail: string }
   | { outcome: 'invalid'; reason: string }
   | { outcome: 'own' };
 
-export function eventSignals(obj: unknown, bootIdOf: (node: string) => string | undefined, trust: EventTrust): EventOutcome {
+export function eventSignals(obj: unknown, trust: EventTrust): EventOutcome {
   const parsed = KubeEventPayload.safeParse(obj);
   if (!parsed.success) return { outcome: 'invalid', reason: parsed.error.issues[0]?.message ?? 'not an Event' };
   const ev = parsed.data;
   if (ev.component === REPORTING_CONTROLLER) return { outcome: 'own' };
-  const c = classifyEvent(ev, 'k8s-watch', trust);
+  const c = classifyEvent(ev, 'k8s-watch-event', trust);
   if (c.ignored) return { outcome: 'ignored', reason: c.ignored.reason, detail: c.ignored.detail };
-  return {
-    outcome: 'signal',
-    signals: c.signals.map((s) => (s.kind === 'node-recovered' ? withBootIdentity(s, bootIdOf(s.node)) : s)),
-  };
+  return { outcome: 'signal', signals: c.signals };
 }
 
 /** When an Event last happened, in ms: the newest of its timestamps. */

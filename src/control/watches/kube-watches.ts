@@ -10,6 +10,7 @@ import { reconcileOnce, type ReconcileResult } from './reconcile.ts';
 import { ingestSink, type SignalSink } from './signal-sink.ts';
 import { SupervisedInformer, realSleep, type BackoffPolicy, type Sleep, type WatchState } from '../../adapters/kube/supervised-informer.ts';
 import { GenerationalMap } from '../../core/collections/generational-map.ts';
+import type { Ignored } from '../../core/signals/index.ts';
 
 // The receiver's Kubernetes sources, owned in one place: a Node watch, one Event watch per reason
 // volume-medic acts on, and the periodic reconcile. All of them end in the same ingest path as the
@@ -40,6 +41,11 @@ export interface KubeWatchesOptions {
   recentReadyMs?: number;
   /** Replace the ingest path (tests). */
   sink?: SignalSink;
+  /**
+   * Told what did not become a job, with its source and reason: an Event the watch did not believe
+   * and a signal triage ignored (the receiver counts them in volume_medic_signals_ignored_total).
+   */
+  onIgnored?: (ignored: readonly Pick<Ignored, 'source' | 'reason'>[]) => void;
   /** Told when a Node object is deleted (the receiver removes that node's Redis user). */
   onNodeDeleted?: (node: string) => void;
 }
@@ -80,6 +86,7 @@ export async function startKubeWatches(o: KubeWatchesOptions): Promise<KubeWatch
       signal: stop.signal,
       ...(log ? { log } : {}),
       onStoreFailed: (origin) => o.metrics?.observed.inc({ watch: origin, outcome: 'store_failed' }),
+      ...(o.onIgnored ? { onIgnored: o.onIgnored } : {}),
     });
   const common = {
     kubeConfig: o.kubeConfig,
@@ -134,10 +141,13 @@ export async function startKubeWatches(o: KubeWatchesOptions): Promise<KubeWatch
       const rv = obj.metadata?.resourceVersion ?? '';
       if (uid && handled.get(uid) === rv) return count(name, 'unchanged');
       if (uid) handled.set(uid, rv);
-      const r = eventSignals(obj, (node) => tracker.bootId(node), trust);
+      const r = eventSignals(obj, trust);
       count(name, r.outcome);
       // Debug, not info: anyone who may create Events can make many that are not believed.
-      if (r.outcome === 'ignored') log?.debug({ watch: name, uid, reason: r.reason, detail: r.detail }, 'watched Event ignored');
+      if (r.outcome === 'ignored') {
+        log?.debug({ watch: name, uid, reason: r.reason, detail: r.detail }, 'watched Event ignored');
+        o.onIgnored?.([{ source: 'k8s-watch-event', reason: r.reason }]);
+      }
       if (r.outcome === 'signal') await sink.submit(r.signals, name);
     };
     inf.on('add', onEvent);
@@ -155,7 +165,6 @@ export async function startKubeWatches(o: KubeWatchesOptions): Promise<KubeWatch
           sink,
           now,
           recentReadyMs: o.recentReadyMs ?? 30 * 60_000,
-          bootIdOf: (n) => tracker.bootId(n),
           eventTrust: trust,
           ...(log ? { log } : {}),
         });
@@ -173,7 +182,7 @@ export async function startKubeWatches(o: KubeWatchesOptions): Promise<KubeWatch
       }
     })());
 
-  // Start the watches first: the Node watch learns boot ids, and the reconcile can use them.
+  // Start the watches first: the reconcile then finds what happened while they were not watching.
   await Promise.all(informers.map((i) => i.start()));
   const interval = o.reconcileIntervalMs ?? 5 * 60_000;
   const loop = (async () => {

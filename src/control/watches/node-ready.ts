@@ -66,10 +66,6 @@ export class NodeReadyTracker {
     return undefined;
   }
 
-  bootId(node: string): string | undefined {
-    return this.last.get(node)?.bootId;
-  }
-
   forget(node: string): void {
     this.last.delete(node);
   }

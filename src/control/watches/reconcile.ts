@@ -23,8 +23,6 @@ export interface ReconcileOptions {
   recentReadyMs: number;
   /** Most pods looked at per run, so a cluster-wide outage does not become a request storm. */
   maxPods?: number;
-  /** Boot ids the Node watch knows, to give NodeReady events their boot identity. */
-  bootIdOf?: (node: string) => string | undefined;
   /** Which Events are believed. */
   eventTrust: EventTrust;
   log?: Logger;
@@ -41,11 +39,9 @@ const RELEVANT = new Set([...VOLUME_REASONS, ...CONTAINER_REASONS]);
 export async function reconcileOnce(o: ReconcileOptions): Promise<ReconcileResult> {
   const signals: Array<{ s: Signal[]; origin: string }> = [];
   const nodes = (await o.core.listNode({})).items.map((n) => observeNode(toPlain(n)));
-  const bootIds = new Map<string, string>();
   let recovered = 0;
   for (const n of nodes) {
     if (!n) continue;
-    if (n.bootId) bootIds.set(n.name, n.bootId);
     if (recentlyRecovered(n, o.now(), o.recentReadyMs)) {
       recovered++;
       signals.push({
@@ -58,7 +54,6 @@ export async function reconcileOnce(o: ReconcileOptions): Promise<ReconcileResul
   const stuck = pending.filter((p) =>
     [...(p.status?.initContainerStatuses ?? []), ...(p.status?.containerStatuses ?? [])].some((s) => STUCK_WAITING_REASONS.has(s.state?.waiting?.reason ?? '')),
   );
-  const bootIdOf = (node: string): string | undefined => o.bootIdOf?.(node) ?? bootIds.get(node);
   for (const pod of stuck.slice(0, o.maxPods ?? 200)) {
     const ns = pod.metadata?.namespace ?? '';
     const name = pod.metadata?.name ?? '';
@@ -72,7 +67,7 @@ export async function reconcileOnce(o: ReconcileOptions): Promise<ReconcileResul
       if (!latest.has(reason)) latest.set(reason, e);
     }
     for (const e of latest.values()) {
-      const r = eventSignals(e, bootIdOf, o.eventTrust);
+      const r = eventSignals(e, o.eventTrust);
       if (r.outcome === 'signal') signals.push({ s: r.signals, origin: 'reconcile-pods' });
     }
   }

@@ -1,7 +1,7 @@
 import { ingest, type IngestDeps } from '../ingest/ingest.ts';
 import { StoreUnavailableError } from '../../core/jobs/job-store.ts';
 import type { Logger } from '../../adapters/observability/logger.ts';
-import type { Signal } from '../../core/signals/index.ts';
+import type { Ignored, Signal } from '../../core/signals/index.ts';
 import type { Sleep } from '../../adapters/kube/supervised-informer.ts';
 
 // Where the watches hand their signals: the one ingest path the webhooks use. Unlike a webhook
@@ -23,6 +23,8 @@ export interface IngestSinkOptions {
   maxMs?: number;
   onStored?: (origin: string, jobs: number) => void;
   onStoreFailed?: (origin: string) => void;
+  /** What triage ignored (volume_medic_signals_ignored_total counts it, as for the webhooks). */
+  onIgnored?: (ignored: readonly Ignored[]) => void;
 }
 
 export function ingestSink(o: IngestSinkOptions): SignalSink {
@@ -41,6 +43,7 @@ export function ingestSink(o: IngestSinkOptions): SignalSink {
             else o.log?.info(line, 'watch signal stored');
           }
           for (const i of r.ignored) o.log?.debug({ origin, reason: i.reason, detail: i.detail }, 'watch signal ignored by triage');
+          if (r.ignored.length > 0) o.onIgnored?.(r.ignored);
           o.onStored?.(origin, r.accepted.length);
           return;
         } catch (err) {

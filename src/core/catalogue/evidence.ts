@@ -6,8 +6,14 @@ import { z } from '../zod.ts';
 
 const EVIDENCE_MAX_BYTES = 8 * 1024;
 
-/** `agent`: a node agent's own check (a placeholder's disk came back, an interrupted cleanup to finish). */
-export const SignalSource = z.enum(['alertmanager', 'k8s-event', 'npd', 'k8s-watch', 'api', 'agent']);
+/**
+ * `k8s-event`: an Event posted to /v1/events; `k8s-watch`: the receiver's Node watch (and the
+ * reconcile's reading of Node status), the cluster's own word; `k8s-watch-event`: an Event the
+ * receiver's own watch (or the reconcile) read, which anyone who may create Events wrote, so it is
+ * corroborated as a posted one is; `agent`: a node agent's own check (a placeholder's disk came
+ * back, an interrupted cleanup to finish).
+ */
+export const SignalSource = z.enum(['alertmanager', 'k8s-event', 'npd', 'k8s-watch', 'k8s-watch-event', 'api', 'agent']);
 export type SignalSource = z.infer<typeof SignalSource>;
 
 export const Evidence = z.lazy(() =>

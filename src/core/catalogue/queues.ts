@@ -26,5 +26,19 @@ export function queueFor(job: RemediationJob): string {
 
 export const nodeOfQueue = (queue: string): string | undefined => NODE_QUEUE.exec(queue)?.[1];
 
+/**
+ * The node a stored job is shown under. A node queue's jobs are its node's whatever their record
+ * says: the queue decides which agent takes them, and that node's own Redis user may rewrite the
+ * records in it, so a job in node-a's queue that names node-b is node-a's, with `recordNames`
+ * saying what the record claims. The cluster queue's jobs are listed under the node they concern
+ * (an rbd job's pod's node), if any.
+ */
+export function nodeOfStoredJob(queue: string, job: RemediationJob | undefined): { node?: string; recordNames?: string } {
+  const named = job ? jobNode(job) : undefined;
+  const own = nodeOfQueue(queue);
+  if (own === undefined) return named !== undefined ? { node: named } : {};
+  return { node: own, ...(named !== undefined && named !== own ? { recordNames: named } : {}) };
+}
+
 /** Which placement's jobs a queue holds (the inverse of queueFor's choice). */
 export const placementOfQueue = (queue: string): Placement => (queue === CLUSTER_QUEUE ? 'cluster' : 'node');

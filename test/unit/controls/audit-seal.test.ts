@@ -66,4 +66,45 @@ describe('sealed, numbered audit entries', () => {
     expect(checkAuditList(receiverRing, qa, rows(sealAuditEntry(a, qa, 1, entry('again'))), 9).restartedBelow).toBe(9);
     expect(checkAuditList(receiverRing, qa, list, 9).restartedBelow).toBeUndefined();
   });
+
+  it("marks an entry its list's writer sealed in someone else's name, and still counts its number", () => {
+    const a = agentOf('node-a');
+    const inAlicesName = { ...entry('go'), by: 'alice@example.com', action: 'mode-enforce', target: 'runbook/residual-multipath-cleanup' };
+    const checked = checkAuditList(
+      receiverRing,
+      qa,
+      rows(sealAuditEntry(a, qa, 3, entry('c')), sealAuditEntry(a, qa, 2, inAlicesName), sealAuditEntry(a, qa, 1, entry('a'))),
+    );
+    expect(checked.entries.map((e) => e.verified)).toEqual([true, false, true]);
+    expect(checked.entries[1]!.unverifiedWhy).toMatch(/by "alice@example.com", but only the agent of node node-a writes this list/);
+    // Its seal holds: number 2 was stored, nothing is missing.
+    expect(checked.missing).toEqual([]);
+    // Nor is node-b's name node-a's to use, nor an operator's the cluster worker's.
+    expect(checkAuditList(receiverRing, qa, rows(sealAuditEntry(a, qa, 1, { ...entry('x'), by: 'node-b' }))).entries[0]).toMatchObject({ verified: false });
+    const cluster = sealerOf(keyringFor('cluster-worker', roots))!;
+    const cq = 'vm-cluster-{cluster}';
+    expect(checkAuditList(receiverRing, cq, rows(sealAuditEntry(cluster, cq, 1, { ...entry('x'), by: 'cluster-worker' }))).entries[0]).toMatchObject({
+      verified: true,
+    });
+    expect(checkAuditList(receiverRing, cq, rows(sealAuditEntry(cluster, cq, 1, { ...entry('x'), by: 'kim' }))).entries[0]).toMatchObject({ verified: false });
+    // The fleet list's entries are the operators' own.
+    expect(
+      checkAuditList(receiverRing, FLEET_AUDIT_SCOPE, rows(sealAuditEntry(receiver, FLEET_AUDIT_SCOPE, 1, { ...entry('x'), by: 'kim' }))).entries[0],
+    ).toMatchObject({
+      verified: true,
+    });
+  });
+
+  it('notices a list started again that has since passed the number read before: that entry is another one', () => {
+    const a = agentOf('node-a');
+    const first = checkAuditList(receiverRing, qa, rows(...[3, 2, 1].map((n) => sealAuditEntry(a, qa, n, entry(`n${n}`)))));
+    expect(first.mark).toMatchObject({ seq: 3, mac: expect.any(String) });
+    const again = rows(...[4, 3, 2, 1].map((n) => sealAuditEntry(a, qa, n, entry(`again${n}`))));
+    expect(checkAuditList(receiverRing, qa, again, first.mark).restartedBelow).toBe(3);
+    // The same list, grown: no restart.
+    const grown = rows(sealAuditEntry(a, qa, 4, entry('n4')), ...[3, 2, 1].map((n) => sealAuditEntry(a, qa, n, entry(`n${n}`))));
+    const sameEntries = checkAuditList(receiverRing, qa, grown, { seq: 3, mac: JSON.parse(grown[1]!).seal.mac });
+    expect(sameEntries.restartedBelow).toBeUndefined();
+    expect(sameEntries.mark?.seq).toBe(4);
+  });
 });

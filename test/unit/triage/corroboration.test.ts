@@ -3,6 +3,9 @@ import { InMemoryLookups, type NodeInfo } from '../../../src/adapters/kube/looku
 import type { NodeRecoveredSignal } from '../../../src/core/signals/index.ts';
 import { RECOVERY_CORROBORATION_MS, triage } from '../../../src/control/triage/triage.ts';
 import { fixtureSignals } from '../../support/fixtures.ts';
+import { eventSignals } from '../../../src/control/watches/event-signals.ts';
+import { DEFAULT_EVENT_TRUST } from '../../../src/control/sources/event-trust.ts';
+import { coreEvent } from '../../support/kube-objects.ts';
 
 // Issue 30, attack 7: the webhook token holder posting recoveries ("kubelet" NodeReady Events,
 // resolved alerts) for nodes that did not recover. With the API server's answers (KUBE_WATCH),
@@ -74,5 +77,54 @@ describe('posted node recoveries are checked against the Node', () => {
     expect(unasked.ignored).toEqual([]);
     // Without the Node's boot id they keep their own identities: one job each (README, "Idempotency").
     expect(unasked.jobs).toHaveLength(3);
+  });
+});
+
+// Issue 44, item 4: the same Events read by the receiver's own Event watch (anyone with kubelet
+// credentials may create them in `default`) are a sender's word too, not the Node watch's.
+describe("Node Events read by the receiver's own watch are checked against the Node as posted ones are", () => {
+  const watched = (reason: 'NodeReady' | 'Rebooted', message: string): NodeRecoveredSignal[] => {
+    const r = eventSignals(
+      coreEvent({
+        name: `worker-1.${reason}`,
+        uid: `uid-${reason}`,
+        reason,
+        type: 'Normal',
+        message,
+        involved: { kind: 'Node', name: 'worker-1' },
+        host: 'worker-1',
+      }),
+      DEFAULT_EVENT_TRUST,
+    );
+    if (r.outcome !== 'signal') throw new Error(`not a signal: ${JSON.stringify(r)}`);
+    return r.signals as NodeRecoveredSignal[];
+  };
+  const nodeReady = () => watched('NodeReady', 'Node worker-1 status is now: NodeReady');
+  const rebooted = (boot: string) => watched('Rebooted', `Node worker-1 has been rebooted, boot id: ${boot}`);
+
+  it('has its own source, and no boot identity before triage (it would name the boot the Node runs whatever it says)', () => {
+    const [s] = nodeReady();
+    expect(s!.evidence.source).toBe('k8s-watch-event');
+    expect(s!.bootId).toBeUndefined();
+  });
+
+  it('ignores a NodeReady for a node Ready for days, not Ready, or unknown, and a Rebooted naming another boot', async () => {
+    const longReady = await run(nodeReady(), node({ readySince: new Date(NOW - 3 * 86_400_000).toISOString() }));
+    expect(longReady.jobs).toEqual([]);
+    expect(longReady.ignored).toMatchObject([
+      { reason: 'node-status-disagrees', source: 'k8s-watch-event', detail: expect.stringMatching(/has been Ready since/) },
+    ]);
+    expect((await run(nodeReady(), node({ ready: 'Unknown' }))).ignored[0]!.detail).toMatch(/not Ready/);
+    expect((await run(nodeReady(), undefined)).ignored[0]!.detail).toMatch(/no Node worker-1/);
+    const elsewhere = await run(rebooted('another-boot-0000'), node());
+    expect(elsewhere.jobs).toEqual([]);
+    expect(elsewhere.ignored[0]!.detail).toMatch(/runs boot d87bdb0a.*not the another-boot-0000/);
+  });
+
+  it('makes the job of a real recovery: Ready since minutes ago, the Rebooted and NodeReady of its boot folding into one', async () => {
+    const r = await run([...rebooted(BOOT), ...nodeReady()], node());
+    expect(r.ignored).toEqual([]);
+    expect(r.jobs).toHaveLength(1);
+    expect(r.jobs[0]).toMatchObject({ target: { node: 'worker-1' }, bootId: BOOT });
   });
 });

@@ -28,6 +28,7 @@ function summaryOf(i: Incident): JobSummary & { mode?: string; summary?: string;
     queue: i.queue,
     runbook: i.runbook,
     ...(i.node ? { node: i.node } : {}),
+    ...(i.recordNames ? { recordNames: i.recordNames } : {}),
     state: i.state,
     attemptsMade: i.attemptsMade,
     createdAt: i.createdAt,

@@ -130,7 +130,7 @@ ${items
     const w = i.waiting ?? whyWaiting(i, ctx);
     const outcome = w ? `waiting (${w.reason})` : (i.outcome ?? (i.state === 'failed' ? 'failed' : ''));
     return `<tr data-job="${esc(i.id)}" data-state="${esc(consoleState(i))}"${w ? ` data-waits="${esc(w.reason)}"` : ''}><td data-label="created">${time(i.createdAt)}</td>
-<td data-label="node"><a href="${esc(filterQuery({ ...f, before: undefined, node: i.node === '(cluster)' ? undefined : i.node }))}">${esc(i.node)}</a></td>
+<td data-label="node"><a href="${esc(filterQuery({ ...f, before: undefined, node: i.node === '(cluster)' ? undefined : i.node }))}">${esc(i.node)}</a>${i.recordNames ? ` <span class="tag" title="its record names node ${esc(i.recordNames)}, not its queue's">record names ${esc(i.recordNames)}</span>` : ''}</td>
 <td data-label="runbook"><a href="/ui/jobs/${encodeURIComponent(i.id)}">${esc(i.runbook)}</a></td><td data-label="state">${esc(consoleState(i))}</td><td data-label="mode">${esc(i.mode ?? '')}</td>
 <td data-label="outcome"><span class="o-${esc(w ? 'waiting' : (i.outcome ?? ''))}">${esc(outcome)}</span>${i.waiting?.since ? ` ${waited(i.waiting.since)}` : ''}</td>
 <td data-label="summary">${esc(w?.why ?? i.summary ?? i.failedReason ?? '')}</td></tr>`;

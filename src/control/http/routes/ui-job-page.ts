@@ -105,7 +105,8 @@ function relatedBlock(i: Incident): string {
     return o && typeof o['namespace'] === 'string' && typeof o['name'] === 'string' ? `${o['namespace']}/${o['name']}` : undefined;
   };
   const rows: [string, string | undefined][] = [
-    ['node', s('node') ?? (i.node !== '(cluster)' ? i.node : undefined)],
+    // A node queue's job is its node's: the record's own claim is not shown as the node.
+    ['node', i.recordNames ? i.node : (s('node') ?? (i.node !== '(cluster)' ? i.node : undefined))],
     ['PersistentVolume', s('pv')],
     ['device path', s('path')],
     ['RBD image', s('pool') && s('image') ? `${s('pool')}/${s('image')}` : undefined],
@@ -150,6 +151,10 @@ function senderWords(raw: unknown): string {
   return `<dl class="facts sender">${summary ? `<dt>summary</dt><dd>${esc(summary)}</dd>` : ''}${description ? `<dt>description</dt><dd>${esc(description)}</dd>` : ''}${link ? `<dt>runbook</dt><dd>${safeLink ? `<a href="${esc(safeLink)}" rel="noopener noreferrer" target="_blank">${esc(safeLink)}</a>` : `<code>${esc(link)}</code>`}</dd>` : ''}</dl>`;
 }
 
+/** What the console and the CLI say of a job whose record names another node than its queue's. */
+const recordMismatch = (i: Pick<Incident, 'node' | 'queue' | 'recordNames'>): string =>
+  `names node ${i.recordNames ?? '?'}, but it is in ${i.node}'s queue (${i.queue}): it is ${i.node}'s, whatever its record says (edited in Redis, or moved)`;
+
 export function jobPage(v: JobView, ctx: PageCtx): string {
   const i = v.incident;
   const node = i.node !== '(cluster)' ? i.node : undefined;
@@ -162,6 +167,7 @@ ${i.waiting ? `<dt>waiting</dt><dd>${esc(i.waiting.reason)} ${waited(i.waiting.s
 ${i.retry ? `<dt>retry</dt><dd>${i.retry.n === 1 ? 'first' : `#${i.retry.n}`} retry of <a href="/ui/jobs/${encodeURIComponent(retriedFrom(i.retry))}">${esc(retriedFrom(i.retry))}</a></dd>` : ''}
 <dt>created</dt><dd>${time(i.createdAt)}</dd>${i.finishedAt ? `<dt>finished</dt><dd>${time(i.finishedAt)}</dd>` : ''}${i.ranOn ? `<dt>ran on</dt><dd>${esc(i.ranOn)}</dd>` : ''}
 ${i.valid ? '' : '<dt>job data</dt><dd class="o-failed">does not match the job catalogue: shown as stored, never run</dd>'}
+${i.recordNames ? `<dt>record</dt><dd class="o-failed" data-record-names="${esc(i.recordNames)}">${esc(recordMismatch(i))}</dd>` : ''}
 </dl>`;
   const signals = `<section aria-labelledby="signal-h"><h2 id="signal-h">What started it</h2>${i.signals.length ? i.signals.map((s, n) => `<p><b>${esc(s.source)}</b>: ${esc(s.summary)}</p>${senderWords(s.raw)}<details id="signal-${n}"><summary>as received</summary><pre>${esc(json(s.raw))}</pre></details>`).join('') : '<p>No signal recorded.</p>'}
 ${i.target !== undefined ? `<details id="target"><summary>target</summary><pre>${esc(json(i.target))}</pre></details>` : ''}</section>`;
@@ -174,7 +180,7 @@ ${i.target !== undefined ? `<details id="target"><summary>target</summary><pre>$
           : actionForm(ctx, { action: 'pause', id: 'pause-node', url: '/ui/pause', label: `Pause ${node}`, fields: { node }, back: v.self })
       }</section>`
     : '';
-  const audit = `<section aria-labelledby="audit-h"><h2 id="audit-h">Audit trail</h2>${v.audit.length ? `<table><thead><tr><th>when</th><th>who</th><th>what</th><th>why</th></tr></thead><tbody>${v.audit.map((e) => `<tr data-action="${esc(e.action)}"><td>${time(e.at)}</td><td>${esc(e.by)}</td><td>${esc(e.action)}${e.target !== `job/${i.id}` ? ` <code>${esc(e.target)}</code>` : ''}</td><td>${esc(e.why)}${e.verified === false ? ` <strong class="unverified" title="${esc(e.unverifiedWhy ?? '')}">not verified: not written by the process that acted</strong>` : ''}</td></tr>`).join('')}</tbody></table>` : '<p>No entries.</p>'}</section>`;
+  const audit = `<section aria-labelledby="audit-h"><h2 id="audit-h">Audit trail</h2>${v.audit.length ? `<table><thead><tr><th>when</th><th>who</th><th>what</th><th>why</th></tr></thead><tbody>${v.audit.map((e) => `<tr data-action="${esc(e.action)}"><td>${time(e.at)}</td><td>${esc(e.by)}</td><td>${esc(e.action)}${e.target !== `job/${i.id}` ? ` <code>${esc(e.target)}</code>` : ''}</td><td>${esc(e.why)}${e.verified === false ? ` <strong class="unverified" title="${esc(e.unverifiedWhy ?? '')}">not verified: ${esc(e.unverifiedWhy ?? 'not written by the process that acted')}</strong>` : ''}</td></tr>`).join('')}</tbody></table>` : '<p>No entries.</p>'}</section>`;
   const log = `<details id="job-log"><summary>Job log (${v.log.length} lines)</summary><pre>${esc(v.log.join('\n'))}</pre></details>`;
   return layout(
     `volume-medic: ${i.runbook} on ${i.node}`,
