@@ -1,6 +1,7 @@
 import { idempotencyKey } from '../../core/catalogue/idempotency-keys.ts';
 import { isCephName, isDiskLinkPath, isNamespace, isNodeName, isObjectName } from '../../core/catalogue/names.ts';
 import type { LocalPvPlaceholderJob, RemediationJob } from '../../core/catalogue/jobs.ts';
+import { jobEvidence } from '../../core/catalogue/evidence.ts';
 import type { NodeInfo, PersistentVolumeInfo } from '../../adapters/kube/lookups.ts';
 import type { LookupsOf } from '../../adapters/kube/rbac.ts';
 import type {
@@ -142,7 +143,7 @@ function residualJob(s: NodeRecoveredSignal): One {
       key: idempotencyKey('residual', [s.node, ...s.identity]),
       target: { node: s.node },
       ...(bootId ? { bootId } : {}),
-      evidence: [s.evidence],
+      evidence: [jobEvidence(s.evidence)],
     },
   };
 }
@@ -169,7 +170,7 @@ async function rbdBusy(s: RbdImageBusySignal, lookups: LookupsOf<'receiver'>): P
       version: 1,
       key: idempotencyKey('rbd', [s.pool, s.image]),
       target: { pool: s.pool, image: s.image, ...(pod ? { pod } : {}), ...(s.node ? { node: s.node } : {}) },
-      evidence: [s.evidence],
+      evidence: [jobEvidence(s.evidence)],
     },
   };
 }
@@ -247,7 +248,7 @@ function localDeviceJob(s: LocalDeviceMissingSignal | LocalDeviceRestoredSignal,
       action,
       // A signal that the disk is back is a detector's word: the agent verifies it before releasing.
       ...(action === 'release' ? { release: { by: 'detector' as const, force: false } } : {}),
-      evidence: [s.evidence],
+      evidence: [jobEvidence(s.evidence)],
     },
   };
 }

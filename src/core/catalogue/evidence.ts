@@ -16,6 +16,15 @@ const EVIDENCE_MAX_BYTES = 8 * 1024;
 export const SignalSource = z.enum(['alertmanager', 'k8s-event', 'npd', 'k8s-watch', 'k8s-watch-event', 'api', 'agent']);
 export type SignalSource = z.infer<typeof SignalSource>;
 
+/**
+ * The evidence as a job carries it. A node agent checks a job's evidence against its own
+ * catalogue, and agents of the release before this one know no `k8s-watch-event`: during a rolling
+ * upgrade they would refuse every job a watched Event made. So a job names such evidence
+ * `k8s-watch`, as that release did; triage has corroborated the Event by then, which is all the
+ * distinction is for. Once no agent of that release runs, jobs can carry the source as it is.
+ */
+export const jobEvidence = (e: Evidence): Evidence => (e.source === 'k8s-watch-event' ? { ...e, source: 'k8s-watch' } : e);
+
 export const Evidence = z.lazy(() =>
   z.object({
     source: SignalSource,

@@ -127,4 +127,12 @@ describe("Node Events read by the receiver's own watch are checked against the N
     expect(r.jobs).toHaveLength(1);
     expect(r.jobs[0]).toMatchObject({ target: { node: 'worker-1' }, bootId: BOOT });
   });
+
+  it("names its evidence k8s-watch in the job, a source the agents of the release before know (a rolling upgrade's old agents read these jobs)", async () => {
+    const before = new Set(['alertmanager', 'k8s-event', 'npd', 'k8s-watch', 'api', 'agent']);
+    const r = await run([...rebooted(BOOT), ...nodeReady()], node());
+    const sources = r.jobs.flatMap((j) => j.evidence.map((e) => e.source));
+    expect(sources.length).toBeGreaterThan(0);
+    expect(sources.filter((s) => !before.has(s))).toEqual([]);
+  });
 });
