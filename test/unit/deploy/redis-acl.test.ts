@@ -85,6 +85,9 @@ const ONLY: Record<string, readonly Component[]> = {
   // settable on any primary with replicas), so granted in every rendering (README, "Redis topologies").
   wait: ['receiver'],
   zscan: ['receiver'], // src/adapters/jobstore/incident-index.ts: the console finds a job's or a node's index entries
+  // src/adapters/redis/script-preload.ts: the receiver loads the agents' scripts on every server.
+  'script|exists': ['receiver'],
+  'script|load': ['receiver'],
 };
 
 describe('the Redis ACL users (deploy/charts/volume-medic/files/users.acl.template)', () => {
@@ -179,6 +182,8 @@ describe('the Redis ACL users (deploy/charts/volume-medic/files/users.acl.templa
       'multi',
       'exec',
       'scan' /* scanKeys, src/adapters/redis/redis.ts (tests, tools) */,
+      'script|exists',
+      'script|load',
     ]) {
       const who = ONLY[cmd] ?? COMPONENTS;
       for (const c of who) expect(allowed(c).has(cmd), `${c} needs ${cmd} (${direct.get(cmd) ?? 'Lua / BullMQ'})`).toBe(true);
@@ -194,6 +199,18 @@ describe('the Redis ACL users (deploy/charts/volume-medic/files/users.acl.templa
     const module = readFileSync(join(ROOT, 'src/adapters/redis/node-redis-users.ts'), 'utf8');
     const sent = new Set([...module.matchAll(/'ACL', '([A-Z]+)'/g)].map((m) => `acl|${m[1]!.toLowerCase()}`));
     expect([...sent].sort()).toEqual(aclRights('receiver'));
+  });
+
+  it("gives only the receiver SCRIPT LOAD and SCRIPT EXISTS, which it sends to load the agents' scripts", () => {
+    const scriptRights = (c: Component): string[] => [...allowed(c)].filter((cmd) => cmd.startsWith('script')).sort();
+    expect(scriptRights('receiver')).toEqual(['script|exists', 'script|load']);
+    expect(scriptRights('cluster-worker')).toEqual([]);
+    expect(scriptRights('node-agent')).toEqual([]);
+    // What script-preload.ts sends: a grant missing here would leave every agent on NOSCRIPT.
+    const module = readFileSync(join(ROOT, 'src/adapters/redis/script-preload.ts'), 'utf8');
+    expect(new Set([...module.matchAll(/'SCRIPT', '([A-Z]+)'/g)].map((m) => `script|${m[1]!.toLowerCase()}`))).toEqual(
+      new Set(['script|exists', 'script|load']),
+    );
   });
 
   it('gives the receiver no blocking pop: it never waits for jobs', () => {
