@@ -34,12 +34,11 @@ export const NODE_AGENT_COMMANDS: readonly string[] = [
   'quit',
   'info',
   'client|setname',
-  'eval',
+  // Not eval: a node runs the scripts the receiver loaded (src/adapters/redis/lua-script.ts).
   'evalsha',
   'multi',
   'exec',
   'discard',
-  'scan',
   'get',
   'set',
   'incr',
