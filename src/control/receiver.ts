@@ -21,6 +21,7 @@ import { startJobs } from './receiver/jobs-module.ts';
 import { listen } from './receiver/listen.ts';
 import { operators } from './receiver/operators-module.ts';
 import { openRedis } from './receiver/redis-module.ts';
+import { startScriptPreload } from './receiver/script-preload-module.ts';
 import type { EventTrust } from './sources/event-trust.ts';
 import { type KubeWatches, startKubeWatches } from './watches/kube-watches.ts';
 
@@ -66,6 +67,7 @@ export async function startReceiver(config: Config, opts: ReceiverOptions = {}):
   const trust = trustFromConfig(config, 'receiver');
   if (trust.allowUnsigned) log.warn('ALLOW_UNSIGNED_WORK=true: agents accept work without a seal; anyone who can write to Redis can make them act');
   const r = await openRedis(config, log);
+  const scripts = await startScriptPreload(log, r);
   const j = startJobs(config, log, r, trust);
   const controls = startControls(config, log, r, j, trust);
   const metrics = createReceiverMetrics();
@@ -82,7 +84,7 @@ export async function startReceiver(config: Config, opts: ReceiverOptions = {}):
   });
   const eventTrust: EventTrust = { npdSources: new Set(config.npdEventSources), npdNamespace: config.npdEventNamespace };
   const ops = operators(config, log, opts.operatorKubeConfig ?? kubeConfig);
-  const enrol = startEnrolment(config, log, r, trust, opts.operatorKubeConfig ?? kubeConfig ?? ops.access);
+  const enrol = startEnrolment(config, log, r, trust, opts.operatorKubeConfig ?? kubeConfig ?? ops.access, scripts);
   // The console reads a job's Events back with the receiver's own access (KUBE_WATCH's, or the one operator identity uses).
   const eventAccess = kubeConfig ?? ops.access;
   let watches: KubeWatches | undefined;
@@ -156,7 +158,7 @@ export async function startReceiver(config: Config, opts: ReceiverOptions = {}):
     server: http.server,
     connections: r.connections,
     // Stop taking requests, hand the Lease over now (not after it expires), stop the watches,
-    // then the store, the node users and Redis.
+    // then the store, the node users, the script preload and Redis.
     close: () =>
       (closing ??= (async () => {
         controls.close();
@@ -165,6 +167,7 @@ export async function startReceiver(config: Config, opts: ReceiverOptions = {}):
         await watches?.close();
         await j.close();
         await enrol.close();
+        scripts.close();
         await r.close();
       })()),
   };

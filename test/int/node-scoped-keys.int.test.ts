@@ -20,6 +20,8 @@ import { fastControls, sealedJobs, toyRunbook, toyStep } from '../support/contro
 import { uniquePrefix } from '../support/redis.ts';
 import { waitFor } from '../support/wait.ts';
 import { BullJobStore } from '../../src/adapters/jobstore/bull-job-store.ts';
+import { agentScripts } from '../../src/adapters/lua/registry.ts';
+import { loadMissing } from '../../src/adapters/redis/script-preload.ts';
 
 // Issue 30: a node agent with its own Redis user, whose keys are its queue's only
 // (`~<prefix>:vm-node-{a}:*`, plus read-only modes and pauses, and for now the shared breakers
@@ -85,6 +87,8 @@ beforeAll(async () => {
   const adminUrl = `redis://vmtest-admin:admin-pw@127.0.0.1:${port}`;
   for (let i = 0; i < 100 && !(await redisAnswers(adminUrl)); i++) await new Promise((r) => setTimeout(r, 50));
   admin = new Redis(adminUrl);
+  // What the receiver does at its start (script-preload.ts): the node's user may only EVALSHA them.
+  await loadMissing(admin, agentScripts());
   nodeA = new Redis(`redis://${NODE_USER}:pw-node-a@127.0.0.1:${port}`, { maxRetriesPerRequest: 0 });
   const trust = trustFromConfig(testConfig({ redisUrl: adminUrl, queuePrefix: prefix }), 'receiver');
   // The API, as the receiver runs it (its own user may write every control key).

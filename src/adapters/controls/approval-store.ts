@@ -1,4 +1,5 @@
 import { sealRequest } from '../../core/controls/approval-request-seal.ts';
+import { luaScript, scriptOn } from '../redis/lua-script.ts';
 import type { RedisConnection } from '../redis/redis.ts';
 import { controlKeys, queueControlKeys, type ControlKeys } from '../../core/controls/redis-keys.ts';
 import { ApprovalRecord, type ApprovalState } from '../../core/controls/records.ts';
@@ -13,13 +14,17 @@ import { SealedRecords, sealRecord, type ControlTrust } from '../../core/control
 const KEEP_SECONDS = 7 * 24 * 3600;
 
 /** -1: no record there (the caller may look in the transition key); 0: another state; 1: moved. */
-const CAS = `
+export const APPROVAL_CAS = luaScript(
+  'volumeMedicApprovalCas',
+  `
 local cur = redis.call('GET', KEYS[1])
 if not cur then return -1 end
 local ok, rec = pcall(cjson.decode, cur)
 if not ok or rec['state'] ~= ARGV[1] then return 0 end
 redis.call('SET', KEYS[1], ARGV[2], 'EX', tonumber(ARGV[3]))
-return 1`;
+return 1`,
+  1,
+);
 
 export class ApprovalStore {
   readonly #redis: RedisConnection;
@@ -80,11 +85,9 @@ export class ApprovalStore {
             ttlMs: Math.max(1000, Date.parse(next.validUntil ?? next.expiresAt) - Date.now() + 60_000),
           })
         : { json: JSON.stringify(next) };
-    const r =
-      queue === undefined
-        ? -1
-        : Number(await this.#redis.eval(CAS, 1, queueControlKeys(this.#prefix, queue).approval(next.jobId), from, json, String(KEEP_SECONDS)));
-    if (r === -1 && this.#legacy) return Number(await this.#redis.eval(CAS, 1, this.#keys.legacyApproval(next.jobId), from, json, String(KEEP_SECONDS))) === 1;
+    const cas = scriptOn(this.#redis, APPROVAL_CAS);
+    const r = queue === undefined ? -1 : Number(await cas(queueControlKeys(this.#prefix, queue).approval(next.jobId), from, json, String(KEEP_SECONDS)));
+    if (r === -1 && this.#legacy) return Number(await cas(this.#keys.legacyApproval(next.jobId), from, json, String(KEEP_SECONDS))) === 1;
     return r === 1;
   }
 }

@@ -1,4 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
+import { luaScript, scriptOn } from '../redis/lua-script.ts';
 import type { RedisConnection } from '../redis/redis.ts';
 import type { Sealer } from '../../core/trust/seal.ts';
 import { sealAuditEntry } from '../../core/controls/audit-seal.ts';
@@ -14,7 +15,9 @@ import type { AuditEntry } from '../../core/controls/records.ts';
 // another (they would only outbid each other), and it remembers the number it stored last: one
 // round trip per entry while no other process writes the list.
 
-const APPEND = `-- volume-medic: append a numbered audit entry (src/adapters/controls/audit-append.ts)
+export const AUDIT_APPEND = luaScript(
+  'volumeMedicAuditAppend',
+  `-- volume-medic: append a numbered audit entry (src/adapters/controls/audit-append.ts)
 -- KEYS: the list. ARGV: the number the newest entry must carry, the entry, how many entries to keep.
 -- Returns -1 when stored, else the newest entry's number (0: none, or not a number).
 local head = redis.call('LINDEX', KEYS[1], 0)
@@ -27,23 +30,16 @@ if last ~= tonumber(ARGV[1]) then return last end
 redis.call('LPUSH', KEYS[1], ARGV[2])
 redis.call('LTRIM', KEYS[1], 0, tonumber(ARGV[3]) - 1)
 return -1
-`;
+`,
+  1,
+);
 
-const COMMAND = 'volumeMedicAuditAppend';
 /**
  * Tries before giving up. Each loss means another process stored an entry in between (the fleet
  * makes progress); a short random wait after each keeps a busy writer from winning every round.
  */
 const TRIES = 50;
 const backoffMs = (lost: number): number => Math.random() * Math.min(200, 2 ** lost);
-
-type AppendFn = (key: string, after: string, entry: string, keep: string) => Promise<unknown>;
-
-function command(redis: RedisConnection): AppendFn {
-  const r = redis as unknown as Record<string, unknown>;
-  if (typeof r[COMMAND] !== 'function') redis.defineCommand(COMMAND, { lua: APPEND, numberOfKeys: 1 });
-  return (r[COMMAND] as AppendFn).bind(redis);
-}
 
 export class AuditAppender {
   readonly #redis: RedisConnection;
@@ -78,7 +74,7 @@ export class AuditAppender {
     for (let i = 0; i < TRIES; i++) {
       const seq = after + 1;
       const stored = JSON.stringify(sealAuditEntry(this.#sealer, scope, seq, entry));
-      const reply = Number(await command(this.#redis)(key, String(after), stored, String(this.#keep)));
+      const reply = Number(await scriptOn(this.#redis, AUDIT_APPEND)(key, String(after), stored, String(this.#keep)));
       if (reply === -1) {
         this.#last.set(key, seq);
         return seq;

@@ -1,5 +1,6 @@
 import type { ChainableCommander } from 'ioredis';
 import type { Config } from '../../core/config/schema.ts';
+import { luaScript, scriptOn } from '../redis/lua-script.ts';
 import type { RedisConnection } from '../redis/redis.ts';
 import { controlKeys, type ControlKeys } from '../../core/controls/redis-keys.ts';
 import { TripRecord, parseJson } from '../../core/controls/records.ts';
@@ -56,7 +57,9 @@ export interface SlotAsk {
 
 export type Reservation = { ok: true; nodeCount: number; clusterCount: number; tripped: TripRecord[] } | { ok: false; blockedBy: TripRecord };
 
-const RESERVE = `
+export const BREAKER_RESERVE = luaScript(
+  'vmBreakerReserve',
+  `
 local tripped = KEYS[1]
 local now = tonumber(ARGV[1])
 local window = tonumber(ARGV[2])
@@ -96,12 +99,16 @@ if clusterCap > 0 and c >= clusterCap then
   redis.call('HSET', tripped, 'cluster', rec)
   table.insert(trips, rec)
 end
-return {1, n, c, unpack(trips)}`;
+return {1, n, c, unpack(trips)}`,
+  4,
+);
 
 // KEYS[3]: node -> the source (alertmanager, k8s-event, npd, k8s-watch, api, agent) of the job it
 // last started, so a trip names who sent the flood (one sender's flood is that sender's, and
 // the alert says so). At a trip the window holds cap + 1 nodes: counting them is cheap.
-const STORM = `
+export const BREAKER_STORM = luaScript(
+  'vmBreakerStorm',
+  `
 local now = tonumber(ARGV[1])
 local window = tonumber(ARGV[2])
 local limit = tonumber(ARGV[3])
@@ -128,7 +135,9 @@ if limit > 0 and n > limit and redis.call('HEXISTS', KEYS[1], 'storm') == 0 then
   redis.call('HSET', KEYS[1], 'storm', rec)
   return rec
 end
-return false`;
+return false`,
+  3,
+);
 
 /** The storm script's reply: the trip this start caused, if it did. */
 export function stormTrip(reply: unknown): TripRecord | undefined {
@@ -143,7 +152,7 @@ export interface BreakerState {
   tripped?: TripRecord;
 }
 
-/** The scripts as commands of the connection: EVALSHA (EVAL once after a NOSCRIPT), not the whole body per call. */
+/** The scripts as commands of the connection (lua-script.ts: by EVALSHA), named as BREAKER_RESERVE and BREAKER_STORM. */
 interface BreakerCommands {
   vmBreakerReserve(...keysAndArgs: string[]): Promise<unknown>;
   vmBreakerStorm(...keysAndArgs: string[]): Promise<unknown>;
@@ -151,10 +160,9 @@ interface BreakerCommands {
 
 function withBreakerCommands(redis: RedisConnection): RedisConnection & BreakerCommands {
   // ioredis keeps defined commands on the connection: define them once, whoever comes first.
-  if (!('vmBreakerStorm' in redis)) {
-    redis.defineCommand('vmBreakerReserve', { lua: RESERVE, numberOfKeys: 4 });
-    redis.defineCommand('vmBreakerStorm', { lua: STORM, numberOfKeys: 3 });
-  }
+  // (queueNodeActivity sends the storm script in a pipeline, which takes the connection's commands.)
+  scriptOn(redis, BREAKER_RESERVE);
+  scriptOn(redis, BREAKER_STORM);
   return redis as RedisConnection & BreakerCommands;
 }
 

@@ -1,4 +1,5 @@
 import { knownQueuesKey } from '../redis/known-queues.ts';
+import { luaScript, scriptOn } from '../redis/lua-script.ts';
 import type { RedisConnection } from '../redis/redis.ts';
 import { inLanes, laneShape } from '../redis/in-lanes.ts';
 import { nodeOfQueue, nodeQueueName } from '../../core/catalogue/queues.ts';
@@ -36,7 +37,9 @@ const ONE_AT_A_TIME = { chunk: 1, parallel: 16 };
  * KEYS[1]: a copy. ARGV[1]: its sync time ('' leaves it), then (field, generation, text) triples:
  * each field written only when its generation is at least the copy's (`gen|<field>`).
  */
-const WRITE_COPY = `
+export const WRITE_COPY = luaScript(
+  'volumeMedicWriteCopy',
+  `
 local n = 0
 for i = 2, #ARGV, 3 do
   local f = ARGV[i]
@@ -47,7 +50,9 @@ for i = 2, #ARGV, 3 do
   end
 end
 if ARGV[1] ~= '' then redis.call('HSET', KEYS[1], '${SYNCED}', ARGV[1]) end
-return n`;
+return n`,
+  1,
+);
 
 interface Entry {
   field: string;
@@ -87,7 +92,7 @@ export class ControlMirrors {
 
   async #write(queue: string, synced: number | undefined, entries: readonly Entry[]): Promise<void> {
     const args = entries.flatMap((e) => [e.field, String(e.gen), e.text]);
-    await this.#redis.eval(WRITE_COPY, 1, this.#key(queue), synced === undefined ? '' : String(synced), ...args);
+    await scriptOn(this.#redis, WRITE_COPY)(this.#key(queue), synced === undefined ? '' : String(synced), ...args);
   }
 
   /**

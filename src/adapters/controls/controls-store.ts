@@ -3,6 +3,7 @@ import { AuditAppender } from './audit-append.ts';
 import { AuditMarks } from './audit-marks.ts';
 import { checkAuditList, FLEET_AUDIT_SCOPE, type AuditMark, type CheckedAuditEntry } from '../../core/controls/audit-seal.ts';
 import { execAll } from '../redis/exec-all.ts';
+import { luaScript, scriptOn } from '../redis/lua-script.ts';
 import type { RedisConnection } from '../redis/redis.ts';
 import type { Mode } from '../../core/catalogue/result.ts';
 import { knownQueuesKey } from '../redis/known-queues.ts';
@@ -77,19 +78,27 @@ export type PauseScope = string | { runbook: string } | undefined;
 const pauseField = (s: PauseScope): string => (s === undefined ? 'cluster' : typeof s === 'string' ? `node/${s}` : `runbook/${s.runbook}`);
 
 /** The field's next generation: the writer's clock in ms, forced above the field's last one. */
-const NEXT_GEN = `
+export const NEXT_GEN = luaScript(
+  'volumeMedicNextGen',
+  `
 local last = tonumber(redis.call('HGET', KEYS[1], ARGV[1]) or '0') or 0
 local gen = tonumber(ARGV[2])
 if gen <= last then gen = last + 1 end
 redis.call('HSET', KEYS[1], ARGV[1], string.format('%d', gen))
-return gen`;
+return gen`,
+  1,
+);
 
 /** HSET field only while it holds ARGV[2] ('' = absent). */
-const CAS_FIELD = `
+export const CAS_FIELD = luaScript(
+  'volumeMedicCasField',
+  `
 local cur = redis.call('HGET', KEYS[1], ARGV[1])
 if (cur or '') ~= ARGV[2] then return 0 end
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[3])
-return 1`;
+return 1`,
+  1,
+);
 
 export interface ControlsStoreOptions {
   /**
@@ -165,9 +174,9 @@ export class ControlsStore {
    * operator and the re-sealer of another replica) cannot undo each other. False when it changed.
    */
   async #write(hash: string, kind: 'mode' | 'pause', field: string, record: object, expected: string | null): Promise<boolean> {
-    const gen = Number(await this.redis.eval(NEXT_GEN, 1, this.keys.sealedAt, sealedAtField(kind, field), String(this.#now().getTime())));
+    const gen = Number(await scriptOn(this.redis, NEXT_GEN)(this.keys.sealedAt, sealedAtField(kind, field), String(this.#now().getTime())));
     const { json } = sealRecord(this.#sealed.trust, kind, field, { ...record, gen });
-    if ((await this.redis.eval(CAS_FIELD, 1, hash, field, expected ?? '', json)) !== 1) return false;
+    if ((await scriptOn(this.redis, CAS_FIELD)(hash, field, expected ?? '', json)) !== 1) return false;
     // This process's own reader takes it as the newest record too (it then notices a delete).
     this.#sealed.open(kind === 'mode' ? ModeOverride : PauseRecord, kind, field, json);
     // Into the agents' copies before the API answers: a pause answered is a pause every agent reads.
@@ -199,7 +208,7 @@ export class ControlsStore {
         if (!v.ok || v.seal.iss !== 'receiver' || v.seal.exp - now > CONTROL_SEAL_TTL_MS - CONTROL_RESEAL_MS) continue;
         if (this.#superseded(kind, field, text, body, lastGen[sealedAtField(kind, field)])) continue;
         const { json } = sealRecord(trust, kind, field, body);
-        if ((await this.redis.eval(CAS_FIELD, 1, hash, field, text, json)) === 1) count++;
+        if ((await scriptOn(this.redis, CAS_FIELD)(hash, field, text, json)) === 1) count++;
       }
     }
     return count;

@@ -1,4 +1,5 @@
 import { queueKeys } from './bullmq-keys.ts';
+import { luaScript, scriptOn } from '../redis/lua-script.ts';
 import type { RedisConnection } from '../redis/redis.ts';
 
 // Is a worker serving its queue, and what waits there? Read with ONE script call per queue (every
@@ -38,7 +39,9 @@ export interface QueuePresence {
 /** Waiting jobs read per queue and check: the oldest ones, enough for a node's queue. */
 const MAX_JOBS = 50;
 
-const SCRIPT = `-- volume-medic: agent presence and the oldest waiting jobs of one queue (src/adapters/jobstore/agent-presence.ts)
+export const AGENT_PRESENCE = luaScript(
+  'volumeMedicAgentPresence',
+  `-- volume-medic: agent presence and the oldest waiting jobs of one queue (src/adapters/jobstore/agent-presence.ts)
 -- KEYS: wait, delayed, stalled-check, presence. ARGV: the queue's key prefix ("<prefix>:<queue>:"), max jobs, max due time (ms).
 local seen = math.min(1, redis.call('EXISTS', KEYS[3], KEYS[4]))
 local max = tonumber(ARGV[2])
@@ -59,22 +62,14 @@ for i = 1, #due, 2 do
   out[#out + 1] = math.floor(tonumber(due[i + 1]) / 0x1000)
 end
 return {seen, out}
-`;
-
-const COMMAND = 'volumeMedicAgentPresence';
-
-type PresenceFn = (numKeys: number, ...keysAndArgs: string[]) => Promise<unknown>;
-
-function command(redis: RedisConnection): PresenceFn {
-  const r = redis as unknown as Record<string, unknown>;
-  if (typeof r[COMMAND] !== 'function') redis.defineCommand(COMMAND, { lua: SCRIPT });
-  return (r[COMMAND] as PresenceFn).bind(redis);
-}
+`,
+  4,
+);
 
 /** Presence and waiting jobs of `queue` (a full BullMQ queue name) under `prefix`, as of `now`. */
 export async function queuePresence(redis: RedisConnection, prefix: string, queue: string, now: number): Promise<QueuePresence> {
   const k = queueKeys(prefix, queue);
-  const reply = await command(redis)(4, k.wait, k.delayed, k.stalledCheck, presenceKey(prefix, queue), k.base, String(MAX_JOBS), String(now));
+  const reply = await scriptOn(redis, AGENT_PRESENCE)(k.wait, k.delayed, k.stalledCheck, presenceKey(prefix, queue), k.base, String(MAX_JOBS), String(now));
   // Parsed again: what Redis holds is not trusted to have our shape.
   if (!Array.isArray(reply) || reply.length !== 2 || !Array.isArray(reply[1])) throw new Error(`agent presence of ${queue}: unexpected reply`);
   const flat = reply[1] as unknown[];

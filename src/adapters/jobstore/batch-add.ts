@@ -1,4 +1,5 @@
 import type { Job, RedisClient } from 'bullmq';
+import { luaScript, scriptOn, type LuaScript } from '../redis/lua-script.ts';
 import type { RedisConnection } from '../redis/redis.ts';
 
 // Many jobs, one script call. BullMQ adds a job with its `addStandardJob` Lua script,
@@ -102,7 +103,14 @@ const PER_JOB = 3 + ADD_ARGS;
 /** ARGV before the jobs: the index's `at` ('' = no index), its trim rank, the first job's place. */
 const HEADER = 3;
 
-/** BullMQ's script text, wrapped so one call runs it once per job. */
+/**
+ * BullMQ's add script (`addStandardJob:<version>` and its text, as BullMQ defines it on a
+ * connection) wrapped so one call runs it once per job.
+ */
+export function batchAddScript(command: string, addStandardJobLua: string): LuaScript {
+  return luaScript(`volumeMedicAddJobs:${command.slice(command.indexOf(':') + 1)}`, batchScript(addStandardJobLua));
+}
+
 function batchScript(addStandardJobLua: string): string {
   return `-- volume-medic: BullMQ's addStandardJob, once per job (src/adapters/jobstore/batch-add.ts).
 -- KEYS: BullMQ's ${ADD_KEYS} keys of each queue in the batch, in its order, one block per queue;
@@ -168,8 +176,8 @@ type ScriptFn = (numKeys: number, ...keysAndArgs: (string | Buffer)[]) => Promis
 
 export class BatchAdd {
   private readonly redis: RedisConnection;
-  /** addStandardJob:<version> -> our command's name on the connection. */
-  private readonly defined = new Map<string, string>();
+  /** addStandardJob:<version> -> our script of it. */
+  private readonly defined = new Map<string, LuaScript>();
 
   constructor(redis: RedisConnection) {
     this.redis = redis;
@@ -264,16 +272,13 @@ export class BatchAdd {
    * defined its own scripts on it by then (a queue's client is ready before anything is added).
    */
   private script(command: string): ScriptFn {
-    let name = this.defined.get(command);
-    if (!name) {
+    let script = this.defined.get(command);
+    if (!script) {
       const loaded: unknown = (this.redis.scriptsSet as Record<string, unknown>)[command];
       if (!isLoadedScript(loaded)) throw new Error(`BullMQ's ${command} script is not defined on this connection`);
-      name = `volumeMedicAddJobs:${command.slice(command.indexOf(':') + 1)}`;
-      this.redis.defineCommand(name, { lua: batchScript(loaded.lua) });
-      this.defined.set(command, name);
+      script = batchAddScript(command, loaded.lua);
+      this.defined.set(command, script);
     }
-    const fn: unknown = (this.redis as unknown as Record<string, unknown>)[name];
-    if (typeof fn !== 'function') throw new Error(`${name} is not defined on this connection`);
-    return fn.bind(this.redis) as ScriptFn;
+    return scriptOn(this.redis, script) as ScriptFn;
   }
 }

@@ -1,8 +1,8 @@
-import { Cluster, Redis, type RedisOptions } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 import { isNodeName } from '../../core/catalogue/names.ts';
 import { nodeQueueName } from '../../core/catalogue/queues.ts';
-import { tlsOptions } from './redis.ts';
-import type { HostPort, RedisTarget } from './redis-target.ts';
+import { errText, RedisServers, type Server } from './redis-servers.ts';
+import type { RedisTarget } from './redis-target.ts';
 
 // One Redis ACL user per node (a compromised node stays one node): node A's password
 // opens A's queue and the keys every worker writes, never B's queue. The receiver applies these
@@ -10,12 +10,12 @@ import type { HostPort, RedisTarget } from './redis-target.ts';
 //
 // Redis does not replicate ACLs: ACL SETUSER is neither propagated to replicas nor across Cluster
 // nodes, and a restarted server has only its ACL file. So every user is applied on EVERY server of
-// the topology (the one server; the Sentinel primary and each replica the sentinels know; every
-// master and replica of a Cluster), and a registry of the managed users (node -> SHA-256 of the
-// password, never the password) lives in Redis on the primary, replicated with the data, so any
-// receiver can apply them again: after a failover (+switch-master), when a replica comes back or is
-// attached (+slave, -sdown), when a Cluster node appears (+node), and every `reconcileMs` anyway
-// (a server that restarted lost them; one that was down missed a removal).
+// the topology (redis-servers.ts: the one server; the Sentinel primary and each replica the
+// sentinels know; every master and replica of a Cluster), and a registry of the managed users
+// (node -> SHA-256 of the password, never the password) lives in Redis on the primary, replicated
+// with the data, so any receiver can apply them again: after a failover (+switch-master), when a
+// replica comes back or is attached (+slave, -sdown), when a Cluster node appears (+node), and
+// every `reconcileMs` anyway (a server that restarted lost them; one that was down missed a removal).
 //
 // Enrolment of a whole fleet (10,000 nodes after a mass reboot) calls ensure() thousands of times a
 // second: calls are coalesced into one batch every `batchMs`, one pipeline per server per batch
@@ -34,12 +34,11 @@ export const NODE_AGENT_COMMANDS: readonly string[] = [
   'quit',
   'info',
   'client|setname',
-  'eval',
+  // Not eval: a node runs the scripts the receiver loaded (src/adapters/redis/lua-script.ts).
   'evalsha',
   'multi',
   'exec',
   'discard',
-  'scan',
   'get',
   'set',
   'incr',
@@ -171,12 +170,17 @@ export interface ApplyReport {
   failed: { server: string; error: string }[];
 }
 
-export interface NodeRedisUsersOptions {
-  /** Where Redis is; its username/password must hold the receiver's +acl|setuser, +acl|deluser, +acl|users rights. */
-  target: RedisTarget;
+/**
+ * Where Redis is (its username/password must hold the receiver's +acl|setuser, +acl|deluser,
+ * +acl|users rights): a target, or the servers of one, shared with the script preload
+ * (script-preload.ts: one set of connections and topology watches for both, closed by their owner).
+ */
+export type NodeRedisUsersOptions = NodeRedisUsersSettings & ({ target: RedisTarget; servers?: undefined } | { servers: RedisServers; target?: undefined });
+
+interface NodeRedisUsersSettings {
   prefix: string;
   log: { info(o: object, msg: string): void; warn(o: object, msg: string): void };
-  /** Deadline of every connect and command, per server (default 2000 ms). */
+  /** Deadline of every connect and command, per server (default 2000 ms; with `target` only). */
   timeoutMs?: number;
   /** How long ensure()/remove() calls are gathered into one batch (default 5 ms). */
   batchMs?: number;
@@ -186,11 +190,7 @@ export interface NodeRedisUsersOptions {
   reconcileMs?: number;
   /** Delay that gathers a burst of topology events into one reapplyAll() (default 500 ms). */
   settleMs?: number;
-  /**
-   * Cluster: how often the slot map is read again (default 10 s). ioredis reads it only on a
-   * MOVED or an error unless told to, and a replica that joins causes neither: without this it
-   * would never be in the pool, never get the users.
-   */
+  /** Cluster: how often the slot map is read again (default 10 s, RedisServersOptions; with `target` only). */
   clusterRefreshMs?: number;
 }
 
@@ -202,35 +202,16 @@ interface Change {
   reject(err: Error): void;
 }
 
-interface Server {
-  address: string;
-  redis: Redis;
-  /** Sentinel said it is down: not tried, counted as failed. */
-  down?: string;
-}
-
-const scrub = (msg: string): string => msg.replace(/[0-9a-fA-F]{64}/g, '<hash>');
-const errText = (err: unknown): string => scrub(err instanceof Error ? err.message : String(err));
-const hp = (h: HostPort): string => `${h.host.includes(':') ? `[${h.host}]` : h.host}:${h.port}`;
-
-/** Sentinel's reply for one replica: a flat [field, value, ...] list. */
-function fields(flat: unknown): Record<string, string> {
-  const out: Record<string, string> = {};
-  if (Array.isArray(flat)) for (let i = 0; i + 1 < flat.length; i += 2) out[String(flat[i])] = String(flat[i + 1]);
-  return out;
-}
-
 export class NodeRedisUsers {
-  readonly #o: Required<Omit<NodeRedisUsersOptions, 'target' | 'prefix' | 'log'>> & NodeRedisUsersOptions;
-  /** Connections to single servers (a single target, a Sentinel's primary/replicas, sentinels), by address. */
-  readonly #pool = new Map<string, Redis>();
-  #cluster: Cluster | undefined;
+  readonly #o: Required<Omit<NodeRedisUsersSettings, 'prefix' | 'log'>> & NodeRedisUsersSettings;
+  readonly #topology: RedisServers;
+  /** #topology is this object's own (closed with it). */
+  readonly #ownsTopology: boolean;
   #pending: Change[] = [];
   #flushTimer: NodeJS.Timeout | undefined;
   #flushing: Promise<void> = Promise.resolve();
   /** Servers that missed a change: the next reconcile applies every user there, not only the missing ones. */
   readonly #dirty = new Set<string>();
-  #watchers: Redis[] = [];
   #reconcileTimer: NodeJS.Timeout | undefined;
   #settleTimer: NodeJS.Timeout | undefined;
   #closed = false;
@@ -238,6 +219,23 @@ export class NodeRedisUsers {
   constructor(o: NodeRedisUsersOptions) {
     if (!PREFIX.test(o.prefix)) throw new Error(`QUEUE_PREFIX "${o.prefix}" cannot be an ACL key pattern`);
     this.#o = { timeoutMs: 2_000, batchMs: 5, maxBatch: 2_000, reconcileMs: 60_000, settleMs: 500, clusterRefreshMs: 10_000, ...o };
+    this.#ownsTopology = o.servers === undefined;
+    this.#topology =
+      o.servers ??
+      new RedisServers({
+        target: o.target,
+        timeoutMs: this.#o.timeoutMs,
+        clusterRefreshMs: this.#o.clusterRefreshMs,
+        connectionName: 'volume-medic:receiver:node-redis-users',
+      });
+  }
+
+  #servers(): Promise<{ registry: Redis | Cluster; all: Server[] }> {
+    return this.#topology.servers().then(({ primary, all }) => ({ registry: primary, all }));
+  }
+
+  #withTimeout<T>(redis: Redis | Cluster, name: string, f: () => Promise<T>): Promise<T> {
+    return this.#topology.withTimeout(redis, name, f);
   }
 
   /** Creates or redefines `node`'s user on every server, and records it in the registry. */
@@ -440,24 +438,7 @@ export class NodeRedisUsers {
   watch(): void {
     if (this.#closed || this.#reconcileTimer) return;
     this.#settle("watch started: every user gets this release's rules");
-    const t = this.#o.target;
-    if (t.kind === 'sentinel') {
-      for (const s of t.sentinels) {
-        const sub = new Redis({ ...this.#sentinelOptions(s), retryStrategy: (n) => Math.min(n * 500, 5_000), maxRetriesPerRequest: null });
-        sub.on('error', () => {});
-        void sub.subscribe('+switch-master', '+slave', '-sdown', '+convert-to-slave').catch(() => {});
-        sub.on('message', (channel: string, message: string) => {
-          // Every event names the monitored primary: other primaries a sentinel watches are not ours.
-          if (!message.includes(` ${t.name} `) && !message.startsWith(`${t.name} `)) return;
-          if (channel === '-sdown' && !message.startsWith('slave ')) return;
-          this.#settle(channel);
-        });
-        this.#watchers.push(sub);
-      }
-    } else if (t.kind === 'cluster') {
-      // The client's '+node' listener (#clusterClient) acts once watching; connect it now.
-      void this.#clusterClient().catch(() => {});
-    }
+    this.#topology.onChange((why) => this.#settle(why));
     const tick = (): void => {
       this.#reconcileTimer = setTimeout(() => {
         this.reconcile()
@@ -486,183 +467,6 @@ export class NodeRedisUsers {
     }, this.#o.settleMs);
   }
 
-  /** Every server of the topology now, and where the registry is written (the primary). */
-  async #servers(): Promise<{ registry: Redis | Cluster; all: Server[] }> {
-    const t = this.#o.target;
-    switch (t.kind) {
-      case 'single': {
-        const redis = this.#pooled(`single ${t.url}`, () => new Redis(t.url, this.#serverOptions()));
-        let address = 'the server';
-        try {
-          const u = new URL(t.url);
-          address = u.host;
-        } catch {
-          // Named generically; never the URL (it may hold a password).
-        }
-        return { registry: redis, all: [{ address, redis }] };
-      }
-      case 'sentinel': {
-        const { primary, replicas } = await this.#askSentinels(t);
-        const server = (h: HostPort, down?: string): Server => ({
-          address: hp(h),
-          redis: this.#pooled(hp(h), () => new Redis({ ...this.#serverOptions(), host: h.host, port: h.port })),
-          ...(down ? { down } : {}),
-        });
-        const p = server(primary);
-        // Mid-failover a sentinel may still list the promoted replica among the replicas (of itself):
-        // each server once, the primary first.
-        const seen = new Set([p.address]);
-        const others = replicas.filter((r) => !seen.has(hp(r)) && seen.add(hp(r))).map((r) => server(r, r.down));
-        return { registry: p.redis, all: [p, ...others] };
-      }
-      case 'cluster': {
-        const c = await this.#clusterClient();
-        // The slot map as it is now, not as it was at the last refresh (a node that joined since).
-        await this.#withTimeout(
-          c,
-          'the Cluster slot map',
-          () => new Promise<void>((resolve, reject) => c.refreshSlotsCache((err) => (err ? reject(err) : resolve()))),
-        );
-        const all = c.nodes('all').map((redis) => ({ address: `${redis.options.host ?? '?'}:${redis.options.port ?? '?'}`, redis }));
-        return { registry: c, all };
-      }
-      default:
-        return t satisfies never;
-    }
-  }
-
-  async #askSentinels(t: Extract<RedisTarget, { kind: 'sentinel' }>): Promise<{ primary: HostPort; replicas: (HostPort & { down?: string })[] }> {
-    const errors: string[] = [];
-    for (const s of t.sentinels) {
-      const sentinel = this.#pooled(`sentinel ${hp(s)}`, () => new Redis(this.#sentinelOptions(s)));
-      try {
-        const answer = await this.#withTimeout(sentinel, `sentinel ${hp(s)}`, async () => {
-          const addr = (await sentinel.call('SENTINEL', 'GET-MASTER-ADDR-BY-NAME', t.name)) as [string, string] | null;
-          if (!addr) throw new Error(`does not know ${t.name}`);
-          const replicas = ((await sentinel.call('SENTINEL', 'REPLICAS', t.name)) as unknown[])
-            .map(fields)
-            .map((r) => {
-              const flags = (r['flags'] ?? '').split(',');
-              const down = flags.find((f) => ['s_down', 'o_down', 'disconnected'].includes(f));
-              return { host: r['ip'] ?? '', port: Number(r['port']), ...(down ? { down: `sentinel ${hp(s)} says ${down}` } : {}) };
-            })
-            .filter((r) => r.host !== '' && Number.isInteger(r.port) && r.port > 0);
-          return { primary: { host: addr[0], port: Number(addr[1]) }, replicas };
-        });
-        // A sentinel that has not heard of a failover yet names the old primary, now a replica
-        // (its registry writes would fail READONLY) or gone: ask the next one.
-        const primary = this.#pooled(hp(answer.primary), () => new Redis({ ...this.#serverOptions(), host: answer.primary.host, port: answer.primary.port }));
-        const info = await this.#withTimeout(primary, hp(answer.primary), () => primary.info('replication'));
-        if (!/^role:master\r?$/m.test(info)) throw new Error(`names ${hp(answer.primary)}, which is not a primary`);
-        return answer;
-      } catch (err) {
-        errors.push(`sentinel ${hp(s)}: ${errText(err)}`);
-      }
-    }
-    throw new Error(`no sentinel said where ${t.name} is (${errors.join('; ')})`);
-  }
-
-  async #clusterClient(): Promise<Cluster> {
-    const t = this.#o.target;
-    if (t.kind !== 'cluster') throw new Error('not a cluster target');
-    this.#cluster ??= (() => {
-      const c = new Cluster(t.nodes, {
-        enableOfflineQueue: true,
-        enableReadyCheck: true,
-        clusterRetryStrategy: (n) => Math.min(n * 500, 5_000),
-        slotsRefreshInterval: this.#o.clusterRefreshMs,
-        redisOptions: this.#serverOptions(),
-      });
-      c.on('error', () => {});
-      // A server joined ioredis' pool (a new node, a replica announced late): apply every user there.
-      c.on('+node', () => {
-        if (this.#reconcileTimer) this.#settle('+node');
-      });
-      return c;
-    })();
-    const c = this.#cluster;
-    if (c.status !== 'ready') {
-      await new Promise<void>((resolve, reject) => {
-        const timer = setTimeout(() => {
-          c.off('ready', onReady);
-          reject(new Error(`the Cluster did not answer within ${this.#o.timeoutMs} ms`));
-        }, this.#o.timeoutMs);
-        const onReady = (): void => {
-          clearTimeout(timer);
-          resolve();
-        };
-        c.once('ready', onReady);
-      });
-    }
-    return c;
-  }
-
-  #serverOptions(): RedisOptions {
-    const t = this.#o.target;
-    const tls = tlsOptions(t);
-    return {
-      ...(t.username ? { username: t.username } : {}),
-      ...(t.password ? { password: t.password } : {}),
-      ...(tls ? { tls } : {}),
-      connectionName: 'volume-medic:receiver:node-redis-users',
-      connectTimeout: this.#o.timeoutMs,
-      commandTimeout: this.#o.timeoutMs,
-      maxRetriesPerRequest: 0,
-      // A dropped connection is not retried: it ends, and the next use makes a new one.
-      retryStrategy: () => null,
-      lazyConnect: true,
-    };
-  }
-
-  #sentinelOptions(s: HostPort): RedisOptions {
-    const t = this.#o.target;
-    const tls = tlsOptions(t);
-    return {
-      host: s.host,
-      port: s.port,
-      ...(t.kind === 'sentinel' && t.sentinelPassword ? { password: t.sentinelPassword } : {}),
-      ...(tls ? { tls } : {}),
-      connectTimeout: this.#o.timeoutMs,
-      commandTimeout: this.#o.timeoutMs,
-      maxRetriesPerRequest: 0,
-      retryStrategy: () => null,
-      lazyConnect: true,
-    };
-  }
-
-  #pooled(key: string, make: () => Redis): Redis {
-    const have = this.#pool.get(key);
-    if (have && have.status !== 'end' && have.status !== 'close') return have;
-    have?.disconnect();
-    const r = make();
-    r.on('error', () => {});
-    this.#pool.set(key, r);
-    return r;
-  }
-
-  /** Runs `f` with a deadline (a connection that never comes up has no command timeout yet). */
-  async #withTimeout<T>(redis: Redis | Cluster, name: string, f: () => Promise<T>): Promise<T> {
-    let timer: NodeJS.Timeout | undefined;
-    try {
-      return await Promise.race([
-        (async () => {
-          if (redis instanceof Redis && (redis.status === 'wait' || redis.status === 'end')) await redis.connect();
-          return f();
-        })(),
-        new Promise<never>((_r, reject) => {
-          timer = setTimeout(() => reject(new Error(`${name}: no answer within ${this.#o.timeoutMs * 2} ms`)), this.#o.timeoutMs * 2);
-        }),
-      ]);
-    } catch (err) {
-      // Only a connection of this module's pool: a Cluster's node connections are ioredis' to manage.
-      if (redis instanceof Redis && redis.status !== 'ready' && [...this.#pool.values()].includes(redis)) redis.disconnect();
-      const msg = errText(err);
-      throw new Error(msg.startsWith(name) ? msg : `${name}: ${msg}`);
-    } finally {
-      clearTimeout(timer);
-    }
-  }
-
   /** Waits for the batches already started, then closes every connection. */
   async close(): Promise<void> {
     this.#closed = true;
@@ -674,10 +478,7 @@ export class NodeRedisUsers {
       this.#flushing = this.#flushing.then(() => this.#flush());
     }
     await this.#flushing;
-    for (const w of this.#watchers) w.disconnect();
-    for (const r of this.#pool.values()) r.disconnect();
-    this.#pool.clear();
-    this.#cluster?.disconnect();
+    if (this.#ownsTopology) this.#topology.close();
   }
 }
 

@@ -4,6 +4,7 @@ import calculateSlot from 'cluster-key-slot';
 import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
 import { ConfigError } from '../../core/config/load.ts';
 import { fullJitter, PRODUCER_BACKOFF, WORKER_BACKOFF } from './reconnect-backoff.ts';
+import { evalshaFirst } from './lua-script.ts';
 import type { RedisTarget } from './redis-target.ts';
 import { slotConnector, slotMovedAway } from './slot-connector.ts';
 
@@ -19,6 +20,9 @@ import { slotConnector, slotMovedAway } from './slot-connector.ts';
 // them for every topology (and override the URL's). TLS: rediss:// or REDIS_TLS=true, with a
 // private CA from REDIS_TLS_CA_FILE (PEM; unset: the system's CAs). The certificate's name is
 // always checked. BullMQ's duplicates of a connection inherit all of it.
+//
+// Scripts (BullMQ's and ours) go by EVALSHA on every connection (lua-script.ts evalshaFirst): the
+// agents' Redis users may not EVAL, and run what the receiver loaded.
 
 /** A connection to wherever Redis is: a server (direct or found through Sentinel) or a Cluster. */
 export type RedisConnection = Redis | Cluster;
@@ -49,6 +53,10 @@ export interface ConnectOptions {
  * are opened through RedisConnections (redis-connections.ts), which brings back one that ended.
  */
 export function connect(target: RedisTarget | string, role: ConnectionRole, o: ConnectOptions = {}): RedisConnection {
+  return evalshaFirst(newConnection(target, role, o));
+}
+
+function newConnection(target: RedisTarget | string, role: ConnectionRole, o: ConnectOptions): RedisConnection {
   const t: RedisTarget = typeof target === 'string' ? { kind: 'single', url: target } : target;
   const producer = role === 'producer';
   const retryStrategy = fullJitter(producer ? PRODUCER_BACKOFF : WORKER_BACKOFF);

@@ -3,6 +3,7 @@ import type { CounterBatch } from '../../core/jobs/job-store.ts';
 import { execAll } from '../redis/exec-all.ts';
 import { inLanes, laneShape } from '../redis/in-lanes.ts';
 import { knownQueuesKey } from '../redis/known-queues.ts';
+import { luaScript, scriptOn } from '../redis/lua-script.ts';
 import type { RedisConnection } from '../redis/redis.ts';
 
 // Finished-job counters and durations live in Redis hashes of one layout (this file's contract):
@@ -61,13 +62,16 @@ const BUCKET_LABELS: readonly string[] = [...DURATION_BUCKETS_S.map(String), '+I
 // Cluster (each queue its own slot). Queues leave the registry never, so no count drops out. A
 // node writes its own queue's hash and may pad it: a hash of more than MAX_QUEUE_FIELDS fields is
 // not read (false, counted as unread) so that no node can make the scrape slow or its labels many.
-const READ_HASHES = `
+export const READ_HASHES = luaScript(
+  'volumeMedicReadStats',
+  `
 local out = {}
 for i = 1, #KEYS do
   if redis.call('HLEN', KEYS[i]) > tonumber(ARGV[1]) then out[i] = false
   else out[i] = redis.call('HGETALL', KEYS[i]) end
 end
-return out`;
+return out`,
+);
 
 /** More fields than a queue's runbooks, outcomes, buckets and refusal reasons can make (~300). */
 export const MAX_QUEUE_FIELDS = 1000;
@@ -76,7 +80,7 @@ export const MAX_QUEUE_FIELDS = 1000;
 async function queueHashes(redis: RedisConnection, prefix: string): Promise<(Record<string, string> | null)[]> {
   const queues = (await redis.smembers(knownQueuesKey(prefix))).sort();
   return inLanes(queues, laneShape(redis, {}, { chunk: 250, parallel: 1 }), async (qs) => {
-    const raw = await redis.eval(READ_HASHES, qs.length, ...qs.map((q) => queueStatsKey(prefix, q)), MAX_QUEUE_FIELDS);
+    const raw = await scriptOn(redis, READ_HASHES)(qs.length, ...qs.map((q) => queueStatsKey(prefix, q)), MAX_QUEUE_FIELDS);
     if (!Array.isArray(raw) || raw.length !== qs.length) throw new Error(`job statistics: expected ${qs.length} hashes`);
     return raw.map((flat) => {
       if (!Array.isArray(flat)) return null;

@@ -8,10 +8,12 @@ import type { Config } from '../../core/config/schema.ts';
 import type { Trust } from '../../core/trust/from-config.ts';
 import { enrolmentFromConfig } from '../enrolment/from-config.ts';
 import type { RedisModule } from './redis-module.ts';
+import type { ScriptPreloadModule } from './script-preload-module.ts';
 
 // Node agents and the cluster worker trade their pod's token for their own queue's keys; with
 // REDIS_NODE_USERS each enrolled node also gets its own Redis user on every server, kept there
-// by a watch.
+// by a watch. An enrolment is answered once the agents' scripts are on every server too: a Redis
+// that restarted lost both, and its agents enrol again at once (their WRONGPASS).
 
 export interface EnrolmentModule {
   enrolment?: ReturnType<typeof enrolmentFromConfig>;
@@ -19,11 +21,18 @@ export interface EnrolmentModule {
   close(): Promise<void>;
 }
 
-export function startEnrolment(config: Config, log: Logger, r: RedisModule, trust: Trust, access: KubeConfig | undefined): EnrolmentModule {
+export function startEnrolment(
+  config: Config,
+  log: Logger,
+  r: RedisModule,
+  trust: Trust,
+  access: KubeConfig | undefined,
+  scripts: ScriptPreloadModule,
+): EnrolmentModule {
   if (config.redisNodeUsers && config.enrolNodeAgents.length === 0)
     throw new ConfigError('REDIS_NODE_USERS=true needs enrolment (ENROL_NODE_AGENTS): agents learn their Redis user when they enrol');
   const nodeUsers = config.redisNodeUsers
-    ? new NodeRedisUsers({ target: r.target, prefix: config.queuePrefix, log: log.child({ component: 'node-redis-users' }) })
+    ? new NodeRedisUsers({ servers: scripts.servers, prefix: config.queuePrefix, log: log.child({ component: 'node-redis-users' }) })
     : undefined;
   nodeUsers?.watch();
   const mirrors = r.redis.isCluster ? new ControlMirrors(r.redis, config.queuePrefix) : undefined;
@@ -41,6 +50,9 @@ export function startEnrolment(config: Config, log: Logger, r: RedisModule, trus
             userName: nodeUserName,
             // Answered once the primary has it; a server that missed it gets it from the watch.
             ensure: async (node, hash) => {
+              // The scripts first (one check shared by every enrolment meanwhile; a failure is
+              // logged there and checked again): once the user is back its agent runs scripts.
+              await scripts.preload.ensure().catch(() => undefined);
               const res = await nodeUsers.ensure(node, hash);
               if (res.applied.length === 0)
                 throw new Error(

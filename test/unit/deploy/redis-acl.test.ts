@@ -85,6 +85,12 @@ const ONLY: Record<string, readonly Component[]> = {
   // settable on any primary with replicas), so granted in every rendering (README, "Redis topologies").
   wait: ['receiver'],
   zscan: ['receiver'], // src/adapters/jobstore/incident-index.ts: the console finds a job's or a node's index entries
+  // The receiver's own (queue-scan.ts, job-states.ts: the console); the workers run only what the
+  // receiver loaded (SCRIPT LOAD, script-preload.ts), by EVALSHA (lua-script.ts).
+  eval: ['receiver'],
+  'script|exists': ['receiver'],
+  'script|load': ['receiver'],
+  scan: ['receiver'], // scanKeys, src/adapters/redis/redis.ts (tests, tools)
 };
 
 describe('the Redis ACL users (deploy/charts/volume-medic/files/users.acl.template)', () => {
@@ -178,7 +184,9 @@ describe('the Redis ACL users (deploy/charts/volume-medic/files/users.acl.templa
       'client|setname',
       'multi',
       'exec',
-      'scan' /* scanKeys, src/adapters/redis/redis.ts (tests, tools) */,
+      'scan',
+      'script|exists',
+      'script|load',
     ]) {
       const who = ONLY[cmd] ?? COMPONENTS;
       for (const c of who) expect(allowed(c).has(cmd), `${c} needs ${cmd} (${direct.get(cmd) ?? 'Lua / BullMQ'})`).toBe(true);
@@ -194,6 +202,18 @@ describe('the Redis ACL users (deploy/charts/volume-medic/files/users.acl.templa
     const module = readFileSync(join(ROOT, 'src/adapters/redis/node-redis-users.ts'), 'utf8');
     const sent = new Set([...module.matchAll(/'ACL', '([A-Z]+)'/g)].map((m) => `acl|${m[1]!.toLowerCase()}`));
     expect([...sent].sort()).toEqual(aclRights('receiver'));
+  });
+
+  it("lets only the receiver EVAL a script it wrote, and load and check the agents' scripts; the workers run scripts by SHA only, and list no keys", () => {
+    const scriptRights = (c: Component): string[] => [...allowed(c)].filter((cmd) => /^(eval|evalsha|script|function|fcall|scan|keys)\b/.test(cmd)).sort();
+    expect(scriptRights('receiver')).toEqual(['eval', 'evalsha', 'scan', 'script|exists', 'script|load']);
+    expect(scriptRights('cluster-worker')).toEqual(['evalsha']);
+    expect(scriptRights('node-agent')).toEqual(['evalsha']);
+    // What script-preload.ts sends: a grant missing here would leave every agent on NOSCRIPT.
+    const module = readFileSync(join(ROOT, 'src/adapters/redis/script-preload.ts'), 'utf8');
+    expect(new Set([...module.matchAll(/'SCRIPT', '([A-Z]+)'/g)].map((m) => `script|${m[1]!.toLowerCase()}`))).toEqual(
+      new Set(['script|exists', 'script|load']),
+    );
   });
 
   it('gives the receiver no blocking pop: it never waits for jobs', () => {

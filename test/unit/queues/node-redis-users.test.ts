@@ -31,6 +31,10 @@ describe('per-node Redis users', () => {
     const rules = nodeUserRules('vmp', 'a', sha);
     expect(rules.slice(rules.indexOf('-@all') + 1)).toEqual([...templateCommands, '+cluster|slots', '+cluster|info']);
     expect(CLUSTER_DISCOVERY_COMMANDS).toEqual(['cluster|slots', 'cluster|info']);
+    // Scripts by SHA only (those the receiver loaded: a node's own never-ending script would freeze
+    // the shared Redis), and no listing of other nodes' key names.
+    expect(rules).toContain('+evalsha');
+    for (const r of ['+eval', '+scan', '+keys', '+script', '+script|load', '+function', '+fcall']) expect(rules, r).not.toContain(r);
   });
 
   it("has the template's key patterns narrowed: that node's queue, and of the shared keys only the controls, read-only", () => {
