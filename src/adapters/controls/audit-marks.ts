@@ -1,4 +1,5 @@
 import type { AuditMark } from '../../core/controls/audit-seal.ts';
+import { luaScript, scriptOn } from '../redis/lua-script.ts';
 import type { RedisConnection } from '../redis/redis.ts';
 
 // What the receiver saw of each audit list (src/core/controls/audit-seal.ts): the newest number
@@ -15,14 +16,22 @@ import type { RedisConnection } from '../redis/redis.ts';
 /** hash scope (a queue's name, or the fleet list's scope) -> `<seq> <mac>` */
 export const auditMarksKey = (prefix: string): string => `${prefix}:vm:ctl:audit-marks`;
 
-/** KEYS[1]: the hash. ARGV: (field, number, mark) triples; each is stored only above the field's number. */
-const RAISE = `-- volume-medic: raise audit list marks (src/adapters/controls/audit-marks.ts)
+/**
+ * KEYS[1]: the hash. ARGV: (field, number, mark) triples; each is stored only above the field's
+ * number. Registered (src/adapters/lua/registry.ts): the agents import this module with the
+ * controls store, and every script on their path runs by EVALSHA only.
+ */
+export const AUDIT_MARKS_RAISE = luaScript(
+  'volumeMedicAuditMarksRaise',
+  `-- volume-medic: raise audit list marks (src/adapters/controls/audit-marks.ts)
 for i = 1, #ARGV, 3 do
   local cur = redis.call('HGET', KEYS[1], ARGV[i])
   local seq = cur and tonumber(string.match(cur, '^(%d+)')) or 0
   if tonumber(ARGV[i + 1]) > seq then redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 2]) end
 end
-return 0`;
+return 0`,
+  1,
+);
 
 const parse = (text: string | null | undefined): AuditMark => {
   const m = /^(\d{1,15})(?: ([A-Za-z0-9_-]{1,128}))?$/.exec(text ?? '');
@@ -50,6 +59,6 @@ export class AuditMarks {
   async raise(marks: ReadonlyMap<string, AuditMark>): Promise<void> {
     const args: string[] = [];
     for (const [scope, m] of marks) args.push(scope, String(m.seq), m.mac ? `${m.seq} ${m.mac}` : String(m.seq));
-    if (args.length > 0) await this.#redis.eval(RAISE, 1, this.#key, ...args);
+    if (args.length > 0) await scriptOn(this.#redis, AUDIT_MARKS_RAISE)(this.#key, ...args);
   }
 }

@@ -1,5 +1,6 @@
 import { APPROVAL_CAS } from '../controls/approval-store.ts';
 import { AUDIT_APPEND } from '../controls/audit-append.ts';
+import { AUDIT_MARKS_RAISE } from '../controls/audit-marks.ts';
 import { BREAKER_RESERVE, BREAKER_STORM } from '../controls/breakers.ts';
 import { WRITE_COPY } from '../controls/control-mirrors.ts';
 import { CAS_FIELD, NEXT_GEN } from '../controls/controls-store.ts';
@@ -18,6 +19,7 @@ import { READ_HASHES } from '../stats/job-stats.ts';
 /** Our own scripts in modules the agents import (some only the receiver runs: loaded all the same). */
 export const OWN_SCRIPTS: readonly LuaScript[] = [
   AUDIT_APPEND,
+  AUDIT_MARKS_RAISE,
   APPROVAL_CAS,
   BREAKER_RESERVE,
   BREAKER_STORM,
