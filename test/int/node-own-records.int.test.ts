@@ -7,6 +7,9 @@ import { ControlsStore } from '../../src/adapters/controls/controls-store.ts';
 import { auditMarksKey } from '../../src/adapters/controls/audit-marks.ts';
 import { knownQueuesKey } from '../../src/adapters/redis/known-queues.ts';
 import { nodeUserName, nodeUserRules } from '../../src/adapters/redis/node-redis-users.ts';
+import { agentScripts } from '../../src/adapters/lua/registry.ts';
+import { loadMissing } from '../../src/adapters/redis/script-preload.ts';
+import { evalshaFirst } from '../../src/adapters/redis/lua-script.ts';
 import { createLogger } from '../../src/adapters/observability/logger.ts';
 import { readKeys, type Keyring } from '../../src/core/trust/keyring.ts';
 import { sealerOf } from '../../src/core/trust/seal.ts';
@@ -63,7 +66,10 @@ describe("a node's audit list, as its own Redis user and key can write it", () =
     await admin.call('ACL', 'SETUSER', nodeUserName(NODE), ...nodeUserRules(prefix, NODE, sha));
     // The receiver records a node's queue at enrolment.
     await admin.sadd(knownQueuesKey(prefix), QUEUE);
-    nodeA = new Redis(`redis://${nodeUserName(NODE)}:${PASSWORD}@127.0.0.1:${redis.port}`, { maxRetriesPerRequest: 0 });
+    // What the receiver does at its start (script-preload.ts): the node's user may only EVALSHA them.
+    await loadMissing(admin, agentScripts());
+    // As the agent connects (redis.ts connect()): scripts by EVALSHA only, which is all the node's user may run.
+    nodeA = evalshaFirst(new Redis(`redis://${nodeUserName(NODE)}:${PASSWORD}@127.0.0.1:${redis.port}`, { maxRetriesPerRequest: 0 }));
     const roots = readKeys(TEST_KEYS_DIR);
     const [rootName, root] = [...roots].find(([n]) => n.startsWith('node-agent.'))!;
     const key = workKeyOf(root, 'node-agent', QUEUE);

@@ -171,7 +171,9 @@ describe("Node Events seen by the receiver's own Event watch (issue 44, item 4)"
       return j.length > 0 ? j : undefined;
     });
     expect(back[0]!.data).toMatchObject({ runbook: 'residual-multipath-cleanup', target: { node: 'back-now' }, bootId: BOOT });
-    expect(back[0]!.data.evidence[0].source).toBe('k8s-watch-event');
+    // Corroborated as a watched Event; stored as k8s-watch, which agents of the release before know.
+    expect(back[0]!.data.evidence[0].source).toBe('k8s-watch');
+    expect(back[0]!.data.evidence[0].summary).toMatch(/rebooted|NodeReady/);
 
     api.put(node('flapping', 'Unknown', BOOT));
     api.put(node('flapping', 'True', BOOT));
