@@ -1,4 +1,5 @@
 import { createHmac } from '../node-crypto.ts';
+import { atGeneration } from './key-generations.ts';
 import type { Keyring } from './keyring.ts';
 import type { Role } from './roles.ts';
 
@@ -8,32 +9,41 @@ import type { Role } from './roles.ts';
 // holds only the derived keys of the one queue it consumes, handed over at enrolment
 // (src/core/trust/enrolment-wire.ts). So nothing a node agent holds makes or checks a seal for
 // another node's queue. The label is versioned: a new derivation never collides with this one.
+// A node's generation (src/core/trust/key-generations.ts) is part of the label from 1 on; at 0
+// the label is v1's, unchanged, so keys of nodes never revoked stay what they were.
 
-const label = (role: Role, queue: string): string => `volume-medic/work/v1\0${role}\0${queue}`;
+const label = (role: Role, queue: string, generation: number): string =>
+  generation === 0 ? `volume-medic/work/v1\0${role}\0${queue}` : `volume-medic/work/v2\0${role}\0${queue}\0${generation}`;
 
-/** The key of `role`'s work on `queue`, derived from that role's root. */
-export const workKeyOf = (root: Buffer, role: Role, queue: string): Buffer => createHmac('sha256', root).update(label(role, queue), 'utf8').digest();
+/** The key of `role`'s work on `queue` at the queue's `generation` (default 0), derived from that role's root. */
+export const workKeyOf = (root: Buffer, role: Role, queue: string, generation = 0): Buffer =>
+  createHmac('sha256', root)
+    .update(label(role, queue, generation), 'utf8')
+    .digest();
 
 /** Why a ring cannot check work on `queue`, or undefined when it can. */
 export const outOfScope = (ring: Keyring, queue: string): string | undefined =>
   ring.scope !== undefined && ring.scope !== queue ? `this process holds work keys for queue ${ring.scope} only, not ${queue}` : undefined;
 
-const derivedRings = new WeakMap<Keyring, Map<string, Keyring>>();
+const derivedRings = new WeakMap<Keyring, Map<string, Keyring & { generation: number }>>();
 
 /**
  * The keys that check work read from `queue`: the ring itself when it was enrolled for that queue,
- * else every root's key derived for it (cached per ring and queue; an enrolled ring asked about
- * another queue has none, see outOfScope).
+ * else every root's key derived for it at the queue's current generation (ring.generations),
+ * named for that generation (cached per ring and queue, derived again when the generation rose;
+ * an enrolled ring asked about another queue has none, see outOfScope).
  */
 export function workRingFor(ring: Keyring, queue: string): Keyring {
   if (ring.scope !== undefined) return ring.scope === queue ? ring : { verify: new Map(), scope: ring.scope };
+  const generation = ring.generations?.of(queue) ?? 0;
   let byQueue = derivedRings.get(ring);
   if (!byQueue) derivedRings.set(ring, (byQueue = new Map()));
   let derived = byQueue.get(queue);
-  if (!derived) {
+  if (derived?.generation !== generation) {
     const verify = new Map<string, Buffer>();
-    for (const [name, root] of ring.verify) verify.set(name, workKeyOf(root, name.slice(0, name.indexOf('.')) as Role, queue));
-    derived = { verify, scope: queue };
+    for (const [name, root] of ring.verify)
+      verify.set(atGeneration(name, generation), workKeyOf(root, name.slice(0, name.indexOf('.')) as Role, queue, generation));
+    derived = { verify, scope: queue, generation };
     byQueue.set(queue, derived);
   }
   return derived;
