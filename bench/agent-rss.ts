@@ -78,6 +78,9 @@ const receiver = await startReceiver(
 function enrolmentEnv(node: string): Record<string, string> {
   const token = `token-${node}`;
   api.addUser(token, podTokenUser({ serviceAccount: AGENT_SA, pod: `agent-${node}`, uid: `uid-${node}`, node }));
+  // Enrolment answers only for a Node the API server has, and a pod that still exists.
+  api.put({ apiVersion: 'v1', kind: 'Node', metadata: { name: node } });
+  api.put({ apiVersion: 'v1', kind: 'Pod', metadata: { name: `agent-${node}`, namespace: 'volume-medic', uid: `uid-${node}` }, spec: { nodeName: node } });
   const tokenFile = join(dir, `${node}.token`);
   writeFileSync(tokenFile, `${token}\n`);
   return { ENROL_URL: receiver.url, ENROL_TOKEN_FILE: tokenFile, CONTROL_VERIFY_CERT_FILE: controlKeys.certFile };

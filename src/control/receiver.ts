@@ -11,6 +11,7 @@ import { createReceiverMetrics } from '../adapters/observability/metrics.ts';
 import type { RedisConnections } from '../adapters/redis/redis-connections.ts';
 import type { Config } from '../core/config/schema.ts';
 import { trustFromConfig } from '../core/trust/from-config.ts';
+import { GenerationTable } from '../core/trust/key-generations.ts';
 import { startFleetExporter } from './fleet/fleet-exporter.ts';
 import { createApp } from './http/app.ts';
 import { JobReader } from './http/job-reader.ts';
@@ -18,6 +19,7 @@ import type { RepeatAnswers } from './ingest/repeat-answers.ts';
 import { startControls } from './receiver/controls-module.ts';
 import { startEnrolment } from './receiver/enrolment-module.ts';
 import { startJobs } from './receiver/jobs-module.ts';
+import { startRevocation } from './receiver/revocation-module.ts';
 import { listen } from './receiver/listen.ts';
 import { operators } from './receiver/operators-module.ts';
 import { openRedis } from './receiver/redis-module.ts';
@@ -63,8 +65,10 @@ function leaseAccess(kubeConfig: KubeConfig | undefined): KubeConfig | undefined
 // long because: the receiver's composition root: one line or block per module it wires, and their shutdown order
 export async function startReceiver(config: Config, opts: ReceiverOptions = {}): Promise<Receiver> {
   const log = opts.log ?? createLogger('receiver', config.logLevel, { buffered: true });
-  // Everything the receiver stores for an agent is sealed with its key (fails closed without one).
-  const trust = trustFromConfig(config, 'receiver');
+  // Everything the receiver stores for an agent is sealed with its key (fails closed without one),
+  // for an enrolled node at that node's credential generation (revocation-module.ts).
+  const generations = config.enrolNodeAgents.length > 0 ? new GenerationTable() : undefined;
+  const trust = trustFromConfig(config, 'receiver', undefined, generations);
   if (trust.allowUnsigned) log.warn('ALLOW_UNSIGNED_WORK=true: agents accept work without a seal; anyone who can write to Redis can make them act');
   const r = await openRedis(config, log);
   const scripts = await startScriptPreload(log, r);
@@ -84,7 +88,9 @@ export async function startReceiver(config: Config, opts: ReceiverOptions = {}):
   });
   const eventTrust: EventTrust = { npdSources: new Set(config.npdEventSources), npdNamespace: config.npdEventNamespace };
   const ops = operators(config, log, opts.operatorKubeConfig ?? kubeConfig);
-  const enrol = startEnrolment(config, log, r, trust, opts.operatorKubeConfig ?? kubeConfig ?? ops.access, scripts);
+  const enrol = startEnrolment(config, log, r, trust, opts.operatorKubeConfig ?? kubeConfig ?? ops.access, scripts, generations);
+  const revoke = startRevocation(log, enrol, generations, (action, target, asked) => controls.actions.store.audit(action, target, asked));
+  await revoke?.ready;
   // The console reads a job's Events back with the receiver's own access (KUBE_WATCH's, or the one operator identity uses).
   const eventAccess = kubeConfig ?? ops.access;
   let watches: KubeWatches | undefined;
@@ -107,6 +113,7 @@ export async function startReceiver(config: Config, opts: ReceiverOptions = {}):
     ...(ack ? { replicaAck: () => ack.status() } : {}),
     nodeRecoveryAlerts: new Set(config.nodeRecoveryAlerts),
     ...(enrol.enrolment ? { enrolment: enrol.enrolment } : {}),
+    ...(revoke ? { revocation: revoke.revocation } : {}),
     // Agents' breaker slots (those given ENROL_URL ask here): where this receiver holds the roots.
     // Each answer relays the newest modes and pauses of the node's fields (src/core/controls/control-relay.ts).
     ...(trust.ring.scope === undefined && trust.ring.verify.size > 0
@@ -131,18 +138,27 @@ export async function startReceiver(config: Config, opts: ReceiverOptions = {}):
   const http = await listen(config, app, log);
   if (kubeConfig) {
     const nodeUsers = enrol.nodeUsers;
+    const revocation = revoke?.revocation;
     watches = await startKubeWatches({
       kubeConfig,
       ingest: { lookups, dispatcher: j.dispatcher, corroborate: true },
       eventTrust,
       log: log.child({ component: 'kube' }),
-      // A deleted Node's agent is gone: so is its Redis user (every replica does it; removing twice is harmless).
-      ...(nodeUsers
+      // A deleted Node's agent is gone: so are its credentials and its Redis user (every replica
+      // does it; the generation rises once, removing twice is harmless).
+      ...(revocation
         ? {
-            onNodeDeleted: (node: string) =>
-              void nodeUsers.remove(node).catch((err: Error) => log.warn({ node, err: err.message }, "could not remove a deleted node's Redis user")),
+            onNodeDeleted: (node: string, uid?: string) =>
+              void revocation
+                .nodeDeleted(node, uid)
+                .catch((err: Error) => log.warn({ node, err: err.message }, "could not revoke a deleted node's credentials")),
           }
-        : {}),
+        : nodeUsers
+          ? {
+              onNodeDeleted: (node: string) =>
+                void nodeUsers.remove(node).catch((err: Error) => log.warn({ node, err: err.message }, "could not remove a deleted node's Redis user")),
+            }
+          : {}),
       metrics: createKubeMetrics(metrics.registry),
       // What the watch did not believe counts where the webhooks' does.
       onIgnored: (ignored) => {
@@ -162,6 +178,7 @@ export async function startReceiver(config: Config, opts: ReceiverOptions = {}):
     close: () =>
       (closing ??= (async () => {
         controls.close();
+        revoke?.close();
         await http.close();
         await fleet.close();
         await watches?.close();

@@ -12,6 +12,7 @@ import { nodeQueueName } from '../../src/core/catalogue/queues.ts';
 import { nodeUserName, nodeUsersKey } from '../../src/adapters/redis/node-redis-users.ts';
 import { startReceiver, type Receiver } from '../../src/control/receiver.ts';
 import { EnrolAnswer } from '../../src/core/trust/enrolment-wire.ts';
+import { sealerOf } from '../../src/core/trust/seal.ts';
 import { sealJob } from '../../src/core/trust/work.ts';
 import { testConfig } from '../support/config.ts';
 import { writeControlKeys } from '../support/control-keys.ts';
@@ -25,7 +26,7 @@ import { waitFor } from '../support/wait.ts';
 // (as its own ACL user of the deploy file) creates the enrolling node's Redis user, hands its
 // password to that node's agent only, and the real enrolled agent runs its work as that user;
 // the same credentials get NOPERM on another node's queue, the approvals, the audit list and the
-// queue registry. A deleted Node's user goes with it.
+// queue registry. A deleted Node's user goes with it, and so does its password (issue 44, item 5).
 
 const skip = topologiesAvailable();
 const NS = 'volume-medic';
@@ -46,6 +47,29 @@ describe.skipIf(skip)("enrolment hands each agent its own node's Redis user (RED
   let agent: ChildProcess | undefined;
   let out = '';
   const agentOut = (): string => out;
+  const stateDir = mkdtempSync(join(tmpdir(), 'vm-enrol-acl-state-'));
+  /** node-b's agent, enrolled with its pod's token (started again after it stops for a new password). */
+  const startAgent = (): void => {
+    const tokenFile = join(dir, 'token-b');
+    writeFileSync(tokenFile, 'token-b');
+    agent?.kill('SIGKILL');
+    agent = spawn(process.execPath, ['test/support/stub-agent.ts'], {
+      env: {
+        ...process.env,
+        REDIS_URL: `redis://127.0.0.1:${port}`,
+        QUEUE_PREFIX: prefix,
+        NODE_NAME: 'node-b',
+        STATE_DIR: stateDir,
+        ENROL_URL: receiver.url,
+        ENROL_TOKEN_FILE: tokenFile,
+        CONTROL_VERIFY_CERT_FILE: files.certFile,
+      },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    agent.stdout!.on('data', (d: Buffer) => {
+      out += d.toString();
+    });
+  };
 
   const enrol = async (token: string, node: string) => {
     const res = await fetch(`${receiver.url}/v1/enrol`, {
@@ -87,6 +111,8 @@ describe.skipIf(skip)("enrolment hands each agent its own node's Redis user (RED
     api = await startFakeKubeApi();
     api.addUser('token-a', user('node-a'));
     api.addUser('token-b', user('node-b'));
+    for (const node of ['node-a', 'node-b'])
+      api.put({ apiVersion: 'v1', kind: 'Pod', metadata: { name: `agent-${node}`, namespace: NS, uid: `uid-${node}` }, spec: { nodeName: node } });
     api.put({
       apiVersion: 'v1',
       kind: 'Node',
@@ -130,24 +156,7 @@ describe.skipIf(skip)("enrolment hands each agent its own node's Redis user (RED
     expect(b.redis?.username).toBe(nodeUserName('node-b'));
     // Only the password's hash is in Redis.
     expect(Object.values(await admin.hgetall(nodeUsersKey(prefix)))).not.toContain(b.redis!.password);
-    const tokenFile = join(dir, 'token-b');
-    writeFileSync(tokenFile, 'token-b');
-    agent = spawn(process.execPath, ['test/support/stub-agent.ts'], {
-      env: {
-        ...process.env,
-        REDIS_URL: `redis://127.0.0.1:${port}`,
-        QUEUE_PREFIX: prefix,
-        NODE_NAME: 'node-b',
-        STATE_DIR: mkdtempSync(join(tmpdir(), 'vm-enrol-acl-state-')),
-        ENROL_URL: receiver.url,
-        ENROL_TOKEN_FILE: tokenFile,
-        CONTROL_VERIFY_CERT_FILE: files.certFile,
-      },
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
-    agent.stdout!.on('data', (d: Buffer) => {
-      out += d.toString();
-    });
+    startAgent();
     await waitFor('the agent to enrol and start', async () => (out.includes('READY') ? true : undefined), 20_000);
     const queue = new Queue(nodeQueueName('node-b'), { connection: admin, prefix });
     try {
@@ -184,13 +193,13 @@ describe.skipIf(skip)("enrolment hands each agent its own node's Redis user (RED
   });
 
   it("removes a node's user when its Node object is deleted", async () => {
-    await enrol('token-a', 'node-a');
     api.put({
       apiVersion: 'v1',
       kind: 'Node',
       metadata: { name: 'node-a' },
       status: { conditions: [{ type: 'Ready', status: 'True', lastTransitionTime: new Date(Date.now() - 7_200_000).toISOString() }] },
     });
+    await enrol('token-a', 'node-a');
     await waitFor("node-a's user", async () => (((await admin.call('ACL', 'USERS')) as string[]).includes(nodeUserName('node-a')) ? true : undefined));
     api.remove('v1', 'Node', 'node-a');
     await waitFor(
@@ -201,9 +210,10 @@ describe.skipIf(skip)("enrolment hands each agent its own node's Redis user (RED
     expect((await admin.call('ACL', 'USERS')) as string[]).toContain(nodeUserName('node-b'));
   });
 
-  it('a running agent whose Node was deleted and made again gets its user back at once: WRONGPASS makes it enrol again', async () => {
+  it('a running agent whose Node was deleted and made again gets a new user at once: WRONGPASS makes it enrol again, for new credentials', async () => {
     // node-b's agent from the first test still runs, as node-b's user.
     const users = async () => (await admin.call('ACL', 'USERS')) as string[];
+    const before = await enrol('token-b', 'node-b');
     api.remove('v1', 'Node', 'node-b');
     await waitFor("node-b's user to go", async () => ((await users()).includes(nodeUserName('node-b')) ? undefined : true), 10_000);
     // The kubelet registers the node again; the agent's pod kept running (nothing asks it to enrol).
@@ -213,8 +223,24 @@ describe.skipIf(skip)("enrolment hands each agent its own node's Redis user (RED
       metadata: { name: 'node-b' },
       status: { conditions: [{ type: 'Ready', status: 'True', lastTransitionTime: new Date(Date.now() - 7_200_000).toISOString() }] },
     });
-    // Not the 30-minute renewal: its connection's WRONGPASS asks for a renewal within seconds.
+    // Not the 30-minute renewal: its connection's WRONGPASS asks for a renewal within seconds. The
+    // deleted Node's credentials died with it (issue 44, item 5): the renewal hands out a new
+    // password, and the agent stops to use it (the DaemonSet starts it again; here the test).
     await waitFor("node-b's user back", async () => ((await users()).includes(nodeUserName('node-b')) ? true : undefined), 20_000);
+    await waitFor('the agent to stop for its new password', async () => (out.includes('REDIS-CHANGED') ? true : undefined), 20_000);
+    const after = await enrol('token-b', 'node-b');
+    expect(after.redis!.password).not.toBe(before.redis!.password);
+    out = '';
+    startAgent();
+    await waitFor('the agent to start again', async () => (out.includes('READY') ? true : undefined), 20_000);
+    // What the receiver seals for node-b now: its keys of node-b's new generation.
+    const name = Object.keys(after.keys).find((k) => k.startsWith('receiver.'))!;
+    const key = Buffer.from(after.keys[name]!, 'base64');
+    const receiverNow = sealerOf({
+      verify: new Map([[name, key]]),
+      scope: after.queue,
+      signing: { role: 'receiver', kid: name.slice('receiver.'.length), key },
+    })!;
     const queue = new Queue(nodeQueueName('node-b'), { connection: admin, prefix });
     try {
       const job: RemediationJob = {
@@ -224,7 +250,7 @@ describe.skipIf(skip)("enrolment hands each agent its own node's Redis user (RED
         target: { node: 'node-b' },
         evidence: [{ source: 'api', summary: 's', raw: null }],
       };
-      await queue.add(job.runbook, sealJob(testSealer('receiver'), nodeQueueName('node-b'), job, DAY), { jobId: job.key });
+      await queue.add(job.runbook, sealJob(receiverNow, nodeQueueName('node-b'), job, DAY), { jobId: job.key });
       await waitFor('the job to run', async () => (agentOut().includes('RAN residual-multipath-cleanup acl-b-2') ? true : undefined), 30_000);
     } finally {
       await queue.close();

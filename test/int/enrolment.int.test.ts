@@ -73,6 +73,16 @@ describe("enrolment: each agent holds its own node's work keys only", () => {
     api.addUser('token-other', agentUser('node-a', 'web-1', 'uid-web', `${NS}/default`));
     api.addUser('token-apiserver-audience', { ...agentUser('node-a', 'agent-a', 'uid-a'), audiences: ['https://kubernetes.default.svc'] });
     api.addUser('token-unbound', { username: `system:serviceaccount:${AGENT_SA.replace('/', ':')}`, audiences: ['volume-medic'] });
+    // Enrolment hands out credentials only for a Node the API server has, to a pod that still exists.
+    for (const name of ['node-a', 'node-b', 'node-old']) api.put({ apiVersion: 'v1', kind: 'Node', metadata: { name } });
+    for (const [name, uid, nodeName] of [
+      ['agent-a', 'uid-a', 'node-a'],
+      ['agent-b', 'uid-b', 'node-b'],
+      ['agent-b2', 'uid-b2', 'node-b'],
+      ['cw-1', 'uid-cw', 'node-x'],
+    ] as const)
+      api.put({ apiVersion: 'v1', kind: 'Pod', metadata: { name, namespace: NS, uid }, spec: { nodeName } });
+    api.addUser('token-b2', agentUser('node-b', 'agent-b2', 'uid-b2'));
     api.put({
       apiVersion: 'v1',
       kind: 'Pod',
@@ -175,10 +185,26 @@ describe("enrolment: each agent holds its own node's work keys only", () => {
     expect(a.signing).toBeUndefined();
   });
 
-  it("reviews a pod's token once, however often it enrols", async () => {
+  it("reviews a pod's token once, however often it enrols, but gives nothing once its pod is gone", async () => {
     const before = api.requestsTo('POST', '/apis/authentication.k8s.io/v1/tokenreviews').length;
     for (let i = 0; i < 5; i++) expect((await enrol('token-b', { as: 'node-agent', node: 'node-b' })).status).toBe(200);
     expect(api.requestsTo('POST', '/apis/authentication.k8s.io/v1/tokenreviews').length).toBe(before);
+    // A cached review stands for the TokenReview, not for the pod's life (issue 44, item 5).
+    expect((await enrol('token-b2', { as: 'node-agent', node: 'node-b' })).status).toBe(200);
+    api.remove('v1', 'Pod', 'agent-b2', NS);
+    expect(await enrol('token-b2', { as: 'node-agent', node: 'node-b' })).toMatchObject({
+      status: 403,
+      json: { error: `pod ${NS}/agent-b2 of the token is gone` },
+    });
+  });
+
+  it('refuses a node the API server does not know, whatever its token says', async () => {
+    api.addUser('token-ghost', agentUser('node-ghost', 'agent-ghost', 'uid-ghost'));
+    api.put({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'agent-ghost', namespace: NS, uid: 'uid-ghost' }, spec: { nodeName: 'node-ghost' } });
+    expect(await enrol('token-ghost', { as: 'node-agent', node: 'node-ghost' })).toMatchObject({
+      status: 403,
+      json: { error: expect.stringContaining('node node-ghost is not known to the API server') },
+    });
   });
 
   it('refuses a cross-site form post', async () => {

@@ -21,6 +21,12 @@ const enrolled = env['ENROL_URL']
       target: { url: env['ENROL_URL'], tokenFile: env['ENROL_TOKEN_FILE']! },
       request: { as: 'node-agent', node: env['NODE_NAME']! },
       log,
+      // As the real agent (src/agents/node-agent/main.ts): a new Redis password needs new
+      // connections, so it stops and is started again (the DaemonSet; here the test).
+      onRedisChanged: () => {
+        process.stdout.write('REDIS-CHANGED\n');
+        process.exit(0);
+      },
     })
   : undefined;
 const redisUser = enrolled?.redis();

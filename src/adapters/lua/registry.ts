@@ -7,6 +7,7 @@ import { CAS_FIELD, NEXT_GEN } from '../controls/controls-store.ts';
 import { AGENT_PRESENCE } from '../jobstore/agent-presence.ts';
 import { bullmqScripts } from '../jobstore/bullmq-scripts.ts';
 import type { LuaScript } from '../redis/lua-script.ts';
+import { GENERATION_AT_ENROLMENT, GENERATION_NODE_DELETED, GENERATION_REVOKE } from '../redis/node-generations.ts';
 import { READ_HASHES } from '../stats/job-stats.ts';
 
 // Every Lua script a node agent or the cluster worker may run: BullMQ's (its worker, its queue's
@@ -28,6 +29,9 @@ export const OWN_SCRIPTS: readonly LuaScript[] = [
   CAS_FIELD,
   AGENT_PRESENCE,
   READ_HASHES,
+  GENERATION_AT_ENROLMENT,
+  GENERATION_NODE_DELETED,
+  GENERATION_REVOKE,
 ];
 
 /** Every script the receiver loads for the agents, each once. */

@@ -18,6 +18,8 @@ import { controlsFromConfig } from '../engine/job-controls.ts';
 import { seenWork } from '../engine/seen-work.ts';
 import { controlMemory, controlMemoryFile } from '../engine/control-memory.ts';
 import { trustFromConfig } from '../../core/trust/from-config.ts';
+import { GenerationTable } from '../../core/trust/key-generations.ts';
+import { followGenerations, NodeGenerations } from '../../adapters/redis/node-generations.ts';
 import { join } from 'node:path';
 import { defaultClusterRegistry } from './registry.ts';
 import { enrolUntilDone } from '../engine/enrolled-keys.ts';
@@ -50,7 +52,11 @@ await runMain(log, async (config) => {
         log: log.child({ component: 'enrolment' }),
       })
     : undefined;
-  const trust = trustFromConfig(config, 'cluster-worker', enrolled);
+  // The node halves it seals carry each node's credential generation, as the receiver's do (a
+  // revoked node's agent holds the later one's keys): the table follows Redis.
+  const generations = new GenerationTable();
+  const followed = followGenerations({ store: new NodeGenerations(redis, config.queuePrefix), table: generations, log });
+  const trust = trustFromConfig(config, 'cluster-worker', enrolled, generations);
   if (trust.allowUnsigned) log.warn('ALLOW_UNSIGNED_WORK=true: the cluster worker runs work without a seal');
   const events = clients ? new JobEventRecorder({ events: clients.events, log }) : undefined;
   // The node halves appear in the console's index of incidents as the receiver's jobs do.
@@ -118,6 +124,7 @@ await runMain(log, async (config) => {
       await noAgent.close();
       await worker.close();
       await dispatcher.close();
+      followed.close();
       await connections.close();
       enrolled?.close();
     },

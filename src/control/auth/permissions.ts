@@ -31,6 +31,9 @@ export const OPERATOR_PERMISSIONS = {
   placeholders: {
     release: 'force the release of a Local PV placeholder without the disk check (POST /v1/placeholders/release)',
   },
+  nodes: {
+    revoke: "revoke a node's credentials: its Redis password and work keys die, its agent enrols again for new ones (POST /v1/nodes/:node/revoke)",
+  },
 } as const;
 
 export type OperatorResource = keyof typeof OPERATOR_PERMISSIONS;
@@ -72,6 +75,7 @@ export const OPERATOR_ROUTES: readonly OperatorRoute[] = [
   { method: 'POST', path: '/v1/resume', permission: p('pauses', 'delete') },
   { method: 'POST', path: '/v1/breakers/reset', permission: p('breakers', 'reset') },
   { method: 'POST', path: '/v1/placeholders/release', permission: p('placeholders', 'release') },
+  { method: 'POST', path: '/v1/nodes/:node/revoke', permission: p('nodes', 'revoke') },
 ];
 
 /** The routes the webhook token opens, and nothing else does. */

@@ -96,6 +96,8 @@ export const ReleaseAnswer = z.looseObject({ recordedAs: s, accepted: z.looseObj
 
 export const RetryAnswer = z.looseObject({ id: s, queue: s, recordedAs: s });
 
+export const RevokeAnswer = z.looseObject({ node: s, generation: n, raised: z.boolean(), redisUser: s, recordedAs: s });
+
 export const PauseAnswer = z.looseObject({
   changed: z.boolean(),
   recordedAs: opt(s),

@@ -15,6 +15,7 @@ import {
   PauseAnswer,
   ReleaseAnswer,
   RetryAnswer,
+  RevokeAnswer,
   read,
 } from './answers.ts';
 import type { IncidentDetail } from '../console/incident-detail.ts';
@@ -337,6 +338,17 @@ export async function retry(api: ApiClient, id: string, o: Opts, out: Out): Prom
   if (o.json) return out(JSON.stringify(raw, null, 2));
   const r = read(`POST /v1/jobs/${id}/retry`, RetryAnswer, raw);
   out(`${id}: retried as ${r.id} (queue ${r.queue}) by ${r.recordedAs}; see: volume-medic show ${r.id}`);
+}
+
+export async function revoke(api: ApiClient, node: string, o: Opts, out: Out): Promise<void> {
+  const raw = await api.post(`/v1/nodes/${enc(node)}/revoke`, asked(o));
+  if (o.json) return out(JSON.stringify(raw, null, 2));
+  const r = read(`POST /v1/nodes/${node}/revoke`, RevokeAnswer, raw);
+  out(
+    r.raised
+      ? `${r.node}: credentials revoked by ${r.recordedAs}, now of generation ${r.generation}; Redis user ${r.redisUser}. Its agent enrols again for new ones; work sealed before is refused.`
+      : `${r.node}: already revoked (generation ${r.generation}, nothing handed out since); Redis user ${r.redisUser}`,
+  );
 }
 
 export async function pause(api: ApiClient, verb: 'pause' | 'resume', o: Opts, out: Out): Promise<void> {

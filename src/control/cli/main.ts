@@ -4,7 +4,7 @@ import { ApiError, apiClient } from './api-client.ts';
 import { operatorToken } from './operator-token.ts';
 import { terminalSafe } from './terminal-safe.ts';
 import { redactUrlsIn } from '../../core/config/redact-url.ts';
-import { UsageError, approvals, breakers, decide, explain, fleet, job, jobs, modes, pause, placeholders, retry, show, type Opts } from './commands.ts';
+import { UsageError, approvals, breakers, decide, explain, fleet, job, jobs, modes, pause, placeholders, retry, revoke, show, type Opts } from './commands.ts';
 
 // `volume-medic`: the operator's command line, against the receiver's API.
 // URL: --url, else VOLUME_MEDIC_URL, else http://127.0.0.1:8080. Who you are is your Kubernetes
@@ -39,6 +39,9 @@ commands:
   placeholders release <pv> --node N --path P --force --why TEXT
                                                       detach a Local PV placeholder WITHOUT checking
                                                       that its disk is back (replaced, or not returning)
+  revoke <node> [--why TEXT]                          revoke a node's credentials: its Redis password and
+                                                      work keys stop working at once, its agent enrols
+                                                      again for new ones (a repeat changes nothing)
 
 options: --token TOKEN (a Kubernetes token; default: VOLUME_MEDIC_OPERATOR_TOKEN, else your kubeconfig's
          current user), --json (raw API answer)
@@ -148,6 +151,9 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv, rawOut: (s: st
         break;
       case 'placeholders':
         await placeholders(api, args, o, out);
+        break;
+      case 'revoke':
+        await revoke(api, need('<node>'), o, out);
         break;
       default:
         throw new UsageError(`unknown command ${cmd}`);

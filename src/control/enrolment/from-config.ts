@@ -5,7 +5,8 @@ import type { Config } from '../../core/config/schema.ts';
 import { loadKubeConfig } from '../../adapters/kube/kube-config.ts';
 import { KubeConfigError } from '../../adapters/kube/config-error.ts';
 import type { Keyring } from '../../core/trust/keyring.ts';
-import { Enrolment, type NodeRedisUserPort, type QueueRegistryPort } from './enrolment.ts';
+import type { GenerationTable } from '../../core/trust/key-generations.ts';
+import { Enrolment, type CredentialGenerations, type NodeDirectory, type NodeRedisUserPort, type QueueRegistryPort } from './enrolment.ts';
 import { TokenIdentities, type TokenIdentityPorts } from './token-identity.ts';
 
 // The receiver's enrolment from its configuration: on when ENROL_NODE_AGENTS or
@@ -30,13 +31,28 @@ function kubeTokenIdentityPorts(kc: KubeConfig, audience: string): TokenIdentity
   };
 }
 
+/** The Nodes through the API server at `kc` (the receiver's `get nodes`, which triage's lookups use too). */
+function kubeNodeDirectory(kc: KubeConfig): NodeDirectory {
+  const core = kc.makeApiClient(CoreV1Api);
+  return {
+    uidOf: async (name) => {
+      try {
+        return (await core.readNode({ name })).metadata?.uid ?? undefined;
+      } catch (err) {
+        if ((err as { code?: number }).code === 404) return undefined;
+        throw err;
+      }
+    },
+  };
+}
+
 type EnrolSettings = Pick<Config, 'enrolNodeAgents' | 'enrolClusterWorkers' | 'enrolAudience'>;
 
 export function enrolmentFromConfig(
   config: EnrolSettings,
   roots: Keyring,
   kc: KubeConfig | undefined,
-  ports: { registry?: QueueRegistryPort; redisUsers?: NodeRedisUserPort } = {},
+  ports: { generations: CredentialGenerations; table?: GenerationTable; registry?: QueueRegistryPort; redisUsers?: NodeRedisUserPort },
 ): Enrolment | undefined {
   if (config.enrolNodeAgents.length === 0 && config.enrolClusterWorkers.length === 0) return undefined;
   let access = kc;
@@ -54,5 +70,5 @@ export function enrolmentFromConfig(
     nodeAgents: config.enrolNodeAgents,
     clusterWorkers: config.enrolClusterWorkers,
   });
-  return new Enrolment({ roots, identities, ...ports });
+  return new Enrolment({ roots, identities, nodes: kubeNodeDirectory(access), ...ports });
 }

@@ -9,13 +9,26 @@ import { isNodeName } from '../../core/catalogue/names.ts';
 // 1.30+), else from the pod it names, whose uid must match the token's (a pod re-created under
 // the same name is another pod). A token is reviewed once: its identity is kept until the token
 // expires (at most MAX_CACHE_MS), so a fleet enrolling again costs no TokenReview, and concurrent
-// enrolments with one token share one review.
+// enrolments with one token share one review. What is kept stands for the review, not for the
+// pod's life: an identity taken from the cache holds only while its pod still exists with the
+// token's uid on the same node (one GET of the pod, which the TokenReview would also have made),
+// and forgetNode drops every identity of a node whose Node went or whose credentials were revoked.
 
 const EXTRA = 'authentication.kubernetes.io/';
 const MAX_CACHE_MS = 3_600_000;
 const MAX_ENTRIES = 50_000;
 
-export type Identity = { as: 'node-agent'; node: string; serviceAccount: string; pod: string } | { as: 'cluster-worker'; serviceAccount: string; pod: string };
+export type Identity =
+  | {
+      as: 'node-agent';
+      node: string;
+      /** The token's `node-uid` claim (Kubernetes 1.30+), when it has one: the Node it was issued on. */
+      nodeUid?: string;
+      serviceAccount: string;
+      pod: string;
+      podUid: string;
+    }
+  | { as: 'cluster-worker'; serviceAccount: string; pod: string; podUid: string };
 
 export type IdentityOutcome = { ok: true; identity: Identity } | { ok: false; status: 401 | 403; error: string };
 
@@ -64,7 +77,7 @@ export class TokenIdentities {
     const key = createHash('sha256').update(token).digest('base64url');
     const now = this.#now();
     const known = this.#known.get(key);
-    if (known && known.until > now) return known.outcome;
+    if (known && known.until > now) return this.#stillThere(key, known.outcome);
     let pending = this.#pending.get(key);
     if (!pending) {
       pending = this.#review(token).finally(() => this.#pending.delete(key));
@@ -75,6 +88,29 @@ export class TokenIdentities {
       return outcome;
     }
     return pending;
+  }
+
+  /** A cached identity, if its pod is still the token's: else forgotten and refused. */
+  async #stillThere(key: string, outcome: IdentityOutcome): Promise<IdentityOutcome> {
+    if (!outcome.ok) return outcome;
+    const id = outcome.identity;
+    const namespace = id.serviceAccount.slice(0, id.serviceAccount.indexOf('/'));
+    const found = await this.#ports.podOf(namespace, id.pod);
+    if (found?.uid === id.podUid && (id.as !== 'node-agent' || found.nodeName === id.node)) return outcome;
+    this.#known.delete(key);
+    return { ok: false, status: 403, error: `pod ${namespace}/${id.pod} of the token is gone` };
+  }
+
+  /** Forgets every identity of a node agent on `node` (its Node deleted, its credentials revoked): the next enrolment is reviewed again. */
+  forgetNode(node: string): number {
+    let n = 0;
+    for (const [k, v] of this.#known) {
+      if (v.outcome.ok && v.outcome.identity.as === 'node-agent' && v.outcome.identity.node === node) {
+        this.#known.delete(k);
+        n++;
+      }
+    }
+    return n;
   }
 
   #remember(key: string, outcome: IdentityOutcome, until: number): void {
@@ -102,7 +138,7 @@ export class TokenIdentities {
     const podUid = claim('pod-uid');
     if (!pod || !podUid) return { ok: false, status: 403, error: 'the token is not bound to a pod: enrol with a projected service-account token' };
     const serviceAccount = username.slice('system:serviceaccount:'.length).replace(':', '/');
-    if (as === 'cluster-worker') return { ok: true, identity: { as, serviceAccount, pod } };
+    if (as === 'cluster-worker') return { ok: true, identity: { as, serviceAccount, pod, podUid } };
     let node = claim('node-name');
     if (node === undefined) {
       const namespace = serviceAccount.slice(0, serviceAccount.indexOf('/'));
@@ -112,6 +148,7 @@ export class TokenIdentities {
       if (!node) return { ok: false, status: 403, error: `pod ${namespace}/${pod} is not on a node yet` };
     }
     if (!isNodeName(node)) return { ok: false, status: 403, error: 'the token names no valid node' };
-    return { ok: true, identity: { as, node, serviceAccount, pod } };
+    const nodeUid = claim('node-uid');
+    return { ok: true, identity: { as, node, ...(nodeUid ? { nodeUid } : {}), serviceAccount, pod, podUid } };
   }
 }

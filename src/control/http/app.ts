@@ -17,6 +17,8 @@ import { incidentRoutes } from './routes/incidents.ts';
 import { placeholderRoutes } from './routes/placeholders.ts';
 import { uiRoutes } from './routes/ui.ts';
 import { enrolRoutes } from './routes/enrol.ts';
+import { nodeCredentialRoutes } from './routes/node-credentials.ts';
+import type { NodeRevocation } from '../enrolment/node-revocation.ts';
 import type { Enrolment } from '../enrolment/enrolment.ts';
 import type { OperatorActions } from '../actions/operator-actions.ts';
 import type { JobRetry } from '../actions/job-retry.ts';
@@ -57,6 +59,8 @@ export interface AppDeps extends WebhookDeps {
   replicaAck?: () => ReplicaAckStatus;
   /** POST /v1/enrol (ENROL_NODE_AGENTS / ENROL_CLUSTER_WORKERS); absent: 404. */
   enrolment?: Enrolment;
+  /** POST /v1/nodes/:node/revoke (with enrolment of node agents); absent: 404 with why. */
+  revocation?: NodeRevocation;
   /** POST /v1/agents/breakers: enrolled agents' breaker slots (with enrolment); absent: 404. */
   agentBreakers?: { roots: Keyring; caps: BreakerCaps; relay?: ControlRelay };
   /** The Kubernetes watches' state, when KUBE_WATCH is on. */
@@ -164,6 +168,7 @@ export function createApp(deps: AppDeps): Express {
         ...(deps.controls.events ? { events: deps.controls.events } : {}),
       }),
     );
+  app.use(nodeCredentialRoutes(deps.revocation));
   if (deps.controls) app.use(placeholderRoutes({ dispatcher: deps.dispatcher, audit: deps.controls.actions.store, retryAfterSeconds: deps.retryAfterSeconds }));
   app.use((_req, res) => res.status(404).json({ error: 'no such route' }));
   app.use(

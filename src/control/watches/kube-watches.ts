@@ -46,8 +46,8 @@ export interface KubeWatchesOptions {
    * and a signal triage ignored (the receiver counts them in volume_medic_signals_ignored_total).
    */
   onIgnored?: (ignored: readonly Pick<Ignored, 'source' | 'reason'>[]) => void;
-  /** Told when a Node object is deleted (the receiver removes that node's Redis user). */
-  onNodeDeleted?: (node: string) => void;
+  /** Told when a Node object is deleted, with its uid (the receiver revokes that node's credentials). */
+  onNodeDeleted?: (node: string, uid?: string) => void;
 }
 
 interface ReconcileState {
@@ -118,7 +118,7 @@ export async function startKubeWatches(o: KubeWatchesOptions): Promise<KubeWatch
     nodes.on('delete', (obj) => {
       if (!obj.metadata?.name) return;
       tracker.forget(obj.metadata.name);
-      o.onNodeDeleted?.(obj.metadata.name);
+      o.onNodeDeleted?.(obj.metadata.name, obj.metadata.uid);
     });
     informers.push(nodes);
   }

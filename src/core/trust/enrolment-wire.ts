@@ -1,6 +1,6 @@
 import { z } from '../zod.ts';
 import { NodeName } from '../catalogue/names.ts';
-import { KeyId, Role, ROLES } from './roles.ts';
+import { Role, ROLES, SealKeyId } from './roles.ts';
 import type { Keyring } from './keyring.ts';
 
 // POST /v1/enrol: what a consumer of a queue (a node's agent, the cluster worker) sends with its
@@ -23,8 +23,8 @@ export type EnrolRequest = z.infer<typeof EnrolRequest>;
 const KeyName = z.string().check(
   z.refine((n) => {
     const dot = n.indexOf('.');
-    return dot > 0 && Role.safeParse(n.slice(0, dot)).success && KeyId.safeParse(n.slice(dot + 1)).success;
-  }, 'a key is named <role>.<key id>'),
+    return dot > 0 && Role.safeParse(n.slice(0, dot)).success && SealKeyId.safeParse(n.slice(dot + 1)).success;
+  }, 'a key is named <role>.<key id>, with .g<generation> from generation 1'),
 );
 
 export const EnrolAnswer = z.strictObject({

@@ -4,6 +4,7 @@ import { KeyringError, keyringFor, readKeys, type Keyring } from './keyring.ts';
 import type { Role } from './roles.ts';
 import { sealerOf, type Sealer } from './seal.ts';
 import { controlKeyring, controlSealer } from './control-keys.ts';
+import type { QueueGenerations } from './key-generations.ts';
 
 // A process's trust settings from its configuration. Fail closed: a process that must seal or
 // verify and has no keys does not start (exit 2) unless ALLOW_UNSIGNED_WORK=true says so.
@@ -74,7 +75,7 @@ function controlTrust(config: TrustSettings, role: Role, ring: Keyring, sealer: 
  * its own role's (it issues rbd-unmap to every node). Controls must then be es256: an HMAC
  * control key would be a root on every node.
  */
-function enrolledTrust(config: TrustSettings, role: Role, enrolled: Enrolled, ttlMs: number): Trust {
+function enrolledTrust(config: TrustSettings, role: Role, enrolled: Enrolled, ttlMs: number, generations: QueueGenerations | undefined): Trust {
   if (role === 'receiver') throw new ConfigError('the receiver does not enrol: it holds the roots');
   if (!config.controlVerifyCertFile)
     throw new ConfigError(
@@ -93,7 +94,8 @@ function enrolledTrust(config: TrustSettings, role: Role, enrolled: Enrolled, tt
     const foreign = [...keys.keys()].filter((k) => !k.startsWith('cluster-worker.'));
     if (foreign.length > 0)
       throw new ConfigError(`SIGNING_KEYS_DIR ${config.signingKeysDir} holds ${foreign.join(', ')}: an enrolled cluster worker holds its own role's root only`);
-    sealer = sealerOf(asConfigError(() => keyringFor(role, keys, config.signingKeyId)));
+    const ring = asConfigError(() => keyringFor(role, keys, config.signingKeyId));
+    sealer = sealerOf(generations ? { ...ring, generations } : ring);
   }
   return {
     role,
@@ -105,14 +107,18 @@ function enrolledTrust(config: TrustSettings, role: Role, enrolled: Enrolled, tt
   };
 }
 
-export function trustFromConfig(config: TrustSettings, role: Role, enrolled?: Enrolled): Trust {
+/**
+ * `generations`: each node's credential generation (src/core/trust/key-generations.ts), for a
+ * process that derives node queues' work keys from roots (the receiver, the cluster worker).
+ */
+export function trustFromConfig(config: TrustSettings, role: Role, enrolled?: Enrolled, generations?: QueueGenerations): Trust {
   const ttlMs = config.workSealTtlSeconds * 1000;
   if (config.workSealTtlSeconds <= config.approvalTtlSeconds) {
     throw new ConfigError(
       `WORK_SEAL_TTL_SECONDS (${config.workSealTtlSeconds}) must be longer than APPROVAL_TTL_SECONDS (${config.approvalTtlSeconds}): a job waiting for approval would expire first`,
     );
   }
-  if (enrolled) return enrolledTrust(config, role, enrolled, ttlMs);
+  if (enrolled) return enrolledTrust(config, role, enrolled, ttlMs, generations);
   if (!config.signingKeysDir) {
     if (!config.allowUnsignedWork) {
       throw new ConfigError(
@@ -123,7 +129,8 @@ export function trustFromConfig(config: TrustSettings, role: Role, enrolled?: En
     return { role, ring, ttlMs, allowUnsigned: true, controls: controlTrust(config, role, ring, undefined) };
   }
   const dir = config.signingKeysDir;
-  const ring = asConfigError(() => keyringFor(role, readKeys(dir), config.signingKeyId));
+  const roots = asConfigError(() => keyringFor(role, readKeys(dir), config.signingKeyId));
+  const ring = generations ? { ...roots, generations } : roots;
   const sealer = sealerOf(ring);
   if (!config.allowUnsignedWork) {
     const missing = [...new Set([role, ...VERIFIES[role]])].filter((r) => ![...ring.verify.keys()].some((k) => k.startsWith(`${r}.`)));

@@ -1,6 +1,7 @@
 import type { KeyObject } from 'node:crypto';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
+import type { QueueGenerations } from './key-generations.ts';
 import { KeyId, Role, type Role as RoleT } from './roles.ts';
 
 // Signing keys come from a directory (a mounted Kubernetes Secret): one file per key, named
@@ -32,6 +33,11 @@ export interface Keyring {
    * src/core/trust/work-keys.ts): they check and seal work on that queue and nothing else.
    */
   scope?: string;
+  /**
+   * Roots only (no scope): the generation each queue's work keys are derived at (a revoked
+   * node's, src/core/trust/key-generations.ts); absent, every queue's is 0.
+   */
+  generations?: QueueGenerations;
 }
 
 const MIN_KEY_BYTES = 32;

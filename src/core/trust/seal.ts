@@ -2,7 +2,8 @@ import { createHmac, timingSafeEqual, verify } from '../node-crypto.ts';
 import { z } from '../zod.ts';
 import { sealedBytes } from './encoding.ts';
 import type { Keyring } from './keyring.ts';
-import { KeyId, Role } from './roles.ts';
+import { Role, SealKeyId } from './roles.ts';
+import { atGeneration } from './key-generations.ts';
 import { workKeyOf } from './work-keys.ts';
 
 // A seal: HMAC-SHA256 over the JSON encoding (encoding.ts) of what it vouches for (its purpose, the
@@ -14,7 +15,7 @@ export const Seal = z.lazy(() =>
   z.object({
     v: z.literal(1),
     iss: Role,
-    kid: KeyId,
+    kid: SealKeyId,
     /** Issued at, epoch ms. */
     iat: z.number().check(z.int(), z.nonnegative()),
     /** Not valid after, epoch ms. */
@@ -101,13 +102,15 @@ export function makeSealer(
 
 /**
  * The sealer of a keyring with a signing key; undefined without one. Its `workFor` derives each
- * queue's work key from the signing root once and keeps the queue's sealer for the process's life
- * (one entry per queue written to: a node count); with an enrolled ring it is the ring's own queue only.
+ * queue's work key from the signing root once per generation of the queue (ring.generations) and
+ * keeps the queue's sealer for the process's life (one entry per queue written to: a node count);
+ * with an enrolled ring it is the ring's own queue only.
  */
 export function sealerOf(ring: Keyring, now: () => number = Date.now): Sealer | undefined {
   const k = ring.signing;
   if (!k) return undefined;
-  const withKey = (key: Buffer): Sealer => makeSealer(k.role, k.kid, (purpose, subject, encoded, head) => macOf(key, purpose, subject, encoded, head), now);
+  const withKey = (key: Buffer, kid = k.kid): Sealer =>
+    makeSealer(k.role, kid, (purpose, subject, encoded, head) => macOf(key, purpose, subject, encoded, head), now);
   const sealer = withKey(k.key);
   const scope = ring.scope;
   if (scope !== undefined) {
@@ -117,11 +120,14 @@ export function sealerOf(ring: Keyring, now: () => number = Date.now): Sealer | 
     };
     return sealer;
   }
-  const byQueue = new Map<string, Sealer>();
+  // At the queue's current generation (a revoked node's keys are of a later one), named for it.
+  const byQueue = new Map<string, { generation: number; sealer: Sealer }>();
   sealer.workFor = (queue) => {
+    const generation = ring.generations?.of(queue) ?? 0;
     let s = byQueue.get(queue);
-    if (!s) byQueue.set(queue, (s = withKey(workKeyOf(k.key, k.role, queue))));
-    return s;
+    if (s?.generation !== generation)
+      byQueue.set(queue, (s = { generation, sealer: withKey(workKeyOf(k.key, k.role, queue, generation), atGeneration(k.kid, generation)) }));
+    return s.sealer;
   };
   return sealer;
 }

@@ -3,6 +3,7 @@ import type { Keyring } from './keyring.ts';
 import type { Role } from './roles.ts';
 import { sealedBytes } from './encoding.ts';
 import { Seal, verifySeal, type Sealer, type Verdict } from './seal.ts';
+import { otherGeneration } from './key-generations.ts';
 import { outOfScope, workRingFor } from './work-keys.ts';
 
 // Sealed work: a job's data on its queue is the catalogue job plus `seal`, bound to the queue
@@ -44,8 +45,11 @@ export function verifyJobSeal(ring: Keyring, queue: string, jobId: string, data:
   if (data === null || typeof data !== 'object' || Array.isArray(data)) return { ok: false, reason: 'malformed', detail: 'job data is not an object' };
   const { [SEAL_FIELD]: seal, ...body } = data as Record<string, unknown>;
   const v = verifySeal(workRingFor(ring, queue), 'job', subjectOf(queue, jobId), body, seal, now);
-  const scope = !v.ok && v.reason === 'unknown-key' ? outOfScope(ring, queue) : undefined;
-  return scope ? { ok: false, reason: 'unknown-key', detail: scope } : v;
+  if (v.ok || v.reason !== 'unknown-key') return v;
+  const parsed = Seal.safeParse(seal);
+  const why =
+    outOfScope(ring, queue) ?? (parsed.success ? otherGeneration(workRingFor(ring, queue).verify.keys(), `${parsed.data.iss}.${parsed.data.kid}`) : undefined);
+  return why ? { ok: false, reason: 'unknown-key', detail: why } : v;
 }
 
 /**
