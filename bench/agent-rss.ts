@@ -7,7 +7,7 @@ import { freePort } from '../scripts/lib/local-redis.ts';
 import { startReceiver } from '../src/control/receiver.ts';
 import { testConfig } from '../test/support/config.ts';
 import { writeControlKeys } from '../test/support/control-keys.ts';
-import { podTokenUser, startFakeKubeApi } from '../test/testkit/fake-kube-api.ts';
+import { startFakeKubeApi } from '../test/testkit/fake-kube-api.ts';
 import { rssMiB } from '../test/testkit/child.ts';
 import { startPrivateRedis } from '../test/testkit/redis-server.ts';
 import { nodeAgentCommand } from './lib/deployed-command.ts';
@@ -77,10 +77,7 @@ const receiver = await startReceiver(
 /** The enrolment settings of node `node`'s agent: its projected token, which the fake reviews as its pod's. */
 function enrolmentEnv(node: string): Record<string, string> {
   const token = `token-${node}`;
-  api.addUser(token, podTokenUser({ serviceAccount: AGENT_SA, pod: `agent-${node}`, uid: `uid-${node}`, node }));
-  // Enrolment answers only for a Node the API server has, and a pod that still exists.
-  api.put({ apiVersion: 'v1', kind: 'Node', metadata: { name: node } });
-  api.put({ apiVersion: 'v1', kind: 'Pod', metadata: { name: `agent-${node}`, namespace: 'volume-medic', uid: `uid-${node}` }, spec: { nodeName: node } });
+  api.addAgentPod(token, { serviceAccount: AGENT_SA, pod: `agent-${node}`, uid: `uid-${node}`, node });
   const tokenFile = join(dir, `${node}.token`);
   writeFileSync(tokenFile, `${token}\n`);
   return { ENROL_URL: receiver.url, ENROL_TOKEN_FILE: tokenFile, CONTROL_VERIFY_CERT_FILE: controlKeys.certFile };

@@ -5,7 +5,7 @@ import { Redis } from 'ioredis';
 import { writeSigningKeys } from '../scripts/lib/signing-keys.ts';
 import { nodeQueueName } from '../src/core/catalogue/queues.ts';
 import { EnrolAnswer } from '../src/core/trust/enrolment-wire.ts';
-import { podTokenUser, startFakeKubeApi } from '../test/testkit/fake-kube-api.ts';
+import { startFakeKubeApi } from '../test/testkit/fake-kube-api.ts';
 import { startChild } from '../test/testkit/child.ts';
 import { redisCpu } from './lib/redis-cpu.ts';
 import { startPrivateRedis } from '../test/testkit/redis-server.ts';
@@ -28,11 +28,9 @@ const NODE_USERS = process.env['REDIS_NODE_USERS'] !== 'false';
 
 const api = await startFakeKubeApi();
 for (let i = 0; i < N; i++) {
-  api.addUser(`token-${i}`, podTokenUser({ serviceAccount: `${NS}/volume-medic-node-agent`, pod: `agent-${i}`, uid: `uid-${i}`, node: `node-${i}` }));
   // Enrolment answers only for a Node the API server has (one GET of it per enrolment), and on a
   // renewal only to a pod that still exists (one GET of it instead of the TokenReview).
-  api.put({ apiVersion: 'v1', kind: 'Node', metadata: { name: `node-${i}` } });
-  api.put({ apiVersion: 'v1', kind: 'Pod', metadata: { name: `agent-${i}`, namespace: NS, uid: `uid-${i}` }, spec: { nodeName: `node-${i}` } });
+  api.addAgentPod(`token-${i}`, { serviceAccount: `${NS}/volume-medic-node-agent`, pod: `agent-${i}`, uid: `uid-${i}`, node: `node-${i}` });
 }
 const dir = mkdtempSync(join(tmpdir(), 'vm-bench-enrol-'));
 const kubeconfig = join(dir, 'kubeconfig');

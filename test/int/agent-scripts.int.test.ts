@@ -20,7 +20,7 @@ import { redisTlsFiles } from '../support/redis-tls-files.ts';
 import { uniquePrefix } from '../support/redis.ts';
 import { testSealer } from '../support/trust.ts';
 import { waitFor } from '../support/wait.ts';
-import { podTokenUser, startFakeKubeApi, type FakeKubeApi } from '../testkit/fake-kube-api.ts';
+import { startFakeKubeApi, type FakeKubeApi } from '../testkit/fake-kube-api.ts';
 import { alertmanagerBody, nodeNotReadyAlert, post } from '../testkit/payloads.ts';
 
 // Issue 44, item 1: a node's own Redis user could EVAL a script that never ends, and a BUSY Redis
@@ -128,7 +128,7 @@ describe.skipIf(skip)('node identities run only the scripts the receiver loaded'
     admin.on('error', () => {});
     api = await startFakeKubeApi();
     for (const node of ['node-a', 'node-b'])
-      api.addUser(`token-${node}`, podTokenUser({ serviceAccount: AGENT_SA, pod: `agent-${node}`, uid: `uid-${node}`, node }));
+      api.addAgentPod(`token-${node}`, { serviceAccount: AGENT_SA, pod: `agent-${node}`, uid: `uid-${node}`, node });
     receiver = await startReceiver(
       testConfig({
         redisUrl: `rediss://${REDIS_USERS.receiver}:${passwords.receiver}@localhost:${port}`,

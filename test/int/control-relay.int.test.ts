@@ -25,7 +25,6 @@ import { writeControlKeys } from '../support/control-keys.ts';
 import { dropPrefix, redisUrl, uniquePrefix } from '../support/redis.ts';
 import { TEST_KEYS_DIR, testSealer } from '../support/trust.ts';
 import { waitFor } from '../support/wait.ts';
-import { podTokenUser } from '../testkit/fake-kube-api.ts';
 import { startOperators, type Operators } from '../testkit/operators.ts';
 import { post } from '../testkit/payloads.ts';
 
@@ -131,7 +130,7 @@ describe("a control record put back from before the operator's change, against a
 
   beforeAll(async () => {
     ops = await startOperators();
-    ops.api.addUser('token-relay-b', podTokenUser({ serviceAccount: AGENT_SA, pod: 'agent-relay-b', uid: 'uid-relay-b', node: NODE }));
+    ops.api.addAgentPod('token-relay-b', { serviceAccount: AGENT_SA, pod: 'agent-relay-b', uid: 'uid-relay-b', node: NODE });
     writeFileSync(tokenFile, 'token-relay-b\n');
     receiver = await startReceiver(
       testConfig({

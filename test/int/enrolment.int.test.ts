@@ -340,6 +340,13 @@ describe('enrolment refusals are limited per address', () => {
     api.addUser('token-b', agentUser('node-b', 'agent-b', 'uid-b'));
     // Any pod's own token: the API server accepts it, its account may not enrol.
     api.addUser('token-web', agentUser('node-a', 'web-1', 'uid-web', `${NS}/default`));
+    // Enrolment answers only for a Node the API server has, to a pod that still exists.
+    for (const name of ['node-a', 'node-b']) api.put({ apiVersion: 'v1', kind: 'Node', metadata: { name } });
+    for (const [name, uid, nodeName] of [
+      ['agent-a', 'uid-a', 'node-a'],
+      ['agent-b', 'uid-b', 'node-b'],
+    ] as const)
+      api.put({ apiVersion: 'v1', kind: 'Pod', metadata: { name, namespace: NS, uid }, spec: { nodeName } });
     receiver = await startReceiver(
       testConfig({
         redisUrl: redisUrl(),

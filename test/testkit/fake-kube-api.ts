@@ -177,6 +177,18 @@ export class FakeKubeApi {
     this.users.set(token, user);
   }
 
+  /**
+   * An agent's pod as enrolment asks about it: its projected token (TokenReview answers podTokenUser),
+   * the Pod on its node, and the Node (made when absent). Enrolment answers only for a Node the API
+   * server has, to a pod that still exists.
+   */
+  addAgentPod(token: string, o: { serviceAccount: string; pod: string; uid: string; node: string }): void {
+    this.addUser(token, podTokenUser(o));
+    if (!this.get('v1', 'Node', o.node)) this.put({ apiVersion: 'v1', kind: 'Node', metadata: { name: o.node } });
+    const namespace = o.serviceAccount.slice(0, o.serviceAccount.indexOf('/'));
+    this.put({ apiVersion: 'v1', kind: 'Pod', metadata: { name: o.pod, namespace, uid: o.uid }, spec: { nodeName: o.node } });
+  }
+
   removeUser(token: string): void {
     this.users.delete(token);
   }
