@@ -12,6 +12,7 @@ import type { RedisConnections } from '../adapters/redis/redis-connections.ts';
 import type { Config } from '../core/config/schema.ts';
 import { trustFromConfig } from '../core/trust/from-config.ts';
 import { startFleetExporter } from './fleet/fleet-exporter.ts';
+import { startNodeRedisBudget } from './fleet/start-node-redis-budget.ts';
 import { createApp } from './http/app.ts';
 import { JobReader } from './http/job-reader.ts';
 import type { RepeatAnswers } from './ingest/repeat-answers.ts';
@@ -83,6 +84,8 @@ export async function startReceiver(config: Config, opts: ReceiverOptions = {}):
   const eventTrust: EventTrust = { npdSources: new Set(config.npdEventSources), npdNamespace: config.npdEventNamespace };
   const ops = operators(config, log, opts.operatorKubeConfig ?? kubeConfig);
   const enrol = startEnrolment(config, log, r, trust, opts.operatorKubeConfig ?? kubeConfig ?? ops.access);
+  // A node filling the shared Redis loses its writes, not the fleet (src/control/fleet/node-redis-budget.ts).
+  const budget = startNodeRedisBudget(config, log, r.redis, enrol.nodeUsers, fleet.exports, controls.actions.store);
   // The console reads a job's Events back with the receiver's own access (KUBE_WATCH's, or the one operator identity uses).
   const eventAccess = kubeConfig ?? ops.access;
   let watches: KubeWatches | undefined;
@@ -105,6 +108,7 @@ export async function startReceiver(config: Config, opts: ReceiverOptions = {}):
     ...(ack ? { replicaAck: () => ack.status() } : {}),
     nodeRecoveryAlerts: new Set(config.nodeRecoveryAlerts),
     ...(enrol.enrolment ? { enrolment: enrol.enrolment } : {}),
+    ...(budget ? { redisBudget: { port: budget, budgetBytes: budget.budgetBytes } } : {}),
     // Agents' breaker slots (those given ENROL_URL ask here): where this receiver holds the roots.
     ...(trust.ring.scope === undefined && trust.ring.verify.size > 0 ? { agentBreakers: { roots: trust.ring, caps: breakerCapsFromConfig(config) } } : {}),
     eventTrust,
@@ -155,6 +159,7 @@ export async function startReceiver(config: Config, opts: ReceiverOptions = {}):
         controls.close();
         await http.close();
         await fleet.close();
+        await budget?.close();
         await watches?.close();
         await j.close();
         await enrol.close();

@@ -15,6 +15,7 @@ import { explainRoutes, webhookRoutes, type WebhookDeps } from './routes/webhook
 import { controlRoutes } from './routes/controls.ts';
 import { incidentRoutes } from './routes/incidents.ts';
 import { placeholderRoutes } from './routes/placeholders.ts';
+import { type RedisBudgetPort, redisBudgetRoutes } from './routes/redis-budget.ts';
 import { uiRoutes } from './routes/ui.ts';
 import { enrolRoutes } from './routes/enrol.ts';
 import type { Enrolment } from '../enrolment/enrolment.ts';
@@ -58,6 +59,8 @@ export interface AppDeps extends WebhookDeps {
   enrolment?: Enrolment;
   /** POST /v1/agents/breakers: enrolled agents' breaker slots (with enrolment); absent: 404. */
   agentBreakers?: { roots: Keyring; caps: BreakerCaps };
+  /** NODE_REDIS_BUDGET_MIB with per-node users: GET /v1/redis-budget, POST /v1/redis-budget/release; absent: 404. */
+  redisBudget?: { port: RedisBudgetPort; budgetBytes: number };
   /** The Kubernetes watches' state, when KUBE_WATCH is on. */
   kubeState?: () => KubeWatchesState | undefined;
   /** Operator controls: /v1 control routes, the /ui dashboard, and pause/breakers in /readyz and /metrics. */
@@ -158,6 +161,7 @@ export function createApp(deps: AppDeps): Express {
         ...(deps.controls.events ? { events: deps.controls.events } : {}),
       }),
     );
+  if (deps.redisBudget) app.use(redisBudgetRoutes(deps.redisBudget.port, deps.redisBudget.budgetBytes));
   if (deps.controls) app.use(placeholderRoutes({ dispatcher: deps.dispatcher, audit: deps.controls.actions.store, retryAfterSeconds: deps.retryAfterSeconds }));
   app.use((_req, res) => res.status(404).json({ error: 'no such route' }));
   app.use(

@@ -85,6 +85,9 @@ const ONLY: Record<string, readonly Component[]> = {
   // settable on any primary with replicas), so granted in every rendering (README, "Redis topologies").
   wait: ['receiver'],
   zscan: ['receiver'], // src/adapters/jobstore/incident-index.ts: the console finds a job's or a node's index entries
+  // src/adapters/redis/node-memory.ts: the per-node memory budget sizes the node queues' keys and gives a restricted node's back.
+  'memory|usage': ['receiver'],
+  unlink: ['receiver'],
 };
 
 describe('the Redis ACL users (deploy/charts/volume-medic/files/users.acl.template)', () => {
@@ -179,6 +182,8 @@ describe('the Redis ACL users (deploy/charts/volume-medic/files/users.acl.templa
       'multi',
       'exec',
       'scan' /* scanKeys, src/adapters/redis/redis.ts (tests, tools) */,
+      'memory|usage',
+      'unlink' /* the per-node memory budget, src/adapters/redis/node-memory.ts */,
     ]) {
       const who = ONLY[cmd] ?? COMPONENTS;
       for (const c of who) expect(allowed(c).has(cmd), `${c} needs ${cmd} (${direct.get(cmd) ?? 'Lua / BullMQ'})`).toBe(true);
