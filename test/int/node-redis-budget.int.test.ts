@@ -7,12 +7,14 @@ import { join } from 'node:path';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { helmTemplate } from '../../scripts/deploy/chart.ts';
 import { REDIS_USERS, renderRedisAcl } from '../../scripts/deploy/redis-acl.ts';
 import { freePort, redisAnswers } from '../../scripts/lib/local-redis.ts';
 import type { RemediationJob } from '../../src/core/catalogue/jobs.ts';
 import { nodeQueueName } from '../../src/core/catalogue/queues.ts';
 import { nodeRestrictionsKey } from '../../src/core/redis-budget/restriction.ts';
 import { controlKeys } from '../../src/core/controls/redis-keys.ts';
+import { run as runCli } from '../../src/control/cli/main.ts';
 import { startReceiver, type Receiver } from '../../src/control/receiver.ts';
 import { EnrolAnswer } from '../../src/core/trust/enrolment-wire.ts';
 import { sealJob } from '../../src/core/trust/work.ts';
@@ -100,19 +102,20 @@ describe("a node flooding its own keys loses its writes, and the fleet's writes 
   };
 
   beforeAll(async () => {
+    // The bundled Redis' limits on connections' memory, as the chart renders them.
+    const sts = helmTemplate({ show: ['templates/redis.yaml'] }).find((o) => o.kind === 'StatefulSet')!;
+    const chartArgs = (sts['spec'] as { template: { spec: { containers: { args: string[] }[] } } }).template.spec.containers[0]!.args;
+    const clientLimits = ['--maxmemory-clients', '--proto-max-bulk-len']
+      .filter((a) => !(a === '--maxmemory-clients' && process.env['VM_TEST_NO_CLIENT_EVICTION'] === '1'))
+      .flatMap((a) => [a, chartArgs[chartArgs.indexOf(a) + 1]!]);
     dir = mkdtempSync(join(tmpdir(), 'vm-budget-'));
     writeFileSync(join(dir, 'users.acl'), `${renderRedisAcl({ prefix, passwords })}user vmtest-admin on >admin-pw ~* &* +@all\n`);
     port = await freePort();
     server = spawn(
       'redis-server',
-      ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir].concat([
-        '--maxmemory',
-        '24mb',
-        '--maxmemory-policy',
-        'noeviction',
-        '--aclfile',
-        join(dir, 'users.acl'),
-      ]),
+      ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir]
+        .concat(['--maxmemory', '24mb', '--maxmemory-policy', 'noeviction', ...clientLimits])
+        .concat(['--aclfile', join(dir, 'users.acl')]),
       { stdio: 'ignore' },
     );
     const adminUrl = `redis://vmtest-admin:admin-pw@127.0.0.1:${port}`;
@@ -121,6 +124,7 @@ describe("a node flooding its own keys loses its writes, and the fleet's writes 
     api = await startFakeKubeApi();
     api.addUser('token-a', user('node-a'));
     api.addUser('token-b', user('node-b'));
+    api.addUser('token-c', user('node-c'));
     receiver = await startReceiver(
       testConfig({
         redisUrl: `redis://${REDIS_USERS.receiver}:${passwords.receiver}@127.0.0.1:${port}`,
@@ -298,8 +302,10 @@ describe("a node flooding its own keys loses its writes, and the fleet's writes 
       }
     }
     // Memory given back: node A holds its budget again; node B's keys are all there, unchanged.
-    const aBytes = [...(await keysOf('node-a')).values()].reduce((x, y) => x + y, 0);
-    expect(aBytes).toBeLessThanOrEqual(4 * MiB);
+    // (The trim may still be going when the jobs are stored again: what stopped them was node A's
+    // writes and connections, closed first.)
+    const aBytes = async () => [...(await keysOf('node-a')).values()].reduce((x, y) => x + y, 0);
+    await waitFor('node A to hold its budget again', async () => ((await aBytes()) <= 4 * MiB ? true : undefined), 10_000);
     const bAfter = await keysOf('node-b');
     for (const k of bKeys.keys()) if (!TRANSIENT.test(k)) expect(bAfter.has(k), k).toBe(true);
     const restriction = JSON.parse((await admin.hget(nodeRestrictionsKey(prefix), 'node-a'))!);
@@ -322,9 +328,29 @@ describe("a node flooding its own keys loses its writes, and the fleet's writes 
     const asA = as(a);
     try {
       await expect(asA.set(`${prefix}:${nodeQueueName('node-a')}:after`, 'x')).rejects.toThrow(/NOPERM/);
-      const r = await post(`${receiver.url}/v1/redis-budget/release`, { node: 'node-a', why: 'found the runaway writer' });
-      expect(r.status).toBe(200);
-      expect(r.json.released).toMatchObject({ budgetBytes: 4 * MiB });
+      // The operator's command line: what is restricted, then the release.
+      const cli = async (...args: string[]): Promise<{ code: number; out: string }> => {
+        let text = '';
+        const code = await runCli(
+          ['--url', receiver.url, '--token', 'operator-token', ...args],
+          { KUBECONFIG: '/nonexistent' },
+          (t) => {
+            text += `${t}\n`;
+          },
+          (t) => {
+            text += `${t}\n`;
+          },
+        );
+        return { code, out: text };
+      };
+      const listed = await cli('redis-budget');
+      expect(listed.code, listed.out).toBe(0);
+      expect(listed.out).toMatch(/budget per node: 4\.0 MiB/);
+      expect(listed.out).toMatch(/node-a\s/);
+      expect((await cli('redis-budget', 'release', 'node-a')).code, 'a release needs a reason').toBe(2);
+      const released = await cli('redis-budget', 'release', 'node-a', '--why', 'found the runaway writer');
+      expect(released.code, released.out).toBe(0);
+      expect(released.out).toMatch(/^node-a: released by insecure-anonymous/);
       expect(await asA.set(`${prefix}:${nodeQueueName('node-a')}:after`, 'x')).toBe('OK');
     } finally {
       asA.disconnect();
@@ -333,4 +359,35 @@ describe("a node flooding its own keys loses its writes, and the fleet's writes 
     expect(metrics).not.toContain('volume_medic_node_redis_over_budget{node="node-a"}');
     expect((await admin.lrange(controlKeys(prefix).audit, 0, 5)).some((e) => e.includes('"node-redis-released"'))).toBe(true);
   }, 30_000);
+
+  it("a node holding memory in its connections' buffers, under its key budget, is closed by Redis itself (the chart's maxmemory-clients)", async () => {
+    // The budget counts keys; this holds none. Six SETs of 4 MiB begun and trickled: 24 MiB held
+    // in buffers, Redis' whole maxmemory. Redis closes the connections holding the most once all
+    // clients hold more than a quarter of it.
+    const c = await enrol('token-c', 'node-c');
+    const evicted = async () => Number(/^evicted_clients:(\d+)/m.exec(await admin.info('stats'))?.[1] ?? 0);
+    const evictedBefore = await evicted();
+    const pins = await Promise.all(Array.from({ length: 6 }, (_, i) => pinMemory(c, `${prefix}:${nodeQueueName('node-c')}:pin:${i}`, 4 * MiB)));
+    const closed = new Set<number>();
+    for (const [i, p] of pins.entries()) p.on('close', () => closed.add(i));
+    try {
+      await new Promise((r) => setTimeout(r, 500));
+      let inRow = 0;
+      const statuses: number[] = [];
+      const started = Date.now();
+      while (Date.now() - started < 15_000 && inRow < 5) {
+        const w = await webhook();
+        statuses.push(w.status);
+        inRow = w.status === 202 && w.stored ? inRow + 1 : 0;
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      expect(inRow, `webhook answers while node-c holds buffers: ${statuses.join(' ')}`).toBe(5);
+      expect(closed.size, 'Redis closed the connections holding the most').toBeGreaterThanOrEqual(4);
+      expect(await evicted()).toBeGreaterThan(evictedBefore);
+      // Node B's agent, an idle client, was not one of them.
+      await runOnB('budget-b-4');
+    } finally {
+      for (const p of pins) p.destroy();
+    }
+  }, 60_000);
 });
