@@ -13,6 +13,7 @@ import type { Config } from '../core/config/schema.ts';
 import { trustFromConfig } from '../core/trust/from-config.ts';
 import { GenerationTable } from '../core/trust/key-generations.ts';
 import { startFleetExporter } from './fleet/fleet-exporter.ts';
+import { startNodeRedisBudget } from './fleet/start-node-redis-budget.ts';
 import { createApp } from './http/app.ts';
 import { JobReader } from './http/job-reader.ts';
 import type { RepeatAnswers } from './ingest/repeat-answers.ts';
@@ -91,6 +92,8 @@ export async function startReceiver(config: Config, opts: ReceiverOptions = {}):
   const enrol = startEnrolment(config, log, r, trust, opts.operatorKubeConfig ?? kubeConfig ?? ops.access, scripts, generations);
   const revoke = startRevocation(log, enrol, generations, (action, target, asked) => controls.actions.store.audit(action, target, asked));
   await revoke?.ready;
+  // A node filling the shared Redis loses its writes, not the fleet (src/control/fleet/node-redis-budget.ts).
+  const budget = startNodeRedisBudget(config, log, r.redis, enrol.nodeUsers, fleet.exports, controls.actions.store);
   // The console reads a job's Events back with the receiver's own access (KUBE_WATCH's, or the one operator identity uses).
   const eventAccess = kubeConfig ?? ops.access;
   let watches: KubeWatches | undefined;
@@ -114,6 +117,7 @@ export async function startReceiver(config: Config, opts: ReceiverOptions = {}):
     nodeRecoveryAlerts: new Set(config.nodeRecoveryAlerts),
     ...(enrol.enrolment ? { enrolment: enrol.enrolment } : {}),
     ...(revoke ? { revocation: revoke.revocation } : {}),
+    ...(budget ? { redisBudget: { port: budget, budgetBytes: budget.budgetBytes } } : {}),
     // Agents' breaker slots (those given ENROL_URL ask here): where this receiver holds the roots.
     // Each answer relays the newest modes and pauses of the node's fields (src/core/controls/control-relay.ts).
     ...(trust.ring.scope === undefined && trust.ring.verify.size > 0
@@ -181,6 +185,7 @@ export async function startReceiver(config: Config, opts: ReceiverOptions = {}):
         revoke?.close();
         await http.close();
         await fleet.close();
+        await budget?.close();
         await watches?.close();
         await j.close();
         await enrol.close();

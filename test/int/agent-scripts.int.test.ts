@@ -127,8 +127,7 @@ describe.skipIf(skip)('node identities run only the scripts the receiver loaded'
     admin = new Redis(tlsTo({ username: 'vmtest-admin', password: 'admin-pw' }));
     admin.on('error', () => {});
     api = await startFakeKubeApi();
-    for (const node of ['node-a', 'node-b'])
-      api.addAgentPod(`token-${node}`, { serviceAccount: AGENT_SA, pod: `agent-${node}`, uid: `uid-${node}`, node });
+    for (const node of ['node-a', 'node-b']) api.addAgentPod(`token-${node}`, { serviceAccount: AGENT_SA, pod: `agent-${node}`, uid: `uid-${node}`, node });
     receiver = await startReceiver(
       testConfig({
         redisUrl: `rediss://${REDIS_USERS.receiver}:${passwords.receiver}@localhost:${port}`,

@@ -36,6 +36,17 @@ export interface StoredIndex {
   record(jobs: readonly Enqueued[], at: number): Promise<void>;
 }
 
+/**
+ * How many entries BullMQ keeps in a queue's events stream (`<queue>:events`; its default is
+ * 10,000). Nothing of volume-medic reads that stream (no QueueEvents), but every finished job adds
+ * its whole result there (the `completed` event carries the return value): a residual cleanup of
+ * 8 dead maps is ~320 KiB, so a node's stream grew with its history, not with its retained jobs,
+ * past any per-node memory budget (bench/node-redis-footprint.ts, docs/decisions/0005). An entry
+ * that large fills a stream node of its own, so BullMQ's approximate trim (`MAXLEN ~`) keeps about
+ * this many of them.
+ */
+export const QUEUE_EVENTS_KEPT = 20;
+
 export interface DispatcherOptions {
   prefix: string;
   timeoutMs: number;
@@ -165,7 +176,12 @@ export class Dispatcher implements JobEnqueue {
       // BullMQ checks the server's version with a full INFO per queue object. One check per
       // connection is enough: a storm of 10,000 new nodes sent 10,000 INFOs, each costlier the
       // more clients Redis has (bench/fleet.ts: 3.7 ms of Redis per job at 9,800 agents).
-      q = new Queue(name, { connection: this.redis, prefix: this.opts.prefix, skipVersionCheck: this.queues.size > 0 });
+      q = new Queue(name, {
+        connection: this.redis,
+        prefix: this.opts.prefix,
+        skipVersionCheck: this.queues.size > 0,
+        streams: { events: { maxLen: QUEUE_EVENTS_KEPT } },
+      });
       // Errors surface through the add() promise; this only keeps a dropped connection from
       // becoming an unhandled 'error' event.
       q.on('error', () => {});

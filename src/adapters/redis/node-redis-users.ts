@@ -1,6 +1,7 @@
 import type { Cluster, Redis } from 'ioredis';
 import { isNodeName } from '../../core/catalogue/names.ts';
 import { nodeQueueName } from '../../core/catalogue/queues.ts';
+import { nodeRestrictionsKey, readOnlyRules } from '../../core/redis-budget/restriction.ts';
 import { errText, RedisServers, type Server } from './redis-servers.ts';
 import type { RedisTarget } from './redis-target.ts';
 
@@ -198,6 +199,8 @@ interface Change {
   node: string;
   /** undefined: remove. */
   sha?: string;
+  /** Over its memory budget (src/core/redis-budget/restriction.ts): applied read-only, its connections closed. */
+  readOnly?: boolean;
   resolve(r: ApplyReport): void;
   reject(err: Error): void;
 }
@@ -293,6 +296,8 @@ export class NodeRedisUsers {
         }
         return p.exec().then(checkPipeline);
       });
+      const restricted = await this.#restricted(servers.registry);
+      for (const c of batch) if (c.sha && restricted.has(c.node)) c.readOnly = true;
       const perServer = await this.#applyEverywhere(servers.all, batch);
       for (const c of batch) c.resolve({ applied: [...perServer.applied], failed: perServer.failed.map((f) => ({ ...f })) });
     } catch (err) {
@@ -302,7 +307,7 @@ export class NodeRedisUsers {
   }
 
   /** One pipeline per server with every change of the batch; a server fails or succeeds as a whole. */
-  async #applyEverywhere(servers: Server[], batch: readonly Pick<Change, 'node' | 'sha'>[]): Promise<ApplyReport> {
+  async #applyEverywhere(servers: Server[], batch: readonly Pick<Change, 'node' | 'sha' | 'readOnly'>[]): Promise<ApplyReport> {
     const report: ApplyReport = { applied: [], failed: [] };
     await Promise.all(
       servers.map(async (s) => {
@@ -315,10 +320,21 @@ export class NodeRedisUsers {
           await this.#withTimeout(s.redis, s.address, async () => {
             const p = s.redis.pipeline();
             for (const c of batch) {
-              if (c.sha) p.call('ACL', 'SETUSER', nodeUserName(c.node), ...nodeUserRules(this.#o.prefix, c.node, c.sha));
-              else p.call('ACL', 'DELUSER', nodeUserName(c.node));
+              if (c.sha && !c.readOnly) p.call('ACL', 'SETUSER', nodeUserName(c.node), ...nodeUserRules(this.#o.prefix, c.node, c.sha));
+              else if (!c.sha) p.call('ACL', 'DELUSER', nodeUserName(c.node));
             }
             checkPipeline(await p.exec());
+            // A restricted user is deleted (Redis closes its connections: a huge write still
+            // arriving goes with its buffer) and made again read-only, at once: no WRONGPASS between.
+            for (const c of batch)
+              if (c.sha && c.readOnly)
+                checkPipeline(
+                  await s.redis
+                    .multi()
+                    .call('ACL', 'DELUSER', nodeUserName(c.node))
+                    .call('ACL', 'SETUSER', nodeUserName(c.node), ...readOnlyRules(nodeUserRules(this.#o.prefix, c.node, c.sha)))
+                    .exec(),
+                );
           });
           report.applied.push(s.address);
         } catch (err) {
@@ -344,10 +360,11 @@ export class NodeRedisUsers {
   async #reapplyAll(): Promise<ApplyReport> {
     const servers = await this.#servers();
     const registry = await this.#registry(servers.registry);
+    const restricted = await this.#restricted(servers.registry);
     const report: ApplyReport = { applied: [], failed: [] };
     await Promise.all(
       servers.all.map(async (s) => {
-        const r = await this.#syncServer(s, registry, true);
+        const r = await this.#syncServer(s, registry, restricted, true);
         report.applied.push(...r.applied);
         report.failed.push(...r.failed);
       }),
@@ -367,10 +384,11 @@ export class NodeRedisUsers {
   async #reconcile(): Promise<ApplyReport> {
     const servers = await this.#servers();
     const registry = await this.#registry(servers.registry);
+    const restricted = await this.#restricted(servers.registry);
     const report: ApplyReport = { applied: [], failed: [] };
     await Promise.all(
       servers.all.map(async (s) => {
-        const r = await this.#syncServer(s, registry, this.#dirty.has(s.address));
+        const r = await this.#syncServer(s, registry, restricted, this.#dirty.has(s.address));
         report.applied.push(...r.applied);
         report.failed.push(...r.failed);
       }),
@@ -391,12 +409,28 @@ export class NodeRedisUsers {
     return run;
   }
 
+  /** The nodes over their memory budget (src/core/redis-budget/restriction.ts): their users are applied read-only. */
+  async #restricted(primary: Redis | Cluster): Promise<Set<string>> {
+    return new Set(Object.keys(await this.#withTimeout(primary, 'the restrictions', () => primary.hgetall(nodeRestrictionsKey(this.#o.prefix)))));
+  }
+
+  /**
+   * Applies `node`'s registered user again on every server, read-only if it is restricted now
+   * (its connections closed). Undefined when the node has no user of its own.
+   */
+  async reapply(node: string): Promise<ApplyReport | undefined> {
+    checkedNode(node);
+    const servers = await this.#servers();
+    const sha = await this.#withTimeout(servers.registry, 'the registry', () => servers.registry.hget(nodeUsersKey(this.#o.prefix), node));
+    return sha && SHA256_HEX.test(sha) ? this.#enqueue(node, sha) : undefined;
+  }
+
   async #registry(primary: Redis | Cluster): Promise<Map<string, string>> {
     const all = await this.#withTimeout(primary, 'the registry', () => primary.hgetall(nodeUsersKey(this.#o.prefix)));
     return new Map(Object.entries(all).filter(([node, sha]) => isNodeName(node) && SHA256_HEX.test(sha)));
   }
 
-  async #syncServer(s: Server, registry: ReadonlyMap<string, string>, full: boolean): Promise<ApplyReport> {
+  async #syncServer(s: Server, registry: ReadonlyMap<string, string>, restricted: ReadonlySet<string>, full: boolean): Promise<ApplyReport> {
     if (s.down) {
       this.#dirty.add(s.address);
       return { applied: [], failed: [{ server: s.address, error: s.down }] };
@@ -405,8 +439,8 @@ export class NodeRedisUsers {
       const changes = await this.#withTimeout(s.redis, s.address, async () => {
         const users = (await s.redis.call('ACL', 'USERS')) as string[];
         const present = new Set(users.map(nodeOfUserName).filter((n): n is string => n !== undefined));
-        const changes: Pick<Change, 'node' | 'sha'>[] = [];
-        for (const [node, sha] of registry) if (full || !present.has(node)) changes.push({ node, sha });
+        const changes: Pick<Change, 'node' | 'sha' | 'readOnly'>[] = [];
+        for (const [node, sha] of registry) if (full || !present.has(node)) changes.push({ node, sha, ...(restricted.has(node) ? { readOnly: true } : {}) });
         for (const node of present) if (!registry.has(node)) changes.push({ node });
         return changes;
       });

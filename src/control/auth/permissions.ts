@@ -16,7 +16,7 @@ export const OPERATOR_PERMISSIONS = {
     retry: "run a failed job again as a new job the receiver seals afresh (POST /v1/jobs/:id/retry, the dashboard's Retry)",
   },
   controls: {
-    get: 'read modes, pauses, breakers, parked jobs and the audit trail (GET /v1/controls, /v1/controls/audit, /v1/breakers)',
+    get: 'read modes, pauses, breakers, parked jobs, the audit trail and the nodes restricted for their Redis memory (GET /v1/controls, /v1/controls/audit, /v1/breakers, /v1/redis-budget)',
   },
   modes: {
     update: "set or clear a runbook's or a node's mode, enforce included (POST /v1/modes)",
@@ -26,7 +26,8 @@ export const OPERATOR_PERMISSIONS = {
     delete: 'resume it (POST /v1/resume)',
   },
   breakers: {
-    reset: 'close a tripped blast-radius breaker (POST /v1/breakers/reset)',
+    reset:
+      'close a tripped blast-radius breaker (POST /v1/breakers/reset); let a node restricted for going over its Redis memory budget write again (POST /v1/redis-budget/release)',
   },
   placeholders: {
     release: 'force the release of a Local PV placeholder without the disk check (POST /v1/placeholders/release)',
@@ -74,6 +75,8 @@ export const OPERATOR_ROUTES: readonly OperatorRoute[] = [
   { method: 'POST', path: '/v1/pause', permission: p('pauses', 'create') },
   { method: 'POST', path: '/v1/resume', permission: p('pauses', 'delete') },
   { method: 'POST', path: '/v1/breakers/reset', permission: p('breakers', 'reset') },
+  { method: 'GET', path: '/v1/redis-budget', permission: p('controls', 'get') },
+  { method: 'POST', path: '/v1/redis-budget/release', permission: p('breakers', 'reset') },
   { method: 'POST', path: '/v1/placeholders/release', permission: p('placeholders', 'release') },
   { method: 'POST', path: '/v1/nodes/:node/revoke', permission: p('nodes', 'revoke') },
 ];

@@ -5,6 +5,7 @@ import { operatorToken } from './operator-token.ts';
 import { terminalSafe } from './terminal-safe.ts';
 import { redactUrlsIn } from '../../core/config/redact-url.ts';
 import { UsageError, approvals, breakers, decide, explain, fleet, job, jobs, modes, pause, placeholders, retry, revoke, show, type Opts } from './commands.ts';
+import { redisBudget } from './redis-budget-command.ts';
 
 // `volume-medic`: the operator's command line, against the receiver's API.
 // URL: --url, else VOLUME_MEDIC_URL, else http://127.0.0.1:8080. Who you are is your Kubernetes
@@ -34,6 +35,8 @@ commands:
   resume [--node N | --runbook R] [--why TEXT]       release them
   breakers                                            blast-radius breakers: counts, caps, trips
   breakers reset <cluster|storm|node/NAME> [--why T]  close a tripped breaker
+  redis-budget                                        nodes whose Redis user may only read (over their memory budget)
+  redis-budget release <node> --why TEXT              let such a node write again
   modes                                               configured modes and API overrides
   modes set <runbook/NAME|node/NAME> <dry-run|enforce|default> [--why T]
   placeholders release <pv> --node N --path P --force --why TEXT
@@ -148,6 +151,9 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv, rawOut: (s: st
         break;
       case 'modes':
         await modes(api, args, o, out);
+        break;
+      case 'redis-budget':
+        await redisBudget(api, args, o, out);
         break;
       case 'placeholders':
         await placeholders(api, args, o, out);

@@ -15,6 +15,7 @@ import { explainRoutes, webhookRoutes, type WebhookDeps } from './routes/webhook
 import { controlRoutes } from './routes/controls.ts';
 import { incidentRoutes } from './routes/incidents.ts';
 import { placeholderRoutes } from './routes/placeholders.ts';
+import { type RedisBudgetPort, redisBudgetRoutes } from './routes/redis-budget.ts';
 import { uiRoutes } from './routes/ui.ts';
 import { enrolRoutes } from './routes/enrol.ts';
 import { nodeCredentialRoutes } from './routes/node-credentials.ts';
@@ -63,6 +64,8 @@ export interface AppDeps extends WebhookDeps {
   revocation?: NodeRevocation;
   /** POST /v1/agents/breakers: enrolled agents' breaker slots (with enrolment); absent: 404. */
   agentBreakers?: { roots: Keyring; caps: BreakerCaps; relay?: ControlRelay };
+  /** NODE_REDIS_BUDGET_MIB with per-node users: GET /v1/redis-budget, POST /v1/redis-budget/release; absent: 404. */
+  redisBudget?: { port: RedisBudgetPort; budgetBytes: number };
   /** The Kubernetes watches' state, when KUBE_WATCH is on. */
   kubeState?: () => KubeWatchesState | undefined;
   /** Operator controls: /v1 control routes, the /ui dashboard, and pause/breakers in /readyz and /metrics. */
@@ -169,6 +172,7 @@ export function createApp(deps: AppDeps): Express {
       }),
     );
   app.use(nodeCredentialRoutes(deps.revocation));
+  if (deps.redisBudget) app.use(redisBudgetRoutes(deps.redisBudget.port, deps.redisBudget.budgetBytes));
   if (deps.controls) app.use(placeholderRoutes({ dispatcher: deps.dispatcher, audit: deps.controls.actions.store, retryAfterSeconds: deps.retryAfterSeconds }));
   app.use((_req, res) => res.status(404).json({ error: 'no such route' }));
   app.use(

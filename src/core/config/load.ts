@@ -69,6 +69,8 @@ const ENV: Record<string, [keyof Config, (v: string) => unknown]> = {
   ENROL_NODE_AGENTS: ['enrolNodeAgents', list],
   ENROL_CLUSTER_WORKERS: ['enrolClusterWorkers', list],
   REDIS_NODE_USERS: ['redisNodeUsers', (v) => v],
+  NODE_REDIS_BUDGET_MIB: ['nodeRedisBudgetMib', (v) => v],
+  NODE_REDIS_BUDGET_SCAN_SECONDS: ['nodeRedisBudgetScanSeconds', (v) => v],
   CONTROL_SIGNING_KEY_FILE: ['controlSigningKeyFile', (v) => v],
   CONTROL_VERIFY_CERT_FILE: ['controlVerifyCertFile', (v) => v],
   ALLOW_UNSIGNED_WORK: ['allowUnsignedWork', (v) => v],

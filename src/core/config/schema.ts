@@ -145,6 +145,20 @@ export function configSchema() {
        * object is deleted (KUBE_WATCH). Default false: agents use the Redis user they are given.
        */
       redisNodeUsers: z._default(z.union([z.boolean(), z.stringbool()]), false),
+      /**
+       * NODE_REDIS_BUDGET_MIB (receiver, with REDIS_NODE_USERS): the most a node's own keys
+       * (`<prefix>:vm-node-{<node>}:*`) may hold in Redis, in MiB, by MEMORY USAGE. The receiver that
+       * exports the fleet-wide series reads INFO memory every second and counts every node's keys
+       * when a primary is at 80% of its maxmemory, and every NODE_REDIS_BUDGET_SCAN_SECONDS anyway.
+       * A node over it gets its Redis user back read-only (its connections closed), loses its own
+       * keys (the bulk of what it wrote first) until it holds its budget again, and stays so until
+       * an operator releases it (POST /v1/redis-budget/release); alert VolumeMedicNodeRedisOverBudget.
+       * A busy node holds up to ~10 MiB (20 jobs of 8 dead maps and a full audit list;
+       * docs/decisions/0005). Keep it well under half of maxmemory. 0: off. Default 32.
+       */
+      nodeRedisBudgetMib: z._default(z.coerce.number().check(z.gte(0), z.lte(1_048_576)), 32),
+      /** NODE_REDIS_BUDGET_SCAN_SECONDS: how often every node's keys are counted when Redis is not under pressure. Default 300. */
+      nodeRedisBudgetScanSeconds: z._default(z.coerce.number().check(z.int(), z.gte(1)), 300),
       enrolClusterWorkers: z._default(z.array(z.string().check(z.regex(/^[a-z0-9-]{1,63}\/[a-z0-9.-]{1,253}$/, '<namespace>/<service account>'))), []),
       /** SIGNING_KEY_ID: the key id this process seals with (rotation); default the greatest id of its role. */
       signingKeyId: z.optional(z.string().check(z.regex(/^[A-Za-z0-9_-]{1,64}$/))),

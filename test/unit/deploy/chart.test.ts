@@ -625,6 +625,8 @@ describe('node-scoped work keys (enrolment)', () => {
 
   it('by default each node agent gets its own Redis user at enrolment and holds no shared Redis password', () => {
     expect(env(spec('Deployment', 'volume-medic-receiver')).get('REDIS_NODE_USERS')).toBe('true');
+    // And each node's keys have a memory budget (redis.nodeBudgetMiB, src/control/fleet/node-redis-budget.ts).
+    expect(env(spec('Deployment', 'volume-medic-receiver')).get('NODE_REDIS_BUDGET_MIB')).toBe('32');
     const agent = spec('DaemonSet', 'volume-medic-node-agent');
     const secretRefs = (agent.containers[0]!.env ?? []).filter((e) => (e as { valueFrom?: { secretKeyRef?: unknown } }).valueFrom?.secretKeyRef);
     expect(secretRefs).toEqual([]);

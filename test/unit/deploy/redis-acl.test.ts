@@ -90,7 +90,10 @@ const ONLY: Record<string, readonly Component[]> = {
   eval: ['receiver'],
   'script|exists': ['receiver'],
   'script|load': ['receiver'],
-  scan: ['receiver'], // scanKeys, src/adapters/redis/redis.ts (tests, tools)
+  scan: ['receiver'], // scanKeys, src/adapters/redis/redis.ts (tests, tools); the per-node memory budget's count
+  // src/adapters/redis/node-memory.ts: the per-node memory budget sizes the node queues' keys and gives a restricted node's back.
+  'memory|usage': ['receiver'],
+  unlink: ['receiver'],
 };
 
 describe('the Redis ACL users (deploy/charts/volume-medic/files/users.acl.template)', () => {
@@ -184,9 +187,11 @@ describe('the Redis ACL users (deploy/charts/volume-medic/files/users.acl.templa
       'client|setname',
       'multi',
       'exec',
-      'scan',
+      'scan' /* scanKeys, src/adapters/redis/redis.ts (tests, tools) */,
       'script|exists',
       'script|load',
+      'memory|usage',
+      'unlink' /* the per-node memory budget, src/adapters/redis/node-memory.ts */,
     ]) {
       const who = ONLY[cmd] ?? COMPONENTS;
       for (const c of who) expect(allowed(c).has(cmd), `${c} needs ${cmd} (${direct.get(cmd) ?? 'Lua / BullMQ'})`).toBe(true);

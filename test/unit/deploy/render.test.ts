@@ -529,6 +529,13 @@ describe('what the installation promises', () => {
     expect(arg('--maxclients')).toBe('10000');
     expect(arg('--tcp-backlog')).toBe('4096');
     expect(big.args[big.args.indexOf('--maxclients') + 1]).toBe('13000');
+    // Connections' buffers cannot fill Redis: the clients holding the most are closed past a
+    // quarter of maxmemory; one value is at most 4 x BODY_LIMIT (16 MiB at least), not 512 MB.
+    expect(arg('--maxmemory-clients')).toBe('25%');
+    expect(arg('--proto-max-bulk-len')).toBe('16mb');
+    const bigBodies = podSpec(find(helmTemplate({ set: ['config.bodyLimit=10000000'], show: ['templates/redis.yaml'] }), 'StatefulSet', 'volume-medic-redis'))!
+      .containers[0]! as unknown as { args: string[] };
+    expect(bigBodies.args[bigBodies.args.indexOf('--proto-max-bulk-len') + 1]).toBe('40mb');
     // The data directory is the claim's.
     const claims = (
       sts['spec'] as {

@@ -11,6 +11,7 @@ import type { OperatorAuth } from '../../auth/operator-auth.ts';
 import { connectionHealth, type ConnectionState } from '../../../adapters/redis/redis-connections.ts';
 import type { ReplicaAckStatus } from '../../../adapters/redis/replica-ack.ts';
 import { connectionsExposition, replicaAckExposition, replicaAckReport } from '../../../adapters/observability/redis-health.ts';
+import { restrictionsExposition } from '../../../adapters/redis/node-restrictions.ts';
 
 // /healthz: the process answers, and none of its Redis connections has kept ending past
 // ENDED_RESTART_MS (it cannot recover by itself: let Kubernetes restart it). /readyz: Redis
@@ -128,6 +129,7 @@ export function healthRoutes(deps: HealthDeps): Router {
           withTimeout(noAgentExposition(redis, prefix), 1000),
           controls ? withTimeout(controlsSummary(redis, prefix, controls), 1000).then(controlsExposition) : '',
           withTimeout(queueDepths(redis, prefix), 2000).then(queueDepthExposition),
+          withTimeout(restrictionsExposition(redis, prefix), 1000),
         ].map((p) => Promise.resolve(p).catch(() => '')),
       );
       fleetWide = parts.join('');
