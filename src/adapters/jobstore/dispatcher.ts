@@ -41,7 +41,7 @@ export interface StoredIndex {
  * 10,000). Nothing of volume-medic reads that stream (no QueueEvents), but every finished job adds
  * its whole result there (the `completed` event carries the return value): a residual cleanup of
  * 8 dead maps is ~320 KiB, so a node's stream grew with its history, not with its retained jobs,
- * past any per-node memory budget (bench/node-redis-footprint.ts, docs/decisions/0005). An entry
+ * past any per-node memory budget (bench/node-redis-footprint.ts, docs/decisions/0006). An entry
  * that large fills a stream node of its own, so BullMQ's approximate trim (`MAXLEN ~`) keeps about
  * this many of them.
  */

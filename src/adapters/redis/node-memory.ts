@@ -14,7 +14,7 @@ import type { RedisConnection } from './redis.ts';
 //
 // Cost of a count: one SCAN over the keyspace of each primary (COUNT 1000 a call) and one MEMORY
 // USAGE per node key, pipelined SCAN_COUNT at a time; the receiver holds one number per node, never
-// the key names (docs/decisions/0005 has the figures for a 10,000-node fleet).
+// the key names (docs/decisions/0006 has the figures for a 10,000-node fleet).
 
 const SCAN_COUNT = 1000;
 

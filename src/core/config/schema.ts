@@ -154,7 +154,7 @@ export function configSchema() {
        * keys (the bulk of what it wrote first) until it holds its budget again, and stays so until
        * an operator releases it (POST /v1/redis-budget/release); alert VolumeMedicNodeRedisOverBudget.
        * A busy node holds up to ~10 MiB (20 jobs of 8 dead maps and a full audit list;
-       * docs/decisions/0005). Keep it well under half of maxmemory. 0: off. Default 32.
+       * docs/decisions/0006). Keep it well under half of maxmemory. 0: off. Default 32.
        */
       nodeRedisBudgetMib: z._default(z.coerce.number().check(z.gte(0), z.lte(1_048_576)), 32),
       /** NODE_REDIS_BUDGET_SCAN_SECONDS: how often every node's keys are counted when Redis is not under pressure. Default 300. */
