@@ -1,13 +1,16 @@
-// Import rules, checked by `npm run lint` (in `npm test`). The layers are folders under src/:
-//   core/      what every process shares and that touches nothing: job catalogue and schemas,
-//              signals, the seal and keys, control records, configuration
-//   adapters/  the outside world behind ports: Redis, the job store (BullMQ), the control and
-//              statistics stores, the Kubernetes API, logs and metrics, process supervision
-//   control/   the control plane: receiver, HTTP routes, ingest, triage, sources, watches,
-//              console, API, CLI, enrolment, secrets
-//   agents/    the node agent and the cluster worker: engine, host, runbooks
-// Arrows run one way: core <- adapters <- (control | agents); control and agents never meet
-// except in Redis. No import loop anywhere, not even between two folders of one layer.
+// Import rules, checked by `npm run lint` (in `npm test`), which cruises src/ and workers/.
+// The layers are the folders under src/ and the top-level workers/ beside it:
+//   src/core/      what every process shares and that touches nothing: job catalogue and schemas,
+//                  signals, the seal and keys, control records, configuration
+//   src/adapters/  the outside world behind ports: Redis, the job store (BullMQ), the control and
+//                  statistics stores, the Kubernetes API, logs and metrics, process supervision
+//   src/control/   the control plane: receiver, HTTP routes, ingest, triage, sources, watches,
+//                  console, API, CLI, enrolment, secrets
+//   workers/       the data plane: the node agent and the cluster worker, the engine, the Host port
+//                  and the runbooks (docs/decisions/0006)
+// Arrows run one way: src/core <- src/adapters <- (src/control | workers); workers/ imports
+// src/core and src/adapters only, nothing under src/ imports workers/, and the control plane and
+// the workers meet only in Redis. No import loop anywhere, not even between two folders of one layer.
 module.exports = {
   forbidden: [
     {
@@ -20,58 +23,59 @@ module.exports = {
     {
       name: 'core-imports-nothing-of-ours',
       severity: 'error',
-      comment: 'core/ is what every process shares: it depends on no adapter and no plane.',
+      comment: 'core/ is what every process shares: it depends on no adapter and no plane (nor on workers/: src-not-on-workers).',
       from: { path: '^src/core/' },
-      to: { path: '^src/(adapters|control|agents)/' },
+      to: { path: '^src/(adapters|control)/' },
     },
     {
       name: 'adapters-only-on-core',
       severity: 'error',
-      comment: 'An adapter serves both planes, so it knows neither.',
+      comment: 'An adapter serves both planes, so it knows neither (workers/: src-not-on-workers).',
       from: { path: '^src/adapters/' },
-      to: { path: '^src/(control|agents)/' },
-    },
-    {
-      name: 'agents-not-on-control-plane',
-      severity: 'error',
-      comment: 'The agents depend on core and adapters, never on the receiver, its console, API or sources.',
-      from: { path: '^src/agents/' },
       to: { path: '^src/control/' },
     },
     {
-      name: 'control-plane-not-on-agents',
+      name: 'workers-on-core-and-adapters-only',
       severity: 'error',
-      comment: 'The control plane and the agents meet only in Redis and the shared core.',
-      from: { path: '^src/control/' },
-      to: { path: '^src/agents/' },
+      comment:
+        'workers/ (the data plane) imports src/core and src/adapters only: never the receiver, its console, API, sources or anything else of the control plane.',
+      from: { path: '^workers/' },
+      to: { path: '^src/', pathNot: '^src/(core|adapters)/' },
+    },
+    {
+      name: 'src-not-on-workers',
+      severity: 'error',
+      comment: 'Nothing under src/ imports workers/: the control plane and the workers meet only in Redis and the shared core.',
+      from: { path: '^src/' },
+      to: { path: '^workers/' },
     },
     {
       name: 'bullmq-only-in-the-job-store',
       severity: 'error',
       comment: 'BullMQ (its classes, key names and scripts) is known behind the JobStore port only.',
-      from: { path: '^src/', pathNot: '^src/adapters/jobstore/' },
+      from: { path: '^(src|workers)/', pathNot: '^src/adapters/jobstore/' },
       to: { path: 'node_modules/bullmq/' },
     },
     {
       name: 'zod-mini-below-the-control-plane',
       severity: 'error',
       comment:
-        "core/, adapters/ and agents/ build schemas with zod's mini API, taken from src/core/zod.ts only: the node agent holds whatever zod API it imports, and the classic one costs it ~1.5 MiB more (docs/decisions/0004).",
-      from: { path: '^src/(core|adapters|agents)/', pathNot: '^src/core/zod[.]ts$' },
+        "src/core/, src/adapters/ and workers/ build schemas with zod's mini API, taken from src/core/zod.ts only: the node agent holds whatever zod API it imports, and the classic one costs it ~1.5 MiB more (docs/decisions/0004).",
+      from: { path: '^(src/(core|adapters)|workers)/', pathNot: '^src/core/zod[.]ts$' },
       to: { path: 'node_modules/zod/' },
     },
     {
       name: 'no-test-code-in-production',
       severity: 'error',
       comment: 'Production code never imports tests, benches or their support code.',
-      from: { path: '^src/' },
+      from: { path: '^(src|workers)/' },
       to: { path: '^(test|bench)/' },
     },
     {
       name: 'no-dev-dependencies-in-production',
       severity: 'error',
       comment: 'The image installs production dependencies only.',
-      from: { path: '^src/' },
+      from: { path: '^(src|workers)/' },
       to: { dependencyTypes: ['npm-dev'] },
     },
     {

@@ -16,13 +16,14 @@
 
 ARG NODE_IMAGE=node:24.22.3-bookworm-slim
 
-# --- build: TypeScript -> dist/, the node agent's bundle -> dist/node-agent/ (needs the dev
-#     dependencies: typescript, @types/node, rolldown) --------------------------------------------
+# --- build: TypeScript -> dist/ (dist/src, dist/workers), the node agent's bundle ->
+#     dist/node-agent/ (needs the dev dependencies: typescript, @types/node, rolldown) ----------
 FROM ${NODE_IMAGE} AS build
 WORKDIR /app
 COPY package.json package-lock.json tsconfig.json tsconfig.build.json ./
 RUN npm ci --ignore-scripts --no-audit --no-fund
 COPY src ./src
+COPY workers ./workers
 COPY scripts/lib/bundle-node-agent.ts ./scripts/lib/
 RUN npm run build
 

@@ -2,13 +2,13 @@ import { Redis } from 'ioredis';
 import { nodeQueueName } from '../src/core/catalogue/queues.ts';
 import { presenceKey } from '../src/adapters/jobstore/agent-presence.ts';
 import { knownQueuesKey } from '../src/adapters/redis/known-queues.ts';
-import { NoAgentWatch } from '../src/agents/cluster-worker/no-agent-watch.ts';
+import { NoAgentWatch } from '../workers/cluster-worker/no-agent-watch.ts';
 import { createLogger } from '../src/adapters/observability/logger.ts';
 import { redisCpu } from './lib/redis-cpu.ts';
 import { startPrivateRedis } from '../test/testkit/redis-server.ts';
 import { median } from './lib/stats.ts';
 
-// `npm run bench:no-agent`: what one no-agent check (src/agents/cluster-worker/no-agent-watch.ts) costs Redis at
+// `npm run bench:no-agent`: what one no-agent check (workers/cluster-worker/no-agent-watch.ts) costs Redis at
 // fleet scale. N node queues are known; every agent is present (its presence key, as a live agent
 // keeps it), 1% of queues hold a waiting job, and 10 queues have jobs but no agent.
 // Reported: Redis main-thread CPU per check and wall time, as a ratio against a baseline measured

@@ -305,7 +305,7 @@ async function footprint() {
   const procs = {
     deployed: await copies(FOOTPRINT_COPIES, async (i) => start(`footprint-node-${i}`, join(await built(), script), flags, tunables)),
     floor: await copies(FOOTPRINT_COPIES, (i) => start(`footprint-floor-${i}`, FLOOR_SCRIPT, flags, tunables)),
-    typescript: await copies(1, () => start('footprint-node-ts', here('../src/agents/node-agent/main.ts'), [])),
+    typescript: await copies(1, () => start('footprint-node-ts', here('../workers/node-agent/main.ts'), [])),
   };
   // Per process: the mean of its readings.
   const readings: Record<keyof typeof procs, number[][]> = {

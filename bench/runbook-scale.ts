@@ -1,14 +1,14 @@
 // Runbook scale (issue 8): residual-multipath-cleanup's observe (every map read, every dead map
 // probed) and plan, on a simulated node with 1, 16, 64 and 256 dead maps, half of them queueing
-// I/O so that their read probe hangs until its deadline. The promise (src/agents/runbooks/
+// I/O so that their read probe hangs until its deadline. The promise (workers/runbooks/
 // residual-multipath-cleanup/probe.ts): probes run at once, so the whole step takes about one
 // probe deadline, not N of them. Reported as the ratio of the wall time to that deadline, with
 // the plain planning work (the same node, no probe at all) beside it.
 import type { ResidualMultipathJob } from '../src/core/catalogue/jobs.ts';
-import { InMemoryAttachedVolumes } from '../src/agents/runbooks/residual-multipath-cleanup/attached-volumes.ts';
-import { observe } from '../src/agents/runbooks/residual-multipath-cleanup/observe.ts';
-import { plan } from '../src/agents/runbooks/residual-multipath-cleanup/plan.ts';
-import { DEFAULT_POLICY, type ResidualPolicy } from '../src/agents/runbooks/residual-multipath-cleanup/policy.ts';
+import { InMemoryAttachedVolumes } from '../workers/runbooks/residual-multipath-cleanup/attached-volumes.ts';
+import { observe } from '../workers/runbooks/residual-multipath-cleanup/observe.ts';
+import { plan } from '../workers/runbooks/residual-multipath-cleanup/plan.ts';
+import { DEFAULT_POLICY, type ResidualPolicy } from '../workers/runbooks/residual-multipath-cleanup/policy.ts';
 import { SimulatedMultipathHost } from '../test/testkit/simulated-multipath-host.ts';
 import { round } from './lib/stats.ts';
 

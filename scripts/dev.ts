@@ -7,8 +7,8 @@ import { ConfigError, loadConfig } from '../src/core/config/load.ts';
 import { isNodeName } from '../src/core/catalogue/names.ts';
 import { createLogger } from '../src/adapters/observability/logger.ts';
 import { startReceiver } from '../src/control/receiver.ts';
-import { createNodeAgent } from '../src/agents/node-agent/agent.ts';
-import { defaultNodeRegistry } from '../src/agents/node-agent/registry.ts';
+import { createNodeAgent } from '../workers/node-agent/agent.ts';
+import { defaultNodeRegistry } from '../workers/node-agent/registry.ts';
 import { findOrStartRedis, NoRedisError } from './lib/local-redis.ts';
 import { writeSigningKeys } from './lib/signing-keys.ts';
 

@@ -1,7 +1,8 @@
 // Fails when folders import each other in a loop (`npm run lint`): dependency-cruiser's
 // no-circular rule sees loops between modules only, and a loop between two folders through
-// different files is as hard to live with. A folder is src/<layer>/<folder> (a file directly
-// under src/<layer>/ is its own). Prints each loop with the imports that close it.
+// different files is as hard to live with. A folder is src/<layer>/<folder> or workers/<folder>
+// (a file directly under src/<layer>/ or workers/ is its own). Prints each loop with the imports
+// that close it.
 import { execFileSync } from 'node:child_process';
 import { z } from 'zod';
 
@@ -9,13 +10,17 @@ const Cruise = z.object({
   modules: z.array(z.object({ source: z.string(), dependencies: z.array(z.object({ resolved: z.string(), dependencyTypes: z.array(z.string()) })) })),
 });
 
+/** How many path segments name a folder: src/<layer>/<folder>, workers/<folder>. */
+const FOLDER_DEPTH: Record<string, number> = { src: 3, workers: 2 };
+
 const folderOf = (path: string): string | undefined => {
   const p = path.split('/');
-  if (p[0] !== 'src' || p.length < 3) return undefined;
-  return p.length > 3 ? p.slice(0, 3).join('/') : path;
+  const depth = FOLDER_DEPTH[p[0]!];
+  if (depth === undefined || p.length < depth) return undefined;
+  return p.length > depth ? p.slice(0, depth).join('/') : path;
 };
 
-const json = execFileSync('npx', ['depcruise', 'src', '--config', '.dependency-cruiser.cjs', '--output-type', 'json'], {
+const json = execFileSync('npx', ['depcruise', 'src', 'workers', '--config', '.dependency-cruiser.cjs', '--output-type', 'json'], {
   encoding: 'utf8',
   maxBuffer: 256 * 1024 * 1024,
 });

@@ -1,6 +1,6 @@
 import { configSchema } from '../../src/core/config/schema.ts';
 import { createLogger } from '../../src/adapters/observability/logger.ts';
-import { createNodeAgent } from '../../src/agents/node-agent/agent.ts';
+import { createNodeAgent } from '../../workers/node-agent/agent.ts';
 import type { RunbookResult } from '../../src/core/catalogue/result.ts';
 
 // A node agent (the real createNodeAgent: BullMQ worker, job parsing, statistics) whose

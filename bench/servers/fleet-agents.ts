@@ -6,8 +6,8 @@ import { nodeQueueName } from '../../src/core/catalogue/queues.ts';
 import { RUNBOOKS, type RunbookName } from '../../src/core/catalogue/jobs.ts';
 import type { RunbookResult } from '../../src/core/catalogue/result.ts';
 import { createLogger } from '../../src/adapters/observability/logger.ts';
-import { createNodeAgent } from '../../src/agents/node-agent/agent.ts';
-import type { RunbookContext, RunbookHandler, RunbookRegistry } from '../../src/agents/engine/registry.ts';
+import { createNodeAgent } from '../../workers/node-agent/agent.ts';
+import type { RunbookContext, RunbookHandler, RunbookRegistry } from '../../workers/engine/registry.ts';
 
 // Many simulated node agents in one process, for bench/fleet.ts. FLEET_KIND=ours: the real
 // createNodeAgent per node (its BullMQ worker, seal checks, controls, statistics: the same code

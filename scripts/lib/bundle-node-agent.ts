@@ -22,12 +22,12 @@ import { build } from 'rolldown';
 // - Whitespace only is removed: names stay, so a stack trace names the functions it passes
 //   through, and no compressor rewrites the code (measured: compression and mangling save
 //   nothing over this). Source maps beside the chunks turn a trace's line:column back into
-//   src/ when the agent runs with --enable-source-maps.
+//   workers/ and src/ when the agent runs with --enable-source-maps.
 // - ASCII output: one non-Latin-1 character (an en dash in a library's message) makes V8 hold a
 //   whole chunk's source as two-byte characters, twice its size.
 
 const REPO = fileURLToPath(new URL('../../', import.meta.url));
-const NODE_AGENT_ENTRY = join(REPO, 'src/agents/node-agent/main.ts');
+const NODE_AGENT_ENTRY = join(REPO, 'workers/node-agent/main.ts');
 
 const BUNDLED = /^(zod|pino)(\/|$)/;
 const isBare = (id: string): boolean => !id.startsWith('.') && !id.startsWith('/') && !id.startsWith('\0');
@@ -51,8 +51,9 @@ export async function bundleNodeAgent(outDir: string): Promise<string> {
       charset: 'ascii',
       // For reading a stack trace: Node applies them only when asked (--enable-source-maps).
       sourcemap: true,
-      // Sources named from the repository's root (src/...), wherever the bundle is written: the
-      // image's build writes it under a temporary folder, and its digest must not depend on that.
+      // Sources named from the repository's root (workers/..., src/...), wherever the bundle is
+      // written: the image's build writes it under a temporary folder, and its digest must not
+      // depend on that.
       sourcemapPathTransform: (source, map) => relative(REPO, resolve(dirname(map), source)),
       minify: { mangle: false, compress: false, codegen: { removeWhitespace: true } },
     },

@@ -1,7 +1,7 @@
 import { config } from 'zod/mini';
 import en from 'zod/v4/locales/en.js';
 
-// The one zod of src/core, src/adapters and src/agents: zod's mini API (functions, not methods:
+// The one zod of src/core, src/adapters and workers/: zod's mini API (functions, not methods:
 // `z.optional(z.string().check(z.maxLength(500)))`). The node agent runs on every node and holds
 // whatever zod API it imports; the mini API is a fraction of the classic one's memory for the same
 // schemas (bench/README.md, "The agent against its floor"; docs/decisions/0004). The control plane

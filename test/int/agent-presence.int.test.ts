@@ -9,8 +9,8 @@ import { scanQueues } from '../../src/adapters/jobstore/queue-scan.ts';
 import { createLogger } from '../../src/adapters/observability/logger.ts';
 import { agentSeen, presenceKey, queuePresence } from '../../src/adapters/jobstore/agent-presence.ts';
 import { producerConnection, type RedisConnection } from '../../src/adapters/redis/redis.ts';
-import { createRunbookWorker, type RunbookWorker } from '../../src/agents/engine/runbook-worker.ts';
-import type { RunbookRegistry } from '../../src/agents/engine/registry.ts';
+import { createRunbookWorker, type RunbookWorker } from '../../workers/engine/runbook-worker.ts';
+import type { RunbookRegistry } from '../../workers/engine/registry.ts';
 import { dropPrefix, redisUrl, uniquePrefix } from '../support/redis.ts';
 import { waitFor } from '../support/wait.ts';
 

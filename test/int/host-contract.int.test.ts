@@ -2,10 +2,10 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Host } from '../../src/agents/host/host.ts';
+import type { Host } from '../../workers/host/host.ts';
 import { FakeHost } from '../testkit/fake-host.ts';
-import { followLink } from '../../src/agents/host/follow-link.ts';
-import { createRealHost } from '../../src/agents/host/real-host.ts';
+import { followLink } from '../../workers/host/follow-link.ts';
+import { createRealHost } from '../../workers/host/real-host.ts';
 
 // One contract, two implementations (CONVENTIONS 8): the fake must behave like the real host on
 // the file operations runbooks use, or unit tests on the fake prove nothing.

@@ -2,12 +2,12 @@ import { readFile } from 'node:fs/promises';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import type { LocalPvPlaceholderJob } from '../../src/core/catalogue/jobs.ts';
-import { runRunbook } from '../../src/agents/engine/run-runbook.ts';
-import { RunbookFailedError } from '../../src/agents/engine/runbook-failed-error.ts';
-import type { PlannedStep, RunbookDefinition } from '../../src/agents/engine/runbook.ts';
-import { expectOk } from '../../src/agents/host/command-failed.ts';
-import { livingGroupMembers, parseProcStat } from '../../src/agents/host/process-group.ts';
-import { createRealHost } from '../../src/agents/host/real-host.ts';
+import { runRunbook } from '../../workers/engine/run-runbook.ts';
+import { RunbookFailedError } from '../../workers/engine/runbook-failed-error.ts';
+import type { PlannedStep, RunbookDefinition } from '../../workers/engine/runbook.ts';
+import { expectOk } from '../../workers/host/command-failed.ts';
+import { livingGroupMembers, parseProcStat } from '../../workers/host/process-group.ts';
+import { createRealHost } from '../../workers/host/real-host.ts';
 
 // A command that hangs is killed at its deadline, with its whole process group, and the result
 // says so. Real processes, no Redis.

@@ -7,8 +7,8 @@ import { startReceiver, type Receiver } from '../../src/control/receiver.ts';
 import type { RunbookResult } from '../../src/core/catalogue/result.ts';
 import type { ResidualMultipathJob } from '../../src/core/catalogue/jobs.ts';
 import { RefusedError } from '../../src/core/errors.ts';
-import type { RunbookContext } from '../../src/agents/engine/registry.ts';
-import { createNodeAgent } from '../../src/agents/node-agent/agent.ts';
+import type { RunbookContext } from '../../workers/engine/registry.ts';
+import { createNodeAgent } from '../../workers/node-agent/agent.ts';
 import { startFakeKubeApi, type FakeKubeApi } from '../testkit/fake-kube-api.ts';
 import { uncoveredByRbac } from '../support/kube-objects.ts';
 import { testConfig } from '../support/config.ts';
@@ -44,7 +44,7 @@ describe('the node agent records job Events on the Node', () => {
       config: testConfig({ redisUrl: redisUrl(), queuePrefix: prefix, nodeName: node }),
       registry: { 'residual-multipath-cleanup': handler },
       log: silent,
-      // The agent's own client (src/agents/node-agent/kube-apis.ts uses src/adapters/kube/rest in a pod).
+      // The agent's own client (workers/node-agent/kube-apis.ts uses src/adapters/kube/rest in a pod).
       events: new JobEventRecorder({
         events: restApis(new KubeRest({ server: api.url, token: () => 'fake-token' })).events,
         instance: node,

@@ -3,7 +3,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { Breakers } from '../../src/adapters/controls/breakers.ts';
 import { controlKeys } from '../../src/core/controls/redis-keys.ts';
 import { createLogger } from '../../src/adapters/observability/logger.ts';
-import { createJobControls } from '../../src/agents/engine/job-controls.ts';
+import { createJobControls } from '../../workers/engine/job-controls.ts';
 import { dropPrefix, redisUrl, uniquePrefix } from '../support/redis.ts';
 
 // A job's start reads its modes and pauses and counts its node towards the storm breaker in one

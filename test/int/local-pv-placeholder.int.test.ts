@@ -8,11 +8,11 @@ import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { LocalPvPlaceholderJob } from '../../src/core/catalogue/jobs.ts';
 import type { Mode, RunbookResult } from '../../src/core/catalogue/result.ts';
 import { RefusedError } from '../../src/core/errors.ts';
-import { RunbookFailedError } from '../../src/agents/engine/runbook-failed-error.ts';
-import { createRealHost } from '../../src/agents/host/real-host.ts';
-import { parseLosetupList } from '../../src/agents/runbooks/local-pv-placeholder/loops.ts';
-import { createLocalPvPlaceholder, DEFAULT_OPT_IN_LABEL, InMemoryNodeLabels, PlaceholderStore } from '../../src/agents/runbooks/local-pv-placeholder/index.ts';
-import type { RunbookContext } from '../../src/agents/engine/registry.ts';
+import { RunbookFailedError } from '../../workers/engine/runbook-failed-error.ts';
+import { createRealHost } from '../../workers/host/real-host.ts';
+import { parseLosetupList } from '../../workers/runbooks/local-pv-placeholder/loops.ts';
+import { createLocalPvPlaceholder, DEFAULT_OPT_IN_LABEL, InMemoryNodeLabels, PlaceholderStore } from '../../workers/runbooks/local-pv-placeholder/index.ts';
+import type { RunbookContext } from '../../workers/engine/registry.ts';
 
 // The placeholder runbook on REAL loop devices. The host root is a temporary folder, so the
 // by-id links, /sys/block and the state directory are the test's own; loop devices are the

@@ -7,8 +7,8 @@ import { startReceiver, type Receiver } from '../../src/control/receiver.ts';
 import { nodeQueueName } from '../../src/core/catalogue/queues.ts';
 import type { RunbookResult } from '../../src/core/catalogue/result.ts';
 import { createLogger } from '../../src/adapters/observability/logger.ts';
-import { createNodeAgent } from '../../src/agents/node-agent/agent.ts';
-import type { RunbookRegistry } from '../../src/agents/engine/registry.ts';
+import { createNodeAgent } from '../../workers/node-agent/agent.ts';
+import type { RunbookRegistry } from '../../workers/engine/registry.ts';
 import { testConfig } from '../support/config.ts';
 import { dropPrefix, redisUrl, uniquePrefix } from '../support/redis.ts';
 import { alertmanagerBody, getJson, nodeNotReadyAlert, post } from '../testkit/payloads.ts';
@@ -135,7 +135,7 @@ describe('node agent with a real Redis', () => {
   });
 
   it('refuses to start without NODE_NAME', async () => {
-    const child = spawn(process.execPath, ['src/agents/node-agent/main.ts'], {
+    const child = spawn(process.execPath, ['workers/node-agent/main.ts'], {
       env: { ...process.env, NODE_NAME: '', REDIS_URL: redisUrl() },
       stdio: ['ignore', 'pipe', 'pipe'],
     });

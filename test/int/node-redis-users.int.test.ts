@@ -17,7 +17,7 @@ import { NodeRedisUsers, nodeUserName, nodeUsersKey } from '../../src/adapters/r
 import { controlKeys, queueControlKeys } from '../../src/core/controls/redis-keys.ts';
 import { knownQueuesKey } from '../../src/adapters/redis/known-queues.ts';
 import { startReceiver } from '../../src/control/receiver.ts';
-import { createNodeAgent } from '../../src/agents/node-agent/agent.ts';
+import { createNodeAgent } from '../../workers/node-agent/agent.ts';
 import { testConfig } from '../support/config.ts';
 import { alertmanagerBody, getJson, nodeNotReadyAlert, post } from '../testkit/payloads.ts';
 import { uniquePrefix } from '../support/redis.ts';
@@ -505,7 +505,7 @@ describe.skipIf(skip)('per-node Redis users on a Cluster (3 masters, a replica e
 });
 
 async function destructiveStep(
-  ctx: Parameters<NonNullable<import('../../src/agents/engine/registry.ts').RunbookRegistry['rbd-unmap']>>[1],
+  ctx: Parameters<NonNullable<import('../../workers/engine/registry.ts').RunbookRegistry['rbd-unmap']>>[1],
 ): Promise<RunbookResult> {
   const runbook: RemediationJob['runbook'] = 'residual-multipath-cleanup';
   const s = {

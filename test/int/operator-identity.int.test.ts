@@ -3,8 +3,8 @@ import { OPERATOR_ROUTES, WEBHOOK_PATHS } from '../../src/control/auth/permissio
 import type { Config } from '../../src/core/config/schema.ts';
 import { createLogger } from '../../src/adapters/observability/logger.ts';
 import { startReceiver, type Receiver } from '../../src/control/receiver.ts';
-import type { RunbookWorker } from '../../src/agents/engine/runbook-worker.ts';
-import { createNodeAgent } from '../../src/agents/node-agent/agent.ts';
+import type { RunbookWorker } from '../../workers/engine/runbook-worker.ts';
+import { createNodeAgent } from '../../workers/node-agent/agent.ts';
 import { testConfig } from '../support/config.ts';
 import { fastControls, toyRunbook } from '../support/controls-harness.ts';
 import { kubeConfigFor } from '../../src/adapters/kube/kube-config.ts';

@@ -15,15 +15,15 @@ import { createLogger } from '../../src/adapters/observability/logger.ts';
 import { Dispatcher } from '../../src/adapters/jobstore/dispatcher.ts';
 import { IncidentIndex } from '../../src/adapters/jobstore/incident-index.ts';
 import { producerConnection, whenReady, workerConnection } from '../../src/adapters/redis/redis.ts';
-import { NoAgentWatch } from '../../src/agents/cluster-worker/no-agent-watch.ts';
+import { NoAgentWatch } from '../../workers/cluster-worker/no-agent-watch.ts';
 import { redisTarget } from '../../src/adapters/redis/redis-target.ts';
 import { loadConfig } from '../../src/core/config/load.ts';
 import { startReceiver, type Receiver } from '../../src/control/receiver.ts';
-import { createRunbookWorker } from '../../src/agents/engine/runbook-worker.ts';
+import { createRunbookWorker } from '../../workers/engine/runbook-worker.ts';
 import { trustFromConfig } from '../../src/core/trust/from-config.ts';
-import { controlsFromConfig } from '../../src/agents/engine/job-controls.ts';
-import { seenWork } from '../../src/agents/engine/seen-work.ts';
-import { createNodeAgent } from '../../src/agents/node-agent/agent.ts';
+import { controlsFromConfig } from '../../workers/engine/job-controls.ts';
+import { seenWork } from '../../workers/engine/seen-work.ts';
+import { createNodeAgent } from '../../workers/node-agent/agent.ts';
 import { testConfig } from '../support/config.ts';
 import { alertmanagerBody, getJson, nodeNotReadyAlert, post } from '../testkit/payloads.ts';
 import { uniquePrefix } from '../support/redis.ts';
@@ -186,7 +186,7 @@ describe('the deploy ACL file on a real redis-server', () => {
         receiverRedis.disconnect();
       });
       const clusterRedis = producerConnection(url('cluster-worker'));
-      // As src/agents/cluster-worker/main.ts: the node halves go into the console's index too.
+      // As workers/cluster-worker/main.ts: the node halves go into the console's index too.
       const clusterDispatcher = new Dispatcher(clusterRedis, {
         prefix,
         timeoutMs: 5000,
@@ -388,7 +388,7 @@ function done(runbook: RemediationJob['runbook'], ranOn: string): RunbookResult 
 }
 
 async function step(
-  ctx: Parameters<NonNullable<import('../../src/agents/engine/registry.ts').RunbookRegistry['rbd-unmap']>>[1],
+  ctx: Parameters<NonNullable<import('../../workers/engine/registry.ts').RunbookRegistry['rbd-unmap']>>[1],
   runbook: RemediationJob['runbook'],
 ): Promise<RunbookResult> {
   const s = {

@@ -5,11 +5,11 @@ import { controlKeys, queueControlKeys } from '../../src/core/controls/redis-key
 import type { Config } from '../../src/core/config/schema.ts';
 import { createLogger } from '../../src/adapters/observability/logger.ts';
 import { connect, scanKeys, whenReady } from '../../src/adapters/redis/redis.ts';
-import { NoAgentWatch } from '../../src/agents/cluster-worker/no-agent-watch.ts';
+import { NoAgentWatch } from '../../workers/cluster-worker/no-agent-watch.ts';
 import { startReceiver, type Receiver } from '../../src/control/receiver.ts';
 import { IncidentIndex, incidentIndexKey } from '../../src/adapters/jobstore/incident-index.ts';
-import type { RunbookWorker } from '../../src/agents/engine/runbook-worker.ts';
-import { createNodeAgent } from '../../src/agents/node-agent/agent.ts';
+import type { RunbookWorker } from '../../workers/engine/runbook-worker.ts';
+import { createNodeAgent } from '../../workers/node-agent/agent.ts';
 import { breakerContract } from '../support/breaker-contract.ts';
 import { testConfig } from '../support/config.ts';
 import { fastControls, toyRunbook, type ToyStep } from '../support/controls-harness.ts';

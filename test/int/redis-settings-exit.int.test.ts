@@ -62,7 +62,7 @@ describe('invalid Redis settings at start', () => {
       run('src/control/main.ts', { REDIS_URL: 'http://:hunter2-never-shown@127.0.0.1:6379' }),
       run('src/control/main.ts', { REDIS_CLUSTER_NODES: '127.0.0.1:7000,127.0.0.1' }),
       // The agents validate the same settings the same way.
-      run('src/agents/node-agent/main.ts', { REDIS_SENTINELS: '127.0.0.1:26379' }),
+      run('workers/node-agent/main.ts', { REDIS_SENTINELS: '127.0.0.1:26379' }),
     ]);
     expect(both.code, both.output).toBe(2);
     expect(both.output).toMatch(/REDIS_SENTINELS: set only one of REDIS_URL, REDIS_SENTINELS, REDIS_CLUSTER_NODES \(also set: REDIS_URL\)/);
@@ -78,7 +78,7 @@ describe('invalid Redis settings at start', () => {
 
 describe('an invalid LOG_LEVEL at start', () => {
   it('every process exits 2 with one line naming LOG_LEVEL and the accepted levels, no stack trace', async () => {
-    const entries = ['src/control/main.ts', 'src/agents/node-agent/main.ts', 'src/agents/cluster-worker/main.ts'];
+    const entries = ['src/control/main.ts', 'workers/node-agent/main.ts', 'workers/cluster-worker/main.ts'];
     const results = await Promise.all(entries.map((e) => run(e, { LOG_LEVEL: 'verbose' })));
     for (const [i, r] of results.entries()) {
       expect(r.code, `${entries[i]}: ${r.output}`).toBe(2);

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import type { Host } from '../../src/agents/host/host.ts';
-import { createRealHost } from '../../src/agents/host/real-host.ts';
-import { probeArgv, probeMaps } from '../../src/agents/runbooks/residual-multipath-cleanup/probe.ts';
+import type { Host } from '../../workers/host/host.ts';
+import { createRealHost } from '../../workers/host/real-host.ts';
+import { probeArgv, probeMaps } from '../../workers/runbooks/residual-multipath-cleanup/probe.ts';
 
 // Read probes against processes that never answer, on the real Host (process groups, SIGTERM,
 // SIGKILL). The host kernel has no device-mapper, so each probe's argv is swapped for a stand-in

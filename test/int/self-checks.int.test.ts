@@ -5,8 +5,8 @@ import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
 import { Dispatcher } from '../../src/adapters/jobstore/dispatcher.ts';
-import { createRealHost } from '../../src/agents/host/real-host.ts';
-import { startSelfChecks } from '../../src/agents/node-agent/self-checks.ts';
+import { createRealHost } from '../../workers/host/real-host.ts';
+import { startSelfChecks } from '../../workers/node-agent/self-checks.ts';
 import { dropPrefix, redisUrl, uniquePrefix } from '../support/redis.ts';
 import { testSealer } from '../support/trust.ts';
 

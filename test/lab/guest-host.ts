@@ -3,8 +3,8 @@
 // walk of what observe/act/verify read (sysfs, /proc, /dev, the state dir), taken again after
 // every command or write, so a run needs a few round trips instead of thousands.
 import type { CommandRecord } from '../../src/core/catalogue/result.ts';
-import type { FileInfo, Host } from '../../src/agents/host/host.ts';
-import { assertHostPath } from '../../src/agents/host/paths.ts';
+import type { FileInfo, Host } from '../../workers/host/host.ts';
+import { assertHostPath } from '../../workers/host/paths.ts';
 import type { LabVm } from './vm.ts';
 
 const snapshotPy = (stateDir: string): string => `

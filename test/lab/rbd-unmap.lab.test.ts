@@ -23,10 +23,10 @@ import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RbdStaleMappingJob, RbdUnmapJob } from '../../src/core/catalogue/jobs.ts';
 import type { Mode, RunbookResult } from '../../src/core/catalogue/result.ts';
-import type { Verification } from '../../src/agents/engine/runbook.ts';
+import type { Verification } from '../../workers/engine/runbook.ts';
 import { RefusedError } from '../../src/core/errors.ts';
-import { createRealHost } from '../../src/agents/host/real-host.ts';
-import { createRbdStaleMapping, InMemoryNodeJobSink, InMemoryRbdLookups, parseListWatchers } from '../../src/agents/runbooks/rbd-stale-mapping/index.ts';
+import { createRealHost } from '../../workers/host/real-host.ts';
+import { createRbdStaleMapping, InMemoryNodeJobSink, InMemoryRbdLookups, parseListWatchers } from '../../workers/runbooks/rbd-stale-mapping/index.ts';
 import {
   createRbdUnmap,
   InMemoryNodePods,
@@ -35,8 +35,8 @@ import {
   parseMountinfo,
   parseShowmappedJson,
   parseShowmappedText,
-} from '../../src/agents/runbooks/rbd-unmap/index.ts';
-import type { RunbookContext } from '../../src/agents/engine/registry.ts';
+} from '../../workers/runbooks/rbd-unmap/index.ts';
+import type { RunbookContext } from '../../workers/engine/registry.ts';
 import { cephUnavailable, startCeph, type TestCeph } from '../support/ceph.ts';
 import { writeFixtureDir, type CapturedFile } from './capture.ts';
 import { guestHost, withoutRbdCli } from './guest-host.ts';

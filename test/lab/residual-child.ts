@@ -11,10 +11,10 @@
 //   child -> parent  { t: 'done', outcome, summary } | { t: 'error', name, message }
 import { pino } from 'pino';
 import type { ResidualMultipathJob } from '../../src/core/catalogue/jobs.ts';
-import { ParkedError } from '../../src/agents/engine/gate.ts';
-import { InMemoryAttachedVolumes } from '../../src/agents/runbooks/residual-multipath-cleanup/attached-volumes.ts';
-import { createResidualMultipathCleanup } from '../../src/agents/runbooks/residual-multipath-cleanup/handler.ts';
-import type { ResidualPolicy } from '../../src/agents/runbooks/residual-multipath-cleanup/policy.ts';
+import { ParkedError } from '../../workers/engine/gate.ts';
+import { InMemoryAttachedVolumes } from '../../workers/runbooks/residual-multipath-cleanup/attached-volumes.ts';
+import { createResidualMultipathCleanup } from '../../workers/runbooks/residual-multipath-cleanup/handler.ts';
+import type { ResidualPolicy } from '../../workers/runbooks/residual-multipath-cleanup/policy.ts';
 import { guestHost, type GuestCommands } from './guest-host.ts';
 import type { RunOptions, RunResult } from './vm.ts';
 

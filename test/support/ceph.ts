@@ -6,7 +6,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { parseListWatchers } from '../../src/agents/runbooks/rbd-stale-mapping/watchers.ts';
+import { parseListWatchers } from '../../workers/runbooks/rbd-stale-mapping/watchers.ts';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 // A throwaway one-node Ceph cluster for the integration tier (LAB-NOTES, "Ceph"): one monitor,

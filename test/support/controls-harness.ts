@@ -1,8 +1,8 @@
 import type { Config } from '../../src/core/config/schema.ts';
-import type { Plan, PlannedStep, RunbookDefinition } from '../../src/agents/engine/runbook.ts';
-import { runRunbook } from '../../src/agents/engine/run-runbook.ts';
+import type { Plan, PlannedStep, RunbookDefinition } from '../../workers/engine/runbook.ts';
+import { runRunbook } from '../../workers/engine/run-runbook.ts';
 import { FakeHost } from '../testkit/fake-host.ts';
-import type { RunbookRegistry } from '../../src/agents/engine/registry.ts';
+import type { RunbookRegistry } from '../../workers/engine/registry.ts';
 import { Queue, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { RemediationJob } from '../../src/core/catalogue/jobs.ts';

@@ -1,6 +1,6 @@
 // A node agent whose residual-multipath-cleanup runbook never finishes: the integration test
 // SIGKILLs this process mid-job to prove the job is taken again (stalled-job recovery).
-import { createNodeAgent } from '../../src/agents/node-agent/agent.ts';
+import { createNodeAgent } from '../../workers/node-agent/agent.ts';
 import { createLogger } from '../../src/adapters/observability/logger.ts';
 import { testConfig } from './config.ts';
 

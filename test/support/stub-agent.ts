@@ -1,14 +1,14 @@
 // A real node agent process (createNodeAgent: BullMQ worker, seal verification, controls, audit,
 // statistics) whose runbooks only say that they ran: `RAN <runbook> <jobId> <mode>` on stdout.
 // Tests write jobs straight into Redis and watch what this process does with them.
-import { createNodeAgent } from '../../src/agents/node-agent/agent.ts';
+import { createNodeAgent } from '../../workers/node-agent/agent.ts';
 import { createLogger } from '../../src/adapters/observability/logger.ts';
 import { RUNBOOKS, type RunbookName } from '../../src/core/catalogue/jobs.ts';
-import type { RunbookContext, RunbookHandler, RunbookRegistry } from '../../src/agents/engine/registry.ts';
+import type { RunbookContext, RunbookHandler, RunbookRegistry } from '../../workers/engine/registry.ts';
 import type { RunbookResult } from '../../src/core/catalogue/result.ts';
 import { testConfig } from './config.ts';
 import { loadConfig } from '../../src/core/config/load.ts';
-import { enrolUntilDone } from '../../src/agents/engine/enrolled-keys.ts';
+import { enrolUntilDone } from '../../workers/engine/enrolled-keys.ts';
 
 // Where Redis is: REDIS_URL, or the Sentinel / Cluster settings, read as the real agent reads them.
 const env = process.env;
@@ -21,7 +21,7 @@ const enrolled = env['ENROL_URL']
       target: { url: env['ENROL_URL'], tokenFile: env['ENROL_TOKEN_FILE']! },
       request: { as: 'node-agent', node: env['NODE_NAME']! },
       log,
-      // As the real agent (src/agents/node-agent/main.ts): a new Redis password needs new
+      // As the real agent (workers/node-agent/main.ts): a new Redis password needs new
       // connections, so it stops and is started again (the DaemonSet; here the test).
       onRedisChanged: () => {
         process.stdout.write('REDIS-CHANGED\n');

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { TEST_KEYS_DIR } from './trust.ts';
 import { waitFor } from './wait.ts';
 
-// A real node agent or cluster worker (`src/agents/*/main.ts` as `npm run` starts it), with its
+// A real node agent or cluster worker (`workers/*/main.ts` as `npm run` starts it), with its
 // probe server on a free port (PROBE_PORT=0): the port is read from its start-up log line.
 
 export interface WorkerProcess {
@@ -19,8 +19,8 @@ export interface WorkerProcess {
   stop(): Promise<number | null>;
 }
 
-export const NODE_AGENT = 'src/agents/node-agent/main.ts';
-export const CLUSTER_WORKER = 'src/agents/cluster-worker/main.ts';
+export const NODE_AGENT = 'workers/node-agent/main.ts';
+export const CLUSTER_WORKER = 'workers/cluster-worker/main.ts';
 
 export async function startWorkerProcess(script: string, env: Record<string, string>): Promise<WorkerProcess> {
   const child = spawn(process.execPath, [script], {

@@ -1,7 +1,7 @@
 import { posix } from 'node:path';
 import type { CommandRecord } from '../../src/core/catalogue/result.ts';
-import type { FileInfo, Host, RunOptions } from '../../src/agents/host/host.ts';
-import { assertHostPath } from '../../src/agents/host/paths.ts';
+import type { FileInfo, Host, RunOptions } from '../../workers/host/host.ts';
+import { assertHostPath } from '../../workers/host/paths.ts';
 
 // A recording fake for unit tests: an in-memory file system keyed by host path, commands
 // answered from scripts, and every call kept in `calls`. It validates paths like the real host,

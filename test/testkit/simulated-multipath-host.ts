@@ -6,7 +6,7 @@
 // the runbook's, with the simulated kernel answering instantly otherwise.
 import type { CommandRecord } from '../../src/core/catalogue/result.ts';
 import { FakeHost } from './fake-host.ts';
-import type { RunOptions } from '../../src/agents/host/host.ts';
+import type { RunOptions } from '../../workers/host/host.ts';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 /** 0 -> a, 25 -> z, 26 -> aa (the kernel's sd and mpath naming). */

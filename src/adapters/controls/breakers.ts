@@ -36,7 +36,7 @@ export function breakerCapsFromConfig(
   };
 }
 
-/** What a worker's gate asks of the breakers: this class on Redis, or the receiver on an agent's behalf (src/agents/engine/receiver-breakers.ts). */
+/** What a worker's gate asks of the breakers: this class on Redis, or the receiver on an agent's behalf (workers/engine/receiver-breakers.ts). */
 export interface BreakerPort {
   reserveDestructive(caps: BreakerCaps, what: SlotAsk): Promise<Reservation>;
   recordNodeActivity(caps: BreakerCaps, node: string, source?: string): Promise<TripRecord | undefined>;

@@ -5,7 +5,7 @@ import type { RedisConnection } from '../redis/redis.ts';
 // Is a worker serving its queue, and what waits there? Read with ONE script call per queue (every
 // key of a queue shares the node's hash tag, src/core/catalogue/queues.ts, so this runs on a Cluster
 // too). The sign of life is the worker's own presence key, renewed every half interval with a
-// lifetime of two (src/agents/engine/presence-beat.ts): a live worker's key is absent only when two
+// lifetime of two (workers/engine/presence-beat.ts): a live worker's key is absent only when two
 // renewals in a row were late, never between two of them. BullMQ's `stalled-check` key (SET with
 // a TTL of exactly one stalled interval at each check) also counts, for the workers of a release
 // without the presence key; alone it lapses between its expiry and the next check, longer on a

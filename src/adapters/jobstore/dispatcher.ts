@@ -399,7 +399,7 @@ export class Dispatcher implements JobEnqueue {
    * key: node + boot). Such a job, finished longer than its window ago, is removed (BullMQ's own
    * removal, which refuses a locked job) and the new one stored in its place, in `replies`. Rare,
    * so one read per such job; a job not finished, or finished within the window, still folds.
-   * A later job with the same id starts with a fresh journal on the host (src/agents/engine/journal.ts).
+   * A later job with the same id starts with a fresh journal on the host (workers/engine/journal.ts).
    */
   private async replaceExpired(batch: readonly Pending[], items: readonly BatchItem[], replies: BatchReply[], index: BatchIndex | undefined): Promise<void> {
     const now = this.now();
@@ -474,7 +474,7 @@ export class Dispatcher implements JobEnqueue {
  * BullMQ options of a job: its key as id (a repeat folds into it) and the runbook's retries.
  * How long it is kept once finished (its deduplication window) is not the job's to say: the
  * worker that finishes it keeps every finished job of its queue for the queue's window
- * (catalogue/policy.ts `keepFinished`, src/agents/engine/runbook-worker.ts), which is what makes
+ * (catalogue/policy.ts `keepFinished`, workers/engine/runbook-worker.ts), which is what makes
  * the window hold.
  */
 export function jobOptions(job: RemediationJob) {

@@ -14,7 +14,7 @@ import { isNotFound } from './api/not-found.ts';
 // because the Event's name is derived from those three. Recording is best effort: a failure is
 // logged and returned, never thrown into the runbook.
 
-// `no-agent`: the job waits on a node queue that no node agent serves (src/agents/cluster-worker/no-agent-watch.ts).
+// `no-agent`: the job waits on a node queue that no node agent serves (workers/cluster-worker/no-agent-watch.ts).
 export type JobEventOutcome = 'started' | 'refused' | 'succeeded' | 'failed' | 'no-agent';
 
 export const JOB_EVENT_REASONS: Readonly<Record<JobEventOutcome, { reason: string; type: 'Normal' | 'Warning' }>> = {

@@ -44,10 +44,10 @@ export const LOOKUP_CALLS: { readonly [K in keyof ClusterLookups]-?: readonly Ap
 const COMPONENT_LOOKUPS = {
   // Triage (src/control/triage/triage.ts): a recovered node's boot id, a Local PV by name, by path, or by pod.
   receiver: ['node', 'persistentVolume', 'persistentVolumeByLocalPath', 'volumesOfPod'],
-  // rbd-stale-mapping (src/agents/runbooks/rbd-stale-mapping/rbd-lookups.ts): the PV of an image, its
+  // rbd-stale-mapping (workers/runbooks/rbd-stale-mapping/rbd-lookups.ts): the PV of an image, its
   // claim and pods, the node holding a watcher's address, the Deployment behind a pod.
   'cluster-worker': ['persistentVolumes', 'claimOfVolume', 'podsUsingVolume', 'nodesByAddress', 'deploymentOfPod'],
-  // src/agents/node-agent/kube-*.ts: the node's labels (placeholder opt-in), its VolumeAttachments
+  // workers/node-agent/kube-*.ts: the node's labels (placeholder opt-in), its VolumeAttachments
   // and their PVs (residual-map interlock), the pods on the node (rbd-unmap's stale mounts).
   'node-agent': ['node', 'volumeAttachmentsOnNode', 'persistentVolume', 'podsOnNode'],
 } as const satisfies Record<Component, readonly (keyof ClusterLookups)[]>;
@@ -106,7 +106,7 @@ export const DIRECT_CALLS: Readonly<Record<Component, readonly DirectCall[]>> = 
   ],
   'cluster-worker': [
     // rbd-stale-mapping's Events are on the Pod that cannot mount, in that Pod's namespace: any.
-    // The no-agent check's (src/agents/cluster-worker/no-agent-watch.ts: NoAgent, RemediationFailed) are on Nodes, in `default`.
+    // The no-agent check's (workers/cluster-worker/no-agent-watch.ts: NoAgent, RemediationFailed) are on Nodes, in `default`.
     { call: 'events.k8s.io/events get', usedBy: JOB_EVENTS },
     { call: 'events.k8s.io/events create', usedBy: JOB_EVENTS },
     { call: 'events.k8s.io/events patch', usedBy: JOB_EVENTS },

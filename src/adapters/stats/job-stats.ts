@@ -41,7 +41,7 @@ export function queueFinished(p: CounterBatch, key: string, runbook: string, out
 
 /**
  * Record a job that finished without running (outcome e.g. `no-agent`: failed because no node
- * agent took it, src/agents/cluster-worker/no-agent-watch.ts): counted in volume_medic_jobs_finished_total,
+ * agent took it, workers/cluster-worker/no-agent-watch.ts): counted in volume_medic_jobs_finished_total,
  * no duration (it never ran).
  */
 export async function recordNotRun(redis: RedisConnection, prefix: string, runbook: string, outcome: string): Promise<void> {

@@ -11,7 +11,7 @@ import type { Role } from '../../core/trust/roles.ts';
 
 // An operator's retry of a failed job. Not BullMQ's job.retry(): that would put the
 // old sealed data back on the queue, which the agent rightly refuses as a replay of finished work
-// (src/agents/engine/seen-work.ts), and a retry through Redis alone is what the seals exist to stop.
+// (workers/engine/seen-work.ts), and a retry through Redis alone is what the seals exist to stop.
 // Instead the receiver issues a NEW job for the same work, sealed afresh with its own key:
 // - only for data it can trace to an issuer: the old seal must verify (its age aside), so a
 //   retry never launders data someone wrote into Redis into sealed work;

@@ -10,7 +10,7 @@ import type { QueueScan } from '../../adapters/jobstore/queue-scan.ts';
 //   idle     none, nothing waits: unknown, and harmless
 // This is one reading. The verdict that acts (the NoAgent Event, volume_medic_jobs_without_agent,
 // failing the job) is the cluster worker's, which asks for absence longer than a grace
-// (src/agents/cluster-worker/no-agent-watch.ts).
+// (workers/cluster-worker/no-agent-watch.ts).
 
 export type AgentState = 'seen' | 'missing' | 'idle';
 

@@ -36,7 +36,7 @@ export interface IncidentStep {
   evidence: StepEvidenceView[];
   /** What ran (with output). */
   commands: CommandView[];
-  /** What would run, for a step not run yet (src/agents/engine/planned-commands.ts). */
+  /** What would run, for a step not run yet (workers/engine/planned-commands.ts). */
   plannedArgv?: string[][];
   plannedNote?: string;
 }

@@ -19,7 +19,7 @@ const base = () => ({
   /**
    * Set on an operator's retry of a failed job (src/control/actions/job-retry.ts): a new job, sealed
    * afresh, whose key is `<of>.r<n>`. `of` is the first job's key: the host journal is kept under
-   * it (src/agents/engine/run-runbook.ts), so a step that took effect in any earlier job of the line
+   * it (workers/engine/run-runbook.ts), so a step that took effect in any earlier job of the line
    * is not repeated.
    */
   retry: z.optional(z.object({ of: z.string().check(z.regex(JOB_ID)), n: z.number().check(z.int(), z.gte(1), z.lte(99)) })),

@@ -9,7 +9,7 @@ import type { ApprovalRecord } from './records.ts';
 // approves or rejects only a request whose seal holds (checked with the receiver's roots), and
 // the console offers no buttons for one that does not: an operator never approves wording that
 // someone with a Redis password wrote. (The agent also checks, before each step, that the
-// decision covers the step as it words it: src/agents/engine/job-controls.ts.)
+// decision covers the step as it words it: workers/engine/job-controls.ts.)
 
 /** What the request seal covers: the record as its worker wrote it, without any decision. */
 const requestPart = (r: ApprovalRecord) => ({

@@ -57,7 +57,7 @@ export function writerOf(scope: string): Role {
 
 /**
  * The `by` of every entry of the list of `scope`: a node queue's agent writes its node's name, the
- * cluster worker `cluster-worker` (src/agents/engine/job-controls.ts); the fleet list's entries
+ * cluster worker `cluster-worker` (workers/engine/job-controls.ts); the fleet list's entries
  * name whoever the receiver recorded (undefined: any).
  */
 function authorOf(scope: string): string | undefined {

@@ -18,7 +18,7 @@ export type ModeOverride = z.infer<typeof ModeOverride>;
 export const PauseRecord = Decision;
 export type PauseRecord = z.infer<typeof PauseRecord>;
 
-/** `evidence`: a claim a destructive step relies on must hold longer first (src/agents/engine/judge-evidence.ts). */
+/** `evidence`: a claim a destructive step relies on must hold longer first (workers/engine/judge-evidence.ts). */
 export const ParkReason = z.enum(['paused', 'approval', 'breaker', 'evidence']);
 export type ParkReason = z.infer<typeof ParkReason>;
 

@@ -37,7 +37,7 @@ type TrustSettings = Pick<
   'signingKeysDir' | 'signingKeyId' | 'allowUnsignedWork' | 'workSealTtlSeconds' | 'approvalTtlSeconds' | 'controlSigningKeyFile' | 'controlVerifyCertFile'
 >;
 
-/** What an enrolled consumer holds instead of roots (src/agents/engine/enrolled-keys.ts): its queue's work keys. */
+/** What an enrolled consumer holds instead of roots (workers/engine/enrolled-keys.ts): its queue's work keys. */
 export interface Enrolled {
   ring: Keyring;
   sealer: Sealer | undefined;

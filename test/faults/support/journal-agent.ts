@@ -1,8 +1,8 @@
 import { configSchema } from '../../../src/core/config/schema.ts';
 import { createLogger } from '../../../src/adapters/observability/logger.ts';
-import { runRunbook } from '../../../src/agents/engine/run-runbook.ts';
-import { createRealHost } from '../../../src/agents/host/real-host.ts';
-import { createNodeAgent } from '../../../src/agents/node-agent/agent.ts';
+import { runRunbook } from '../../../workers/engine/run-runbook.ts';
+import { createRealHost } from '../../../workers/host/real-host.ts';
+import { createNodeAgent } from '../../../workers/node-agent/agent.ts';
 import { journalRunbook } from './journal-runbook.ts';
 
 // A real node agent (enforce mode) whose residual-multipath-cleanup is the journal runbook, run

@@ -1,6 +1,6 @@
 import type { ResidualMultipathJob } from '../../../src/core/catalogue/jobs.ts';
-import { expectOk } from '../../../src/agents/host/command-failed.ts';
-import type { PlannedStep, RunbookDefinition } from '../../../src/agents/engine/runbook.ts';
+import { expectOk } from '../../../workers/host/command-failed.ts';
+import type { PlannedStep, RunbookDefinition } from '../../../workers/engine/runbook.ts';
 
 // A runbook with four destructive steps whose effects cannot be checked afterwards (like
 // `losetup -d loop101`: once detached, someone else may own loop101), so only the journal can

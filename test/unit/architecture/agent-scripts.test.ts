@@ -32,7 +32,7 @@ function closure(entry: string): Set<string> {
   return seen;
 }
 
-const agentModules = [...new Set([...closure('src/agents/node-agent/main.ts'), ...closure('src/agents/cluster-worker/main.ts')])].sort();
+const agentModules = [...new Set([...closure('workers/node-agent/main.ts'), ...closure('workers/cluster-worker/main.ts')])].sort();
 const source = (rel: string): string =>
   readFileSync(join(ROOT, rel), 'utf8')
     .split('\n')
@@ -49,12 +49,12 @@ const BUILT_SCRIPTS = new Set(['src/adapters/jobstore/batch-add.ts']);
 describe("the Lua the agents run is the receiver's to load", () => {
   it('sees the modules of a job and of both agents (the closure is not empty)', () => {
     for (const m of [
-      'src/agents/engine/job-controls.ts',
+      'workers/engine/job-controls.ts',
       'src/adapters/controls/approval-store.ts',
       'src/adapters/controls/audit-append.ts',
       'src/adapters/jobstore/agent-presence.ts',
       'src/adapters/jobstore/batch-add.ts',
-      'src/agents/cluster-worker/no-agent-watch.ts',
+      'workers/cluster-worker/no-agent-watch.ts',
     ])
       expect(agentModules, m).toContain(m);
   });

@@ -9,8 +9,8 @@ import { ActivityAnswer, BreakerAsk, ReserveAnswer, SealedBreakerAsk } from '../
 import { ApprovalRecord, ModeOverride, ParkedJob, TripRecord } from '../../../src/core/controls/records.ts';
 import { StoredAuditEntry } from '../../../src/core/controls/audit-seal.ts';
 import { Seal } from '../../../src/core/trust/seal.ts';
-import { IntentRecord } from '../../../src/agents/runbooks/residual-multipath-cleanup/intents.ts';
-import { PlaceholderRecord } from '../../../src/agents/runbooks/local-pv-placeholder/record.ts';
+import { IntentRecord } from '../../../workers/runbooks/residual-multipath-cleanup/intents.ts';
+import { PlaceholderRecord } from '../../../workers/runbooks/local-pv-placeholder/record.ts';
 
 // What the node agent loads at start is what it holds while idle (bench:agent-rss). Its static
 // import closure, from main.ts, must not reach what only a job needs (the runbooks' registry,
@@ -43,11 +43,10 @@ function staticClosure(entry: string): Set<string> {
 }
 
 describe("the node agent's start path", () => {
-  const closure = staticClosure('src/agents/node-agent/main.ts');
+  const closure = staticClosure('workers/node-agent/main.ts');
 
   it('reaches what waiting for work needs (the check sees imports)', () => {
-    for (const m of ['bullmq', 'ioredis', 'zod', 'pino', 'src/agents/node-agent/agent.ts', 'src/agents/engine/lazy-registry.ts'])
-      expect(closure, m).toContain(m);
+    for (const m of ['bullmq', 'ioredis', 'zod', 'pino', 'workers/node-agent/agent.ts', 'workers/engine/lazy-registry.ts']) expect(closure, m).toContain(m);
   });
 
   it('does not reach the runbooks, execa, the Kubernetes client, the YAML parser or prom-client', () => {
@@ -56,8 +55,8 @@ describe("the node agent's start path", () => {
         m === 'execa' ||
         m === 'yaml' ||
         m === '@kubernetes/client-node' ||
-        m === 'src/agents/node-agent/registry.ts' ||
-        /^src\/agents\/runbooks\/[^/]+\/index\.ts$/.test(m),
+        m === 'workers/node-agent/registry.ts' ||
+        /^workers\/runbooks\/[^/]+\/index\.ts$/.test(m),
     );
     expect(jobOnly).toEqual([]);
   });
@@ -69,8 +68,8 @@ describe("the node agent's start path", () => {
 
   it('would see a static import of one of them', () => {
     expect(staticClosure('src/control/receiver/listen.ts')).toContain('src/control/receiver/listen.ts -> node:http');
-    expect(staticClosure('src/agents/node-agent/registry.ts')).toContain('src/agents/runbooks/rbd-unmap/index.ts');
-    expect(staticClosure('src/agents/host/real-host.ts')).not.toContain('execa');
+    expect(staticClosure('workers/node-agent/registry.ts')).toContain('workers/runbooks/rbd-unmap/index.ts');
+    expect(staticClosure('workers/host/real-host.ts')).not.toContain('execa');
     expect([..."import { execa } from 'execa';\nimport type { X } from 'yaml';\n".matchAll(VALUE_IMPORT)].map((m) => m[1])).toEqual(['execa']);
   });
 });

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { approvalReason, gatedSteps, type ApprovalPolicy } from '../../../src/agents/engine/approval-policy.ts';
-import { isHighRisk } from '../../../src/agents/engine/gate.ts';
-import type { PlannedStep } from '../../../src/agents/engine/runbook.ts';
+import { approvalReason, gatedSteps, type ApprovalPolicy } from '../../../workers/engine/approval-policy.ts';
+import { isHighRisk } from '../../../workers/engine/gate.ts';
+import type { PlannedStep } from '../../../workers/engine/runbook.ts';
 
 const s = (id: string, destructive: boolean, extra: object = {}): PlannedStep => ({ id, description: id, destructive, ...extra });
 const policy = (p: Partial<ApprovalPolicy> = {}): ApprovalPolicy => ({ highRisk: true, runbooks: [], maxDestructiveSteps: 10, ...p });

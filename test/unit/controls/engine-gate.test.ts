@@ -2,11 +2,11 @@ import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import type { ResidualMultipathJob } from '../../../src/core/catalogue/jobs.ts';
 import { RefusedError } from '../../../src/core/errors.ts';
-import { GO, ParkedError, type GateDecision, type StepGate } from '../../../src/agents/engine/gate.ts';
-import { runRunbook } from '../../../src/agents/engine/run-runbook.ts';
-import type { PlannedStep, RunbookDefinition } from '../../../src/agents/engine/runbook.ts';
+import { GO, ParkedError, type GateDecision, type StepGate } from '../../../workers/engine/gate.ts';
+import { runRunbook } from '../../../workers/engine/run-runbook.ts';
+import type { PlannedStep, RunbookDefinition } from '../../../workers/engine/runbook.ts';
 import { FakeHost } from '../../testkit/fake-host.ts';
-import type { RunbookContext } from '../../../src/agents/engine/registry.ts';
+import type { RunbookContext } from '../../../workers/engine/registry.ts';
 
 // The engine asks the gate before each step it is about to apply, and only then.
 

@@ -56,7 +56,7 @@ function luaCommands(text: string): Set<string> {
 const bullmqLua = files(join(ROOT, 'node_modules/bullmq/dist/esm/commands'), /\.lua$/)
   .map((f) => readFileSync(f, 'utf8'))
   .join('\n');
-const ourSources = [...files(join(ROOT, 'src'), /\.ts$/)].map((f) => [f, readFileSync(f, 'utf8')] as const);
+const ourSources = ['src', 'workers'].flatMap((dir) => files(join(ROOT, dir), /\.ts$/)).map((f) => [f, readFileSync(f, 'utf8')] as const);
 
 /** ioredis calls in our code: `.cmd(` on a line that names a Redis connection, a pipeline or a MULTI chain. */
 function ourDirectCommands(): Map<string, string> {

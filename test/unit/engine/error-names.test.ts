@@ -3,7 +3,7 @@ import * as classic from 'zod';
 import { z } from '../../../src/core/zod.ts';
 import { errorName, failureText, PermanentError } from '../../../src/core/errors.ts';
 
-// A runbook's failure text names the error (src/agents/engine/stages/failed.ts): a host command's
+// A runbook's failure text names the error (workers/engine/stages/failed.ts): a host command's
 // JSON that does not parse must read the same whichever zod API built the schema.
 describe('errorName', () => {
   const thrown = (f: () => unknown): Error => {

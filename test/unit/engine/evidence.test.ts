@@ -3,12 +3,12 @@ import { describe, expect, it } from 'vitest';
 import type { Mode } from '../../../src/core/catalogue/result.ts';
 import type { StepEvidence } from '../../../src/core/catalogue/step-evidence.ts';
 import { RefusedError } from '../../../src/core/errors.ts';
-import { judgeEvidence } from '../../../src/agents/engine/judge-evidence.ts';
-import { ParkedError } from '../../../src/agents/engine/gate.ts';
-import { runRunbook } from '../../../src/agents/engine/run-runbook.ts';
-import type { Plan, PlannedStep, RunbookDefinition } from '../../../src/agents/engine/runbook.ts';
+import { judgeEvidence } from '../../../workers/engine/judge-evidence.ts';
+import { ParkedError } from '../../../workers/engine/gate.ts';
+import { runRunbook } from '../../../workers/engine/run-runbook.ts';
+import type { Plan, PlannedStep, RunbookDefinition } from '../../../workers/engine/runbook.ts';
 import { FakeHost } from '../../testkit/fake-host.ts';
-import type { RunbookContext } from '../../../src/agents/engine/registry.ts';
+import type { RunbookContext } from '../../../workers/engine/registry.ts';
 import { toyJob } from './toy-job.ts';
 
 // Unknown means refuse, once, in the engine: a destructive step runs only on positive, fresh,

@@ -2,8 +2,8 @@ import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import type { JobOf } from '../../../src/core/catalogue/jobs.ts';
 import type { RunbookResult } from '../../../src/core/catalogue/result.ts';
-import { lazyRegistry } from '../../../src/agents/engine/lazy-registry.ts';
-import type { RunbookContext, RunbookRegistry } from '../../../src/agents/engine/registry.ts';
+import { lazyRegistry } from '../../../workers/engine/lazy-registry.ts';
+import type { RunbookContext, RunbookRegistry } from '../../../workers/engine/registry.ts';
 
 const ctx: RunbookContext = {
   jobId: 'j',

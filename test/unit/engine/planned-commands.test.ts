@@ -1,12 +1,12 @@
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import type { ResidualMultipathJob } from '../../../src/core/catalogue/jobs.ts';
-import { ParkedError, type StepGate } from '../../../src/agents/engine/gate.ts';
-import { planWithCommands, type PlanViewStep } from '../../../src/agents/engine/planned-commands.ts';
-import { runRunbook } from '../../../src/agents/engine/run-runbook.ts';
-import type { PlannedStep, RunbookDefinition, StepExecutor } from '../../../src/agents/engine/runbook.ts';
+import { ParkedError, type StepGate } from '../../../workers/engine/gate.ts';
+import { planWithCommands, type PlanViewStep } from '../../../workers/engine/planned-commands.ts';
+import { runRunbook } from '../../../workers/engine/run-runbook.ts';
+import type { PlannedStep, RunbookDefinition, StepExecutor } from '../../../workers/engine/runbook.ts';
 import { FakeHost } from '../../testkit/fake-host.ts';
-import type { RunbookContext } from '../../../src/agents/engine/registry.ts';
+import type { RunbookContext } from '../../../workers/engine/registry.ts';
 
 // A parked job's plan carries the exact argv its remaining steps would run (issue 23), found by
 // simulating them against the dry-run host: nothing on the node changes while it is worked out.

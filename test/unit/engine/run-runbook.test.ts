@@ -2,12 +2,12 @@ import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import type { Mode } from '../../../src/core/catalogue/result.ts';
 import { RefusedError } from '../../../src/core/errors.ts';
-import { runRunbook } from '../../../src/agents/engine/run-runbook.ts';
-import { RunbookFailedError } from '../../../src/agents/engine/runbook-failed-error.ts';
-import type { Plan, PlannedStep, RunbookDefinition } from '../../../src/agents/engine/runbook.ts';
-import { expectOk } from '../../../src/agents/host/command-failed.ts';
+import { runRunbook } from '../../../workers/engine/run-runbook.ts';
+import { RunbookFailedError } from '../../../workers/engine/runbook-failed-error.ts';
+import type { Plan, PlannedStep, RunbookDefinition } from '../../../workers/engine/runbook.ts';
+import { expectOk } from '../../../workers/host/command-failed.ts';
 import { FakeHost } from '../../testkit/fake-host.ts';
-import type { RunbookContext } from '../../../src/agents/engine/registry.ts';
+import type { RunbookContext } from '../../../workers/engine/registry.ts';
 import { toyJob } from './toy-job.ts';
 
 // The engine on a fake host: a toy runbook with one ordinary and one destructive step.

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { CommandRecord } from '../../../src/core/catalogue/result.ts';
-import { isMissingCommand } from '../../../src/agents/host/missing-command.ts';
+import { isMissingCommand } from '../../../workers/host/missing-command.ts';
 
 const rec = (over: Partial<CommandRecord>): CommandRecord => ({
   argv: ['rbd', 'showmapped'],

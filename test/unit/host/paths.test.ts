@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { assertDiskLinkPath, assertHostPath, devPath, sysBlockPath, underRoot } from '../../../src/agents/host/paths.ts';
+import { assertDiskLinkPath, assertHostPath, devPath, sysBlockPath, underRoot } from '../../../workers/host/paths.ts';
 
 describe('device names from input', () => {
   it.each(['sda', 'sdab', 'dm-3', 'rbd0', 'loop101'])('accepts the kernel name %s', (name) => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { isReadOnlyCommand } from '../../../src/agents/host/read-only-commands.ts';
+import { isReadOnlyCommand } from '../../../workers/host/read-only-commands.ts';
 
 describe('what a dry-run host may really run', () => {
   it.each([

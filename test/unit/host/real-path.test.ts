@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { FakeHost } from '../../testkit/fake-host.ts';
-import { realHostPath, SymlinkLoopError } from '../../../src/agents/host/real-path.ts';
-import { imageOutsideStateDir } from '../../../src/agents/runbooks/local-pv-placeholder/image-path.ts';
-import { createStepExecutor } from '../../../src/agents/runbooks/local-pv-placeholder/execute-step.ts';
-import { PlaceholderStore } from '../../../src/agents/runbooks/local-pv-placeholder/record-store.ts';
+import { realHostPath, SymlinkLoopError } from '../../../workers/host/real-path.ts';
+import { imageOutsideStateDir } from '../../../workers/runbooks/local-pv-placeholder/image-path.ts';
+import { createStepExecutor } from '../../../workers/runbooks/local-pv-placeholder/execute-step.ts';
+import { PlaceholderStore } from '../../../workers/runbooks/local-pv-placeholder/record-store.ts';
 import { RefusedError } from '../../../src/core/errors.ts';
 
 // realpath in host-path space: every component, parents included, through lstat/readlink.

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { InMemoryLookups } from '../../../src/adapters/kube/lookups.ts';
-import { KubeNodeLabels } from '../../../src/agents/node-agent/kube-node-labels.ts';
+import { KubeNodeLabels } from '../../../workers/node-agent/kube-node-labels.ts';
 
 describe('node labels from the cluster lookups', () => {
   const lookups = new InMemoryLookups().addNode({

@@ -4,7 +4,7 @@ import { RemediationJob } from '../../../src/core/catalogue/jobs.ts';
 import { InMemoryLookups } from '../../../src/adapters/kube/lookups.ts';
 import { triage } from '../../../src/control/triage/triage.ts';
 import { FakeHost } from '../../testkit/fake-host.ts';
-import { interruptedCleanup, returnedDiskReleases, startSelfChecks } from '../../../src/agents/node-agent/self-checks.ts';
+import { interruptedCleanup, returnedDiskReleases, startSelfChecks } from '../../../workers/node-agent/self-checks.ts';
 
 // The agent notices by itself that a placeholder's disk came back, and that a cleanup was
 // interrupted; it asks for the job like any sender would, and the runbook verifies again.

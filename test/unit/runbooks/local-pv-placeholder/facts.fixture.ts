@@ -1,5 +1,5 @@
-import type { PlaceholderFacts } from '../../../../src/agents/runbooks/local-pv-placeholder/facts.ts';
-import type { PlaceholderRecord } from '../../../../src/agents/runbooks/local-pv-placeholder/record.ts';
+import type { PlaceholderFacts } from '../../../../workers/runbooks/local-pv-placeholder/facts.ts';
+import type { PlaceholderRecord } from '../../../../workers/runbooks/local-pv-placeholder/record.ts';
 
 // Fact fixtures for plan(): a node that lost disk wwn-0x5000c500a1b2c3d4, opted in, nothing else
 // going on. Each test changes one thing.

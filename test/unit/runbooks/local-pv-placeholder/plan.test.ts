@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import type { Plan } from '../../../../src/agents/engine/runbook.ts';
-import { pickLoop, plan } from '../../../../src/agents/runbooks/local-pv-placeholder/plan.ts';
-import type { PlaceholderStep } from '../../../../src/agents/runbooks/local-pv-placeholder/step.ts';
+import type { Plan } from '../../../../workers/engine/runbook.ts';
+import { pickLoop, plan } from '../../../../workers/runbooks/local-pv-placeholder/plan.ts';
+import type { PlaceholderStep } from '../../../../workers/runbooks/local-pv-placeholder/step.ts';
 import { DISK_BACK, IMAGE, PATH, SDD, WWN, lostDisk, placed, recordFor } from './facts.fixture.ts';
 
 const kinds = (p: Plan<PlaceholderStep>): string[] => (p.kind === 'steps' ? p.steps.map((s) => s.kind) : []);

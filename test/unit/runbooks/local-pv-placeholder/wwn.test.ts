@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { wwnOfDmUuid, wwnOfLinkName, wwnOfWwid } from '../../../../src/agents/runbooks/local-pv-placeholder/wwn.ts';
+import { wwnOfDmUuid, wwnOfLinkName, wwnOfWwid } from '../../../../workers/runbooks/local-pv-placeholder/wwn.ts';
 
 describe('reading a WWN', () => {
   it('reads the same WWN from a by-id link, a partition link, sysfs and a multipath map', () => {

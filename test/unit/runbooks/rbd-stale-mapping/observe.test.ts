@@ -1,10 +1,10 @@
-import type { Verification } from '../../../../src/agents/engine/runbook.ts';
+import type { Verification } from '../../../../workers/engine/runbook.ts';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import type { NodeInfo } from '../../../../src/adapters/kube/lookups.ts';
 import { RefusedError } from '../../../../src/core/errors.ts';
-import { ParkedError } from '../../../../src/agents/engine/gate.ts';
-import { RunbookFailedError } from '../../../../src/agents/engine/runbook-failed-error.ts';
+import { ParkedError } from '../../../../workers/engine/gate.ts';
+import { RunbookFailedError } from '../../../../workers/engine/runbook-failed-error.ts';
 import { FakeHost } from '../../../testkit/fake-host.ts';
 import {
   createRbdStaleMapping,
@@ -12,8 +12,8 @@ import {
   InMemoryRbdLookups,
   type StaleMappingFacts,
   type StaleMappingPolicy,
-} from '../../../../src/agents/runbooks/rbd-stale-mapping/index.ts';
-import type { RunbookContext } from '../../../../src/agents/engine/registry.ts';
+} from '../../../../workers/runbooks/rbd-stale-mapping/index.ts';
+import type { RunbookContext } from '../../../../workers/engine/registry.ts';
 import { cephFixture } from './ceph-fixture.ts';
 import { job } from './facts.fixture.ts';
 

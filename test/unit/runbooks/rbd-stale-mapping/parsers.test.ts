@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { isCephClientAddress } from '../../../../src/core/catalogue/names.ts';
-import { isReadOnlyCommand } from '../../../../src/agents/host/read-only-commands.ts';
+import { isReadOnlyCommand } from '../../../../workers/host/read-only-commands.ts';
 import {
   ipOf,
   isNoSuchImage,
@@ -11,7 +11,7 @@ import {
   parseRbdInfoText,
   parseRbdStatusJson,
   parseRbdStatusText,
-} from '../../../../src/agents/runbooks/rbd-stale-mapping/index.ts';
+} from '../../../../workers/runbooks/rbd-stale-mapping/index.ts';
 import { cephFixture } from './ceph-fixture.ts';
 
 // Parsers on output captured from a real Ceph 16.2.15 (Debian 12), one-node cluster on loopback.

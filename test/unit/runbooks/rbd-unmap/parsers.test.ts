@@ -1,15 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import {
-  isBusy,
-  isNotMapped,
-  parseMountinfo,
-  parseShowmappedJson,
-  parseShowmappedText,
-  podUidOfCgroup,
-} from '../../../../src/agents/runbooks/rbd-unmap/index.ts';
-import { parseListWatchers, parseRbdStatusJson } from '../../../../src/agents/runbooks/rbd-stale-mapping/index.ts';
+import { isBusy, isNotMapped, parseMountinfo, parseShowmappedJson, parseShowmappedText, podUidOfCgroup } from '../../../../workers/runbooks/rbd-unmap/index.ts';
+import { parseListWatchers, parseRbdStatusJson } from '../../../../workers/runbooks/rbd-stale-mapping/index.ts';
 import { FakeHost } from '../../../testkit/fake-host.ts';
-import { sysfsMappings } from '../../../../src/agents/runbooks/rbd-unmap/sysfs-mappings.ts';
+import { sysfsMappings } from '../../../../workers/runbooks/rbd-unmap/sysfs-mappings.ts';
 import { cephFixture } from '../rbd-stale-mapping/ceph-fixture.ts';
 
 // krbd/: captured on a real kernel RBD client (test/lab/rbd-unmap.lab.test.ts; index.json there

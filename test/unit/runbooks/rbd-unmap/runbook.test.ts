@@ -5,8 +5,8 @@ import type { Mode } from '../../../../src/core/catalogue/result.ts';
 import type { PodInfo } from '../../../../src/adapters/kube/lookups.ts';
 import { RefusedError } from '../../../../src/core/errors.ts';
 import type { FakeHost } from '../../../testkit/fake-host.ts';
-import { createRbdUnmap, InMemoryNodePods, type UnmapPolicy } from '../../../../src/agents/runbooks/rbd-unmap/index.ts';
-import type { RunbookContext } from '../../../../src/agents/engine/registry.ts';
+import { createRbdUnmap, InMemoryNodePods, type UnmapPolicy } from '../../../../workers/runbooks/rbd-unmap/index.ts';
+import type { RunbookContext } from '../../../../workers/engine/registry.ts';
 import { fakeNode, GLOBAL_MOUNT, POD_MOUNT, STALE_POD } from './fake-node.ts';
 
 // The node half end to end on a simulated node (recorded outputs, see fake-node.ts).

@@ -1,4 +1,4 @@
-import type { MapFacts, Opener, PathFacts, ResidualFacts } from '../../../../src/agents/runbooks/residual-multipath-cleanup/facts.ts';
+import type { MapFacts, Opener, PathFacts, ResidualFacts } from '../../../../workers/runbooks/residual-multipath-cleanup/facts.ts';
 
 // Fact fixtures for plan(): shaped like the lab's iscsi-lun-removed capture (mpathb dead with
 // queue_if_no_path, mpathc healthy and mounted). Each builder takes overrides for near misses.

@@ -4,14 +4,14 @@ import type { ResidualMultipathJob } from '../../../../src/core/catalogue/jobs.t
 import { isMapName } from '../../../../src/core/catalogue/names.ts';
 import type { RunbookResult } from '../../../../src/core/catalogue/result.ts';
 import { RefusedError } from '../../../../src/core/errors.ts';
-import { ParkedError } from '../../../../src/agents/engine/gate.ts';
+import { ParkedError } from '../../../../workers/engine/gate.ts';
 import { FakeHost } from '../../../testkit/fake-host.ts';
-import { InMemoryAttachedVolumes } from '../../../../src/agents/runbooks/residual-multipath-cleanup/attached-volumes.ts';
-import { createStepExecutor } from '../../../../src/agents/runbooks/residual-multipath-cleanup/execute-step.ts';
-import { createResidualMultipathCleanup } from '../../../../src/agents/runbooks/residual-multipath-cleanup/handler.ts';
-import { IntentRecord } from '../../../../src/agents/runbooks/residual-multipath-cleanup/intents.ts';
-import { DEFAULT_POLICY } from '../../../../src/agents/runbooks/residual-multipath-cleanup/policy.ts';
-import type { ResidualStep } from '../../../../src/agents/runbooks/residual-multipath-cleanup/step.ts';
+import { InMemoryAttachedVolumes } from '../../../../workers/runbooks/residual-multipath-cleanup/attached-volumes.ts';
+import { createStepExecutor } from '../../../../workers/runbooks/residual-multipath-cleanup/execute-step.ts';
+import { createResidualMultipathCleanup } from '../../../../workers/runbooks/residual-multipath-cleanup/handler.ts';
+import { IntentRecord } from '../../../../workers/runbooks/residual-multipath-cleanup/intents.ts';
+import { DEFAULT_POLICY } from '../../../../workers/runbooks/residual-multipath-cleanup/policy.ts';
+import type { ResidualStep } from '../../../../workers/runbooks/residual-multipath-cleanup/step.ts';
 import { SimNode, type MapSpec } from './sim-node.ts';
 
 // Map names come from `multipath -ll`, dmsetup and sysfs, and go into argv (`multipath -f <map>`,

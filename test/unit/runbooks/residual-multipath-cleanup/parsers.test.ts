@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { parseDmsetupInfoColumns } from '../../../../src/agents/runbooks/residual-multipath-cleanup/dmsetup-info.ts';
-import { parseMountinfo } from '../../../../src/agents/host/mountinfo.ts';
-import { mountUses } from '../../../../src/agents/runbooks/residual-multipath-cleanup/mount-uses.ts';
-import { isDeadPath, parseMultipathLl, pathsOf } from '../../../../src/agents/runbooks/residual-multipath-cleanup/multipath-ll.ts';
-import { parseMultipathdMapsJson } from '../../../../src/agents/runbooks/residual-multipath-cleanup/multipathd-maps-json.ts';
-import { parseSwaps } from '../../../../src/agents/host/proc-facts.ts';
-import { sameWwid, wwidConflicts, wwidOfDmUuid, wwidOfSysfs } from '../../../../src/agents/runbooks/residual-multipath-cleanup/wwid.ts';
+import { parseDmsetupInfoColumns } from '../../../../workers/runbooks/residual-multipath-cleanup/dmsetup-info.ts';
+import { parseMountinfo } from '../../../../workers/host/mountinfo.ts';
+import { mountUses } from '../../../../workers/runbooks/residual-multipath-cleanup/mount-uses.ts';
+import { isDeadPath, parseMultipathLl, pathsOf } from '../../../../workers/runbooks/residual-multipath-cleanup/multipath-ll.ts';
+import { parseMultipathdMapsJson } from '../../../../workers/runbooks/residual-multipath-cleanup/multipathd-maps-json.ts';
+import { parseSwaps } from '../../../../workers/host/proc-facts.ts';
+import { sameWwid, wwidConflicts, wwidOfDmUuid, wwidOfSysfs } from '../../../../workers/runbooks/residual-multipath-cleanup/wwid.ts';
 import { captured } from './real-fixtures.ts';
 
 const states = (stdout: string, map = 0): string[] =>

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { plan, type ResidualPlan } from '../../../../src/agents/runbooks/residual-multipath-cleanup/plan.ts';
-import { DEFAULT_POLICY, type ResidualPolicy } from '../../../../src/agents/runbooks/residual-multipath-cleanup/policy.ts';
+import { plan, type ResidualPlan } from '../../../../workers/runbooks/residual-multipath-cleanup/plan.ts';
+import { DEFAULT_POLICY, type ResidualPolicy } from '../../../../workers/runbooks/residual-multipath-cleanup/policy.ts';
 import { BOOT_ID, DEAD_WWID, deadMap, facts, healthyMap, opener, withOneLivePath } from './facts.fixture.ts';
 
 const policy = (over: Partial<ResidualPolicy> = {}): ResidualPolicy => ({ ...DEFAULT_POLICY, ...over });

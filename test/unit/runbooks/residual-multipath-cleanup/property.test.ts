@@ -3,10 +3,10 @@ import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import type { ResidualMultipathJob } from '../../../../src/core/catalogue/jobs.ts';
 import type { RunbookResult } from '../../../../src/core/catalogue/result.ts';
-import { ParkedError } from '../../../../src/agents/engine/gate.ts';
-import { InMemoryAttachedVolumes } from '../../../../src/agents/runbooks/residual-multipath-cleanup/attached-volumes.ts';
-import { createResidualMultipathCleanup } from '../../../../src/agents/runbooks/residual-multipath-cleanup/handler.ts';
-import { intentsDir } from '../../../../src/agents/runbooks/residual-multipath-cleanup/intents.ts';
+import { ParkedError } from '../../../../workers/engine/gate.ts';
+import { InMemoryAttachedVolumes } from '../../../../workers/runbooks/residual-multipath-cleanup/attached-volumes.ts';
+import { createResidualMultipathCleanup } from '../../../../workers/runbooks/residual-multipath-cleanup/handler.ts';
+import { intentsDir } from '../../../../workers/runbooks/residual-multipath-cleanup/intents.ts';
 import { SimNode, wwidOf, type Crash, type MapSpec } from './sim-node.ts';
 
 // The safety invariant of issue 19 over generated host states (maps x paths x openers x mounts x

@@ -3,12 +3,12 @@ import { describe, expect, it } from 'vitest';
 import type { ResidualMultipathJob } from '../../../../src/core/catalogue/jobs.ts';
 import type { Mode, RunbookResult } from '../../../../src/core/catalogue/result.ts';
 import { RefusedError } from '../../../../src/core/errors.ts';
-import { ParkedError } from '../../../../src/agents/engine/gate.ts';
-import type { RunbookContext } from '../../../../src/agents/engine/registry.ts';
-import { InMemoryAttachedVolumes } from '../../../../src/agents/runbooks/residual-multipath-cleanup/attached-volumes.ts';
-import { createResidualMultipathCleanup } from '../../../../src/agents/runbooks/residual-multipath-cleanup/handler.ts';
-import { observe } from '../../../../src/agents/runbooks/residual-multipath-cleanup/observe.ts';
-import { DEFAULT_POLICY, type ResidualPolicy } from '../../../../src/agents/runbooks/residual-multipath-cleanup/policy.ts';
+import { ParkedError } from '../../../../workers/engine/gate.ts';
+import type { RunbookContext } from '../../../../workers/engine/registry.ts';
+import { InMemoryAttachedVolumes } from '../../../../workers/runbooks/residual-multipath-cleanup/attached-volumes.ts';
+import { createResidualMultipathCleanup } from '../../../../workers/runbooks/residual-multipath-cleanup/handler.ts';
+import { observe } from '../../../../workers/runbooks/residual-multipath-cleanup/observe.ts';
+import { DEFAULT_POLICY, type ResidualPolicy } from '../../../../workers/runbooks/residual-multipath-cleanup/policy.ts';
 import { FakeNode, type FakeNodeOptions } from './fake-node.ts';
 
 // The whole runbook (observe -> plan -> act -> verify) on a fake node built from the lab's real

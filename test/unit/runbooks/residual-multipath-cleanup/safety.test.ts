@@ -3,12 +3,12 @@ import { describe, expect, it } from 'vitest';
 import type { ResidualMultipathJob } from '../../../../src/core/catalogue/jobs.ts';
 import type { Mode, RunbookResult } from '../../../../src/core/catalogue/result.ts';
 import { RefusedError } from '../../../../src/core/errors.ts';
-import { ParkedError } from '../../../../src/agents/engine/gate.ts';
-import type { RunbookContext } from '../../../../src/agents/engine/registry.ts';
-import { InMemoryAttachedVolumes } from '../../../../src/agents/runbooks/residual-multipath-cleanup/attached-volumes.ts';
-import { createResidualMultipathCleanup } from '../../../../src/agents/runbooks/residual-multipath-cleanup/handler.ts';
-import { intentPath } from '../../../../src/agents/runbooks/residual-multipath-cleanup/intents.ts';
-import type { ResidualPolicy } from '../../../../src/agents/runbooks/residual-multipath-cleanup/policy.ts';
+import { ParkedError } from '../../../../workers/engine/gate.ts';
+import type { RunbookContext } from '../../../../workers/engine/registry.ts';
+import { InMemoryAttachedVolumes } from '../../../../workers/runbooks/residual-multipath-cleanup/attached-volumes.ts';
+import { createResidualMultipathCleanup } from '../../../../workers/runbooks/residual-multipath-cleanup/handler.ts';
+import { intentPath } from '../../../../workers/runbooks/residual-multipath-cleanup/intents.ts';
+import type { ResidualPolicy } from '../../../../workers/runbooks/residual-multipath-cleanup/policy.ts';
 import { FakeNode } from './fake-node.ts';
 
 // Issue 19 on the lab's real iscsi-lun-removed capture (a FakeNode answering with the captured

@@ -1,0 +1,177 @@
+import { consumeJobs } from '../../src/adapters/jobstore/consumer.ts';
+import type { Logger } from '../../src/adapters/observability/logger.ts';
+import { createWorkerMetrics, type WorkerMetrics } from '../../src/adapters/observability/worker-metrics.ts';
+import { RedisConnections } from '../../src/adapters/redis/redis-connections.ts';
+import type { RedisTarget } from '../../src/adapters/redis/redis-target.ts';
+import type { RedisConnection } from '../../src/adapters/redis/redis.ts';
+import { queueStatsKey } from '../../src/adapters/stats/job-stats.ts';
+import { RemediationJob, type RunbookName } from '../../src/core/catalogue/jobs.ts';
+import { keepFinished } from '../../src/core/catalogue/policy.ts';
+import { placementOfQueue } from '../../src/core/catalogue/queues.ts';
+import type { Mode, RunbookResult } from '../../src/core/catalogue/result.ts';
+import { JobParked, type JobConsumer, type TakenJob } from '../../src/core/jobs/job-store.ts';
+import { ParkedError } from './gate.ts';
+import { createJobControls, type JobControlsOptions } from './job-controls.ts';
+import type { JobEventSink } from './job-event-sink.ts';
+import { startPresenceBeat } from './presence-beat.ts';
+import type { RunbookRegistry } from './registry.ts';
+import { Attempt } from './stages/attempt.ts';
+import { type BeginRules, begin } from './stages/begin.ts';
+import type { StageDeps, WorkTrust } from './stages/deps.ts';
+import { failed } from './stages/failed.ts';
+import { park } from './stages/park.ts';
+import { controlTrust, refuseUntrusted, verifyTrust } from './stages/verify-trust.ts';
+
+// The consumer of one queue that runs registered runbooks: shared by the node agent (its node's
+// queue) and the cluster worker (the cluster queue). It parses every job again (Redis is a
+// boundary), runs one job at a time, and says with its errors whether to retry (core/errors.ts).
+
+export interface RunbookWorkerOptions {
+  queue: string;
+  /** Where Redis is (a URL: a single server). */
+  redis: RedisTarget | string;
+  prefix: string;
+  ranOn: string;
+  /** Names its Redis connections in CLIENT LIST (`volume-medic:<process>:worker`); default `ranOn`. */
+  process?: string;
+  registry: RunbookRegistry;
+  modeOf: (runbook: RunbookName) => Mode;
+  /** Rejects jobs that are not for this worker (a node agent only runs its node's jobs). */
+  accepts: (job: RemediationJob) => string | undefined;
+  lockDurationMs: number;
+  /**
+   * How long finished jobs of this queue are kept (its deduplication window, catalogue/policy.ts
+   * `keepFinished`): BullMQ's Worker removeOnComplete/removeOnFail, for the jobs that do not say
+   * (ours do not; a job stored by an older receiver still carries its own).
+   * Default: the policy's window of the queue's placement (DEDUP_WINDOW_SECONDS not set).
+   */
+  keepFinished?: { age: number };
+  log: Logger;
+  /**
+   * Operator controls (modes from the API, pause, approval, breakers), read from Redis on the
+   * worker's connection; without them the worker runs in configuration's modes, ungated.
+   */
+  controls?: Omit<JobControlsOptions, 'redis' | 'prefix' | 'log' | 'queue'>;
+  /** Kubernetes Events for job start, refusal, success and failure (cluster access only). */
+  events?: JobEventSink;
+  /**
+   * Sealed work: every job's seal is verified (issuer's key, bound to this queue and job id, not
+   * expired, an issuer allowed to ask for this runbook, not a replay of finished work) before
+   * anything else runs. Without it (tests of the runbooks alone) jobs are taken as they are.
+   */
+  trust?: WorkTrust;
+  /** Redis refused this worker's credentials (its Redis user gone): an enrolled agent enrols again. */
+  onRedisAuthRefused?: () => void;
+  /** Everything this worker touches is in its queue's slot (an enrolled node agent): see ConnectOptions.oneSlot. */
+  oneSlot?: boolean;
+}
+
+export interface RunbookWorker {
+  /** The queue's consumer (the job store's). */
+  consumer: JobConsumer;
+  /** The worker's command connection (not the blocking one): the agent's own checks enqueue on it, no third connection. */
+  connection: RedisConnection;
+  /** Its owner, which brings it back if it ends (BullMQ brings back its blocking connection itself). */
+  connections: RedisConnections;
+  /** This worker's own counts of finished and refused work, for its process's /metrics. */
+  metrics: WorkerMetrics;
+  /** Taking jobs: started and not closing (the probe server's /readyz). */
+  running(): boolean;
+  close(): Promise<void>;
+}
+
+// long because: a worker's composition root: its connections, the stages' shared record, the stage order (the processor) and the shutdown
+export function createRunbookWorker(opts: RunbookWorkerOptions): RunbookWorker {
+  const connections = new RedisConnections({
+    target: opts.redis,
+    process: opts.process ?? opts.ranOn,
+    log: opts.log.child({ component: 'redis' }),
+    ...(opts.onRedisAuthRefused ? { onAuthRefused: opts.onRedisAuthRefused } : {}),
+    ...(opts.oneSlot ? { connect: { oneSlot: { key: opts.queue } } } : {}),
+  });
+  const connection = connections.open('worker', 'worker');
+  const metrics = createWorkerMetrics();
+  const shutdown = new AbortController();
+  const d: StageDeps = {
+    queue: opts.queue,
+    ranOn: opts.ranOn,
+    log: opts.log,
+    connection,
+    // Its statistics under its own queue (a node's Redis user may write no other's).
+    stats: queueStatsKey(opts.prefix, opts.queue),
+    metrics,
+    ...(opts.events ? { events: opts.events } : {}),
+    ...(opts.trust ? { trust: opts.trust } : {}),
+    ...(opts.controls?.node ? { node: opts.controls.node } : {}),
+  };
+  if (opts.controls) {
+    d.controls = createJobControls({
+      ...opts.controls,
+      redis: connection,
+      prefix: opts.prefix,
+      queue: opts.queue,
+      log: opts.log,
+      ...(opts.oneSlot && typeof opts.redis !== 'string' && opts.redis.kind === 'cluster' ? { oneSlot: true } : {}),
+      ...(opts.trust ? { trust: controlTrust(opts.trust, d) } : {}),
+    });
+  }
+  const rules: BeginRules = { registry: opts.registry, modeOf: opts.modeOf, accepts: opts.accepts, signal: shutdown.signal };
+
+  // verify trust -> begin (controls, park) -> run -> record: each stage in ./stages.
+  const processor = async (job: TakenJob): Promise<RunbookResult> => {
+    const parsed = RemediationJob.safeParse(job.data);
+    const attempt = new Attempt(d, job, parsed.success ? parsed.data : undefined);
+    const trusted = verifyTrust(d, job, parsed.success ? parsed.data : undefined);
+    if (trusted.refused) return refuseUntrusted(d, job, parsed.success ? parsed.data.runbook : 'unknown', trusted.refused);
+    const done = (): void => {
+      if (trusted.seal) opts.trust?.seen.markFinished(trusted.seal.mac, trusted.seal.exp);
+    };
+    let modeWhy: string | undefined;
+    try {
+      const begun = await begin(d, rules, job, parsed);
+      modeWhy = begun.modeWhy;
+      if (begun.kind === 'park') return await park(d, job, begun.parking);
+      attempt.runs(begun.ctx.mode, modeWhy, begun.ctx.attempt);
+      const handled = await begun.handler(begun.job as never, begun.ctx);
+      const result = modeWhy ? { ...handled, modeWhy } : handled;
+      done();
+      await attempt.succeeded(result);
+      return result;
+    } catch (err) {
+      if (err instanceof JobParked) throw err;
+      if (err instanceof ParkedError) return await park(d, job, err.parking, err.plan, modeWhy ? { ...err.result, modeWhy } : err.result);
+      return await failed(d, job, attempt, err, modeWhy, done);
+    }
+  };
+
+  const keep = opts.keepFinished ?? keepFinished(placementOfQueue(opts.queue));
+  const consumer = consumeJobs(
+    { queue: opts.queue, prefix: opts.prefix, connection, lockDurationMs: opts.lockDurationMs, keepFinished: keep, log: opts.log },
+    processor,
+  );
+
+  let closing: Promise<void> | undefined;
+  const stopBeat = startPresenceBeat({
+    redis: connection,
+    prefix: opts.prefix,
+    queue: opts.queue,
+    intervalMs: opts.lockDurationMs,
+    running: () => closing === undefined && consumer.running(),
+    log: opts.log,
+  });
+  return {
+    consumer,
+    connection,
+    connections,
+    metrics,
+    running: () => closing === undefined && consumer.running(),
+    close: () =>
+      (closing ??= (async () => {
+        shutdown.abort();
+        stopBeat();
+        // Waits for the running job to finish its current step; the store keeps its lock meanwhile.
+        await consumer.close();
+        await connections.close();
+      })()),
+  };
+}

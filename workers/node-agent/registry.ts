@@ -1,0 +1,59 @@
+import type { Config } from '../../src/core/config/schema.ts';
+import type { Logger } from '../../src/adapters/observability/logger.ts';
+import { createRealHost } from '../host/index.ts';
+import { createLocalPvPlaceholder, InMemoryNodeLabels, type NodeLabels } from '../runbooks/local-pv-placeholder/index.ts';
+import {
+  createResidualMultipathCleanup,
+  DEFAULT_VICTIM_OPENERS,
+  InMemoryAttachedVolumes,
+  type AttachedVolumes,
+} from '../runbooks/residual-multipath-cleanup/index.ts';
+import { createRbdUnmap, type NodePods } from '../runbooks/rbd-unmap/index.ts';
+import type { RunbookHandler } from '../engine/registry.ts';
+import type { NodeRunbookName } from './node-runbooks.ts';
+import { UnknownNodePods } from './kube-node-pods.ts';
+
+// The runbooks this node agent carries. A runbook missing here makes its jobs fail visibly as
+// `not implemented` (see engine/runbook-worker.ts), never succeed silently. main.ts imports this
+// module on the first job (engine/lazy-registry.ts), under the names of node-runbooks.ts.
+
+export interface NodeRegistryDeps {
+  /** Where the node's labels come from: the Kubernetes API in a cluster; NODE_LABELS otherwise. */
+  nodeLabels?: NodeLabels;
+  /** The node's VolumeAttachments as WWIDs: the Kubernetes API in a cluster; unknown otherwise. */
+  attachedVolumes?: AttachedVolumes;
+  /** The pods on the node: the Kubernetes API in a cluster; without it the RBD node half refuses. */
+  nodePods?: NodePods;
+}
+
+function optInLabel(config: Pick<Config, 'placeholderOptInLabel'>): { key: string; value: string } {
+  const i = config.placeholderOptInLabel.indexOf('=');
+  return { key: config.placeholderOptInLabel.slice(0, i), value: config.placeholderOptInLabel.slice(i + 1) };
+}
+
+export function defaultNodeRegistry(config: Config, _log: Logger, deps: NodeRegistryDeps = {}): { [R in NodeRunbookName]: RunbookHandler<R> } {
+  const host = createRealHost({ root: config.hostRoot, nsenter: config.hostNsenter });
+  const nodeLabels = deps.nodeLabels ?? new InMemoryNodeLabels(config.nodeName && config.nodeLabels ? { [config.nodeName]: config.nodeLabels } : {});
+  return {
+    'local-pv-placeholder': createLocalPvPlaceholder({ host, stateDir: config.stateDir, nodeLabels, optInLabel: optInLabel(config) }),
+    'residual-multipath-cleanup': createResidualMultipathCleanup({
+      host,
+      stateDir: config.stateDir,
+      attached: deps.attachedVolumes ?? new InMemoryAttachedVolumes({}, { known: false }),
+      policy: {
+        maxMapsPerJob: config.residualMaxMapsPerJob,
+        releaseQueuedIo: config.residualReleaseQueuedIo,
+        attachmentsUnknown: config.residualAttachmentsUnknown,
+        probeTimeoutMs: config.residualProbeTimeoutMs,
+        allDeadGraceMs: config.residualAllDeadGraceSeconds * 1000,
+        victimOpeners: [...DEFAULT_VICTIM_OPENERS, ...config.residualVictimOpeners],
+      },
+    }),
+    'rbd-unmap': createRbdUnmap({
+      host,
+      stateDir: config.stateDir,
+      pods: deps.nodePods ?? new UnknownNodePods(),
+      policy: { force: config.rbdForceUnmap, kubeletRoot: config.kubeletRootDir },
+    }),
+  };
+}
