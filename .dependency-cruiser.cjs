@@ -7,7 +7,7 @@
 //   src/control/   the control plane: receiver, HTTP routes, ingest, triage, sources, watches,
 //                  console, API, CLI, enrolment, secrets
 //   workers/       the data plane: the node agent and the cluster worker, the engine, the Host port
-//                  and the runbooks (docs/decisions/0006)
+//                  and the runbooks (docs/decisions/0007)
 // Arrows run one way: src/core <- src/adapters <- (src/control | workers); workers/ imports
 // src/core and src/adapters only, nothing under src/ imports workers/, and the control plane and
 // the workers meet only in Redis. No import loop anywhere, not even between two folders of one layer.
