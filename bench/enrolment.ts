@@ -1,3 +1,4 @@
+import { request } from 'node:http';
 import { writeFileSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -15,7 +16,8 @@ import { percentile } from './lib/stats.ts';
 // The real receiver (its own process, ENROL_NODE_AGENTS, a private redis-server) reviews each
 // agent's token with the wire fake of the API server's TokenReview and answers its node's work
 // keys (and, with REDIS_NODE_USERS, creates the node's Redis ACL user). N simulated agents (one
-// connection each, 64 at a time, as pods on their own addresses would) enrol; each with a Redis
+// connection each, 64 at a time, each from its own loopback address, as pods on their own
+// addresses would: the receiver's failed-auth budget is per address) enrol; each with a Redis
 // user then connects with it, writes to its own queue and is refused another node's. Reported:
 // wall time, receiver CPU and Redis main-thread CPU for the first enrolment of all N (one
 // TokenReview each) and for a second round (a renewal: no review), and as a baseline in the same
@@ -63,6 +65,36 @@ const receiver = startChild(
 );
 const url = (await receiver.waitLine('READY', 30_000)).trim();
 
+/** Agent i's own address (127.2.x.y): one pod, one address. */
+const sourceOf = (i: number): string => `127.2.${1 + (Math.floor(i / 250) % 250)}.${1 + (i % 250)}`;
+
+/** POST /v1/enrol from `from`, on a connection of its own. */
+function enrolFrom(from: string, token: string, body: unknown): Promise<{ status: number; json: unknown }> {
+  const u = new URL('/v1/enrol', url);
+  const text = JSON.stringify(body);
+  return new Promise((resolve, reject) => {
+    const req = request(
+      {
+        host: u.hostname,
+        port: u.port,
+        path: u.pathname,
+        method: 'POST',
+        localAddress: from,
+        agent: false,
+        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), authorization: `Bearer ${token}` },
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, json: JSON.parse(Buffer.concat(chunks).toString('utf8') || 'null') as unknown }));
+        res.on('error', reject);
+      },
+    );
+    req.on('error', reject);
+    req.end(text);
+  });
+}
+
 let firstError = '';
 type Round = { wallMs: number; receiverCpuMs: number; redisCpuMs: number; p50: number; p99: number; reviews: number; ok: number };
 
@@ -79,12 +111,8 @@ async function round(body: (i: number) => unknown, token: (i: number) => string,
     Array.from({ length: CONCURRENCY }, async () => {
       for (let i = next++; i < N; i = next++) {
         const s = performance.now();
-        const res = await fetch(`${url}/v1/enrol`, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json', authorization: `Bearer ${token(i)}`, connection: 'close' },
-          body: JSON.stringify(body(i)),
-        });
-        const json: unknown = await res.json();
+        const res = await enrolFrom(sourceOf(i), token(i), body(i));
+        const json = res.json;
         lat.push(performance.now() - s);
         if (res.status === expect) ok++;
         else if (ok === 0 && !firstError) firstError = `HTTP ${res.status}: ${JSON.stringify(json).slice(0, 300)}`;
