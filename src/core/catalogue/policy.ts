@@ -1,6 +1,6 @@
 import type { RunbookName } from './jobs.ts';
 
-// Policy is data (CONVENTIONS 4): where each runbook runs and how it is retried. Handlers never
+// Policy is data (docs/jobs.md, "Retries and deduplication windows"): where each runbook runs and how it is retried. Handlers never
 // decide their own retries; a refusal ends them through UnrecoverableError regardless of this.
 
 export type Placement = 'node' | 'cluster';
