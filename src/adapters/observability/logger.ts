@@ -17,7 +17,7 @@ export interface LoggerOptions {
    * or a second has passed, instead of one write(2) per line. pino flushes what is held when the
    * process exits (also through our SIGTERM shutdown); a SIGKILL can lose up to one block. For
    * the receiver, whose hot path logs a line per batch of stored jobs (one write per
-   * line cost it ~8 us per request); what those lines say is also in Redis (the jobs).
+   * line cost it per request: bench/README.md, "Figures behind the code"); what those lines say is also in Redis (the jobs).
    */
   buffered?: boolean;
   /** Where the JSON lines go instead of stdout (`npm start` formats them for a person at a terminal). */
