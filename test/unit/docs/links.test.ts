@@ -78,6 +78,14 @@ describe('links of README.md and docs/', () => {
     for (const page of markdownFiles('docs').filter((f) => !f.startsWith('docs/decisions/'))) expect(linked, page).toContain(page);
   });
 
+  it('names the test command CI runs, verbatim', () => {
+    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+    const ci = readFileSync(join(ROOT, '.ci/run'), 'utf8');
+    const command = 'scripts/with-node npm test';
+    expect(readme).toContain(`\n${command} `);
+    expect(ci).toMatch(/^scripts\/with-node npm test 2>&1/m);
+  });
+
   it.each(files)('every relative link of %s leads to a file and heading that exist', (file) => {
     expect(brokenLinks(file)).toEqual([]);
   });
