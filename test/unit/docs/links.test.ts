@@ -86,6 +86,14 @@ describe('links of README.md and docs/', () => {
     expect(ci).toMatch(/^scripts\/with-node npm test 2>&1/m);
   });
 
+  // The other READMEs are doors too: what they link to must be there.
+  const others = ['bench/README.md', 'deploy/README.md', 'src/core/controls/README.md', 'test/fixtures/README.md', 'test/lab/README.md'].filter((f) =>
+    existsSync(join(ROOT, f)),
+  );
+  it.each(others)('every relative link of %s leads to a file and heading that exist', (file) => {
+    expect(brokenLinks(file)).toEqual([]);
+  });
+
   it.each(files)('every relative link of %s leads to a file and heading that exist', (file) => {
     expect(brokenLinks(file)).toEqual([]);
   });
