@@ -127,6 +127,20 @@ export interface JobConsumer {
   close(): Promise<void>;
 }
 
+/** A queue to consume: the store knows where it is and holds the connections its consumers use. */
+export interface ConsumeOptions {
+  queue: string;
+  /** A job's lock; also how often stalled jobs (a dead consumer's) are looked for. */
+  lockDurationMs: number;
+  /** How long finished jobs are kept, in seconds (the queue's deduplication window). */
+  keepFinished: { age: number };
+}
+
+/** The work side: consumers of queues, on the store's own connections. */
+export interface JobConsumers {
+  consume(o: ConsumeOptions, handler: JobHandler): JobConsumer;
+}
+
 /** What TakenJob.park throws once the job is moved: a handler lets it through, untouched. */
 export class JobParked extends Error {
   override name = 'JobParked';
