@@ -20,11 +20,16 @@ export interface AgentParts {
   started: { msg: string; fields: object };
 }
 
-export async function runAgent(log: Logger, who: (config: Config) => Enrollee, compose: (e: Enrolment) => Promise<AgentParts>): Promise<void> {
+export async function runAgent<W extends Enrollee>(
+  log: Logger,
+  who: (config: Config) => W,
+  compose: (e: Enrolment & { who: W }) => Promise<AgentParts>,
+): Promise<void> {
   await runMain(log, async (given) => {
-    const enrolment = await enrolFromConfig(given, who(given), log);
+    const me = who(given);
+    const enrolment = await enrolFromConfig(given, me, log);
     const { config } = enrolment;
-    const { worker, alongside, started } = await compose(enrolment);
+    const { worker, alongside, started } = await compose({ ...enrolment, who: me });
     const probes = await startProbeServer({
       port: config.probePort,
       host: config.probeListenAddress,

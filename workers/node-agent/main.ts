@@ -21,8 +21,7 @@ await runAgent(
     if (!config.nodeName) throw new ConfigError('NODE_NAME is required: the node agent serves exactly one node (set it from spec.nodeName)');
     return { as: 'node-agent', node: config.nodeName };
   },
-  async ({ config, enrolled }) => {
-    const node = config.nodeName!;
+  async ({ config, enrolled, who: { node } }) => {
     const kube = await nodeKube(node, log);
     const registry = lazyRegistry(NODE_RUNBOOKS, async () => (await import('./registry.ts')).defaultNodeRegistry(config, log, kube.deps));
     const agent = createNodeAgent({ config, registry, log: log.child({ node }), nodeLabels: kube.nodeLabels, events: kube.events, enrolled });
