@@ -1,6 +1,6 @@
 import type { Logger } from '../../src/adapters/observability/logger.ts';
 import type { Config } from '../../src/core/config/schema.ts';
-import { enrolUntilDone, type EnrolledKeys } from '../engine/enrolled-keys.ts';
+import { enrolUntilDone, type EnrolledKeys, type EnrolOptions } from '../engine/enrolled-keys.ts';
 
 // ENROL_URL: an agent's keys (and a node agent's own Redis user) come from the receiver, for its
 // own queue only. Without it the keys come from SIGNING_KEYS_DIR and Redis from configuration.
@@ -14,13 +14,15 @@ export interface Enrolment {
   enrolled?: EnrolledKeys;
 }
 
-export async function enrolFromConfig(given: Config, who: Enrollee, log: Logger): Promise<Enrolment> {
+/** `enrol`: the round trip (default the receiver's, over HTTP; tests answer it themselves). */
+export async function enrolFromConfig(given: Config, who: Enrollee, log: Logger, enrol?: EnrolOptions['enrol']): Promise<Enrolment> {
   if (!given.enrolUrl) return { config: given };
   const node = who.as === 'node-agent' ? who.node : undefined;
   const enrolled = await enrolUntilDone({
     target: { url: given.enrolUrl, tokenFile: given.enrolTokenFile, ...(given.enrolCaFile ? { caFile: given.enrolCaFile } : {}) },
     request: node ? { as: 'node-agent', node } : { as: 'cluster-worker' },
     log: log.child({ ...(node ? { node } : {}), component: 'enrolment' }),
+    ...(enrol ? { enrol } : {}),
     // A new Redis password needs new connections: stop as on SIGTERM, and the DaemonSet starts this again.
     ...(node
       ? {
