@@ -33,8 +33,8 @@ export interface StoredIndex {
  * How many entries BullMQ keeps in a queue's events stream (`<queue>:events`; its default is
  * 10,000). Nothing of volume-medic reads that stream (no QueueEvents), but every finished job adds
  * its whole result there (the `completed` event carries the return value): a residual cleanup of
- * 8 dead maps is ~320 KiB, so a node's stream grew with its history, not with its retained jobs,
- * past any per-node memory budget (bench/node-redis-footprint.ts, docs/decisions/0006). An entry
+ * many dead maps returns hundreds of KiB (bench/README.md, "Figures behind the code"), so a
+ * node's stream grew with its history, not with its retained jobs, past any per-node memory budget (bench/node-redis-footprint.ts, docs/decisions/0006). An entry
  * that large fills a stream node of its own, so BullMQ's approximate trim (`MAXLEN ~`) keeps about
  * this many of them.
  */
