@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { QUEUE_EVENTS_KEPT } from '../src/adapters/jobstore/dispatcher.ts';
+import { QUEUE_EVENTS_KEPT } from '../src/adapters/jobstore/store-pipeline.ts';
 import { createLogger } from '../src/adapters/observability/logger.ts';
 import { ControlsStore } from '../src/adapters/controls/controls-store.ts';
 import { createNodeAgent } from '../workers/node-agent/agent.ts';

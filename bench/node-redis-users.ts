@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { createLogger } from '../src/adapters/observability/logger.ts';
-import { NodeRedisUsers, nodeUserName, nodeUserRules } from '../src/adapters/redis/node-redis-users.ts';
+import { NodeRedisUsers } from '../src/adapters/redis/node-redis-users.ts';
+import { nodeUserName, nodeUserRules } from '../src/adapters/redis/node-user-acl.ts';
 import type { RedisTarget } from '../src/adapters/redis/redis-target.ts';
 import { startSentinelSet } from '../test/testkit/redis-topology.ts';
 import { redisCpu } from './lib/redis-cpu.ts';

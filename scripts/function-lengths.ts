@@ -1,7 +1,11 @@
 // Lists the longest functions under the given folders (default src/ and workers/), measured from
-// the syntax tree: `node scripts/function-lengths.ts [--over N] [--top N] [dir...]`. With --over,
-// exits 1 when a function longer than N lines has no reason in its header (a comment above it
-// that says `long because ...`): issue 32's rule that no function runs over ~80 lines unexplained.
+// the syntax tree:
+//   node scripts/function-lengths.ts [--over N] [--cap N] [--file-cap N] [--top N] [dir...]
+// Exits 1 when
+// - (--over) a function longer than N lines has no reason in its header (a comment above it that
+//   says `long because ...`): issue 32's rule that no function runs over ~80 lines unexplained;
+// - (--cap) a function is longer than N lines, reason or not;
+// - (--file-cap) a .ts file is longer than N lines: one concern a file (issue 45).
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import ts from 'typescript';
@@ -58,6 +62,13 @@ function measure(file: string): Measured[] {
   return out;
 }
 
+/**
+ * Held to neither cap for now, by exact path: configSchema is being replaced by one declaration
+ * per setting (issue 45's configuration by process, another branch); whoever merges that removes
+ * this exemption.
+ */
+const CAP_EXEMPT = new Set(['src/core/config/schema.ts']);
+
 const args = process.argv.slice(2);
 const opt = (name: string): number | undefined => {
   const i = args.indexOf(name);
@@ -67,17 +78,27 @@ const opt = (name: string): number | undefined => {
   return v;
 };
 const over = opt('--over');
+const cap = opt('--cap');
+const fileCap = opt('--file-cap');
 const top = opt('--top') ?? 15;
 const dirs = args.length ? args : ['src', 'workers'];
-const all = dirs
-  .flatMap(files)
-  .flatMap(measure)
-  .sort((a, b) => b.lines - a.lines);
+const sources = dirs.flatMap(files);
+const all = sources.flatMap(measure).sort((a, b) => b.lines - a.lines);
 for (const m of all.slice(0, top))
   console.log(`${String(m.lines).padStart(4)}  ${relative('.', m.file)}:${m.line}  ${m.name}${m.reason ? '  (long because: in its header)' : ''}`);
 console.log(`${all.filter((m) => m.lines > 80).length} functions over 80 lines, of ${all.length}`);
-if (over !== undefined) {
-  const bad = all.filter((m) => m.lines > over && !m.reason);
-  for (const m of bad) console.error(`${relative('.', m.file)}:${m.line} ${m.name}: ${m.lines} lines, over ${over}, and no "long because" in its header`);
-  process.exit(bad.length ? 1 : 0);
-}
+const failures: string[] = [];
+if (over !== undefined)
+  for (const m of all.filter((m) => m.lines > over && !m.reason))
+    failures.push(`${relative('.', m.file)}:${m.line} ${m.name}: ${m.lines} lines, over ${over}, and no "long because" in its header`);
+if (cap !== undefined)
+  for (const m of all.filter((m) => m.lines > cap && !CAP_EXEMPT.has(relative('.', m.file))))
+    failures.push(`${relative('.', m.file)}:${m.line} ${m.name}: ${m.lines} lines, over the cap of ${cap}: cut it into named stages`);
+if (fileCap !== undefined)
+  for (const file of sources) {
+    const lines = readFileSync(file, 'utf8').split('\n').length - 1;
+    if (lines > fileCap && !CAP_EXEMPT.has(relative('.', file)))
+      failures.push(`${relative('.', file)}: ${lines} lines, over the cap of ${fileCap}: split it along its concerns`);
+  }
+for (const f of failures) console.error(f);
+process.exit(failures.length ? 1 : 0);

@@ -7,7 +7,8 @@ import { JobEventReader } from '../adapters/kube/job-event-reader.ts';
 import { createKubeMetrics } from '../adapters/kube/kube-metrics.ts';
 import { type ClusterLookups, InMemoryLookups } from '../adapters/kube/lookups.ts';
 import { createLogger, type Logger } from '../adapters/observability/logger.ts';
-import { createReceiverMetrics } from '../adapters/observability/metrics.ts';
+import { createReceiverMetrics, type ReceiverMetrics } from '../adapters/observability/metrics.ts';
+import type { NodeRedisUsers } from '../adapters/redis/node-redis-users.ts';
 import type { RedisConnections } from '../adapters/redis/redis-connections.ts';
 import type { Config } from '../core/config/schema.ts';
 import { trustFromConfig } from '../core/trust/from-config.ts';
@@ -16,6 +17,7 @@ import { startFleetExporter } from './fleet/fleet-exporter.ts';
 import { startNodeRedisBudget } from './fleet/start-node-redis-budget.ts';
 import { createApp } from './http/app.ts';
 import { JobReader } from './http/job-reader.ts';
+import type { IngestDeps } from './ingest/ingest.ts';
 import type { RepeatAnswers } from './ingest/repeat-answers.ts';
 import { startControls } from './receiver/controls-module.ts';
 import { startEnrolment } from './receiver/enrolment-module.ts';
@@ -25,6 +27,7 @@ import { listen } from './receiver/listen.ts';
 import { operators } from './receiver/operators-module.ts';
 import { openRedis } from './receiver/redis-module.ts';
 import { startScriptPreload } from './receiver/script-preload-module.ts';
+import type { NodeRevocation } from './enrolment/node-revocation.ts';
 import type { EventTrust } from './sources/event-trust.ts';
 import { type KubeWatches, startKubeWatches } from './watches/kube-watches.ts';
 
@@ -61,6 +64,47 @@ export interface ReceiverOptions {
 function leaseAccess(kubeConfig: KubeConfig | undefined): KubeConfig | undefined {
   if (kubeConfig || !process.env['KUBERNETES_SERVICE_HOST']) return kubeConfig;
   return loadKubeConfig();
+}
+
+/**
+ * KUBE_WATCH: the Node and Event watches and the reconcile, into the ingest the webhooks use. A
+ * deleted Node's agent is gone: so are its credentials and its Redis user (every replica does it;
+ * the generation rises once, removing twice is harmless).
+ */
+function startReceiverWatches(o: {
+  kubeConfig: KubeConfig;
+  ingest: IngestDeps;
+  eventTrust: EventTrust;
+  log: Logger;
+  metrics: ReceiverMetrics;
+  reconcileSeconds: number;
+  revocation: Pick<NodeRevocation, 'nodeDeleted'> | undefined;
+  nodeUsers: Pick<NodeRedisUsers, 'remove'> | undefined;
+}): Promise<KubeWatches> {
+  const { log, metrics, revocation, nodeUsers } = o;
+  return startKubeWatches({
+    kubeConfig: o.kubeConfig,
+    ingest: o.ingest,
+    eventTrust: o.eventTrust,
+    log: log.child({ component: 'kube' }),
+    ...(revocation
+      ? {
+          onNodeDeleted: (node: string, uid?: string) =>
+            void revocation.nodeDeleted(node, uid).catch((err: Error) => log.warn({ node, err: err.message }, "could not revoke a deleted node's credentials")),
+        }
+      : nodeUsers
+        ? {
+            onNodeDeleted: (node: string) =>
+              void nodeUsers.remove(node).catch((err: Error) => log.warn({ node, err: err.message }, "could not remove a deleted node's Redis user")),
+          }
+        : {}),
+    metrics: createKubeMetrics(metrics.registry),
+    // What the watch did not believe counts where the webhooks' does.
+    onIgnored: (ignored) => {
+      for (const i of ignored) metrics.ignored.inc({ source: i.source, reason: i.reason });
+    },
+    reconcileIntervalMs: o.reconcileSeconds * 1000,
+  });
 }
 
 // long because: the receiver's composition root: one line or block per module it wires, and their shutdown order
@@ -141,34 +185,15 @@ export async function startReceiver(config: Config, opts: ReceiverOptions = {}):
   });
   const http = await listen(config, app, log);
   if (kubeConfig) {
-    const nodeUsers = enrol.nodeUsers;
-    const revocation = revoke?.revocation;
-    watches = await startKubeWatches({
+    watches = await startReceiverWatches({
       kubeConfig,
       ingest: { lookups, dispatcher: j.dispatcher, corroborate: true },
       eventTrust,
-      log: log.child({ component: 'kube' }),
-      // A deleted Node's agent is gone: so are its credentials and its Redis user (every replica
-      // does it; the generation rises once, removing twice is harmless).
-      ...(revocation
-        ? {
-            onNodeDeleted: (node: string, uid?: string) =>
-              void revocation
-                .nodeDeleted(node, uid)
-                .catch((err: Error) => log.warn({ node, err: err.message }, "could not revoke a deleted node's credentials")),
-          }
-        : nodeUsers
-          ? {
-              onNodeDeleted: (node: string) =>
-                void nodeUsers.remove(node).catch((err: Error) => log.warn({ node, err: err.message }, "could not remove a deleted node's Redis user")),
-            }
-          : {}),
-      metrics: createKubeMetrics(metrics.registry),
-      // What the watch did not believe counts where the webhooks' does.
-      onIgnored: (ignored) => {
-        for (const i of ignored) metrics.ignored.inc({ source: i.source, reason: i.reason });
-      },
-      reconcileIntervalMs: config.kubeReconcileSeconds * 1000,
+      log,
+      metrics,
+      reconcileSeconds: config.kubeReconcileSeconds,
+      revocation: revoke?.revocation,
+      nodeUsers: enrol.nodeUsers,
     });
   }
 

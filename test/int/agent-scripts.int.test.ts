@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { REDIS_USERS, renderRedisAcl } from '../../scripts/deploy/redis-acl.ts';
 import { freePort } from '../../scripts/lib/local-redis.ts';
 import { agentScripts } from '../../src/adapters/lua/registry.ts';
-import { nodeUserName } from '../../src/adapters/redis/node-redis-users.ts';
+import { nodeUserName } from '../../src/adapters/redis/node-user-acl.ts';
 import type { RemediationJob } from '../../src/core/catalogue/jobs.ts';
 import { nodeQueueName } from '../../src/core/catalogue/queues.ts';
 import { EnrolAnswer } from '../../src/core/trust/enrolment-wire.ts';

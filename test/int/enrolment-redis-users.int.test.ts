@@ -9,7 +9,7 @@ import { REDIS_USERS, renderRedisAcl } from '../../scripts/deploy/redis-acl.ts';
 import { freePort, redisAnswers } from '../../scripts/lib/local-redis.ts';
 import type { RemediationJob } from '../../src/core/catalogue/jobs.ts';
 import { nodeQueueName } from '../../src/core/catalogue/queues.ts';
-import { nodeUserName, nodeUsersKey } from '../../src/adapters/redis/node-redis-users.ts';
+import { nodeUserName, nodeUsersKey } from '../../src/adapters/redis/node-user-acl.ts';
 import { startReceiver, type Receiver } from '../../src/control/receiver.ts';
 import { EnrolAnswer } from '../../src/core/trust/enrolment-wire.ts';
 import { sealerOf } from '../../src/core/trust/seal.ts';

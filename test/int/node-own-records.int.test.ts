@@ -6,7 +6,7 @@ import { queueControlKeys } from '../../src/core/controls/redis-keys.ts';
 import { ControlsStore } from '../../src/adapters/controls/controls-store.ts';
 import { auditMarksKey } from '../../src/adapters/controls/audit-marks.ts';
 import { knownQueuesKey } from '../../src/adapters/redis/known-queues.ts';
-import { nodeUserName, nodeUserRules } from '../../src/adapters/redis/node-redis-users.ts';
+import { nodeUserName, nodeUserRules } from '../../src/adapters/redis/node-user-acl.ts';
 import { agentScripts } from '../../src/adapters/lua/registry.ts';
 import { loadMissing } from '../../src/adapters/redis/script-preload.ts';
 import { evalshaFirst } from '../../src/adapters/redis/lua-script.ts';

@@ -7,7 +7,7 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { REDIS_USERS, renderRedisAcl } from '../../scripts/deploy/redis-acl.ts';
 import { freePort, redisAnswers } from '../../scripts/lib/local-redis.ts';
-import { nodeUserName } from '../../src/adapters/redis/node-redis-users.ts';
+import { nodeUserName } from '../../src/adapters/redis/node-user-acl.ts';
 import { GENERATIONS_POLL_MS, nodeGenerationKeys } from '../../src/adapters/redis/node-generations.ts';
 import { ControlsStore } from '../../src/adapters/controls/controls-store.ts';
 import { run as cli } from '../../src/control/cli/main.ts';

@@ -1,16 +1,8 @@
 import { Cluster, type ChainableCommander } from 'ioredis';
-import { AuditAppender } from './audit-append.ts';
-import { AuditMarks } from './audit-marks.ts';
-import { checkAuditList, FLEET_AUDIT_SCOPE, type AuditMark, type CheckedAuditEntry } from '../../core/controls/audit-seal.ts';
-import { execAll } from '../redis/exec-all.ts';
-import { luaScript, scriptOn } from '../redis/lua-script.ts';
-import type { RedisConnection } from '../redis/redis.ts';
 import type { Mode } from '../../core/catalogue/result.ts';
-import { knownQueuesKey } from '../redis/known-queues.ts';
-import { nodeOfQueue } from '../../core/catalogue/queues.ts';
-import { controlKeys, queueControlKeys, type ControlKeys } from '../../core/controls/redis-keys.ts';
-import { readEach } from './queue-reads.ts';
-import { AuditEntry, ModeOverride, ParkedJob, PauseRecord, parseJson } from '../../core/controls/records.ts';
+import { jobControlFields, relayFields, relayKey, relayedFor, type RelayedControls } from '../../core/controls/control-relay.ts';
+import { ModeOverride, type ParkedJob, PauseRecord } from '../../core/controls/records.ts';
+import { controlKeys, type ControlKeys } from '../../core/controls/redis-keys.ts';
 import {
   CONTROL_RESEAL_MS,
   CONTROL_SEAL_TTL_MS,
@@ -20,31 +12,25 @@ import {
   splitSealed,
   type ControlTrust,
 } from '../../core/controls/sealed-records.ts';
-import { verifySeal } from '../../core/trust/seal.ts';
-import { jobControlFields, relayFields, relayKey, relayedFor, type RelayedControls } from '../../core/controls/control-relay.ts';
-import { ControlMirrors, MIRROR_FRESH_MS } from './control-mirrors.ts';
 import { TransientError } from '../../core/errors.ts';
+import { verifySeal } from '../../core/trust/seal.ts';
+import { execAll } from '../redis/exec-all.ts';
+import { scriptOn } from '../redis/lua-script.ts';
+import type { RedisConnection } from '../redis/redis.ts';
+import { type Asked, type AuditRead, AuditTrail } from './audit-trail.ts';
+import { CAS_FIELD, NEXT_GEN } from './control-scripts.ts';
+import { ControlMirrors, MIRROR_FRESH_MS } from './control-mirrors.ts';
+import { ParkedJobs } from './parked-jobs.ts';
 
 // Modes, pause switches, the audit trail and the list of parked jobs, kept in Redis so every
 // receiver replica and every agent sees the same switches without a restart. Workers read them
 // at each job's start and before each step; the API changes them, never by deleting a field
-// (a clear is a sealed tombstone: sealed-records.ts).
-
-export interface Asked {
-  by: string;
-  why?: string;
-}
+// (a clear is a sealed tombstone: sealed-records.ts). The audit trail is audit-trail.ts, the parked
+// jobs parked-jobs.ts, behind this one store.
 
 export interface Overrides {
   runbookOverride?: ModeOverride;
   nodeOverride?: ModeOverride;
-}
-
-/** Audit entries as read: checked ones say whether their writer's seal holds. */
-export interface AuditRead {
-  entries: Array<AuditEntry | CheckedAuditEntry>;
-  /** Lists whose numbers do not add up (entries deleted, a list started again). */
-  problems: Array<{ list: string; missing: string[]; restartedBelow?: number }>;
 }
 
 export interface StartView {
@@ -57,15 +43,6 @@ const startFields = jobControlFields;
 
 export type ModeScope = { runbook: string } | { node: string };
 const scopeField = (s: ModeScope): string => ('runbook' in s ? `runbook/${s.runbook}` : `node/${s.node}`);
-const AUDIT_KEEP = 1000;
-/**
- * A parked record in the transition hash (keys.ts legacyParked) counts while younger than this:
- * an agent not yet upgraded parks its job again (a fresh `since`) at every recheck, so a live one
- * always is; one left behind by a job an upgraded agent then ran (it unparks under its queue
- * only) drops out instead of showing as waiting forever.
- */
-const LEGACY_PARKED_FRESH_MS = 3600_000;
-
 export interface Pauses {
   cluster?: PauseRecord;
   nodes: Record<string, PauseRecord>;
@@ -76,29 +53,6 @@ export interface Pauses {
 /** What a pause covers: the cluster (undefined), one node (its name), or one runbook everywhere. */
 export type PauseScope = string | { runbook: string } | undefined;
 const pauseField = (s: PauseScope): string => (s === undefined ? 'cluster' : typeof s === 'string' ? `node/${s}` : `runbook/${s.runbook}`);
-
-/** The field's next generation: the writer's clock in ms, forced above the field's last one. */
-export const NEXT_GEN = luaScript(
-  'volumeMedicNextGen',
-  `
-local last = tonumber(redis.call('HGET', KEYS[1], ARGV[1]) or '0') or 0
-local gen = tonumber(ARGV[2])
-if gen <= last then gen = last + 1 end
-redis.call('HSET', KEYS[1], ARGV[1], string.format('%d', gen))
-return gen`,
-  1,
-);
-
-/** HSET field only while it holds ARGV[2] ('' = absent). */
-export const CAS_FIELD = luaScript(
-  'volumeMedicCasField',
-  `
-local cur = redis.call('HGET', KEYS[1], ARGV[1])
-if (cur or '') ~= ARGV[2] then return 0 end
-redis.call('HSET', KEYS[1], ARGV[1], ARGV[3])
-return 1`,
-  1,
-);
 
 export interface ControlsStoreOptions {
   /**
@@ -118,39 +72,15 @@ export interface ControlsStoreOptions {
   copyOnly?: boolean;
 }
 
-/**
- * The lists merged newest first by time, each list's own entries kept in their stored order (its
- * writers' numbering): an entry whose append was retried carries a later number than its time
- * says, and sorting all by time would show one list's entries out of their order.
- */
-function mergeNewestFirst<T extends { at: string }>(all: readonly (readonly T[])[], limit: number): T[] {
-  const lists = all.filter((l) => l.length > 0);
-  const heads = lists.map(() => 0);
-  const out: T[] = [];
-  while (out.length < limit) {
-    let pick = -1;
-    for (let i = 0; i < lists.length; i++) {
-      const e = lists[i]![heads[i]!];
-      if (e !== undefined && (pick === -1 || e.at > lists[pick]![heads[pick]!]!.at)) pick = i;
-    }
-    if (pick === -1) break;
-    out.push(lists[pick]![heads[pick]!++]!);
-  }
-  return out;
-}
-
 export class ControlsStore {
   readonly redis: RedisConnection;
   readonly keys: ControlKeys;
   readonly #now: () => Date;
   readonly #sealed: SealedRecords;
-  readonly #prefix: string;
 
   /** `trust`: the API seals what it writes; workers verify what they read (sealed-records.ts). */
-  readonly #audit: ControlTrust['audit'];
-  /** What was seen of each audit list, kept in Redis: a list started again since is reported. */
-  readonly #auditMarks: AuditMarks;
-  readonly #appender: AuditAppender;
+  readonly #trail: AuditTrail;
+  readonly #parked: ParkedJobs;
   /** Copies in the node queues' slots, when kept (ControlsStoreOptions.mirrors). */
   readonly mirrors: ControlMirrors | undefined;
   readonly #o: ControlsStoreOptions;
@@ -158,14 +88,12 @@ export class ControlsStore {
   constructor(redis: RedisConnection, prefix: string, now: () => Date = () => new Date(), trust?: ControlTrust, o: ControlsStoreOptions = {}) {
     this.#o = o;
     this.mirrors = (o.mirrors ?? redis instanceof Cluster) ? new ControlMirrors(redis, prefix, () => now().getTime()) : undefined;
-    this.#audit = trust?.audit;
     this.redis = redis;
     this.keys = controlKeys(prefix);
-    this.#prefix = prefix;
     this.#now = now;
     this.#sealed = new SealedRecords(trust);
-    this.#appender = new AuditAppender(redis, trust?.audit?.sealer, AUDIT_KEEP);
-    this.#auditMarks = new AuditMarks(redis, prefix);
+    this.#trail = new AuditTrail(redis, prefix, now, trust?.audit);
+    this.#parked = new ParkedJobs(redis, prefix, now);
   }
 
   /**
@@ -246,57 +174,18 @@ export class ControlsStore {
    * An entry in the audit trail: a worker's (`queue`: its own queue's list, which its Redis user
    * may write) or the receiver's (no queue: the fleet list, which no agent may write).
    */
-  async audit(action: string, target: string, asked: Asked, queue?: string): Promise<void> {
-    const entry: AuditEntry = { at: this.#now().toISOString(), by: asked.by, action, target, why: asked.why ?? '' };
-    const key = queue === undefined ? this.keys.audit : queueControlKeys(this.#prefix, queue).audit;
-    // Numbered and sealed with that number: a reader sees what went missing (audit-seal.ts).
-    await this.#appender.append(key, queue ?? FLEET_AUDIT_SCOPE, entry);
-  }
-
-  /** The known queues (src/adapters/redis/known-queues.ts): whose lists the readers merge. */
-  async #queues(): Promise<string[]> {
-    return (await this.redis.smembers(knownQueuesKey(this.#prefix))).sort();
+  audit(action: string, target: string, asked: Asked, queue?: string): Promise<void> {
+    return this.#trail.audit(action, target, asked, queue);
   }
 
   /** The newest `limit` entries of the fleet list and every known queue's, merged newest first. */
-  async auditLog(limit = 100): Promise<AuditRead['entries']> {
-    return (await this.auditReport(limit)).entries;
+  auditLog(limit = 100): Promise<AuditRead['entries']> {
+    return this.#trail.auditLog(limit);
   }
 
-  /**
-   * auditLog, and per list what does not add up: numbers missing between the entries read, and a
-   * list that started again since a receiver read it (audit-marks.ts). With the roots (the
-   * receiver), every entry says whether its writer's seal holds and it is in its writer's name
-   * (`verified`).
-   */
-  async auditReport(limit = 100): Promise<AuditRead> {
-    const queues = await this.#queues();
-    const scopes = [FLEET_AUDIT_SCOPE, ...queues];
-    const roots = this.#audit?.roots;
-    const [lists, marks] = await Promise.all([
-      readEach(this.redis, [this.keys.audit, ...queues.map((q) => queueControlKeys(this.#prefix, q).audit)], { cmd: 'lrange', count: limit }) as Promise<
-        string[][]
-      >,
-      roots ? this.#auditMarks.read(scopes) : Promise.resolve([]),
-    ]);
-    const perList: AuditRead['entries'][] = [];
-    const problems: AuditRead['problems'] = [];
-    const raised = new Map<string, AuditMark>();
-    lists.forEach((rows, i) => {
-      const scope = scopes[i]!;
-      if (!roots) {
-        perList.push(rows.map((r) => parseJson(AuditEntry, r)).filter((e): e is AuditEntry => e !== undefined));
-        return;
-      }
-      const seen = marks[i] ?? { seq: 0 };
-      const c = checkAuditList(roots, scope, rows, seen);
-      if (c.mark && c.mark.seq > seen.seq) raised.set(scope, c.mark);
-      perList.push(c.entries);
-      if (c.missing.length > 0 || c.restartedBelow !== undefined)
-        problems.push({ list: scope, missing: c.missing, ...(c.restartedBelow !== undefined ? { restartedBelow: c.restartedBelow } : {}) });
-    });
-    await this.#auditMarks.raise(raised);
-    return { entries: mergeNewestFirst(perList, limit), problems };
+  /** auditLog, and per list what does not add up (AuditTrail.auditReport). */
+  auditReport(limit = 100): Promise<AuditRead> {
+    return this.#trail.auditReport(limit);
   }
 
   // --- modes -----------------------------------------------------------------------------------
@@ -473,40 +362,16 @@ export class ControlsStore {
   // --- parked jobs -----------------------------------------------------------------------------
 
   /** Lists the job as parked, under its own queue (p.queue). */
-  async park(p: ParkedJob): Promise<void> {
-    await this.redis.hset(queueControlKeys(this.#prefix, p.queue).parked, p.jobId, JSON.stringify(p));
+  park(p: ParkedJob): Promise<void> {
+    return this.#parked.park(p);
   }
 
-  async unpark(queue: string, jobId: string): Promise<void> {
-    await this.redis.hdel(queueControlKeys(this.#prefix, queue).parked, jobId);
+  unpark(queue: string, jobId: string): Promise<void> {
+    return this.#parked.unpark(queue, jobId);
   }
 
-  /**
-   * Every known queue's parked jobs (and the transition hash's live ones), oldest first. A
-   * record counts only under the queue it names: a node's user can write its own hash only, and
-   * a record there claiming another queue's job would otherwise get that job promoted or shown.
-   * Its node is its queue's (a record in node-a's hash naming node-b is node-a's: shown, counted
-   * and released as node-a's).
-   */
-  async parkedJobs(): Promise<ParkedJob[]> {
-    const queues = await this.#queues();
-    const hashes = (await readEach(this.redis, [this.keys.legacyParked, ...queues.map((q) => queueControlKeys(this.#prefix, q).parked)], {
-      cmd: 'hgetall',
-    })) as Record<string, string>[];
-    const byId = new Map<string, ParkedJob>();
-    const fresh = this.#now().getTime() - LEGACY_PARKED_FRESH_MS;
-    for (const t of Object.values(hashes[0] ?? {})) {
-      const p = parseJson(ParkedJob, t);
-      if (p && Date.parse(p.since) >= fresh) byId.set(p.jobId, p);
-    }
-    queues.forEach((q, i) => {
-      for (const [jobId, t] of Object.entries(hashes[i + 1] ?? {})) {
-        const p = parseJson(ParkedJob, t);
-        if (!p || p.queue !== q || p.jobId !== jobId) continue;
-        const own = nodeOfQueue(q);
-        byId.set(jobId, own === undefined || p.node === own ? p : { ...p, node: own });
-      }
-    });
-    return [...byId.values()].sort((a, b) => a.since.localeCompare(b.since));
+  /** Every known queue's parked jobs (and the transition hash's live ones), oldest first (ParkedJobs.parkedJobs). */
+  parkedJobs(): Promise<ParkedJob[]> {
+    return this.#parked.parkedJobs();
   }
 }

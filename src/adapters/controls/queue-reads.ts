@@ -1,6 +1,7 @@
 import type { RedisConnection } from '../redis/redis.ts';
 import { execAll } from '../redis/exec-all.ts';
 import { inLanes, laneShape } from '../redis/in-lanes.ts';
+import { knownQueuesKey } from '../redis/known-queues.ts';
 
 // One read of the same kind from many queues' keys (each queue's parked hash, each queue's audit
 // list), for the readers that merge what every worker wrote under its own queue. On a single
@@ -30,4 +31,9 @@ export async function readEach(
     }
     return execAll(p);
   });
+}
+
+/** The known queues (src/adapters/redis/known-queues.ts), sorted: whose lists and hashes the readers merge. */
+export async function knownQueueNames(redis: RedisConnection, prefix: string): Promise<string[]> {
+  return (await redis.smembers(knownQueuesKey(prefix))).sort();
 }

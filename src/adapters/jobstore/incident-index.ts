@@ -1,4 +1,4 @@
-import type { StoredIndex } from './dispatcher.ts';
+import type { StoredIndex } from './store-pipeline.ts';
 import type { RedisConnection } from '../redis/redis.ts';
 
 // The console's index of incidents, newest first, so a page of the dashboard reads a bounded

@@ -3,7 +3,7 @@ import { AUDIT_APPEND } from '../controls/audit-append.ts';
 import { AUDIT_MARKS_RAISE } from '../controls/audit-marks.ts';
 import { BREAKER_RESERVE, BREAKER_STORM } from '../controls/breakers.ts';
 import { WRITE_COPY } from '../controls/control-mirrors.ts';
-import { CAS_FIELD, NEXT_GEN } from '../controls/controls-store.ts';
+import { CAS_FIELD, NEXT_GEN } from '../controls/control-scripts.ts';
 import { AGENT_PRESENCE } from '../jobstore/agent-presence.ts';
 import { bullmqScripts } from '../jobstore/bullmq-scripts.ts';
 import type { LuaScript } from '../redis/lua-script.ts';

@@ -6,7 +6,8 @@ import type { FoundJob, JobStore } from '../../core/jobs/job-store.ts';
 import type { Keyring } from '../../core/trust/keyring.ts';
 import type { Sealer } from '../../core/trust/seal.ts';
 import { SEAL_FIELD, issuerMayNot, sealJob, verifyJobProvenance } from '../../core/trust/work.ts';
-import type { Asked, ControlsStore } from '../../adapters/controls/controls-store.ts';
+import type { Asked } from '../../adapters/controls/audit-trail.ts';
+import type { ControlsStore } from '../../adapters/controls/controls-store.ts';
 import type { Role } from '../../core/trust/roles.ts';
 
 // An operator's retry of a failed job. Not BullMQ's job.retry(): that would put the

@@ -4,7 +4,9 @@ import { ApiError, apiClient } from './api-client.ts';
 import { operatorToken } from './operator-token.ts';
 import { terminalSafe } from './terminal-safe.ts';
 import { redactUrlsIn } from '../../core/config/redact-url.ts';
-import { UsageError, approvals, breakers, decide, explain, fleet, job, jobs, modes, pause, placeholders, retry, revoke, show, type Opts } from './commands.ts';
+import { type Opts, UsageError } from './command-kit.ts';
+import { approvals, breakers, decide, explain, fleet, jobs, modes, pause, placeholders, retry, revoke } from './commands.ts';
+import { job, show } from './job-commands.ts';
 import { redisBudget } from './redis-budget-command.ts';
 
 // `volume-medic`: the operator's command line, against the receiver's API.

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { ApiClient } from './api-client.ts';
 import { read } from './answers.ts';
-import { type Opts, type Out, UsageError } from './commands.ts';
+import { type Opts, type Out, UsageError } from './command-kit.ts';
 import { table } from './table.ts';
 
 // `volume-medic redis-budget`: the nodes restricted for going over their Redis memory budget

@@ -1,6 +1,6 @@
 import type { Logger } from '../../adapters/observability/logger.ts';
 import { memorySamples, nodeUsage, trimNode, type TrimReport } from '../../adapters/redis/node-memory.ts';
-import type { ApplyReport } from '../../adapters/redis/node-redis-users.ts';
+import type { ApplyReport } from '../../adapters/redis/node-user-servers.ts';
 import { NodeRestrictions } from '../../adapters/redis/node-restrictions.ts';
 import type { RedisConnection } from '../../adapters/redis/redis.ts';
 import { DEFAULT_PASS_POLICY, fullness, type LastPass, nodesOverBudget, type PassPolicy, type PassReason, passDue } from '../../core/redis-budget/decision.ts';

@@ -71,62 +71,113 @@ export interface KubeWatches {
   close(): Promise<void>;
 }
 
-// long because: it starts the watches side by side (Nodes, Events, the reconcile) and owns their one shutdown; each watch is a few lines of wiring
+/** What the watches do alike, whatever they watch. */
+type Watch = Pick<SupervisedInformer<KubernetesObject>, 'start' | 'stop' | 'state'>;
+
+/** What every watch and the reconcile are built from. */
+interface WatchContext {
+  o: KubeWatchesOptions;
+  core: ReturnType<typeof kubeClients>['core'];
+  sink: SignalSink;
+  /** The options every SupervisedInformer shares. */
+  common: ReturnType<typeof informerCommon>;
+  now: () => number;
+  trust: EventTrust;
+  count(watch: string, outcome: string): void;
+}
+
+const informerCommon = (o: KubeWatchesOptions, sleep: Sleep, now: () => number) => ({
+  kubeConfig: o.kubeConfig,
+  sleep,
+  now,
+  ...(o.backoff ? { backoff: o.backoff } : {}),
+  ...(o.log ? { log: o.log } : {}),
+  ...(o.metrics ? { metrics: o.metrics } : {}),
+});
+
 export async function startKubeWatches(o: KubeWatchesOptions): Promise<KubeWatches> {
   const sleep = o.sleep ?? realSleep;
   const now = o.now ?? Date.now;
   const stop = new AbortController();
-  const log = o.log;
-  const { core } = kubeClients(o.kubeConfig);
   const sink =
     o.sink ??
     ingestSink({
       deps: o.ingest,
       sleep,
       signal: stop.signal,
-      ...(log ? { log } : {}),
+      ...(o.log ? { log: o.log } : {}),
       onStoreFailed: (origin) => o.metrics?.observed.inc({ watch: origin, outcome: 'store_failed' }),
       ...(o.onIgnored ? { onIgnored: o.onIgnored } : {}),
     });
-  const common = {
-    kubeConfig: o.kubeConfig,
-    sleep,
+  const ctx: WatchContext = {
+    o,
+    core: kubeClients(o.kubeConfig).core,
+    sink,
+    common: informerCommon(o, sleep, now),
     now,
-    ...(o.backoff ? { backoff: o.backoff } : {}),
-    ...(log ? { log } : {}),
-    ...(o.metrics ? { metrics: o.metrics } : {}),
+    trust: o.eventTrust ?? DEFAULT_EVENT_TRUST,
+    count: (watch, outcome) => o.metrics?.observed.inc({ watch, outcome }),
   };
+  const informers: Watch[] = [...(o.nodes !== false ? [nodeWatch(ctx)] : []), ...eventWatches(ctx)];
+  const reconciler = reconcilerOf(ctx);
+
+  // Start the watches first: the reconcile then finds what happened while they were not watching.
+  await Promise.all(informers.map((i) => i.start()));
+  const interval = o.reconcileIntervalMs ?? 5 * 60_000;
+  const loop = (async () => {
+    await reconciler.reconcileNow();
+    while (interval > 0 && !stop.signal.aborted) {
+      await sleep(interval, stop.signal);
+      if (!stop.signal.aborted) await reconciler.reconcileNow();
+    }
+  })();
+
+  let closing: Promise<void> | undefined;
+  return {
+    state: () => {
+      const watches = informers.map((i) => i.state());
+      return { ready: watches.every((w) => w.status === 'watching'), watches, reconcile: reconciler.state() };
+    },
+    reconcileNow: reconciler.reconcileNow,
+    close: () =>
+      (closing ??= (async () => {
+        stop.abort();
+        await Promise.all(informers.map((i) => i.stop()));
+        await loop;
+        await reconciler.running();
+      })()),
+  };
+}
+
+/** The Node watch: a Node Ready again or rebooted is a recovery signal; a deleted Node is told to onNodeDeleted. */
+function nodeWatch({ o, core, sink, common, count }: WatchContext): Watch {
   const tracker = new NodeReadyTracker();
-  /** What the watches do alike, whatever they watch. */
-  const informers: Array<Pick<SupervisedInformer<KubernetesObject>, 'start' | 'stop' | 'state'>> = [];
-  const count = (watch: string, outcome: string): void => o.metrics?.observed.inc({ watch, outcome });
-  const trust = o.eventTrust ?? DEFAULT_EVENT_TRUST;
+  const nodes = new SupervisedInformer<V1Node>({ ...common, name: 'nodes', path: '/api/v1/nodes', list: () => core.listNode({}) });
+  const onNode = async (obj: V1Node): Promise<void> => {
+    const n = observeNode(obj);
+    if (!n) return count('nodes', 'invalid');
+    const r = tracker.observe(n);
+    if (!r) return count('nodes', 'unchanged');
+    count('nodes', 'signal');
+    const why = r.why === 'ready-again' ? `Ready ${r.from} -> True` : `boot id ${r.previousBootId} -> ${n.bootId}`;
+    await sink.submit([nodeRecoveredSignal(n, 'k8s-watch', `Node ${n.name} ${why} (watch)`)], 'nodes');
+  };
+  nodes.on('add', onNode);
+  nodes.on('update', onNode);
+  nodes.on('delete', (obj) => {
+    if (!obj.metadata?.name) return;
+    tracker.forget(obj.metadata.name);
+    o.onNodeDeleted?.(obj.metadata.name, obj.metadata.uid);
+  });
+  return nodes;
+}
 
-  if (o.nodes !== false) {
-    const nodes = new SupervisedInformer<V1Node>({ ...common, name: 'nodes', path: '/api/v1/nodes', list: () => core.listNode({}) });
-    const onNode = async (obj: V1Node): Promise<void> => {
-      const n = observeNode(obj);
-      if (!n) return count('nodes', 'invalid');
-      const r = tracker.observe(n);
-      if (!r) return count('nodes', 'unchanged');
-      count('nodes', 'signal');
-      const why = r.why === 'ready-again' ? `Ready ${r.from} -> True` : `boot id ${r.previousBootId} -> ${n.bootId}`;
-      await sink.submit([nodeRecoveredSignal(n, 'k8s-watch', `Node ${n.name} ${why} (watch)`)], 'nodes');
-    };
-    nodes.on('add', onNode);
-    nodes.on('update', onNode);
-    nodes.on('delete', (obj) => {
-      if (!obj.metadata?.name) return;
-      tracker.forget(obj.metadata.name);
-      o.onNodeDeleted?.(obj.metadata.name, obj.metadata.uid);
-    });
-    informers.push(nodes);
-  }
-
+/** One Event watch per reason; each Event believed (event-signals.ts) goes to the sink. */
+function eventWatches({ o, core, sink, common, trust, count }: WatchContext): Watch[] {
   // An Event's uid -> the resourceVersion handled: a relist hands every cached Event over again,
   // and an unchanged one need not be triaged twice. Bounded: the newest 10,000 at least.
   const handled = new GenerationalMap<string, string>(20_000);
-  for (const reason of o.eventReasons ?? WATCHED_EVENT_REASONS) {
+  return (o.eventReasons ?? WATCHED_EVENT_REASONS).map((reason) => {
     const name = `events-${reason}`;
     const fieldSelector = `reason=${reason}`;
     const inf = new SupervisedInformer<CoreV1Event>({
@@ -145,16 +196,19 @@ export async function startKubeWatches(o: KubeWatchesOptions): Promise<KubeWatch
       count(name, r.outcome);
       // Debug, not info: anyone who may create Events can make many that are not believed.
       if (r.outcome === 'ignored') {
-        log?.debug({ watch: name, uid, reason: r.reason, detail: r.detail }, 'watched Event ignored');
+        o.log?.debug({ watch: name, uid, reason: r.reason, detail: r.detail }, 'watched Event ignored');
         o.onIgnored?.([{ source: 'k8s-watch-event', reason: r.reason }]);
       }
       if (r.outcome === 'signal') await sink.submit(r.signals, name);
     };
     inf.on('add', onEvent);
     inf.on('update', onEvent);
-    informers.push(inf);
-  }
+    return inf;
+  });
+}
 
+/** The reconcile: one run at a time (a call during a run shares it), its outcome kept for state(). */
+function reconcilerOf({ o, core, sink, now, trust }: WatchContext) {
   const rec: ReconcileState = { runs: 0 };
   let running: Promise<ReconcileResult | undefined> | undefined;
   const reconcileNow = (): Promise<ReconcileResult | undefined> =>
@@ -166,7 +220,7 @@ export async function startKubeWatches(o: KubeWatchesOptions): Promise<KubeWatch
           now,
           recentReadyMs: o.recentReadyMs ?? 30 * 60_000,
           eventTrust: trust,
-          ...(log ? { log } : {}),
+          ...(o.log ? { log: o.log } : {}),
         });
         Object.assign(rec, { runs: rec.runs + 1, lastRunAt: now(), lastResult: result });
         delete rec.lastError;
@@ -175,37 +229,11 @@ export async function startKubeWatches(o: KubeWatchesOptions): Promise<KubeWatch
       } catch (err) {
         Object.assign(rec, { runs: rec.runs + 1, lastRunAt: now(), lastError: (err as Error).message });
         o.metrics?.reconciles.inc({ outcome: 'failed' });
-        log?.warn({ err: (err as Error).message }, 'reconcile failed; the next run will try again');
+        o.log?.warn({ err: (err as Error).message }, 'reconcile failed; the next run will try again');
         return undefined;
       } finally {
         running = undefined;
       }
     })());
-
-  // Start the watches first: the reconcile then finds what happened while they were not watching.
-  await Promise.all(informers.map((i) => i.start()));
-  const interval = o.reconcileIntervalMs ?? 5 * 60_000;
-  const loop = (async () => {
-    await reconcileNow();
-    while (interval > 0 && !stop.signal.aborted) {
-      await sleep(interval, stop.signal);
-      if (!stop.signal.aborted) await reconcileNow();
-    }
-  })();
-
-  let closing: Promise<void> | undefined;
-  return {
-    state: () => {
-      const watches = informers.map((i) => i.state());
-      return { ready: watches.every((w) => w.status === 'watching'), watches, reconcile: { ...rec } };
-    },
-    reconcileNow,
-    close: () =>
-      (closing ??= (async () => {
-        stop.abort();
-        await Promise.all(informers.map((i) => i.stop()));
-        await loop;
-        await running;
-      })()),
-  };
+  return { reconcileNow, state: (): ReconcileState => ({ ...rec }), running: () => running };
 }

@@ -4,7 +4,7 @@ import { nodeQueueName } from '../catalogue/queues.ts';
 // Whose memory a key is, and which of a node's keys go first when it must give memory back.
 //
 // A node's keys are exactly what its own Redis user may write: `<prefix>:vm-node-{<node>}:*`
-// (src/adapters/redis/node-redis-users.ts nodeUserRules). Node names hold no `}`, `*`, `?` or
+// (src/adapters/redis/node-user-acl.ts nodeUserRules). Node names hold no `}`, `*`, `?` or
 // `[`, and a prefix no `:` or `{`, so a key is node n's if and only if it starts with
 // `<prefix>:vm-node-{n}:`: never another node's, never the receiver's fleet keys (`<prefix>:vm:*`).
 

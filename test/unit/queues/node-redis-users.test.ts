@@ -1,14 +1,18 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { REDIS_USERS, renderRedisAcl } from '../../../scripts/deploy/redis-acl.ts';
+import { readOnlyRules } from '../../../src/core/redis-budget/restriction.ts';
 import {
+  aclCommands,
   CLUSTER_DISCOVERY_COMMANDS,
   NODE_AGENT_COMMANDS,
   nodeOfUserName,
   nodeUserName,
   nodeUserRules,
   nodeUsersKey,
-} from '../../../src/adapters/redis/node-redis-users.ts';
+  registryOf,
+  serverChanges,
+} from '../../../src/adapters/redis/node-user-acl.ts';
 
 // The per-node Redis user is the shared node-agent user of the ACL template with one change: its
 // queue pattern names one node. The live half (glob semantics, NOPERM, every topology) is
@@ -80,5 +84,48 @@ describe('per-node Redis users', () => {
     const u = new URL(`redis://${nodeUserName('n-1.example')}:pw@h:1`);
     expect(u.username).toBe(nodeUserName('n-1.example'));
     expect(nodeUsersKey('vmp')).toBe('vmp:vm:acl:nodes');
+  });
+});
+
+describe('bringing a server in line with the registry (pure)', () => {
+  const other = createHash('sha256').update('other').digest('hex');
+  const registry = new Map([
+    ['a', sha],
+    ['b', other],
+  ]);
+
+  it('adds only the registered users a server lacks and deletes the managed users the registry no longer has', () => {
+    const users = ['default', REDIS_USERS['node-agent'], nodeUserName('a'), nodeUserName('gone')];
+    expect(serverChanges(users, registry, new Set(), false)).toEqual([{ node: 'b', sha: other }, { node: 'gone' }]);
+  });
+
+  it('applies every registered user again on a full pass, read-only for a restricted node', () => {
+    const users = [nodeUserName('a'), nodeUserName('b')];
+    expect(serverChanges(users, registry, new Set(['b']), true)).toEqual([
+      { node: 'a', sha },
+      { node: 'b', sha: other, readOnly: true },
+    ]);
+    expect(serverChanges(users, registry, new Set(), false)).toEqual([]);
+  });
+
+  it('reads the registry without entries that are not a node name and a SHA-256', () => {
+    expect([...registryOf({ a: sha, 'B*': sha, c: 'pw', d: other })]).toEqual([
+      ['a', sha],
+      ['d', other],
+    ]);
+  });
+
+  it('pipelines sets and deletes in order, and swaps a restricted user read-only in a command pair of its own', () => {
+    const { pipeline, swaps } = aclCommands('vmp', [{ node: 'a', sha }, { node: 'gone' }, { node: 'b', sha: other, readOnly: true }]);
+    expect(pipeline).toEqual([
+      ['SETUSER', nodeUserName('a'), ...nodeUserRules('vmp', 'a', sha)],
+      ['DELUSER', nodeUserName('gone')],
+    ]);
+    expect(swaps).toEqual([
+      [
+        ['DELUSER', nodeUserName('b')],
+        ['SETUSER', nodeUserName('b'), ...readOnlyRules(nodeUserRules('vmp', 'b', other))],
+      ],
+    ]);
   });
 });

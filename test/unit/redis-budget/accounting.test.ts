@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { nodeQueueName } from '../../../src/core/catalogue/queues.ts';
 import { keysOfNodePattern, nodeKeyPattern, nodeOfKey, RemovalWalk, removalCut, SizeClasses, sizeClass } from '../../../src/core/redis-budget/accounting.ts';
-import { nodeUserRules } from '../../../src/adapters/redis/node-redis-users.ts';
+import { nodeUserRules } from '../../../src/adapters/redis/node-user-acl.ts';
 
 // The per-node memory budget's accounting: whose key is whose, and which of a node's keys go first.
 

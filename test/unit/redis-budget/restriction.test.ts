@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { nodeUserRules } from '../../../src/adapters/redis/node-redis-users.ts';
+import { nodeUserRules } from '../../../src/adapters/redis/node-user-acl.ts';
 import { readOnlyRules } from '../../../src/core/redis-budget/restriction.ts';
 
 describe("a restricted node's Redis user", () => {
