@@ -9,7 +9,8 @@ import { type ClusterLookups, InMemoryLookups } from '../adapters/kube/lookups.t
 import { createLogger, type Logger } from '../adapters/observability/logger.ts';
 import { createReceiverMetrics } from '../adapters/observability/metrics.ts';
 import type { RedisConnections } from '../adapters/redis/redis-connections.ts';
-import type { Config } from '../core/config/schema.ts';
+import { inCluster } from '../core/config/in-cluster.ts';
+import type { ReceiverConfig } from '../core/config/schema.ts';
 import { trustFromConfig } from '../core/trust/from-config.ts';
 import { GenerationTable } from '../core/trust/key-generations.ts';
 import { startFleetExporter } from './fleet/fleet-exporter.ts';
@@ -59,12 +60,12 @@ export interface ReceiverOptions {
 
 /** Kubernetes access for the Lease: in a pod there is always some, even with KUBE_WATCH off. */
 function leaseAccess(kubeConfig: KubeConfig | undefined): KubeConfig | undefined {
-  if (kubeConfig || !process.env['KUBERNETES_SERVICE_HOST']) return kubeConfig;
+  if (kubeConfig || !inCluster()) return kubeConfig;
   return loadKubeConfig();
 }
 
 // long because: the receiver's composition root: one line or block per module it wires, and their shutdown order
-export async function startReceiver(config: Config, opts: ReceiverOptions = {}): Promise<Receiver> {
+export async function startReceiver(config: ReceiverConfig, opts: ReceiverOptions = {}): Promise<Receiver> {
   const log = opts.log ?? createLogger('receiver', config.logLevel, { buffered: true });
   // Everything the receiver stores for an agent is sealed with its key (fails closed without one),
   // for an enrolled node at that node's credential generation (revocation-module.ts).

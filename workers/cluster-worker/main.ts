@@ -1,6 +1,7 @@
 import { CLUSTER_QUEUE } from '../../src/core/catalogue/queues.ts';
-import { keepFinished } from '../../src/core/catalogue/policy.ts';
+import { keepFor } from '../../src/core/catalogue/policy.ts';
 import { modeOf } from '../../src/core/config/load.ts';
+import { kubeAccessConfigured } from '../../src/core/config/in-cluster.ts';
 import { KubeLookups } from '../../src/adapters/kube/api/kube-lookups.ts';
 import { kubeClients, loadKubeConfig } from '../../src/adapters/kube/kube-config.ts';
 import { JobEventRecorder } from '../../src/adapters/kube/job-events.ts';
@@ -31,9 +32,9 @@ import { startProbeServer } from '../../src/adapters/observability/probe-server.
 
 const log = createLogger('cluster-worker');
 // long because: the cluster worker's composition root: config, trust, Kubernetes access, the worker, the no-agent check, probes
-await runMain(log, async (config) => {
-  const inCluster = Boolean(process.env['KUBERNETES_SERVICE_HOST'] || process.env['KUBECONFIG']);
-  const clients = inCluster ? kubeClients(loadKubeConfig()) : undefined;
+await runMain('cluster-worker', log, async (config) => {
+  const kube = kubeAccessConfigured();
+  const clients = kube ? kubeClients(loadKubeConfig()) : undefined;
   const lookups: LookupsOf<'cluster-worker'> = clients ? new KubeLookups(clients) : new InMemoryLookups();
   // Node-side halves go onto the node's own queue, like any job the receiver stores.
   const connections = new RedisConnections({
@@ -65,7 +66,7 @@ await runMain(log, async (config) => {
     timeoutMs: config.enqueueTimeoutMs,
     sealer: trust.sealer,
     sealTtlMs: trust.ttlMs,
-    ...(config.dedupWindowSeconds !== undefined ? { dedupWindowSeconds: config.dedupWindowSeconds } : {}),
+    dedupWindowMs: config.dedupWindowMs,
     index: new IncidentIndex(redis, config.queuePrefix),
     onIndexError: (err) => log.warn({ err: err.message }, "the console's incident index missed a batch"),
   });
@@ -79,7 +80,7 @@ await runMain(log, async (config) => {
     modeOf: (runbook) => modeOf(config, runbook),
     accepts: () => undefined,
     lockDurationMs: config.lockDurationMs,
-    keepFinished: keepFinished('cluster', config.dedupWindowSeconds),
+    keepFinished: keepFor(config.dedupWindowMs.cluster),
     log,
     controls: controlsFromConfig(config),
     trust: {
@@ -105,7 +106,7 @@ await runMain(log, async (config) => {
     ...(events ? { events } : {}),
     workerConnection: () => connections.open('no-agent', 'worker'),
     closeWorkerConnection: false,
-    keepFailed: keepFinished('node', config.dedupWindowSeconds),
+    keepFailed: keepFor(config.dedupWindowMs.node),
   });
   noAgent.start();
   // Liveness, readiness and /metrics for the kubelet and Prometheus (PROBE_PORT).
@@ -117,7 +118,7 @@ await runMain(log, async (config) => {
     running: () => worker.running(),
     expositions: [worker.metrics.exposition],
   });
-  log.info({ kube: inCluster ? 'api-server' : 'none' }, 'cluster worker started');
+  log.info({ kube: kube ? 'api-server' : 'none' }, 'cluster worker started');
   return {
     close: async () => {
       await probes.close();

@@ -1,7 +1,7 @@
 import { modeOf } from '../../src/core/config/load.ts';
 import { ReceiverBreakers } from '../engine/receiver-breakers.ts';
-import { keepFinished } from '../../src/core/catalogue/policy.ts';
-import type { Config } from '../../src/core/config/schema.ts';
+import { keepFor } from '../../src/core/catalogue/policy.ts';
+import type { NodeAgentConfig } from '../../src/core/config/schema.ts';
 import { jobNode } from '../../src/core/catalogue/jobs.ts';
 import { nodeQueueName } from '../../src/core/catalogue/queues.ts';
 import { redisTarget } from '../../src/adapters/redis/redis-target.ts';
@@ -22,7 +22,7 @@ import { join } from 'node:path';
 // at a time, so two runbooks never change the same node's devices at once.
 
 export interface NodeAgentOptions {
-  config: Config;
+  config: NodeAgentConfig;
   registry: RunbookRegistry;
   log: Logger;
   /** Where the node's labels come from (`volume-medic.io/mode=dry-run` holds this agent to dry-run); default NODE_LABELS. */
@@ -69,7 +69,7 @@ export function createNodeAgent({ config, registry, log, nodeLabels, events, enr
     // Its queue, statistics, presence, approvals, audit and copy of the controls share its queue's
     // slot; with ENROL_URL the receiver takes its breaker slots, so on a Cluster it needs that slot's master only.
     oneSlot: breakers !== undefined,
-    keepFinished: keepFinished('node', config.dedupWindowSeconds),
+    keepFinished: keepFor(config.dedupWindowMs.node),
     log,
     controls: {
       ...controlsFromConfig(config),

@@ -25,7 +25,7 @@ import { startProbeServer } from '../../src/adapters/observability/probe-server.
 // the RBD node half refuses (it cannot tell stale mounts from live ones).
 
 const log = createLogger('node-agent');
-await runMain(log, async (given) => {
+await runMain('node-agent', log, async (given) => {
   if (!given.nodeName) throw new ConfigError('NODE_NAME is required: the node agent serves exactly one node (set it from spec.nodeName)');
   const node = given.nodeName;
   // ENROL_URL: this node's work keys and Redis user come from the receiver, for this node only.
@@ -67,7 +67,7 @@ await runMain(log, async (given) => {
     sealTtlMs: agent.trust.ttlMs,
     // Enrolled, the receiver recorded this node's queue; the node's own Redis user may not.
     recordsQueues: !enrolled,
-    ...(config.dedupWindowSeconds !== undefined ? { dedupWindowSeconds: config.dedupWindowSeconds } : {}),
+    dedupWindowMs: config.dedupWindowMs,
   });
   const checks = startSelfChecks({
     node,

@@ -4,6 +4,7 @@ import { BatchAdd, captureAdd, DATA_PLACEHOLDER, type BatchIndex, type BatchItem
 import { placementOfQueue, queueFor } from '../../core/catalogue/queues.ts';
 import { RUNBOOK_POLICY, queueWindowMs } from '../../core/catalogue/policy.ts';
 import type { RemediationJob } from '../../core/catalogue/jobs.ts';
+import type { DedupWindows } from '../../core/config/derived.ts';
 import { knownQueuesKey } from '../redis/known-queues.ts';
 import type { ReplicaAck } from '../redis/replica-ack.ts';
 import { GenerationalMap } from '../../core/collections/generational-map.ts';
@@ -50,8 +51,8 @@ export const QUEUE_EVENTS_KEPT = 20;
 export interface DispatcherOptions {
   prefix: string;
   timeoutMs: number;
-  /** Overrides every runbook's window (DEDUP_WINDOW_SECONDS). */
-  dedupWindowSeconds?: number;
+  /** Each placement's window (the configuration's dedupWindowMs); default the runbooks' own. */
+  dedupWindowMs?: DedupWindows;
   /**
    * Longest time a known key is answered from memory (default 60 s). Bounds what the known-key
    * answer cannot see: an operator deleting the job, or Redis losing data while connected.
@@ -437,7 +438,8 @@ export class Dispatcher implements JobEnqueue {
 
   /** The dedup window of the jobs on this queue: what its worker keeps them for (catalogue/policy.ts). */
   private windowMs(queueName: string): number {
-    return queueWindowMs(placementOfQueue(queueName), this.opts.dedupWindowSeconds);
+    const placement = placementOfQueue(queueName);
+    return this.opts.dedupWindowMs?.[placement] ?? queueWindowMs(placement);
   }
 
   /**
