@@ -1,6 +1,7 @@
 import { z } from '../../zod.ts';
 import { Mode } from '../../catalogue/result.ts';
 import { RunbookName } from '../../catalogue/jobs.ts';
+import { queueWindowMs } from '../../catalogue/policy.ts';
 import { modes } from '../env-text.ts';
 import { AGENTS, EVERY_PROCESS, section, setting } from '../setting.ts';
 import { Millis } from '../types.ts';
@@ -26,7 +27,7 @@ export const queues = section({
       readers: EVERY_PROCESS,
       type: () => z.optional(z.coerce.number().check(z.int(), z.positive())),
       doc: "When set, overrides every runbook's deduplication window (src/core/catalogue/policy.ts); the processes read the window per queue placement as one derived value (`dedupWindowMs`).",
-      defaultText: "each runbook's own (15 min)",
+      defaultText: `the runbooks' own: ${queueWindowMs('node') / 60_000} min on node queues, ${queueWindowMs('cluster') / 60_000} min on the cluster queue`,
     }),
     lockDurationMs: setting({
       env: 'LOCK_DURATION_MS',
