@@ -5,14 +5,16 @@
 import { hostname } from 'node:os';
 import { ConfigError, loadConfig } from '../src/core/config/load.ts';
 import { isNodeName } from '../src/core/catalogue/names.ts';
-import { createLogger } from '../src/adapters/observability/logger.ts';
 import { startReceiver } from '../src/control/receiver.ts';
 import { createNodeAgent } from '../workers/node-agent/agent.ts';
 import { defaultNodeRegistry } from '../workers/node-agent/registry.ts';
 import { findOrStartRedis, NoRedisError } from './lib/local-redis.ts';
 import { writeSigningKeys } from './lib/signing-keys.ts';
+import { trialOutput } from './lib/trial-output.ts';
 
-const log = createLogger('dev');
+// At a terminal the lines are for a person (readable, the start-up hint a block of commands);
+// piped, they are JSON as every deployed process writes them.
+const { log, started } = trialOutput();
 
 try {
   const redis = await findOrStartRedis(process.env['REDIS_URL'] || undefined);
@@ -43,10 +45,7 @@ try {
     registry: defaultNodeRegistry(config, log),
     log: log.child({ component: 'node-agent', node: nodeName }),
   });
-  log.info(
-    { receiver: receiver.url, node: nodeName, mode: 'dry-run' },
-    `volume-medic is running. Try: curl -s -H 'Content-Type: application/json' '${receiver.url}/v1/explain?source=alertmanager' -d @test/fixtures/alertmanager/kube-node-not-ready-resolved.json`,
-  );
+  started(receiver.url, nodeName);
   const stop = async (): Promise<void> => {
     await receiver.close();
     await agent.close();

@@ -1,6 +1,6 @@
 // `npm run signing-keys -- <dir> [key id]`: new signing keys for every role (receiver,
 // cluster-worker, node-agent) in <dir>, and the kubectl commands that make them Secrets.
-// Existing files are never overwritten. See README, "Signed work".
+// Existing files are never overwritten. See docs/signed-work.md.
 import { ROLES } from '../src/core/trust/roles.ts';
 import { writeSigningKeys } from './lib/signing-keys.ts';
 

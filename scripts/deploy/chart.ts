@@ -88,8 +88,8 @@ export const helmTemplate = (o: TemplateOptions = {}): KObject[] => parseObjects
 
 const HEADER = `# volume-medic for \`kubectl apply -f\`: generated from the Helm chart (deploy/charts/volume-medic)
 # by \`npm run deploy:render\` with deploy/volume-medic.values.yaml; do not edit (CI fails when it
-# is stale). Dry-run; no bundled Redis. Before applying, create the Secrets it names (README,
-# "Install on a cluster"): volume-medic-webhook-token, volume-medic-signing-<role>,
+# is stale). Dry-run; no bundled Redis. Before applying, create the Secrets it names
+# (docs/install.md): volume-medic-webhook-token, volume-medic-signing-<role>,
 # volume-medic-redis-<process>, volume-medic-receiver-tls, volume-medic-control-signing (and the
 # ConfigMap volume-medic-control-certs; deploy/volume-medic.values.yaml says how).
 `;

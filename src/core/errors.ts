@@ -1,4 +1,4 @@
-// Errors say whether to retry (DESIGN, "Contracts"; CONVENTIONS 3).
+// Errors say whether to retry; shouldRetry is the one place that decides (docs/jobs.md, "Retries and deduplication windows").
 // - TransientError: the world may change (a command timed out, Redis blipped): retry with backoff.
 // - RefusedError: a safety interlock tripped. Retrying would only trip it again: report, stop.
 // - PermanentError: the job itself is wrong (bad data, unknown runbook): stop.

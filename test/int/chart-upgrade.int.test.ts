@@ -125,10 +125,11 @@ describe('the upgrade advice', () => {
     'templates/NOTES.txt': readFileSync(join(CHART_DIR, 'templates/NOTES.txt'), 'utf8'),
     'CHANGELOG.md': readFileSync(join(CHART_DIR, 'CHANGELOG.md'), 'utf8'),
     'README.md': readFileSync(join(ROOT, 'README.md'), 'utf8'),
+    'docs/install.md': readFileSync(join(ROOT, 'docs/install.md'), 'utf8'),
     'deploy/README.md': readFileSync(join(DEPLOY_DIR, 'README.md'), 'utf8'),
   };
 
-  it('every `helm upgrade` in NOTES.txt and the READMEs uses --reset-then-reuse-values', () => {
+  it('every `helm upgrade` in NOTES.txt, the READMEs and docs/install.md uses --reset-then-reuse-values', () => {
     let seen = 0;
     for (const [file, text] of Object.entries(docs)) {
       for (const m of text.matchAll(/helm upgrade [^\n]*/g)) {

@@ -31,7 +31,7 @@ import { apiCallOf, uncoveredByRbac } from '../support/kube-objects.ts';
 // without the verb sees the buttons disabled and gets 403 when forcing; reject; filters; a phone
 // viewport without horizontal scroll; the fleet overview (a node without an agent, sorting, paging,
 // a phone); and not one request leaves the origin.
-// CONSOLE_SCREENSHOTS=<dir> also writes the screenshots the README shows (docs/screenshots).
+// CONSOLE_SCREENSHOTS=<dir> also writes the screenshots docs/console.md shows (docs/screenshots).
 
 const SHOTS = process.env['CONSOLE_SCREENSHOTS'];
 

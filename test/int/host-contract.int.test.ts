@@ -7,7 +7,7 @@ import { FakeHost } from '../testkit/fake-host.ts';
 import { followLink } from '../../workers/host/follow-link.ts';
 import { createRealHost } from '../../workers/host/real-host.ts';
 
-// One contract, two implementations (CONVENTIONS 8): the fake must behave like the real host on
+// One contract, two implementations (one suite run against both): the fake must behave like the real host on
 // the file operations runbooks use, or unit tests on the fake prove nothing.
 
 let root = '';

@@ -9,7 +9,7 @@ interface CaptureSpec {
   cmd: readonly string[] | string;
 }
 
-/** The observations of DESIGN.md class 1, one file each. */
+/** The observations docs/safety.md names for residual-multipath-cleanup, one file each. */
 const MULTIPATH_CAPTURES: readonly CaptureSpec[] = [
   { file: 'multipath-ll.txt', cmd: ['multipath', '-ll'] },
   { file: 'multipathd-show-maps-json.json', cmd: ['multipathd', 'show', 'maps', 'json'] },

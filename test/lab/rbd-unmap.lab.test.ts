@@ -4,8 +4,8 @@
 //
 //   kube/csi-vol-stale  mapped in the guest as a ceph-csi node would have it: staged under the
 //                       kubelet's plugins/.../globalmount and bind-mounted into the pod directory
-//                       of a pod that no longer runs on the node (the stale mapping of DESIGN.md
-//                       class 3). The kernel client's watch keeps the image "still being used".
+//                       of a pod that no longer runs on the node (the stale mapping of rbd-stale-
+//                       mapping, docs/safety.md). The kernel client's watch keeps the image "still being used".
 //   kube/csi-vol-live   mapped and mounted into the pod directory of a pod that still runs there.
 //
 // The real runbook code runs on this side: the cluster half (`rbd`, `rados`, `ceph` against the

@@ -2,7 +2,7 @@ import type { StepRecord } from '../../src/core/catalogue/result.ts';
 import type { StepEvidence } from '../../src/core/catalogue/step-evidence.ts';
 import type { PlannedStep } from './runbook.ts';
 
-// Unknown means refuse (DESIGN, "Evidence before destruction"), in one place. The engine asks
+// Unknown means refuse (docs/safety.md), in one place. The engine asks
 // judgeEvidence() before it applies a step (after the step's own "already done?" check, before
 // the operator gate): a destructive step runs only when it names evidence, every item of it
 // holds, none is older than the runbook's age limit, and every claim that must persist has held

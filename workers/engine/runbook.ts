@@ -2,7 +2,7 @@ import type { JobOf, RunbookName } from '../../src/core/catalogue/jobs.ts';
 import type { StepEvidence } from '../../src/core/catalogue/step-evidence.ts';
 import type { Host } from '../host/host.ts';
 
-// The shape every runbook has (DESIGN, "Runbooks plan before they act"):
+// The shape every runbook has (a runbook plans before it acts: docs/safety.md):
 // observe (facts through the Host) -> plan (pure) -> act (idempotent, journaled steps) -> verify.
 
 /** A step as the plan states it: plain data, shown in dry-run and journaled by id. */

@@ -1,7 +1,7 @@
 import { posix } from 'node:path';
 import { DEVICE_PATTERNS, isDeviceName, isDiskLinkPath } from '../../src/core/catalogue/names.ts';
 
-// Names from input become paths only through these functions (DESIGN: device names are checked
+// Names from input become paths only through these functions (device names are checked
 // against strict patterns before any path is built). A bad name is an error, never "cleaned".
 
 export class InvalidNameError extends Error {

@@ -5,7 +5,7 @@ import { inClusterRest } from '../../src/adapters/kube/rest/in-cluster.ts';
 import { inCluster } from '../../src/core/config/in-cluster.ts';
 
 // The node agent's Kubernetes access. In a pod (its DaemonSet): the small REST client of
-// src/adapters/kube/rest/ with the service account, so the ~90 MiB of @kubernetes/client-node is never
+// src/adapters/kube/rest/ with the service account, so @kubernetes/client-node's memory is never
 // loaded on the nodes. With a KUBECONFIG (a developer's machine): client-node, loaded only then,
 // because it understands every kubeconfig form (exec plugins, client certificates, contexts).
 // Neither: undefined (labels from NODE_LABELS, attachments unknown, the RBD node half refuses).

@@ -41,7 +41,7 @@ export class ApprovalStore {
    * expiry only ever stop a step, so they are taken as they are.
    *
    * `legacy` (the API): a job without a record under its queue is looked up in the shared key
-   * agents before per-queue keys wrote (keys.ts legacyApproval), and decided there, so a request
+   * agents before per-queue keys wrote (redis-keys.ts legacyApproval), and decided there, so a request
    * an agent not yet upgraded made is not lost in a rolling upgrade. Workers leave it off: an
    * upgraded agent that finds no request under its queue asks again there (a new request the
    * operator sees), and a per-node Redis user could not read the shared key anyway.

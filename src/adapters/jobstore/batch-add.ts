@@ -20,7 +20,7 @@ import type { RedisConnection } from '../redis/redis.ts';
 //
 // The same call can also record the jobs it stored as new in a sorted-set index (the console's
 // incident index, src/adapters/jobstore/incident-index.ts): one round trip per batch instead of a second
-// call with a ZADD (which cost the receiver ~50 us of a 1-alert request's ~180, bench/README.md).
+// call with a ZADD (a large part of a 1-alert request: bench/README.md, "Figures behind the code").
 // Only where one script may touch both the queues and the index: a single Redis or a Sentinel
 // primary. On a Cluster the caller writes the index itself (a script may touch one slot only).
 
@@ -57,7 +57,7 @@ export type BatchReply = { existingTimestamp: string | null; result: string | nu
 const ADD_COMMAND = /^addStandardJob:[0-9A-Za-z.+-]+$/;
 const ADD_KEYS = 9;
 const ADD_ARGS = 3;
-/** Jobs per script call: a call blocks Redis while it runs (~30 us per job), so big batches are split. */
+/** Jobs per script call: a call blocks Redis while it runs, longer with each job, so big batches are split. */
 export const MAX_JOBS_PER_CALL = 200;
 
 /** Where BullMQ's add script takes the job's data (JSON text) among its arguments. */

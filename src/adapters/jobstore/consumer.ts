@@ -132,7 +132,7 @@ export function consumeJobs(o: ConsumerOptions, handler: JobHandler): JobConsume
       connection,
       prefix: o.prefix,
       // No full INFO per connection at start (BullMQ's version check): after a power loss 10,000
-      // agents connecting at once each sent two. README states the Redis versions we run on.
+      // agents connecting at once each sent two. docs/redis.md states the Redis versions we run on.
       skipVersionCheck: true,
       concurrency: 1,
       // A new job wakes an idle consumer at once whatever this is, so it costs no latency; at fleet

@@ -57,7 +57,7 @@ export interface ScanOptions {
   chunk?: number;
   /**
    * Script calls in flight at once (default 1 on a single Redis: a page's own commands wait behind
-   * at most one chunk, ~1 ms; 32 on a Cluster, where each call is one queue's).
+   * at most one chunk; 32 on a Cluster, where each call is one queue's).
    */
   parallel?: number;
 }

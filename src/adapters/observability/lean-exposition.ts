@@ -2,8 +2,8 @@ import { buildInfo, type BuildInfo } from './build-info.ts';
 import { labelValue } from './text-format.ts';
 
 // The workers' /metrics (node agent, cluster worker) in Prometheus' text format without
-// prom-client: an idle node agent would hold it for two counters and a few process series, 2.4 MiB
-// of RSS on every node (bench/README.md, "The agent against its floor"). The receiver keeps
+// prom-client: an idle node agent would hold it for two counters and a few process series, in RSS
+// on every node (bench/README.md, "The agent against its floor"). The receiver keeps
 // prom-client. Same names and output as prom-client's for the same values
 // (test/unit/observability/lean-exposition.test.ts compares them).
 
@@ -37,7 +37,7 @@ export class LeanCounter<L extends string> {
 /**
  * The process series, read at scrape time: a few of prom-client's default metrics under the same
  * names (RSS, CPU, start time, heap), and volume_medic_build_info. Not collectDefaultMetrics: its
- * GC observer, event-loop histogram and per-heap-space series cost the node agent ~2.4 MiB of RSS
+ * GC observer, event-loop histogram and per-heap-space series cost the node agent RSS
  * under a 30 s scrape, on every node (bench/README.md, "Probe server"); the rest of the default
  * series are the receiver's.
  */

@@ -1,4 +1,4 @@
-import { pino, type Logger } from 'pino';
+import { pino, type DestinationStream, type Logger } from 'pino';
 import { redactUrlsIn } from '../../core/config/redact-url.ts';
 
 // Structured logs only. Redaction is a safety net: nothing secret should be logged in the first
@@ -17,9 +17,11 @@ export interface LoggerOptions {
    * or a second has passed, instead of one write(2) per line. pino flushes what is held when the
    * process exits (also through our SIGTERM shutdown); a SIGKILL can lose up to one block. For
    * the receiver, whose hot path logs a line per batch of stored jobs (one write per
-   * line cost it ~8 us per request); what those lines say is also in Redis (the jobs).
+   * line cost it per request: bench/README.md, "Figures behind the code"); what those lines say is also in Redis (the jobs).
    */
   buffered?: boolean;
+  /** Where the JSON lines go instead of stdout (`npm start` formats them for a person at a terminal). */
+  destination?: DestinationStream;
 }
 
 /**
@@ -39,6 +41,7 @@ export function createLogger(name: string, level = process.env['LOG_LEVEL'], opt
       censor: '[redacted]',
     },
   };
+  if (opts.destination) return pino({ ...options, hooks: { streamWrite: redactUrlsIn } }, opts.destination);
   if (!opts.buffered) return pino({ ...options, hooks: { streamWrite: redactUrlsIn } });
   const dest = pino.destination({ dest: 1, sync: false, minLength: BUFFER_BYTES });
   // A quiet receiver still shows its lines within a second: flush what is held, when something is.

@@ -2,7 +2,7 @@ import { connect, type ConnectionRole, type ConnectOptions, type RedisConnection
 import { fullJitter, PRODUCER_BACKOFF, WORKER_BACKOFF, type Backoff } from './reconnect-backoff.ts';
 import type { RedisTarget } from './redis-target.ts';
 
-// The owner of a process's long-lived Redis connections (CONVENTIONS 10): it opens them, brings
+// The owner of a process's long-lived Redis connections (docs/redis.md, "Redis connections"): it opens them, brings
 // back one that ended, reports their state to /readyz and /metrics, and closes them on shutdown.
 //
 // ioredis reconnects a dropped socket by itself (a CLIENT KILL, a Redis restart), but a client

@@ -2,7 +2,7 @@
 // `volume-medic.io`. Nothing in the cluster serves that group; SubjectAccessReview only asks RBAC
 // (or whatever authorizer the cluster runs) whether a ClusterRole grants the verb, so
 // `kubectl create clusterrolebinding ... --clusterrole volume-medic-approver` decides who may
-// approve. The README's ClusterRole examples are written from OPERATOR_PERMISSIONS.
+// approve. docs/operator-identity.md's ClusterRole examples are written from OPERATOR_PERMISSIONS.
 
 export const OPERATOR_API_GROUP = 'volume-medic.io';
 

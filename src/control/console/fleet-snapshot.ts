@@ -5,8 +5,8 @@ import { scanQueues, type QueueScan, type ScanOptions } from '../../adapters/job
 
 // One scan of every known queue (queue-scan.ts), shared by every console request for `ttlMs` and
 // at least 10x its duration (cached-read.ts): the counts in the incidents view's header, the fleet
-// overview and their JSON read the same snapshot (5,000 queues: ~40 ms of the receiver's CPU and
-// ~50 ms of Redis's per scan).
+// overview and their JSON read the same snapshot (a scan's cost at 5,000 queues: bench/README.md,
+// "Figures behind the code").
 
 export interface FleetSnapshot {
   /** When the scan finished (ms). */

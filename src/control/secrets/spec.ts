@@ -11,7 +11,7 @@ const Labels = z.record(z.string(), z.string());
 export const SecretItem = z.discriminatedUnion('make', [
   /** A random token of letters and digits under `key` (the webhook token). */
   z.object({ make: z.literal('token'), secret: Name, key: z.string().min(1), length: z.number().int().min(16).max(256), labels: Labels }),
-  /** 32 random bytes, base64, in the file `file` (a signing key: README, "Signed work"). */
+  /** 32 random bytes, base64, in the file `file` (a signing key: docs/signed-work.md). */
   z.object({ make: z.literal('signing-key'), secret: Name, file: z.string().min(1), labels: Labels }),
   /**
    * A CA (its key not kept) and a server certificate for dnsNames and ipAddresses (type

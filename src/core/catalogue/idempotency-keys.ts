@@ -1,6 +1,6 @@
 import { hash } from '../node-crypto.ts';
 
-// Idempotency keys come from the event's identity, never the clock (DESIGN, "Contracts").
+// Idempotency keys come from the event's identity, never the clock (docs/jobs.md, "Idempotency").
 // A key is also the BullMQ job id, so it must not contain ':' and must not look like an integer.
 // Shape: <prefix>_<readable parts>_<12 hex of the exact identity>. The readable part is for
 // humans and may be lossy (sanitised, truncated); the hash keeps distinct identities distinct.

@@ -1,7 +1,7 @@
 import { z } from '../zod.ts';
 
-// Every name that reaches a path, an argv or a queue name is checked here first (DESIGN: "device
-// and node names from input are validated before use"). Patterns are deliberately strict: a
+// Every name that reaches a path, an argv or a queue name is checked here first (device and
+// node names from input are validated before use). Patterns are deliberately strict: a
 // value that does not match is refused, never escaped or "cleaned".
 
 /** RFC 1123 subdomain, as Kubernetes requires for Node and PV names. */

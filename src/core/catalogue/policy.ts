@@ -1,6 +1,6 @@
 import type { RunbookName } from './jobs.ts';
 
-// Policy is data (CONVENTIONS 4): where each runbook runs and how it is retried. Handlers never
+// Policy is data (docs/jobs.md, "Retries and deduplication windows"): where each runbook runs and how it is retried. Handlers never
 // decide their own retries; a refusal ends them through UnrecoverableError regardless of this.
 
 export type Placement = 'node' | 'cluster';
@@ -42,8 +42,8 @@ export const RUNBOOK_POLICY: Readonly<Record<RunbookName, RunbookPolicy>> = {
  * How long finished jobs are kept on a queue of this placement: the shortest window of the
  * runbooks placed there (all equal, see dedupWindowMs above), or DEDUP_WINDOW_SECONDS when set.
  * The worker that finishes a job applies it (BullMQ's Worker `removeOnComplete`/`removeOnFail`),
- * not each job's own options: the same rule for every job on the queue, and 7% less of Redis's
- * work per stored job (bench/redis-add-parts.ts, instructions counted).
+ * not each job's own options: the same rule for every job on the queue, and less of Redis's
+ * work per stored job (bench/README.md, "Figures behind the code").
  */
 export function queueWindowMs(placement: Placement, overrideSeconds?: number): number {
   if (overrideSeconds !== undefined) return overrideSeconds * 1000;

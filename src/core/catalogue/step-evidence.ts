@@ -1,6 +1,6 @@
 import { z } from '../zod.ts';
 
-// The positive evidence a step relies on (DESIGN, "Evidence before destruction"): one claim per
+// The positive evidence a step relies on (docs/safety.md): one claim per
 // item, where it was seen, when, and whether it holds. Plans attach it to their steps, the engine
 // judges it before a destructive step runs (workers/engine/judge-evidence.ts), and the job's result
 // carries it, so a reader sees what each destructive step stood on and each refusal what was

@@ -13,7 +13,7 @@ import type { NodeRecoveredSignal } from './signal.ts';
  * posted with kubelet's first status after boot, before Ready is True and before either alert
  * can resolve. A second power loss is a new boot, so a new job. An outage without a reboot (a
  * network partition) keeps the boot id: it folds into the job of the same boot while that job
- * is kept (README, "Idempotency").
+ * is kept (docs/jobs.md, "Idempotency").
  *
  * Left as they are: a boot already named, and a recovery whose node's boot id is unknown (no
  * cluster access): those keep their own identity (alert fingerprint + startsAt, Event uid).

@@ -6,7 +6,7 @@
 // Infinity already null, lone surrogates escaped the same way again (test/unit/trust/seal.test.ts
 // checks this on arbitrary JSON values). So the encoding the issuer stores is the one the
 // verifier recomputes, without sorting keys: a third of the cost of a key-sorting canonical
-// form on the receiver's hot path (bench/profile.ts grouped: sealing was 17% of its CPU). A value
+// form on the receiver's hot path (bench/README.md, "Figures behind the code"). A value
 // re-encoded by anything else (other key order) no longer verifies: refused, never trusted.
 
 export const sealedBytes = (value: unknown): string => JSON.stringify(value) ?? 'null';

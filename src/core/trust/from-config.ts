@@ -122,7 +122,7 @@ export function trustFromConfig(config: TrustSettings, role: Role, enrolled?: En
   if (!config.signingKeysDir) {
     if (!config.allowUnsignedWork) {
       throw new ConfigError(
-        'SIGNING_KEYS_DIR is not set: work and operator controls cannot be sealed or verified; point it at the mounted signing keys (see README, "Signed work"), or set ALLOW_UNSIGNED_WORK=true to run without (anyone who can write to Redis can then make agents act)',
+        'SIGNING_KEYS_DIR is not set: work and operator controls cannot be sealed or verified; point it at the mounted signing keys (see docs/signed-work.md), or set ALLOW_UNSIGNED_WORK=true to run without (anyone who can write to Redis can then make agents act)',
       );
     }
     const ring: Keyring = { verify: new Map() };

@@ -32,7 +32,7 @@ export function sealJob(sealer: Sealer, queue: string, job: RemediationJob, ttlM
  * that same text with the seal appended as its last member, which is what JSON.stringify of
  * `{ ...job, seal }` writes (the spread keeps the job's members in order and `seal` comes last:
  * a job has no member of that name). The receiver's hot path used to encode every job twice, for
- * the MAC and again inside BullMQ (bench/profile.ts grouped: ~10% of its CPU was sealing).
+ * the MAC and again inside BullMQ (its cost: bench/README.md, "Figures behind the code").
  */
 export function sealedJobText(sealer: Sealer, queue: string, job: RemediationJob, ttlMs: number): string {
   const encoded = sealedBytes(job);

@@ -192,9 +192,9 @@ describe('node-problem-detector', () => {
   });
 });
 
-describe('README snippets say what the integration files say', () => {
-  const readme = readFileSync(join(DEPLOY_DIR, '../README.md'), 'utf8');
-  const section = readme.slice(readme.indexOf('## Pointing the senders at it'), readme.indexOf('## Event sources'));
+describe('docs/webhooks.md snippets say what the integration files say', () => {
+  const page = readFileSync(join(DEPLOY_DIR, '../docs/webhooks.md'), 'utf8');
+  const section = page.slice(page.indexOf('# Pointing the senders at it'), page.indexOf('## Event sources'));
   const blocks = [...section.matchAll(/```yaml\n([\s\S]*?)```/g)].map((m) => parseYaml(m[1]!) as Record<string, any>);
 
   it('the Alertmanager snippet is deploy/integrations/alertmanager.yaml (route, matchers, token path)', () => {

@@ -82,7 +82,7 @@ function ourDirectCommands(): Map<string, string> {
 const ONLY: Record<string, readonly Component[]> = {
   bzpopmin: ['cluster-worker', 'node-agent'], // BullMQ Worker: waiting on the queue's marker
   // src/adapters/redis/replica-ack.ts: the receiver, with REDIS_ACK_REPLICAS > 0 (default with Sentinel;
-  // settable on any primary with replicas), so granted in every rendering (README, "Redis topologies").
+  // settable on any primary with replicas), so granted in every rendering (docs/redis.md).
   wait: ['receiver'],
   zscan: ['receiver'], // src/adapters/jobstore/incident-index.ts: the console finds a job's or a node's index entries
   // The receiver's own (queue-scan.ts, job-states.ts: the console); the workers run only what the

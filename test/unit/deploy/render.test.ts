@@ -131,9 +131,9 @@ describe('what the installation promises', () => {
     rules.flatMap((r) => r.apiGroups.flatMap((g) => r.resources.flatMap((res) => r.verbs.map((v) => `${g}/${res}/${v}`)))).sort();
   const roleNames = ['volume-medic-viewer', 'volume-medic-approver', 'volume-medic-admin'];
 
-  it("the operators' ClusterRoles: the README's, on verbs the receiver checks; the admin has them all; aggregated only when asked", () => {
-    const readme = readFileSync(join(DEPLOY_DIR, '..', 'README.md'), 'utf8');
-    const block = [...readme.matchAll(/```yaml\n([\s\S]*?)```/g)].map((m) => m[1]!).find((b) => b.includes('name: volume-medic-viewer'))!;
+  it("the operators' ClusterRoles: docs/operator-identity.md's, on verbs the receiver checks; the admin has them all; aggregated only when asked", () => {
+    const page = readFileSync(join(DEPLOY_DIR, '..', 'docs', 'operator-identity.md'), 'utf8');
+    const block = [...page.matchAll(/```yaml\n([\s\S]*?)```/g)].map((m) => m[1]!).find((b) => b.includes('name: volume-medic-viewer'))!;
     const documented = Object.fromEntries(
       parseAllDocuments(block)
         .map((d) => d.toJS() as { metadata: { name: string }; rules: Rule[] })

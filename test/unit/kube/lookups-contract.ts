@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import type { ClusterLookups } from '../../../src/adapters/kube/lookups.ts';
 
-// One contract, two implementations (CONVENTIONS 8): the in-memory lookups (unit tier) and the
+// One contract, two implementations (one suite run against both): the in-memory lookups (unit tier) and the
 // API-backed lookups against the fake API server (integration tier) answer the same questions on
 // the same fixture objects.
 

@@ -75,7 +75,7 @@ describe('posted node recoveries are checked against the Node', () => {
     expect((await run([fromWatch], undefined)).jobs).toHaveLength(1);
     const unasked = await run(posted(), undefined, false);
     expect(unasked.ignored).toEqual([]);
-    // Without the Node's boot id they keep their own identities: one job each (README, "Idempotency").
+    // Without the Node's boot id they keep their own identities: one job each (docs/jobs.md, "Idempotency").
     expect(unasked.jobs).toHaveLength(3);
   });
 });

@@ -9,7 +9,7 @@ import type { PlaceholderStep } from './step.ts';
 // plan(facts) -> steps or refusal, with no I/O. Every "no" says why, in words an on-call
 // engineer can act on.
 
-/** The application recognises a 512-byte device as "not my disk" and drops it (DESIGN, class 2). */
+/** The application recognises a 512-byte device as "not my disk" and drops it (docs/safety.md, "local-pv-placeholder"). */
 export const PLACEHOLDER_BYTES = 512;
 /** kubelet's own `losetup -f` takes the lowest free numbers; we stay out of its way. */
 const FIRST_LOOP = 101;

@@ -10,7 +10,7 @@ export interface PodUse extends NamespacedName {
 }
 
 /**
- * What a watcher is to us (DESIGN, "fence or detach only what maps to something the cluster knows"):
+ * What a watcher is to us (fence or detach only what maps to something the cluster knows: docs/safety.md):
  * - `requester`: on the node of the pod that cannot mount (its own attempt; never touched);
  * - `ready-node`: a Ready node holds it: release it there (node half);
  * - `not-ready-node`: its node is not Ready (False/Unknown/no condition) or is declared out of

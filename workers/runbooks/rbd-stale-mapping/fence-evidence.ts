@@ -2,7 +2,7 @@ import type { StepEvidence } from '../../../src/core/catalogue/step-evidence.ts'
 import { OUT_OF_SERVICE_TAINT, type StaleMappingFacts, type WatcherFact } from './facts.ts';
 
 // The positive evidence a fence (`ceph osd blocklist add <addr>`) stands on, one item per fact
-// the plan relies on (DESIGN, "Evidence before destruction"):
+// the plan relies on (docs/safety.md, "rbd-stale-mapping"):
 //   1. the client still watches the image (at observe time);
 //   2. its address is a known node's, and only that one's, or lies in an operator-listed network;
 //   3. that node may be fenced: out of service by its taint, or NotReady for the grace period

@@ -22,11 +22,11 @@ export interface StaleMappingPolicy {
    * external client network). Default none: an address of no node is refused.
    */
   fenceCidrs: string[];
-  /** How long verify waits for a fenced watcher to vanish (observed: ~30 ms). Default 10 s. */
+  /** How long verify waits for a fenced watcher to vanish (far less in the lab: bench/README.md). Default 10 s. */
   watcherGoneTimeoutMs: number;
   /**
    * After handing the node half to a Ready node: how long verify waits for that node's watch to
-   * disappear (the node agent unmaps within seconds; the lab measured ~9 s under emulation).
+   * disappear (the node agent unmaps within seconds; the lab's figure: bench/README.md).
    * Still there after it: verification fails and the job is retried, each retry re-checking
    * from scratch (a watch gone by then is "freed itself"). 0: only check the hand-over.
    * Default 120 s.

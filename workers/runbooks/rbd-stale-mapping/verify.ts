@@ -14,7 +14,7 @@ export interface VerifyDeps {
 }
 
 // A fence worked when the address is blocklisted and its watch is gone from the header object
-// (the OSD drops it within milliseconds, observed ~30 ms). A hand-over worked when the node half
+// (the OSD drops it within milliseconds: bench/README.md). A hand-over worked when the node half
 // unmapped the image there, which the cluster sees as that node's watch leaving the header
 // object: verify polls for it (1 s apart, a cheap `rados listwatchers`) up to handoffTimeoutMs.
 // The node half's own result says why when it does not (refused: a live workload; failed).

@@ -4,7 +4,7 @@ import type { MappedDevice, UnmapFacts } from './facts.ts';
 import type { MountHolder } from './holders.ts';
 
 // The positive evidence the node half's destructive steps (umount of a stale kubelet mount,
-// rbd unmap) stand on (DESIGN, "Evidence before destruction"), built from what observe saw:
+// rbd unmap) stand on (docs/safety.md, "rbd-unmap"), built from what observe saw:
 //   - the device is the kernel's mapping of this pool/image (showmapped or sysfs, cross-checked
 //     with the /dev/rbd/<pool>/<image> link);
 //   - the holder scan saw the host (/proc/1/ns/mnt readable) and knows the device's number;

@@ -9,7 +9,7 @@ import type { ResidualPolicy } from './policy.ts';
 import { normalizeWwid, wwidConflicts } from './wwid.ts';
 
 // The positive evidence each destructive step of this runbook stands on, built from
-// the facts: one item per interlock of DESIGN class 1, each naming the command or file it comes
+// the facts: one item per interlock of docs/safety.md, each naming the command or file it comes
 // from. The plan leaves a map alone when any item is not positive, with the items' own words as
 // the reasons, and the same items ride on the steps for the engine to judge again.
 

@@ -21,7 +21,7 @@ import { findOpeners, parseSwaps, processFacts, scanMountNamespaces } from '../.
 import { diskIdentity, isSameDisk } from './sysfs-maps.ts';
 import { normalizeWwid, wwidOfDmUuid, wwidOfSysfs } from './wwid.ts';
 
-// Looks at everything DESIGN class 1 asks for, through the Host port, each command with a
+// Looks at everything docs/safety.md asks of this runbook, through the Host port, each command with a
 // deadline. Order matters: every cheap interlock (holders, mounts, loop devices and LIO exports
 // on top, attachments, openers) is read first, and only maps that pass all of them are probed
 // (a probe of a held map could only leave one more process in D state). A probe left stuck is

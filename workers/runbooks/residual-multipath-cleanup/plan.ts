@@ -9,7 +9,7 @@ import { observationsPath } from './observations.ts';
 import type { ResidualPolicy } from './policy.ts';
 import type { ResidualStep } from './step.ts';
 
-// plan(facts, policy): which maps are residual (DESIGN class 1, issues 5 and 19), with no I/O. A
+// plan(facts, policy): which maps are residual (docs/safety.md, issues 5 and 19), with no I/O. A
 // map is cleaned only when every item of its evidence is positive (map-evidence.ts); every other
 // map is listed with the items that were not. A map with one path that is not dead is healthy
 // and is never touched. Disks that an interrupted sequence left behind (its intent record names

@@ -1,4 +1,4 @@
-// The runbook's knobs, as data (CONVENTIONS 4). Every field has its default here.
+// The runbook's knobs, as data, never decided inside a handler. Every field has its default here.
 
 export interface ResidualPolicy {
   /**

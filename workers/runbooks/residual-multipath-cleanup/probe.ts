@@ -4,7 +4,7 @@ import { wasSimulated } from '../../host/audit-host.ts';
 import { devPath } from '../../host/paths.ts';
 import type { ProbeFacts } from './facts.ts';
 
-// The read probe of DESIGN class 1: one direct 1 MiB read of the map, in its own process group
+// The read probe of docs/safety.md (residual-multipath-cleanup): one direct 1 MiB read of the map, in its own process group
 // with a hard deadline. A dead map with queue_if_no_path never answers: the Host kills the group
 // at the deadline and reports what survived SIGKILL (D state); we count the map as unreadable
 // and never wait for those processes. Probes of several maps run at once, so a job with N dead

@@ -321,7 +321,7 @@ checksum/secrets: {{ list .Values.webhookToken .Values.signingKeys .Values.contr
 {{- end }}
 
 {{/*
-Enrolment (README, "Signed work"): the node agents and the cluster worker trade their pod's
+Enrolment (docs/signed-work.md): the node agents and the cluster worker trade their pod's
 projected service-account token (audience volume-medic, bound to the pod, renewed by the kubelet)
 for their own queue's work keys at the receiver's POST /v1/enrol, over HTTPS checked against the
 receiver's CA.

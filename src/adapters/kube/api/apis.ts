@@ -14,7 +14,7 @@ import type {
 
 // The API calls volume-medic makes, as the smallest interfaces that say so. @kubernetes/client-node's
 // CoreV1Api/StorageV1Api/AppsV1Api/EventsV1Api satisfy them (receiver, cluster worker, tests), and
-// so does src/adapters/kube/rest/ (the node agent: a few hundred lines of HTTPS instead of ~90 MiB of
+// so does src/adapters/kube/rest/ (the node agent: a few hundred lines of HTTPS instead of tens of MiB of
 // generated client on every node). Types only: nothing here loads client-node at run time.
 // Errors carry the HTTP status as `code` (isNotFound, 409 on create), as client-node's ApiException does.
 

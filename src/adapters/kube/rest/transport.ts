@@ -4,7 +4,7 @@ import { z } from '../../../core/zod.ts';
 
 // The node agent's way to the API server: JSON over HTTPS with a bearer token, nothing else. The
 // agent runs on every node and asks a handful of GETs per job; a generated client for the whole
-// API costs ~90 MiB of resident memory there (bench/README.md). Errors carry the HTTP status as
+// API costs tens of MiB of resident memory there (bench/README.md, "Figures behind the code"). Errors carry the HTTP status as
 // `code`, as @kubernetes/client-node's do, so the same callers work with either.
 
 export class KubeRestError extends Error {

@@ -10,7 +10,7 @@ import { describeZodError } from '../../ingest/zod-error.ts';
 import { operatorOf } from '../operator-gate.ts';
 
 // The operator's API: modes, pause/resume, breakers, approvals. Parse, hand over, answer
-// (CONVENTIONS 11). Who asks is the operator the gate verified (operator-gate.ts), never a body
+// (a thin edge: no business logic here). Who asks is the operator the gate verified (operator-gate.ts), never a body
 // field (a `by` in the body is ignored); they may say why; both are recorded, and each answer
 // says who was recorded (`recordedAs`).
 

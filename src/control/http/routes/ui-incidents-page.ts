@@ -98,16 +98,21 @@ function counts(v: IncidentsView): string {
 
 const STORM_STATES = ['failed', 'parked', 'active', 'waiting', 'delayed', 'completed', 'gone'] as const;
 
+const iso = (score: number): string => new Date(Math.floor(score / 1000)).toISOString();
+
+/** The filter that shows a storm's own rows: its runbook, from its oldest to its newest job. */
+const stormRows = (s: Storm): string =>
+  filterQuery({
+    runbook: s.runbook as IncidentFilter['runbook'],
+    since: iso(s.oldest),
+    until: new Date(Math.floor(s.newest / 1000) + 1).toISOString(),
+  });
+
 /** One line per storm: runbook, how many nodes and jobs, when, counts by state; its link opens the node rows. */
 function stormLines(storms: readonly Storm[] | undefined): string {
   if (!storms?.length) return '';
-  const iso = (score: number): string => new Date(Math.floor(score / 1000)).toISOString();
   const line = (s: Storm): string => {
-    const open = filterQuery({
-      runbook: s.runbook as IncidentFilter['runbook'],
-      since: iso(s.oldest),
-      until: new Date(Math.floor(s.newest / 1000) + 1).toISOString(),
-    });
+    const open = stormRows(s);
     const chips = STORM_STATES.filter((st) => s.byState[st] > 0)
       .map((st) => `<li class="s-${st}" data-state="${st}">${st} <b>${s.byState[st]}</b></li>`)
       .join('');
@@ -116,13 +121,26 @@ function stormLines(storms: readonly Storm[] | undefined): string {
 <td data-label="when">${time(iso(s.oldest))} – ${time(iso(s.newest))}</td><td data-label="states"><ul class="counts">${chips}</ul></td>
 <td data-label="open"><a href="${esc(open)}">Node rows</a></td></tr>`;
   };
-  return `<h2>Storms</h2><p class="muted">Jobs of one runbook stored in one burst on many nodes, one line each; their rows are not repeated below.</p>
+  return `<h2 id="storms">Storms</h2><p class="muted">Jobs of one runbook stored in one burst on many nodes, one line each; their rows are not repeated below.</p>
 <table class="storms"><thead><tr><th>runbook</th><th>scope</th><th>when</th><th>by state</th><th></th></tr></thead><tbody>${storms.map(line).join('\n')}</tbody></table>`;
+}
+
+/**
+ * What an empty list says. When storms took every job out of the rows, the list is not empty
+ * because nothing happened: it says where the jobs are, and opens them.
+ */
+function noRows(f: IncidentFilter, storms: readonly Storm[] | undefined): string {
+  if (f.node || f.runbook || f.state || f.mode || f.last || f.since || f.until) return '<p>No incidents match these filters.</p>';
+  if (!storms?.length) return '<p>No incidents yet.</p>';
+  const jobs = storms.reduce((n, s) => n + s.jobs, 0);
+  if (storms.length === 1)
+    return `<p class="in-storms">All ${jobs} jobs are grouped in the storm above: <a href="${esc(stormRows(storms[0]!))}">open its ${jobs} node rows</a>.</p>`;
+  return `<p class="in-storms">All ${jobs} jobs are grouped in the <a href="#storms">${storms.length} storms above</a>; each line opens its node rows.</p>`;
 }
 
 function rows(items: Incident[], f: IncidentFilter, v: IncidentsView): string {
   const ctx: WaitContext = { agentOf: v.agentOf ?? (() => undefined), ...(v.pauses ? { pauses: v.pauses } : {}) };
-  if (!items.length) return `<p>No incidents${f.node || f.runbook || f.state || f.mode || f.last || f.since || f.until ? ' match these filters' : ' yet'}.</p>`;
+  if (!items.length) return noRows(f, v.storms);
   return `<table class="incidents"><thead><tr><th>created</th><th>node</th><th>runbook</th><th>state</th><th>mode</th><th>outcome</th><th>summary</th></tr></thead><tbody>
 ${items
   .map((i) => {

@@ -10,7 +10,7 @@ import { RUNBOOKS, type RunbookName } from '../../../core/catalogue/jobs.ts';
 import type { Logger } from '../../../adapters/observability/logger.ts';
 import type { Ignored } from '../../../core/signals/index.ts';
 
-// Thin edges (CONVENTIONS 11): parse, validate, hand over, answer. 202 once every job is stored
+// A thin edge, no business logic: parse, validate, hand over, answer. 202 once every job is stored
 // or folded into an existing one; 422 for a body that fails its schema; 503 + Retry-After only
 // when storing failed, because that is the one case where the sender retrying helps.
 
