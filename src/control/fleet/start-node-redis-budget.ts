@@ -11,7 +11,7 @@ import { NodeRedisBudget } from './node-redis-budget.ts';
  * user any agent may write any node's keys, so a node's keys say nothing of who wrote them.
  */
 export function startNodeRedisBudget(
-  config: ReceiverConfig,
+  config: Pick<ReceiverConfig, 'queuePrefix' | 'nodeRedisBudgetMib' | 'nodeRedisBudgetScanSeconds'>,
   log: Logger,
   redis: RedisConnection,
   users: NodeRedisUsers | undefined,

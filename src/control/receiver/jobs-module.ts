@@ -23,7 +23,12 @@ export interface JobsModule {
   close(): Promise<void>;
 }
 
-export function startJobs(config: ReceiverConfig, log: Logger, r: RedisModule, trust: Trust): JobsModule {
+export function startJobs(
+  config: Pick<ReceiverConfig, 'queuePrefix' | 'enqueueTimeoutMs' | 'dedupWindowMs'>,
+  log: Logger,
+  r: RedisModule,
+  trust: Trust,
+): JobsModule {
   const { redis, replicaAck } = r;
   const incidents = new IncidentIndex(redis, config.queuePrefix);
   const mirrors = redis.isCluster ? new ControlMirrors(redis, config.queuePrefix) : undefined;

@@ -50,7 +50,14 @@ function clientErrorAnswerer(server: Server): (err: NodeJS.ErrnoException, socke
   };
 }
 
-export async function listen(config: ReceiverConfig, app: Express, log: Logger): Promise<Listening> {
+export async function listen(
+  config: Pick<
+    ReceiverConfig,
+    'port' | 'listenAddress' | 'tlsCertFile' | 'tlsKeyFile' | 'httpHeadersTimeoutMs' | 'httpRequestTimeoutMs' | 'tokens' | 'operatorAuth'
+  >,
+  app: Express,
+  log: Logger,
+): Promise<Listening> {
   // Slow senders must not hold sockets for Node's default 300 s: headers and the whole request
   // have deadlines (503 + Retry-After and close, clientErrorAnswerer), checked every second rather than Node's default 30.
   const timeouts = {
