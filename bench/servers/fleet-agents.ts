@@ -78,7 +78,7 @@ for (let i = from; i < to; i++) {
     const agent = createNodeAgent({ config, registry, log });
     agent.consumer.onFinished((_id, outcome) => say(`${outcome === 'completed' ? 'DONE' : 'FAILED'} ${node}`));
     // Reconnections after a Redis restart: when each agent's command connection is back (epoch ms).
-    agent.connection.on('ready', () => say(`UP ${node} ${Date.now()}`));
+    agent.store.connection.on('ready', () => say(`UP ${node} ${Date.now()}`));
     workers.push({ ready: () => agent.consumer.ready(), close: () => agent.close() });
   } else {
     const w = new Worker(

@@ -10,6 +10,7 @@ import { createLogger } from '../../src/adapters/observability/logger.ts';
 import { agentSeen, presenceKey, queuePresence } from '../../src/adapters/jobstore/agent-presence.ts';
 import { producerConnection, type RedisConnection } from '../../src/adapters/redis/redis.ts';
 import { createRunbookWorker, type RunbookWorker } from '../../workers/engine/runbook-worker.ts';
+import { AgentStore } from '../../src/adapters/jobstore/agent-store.ts';
 import type { RunbookRegistry } from '../../workers/engine/registry.ts';
 import { dropPrefix, redisUrl, uniquePrefix } from '../support/redis.ts';
 import { waitFor } from '../support/wait.ts';
@@ -32,8 +33,7 @@ describe("a worker's presence on its queue", () => {
     await new Promise((ready) => redis.once('ready', ready));
     worker = createRunbookWorker({
       queue,
-      redis: redisUrl(),
-      prefix,
+      store: new AgentStore({ redis: redisUrl(), process: 'presence-a', prefix, log: createLogger('test', 'silent') }),
       ranOn: 'presence-a',
       registry: {} as RunbookRegistry,
       modeOf: () => 'dry-run',

@@ -8,6 +8,7 @@ import { createLogger } from '../../src/adapters/observability/logger.ts';
 import { Dispatcher } from '../../src/adapters/jobstore/dispatcher.ts';
 import { producerConnection, type RedisConnection } from '../../src/adapters/redis/redis.ts';
 import { createRunbookWorker, type RunbookWorker } from '../../workers/engine/runbook-worker.ts';
+import { AgentStore } from '../../src/adapters/jobstore/agent-store.ts';
 import type { RunbookRegistry } from '../../workers/engine/registry.ts';
 import { dropPrefix, redisUrl, uniquePrefix } from '../support/redis.ts';
 import { testSealer } from '../support/trust.ts';
@@ -50,8 +51,7 @@ describe("finished jobs are kept for their queue's window by the worker", () => 
   const worker = (keep?: { age: number }): RunbookWorker => {
     const w = createRunbookWorker({
       queue: queue.name,
-      redis: redisUrl(),
-      prefix,
+      store: new AgentStore({ redis: redisUrl(), process: NODE, prefix, log: createLogger('test', 'silent') }),
       ranOn: NODE,
       registry,
       modeOf: (_r: RunbookName) => 'enforce',

@@ -1,15 +1,24 @@
 import { Queue } from 'bullmq';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AgentStore } from '../../src/adapters/jobstore/agent-store.ts';
 import { BullJobStore } from '../../src/adapters/jobstore/bull-job-store.ts';
-import { consumeJobs } from '../../src/adapters/jobstore/consumer.ts';
 import { queueStatsKey } from '../../src/adapters/stats/job-stats.ts';
-import { connect, type RedisConnection } from '../../src/adapters/redis/redis.ts';
+import { connect } from '../../src/adapters/redis/redis.ts';
 import type { RedisTarget } from '../../src/adapters/redis/redis-target.ts';
 import type { RemediationJob } from '../../src/core/catalogue/jobs.ts';
 import { nodeQueueName } from '../../src/core/catalogue/queues.ts';
 import { FinalError, PermanentError, RefusedError, TransientError } from '../../src/core/errors.ts';
-import { JobParked, type JobConsumer, type JobHandler, type JobStore, type TakenJob } from '../../src/core/jobs/job-store.ts';
+import {
+  JobParked,
+  type ConsumeOptions,
+  type JobConsumer,
+  type JobConsumers,
+  type JobEnqueue,
+  type JobHandler,
+  type JobStore,
+  type TakenJob,
+} from '../../src/core/jobs/job-store.ts';
 import { redisUrl, uniquePrefix } from '../support/redis.ts';
 import { startCluster, startSentinelSet, topologiesAvailable, type LocalCluster, type LocalSentinelSet } from '../testkit/redis-topology.ts';
 import { waitFor } from '../support/wait.ts';
@@ -21,7 +30,9 @@ import { MemoryJobStore } from '../testkit/memory-job-store.ts';
 
 interface Subject {
   store: JobStore;
-  consume(queue: string, handler: JobHandler): JobConsumer;
+  /** The way in for new work (unsealed here: sealing is the trust tests'). */
+  enqueue: JobEnqueue;
+  consumers: JobConsumers;
   /** What the counters sent with a log line added up to. */
   counter(key: string, field: string): Promise<number>;
   close(): Promise<void>;
@@ -29,6 +40,7 @@ interface Subject {
 
 const silent = pino({ level: 'silent' });
 const PREFIX = uniquePrefix('jobstore');
+const consuming = (queue: string): ConsumeOptions => ({ queue, lockDurationMs: 5_000, keepFinished: { age: 3_600 } });
 
 let n = 0;
 /** A new job for `node` (a unique key each call). */
@@ -44,6 +56,8 @@ function job(node = 'node-a'): RemediationJob {
 }
 
 function redisSubject(target: RedisTarget | string): Subject {
+  // The read side on a connection of its own, as the receiver holds it; the work side on the
+  // agents' store, which opens and closes its own.
   const redis = connect(target, 'worker');
   const queues = new Map<string, Queue>();
   const queue = (name: string): Queue => {
@@ -51,22 +65,16 @@ function redisSubject(target: RedisTarget | string): Subject {
     if (!q) queues.set(name, (q = new Queue(name, { connection: redis, prefix: PREFIX, skipVersionCheck: true })));
     return q;
   };
-  const consumers: JobConsumer[] = [];
-  const own: RedisConnection[] = [];
+  const agents = new AgentStore({ redis: target, process: 'contract', prefix: PREFIX, log: silent });
   return {
     store: new BullJobStore({ redis, prefix: PREFIX, queue }),
-    consume: (name, handler) => {
-      const connection = connect(target, 'worker');
-      own.push(connection);
-      const c = consumeJobs({ queue: name, prefix: PREFIX, connection, lockDurationMs: 5_000, keepFinished: { age: 3_600 }, log: silent }, handler);
-      consumers.push(c);
-      return c;
-    },
+    enqueue: agents.enqueuer({ timeoutMs: 5_000, sealer: undefined }),
+    consumers: agents,
     counter: async (key, field) => Number((await redis.hget(key, field)) ?? 0),
     close: async () => {
-      await Promise.all(consumers.map((c) => c.close()));
+      await agents.close();
       await Promise.all([...queues.values()].map((q) => q.close()));
-      for (const r of [...own, redis]) r.disconnect();
+      redis.disconnect();
     },
   };
 }
@@ -76,10 +84,13 @@ function memorySubject(): Subject {
   const consumers: JobConsumer[] = [];
   return {
     store,
-    consume: (queue, handler) => {
-      const c = store.consume(queue, handler);
-      consumers.push(c);
-      return c;
+    enqueue: store,
+    consumers: {
+      consume: (o, handler) => {
+        const c = store.consume(o, handler);
+        consumers.push(c);
+        return c;
+      },
     },
     counter: async (key, field) => store.counters.get(`${key}|${field}`) ?? 0,
     close: async () => {
@@ -93,7 +104,7 @@ function memorySubject(): Subject {
 async function consumeUntil(s: Subject, queue: string, handler: JobHandler, count = 1): Promise<TakenJob[]> {
   const seen: TakenJob[] = [];
   let finished = 0;
-  const c = s.consume(queue, async (j) => {
+  const c = s.consumers.consume(consuming(queue), async (j) => {
     seen.push(j);
     return handler(j);
   });
@@ -222,7 +233,7 @@ function contract(name: string, make: () => Promise<Subject> | Subject, skip?: s
       await s.store.add(q, j, j);
       let runs = 0;
       let finished = 0;
-      const c = s.consume(q, async (t) => {
+      const c = s.consumers.consume(consuming(q), async (t) => {
         runs += 1;
         if (runs === 1) {
           await t.setProgress({ parked: { reason: 'approval' } });
@@ -246,6 +257,32 @@ function contract(name: string, make: () => Promise<Subject> | Subject, skip?: s
       expect(await s.store.get(q, j.key)).toMatchObject({ returnvalue: { progress: { parked: { reason: 'approval' } }, attemptsMade: 0 } });
       expect(await s.store.promote(q, j.key)).toBe(false);
       expect(await s.store.promote(q, 'no-such-job')).toBe(false);
+    });
+
+    it('enqueue stores each job on its queue once, under its key: a repeat is answered deduplicated, and the job is then consumed', async () => {
+      const [a, b] = [job('node-g'), job('node-g')];
+      const q = nodeQueueName('node-g');
+      const answer = (j: RemediationJob, deduplicated: boolean) => ({ id: j.key, queue: q, runbook: j.runbook, node: 'node-g', key: j.key, deduplicated });
+      expect(s.enqueue.allKnown([{ queue: q, key: a.key }])).toBe(false);
+      expect(await s.enqueue.enqueue([a, b, a])).toEqual([answer(a, false), answer(b, false), answer(a, true)]);
+      expect(await s.enqueue.enqueue([b])).toEqual([answer(b, true)]);
+      expect(
+        s.enqueue.allKnown([
+          { queue: q, key: a.key },
+          { queue: q, key: b.key },
+        ]),
+      ).toBe(true);
+      expect(s.enqueue.allKnown([{ queue: q, key: 'no-such-job' }])).toBe(false);
+      expect(s.enqueue.allKnown([])).toBe(false);
+      expect(await s.store.find(a.key)).toMatchObject({ queue: q, state: 'waiting', job: { id: a.key, name: a.runbook, data: a, attempts: 4 } });
+      const seen = await consumeUntil(s, q, async (t) => ({ ran: t.id }), 2);
+      expect(seen.map((t) => [t.id, t.data])).toEqual([
+        [a.key, a],
+        [b.key, b],
+      ]);
+      expect(await s.store.get(q, a.key)).toMatchObject({ returnvalue: { ran: a.key } });
+      expect(await s.enqueue.enqueue([a])).toEqual([answer(a, true)]);
+      expect(await s.store.state(q, a.key)).toBe('completed');
     });
 
     it('refuses to list a state it cannot ask about', async () => {

@@ -13,6 +13,7 @@ import { CLUSTER_QUEUE } from '../../src/core/catalogue/queues.ts';
 import { Dispatcher } from '../../src/adapters/jobstore/dispatcher.ts';
 import { startReceiver } from '../../src/control/receiver.ts';
 import { createRunbookWorker } from '../../workers/engine/runbook-worker.ts';
+import { AgentStore } from '../../src/adapters/jobstore/agent-store.ts';
 import { testConfig } from '../support/config.ts';
 import { post } from '../testkit/payloads.ts';
 import { producerConnection } from '../../src/adapters/redis/redis.ts';
@@ -288,8 +289,7 @@ describe.skipIf(skip !== undefined)('rbd-stale-mapping against a real Ceph', () 
     const receiver = await startReceiver(testConfig({ redisUrl: redisUrl(), queuePrefix: prefix, tokens: [TOKEN] }), { lookups: k8s });
     const worker = createRunbookWorker({
       queue: CLUSTER_QUEUE,
-      redis: redisUrl(),
-      prefix,
+      store: new AgentStore({ redis: redisUrl(), process: 'cluster-worker', prefix, log: pino({ level: 'silent' }) }),
       ranOn: 'cluster-worker',
       registry: {
         'rbd-stale-mapping': createRbdStaleMapping({

@@ -20,6 +20,7 @@ import { redisTarget } from '../../src/adapters/redis/redis-target.ts';
 import { loadConfig } from '../../src/core/config/load.ts';
 import { startReceiver, type Receiver } from '../../src/control/receiver.ts';
 import { createRunbookWorker } from '../../workers/engine/runbook-worker.ts';
+import { AgentStore } from '../../src/adapters/jobstore/agent-store.ts';
 import { trustFromConfig } from '../../src/core/trust/from-config.ts';
 import { controlsFromConfig } from '../../workers/engine/job-controls.ts';
 import { seenWork } from '../../workers/engine/seen-work.ts';
@@ -213,8 +214,7 @@ describe('the deploy ACL file on a real redis-server', () => {
       const trust = trustFromConfig(clusterCfg, 'cluster-worker');
       const cluster = createRunbookWorker({
         queue: CLUSTER_QUEUE,
-        redis: redisTarget(clusterCfg),
-        prefix,
+        store: new AgentStore({ redis: redisTarget(clusterCfg), process: 'cluster-worker', prefix, log: silent }),
         ranOn: 'cluster-worker',
         log: silent,
         modeOf: () => 'enforce',

@@ -1,12 +1,16 @@
 import type { RemediationJob } from '../../src/core/catalogue/jobs.ts';
 import { RUNBOOK_POLICY } from '../../src/core/catalogue/policy.ts';
-import { CLUSTER_QUEUE, nodeOfQueue } from '../../src/core/catalogue/queues.ts';
+import { CLUSTER_QUEUE, nodeOfQueue, queueFor } from '../../src/core/catalogue/queues.ts';
 import { failureText, shouldRetry } from '../../src/core/errors.ts';
 import {
   JobParked,
+  type ConsumeOptions,
   type CounterBatch,
+  type Enqueued,
   type FoundJob,
   type JobConsumer,
+  type JobConsumers,
+  type JobEnqueue,
   type JobHandler,
   type JobRef,
   type JobState,
@@ -18,6 +22,7 @@ import {
 // The job store in memory, for tests of what sits above it: the same port, held to the same
 // behaviour as the Redis one by test/int/job-store-contract.int.test.ts. One consumer per queue, one
 // job at a time; retries wait the runbook's backoff like BullMQ's exponential one (no jitter).
+// Nothing is sealed and nothing expires: a key stays deduplicated for as long as it is stored.
 
 interface Entry {
   job: StoredJob;
@@ -28,7 +33,7 @@ interface Entry {
 
 const copy = <T>(v: T): T => structuredClone(v);
 
-export class MemoryJobStore implements JobStore {
+export class MemoryJobStore implements JobStore, JobEnqueue, JobConsumers {
   readonly #queues = new Map<string, Map<string, Entry>>();
   readonly #wake = new Map<string, () => void>();
   /** Counters sent with log lines: `key|field` -> sum. */
@@ -98,6 +103,23 @@ export class MemoryJobStore implements JobStore {
     this.#wake.get(queue)?.();
   }
 
+  /** Each job on its queue under its key, stored as it is; one already stored is answered as deduplicated. */
+  async enqueue(jobs: readonly RemediationJob[]): Promise<Enqueued[]> {
+    const answers: Enqueued[] = [];
+    for (const job of jobs) {
+      const queue = queueFor(job);
+      const deduplicated = this.#entry(queue, job.key) !== undefined;
+      if (!deduplicated) await this.add(queue, job, job);
+      const node = 'node' in job.target ? job.target.node : undefined;
+      answers.push({ id: job.key, queue, runbook: job.runbook, ...(node ? { node } : {}), key: job.key, deduplicated });
+    }
+    return answers;
+  }
+
+  allKnown(jobs: readonly { queue: string; key: string }[]): boolean {
+    return jobs.length > 0 && jobs.every((j) => this.#entry(j.queue, j.key) !== undefined);
+  }
+
   async promote(queue: string, id: string): Promise<boolean> {
     const e = this.#entry(queue, id);
     if (e?.state !== 'delayed') return false;
@@ -117,8 +139,8 @@ export class MemoryJobStore implements JobStore {
     e.timer = setTimeout(() => this.#ready(queue, e), Math.max(0, atMs - this.#now()));
   }
 
-  /** The queue's consumer (one per queue). */
-  consume(queue: string, handler: JobHandler): JobConsumer {
+  /** The queue's consumer (one per queue; locks and retention are BullMQ's, not kept here). */
+  consume({ queue }: ConsumeOptions, handler: JobHandler): JobConsumer {
     const listeners: ((id: string, outcome: 'completed' | 'failed') => void)[] = [];
     let running = true;
     let busy: Promise<void> = Promise.resolve();

@@ -1,5 +1,5 @@
 import { nodeOfQueue } from '../../src/core/catalogue/queues.ts';
-import { keepFinished } from '../../src/core/catalogue/policy.ts';
+import { keepFinished, keepFor } from '../../src/core/catalogue/policy.ts';
 import { recordNotRun } from '../../src/adapters/stats/job-stats.ts';
 import type { JobEventInput, RecordedJobEvent } from '../../src/adapters/kube/job-events.ts';
 import type { Logger } from '../../src/adapters/observability/logger.ts';
@@ -8,6 +8,8 @@ import { failStranded } from '../../src/adapters/jobstore/fail-stranded.ts';
 import { knownQueuesKey } from '../../src/adapters/redis/known-queues.ts';
 import { writeNoAgentRecord } from '../../src/adapters/jobstore/no-agent-record.ts';
 import type { RedisConnection } from '../../src/adapters/redis/redis.ts';
+import type { AgentStore } from '../../src/adapters/jobstore/agent-store.ts';
+import type { ClusterWorkerConfig } from '../../src/core/config/schema.ts';
 
 // A job on `vm-node-{<node>}` is taken only by that node's agent. When none runs there (the
 // DaemonSet excluded by a nodeSelector or taint, the agent crash-looping, a node name that no
@@ -46,13 +48,13 @@ export interface NoAgentCheck {
 }
 
 /** How often the cluster worker checks. */
-export const NO_AGENT_CHECK_MS = 30_000;
+const NO_AGENT_CHECK_MS = 30_000;
 
 /**
  * An agent checks in every LOCK_DURATION_MS (its stalled interval); two missed check-ins plus a
  * check interval, and at least a minute, before its absence counts.
  */
-export const noAgentGraceMs = (lockDurationMs: number): number => Math.max(60_000, 2 * lockDurationMs + NO_AGENT_CHECK_MS);
+const noAgentGraceMs = (lockDurationMs: number): number => Math.max(60_000, 2 * lockDurationMs + NO_AGENT_CHECK_MS);
 
 /** Queues checked at once: each is one script call; more only queue up in Redis. */
 const CONCURRENCY = 256;
@@ -197,4 +199,27 @@ export class NoAgentWatch {
     }
     return failed;
   }
+}
+
+/** The cluster worker's watch, as configuration says, on its store's connections (the producer's, and one for failing jobs). */
+export function startNoAgentWatch(
+  config: Pick<ClusterWorkerConfig, 'queuePrefix' | 'lockDurationMs' | 'noAgentDeadlineSeconds' | 'dedupWindowMs'>,
+  store: AgentStore,
+  events: NoAgentWatchOptions['events'],
+  log: Logger,
+): NoAgentWatch {
+  const watch = new NoAgentWatch({
+    redis: store.held('producer', 'producer'),
+    prefix: config.queuePrefix,
+    graceMs: noAgentGraceMs(config.lockDurationMs),
+    deadlineMs: config.noAgentDeadlineSeconds * 1000,
+    intervalMs: NO_AGENT_CHECK_MS,
+    log: log.child({ component: 'no-agent' }),
+    ...(events ? { events } : {}),
+    workerConnection: () => store.held('no-agent', 'worker'),
+    closeWorkerConnection: false,
+    keepFailed: keepFor(config.dedupWindowMs.node),
+  });
+  watch.start();
+  return watch;
 }

@@ -1,9 +1,6 @@
-import { consumeJobs } from '../../src/adapters/jobstore/consumer.ts';
+import type { AgentStore } from '../../src/adapters/jobstore/agent-store.ts';
 import type { Logger } from '../../src/adapters/observability/logger.ts';
 import { createWorkerMetrics, type WorkerMetrics } from '../../src/adapters/observability/worker-metrics.ts';
-import { RedisConnections } from '../../src/adapters/redis/redis-connections.ts';
-import type { RedisTarget } from '../../src/adapters/redis/redis-target.ts';
-import type { RedisConnection } from '../../src/adapters/redis/redis.ts';
 import { queueStatsKey } from '../../src/adapters/stats/job-stats.ts';
 import { RemediationJob, type RunbookName } from '../../src/core/catalogue/jobs.ts';
 import { keepFinished } from '../../src/core/catalogue/policy.ts';
@@ -28,12 +25,9 @@ import { controlTrust, refuseUntrusted, verifyTrust } from './stages/verify-trus
 
 export interface RunbookWorkerOptions {
   queue: string;
-  /** Where Redis is (a URL: a single server). */
-  redis: RedisTarget | string;
-  prefix: string;
+  /** The job store, holding its connections: the worker consumes there, and closes it when it closes. */
+  store: AgentStore;
   ranOn: string;
-  /** Names its Redis connections in CLIENT LIST (`volume-medic:<process>:worker`); default `ranOn`. */
-  process?: string;
   registry: RunbookRegistry;
   modeOf: (runbook: RunbookName) => Mode;
   /** Rejects jobs that are not for this worker (a node agent only runs its node's jobs). */
@@ -60,19 +54,13 @@ export interface RunbookWorkerOptions {
    * anything else runs. Without it (tests of the runbooks alone) jobs are taken as they are.
    */
   trust?: WorkTrust;
-  /** Redis refused this worker's credentials (its Redis user gone): an enrolled agent enrols again. */
-  onRedisAuthRefused?: () => void;
-  /** Everything this worker touches is in its queue's slot (an enrolled node agent): see ConnectOptions.oneSlot. */
-  oneSlot?: boolean;
 }
 
 export interface RunbookWorker {
   /** The queue's consumer (the job store's). */
   consumer: JobConsumer;
-  /** The worker's command connection (not the blocking one): the agent's own checks enqueue on it, no third connection. */
-  connection: RedisConnection;
-  /** Its owner, which brings it back if it ends (BullMQ brings back its blocking connection itself). */
-  connections: RedisConnections;
+  /** The store it consumes from: its connections (for /readyz), and where the agent's own checks enqueue (no third connection). */
+  store: AgentStore;
   /** This worker's own counts of finished and refused work, for its process's /metrics. */
   metrics: WorkerMetrics;
   /** Taking jobs: started and not closing (the probe server's /readyz). */
@@ -80,16 +68,10 @@ export interface RunbookWorker {
   close(): Promise<void>;
 }
 
-// long because: a worker's composition root: its connections, the stages' shared record, the stage order (the processor) and the shutdown
+// long because: a worker's composition root: the stages' shared record, the stage order (the processor), the consumer and the shutdown
 export function createRunbookWorker(opts: RunbookWorkerOptions): RunbookWorker {
-  const connections = new RedisConnections({
-    target: opts.redis,
-    process: opts.process ?? opts.ranOn,
-    log: opts.log.child({ component: 'redis' }),
-    ...(opts.onRedisAuthRefused ? { onAuthRefused: opts.onRedisAuthRefused } : {}),
-    ...(opts.oneSlot ? { connect: { oneSlot: { key: opts.queue } } } : {}),
-  });
-  const connection = connections.open('worker', 'worker');
+  const { store } = opts;
+  const { connection, prefix } = store;
   const metrics = createWorkerMetrics();
   const shutdown = new AbortController();
   const d: StageDeps = {
@@ -98,7 +80,7 @@ export function createRunbookWorker(opts: RunbookWorkerOptions): RunbookWorker {
     log: opts.log,
     connection,
     // Its statistics under its own queue (a node's Redis user may write no other's).
-    stats: queueStatsKey(opts.prefix, opts.queue),
+    stats: queueStatsKey(prefix, opts.queue),
     metrics,
     ...(opts.events ? { events: opts.events } : {}),
     ...(opts.trust ? { trust: opts.trust } : {}),
@@ -108,10 +90,10 @@ export function createRunbookWorker(opts: RunbookWorkerOptions): RunbookWorker {
     d.controls = createJobControls({
       ...opts.controls,
       redis: connection,
-      prefix: opts.prefix,
+      prefix,
       queue: opts.queue,
       log: opts.log,
-      ...(opts.oneSlot && typeof opts.redis !== 'string' && opts.redis.kind === 'cluster' ? { oneSlot: true } : {}),
+      ...(store.oneClusterSlot ? { oneSlot: true } : {}),
       ...(opts.trust ? { trust: controlTrust(opts.trust, d) } : {}),
     });
   }
@@ -145,15 +127,12 @@ export function createRunbookWorker(opts: RunbookWorkerOptions): RunbookWorker {
   };
 
   const keep = opts.keepFinished ?? keepFinished(placementOfQueue(opts.queue));
-  const consumer = consumeJobs(
-    { queue: opts.queue, prefix: opts.prefix, connection, lockDurationMs: opts.lockDurationMs, keepFinished: keep, log: opts.log },
-    processor,
-  );
+  const consumer = store.consume({ queue: opts.queue, lockDurationMs: opts.lockDurationMs, keepFinished: keep }, processor);
 
   let closing: Promise<void> | undefined;
   const stopBeat = startPresenceBeat({
     redis: connection,
-    prefix: opts.prefix,
+    prefix,
     queue: opts.queue,
     intervalMs: opts.lockDurationMs,
     running: () => closing === undefined && consumer.running(),
@@ -161,8 +140,7 @@ export function createRunbookWorker(opts: RunbookWorkerOptions): RunbookWorker {
   });
   return {
     consumer,
-    connection,
-    connections,
+    store,
     metrics,
     running: () => closing === undefined && consumer.running(),
     close: () =>
@@ -171,7 +149,7 @@ export function createRunbookWorker(opts: RunbookWorkerOptions): RunbookWorker {
         stopBeat();
         // Waits for the running job to finish its current step; the store keeps its lock meanwhile.
         await consumer.close();
-        await connections.close();
+        await store.close();
       })()),
   };
 }

@@ -1,7 +1,7 @@
 import { DelayedError, UnrecoverableError, Worker, type Job } from 'bullmq';
 import { Cluster } from 'ioredis';
 import { failureText, shouldRetry, TransientError } from '../../core/errors.ts';
-import { JobParked, type CounterBatch, type JobConsumer, type JobHandler, type TakenJob } from '../../core/jobs/job-store.ts';
+import { JobParked, type ConsumeOptions, type CounterBatch, type JobConsumer, type JobHandler, type TakenJob } from '../../core/jobs/job-store.ts';
 import type { Logger } from '../observability/logger.ts';
 import { execAll } from '../redis/exec-all.ts';
 import { storedJob } from './bull-job-store.ts';
@@ -12,15 +12,10 @@ import type { RedisConnection } from '../redis/redis.ts';
 // retry terms (core/errors.ts), parking as BullMQ's delayed set, and the queue's marker put back
 // after a reconnect.
 
-export interface ConsumerOptions {
-  queue: string;
-  prefix: string;
-  /** The command connection (BullMQ opens its blocking one from it). */
+/** Where a store's consumers run: its command connection (BullMQ opens each consumer's blocking one from it), prefix and log. */
+export interface ConsumerSite {
   connection: RedisConnection;
-  /** A job's lock; also how often stalled jobs (a dead consumer's) are looked for. */
-  lockDurationMs: number;
-  /** How long finished jobs are kept (the queue's deduplication window). */
-  keepFinished: { age: number };
+  prefix: string;
   log: Logger;
 }
 
@@ -82,9 +77,9 @@ function forBullmq(err: unknown): Error {
 }
 
 // long because: BullMQ's Worker options, each with the reason for its value, and the job view handlers get
-export function consumeJobs(o: ConsumerOptions, handler: JobHandler): JobConsumer {
-  const { connection } = o;
-  const keys = queueKeys(o.prefix, o.queue);
+export function consumeJobs(site: ConsumerSite, o: ConsumeOptions, handler: JobHandler): JobConsumer {
+  const { connection, prefix, log } = site;
+  const keys = queueKeys(prefix, o.queue);
 
   const taken = (job: Job, token: string | undefined): TakenJob => ({
     ...storedJob(job),
@@ -130,7 +125,7 @@ export function consumeJobs(o: ConsumerOptions, handler: JobHandler): JobConsume
     },
     {
       connection,
-      prefix: o.prefix,
+      prefix,
       // No full INFO per connection at start (BullMQ's version check): after a power loss 10,000
       // agents connecting at once each sent two. docs/redis.md states the Redis versions we run on.
       skipVersionCheck: true,
@@ -152,9 +147,9 @@ export function consumeJobs(o: ConsumerOptions, handler: JobHandler): JobConsume
       autorun: true,
     },
   );
-  worker.on('error', (err) => o.log.error({ err: err.message }, 'worker error'));
-  worker.on('stalled', (id) => o.log.warn({ jobId: id }, 'job stalled (its worker stopped); it will be taken again'));
-  const stopRearming = rearmAfterReconnect(connection, worker, keys.marker, o.log);
+  worker.on('error', (err) => log.error({ err: err.message }, 'worker error'));
+  worker.on('stalled', (id) => log.warn({ jobId: id }, 'job stalled (its worker stopped); it will be taken again'));
+  const stopRearming = rearmAfterReconnect(connection, worker, keys.marker, log);
   return {
     running: () => worker.isRunning(),
     ready: async () => {

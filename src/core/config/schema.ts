@@ -23,6 +23,8 @@ export type ConfigOf<P extends ConfigProcess> = Optional<ReadBy<P>> & Derived & 
 export type ReceiverConfig = ConfigOf<'receiver'>;
 export type NodeAgentConfig = ConfigOf<'node-agent'>;
 export type ClusterWorkerConfig = ConfigOf<'cluster-worker'>;
+/** What both agents read: what their shared bootstrap (workers/agent-bootstrap) takes. */
+export type AgentConfig = Pick<NodeAgentConfig, keyof NodeAgentConfig & keyof ClusterWorkerConfig>;
 /** Every setting: what tests build, and what the reference lists. */
 export type Config = ConfigOf<ConfigProcess>;
 

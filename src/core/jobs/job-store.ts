@@ -1,10 +1,10 @@
 import type { RemediationJob, RunbookName } from '../catalogue/jobs.ts';
 
 // The job store: where remediation jobs wait, run, park and finish. Both planes speak to it
-// through this port and know jobs and their states, never the queue library:
-// src/adapters/jobstore/ is its one implementation (BullMQ on Redis: single, Sentinel, Cluster),
-// test/testkit/memory-job-store.ts its fake; test/int/job-store-contract.int.test.ts holds both to
-// the same behaviour.
+// through this port and know jobs and their states, never the queue library nor its connections:
+// src/adapters/jobstore/ is its one implementation (BullMQ on Redis: single, Sentinel, Cluster;
+// an agent's store, agent-store.ts, opens and closes its own connections), test/testkit/memory-job-store.ts
+// its fake; test/int/job-store-contract.int.test.ts holds both to the same behaviour.
 
 /** Every state a stored job can be in, in the order the console shows them: the one list (the counts and filters pick from it). */
 export const JOB_STATES = ['waiting', 'active', 'delayed', 'prioritized', 'paused', 'completed', 'failed', 'waiting-children'] as const;
@@ -125,6 +125,20 @@ export interface JobConsumer {
   onFinished(listener: (id: string, outcome: 'completed' | 'failed') => void): void;
   /** Waits for the running job (the store keeps its lock meanwhile), then stops. */
   close(): Promise<void>;
+}
+
+/** A queue to consume: the store knows where it is and holds the connections its consumers use. */
+export interface ConsumeOptions {
+  queue: string;
+  /** A job's lock; also how often stalled jobs (a dead consumer's) are looked for. */
+  lockDurationMs: number;
+  /** How long finished jobs are kept, in seconds (the queue's deduplication window). */
+  keepFinished: { age: number };
+}
+
+/** The work side: consumers of queues, on the store's own connections. */
+export interface JobConsumers {
+  consume(o: ConsumeOptions, handler: JobHandler): JobConsumer;
 }
 
 /** What TakenJob.park throws once the job is moved: a handler lets it through, untouched. */
