@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { Queue, Worker, type Job } from 'bullmq';
 import { Redis } from 'ioredis';
 import { nodeQueueName } from '../src/core/catalogue/queues.ts';
-import { configSchema } from '../src/core/config/schema.ts';
+import { parseConfig } from '../src/core/config/load.ts';
 import { ControlsStore } from '../src/adapters/controls/controls-store.ts';
 import { presenceKey } from '../src/adapters/jobstore/agent-presence.ts';
 import { incidentIndexKey } from '../src/adapters/jobstore/incident-index.ts';
@@ -262,7 +262,7 @@ async function main(): Promise<void> {
   const keysDir = process.env['SIGNING_KEYS_DIR'] || writeSigningKeys(undefined);
   const start = async (prefix: string) =>
     startReceiver(
-      configSchema().parse({
+      parseConfig('receiver', {
         port: 0,
         listenAddress: '127.0.0.1',
         redisUrl: redis.url,

@@ -26,7 +26,7 @@ try {
   // A trial has no Secret: fresh signing keys in a private temporary directory, so the receiver
   // seals and the agent verifies as deployed (SIGNING_KEYS_DIR, when set, is used instead).
   const keys = process.env['SIGNING_KEYS_DIR'] || writeSigningKeys(undefined);
-  const loaded = loadConfig({ ...process.env, REDIS_URL: redis.url, NODE_NAME: nodeName, SIGNING_KEYS_DIR: keys });
+  const loaded = loadConfig(['receiver', 'node-agent'], { ...process.env, REDIS_URL: redis.url, NODE_NAME: nodeName, SIGNING_KEYS_DIR: keys });
   // A trial on one machine usually has no cluster to ask who an operator is: unless OPERATOR_AUTH
   // says otherwise, anyone reaching the port is operator insecure-anonymous (and says so).
   const operatorAuth = process.env['OPERATOR_AUTH'] ? loaded.operatorAuth : ('insecure' as const);

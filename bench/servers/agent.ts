@@ -1,4 +1,4 @@
-import { configSchema } from '../../src/core/config/schema.ts';
+import { parseConfig } from '../../src/core/config/load.ts';
 import { createLogger } from '../../src/adapters/observability/logger.ts';
 import { createNodeAgent } from '../../workers/node-agent/agent.ts';
 import type { RunbookResult } from '../../src/core/catalogue/result.ts';
@@ -8,7 +8,7 @@ import type { RunbookResult } from '../../src/core/catalogue/result.ts';
 // precision> the moment the runbook starts and finishes at once. The latency benchmark measures
 // webhook -> that line; a real runbook's own duration is another benchmark's business.
 
-const config = configSchema().parse({
+const config = parseConfig('node-agent', {
   redisUrl: process.env['REDIS_URL'],
   queuePrefix: process.env['QUEUE_PREFIX'],
   signingKeysDir: process.env['SIGNING_KEYS_DIR'],

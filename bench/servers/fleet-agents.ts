@@ -1,7 +1,7 @@
 import { Worker } from 'bullmq';
 import { Cluster } from 'ioredis';
 import { announce } from '../../test/testkit/child.ts';
-import { configSchema } from '../../src/core/config/schema.ts';
+import { configParser } from '../../src/core/config/load.ts';
 import { nodeQueueName } from '../../src/core/catalogue/queues.ts';
 import { RUNBOOKS, type RunbookName } from '../../src/core/catalogue/jobs.ts';
 import type { RunbookResult } from '../../src/core/catalogue/result.ts';
@@ -61,11 +61,11 @@ const registry = Object.fromEntries(RUNBOOKS.map((r) => [r, stub(r)])) as Runboo
 /** What each simulated agent is to this process: ready when waiting for jobs, closed at the end. */
 const workers: { ready(): Promise<unknown>; close(): Promise<unknown> }[] = [];
 // One schema for every simulated agent of this process (building it costs ~2 ms).
-const configs = configSchema();
+const configs = configParser('node-agent');
 for (let i = from; i < to; i++) {
   const node = nodeName(i);
   if (kind === 'ours') {
-    const config = configs.parse({
+    const config = configs({
       ...(clusterNodes ? { redisClusterNodes: clusterNodes.split(',') } : { redisUrl: url }),
       queuePrefix: prefix,
       nodeName: node,

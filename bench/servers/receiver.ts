@@ -1,12 +1,12 @@
 import { announce, answerHeapRequests } from '../../test/testkit/child.ts';
-import { configSchema } from '../../src/core/config/schema.ts';
+import { parseConfig } from '../../src/core/config/load.ts';
 import { startReceiver } from '../../src/control/receiver.ts';
 
 // The real receiver (src/control/receiver.ts) on a free loopback port, configured from the environment
 // the parent passes (REDIS_URL, QUEUE_PREFIX, LOG_LEVEL). Its logs go to the parent's choice of
 // stdout sink; the first line it prints itself is READY <url>.
 
-const config = configSchema().parse({
+const config = parseConfig('receiver', {
   port: 0,
   listenAddress: '127.0.0.1',
   ...(process.env['REDIS_CLUSTER_NODES'] ? { redisClusterNodes: process.env['REDIS_CLUSTER_NODES'].split(',') } : { redisUrl: process.env['REDIS_URL'] }),

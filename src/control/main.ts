@@ -6,7 +6,7 @@ import { startReceiver } from './receiver.ts';
 // `npm run receiver`: the HTTP receiver alone, configured from the environment.
 
 const log = createLogger('receiver', undefined, { buffered: true });
-await runMain(log, (config) => {
+await runMain('receiver', log, (config) => {
   // Fail closed: a receiver without a token would take enforce, approvals and jobs from anyone.
   if (config.tokens.length === 0) {
     if (!config.allowUnauthenticated) {

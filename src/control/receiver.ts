@@ -10,7 +10,8 @@ import { createLogger, type Logger } from '../adapters/observability/logger.ts';
 import { createReceiverMetrics, type ReceiverMetrics } from '../adapters/observability/metrics.ts';
 import type { NodeRedisUsers } from '../adapters/redis/node-redis-users.ts';
 import type { RedisConnections } from '../adapters/redis/redis-connections.ts';
-import type { Config } from '../core/config/schema.ts';
+import { inCluster } from '../core/config/in-cluster.ts';
+import type { ReceiverConfig } from '../core/config/schema.ts';
 import { trustFromConfig } from '../core/trust/from-config.ts';
 import { GenerationTable } from '../core/trust/key-generations.ts';
 import { startFleetExporter } from './fleet/fleet-exporter.ts';
@@ -62,7 +63,7 @@ export interface ReceiverOptions {
 
 /** Kubernetes access for the Lease: in a pod there is always some, even with KUBE_WATCH off. */
 function leaseAccess(kubeConfig: KubeConfig | undefined): KubeConfig | undefined {
-  if (kubeConfig || !process.env['KUBERNETES_SERVICE_HOST']) return kubeConfig;
+  if (kubeConfig || !inCluster()) return kubeConfig;
   return loadKubeConfig();
 }
 
@@ -108,7 +109,7 @@ function startReceiverWatches(o: {
 }
 
 // long because: the receiver's composition root: one line or block per module it wires, and their shutdown order
-export async function startReceiver(config: Config, opts: ReceiverOptions = {}): Promise<Receiver> {
+export async function startReceiver(config: ReceiverConfig, opts: ReceiverOptions = {}): Promise<Receiver> {
   const log = opts.log ?? createLogger('receiver', config.logLevel, { buffered: true });
   // Everything the receiver stores for an agent is sealed with its key (fails closed without one),
   // for an enrolled node at that node's credential generation (revocation-module.ts).

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ResidualMultipathJob } from '../../src/core/catalogue/jobs.ts';
 import type { CommandRecord } from '../../src/core/catalogue/result.ts';
 import { nodeQueueName } from '../../src/core/catalogue/queues.ts';
-import { configSchema } from '../../src/core/config/schema.ts';
+import { parseConfig } from '../../src/core/config/load.ts';
 import { createLogger } from '../../src/adapters/observability/logger.ts';
 import { runRunbook } from '../../workers/engine/run-runbook.ts';
 import type { PlannedStep, RunbookDefinition } from '../../workers/engine/runbook.ts';
@@ -82,7 +82,7 @@ describe('hung host commands', () => {
   });
 
   it("ends every hung command at its deadline and starts the node's next job right after", async () => {
-    const config = configSchema().parse({
+    const config = parseConfig('node-agent', {
       redisUrl: redisUrl(),
       queuePrefix: prefix,
       nodeName: NODE,

@@ -8,6 +8,7 @@ import { producerConnection, type RedisConnection } from '../../src/adapters/red
 import { dropPrefix, redisUrl, uniquePrefix } from '../support/redis.ts';
 import { testSealer } from '../support/trust.ts';
 import { waitFor } from '../support/wait.ts';
+import { dedupWindows } from '../../src/core/config/derived.ts';
 
 // The dedup window holds in both directions. Inside it a repeat folds into the job; after it a
 // repeat is a new incident, even on a quiet queue where BullMQ has not swept the finished job
@@ -34,7 +35,7 @@ describe('a finished job older than its dedup window', () => {
     redis = producerConnection(redisUrl());
     queue = new Queue(nodeQueueName(NODE), { connection: producerConnection(redisUrl()), prefix });
     // A 1 s window; no answers from memory, so every repeat asks Redis.
-    d = new Dispatcher(redis, { prefix, timeoutMs: 5_000, sealer: testSealer('receiver'), dedupWindowSeconds: 1, knownKeyMaxMs: 0 });
+    d = new Dispatcher(redis, { prefix, timeoutMs: 5_000, sealer: testSealer('receiver'), dedupWindowMs: dedupWindows(1), knownKeyMaxMs: 0 });
   });
   afterAll(async () => {
     await d.close();

@@ -7,6 +7,7 @@ import { type Enqueued, StoreUnavailableError } from '../../src/core/jobs/job-st
 import { producerConnection, type RedisConnection } from '../../src/adapters/redis/redis.ts';
 import { dropPrefix, redisUrl, uniquePrefix } from '../support/redis.ts';
 import { testSealer } from '../support/trust.ts';
+import { dedupWindows, type DedupWindows } from '../../src/core/config/derived.ts';
 
 // The dispatcher answers a key it stored from memory, without Redis, only within a bound it can
 // prove (issue 8): never past the smallest dedup window of the queue minus a clock margin, never
@@ -27,7 +28,7 @@ describe('dispatcher known keys', () => {
   // Starts at the real time: a job's stored timestamp comes from BullMQ's own Date.now().
   let clock = Date.now();
   const dispatchers: Dispatcher[] = [];
-  const dispatcher = (opts: { dedupWindowSeconds?: number; knownKeyMaxMs?: number; onStored?: (jobs: readonly Enqueued[]) => void } = {}) => {
+  const dispatcher = (opts: { dedupWindowMs?: DedupWindows; knownKeyMaxMs?: number; onStored?: (jobs: readonly Enqueued[]) => void } = {}) => {
     const d = new Dispatcher(redis, { prefix, timeoutMs: 2_000, now: () => clock, sealer: testSealer('receiver'), ...opts });
     dispatchers.push(d);
     return d;
@@ -64,7 +65,7 @@ describe('dispatcher known keys', () => {
   it("never remembers past the queue's smallest dedup window minus the clock margin", async () => {
     clock = Date.now();
     // Window 61 s, margin 60 s: remembered for 1 s only, whatever knownKeyMaxMs says.
-    const d = dispatcher({ dedupWindowSeconds: 61, knownKeyMaxMs: 3_600_000 });
+    const d = dispatcher({ dedupWindowMs: dedupWindows(61), knownKeyMaxMs: 3_600_000 });
     await d.enqueue([job('known_b_000000000001')]);
     await admin.del(jobKey('known_b_000000000001'));
     clock += 500;
@@ -77,7 +78,7 @@ describe('dispatcher known keys', () => {
     clock = Date.now();
     const writer = dispatcher();
     await writer.enqueue([job('known_c_000000000001')]);
-    const reader = dispatcher({ dedupWindowSeconds: 61, knownKeyMaxMs: 3_600_000 });
+    const reader = dispatcher({ dedupWindowMs: dedupWindows(61), knownKeyMaxMs: 3_600_000 });
     // The job was stored at `clock`; 0.8 s later the reader sees it stored: 0.2 s of the 1 s bound left.
     clock += 800;
     expect((await reader.enqueue([job('known_c_000000000001')]))[0]!.deduplicated).toBe(true);

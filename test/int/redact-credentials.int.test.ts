@@ -44,7 +44,7 @@ describe('credentials in URLs', () => {
   ])('a malformed REDIS_URL (%s) is refused without its password', (url) => {
     let message = '';
     try {
-      loadConfig({ REDIS_URL: url });
+      loadConfig('receiver', { REDIS_URL: url });
     } catch (e) {
       message = (e as Error).message;
     }

@@ -358,13 +358,13 @@ describe('the deploy ACL file on a real redis-server', () => {
     if (!tlsPort) return skip('openssl is not installed');
     const tlsUrl = url('receiver', 'rediss', tlsPort, 'localhost');
     // Through configuration, as the processes read it.
-    const ok = producerConnection(redisTarget(loadConfig({ REDIS_URL: tlsUrl, REDIS_TLS_CA_FILE: join(dir, 'ca.pem') }))) as Redis;
+    const ok = producerConnection(redisTarget(loadConfig('receiver', { REDIS_URL: tlsUrl, REDIS_TLS_CA_FILE: join(dir, 'ca.pem') }))) as Redis;
     connections.push(ok);
     ok.on('error', () => {});
     await waitFor('the TLS connection', async () => (ok.status === 'ready' ? true : undefined));
     expect(await ok.ping()).toBe('PONG');
     // Without the CA (the system's only), the server's certificate does not verify.
-    const unverified = producerConnection(redisTarget(loadConfig({ REDIS_URL: tlsUrl }))) as Redis;
+    const unverified = producerConnection(redisTarget(loadConfig('receiver', { REDIS_URL: tlsUrl }))) as Redis;
     connections.push(unverified);
     const error = await new Promise<Error>((resolve) => unverified.once('error', resolve));
     expect(error.message).toMatch(/self.signed|certificate/i);

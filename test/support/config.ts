@@ -1,7 +1,9 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { configSchema, type Config } from '../../src/core/config/schema.ts';
+import { configParser } from '../../src/core/config/load.ts';
+import type { Config } from '../../src/core/config/schema.ts';
+import { EVERY_PROCESS } from '../../src/core/config/setting.ts';
 import { TEST_KEYS_DIR } from './trust.ts';
 
 /**
@@ -10,12 +12,12 @@ import { TEST_KEYS_DIR } from './trust.ts';
  */
 const TEST_STATE_DIR = mkdtempSync(join(tmpdir(), 'vm-test-state-'));
 
-/** Built once here: tests make many configurations, and building the schema costs ~2 ms. */
-const CONFIG = configSchema();
+/** Every process's settings, the schema built once here: tests make many configurations, and building it costs ~2 ms. */
+const parse = configParser(EVERY_PROCESS);
 
 /** A valid configuration for tests: defaults plus what the test says. */
 export const testConfig = (overrides: Partial<Config>): Config =>
-  CONFIG.parse({
+  parse({
     port: 0,
     listenAddress: '127.0.0.1',
     logLevel: 'silent',

@@ -13,7 +13,7 @@ import { enrolUntilDone } from '../../workers/engine/enrolled-keys.ts';
 // Where Redis is: REDIS_URL, or the Sentinel / Cluster settings, read as the real agent reads them.
 const env = process.env;
 const redisOnly = Object.fromEntries(Object.entries(env).filter(([k]) => k.startsWith('REDIS_')));
-const { redisUrl, redisSentinels, redisSentinelName, redisClusterNodes } = loadConfig(redisOnly);
+const { redisUrl, redisSentinels, redisSentinelName, redisClusterNodes } = loadConfig('node-agent', redisOnly);
 const log = createLogger('stub-agent', process.env['LOG_LEVEL'] === 'info' ? 'info' : 'silent');
 // ENROL_URL: enrolled as the chart runs it: no issuer root, its node's keys (and Redis user) from the receiver.
 const enrolled = env['ENROL_URL']

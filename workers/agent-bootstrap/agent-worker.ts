@@ -1,9 +1,9 @@
 import type { AgentStore } from '../../src/adapters/jobstore/agent-store.ts';
 import type { Logger } from '../../src/adapters/observability/logger.ts';
-import { keepFinished } from '../../src/core/catalogue/policy.ts';
+import { keepFor } from '../../src/core/catalogue/policy.ts';
 import { placementOfQueue } from '../../src/core/catalogue/queues.ts';
 import { modeOf } from '../../src/core/config/load.ts';
-import type { Config } from '../../src/core/config/schema.ts';
+import type { AgentConfig } from '../../src/core/config/schema.ts';
 import type { Trust } from '../../src/core/trust/from-config.ts';
 import { join } from 'node:path';
 import { controlMemory, controlMemoryFile } from '../engine/control-memory.ts';
@@ -19,7 +19,7 @@ import { seenWork } from '../engine/seen-work.ts';
 
 export interface AgentWorkerOptions extends Pick<RunbookWorkerOptions, 'queue' | 'ranOn' | 'registry' | 'accepts' | 'events'> {
   as: 'node-agent' | 'cluster-worker';
-  config: Config;
+  config: AgentConfig;
   /** The worker closes it when it closes. */
   store: AgentStore;
   trust: Trust;
@@ -42,7 +42,7 @@ export function createAgentWorker(o: AgentWorkerOptions): RunbookWorker {
     modeOf: (runbook) => modeOf(config, runbook),
     accepts: o.accepts,
     lockDurationMs: config.lockDurationMs,
-    keepFinished: keepFinished(placementOfQueue(o.queue), config.dedupWindowSeconds),
+    keepFinished: keepFor(config.dedupWindowMs[placementOfQueue(o.queue)]),
     log,
     controls: { ...controlsFromConfig(config), ...o.controls },
     ...(o.events ? { events: o.events } : {}),

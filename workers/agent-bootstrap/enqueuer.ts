@@ -1,6 +1,6 @@
 import type { AgentStore } from '../../src/adapters/jobstore/agent-store.ts';
 import type { Dispatcher, DispatcherOptions } from '../../src/adapters/jobstore/dispatcher.ts';
-import type { Config } from '../../src/core/config/schema.ts';
+import type { AgentConfig } from '../../src/core/config/schema.ts';
 import type { Trust } from '../../src/core/trust/from-config.ts';
 
 // Work an agent hands out itself (the node agent's own checks, the cluster worker's node halves):
@@ -9,9 +9,9 @@ import type { Trust } from '../../src/core/trust/from-config.ts';
 
 export function agentEnqueuer(
   store: AgentStore,
-  config: Config,
+  config: Pick<AgentConfig, 'enqueueTimeoutMs' | 'dedupWindowMs'>,
   trust: Trust,
-  more: Omit<DispatcherOptions, 'prefix' | 'timeoutMs' | 'sealer' | 'sealTtlMs' | 'dedupWindowSeconds'> = {},
+  more: Omit<DispatcherOptions, 'prefix' | 'timeoutMs' | 'sealer' | 'sealTtlMs' | 'dedupWindowMs'> = {},
   on?: string,
 ): Dispatcher {
   return store.enqueuer(
@@ -19,7 +19,7 @@ export function agentEnqueuer(
       timeoutMs: config.enqueueTimeoutMs,
       sealer: trust.sealer,
       sealTtlMs: trust.ttlMs,
-      ...(config.dedupWindowSeconds !== undefined ? { dedupWindowSeconds: config.dedupWindowSeconds } : {}),
+      dedupWindowMs: config.dedupWindowMs,
       ...more,
     },
     on,

@@ -1,5 +1,5 @@
 import type { Logger } from '../../src/adapters/observability/logger.ts';
-import type { Config } from '../../src/core/config/schema.ts';
+import type { AgentConfig } from '../../src/core/config/schema.ts';
 import { enrolUntilDone, type EnrolledKeys, type EnrolOptions } from '../engine/enrolled-keys.ts';
 
 // ENROL_URL: an agent's keys (and a node agent's own Redis user) come from the receiver, for its
@@ -8,14 +8,14 @@ import { enrolUntilDone, type EnrolledKeys, type EnrolOptions } from '../engine/
 /** Who enrols: a node agent for its node (its own Redis user), or the cluster worker. */
 export type Enrollee = { as: 'node-agent'; node: string } | { as: 'cluster-worker' };
 
-export interface Enrolment {
+export interface Enrolment<C extends AgentConfig = AgentConfig> {
   /** The configuration to run with: a node agent's Redis user from enrolment in place of configuration's. */
-  config: Config;
+  config: C;
   enrolled?: EnrolledKeys;
 }
 
 /** `enrol`: the round trip (default the receiver's, over HTTP; tests answer it themselves). */
-export async function enrolFromConfig(given: Config, who: Enrollee, log: Logger, enrol?: EnrolOptions['enrol']): Promise<Enrolment> {
+export async function enrolFromConfig<C extends AgentConfig>(given: C, who: Enrollee, log: Logger, enrol?: EnrolOptions['enrol']): Promise<Enrolment<C>> {
   if (!given.enrolUrl) return { config: given };
   const node = who.as === 'node-agent' ? who.node : undefined;
   const enrolled = await enrolUntilDone({

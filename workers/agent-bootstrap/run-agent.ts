@@ -1,7 +1,7 @@
 import type { Logger } from '../../src/adapters/observability/logger.ts';
 import { startProbeServer } from '../../src/adapters/observability/probe-server.ts';
 import { runMain } from '../../src/adapters/process/run-main.ts';
-import type { Config } from '../../src/core/config/schema.ts';
+import type { AgentConfig, ConfigOf } from '../../src/core/config/schema.ts';
 import type { RunbookWorker } from '../engine/runbook-worker.ts';
 import { enrolFromConfig, type Enrollee, type Enrolment } from './enrol.ts';
 
@@ -20,14 +20,17 @@ export interface AgentParts {
   started: { msg: string; fields: object };
 }
 
-export async function runAgent<W extends Enrollee>(
+/** `which` agent: it reads that process's settings only (src/core/config/sections). */
+export async function runAgent<P extends 'node-agent' | 'cluster-worker', W extends Enrollee>(
+  which: P,
   log: Logger,
-  who: (config: Config) => W,
-  compose: (e: Enrolment & { who: W }) => Promise<AgentParts>,
+  who: (config: ConfigOf<P>) => W,
+  compose: (e: Enrolment<ConfigOf<P> & AgentConfig> & { who: W }) => Promise<AgentParts>,
 ): Promise<void> {
-  await runMain(log, async (given) => {
+  await runMain(which, log, async (given) => {
     const me = who(given);
-    const enrolment = await enrolFromConfig(given, me, log);
+    // Both agents read every AgentConfig setting; TypeScript cannot see that through the generic P.
+    const enrolment = await enrolFromConfig(given as ConfigOf<P> & AgentConfig, me, log);
     const { config } = enrolment;
     const { worker, alongside, started } = await compose({ ...enrolment, who: me });
     const probes = await startProbeServer({

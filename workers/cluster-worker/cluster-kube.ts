@@ -1,4 +1,5 @@
 import { KubeLookups } from '../../src/adapters/kube/api/kube-lookups.ts';
+import { kubeAccessConfigured } from '../../src/core/config/in-cluster.ts';
 import { kubeClients, loadKubeConfig } from '../../src/adapters/kube/kube-config.ts';
 import { JobEventRecorder } from '../../src/adapters/kube/job-events.ts';
 import { InMemoryLookups } from '../../src/adapters/kube/lookups.ts';
@@ -17,7 +18,7 @@ export interface ClusterKube {
 }
 
 export function clusterKube(log: Logger): ClusterKube {
-  const inCluster = Boolean(process.env['KUBERNETES_SERVICE_HOST'] || process.env['KUBECONFIG']);
+  const inCluster = kubeAccessConfigured();
   if (!inCluster) return { inCluster, lookups: new InMemoryLookups() };
   const clients = kubeClients(loadKubeConfig());
   return { inCluster, lookups: new KubeLookups(clients), events: new JobEventRecorder({ events: clients.events, log }) };

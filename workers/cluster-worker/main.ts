@@ -10,6 +10,7 @@ import { createClusterWorker } from './worker.ts';
 
 const log = createLogger('cluster-worker');
 await runAgent(
+  'cluster-worker',
   log,
   () => ({ as: 'cluster-worker' }),
   async ({ config, enrolled }) => {

@@ -1,5 +1,5 @@
 import { nodeOfQueue } from '../../src/core/catalogue/queues.ts';
-import { keepFinished } from '../../src/core/catalogue/policy.ts';
+import { keepFinished, keepFor } from '../../src/core/catalogue/policy.ts';
 import { recordNotRun } from '../../src/adapters/stats/job-stats.ts';
 import type { JobEventInput, RecordedJobEvent } from '../../src/adapters/kube/job-events.ts';
 import type { Logger } from '../../src/adapters/observability/logger.ts';
@@ -9,7 +9,7 @@ import { knownQueuesKey } from '../../src/adapters/redis/known-queues.ts';
 import { writeNoAgentRecord } from '../../src/adapters/jobstore/no-agent-record.ts';
 import type { RedisConnection } from '../../src/adapters/redis/redis.ts';
 import type { AgentStore } from '../../src/adapters/jobstore/agent-store.ts';
-import type { Config } from '../../src/core/config/schema.ts';
+import type { ClusterWorkerConfig } from '../../src/core/config/schema.ts';
 
 // A job on `vm-node-{<node>}` is taken only by that node's agent. When none runs there (the
 // DaemonSet excluded by a nodeSelector or taint, the agent crash-looping, a node name that no
@@ -202,7 +202,12 @@ export class NoAgentWatch {
 }
 
 /** The cluster worker's watch, as configuration says, on its store's connections (the producer's, and one for failing jobs). */
-export function startNoAgentWatch(config: Config, store: AgentStore, events: NoAgentWatchOptions['events'], log: Logger): NoAgentWatch {
+export function startNoAgentWatch(
+  config: Pick<ClusterWorkerConfig, 'queuePrefix' | 'lockDurationMs' | 'noAgentDeadlineSeconds' | 'dedupWindowMs'>,
+  store: AgentStore,
+  events: NoAgentWatchOptions['events'],
+  log: Logger,
+): NoAgentWatch {
   const watch = new NoAgentWatch({
     redis: store.held('producer', 'producer'),
     prefix: config.queuePrefix,
@@ -213,7 +218,7 @@ export function startNoAgentWatch(config: Config, store: AgentStore, events: NoA
     ...(events ? { events } : {}),
     workerConnection: () => store.held('no-agent', 'worker'),
     closeWorkerConnection: false,
-    keepFailed: keepFinished('node', config.dedupWindowSeconds),
+    keepFailed: keepFor(config.dedupWindowMs.node),
   });
   watch.start();
   return watch;

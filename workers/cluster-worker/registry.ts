@@ -1,4 +1,4 @@
-import type { Config } from '../../src/core/config/schema.ts';
+import type { ClusterWorkerConfig } from '../../src/core/config/schema.ts';
 import type { LookupsOf } from '../../src/adapters/kube/rbac.ts';
 import type { JobEnqueue } from '../../src/core/jobs/job-store.ts';
 import { createRealHost } from '../host/index.ts';
@@ -14,7 +14,7 @@ export interface ClusterRegistryDeps {
   dispatcher: Pick<JobEnqueue, 'enqueue'>;
 }
 
-export function defaultClusterRegistry(config: Config, deps: ClusterRegistryDeps): RunbookRegistry {
+export function defaultClusterRegistry(config: ClusterWorkerConfig, deps: ClusterRegistryDeps): RunbookRegistry {
   return {
     'rbd-stale-mapping': createRbdStaleMapping({
       host: createRealHost(),

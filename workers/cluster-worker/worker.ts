@@ -4,7 +4,7 @@ import type { Logger } from '../../src/adapters/observability/logger.ts';
 import { followGenerations, NodeGenerations } from '../../src/adapters/redis/node-generations.ts';
 import { redisTarget } from '../../src/adapters/redis/redis-target.ts';
 import { CLUSTER_QUEUE } from '../../src/core/catalogue/queues.ts';
-import type { Config } from '../../src/core/config/schema.ts';
+import type { ClusterWorkerConfig } from '../../src/core/config/schema.ts';
 import { trustFromConfig } from '../../src/core/trust/from-config.ts';
 import { GenerationTable } from '../../src/core/trust/key-generations.ts';
 import { createAgentWorker } from '../agent-bootstrap/agent-worker.ts';
@@ -20,7 +20,7 @@ import { defaultClusterRegistry } from './registry.ts';
 // generation as the receiver's are (a revoked node's agent holds the later one's keys).
 
 export interface ClusterWorkerOptions {
-  config: Config;
+  config: ClusterWorkerConfig;
   kube: ClusterKube;
   enrolled?: EnrolledKeys | undefined;
   log: Logger;

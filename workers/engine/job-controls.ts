@@ -88,7 +88,20 @@ export interface JobControls {
   audit(action: string, target: string, why: string): Promise<void>;
 }
 
-export function controlsFromConfig(config: Config): Pick<JobControlsOptions, 'approval' | 'approvalTtlMs' | 'caps' | 'recheckMs'> {
+export function controlsFromConfig(
+  config: Pick<
+    Config,
+    | 'approvalHighRisk'
+    | 'approvalRunbooks'
+    | 'approvalMaxDestructiveSteps'
+    | 'approvalTtlSeconds'
+    | 'controlsRecheckSeconds'
+    | 'breakerNodeDestructivePerHour'
+    | 'breakerClusterDestructivePerHour'
+    | 'breakerStormNodes'
+    | 'breakerStormWindowSeconds'
+  >,
+): Pick<JobControlsOptions, 'approval' | 'approvalTtlMs' | 'caps' | 'recheckMs'> {
   return {
     approval: {
       highRisk: config.approvalHighRisk,

@@ -3,7 +3,7 @@ import type { Logger } from '../../src/adapters/observability/logger.ts';
 import { redisTarget } from '../../src/adapters/redis/redis-target.ts';
 import { jobNode } from '../../src/core/catalogue/jobs.ts';
 import { nodeQueueName } from '../../src/core/catalogue/queues.ts';
-import type { Config } from '../../src/core/config/schema.ts';
+import type { NodeAgentConfig } from '../../src/core/config/schema.ts';
 import { NODE_MODE_LABEL } from '../../src/core/controls/effective-mode.ts';
 import { trustFromConfig, type Trust } from '../../src/core/trust/from-config.ts';
 import { createAgentWorker } from '../agent-bootstrap/agent-worker.ts';
@@ -18,7 +18,7 @@ import type { NodeLabels } from '../runbooks/local-pv-placeholder/node-labels.ts
 // at a time, so two runbooks never change the same node's devices at once.
 
 export interface NodeAgentOptions {
-  config: Config;
+  config: NodeAgentConfig;
   registry: RunbookRegistry;
   log: Logger;
   /** Where the node's labels come from (`volume-medic.io/mode=dry-run` holds this agent to dry-run); default NODE_LABELS. */

@@ -16,6 +16,7 @@ import { startSelfChecks } from './self-checks.ts';
 
 const log = createLogger('node-agent');
 await runAgent(
+  'node-agent',
   log,
   (config) => {
     if (!config.nodeName) throw new ConfigError('NODE_NAME is required: the node agent serves exactly one node (set it from spec.nodeName)');

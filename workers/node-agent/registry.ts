@@ -1,4 +1,4 @@
-import type { Config } from '../../src/core/config/schema.ts';
+import type { NodeAgentConfig } from '../../src/core/config/schema.ts';
 import type { Logger } from '../../src/adapters/observability/logger.ts';
 import { createRealHost } from '../host/index.ts';
 import { createLocalPvPlaceholder, InMemoryNodeLabels, type NodeLabels } from '../runbooks/local-pv-placeholder/index.ts';
@@ -26,12 +26,12 @@ export interface NodeRegistryDeps {
   nodePods?: NodePods;
 }
 
-function optInLabel(config: Pick<Config, 'placeholderOptInLabel'>): { key: string; value: string } {
+function optInLabel(config: Pick<NodeAgentConfig, 'placeholderOptInLabel'>): { key: string; value: string } {
   const i = config.placeholderOptInLabel.indexOf('=');
   return { key: config.placeholderOptInLabel.slice(0, i), value: config.placeholderOptInLabel.slice(i + 1) };
 }
 
-export function defaultNodeRegistry(config: Config, _log: Logger, deps: NodeRegistryDeps = {}): { [R in NodeRunbookName]: RunbookHandler<R> } {
+export function defaultNodeRegistry(config: NodeAgentConfig, _log: Logger, deps: NodeRegistryDeps = {}): { [R in NodeRunbookName]: RunbookHandler<R> } {
   const host = createRealHost({ root: config.hostRoot, nsenter: config.hostNsenter });
   const nodeLabels = deps.nodeLabels ?? new InMemoryNodeLabels(config.nodeName && config.nodeLabels ? { [config.nodeName]: config.nodeLabels } : {});
   return {

@@ -1,6 +1,7 @@
 import type { Queue } from 'bullmq';
 import type { RemediationJob } from '../../core/catalogue/jobs.ts';
 import { queueWindowMs } from '../../core/catalogue/policy.ts';
+import type { DedupWindows } from '../../core/config/derived.ts';
 import { placementOfQueue, queueFor } from '../../core/catalogue/queues.ts';
 import { MicroBatcher } from '../../core/collections/micro-batcher.ts';
 import { type Enqueued, type JobEnqueue, StoreUnavailableError } from '../../core/jobs/job-store.ts';
@@ -24,8 +25,8 @@ import { type PendingJob, StorePipeline, type StorePipelineOptions } from './sto
 /** The store pipeline's options (StorePipelineOptions: prefix, sealing, queue registry, index, replicas) and these. */
 export interface DispatcherOptions extends StorePipelineOptions {
   timeoutMs: number;
-  /** Overrides every runbook's window (DEDUP_WINDOW_SECONDS). */
-  dedupWindowSeconds?: number;
+  /** Each placement's window (the configuration's dedupWindowMs); default the runbooks' own. */
+  dedupWindowMs?: DedupWindows;
   /**
    * Longest time a known key is answered from memory (default 60 s). Bounds what the known-key
    * answer cannot see: an operator deleting the job, or Redis losing data while connected.
@@ -67,7 +68,10 @@ export class Dispatcher implements JobEnqueue {
   constructor(redis: RedisConnection, opts: DispatcherOptions) {
     this.opts = opts;
     this.now = opts.now ?? Date.now;
-    const windowMs = (queueName: string): number => queueWindowMs(placementOfQueue(queueName), opts.dedupWindowSeconds);
+    const windowMs = (queueName: string): number => {
+      const placement = placementOfQueue(queueName);
+      return opts.dedupWindowMs?.[placement] ?? queueWindowMs(placement);
+    };
     this.known = new KnownJobs({ maxMs: opts.knownKeyMaxMs ?? 60_000, limit: opts.knownKeyLimit ?? 100_000, windowMs, now: this.now });
     this.pipeline = new StorePipeline(redis, opts, this.known, windowMs, this.now);
     this.batcher = new MicroBatcher<PendingJob>({

@@ -1,4 +1,5 @@
 import { AppsV1Api, CoreV1Api, EventsV1Api, KubeConfig, StorageV1Api } from '@kubernetes/client-node';
+import { inCluster } from '../../core/config/in-cluster.ts';
 import { KubeConfigError } from './config-error.ts';
 
 // How volume-medic reaches the API server: the pod's service account when it runs in a pod
@@ -11,7 +12,7 @@ type Env = Readonly<Record<string, string | undefined>>;
 
 export function loadKubeConfig(env: Env = process.env): KubeConfig {
   const kc = new KubeConfig();
-  if (env['KUBERNETES_SERVICE_HOST']) {
+  if (inCluster(env)) {
     kc.loadFromCluster();
     return kc;
   }

@@ -1,17 +1,19 @@
 import { ConfigError, loadConfig } from '../../core/config/load.ts';
-import type { Config } from '../../core/config/schema.ts';
+import type { ConfigOf } from '../../core/config/schema.ts';
+import type { ConfigProcess } from '../../core/config/setting.ts';
 import type { Logger } from '../observability/logger.ts';
 
-// The shape every entry point shares: load and validate configuration (a bad value exits 2 with
-// a message naming it), start, and on SIGTERM/SIGINT close in order and exit.
+// The shape every entry point shares: load and validate its process's configuration (a bad value
+// exits 2 with a message naming it; other processes' settings are not read), start, and on
+// SIGTERM/SIGINT close in order and exit.
 
 export interface Closeable {
   close(): Promise<void>;
 }
 
-export async function runMain(log: Logger, start: (config: Config) => Promise<Closeable> | Closeable): Promise<void> {
+export async function runMain<P extends ConfigProcess>(which: P, log: Logger, start: (config: ConfigOf<P>) => Promise<Closeable> | Closeable): Promise<void> {
   try {
-    const config = loadConfig();
+    const config = loadConfig(which);
     log.level = config.logLevel;
     // The handlers go in before start: a SIGTERM while starting (a pod deleted at once, a probe
     // port already announced) waits for the start to finish, then closes it; without them Node's

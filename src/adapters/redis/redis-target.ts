@@ -1,5 +1,5 @@
 import type { Config } from '../../core/config/schema.ts';
-import { HOST_PORT } from '../../core/config/schema.ts';
+import { HOST_PORT } from '../../core/config/types.ts';
 
 // Where Redis is, as one value: a single server, a Sentinel-managed primary/replica, or a Cluster,
 // with the credentials and TLS that apply to all three. Built once from configuration (which has

@@ -1,7 +1,7 @@
 import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { kubeAccessReviews } from '../auth/access-reviews.ts';
 import { ConfigError } from '../../core/config/load.ts';
-import type { Config } from '../../core/config/schema.ts';
+import type { ReceiverConfig } from '../../core/config/schema.ts';
 import { loadKubeConfig } from '../../adapters/kube/kube-config.ts';
 import { KubeConfigError } from '../../adapters/kube/config-error.ts';
 import type { Keyring } from '../../core/trust/keyring.ts';
@@ -46,7 +46,7 @@ function kubeNodeDirectory(kc: KubeConfig): NodeDirectory {
   };
 }
 
-type EnrolSettings = Pick<Config, 'enrolNodeAgents' | 'enrolClusterWorkers' | 'enrolAudience'>;
+type EnrolSettings = Pick<ReceiverConfig, 'enrolNodeAgents' | 'enrolClusterWorkers' | 'enrolAudience'>;
 
 export function enrolmentFromConfig(
   config: EnrolSettings,

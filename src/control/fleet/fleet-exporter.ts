@@ -4,6 +4,7 @@ import { hostname } from 'node:os';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { Gauge, type Registry } from 'prom-client';
 import { LeaseElection } from '../../adapters/kube/lease-election.ts';
+import { inCluster } from '../../core/config/in-cluster.ts';
 import type { Logger } from '../../adapters/observability/logger.ts';
 
 // Which receiver replica exports the fleet-wide series (jobs finished, refused work, breakers,
@@ -25,7 +26,7 @@ const SA_NAMESPACE = '/var/run/secrets/kubernetes.io/serviceaccount/namespace';
 
 /** The namespace the Lease lives in: the pod's own, else the kubeconfig context's, else `default`. */
 function ownNamespace(kc: KubeConfig, env: Readonly<Record<string, string | undefined>> = process.env): string {
-  if (env['KUBERNETES_SERVICE_HOST']) {
+  if (inCluster(env)) {
     try {
       const ns = readFileSync(SA_NAMESPACE, 'utf8').trim();
       if (ns) return ns;

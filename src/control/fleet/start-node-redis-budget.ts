@@ -2,7 +2,7 @@ import type { ControlsStore } from '../../adapters/controls/controls-store.ts';
 import type { Logger } from '../../adapters/observability/logger.ts';
 import type { NodeRedisUsers } from '../../adapters/redis/node-redis-users.ts';
 import type { RedisConnection } from '../../adapters/redis/redis.ts';
-import type { Config } from '../../core/config/schema.ts';
+import type { ReceiverConfig } from '../../core/config/schema.ts';
 import { NodeRedisBudget } from './node-redis-budget.ts';
 
 /**
@@ -11,7 +11,7 @@ import { NodeRedisBudget } from './node-redis-budget.ts';
  * user any agent may write any node's keys, so a node's keys say nothing of who wrote them.
  */
 export function startNodeRedisBudget(
-  config: Config,
+  config: Pick<ReceiverConfig, 'queuePrefix' | 'nodeRedisBudgetMib' | 'nodeRedisBudgetScanSeconds'>,
   log: Logger,
   redis: RedisConnection,
   users: NodeRedisUsers | undefined,

@@ -1,6 +1,6 @@
 import { breakerCapsFromConfig } from '../../adapters/controls/breakers.ts';
 import type { Logger } from '../../adapters/observability/logger.ts';
-import type { Config } from '../../core/config/schema.ts';
+import type { ReceiverConfig } from '../../core/config/schema.ts';
 import { CONTROL_RESEAL_MS } from '../../core/controls/sealed-records.ts';
 import type { Trust } from '../../core/trust/from-config.ts';
 import { JobRetry } from '../actions/job-retry.ts';
@@ -18,7 +18,7 @@ export interface ControlsModule {
   close(): void;
 }
 
-export function startControls(config: Config, log: Logger, r: RedisModule, j: JobsModule, trust: Trust): ControlsModule {
+export function startControls(config: ReceiverConfig, log: Logger, r: RedisModule, j: JobsModule, trust: Trust): ControlsModule {
   /** When each untrusted record was last logged (bounded: cleared at 1,000 keys). */
   const told = new Map<string, number>();
   const actions = new OperatorActions({

@@ -6,7 +6,7 @@ import { NodeGenerations } from '../../adapters/redis/node-generations.ts';
 import { nodeUserName } from '../../adapters/redis/node-user-acl.ts';
 import { NodeRedisUsers } from '../../adapters/redis/node-redis-users.ts';
 import { ConfigError } from '../../core/config/load.ts';
-import type { Config } from '../../core/config/schema.ts';
+import type { ReceiverConfig } from '../../core/config/schema.ts';
 import type { GenerationTable } from '../../core/trust/key-generations.ts';
 import type { Trust } from '../../core/trust/from-config.ts';
 import { enrolmentFromConfig } from '../enrolment/from-config.ts';
@@ -29,7 +29,7 @@ export interface EnrolmentModule {
 }
 
 export function startEnrolment(
-  config: Config,
+  config: ReceiverConfig,
   log: Logger,
   r: RedisModule,
   trust: Trust,

@@ -4,7 +4,7 @@ import { Dispatcher } from '../../adapters/jobstore/dispatcher.ts';
 import { IncidentIndex } from '../../adapters/jobstore/incident-index.ts';
 import { createQueueBoard, type QueueBoard } from '../../adapters/jobstore/queue-board.ts';
 import type { Logger } from '../../adapters/observability/logger.ts';
-import type { Config } from '../../core/config/schema.ts';
+import type { ReceiverConfig } from '../../core/config/schema.ts';
 import type { JobStore } from '../../core/jobs/job-store.ts';
 import type { Trust } from '../../core/trust/from-config.ts';
 import { likelyQueues } from '../console/incident-detail.ts';
@@ -23,7 +23,12 @@ export interface JobsModule {
   close(): Promise<void>;
 }
 
-export function startJobs(config: Config, log: Logger, r: RedisModule, trust: Trust): JobsModule {
+export function startJobs(
+  config: Pick<ReceiverConfig, 'queuePrefix' | 'enqueueTimeoutMs' | 'dedupWindowMs'>,
+  log: Logger,
+  r: RedisModule,
+  trust: Trust,
+): JobsModule {
   const { redis, replicaAck } = r;
   const incidents = new IncidentIndex(redis, config.queuePrefix);
   const mirrors = redis.isCluster ? new ControlMirrors(redis, config.queuePrefix) : undefined;
@@ -33,7 +38,7 @@ export function startJobs(config: Config, log: Logger, r: RedisModule, trust: Tr
     sealer: trust.sealer,
     sealTtlMs: trust.ttlMs,
     ...(replicaAck ? { replicaAck } : {}),
-    ...(config.dedupWindowSeconds !== undefined ? { dedupWindowSeconds: config.dedupWindowSeconds } : {}),
+    dedupWindowMs: config.dedupWindowMs,
     // Every new job once, whichever way it came (webhook or watch), one line per Redis call.
     onStored: (jobs) => log.info({ stored: jobs.map((j) => ({ id: j.id, queue: j.queue, runbook: j.runbook })) }, 'jobs stored'),
     // and into the console's index of incidents, in the batch's own script call.

@@ -5,7 +5,7 @@ import { createServer as createHttpsServer, Server as HttpsServer } from 'node:h
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { Logger } from '../../adapters/observability/logger.ts';
-import type { Config } from '../../core/config/schema.ts';
+import type { ReceiverConfig } from '../../core/config/schema.ts';
 import { readTls, watchTls } from '../http/tls-files.ts';
 
 // The receiver's HTTP(S) server: TLS when a certificate is configured (reloaded when its files
@@ -50,7 +50,14 @@ function clientErrorAnswerer(server: Server): (err: NodeJS.ErrnoException, socke
   };
 }
 
-export async function listen(config: Config, app: Express, log: Logger): Promise<Listening> {
+export async function listen(
+  config: Pick<
+    ReceiverConfig,
+    'port' | 'listenAddress' | 'tlsCertFile' | 'tlsKeyFile' | 'httpHeadersTimeoutMs' | 'httpRequestTimeoutMs' | 'tokens' | 'operatorAuth'
+  >,
+  app: Express,
+  log: Logger,
+): Promise<Listening> {
   // Slow senders must not hold sockets for Node's default 300 s: headers and the whole request
   // have deadlines (503 + Retry-After and close, clientErrorAnswerer), checked every second rather than Node's default 30.
   const timeouts = {

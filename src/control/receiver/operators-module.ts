@@ -2,7 +2,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import { loadKubeConfig } from '../../adapters/kube/kube-config.ts';
 import { KubeConfigError } from '../../adapters/kube/config-error.ts';
 import type { Logger } from '../../adapters/observability/logger.ts';
-import type { Config } from '../../core/config/schema.ts';
+import type { ReceiverConfig } from '../../core/config/schema.ts';
 import { type AccessReviews, kubeAccessReviews } from '../auth/access-reviews.ts';
 import { cachedReviews } from '../auth/cached-reviews.ts';
 import { FailedAuthLimiter } from '../auth/failed-auth-limiter.ts';
@@ -19,7 +19,7 @@ export interface Operators {
 }
 
 /** TokenReview/SubjectAccessReview access for OPERATOR_AUTH=kubernetes, or why there is none. */
-function operatorReviews(config: Config, kc: KubeConfig | undefined): { reviews?: AccessReviews; unavailableReason?: string; access?: KubeConfig } {
+function operatorReviews(config: ReceiverConfig, kc: KubeConfig | undefined): { reviews?: AccessReviews; unavailableReason?: string; access?: KubeConfig } {
   if (config.operatorAuth !== 'kubernetes') return {};
   let access = kc;
   if (!access) {
@@ -39,7 +39,7 @@ function operatorReviews(config: Config, kc: KubeConfig | undefined): { reviews?
   };
 }
 
-export function operators(config: Config, log: Logger, kc: KubeConfig | undefined): Operators {
+export function operators(config: ReceiverConfig, log: Logger, kc: KubeConfig | undefined): Operators {
   const limiter = new FailedAuthLimiter({ perMinute: config.authFailuresPerMinute });
   const { access, ...reviews } = operatorReviews(config, kc);
   const auth = new OperatorAuth({

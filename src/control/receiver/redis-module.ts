@@ -4,7 +4,7 @@ import { RedisConnections } from '../../adapters/redis/redis-connections.ts';
 import { ackReplicas, describeTarget, type RedisTarget, redisTarget } from '../../adapters/redis/redis-target.ts';
 import { type RedisConnection, whenReady } from '../../adapters/redis/redis.ts';
 import { ReplicaAck, replicaAckKey } from '../../adapters/redis/replica-ack.ts';
-import type { Config } from '../../core/config/schema.ts';
+import type { ReceiverConfig } from '../../core/config/schema.ts';
 
 // The receiver's Redis: every connection of the process is opened, brought back and closed by one
 // owner; REDIS_ACK_REPLICAS asks for a replica's acknowledgement on a connection of its own.
@@ -21,7 +21,7 @@ export interface RedisModule {
   close(): Promise<void>;
 }
 
-export async function openRedis(config: Config, log: Logger): Promise<RedisModule> {
+export async function openRedis(config: ReceiverConfig, log: Logger): Promise<RedisModule> {
   const target = redisTarget(config);
   const connections = new RedisConnections({ target, process: 'receiver', log: log.child({ component: 'redis' }) });
   const redis = connections.open('producer', 'producer');

@@ -7,7 +7,7 @@ import { COMPONENTS, type Component } from '../../adapters/kube/rbac.ts';
 // (src/control/secrets/ensure.ts) and `node scripts/deploy/redis-secrets.ts`.
 
 // The prefix becomes an ACL key pattern (~<prefix>:*): no glob characters, no spaces.
-// The same rule as QUEUE_PREFIX's (src/core/config/schema.ts).
+// The same rule as QUEUE_PREFIX's (src/core/config/sections/queues.ts).
 const PREFIX = /^[A-Za-z0-9_-]{1,64}$/;
 
 export function renderRedisAcl(opts: { prefix: string; passwords: Readonly<Record<Component, string>>; template: string }): string {

@@ -1,5 +1,5 @@
 import type { IgnoreReason } from '../../core/signals/index.ts';
-import { DEFAULT_NPD_EVENT_SOURCES } from '../../core/config/schema.ts';
+import { DEFAULT_NPD_EVENT_SOURCES } from '../../core/config/sections/receiver-sources.ts';
 import type { KubeEvent } from './kube-event.ts';
 
 // Which Events are believed, before their message is read . Anyone who

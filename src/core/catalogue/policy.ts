@@ -54,7 +54,8 @@ export function queueWindowMs(placement: Placement, overrideSeconds?: number): n
   );
 }
 
+/** BullMQ's KeepJobs for a queue whose window is `windowMs` (the configuration's dedupWindowMs). */
+export const keepFor = (windowMs: number): { age: number } => ({ age: Math.ceil(windowMs / 1000) });
+
 /** BullMQ's KeepJobs for a queue of this placement: finished jobs kept for its window. */
-export const keepFinished = (placement: Placement, overrideSeconds?: number): { age: number } => ({
-  age: Math.ceil(queueWindowMs(placement, overrideSeconds) / 1000),
-});
+export const keepFinished = (placement: Placement, overrideSeconds?: number): { age: number } => keepFor(queueWindowMs(placement, overrideSeconds));

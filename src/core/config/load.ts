@@ -1,157 +1,32 @@
-import { accessSync, constants, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import type { z } from '../zod.ts';
-import { configSchema, type Config } from './schema.ts';
+import { ConfigError } from './config-error.ts';
+import { dedupWindows } from './derived.ts';
+import { list } from './env-text.ts';
+import { configSchema, sectionsOf, type ConfigOf } from './schema.ts';
+import { SECTIONS } from './sections.ts';
+import { EVERY_PROCESS, type ConfigProcess, type Section, type Setting, type Settings } from './setting.ts';
 import { redactUrl, redactUrlsIn } from './redact-url.ts';
 
 // Configuration is read once at start and validated; a bad value stops the process with a
 // message naming the variable, what it expected and what it got. Secrets (tokens) are never
-// echoed in those messages.
+// echoed in those messages. A process reads only its own settings: a bad value in another's does
+// not stop it.
 
-export class ConfigError extends Error {
-  override name = 'ConfigError';
-}
+export { ConfigError };
 
 type Env = Readonly<Record<string, string | undefined>>;
+type Processes<P extends ConfigProcess> = P | readonly P[];
 
-const list = (v: string): string[] =>
-  v
-    .split(',')
-    .map((s) => s.trim())
-    .filter((s) => s.length > 0);
+const asList = <P extends ConfigProcess>(p: Processes<P>): readonly P[] => (typeof p === 'string' ? [p] : p);
 
-function modes(v: string): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const pair of list(v)) {
-    const [name, mode, ...rest] = pair.split('=').map((s) => s.trim());
-    if (!name || !mode || rest.length > 0) throw new ConfigError(`RUNBOOK_MODES: "${pair}" is not <runbook>=<dry-run|enforce>`);
-    out[name] = mode;
-  }
-  return out;
+/** Every setting of every section, by key: the config file may hold any (one file for every process). */
+function everySetting(): Map<string, Setting> {
+  return new Map((SECTIONS as readonly Section<Settings>[]).flatMap((s) => Object.entries(s.settings)));
 }
 
-function labels(v: string): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const pair of list(v)) {
-    const i = pair.indexOf('=');
-    if (i <= 0) throw new ConfigError(`NODE_LABELS: "${pair}" is not <key>=<value>`);
-    out[pair.slice(0, i)] = pair.slice(i + 1);
-  }
-  return out;
-}
-
-/** Environment variable -> config key, with how to read its string. */
-const ENV: Record<string, [keyof Config, (v: string) => unknown]> = {
-  PORT: ['port', (v) => v],
-  LISTEN_ADDRESS: ['listenAddress', (v) => v],
-  PROBE_PORT: ['probePort', (v) => v],
-  PROBE_LISTEN_ADDRESS: ['probeListenAddress', (v) => v],
-  REDIS_URL: ['redisUrl', (v) => v],
-  REDIS_SENTINELS: ['redisSentinels', list],
-  REDIS_SENTINEL_NAME: ['redisSentinelName', (v) => v],
-  REDIS_SENTINEL_PASSWORD: ['redisSentinelPassword', (v) => v],
-  REDIS_CLUSTER_NODES: ['redisClusterNodes', list],
-  REDIS_USERNAME: ['redisUsername', (v) => v],
-  REDIS_PASSWORD: ['redisPassword', (v) => v],
-  REDIS_TLS: ['redisTls', (v) => v],
-  REDIS_TLS_CA_FILE: ['redisTlsCaFile', (v) => v],
-  REDIS_ACK_REPLICAS: ['redisAckReplicas', (v) => v],
-  REDIS_ACK_TIMEOUT_MS: ['redisAckTimeoutMs', (v) => v],
-  QUEUE_PREFIX: ['queuePrefix', (v) => v],
-  VOLUME_MEDIC_TOKEN: ['tokens', list],
-  ALLOW_UNAUTHENTICATED: ['allowUnauthenticated', (v) => v],
-  SIGNING_KEYS_DIR: ['signingKeysDir', (v) => v],
-  SIGNING_KEY_ID: ['signingKeyId', (v) => v],
-  ENROL_URL: ['enrolUrl', (v) => v],
-  ENROL_TOKEN_FILE: ['enrolTokenFile', (v) => v],
-  ENROL_CA_FILE: ['enrolCaFile', (v) => v],
-  ENROL_AUDIENCE: ['enrolAudience', (v) => v],
-  ENROL_NODE_AGENTS: ['enrolNodeAgents', list],
-  ENROL_CLUSTER_WORKERS: ['enrolClusterWorkers', list],
-  REDIS_NODE_USERS: ['redisNodeUsers', (v) => v],
-  NODE_REDIS_BUDGET_MIB: ['nodeRedisBudgetMib', (v) => v],
-  NODE_REDIS_BUDGET_SCAN_SECONDS: ['nodeRedisBudgetScanSeconds', (v) => v],
-  CONTROL_SIGNING_KEY_FILE: ['controlSigningKeyFile', (v) => v],
-  CONTROL_VERIFY_CERT_FILE: ['controlVerifyCertFile', (v) => v],
-  ALLOW_UNSIGNED_WORK: ['allowUnsignedWork', (v) => v],
-  WORK_SEAL_TTL_SECONDS: ['workSealTtlSeconds', (v) => v],
-  BODY_LIMIT: ['bodyLimit', (v) => v],
-  OPERATOR_AUTH: ['operatorAuth', (v) => v],
-  OPERATOR_TOKEN_AUDIENCES: ['operatorTokenAudiences', list],
-  OPERATOR_TOKEN_CACHE_SECONDS: ['operatorTokenCacheSeconds', (v) => v],
-  OPERATOR_ACCESS_CACHE_SECONDS: ['operatorAccessCacheSeconds', (v) => v],
-  AUTH_PROXY_CIDRS: ['authProxyCidrs', list],
-  AUTH_PROXY_USER_HEADER: ['authProxyUserHeader', (v) => v],
-  AUTH_PROXY_GROUPS_HEADER: ['authProxyGroupsHeader', (v) => v],
-  TRUSTED_PROXY_CIDRS: ['trustedProxyCidrs', list],
-  AUTH_FAILURES_PER_MINUTE: ['authFailuresPerMinute', (v) => v],
-  ENQUEUE_TIMEOUT_MS: ['enqueueTimeoutMs', (v) => v],
-  HTTP_HEADERS_TIMEOUT_MS: ['httpHeadersTimeoutMs', (v) => v],
-  HTTP_REQUEST_TIMEOUT_MS: ['httpRequestTimeoutMs', (v) => v],
-  TLS_CERT_FILE: ['tlsCertFile', (v) => v],
-  TLS_KEY_FILE: ['tlsKeyFile', (v) => v],
-  ALLOW_PLAINTEXT_HTTP: ['allowPlaintextHttp', (v) => v],
-  NODE_RECOVERY_ALERTS: ['nodeRecoveryAlerts', list],
-  NPD_EVENT_SOURCES: ['npdEventSources', list],
-  NPD_EVENT_NAMESPACE: ['npdEventNamespace', (v) => v],
-  DEDUP_WINDOW_SECONDS: ['dedupWindowSeconds', (v) => v],
-  NODE_NAME: ['nodeName', (v) => v],
-  DEFAULT_MODE: ['defaultMode', (v) => v],
-  RUNBOOK_MODES: ['runbookModes', modes],
-  LOCK_DURATION_MS: ['lockDurationMs', (v) => v],
-  NO_AGENT_DEADLINE_SECONDS: ['noAgentDeadlineSeconds', (v) => v],
-  STATE_DIR: ['stateDir', (v) => v],
-  HOST_ROOT: ['hostRoot', (v) => v],
-  HOST_NSENTER: ['hostNsenter', (v) => (v === 'true' || v === '1' ? true : v === 'false' || v === '0' ? false : v)],
-  PLACEHOLDER_OPT_IN_LABEL: ['placeholderOptInLabel', (v) => v],
-  PLACEHOLDER_CHECK_SECONDS: ['placeholderCheckSeconds', (v) => v],
-  NODE_LABELS: ['nodeLabels', labels],
-  RESIDUAL_MAX_MAPS_PER_JOB: ['residualMaxMapsPerJob', (v) => v],
-  RESIDUAL_RELEASE_QUEUED_IO: ['residualReleaseQueuedIo', (v) => v],
-  RESIDUAL_ATTACHMENTS_UNKNOWN: ['residualAttachmentsUnknown', (v) => v],
-  RESIDUAL_PROBE_TIMEOUT_MS: ['residualProbeTimeoutMs', (v) => v],
-  RESIDUAL_ALL_DEAD_GRACE_SECONDS: ['residualAllDeadGraceSeconds', (v) => v],
-  RESIDUAL_VICTIM_OPENERS: ['residualVictimOpeners', list],
-  CEPH_CONF: ['cephConf', (v) => v],
-  CEPH_KEYRING: ['cephKeyring', (v) => v],
-  CEPH_ID: ['cephId', (v) => v],
-  RBD_FENCING: ['rbdFencing', (v) => v],
-  RBD_BLOCKLIST_EXPIRY_SECONDS: ['rbdBlocklistExpirySeconds', (v) => v],
-  RBD_FENCE_NOT_READY_SECONDS: ['rbdFenceNotReadySeconds', (v) => v],
-  RBD_FENCE_CIDRS: ['rbdFenceCidrs', list],
-  RBD_HANDOFF_VERIFY_SECONDS: ['rbdHandoffVerifySeconds', (v) => v],
-  RBD_FORCE_UNMAP: ['rbdForceUnmap', (v) => v],
-  KUBELET_ROOT_DIR: ['kubeletRootDir', (v) => v],
-  LOG_LEVEL: ['logLevel', (v) => v],
-  KUBE_WATCH: ['kubeWatch', (v) => v],
-  KUBE_RECONCILE_SECONDS: ['kubeReconcileSeconds', (v) => v],
-  FLEET_METRICS_LEASE_SECONDS: ['fleetMetricsLeaseSeconds', (v) => v],
-  APPROVAL_HIGH_RISK: ['approvalHighRisk', (v) => v],
-  APPROVAL_RUNBOOKS: ['approvalRunbooks', list],
-  APPROVAL_MAX_DESTRUCTIVE_STEPS: ['approvalMaxDestructiveSteps', (v) => v],
-  APPROVAL_TTL_SECONDS: ['approvalTtlSeconds', (v) => v],
-  BREAKER_NODE_DESTRUCTIVE_PER_HOUR: ['breakerNodeDestructivePerHour', (v) => v],
-  BREAKER_CLUSTER_DESTRUCTIVE_PER_HOUR: ['breakerClusterDestructivePerHour', (v) => v],
-  BREAKER_STORM_NODES: ['breakerStormNodes', (v) => v],
-  BREAKER_STORM_WINDOW_SECONDS: ['breakerStormWindowSeconds', (v) => v],
-  CONTROLS_RECHECK_SECONDS: ['controlsRecheckSeconds', (v) => v],
-  UI_SESSION_TTL_SECONDS: ['uiSessionTtlSeconds', (v) => v],
-};
-const ENV_OF = Object.fromEntries(Object.entries(ENV).map(([env, [key]]) => [key, env]));
-
-/**
- * Secret settings a process may read from a file instead (`<NAME>_FILE`, e.g. a mounted Secret:
- * the chart's way), so the secret is in no process environment: not in /proc/<pid>/environ, not
- * in what `env` or a debugger shows, not handed to every dependency through process.env. One of
- * the two, never both. The file's text is the value, less its trailing newline.
- */
-const FROM_FILE: Record<string, [string, keyof Config]> = {
-  REDIS_URL_FILE: ['REDIS_URL', 'redisUrl'],
-  REDIS_PASSWORD_FILE: ['REDIS_PASSWORD', 'redisPassword'],
-  REDIS_SENTINEL_PASSWORD_FILE: ['REDIS_SENTINEL_PASSWORD', 'redisSentinelPassword'],
-};
-
-function readFileConfig(path: string, known: Readonly<Record<string, unknown>>): Record<string, unknown> {
+function readFileConfig(path: string, known: ReadonlyMap<string, Setting>): Record<string, unknown> {
   let text: string;
   try {
     text = readFileSync(path, 'utf8');
@@ -168,29 +43,28 @@ function readFileConfig(path: string, known: Readonly<Record<string, unknown>>):
   }
   if (parsed === null || parsed === undefined) return {};
   if (typeof parsed !== 'object' || Array.isArray(parsed)) throw new ConfigError(`VOLUME_MEDIC_CONFIG: ${path} must hold a mapping of settings`);
-  const unknown = Object.keys(parsed).filter((k) => !(k in known));
+  const unknown = Object.keys(parsed).filter((k) => !known.has(k));
   if (unknown.length > 0) throw new ConfigError(`VOLUME_MEDIC_CONFIG: ${path}: unknown setting(s) ${unknown.join(', ')}`);
   return parsed as Record<string, unknown>;
 }
 
 /**
- * Reads the secret settings of FROM_FILE that name a file into `raw`; returns, per setting read so,
- * how a message names it. An error names the variable and the path, never the file's text.
+ * A secret setting read from a file instead (`<NAME>_FILE`, e.g. a mounted Secret: the chart's
+ * way), so the secret is in no process environment: not in /proc/<pid>/environ, not in what `env`
+ * or a debugger shows, not handed to every dependency through process.env. One of the two, never
+ * both. The file's text is the value, less its trailing newline. Returns how a message names it;
+ * an error names the variable and the path, never the file's text.
  */
-function readSecretFiles(env: Env, raw: Record<string, unknown>): Map<string, string> {
-  const read = new Map<string, string>();
-  for (const [fileVar, [name, key]] of Object.entries(FROM_FILE)) {
-    const path = env[fileVar];
-    if (path === undefined || path === '') continue;
-    if (env[name] !== undefined && env[name] !== '') throw new ConfigError(`${fileVar}: ${name} is set too; set one of them`);
-    try {
-      raw[key] = readFileSync(path, 'utf8').replace(/\r?\n$/, '');
-    } catch (err) {
-      throw new ConfigError(`${fileVar}: cannot read ${path}: ${(err as NodeJS.ErrnoException).code ?? 'error'}`);
-    }
-    read.set(key, `${name} (from ${fileVar} ${path})`);
+function readSecretFile(env: Env, key: string, s: Setting & { fromFile: string }, raw: Record<string, unknown>): string | undefined {
+  const path = env[s.fromFile];
+  if (path === undefined || path === '') return undefined;
+  if (env[s.env] !== undefined && env[s.env] !== '') throw new ConfigError(`${s.fromFile}: ${s.env} is set too; set one of them`);
+  try {
+    raw[key] = readFileSync(path, 'utf8').replace(/\r?\n$/, '');
+  } catch (err) {
+    throw new ConfigError(`${s.fromFile}: cannot read ${path}: ${(err as NodeJS.ErrnoException).code ?? 'error'}`);
   }
-  return read;
+  return `${s.env} (from ${s.fromFile} ${path})`;
 }
 
 function readTokenFile(path: string): string[] {
@@ -201,66 +75,97 @@ function readTokenFile(path: string): string[] {
   }
 }
 
-export function loadConfig(env: Env = process.env): Config {
-  const schema = configSchema();
-  const raw: Record<string, unknown> = env['VOLUME_MEDIC_CONFIG'] ? readFileConfig(env['VOLUME_MEDIC_CONFIG'], schema.shape) : {};
-  for (const [name, [key, read]] of Object.entries(ENV)) {
-    const v = env[name];
-    if (v !== undefined && v !== '') raw[key] = read(v);
+/** What a message calls each setting: its variable, or the file it was read from. */
+type Names = Map<string, string>;
+
+/** The raw values of the settings `processes` read: the config file's, then the environment's over them. */
+function rawSettings(processes: readonly ConfigProcess[], env: Env): { raw: Record<string, unknown>; names: Names } {
+  const every = everySetting();
+  const raw: Record<string, unknown> = env['VOLUME_MEDIC_CONFIG'] ? readFileConfig(env['VOLUME_MEDIC_CONFIG'], every) : {};
+  const names: Names = new Map();
+  const mine = sectionsOf(processes).flatMap((s) => s.settings);
+  for (const [key, s] of mine) {
+    names.set(key, s.env);
+    const v = env[s.env];
+    if (v !== undefined && v !== '') raw[key] = s.read ? s.read(v) : v;
   }
-  const fromFile = readSecretFiles(env, raw);
-  if (env['VOLUME_MEDIC_TOKEN_FILE']) {
+  for (const [key, s] of mine) {
+    const from = s.fromFile ? readSecretFile(env, key, { ...s, fromFile: s.fromFile }, raw) : undefined;
+    if (from) names.set(key, from);
+  }
+  if (env['VOLUME_MEDIC_TOKEN_FILE'] && names.has('tokens')) {
     raw['tokens'] = [...((raw['tokens'] as string[] | undefined) ?? []), ...readTokenFile(env['VOLUME_MEDIC_TOKEN_FILE'])];
   }
-  const result = schema.safeParse(raw);
-  if (!result.success) throw new ConfigError(`invalid configuration:\n${describe(result.error, raw, fromFile)}`);
-  if (result.data.httpHeadersTimeoutMs > result.data.httpRequestTimeoutMs) {
-    throw new ConfigError(
-      `invalid configuration:\n  HTTP_HEADERS_TIMEOUT_MS: may not exceed HTTP_REQUEST_TIMEOUT_MS (${result.data.httpRequestTimeoutMs}) (got ${result.data.httpHeadersTimeoutMs})`,
-    );
-  }
-  if ((result.data.tlsCertFile === undefined) !== (result.data.tlsKeyFile === undefined)) {
-    throw new ConfigError('invalid configuration:\n  TLS_CERT_FILE and TLS_KEY_FILE: set both (the certificate chain and its key) or neither');
-  }
-  for (const [name, file] of [
-    ['TLS_CERT_FILE', result.data.tlsCertFile],
-    ['TLS_KEY_FILE', result.data.tlsKeyFile],
-  ] as const) {
-    if (!file) continue;
-    try {
-      accessSync(file, constants.R_OK);
-    } catch (err) {
-      throw new ConfigError(`${name}: cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? 'error'}`);
-    }
-  }
-  if (result.data.redisTlsCaFile) {
-    try {
-      accessSync(result.data.redisTlsCaFile, constants.R_OK);
-    } catch (err) {
-      throw new ConfigError(`REDIS_TLS_CA_FILE: cannot read ${result.data.redisTlsCaFile}: ${(err as NodeJS.ErrnoException).code ?? 'error'}`);
-    }
-  }
-  return result.data;
+  return { raw, names };
 }
 
-/** Settings whose values never appear in a message. */
-const SECRET = new Set(['tokens', 'redisPassword', 'redisSentinelPassword']);
+/**
+ * The configuration of `processes` (one, or several run as one: `npm start`) from settings by
+ * key (the config file's form): each parsed by its declaration, checked with its section's rules,
+ * and the derived values added. A bad value is a ConfigError naming the setting.
+ */
+export const parseConfig = <P extends ConfigProcess>(processes: Processes<P>, raw: Readonly<Record<string, unknown>>): ConfigOf<P> =>
+  configParser(processes)(raw);
 
-function describe(error: z.core.$ZodError, raw: Record<string, unknown>, fromFile: ReadonlyMap<string, string>): string {
+/** parseConfig with the schema built once, for callers that make many configurations (tests). */
+export function configParser<P extends ConfigProcess>(
+  processes: Processes<P>,
+): (raw: Readonly<Record<string, unknown>>, names?: ReadonlyMap<string, string>) => ConfigOf<P> {
+  const ps = asList(processes);
+  const schema = configSchema(ps);
+  const parts = sectionsOf(ps);
+  return (raw, names) => {
+    const result = schema.safeParse(raw);
+    if (!result.success) throw new ConfigError(`invalid configuration:\n${describe(result.error, raw, names ?? envNames(ps))}`);
+    const values = result.data as Record<string, unknown>;
+    for (const { section } of parts) section.verify?.(values);
+    return { ...values, dedupWindowMs: dedupWindows(values['dedupWindowSeconds'] as number | undefined) } as ConfigOf<P>;
+  };
+}
+
+/** The configuration of `processes` from the environment and VOLUME_MEDIC_CONFIG. */
+export function loadConfig<P extends ConfigProcess>(processes: Processes<P>, env: Env = process.env): ConfigOf<P> {
+  const ps = asList(processes);
+  const { raw, names } = rawSettings(ps, env);
+  return configParser(ps)(raw, names);
+}
+
+/** Every process's configuration: tests and tools that stand in for all of them. */
+export const loadEveryConfig = (env: Env = process.env): ConfigOf<ConfigProcess> => loadConfig(EVERY_PROCESS, env);
+
+/** Every variable the configuration reads: the settings', their `_FILE` forms, VOLUME_MEDIC_CONFIG and VOLUME_MEDIC_TOKEN_FILE. */
+export function configVariables(): Set<string> {
+  const settings = [...everySetting().values()];
+  return new Set([
+    'VOLUME_MEDIC_CONFIG',
+    'VOLUME_MEDIC_TOKEN_FILE',
+    ...settings.map((s) => s.env),
+    ...settings.flatMap((s) => (s.fromFile ? [s.fromFile] : [])),
+  ]);
+}
+
+const envNames = (processes: readonly ConfigProcess[]): Names =>
+  new Map(sectionsOf(processes).flatMap((s) => s.settings.map(([key, setting]): [string, string] => [key, setting.env])));
+
+function describe(error: z.core.$ZodError, raw: Readonly<Record<string, unknown>>, names: ReadonlyMap<string, string>): string {
+  const secret = new Set([...everySetting()].filter(([, s]) => s.secret).map(([key]) => key));
   return error.issues
     .map((issue) => {
       const key = String(issue.path[0] ?? '');
-      const name = fromFile.get(key) ?? ENV_OF[key] ?? key;
+      const name = names.get(key) ?? key;
       // A URL may carry a password (REDIS_URL): shown with its userinfo hidden, malformed or not.
       const value = raw[key];
       const shown = typeof value === 'string' && value.includes('@') ? redactUrl(value) : value;
-      const got = SECRET.has(key) || !(key in raw) ? '' : ` (got ${redactUrlsIn(JSON.stringify(shown))})`;
+      const got = secret.has(key) || !(key in raw) ? '' : ` (got ${redactUrlsIn(JSON.stringify(shown))})`;
       return `  ${name}: ${issue.message}${got}`;
     })
     .join('\n');
 }
 
 /** The mode a runbook runs in under this configuration. */
-export function modeOf(config: Pick<Config, 'defaultMode' | 'runbookModes'>, runbook: string): 'dry-run' | 'enforce' {
-  return (config.runbookModes as Record<string, 'dry-run' | 'enforce' | undefined>)[runbook] ?? config.defaultMode;
+export function modeOf(
+  config: { defaultMode: 'dry-run' | 'enforce'; runbookModes: Partial<Record<string, 'dry-run' | 'enforce'>> },
+  runbook: string,
+): 'dry-run' | 'enforce' {
+  return config.runbookModes[runbook] ?? config.defaultMode;
 }

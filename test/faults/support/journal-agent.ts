@@ -1,4 +1,4 @@
-import { configSchema } from '../../../src/core/config/schema.ts';
+import { parseConfig } from '../../../src/core/config/load.ts';
 import { createLogger } from '../../../src/adapters/observability/logger.ts';
 import { runRunbook } from '../../../workers/engine/run-runbook.ts';
 import { createRealHost } from '../../../workers/host/real-host.ts';
@@ -9,7 +9,7 @@ import { journalRunbook } from './journal-runbook.ts';
 // by the real engine against a real host rooted at HOST_ROOT. PAUSE_BEFORE=<step id> makes that
 // step hang before its effect and prints PAUSED <step> (the test SIGKILLs the agent then).
 
-const config = configSchema().parse({
+const config = parseConfig('node-agent', {
   redisUrl: process.env['REDIS_URL'],
   queuePrefix: process.env['QUEUE_PREFIX'],
   nodeName: process.env['NODE_NAME'],

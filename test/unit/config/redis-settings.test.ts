@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from '../../../src/core/config/load.ts';
+import { ConfigError, loadEveryConfig } from '../../../src/core/config/load.ts';
 import { ackReplicas, describeTarget, redisTarget } from '../../../src/adapters/redis/redis-target.ts';
 
 // Where Redis is: exactly one of a URL, sentinels or cluster nodes, validated at start with the
@@ -10,7 +10,7 @@ import { ackReplicas, describeTarget, redisTarget } from '../../../src/adapters/
 
 const fails = (env: Record<string, string>): string => {
   try {
-    loadConfig(env);
+    loadEveryConfig(env);
   } catch (err) {
     expect(err).toBeInstanceOf(ConfigError);
     return (err as Error).message;
@@ -20,22 +20,22 @@ const fails = (env: Record<string, string>): string => {
 
 describe('Redis settings', () => {
   it('defaults to a single Redis on 127.0.0.1:6379 for development', () => {
-    expect(redisTarget(loadConfig({}))).toEqual({ kind: 'single', url: 'redis://127.0.0.1:6379' });
-    expect(ackReplicas(loadConfig({}))).toBe(0);
+    expect(redisTarget(loadEveryConfig({}))).toEqual({ kind: 'single', url: 'redis://127.0.0.1:6379' });
+    expect(ackReplicas(loadEveryConfig({}))).toBe(0);
   });
 
   it('takes a redis:// or rediss:// URL and refuses any other scheme, naming REDIS_URL', () => {
-    expect(redisTarget(loadConfig({ REDIS_URL: 'rediss://cache.example:6380/2' }))).toEqual({
+    expect(redisTarget(loadEveryConfig({ REDIS_URL: 'rediss://cache.example:6380/2' }))).toEqual({
       kind: 'single',
       url: 'rediss://cache.example:6380/2',
       tls: {},
     });
     // A CA file alone does not turn TLS on (it may be mounted everywhere); with rediss:// it is the CA.
-    expect(redisTarget(loadConfig({ REDIS_URL: 'redis://cache:6379', REDIS_TLS_CA_FILE: '/etc/hostname' }))).toEqual({
+    expect(redisTarget(loadEveryConfig({ REDIS_URL: 'redis://cache:6379', REDIS_TLS_CA_FILE: '/etc/hostname' }))).toEqual({
       kind: 'single',
       url: 'redis://cache:6379',
     });
-    expect(redisTarget(loadConfig({ REDIS_URL: 'rediss://cache:6379', REDIS_TLS_CA_FILE: '/etc/hostname' }))).toEqual({
+    expect(redisTarget(loadEveryConfig({ REDIS_URL: 'rediss://cache:6379', REDIS_TLS_CA_FILE: '/etc/hostname' }))).toEqual({
       kind: 'single',
       url: 'rediss://cache:6379',
       tls: { caFile: '/etc/hostname' },
@@ -63,7 +63,7 @@ describe('Redis settings', () => {
   });
 
   it('reads sentinels with the primary name, and requires that name', () => {
-    const c = loadConfig({
+    const c = loadEveryConfig({
       REDIS_SENTINELS: 'sentinel-0.redis:26379, [fd00::1]:26380',
       REDIS_SENTINEL_NAME: 'mymaster',
       REDIS_SENTINEL_PASSWORD: 'sp',
@@ -82,13 +82,13 @@ describe('Redis settings', () => {
       ],
     });
     expect(ackReplicas(c)).toBe(1);
-    expect(ackReplicas(loadConfig({ REDIS_SENTINELS: 's:1', REDIS_SENTINEL_NAME: 'm', REDIS_ACK_REPLICAS: '0' }))).toBe(0);
+    expect(ackReplicas(loadEveryConfig({ REDIS_SENTINELS: 's:1', REDIS_SENTINEL_NAME: 'm', REDIS_ACK_REPLICAS: '0' }))).toBe(0);
     expect(describeTarget(redisTarget(c))).toBe('sentinel mymaster via sentinel-0.redis:26379,[fd00::1]:26380');
     expect(fails({ REDIS_SENTINELS: 's1:26379' })).toMatch(/REDIS_SENTINEL_NAME: required with REDIS_SENTINELS/);
   });
 
   it('reads cluster nodes and refuses a node without a port, naming REDIS_CLUSTER_NODES', () => {
-    expect(redisTarget(loadConfig({ REDIS_CLUSTER_NODES: 'c1:7000,c2:7001', REDIS_TLS: 'true' }))).toEqual({
+    expect(redisTarget(loadEveryConfig({ REDIS_CLUSTER_NODES: 'c1:7000,c2:7001', REDIS_TLS: 'true' }))).toEqual({
       kind: 'cluster',
       nodes: [
         { host: 'c1', port: 7000 },
@@ -107,7 +107,7 @@ describe('Redis settings', () => {
   });
 
   it('describes a single target without its password', () => {
-    expect(describeTarget(redisTarget(loadConfig({ REDIS_URL: 'redis://u:secret@cache:6379/1' })))).toBe('single redis://cache:6379/1');
+    expect(describeTarget(redisTarget(loadEveryConfig({ REDIS_URL: 'redis://u:secret@cache:6379/1' })))).toBe('single redis://cache:6379/1');
   });
 });
 
@@ -122,9 +122,9 @@ describe('Redis credentials from files (REDIS_URL_FILE, REDIS_PASSWORD_FILE, RED
 
   it('reads each from its file as a mounted Secret holds it, trailing newline or not: the same connection as from the environment', () => {
     const url = 'rediss://volume-medic-receiver:pw-hunter5@volume-medic-redis.volume-medic.svc:6379';
-    expect(redisTarget(loadConfig({ REDIS_URL_FILE: file('url', `${url}\n`) }))).toEqual(redisTarget(loadConfig({ REDIS_URL: url })));
-    expect(loadConfig({ REDIS_URL_FILE: file('url-bare', url) }).redisUrl).toBe(url);
-    const fromFiles = loadConfig({
+    expect(redisTarget(loadEveryConfig({ REDIS_URL_FILE: file('url', `${url}\n`) }))).toEqual(redisTarget(loadEveryConfig({ REDIS_URL: url })));
+    expect(loadEveryConfig({ REDIS_URL_FILE: file('url-bare', url) }).redisUrl).toBe(url);
+    const fromFiles = loadEveryConfig({
       REDIS_SENTINELS: 's1:26379',
       REDIS_SENTINEL_NAME: 'mymaster',
       REDIS_USERNAME: 'vm',

@@ -198,14 +198,20 @@ describe('the Redis ACL users (deploy/charts/volume-medic/files/users.acl.templa
     }
   });
 
-  it('gives only the receiver ACL rights, and only the three that per-node users need (src/adapters/redis/node-redis-users.ts)', () => {
+  it('gives only the receiver ACL rights, and only the three that per-node users need (src/adapters/redis/node-user-acl.ts, node-user-servers.ts)', () => {
     const aclRights = (c: Component): string[] => [...allowed(c)].filter((cmd) => cmd === 'acl' || cmd.startsWith('acl|')).sort();
     expect(aclRights('receiver')).toEqual(['acl|deluser', 'acl|setuser', 'acl|users']);
     expect(aclRights('cluster-worker')).toEqual([]);
     expect(aclRights('node-agent')).toEqual([]);
-    // What node-redis-users.ts sends: a grant missing here would fail every enrolment.
-    const module = readFileSync(join(ROOT, 'src/adapters/redis/node-redis-users.ts'), 'utf8');
-    const sent = new Set([...module.matchAll(/'ACL', '([A-Z]+)'/g)].map((m) => `acl|${m[1]!.toLowerCase()}`));
+    // What the node users' modules send: the rules' pipelines (['SETUSER', ...], sent as ACL
+    // subcommands) and the servers' own ACL calls. A grant missing here would fail every enrolment.
+    const rules = readFileSync(join(ROOT, 'src/adapters/redis/node-user-acl.ts'), 'utf8');
+    const servers = readFileSync(join(ROOT, 'src/adapters/redis/node-user-servers.ts'), 'utf8');
+    expect(servers).toMatch(/\.call\('ACL', \.\.\.args\)/);
+    const sent = new Set([
+      ...[...rules.matchAll(/\['([A-Z]+)', user/g)].map((m) => `acl|${m[1]!.toLowerCase()}`),
+      ...[...servers.matchAll(/'ACL', '([A-Z]+)'/g)].map((m) => `acl|${m[1]!.toLowerCase()}`),
+    ]);
     expect([...sent].sort()).toEqual(aclRights('receiver'));
   });
 

@@ -41,10 +41,6 @@ function measuredFigures(comments: string): string[] {
   return [...comments.matchAll(/~ ?\d[\d,.]* ?(?:ns|us|µs|ms|s|KiB|MiB|GiB|KB|MB)\b|[+-]\d+(?:\.\d+)?%|\d+(?:\.\d+)?% (?:less|more) of/g)].map((m) => m[0]);
 }
 
-// Files the splits under way (issue 45) rewrite: their figures move with them. A file leaves this
-// list once its comments hold none.
-const FIGURES_STILL_IN = new Set(['src/core/config/schema.ts']);
-
 describe('documents cited in comments under src/ and workers/', () => {
   const files = FOLDERS.flatMap(sourceFiles);
 
@@ -64,12 +60,7 @@ describe('documents cited in comments under src/ and workers/', () => {
 
   it('measured figures live in bench/README.md, not in comments', () => {
     const found = files.flatMap((file) => measuredFigures(commentsOfFile(file)).map((figure) => `${file}: ${figure}`));
-    expect(found.filter((f) => !FIGURES_STILL_IN.has(f.slice(0, f.indexOf(':'))))).toEqual([]);
-    for (const file of FIGURES_STILL_IN)
-      expect(
-        found.some((f) => f.startsWith(`${file}:`)),
-        `${file} holds no figure now: drop it from the list`,
-      ).toBe(true);
+    expect(found).toEqual([]);
   });
 
   it('would catch a missing document and an outside one', () => {

@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { inCluster } from '../../../core/config/in-cluster.ts';
 import { KubeConfigError } from '../config-error.ts';
 import { KubeRest } from './transport.ts';
 
@@ -12,8 +13,8 @@ const TOKEN_TTL_MS = 60_000;
 type Env = Readonly<Record<string, string | undefined>>;
 
 export function inClusterRest(env: Env = process.env, dir = SERVICE_ACCOUNT_DIR, now: () => number = Date.now): KubeRest {
-  const host = env['KUBERNETES_SERVICE_HOST'];
-  if (!host) throw new KubeConfigError('not in a pod: KUBERNETES_SERVICE_HOST is not set');
+  if (!inCluster(env)) throw new KubeConfigError('not in a pod: KUBERNETES_SERVICE_HOST is not set');
+  const host = env['KUBERNETES_SERVICE_HOST'] ?? '';
   const port = env['KUBERNETES_SERVICE_PORT'] || '443';
   let ca: Buffer;
   try {
