@@ -27,7 +27,7 @@ import type { RedisTarget } from './redis-target.ts';
 
 /**
  * The commands of a node agent's user: exactly the shared `volume-medic-node-agent` user's of
- * deploy/charts/volume-medic/files/users.acl.template (test/unit/queues/node-redis-users.test.ts
+ * deploy/charts/volume-medic/files/users.acl.template (test/unit/adapters/redis/node-redis-users.test.ts
  * holds the two equal), where that file explains each.
  */
 export const NODE_AGENT_COMMANDS: readonly string[] = [
