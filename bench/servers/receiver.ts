@@ -21,7 +21,7 @@ const config = configSchema().parse({
   ...(process.env['REDIS_NODE_USERS'] ? { redisNodeUsers: process.env['REDIS_NODE_USERS'] } : {}),
 });
 const receiver = await startReceiver(config);
-// Started with --expose-gc (test/int/breaker-flood.int.test.ts): its heap after full collections, on request.
+// Started with --expose-gc (test/int/control/receiver/breaker-flood.int.test.ts): its heap after full collections, on request.
 answerHeapRequests();
 announce(`READY ${receiver.url}`);
 process.on('SIGTERM', () => void receiver.close().then(() => process.exit(0)));

@@ -3,7 +3,7 @@ import type { RemediationJob, RunbookName } from '../catalogue/jobs.ts';
 // The job store: where remediation jobs wait, run, park and finish. Both planes speak to it
 // through this port and know jobs and their states, never the queue library:
 // src/adapters/jobstore/ is its one implementation (BullMQ on Redis: single, Sentinel, Cluster),
-// test/testkit/memory-job-store.ts its fake; test/int/job-store-contract.int.test.ts holds both to
+// test/testkit/memory-job-store.ts its fake; test/int/adapters/jobstore/job-store-contract.int.test.ts holds both to
 // the same behaviour.
 
 /** Every state a stored job can be in, in the order the console shows them: the one list (the counts and filters pick from it). */

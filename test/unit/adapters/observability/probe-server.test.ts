@@ -5,7 +5,7 @@ import { ENDED_RESTART_MS } from '../../../../src/adapters/redis/redis-connectio
 import { startProbeServer, type ProbeServer } from '../../../../src/adapters/observability/probe-server.ts';
 
 // The probe server's answers from the states it is given (the real processes:
-// test/int/worker-probes.int.test.ts). Liveness follows the receiver's rule: only a connection
+// test/int/workers/worker-probes.int.test.ts). Liveness follows the receiver's rule: only a connection
 // that has kept ending past ENDED_RESTART_MS fails it.
 
 const NOW = 1_800_000_000_000;

@@ -7,7 +7,7 @@ import { evalshaFirst, luaScript, ScriptNotLoadedError, scriptOn } from '../../.
 // What a connection sends for a defined script (ours or BullMQ's): EVALSHA, and after a NOSCRIPT
 // one EVAL, which an agent's user may not send (NOPERM): it then waits for the receiver's load and
 // sends EVALSHA again. The live half (real ACLs, a restart, the receiver's load):
-// test/int/agent-scripts.int.test.ts.
+// test/int/adapters/lua/agent-scripts.int.test.ts.
 
 const LUA = "return redis.call('GET', KEYS[1])";
 const SHA = createHash('sha1').update(LUA).digest('hex');

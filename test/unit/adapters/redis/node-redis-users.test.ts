@@ -12,7 +12,7 @@ import {
 
 // The per-node Redis user is the shared node-agent user of the ACL template with one change: its
 // queue pattern names one node. The live half (glob semantics, NOPERM, every topology) is
-// test/int/node-redis-users.int.test.ts.
+// test/int/adapters/redis/node-redis-users.int.test.ts.
 
 const sha = createHash('sha256').update('pw').digest('hex');
 const template = renderRedisAcl({ prefix: 'vmp', passwords: { receiver: 'a', 'cluster-worker': 'b', 'node-agent': 'c' } });

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { masterOfSlot, slotMovedAway } from '../../../../src/adapters/redis/slot-connector.ts';
 
 // The parts of the one-slot connection that read Redis' answers (the rest runs against a real
-// Cluster in test/int/one-slot-connection.int.test.ts).
+// Cluster in test/int/adapters/redis/one-slot-connection.int.test.ts).
 
 const asked = { host: '10.0.0.9', port: 7000 };
 

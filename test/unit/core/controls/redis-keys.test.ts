@@ -4,7 +4,7 @@ import { controlKeys, queueControlKeys } from '../../../../src/core/controls/red
 
 // The per-node Redis user of issue 30 holds `~<prefix>:vm-node-{<node>}:*`. Redis matches key
 // patterns as globs; ours use `*` only, so a regex with everything else literal is the same test
-// (test/int/node-scoped-keys.int.test.ts checks the same against a real redis-server's ACL).
+// (test/int/adapters/redis/node-scoped-keys.int.test.ts checks the same against a real redis-server's ACL).
 const glob = (pattern: string): RegExp =>
   new RegExp(
     `^${pattern

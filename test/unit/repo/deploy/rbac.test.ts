@@ -4,7 +4,7 @@ import { COMPONENTS, permissionsOf, SERVICE_ACCOUNTS, type Component } from '../
 import { rendered, SETS } from './manifests.ts';
 
 // The chart's RBAC, rendered with every values set, grants each component's ServiceAccount exactly the API calls its code makes
-// (src/adapters/kube/rbac.ts, per component; test/int/kube-rbac.int.test.ts ties that list to the calls
+// (src/adapters/kube/rbac.ts, per component; test/int/adapters/kube/kube-rbac.int.test.ts ties that list to the calls
 // the code really makes): everything it needs, nothing beyond (no `*`, no Secrets, no writes
 // other than Events and the receiver's review objects), and a namespaced grant where the code
 // writes in one namespace only.

@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { REDIS_USERS, redisSecrets, renderRedisAcl } from '../../../../scripts/deploy/redis-acl.ts';
 import { COMPONENTS, type Component } from '../../../../src/adapters/kube/rbac.ts';
 
-// The static half of the Redis ACL check (the live half, test/int/redis-acl.int.test.ts, runs a
+// The static half of the Redis ACL check (the live half, test/int/deploy/redis-acl.int.test.ts, runs a
 // real redis-server on this file and reads its ACL LOG): every command that BullMQ's Lua scripts
 // run, that volume-medic's own Lua scripts run, and that its code calls on an ioredis connection,
 // is granted to the users that need it. A BullMQ upgrade that starts using a new command fails here

@@ -8,14 +8,14 @@ describe('docs/threat-model.md', () => {
     const { files, missing } = securityTests();
     expect(missing).toEqual([]);
     for (const t of [
-      'test/int/signed-work.int.test.ts',
-      'test/int/sealed-controls.int.test.ts',
-      'test/int/event-trust.int.test.ts',
-      'test/int/operator-identity.int.test.ts',
-      'test/int/dashboard-security.int.test.ts',
+      'test/int/core/trust/signed-work.int.test.ts',
+      'test/int/core/controls/sealed-controls.int.test.ts',
+      'test/int/control/sources/event-trust.int.test.ts',
+      'test/int/control/auth/operator-identity.int.test.ts',
+      'test/int/control/http/dashboard-security.int.test.ts',
       'test/unit/repo/deploy/rbac.test.ts',
       'test/faults/fuzz.fault.test.ts',
-      'test/int/receiver-auth.int.test.ts',
+      'test/int/control/receiver/receiver-auth.int.test.ts',
     ]) {
       expect(files).toContain(t);
     }
