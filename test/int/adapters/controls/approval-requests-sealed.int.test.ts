@@ -1,5 +1,4 @@
 import { randomBytes } from 'node:crypto';
-import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { nodeQueueName } from '../../../../src/core/catalogue/queues.ts';
@@ -13,7 +12,7 @@ import { sealerOf } from '../../../../src/core/trust/seal.ts';
 import { workKeyOf } from '../../../../src/core/trust/work-keys.ts';
 import { writeControlKeys } from '../../../support/control-keys.ts';
 import { dropPrefix, redisUrl, uniquePrefix } from '../../../support/redis.ts';
-import { BullJobStore } from '../../../../src/adapters/jobstore/bull-job-store.ts';
+import { testJobs, type TestJobs } from '../../../testkit/jobs.ts';
 
 // Issue 30, attack 2 (approvals): an approval request is sealed by the worker that asks, and the
 // API decides only a request whose seal holds. A request reworded in Redis (the wording an
@@ -28,7 +27,7 @@ describe('approval requests sealed by the asking worker', () => {
     ['node-agent.k', randomBytes(32)],
   ]);
   const files = writeControlKeys();
-  const queues: Queue[] = [];
+  let stored: TestJobs;
   let redis: Redis;
   let api: OperatorActions;
 
@@ -54,19 +53,12 @@ describe('approval requests sealed by the asking worker', () => {
 
   beforeAll(() => {
     redis = new Redis(redisUrl());
+    stored = testJobs(redis, prefix);
     const receiverRing = keyringFor('receiver', roots);
     api = new OperatorActions({
       redis,
       prefix,
-      jobs: new BullJobStore({
-        redis: redis,
-        prefix,
-        queue: (name) => {
-          const q = new Queue(name, { connection: redis, prefix });
-          queues.push(q);
-          return q;
-        },
-      }),
+      jobs: stored.store,
       caps: { nodePerHour: 0, clusterPerHour: 0, stormNodes: 0, stormWindowMs: 1000 },
       approvalTtlMs: 600_000,
       configuredModes: { default: 'dry-run', runbooks: {} },
@@ -80,7 +72,7 @@ describe('approval requests sealed by the asking worker', () => {
     });
   });
   afterAll(async () => {
-    await Promise.all(queues.map((q) => q.close()));
+    await stored?.close();
     await dropPrefix(prefix);
     redis?.disconnect();
   });

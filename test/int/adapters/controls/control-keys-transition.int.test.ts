@@ -1,4 +1,3 @@
-import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { nodeQueueName } from '../../../../src/core/catalogue/queues.ts';
@@ -7,7 +6,7 @@ import { OperatorActions } from '../../../../src/control/actions/operator-action
 import type { ApprovalRecord, ParkedJob } from '../../../../src/core/controls/records.ts';
 import { knownQueuesKey } from '../../../../src/adapters/redis/known-queues.ts';
 import { dropPrefix, redisUrl, uniquePrefix } from '../../../support/redis.ts';
-import { BullJobStore } from '../../../../src/adapters/jobstore/bull-job-store.ts';
+import { testJobs, type TestJobs } from '../../../testkit/jobs.ts';
 
 // The readers of per-queue control keys (issue 30): they merge every registered queue's records,
 // take a record only under the queue it names, and, for a rolling upgrade, still read (and decide
@@ -20,7 +19,7 @@ const qb = nodeQueueName('tb');
 let redis: Redis;
 let api: OperatorActions;
 let clock = Date.parse('2026-12-05T02:00:00Z');
-const queues: Queue[] = [];
+let stored: TestJobs;
 
 const request = (jobId: string, queue: string): ApprovalRecord => ({
   jobId,
@@ -45,19 +44,12 @@ const parked = (jobId: string, queue: string, since = new Date(clock).toISOStrin
 
 beforeAll(async () => {
   redis = new Redis(redisUrl());
+  stored = testJobs(redis, prefix);
   await redis.sadd(knownQueuesKey(prefix), qa, qb);
   api = new OperatorActions({
     redis,
     prefix,
-    jobs: new BullJobStore({
-      redis: redis,
-      prefix,
-      queue: (name) => {
-        const q = new Queue(name, { connection: redis, prefix });
-        queues.push(q);
-        return q;
-      },
-    }),
+    jobs: stored.store,
     caps: { nodePerHour: 0, clusterPerHour: 0, stormNodes: 0, stormWindowMs: 1000 },
     approvalTtlMs: 3_600_000,
     configuredModes: { default: 'dry-run', runbooks: {} },
@@ -65,7 +57,7 @@ beforeAll(async () => {
   });
 });
 afterAll(async () => {
-  await Promise.all(queues.map((q) => q.close()));
+  await stored?.close();
   await dropPrefix(prefix);
   redis.disconnect();
 });

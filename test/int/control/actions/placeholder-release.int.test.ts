@@ -1,8 +1,9 @@
-import { Queue } from 'bullmq';
+import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startReceiver, type Receiver } from '../../../../src/control/receiver.ts';
 import { testConfig } from '../../../support/config.ts';
 import { dropPrefix, redisUrl, uniquePrefix } from '../../../support/redis.ts';
+import { testJobs } from '../../../testkit/jobs.ts';
 import { getJson, post } from '../../../testkit/payloads.ts';
 import { startOperators, type Operators } from '../../../testkit/operators.ts';
 
@@ -54,8 +55,12 @@ describe('an operator releases a placeholder', () => {
       queue: 'vm-node-{worker-1}',
       deduplicated: false,
     });
-    const queue = new Queue('vm-node-{worker-1}', { connection: { url: redisUrl() }, prefix });
-    const stored = await queue.getJob(r.json.accepted.id).finally(() => queue.close());
+    const redis = new Redis(redisUrl());
+    const jobs = testJobs(redis, prefix);
+    const stored = await jobs.get('vm-node-{worker-1}', r.json.accepted.id).finally(async () => {
+      await jobs.close();
+      redis.disconnect();
+    });
     expect(stored?.data).toMatchObject({
       action: 'release',
       release: { by: 'operator', force: true },

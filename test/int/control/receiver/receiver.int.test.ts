@@ -1,5 +1,4 @@
 import { Writable } from 'node:stream';
-import { Queue } from 'bullmq';
 import { pino } from 'pino';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -8,6 +7,7 @@ import { InMemoryLookups } from '../../../../src/adapters/kube/lookups.ts';
 import { nodeQueueName } from '../../../../src/core/catalogue/queues.ts';
 import { testConfig } from '../../../support/config.ts';
 import { dropPrefix, redisUrl, uniquePrefix } from '../../../support/redis.ts';
+import { testJobs, type TestJobs } from '../../../testkit/jobs.ts';
 import { alertmanagerBody, getJson, nodeNotReadyAlert, post } from '../../../testkit/payloads.ts';
 
 const TOKEN = 'integration-test-token-0123456789';
@@ -16,10 +16,12 @@ describe('receiver with a real Redis', () => {
   const prefix = uniquePrefix('recv');
   let receiver: Receiver;
   let redis: Redis;
-  const queue = (node: string) => new Queue(nodeQueueName(node), { connection: redis, prefix });
+  let jobs: TestJobs;
+  const ALL = ['waiting', 'delayed', 'active', 'completed', 'failed'] as const;
 
   beforeAll(async () => {
     redis = new Redis(redisUrl());
+    jobs = testJobs(redis, prefix);
     // The cluster as triage's lookups see it: shop/web-0 uses the rbd image its Event names.
     const lookups = new InMemoryLookups([
       {
@@ -38,6 +40,7 @@ describe('receiver with a real Redis', () => {
   });
   afterAll(async () => {
     await receiver?.close();
+    await jobs?.close();
     await dropPrefix(prefix);
     redis?.disconnect();
   });
@@ -52,17 +55,15 @@ describe('receiver with a real Redis', () => {
       queue: 'vm-node-{worker-a}',
       deduplicated: false,
     });
-    const q = queue('worker-a');
-    const jobs = await q.getJobs(['waiting', 'delayed', 'active']);
-    expect(jobs).toHaveLength(1);
-    expect(jobs[0]!.id).toBe(r.json.accepted[0].key);
-    expect(jobs[0]!.data).toMatchObject({
+    const stored = await jobs.list(nodeQueueName('worker-a'), ['waiting', 'delayed', 'active']);
+    expect(stored).toHaveLength(1);
+    expect(stored[0]!.id).toBe(r.json.accepted[0].key);
+    expect(stored[0]!.data).toMatchObject({
       runbook: 'residual-multipath-cleanup',
       target: { node: 'worker-a' },
       key: r.json.accepted[0].key,
     });
-    expect(jobs[0]!.data.evidence[0].source).toBe('alertmanager');
-    await q.close();
+    expect(stored[0]!.data.evidence[0].source).toBe('alertmanager');
   });
 
   it('folds 50 concurrent repeats of the same alert into one job and says so', async () => {
@@ -72,13 +73,12 @@ describe('receiver with a real Redis', () => {
     const keys = new Set(answers.map((a) => a.json.accepted[0].key));
     expect(keys.size).toBe(1);
     expect(answers.filter((a) => a.json.accepted[0].deduplicated === false)).toHaveLength(1);
-    const q = queue('worker-storm');
-    expect(await q.getJobCountByTypes('waiting', 'delayed', 'active', 'completed', 'failed')).toBe(1);
+    const q = nodeQueueName('worker-storm');
+    expect(await jobs.count(q, ALL)).toBe(1);
     // And later repeats (repeat_interval, the HA peer) fold too.
     const later = await post(`${receiver.url}/v1/alertmanager`, body, TOKEN);
     expect(later.json.accepted[0].deduplicated).toBe(true);
-    expect(await q.getJobCountByTypes('waiting', 'delayed', 'active', 'completed', 'failed')).toBe(1);
-    await q.close();
+    expect(await jobs.count(q, ALL)).toBe(1);
   });
 
   it('makes two jobs on two queues for two different nodes in one grouped payload', async () => {
@@ -91,13 +91,9 @@ describe('receiver with a real Redis', () => {
     expect(r.json.accepted.map((a: { queue: string }) => a.queue).sort()).toEqual(['vm-node-{worker-b}', 'vm-node-{worker-c}']);
     expect(r.json.ignored).toEqual([expect.objectContaining({ reason: 'alert-still-firing', index: 2 })]);
     for (const n of ['worker-b', 'worker-c']) {
-      const q = queue(n);
-      expect(await q.getJobCountByTypes('waiting')).toBe(1);
-      await q.close();
+      expect(await jobs.count(nodeQueueName(n), ['waiting'])).toBe(1);
     }
-    const d = queue('worker-d');
-    expect(await d.getJobCountByTypes('waiting', 'delayed', 'active', 'completed', 'failed')).toBe(0);
-    await d.close();
+    expect(await jobs.count(nodeQueueName('worker-d'), ALL)).toBe(0);
   });
 
   it('routes an rbd "is still being used" event to the cluster queue with a pool/image key', async () => {
@@ -115,8 +111,7 @@ describe('receiver with a real Redis', () => {
     const r = await post(`${receiver.url}/v1/events`, [event, event], TOKEN);
     expect(r.status).toBe(202);
     expect(r.json.accepted).toEqual([expect.objectContaining({ runbook: 'rbd-stale-mapping', queue: 'vm-cluster-{cluster}' })]);
-    const q = new Queue('vm-cluster-{cluster}', { connection: redis, prefix });
-    const [job] = await q.getJobs(['waiting']);
+    const [job] = await jobs.list('vm-cluster-{cluster}', ['waiting']);
     expect(job!.data.target).toEqual({
       pool: 'replicapool',
       image: 'csi-vol-0b3f5f8e',
@@ -124,7 +119,6 @@ describe('receiver with a real Redis', () => {
       node: 'worker-e',
     });
     expect(job!.data.evidence).toHaveLength(2);
-    await q.close();
   });
 
   it("turns an NPD LocalDiskLost condition into a placeholder job on the PV's node", async () => {
@@ -148,13 +142,11 @@ describe('receiver with a real Redis', () => {
     expect(r.status).toBe(202);
     expect(r.json.accepted).toEqual([expect.objectContaining({ runbook: 'local-pv-placeholder', queue: 'vm-node-{worker-g}', node: 'worker-g' })]);
     expect(r.json.ignored).toEqual([expect.objectContaining({ reason: 'condition-not-relevant', index: 0 })]);
-    const q = queue('worker-g');
-    const [job] = await q.getJobs(['waiting']);
+    const [job] = await jobs.list(nodeQueueName('worker-g'), ['waiting']);
     expect(job!.data).toMatchObject({
       action: 'place',
       target: { node: 'worker-g', pv: 'local-pv-g', path: '/dev/disk/by-id/wwn-0x5000c500aaaa0001' },
     });
-    await q.close();
   });
 
   it('lists jobs and shows one with its evidence through the API', async () => {
@@ -185,9 +177,7 @@ describe('receiver with a real Redis', () => {
       }),
     ]);
     expect(e.ignored).toEqual([expect.objectContaining({ reason: 'alert-still-firing' })]);
-    const q = queue('worker-explain');
-    expect(await q.getJobCountByTypes('waiting', 'delayed', 'active', 'completed', 'failed')).toBe(0);
-    await q.close();
+    expect(await jobs.count(nodeQueueName('worker-explain'), ALL)).toBe(0);
   });
 
   it('serves health, readiness and metrics without a token', async () => {

@@ -1,5 +1,4 @@
 import { randomBytes } from 'node:crypto';
-import { Queue, type Job } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { nodeQueueName } from '../../../../src/core/catalogue/queues.ts';
@@ -16,6 +15,7 @@ import {
 } from '../../../support/alertmanager.ts';
 import { testConfig } from '../../../support/config.ts';
 import { dropPrefix, redisUrl, uniquePrefix } from '../../../support/redis.ts';
+import { testJobs, type TestJobs } from '../../../testkit/jobs.ts';
 
 // A real Alertmanager posts to the receiver: a firing KubeNodeNotReady is ignored, the resolved
 // one becomes exactly one residual-multipath-cleanup job on the node's queue, a second copy of
@@ -38,7 +38,6 @@ import { dropPrefix, redisUrl, uniquePrefix } from '../../../support/redis.ts';
 
 const TOKEN = 'alertmanager-int-test-token-0123456789';
 const RUNBOOK = 'residual-multipath-cleanup';
-const ALL_STATES = ['waiting', 'active', 'delayed', 'prioritized', 'waiting-children', 'completed', 'failed', 'paused'] as const;
 const NOTIFY_TIMEOUT_MS = 10_000;
 
 const inCi = !!process.env['CI'] && process.env['CI'] !== 'false';
@@ -84,13 +83,7 @@ describe('real Alertmanager -> receiver', () => {
   let redis: Redis;
   let receiver: Receiver;
   const managers: RunningAlertmanager[] = [];
-  const queues: Queue[] = [];
-
-  const queue = (node: string) => {
-    const q = new Queue(nodeQueueName(node), { connection: redis, prefix });
-    queues.push(q);
-    return q;
-  };
+  let storedJobs: TestJobs;
   const receiverMetric = async (name: string, labels: Record<string, string>) => sumMetric(await (await fetch(`${receiver.url}/metrics`)).text(), name, labels);
   const am = async (token: string) => {
     const m = await startAlertmanager({
@@ -110,22 +103,21 @@ describe('real Alertmanager -> receiver', () => {
     names.delete(nodeQueueName(except));
     const withJobs: string[] = [];
     for (const n of names) {
-      const other = new Queue(n, { connection: redis, prefix });
-      queues.push(other);
-      if ((await other.getJobs([...ALL_STATES])).length > 0) withJobs.push(n);
+      if ((await storedJobs.list(n)).length > 0) withJobs.push(n);
     }
     return withJobs;
   };
 
   beforeAll(async () => {
     redis = new Redis(redisUrl(), { maxRetriesPerRequest: null });
+    storedJobs = testJobs(redis, prefix);
     receiver = await startReceiver(testConfig({ redisUrl: redisUrl(), queuePrefix: prefix, tokens: [TOKEN], operatorAuth: 'insecure' }));
   });
 
   afterAll(async () => {
     // Everything the test started, even when it failed half-way.
     await Promise.allSettled(managers.map((m) => m.stop()));
-    await Promise.allSettled(queues.map((q) => q.close()));
+    await storedJobs?.close();
     await receiver?.close();
     await dropPrefix(prefix);
     redis?.disconnect();
@@ -133,7 +125,7 @@ describe('real Alertmanager -> receiver', () => {
 
   it('a resolved KubeNodeNotReady from Alertmanager becomes one job on the node queue; firing does not; an HA copy folds into it', async () => {
     const node = nodeName('node');
-    const q = queue(node);
+    const q = nodeQueueName(node);
     const [primary, peer] = await Promise.all([am(TOKEN), am(TOKEN)]);
     const startsAt = new Date(Date.now() - 20 * 60_000);
     const firing = nodeNotReady(node, startsAt, new Date(Date.now() + 10 * 60_000));
@@ -153,7 +145,7 @@ describe('real Alertmanager -> receiver', () => {
     );
     expect(await primary.metric('alertmanager_notifications_total', { integration: 'webhook' })).toBeGreaterThanOrEqual(1);
     expect(await primary.metric('alertmanager_notifications_failed_total', { integration: 'webhook' })).toBe(0);
-    expect(await q.getJobs([...ALL_STATES])).toHaveLength(0);
+    expect(await storedJobs.list(q)).toHaveLength(0);
     expect(await receiverMetric('volume_medic_jobs_enqueued_total', { runbook: RUNBOOK })).toBe(0);
 
     // 2. Resolved (same labels and startsAt, endsAt in the past), through the primary only.
@@ -162,14 +154,14 @@ describe('real Alertmanager -> receiver', () => {
     const jobs = await waitFor(
       `a ${RUNBOOK} job on queue ${nodeQueueName(node)}`,
       async () => {
-        const js = await q.getJobs([...ALL_STATES]);
+        const js = await storedJobs.list(q);
         return js.length > 0 ? js : undefined;
       },
       NOTIFY_TIMEOUT_MS,
       logs,
     );
     expect(jobs).toHaveLength(1);
-    const job = jobs[0] as Job;
+    const job = jobs[0]!;
     expect(job.data).toMatchObject({ runbook: RUNBOOK, target: { node }, key: job.id });
     // Evidence: the alert exactly as Alertmanager sent it (its fingerprint, resolved, our startsAt).
     const evidence = job.data.evidence[0];
@@ -201,7 +193,7 @@ describe('real Alertmanager -> receiver', () => {
     await sleep(2_500);
     expect(await primary.metric('alertmanager_notifications_total', { integration: 'webhook' })).toBe(primarySent);
 
-    const after = await q.getJobs([...ALL_STATES]);
+    const after = await storedJobs.list(q);
     expect(after.map((j) => j.id)).toEqual([job.id]);
     expect(await receiverMetric('volume_medic_jobs_enqueued_total', { runbook: RUNBOOK })).toBe(1);
     expect(await receiverMetric('volume_medic_webhooks_total', { source: 'alertmanager', outcome: 'unauthorized' })).toBe(0);
@@ -209,7 +201,7 @@ describe('real Alertmanager -> receiver', () => {
 
   it('an Alertmanager configured with the wrong token makes no job and is counted as unauthorized', async () => {
     const node = nodeName('badtoken');
-    const q = queue(node);
+    const q = nodeQueueName(node);
     const wrong = await am('wrong-token-wrong-token-wrong-token');
     const unauthorizedBefore = await receiverMetric('volume_medic_webhooks_total', { source: 'alertmanager', outcome: 'unauthorized' });
     const acceptedBefore = await receiverMetric('volume_medic_webhooks_total', { source: 'alertmanager', outcome: 'accepted' });
@@ -242,7 +234,7 @@ describe('real Alertmanager -> receiver', () => {
     // Several group_interval ticks: no resolved notification gets through (Alertmanager does not
     // even send one, since the firing one was never delivered), so no job.
     await sleep(3_000);
-    expect(await q.getJobs([...ALL_STATES])).toHaveLength(0);
+    expect(await storedJobs.list(q)).toHaveLength(0);
     expect(await receiverMetric('volume_medic_webhooks_total', { source: 'alertmanager', outcome: 'accepted' })).toBe(acceptedBefore);
     expect(await otherNodeQueuesWithJobs('(none)')).not.toContain(nodeQueueName(node));
   });

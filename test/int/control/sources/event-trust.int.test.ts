@@ -1,4 +1,3 @@
-import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { Registry } from 'prom-client';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -18,6 +17,7 @@ import { fixture, fixtureLookups } from '../../../support/fixtures.ts';
 import { coreEvent, node, podWithVolume } from '../../../support/kube-objects.ts';
 import { getJson, post } from '../../../testkit/payloads.ts';
 import { dropPrefix, redisUrl, uniquePrefix } from '../../../support/redis.ts';
+import { testJobs } from '../../../testkit/jobs.ts';
 import { testSealer } from '../../../support/trust.ts';
 
 // Issue 20, "Event trust", against a real Redis: an Event from a tenant namespace about a pod
@@ -30,11 +30,11 @@ const TOKEN = 'event-trust-test-token-0123456789';
 const GRAFANA_IMAGE = { pool: 'k8s-dev', image: 'csi-vol-dea80a4e-85b6-46e2-9d08-ffba10ef7825' };
 
 async function jobsIn(redis: Redis, prefix: string, queue: string) {
-  const q = new Queue(queue, { connection: redis, prefix });
+  const jobs = testJobs(redis, prefix);
   try {
-    return await q.getJobs(['waiting', 'delayed', 'active', 'completed', 'failed', 'prioritized']);
+    return await jobs.list(queue, ['waiting', 'delayed', 'active', 'completed', 'failed', 'prioritized']);
   } finally {
-    await q.close();
+    await jobs.close();
   }
 }
 

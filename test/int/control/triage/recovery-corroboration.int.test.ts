@@ -1,5 +1,4 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -10,6 +9,7 @@ import { startFakeKubeApi, type FakeKubeApi } from '../../../testkit/fake-kube-a
 import { coreEvent, node } from '../../../support/kube-objects.ts';
 import { post } from '../../../testkit/payloads.ts';
 import { dropPrefix, redisUrl, uniquePrefix } from '../../../support/redis.ts';
+import { testJobs, type TestJobs } from '../../../testkit/jobs.ts';
 import { nodeQueueName } from '../../../../src/core/catalogue/queues.ts';
 import { controlKeys } from '../../../../src/core/controls/redis-keys.ts';
 import { waitFor } from '../../../support/wait.ts';
@@ -93,7 +93,7 @@ describe("Node Events seen by the receiver's own Event watch (issue 44, item 4)"
   let api: FakeKubeApi;
   let receiver: Receiver;
   let redis: Redis;
-  const queues: Queue[] = [];
+  let stored: TestJobs;
   const prefix = uniquePrefix('corrob-watch');
   const dir = mkdtempSync(join(tmpdir(), 'vm-corrob-watch-'));
   const before = process.env['KUBECONFIG'];
@@ -107,6 +107,7 @@ describe("Node Events seen by the receiver's own Event watch (issue 44, item 4)"
     writeFileSync(file, api.kubeConfig().exportConfig());
     process.env['KUBECONFIG'] = file;
     redis = new Redis(redisUrl());
+    stored = testJobs(redis, prefix);
     receiver = await startReceiver(
       testConfig({ redisUrl: redisUrl(), queuePrefix: prefix, tokens: [TOKEN], kubeWatch: true, kubeReconcileSeconds: 0, fleetMetricsLeaseSeconds: 0 }),
     );
@@ -117,7 +118,7 @@ describe("Node Events seen by the receiver's own Event watch (issue 44, item 4)"
     );
   });
   afterAll(async () => {
-    await Promise.all(queues.map((q) => q.close()));
+    await stored?.close();
     redis?.disconnect();
     await receiver?.close();
     await api?.close();
@@ -127,11 +128,7 @@ describe("Node Events seen by the receiver's own Event watch (issue 44, item 4)"
     await dropPrefix(prefix);
   });
 
-  const jobsOf = async (n: string) => {
-    const q = new Queue(nodeQueueName(n), { connection: redis, prefix });
-    queues.push(q);
-    return q.getJobs(['waiting', 'delayed', 'active', 'completed', 'failed', 'prioritized']);
-  };
+  const jobsOf = async (n: string) => stored.list(nodeQueueName(n), ['waiting', 'delayed', 'active', 'completed', 'failed', 'prioritized']);
   const ignoredByWatch = async (): Promise<number> => {
     const m = /volume_medic_signals_ignored_total\{source="k8s-watch-event",reason="node-status-disagrees"\} (\d+)/.exec(
       await (await fetch(`${receiver.url}/metrics`)).text(),

@@ -1,4 +1,3 @@
-import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { idempotencyKey } from '../../../../src/core/catalogue/idempotency-keys.ts';
@@ -16,6 +15,7 @@ import { DIRECT_CALLS } from '../../../../src/adapters/kube/rbac.ts';
 import { testConfig } from '../../../support/config.ts';
 import { alertmanagerBody, nodeNotReadyAlert, post } from '../../../testkit/payloads.ts';
 import { dropPrefix, redisUrl, uniquePrefix } from '../../../support/redis.ts';
+import { testJobs, type TestJobs } from '../../../testkit/jobs.ts';
 import { testSealer } from '../../../support/trust.ts';
 
 // The real @kubernetes/client-node against the fake list/watch API server, the real ingest path
@@ -41,7 +41,7 @@ describe('Kubernetes watches against a list/watch API server', () => {
   let dispatcher: Dispatcher;
   let prefix: string;
   let watches: KubeWatches | undefined;
-  const queues: Queue[] = [];
+  let stored: TestJobs;
   /** Every delay the adapter asked for, in order. */
   let delays: number[];
   const sleep: Sleep = (ms, signal) => {
@@ -63,11 +63,7 @@ describe('Kubernetes watches against a list/watch API server', () => {
     await until('watches listed and connected', () => watches!.state().ready);
     return watches;
   };
-  const jobs = async (queueName: string) => {
-    const q = new Queue(queueName, { connection: redis, prefix });
-    queues.push(q);
-    return q.getJobs(['waiting', 'delayed', 'active', 'completed', 'failed']);
-  };
+  const jobs = async (queueName: string) => stored.list(queueName, ['waiting', 'delayed', 'active', 'completed', 'failed']);
   /** Lists made by the Node informer (the reconcile lists nodes too). */
   const nodeInformerLists = () => watches!.state().watches.find((w) => w.name === 'nodes')!.lists;
 
@@ -76,13 +72,14 @@ describe('Kubernetes watches against a list/watch API server', () => {
     api = await startFakeKubeApi();
     prefix = uniquePrefix('kwatch');
     redis = new Redis(redisUrl());
+    stored = testJobs(redis, prefix);
     dispatcher = new Dispatcher(redis, { prefix, timeoutMs: 5_000, sealer: testSealer('receiver') });
   });
   afterEach(async () => {
     await watches?.close();
     watches = undefined;
     allRequests.push(...api.requests);
-    await Promise.all(queues.splice(0).map((q) => q.close()));
+    await stored.close();
     await dispatcher.close();
     await api.close();
     await dropPrefix(prefix);

@@ -1,5 +1,4 @@
 import { Writable } from 'node:stream';
-import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -19,6 +18,7 @@ import { startFakeKubeApi, type FakeKubeApi } from '../../../testkit/fake-kube-a
 import { testConfig } from '../../../support/config.ts';
 import { alertmanagerBody, nodeNotReadyAlert, post } from '../../../testkit/payloads.ts';
 import { dropPrefix, redisUrl, uniquePrefix } from '../../../support/redis.ts';
+import { testJobs, type TestJobs } from '../../../testkit/jobs.ts';
 import { waitFor } from '../../../support/wait.ts';
 
 // Issue 22: a job for a node without an agent raises a metric, a warning log and a Kubernetes
@@ -44,6 +44,7 @@ describe('jobs on a node queue that no node agent serves', () => {
   let api: FakeKubeApi;
   let receiver: Receiver;
   let redis: Redis;
+  let jobs: TestJobs;
   let watch: NoAgentWatch;
   let offset = 0;
   const lines: Array<Record<string, unknown>> = [];
@@ -74,6 +75,7 @@ describe('jobs on a node queue that no node agent serves', () => {
   beforeAll(async () => {
     api = await startFakeKubeApi();
     redis = new Redis(redisUrl());
+    jobs = testJobs(redis, prefix);
     receiver = await startReceiver(testConfig({ redisUrl: redisUrl(), queuePrefix: prefix, tokens: [TOKEN] }));
     watch = new NoAgentWatch({
       redis,
@@ -94,6 +96,7 @@ describe('jobs on a node queue that no node agent serves', () => {
     await watch?.close();
     await receiver?.close();
     await api?.close();
+    await jobs?.close();
     await dropPrefix(prefix);
     redis?.disconnect();
   });
@@ -126,9 +129,7 @@ describe('jobs on a node queue that no node agent serves', () => {
         expect(r.stranded.has(nodeQueueName('busy-1'))).toBe(false);
         expect(r.failed).toEqual([]);
       }
-      const q = new Queue(nodeQueueName('busy-1'), { connection: redis, prefix });
-      expect(await q.getJobState(waiting)).toBe('waiting');
-      await q.close();
+      expect(await jobs.state(nodeQueueName('busy-1'), waiting)).toBe('waiting');
       expect(events('busy-1')).toEqual([]);
       expect(lines.filter((l) => l['node'] === 'busy-1')).toEqual([]);
       expect(await metric()).toBe('0');
@@ -170,15 +171,13 @@ describe('jobs on a node queue that no node agent serves', () => {
     offset = DEADLINE + 1_000;
     const late = await watch.check();
     expect(late.failed).toEqual([id]);
-    const q = new Queue(queue, { connection: redis, prefix });
-    const job = (await q.getJob(id))!;
-    expect(await job.getState()).toBe('failed');
+    const job = (await jobs.get(queue, id))!;
+    expect(await jobs.state(queue, id)).toBe('failed');
     expect(job.failedReason).toMatch(
       /^no node agent: no node agent has checked in on queue vm-node-\{lost-1\}.*NO_AGENT_DEADLINE_SECONDS \(300 s\).*node lost-1$/,
     );
     // Failed for good: no retry although the runbook allows 4 attempts.
     expect(job.attemptsMade).toBe(1);
-    await q.close();
     expect(await metric()).toBe('0');
     expect(await redis.hget(statsKey(prefix), 'finished|residual-multipath-cleanup|no-agent')).toBe('1');
     expect(lines).toContainEqual(
@@ -203,9 +202,7 @@ describe('jobs on a node queue that no node agent serves', () => {
     const r = await watch.check();
     expect(r.failed).toEqual([]);
     expect(r.stranded.has(queue)).toBe(false);
-    const q = new Queue(queue, { connection: redis, prefix });
-    expect(await q.getJobState(id)).toBe('waiting');
-    await q.close();
+    expect(await jobs.state(queue, id)).toBe('waiting');
     offset = 0;
   });
 
@@ -213,7 +210,6 @@ describe('jobs on a node queue that no node agent serves', () => {
     const queue = nodeQueueName('race-1');
     const id = await postAlert('race-1', 'fpraceone');
     const connection = workerConnection(redisUrl());
-    const q = new Queue(queue, { connection: redis, prefix });
     try {
       expect(
         await failStranded({
@@ -226,7 +222,7 @@ describe('jobs on a node queue that no node agent serves', () => {
           stillAbsent: async () => false,
         }),
       ).toEqual([]);
-      expect(await q.getJobState(id)).toBe('waiting');
+      expect(await jobs.state(queue, id)).toBe('waiting');
       expect(
         await failStranded({
           connection,
@@ -238,10 +234,9 @@ describe('jobs on a node queue that no node agent serves', () => {
           stillAbsent: async () => true,
         }),
       ).toEqual([]);
-      expect(await q.getJobState(id)).toBe('waiting');
-      expect((await q.getJob(id))!.attemptsMade).toBe(0);
+      expect(await jobs.state(queue, id)).toBe('waiting');
+      expect((await jobs.get(queue, id))!.attemptsMade).toBe(0);
     } finally {
-      await q.close();
       connection.disconnect();
     }
   });
