@@ -17,7 +17,7 @@ import { nodeKeyPattern, nodeOfKey } from '../src/core/redis-budget/accounting.t
 import { testConfig } from '../test/support/config.ts';
 import { testSealer } from '../test/support/trust.ts';
 import { alertmanagerBody, nodeNotReadyAlert } from '../test/testkit/payloads.ts';
-import { startPrivateRedis } from '../test/testkit/redis-server.ts';
+import { startPrivateRedis } from '../test/support/redis-server.ts';
 import { SimulatedMultipathHost } from '../test/testkit/simulated-multipath-host.ts';
 
 // `node bench/node-redis-footprint.ts` (issue 44): what a busy node's keys hold in Redis, to size

@@ -1,4 +1,4 @@
-import { announce, answerHeapRequests } from '../../test/testkit/child.ts';
+import { announce, answerHeapRequests } from '../../test/support/child.ts';
 import { configSchema } from '../../src/core/config/schema.ts';
 import { startReceiver } from '../../src/control/receiver.ts';
 

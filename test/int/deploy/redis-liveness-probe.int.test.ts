@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { helmTemplate } from '../../../scripts/deploy/chart.ts';
 import { freePort } from '../../../scripts/lib/local-redis.ts';
 import { ensureSecrets } from '../../../src/control/secrets/ensure.ts';
-import { MemoryObjectStore } from '../../support/memory-object-store.ts';
+import { MemoryObjectStore } from '../../testkit/memory-object-store.ts';
 import { uniquePrefix } from '../../support/redis.ts';
 import { waitFor } from '../../support/wait.ts';
 import { find, podSpec, secretsSpec } from '../../unit/repo/deploy/manifests.ts';

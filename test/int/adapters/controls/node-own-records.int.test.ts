@@ -20,7 +20,7 @@ import { TEST_KEYS_DIR } from '../../../support/trust.ts';
 import { uniquePrefix } from '../../../support/redis.ts';
 import { startOperators, type Operators } from '../../../testkit/operators.ts';
 import { alertmanagerBody, getJson, nodeNotReadyAlert, post } from '../../../testkit/payloads.ts';
-import { startPrivateRedis, type PrivateRedis } from '../../../testkit/redis-server.ts';
+import { startPrivateRedis, type PrivateRedis } from '../../../support/redis-server.ts';
 
 // Issue 44: what node-a can write with its own Redis user (the receiver's per-node ACL user: its
 // queue's keys only) and its agent key (its queue's only, as enrolment hands it out), and what the

@@ -11,7 +11,7 @@ import { nodeQueueName } from '../../../../src/core/catalogue/queues.ts';
 import { FinalError, PermanentError, RefusedError, TransientError } from '../../../../src/core/errors.ts';
 import { JobParked, type JobConsumer, type JobHandler, type JobStore, type TakenJob } from '../../../../src/core/jobs/job-store.ts';
 import { redisUrl, uniquePrefix } from '../../../support/redis.ts';
-import { startCluster, startSentinelSet, topologiesAvailable, type LocalCluster, type LocalSentinelSet } from '../../../testkit/redis-topology.ts';
+import { startCluster, startSentinelSet, topologiesAvailable, type LocalCluster, type LocalSentinelSet } from '../../../support/redis-topology.ts';
 import { waitFor } from '../../../support/wait.ts';
 import { MemoryJobStore } from '../../../testkit/memory-job-store.ts';
 

@@ -21,7 +21,7 @@ import { createNodeAgent } from '../../../../workers/node-agent/agent.ts';
 import { testConfig } from '../../../support/config.ts';
 import { alertmanagerBody, getJson, nodeNotReadyAlert, post } from '../../../testkit/payloads.ts';
 import { uniquePrefix } from '../../../support/redis.ts';
-import { startCluster, startSentinelSet, topologiesAvailable, type LocalCluster, type LocalSentinelSet } from '../../../testkit/redis-topology.ts';
+import { startCluster, startSentinelSet, topologiesAvailable, type LocalCluster, type LocalSentinelSet } from '../../../support/redis-topology.ts';
 import { waitFor } from '../../../support/wait.ts';
 
 // Per-node Redis users (src/adapters/redis/node-redis-users.ts) on real servers of every topology: node

@@ -4,7 +4,7 @@ import keySlot from 'cluster-key-slot';
 import { Cluster, Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connect, whenReady, type RedisConnection } from '../../../../src/adapters/redis/redis.ts';
-import { startCluster, topologiesAvailable, type LocalCluster } from '../../../testkit/redis-topology.ts';
+import { startCluster, topologiesAvailable, type LocalCluster } from '../../../support/redis-topology.ts';
 import { dropPrefixOn, uniquePrefix } from '../../../support/redis.ts';
 import { waitFor } from '../../../support/wait.ts';
 

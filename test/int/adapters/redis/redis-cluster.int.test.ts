@@ -16,7 +16,7 @@ import { fastControls, toyRunbook, type ToyStep } from '../../../support/control
 import { alertmanagerBody, getJson, nodeNotReadyAlert, post } from '../../../testkit/payloads.ts';
 import { dropPrefixOn, uniquePrefix } from '../../../support/redis.ts';
 import { startOperators, type Operators } from '../../../testkit/operators.ts';
-import { startCluster, topologiesAvailable, type LocalCluster } from '../../../testkit/redis-topology.ts';
+import { startCluster, topologiesAvailable, type LocalCluster } from '../../../support/redis-topology.ts';
 import { waitFor } from '../../../support/wait.ts';
 
 // volume-medic on a real 3-master Redis Cluster started by this test (redis-server

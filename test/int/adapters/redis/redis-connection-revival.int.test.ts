@@ -14,7 +14,7 @@ import { freePort } from '../../../../scripts/lib/local-redis.ts';
 import { testConfig } from '../../../support/config.ts';
 import { getJson } from '../../../testkit/payloads.ts';
 import { redisUrl, uniquePrefix } from '../../../support/redis.ts';
-import { answers, startSentinelSet, topologiesAvailable, type LocalSentinelSet } from '../../../testkit/redis-topology.ts';
+import { answers, startSentinelSet, topologiesAvailable, type LocalSentinelSet } from '../../../support/redis-topology.ts';
 import { waitFor } from '../../../support/wait.ts';
 
 // A Redis connection that ioredis ended for good is brought back (src/adapters/redis/redis-connections.ts),

@@ -12,7 +12,7 @@ import { alertmanagerBody, getJson, nodeNotReadyAlert, post } from '../../../tes
 import { uniquePrefix } from '../../../support/redis.ts';
 import { nodeQueueName } from '../../../../src/core/catalogue/queues.ts';
 import { startOperators, type Operators } from '../../../testkit/operators.ts';
-import { answers, startSentinelSet, topologiesAvailable, type LocalSentinelSet, type Server } from '../../../testkit/redis-topology.ts';
+import { answers, startSentinelSet, topologiesAvailable, type LocalSentinelSet, type Server } from '../../../support/redis-topology.ts';
 import { waitFor } from '../../../support/wait.ts';
 import { ranCounts as runsOf, startStubAgent, type StubAgent } from '../../../support/stub-runs.ts';
 import { freePort } from '../../../../scripts/lib/local-redis.ts';

@@ -8,7 +8,7 @@ import { RedisServers } from '../../../../src/adapters/redis/redis-servers.ts';
 import { ScriptPreload } from '../../../../src/adapters/redis/script-preload.ts';
 import { uniquePrefix } from '../../../support/redis.ts';
 import { waitFor } from '../../../support/wait.ts';
-import { startCluster, startSentinelSet, topologiesAvailable, type LocalCluster, type LocalSentinelSet } from '../../../testkit/redis-topology.ts';
+import { startCluster, startSentinelSet, topologiesAvailable, type LocalCluster, type LocalSentinelSet } from '../../../support/redis-topology.ts';
 
 // The agents' scripts in the script cache of every server of a topology (Redis replicates no
 // SCRIPT LOAD, and a restarted server has none), through the same servers and topology watches

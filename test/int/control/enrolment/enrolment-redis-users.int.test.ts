@@ -18,7 +18,7 @@ import { testConfig } from '../../../support/config.ts';
 import { writeControlKeys } from '../../../support/control-keys.ts';
 import { podTokenUser, startFakeKubeApi, type FakeKubeApi } from '../../../testkit/fake-kube-api.ts';
 import { uniquePrefix } from '../../../support/redis.ts';
-import { topologiesAvailable } from '../../../testkit/redis-topology.ts';
+import { topologiesAvailable } from '../../../support/redis-topology.ts';
 import { testSealer } from '../../../support/trust.ts';
 import { waitFor } from '../../../support/wait.ts';
 

@@ -24,7 +24,7 @@ import { writeControlKeys } from '../../../support/control-keys.ts';
 import { waitFor } from '../../../support/wait.ts';
 import { podTokenUser } from '../../../testkit/fake-kube-api.ts';
 import { startOperators, VIEWERS, type Operators } from '../../../testkit/operators.ts';
-import { topologiesAvailable } from '../../../testkit/redis-topology.ts';
+import { topologiesAvailable } from '../../../support/redis-topology.ts';
 
 // Issue 44, item 5: a node's credentials can be revoked. Against real processes: a redis-server
 // with the chart's rendered ACL, the real receiver (enrolment, per-node Redis users, the Node

@@ -7,7 +7,7 @@ import { sealerOf } from '../../../../src/core/trust/seal.ts';
 import { workKeyOf } from '../../../../src/core/trust/work-keys.ts';
 import { dropPrefix, redisUrl, uniquePrefix } from '../../../support/redis.ts';
 import { TEST_KEYS_DIR } from '../../../support/trust.ts';
-import { heapUsedAfterGc, startChild, type Child } from '../../../testkit/child.ts';
+import { heapUsedAfterGc, startChild, type Child } from '../../../support/child.ts';
 
 // Issue 44, item 2: POST /v1/agents/breakers is open to every pod (the NetworkPolicy admits any
 // source on the receiver's port) and takes no credentials but the seal it checks. It used to

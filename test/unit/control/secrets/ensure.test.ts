@@ -4,7 +4,7 @@ import { ensureSecrets, randomAlnum } from '../../../../src/control/secrets/ensu
 import type { SecretsSpec } from '../../../../src/control/secrets/spec.ts';
 import type { KubeObject } from '../../../../src/control/secrets/store.ts';
 import { certificate, ecKey } from '../../../../src/control/secrets/x509.ts';
-import { MemoryObjectStore } from '../../../support/memory-object-store.ts';
+import { MemoryObjectStore } from '../../../testkit/memory-object-store.ts';
 
 // The secrets hook's rules, one at a time: make once, keep what exists (whoever made it), bring
 // derived data in line, and say so. The chart's own spec is exercised in test/unit/repo/deploy.

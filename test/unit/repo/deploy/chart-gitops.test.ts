@@ -4,7 +4,7 @@ import { X509Certificate } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { CHART_DIR, helmTemplate, helmTemplateText, valuesFile, VALUE_SETS, type KObject } from '../../../../scripts/deploy/chart.ts';
 import { ensureSecrets } from '../../../../src/control/secrets/ensure.ts';
-import { MemoryObjectStore } from '../../../support/memory-object-store.ts';
+import { MemoryObjectStore } from '../../../testkit/memory-object-store.ts';
 import { find, secretsSpec } from './manifests.ts';
 
 // GitOps: Argo CD and Flux render the chart with `helm template` (no cluster: `lookup` finds

@@ -23,7 +23,7 @@ import { keyringFor, readKeys } from '../../../../src/core/trust/keyring.ts';
 import { sealerOf, verifySeal } from '../../../../src/core/trust/seal.ts';
 import { writeSigningKeys } from '../../../../scripts/lib/signing-keys.ts';
 import { ensureSecrets } from '../../../../src/control/secrets/ensure.ts';
-import { MemoryObjectStore } from '../../../support/memory-object-store.ts';
+import { MemoryObjectStore } from '../../../testkit/memory-object-store.ts';
 import { CONTROL_PLANE, find, podSpec, rendered, schedulableOn, secretsSpec, SETS, type PodSpec, type TestNode } from './manifests.ts';
 
 // The chart as Helm itself sees it: `helm lint --strict`, its values schema refusing what it

@@ -1,0 +1,43 @@
+// Import rules of the tests' helpers, checked by `npm run lint` (`depcruise test --config
+// test/.dependency-cruiser.cjs`; the production rules are ../.dependency-cruiser.cjs). test/README.md
+// says what each folder holds:
+//   test/testkit/  in-process fakes and builders (a fake host, a fake API server, the job store in
+//                  memory, payloads, jobs read through the JobStore port): start no process, so a
+//                  unit test or a bench can take any of them
+//   test/support/  what a tier needs around it: real servers and processes started and stopped by
+//                  PID (redis-server, Alertmanager, Ceph, a registry, agents), the shared Redis,
+//                  test configuration and keys, and harnesses built on the testkit's fakes
+// Arrows run one way: support may use the testkit, never the reverse. (An import that does not
+// resolve is the typecheck's to find: tsconfig.json covers test/.)
+module.exports = {
+  forbidden: [
+    {
+      name: 'testkit-not-on-support',
+      severity: 'error',
+      comment: 'test/testkit is below test/support: a fake that needed a started server or a test tier would not be in-process any more.',
+      from: { path: '^test/testkit/' },
+      to: { path: '^test/support/' },
+    },
+    {
+      name: 'testkit-starts-no-process',
+      severity: 'error',
+      comment: 'test/testkit holds in-process fakes: what starts a process (a server, an agent, a CLI) belongs in test/support.',
+      from: { path: '^test/testkit/' },
+      to: { path: '^(node:)?child_process$|node_modules/execa/' },
+    },
+    {
+      name: 'no-circular',
+      severity: 'error',
+      comment: 'An import loop between test helpers.',
+      from: { path: '^test/' },
+      to: { circular: true },
+    },
+  ],
+  options: {
+    doNotFollow: { path: 'node_modules' },
+    includeOnly: { path: '^test/|node_modules/execa/|^(node:)?child_process$' },
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: 'tsconfig.json' },
+    enhancedResolveOptions: { exportsFields: ['exports'], conditionNames: ['import', 'require', 'node', 'default', 'types'], extensions: ['.ts', '.js', '.json'] },
+  },
+};
