@@ -12,7 +12,7 @@ import { createResidualMultipathCleanup } from '../../../../../workers/runbooks/
 import { IntentRecord } from '../../../../../workers/runbooks/residual-multipath-cleanup/intents.ts';
 import { DEFAULT_POLICY } from '../../../../../workers/runbooks/residual-multipath-cleanup/policy.ts';
 import type { ResidualStep } from '../../../../../workers/runbooks/residual-multipath-cleanup/step.ts';
-import { SimNode, type MapSpec } from './sim-node.ts';
+import { MultipathNode, type MapSpec } from '../../../../testkit/multipath-node.ts';
 
 // Map names come from `multipath -ll`, dmsetup and sysfs, and go into argv (`multipath -f <map>`,
 // `dmsetup message <map> ...`). Device-mapper allows nearly any name, and multipath.conf may alias
@@ -30,7 +30,7 @@ const residual: MapSpec = {
   probe: 'io-error',
 };
 
-async function run(node: SimNode): Promise<RunbookResult> {
+async function run(node: MultipathNode): Promise<RunbookResult> {
   const clock = { t: 0 };
   const handler = createResidualMultipathCleanup({
     host: node,
@@ -84,7 +84,7 @@ describe('map names on their way to argv', () => {
   });
 
   it('leaves a residual map with a shell-ish alias (mpath;reboot) alone, and still cleans the plainly named one beside it', async () => {
-    const node = new SimNode([residual, residual], null, ['mpath;reboot', 'mpathb']);
+    const node = new MultipathNode([residual, residual], { names: ['mpath;reboot', 'mpathb'] });
     const r = await run(node);
     expect(node.destructive.filter((d) => d.map === 0)).toEqual([]);
     expect(node.has(node.maps[0]!.dm)).toBe(true);
@@ -94,7 +94,7 @@ describe('map names on their way to argv', () => {
   });
 
   it.each(['--help', '-f'])('acts on nothing when a map is named like an option (%s): the listing itself is refused', async (name) => {
-    const node = new SimNode([residual, residual], null, [name, 'mpathb']);
+    const node = new MultipathNode([residual, residual], { names: [name, 'mpathb'] });
     await expect(run(node)).rejects.toBeInstanceOf(RefusedError);
     expect(node.destructive).toEqual([]);
     expect(node.commands.filter((argv) => argv.slice(1).includes(name))).toEqual([]);

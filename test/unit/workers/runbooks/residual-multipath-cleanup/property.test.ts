@@ -7,7 +7,7 @@ import { ParkedError } from '../../../../../workers/engine/gate.ts';
 import { InMemoryAttachedVolumes } from '../../../../../workers/runbooks/residual-multipath-cleanup/attached-volumes.ts';
 import { createResidualMultipathCleanup } from '../../../../../workers/runbooks/residual-multipath-cleanup/handler.ts';
 import { intentsDir } from '../../../../../workers/runbooks/residual-multipath-cleanup/intents.ts';
-import { SimNode, wwidOf, type Crash, type MapSpec } from './sim-node.ts';
+import { MultipathNode, wwidOf, type Crash, type MapSpec } from '../../../../testkit/multipath-node.ts';
 
 // The safety invariant of issue 19 over generated host states (maps x paths x openers x mounts x
 // holders x attachments x probe outcomes x crash points): no destructive command ever hits a map
@@ -69,7 +69,7 @@ function eligible(m: MapSpec, attachmentsKnown: boolean): boolean {
   );
 }
 
-async function runJob(node: SimNode, attached: InMemoryAttachedVolumes, clock: { t: number }, n: number): Promise<RunbookResult | Error> {
+async function runJob(node: MultipathNode, attached: InMemoryAttachedVolumes, clock: { t: number }, n: number): Promise<RunbookResult | Error> {
   const handler = createResidualMultipathCleanup({
     host: node,
     stateDir: STATE,
@@ -111,7 +111,7 @@ describe('the residual runbook over generated host states', () => {
   it('never acts on a map that is not residual, and converges from any crash point', async () => {
     await fc.assert(
       fc.asyncProperty(scenario, async ({ maps, attachmentsKnown, crash }) => {
-        const node = new SimNode(maps, crash as Crash | null);
+        const node = new MultipathNode(maps, { crash: crash as Crash | null });
         const attachedWwids = maps.flatMap((m, i) => (m.attached ? [wwidOf(i)] : []));
         const attached = attachmentsKnown ? new InMemoryAttachedVolumes({ sim: attachedWwids }) : new InMemoryAttachedVolumes({}, { known: false });
         const clock = { t: 0 };

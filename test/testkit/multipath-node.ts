@@ -1,11 +1,19 @@
-import { FakeHost, type FakeAnswer } from '../../../../testkit/fake-host.ts';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { CommandRecord } from '../../src/core/catalogue/result.ts';
+import type { RunOptions } from '../../workers/host/host.ts';
+import { FakeHost, type FakeAnswer } from './fake-host.ts';
 
-// A small stateful kernel for the property test: multipath maps over SCSI disks, in the formats
-// of the lab captures (`multipath -ll`, `dmsetup info -c`, sysfs, /proc), that change the way
-// the real ones do: releasing a map's queue lets its stuck victims go, `multipath -f` answers
-// `map in use` while the map is open and otherwise removes it, deleting a disk removes it. Each
-// destructive command is recorded with the map it hit, and a crash can be injected before or
-// after the n-th one (the agent dying there).
+// The node simulator: a small stateful kernel of multipath maps over SCSI disks, in the formats
+// of the lab captures (test/fixtures/multipath: `multipath -ll`, `dmsetup info -c`, sysfs, /proc),
+// that change the way the real ones do: releasing a map's queue lets its stuck victims go,
+// `multipath -f` answers `map in use` while the map is open and otherwise removes it, deleting a
+// disk removes it. Each destructive command is recorded with the map it hit, and a crash can be
+// injected before or after the n-th one (the agent dying there): the residual runbook's property
+// and map-name tests. `MultipathNode.allDead(n)` is the benches' node: n maps whose every path is
+// dead, half queueing I/O, with probes that take real time (a queued probe waits out its
+// deadline, an I/O error comes after a few ms), so what a bench measures is the runbook's time.
+// (The runbook's example-based tests use a node replayed from one real capture instead:
+// test/unit/workers/runbooks/residual-multipath-cleanup/fake-node.ts.)
 
 type OpenerKind = 'none' | 'victim' | 'user-d' | 'user-d-host' | 'user-s' | 'victim-name-in-pod';
 type ProbeKind = 'hang' | 'io-error' | 'readable';
@@ -28,7 +36,7 @@ export interface Crash {
   after: boolean;
 }
 
-interface SimMap {
+export interface SimulatedMap {
   index: number;
   name: string;
   wwid: string;
@@ -40,33 +48,92 @@ interface SimMap {
   openers: Map<number, { comm: string; state: string; cgroup: string; stuckOnQueue: boolean }>;
 }
 
+export interface MultipathNodeOptions {
+  crash?: Crash | null;
+  /** The maps' names (default mpatha, mpathb, ...), e.g. a hostile alias from multipath.conf. */
+  names?: readonly string[];
+  /**
+   * Probes take real time: a probe of a queueing map waits out its deadline and is killed (no
+   * process left behind), one of a failing map gets EIO after `ioErrorMs`. Default: every probe
+   * answers at once, a hung one leaving its `dd` stuck on the map as the kernel does.
+   */
+  realTimeProbes?: { ioErrorMs: number };
+  /** A /dev/disk/by-id wwn link to each map. */
+  byIdLinks?: boolean;
+  /**
+   * Lists directories from an index built once (FakeHost.list scans every node: quadratic with
+   * hundreds of maps). Only for a node nothing changes: the index is rebuilt on put() alone.
+   */
+  listIndex?: boolean;
+}
+
 export const wwidOf = (i: number): string => `36001405${i.toString(16).padStart(25, '0')}`;
+
+/** 0 -> a, 25 -> z, 26 -> aa (the kernel's sd and mpath naming). */
+function letters(i: number): string {
+  let s = '';
+  let n = i;
+  do {
+    s = String.fromCharCode(97 + (n % 26)) + s;
+    n = Math.floor(n / 26) - 1;
+  } while (n >= 0);
+  return s;
+}
+
+/** Disk n's major:minor: 16 minors a disk, sd's majors 8, then 65, 66, ... */
+const devTOf = (n: number): string => `${8 + Math.floor(n / 16) * 57}:${(n % 16) * 16}`;
+
+/** A map whose paths (two) are all dead, nothing on it; queueing or failing I/O. */
+const deadMap = (queueing: boolean): MapSpec => ({
+  paths: [true, true],
+  queueing,
+  holder: false,
+  mounted: false,
+  opener: 'none',
+  attached: false,
+  probe: 'hang',
+});
 const POD_CGROUP = '0::/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod0a1b2c3d_4e5f_4a6b_8c7d_9e0f1a2b3c4d.slice/cri-containerd-aa.scope';
 
-export class SimNode extends FakeHost {
-  readonly maps: SimMap[];
+export class MultipathNode extends FakeHost {
+  readonly maps: SimulatedMap[];
+  /** Probes started and the most that ran at once. */
+  probes = 0;
+  maxConcurrentProbes = 0;
+  #running = 0;
+  readonly #o: MultipathNodeOptions;
+  #index: Map<string, string[]> | null = null;
+
+  /** The benches' node: `count` maps whose every path is dead, every other one queueing I/O; probes take real time. */
+  static allDead(count: number, o: { ioErrorMs?: number } = {}): MultipathNode {
+    return new MultipathNode(
+      Array.from({ length: count }, (_, i) => deadMap(i % 2 === 0)),
+      { realTimeProbes: { ioErrorMs: o.ioErrorMs ?? 5 }, byIdLinks: true, listIndex: true },
+    );
+  }
   /** Every destructive command that took effect: [kind, map index]. */
   readonly destructive: Array<{ kind: 'release' | 'flush' | 'delete'; map: number; target: string }> = [];
   crash: Crash | null;
   #attempts = 0;
   #nextPid = 5000;
 
-  /** `names`: the maps' names (default mpatha, mpathb, ...), e.g. a hostile alias from multipath.conf. */
-  constructor(specs: readonly MapSpec[], crash: Crash | null = null, names: readonly string[] = []) {
+  constructor(specs: readonly MapSpec[], o: MultipathNodeOptions = {}) {
     super();
-    this.crash = crash;
+    this.#o = o;
+    this.crash = o.crash ?? null;
+    const names = o.names ?? [];
     let disk = 0;
     this.maps = specs.map((spec, i) => {
-      const m: SimMap = {
+      const m: SimulatedMap = {
         index: i,
-        name: names[i] ?? `mpath${String.fromCharCode(97 + i)}`,
+        name: names[i] ?? `mpath${letters(i)}`,
         wwid: wwidOf(i),
         dm: `dm-${i}`,
         spec,
         queueing: spec.queueing,
         disks: spec.paths.map((dead, p) => {
           const n = disk++;
-          return { dev: `sd${String.fromCharCode(97 + n)}`, hctl: `${2 + p}:0:0:${i}`, devT: `8:${n * 16}`, dead };
+          return { dev: `sd${letters(n)}`, hctl: `${2 + p}:0:0:${i}`, devT: devTOf(n), dead };
         }),
         openers: new Map(),
       };
@@ -90,6 +157,7 @@ export class SimNode extends FakeHost {
         this.put(`/sys/block/${m.dm}/slaves/${d.dev}`, { type: 'symlink', target: `../../../../platform/${d.dev}` });
         this.put(`/sys/block/${d.dev}/holders/${m.dm}`, { type: 'symlink', target: `../../${m.dm}` });
       }
+      if (o.byIdLinks) this.put(`/dev/disk/by-id/wwn-0x${m.wwid.slice(1)}`, { type: 'symlink', target: `../../${m.dm}` });
       if (m.spec.holder) this.put(`/sys/block/${m.dm}/holders/dm-${50 + m.index}`, { type: 'symlink', target: `../../dm-${50 + m.index}` });
       if (m.spec.mounted) {
         const pid = this.#pid();
@@ -174,7 +242,7 @@ export class SimNode extends FakeHost {
     return false;
   }
 
-  #destructive(kind: 'release' | 'flush' | 'delete', m: SimMap | undefined, target: string, effect: (m: SimMap) => void): FakeAnswer {
+  #destructive(kind: 'release' | 'flush' | 'delete', m: SimulatedMap | undefined, target: string, effect: (m: SimulatedMap) => void): FakeAnswer {
     if (!m) return { exitCode: 1, stderr: `no such device ${target}` };
     const n = this.#attempts++;
     const crash = this.crash && this.crash.at === n ? this.crash : null;
@@ -191,18 +259,68 @@ export class SimNode extends FakeHost {
     return {};
   }
 
-  override async run(argv: readonly string[], options?: Parameters<FakeHost['run']>[1]): ReturnType<FakeHost['run']> {
-    const r = await super.run(argv, options);
-    // A crash is the agent's death, not a failed command: nothing after it runs in this job.
+  override put(path: string, node: Parameters<FakeHost['put']>[1]): this {
+    this.#index = null;
+    return super.put(path, node);
+  }
+
+  override async list(dir: string): Promise<string[]> {
+    if (!this.#o.listIndex) return super.list(dir);
+    if (!this.#index) {
+      const index = new Map<string, Set<string>>();
+      for (const key of this.nodes.keys()) {
+        const parts = key.split('/');
+        for (let i = 1; i < parts.length; i++) {
+          const parent = parts.slice(0, i).join('/') || '/';
+          let children = index.get(parent);
+          if (!children) index.set(parent, (children = new Set()));
+          children.add(parts[i]!);
+        }
+      }
+      this.#index = new Map([...index].map(([k, v]) => [k, [...v].sort()]));
+    }
+    return [...(this.#index.get(dir.replace(/\/$/, '') || '/') ?? [])];
+  }
+
+  override async run(argv: readonly string[], options?: RunOptions): Promise<CommandRecord> {
+    if (argv[0] !== 'dd') return this.#unlessCrashed(await super.run(argv, options));
+    this.probes++;
+    this.maxConcurrentProbes = Math.max(this.maxConcurrentProbes, ++this.#running);
+    try {
+      const timed = this.#o.realTimeProbes;
+      return timed ? await this.#timedProbe(argv, timed.ioErrorMs, options) : this.#unlessCrashed(await super.run(argv, options));
+    } finally {
+      this.#running--;
+    }
+  }
+
+  /** A crash is the agent's death, not a failed command: nothing after it runs in this job. */
+  #unlessCrashed(r: CommandRecord): CommandRecord {
     if (r.exitCode === 99) throw new Error(r.stderr);
     return r;
+  }
+
+  async #timedProbe(argv: readonly string[], ioErrorMs: number, options?: RunOptions): Promise<CommandRecord> {
+    this.calls.push({ op: 'run', args: [...argv] });
+    const m = this.maps.find((x) => argv[1] === `if=/dev/${x.dm}` && this.has(x.dm));
+    const base = { argv: [...argv], signal: null, timedOut: false, stdout: '', stderr: '', exitCode: 0 as number | null };
+    const started = performance.now();
+    if (!m) return { ...base, exitCode: 1, durationMs: 0, stderr: `dd: failed to open '${argv[1]}'\n` };
+    if (m.disks.some((d) => !d.dead) || m.spec.probe === 'readable') return { ...base, durationMs: 0 };
+    if (m.queueing && m.spec.probe === 'hang') {
+      // Queued I/O never answers: the host kills the probe at its deadline.
+      await sleep(options?.timeoutMs ?? 10_000);
+      return { ...base, exitCode: null, signal: 'SIGKILL', timedOut: true, durationMs: Math.round(performance.now() - started), stuckPids: [] };
+    }
+    await sleep(ioErrorMs);
+    return { ...base, exitCode: 1, durationMs: Math.round(performance.now() - started), stderr: `dd: error reading '/dev/${m.dm}': Input/output error\n` };
   }
 
   #pid(): number {
     return this.#nextPid++;
   }
 
-  #open(m: SimMap, comm: string, state: string, cgroup: string, stuckOnQueue: boolean): number {
+  #open(m: SimulatedMap, comm: string, state: string, cgroup: string, stuckOnQueue: boolean): number {
     const pid = this.#pid();
     m.openers.set(pid, { comm, state, cgroup, stuckOnQueue });
     this.put(`/proc/${pid}/ns/mnt`, { type: 'symlink', target: 'mnt:[4026531840]' });
@@ -213,17 +331,17 @@ export class SimNode extends FakeHost {
     return pid;
   }
 
-  #close(m: SimMap, pid: number): void {
+  #close(m: SimulatedMap, pid: number): void {
     m.openers.delete(pid);
     for (const key of [...this.nodes.keys()]) if (key.startsWith(`/proc/${pid}/`)) this.nodes.delete(key);
   }
 
-  #removeMap(m: SimMap): void {
+  #removeMap(m: SimulatedMap): void {
     for (const key of [...this.nodes.keys()]) if (key.startsWith(`/sys/block/${m.dm}/`)) this.nodes.delete(key);
     for (const d of m.disks) this.nodes.delete(`/sys/block/${d.dev}/holders/${m.dm}`);
   }
 
-  #byName(name: string | undefined): SimMap | undefined {
+  #byName(name: string | undefined): SimulatedMap | undefined {
     return this.maps.find((m) => m.name === name && this.has(m.dm));
   }
 
