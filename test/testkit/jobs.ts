@@ -11,7 +11,7 @@ import { JOB_STATES, type JobState, type JobStore, type StoredJob } from '../../
 // keep their Queue: going through the store would change what they prove.
 
 /** A stored job whose data a test reads freely (it is the job as stored: the job and its seal). */
-interface TestJob extends StoredJob {
+export interface TestJob extends StoredJob {
   data: any;
 }
 

@@ -2,7 +2,6 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { renderRedisAcl } from '../../../../scripts/deploy/redis-acl.ts';
@@ -19,7 +18,7 @@ import { testConfig } from '../../../support/config.ts';
 import { fastControls, sealedJobs, toyRunbook, toyStep } from '../../../support/controls-harness.ts';
 import { uniquePrefix } from '../../../support/redis.ts';
 import { waitFor } from '../../../support/wait.ts';
-import { BullJobStore } from '../../../../src/adapters/jobstore/bull-job-store.ts';
+import { testJobs, type TestJobs } from '../../../testkit/jobs.ts';
 import { agentScripts } from '../../../../src/adapters/lua/registry.ts';
 import { loadMissing } from '../../../../src/adapters/redis/script-preload.ts';
 
@@ -57,7 +56,7 @@ let port: number;
 let admin: Redis;
 let nodeA: Redis;
 let api: OperatorActions;
-const queues: Queue[] = [];
+let stored: TestJobs;
 const agents: RunbookWorker[] = [];
 
 beforeAll(async () => {
@@ -87,6 +86,7 @@ beforeAll(async () => {
   const adminUrl = `redis://vmtest-admin:admin-pw@127.0.0.1:${port}`;
   for (let i = 0; i < 100 && !(await redisAnswers(adminUrl)); i++) await new Promise((r) => setTimeout(r, 50));
   admin = new Redis(adminUrl);
+  stored = testJobs(admin, prefix);
   // What the receiver does at its start (script-preload.ts): the node's user may only EVALSHA them.
   await loadMissing(admin, agentScripts());
   nodeA = new Redis(`redis://${NODE_USER}:pw-node-a@127.0.0.1:${port}`, { maxRetriesPerRequest: 0 });
@@ -95,15 +95,7 @@ beforeAll(async () => {
   api = new OperatorActions({
     redis: admin,
     prefix,
-    jobs: new BullJobStore({
-      redis: admin,
-      prefix,
-      queue: (name) => {
-        const q = new Queue(name, { connection: admin, prefix });
-        queues.push(q);
-        return q;
-      },
-    }),
+    jobs: stored.store,
     caps: { nodePerHour: 0, clusterPerHour: 0, stormNodes: 0, stormWindowMs: 1000 },
     approvalTtlMs: 3_600_000,
     configuredModes: { default: 'dry-run', runbooks: {} },
@@ -113,7 +105,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await Promise.all(agents.map((a) => a.close()));
-  await Promise.all(queues.map((q) => q.close()));
+  await stored?.close();
   nodeA?.disconnect();
   admin?.disconnect();
   server?.kill('SIGTERM');
@@ -151,7 +143,12 @@ describe("a node agent with a Redis user of its own queue's keys", () => {
       }),
     );
     // The receiver's side: the job stored on node a's queue, the queue recorded in the registry.
-    const run = sealedJobs(() => admin, prefix, 'nodekeys', queues);
+    const run = sealedJobs(
+      () => stored,
+      () => admin,
+      prefix,
+      'nodekeys',
+    );
     const parked = await run('a', 'parked');
     const id = parked.id!;
     const mine = queueControlKeys(prefix, nodeQueueName('a'));
@@ -163,9 +160,7 @@ describe("a node agent with a Redis user of its own queue's keys", () => {
     const decided = await api.approve(id, { by: 'carol', why: 'checked' });
     expect(decided.ok).toBe(true);
     await waitFor('the approved step ran', async () => ((await toy.ran('/w/release')) ? true : undefined), 10_000);
-    const queue = new Queue(nodeQueueName('a'), { connection: admin, prefix });
-    queues.push(queue);
-    await waitFor('the job finished', async () => ((await queue.getJob(id))?.finishedOn ? true : undefined), 10_000);
+    await waitFor('the job finished', async () => ((await stored.get(nodeQueueName('a'), id))?.finishedOn ? true : undefined), 10_000);
     expect(await api.store.parkedJobs()).toEqual([]);
     const trail = (await api.audit(100)).map((e) => `${e.action} ${e.target} ${e.by}`);
     expect(trail).toContain(`approval-requested job/${id} a`);

@@ -1,4 +1,3 @@
-import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { finishedExposition } from '../../../../src/adapters/stats/job-stats.ts';
@@ -16,9 +15,9 @@ import { testConfig } from '../../../support/config.ts';
 import { fastControls, sealedJobs, toyRunbook, toyStep, type ToyStep } from '../../../support/controls-harness.ts';
 import { writeControlKeys } from '../../../support/control-keys.ts';
 import { dropPrefix, redisUrl, uniquePrefix } from '../../../support/redis.ts';
+import { testJobs, type TestJobs } from '../../../testkit/jobs.ts';
 import { TEST_KEYS_DIR, testSealer } from '../../../support/trust.ts';
 import { waitFor } from '../../../support/wait.ts';
-import { BullJobStore } from '../../../../src/adapters/jobstore/bull-job-store.ts';
 
 // Issue 30, attack 1 (controls): with the control key pair configured (the chart's default),
 // root on a node holds everything the node agent mounts, the receiver's HMAC key included
@@ -36,7 +35,7 @@ describe("operator controls signed with the receiver's control key", () => {
   let redis: Redis;
   let api: OperatorActions;
   const agents: RunbookWorker[] = [];
-  const queues: Queue[] = [];
+  let stored: TestJobs;
   const base = (over: Partial<Config> = {}): Config =>
     testConfig({ redisUrl: redisUrl(), queuePrefix: prefix, ...fastControls, controlVerifyCertFile: files.certFile, ...over });
   /** What root on a node can make: a control sealed with the receiver's HMAC key, which the agent's mounted keys hold. */
@@ -45,20 +44,13 @@ describe("operator controls signed with the receiver's control key", () => {
 
   beforeAll(() => {
     redis = new Redis(redisUrl());
+    stored = testJobs(redis, prefix);
     const trust = trustFromConfig(base({ controlSigningKeyFile: files.keyFile }), 'receiver');
     expect(trust.controls.sealer).toBeDefined();
     api = new OperatorActions({
       redis,
       prefix,
-      jobs: new BullJobStore({
-        redis: redis,
-        prefix,
-        queue: (name) => {
-          const q = new Queue(name, { connection: redis, prefix });
-          queues.push(q);
-          return q;
-        },
-      }),
+      jobs: stored.store,
       caps: { nodePerHour: 0, clusterPerHour: 0, stormNodes: 0, stormWindowMs: 1000 },
       approvalTtlMs: 3_600_000,
       configuredModes: { default: 'dry-run', runbooks: {} },
@@ -67,13 +59,18 @@ describe("operator controls signed with the receiver's control key", () => {
   });
   afterAll(async () => {
     await Promise.all(agents.map((a) => a.close()));
-    await Promise.all(queues.map((q) => q.close()));
+    await stored?.close();
     await dropPrefix(prefix);
     redis?.disconnect();
   });
 
   /** A job sealed by the receiver, straight onto the node's queue; resolves when it finished or parked. */
-  const run = sealedJobs(() => redis, prefix, 'ctlkeys', queues);
+  const run = sealedJobs(
+    () => stored,
+    () => redis,
+    prefix,
+    'ctlkeys',
+  );
   const agent = (node: string, steps: ToyStep[], over: Partial<Config> = {}) => {
     const toy = toyRunbook(() => ({ kind: 'steps', summary: 'toy', steps }));
     agents.push(
@@ -115,7 +112,7 @@ describe("operator controls signed with the receiver's control key", () => {
     const toy = agent('ctlkeys-approve', [toyStep('release', { risk: 'high' })], { runbookModes: { [RUNBOOK]: 'enforce' } });
     const parked = await run('ctlkeys-approve', 'parked');
     const id = parked.id!;
-    const pending = JSON.parse((await redis.get(queueControlKeys(prefix, parked.queueName).approval(id)))!) as Record<string, unknown>;
+    const pending = JSON.parse((await redis.get(queueControlKeys(prefix, parked.queue).approval(id)))!) as Record<string, unknown>;
     const approved = {
       ...pending,
       state: 'approved',
@@ -123,11 +120,11 @@ describe("operator controls signed with the receiver's control key", () => {
       decidedAt: new Date().toISOString(),
       validUntil: new Date(Date.now() + 3_600_000).toISOString(),
     };
-    await redis.set(queueControlKeys(prefix, parked.queueName).approval(id), nodeForged('approval', id, approved));
-    await parked.promote().catch(() => {});
+    await redis.set(queueControlKeys(prefix, parked.queue).approval(id), nodeForged('approval', id, approved));
+    await stored.store.promote(parked.queue, id);
     await waitFor(
       'the forged approval replaced by a new request',
-      async () => (JSON.parse((await redis.get(queueControlKeys(prefix, parked.queueName).approval(id)))!).state === 'pending' ? true : undefined),
+      async () => (JSON.parse((await redis.get(queueControlKeys(prefix, parked.queue).approval(id)))!).state === 'pending' ? true : undefined),
       10_000,
     );
     expect(await toy.ran('/w/release')).toBe(false);

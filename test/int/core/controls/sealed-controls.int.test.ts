@@ -1,8 +1,6 @@
-import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { finishedExposition } from '../../../../src/adapters/stats/job-stats.ts';
-import { nodeQueueName } from '../../../../src/core/catalogue/queues.ts';
 import type { Config } from '../../../../src/core/config/schema.ts';
 import { queueControlKeys, controlKeys } from '../../../../src/core/controls/redis-keys.ts';
 import { OperatorActions } from '../../../../src/control/actions/operator-actions.ts';
@@ -14,11 +12,11 @@ import { createNodeAgent } from '../../../../workers/node-agent/agent.ts';
 import { testConfig } from '../../../support/config.ts';
 import { fastControls, sealedJobs, toyRunbook, toyStep, type ToyStep } from '../../../support/controls-harness.ts';
 import { dropPrefix, redisUrl, uniquePrefix } from '../../../support/redis.ts';
+import { testJobs, type TestJobs } from '../../../testkit/jobs.ts';
 import { TEST_KEYS_DIR } from '../../../support/trust.ts';
 import { keyringFor, readKeys } from '../../../../src/core/trust/keyring.ts';
 import { sealerOf } from '../../../../src/core/trust/seal.ts';
 import { waitFor } from '../../../support/wait.ts';
-import { BullJobStore } from '../../../../src/adapters/jobstore/bull-job-store.ts';
 
 // Issue 20: "a control record written straight into Redis changes nothing". Modes, pauses and
 // approval decisions are sealed by the API (OperatorActions with the receiver's key, as the
@@ -37,25 +35,18 @@ describe('control records written straight into Redis change nothing', () => {
   let redis: Redis;
   let api: OperatorActions;
   const agents: RunbookWorker[] = [];
-  const queues: Queue[] = [];
+  let stored: TestJobs;
   const base = (over: Partial<Config> = {}): Config => testConfig({ redisUrl: redisUrl(), queuePrefix: prefix, ...fastControls, ...over });
 
   beforeAll(() => {
     redis = new Redis(redisUrl());
+    stored = testJobs(redis, prefix);
     const config = base();
     const trust = trustFromConfig(config, 'receiver');
     api = new OperatorActions({
       redis,
       prefix,
-      jobs: new BullJobStore({
-        redis: redis,
-        prefix,
-        queue: (name) => {
-          const q = new Queue(name, { connection: redis, prefix });
-          queues.push(q);
-          return q;
-        },
-      }),
+      jobs: stored.store,
       caps: { nodePerHour: 0, clusterPerHour: 0, stormNodes: 0, stormWindowMs: 1000 },
       approvalTtlMs: 3_600_000,
       configuredModes: { default: 'dry-run', runbooks: {} },
@@ -64,13 +55,18 @@ describe('control records written straight into Redis change nothing', () => {
   });
   afterAll(async () => {
     await Promise.all(agents.map((a) => a.close()));
-    await Promise.all(queues.map((q) => q.close()));
+    await stored?.close();
     await dropPrefix(prefix);
     redis?.disconnect();
   });
 
   /** A job sealed by the receiver, straight onto the node's queue; resolves when it finished or parked. */
-  const run = sealedJobs(() => redis, prefix, 'sealedctl', queues);
+  const run = sealedJobs(
+    () => stored,
+    () => redis,
+    prefix,
+    'sealedctl',
+  );
   const agent = (node: string, steps: ToyStep[], over: Partial<Config> = {}) => {
     const toy = toyRunbook(() => ({ kind: 'steps', summary: 'toy', steps }));
     agents.push(
@@ -210,7 +206,7 @@ describe('control records written straight into Redis change nothing', () => {
     });
     const parked = await run('ctl-approve', 'parked');
     const id = parked.id!;
-    const key = queueControlKeys(prefix, parked.queueName).approval(id);
+    const key = queueControlKeys(prefix, parked.queue).approval(id);
     const pending = JSON.parse((await redis.get(key))!) as Record<string, unknown>;
     expect(pending['state']).toBe('pending');
     await redis.set(
@@ -223,7 +219,7 @@ describe('control records written straight into Redis change nothing', () => {
         validUntil: new Date(Date.now() + 3_600_000).toISOString(),
       }),
     );
-    await parked.promote().catch(() => {});
+    await stored.store.promote(parked.queue, id);
     // Looked again (every 0.3 s) and still waits: the forged approval was ignored and replaced by a new request.
     await waitFor(
       'the forged approval to be reported',
@@ -244,7 +240,7 @@ describe('control records written straight into Redis change nothing', () => {
     });
     const parked = await run('ctl-reword', 'parked');
     const id = parked.id!;
-    const key = queueControlKeys(prefix, parked.queueName).approval(id);
+    const key = queueControlKeys(prefix, parked.queue).approval(id);
     const pending = JSON.parse((await redis.get(key))!) as { steps: { id: string; description: string; why: string }[] };
     const real = pending.steps[0]!.description;
     // With the node agent's Redis user: the wording the operator will read, rewritten.
@@ -258,7 +254,7 @@ describe('control records written straight into Redis change nothing', () => {
     );
     const ok = await api.approve(id, { by: 'carol', why: 'only a re-scan' });
     expect(ok.ok).toBe(true);
-    await parked.promote().catch(() => {});
+    await stored.store.promote(parked.queue, id);
     await waitFor(
       "a new request in the agent's own words",
       async () => {
@@ -277,25 +273,23 @@ describe('control records written straight into Redis change nothing', () => {
     agent('ctl-rejectf', [step('release', { risk: 'high' })], { runbookModes: { [RUNBOOK]: 'enforce' } });
     const parked = await run('ctl-rejectf', 'parked');
     const id = parked.id!;
-    const key = queueControlKeys(prefix, parked.queueName).approval(id);
-    const q = new Queue(nodeQueueName('ctl-rejectf'), { connection: redis, prefix });
-    queues.push(q);
+    const key = queueControlKeys(prefix, parked.queue).approval(id);
     const pending = JSON.parse((await redis.get(key))!) as Record<string, unknown>;
     await redis.set(key, JSON.stringify({ ...pending, state: 'rejected', decidedBy: 'the-ceo', decidedAt: new Date().toISOString(), why: 'no' }));
-    await parked.promote().catch(() => {});
+    await stored.store.promote(parked.queue, id);
     await waitFor(
       'the forged rejection to be reported',
       async () => ((await audit()).includes(`control-refused approval/${id} ctl-rejectf`) ? true : undefined),
       5_000,
     );
-    const still = await q.getJob(id);
+    const still = await stored.get(parked.queue, id);
     expect(still?.failedReason).toBeFalsy();
     await waitFor('a new request', async () => (JSON.parse((await redis.get(key))!).state === 'pending' ? true : undefined), 5_000);
     expect((await api.reject(id, { by: 'dave', why: 'live LUN' })).ok).toBe(true);
     const failed = await waitFor(
       'the job failed as rejected',
       async () => {
-        const j = await q.getJob(id);
+        const j = await stored.get(parked.queue, id);
         return j?.failedReason ? j : undefined;
       },
       10_000,
