@@ -4,7 +4,7 @@ import { kubeClients } from '../../../../src/adapters/kube/kube-config.ts';
 import { restApis } from '../../../../src/adapters/kube/rest/apis.ts';
 import { KubeRest } from '../../../../src/adapters/kube/rest/transport.ts';
 import { startFakeKubeApi, type FakeKubeApi } from '../../../testkit/fake-kube-api.ts';
-import { CLUSTER_FIXTURE, lookupsContract } from '../../../unit/adapters/kube/lookups-contract.ts';
+import { CLUSTER_FIXTURE, lookupsContract } from '../../../support/lookups-contract.ts';
 
 let api: FakeKubeApi;
 let lookups: KubeLookups;

@@ -7,7 +7,7 @@ import { restApis } from '../../../../src/adapters/kube/rest/apis.ts';
 import { KubeRest } from '../../../../src/adapters/kube/rest/transport.ts';
 import { startFakeKubeApi, type FakeKubeApi } from '../../../testkit/fake-kube-api.ts';
 import { apiCallOf } from '../../../support/kube-objects.ts';
-import { CLUSTER_FIXTURE } from '../../../unit/adapters/kube/lookups-contract.ts';
+import { CLUSTER_FIXTURE } from '../../../support/lookups-contract.ts';
 
 // src/adapters/kube/rbac.ts says which API calls each lookup makes; each component's role is the union over
 // the lookups it holds (typed as LookupsOf<component>). Here every lookup runs against the fake API

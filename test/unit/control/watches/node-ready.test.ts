@@ -6,7 +6,7 @@ import { DEFAULT_EVENT_TRUST } from '../../../../src/control/sources/event-trust
 import { KubeEventPayload } from '../../../../src/control/sources/kube-event.ts';
 import { triage } from '../../../../src/control/triage/triage.ts';
 import { InMemoryLookups } from '../../../../src/adapters/kube/lookups.ts';
-import { CLUSTER_FIXTURE } from '../../adapters/kube/lookups-contract.ts';
+import { CLUSTER_FIXTURE } from '../../../support/lookups-contract.ts';
 import { readFileSync } from 'node:fs';
 
 const worker1 = CLUSTER_FIXTURE.items.find((o) => o['kind'] === 'Node' && o['metadata'].name === 'worker-1')!;

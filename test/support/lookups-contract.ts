@@ -1,13 +1,13 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import type { ClusterLookups } from '../../../../src/adapters/kube/lookups.ts';
+import type { ClusterLookups } from '../../src/adapters/kube/lookups.ts';
 
 // One contract, two implementations (CONVENTIONS 8): the in-memory lookups (unit tier) and the
 // API-backed lookups against the fake API server (integration tier) answer the same questions on
 // the same fixture objects.
 
 export const CLUSTER_FIXTURE: { items: Array<Record<string, any>> } = JSON.parse(
-  readFileSync(new URL('../../../fixtures/kube/cluster.json', import.meta.url), 'utf8'),
+  readFileSync(new URL('../fixtures/kube/cluster.json', import.meta.url), 'utf8'),
 );
 
 const LOCAL_PV = 'local-pv-3f8a1c2e';
