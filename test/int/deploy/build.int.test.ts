@@ -3,7 +3,7 @@ import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { buildDist } from '../../../scripts/lib/build-dist.ts';
-import { podSpec, rendered, SETS } from '../../unit/repo/deploy/manifests.ts';
+import { podSpec, rendered, SETS } from '../../support/manifests.ts';
 import { uniquePrefix } from '../../support/redis.ts';
 import { TEST_KEYS_DIR } from '../../support/trust.ts';
 

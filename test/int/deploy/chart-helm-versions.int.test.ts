@@ -5,7 +5,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import { CHART_DIR, helmTemplate, renderSet, VALUE_SETS, valuesFile, type KObject } from '../../../scripts/deploy/chart.ts';
 import { runTool } from '../../../scripts/deploy/tools.ts';
-import { CONTROL_PLANE, find, podSpec, schedulableOn, type TestNode } from '../../unit/repo/deploy/manifests.ts';
+import { CONTROL_PLANE, find, podSpec, schedulableOn, type TestNode } from '../../support/manifests.ts';
 
 // Operators run Helm 3 as well as Helm 4, and the two differ where it hurts: Helm 3.17 refused
 // `redis.external.ackReplicas: null` against the schema ("ackReplicas is required") where Helm 4

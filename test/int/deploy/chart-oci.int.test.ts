@@ -6,7 +6,7 @@ import { parse as parseYaml } from 'yaml';
 import { CHART_DIR, helmTemplate, helmTemplateText, type KObject } from '../../../scripts/deploy/chart.ts';
 import { runTool } from '../../../scripts/deploy/tools.ts';
 import { registryGet, registryUnavailable, startOciRegistry, type OciRegistry } from '../../support/oci-registry.ts';
-import { podSpec } from '../../unit/repo/deploy/manifests.ts';
+import { podSpec } from '../../support/manifests.ts';
 
 // Published and installed by digest: the chart packaged and pushed to an OCI registry (a real
 // one, Debian's docker-registry on loopback), then rendered from there by version and by the

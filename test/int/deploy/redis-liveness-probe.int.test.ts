@@ -11,7 +11,7 @@ import { ensureSecrets } from '../../../src/control/secrets/ensure.ts';
 import { MemoryObjectStore } from '../../testkit/memory-object-store.ts';
 import { uniquePrefix } from '../../support/redis.ts';
 import { waitFor } from '../../support/wait.ts';
-import { find, podSpec, secretsSpec } from '../../unit/repo/deploy/manifests.ts';
+import { find, podSpec, secretsSpec } from '../../support/manifests.ts';
 
 // The bundled Redis's liveness probe, as the default chart renders it, run against a real
 // redis-server started with the chart's own arguments, ACL file and certificate (made by the

@@ -9,7 +9,7 @@ import { TEST_KEYS_DIR } from '../../../support/trust.ts';
 import { helmTemplate, type KObject } from '../../../../scripts/deploy/chart.ts';
 import { ensureSecrets } from '../../../../src/control/secrets/ensure.ts';
 import { MemoryObjectStore } from '../../../testkit/memory-object-store.ts';
-import { secretsSpec } from '../../../unit/repo/deploy/manifests.ts';
+import { secretsSpec } from '../../../support/manifests.ts';
 import { freePort } from '../../../../scripts/lib/local-redis.ts';
 import { connect } from '../../../../src/adapters/redis/redis.ts';
 import { Redis } from 'ioredis';

@@ -13,7 +13,7 @@ import { KubeRest } from '../../../../src/adapters/kube/rest/transport.ts';
 import { ensureSecrets } from '../../../../src/control/secrets/ensure.ts';
 import { kubeStore } from '../../../../src/control/secrets/store.ts';
 import { startFakeKubeApi, type FakeKubeApi } from '../../../testkit/fake-kube-api.ts';
-import { secretsSpec } from '../../../unit/repo/deploy/manifests.ts';
+import { secretsSpec } from '../../../support/manifests.ts';
 
 // The chart's secrets hook (src/control/secrets) against an API server (the fake one, over HTTP, as the
 // hook's KubeRest talks to the real one), and what it makes in real use: the receiver's

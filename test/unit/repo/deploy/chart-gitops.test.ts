@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { CHART_DIR, helmTemplate, helmTemplateText, valuesFile, VALUE_SETS, type KObject } from '../../../../scripts/deploy/chart.ts';
 import { ensureSecrets } from '../../../../src/control/secrets/ensure.ts';
 import { MemoryObjectStore } from '../../../testkit/memory-object-store.ts';
-import { find, secretsSpec } from './manifests.ts';
+import { find, secretsSpec } from '../../../support/manifests.ts';
 
 // GitOps: Argo CD and Flux render the chart with `helm template` (no cluster: `lookup` finds
 // nothing) and apply what changed. A random value in a template would be new on every render and

@@ -24,7 +24,7 @@ import { sealerOf, verifySeal } from '../../../../src/core/trust/seal.ts';
 import { writeSigningKeys } from '../../../../scripts/lib/signing-keys.ts';
 import { ensureSecrets } from '../../../../src/control/secrets/ensure.ts';
 import { MemoryObjectStore } from '../../../testkit/memory-object-store.ts';
-import { CONTROL_PLANE, find, podSpec, rendered, schedulableOn, secretsSpec, SETS, type PodSpec, type TestNode } from './manifests.ts';
+import { CONTROL_PLANE, find, podSpec, rendered, schedulableOn, secretsSpec, SETS, type PodSpec, type TestNode } from '../../../support/manifests.ts';
 
 // The chart as Helm itself sees it: `helm lint --strict`, its values schema refusing what it
 // should, `helm package`, deploy/volume-medic.yaml rendered from it, the generated Secrets

@@ -6,7 +6,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import { classifyLocalDiskLost } from '../../../../src/control/sources/classify-event.ts';
 import { validateAll } from './k8s-schema.ts';
-import { DEPLOY_DIR, find, rendered } from './manifests.ts';
+import { DEPLOY_DIR, find, rendered } from '../../../support/manifests.ts';
 
 // The snippets operators copy into Alertmanager, Prometheus, node-problem-detector and
 // kubernetes-event-exporter, checked for what volume-medic relies on.

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { NAMESPACE, type KObject } from '../../../../scripts/deploy/chart.ts';
 import { COMPONENTS, permissionsOf, SERVICE_ACCOUNTS, type Component } from '../../../../src/adapters/kube/rbac.ts';
-import { rendered, SETS } from './manifests.ts';
+import { rendered, SETS } from '../../../support/manifests.ts';
 
 // The chart's RBAC, rendered with every values set, grants each component's ServiceAccount exactly the API calls its code makes
 // (src/adapters/kube/rbac.ts, per component; test/int/adapters/kube/kube-rbac.int.test.ts ties that list to the calls

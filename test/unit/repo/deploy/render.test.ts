@@ -9,7 +9,7 @@ import { parseAllDocuments } from 'yaml';
 import { OPERATOR_API_GROUP, OPERATOR_PERMISSIONS } from '../../../../src/control/auth/permissions.ts';
 import { helmTemplate, type KObject } from '../../../../scripts/deploy/chart.ts';
 import { validateAll } from './k8s-schema.ts';
-import { DEPLOY_DIR, find, podSpec, rendered as render, SETS } from './manifests.ts';
+import { DEPLOY_DIR, find, podSpec, rendered as render, SETS } from '../../../support/manifests.ts';
 
 // The chart rendered with every CI values set (and deploy/volume-medic.yaml's): every object is
 // valid for a current Kubernetes, and each keeps what the installation promises. Chart-level

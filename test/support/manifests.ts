@@ -1,5 +1,5 @@
-import { DEPLOY_DIR, renderSet, VALUE_SETS, type KObject } from '../../../../scripts/deploy/chart.ts';
-import { SecretsSpec } from '../../../../src/control/secrets/spec.ts';
+import { DEPLOY_DIR, renderSet, VALUE_SETS, type KObject } from '../../scripts/deploy/chart.ts';
+import { SecretsSpec } from '../../src/control/secrets/spec.ts';
 
 // Shared by the deploy tests: the chart rendered with every CI values set (deploy/charts/
 // volume-medic/ci/<name>-values.yaml) and with deploy/volume-medic.yaml's values (`static`).
