@@ -7,7 +7,8 @@
 //   test/support/  what a tier needs around it: real servers and processes started and stopped by
 //                  PID (redis-server, Alertmanager, Ceph, a registry, agents), the shared Redis,
 //                  test configuration and keys, and harnesses built on the testkit's fakes
-// Arrows run one way: support may use the testkit, never the reverse. (An import that does not
+// Arrows run one way: support may use the testkit, never the reverse; and a tier's tests (unit/,
+// int/, faults/, lab/, image/) import no other tier's files. (An import that does not
 // resolve is the typecheck's to find: tsconfig.json covers test/.)
 module.exports = {
   forbidden: [
@@ -24,6 +25,13 @@ module.exports = {
       comment: 'test/testkit holds in-process fakes: what starts a process (a server, an agent, a CLI) belongs in test/support.',
       from: { path: '^test/testkit/' },
       to: { path: '^(node:)?child_process$|node_modules/execa/' },
+    },
+    {
+      name: 'tiers-apart',
+      severity: 'error',
+      comment: 'A tier does not import another tier\'s folder: what two tiers share lives in test/testkit or test/support.',
+      from: { path: '^test/(unit|int|faults|lab|image)/' },
+      to: { path: '^test/(unit|int|faults|lab|image)/', pathNot: '^test/$1/' },
     },
     {
       name: 'no-circular',
