@@ -1,7 +1,6 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RemediationJob } from '../../../../src/core/catalogue/jobs.ts';
@@ -25,6 +24,8 @@ import { alertmanagerBody, getJson, nodeNotReadyAlert, post } from '../../../tes
 import { dropPrefix, redisUrl, uniquePrefix } from '../../../support/redis.ts';
 import { TEST_KEYS_DIR, testSealer } from '../../../support/trust.ts';
 import { waitFor } from '../../../support/wait.ts';
+import { rawQueue, type RawQueue } from '../../../support/raw-jobs.ts';
+import { testJobs, type TestJobs } from '../../../testkit/jobs.ts';
 
 // Issue 23, "retry a failed job", end to end with a real receiver, a real node agent (seals
 // verified, replays refused, the host journal) and real Redis. A retry is a NEW job the receiver
@@ -81,7 +82,8 @@ describe('retrying a failed job (receiver, real agent, real Redis)', () => {
   let agent: RunbookWorker;
   let ops: Operators;
   let redis: Redis;
-  let queue: Queue;
+  let queue: RawQueue;
+  let jobs: TestJobs;
   let n = 0;
 
   const config = (over: Partial<Config> = {}) => testConfig({ redisUrl: redisUrl(), queuePrefix: prefix, tokens: [TOKEN], ...fastControls, ...over });
@@ -103,7 +105,8 @@ describe('retrying a failed job (receiver, real agent, real Redis)', () => {
 
   beforeAll(async () => {
     redis = new Redis(redisUrl());
-    queue = new Queue(queueName, { connection: redis, prefix });
+    queue = rawQueue(redis, prefix, queueName);
+    jobs = testJobs(redis, prefix);
     ops = await startOperators();
     receiver = await startReceiver(config(), { operatorKubeConfig: ops.api.kubeConfig(), log: silent });
     agent = createNodeAgent({
@@ -117,6 +120,7 @@ describe('retrying a failed job (receiver, real agent, real Redis)', () => {
     await receiver?.close();
     await ops?.close();
     await queue?.close();
+    await jobs?.close();
     await dropPrefix(prefix);
     redis?.disconnect();
     rmSync(stateDir, { recursive: true, force: true });
@@ -168,7 +172,7 @@ describe('retrying a failed job (receiver, real agent, real Redis)', () => {
       ].sort(),
     );
     // Sealed by the receiver for the new id on this queue.
-    const stored = await queue.getJob(`${failedId}.r1`);
+    const stored = await jobs.get(queue.name, `${failedId}.r1`);
     const ring = keyringFor('node-agent', readKeys(TEST_KEYS_DIR));
     const v = verifyJobSeal(ring, queueName, `${failedId}.r1`, stored!.data, Date.now());
     expect(v.ok && v.seal.iss).toBe('receiver');
@@ -194,12 +198,11 @@ describe('retrying a failed job (receiver, real agent, real Redis)', () => {
     const id = await alert();
     expect((await settled(id)).state).toBe('failed');
     await runbook.host.unlink('/w/broken');
-    const job = await queue.getJob(id);
-    await job!.retry('failed');
+    await queue.retry(id);
     const replay = await waitFor(
       'the replay refused',
       async () => {
-        const j = await queue.getJob(id);
+        const j = await jobs.get(queue.name, id);
         return j?.finishedOn && j.failedReason?.includes('replayed') ? j : undefined;
       },
       15_000,
@@ -232,11 +235,11 @@ describe('retrying a failed job (receiver, real agent, real Redis)', () => {
       ['residual_unsigned_1', { ...forged, key: 'residual_unsigned_1' }],
     ] as const) {
       await queue.add('residual-multipath-cleanup', data, { jobId: id, attempts: 1 });
-      await waitFor(`${id} refused`, async () => ((await queue.getJob(id))?.finishedOn ? true : undefined), 15_000);
+      await waitFor(`${id} refused`, async () => ((await jobs.get(queue.name, id))?.finishedOn ? true : undefined), 15_000);
       const r = await retry(id, { why: 'looks legit' });
       expect(r.status).toBe(422);
       expect(r.json.error).toMatch(id === 'residual_unsigned_1' ? /carries no seal/ : /seal does not hold \(bad-mac/);
-      expect(await queue.getJobState(`${id}.r1`)).toBe('unknown');
+      expect(await jobs.state(queue.name, `${id}.r1`)).toBe('unknown');
     }
   });
 
@@ -251,7 +254,7 @@ describe('retrying a failed job (receiver, real agent, real Redis)', () => {
     };
     await queue.add('rbd-unmap', sealJob(testSealer('cluster-worker'), queueName, unmap, 86_400_000), { jobId: unmap.key, attempts: 1 });
     // No rbd-unmap runbook in this agent: it fails as not implemented.
-    await waitFor('rbd-unmap failed', async () => ((await queue.getJob(unmap.key))?.finishedOn ? true : undefined), 15_000);
+    await waitFor('rbd-unmap failed', async () => ((await jobs.get(queue.name, unmap.key))?.finishedOn ? true : undefined), 15_000);
     const r = await retry(unmap.key, { why: 'again' });
     expect(r.status).toBe(422);
     expect(r.json.error).toMatch(/rbd-unmap is issued by the cluster worker only.*retry the job that asked for it \(rbd_parent_1\)/);
@@ -281,11 +284,11 @@ describe('retrying a failed job (receiver, real agent, real Redis)', () => {
     await redis.sadd(knownQueuesKey(prefix), queueName);
     for (const job of [place, ownCheck]) {
       await queue.add(job.runbook, sealJob(agentSealer, queueName, job, 86_400_000), { jobId: job.key, attempts: 1 });
-      await waitFor(`${job.key} failed`, async () => ((await queue.getJob(job.key))?.finishedOn ? true : undefined), 15_000);
+      await waitFor(`${job.key} failed`, async () => ((await jobs.get(queue.name, job.key))?.finishedOn ? true : undefined), 15_000);
     }
     // The agent itself refused the placement (a node agent does not issue it); its own check ran and failed.
-    expect((await queue.getJob(place.key))?.failedReason).toMatch(/untrusted work refused \(wrong-issuer\)/);
-    expect((await queue.getJob(ownCheck.key))?.failedReason).toMatch(/the device is busy/);
+    expect((await jobs.get(queue.name, place.key))?.failedReason).toMatch(/untrusted work refused \(wrong-issuer\)/);
+    expect((await jobs.get(queue.name, ownCheck.key))?.failedReason).toMatch(/the device is busy/);
     const never = await retry(place.key, { why: 'looks legit' });
     expect(never.status).toBe(422);
     expect(never.json.error).toMatch(
@@ -294,7 +297,7 @@ describe('retrying a failed job (receiver, real agent, real Redis)', () => {
     const own = await retry(ownCheck.key, { why: 'again please' });
     expect(own.status).toBe(422);
     expect(own.json.error).toMatch(/the agent of node retry-node issued it \(its own check\), not the receiver/);
-    for (const job of [place, ownCheck]) expect(await queue.getJobState(`${job.key}.r1`)).toBe('unknown');
+    for (const job of [place, ownCheck]) expect(await jobs.state(queue.name, `${job.key}.r1`)).toBe('unknown');
     await runbook.host.unlink('/w/broken');
   });
 });

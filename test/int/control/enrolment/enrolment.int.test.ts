@@ -3,7 +3,6 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RemediationJob } from '../../../../src/core/catalogue/jobs.ts';
@@ -23,6 +22,8 @@ import { podTokenUser, startFakeKubeApi, type FakeKubeApi } from '../../../testk
 import { dropPrefix, redisUrl, uniquePrefix } from '../../../support/redis.ts';
 import { testSealer } from '../../../support/trust.ts';
 import { waitFor } from '../../../support/wait.ts';
+import { rawQueue, type RawQueue } from '../../../support/raw-jobs.ts';
+import { testJobs, type TestJobs } from '../../../testkit/jobs.ts';
 
 // Issue 30, attack 1 (work): an agent holds only its own node's work keys, handed out at
 // enrolment against its pod's projected service-account token (TokenReview through the wire fake
@@ -220,13 +221,15 @@ describe("enrolment: each agent holds its own node's work keys only", () => {
     const stateDir = mkdtempSync(join(tmpdir(), 'vm-enrol-state-'));
     const tokenFile = join(mkdtempSync(join(tmpdir(), 'vm-enrol-token-')), 'token');
     const queueB = nodeQueueName('node-b');
-    let queue: Queue;
+    let queue: RawQueue;
+    let jobs: TestJobs;
     let agent: ChildProcess;
     let out = '';
 
     beforeAll(async () => {
       writeFileSync(tokenFile, 'token-b\n');
-      queue = new Queue(queueB, { connection: redis, prefix });
+      queue = rawQueue(redis, prefix, queueB);
+      jobs = testJobs(redis, prefix);
       agent = spawn(process.execPath, ['test/support/stub-agent.ts'], {
         env: {
           ...process.env,
@@ -248,13 +251,14 @@ describe("enrolment: each agent holds its own node's work keys only", () => {
     afterAll(async () => {
       agent?.kill('SIGKILL');
       await queue?.close();
+      await jobs?.close();
     });
 
     const settled = (id: string) =>
       waitFor(
         `job ${id} to finish`,
         async () => {
-          const j = await queue.getJob(id);
+          const j = await jobs.get(queue.name, id);
           return j && (j.finishedOn ?? 0) > 0 ? j : undefined;
         },
         15_000,

@@ -2,7 +2,6 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RemediationJob } from '../../../../src/core/catalogue/jobs.ts';
@@ -27,6 +26,8 @@ import { TEST_KEYS_DIR, testSealer } from '../../../support/trust.ts';
 import { waitFor } from '../../../support/wait.ts';
 import { startOperators, type Operators } from '../../../testkit/operators.ts';
 import { post } from '../../../testkit/payloads.ts';
+import { rawQueue, type RawQueue } from '../../../support/raw-jobs.ts';
+import { testJobs, type TestJobs } from '../../../testkit/jobs.ts';
 
 // Issue 44, item 7: with the receiver's Redis password, the operator's earlier sealed enforce
 // written back right after they set dry-run made an agent that was idle through the change run
@@ -69,7 +70,8 @@ describe("a control record put back from before the operator's change, against a
   let ops: Operators;
   let receiver: Receiver;
   let redis: Redis;
-  let queue: Queue;
+  let queue: RawQueue;
+  let jobs: TestJobs;
   let agent: ChildProcess | undefined;
   let out = '';
   let stateDir = mkdtempSync(join(tmpdir(), 'vm-relay-state-'));
@@ -119,7 +121,7 @@ describe("a control record put back from before the operator's change, against a
       return waitFor(
         `job ${id} to park`,
         async () => {
-          const j = await queue.getJob(id);
+          const j = await jobs.get(queue.name, id);
           const parked = (j?.progress as { parked?: { reason: string; why: string } } | undefined)?.parked;
           return parked ? `${parked.reason}: ${parked.why}` : undefined;
         },
@@ -144,12 +146,14 @@ describe("a control record put back from before the operator's change, against a
       { operatorKubeConfig: ops.api.kubeConfig(), log: silent },
     );
     redis = new Redis(redisUrl());
-    queue = new Queue(nodeQueueName(NODE), { connection: redis, prefix });
+    queue = rawQueue(redis, prefix, nodeQueueName(NODE));
+    jobs = testJobs(redis, prefix);
     await startAgent();
   });
   afterAll(async () => {
     await stopAgent();
     await queue?.close();
+    await jobs?.close();
     await receiver?.close();
     await ops?.close();
     await dropPrefix(prefix);

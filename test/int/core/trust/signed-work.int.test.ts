@@ -3,7 +3,6 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { knownQueuesKey } from '../../../../src/adapters/redis/known-queues.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -17,6 +16,8 @@ import { sealJob } from '../../../../src/core/trust/work.ts';
 import { dropPrefix, redisUrl, uniquePrefix } from '../../../support/redis.ts';
 import { TEST_KEYS_DIR, testSealer } from '../../../support/trust.ts';
 import { waitFor } from '../../../support/wait.ts';
+import { rawQueue, type RawQueue } from '../../../support/raw-jobs.ts';
+import { testJobs, type TestJobs } from '../../../testkit/jobs.ts';
 
 // Issue 20, "signed work": with write access to Redis alone one must not be able to make an agent
 // act. Jobs are written straight into the node's queue with BullMQ's own add (what anyone holding
@@ -47,7 +48,8 @@ describe('an agent acts only on sealed work (a real agent process, jobs written 
   const prefix = uniquePrefix('sealed');
   const queueName = nodeQueueName(NODE);
   let redis: Redis;
-  let queue: Queue;
+  let queue: RawQueue;
+  let jobs: TestJobs;
   let agent: ChildProcess;
   let out = '';
 
@@ -65,7 +67,8 @@ describe('an agent acts only on sealed work (a real agent process, jobs written 
 
   beforeAll(async () => {
     redis = new Redis(redisUrl());
-    queue = new Queue(queueName, { connection: redis, prefix });
+    queue = rawQueue(redis, prefix, queueName);
+    jobs = testJobs(redis, prefix);
     // The node's queue is in the registry (the receiver records it when it enrols the agent or
     // puts a job on it): the audit trail's readers merge every registered queue's entries.
     await redis.sadd(knownQueuesKey(prefix), queueName);
@@ -74,6 +77,7 @@ describe('an agent acts only on sealed work (a real agent process, jobs written 
   afterAll(async () => {
     agent?.kill('SIGKILL');
     await queue?.close();
+    await jobs?.close();
     await dropPrefix(prefix);
     redis?.disconnect();
   });
@@ -82,7 +86,7 @@ describe('an agent acts only on sealed work (a real agent process, jobs written 
     waitFor(
       `job ${id} to finish`,
       async () => {
-        const j = await queue.getJob(id);
+        const j = await jobs.get(queue.name, id);
         return j && (j.finishedOn ?? 0) > 0 ? j : undefined;
       },
       15_000,
@@ -146,7 +150,7 @@ describe('an agent acts only on sealed work (a real agent process, jobs written 
     await new Promise((r) => agent.once('exit', r));
     out = '';
     await startAgent();
-    await (await queue.getJob(id))!.remove();
+    await queue.remove(id);
     await expectRefused(id, sealed, /\(replayed\)/);
   });
 
