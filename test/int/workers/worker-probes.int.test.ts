@@ -1,11 +1,11 @@
 import { spawnSync } from 'node:child_process';
 import { createServer } from 'node:net';
-import { Queue } from 'bullmq';
 import { afterAll, describe, expect, it } from 'vitest';
 import { nodeQueueName } from '../../../src/core/catalogue/queues.ts';
 import { dropPrefix, redisUrl, uniquePrefix } from '../../support/redis.ts';
 import { isExecutable } from '../../support/executable.ts';
 import { waitFor } from '../../support/wait.ts';
+import { rawQueue } from '../../support/raw-jobs.ts';
 import { CLUSTER_WORKER, NODE_AGENT, startWorkerProcess, type WorkerProcess } from '../../support/worker-process.ts';
 
 // The node agent's and the cluster worker's probe server (src/adapters/observability/probe-server.ts,
@@ -71,7 +71,7 @@ describe("the node agent's probe server", () => {
   it('counts the work it refused and finished itself (an unsealed job)', async () => {
     const node = 'probe-node-b';
     const agent = await start(NODE_AGENT, { REDIS_URL: redisUrl(), QUEUE_PREFIX: prefix, NODE_NAME: node });
-    const q = new Queue(nodeQueueName(node), { connection: { url: redisUrl() } as never, prefix });
+    const q = rawQueue({ url: redisUrl() }, prefix, nodeQueueName(node));
     try {
       await q.add('residual-multipath-cleanup', { runbook: 'residual-multipath-cleanup', node }, { jobId: 'unsealed-1' });
       const m = await waitFor('the refusal counted', async () => {

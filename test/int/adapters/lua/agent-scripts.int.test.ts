@@ -2,7 +2,6 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Queue } from 'bullmq';
 import { Redis, type RedisOptions } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { REDIS_USERS, renderRedisAcl } from '../../../../scripts/deploy/redis-acl.ts';
@@ -22,6 +21,7 @@ import { testSealer } from '../../../support/trust.ts';
 import { waitFor } from '../../../support/wait.ts';
 import { startFakeKubeApi, type FakeKubeApi } from '../../../testkit/fake-kube-api.ts';
 import { alertmanagerBody, nodeNotReadyAlert, post } from '../../../testkit/payloads.ts';
+import { rawQueue } from '../../../support/raw-jobs.ts';
 
 // Issue 44, item 1: a node's own Redis user could EVAL a script that never ends, and a BUSY Redis
 // answers nothing else (SCRIPT KILL: UNKILLABLE once it wrote; only SIGKILL stops it): every
@@ -100,7 +100,7 @@ describe.skipIf(skip)('node identities run only the scripts the receiver loaded'
       .filter((e) => e['username'] === user && e['reason'] !== 'auth')
       .map((e) => `${String(e['reason'])} ${String(e['object'])}`);
   const addJob = async (node: string, key: string): Promise<void> => {
-    const queue = new Queue(nodeQueueName(node), { connection: admin, prefix });
+    const queue = rawQueue(admin, prefix, nodeQueueName(node));
     try {
       const job: RemediationJob = {
         version: 1,

@@ -4,7 +4,6 @@ import { connect as connectTcp, type Socket } from 'node:net';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { helmTemplate } from '../../../../scripts/deploy/chart.ts';
@@ -25,6 +24,8 @@ import { alertmanagerBody, nodeNotReadyAlert, post } from '../../../testkit/payl
 import { uniquePrefix } from '../../../support/redis.ts';
 import { testSealer } from '../../../support/trust.ts';
 import { waitFor } from '../../../support/wait.ts';
+import { rawQueue } from '../../../support/raw-jobs.ts';
+import { testJobs } from '../../../testkit/jobs.ts';
 
 // Issue 44, item 1 (the memory flood): node A's own Redis user wrote ~60 MB into its own keys and
 // pushed the shared Redis past maxmemory (noeviction): the receiver's job and audit writes got OOM.
@@ -172,7 +173,7 @@ describe("a node flooding its own keys loses its writes, and the fleet's writes 
 
   /** Node B's job, sealed by the receiver, put on its queue by hand; resolves when its agent ran it. */
   const runOnB = async (key: string): Promise<void> => {
-    const queue = new Queue(nodeQueueName('node-b'), { connection: admin, prefix });
+    const queue = rawQueue(admin, prefix, nodeQueueName('node-b'));
     try {
       const job: RemediationJob = {
         version: 1,
@@ -202,14 +203,13 @@ describe("a node flooding its own keys loses its writes, and the fleet's writes 
       asB.disconnect();
     }
     // Its agent done with the webhooks' jobs, so that only the budget could change its keys now.
-    const queue = new Queue(nodeQueueName('node-b'), { connection: admin, prefix });
+    const jobs = testJobs(admin, prefix);
     try {
-      await waitFor('node-b to finish its jobs', async () => {
-        const c = await queue.getJobCounts('wait', 'active', 'delayed', 'prioritized');
-        return Object.values(c).every((n) => n === 0) ? true : undefined;
-      });
+      await waitFor('node-b to finish its jobs', async () =>
+        (await jobs.count(nodeQueueName('node-b'), ['waiting', 'active', 'delayed', 'prioritized'])) === 0 ? true : undefined,
+      );
     } finally {
-      await queue.close();
+      await jobs.close();
     }
     const before = await keysOf('node-b');
     const total = [...before.values()].reduce((a, c) => a + c, 0);

@@ -2,7 +2,6 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { REDIS_USERS, renderRedisAcl } from '../../../../scripts/deploy/redis-acl.ts';
@@ -21,6 +20,7 @@ import { uniquePrefix } from '../../../support/redis.ts';
 import { topologiesAvailable } from '../../../support/redis-topology.ts';
 import { testSealer } from '../../../support/trust.ts';
 import { waitFor } from '../../../support/wait.ts';
+import { rawQueue } from '../../../support/raw-jobs.ts';
 
 // Issue 30, node-scoped Redis identity, wired end to end: with REDIS_NODE_USERS the receiver
 // (as its own ACL user of the deploy file) creates the enrolling node's Redis user, hands its
@@ -158,7 +158,7 @@ describe.skipIf(skip)("enrolment hands each agent its own node's Redis user (RED
     expect(Object.values(await admin.hgetall(nodeUsersKey(prefix)))).not.toContain(b.redis!.password);
     startAgent();
     await waitFor('the agent to enrol and start', async () => (out.includes('READY') ? true : undefined), 20_000);
-    const queue = new Queue(nodeQueueName('node-b'), { connection: admin, prefix });
+    const queue = rawQueue(admin, prefix, nodeQueueName('node-b'));
     try {
       const job: RemediationJob = {
         version: 1,
@@ -241,7 +241,7 @@ describe.skipIf(skip)("enrolment hands each agent its own node's Redis user (RED
       scope: after.queue,
       signing: { role: 'receiver', kid: name.slice('receiver.'.length), key },
     })!;
-    const queue = new Queue(nodeQueueName('node-b'), { connection: admin, prefix });
+    const queue = rawQueue(admin, prefix, nodeQueueName('node-b'));
     try {
       const job: RemediationJob = {
         version: 1,

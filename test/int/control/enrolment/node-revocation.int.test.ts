@@ -2,7 +2,6 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { REDIS_USERS, renderRedisAcl } from '../../../../scripts/deploy/redis-acl.ts';
@@ -25,6 +24,8 @@ import { waitFor } from '../../../support/wait.ts';
 import { podTokenUser } from '../../../testkit/fake-kube-api.ts';
 import { startOperators, VIEWERS, type Operators } from '../../../testkit/operators.ts';
 import { topologiesAvailable } from '../../../support/redis-topology.ts';
+import { rawQueue } from '../../../support/raw-jobs.ts';
+import { testJobs } from '../../../testkit/jobs.ts';
 
 // Issue 44, item 5: a node's credentials can be revoked. Against real processes: a redis-server
 // with the chart's rendered ACL, the real receiver (enrolment, per-node Redis users, the Node
@@ -131,22 +132,22 @@ describe.skipIf(skip)("a node's credentials can be revoked (issue 44, item 5)", 
     return { child, out: () => out };
   };
   const settled = async (node: string, id: string) => {
-    const queue = new Queue(nodeQueueName(node), { connection: admin, prefix });
+    const jobs = testJobs(admin, prefix);
     try {
       return await waitFor(
         `job ${id} to finish`,
         async () => {
-          const j = await queue.getJob(id);
+          const j = await jobs.get(nodeQueueName(node), id);
           return j && (j.finishedOn ?? 0) > 0 ? j : undefined;
         },
         20_000,
       );
     } finally {
-      await queue.close();
+      await jobs.close();
     }
   };
   const addJob = async (node: string, job: RemediationJob, ring: Keyring) => {
-    const queue = new Queue(nodeQueueName(node), { connection: admin, prefix });
+    const queue = rawQueue(admin, prefix, nodeQueueName(node));
     try {
       await queue.add(job.runbook, sealJob(sealerOf(ring)!, nodeQueueName(node), job, DAY), { jobId: job.key });
     } finally {
