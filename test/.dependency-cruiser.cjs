@@ -34,6 +34,26 @@ module.exports = {
       to: { path: '^test/(unit|int|faults|lab|image)/', pathNot: '^test/$1/' },
     },
     {
+      name: 'jobs-through-the-port',
+      severity: 'error',
+      comment:
+        'Tests read jobs through the JobStore port (test/testkit/jobs.ts) and write raw ones with test/support/raw-jobs.ts; BullMQ itself only where it is the subject: the adapter\'s own tests, a job on one Cluster slot, a bare BullMQ worker as a baseline agent, finished-job retention, stalled-job recovery, and the fault tier.',
+      from: {
+        path: '^test/',
+        pathNot: [
+          '^test/testkit/jobs[.]ts$',
+          '^test/support/raw-jobs[.]ts$',
+          '^test/int/adapters/jobstore/',
+          '^test/int/adapters/redis/one-slot-connection[.]int[.]test[.]ts$',
+          '^test/int/control/console/console-storm[.]int[.]test[.]ts$',
+          '^test/int/workers/engine/finished-retention[.]int[.]test[.]ts$',
+          '^test/int/workers/node-agent/node-agent[.]int[.]test[.]ts$',
+          '^test/faults/',
+        ],
+      },
+      to: { path: 'node_modules/bullmq/' },
+    },
+    {
       name: 'no-circular',
       severity: 'error',
       comment: 'An import loop between test helpers.',
@@ -43,7 +63,7 @@ module.exports = {
   ],
   options: {
     doNotFollow: { path: 'node_modules' },
-    includeOnly: { path: '^test/|node_modules/execa/|^(node:)?child_process$' },
+    includeOnly: { path: '^test/|node_modules/(execa|bullmq)/|^(node:)?child_process$' },
     tsPreCompilationDeps: true,
     tsConfig: { fileName: 'tsconfig.json' },
     enhancedResolveOptions: { exportsFields: ['exports'], conditionNames: ['import', 'require', 'node', 'default', 'types'], extensions: ['.ts', '.js', '.json'] },

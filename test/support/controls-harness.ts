@@ -3,7 +3,6 @@ import type { Plan, PlannedStep, RunbookDefinition } from '../../workers/engine/
 import { runRunbook } from '../../workers/engine/run-runbook.ts';
 import { FakeHost } from '../testkit/fake-host.ts';
 import type { RunbookRegistry } from '../../workers/engine/registry.ts';
-import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { RemediationJob } from '../../src/core/catalogue/jobs.ts';
 import { nodeQueueName } from '../../src/core/catalogue/queues.ts';
@@ -12,6 +11,7 @@ import { testSealer } from './trust.ts';
 import { waitFor } from './wait.ts';
 import { knownQueuesKey } from '../../src/adapters/redis/known-queues.ts';
 import type { TestJob, TestJobs } from '../testkit/jobs.ts';
+import { rawQueue } from './raw-jobs.ts';
 
 // A toy residual-multipath-cleanup for control tests: its plan is whatever the test says, each
 // step writes a file on a fake host, so "did the step run" is "does the file exist".
@@ -81,7 +81,7 @@ export function sealedJobs(
       target: { node },
       evidence: [{ source: 'api', summary: 'test', raw: null }],
     };
-    const queue = new Queue(name, { connection: redis(), prefix });
+    const queue = rawQueue(redis(), prefix, name);
     try {
       await queue.add(job.runbook, sealJob(testSealer('receiver'), name, job, 86_400_000), { jobId: key });
     } finally {

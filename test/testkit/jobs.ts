@@ -5,10 +5,10 @@ import { JOB_STATES, type JobState, type JobStore, type StoredJob } from '../../
 
 // Jobs as a test sees them: through the JobStore port (src/core/jobs/job-store.ts) on its BullMQ
 // adapter, wired as the receiver wires it (one queue handle per name on the test's connection).
-// A test reads jobs here and knows no queue library. Tests that write a job straight into Redis
-// (a forged or unsealed job, a job with attempts of its own: what reaches an agent past the
-// store) and the tests of BullMQ's own behaviour (its keys, its scripts, the adapter's contract)
-// keep their Queue: going through the store would change what they prove.
+// A test reads jobs here and knows no queue library. A job written straight into Redis (forged,
+// unsealed, or with attempts of its own: what reaches an agent past the store) is written with
+// test/support/raw-jobs.ts, since going through the store would change what such a test proves;
+// the tests of BullMQ's own behaviour keep their Queue (test/.dependency-cruiser.cjs lists them).
 
 /** A stored job whose data a test reads freely (it is the job as stored: the job and its seal). */
 export interface TestJob extends StoredJob {
