@@ -37,7 +37,7 @@ module.exports = {
       name: 'jobs-through-the-port',
       severity: 'error',
       comment:
-        'Tests read jobs through the JobStore port (test/testkit/jobs.ts) and write raw ones with test/support/raw-jobs.ts; BullMQ itself only where it is the subject: the adapter\'s own tests, a job on one Cluster slot, a bare BullMQ worker as a baseline agent, finished-job retention, stalled-job recovery, and the fault tier.',
+        'Tests read jobs through the JobStore port (test/testkit/jobs.ts) and write raw ones with test/support/raw-jobs.ts; BullMQ itself only where it is the subject: the adapter\'s own tests, a job on one Cluster slot, BullMQ workers standing in for agents in the storm view, finished-job retention, stalled-job recovery, and the fault tier.',
       from: {
         path: '^test/',
         pathNot: [
