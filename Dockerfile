@@ -68,7 +68,7 @@ COPY --from=build /app/dist ./dist
 # root (its securityContext: runAsUser 0).
 USER 65532:65532
 EXPOSE 8080
-# The receiver by default, with the V8 heap flags of the chart's receiver.yaml (test/unit/deploy/
+# The receiver by default, with the V8 heap flags of the chart's receiver.yaml (test/unit/repo/deploy/
 # render.test.ts keeps the two equal; scripts/image/build.ts uses the same); the chart sets
 # `command` for every process.
 CMD ["node", "--max-old-space-size=384", "--max-semi-space-size=64", "dist/src/control/main.js"]

@@ -8,8 +8,8 @@ import { startReceiver } from '../src/control/receiver.ts';
 import { testConfig } from '../test/support/config.ts';
 import { writeControlKeys } from '../test/support/control-keys.ts';
 import { startFakeKubeApi } from '../test/testkit/fake-kube-api.ts';
-import { rssMiB } from '../test/testkit/child.ts';
-import { startPrivateRedis } from '../test/testkit/redis-server.ts';
+import { rssMiB } from '../test/support/child.ts';
+import { startPrivateRedis } from '../test/support/redis-server.ts';
 import { nodeAgentCommand } from './lib/deployed-command.ts';
 
 // `npm run bench:agent-rss` (after `npm run build`): the node agent's idle RSS as deployed, with

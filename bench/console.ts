@@ -17,7 +17,7 @@ import { startReceiver, type Receiver } from '../src/control/receiver.ts';
 import { writeSigningKeys } from '../scripts/lib/signing-keys.ts';
 import { startOperators, type Operators } from '../test/testkit/operators.ts';
 import { alertmanagerBody, nodeNotReadyAlert } from '../test/testkit/payloads.ts';
-import { startPrivateRedis, type PrivateRedis } from '../test/testkit/redis-server.ts';
+import { startPrivateRedis, type PrivateRedis } from '../test/support/redis-server.ts';
 import { percentile, round } from './lib/stats.ts';
 
 // `npm run bench:console` (issue 23): does every page of the on-call console answer in under

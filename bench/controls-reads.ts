@@ -5,7 +5,7 @@ import { queueControlKeys, controlKeys } from '../src/core/controls/redis-keys.t
 import { finishedExposition, queueStatsKey, statsKey } from '../src/adapters/stats/job-stats.ts';
 import { knownQueuesKey } from '../src/adapters/redis/known-queues.ts';
 import { redisCpu } from './lib/redis-cpu.ts';
-import { startPrivateRedis } from '../test/testkit/redis-server.ts';
+import { startPrivateRedis } from '../test/support/redis-server.ts';
 import { median } from './lib/stats.ts';
 
 // `npm run bench:controls-reads`: what the readers of the per-queue control keys (issue 30:

@@ -7,9 +7,9 @@ import { writeSigningKeys } from '../scripts/lib/signing-keys.ts';
 import { nodeQueueName } from '../src/core/catalogue/queues.ts';
 import { EnrolAnswer } from '../src/core/trust/enrolment-wire.ts';
 import { startFakeKubeApi } from '../test/testkit/fake-kube-api.ts';
-import { startChild } from '../test/testkit/child.ts';
+import { startChild } from '../test/support/child.ts';
 import { redisCpu } from './lib/redis-cpu.ts';
-import { startPrivateRedis } from '../test/testkit/redis-server.ts';
+import { startPrivateRedis } from '../test/support/redis-server.ts';
 import { percentile } from './lib/stats.ts';
 
 // `npm run bench:enrolment`: a fleet's node agents enrolling at once, as after a mass reboot.

@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { Queue } from 'bullmq';
 import { Cluster, Redis } from 'ioredis';
-import { startCluster } from '../test/testkit/redis-topology.ts';
+import { startCluster } from '../test/support/redis-topology.ts';
 import { mkdtempSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -9,9 +9,9 @@ import { fileURLToPath } from 'node:url';
 import { nodeQueueName } from '../src/core/catalogue/queues.ts';
 import { writeSigningKeys } from '../scripts/lib/signing-keys.ts';
 import { alertmanagerBody, nodeNotReadyAlert } from '../test/testkit/payloads.ts';
-import { startChild, type Child } from '../test/testkit/child.ts';
+import { startChild, type Child } from '../test/support/child.ts';
 import { redisCpu } from './lib/redis-cpu.ts';
-import { startPrivateRedis } from '../test/testkit/redis-server.ts';
+import { startPrivateRedis } from '../test/support/redis-server.ts';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 /** Where the agents' queues live: one private redis-server, or a 3-master Cluster (FLEET_TOPOLOGY=cluster). */

@@ -7,9 +7,9 @@ import { fileURLToPath } from 'node:url';
 import { nodeQueueName } from '../src/core/catalogue/queues.ts';
 import { writeSigningKeys } from '../scripts/lib/signing-keys.ts';
 import { alertmanagerBody, nodeNotReadyAlert } from '../test/testkit/payloads.ts';
-import { startChild, type Child } from '../test/testkit/child.ts';
+import { startChild, type Child } from '../test/support/child.ts';
 import { redisCpu } from './lib/redis-cpu.ts';
-import { startPrivateRedis } from '../test/testkit/redis-server.ts';
+import { startPrivateRedis } from '../test/support/redis-server.ts';
 import { callgrindCounter } from './lib/callgrind.ts';
 import { setTimeout as sleep } from 'node:timers/promises';
 

@@ -5,7 +5,7 @@ import { knownQueuesKey } from '../src/adapters/redis/known-queues.ts';
 import { NoAgentWatch } from '../workers/cluster-worker/no-agent-watch.ts';
 import { createLogger } from '../src/adapters/observability/logger.ts';
 import { redisCpu } from './lib/redis-cpu.ts';
-import { startPrivateRedis } from '../test/testkit/redis-server.ts';
+import { startPrivateRedis } from '../test/support/redis-server.ts';
 import { median } from './lib/stats.ts';
 
 // `npm run bench:no-agent`: what one no-agent check (workers/cluster-worker/no-agent-watch.ts) costs Redis at

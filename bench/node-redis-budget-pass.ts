@@ -1,7 +1,7 @@
 import { Redis } from 'ioredis';
 import { nodeUsage, trimNode } from '../src/adapters/redis/node-memory.ts';
 import { nodeQueueName } from '../src/core/catalogue/queues.ts';
-import { startPrivateRedis } from '../test/testkit/redis-server.ts';
+import { startPrivateRedis } from '../test/support/redis-server.ts';
 import { redisCpu } from './lib/redis-cpu.ts';
 
 // `node bench/node-redis-budget-pass.ts` (issue 44): what one count of every node's keys costs

@@ -17,8 +17,8 @@ import { nodeKeyPattern, nodeOfKey } from '../src/core/redis-budget/accounting.t
 import { testConfig } from '../test/support/config.ts';
 import { testSealer } from '../test/support/trust.ts';
 import { alertmanagerBody, nodeNotReadyAlert } from '../test/testkit/payloads.ts';
-import { startPrivateRedis } from '../test/testkit/redis-server.ts';
-import { SimulatedMultipathHost } from '../test/testkit/simulated-multipath-host.ts';
+import { startPrivateRedis } from '../test/support/redis-server.ts';
+import { MultipathNode } from '../test/testkit/multipath-node.ts';
 
 // `node bench/node-redis-footprint.ts` (issue 44): what a busy node's keys hold in Redis, to size
 // the per-node memory budget (NODE_REDIS_BUDGET_MIB) against. A real node agent (createNodeAgent:
@@ -43,7 +43,7 @@ const stateDir = mkdtempSync(join(tmpdir(), 'vm-footprint-'));
 const log = createLogger('footprint', 'silent');
 const config = testConfig({ redisUrl: redis.url, queuePrefix: PREFIX, nodeName: NODE, stateDir, defaultMode: 'dry-run' });
 const MAPS = Number(process.env['FOOTPRINT_MAPS'] ?? 8);
-const host = new SimulatedMultipathHost(MAPS);
+const host = MultipathNode.allDead(MAPS);
 const registry: RunbookRegistry = {
   'residual-multipath-cleanup': createResidualMultipathCleanup({ host, stateDir, attached: new InMemoryAttachedVolumes({}) }),
 };

@@ -4,9 +4,9 @@ import { createLogger } from '../src/adapters/observability/logger.ts';
 import { NodeRedisUsers } from '../src/adapters/redis/node-redis-users.ts';
 import { nodeUserName, nodeUserRules } from '../src/adapters/redis/node-user-acl.ts';
 import type { RedisTarget } from '../src/adapters/redis/redis-target.ts';
-import { startSentinelSet } from '../test/testkit/redis-topology.ts';
+import { startSentinelSet } from '../test/support/redis-topology.ts';
 import { redisCpu } from './lib/redis-cpu.ts';
-import { startPrivateRedis } from '../test/testkit/redis-server.ts';
+import { startPrivateRedis } from '../test/support/redis-server.ts';
 import { median } from './lib/stats.ts';
 
 // `node bench/node-redis-users.ts`: what enrolling a fleet costs (issue 30): N concurrent

@@ -11,9 +11,9 @@
 // Used to measure each hot-path change (commit messages carry the figures).
 import autocannon from 'autocannon';
 import { Redis } from 'ioredis';
-import { startChild } from '../test/testkit/child.ts';
+import { startChild } from '../test/support/child.ts';
 import { fill, groupedAlerts, oneAlert, rebootedEvent } from '../test/testkit/load-payloads.ts';
-import { startPrivateRedis } from '../test/testkit/redis-server.ts';
+import { startPrivateRedis } from '../test/support/redis-server.ts';
 import { redisCpu } from './lib/redis-cpu.ts';
 import { writeSigningKeys } from '../scripts/lib/signing-keys.ts';
 

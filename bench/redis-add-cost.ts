@@ -22,7 +22,7 @@ import { jobOptions } from '../src/adapters/jobstore/job-options.ts';
 import { queueFor } from '../src/core/catalogue/queues.ts';
 import type { RemediationJob } from '../src/core/catalogue/jobs.ts';
 import { fill, groupedAlerts } from '../test/testkit/load-payloads.ts';
-import { startPrivateRedis } from '../test/testkit/redis-server.ts';
+import { startPrivateRedis } from '../test/support/redis-server.ts';
 import { redisCpu } from './lib/redis-cpu.ts';
 import { median, round } from './lib/stats.ts';
 import { randomBytes } from 'node:crypto';

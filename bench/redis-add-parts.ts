@@ -31,7 +31,7 @@ import { keyringFor } from '../src/core/trust/keyring.ts';
 import { sealerOf } from '../src/core/trust/seal.ts';
 import { sealedJobText } from '../src/core/trust/work.ts';
 import { fill, groupedAlerts } from '../test/testkit/load-payloads.ts';
-import { startPrivateRedis } from '../test/testkit/redis-server.ts';
+import { startPrivateRedis } from '../test/support/redis-server.ts';
 import { redisCpu } from './lib/redis-cpu.ts';
 import { callgrindCounter } from './lib/callgrind.ts';
 import { mkdtempSync, rmSync } from 'node:fs';

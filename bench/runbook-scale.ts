@@ -9,7 +9,7 @@ import { InMemoryAttachedVolumes } from '../workers/runbooks/residual-multipath-
 import { observe } from '../workers/runbooks/residual-multipath-cleanup/observe.ts';
 import { plan } from '../workers/runbooks/residual-multipath-cleanup/plan.ts';
 import { DEFAULT_POLICY, type ResidualPolicy } from '../workers/runbooks/residual-multipath-cleanup/policy.ts';
-import { SimulatedMultipathHost } from '../test/testkit/simulated-multipath-host.ts';
+import { MultipathNode } from '../test/testkit/multipath-node.ts';
 import { round } from './lib/stats.ts';
 
 export interface ScaleRow {
@@ -36,8 +36,8 @@ const job: ResidualMultipathJob = {
   evidence: [{ source: 'api', summary: 'bench', raw: {} }],
 };
 
-async function once(n: number, policy: ResidualPolicy, dryRun: boolean): Promise<{ ms: number; host: SimulatedMultipathHost; residual: number; held: number }> {
-  const host = new SimulatedMultipathHost(n);
+async function once(n: number, policy: ResidualPolicy, dryRun: boolean): Promise<{ ms: number; host: MultipathNode; residual: number; held: number }> {
+  const host = MultipathNode.allDead(n);
   const started = performance.now();
   const facts = await observe(job, host, {
     // A cluster where nothing is attached to the node: unknown attachments would hold every map

@@ -1,7 +1,7 @@
 // `npm run test:security`: the attacks of issue 20 as tests. docs/threat-model.md names, for each
 // control, the test that shows it; this runs exactly those (every `test/**.test.ts` path the
 // document names), across the unit, integration and faults tiers. One list, in the document:
-// test/unit/docs/threat-model.test.ts fails when it names a test that does not exist.
+// test/unit/repo/docs/threat-model.test.ts fails when it names a test that does not exist.
 import { spawnSync } from 'node:child_process';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';

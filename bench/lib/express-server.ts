@@ -1,6 +1,6 @@
 import express, { type Express } from 'express';
 import type { AddressInfo } from 'node:net';
-import { announce } from '../../test/testkit/child.ts';
+import { announce } from '../../test/support/child.ts';
 
 // What the bench's plain servers (servers/bare.ts, servers/addbulk.ts) share, so their ratios
 // compare like with like: express with the default `express.json` settings the receiver's

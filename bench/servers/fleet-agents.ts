@@ -1,6 +1,6 @@
 import { Worker } from 'bullmq';
 import { Cluster } from 'ioredis';
-import { announce } from '../../test/testkit/child.ts';
+import { announce } from '../../test/support/child.ts';
 import { configParser } from '../../src/core/config/load.ts';
 import { nodeQueueName } from '../../src/core/catalogue/queues.ts';
 import { RUNBOOKS, type RunbookName } from '../../src/core/catalogue/jobs.ts';

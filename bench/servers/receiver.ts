@@ -1,4 +1,4 @@
-import { announce, answerHeapRequests } from '../../test/testkit/child.ts';
+import { announce, answerHeapRequests } from '../../test/support/child.ts';
 import { parseConfig } from '../../src/core/config/load.ts';
 import { startReceiver } from '../../src/control/receiver.ts';
 
@@ -21,7 +21,7 @@ const config = parseConfig('receiver', {
   ...(process.env['REDIS_NODE_USERS'] ? { redisNodeUsers: process.env['REDIS_NODE_USERS'] } : {}),
 });
 const receiver = await startReceiver(config);
-// Started with --expose-gc (test/int/breaker-flood.int.test.ts): its heap after full collections, on request.
+// Started with --expose-gc (test/int/control/receiver/breaker-flood.int.test.ts): its heap after full collections, on request.
 answerHeapRequests();
 announce(`READY ${receiver.url}`);
 process.on('SIGTERM', () => void receiver.close().then(() => process.exit(0)));

@@ -10,7 +10,7 @@ import { DEPLOY_DIR } from './chart.ts';
 // The volume-medic route goes first with `continue: true`; the previous child routes move one
 // level down under a route to the root receiver. (Appending the route as a sibling instead loses
 // the root receiver for those alerts whenever no other route matches: a matching child replaces
-// its parent's receiver.) test/int/alertmanager-routes.int.test.ts checks this with amtool.
+// its parent's receiver.) test/int/deploy/alertmanager-routes.int.test.ts checks this with amtool.
 
 export const SNIPPET = join(DEPLOY_DIR, 'integrations/alertmanager.yaml');
 

@@ -51,7 +51,7 @@ export const NONROOT_UID = 65532;
 export const APP_DIR = '/app';
 /**
  * The default command: the Dockerfile's CMD, the receiver as deploy/charts/volume-medic/templates/
- * receiver.yaml runs it (test/unit/deploy/render.test.ts keeps those two equal). The chart sets
+ * receiver.yaml runs it (test/unit/repo/deploy/render.test.ts keeps those two equal). The chart sets
  * `command` for every process; this is for `docker run` without one.
  */
 export function defaultCmd(): string[] {

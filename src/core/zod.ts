@@ -10,7 +10,7 @@ import en from 'zod/v4/locales/en.js';
 //
 // A schema that the node agent's start path imports but only work parses (a job, a seal, a control
 // record, a runbook's record on disk) is written `z.lazy(() => ...)`: built with its first parse,
-// so an idle agent holds a wrapper, not the schema (test/unit/architecture/agent-start-imports.test.ts).
+// so an idle agent holds a wrapper, not the schema (test/unit/repo/architecture/agent-start-imports.test.ts).
 //
 // English messages, as the classic API sets by itself: the mini API sets no locale, and a
 // configuration error or a refused job must read the same whichever API built the schema.

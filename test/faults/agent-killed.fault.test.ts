@@ -6,7 +6,7 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ResidualMultipathJob } from '../../src/core/catalogue/jobs.ts';
 import { nodeQueueName } from '../../src/core/catalogue/queues.ts';
-import { startChild, type Child } from '../testkit/child.ts';
+import { startChild, type Child } from '../support/child.ts';
 import { waitFor } from '../support/alertmanager.ts';
 import { dropPrefix, redisUrl, uniquePrefix } from '../support/redis.ts';
 import { EFFECTS_LOG, STEP_IDS } from './support/journal-runbook.ts';

@@ -1,8 +1,8 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startChild, type Child } from '../testkit/child.ts';
+import { startChild, type Child } from '../support/child.ts';
 import { fill, groupedAlerts, oneAlert } from '../testkit/load-payloads.ts';
-import { startPrivateRedis, type PrivateRedis } from '../testkit/redis-server.ts';
+import { startPrivateRedis, type PrivateRedis } from '../support/redis-server.ts';
 import { sleep } from '../support/alertmanager.ts';
 import { TEST_KEYS_DIR } from '../support/trust.ts';
 

@@ -4,7 +4,7 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { nodeQueueName } from '../../src/core/catalogue/queues.ts';
 import { startReceiver, type Receiver } from '../../src/control/receiver.ts';
-import { startPrivateRedis, type PrivateRedis } from '../testkit/redis-server.ts';
+import { startPrivateRedis, type PrivateRedis } from '../support/redis-server.ts';
 import {
   alertmanagerAvailable,
   ALERTMANAGER_BIN,

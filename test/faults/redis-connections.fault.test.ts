@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startReceiver, type Receiver } from '../../src/control/receiver.ts';
-import { startPrivateRedis, type PrivateRedis } from '../testkit/redis-server.ts';
+import { startPrivateRedis, type PrivateRedis } from '../support/redis-server.ts';
 import { testConfig } from '../support/config.ts';
 import { alertmanagerBody, nodeNotReadyAlert, post } from '../testkit/payloads.ts';
 import { uniquePrefix } from '../support/redis.ts';

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { buildImage } from '../../scripts/image/build.ts';
-import { podSpec, rendered, SETS } from '../unit/deploy/manifests.ts';
+import { podSpec, rendered, SETS } from '../support/manifests.ts';
 import { alertmanagerBody, getJson, nodeNotReadyAlert, post } from '../testkit/payloads.ts';
 import { dropPrefix, uniquePrefix } from '../support/redis.ts';
 import { writeKeysDir } from '../support/trust.ts';

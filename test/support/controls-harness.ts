@@ -3,7 +3,6 @@ import type { Plan, PlannedStep, RunbookDefinition } from '../../workers/engine/
 import { runRunbook } from '../../workers/engine/run-runbook.ts';
 import { FakeHost } from '../testkit/fake-host.ts';
 import type { RunbookRegistry } from '../../workers/engine/registry.ts';
-import { Queue, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { RemediationJob } from '../../src/core/catalogue/jobs.ts';
 import { nodeQueueName } from '../../src/core/catalogue/queues.ts';
@@ -11,6 +10,8 @@ import { sealJob } from '../../src/core/trust/work.ts';
 import { testSealer } from './trust.ts';
 import { waitFor } from './wait.ts';
 import { knownQueuesKey } from '../../src/adapters/redis/known-queues.ts';
+import type { TestJob, TestJobs } from '../testkit/jobs.ts';
+import { rawQueue } from './raw-jobs.ts';
 
 // A toy residual-multipath-cleanup for control tests: its plan is whatever the test says, each
 // step writes a file on a fake host, so "did the step run" is "does the file exist".
@@ -57,21 +58,22 @@ export const fastControls: Partial<Config> = { controlsRecheckSeconds: 0.3, lock
 
 /**
  * Puts jobs sealed by the receiver straight onto node queues and waits until each finished or
- * parked (the control tests' way to make an agent start a job): `run(node, until)`. `redis`: the
- * test's connection, once its beforeAll made it.
+ * parked (the control tests' way to make an agent start a job): `run(node, until)`. The job is
+ * written as BullMQ stores it with no retries of its own (not through the store, which would give
+ * it its runbook's), and read back through the JobStore port (`jobs`). `redis`: the test's
+ * connection, once its beforeAll made it.
  */
 export function sealedJobs(
+  jobs: () => TestJobs,
   redis: () => Redis,
   prefix: string,
   keyPrefix: string,
-  queues: Queue[],
-): (node: string, until?: 'finished' | 'parked') => Promise<Job> {
+): (node: string, until?: 'finished' | 'parked') => Promise<TestJob & { queue: string }> {
   let n = 0;
   return async (node, until = 'finished') => {
     n += 1;
     const key = `${keyPrefix}-${n}`;
-    const queue = new Queue(nodeQueueName(node), { connection: redis(), prefix });
-    queues.push(queue);
+    const name = nodeQueueName(node);
     const job: RemediationJob = {
       version: 1,
       key,
@@ -79,17 +81,22 @@ export function sealedJobs(
       target: { node },
       evidence: [{ source: 'api', summary: 'test', raw: null }],
     };
-    await queue.add(job.runbook, sealJob(testSealer('receiver'), queue.name, job, 86_400_000), { jobId: key });
+    const queue = rawQueue(redis(), prefix, name);
+    try {
+      await queue.add(job.runbook, sealJob(testSealer('receiver'), name, job, 86_400_000), { jobId: key });
+    } finally {
+      await queue.close();
+    }
     // As the receiver's dispatcher does: the readers of parked jobs, approvals and the audit trail
     // find a queue's records through the registry.
-    await redis().sadd(knownQueuesKey(prefix), queue.name);
+    await redis().sadd(knownQueuesKey(prefix), name);
     return waitFor(
       `job ${key} ${until}`,
       async () => {
-        const j = await queue.getJob(key);
+        const j = await jobs().get(name, key);
         if (!j) return undefined;
-        if (until === 'parked') return (j.progress as { parked?: unknown } | undefined)?.parked ? j : undefined;
-        return (j.finishedOn ?? 0) > 0 ? j : undefined;
+        if (until === 'parked') return (j.progress as { parked?: unknown } | undefined)?.parked ? { ...j, queue: name } : undefined;
+        return (j.finishedOn ?? 0) > 0 ? { ...j, queue: name } : undefined;
       },
       10_000,
     );

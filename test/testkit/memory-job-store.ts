@@ -20,7 +20,7 @@ import {
 } from '../../src/core/jobs/job-store.ts';
 
 // The job store in memory, for tests of what sits above it: the same port, held to the same
-// behaviour as the Redis one by test/int/job-store-contract.int.test.ts. One consumer per queue, one
+// behaviour as the Redis one by test/int/adapters/jobstore/job-store-contract.int.test.ts. One consumer per queue, one
 // job at a time; retries wait the runbook's backoff like BullMQ's exponential one (no jitter).
 // Nothing is sealed and nothing expires: a key stays deduplicated for as long as it is stored.
 

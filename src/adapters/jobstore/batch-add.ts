@@ -15,7 +15,7 @@ import type { RedisConnection } from '../redis/redis.ts';
 // it. So the job hash, the wait list, the marker, the events and the handling of an existing id
 // are BullMQ's, whatever its version; what this owns is only "call it N times". Before each add
 // the loop reads the job's `timestamp` (did it exist, and since when): the HMGET that used to
-// precede each add in the pipeline. test/int/batch-add.int.test.ts compares every key a batch
+// precede each add in the pipeline. test/int/adapters/jobstore/batch-add.int.test.ts compares every key a batch
 // writes with what Queue.add writes for the same jobs.
 //
 // The same call can also record the jobs it stored as new in a sorted-set index (the console's

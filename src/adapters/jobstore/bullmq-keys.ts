@@ -2,7 +2,7 @@
 // `<prefix>:<queue>:<id>`), named in one place. Where our own scripts and pipelines read BullMQ's
 // keys directly (the console's scan and job states, agent presence, queue depth, the state filter
 // of the incidents list) they take the names from here, so a BullMQ upgrade that moves a key is a
-// change to this file and its test (test/int/bullmq-keys.int.test.ts checks it against BullMQ's
+// change to this file and its test (test/int/adapters/jobstore/bullmq-keys.int.test.ts checks it against BullMQ's
 // own `toKey`).
 
 /** Where a job in each BullMQ state sits, and whether that key is a list or a sorted set. */

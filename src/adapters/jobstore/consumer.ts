@@ -33,7 +33,7 @@ const REARM_AFTER_MS = [1_000, 5_000] as const;
  * connection) and then fetching (a script on the command connection). When a connection drops
  * between the two (a Sentinel failover, a Redis restart: the pop ran on the server, its answer or
  * the fetch was lost), the marker is gone while jobs wait, and BullMQ blocks on the empty marker
- * for its whole drainDelay unless another job arrives (test/int/redis-sentinel.int.test.ts: 41
+ * for its whole drainDelay unless another job arrives (test/int/adapters/redis/redis-sentinel.int.test.ts: 41
  * jobs waiting, no marker, the agent idle after a failover). So whenever either connection comes
  * back, the marker is put back (BullMQ's own "jobs may be waiting" marker, ZADD <marker> 0 "0");
  * twice, since the other connection may come back later and pop the first. A marker too many

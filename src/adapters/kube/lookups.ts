@@ -1,7 +1,7 @@
 // The questions triage and the runbooks ask the cluster, behind one small port so triage stays
 // pure and testable. The Kubernetes adapter implements it against the API server
 // (src/adapters/kube/api/kube-lookups.ts); tests and a cluster-less local run use the in-memory one below.
-// Both answer the same shared contract test (test/unit/kube/lookups-contract.ts).
+// Both answer the same shared contract test (test/support/lookups-contract.ts).
 
 export interface NamespacedName {
   namespace: string;

@@ -1,9 +1,9 @@
 import type { ClusterLookups } from './lookups.ts';
 
 // Every Kubernetes API call volume-medic makes, per component, in one place: deploy/charts/volume-medic/templates/rbac.yaml
-// grants each component's ServiceAccount exactly its list (test/unit/deploy/rbac.test.ts compares
+// grants each component's ServiceAccount exactly its list (test/unit/repo/deploy/rbac.test.ts compares
 // them, both ways, per component), and the integration tests record the calls the code really
-// makes on the fake API server and check them against these lists (test/int/kube-rbac.int.test.ts:
+// makes on the fake API server and check them against these lists (test/int/adapters/kube/kube-rbac.int.test.ts:
 // each lookup asks exactly what LOOKUP_CALLS says; the watch and Event tests stay inside their
 // component's list).
 //

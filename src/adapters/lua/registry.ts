@@ -14,7 +14,7 @@ import { READ_HASHES } from '../stats/job-stats.ts';
 // adds) and volume-medic's own in every module the agents import. Their Redis users may not EVAL
 // (deploy/charts/volume-medic/files/users.acl.template), so they run these by EVALSHA only, and the
 // receiver loads them on every server of the topology (src/adapters/redis/script-preload.ts).
-// test/unit/architecture/agent-scripts.test.ts fails when a module the agents import defines a
+// test/unit/repo/architecture/agent-scripts.test.ts fails when a module the agents import defines a
 // script that is not here, or runs Lua any other way.
 
 /** Our own scripts in modules the agents import (some only the receiver runs: loaded all the same). */

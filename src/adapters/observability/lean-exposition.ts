@@ -5,7 +5,7 @@ import { labelValue } from './text-format.ts';
 // prom-client: an idle node agent would hold it for two counters and a few process series, in RSS
 // on every node (bench/README.md, "The agent against its floor"). The receiver keeps
 // prom-client. Same names and output as prom-client's for the same values
-// (test/unit/observability/lean-exposition.test.ts compares them).
+// (test/unit/adapters/observability/lean-exposition.test.ts compares them).
 
 export const BUILD_INFO_METRIC = 'volume_medic_build_info';
 export const BUILD_INFO_HELP =

@@ -34,7 +34,7 @@ const sha1 = (lua: string): string => createHash('sha1').update(lua).digest('hex
 
 /**
  * A script of ours. Any module an agent imports defines its scripts with this and exports them,
- * and src/adapters/lua/registry.ts lists them (test/unit/architecture/agent-scripts.test.ts fails
+ * and src/adapters/lua/registry.ts lists them (test/unit/repo/architecture/agent-scripts.test.ts fails
  * otherwise): a script the receiver does not load would never run for an agent's user.
  */
 export function luaScript(name: string, lua: string, numberOfKeys?: number): LuaScript {

@@ -4,11 +4,11 @@ import { readOnlyRules } from '../../core/redis-budget/restriction.ts';
 
 // The rules of the per-node Redis ACL users (node-redis-users.ts applies them): which user a node
 // has, what it may run and touch, and which ACL commands bring a server in line with the registry.
-// Pure: no I/O, so every rule is unit-tested directly (test/unit/queues/node-redis-users.test.ts).
+// Pure: no I/O, so every rule is unit-tested directly (test/unit/adapters/redis/node-redis-users.test.ts).
 
 /**
  * The commands of a node agent's user: exactly the shared `volume-medic-node-agent` user's of
- * deploy/charts/volume-medic/files/users.acl.template (test/unit/queues/node-redis-users.test.ts
+ * deploy/charts/volume-medic/files/users.acl.template (test/unit/adapters/redis/node-redis-users.test.ts
  * holds the two equal), where that file explains each.
  */
 export const NODE_AGENT_COMMANDS: readonly string[] = [

@@ -10,7 +10,7 @@ import type { RedisTarget } from './redis-target.ts';
 // when a failover is announced while a reconnect is asking a sentinel where the primary is: the
 // previous connection's failover detector, still subscribed to `+switch-master`, calls the
 // connector's disconnect(), and the pending connect() throws "Connection is closed."
-// (test/int/redis-connection-revival.int.test.ts makes that happen on purpose). Every command on
+// (test/int/adapters/redis/redis-connection-revival.int.test.ts makes that happen on purpose). Every command on
 // such a client then fails at once, for good.
 //
 // An ended client is brought back by connect() on the same object, after a jittered wait: a new

@@ -8,7 +8,7 @@ import { workKeyOf } from '../../core/trust/work-keys.ts';
 // answers the same and can apply a node's Redis user again (after a failover) from the registry's
 // hash alone. Both depend on the node's generation (src/core/trust/key-generations.ts); at
 // generation 0 both are what they were before generations existed
-// (test/unit/enrolment/node-credentials.test.ts pins them).
+// (test/unit/control/enrolment/node-credentials.test.ts pins them).
 
 /**
  * A node's Redis password at `generation`, from the receiver's own root: Redis gets only its

@@ -23,7 +23,7 @@ export interface RunbookPolicy {
    * queue's finished jobs by one age setting, so one window holds for every runbook on a queue.
    * (When each job carried its own, a 24 h window for node recoveries was really 15 min on any
    * node that also ran a Local PV job.) The worker now applies it for the queue (`keepFinished`
-   * below); test/unit/catalogue/policy.test.ts holds the equality.
+   * below); test/unit/core/catalogue/policy.test.ts holds the equality.
    * A repeat after the window makes a new job; runbooks are idempotent, so that costs a run.
    */
   dedupWindowMs: number;

@@ -4,7 +4,7 @@ import type { RemediationJob, RunbookName } from '../catalogue/jobs.ts';
 // through this port and know jobs and their states, never the queue library nor its connections:
 // src/adapters/jobstore/ is its one implementation (BullMQ on Redis: single, Sentinel, Cluster;
 // an agent's store, agent-store.ts, opens and closes its own connections), test/testkit/memory-job-store.ts
-// its fake; test/int/job-store-contract.int.test.ts holds both to the same behaviour.
+// its fake; test/int/adapters/jobstore/job-store-contract.int.test.ts holds both to the same behaviour.
 
 /** Every state a stored job can be in, in the order the console shows them: the one list (the counts and filters pick from it). */
 export const JOB_STATES = ['waiting', 'active', 'delayed', 'prioritized', 'paused', 'completed', 'failed', 'waiting-children'] as const;

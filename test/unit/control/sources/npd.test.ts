@@ -1,0 +1,77 @@
+import { describe, expect, it } from 'vitest';
+import type { Signal } from '../../../../src/core/signals/index.ts';
+import { fixtureSignals } from '../../../support/fixtures.ts';
+
+// node-problem-detector: its Events on the Node, and node conditions posted as {node, conditions}.
+// The LocalDiskLost message is ours (deploy/npd): `local PV <pv>: <path> is missing|present`, joined by `; `.
+
+type Case = { name: string; fixture: string; signals: Partial<Signal>[]; ignored: { reason: string; index?: number }[] };
+
+const CASES: Case[] = [
+  {
+    name: 'reads every lost disk of a LocalDiskLost condition and ignores the other conditions',
+    fixture: 'local-disk-lost.conditions',
+    signals: [
+      { kind: 'local-device-missing', pv: 'local-pv-1', path: '/dev/disk/by-id/wwn-0x5000c500a1b2c3d4', node: 'worker-2' },
+      { kind: 'local-device-missing', pv: 'local-pv-2', path: '/dev/disk/by-id/wwn-0x5000c500deadbeef', node: 'worker-2' },
+    ],
+    ignored: [{ reason: 'condition-not-relevant', index: 0 }],
+  },
+  {
+    name: 'reads a LocalDiskLost Event on the Node',
+    fixture: 'local-disk-lost.event',
+    signals: [{ kind: 'local-device-missing', pv: 'local-pv-1', path: '/dev/disk/by-id/wwn-0x5000c500a1b2c3d4', node: 'worker-2' }],
+    ignored: [],
+  },
+  {
+    name: 'reads a cleared LocalDiskLost that names its disk as restored',
+    fixture: 'local-disk-restored.conditions',
+    signals: [{ kind: 'local-device-restored', pv: 'local-pv-1', path: '/dev/disk/by-id/wwn-0x5000c500a1b2c3d4', node: 'worker-2' }],
+    ignored: [],
+  },
+  {
+    name: 'ignores LocalDiskLost back at its default state, which names no disk',
+    fixture: 'local-disk-cleared-default.conditions',
+    signals: [],
+    ignored: [{ reason: 'restore-names-no-device', index: 0 }],
+  },
+  {
+    name: 'ignores a KernelDeadlock condition',
+    fixture: 'kernel-deadlock.conditions',
+    signals: [],
+    ignored: [{ reason: 'condition-not-relevant', index: 0 }],
+  },
+  {
+    name: 'ignores a KernelDeadlock problem reported as an Event',
+    fixture: 'kernel-deadlock.event',
+    signals: [],
+    ignored: [{ reason: 'event-reason-not-relevant', index: 0 }],
+  },
+  {
+    // NPD cuts plugin output at max_output_length (80 by default): the entry is torn, so no PV is named
+    // and the torn path cannot match any PV's exact path in triage.
+    name: 'reads a message NPD cut short as a path without a PV',
+    fixture: 'local-disk-lost-truncated-output.conditions',
+    signals: [{ kind: 'local-device-missing', path: '/dev/disk/by-id/nvme-SAMSUNG_MZQL23T8HCLS-00A0', node: 'worker-2' }],
+    ignored: [],
+  },
+];
+
+describe('node-problem-detector source', () => {
+  it.each(CASES)('$name', ({ fixture: name, signals, ignored }) => {
+    const r = fixtureSignals('npd', name);
+    expect(r.signals).toMatchObject(signals);
+    expect(r.ignored.map(({ reason, index }) => (index === undefined ? { reason } : { reason, index }))).toEqual(ignored);
+    expect([...r.signals.map((s) => s.evidence.source), ...r.ignored.map((i) => i.source)].every((s) => s === 'npd')).toBe(true);
+  });
+
+  it('gives each lost disk of one condition its own identity', () => {
+    const [a, b] = fixtureSignals('npd', 'local-disk-lost.conditions').signals;
+    expect(a?.identity).not.toEqual(b?.identity);
+  });
+
+  it('reads a truncated message without inventing a PV name for the torn entry', () => {
+    const [s] = fixtureSignals('npd', 'local-disk-lost-truncated-output.conditions').signals;
+    expect(s && 'pv' in s ? s.pv : undefined).toBeUndefined();
+  });
+});
