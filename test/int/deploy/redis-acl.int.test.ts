@@ -1,11 +1,9 @@
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { REDIS_USERS, renderRedisAcl } from '../../../scripts/deploy/redis-acl.ts';
-import { freePort, redisAnswers } from '../../../scripts/lib/local-redis.ts';
+import { freePort } from '../../../scripts/lib/local-redis.ts';
 import { incidentIndexKey } from '../../../src/adapters/jobstore/incident-index.ts';
 import type { RbdUnmapJob, RemediationJob } from '../../../src/core/catalogue/jobs.ts';
 import { CLUSTER_QUEUE, nodeQueueName } from '../../../src/core/catalogue/queues.ts';
@@ -30,6 +28,8 @@ import { alertmanagerBody, getJson, nodeNotReadyAlert, post } from '../../testki
 import { uniquePrefix } from '../../support/redis.ts';
 import { testSealer } from '../../support/trust.ts';
 import { waitFor } from '../../support/wait.ts';
+import { type AclRedis, startAclRedis } from '../../support/acl-redis.ts';
+import { redisTlsFiles } from '../../support/redis-tls-files.ts';
 
 // The bundled Redis's ACL file (deploy/charts/volume-medic/files/users.acl.template, rendered for this
 // test's prefix) on a real redis-server: each process's REAL code (receiver, cluster worker, node
@@ -46,11 +46,10 @@ const passwords: Record<Component, string> = {
   'node-agent': 'pw-agent-93b2',
 };
 // Test-only: one admin user appended after the deploy file's lines, to read ACL LOG.
-const ADMIN = 'user vmtest-admin on >admin-pw ~* &* +@all';
 const silent = createLogger('test', 'silent');
 
 let dir: string;
-let redis: ChildProcess | undefined;
+let redis: AclRedis | undefined;
 let port: number;
 let tlsPort: number | undefined;
 let admin: Redis;
@@ -63,78 +62,28 @@ const connect = (u: string): Redis => {
   return r;
 };
 
-/** A CA and a server certificate for localhost (openssl), or undefined without openssl. */
-function tlsFiles(): { ca: string; cert: string; key: string } | undefined {
-  if (spawnSync('openssl', ['version']).error) return undefined;
-  const f = (n: string): string => join(dir, n);
-  const run = (args: string[]): void => {
-    const r = spawnSync('openssl', args, { stdio: 'pipe' });
-    if (r.status !== 0) throw new Error(`openssl ${args[0]}: ${r.stderr.toString()}`);
-  };
-  run(['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=vmtest-ca', '-keyout', f('ca.key'), '-out', f('ca.pem')]);
-  run(['req', '-newkey', 'rsa:2048', '-nodes', '-subj', '/CN=localhost', '-keyout', f('redis.key'), '-out', f('redis.csr')]);
-  writeFileSync(f('ext.cnf'), 'subjectAltName=DNS:localhost\n');
-  run([
-    'x509',
-    '-req',
-    '-in',
-    f('redis.csr'),
-    '-CA',
-    f('ca.pem'),
-    '-CAkey',
-    f('ca.key'),
-    '-CAcreateserial',
-    '-days',
-    '1',
-    '-extfile',
-    f('ext.cnf'),
-    '-out',
-    f('redis.pem'),
-  ]);
-  return { ca: f('ca.pem'), cert: f('redis.pem'), key: f('redis.key') };
-}
-
 beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'vm-redis-acl-'));
-  const acl = renderRedisAcl({ prefix, passwords });
-  writeFileSync(join(dir, 'users.acl'), `${acl}${ADMIN}\n`);
-  port = await freePort();
-  const tls = tlsFiles();
-  if (tls) tlsPort = await freePort();
-  redis = spawn(
-    'redis-server',
-    [
-      '--port',
-      String(port),
-      '--bind',
-      '127.0.0.1',
-      '--save',
-      '',
-      '--appendonly',
-      'no',
-      '--dir',
-      dir,
-      '--maxmemory-policy',
-      'noeviction',
-      '--aclfile',
-      join(dir, 'users.acl'),
-      ...(tls && tlsPort
-        ? ['--tls-port', String(tlsPort), '--tls-cert-file', tls.cert, '--tls-key-file', tls.key, '--tls-ca-cert-file', tls.ca, '--tls-auth-clients', 'no']
-        : []),
-    ],
-    { stdio: 'ignore' },
-  );
-  const adminUrl = `redis://vmtest-admin:admin-pw@127.0.0.1:${port}`;
-  for (let i = 0; i < 100 && !(await redisAnswers(adminUrl)); i++) await new Promise((r) => setTimeout(r, 50));
-  admin = new Redis(adminUrl);
+  const wantTlsPort = await freePort();
+  redis = await startAclRedis({
+    acl: renderRedisAcl({ prefix, passwords }),
+    name: 'vm-redis-acl',
+    // TLS beside plain TCP where openssl can make a CA and a certificate (in the server's directory).
+    args: (serverDir) => {
+      const tls = redisTlsFiles(serverDir);
+      if (!tls) return [];
+      tlsPort = wantTlsPort;
+      return ['--tls-port', String(tlsPort), '--tls-cert-file', tls.cert, '--tls-key-file', tls.key, '--tls-ca-cert-file', tls.ca, '--tls-auth-clients', 'no'];
+    },
+  });
+  ({ dir, port } = redis);
+  admin = new Redis(redis.adminUrl);
   await admin.acl('LOG', 'RESET');
 });
 
 afterAll(async () => {
   for (const c of connections) c.disconnect();
   admin?.disconnect();
-  redis?.kill('SIGTERM');
-  if (dir) rmSync(dir, { recursive: true, force: true });
+  await redis?.stop();
 });
 
 /** ACL LOG entries (refusals) for volume-medic's users since the last reset. */

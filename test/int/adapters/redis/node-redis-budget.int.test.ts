@@ -1,14 +1,13 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { connect as connectTcp, type Socket } from 'node:net';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { helmTemplate } from '../../../../scripts/deploy/chart.ts';
 import { REDIS_USERS, renderRedisAcl } from '../../../../scripts/deploy/redis-acl.ts';
-import { freePort, redisAnswers } from '../../../../scripts/lib/local-redis.ts';
 import type { RemediationJob } from '../../../../src/core/catalogue/jobs.ts';
 import { nodeQueueName } from '../../../../src/core/catalogue/queues.ts';
 import { nodeRestrictionsKey } from '../../../../src/core/redis-budget/restriction.ts';
@@ -26,6 +25,7 @@ import { testSealer } from '../../../support/trust.ts';
 import { waitFor } from '../../../support/wait.ts';
 import { rawQueue } from '../../../support/raw-jobs.ts';
 import { testJobs } from '../../../testkit/jobs.ts';
+import { type AclRedis, startAclRedis } from '../../../support/acl-redis.ts';
 
 // Issue 44, item 1 (the memory flood): node A's own Redis user wrote ~60 MB into its own keys and
 // pushed the shared Redis past maxmemory (noeviction): the receiver's job and audit writes got OOM.
@@ -48,8 +48,8 @@ describe("a node flooding its own keys loses its writes, and the fleet's writes 
   const prefix = uniquePrefix('budget');
   const passwords = { receiver: 'pw-receiver-6611', 'cluster-worker': 'pw-cluster-6612', 'node-agent': 'pw-agent-6613' };
   const files = writeControlKeys();
+  let redis: AclRedis | undefined;
   let dir: string;
-  let server: ChildProcess;
   let port: number;
   let admin: Redis;
   let api: FakeKubeApi;
@@ -108,19 +108,13 @@ describe("a node flooding its own keys loses its writes, and the fleet's writes 
     const clientLimits = ['--maxmemory-clients', '--proto-max-bulk-len']
       .filter((a) => !(a === '--maxmemory-clients' && process.env['VM_TEST_NO_CLIENT_EVICTION'] === '1'))
       .flatMap((a) => [a, chartArgs[chartArgs.indexOf(a) + 1]!]);
-    dir = mkdtempSync(join(tmpdir(), 'vm-budget-'));
-    writeFileSync(join(dir, 'users.acl'), `${renderRedisAcl({ prefix, passwords })}user vmtest-admin on >admin-pw ~* &* +@all\n`);
-    port = await freePort();
-    server = spawn(
-      'redis-server',
-      ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir]
-        .concat(['--maxmemory', '24mb', '--maxmemory-policy', 'noeviction', ...clientLimits])
-        .concat(['--aclfile', join(dir, 'users.acl')]),
-      { stdio: 'ignore' },
-    );
-    const adminUrl = `redis://vmtest-admin:admin-pw@127.0.0.1:${port}`;
-    for (let i = 0; i < 100 && !(await redisAnswers(adminUrl)); i++) await new Promise((r) => setTimeout(r, 50));
-    admin = new Redis(adminUrl);
+    redis = await startAclRedis({
+      acl: renderRedisAcl({ prefix, passwords }),
+      name: 'vm-budget',
+      args: ['--maxmemory', '24mb', '--maxmemory-policy', 'noeviction', ...clientLimits],
+    });
+    ({ dir, port } = redis);
+    admin = new Redis(redis.adminUrl);
     api = await startFakeKubeApi();
     for (const node of ['node-a', 'node-b', 'node-c'])
       api.addAgentPod(`token-${node.slice(-1)}`, { serviceAccount: AGENT_SA, pod: `agent-${node}`, uid: `uid-${node}`, node });
@@ -167,8 +161,7 @@ describe("a node flooding its own keys loses its writes, and the fleet's writes 
     await receiver?.close();
     await api?.close();
     admin?.disconnect();
-    server?.kill('SIGTERM');
-    if (dir) rmSync(dir, { recursive: true, force: true });
+    await redis?.stop();
   });
 
   /** Node B's job, sealed by the receiver, put on its queue by hand; resolves when its agent ran it. */

@@ -1,6 +1,6 @@
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Cluster, Redis } from 'ioredis';
@@ -24,6 +24,7 @@ import { alertmanagerBody, getJson, nodeNotReadyAlert, post } from '../../../tes
 import { uniquePrefix } from '../../../support/redis.ts';
 import { startCluster, startSentinelSet, topologiesAvailable, type LocalCluster, type LocalSentinelSet } from '../../../support/redis-topology.ts';
 import { waitFor } from '../../../support/wait.ts';
+import { type AclRedis, startAclRedis } from '../../../support/acl-redis.ts';
 
 // Per-node Redis users (src/adapters/redis/node-redis-users.ts) on real servers of every topology: node
 // A's user runs A's real node agent and is refused B's queue and the operator controls; the user
@@ -105,49 +106,24 @@ describe.skipIf(skip)("per-node Redis users on a single server (the deploy ACL f
     'cluster-worker': 'pw-cluster-4412',
     'node-agent': 'pw-agent-4413',
   };
-  let dir: string;
-  let server: ChildProcess;
+  let redis: AclRedis;
   let port: number;
   let admin: Redis;
   let users: NodeRedisUsers;
   const receiverUrl = (): string => `redis://${REDIS_USERS.receiver}:${passwords.receiver}@127.0.0.1:${port}`;
 
   beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'vm-node-acl-'));
     // Test-only: an admin user after the deploy file's lines, to read ACL LOG and play a restart.
-    writeFileSync(join(dir, 'users.acl'), `${renderRedisAcl({ prefix, passwords })}user vmtest-admin on >admin-pw ~* &* +@all\n`);
-    port = await freePort();
-    server = spawn(
-      'redis-server',
-      [
-        '--port',
-        String(port),
-        '--bind',
-        '127.0.0.1',
-        '--save',
-        '',
-        '--appendonly',
-        'no',
-        '--dir',
-        dir,
-        '--maxmemory-policy',
-        'noeviction',
-        '--aclfile',
-        join(dir, 'users.acl'),
-      ],
-      { stdio: 'ignore' },
-    );
-    const adminUrl = `redis://vmtest-admin:admin-pw@127.0.0.1:${port}`;
-    for (let i = 0; i < 100 && !(await redisAnswers(adminUrl)); i++) await new Promise((r) => setTimeout(r, 50));
-    admin = new Redis(adminUrl);
+    redis = await startAclRedis({ acl: renderRedisAcl({ prefix, passwords }), name: 'vm-node-acl' });
+    port = redis.port;
+    admin = new Redis(redis.adminUrl);
     // The receiver's user from the deploy file: its ACL grants are what this runs on.
     users = new NodeRedisUsers({ target: { kind: 'single', url: receiverUrl() }, prefix, log: silent });
   });
   afterAll(async () => {
     await users?.close();
     admin?.disconnect();
-    server?.kill('SIGTERM');
-    if (dir) rmSync(dir, { recursive: true, force: true });
+    await redis?.stop();
   });
 
   it("creates each node's user from concurrent calls (one batch), registers only hashes, and refuses A everything of B and the controls", async () => {
@@ -171,7 +147,7 @@ describe.skipIf(skip)("per-node Redis users on a single server (the deploy ACL f
         nodeName: 'a',
         defaultMode: 'enforce',
         approvalHighRisk: false,
-        stateDir: join(dir, 'agent'),
+        stateDir: join(redis.dir, 'agent'),
         enrolUrl: receiver.url,
       }),
       log: silent,

@@ -1,11 +1,6 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { renderRedisAcl } from '../../../../scripts/deploy/redis-acl.ts';
-import { freePort, redisAnswers } from '../../../../scripts/lib/local-redis.ts';
 import { nodeQueueName } from '../../../../src/core/catalogue/queues.ts';
 import { controlKeys, queueControlKeys } from '../../../../src/core/controls/redis-keys.ts';
 import { OperatorActions } from '../../../../src/control/actions/operator-actions.ts';
@@ -21,6 +16,7 @@ import { waitFor } from '../../../support/wait.ts';
 import { testJobs, type TestJobs } from '../../../testkit/jobs.ts';
 import { agentScripts } from '../../../../src/adapters/lua/registry.ts';
 import { loadMissing } from '../../../../src/adapters/redis/script-preload.ts';
+import { type AclRedis, startAclRedis } from '../../../support/acl-redis.ts';
 
 // Issue 30: a node agent with its own Redis user, whose keys are its queue's only
 // (`~<prefix>:vm-node-{a}:*`, plus read-only modes and pauses, and for now the shared breakers
@@ -50,8 +46,8 @@ function nodeUserLine(node: string): string {
   return `user ${NODE_USER} on >pw-node-a resetkeys resetchannels ${keys.join(' ')} ${commands.join(' ')}`;
 }
 
+let redis: AclRedis | undefined;
 let dir: string;
-let server: ChildProcess | undefined;
 let port: number;
 let admin: Redis;
 let nodeA: Redis;
@@ -60,37 +56,14 @@ let stored: TestJobs;
 const agents: RunbookWorker[] = [];
 
 beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'vm-nodekeys-'));
-  writeFileSync(join(dir, 'users.acl'), `user default off resetkeys resetchannels -@all\nuser vmtest-admin on >admin-pw ~* &* +@all\n${nodeUserLine('a')}\n`);
-  port = await freePort();
-  server = spawn(
-    'redis-server',
-    [
-      '--port',
-      String(port),
-      '--bind',
-      '127.0.0.1',
-      '--save',
-      '',
-      '--appendonly',
-      'no',
-      '--dir',
-      dir,
-      '--maxmemory-policy',
-      'noeviction',
-      '--aclfile',
-      join(dir, 'users.acl'),
-    ],
-    { stdio: 'ignore' },
-  );
-  const adminUrl = `redis://vmtest-admin:admin-pw@127.0.0.1:${port}`;
-  for (let i = 0; i < 100 && !(await redisAnswers(adminUrl)); i++) await new Promise((r) => setTimeout(r, 50));
-  admin = new Redis(adminUrl);
+  redis = await startAclRedis({ acl: `user default off resetkeys resetchannels -@all\n${nodeUserLine('a')}\n`, name: 'vm-nodekeys' });
+  ({ dir, port } = redis);
+  admin = new Redis(redis.adminUrl);
   stored = testJobs(admin, prefix);
   // What the receiver does at its start (script-preload.ts): the node's user may only EVALSHA them.
   await loadMissing(admin, agentScripts());
   nodeA = new Redis(`redis://${NODE_USER}:pw-node-a@127.0.0.1:${port}`, { maxRetriesPerRequest: 0 });
-  const trust = trustFromConfig(testConfig({ redisUrl: adminUrl, queuePrefix: prefix }), 'receiver');
+  const trust = trustFromConfig(testConfig({ redisUrl: redis.adminUrl, queuePrefix: prefix }), 'receiver');
   // The API, as the receiver runs it (its own user may write every control key).
   api = new OperatorActions({
     redis: admin,
@@ -108,8 +81,7 @@ afterAll(async () => {
   await stored?.close();
   nodeA?.disconnect();
   admin?.disconnect();
-  server?.kill('SIGTERM');
-  if (dir) rmSync(dir, { recursive: true, force: true });
+  await redis?.stop();
 });
 
 /** ACL LOG entries (refusals) of the node's user since the last reset. */

@@ -1,11 +1,10 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { REDIS_USERS, renderRedisAcl } from '../../../../scripts/deploy/redis-acl.ts';
-import { freePort, redisAnswers } from '../../../../scripts/lib/local-redis.ts';
 import type { RemediationJob } from '../../../../src/core/catalogue/jobs.ts';
 import { nodeQueueName } from '../../../../src/core/catalogue/queues.ts';
 import { nodeUserName, nodeUsersKey } from '../../../../src/adapters/redis/node-user-acl.ts';
@@ -21,6 +20,7 @@ import { topologiesAvailable } from '../../../support/redis-topology.ts';
 import { testSealer } from '../../../support/trust.ts';
 import { waitFor } from '../../../support/wait.ts';
 import { rawQueue } from '../../../support/raw-jobs.ts';
+import { type AclRedis, startAclRedis } from '../../../support/acl-redis.ts';
 
 // Issue 30, node-scoped Redis identity, wired end to end: with REDIS_NODE_USERS the receiver
 // (as its own ACL user of the deploy file) creates the enrolling node's Redis user, hands its
@@ -38,8 +38,8 @@ describe.skipIf(skip)("enrolment hands each agent its own node's Redis user (RED
   const prefix = uniquePrefix('enrolacl');
   const passwords = { receiver: 'pw-receiver-5511', 'cluster-worker': 'pw-cluster-5512', 'node-agent': 'pw-agent-5513' };
   const files = writeControlKeys();
+  let redis: AclRedis | undefined;
   let dir: string;
-  let server: ChildProcess;
   let port: number;
   let admin: Redis;
   let api: FakeKubeApi;
@@ -82,32 +82,9 @@ describe.skipIf(skip)("enrolment hands each agent its own node's Redis user (RED
   };
 
   beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'vm-enrol-acl-'));
-    writeFileSync(join(dir, 'users.acl'), `${renderRedisAcl({ prefix, passwords })}user vmtest-admin on >admin-pw ~* &* +@all\n`);
-    port = await freePort();
-    server = spawn(
-      'redis-server',
-      [
-        '--port',
-        String(port),
-        '--bind',
-        '127.0.0.1',
-        '--save',
-        '',
-        '--appendonly',
-        'no',
-        '--dir',
-        dir,
-        '--maxmemory-policy',
-        'noeviction',
-        '--aclfile',
-        join(dir, 'users.acl'),
-      ],
-      { stdio: 'ignore' },
-    );
-    const adminUrl = `redis://vmtest-admin:admin-pw@127.0.0.1:${port}`;
-    for (let i = 0; i < 100 && !(await redisAnswers(adminUrl)); i++) await new Promise((r) => setTimeout(r, 50));
-    admin = new Redis(adminUrl);
+    redis = await startAclRedis({ acl: renderRedisAcl({ prefix, passwords }), name: 'vm-enrol-acl' });
+    ({ dir, port } = redis);
+    admin = new Redis(redis.adminUrl);
     api = await startFakeKubeApi();
     api.addUser('token-a', user('node-a'));
     api.addUser('token-b', user('node-b'));
@@ -147,8 +124,7 @@ describe.skipIf(skip)("enrolment hands each agent its own node's Redis user (RED
     if (kubeconfigBefore === undefined) delete process.env['KUBECONFIG'];
     else process.env['KUBECONFIG'] = kubeconfigBefore;
     admin?.disconnect();
-    server?.kill('SIGTERM');
-    if (dir) rmSync(dir, { recursive: true, force: true });
+    await redis?.stop();
   });
 
   it("the enrolled agent runs its node's work as its own Redis user, which is refused everything of another node and the shared records", async () => {

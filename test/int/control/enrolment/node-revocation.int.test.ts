@@ -1,11 +1,10 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { REDIS_USERS, renderRedisAcl } from '../../../../scripts/deploy/redis-acl.ts';
-import { freePort, redisAnswers } from '../../../../scripts/lib/local-redis.ts';
 import { nodeUserName } from '../../../../src/adapters/redis/node-user-acl.ts';
 import { GENERATIONS_POLL_MS, nodeGenerationKeys } from '../../../../src/adapters/redis/node-generations.ts';
 import { ControlsStore } from '../../../../src/adapters/controls/controls-store.ts';
@@ -26,6 +25,7 @@ import { startOperators, VIEWERS, type Operators } from '../../../testkit/operat
 import { topologiesAvailable } from '../../../support/redis-topology.ts';
 import { rawQueue } from '../../../support/raw-jobs.ts';
 import { testJobs } from '../../../testkit/jobs.ts';
+import { type AclRedis, startAclRedis } from '../../../support/acl-redis.ts';
 
 // Issue 44, item 5: a node's credentials can be revoked. Against real processes: a redis-server
 // with the chart's rendered ACL, the real receiver (enrolment, per-node Redis users, the Node
@@ -60,8 +60,8 @@ describe.skipIf(skip)("a node's credentials can be revoked (issue 44, item 5)", 
   const prefix = `vmrevoke${process.pid}`;
   const passwords = { receiver: 'pw-receiver-7711', 'cluster-worker': 'pw-cluster-7712', 'node-agent': 'pw-agent-7713' };
   const files = writeControlKeys();
+  let redis: AclRedis | undefined;
   let dir: string;
-  let server: ChildProcess;
   let port: number;
   let admin: Redis;
   let ops: Operators;
@@ -174,17 +174,9 @@ describe.skipIf(skip)("a node's credentials can be revoked (issue 44, item 5)", 
   };
 
   beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'vm-revoke-'));
-    writeFileSync(join(dir, 'users.acl'), `${renderRedisAcl({ prefix, passwords })}user vmtest-admin on >admin-pw ~* &* +@all\n`);
-    port = await freePort();
-    server = spawn(
-      'redis-server',
-      ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, '--aclfile', join(dir, 'users.acl')],
-      { stdio: 'ignore' },
-    );
-    const adminUrl = `redis://vmtest-admin:admin-pw@127.0.0.1:${port}`;
-    for (let i = 0; i < 100 && !(await redisAnswers(adminUrl)); i++) await new Promise((r) => setTimeout(r, 50));
-    admin = new Redis(adminUrl);
+    redis = await startAclRedis({ acl: renderRedisAcl({ prefix, passwords }), name: 'vm-revoke' });
+    ({ dir, port } = redis);
+    admin = new Redis(redis.adminUrl);
     ops = await startOperators();
     writeFileSync(join(dir, 'kubeconfig'), ops.api.kubeConfig().exportConfig());
     process.env['KUBECONFIG'] = join(dir, 'kubeconfig');
@@ -211,8 +203,7 @@ describe.skipIf(skip)("a node's credentials can be revoked (issue 44, item 5)", 
     if (kubeconfigBefore === undefined) delete process.env['KUBECONFIG'];
     else process.env['KUBECONFIG'] = kubeconfigBefore;
     admin?.disconnect();
-    server?.kill('SIGTERM');
-    if (dir) rmSync(dir, { recursive: true, force: true });
+    await redis?.stop();
   });
 
   it("a deleted Node's token, Redis password and keys are worth nothing, also within the enrolment cache's hour; the Node made again enrols anew", async () => {
