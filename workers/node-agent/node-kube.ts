@@ -1,19 +1,32 @@
-import { KubeLookups } from '../../src/adapters/kube/api/kube-lookups.ts';
+import type { EventsApi } from '../../src/adapters/kube/api/apis.ts';
+import { type KubeApis, KubeLookups } from '../../src/adapters/kube/api/kube-lookups.ts';
 import { JobEventRecorder } from '../../src/adapters/kube/job-events.ts';
+import type { ClusterLookups, PodInfo } from '../../src/adapters/kube/lookups.ts';
 import type { LookupsOf } from '../../src/adapters/kube/rbac.ts';
+import { restApis } from '../../src/adapters/kube/rest/apis.ts';
+import { inClusterRest } from '../../src/adapters/kube/rest/in-cluster.ts';
 import type { Logger } from '../../src/adapters/observability/logger.ts';
+import { inCluster } from '../../src/core/config/in-cluster.ts';
+import { RefusedError } from '../../src/core/errors.ts';
 import type { JobEventSink } from '../engine/job-event-sink.ts';
 import type { NodeLabels } from '../runbooks/local-pv-placeholder/node-labels.ts';
-import { agentKubeApis } from './kube-apis.ts';
-import { KubeAttachedVolumes } from './kube-attached-volumes.ts';
-import { KubeNodeLabels } from './kube-node-labels.ts';
-import { KubeNodePods } from './kube-node-pods.ts';
-import type { NodeRegistryDeps } from './registry.ts';
+import type { NodePods } from '../runbooks/rbd-unmap/node-pods.ts';
+import type { AttachedVolumes } from '../runbooks/residual-multipath-cleanup/attached-volumes.ts';
 
 // What the node agent learns from the API server, in a pod (or with KUBECONFIG): its node's
 // labels, VolumeAttachments and pods, and where its jobs' Events go. Elsewhere labels come from
 // NODE_LABELS, attachments are unknown and the RBD node half refuses (it cannot tell stale mounts
 // from live ones).
+
+/** What the runbooks read from the cluster (registry.ts); each one missing has its answer there. */
+export interface NodeRegistryDeps {
+  /** Where the node's labels come from: the Kubernetes API in a cluster; NODE_LABELS otherwise. */
+  nodeLabels?: NodeLabels;
+  /** The node's VolumeAttachments as WWIDs: the Kubernetes API in a cluster; unknown otherwise. */
+  attachedVolumes?: AttachedVolumes;
+  /** The pods on the node: the Kubernetes API in a cluster; without it the RBD node half refuses. */
+  nodePods?: NodePods;
+}
 
 export interface NodeKube {
   inCluster: boolean;
@@ -35,4 +48,82 @@ export async function nodeKube(node: string, log: Logger): Promise<NodeKube> {
     events: new JobEventRecorder({ events: clients.events, instance: node, log }),
     deps: { nodeLabels, attachedVolumes: new KubeAttachedVolumes(lookups), nodePods: new KubeNodePods(lookups) },
   };
+}
+
+// The node agent's Kubernetes access. In a pod (its DaemonSet): the small REST client of
+// src/adapters/kube/rest/ with the service account, so @kubernetes/client-node's memory is never
+// loaded on the nodes. With a KUBECONFIG (a developer's machine): client-node, loaded only then,
+// because it understands every kubeconfig form (exec plugins, client certificates, contexts).
+// Neither: undefined (labels from NODE_LABELS, attachments unknown, the RBD node half refuses).
+
+type AgentKubeApis = KubeApis & { events: EventsApi };
+
+export async function agentKubeApis(env: Readonly<Record<string, string | undefined>> = process.env): Promise<AgentKubeApis | undefined> {
+  if (inCluster(env)) return restApis(inClusterRest(env));
+  if (env['KUBECONFIG']) {
+    const { kubeClients, loadKubeConfig } = await import('../../src/adapters/kube/kube-config.ts');
+    return kubeClients(loadKubeConfig(env));
+  }
+  return undefined;
+}
+
+/** The node's labels as the API server has them: whether a node opted in is read per job, so a label change needs no restart. */
+export class KubeNodeLabels implements NodeLabels {
+  readonly #lookups: Pick<ClusterLookups, 'node'>;
+
+  constructor(lookups: Pick<ClusterLookups, 'node'>) {
+    this.#lookups = lookups;
+  }
+
+  async labelsOf(node: string): Promise<Readonly<Record<string, string>> | null> {
+    return (await this.#lookups.node(node))?.labels ?? null;
+  }
+}
+
+/**
+ * The LUNs Kubernetes still wants on a node: the WWNs of its attached VolumeAttachments, from the
+ * attachment's metadata or its PV. If any attached volume's WWN cannot be told, the answer is
+ * 'unknown' rather than a partial set: a partial set would read as "not claimed" for exactly the
+ * LUN we could not resolve.
+ */
+export class KubeAttachedVolumes implements AttachedVolumes {
+  readonly #lookups: Pick<ClusterLookups, 'volumeAttachmentsOnNode' | 'persistentVolume'>;
+
+  constructor(lookups: Pick<ClusterLookups, 'volumeAttachmentsOnNode' | 'persistentVolume'>) {
+    this.#lookups = lookups;
+  }
+
+  async wwidsAttachedTo(node: string): Promise<Set<string> | 'unknown'> {
+    const wwids = new Set<string>();
+    for (const va of await this.#lookups.volumeAttachmentsOnNode(node)) {
+      if (!va.attached) continue;
+      const wwn = va.wwn ?? (va.pv ? (await this.#lookups.persistentVolume(va.pv))?.wwn : undefined);
+      if (!wwn) return 'unknown';
+      wwids.add(wwn);
+    }
+    return wwids;
+  }
+}
+
+/** The pods Kubernetes has on a node, from the API server. */
+class KubeNodePods implements NodePods {
+  readonly #lookups: Pick<ClusterLookups, 'podsOnNode'>;
+
+  constructor(lookups: Pick<ClusterLookups, 'podsOnNode'>) {
+    this.#lookups = lookups;
+  }
+
+  podsOnNode(node: string): Promise<PodInfo[]> {
+    return this.#lookups.podsOnNode(node);
+  }
+}
+
+/**
+ * Without cluster access the agent cannot tell a stale kubelet mount (its pod is gone) from a live
+ * one: an empty pod list would make every mount look stale. So the RBD node half refuses.
+ */
+export class UnknownNodePods implements NodePods {
+  async podsOnNode(): Promise<PodInfo[]> {
+    throw new RefusedError(['the pods on this node cannot be known without access to the Kubernetes API, so stale mounts cannot be told from live ones']);
+  }
 }

@@ -1,30 +1,16 @@
 import type { NodeAgentConfig } from '../../src/core/config/schema.ts';
 import type { Logger } from '../../src/adapters/observability/logger.ts';
 import { createRealHost } from '../host/index.ts';
-import { createLocalPvPlaceholder, InMemoryNodeLabels, type NodeLabels } from '../runbooks/local-pv-placeholder/index.ts';
-import {
-  createResidualMultipathCleanup,
-  DEFAULT_VICTIM_OPENERS,
-  InMemoryAttachedVolumes,
-  type AttachedVolumes,
-} from '../runbooks/residual-multipath-cleanup/index.ts';
-import { createRbdUnmap, type NodePods } from '../runbooks/rbd-unmap/index.ts';
+import { createLocalPvPlaceholder, InMemoryNodeLabels } from '../runbooks/local-pv-placeholder/index.ts';
+import { createResidualMultipathCleanup, DEFAULT_VICTIM_OPENERS, InMemoryAttachedVolumes } from '../runbooks/residual-multipath-cleanup/index.ts';
+import { createRbdUnmap } from '../runbooks/rbd-unmap/index.ts';
 import type { RunbookHandler } from '../engine/registry.ts';
 import type { NodeRunbookName } from './node-runbooks.ts';
-import { UnknownNodePods } from './kube-node-pods.ts';
+import { type NodeRegistryDeps, UnknownNodePods } from './node-kube.ts';
 
 // The runbooks this node agent carries. A runbook missing here makes its jobs fail visibly as
 // `not implemented` (see engine/runbook-worker.ts), never succeed silently. main.ts imports this
 // module on the first job (engine/lazy-registry.ts), under the names of node-runbooks.ts.
-
-export interface NodeRegistryDeps {
-  /** Where the node's labels come from: the Kubernetes API in a cluster; NODE_LABELS otherwise. */
-  nodeLabels?: NodeLabels;
-  /** The node's VolumeAttachments as WWIDs: the Kubernetes API in a cluster; unknown otherwise. */
-  attachedVolumes?: AttachedVolumes;
-  /** The pods on the node: the Kubernetes API in a cluster; without it the RBD node half refuses. */
-  nodePods?: NodePods;
-}
 
 function optInLabel(config: Pick<NodeAgentConfig, 'placeholderOptInLabel'>): { key: string; value: string } {
   const i = config.placeholderOptInLabel.indexOf('=');

@@ -1,5 +1,5 @@
 export { createRbdUnmap } from './handler.ts';
-export { InMemoryNodePods, type NodePods } from './node-pods.ts';
+export { InMemoryNodePods } from './node-pods.ts';
 export type { UnmapPolicy } from './policy.ts';
 export { podUidOfCgroup } from '../../host/proc-facts.ts';
 export { parseMountinfo } from '../../host/mountinfo.ts';

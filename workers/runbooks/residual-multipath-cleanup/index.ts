@@ -1,3 +1,3 @@
 export { createResidualMultipathCleanup } from './handler.ts';
-export { InMemoryAttachedVolumes, type AttachedVolumes } from './attached-volumes.ts';
+export { InMemoryAttachedVolumes } from './attached-volumes.ts';
 export { DEFAULT_VICTIM_OPENERS } from './policy.ts';

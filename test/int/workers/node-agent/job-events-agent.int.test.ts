@@ -44,7 +44,7 @@ describe('the node agent records job Events on the Node', () => {
       config: testConfig({ redisUrl: redisUrl(), queuePrefix: prefix, nodeName: node }),
       registry: { 'residual-multipath-cleanup': handler },
       log: silent,
-      // The agent's own client (workers/node-agent/kube-apis.ts uses src/adapters/kube/rest in a pod).
+      // The agent's own client (workers/node-agent/node-kube.ts uses src/adapters/kube/rest in a pod).
       events: new JobEventRecorder({
         events: restApis(new KubeRest({ server: api.url, token: () => 'fake-token' })).events,
         instance: node,

@@ -15,7 +15,7 @@ import { PlaceholderRecord } from '../../../../workers/runbooks/local-pv-placeho
 // What the node agent loads at start is what it holds while idle (bench:agent-rss). Its static
 // import closure, from main.ts, must not reach what only a job needs (the runbooks' registry,
 // execa, the Kubernetes client, the YAML parser: imported on first use by engine/lazy-registry.ts,
-// host/run-command.ts, node-agent/kube-apis.ts, core/config/load.ts), nor prom-client (the
+// host/run-command.ts, node-agent/node-kube.ts, core/config/load.ts), nor prom-client (the
 // receiver's; the workers' series are adapters/observability/lean-exposition.ts), nor `import`
 // node:http, node:crypto or node:tls, whose ES module facades load Node's bundled undici, Web
 // Crypto and the bundled root certificates (adapters/http/node-http.ts, core/node-crypto.ts,
