@@ -7,10 +7,9 @@ import { CLUSTER_QUEUE } from '../../src/core/catalogue/queues.ts';
 import type { ClusterWorkerConfig } from '../../src/core/config/schema.ts';
 import { trustFromConfig } from '../../src/core/trust/from-config.ts';
 import { GenerationTable } from '../../src/core/trust/key-generations.ts';
-import { createAgentWorker } from '../agent-bootstrap/agent-worker.ts';
 import { agentEnqueuer } from '../agent-bootstrap/enqueuer.ts';
 import type { EnrolledKeys } from '../engine/enrolled-keys.ts';
-import type { RunbookWorker } from '../engine/runbook-worker.ts';
+import { createAgentWorker, type RunbookWorker } from '../engine/runbook-worker.ts';
 import type { ClusterKube } from './cluster-kube.ts';
 import { defaultClusterRegistry } from './registry.ts';
 

@@ -3,12 +3,18 @@ import type { Logger } from '../../src/adapters/observability/logger.ts';
 import { createWorkerMetrics, type WorkerMetrics } from '../../src/adapters/observability/worker-metrics.ts';
 import { queueStatsKey } from '../../src/adapters/stats/job-stats.ts';
 import { RemediationJob, type RunbookName } from '../../src/core/catalogue/jobs.ts';
-import { keepFinished } from '../../src/core/catalogue/policy.ts';
+import { keepFinished, keepFor } from '../../src/core/catalogue/policy.ts';
 import { placementOfQueue } from '../../src/core/catalogue/queues.ts';
 import type { Mode, RunbookResult } from '../../src/core/catalogue/result.ts';
+import { modeOf } from '../../src/core/config/load.ts';
+import type { AgentConfig } from '../../src/core/config/schema.ts';
 import { JobParked, type JobConsumer, type TakenJob } from '../../src/core/jobs/job-store.ts';
+import type { Trust } from '../../src/core/trust/from-config.ts';
+import { join } from 'node:path';
+import { controlMemory, controlMemoryFile } from './control-memory.ts';
+import type { EnrolledKeys } from './enrolled-keys.ts';
 import { ParkedError } from './gate.ts';
-import { createJobControls, type JobControlsOptions } from './job-controls.ts';
+import { controlsFromConfig, createJobControls, type JobControlsOptions } from './job-controls.ts';
 import type { JobEventSink } from './job-event-sink.ts';
 import { startPresenceBeat } from './presence-beat.ts';
 import type { RunbookRegistry } from './registry.ts';
@@ -18,10 +24,13 @@ import type { StageDeps, WorkTrust } from './stages/deps.ts';
 import { failed } from './stages/failed.ts';
 import { park } from './stages/park.ts';
 import { controlTrust, refuseUntrusted, verifyTrust } from './stages/verify-trust.ts';
+import { seenWork } from './seen-work.ts';
 
 // The consumer of one queue that runs registered runbooks: shared by the node agent (its node's
 // queue) and the cluster worker (the cluster queue). It parses every job again (Redis is a
 // boundary), runs one job at a time, and says with its errors whether to retry (core/errors.ts).
+// createAgentWorker builds it as an agent's configuration says; createRunbookWorker takes every
+// option as it is (the tests of the engine and the runbooks).
 
 export interface RunbookWorkerOptions {
   queue: string;
@@ -152,4 +161,50 @@ export function createRunbookWorker(opts: RunbookWorkerOptions): RunbookWorker {
         await store.close();
       })()),
   };
+}
+
+// An agent's runbook worker as configuration says: the modes, the lock, how long finished jobs
+// stay, the operator controls, and the trust its work is verified with (keys from SIGNING_KEYS_DIR
+// or enrolment, replays remembered in STATE_DIR). What differs between the node agent and the
+// cluster worker (queue, runbooks, what a job must be to be theirs) is theirs to say.
+
+export interface AgentWorkerOptions extends Pick<RunbookWorkerOptions, 'queue' | 'ranOn' | 'registry' | 'accepts' | 'events'> {
+  as: 'node-agent' | 'cluster-worker';
+  config: AgentConfig;
+  /** The worker closes it when it closes. */
+  store: AgentStore;
+  trust: Trust;
+  enrolled?: EnrolledKeys | undefined;
+  /** Its file of finished work's seals in STATE_DIR (a replay is refused across restarts). */
+  seenFile: string;
+  /** More of the controls than configuration's (a node agent's node, its label, the receiver's breakers). */
+  controls?: Omit<NonNullable<RunbookWorkerOptions['controls']>, keyof ReturnType<typeof controlsFromConfig>>;
+  log: Logger;
+}
+
+export function createAgentWorker(o: AgentWorkerOptions): RunbookWorker {
+  const { config, trust, enrolled, log } = o;
+  if (trust.allowUnsigned) log.warn(`ALLOW_UNSIGNED_WORK=true: the ${o.as} runs work without a seal; anyone who can write to Redis can make it act`);
+  return createRunbookWorker({
+    queue: o.queue,
+    store: o.store,
+    ranOn: o.ranOn,
+    registry: o.registry,
+    modeOf: (runbook) => modeOf(config, runbook),
+    accepts: o.accepts,
+    lockDurationMs: config.lockDurationMs,
+    keepFinished: keepFor(config.dedupWindowMs[placementOfQueue(o.queue)]),
+    log,
+    controls: { ...controlsFromConfig(config), ...o.controls },
+    ...(o.events ? { events: o.events } : {}),
+    trust: {
+      ring: trust.ring,
+      controlRing: trust.controls.ring,
+      allowUnsigned: trust.allowUnsigned,
+      seen: seenWork(join(config.stateDir, o.seenFile), log),
+      controls: controlMemory(join(config.stateDir, controlMemoryFile(config.queuePrefix, o.as)), log),
+      ...(enrolled ? { onUnknownKey: () => enrolled.renewSoon() } : {}),
+      ...(trust.sealer ? { auditSealer: trust.sealer } : {}),
+    },
+  });
 }

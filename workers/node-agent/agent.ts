@@ -6,12 +6,11 @@ import { nodeQueueName } from '../../src/core/catalogue/queues.ts';
 import type { NodeAgentConfig } from '../../src/core/config/schema.ts';
 import { NODE_MODE_LABEL } from '../../src/core/controls/effective-mode.ts';
 import { trustFromConfig, type Trust } from '../../src/core/trust/from-config.ts';
-import { createAgentWorker } from '../agent-bootstrap/agent-worker.ts';
 import type { EnrolledKeys } from '../engine/enrolled-keys.ts';
 import type { JobEventSink } from '../engine/job-event-sink.ts';
 import { ReceiverBreakers } from '../engine/receiver-breakers.ts';
 import type { RunbookRegistry } from '../engine/registry.ts';
-import type { RunbookWorker } from '../engine/runbook-worker.ts';
+import { createAgentWorker, type RunbookWorker } from '../engine/runbook-worker.ts';
 import type { NodeLabels } from '../runbooks/local-pv-placeholder/node-labels.ts';
 
 // The node agent: one per node (a DaemonSet pod), consuming only its own node's queue, one job
