@@ -18,7 +18,7 @@ import { AlertmanagerPayload, alertmanagerSignals } from '../src/control/sources
 import { triage } from '../src/control/triage/triage.ts';
 import { InMemoryLookups } from '../src/adapters/kube/lookups.ts';
 import { Dispatcher } from '../src/adapters/jobstore/dispatcher.ts';
-import { jobOptions } from '../src/adapters/jobstore/job-options.ts';
+import { jobOptions } from '../src/adapters/jobstore/store-pipeline.ts';
 import { queueFor } from '../src/core/catalogue/queues.ts';
 import type { RemediationJob } from '../src/core/catalogue/jobs.ts';
 import { fill, groupedAlerts } from '../test/testkit/load-payloads.ts';

@@ -22,7 +22,7 @@ import { randomBytes } from 'node:crypto';
 import { AlertmanagerPayload, alertmanagerSignals } from '../src/control/sources/alertmanager.ts';
 import { triage } from '../src/control/triage/triage.ts';
 import { InMemoryLookups } from '../src/adapters/kube/lookups.ts';
-import { jobOptions } from '../src/adapters/jobstore/job-options.ts';
+import { jobOptions } from '../src/adapters/jobstore/store-pipeline.ts';
 import { BatchAdd, captureAdd, DATA_PLACEHOLDER, type BatchItem } from '../src/adapters/jobstore/batch-add.ts';
 import { queueFor } from '../src/core/catalogue/queues.ts';
 import { jobNode } from '../src/core/catalogue/jobs.ts';

@@ -5,7 +5,7 @@ import type { FoundJob, JobRef, JobState, JobStore, StoredJob } from '../../core
 import { knownQueuesKey } from '../redis/known-queues.ts';
 import type { RedisConnection } from '../redis/redis.ts';
 import { STATE_PLACES } from './bullmq-keys.ts';
-import { jobOptions } from './job-options.ts';
+import { jobOptions } from './store-pipeline.ts';
 
 // The job store's read and operator side on BullMQ, over the queues the dispatcher holds (one
 // Queue object per queue name, its connection shared).

@@ -6,9 +6,8 @@ import { placementOfQueue, queueFor } from '../../core/catalogue/queues.ts';
 import { MicroBatcher } from '../../core/collections/micro-batcher.ts';
 import { type Enqueued, type JobEnqueue, StoreUnavailableError } from '../../core/jobs/job-store.ts';
 import type { RedisConnection } from '../redis/redis.ts';
-import { enqueuedAnswer } from './job-options.ts';
 import { KnownJobs } from './known-jobs.ts';
-import { type PendingJob, StorePipeline, type StorePipelineOptions } from './store-pipeline.ts';
+import { enqueuedAnswer, type PendingJob, StorePipeline, type StorePipelineOptions } from './store-pipeline.ts';
 
 // Puts triaged jobs on their queues. The job id IS the idempotency key, so BullMQ itself folds a
 // repeat into the existing job for as long as that job is kept; completed and failed jobs are

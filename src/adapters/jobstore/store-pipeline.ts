@@ -1,5 +1,6 @@
-import { Job, Queue } from 'bullmq';
+import { Job, type JobsOptions, Queue } from 'bullmq';
 import type { RemediationJob } from '../../core/catalogue/jobs.ts';
+import { RUNBOOK_POLICY } from '../../core/catalogue/policy.ts';
 import { type Enqueued, StoreUnavailableError } from '../../core/jobs/job-store.ts';
 import type { Sealer } from '../../core/trust/seal.ts';
 import { sealedJobText } from '../../core/trust/work.ts';
@@ -7,7 +8,6 @@ import { knownQueuesKey } from '../redis/known-queues.ts';
 import type { RedisConnection } from '../redis/redis.ts';
 import type { ReplicaAck } from '../redis/replica-ack.ts';
 import { BatchAdd, captureAdd, DATA_PLACEHOLDER, type BatchIndex, type BatchItem, type BatchReply } from './batch-add.ts';
-import { enqueuedAnswer, jobOptions } from './job-options.ts';
 import type { KnownJobs } from './known-jobs.ts';
 
 // The store pipeline of the dispatcher (dispatcher.ts): one batch of jobs to Redis. Per batch:
@@ -16,6 +16,28 @@ import type { KnownJobs } from './known-jobs.ts';
 // when, immediately followed by BullMQ's own add script, which folds a repeat), the job replaced
 // where it outlived its window, the incident index, the replicas' acknowledgement, and then the
 // answers (each job remembered as known).
+
+/**
+ * BullMQ options of a job: its key as id (a repeat folds into it) and the runbook's retries.
+ * How long it is kept once finished (its deduplication window) is not the job's to say: the
+ * worker that finishes it keeps every finished job of its queue for the queue's window
+ * (catalogue/policy.ts `keepFinished`, workers/engine/runbook-worker.ts), which is what makes
+ * the window hold. bull-job-store.ts's add() (an operator's retry) takes them too.
+ */
+export function jobOptions(job: RemediationJob) {
+  const policy = RUNBOOK_POLICY[job.runbook];
+  return {
+    jobId: job.key,
+    attempts: policy.attempts,
+    backoff: { type: 'exponential', delay: policy.backoffMs, jitter: policy.jitter },
+  } satisfies JobsOptions;
+}
+
+/** The answer for a job put on `queueName`: stored as new, or folded into the job of the same key (also the dispatcher's for a job it knows). */
+export function enqueuedAnswer(job: RemediationJob, queueName: string, deduplicated: boolean): Enqueued {
+  const node = 'node' in job.target ? job.target.node : undefined;
+  return { id: job.key, queue: queueName, runbook: job.runbook, ...(node ? { node } : {}), key: job.key, deduplicated };
+}
 
 /**
  * A sorted set of the jobs stored as new (the console's incident index,
