@@ -26,16 +26,15 @@ import type { Mode, RunbookResult } from '../../src/core/catalogue/result.ts';
 import type { Verification } from '../../workers/engine/runbook.ts';
 import { RefusedError } from '../../src/core/errors.ts';
 import { createRealHost } from '../../workers/host/real-host.ts';
-import { createRbdStaleMapping, InMemoryNodeJobSink, InMemoryRbdLookups, parseListWatchers } from '../../workers/runbooks/rbd-stale-mapping/index.ts';
-import {
-  createRbdUnmap,
-  InMemoryNodePods,
-  isBusy,
-  isNotMapped,
-  parseMountinfo,
-  parseShowmappedJson,
-  parseShowmappedText,
-} from '../../workers/runbooks/rbd-unmap/index.ts';
+import { createRbdStaleMapping } from '../../workers/runbooks/rbd-stale-mapping/handler.ts';
+import { InMemoryNodeJobSink } from '../../workers/runbooks/rbd-stale-mapping/node-job-sink.ts';
+import { InMemoryRbdLookups } from '../../workers/runbooks/rbd-stale-mapping/rbd-lookups.ts';
+import { parseListWatchers } from '../../workers/runbooks/rbd-stale-mapping/watchers.ts';
+import { createRbdUnmap } from '../../workers/runbooks/rbd-unmap/handler.ts';
+import { InMemoryNodePods } from '../../workers/runbooks/rbd-unmap/node-pods.ts';
+import { isBusy, isNotMapped } from '../../workers/runbooks/rbd-unmap/unmap-error.ts';
+import { parseMountinfo } from '../../workers/host/mountinfo.ts';
+import { parseShowmappedJson, parseShowmappedText } from '../../workers/runbooks/rbd-unmap/showmapped.ts';
 import type { RunbookContext } from '../../workers/engine/registry.ts';
 import { cephUnavailable, startCeph, type TestCeph } from '../support/ceph.ts';
 import { writeFixtureDir, type CapturedFile } from './capture.ts';

@@ -1,8 +1,9 @@
 import type { ClusterWorkerConfig } from '../../src/core/config/schema.ts';
 import type { LookupsOf } from '../../src/adapters/kube/rbac.ts';
 import type { JobEnqueue } from '../../src/core/jobs/job-store.ts';
-import { createRealHost } from '../host/index.ts';
-import { createRbdStaleMapping, rbdLookups } from '../runbooks/rbd-stale-mapping/index.ts';
+import { createRealHost } from '../host/real-host.ts';
+import { createRbdStaleMapping } from '../runbooks/rbd-stale-mapping/handler.ts';
+import { rbdLookups } from '../runbooks/rbd-stale-mapping/rbd-lookups.ts';
 import type { RunbookRegistry } from '../engine/registry.ts';
 
 // The runbooks of the cluster worker: the cluster-side steps that need Ceph credentials or the

@@ -3,7 +3,7 @@ import { ConfigError } from '../../src/core/config/load.ts';
 import { agentEnqueuer } from '../agent-bootstrap/enqueuer.ts';
 import { runAgent } from '../agent-bootstrap/run-agent.ts';
 import { lazyRegistry } from '../engine/lazy-registry.ts';
-import { createRealHost } from '../host/index.ts';
+import { createRealHost } from '../host/real-host.ts';
 import { createNodeAgent } from './agent.ts';
 import { nodeKube } from './node-kube.ts';
 import { NODE_RUNBOOKS } from './node-runbooks.ts';

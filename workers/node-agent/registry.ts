@@ -1,9 +1,12 @@
 import type { NodeAgentConfig } from '../../src/core/config/schema.ts';
 import type { Logger } from '../../src/adapters/observability/logger.ts';
-import { createRealHost } from '../host/index.ts';
-import { createLocalPvPlaceholder, InMemoryNodeLabels } from '../runbooks/local-pv-placeholder/index.ts';
-import { createResidualMultipathCleanup, DEFAULT_VICTIM_OPENERS, InMemoryAttachedVolumes } from '../runbooks/residual-multipath-cleanup/index.ts';
-import { createRbdUnmap } from '../runbooks/rbd-unmap/index.ts';
+import { createRealHost } from '../host/real-host.ts';
+import { createLocalPvPlaceholder } from '../runbooks/local-pv-placeholder/handler.ts';
+import { InMemoryNodeLabels } from '../runbooks/local-pv-placeholder/node-labels.ts';
+import { createResidualMultipathCleanup } from '../runbooks/residual-multipath-cleanup/handler.ts';
+import { DEFAULT_VICTIM_OPENERS } from '../runbooks/residual-multipath-cleanup/policy.ts';
+import { InMemoryAttachedVolumes } from '../runbooks/residual-multipath-cleanup/attached-volumes.ts';
+import { createRbdUnmap } from '../runbooks/rbd-unmap/handler.ts';
 import type { RunbookHandler } from '../engine/registry.ts';
 import type { NodeRunbookName } from './node-runbooks.ts';
 import { type NodeRegistryDeps, UnknownNodePods } from './node-kube.ts';

@@ -11,6 +11,7 @@ import { StoredAuditEntry } from '../../../../src/core/controls/audit-seal.ts';
 import { Seal } from '../../../../src/core/trust/seal.ts';
 import { IntentRecord } from '../../../../workers/runbooks/residual-multipath-cleanup/intents.ts';
 import { PlaceholderRecord } from '../../../../workers/runbooks/local-pv-placeholder/record.ts';
+import { NODE_RUNBOOKS } from '../../../../workers/node-agent/node-runbooks.ts';
 
 // What the node agent loads at start is what it holds while idle (bench:agent-rss). Its static
 // import closure, from main.ts, must not reach what only a job needs (the runbooks' registry,
@@ -56,7 +57,9 @@ describe("the node agent's start path", () => {
         m === 'yaml' ||
         m === '@kubernetes/client-node' ||
         m === 'workers/node-agent/registry.ts' ||
-        /^workers\/runbooks\/[^/]+\/index\.ts$/.test(m),
+        // A runbook is its handler (observe -> plan -> act -> verify); the agent's own checks may
+        // share its observation modules, never the handler.
+        /^workers\/runbooks\/[^/]+\/handler\.ts$/.test(m),
     );
     expect(jobOnly).toEqual([]);
   });
@@ -68,7 +71,8 @@ describe("the node agent's start path", () => {
 
   it('would see a static import of one of them', () => {
     expect(staticClosure('src/control/receiver/listen.ts')).toContain('src/control/receiver/listen.ts -> node:http');
-    expect(staticClosure('workers/node-agent/registry.ts')).toContain('workers/runbooks/rbd-unmap/index.ts');
+    const fromRegistry = staticClosure('workers/node-agent/registry.ts');
+    for (const runbook of NODE_RUNBOOKS) expect(fromRegistry).toContain(`workers/runbooks/${runbook}/handler.ts`);
     expect(staticClosure('workers/host/real-host.ts')).not.toContain('execa');
     expect([..."import { execa } from 'execa';\nimport type { X } from 'yaml';\n".matchAll(VALUE_IMPORT)].map((m) => m[1])).toEqual(['execa']);
   });

@@ -11,7 +11,8 @@ import { createLogger } from '../../../../../src/adapters/observability/logger.t
 import { createNodeAgent } from '../../../../../workers/node-agent/agent.ts';
 import { createRealHost } from '../../../../../workers/host/real-host.ts';
 import { parseLosetupList } from '../../../../../workers/runbooks/local-pv-placeholder/loops.ts';
-import { createLocalPvPlaceholder, DEFAULT_OPT_IN_LABEL, InMemoryNodeLabels } from '../../../../../workers/runbooks/local-pv-placeholder/index.ts';
+import { createLocalPvPlaceholder } from '../../../../../workers/runbooks/local-pv-placeholder/handler.ts';
+import { DEFAULT_OPT_IN_LABEL, InMemoryNodeLabels } from '../../../../../workers/runbooks/local-pv-placeholder/node-labels.ts';
 import { testConfig } from '../../../../support/config.ts';
 import { dropPrefix, redisUrl, uniquePrefix } from '../../../../support/redis.ts';
 import { getJson, post } from '../../../../testkit/payloads.ts';

@@ -11,12 +11,9 @@ import { RefusedError } from '../../../../../src/core/errors.ts';
 import { RunbookFailedError } from '../../../../../workers/engine/runbook-failed-error.ts';
 import { createRealHost } from '../../../../../workers/host/real-host.ts';
 import { parseLosetupList } from '../../../../../workers/runbooks/local-pv-placeholder/loops.ts';
-import {
-  createLocalPvPlaceholder,
-  DEFAULT_OPT_IN_LABEL,
-  InMemoryNodeLabels,
-  PlaceholderStore,
-} from '../../../../../workers/runbooks/local-pv-placeholder/index.ts';
+import { createLocalPvPlaceholder } from '../../../../../workers/runbooks/local-pv-placeholder/handler.ts';
+import { DEFAULT_OPT_IN_LABEL, InMemoryNodeLabels } from '../../../../../workers/runbooks/local-pv-placeholder/node-labels.ts';
+import { PlaceholderStore } from '../../../../../workers/runbooks/local-pv-placeholder/record-store.ts';
 import type { RunbookContext } from '../../../../../workers/engine/registry.ts';
 
 // The placeholder runbook on REAL loop devices. The host root is a temporary folder, so the

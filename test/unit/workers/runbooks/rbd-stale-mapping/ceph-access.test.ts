@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { FakeHost } from '../../../../testkit/fake-host.ts';
-import { createCephHost } from '../../../../../workers/runbooks/rbd-stale-mapping/index.ts';
+import { createCephHost } from '../../../../../workers/runbooks/rbd-stale-mapping/ceph-access.ts';
 
 describe('Ceph access', () => {
   it('adds --conf/--keyring/--id to Ceph tools only, and the record shows neither the arguments nor the values', async () => {

@@ -1,5 +1,5 @@
 import type { RbdStaleMappingJob } from '../../../../../src/core/catalogue/jobs.ts';
-import type { StaleMappingFacts, WatcherFact } from '../../../../../workers/runbooks/rbd-stale-mapping/index.ts';
+import type { StaleMappingFacts, WatcherFact } from '../../../../../workers/runbooks/rbd-stale-mapping/facts.ts';
 
 export const job: RbdStaleMappingJob = {
   version: 1,

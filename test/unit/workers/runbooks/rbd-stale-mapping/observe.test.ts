@@ -6,13 +6,11 @@ import { RefusedError } from '../../../../../src/core/errors.ts';
 import { ParkedError } from '../../../../../workers/engine/gate.ts';
 import { RunbookFailedError } from '../../../../../workers/engine/runbook-failed-error.ts';
 import { FakeHost } from '../../../../testkit/fake-host.ts';
-import {
-  createRbdStaleMapping,
-  InMemoryNodeJobSink,
-  InMemoryRbdLookups,
-  type StaleMappingFacts,
-  type StaleMappingPolicy,
-} from '../../../../../workers/runbooks/rbd-stale-mapping/index.ts';
+import { createRbdStaleMapping } from '../../../../../workers/runbooks/rbd-stale-mapping/handler.ts';
+import { InMemoryNodeJobSink } from '../../../../../workers/runbooks/rbd-stale-mapping/node-job-sink.ts';
+import { InMemoryRbdLookups } from '../../../../../workers/runbooks/rbd-stale-mapping/rbd-lookups.ts';
+import type { StaleMappingFacts } from '../../../../../workers/runbooks/rbd-stale-mapping/facts.ts';
+import type { StaleMappingPolicy } from '../../../../../workers/runbooks/rbd-stale-mapping/policy.ts';
 import type { RunbookContext } from '../../../../../workers/engine/registry.ts';
 import { cephFixture } from './ceph-fixture.ts';
 import { job } from './facts.fixture.ts';

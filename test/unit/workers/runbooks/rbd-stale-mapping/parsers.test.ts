@@ -1,17 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { isCephClientAddress } from '../../../../../src/core/catalogue/names.ts';
 import { isReadOnlyCommand } from '../../../../../workers/host/read-only-commands.ts';
-import {
-  ipOf,
-  isNoSuchImage,
-  parseBlocklistJson,
-  parseBlocklistText,
-  parseListWatchers,
-  parseRbdInfoJson,
-  parseRbdInfoText,
-  parseRbdStatusJson,
-  parseRbdStatusText,
-} from '../../../../../workers/runbooks/rbd-stale-mapping/index.ts';
+import { ipOf, parseListWatchers, parseRbdStatusJson, parseRbdStatusText } from '../../../../../workers/runbooks/rbd-stale-mapping/watchers.ts';
+import { isNoSuchImage, parseRbdInfoJson, parseRbdInfoText } from '../../../../../workers/runbooks/rbd-stale-mapping/rbd-info.ts';
+import { parseBlocklistJson, parseBlocklistText } from '../../../../../workers/runbooks/rbd-stale-mapping/blocklist.ts';
 import { cephFixture } from './ceph-fixture.ts';
 
 // Parsers on output captured from a real Ceph 16.2.15 (Debian 12), one-node cluster on loopback.

@@ -2,7 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { RbdUnmapJob } from '../../../../../src/core/catalogue/jobs.ts';
 import { queueFor } from '../../../../../src/core/catalogue/queues.ts';
 import { judgeEvidence } from '../../../../../workers/engine/judge-evidence.ts';
-import { plan, unmapJobKey, type StaleMappingStep } from '../../../../../workers/runbooks/rbd-stale-mapping/index.ts';
+import { plan, unmapJobKey } from '../../../../../workers/runbooks/rbd-stale-mapping/plan.ts';
+import type { StaleMappingStep } from '../../../../../workers/runbooks/rbd-stale-mapping/step.ts';
 import { facts, job, watcher } from './facts.fixture.ts';
 
 // facts() are observed at 15:00:00; worker-3 has been Unknown since 14:40 (20 min, past the 300 s grace).

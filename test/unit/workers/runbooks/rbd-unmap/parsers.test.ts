@@ -1,13 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import {
-  isBusy,
-  isNotMapped,
-  parseMountinfo,
-  parseShowmappedJson,
-  parseShowmappedText,
-  podUidOfCgroup,
-} from '../../../../../workers/runbooks/rbd-unmap/index.ts';
-import { parseListWatchers, parseRbdStatusJson } from '../../../../../workers/runbooks/rbd-stale-mapping/index.ts';
+import { isBusy, isNotMapped } from '../../../../../workers/runbooks/rbd-unmap/unmap-error.ts';
+import { parseMountinfo } from '../../../../../workers/host/mountinfo.ts';
+import { parseShowmappedJson, parseShowmappedText } from '../../../../../workers/runbooks/rbd-unmap/showmapped.ts';
+import { podUidOfCgroup } from '../../../../../workers/host/proc-facts.ts';
+import { parseListWatchers, parseRbdStatusJson } from '../../../../../workers/runbooks/rbd-stale-mapping/watchers.ts';
 import { FakeHost } from '../../../../testkit/fake-host.ts';
 import { sysfsMappings } from '../../../../../workers/runbooks/rbd-unmap/sysfs-mappings.ts';
 import { cephFixture } from '../rbd-stale-mapping/ceph-fixture.ts';

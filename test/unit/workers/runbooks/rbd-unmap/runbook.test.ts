@@ -5,7 +5,9 @@ import type { Mode } from '../../../../../src/core/catalogue/result.ts';
 import type { PodInfo } from '../../../../../src/adapters/kube/lookups.ts';
 import { RefusedError } from '../../../../../src/core/errors.ts';
 import type { FakeHost } from '../../../../testkit/fake-host.ts';
-import { createRbdUnmap, InMemoryNodePods, type UnmapPolicy } from '../../../../../workers/runbooks/rbd-unmap/index.ts';
+import { createRbdUnmap } from '../../../../../workers/runbooks/rbd-unmap/handler.ts';
+import { InMemoryNodePods } from '../../../../../workers/runbooks/rbd-unmap/node-pods.ts';
+import type { UnmapPolicy } from '../../../../../workers/runbooks/rbd-unmap/policy.ts';
 import type { RunbookContext } from '../../../../../workers/engine/registry.ts';
 import { fakeNode, GLOBAL_MOUNT, POD_MOUNT, STALE_POD } from './fake-node.ts';
 
