@@ -5,5 +5,5 @@ import type * as Http from 'node:http';
 // export, and node:http's lazy WebSocket, CloseEvent and MessageEvent getters then load Node's
 // bundled undici, which an agent that never opens a WebSocket holds for good (part of an idle
 // node agent's RSS: bench/README.md, "Figures behind the code"). Same module, same types; only what loads differs.
-// Code on the agents' path takes node:http from here (test/unit/architecture).
+// Code on the agents' path takes node:http from here (test/unit/repo/architecture).
 export const http = createRequire(import.meta.url)('node:http') as typeof Http;

@@ -33,7 +33,7 @@ describe('receiver with a real Redis', () => {
     ])
       .addPod({ namespace: 'shop', name: 'web-0', node: 'worker-e', claims: ['data-web-0'], waiting: [] })
       .addClaim({ namespace: 'shop', name: 'data-web-0', volumeName: 'pvc-1', accessModes: ['ReadWriteOnce'] });
-    // Job reads are an operator's: OPERATOR_AUTH=insecure here (identity is test/int/operator-identity's subject).
+    // Job reads are an operator's: OPERATOR_AUTH=insecure here (identity is test/int/control/auth/operator-identity.int.test.ts's subject).
     receiver = await startReceiver(testConfig({ redisUrl: redisUrl(), queuePrefix: prefix, tokens: [TOKEN], operatorAuth: 'insecure' }), {
       lookups,
     });
