@@ -4,6 +4,10 @@
 // The optional fields end at the first lone `-` after the sixth field. Paths escape space, tab,
 // newline and backslash as octal (`\040`), so a field never holds a space. A line that does not
 // have this shape is skipped, never guessed at.
+// Two option lists, because they disagree on purpose: the mount's own (`ro` when it was mounted or
+// bind-mounted read-only) and the file system's (`ro` when the kernel turned the whole file system
+// read-only, e.g. ext4's errors=remount-ro on older kernels; newer ones keep `rw` and add
+// `emergency_ro`: test/fixtures/host/ext4-error-remount-ro/).
 
 export interface MountEntry {
   id: number;
@@ -15,6 +19,10 @@ export interface MountEntry {
   mountPoint: string;
   fsType: string;
   source: string;
+  /** The mount's own options (`rw`/`ro`, `nosuid`, `relatime`, ...). */
+  mountOptions: readonly string[];
+  /** The file system's (super block's) options, as the kernel shows them for this mount. */
+  superOptions: readonly string[];
 }
 
 const unescapeOctal = (s: string): string => s.replace(/\\([0-7]{3})/g, (_, o: string) => String.fromCharCode(Number.parseInt(o, 8)));
@@ -34,6 +42,8 @@ export function parseMountinfo(text: string): MountEntry[] {
       mountPoint: unescapeOctal(f[4] ?? ''),
       fsType: f[sep + 1] ?? '',
       source: unescapeOctal(f[sep + 2] ?? ''),
+      mountOptions: (f[5] ?? '').split(','),
+      superOptions: (f[sep + 3] ?? '').split(',').filter((o) => o !== ''),
     });
   }
   return out;
