@@ -1,10 +1,13 @@
 import type { DestinationStream } from 'pino';
 import { createLogger, type Logger } from '../../src/adapters/observability/logger.ts';
+import { terminalSafe } from '../../src/control/cli/terminal-safe.ts';
 
 // `npm start` is read by a person at a terminal: there its log lines are plain sentences, one a
 // line (time, level when not info, who, what, then the fields), and the start-up hint is a short
 // block of commands to paste. Piped or redirected, it writes pino's JSON lines as every deployed
-// process does, so a log collector or `jq` reads it unchanged.
+// process does, so a log collector or `jq` reads it unchanged. JSON escaped control characters;
+// plain lines do not, and log fields carry text from webhooks and hosts, so a plain line loses
+// them as the CLI's output does (terminalSafe).
 
 /** Where the trial writes: the terminal (process.stdout) or, in tests, any sink. */
 export interface Sink {
@@ -22,8 +25,12 @@ const value = (v: unknown): string => {
   return JSON.stringify(v);
 };
 
-/** One pino JSON line as a person reads it; a line that is not pino's JSON comes back as it was. */
+/** One pino JSON line as a person reads it, safe for a terminal; a line that is not pino's JSON comes back as it was, less control characters. */
 export function humanLine(line: string): string {
+  return terminalSafe(readable(line));
+}
+
+function readable(line: string): string {
   let rec: Record<string, unknown>;
   try {
     rec = JSON.parse(line) as Record<string, unknown>;

@@ -46,4 +46,11 @@ describe('npm start speaks to a person at a terminal, and JSON to anything else'
       humanLine(JSON.stringify({ level: 50, time: Date.UTC(2026, 11, 7, 3, 4, 5), msg: 'failed', why: 'two words', err: { message: 'boom', stack: 'x' } })),
     ).toBe('03:04:05 ERROR failed why="two words" err="boom"');
   });
+
+  it('drops the control characters a webhook or a host put in a message or a field, as the CLI does', () => {
+    const hostile = '\u001b]0;owned\u0007x\u009b2J';
+    const line = humanLine(JSON.stringify({ level: 30, time: 0, msg: `job ${hostile}`, node: hostile }));
+    expect(line).toBe('00:00:00 job ]0;ownedx2J node=]0;ownedx2J');
+    expect(humanLine(`plain ${hostile}`)).toBe('plain ]0;ownedx2J');
+  });
 });
