@@ -1,12 +1,15 @@
 import type { Host } from '../host/host.ts';
 import { createDryRunHost } from '../host/dry-run-host.ts';
+import { createDryRunKubeWrites } from '../kube-writes/audit-kube-writes.ts';
+import type { KubeWrites } from '../kube-writes/kube-writes.ts';
 import type { PlanView } from './gate.ts';
 import type { PlannedStep, StepExecutor } from './runbook.ts';
 
 // The exact argv a parked job's steps would run, for the operator who must decide on them:
 // the engine applies each step not yet run against a dry-run host, the same
 // simulation dry-run mode uses, so every runbook gets it without stating its commands twice.
-// Reads and read-only commands reach the node, changes are only recorded. Done once, when a job
+// Reads and read-only commands reach the node, changes (to the node and to the Kubernetes API) are
+// only recorded: both ports are wrapped here, whatever the caller passes in. Done once, when a job
 // parks (not before every step), within a time budget.
 //
 // What it cannot know: a step whose own checks expect an earlier step's effect (the disk is no
@@ -15,7 +18,7 @@ import type { PlannedStep, StepExecutor } from './runbook.ts';
 
 /** A step of a parked job's plan, with what it would run. */
 export type PlanViewStep = PlannedStep & {
-  /** Commands the step would run now, in order (host file changes as `host:<op>` entries). */
+  /** Commands the step would run now, in order (host file changes as `host:<op>`, API writes as `kube:<call>` entries). */
   plannedArgv?: string[][];
   /** Why plannedArgv may be incomplete (the simulation stopped or ran out of time). */
   plannedNote?: string;
@@ -32,7 +35,7 @@ export async function planWithCommands<S extends PlannedStep>(
   plan: { summary: string; steps: readonly S[] },
   from: number,
   executor: StepExecutor<S>,
-  host: Host,
+  ports: { host: Host; kube: KubeWrites },
   budgetMs = BUDGET_MS,
 ): Promise<PlanView> {
   const deadline = Date.now() + budgetMs;
@@ -46,7 +49,8 @@ export async function planWithCommands<S extends PlannedStep>(
       continue;
     }
     const argv: string[][] = [];
-    const dry = createDryRunHost(host, (r) => argv.push([...r.argv]));
+    const dry = createDryRunHost(ports.host, (r) => argv.push([...r.argv]));
+    const dryKube = createDryRunKubeWrites(ports.kube, (r) => argv.push([...r.argv]));
     let note: string | undefined;
     const left = deadline - Date.now();
     if (spent || left <= 0) note = 'not simulated: the time for simulating the plan ran out';
@@ -54,7 +58,7 @@ export async function planWithCommands<S extends PlannedStep>(
       let timer: NodeJS.Timeout | undefined;
       try {
         await Promise.race([
-          executor.apply(step, dry),
+          executor.apply(step, dry, dryKube),
           new Promise((_r, reject) => {
             timer = setTimeout(() => {
               spent = true;

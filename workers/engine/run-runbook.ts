@@ -2,6 +2,8 @@ import type { JobOf, RunbookName } from '../../src/core/catalogue/jobs.ts';
 import type { CommandRecord, Outcome, RunbookResult, StepRecord } from '../../src/core/catalogue/result.ts';
 import type { Host } from '../host/host.ts';
 import { createAuditHost } from '../host/audit-host.ts';
+import { createAuditKubeWrites } from '../kube-writes/audit-kube-writes.ts';
+import { type KubeWrites, NO_KUBE_WRITES } from '../kube-writes/kube-writes.ts';
 import type { RunbookContext } from './registry.ts';
 import { PermanentError, RefusedError } from '../../src/core/errors.ts';
 import { ParkedError, type GateDecision } from './gate.ts';
@@ -19,6 +21,8 @@ import { RunbookFailedError } from './runbook-failed-error.ts';
 export interface EngineDeps {
   /** The node as it is; the engine wraps it to audit (enforce) or simulate (dry-run). */
   host: Host;
+  /** Writes to the Kubernetes API, wrapped like the host; none (every write fails) when absent. */
+  kube?: KubeWrites;
   /** Host path of the agent's state directory (journals live in `<stateDir>/journal`). */
   stateDir: string;
   now?: () => Date;
@@ -42,6 +46,8 @@ interface Run<F, S extends PlannedStep> {
   deps: EngineDeps;
   /** The audited (enforce) or simulating (dry-run) host. */
   host: Host;
+  /** The audited (enforce) or simulating (dry-run) Kubernetes writes. */
+  kube: KubeWrites;
   /** Only enforce keeps a journal: a dry-run has nothing to resume. */
   journal: Journal | null;
   now: () => Date;
@@ -62,13 +68,12 @@ export async function runRunbook<R extends RunbookName, F, S extends PlannedStep
   const commands: CommandRecord[] = [];
   const steps: StepRecord[] = [];
   let stepCommands: CommandRecord[] | null = null;
-  const host = createAuditHost(deps.host, {
-    simulate: ctx.mode === 'dry-run',
-    sink: (r) => {
-      commands.push(r);
-      stepCommands?.push(r);
-    },
-  });
+  const record = (r: CommandRecord): void => {
+    commands.push(r);
+    stepCommands?.push(r);
+  };
+  const host = createAuditHost(deps.host, { simulate: ctx.mode === 'dry-run', sink: record });
+  const kube = createAuditKubeWrites(deps.kube ?? NO_KUBE_WRITES, { simulate: ctx.mode === 'dry-run', sink: record });
   let facts: unknown;
   let plan: unknown;
   const result = (outcome: Outcome, summary: string, extra: { refusals?: string[]; verification?: Verification } = {}): RunbookResult => ({
@@ -112,7 +117,7 @@ export async function runRunbook<R extends RunbookName, F, S extends PlannedStep
     return result('nothing-to-do', planned.summary);
   }
 
-  const run: Run<F, S> = { def: def as unknown as RunbookDefinition<RunbookName, F, S>, ctx, deps, host, journal, now, planned, steps, result, fail };
+  const run: Run<F, S> = { def: def as unknown as RunbookDefinition<RunbookName, F, S>, ctx, deps, host, kube, journal, now, planned, steps, result, fail };
   for (const step of planned.steps) {
     if (ctx.signal.aborted) {
       throw new RunbookFailedError('stopped between steps: the worker is shutting down; a retry resumes here', result('failed', 'interrupted'));
@@ -149,19 +154,19 @@ export async function runRunbook<R extends RunbookName, F, S extends PlannedStep
 
 /** One step: skipped when done (journal, or the step's own check), else through its gates and applied. */
 async function runStep<F, S extends PlannedStep>(run: Run<F, S>, step: S, record: StepRecord): Promise<void> {
-  const { def, ctx, host, journal } = run;
+  const { def, ctx, host, kube, journal } = run;
   if (journal?.has(step.id)) {
     record.status = 'skipped-already-done';
     return;
   }
-  if (await def.steps.isDone(step, host)) {
+  if (await def.steps.isDone(step, host, kube)) {
     record.status = 'skipped-already-done';
     await journal?.markDone(step.id);
     return;
   }
   await passEvidence(run, step, record);
   await passOperatorGate(run, step, record);
-  await def.steps.apply(step, host);
+  await def.steps.apply(step, host, kube);
   if (journal) await journal.markDone(step.id);
   if (journal && step.destructive) {
     await ctx.audit?.(
@@ -192,7 +197,7 @@ async function passEvidence<F, S extends PlannedStep>(run: Run<F, S>, step: S, r
     return;
   }
   steps.pop();
-  const view = await planWithCommands(planned, planned.steps.indexOf(step), run.def.steps, run.deps.host);
+  const view = await planWithCommands(planned, planned.steps.indexOf(step), run.def.steps, simulationPorts(run));
   throw new GateStop(
     new ParkedError({ reason: 'evidence', why: judged.why, until: judged.until }, result('waiting', `waiting before step ${step.id}: ${judged.why}`), view),
   );
@@ -214,7 +219,7 @@ async function passOperatorGate<F, S extends PlannedStep>(run: Run<F, S>, step: 
     throw new GateStop(run.fail(err, `step ${step.id} not run: ${message(err)}`));
   }
   if (!decision.go) {
-    const shown = await planWithCommands(planned, planned.steps.indexOf(step), run.def.steps, run.deps.host);
+    const shown = await planWithCommands(planned, planned.steps.indexOf(step), run.def.steps, simulationPorts(run));
     throw new GateStop(
       new ParkedError(decision.park, result('waiting', `waiting (${decision.park.reason}) before step ${step.id}: ${decision.park.why}`), shown),
     );
@@ -222,11 +227,17 @@ async function passOperatorGate<F, S extends PlannedStep>(run: Run<F, S>, step: 
   steps.push(record);
 }
 
+/** The raw ports for a parked job's plan view: planWithCommands wraps both in their dry-run twins. */
+const simulationPorts = <F, S extends PlannedStep>(run: Run<F, S>): { host: Host; kube: KubeWrites } => ({
+  host: run.deps.host,
+  kube: run.deps.kube ?? NO_KUBE_WRITES,
+});
+
 /** Enforce ends with the runbook's own check of the node; the journal is closed only when it holds. */
 async function verifyRun<F, S extends PlannedStep>(run: Run<F, S>, job: unknown, journal: Journal): Promise<RunbookResult> {
   let verified: Verification;
   try {
-    verified = await run.def.verify(job as never, run.host, run.planned as never);
+    verified = await run.def.verify(job as never, run.host, run.planned as never, run.kube);
   } catch (err) {
     throw run.fail(err, `verification could not run: ${message(err)}`);
   }

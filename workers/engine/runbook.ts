@@ -1,6 +1,7 @@
 import type { JobOf, RunbookName } from '../../src/core/catalogue/jobs.ts';
 import type { StepEvidence } from '../../src/core/catalogue/step-evidence.ts';
 import type { Host } from '../host/host.ts';
+import type { KubeWrites } from '../kube-writes/kube-writes.ts';
 
 // The shape every runbook has (a runbook plans before it acts: docs/safety.md):
 // observe (facts through the Host) -> plan (pure) -> act (idempotent, journaled steps) -> verify.
@@ -33,10 +34,14 @@ export type Plan<S extends PlannedStep> =
   | { kind: 'nothing-to-do'; summary: string }
   | { kind: 'steps'; summary: string; steps: S[] };
 
-/** Check-then-change for one step kind. `check` only looks; `apply` may assume check said no. */
+/**
+ * Check-then-change for one step kind. `isDone` only looks; `apply` may assume it said no.
+ * Changes go through `host` (the node) and `kube` (the cluster's state): the engine hands both in
+ * audited (enforce) or simulated (dry-run, a parked job's plan view), never the raw ports.
+ */
 export interface StepExecutor<S extends PlannedStep> {
-  isDone(step: S, host: Host): Promise<boolean>;
-  apply(step: S, host: Host): Promise<void>;
+  isDone(step: S, host: Host, kube: KubeWrites): Promise<boolean>;
+  apply(step: S, host: Host, kube: KubeWrites): Promise<void>;
 }
 
 export interface Check {
@@ -56,7 +61,7 @@ export interface RunbookDefinition<R extends RunbookName, F, S extends PlannedSt
   plan(facts: F, job: JobOf<R>): Plan<S>;
   steps: StepExecutor<S>;
   /** Observes again and says whether the world is what the plan promised. */
-  verify(job: JobOf<R>, host: Host, plan: Extract<Plan<S>, { kind: 'steps' }>): Promise<Verification>;
+  verify(job: JobOf<R>, host: Host, plan: Extract<Plan<S>, { kind: 'steps' }>, kube: KubeWrites): Promise<Verification>;
 }
 
 export const verification = (checks: Check[]): Verification => ({ ok: checks.every((c) => c.ok), checks });

@@ -38,6 +38,9 @@ export function jobEventSubject(job: RemediationJob): EventSubject | undefined {
   switch (job.runbook) {
     case 'residual-multipath-cleanup':
     case 'rbd-unmap':
+    case 'orphaned-pod-volumes':
+    case 'readonly-filesystem-recovery':
+    case 'out-of-service-taint-release':
       return { kind: 'Node', name: job.target.node };
     case 'local-pv-placeholder':
       return { kind: 'PersistentVolume', name: job.target.pv };

@@ -1,5 +1,5 @@
 import { z } from '../zod.ts';
-import { CephClientAddress, CephName, DiskLinkPath, Namespace, NodeName, ObjectName } from './names.ts';
+import { BootId, CephClientAddress, CephName, DiskLinkPath, KernelDeviceName, Namespace, NodeName, ObjectName, PodUid } from './names.ts';
 import { JOB_ID } from './idempotency-keys.ts';
 import { Evidence } from './evidence.ts';
 
@@ -7,7 +7,15 @@ import { Evidence } from './evidence.ts';
 // Jobs are a discriminated union on `runbook`, versioned, and parsed with these schemas on both
 // sides of Redis: whatever comes out of a queue is untrusted until it parses.
 
-export const RUNBOOKS = ['residual-multipath-cleanup', 'local-pv-placeholder', 'rbd-stale-mapping', 'rbd-unmap'] as const;
+export const RUNBOOKS = [
+  'residual-multipath-cleanup',
+  'local-pv-placeholder',
+  'rbd-stale-mapping',
+  'rbd-unmap',
+  'orphaned-pod-volumes',
+  'readonly-filesystem-recovery',
+  'out-of-service-taint-release',
+] as const;
 export const RunbookName = z.enum(RUNBOOKS);
 export type RunbookName = z.infer<typeof RunbookName>;
 
@@ -31,7 +39,7 @@ export const ResidualMultipathJob = z.lazy(() =>
     runbook: z.literal('residual-multipath-cleanup'),
     target: z.object({ node: NodeName }),
     /** The boot the node came back with, when the trigger told us (kubelet Rebooted event, Node watch). */
-    bootId: z.optional(z.string().check(z.regex(/^[A-Za-z0-9-]{1,64}$/))),
+    bootId: z.optional(BootId),
   }),
 );
 
@@ -89,12 +97,70 @@ export const RbdUnmapJob = z.lazy(() =>
   }),
 );
 
-export const RemediationJob = z.discriminatedUnion('runbook', [ResidualMultipathJob, LocalPvPlaceholderJob, RbdStaleMappingJob, RbdUnmapJob]);
+/**
+ * Remove what kubelet left of pods that no longer exist (`<kubelet root>/pods/<uid>/`): only
+ * directories and kubelet's own metadata, never data (docs/decisions/0008 §2). Without `podUid`
+ * the job covers every orphan the agent's scan finds.
+ */
+export const OrphanedPodVolumesJob = z.lazy(() =>
+  z.object({
+    ...base(),
+    runbook: z.literal('orphaned-pod-volumes'),
+    target: z.object({ node: NodeName, podUid: z.optional(PodUid) }),
+    bootId: z.optional(BootId),
+  }),
+);
+
+/**
+ * A PV file system the kernel stopped (ext4 remounted read-only after an error, XFS shut down):
+ * once its device is healthy again, delete the pods using it so kubelet unstages, checks and
+ * mounts it again (docs/decisions/0008 §3). Without `device` the agent's mountinfo scan finds it.
+ */
+export const ReadonlyFilesystemRecoveryJob = z.lazy(() =>
+  z.object({
+    ...base(),
+    runbook: z.literal('readonly-filesystem-recovery'),
+    target: z.object({ node: NodeName, device: z.optional(KernelDeviceName) }),
+    bootId: z.optional(BootId),
+  }),
+);
+
+/**
+ * Remove the `node.kubernetes.io/out-of-service` taint of a node that came back, only on storage
+ * evidence (docs/decisions/0008 §4). `bootIdAtFirstSight` is the boot the Node reported when the
+ * receiver first saw the taint: the node must have booted since.
+ */
+export const OutOfServiceTaintReleaseJob = z.lazy(() =>
+  z.object({
+    ...base(),
+    runbook: z.literal('out-of-service-taint-release'),
+    target: z.object({ node: NodeName }),
+    taint: z.object({
+      /** RFC 3339, as spec.taints[].timeAdded; absent when the API server did not set it. */
+      timeAdded: z.optional(z.iso.datetime({ offset: true })),
+      bootIdAtFirstSight: z.optional(BootId),
+      firstSeenAt: z.iso.datetime({ offset: true }),
+    }),
+  }),
+);
+
+export const RemediationJob = z.discriminatedUnion('runbook', [
+  ResidualMultipathJob,
+  LocalPvPlaceholderJob,
+  RbdStaleMappingJob,
+  RbdUnmapJob,
+  OrphanedPodVolumesJob,
+  ReadonlyFilesystemRecoveryJob,
+  OutOfServiceTaintReleaseJob,
+]);
 export type RemediationJob = z.infer<typeof RemediationJob>;
 export type ResidualMultipathJob = z.infer<typeof ResidualMultipathJob>;
 export type LocalPvPlaceholderJob = z.infer<typeof LocalPvPlaceholderJob>;
 export type RbdStaleMappingJob = z.infer<typeof RbdStaleMappingJob>;
 export type RbdUnmapJob = z.infer<typeof RbdUnmapJob>;
+export type OrphanedPodVolumesJob = z.infer<typeof OrphanedPodVolumesJob>;
+export type ReadonlyFilesystemRecoveryJob = z.infer<typeof ReadonlyFilesystemRecoveryJob>;
+export type OutOfServiceTaintReleaseJob = z.infer<typeof OutOfServiceTaintReleaseJob>;
 export type JobOf<R extends RunbookName> = Extract<RemediationJob, { runbook: R }>;
 
 /** The node a job concerns, if any (for listing and filtering; not necessarily where it runs). */
@@ -106,6 +172,9 @@ export function jobNode(job: RemediationJob): string | undefined {
     case 'rbd-stale-mapping':
       return job.target.node;
     case 'rbd-unmap':
+    case 'orphaned-pod-volumes':
+    case 'readonly-filesystem-recovery':
+    case 'out-of-service-taint-release':
       return job.target.node;
     default: {
       const never: never = job;

@@ -40,6 +40,14 @@ export const isCephName = (v: string): boolean => CEPH_NAME.test(v) && !v.includ
 export const isMapName = (v: string): boolean => MAP_NAME.test(v);
 export const isCephClientAddress = (v: string): boolean => CEPH_CLIENT_ADDRESS.test(v);
 export const isDiskLinkPath = (v: string): boolean => DISK_LINK_PATH.test(v) && !v.includes('/../') && !v.endsWith('/..');
+/** A pod's metadata.uid as kubelet names its directory under `<root>/pods/`: the UID becomes a path component, so nothing else may pass. */
+const POD_UID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+/** A kernel block device name as the kernel log and /sys/block name a file system's device. */
+const KERNEL_DEVICE_NAME = /^(dm-[0-9]{1,5}|sd[a-z]{1,4}|nvme[0-9]{1,3}n[0-9]{1,3}(p[0-9]{1,3})?|rbd[0-9]{1,5}|vd[a-z]{1,4})$/;
+/** A boot id as /proc/sys/kernel/random/boot_id and Node.status.nodeInfo.bootID give it. */
+const BOOT_ID = /^[A-Za-z0-9-]{1,64}$/;
+export const isPodUid = (v: string): boolean => POD_UID.test(v);
+export const isKernelDeviceName = (v: string): boolean => KERNEL_DEVICE_NAME.test(v);
 export const isDeviceName = (v: string): boolean => Object.values(DEVICE_PATTERNS).some((p) => p.test(v));
 
 export const NodeName = z.string().check(z.refine(isNodeName, { message: 'not a valid Kubernetes node name (RFC 1123 subdomain)' }));
@@ -47,6 +55,9 @@ export const Namespace = z.string().check(z.refine(isNamespace, { message: 'not 
 export const ObjectName = z.string().check(z.refine(isObjectName, { message: 'not a valid object name (RFC 1123 subdomain)' }));
 export const CephName = z.string().check(z.refine(isCephName, { message: 'not a valid Ceph pool or image name' }));
 export const CephClientAddress = z.string().check(z.refine(isCephClientAddress, { message: 'not a Ceph client address (<ip>:<port>/<nonce>)' }));
+export const PodUid = z.string().check(z.refine(isPodUid, { message: 'not a pod UID (lower-case RFC 4122 form)' }));
+export const KernelDeviceName = z.string().check(z.refine(isKernelDeviceName, { message: 'not a kernel block device name (dm-N, sdX, nvmeNnN, rbdN, vdX)' }));
+export const BootId = z.string().check(z.regex(BOOT_ID, 'not a boot id'));
 export const DiskLinkPath = z.string().check(z.refine(isDiskLinkPath, { message: 'not a /dev/disk/by-* device link' }));
 
 /** How volume-medic names itself on the Kubernetes Events it writes (reportingController, source.component): the watch skips its own. */

@@ -36,6 +36,10 @@ export const RUNBOOK_POLICY: Readonly<Record<RunbookName, RunbookPolicy>> = {
   // The node half of rbd-stale-mapping, on the watcher's node. Same window as its parent: a
   // repeat of the cluster job inside it folds into the node job already there.
   'rbd-unmap': { placement: 'node', attempts: 4, backoffMs: 10_000, jitter: 0.3, dedupWindowMs: 15 * 60_000 },
+  // After the node comes back (docs/decisions/0008 §6).
+  'orphaned-pod-volumes': { placement: 'node', attempts: 3, backoffMs: 30_000, jitter: 0.3, dedupWindowMs: 15 * 60_000 },
+  'readonly-filesystem-recovery': { placement: 'node', attempts: 4, backoffMs: 15_000, jitter: 0.3, dedupWindowMs: 15 * 60_000 },
+  'out-of-service-taint-release': { placement: 'cluster', attempts: 5, backoffMs: 30_000, jitter: 0.3, dedupWindowMs: 15 * 60_000 },
 };
 
 /**

@@ -1,7 +1,16 @@
 import { readdirSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { RemediationJob } from '../../../../src/core/catalogue/jobs.ts';
-import { isCephClientAddress, isCephName, isDiskLinkPath, isNamespace, isNodeName, isObjectName } from '../../../../src/core/catalogue/names.ts';
+import {
+  isCephClientAddress,
+  isCephName,
+  isDiskLinkPath,
+  isKernelDeviceName,
+  isNamespace,
+  isNodeName,
+  isObjectName,
+  isPodUid,
+} from '../../../../src/core/catalogue/names.ts';
 import { queueFor } from '../../../../src/core/catalogue/queues.ts';
 import { triage } from '../../../../src/control/triage/index.ts';
 import { fixtureLookups, fixtureSignals, type FixtureSource } from '../../../support/fixtures.ts';
@@ -32,6 +41,12 @@ function targetNamesValid(job: RemediationJob): boolean {
       );
     case 'rbd-unmap':
       return isNodeName(job.target.node) && isCephName(job.target.pool) && isCephName(job.target.image) && isCephClientAddress(job.target.watcher);
+    case 'orphaned-pod-volumes':
+      return isNodeName(job.target.node) && (job.target.podUid === undefined || isPodUid(job.target.podUid));
+    case 'readonly-filesystem-recovery':
+      return isNodeName(job.target.node) && (job.target.device === undefined || isKernelDeviceName(job.target.device));
+    case 'out-of-service-taint-release':
+      return isNodeName(job.target.node);
     default: {
       const never: never = job;
       return never;

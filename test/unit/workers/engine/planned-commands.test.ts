@@ -6,6 +6,7 @@ import { planWithCommands, type PlanViewStep } from '../../../../workers/engine/
 import { runRunbook } from '../../../../workers/engine/run-runbook.ts';
 import type { PlannedStep, RunbookDefinition, StepExecutor } from '../../../../workers/engine/runbook.ts';
 import { FakeHost } from '../../../testkit/fake-host.ts';
+import { NO_KUBE_WRITES } from '../../../../workers/kube-writes/kube-writes.ts';
 import type { RunbookContext } from '../../../../workers/engine/registry.ts';
 
 // A parked job's plan carries the exact argv its remaining steps would run (issue 23), found by
@@ -48,7 +49,7 @@ const executor: StepExecutor<Step> = {
 describe('planned argv of a parked job', () => {
   it('lists the commands of the waiting step and the ones after it, and changes nothing on the node', async () => {
     const host = new FakeHost().on(['dmsetup'], { exitCode: 0 });
-    const view = await planWithCommands({ summary: 's', steps }, 1, executor, host);
+    const view = await planWithCommands({ summary: 's', steps }, 1, executor, { host, kube: NO_KUBE_WRITES });
     const shown = view.steps as PlanViewStep[];
     expect(shown[0]?.plannedArgv).toBeUndefined();
     expect(shown[1]?.plannedArgv).toEqual([
@@ -66,7 +67,7 @@ describe('planned argv of a parked job', () => {
   it('gives up on a step that hangs, within the budget, and says so', async () => {
     const hanging: StepExecutor<Step> = { isDone: async () => false, apply: () => new Promise(() => {}) };
     const started = Date.now();
-    const view = await planWithCommands({ summary: 's', steps }, 0, hanging, new FakeHost(), 100);
+    const view = await planWithCommands({ summary: 's', steps }, 0, hanging, { host: new FakeHost(), kube: NO_KUBE_WRITES }, 100);
     // The step never returns: without the 100 ms budget this would wait forever. The bound is loose
     // on purpose (a loaded 2-CPU CI machine once took over 1 s to get back to this line).
     expect(Date.now() - started).toBeLessThan(4_000);

@@ -5,6 +5,7 @@ import { imageOutsideStateDir } from '../../../../workers/runbooks/local-pv-plac
 import { createStepExecutor } from '../../../../workers/runbooks/local-pv-placeholder/execute-step.ts';
 import { PlaceholderStore } from '../../../../workers/runbooks/local-pv-placeholder/record-store.ts';
 import { RefusedError } from '../../../../src/core/errors.ts';
+import { NO_KUBE_WRITES } from '../../../../workers/kube-writes/kube-writes.ts';
 
 // realpath in host-path space: every component, parents included, through lstat/readlink.
 
@@ -61,10 +62,14 @@ describe('the placeholder image must be ours, in STATE_DIR', () => {
     h.put('/etc/precious.img', 'keep');
     const exec = createStepExecutor(store);
     await expect(
-      exec.apply({ kind: 'delete-image', id: 'delete-image:x', description: '', destructive: true, image: '/etc/precious.img' }, h),
+      exec.apply({ kind: 'delete-image', id: 'delete-image:x', description: '', destructive: true, image: '/etc/precious.img' }, h, NO_KUBE_WRITES),
     ).rejects.toBeInstanceOf(RefusedError);
     await expect(
-      exec.apply({ kind: 'attach-loop', id: 'attach-loop:x', description: '', destructive: false, loop: 'loop101', image: '/etc/precious.img' }, h),
+      exec.apply(
+        { kind: 'attach-loop', id: 'attach-loop:x', description: '', destructive: false, loop: 'loop101', image: '/etc/precious.img' },
+        h,
+        NO_KUBE_WRITES,
+      ),
     ).rejects.toBeInstanceOf(RefusedError);
     expect(await h.readFile('/etc/precious.img')).toBe('keep');
     expect(h.commands).toEqual([]);

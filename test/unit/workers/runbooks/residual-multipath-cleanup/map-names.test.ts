@@ -13,6 +13,7 @@ import { IntentRecord } from '../../../../../workers/runbooks/residual-multipath
 import { DEFAULT_POLICY } from '../../../../../workers/runbooks/residual-multipath-cleanup/policy.ts';
 import type { ResidualStep } from '../../../../../workers/runbooks/residual-multipath-cleanup/step.ts';
 import { MultipathNode, type MapSpec } from '../../../../testkit/multipath-node.ts';
+import { NO_KUBE_WRITES } from '../../../../../workers/kube-writes/kube-writes.ts';
 
 // Map names come from `multipath -ll`, dmsetup and sysfs, and go into argv (`multipath -f <map>`,
 // `dmsetup message <map> ...`). Device-mapper allows nearly any name, and multipath.conf may alias
@@ -120,9 +121,9 @@ describe('map names on their way to argv', () => {
       paths: [],
       links: [],
     };
-    await expect(exec.isDone(step, host)).rejects.toBeInstanceOf(RefusedError);
-    await expect(exec.apply(step, host)).rejects.toBeInstanceOf(RefusedError);
-    await expect(exec.apply({ ...step, kind: 'release-queued-io', highRisk: true } as ResidualStep, host)).rejects.toBeInstanceOf(RefusedError);
+    await expect(exec.isDone(step, host, NO_KUBE_WRITES)).rejects.toBeInstanceOf(RefusedError);
+    await expect(exec.apply(step, host, NO_KUBE_WRITES)).rejects.toBeInstanceOf(RefusedError);
+    await expect(exec.apply({ ...step, kind: 'release-queued-io', highRisk: true } as ResidualStep, host, NO_KUBE_WRITES)).rejects.toBeInstanceOf(RefusedError);
     expect(host.calls).toEqual([]);
   });
 
