@@ -5,6 +5,7 @@ import { createRealHost } from '../host/real-host.ts';
 import { createRbdStaleMapping } from '../runbooks/rbd-stale-mapping/handler.ts';
 import { rbdLookups } from '../runbooks/rbd-stale-mapping/rbd-lookups.ts';
 import type { RunbookRegistry } from '../engine/registry.ts';
+import type { KubeWrites } from '../kube-writes/kube-writes.ts';
 
 // The runbooks of the cluster worker: the cluster-side steps that need Ceph credentials or the
 // whole cluster's view. They hand node-side work to the node's own queue through the dispatcher.
@@ -13,6 +14,8 @@ export interface ClusterRegistryDeps {
   /** Only the lookups src/adapters/kube/rbac.ts lists for the cluster worker (its role grants no more). */
   lookups: LookupsOf<'cluster-worker'>;
   dispatcher: Pick<JobEnqueue, 'enqueue'>;
+  /** Writes to the Kubernetes API for the runbooks that change the cluster (clusterKube: NO_KUBE_WRITES without cluster access). */
+  kube?: KubeWrites;
 }
 
 export function defaultClusterRegistry(config: ClusterWorkerConfig, deps: ClusterRegistryDeps): RunbookRegistry {

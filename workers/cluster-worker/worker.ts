@@ -53,7 +53,7 @@ export function createClusterWorker({ config, kube, enrolled, log }: ClusterWork
     enrolled,
     queue: CLUSTER_QUEUE,
     ranOn: 'cluster-worker',
-    registry: defaultClusterRegistry(config, { lookups: kube.lookups, dispatcher }),
+    registry: defaultClusterRegistry(config, { lookups: kube.lookups, dispatcher, kube: kube.kube }),
     accepts: () => undefined,
     seenFile: 'seen-work-cluster.json',
     events: kube.events,
