@@ -11,7 +11,7 @@ import type { ClusterLookups } from './lookups.ts';
 // LookupsOf<component>, so calling a lookup that is not in COMPONENT_LOOKUPS is a compile error
 // (add it here, and the RBAC test then asks for the rule in deploy/).
 
-export type Verb = 'get' | 'list' | 'watch' | 'create' | 'patch' | 'update';
+export type Verb = 'get' | 'list' | 'watch' | 'create' | 'patch' | 'update' | 'delete';
 /** "group/resource verb"; '' is the core group, so core calls start with "/". */
 export type ApiCall = `${string}/${string} ${Verb}`;
 export type Component = 'receiver' | 'cluster-worker' | 'node-agent';
@@ -74,6 +74,8 @@ const FLEET_LEASE = 'leader election among receivers (src/adapters/kube/lease-el
 
 const JOB_EVENTS = 'JobEventRecorder (src/adapters/kube/job-events.ts): job start/refusal/success/failure, aggregated by series';
 
+const STEP_EVENTS = "a step's own Event (ApiKubeWrites.event, src/adapters/kube/api-kube-writes.ts), on a Pod in the Pod's namespace";
+
 export const DIRECT_CALLS: Readonly<Record<Component, readonly DirectCall[]>> = {
   receiver: [
     { call: '/nodes list', usedBy: 'Node watch (src/control/watches/kube-watches.ts) and reconcile' },
@@ -110,6 +112,9 @@ export const DIRECT_CALLS: Readonly<Record<Component, readonly DirectCall[]>> = 
     { call: 'events.k8s.io/events get', usedBy: JOB_EVENTS },
     { call: 'events.k8s.io/events create', usedBy: JOB_EVENTS },
     { call: 'events.k8s.io/events patch', usedBy: JOB_EVENTS },
+    // The Kubernetes write port (ApiKubeWrites): a ValidatingAdmissionPolicy in the chart allows a
+    // patch only when all it does is remove one node.kubernetes.io/out-of-service taint.
+    { call: '/nodes patch', usedBy: 'out-of-service-taint-release: the taint removed by a JSON patch whose test ops pin it (ApiKubeWrites.patchNodeTaints)' },
   ],
   'node-agent': [
     // The node agent's runbooks concern Nodes and PersistentVolumes, cluster-scoped objects whose
@@ -117,6 +122,17 @@ export const DIRECT_CALLS: Readonly<Record<Component, readonly DirectCall[]>> = 
     { call: 'events.k8s.io/events get', namespace: 'default', usedBy: JOB_EVENTS },
     { call: 'events.k8s.io/events create', namespace: 'default', usedBy: JOB_EVENTS },
     { call: 'events.k8s.io/events patch', namespace: 'default', usedBy: JOB_EVENTS },
+    // The Kubernetes write port (ApiKubeWrites). Pods are in every namespace, so the grant is
+    // cluster-wide; the chart's ValidatingAdmissionPolicies hold the delete to pods of the agent's
+    // own node and its Events to reportingController volume-medic (docs/threat-model.md).
+    {
+      call: '/pods delete',
+      usedBy: 'readonly-filesystem-recovery: a pod of its node on a read-only volume, with DeleteOptions.preconditions {uid, resourceVersion}',
+    },
+    { call: '/pods get', usedBy: 'readonly-filesystem-recovery: the pod read again right before its delete' },
+    { call: 'events.k8s.io/events get', usedBy: STEP_EVENTS },
+    { call: 'events.k8s.io/events create', usedBy: STEP_EVENTS },
+    { call: 'events.k8s.io/events patch', usedBy: STEP_EVENTS },
   ],
 };
 
@@ -140,5 +156,6 @@ export function verbOf(method: string, watch: boolean, named: boolean): Verb | u
   if (method === 'POST') return 'create';
   if (method === 'PATCH') return 'patch';
   if (method === 'PUT') return 'update';
+  if (method === 'DELETE') return 'delete';
   return undefined;
 }
