@@ -459,7 +459,10 @@ export class FakeKubeApi {
       if (p.namespace) obj['metadata'].namespace = p.namespace;
       return this.send(res, 200, this.put(obj));
     }
-    if (method === 'DELETE' && p.name) return this.delete(res, p, body as DeleteOptions | undefined, query);
+    if (method === 'DELETE' && p.name) {
+      const [code, answer] = this.delete(p, body as DeleteOptions | undefined, query);
+      return this.send(res, code, answer);
+    }
     return this.send(res, 405, status(405, 'MethodNotAllowed', `${method} not supported by the fake`));
   }
 
@@ -468,34 +471,31 @@ export class FakeKubeApi {
     return this.requests.filter((r) => r.method !== 'GET');
   }
 
+  /** A DELETE as kube-apiserver answers it (fake-kube-writes.ts): the status and the body. */
   private delete(
-    res: ServerResponse,
     p: { collection: string; namespace?: string; name?: string },
     options: DeleteOptions | undefined,
     query: Record<string, string>,
-  ): void {
+  ): [number, Obj] {
     const objects = this.collection(p.collection);
     const name = p.name!;
     const existing = objects.get(key(p.namespace, name));
     const resource = p.collection.split('/').pop()!;
-    if (!existing) return this.send(res, 404, { ...status(404, 'NotFound', `${resource} "${name}" not found`), details: { name, kind: resource } });
+    if (!existing) return [404, { ...status(404, 'NotFound', `${resource} "${name}" not found`), details: { name, kind: resource } }];
     const isPod = p.collection === 'api/v1/pods';
     const conflict = preconditionConflict(isPod ? 'Pod' : existing['kind'], existing, options);
-    if (conflict) return this.send(res, 409, conflict);
+    if (conflict) return [409, conflict];
     const grace = isPod ? podGracePeriod(existing, options, query['gracePeriodSeconds']) : 0;
     if (grace === 0) {
       this.remove(existing['apiVersion'], existing['kind'], name, p.namespace);
-      return this.send(res, 200, existing);
+      return [200, existing];
     }
     const meta = existing['metadata'] as Obj;
     const deadline = Date.now() + grace * 1000;
     // Already terminating: a shorter grace period moves the deadline closer, a longer one is ignored.
-    if (meta['deletionTimestamp'] && Date.parse(meta['deletionTimestamp']) <= deadline) return this.send(res, 200, existing);
-    const terminating = {
-      ...clone(existing),
-      metadata: { ...meta, deletionTimestamp: new Date(deadline).toISOString().replace(/\.\d{3}Z$/, 'Z'), deletionGracePeriodSeconds: grace },
-    };
-    return this.send(res, 200, this.put(terminating));
+    if (meta['deletionTimestamp'] && Date.parse(meta['deletionTimestamp']) <= deadline) return [200, existing];
+    const at = new Date(deadline).toISOString().replace(/\.\d{3}Z$/, 'Z');
+    return [200, this.put({ ...clone(existing), metadata: { ...meta, deletionTimestamp: at, deletionGracePeriodSeconds: grace } })];
   }
 
   private tokenReview(review: Obj): Obj {

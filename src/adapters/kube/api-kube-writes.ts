@@ -16,10 +16,10 @@ import { type DeletePodRequest, type PatchNodeTaintsRequest, PreconditionFailedE
 // a 409 Conflict; a JSON patch's `test` ops make a PATCH of a Node whose taints moved a 422
 // (see test/testkit/fake-kube-api.ts for the answers, as kube-apiserver gives them).
 
-export type KubeWriteCall = 'delete-pod' | 'patch-node-taints' | 'event';
+type KubeWriteCall = 'delete-pod' | 'patch-node-taints' | 'event';
 
 /** The writes each component's role allows (deploy/charts/volume-medic/templates/rbac.yaml). */
-export const COMPONENT_WRITES: Readonly<Record<'node-agent' | 'cluster-worker', readonly KubeWriteCall[]>> = {
+const COMPONENT_WRITES: Readonly<Record<'node-agent' | 'cluster-worker', readonly KubeWriteCall[]>> = {
   // readonly-filesystem-recovery deletes a pod of its own node (a ValidatingAdmissionPolicy holds it to that node).
   'node-agent': ['delete-pod', 'event'],
   // out-of-service-taint-release removes the out-of-service taint (a ValidatingAdmissionPolicy allows nothing else).
