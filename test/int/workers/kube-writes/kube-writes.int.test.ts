@@ -1,4 +1,4 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ApiKubeWrites } from '../../../../src/adapters/kube/api-kube-writes.ts';
 import type { CoreWritesApi, EventsApi } from '../../../../src/adapters/kube/api/apis.ts';
 import { kubeClients } from '../../../../src/adapters/kube/kube-config.ts';
@@ -8,7 +8,8 @@ import { ParkedError } from '../../../../workers/engine/gate.ts';
 import type { PlanViewStep } from '../../../../workers/engine/planned-commands.ts';
 import { runRunbook } from '../../../../workers/engine/run-runbook.ts';
 import { type ObjectRef, PreconditionFailedError } from '../../../../workers/kube-writes/kube-writes.ts';
-import { uncoveredByRbac } from '../../../support/kube-objects.ts';
+import { DIRECT_CALLS } from '../../../../src/adapters/kube/rbac.ts';
+import { apiCallOf, uncoveredByRbac } from '../../../support/kube-objects.ts';
 import {
   APPROVAL_GATE,
   context,
@@ -51,8 +52,18 @@ describe.each(CLIENTS)('the Kubernetes write port through %s', (_name, clients) 
     api.put({ apiVersion: 'v1', kind: 'Pod', metadata: { name: POD.name, namespace: POD.namespace, uid: POD.uid }, spec: { nodeName: NODE } });
     api.put({ apiVersion: 'v1', kind: 'Node', metadata: { name: NODE }, spec: { taints: [TAINT, OTHER_TAINT] } });
   });
+  const made = new Set<string | undefined>();
   afterEach(async () => {
+    for (const r of api.writeRequests()) made.add(apiCallOf(r)?.call);
     await api.close();
+  });
+  // The other way: the port uses both wide writes the roles grant, so neither is a grant nobody uses.
+  afterAll(() => {
+    const granted = Object.values(DIRECT_CALLS)
+      .flat()
+      .map((d) => d.call)
+      .filter((c) => / (delete|patch)$/.test(c) && !c.includes('/events '));
+    expect([...made].filter((c) => !c?.includes('/events ')).sort()).toEqual(granted.sort());
   });
   const pod = () => api.get('v1', 'Pod', POD.name, POD.namespace);
   const node = () => api.get('v1', 'Node', NODE);
