@@ -139,16 +139,17 @@ describe.each(CLIENTS)('the Kubernetes write port through %s', (_name, clients) 
 
   it("a step's Event goes on the pod, in its namespace, as volume-medic's; a repeat bumps its series", async () => {
     const k = writes('node-agent');
+    const involved: ObjectRef = { kind: 'Pod', namespace: POD.namespace, name: POD.name, uid: POD.uid };
     const e = {
-      involved: { kind: 'Pod' as const, namespace: POD.namespace, name: POD.name, uid: POD.uid },
+      involved,
       reason: 'ReadOnlyVolumeRecovery',
       message: 'm',
       type: 'Warning' as const,
     };
     await k.event(e);
     await k.event({ ...e, message: 'again' });
-    const [made] = api.list('events.k8s.io/v1', 'Event');
-    expect(made).toMatchObject({
+    const [written] = api.list('events.k8s.io/v1', 'Event');
+    expect(written).toMatchObject({
       metadata: { namespace: POD.namespace },
       reportingController: 'volume-medic',
       reportingInstance: NODE,
