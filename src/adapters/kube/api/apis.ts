@@ -1,5 +1,6 @@
 import type {
   EventsV1Event,
+  V1DeleteOptions,
   V1Deployment,
   V1Node,
   V1NodeList,
@@ -8,7 +9,6 @@ import type {
   V1PersistentVolumeList,
   V1Pod,
   V1PodList,
-  V1DeleteOptions,
   V1ReplicaSet,
   V1VolumeAttachmentList,
 } from '@kubernetes/client-node';
