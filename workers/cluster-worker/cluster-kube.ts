@@ -5,6 +5,11 @@ import { JobEventRecorder } from '../../src/adapters/kube/job-events.ts';
 import { InMemoryLookups } from '../../src/adapters/kube/lookups.ts';
 import type { LookupsOf } from '../../src/adapters/kube/rbac.ts';
 import type { Logger } from '../../src/adapters/observability/logger.ts';
+import type { KubeConfig } from '@kubernetes/client-node';
+import { inClusterRest } from '../../src/adapters/kube/rest/in-cluster.ts';
+import { KubeRest } from '../../src/adapters/kube/rest/transport.ts';
+import { inCluster } from '../../src/core/config/in-cluster.ts';
+import type { KubeGet } from '../runbooks/out-of-service-taint-release/reads.ts';
 
 // What the cluster worker learns from the API server, in a pod (or with KUBECONFIG): which node
 // holds an image, and where its jobs' Events go. Without cluster access no watcher maps to a
@@ -15,11 +20,27 @@ export interface ClusterKube {
   /** Only the lookups src/adapters/kube/rbac.ts lists for the cluster worker (its role grants no more). */
   lookups: LookupsOf<'cluster-worker'>;
   events?: JobEventRecorder;
+  /** Plain GETs (out-of-service-taint-release's reads of CRDs, Leases and Events the lookups do not cover). */
+  get: KubeGet;
+}
+
+const NO_GET: KubeGet = () => Promise.reject(new Error('the cluster worker has no Kubernetes API access (not in a pod, no kubeconfig)'));
+
+/** The pod's service account in a pod; else the kubeconfig's server with its bearer token (a client-certificate user gets no reads: they fail, and the runbook refuses). */
+function kubeGet(kc: KubeConfig): KubeGet {
+  const rest = inCluster()
+    ? inClusterRest()
+    : new KubeRest({
+        server: kc.getCurrentCluster()?.server ?? '',
+        token: () => kc.getCurrentUser()?.token,
+        ...(kc.getCurrentCluster()?.caData ? { ca: Buffer.from(kc.getCurrentCluster()?.caData ?? '', 'base64') } : {}),
+      });
+  return (path, query) => rest.get(path, query);
 }
 
 export function clusterKube(log: Logger): ClusterKube {
   const inCluster = kubeAccessConfigured();
-  if (!inCluster) return { inCluster, lookups: new InMemoryLookups() };
+  if (!inCluster) return { inCluster, lookups: new InMemoryLookups(), get: NO_GET };
   const clients = kubeClients(loadKubeConfig());
-  return { inCluster, lookups: new KubeLookups(clients), events: new JobEventRecorder({ events: clients.events, log }) };
+  return { inCluster, lookups: new KubeLookups(clients), events: new JobEventRecorder({ events: clients.events, log }), get: kubeGet(clients.config) };
 }
