@@ -72,6 +72,8 @@ export interface DirectCall {
 
 const FLEET_LEASE = 'leader election among receivers (src/adapters/kube/lease-election.ts): only the leader exports the fleet-wide series on /metrics';
 
+const OOS = 'out-of-service-taint-release observe and re-checks';
+
 const JOB_EVENTS = 'JobEventRecorder (src/adapters/kube/job-events.ts): job start/refusal/success/failure, aggregated by series';
 
 export const DIRECT_CALLS: Readonly<Record<Component, readonly DirectCall[]>> = {
@@ -110,6 +112,16 @@ export const DIRECT_CALLS: Readonly<Record<Component, readonly DirectCall[]>> = 
     { call: 'events.k8s.io/events get', usedBy: JOB_EVENTS },
     { call: 'events.k8s.io/events create', usedBy: JOB_EVENTS },
     { call: 'events.k8s.io/events patch', usedBy: JOB_EVENTS },
+    // out-of-service-taint-release (workers/runbooks/out-of-service-taint-release/reads.ts): plain GETs.
+    { call: '/nodes get', usedBy: OOS },
+    { call: 'coordination.k8s.io/leases get', namespace: 'kube-node-lease', usedBy: `${OOS}: the kubelet's heartbeat` },
+    { call: '/events list', usedBy: `${OOS}: kubelet's Rebooted Events on the Node` },
+    { call: 'storage.k8s.io/volumeattachments list', usedBy: `${OOS}: volume-attachment-left` },
+    { call: '/pods list', usedBy: `${OOS}: terminating-pod-left` },
+    { call: 'self-node-remediation.medik8s.io/selfnoderemediations list', usedBy: `${OOS}: another-remediator-owns-taint (404: not installed)` },
+    { call: 'fence-agents-remediation.medik8s.io/fenceagentsremediations list', usedBy: `${OOS}: another-remediator-owns-taint (404: not installed)` },
+    { call: 'infrastructure.cluster.x-k8s.io/metal3remediations list', usedBy: `${OOS}: another-remediator-owns-taint (404: not installed)` },
+    { call: 'csiaddons.openshift.io/networkfences get', usedBy: `${OOS}: Rook's NetworkFence named after the node (cluster-scoped)` },
   ],
   'node-agent': [
     // The node agent's runbooks concern Nodes and PersistentVolumes, cluster-scoped objects whose
