@@ -2,6 +2,7 @@ import { once } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { randomUUID } from 'node:crypto';
+import { isDeepStrictEqual } from 'node:util';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { kubeConfigFor } from '../../src/adapters/kube/kube-config.ts';
 
@@ -12,7 +13,7 @@ import { kubeConfigFor } from '../../src/adapters/kube/kube-config.ts';
 //   `{"type":"ADDED|MODIFIED|DELETED|BOOKMARK|ERROR","object":...}`; history after N is replayed
 //   first. N older than the compaction point gets `ERROR` with a `Status` 410 Expired and the
 //   stream ends (what a real apiserver does), or an HTTP 410 with `expireAs: 'http'`.
-// - GET/POST/PATCH (json-patch and merge-patch) of single objects, with 404/409 `Status` answers;
+// - GET/POST/PATCH (json-patch with `test` ops: 422 when one fails; and merge-patch) of single objects, with 404/409 `Status` answers;
 //   PUT (replace) with the real server's optimistic concurrency: a stale metadata.resourceVersion
 //   gets 409 Conflict (what leader election on a Lease relies on).
 // Connections can be dropped gracefully or abruptly, held while a test changes the world, and any
@@ -21,6 +22,7 @@ import { kubeConfigFor } from '../../src/adapters/kube/kube-config.ts';
 //   answered 201 as the real API server does, from the users (token -> user info) and the RBAC
 //   grants a test gives (addUser, grant). Only resource attributes are authorised; a SAR for a
 //   user or group nobody granted anything is `allowed: false` with no reason, as RBAC answers.
+// - `absentGroups`: API groups whose CRDs are not installed answer 404.
 // Simplification: core/v1 and events.k8s.io/v1 Events are separate collections here.
 
 type Obj = Record<string, any>;
@@ -132,6 +134,9 @@ const status = (code: number, reason: string, message: string): Obj => ({
 const clone = <T>(o: T): T => structuredClone(o);
 const key = (ns: string | undefined, name: string): string => `${ns ?? ''}/${name}`;
 
+/** A json-patch `test` op that did not hold: the real API server answers 422 and changes nothing. */
+class PatchTestFailed extends Error {}
+
 function applyJsonPatch(target: Obj, ops: Array<{ op: string; path: string; value?: unknown }>): void {
   for (const op of ops) {
     const parts = op.path
@@ -141,7 +146,10 @@ function applyJsonPatch(target: Obj, ops: Array<{ op: string; path: string; valu
     const last = parts.pop()!;
     let parent: Obj = target;
     for (const p of parts) parent = parent[p] ??= {};
-    if (op.op === 'remove') delete parent[last];
+    if (op.op === 'test') {
+      if (!isDeepStrictEqual(parent[last], op.value)) throw new PatchTestFailed(`the test of ${op.path} failed: ${JSON.stringify(parent[last])}`);
+    } else if (op.op === 'remove' && Array.isArray(parent)) parent.splice(Number(last), 1);
+    else if (op.op === 'remove') delete parent[last];
     else if (op.op === 'add' || op.op === 'replace') parent[last] = op.value;
     else throw new Error(`json-patch op ${op.op} not supported by the fake`);
   }
@@ -158,6 +166,8 @@ function mergePatch(target: Obj, patch: Obj): void {
 export class FakeKubeApi {
   url = '';
   readonly requests: RecordedRequest[] = [];
+  /** API groups whose CRDs are not installed: every request under `/apis/<group>/` is answered 404. */
+  readonly absentGroups = new Set<string>();
   /** Server-side 410 as an ERROR line in a 200 stream (real apiserver), or as an HTTP 410 answer. */
   expireAs: 'event' | 'http' = 'event';
   private server: Server | undefined;
@@ -391,6 +401,8 @@ export class FakeKubeApi {
     if (method === 'POST' && u.pathname === '/apis/authentication.k8s.io/v1/tokenreviews') return this.send(res, 201, this.tokenReview(body as Obj));
     if (method === 'POST' && u.pathname === '/apis/authorization.k8s.io/v1/subjectaccessreviews') return this.send(res, 201, this.accessReview(body as Obj));
     const p = parseKubePath(u.pathname);
+    if (p && this.absentGroups.has(u.pathname.split('/')[2] ?? ''))
+      return this.send(res, 404, status(404, 'NotFound', 'the server could not find the requested resource'));
     if (!p) return this.send(res, 404, status(404, 'NotFound', `the server could not find the requested resource ${u.pathname}`));
     const objects = this.collection(p.collection);
 
@@ -430,8 +442,14 @@ export class FakeKubeApi {
       if (!existing) return this.send(res, 404, status(404, 'NotFound', `${p.collection} "${p.name}" not found`));
       const obj = clone(existing);
       const ct = String(req.headers['content-type'] ?? '');
-      if (ct.startsWith('application/json-patch+json')) applyJsonPatch(obj, body as Array<{ op: string; path: string; value?: unknown }>);
-      else if (ct.startsWith('application/merge-patch+json') || ct.startsWith('application/strategic-merge-patch+json')) mergePatch(obj, body as Obj);
+      if (ct.startsWith('application/json-patch+json')) {
+        try {
+          applyJsonPatch(obj, body as Array<{ op: string; path: string; value?: unknown }>);
+        } catch (err) {
+          if (err instanceof PatchTestFailed) return this.send(res, 422, status(422, 'Invalid', err.message));
+          throw err;
+        }
+      } else if (ct.startsWith('application/merge-patch+json') || ct.startsWith('application/strategic-merge-patch+json')) mergePatch(obj, body as Obj);
       else
         return this.send(
           res,

@@ -14,7 +14,7 @@ const BlocklistUndoRecord = z.object({
   addedAt: z.string(),
   expirySeconds: z.number(),
 });
-export type BlocklistUndoRecord = z.infer<typeof BlocklistUndoRecord>;
+type BlocklistUndoRecord = z.infer<typeof BlocklistUndoRecord>;
 
 /** The few hash commands the store needs (ioredis' RedisConnection has them). */
 export interface HashRedis {
