@@ -19,7 +19,8 @@ export function plan(f: TaintReleaseFacts, job: OutOfServiceTaintReleaseJob): Pl
   if (!n) return { kind: 'nothing-to-do', summary: `Node ${f.node} does not exist any more: no taint to release` };
   const taint = n.taints[n.oosIndex];
   if (!taint) return { kind: 'nothing-to-do', summary: `Node ${f.node} carries no ${OUT_OF_SERVICE_TAINT} taint (any more)` };
-  if (job.taint.timeAdded !== undefined && taint.timeAdded !== job.taint.timeAdded) {
+  // Compared as times: the watch records them as ISO text with milliseconds, the API server writes seconds.
+  if (job.taint.timeAdded !== undefined && Date.parse(taint.timeAdded ?? '') !== Date.parse(job.taint.timeAdded)) {
     return {
       kind: 'refuse',
       reasons: [
