@@ -12,8 +12,13 @@ import { createRealHost } from '../../../../../workers/host/real-host.ts';
 import { removeTaintPatch } from '../../../../../workers/runbooks/out-of-service-taint-release/execute-step.ts';
 import type { CleanupJobFact } from '../../../../../workers/runbooks/out-of-service-taint-release/facts.ts';
 import { createOutOfServiceTaintRelease } from '../../../../../workers/runbooks/out-of-service-taint-release/handler.ts';
-import { type FakeKubeApi, startFakeKubeApi } from '../../../../testkit/fake-kube-api.ts';
+import { type FakeKubeApi, type RecordedRequest, startFakeKubeApi } from '../../../../testkit/fake-kube-api.ts';
+import { uncoveredByRbac } from '../../../../support/kube-objects.ts';
 import { httpKubeWrites } from '../../../../testkit/http-kube-writes.ts';
+import { FakeHost } from '../../../../testkit/fake-host.ts';
+import type { Host } from '../../../../../workers/host/host.ts';
+import type { BlocklistUndo } from '../../../../../workers/runbooks/rbd-stale-mapping/blocklist-undo.ts';
+import { ourBlocklistOf } from '../../../../../workers/runbooks/out-of-service-taint-release/our-blocklist.ts';
 
 // out-of-service-taint-release against the fake API server, with the real HTTP reads and a
 // KubeWrites that PATCHes it: every refusal of docs/decisions/0008 §4.3 names its reason and the
@@ -76,14 +81,14 @@ function seedNode(o: { boot?: string; labels?: Record<string, string>; taints?: 
   api.put({ apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name: NODE, namespace: 'kube-node-lease' }, spec: { renewTime: ago(5) } });
 }
 
-function handler(cleanup: CleanupJobFact[] = [residualClean()]) {
+function handler(cleanup: CleanupJobFact[] = [residualClean()], ceph?: { host: Host; undo: BlocklistUndo }) {
   const rest = new KubeRest({ server: api.url, token: () => 'fake-token' });
   return createOutOfServiceTaintRelease({
-    host: createRealHost(),
+    host: ceph?.host ?? createRealHost(),
     kube: httpKubeWrites(api.url),
     get: (path, query) => rest.get(path, query),
     cleanupJobs: async () => cleanup,
-    ourBlocklist: async () => [],
+    ourBlocklist: ceph ? ourBlocklistOf(ceph.undo, ceph.host, () => new Date()) : async () => [],
     readyGraceSeconds: 600,
     stateDir,
     fenceTimeoutMs: 0,
@@ -107,7 +112,11 @@ beforeEach(async () => {
   stateDir = await mkdtemp(join(tmpdir(), 'vm-oos-'));
 });
 
+/** Every read of every test, for the RBAC check at the end. */
+const reads: RecordedRequest[] = [];
+
 afterEach(async () => {
+  reads.push(...api.requests.filter((r) => r.method === 'GET'));
   await api.close();
   await rm(stateDir, { recursive: true, force: true });
 });
@@ -278,4 +287,32 @@ describe('out-of-service-taint-release removes exactly the taint', () => {
     expect(result?.steps.find((s) => s.id.startsWith('remove-taint:'))?.description).toMatch(/this step is also the Ceph unfence/);
     expect(patches()).toEqual([]);
   });
+
+  it('lifts our own blocklist entry of the node before the taint, and never an entry we did not add', async () => {
+    seedNode();
+    const ours = '10.0.0.2:0/3710147553';
+    const theirs = '10.0.0.2:0/0';
+    let listed = [ours, theirs];
+    const host = new FakeHost()
+      .on(['ceph', 'osd', 'blocklist', 'ls'], () => ({ exitCode: 0, stdout: JSON.stringify(listed.map((addr) => ({ addr, until: '2026-12-07T10:00:00Z' }))) }))
+      .on(['ceph', 'osd', 'blocklist', 'rm'], (argv) => {
+        listed = listed.filter((a) => a !== argv[4]);
+        return { exitCode: 0 };
+      });
+    const record = { node: NODE, job: 'rbd_kube_img_0123', addedAt: new Date().toISOString(), expirySeconds: 3600 };
+    const undo: BlocklistUndo = { add: async () => undefined, forNode: async () => [{ ...record, address: ours }] };
+    const result = await handler([residualClean()], { host, undo })(job(), ctx());
+    expect(result.outcome).toBe('succeeded');
+    expect(host.commands.filter((c) => c[3] === 'rm')).toEqual([['ceph', 'osd', 'blocklist', 'rm', ours]]);
+    expect(listed).toEqual([theirs]);
+    expect(result.steps.map((s) => s.id)).toEqual([`blocklist-rm:${ours}`, `remove-taint:${NODE}:${T0}`]);
+    expect(patches()).toHaveLength(1);
+  });
+});
+
+// Last on purpose: the writes are the KubeWrites port's (its own RBAC); every read the runbook
+// made above is one src/adapters/kube/rbac.ts grants the cluster worker.
+it('reads only what src/adapters/kube/rbac.ts allows the cluster worker', () => {
+  expect(reads.length).toBeGreaterThan(50);
+  expect(uncoveredByRbac(reads, 'cluster-worker')).toEqual([]);
 });
