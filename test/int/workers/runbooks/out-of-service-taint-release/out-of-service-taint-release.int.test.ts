@@ -13,7 +13,8 @@ import { removeTaintPatch } from '../../../../../workers/runbooks/out-of-service
 import type { CleanupJobFact } from '../../../../../workers/runbooks/out-of-service-taint-release/facts.ts';
 import { createOutOfServiceTaintRelease } from '../../../../../workers/runbooks/out-of-service-taint-release/handler.ts';
 import { type FakeKubeApi, type RecordedRequest, startFakeKubeApi } from '../../../../testkit/fake-kube-api.ts';
-import { uncoveredByRbac } from '../../../../support/kube-objects.ts';
+import { apiCallOf, uncoveredByRbac } from '../../../../support/kube-objects.ts';
+import { DIRECT_CALLS } from '../../../../../src/adapters/kube/rbac.ts';
 import { httpKubeWrites } from '../../../../testkit/http-kube-writes.ts';
 import { FakeHost } from '../../../../testkit/fake-host.ts';
 import type { Host } from '../../../../../workers/host/host.ts';
@@ -315,4 +316,8 @@ describe('out-of-service-taint-release removes exactly the taint', () => {
 it('reads only what src/adapters/kube/rbac.ts allows the cluster worker', () => {
   expect(reads.length).toBeGreaterThan(50);
   expect(uncoveredByRbac(reads, 'cluster-worker')).toEqual([]);
+  // And the other way: every read listed for this runbook was made.
+  const made = new Set(reads.map((r) => apiCallOf(r)?.call));
+  const listed = DIRECT_CALLS['cluster-worker'].filter((d) => d.usedBy.startsWith('out-of-service-taint-release')).map((d) => d.call);
+  expect(listed.filter((c) => !made.has(c))).toEqual([]);
 });
