@@ -33,7 +33,8 @@ const Meta = z.object({
   annotations: z.optional(z.record(z.string(), z.string())),
   deletionTimestamp: z.optional(z.nullable(z.string())),
 });
-const TaintSpec = z.object({ key: z.string(), value: z.optional(z.string()), effect: z.string(), timeAdded: z.optional(z.string()) });
+// The API server omits unset fields; a null is read as unset too, so the `test` op's object is the one it stores.
+const TaintSpec = z.object({ key: z.string(), value: z.optional(z.nullable(z.string())), effect: z.string(), timeAdded: z.optional(z.nullable(z.string())) });
 const NodeObject = z.object({
   metadata: z.extend(Meta, { resourceVersion: z.string() }),
   spec: z.optional(z.object({ taints: z.optional(z.nullable(z.array(TaintSpec))) })),
@@ -62,9 +63,9 @@ export async function readNode(get: KubeGet, node: string): Promise<NodeState | 
   const n = NodeObject.parse(raw);
   const taints = (n.spec?.taints ?? []).map((t) => ({
     key: t.key,
-    ...(t.value !== undefined ? { value: t.value } : {}),
+    ...(t.value !== undefined && t.value !== null ? { value: t.value } : {}),
     effect: t.effect,
-    ...(t.timeAdded !== undefined ? { timeAdded: t.timeAdded } : {}),
+    ...(t.timeAdded !== undefined && t.timeAdded !== null ? { timeAdded: t.timeAdded } : {}),
   }));
   const ready = n.status?.conditions?.find((c) => c.type === 'Ready');
   return {
