@@ -1,6 +1,6 @@
 import type { OutOfServiceTaintReleaseJob } from '../../../src/core/catalogue/jobs.ts';
 import type { StepEvidence } from '../../../src/core/catalogue/step-evidence.ts';
-import { EXCLUDE_LABEL, LEASE_MAX_AGE_SECONDS, type NodeState, type TaintReleaseFacts } from './facts.ts';
+import { type CleanupJobFact, EXCLUDE_LABEL, LEASE_MAX_AGE_SECONDS, type NodeState, type TaintReleaseFacts } from './facts.ts';
 
 // The claims of docs/decisions/0008 §4.3, one function each: every one answers a named refusal
 // (`<reason>: <what was seen>`) or the evidence item the step stands on. Unknown means refuse: a
@@ -103,6 +103,24 @@ export function remediatorClaim(f: TaintReleaseFacts, n: NodeState): Claim {
 
 const CLEAN = new Set(['succeeded', 'nothing-to-do']);
 
+/** rbd-unmap jobs of the node that finished since it became Ready, or have not finished. */
+const unmapsSinceReady = (jobs: readonly CleanupJobFact[], n: NodeState): CleanupJobFact[] => {
+  const since = Date.parse(n.readySince ?? '');
+  return jobs.filter((j) => j.runbook === 'rbd-unmap' && (j.finishedAt === undefined || !(Date.parse(j.finishedAt) < since)));
+};
+
+const FINISHED = new Set(['completed', 'failed']);
+
+/**
+ * The node half of this boot that has not finished yet (stored, running, retrying): the release
+ * waits for it (the job is retried) instead of refusing on a clean-up that may still succeed.
+ */
+export function unfinishedCleanup(f: TaintReleaseFacts, n: NodeState): CleanupJobFact[] {
+  if (!f.cleanupJobs.ok) return [];
+  const residual = f.cleanupJobs.value.filter((j) => j.runbook === 'residual-multipath-cleanup' && j.bootId === n.bootId);
+  return [...residual, ...unmapsSinceReady(f.cleanupJobs.value, n)].filter((j) => !FINISHED.has(j.state));
+}
+
 /** The node half of this boot cleaned the host: residual-multipath-cleanup of the boot, and every rbd-unmap since the node came back. */
 export function hostCleanClaim(f: TaintReleaseFacts, n: NodeState): Claim {
   const r = 'host-not-clean';
@@ -111,8 +129,7 @@ export function hostCleanClaim(f: TaintReleaseFacts, n: NodeState): Claim {
   if (residual.length === 0) {
     return { refuse: `${r}: no residual-multipath-cleanup job of boot ${n.bootId} on node ${f.node} is known; it must run (and find the host clean) first` };
   }
-  const since = Date.parse(n.readySince ?? '');
-  const unmaps = f.cleanupJobs.value.filter((j) => j.runbook === 'rbd-unmap' && (j.finishedAt === undefined || !(Date.parse(j.finishedAt) < since)));
+  const unmaps = unmapsSinceReady(f.cleanupJobs.value, n);
   const bad = [...residual, ...unmaps].filter((j) => j.state !== 'completed' || !CLEAN.has(j.outcome ?? ''));
   if (bad.length > 0) {
     const what = bad.map(

@@ -205,6 +205,15 @@ describe('out-of-service-taint-release refuses, and sends no PATCH', () => {
     expect(writes()).toEqual([]);
   });
 
+  it('waits (fails to be retried, no refusal) while the clean-up of this boot is still running', async () => {
+    seedNode();
+    const { outcome: _unfinished, finishedAt: _notYet, ...running } = residualClean();
+    const err = await handler([{ ...running, state: 'active' }])(job(), ctx()).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(RunbookFailedError);
+    expect((err as Error).message).toMatch(/waiting for the node half of boot .*residual-multipath-cleanup residual_worker-2_aaaaaaaaaaaa active/);
+    expect(writes()).toEqual([]);
+  });
+
   it('refuses host-not-clean when no clean-up of this boot is known (one of the old boot does not count)', async () => {
     seedNode();
     const reasons = await refusal(handler([{ ...residualClean(), bootId: BOOT_OLD }])(job(), ctx()));
