@@ -13,7 +13,7 @@ import { applyJsonPatch, type DeleteOptions, JsonPatchError, jsonPatchFailed, ty
 //   `{"type":"ADDED|MODIFIED|DELETED|BOOKMARK|ERROR","object":...}`; history after N is replayed
 //   first. N older than the compaction point gets `ERROR` with a `Status` 410 Expired and the
 //   stream ends (what a real apiserver does), or an HTTP 410 with `expireAs: 'http'`.
-// - GET/POST/PATCH (json-patch and merge-patch) of single objects, with 404/409 `Status` answers;
+// - GET/POST/PATCH (json-patch with `test` ops: 422 when one fails; and merge-patch) of single objects, with 404/409 `Status` answers;
 //   PUT (replace) with the real server's optimistic concurrency: a stale metadata.resourceVersion
 //   gets 409 Conflict (what leader election on a Lease relies on).
 // - DELETE with DeleteOptions (preconditions, a pod's graceful delete) and JSON patches with `test`
@@ -24,6 +24,7 @@ import { applyJsonPatch, type DeleteOptions, JsonPatchError, jsonPatchFailed, ty
 //   answered 201 as the real API server does, from the users (token -> user info) and the RBAC
 //   grants a test gives (addUser, grant). Only resource attributes are authorised; a SAR for a
 //   user or group nobody granted anything is `allowed: false` with no reason, as RBAC answers.
+// - `absentGroups`: API groups whose CRDs are not installed answer 404.
 // Simplification: core/v1 and events.k8s.io/v1 Events are separate collections here.
 
 type Obj = Record<string, any>;
@@ -146,6 +147,8 @@ function mergePatch(target: Obj, patch: Obj): void {
 export class FakeKubeApi {
   url = '';
   readonly requests: RecordedRequest[] = [];
+  /** API groups whose CRDs are not installed: every request under `/apis/<group>/` is answered 404. */
+  readonly absentGroups = new Set<string>();
   /** Server-side 410 as an ERROR line in a 200 stream (real apiserver), or as an HTTP 410 answer. */
   expireAs: 'event' | 'http' = 'event';
   private server: Server | undefined;
@@ -379,6 +382,8 @@ export class FakeKubeApi {
     if (method === 'POST' && u.pathname === '/apis/authentication.k8s.io/v1/tokenreviews') return this.send(res, 201, this.tokenReview(body as Obj));
     if (method === 'POST' && u.pathname === '/apis/authorization.k8s.io/v1/subjectaccessreviews') return this.send(res, 201, this.accessReview(body as Obj));
     const p = parseKubePath(u.pathname);
+    if (p && this.absentGroups.has(u.pathname.split('/')[2] ?? ''))
+      return this.send(res, 404, status(404, 'NotFound', 'the server could not find the requested resource'));
     if (!p) return this.send(res, 404, status(404, 'NotFound', `the server could not find the requested resource ${u.pathname}`));
     const objects = this.collection(p.collection);
 

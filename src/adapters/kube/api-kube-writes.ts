@@ -36,7 +36,25 @@ export interface ApiKubeWritesOptions {
 }
 
 const code = (err: unknown): number | undefined => (err as { code?: unknown } | null)?.code as number | undefined;
-const message = (err: unknown): string => (err instanceof Error ? err.message : String(err));
+/**
+ * The API server's own words: client-node's ApiException carries the Status as its body (its
+ * message is a dump of it), the REST client's error already says `HTTP <code>: <message>`.
+ */
+function message(err: unknown): string {
+  const body = (err as { body?: unknown } | null)?.body;
+  const parsed = typeof body === 'string' ? safeJson(body) : body;
+  const statusMessage = (parsed as { message?: unknown } | null | undefined)?.message;
+  if (typeof statusMessage === 'string' && code(err) !== undefined) return `HTTP ${code(err)}: ${statusMessage}`;
+  return err instanceof Error ? err.message : String(err);
+}
+
+function safeJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
 
 export class ApiKubeWrites {
   readonly #o: ApiKubeWritesOptions;

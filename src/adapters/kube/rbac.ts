@@ -72,6 +72,8 @@ export interface DirectCall {
 
 const FLEET_LEASE = 'leader election among receivers (src/adapters/kube/lease-election.ts): only the leader exports the fleet-wide series on /metrics';
 
+const OOS = 'out-of-service-taint-release observe and re-checks';
+
 const JOB_EVENTS = 'JobEventRecorder (src/adapters/kube/job-events.ts): job start/refusal/success/failure, aggregated by series';
 
 const STEP_EVENTS = "a step's own Event (ApiKubeWrites.event, src/adapters/kube/api-kube-writes.ts), on a Pod in the Pod's namespace";
@@ -115,6 +117,16 @@ export const DIRECT_CALLS: Readonly<Record<Component, readonly DirectCall[]>> = 
     // The Kubernetes write port (ApiKubeWrites): a ValidatingAdmissionPolicy in the chart allows a
     // patch only when all it does is remove one node.kubernetes.io/out-of-service taint.
     { call: '/nodes patch', usedBy: 'out-of-service-taint-release: the taint removed by a JSON patch whose test ops pin it (ApiKubeWrites.patchNodeTaints)' },
+    // out-of-service-taint-release (workers/runbooks/out-of-service-taint-release/reads.ts): plain GETs.
+    { call: '/nodes get', usedBy: OOS },
+    { call: 'coordination.k8s.io/leases get', namespace: 'kube-node-lease', usedBy: `${OOS}: the kubelet's heartbeat` },
+    { call: '/events list', usedBy: `${OOS}: kubelet's Rebooted Events on the Node` },
+    { call: 'storage.k8s.io/volumeattachments list', usedBy: `${OOS}: volume-attachment-left` },
+    { call: '/pods list', usedBy: `${OOS}: terminating-pod-left` },
+    { call: 'self-node-remediation.medik8s.io/selfnoderemediations list', usedBy: `${OOS}: another-remediator-owns-taint (404: not installed)` },
+    { call: 'fence-agents-remediation.medik8s.io/fenceagentsremediations list', usedBy: `${OOS}: another-remediator-owns-taint (404: not installed)` },
+    { call: 'infrastructure.cluster.x-k8s.io/metal3remediations list', usedBy: `${OOS}: another-remediator-owns-taint (404: not installed)` },
+    { call: 'csiaddons.openshift.io/networkfences get', usedBy: `${OOS}: Rook's NetworkFence named after the node (cluster-scoped)` },
   ],
   'node-agent': [
     // The node agent's runbooks concern Nodes and PersistentVolumes, cluster-scoped objects whose
