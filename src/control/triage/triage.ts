@@ -1,5 +1,5 @@
 import { idempotencyKey } from '../../core/catalogue/idempotency-keys.ts';
-import { isCephName, isDiskLinkPath, isNamespace, isNodeName, isObjectName } from '../../core/catalogue/names.ts';
+import { isCephName, isDiskLinkPath, isNamespace, isNodeName, isObjectName, isPodUid } from '../../core/catalogue/names.ts';
 import type { LocalPvPlaceholderJob, RemediationJob } from '../../core/catalogue/jobs.ts';
 import { jobEvidence } from '../../core/catalogue/evidence.ts';
 import type { NodeInfo, PersistentVolumeInfo } from '../../adapters/kube/lookups.ts';
@@ -9,6 +9,7 @@ import type {
   LocalDeviceMissingSignal,
   LocalDeviceRestoredSignal,
   NodeRecoveredSignal,
+  OrphanedPodVolumesSignal,
   RbdImageBusySignal,
   Signal,
 } from '../../core/signals/index.ts';
@@ -87,6 +88,8 @@ function triageOne(signal: Signal, deps: TriageDeps): Promise<One | One[]> | One
       return signal.pv || signal.path ? localDeviceOfPod(signal, signal.pod, deps.lookups) : localDevicesOfPod(signal, signal.pod, deps.lookups);
     case 'local-device-restored':
       return localDevice(signal, deps.lookups);
+    case 'orphaned-pod-volumes':
+      return orphanJob(signal);
     default: {
       const never: never = signal;
       return never;
@@ -132,6 +135,21 @@ function disagreement(s: NodeRecoveredSignal, n: NodeInfo | undefined, now: numb
   if (Number.isFinite(since) && now - since > RECOVERY_CORROBORATION_MS)
     return `Node ${s.node} has been Ready since ${n.readySince}: no recovery within the last ${RECOVERY_CORROBORATION_MS / 60_000} min`;
   return undefined;
+}
+
+/** The node agent cleans what kubelet left of the pod (and any other orphan its scan finds later). */
+function orphanJob(s: OrphanedPodVolumesSignal): One {
+  if (!isNodeName(s.node)) return ignore(s, 'invalid-node-name', `node ${quote(s.node)} is not a valid node name`);
+  if (!isPodUid(s.podUid)) return ignore(s, 'invalid-name', `pod UID ${quote(s.podUid)} is not a pod UID`);
+  return {
+    job: {
+      runbook: 'orphaned-pod-volumes',
+      version: 1,
+      key: idempotencyKey('orphaned-pod-volumes', [s.node, s.podUid]),
+      target: { node: s.node, podUid: s.podUid },
+      evidence: [jobEvidence(s.evidence)],
+    },
+  };
 }
 
 function residualJob(s: NodeRecoveredSignal): One {

@@ -109,7 +109,9 @@ export async function mountsOfTree(host: Host, view: MountView, dir: string): Pr
     const source = !at && pm !== null && fsPath !== null && m.entry.majorMinor === pm.majorMinor && underOrAt(m.entry.root, fsPath);
     if (!at && !source) continue;
     const pids = [];
-    for (const pid of m.pids.slice(0, PIDS_NAMED)) {
+    // The host's namespace holds every kernel thread too: pid 1 says which namespace it is.
+    const named = m.host && m.pids.includes(1) ? [1] : m.pids.slice(0, PIDS_NAMED);
+    for (const pid of named) {
       const who = await processFacts(host, pid);
       pids.push({ pid, comm: who.comm, podUid: who.podUid });
     }

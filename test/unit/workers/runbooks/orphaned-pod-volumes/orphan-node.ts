@@ -83,7 +83,7 @@ export function orphanNode(opts: { node?: string } = {}): OrphanNode {
     if (argv.includes('-maxdepth'))
       return {
         stdout: children(start)
-          .map((c) => `${posix.basename(c)}\0`)
+          .map((c) => `${(argv.at(-1) ?? '').startsWith('%y') ? `${typeOf(c)?.letter}\t` : ''}${posix.basename(c)}\0`)
           .join(''),
       };
     const out: string[] = [];
