@@ -9,7 +9,7 @@ import { parsePodTree, treeArgv, type TreeEntry } from './pod-tree.ts';
 
 // The reads observe() makes and execute-step repeats right before each change. The pods tree is
 // only ever read by commands in the host's mount namespace (the Host runs them through nsenter in
-// a DaemonSet): the agent's container does not mount /var/lib/kubelet (deploy/charts/.../node-agent.yaml).
+// a DaemonSet): the agent's container does not mount /var/lib/kubelet (deploy/charts/volume-medic/templates/node-agent.yaml).
 // /proc is read through the Host's root like every runbook's mount and holder scans.
 
 const TIMEOUT_MS = 30_000;
