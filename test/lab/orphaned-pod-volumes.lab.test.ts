@@ -172,6 +172,7 @@ describe.skipIf(skipReason !== null)('orphaned-pod-volumes on a real kernel (scs
           kernel: (await vm.runOk(['uname', '-r'])).stdout.trim(),
           files: { 'host.mountinfo': 'cat /proc/1/mountinfo', 'holder.mountinfo': `cat /proc/${holder}/mountinfo` },
           pod: POD,
+          holderPid: holder,
           device: `/dev/mapper/${map.name}`,
         },
         null,
