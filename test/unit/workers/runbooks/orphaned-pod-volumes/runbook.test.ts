@@ -85,3 +85,25 @@ describe('orphaned-pod-volumes on a simulated node', () => {
     expect(err.reasons.join(' ')).toContain('pod-known-to-api: pod shop/web-0 has UID');
   });
 });
+
+describe('orphaned-pod-volumes as a scan job (no UID named)', () => {
+  const scanJob: OrphanedPodVolumesJob = { ...job, key: `orphaned-pod-volumes_${NODE}_scan`, target: { node: NODE } };
+  const runScan = (n: ReturnType<typeof orphanNode>, kube: OrphanKube) =>
+    createOrphanedPodVolumes({ host: n.host, stateDir: STATE, kube, now: () => new Date('2026-12-07T10:00:00.000Z') })(scanJob, ctx('enforce'));
+
+  it('leaves the directory of a pod the API server knows alone, and has nothing to do', async () => {
+    const n = orphanNode();
+    seenLongAgo(n);
+    const r = await runScan(n, new InMemoryOrphanKube({ [UID]: 'shop/web-0' }));
+    expect(r.outcome).toBe('nothing-to-do');
+    expect(n.changes()).toEqual([]);
+  });
+
+  it('cleans every orphan it finds', async () => {
+    const n = orphanNode();
+    seenLongAgo(n);
+    const r = await runScan(n, new InMemoryOrphanKube());
+    expect(r.outcome).toBe('succeeded');
+    expect(n.host.nodes.has(POD_DIR)).toBe(false);
+  });
+});
