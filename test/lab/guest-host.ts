@@ -58,6 +58,7 @@ for pid in ls('/proc'):
     if not pid.isdigit(): continue
     p = '/proc/' + pid
     rec(p); rec(p + '/ns/mnt'); rec(p + '/stat'); rec(p + '/mountinfo'); rec(p + '/cgroup'); rec(p + '/fd'); rec(p + '/task')
+    rec(p + '/cwd'); rec(p + '/root')
     for fd in ls(p + '/fd'): rec(p + '/fd/' + fd)
     seen = set()
     for tid in ls(p + '/task'):

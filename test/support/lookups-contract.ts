@@ -123,6 +123,14 @@ export function lookupsContract(name: string, lookups: () => ClusterLookups): vo
       expect(await lookups().podsOnNode('worker-3')).toEqual([]);
     });
 
+    it('lists every pod of the cluster, of every node and namespace, with its UID', async () => {
+      const all = await lookups().allPods();
+      expect(all.map((p) => `${p.namespace}/${p.name}`)).toEqual(
+        expect.arrayContaining(['kafka/kafka-0', 'shop/web-5f8e7d6c4-m9wzt', 'shop/web-7d4b9c6f5-x2kqp']),
+      );
+      expect(all.length).toBeGreaterThanOrEqual((await lookups().podsOnNode('worker-1')).length + (await lookups().podsOnNode('worker-2')).length);
+    });
+
     it('lists the VolumeAttachments of a node with the LUN WWN when the driver records it', async () => {
       const w1 = await lookups().volumeAttachmentsOnNode('worker-1');
       expect(w1).toEqual([

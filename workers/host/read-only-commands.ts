@@ -55,6 +55,28 @@ function cephLooksOnly(file: string, args: readonly string[]): boolean {
   return false;
 }
 
+// orphaned-pod-volumes reads the pods tree in the host's mount namespace: `find -P <path>
+// [-mindepth N] [-maxdepth N] [-xdev] -printf <format>` and nothing else (find's -delete, -exec,
+// -execdir, -ok, -fprint* change things or write files), `crictl pods -o json`, `systemctl is-active kubelet`.
+const FIND_VALUE_TESTS = new Set(['-mindepth', '-maxdepth']);
+
+function findLooksOnly(args: readonly string[]): boolean {
+  if (args.length < 4 || args[0] !== '-P' || !(args[1] ?? '').startsWith('/') || args[args.length - 2] !== '-printf') return false;
+  const middle = args.slice(2, -2);
+  for (let i = 0; i < middle.length; i++) {
+    const a = middle[i] ?? '';
+    if (a === '-xdev') continue;
+    if (FIND_VALUE_TESTS.has(a) && /^[0-9]{1,3}$/.test(middle[i + 1] ?? '')) {
+      i++;
+      continue;
+    }
+    return false;
+  }
+  return true;
+}
+
+const exactly = (argv: readonly string[], shape: readonly string[]): boolean => argv.length === shape.length && shape.every((w, i) => argv[i] === w);
+
 export function isReadOnlyCommand(argv: readonly string[]): boolean {
   const [file, ...args] = argv;
   if (file === undefined) return false;
@@ -62,5 +84,7 @@ export function isReadOnlyCommand(argv: readonly string[]): boolean {
   if (file === 'losetup') return losetupLooksOnly(args);
   if (file === 'blockdev') return args.length === 2 && BLOCKDEV_GETTERS.has(args[0] ?? '');
   if (isMultipathLookOnly(argv)) return true;
+  if (file === 'find') return findLooksOnly(args);
+  if (exactly(argv, ['crictl', 'pods', '-o', 'json']) || exactly(argv, ['systemctl', 'is-active', 'kubelet'])) return true;
   return cephLooksOnly(file, args);
 }

@@ -36,6 +36,18 @@ await runAgent(
       enqueue: (jobs) => dispatcher.enqueue(jobs),
       intervalMs: config.placeholderCheckSeconds * 1000,
       log: log.child({ node, component: 'self-checks' }),
+      // Without cluster access no UID can be told from a pod's: no scan (a job would refuse anyway).
+      ...(kube.deps.orphanKube && config.orphanScanSeconds > 0
+        ? {
+            orphans: {
+              kube: kube.deps.orphanKube,
+              kubeletRoot: config.kubeletRootDir,
+              minAgeMs: config.orphanMinAgeSeconds * 1000,
+              now: () => new Date(),
+              intervalMs: config.orphanScanSeconds * 1000,
+            },
+          }
+        : {}),
     });
     return {
       worker: agent,

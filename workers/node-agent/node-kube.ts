@@ -12,6 +12,7 @@ import { RefusedError } from '../../src/core/errors.ts';
 import type { JobEventSink } from '../engine/job-event-sink.ts';
 import type { KubeWrites } from '../kube-writes/kube-writes.ts';
 import type { NodeLabels } from '../runbooks/local-pv-placeholder/node-labels.ts';
+import type { OrphanKube } from '../runbooks/orphaned-pod-volumes/orphan-kube.ts';
 import type { NodePods } from '../runbooks/rbd-unmap/node-pods.ts';
 import type { AttachedVolumes } from '../runbooks/residual-multipath-cleanup/attached-volumes.ts';
 
@@ -33,6 +34,8 @@ export interface NodeRegistryDeps {
    * cluster; absent otherwise, and a runbook then passes NO_KUBE_WRITES (every write fails).
    */
   kube?: KubeWrites;
+  /** Every pod's UID and the node's attached PVs: the Kubernetes API in a cluster; without it every orphan is refused. */
+  orphanKube?: OrphanKube;
 }
 
 export interface NodeKube {
@@ -58,6 +61,7 @@ export async function nodeKube(node: string, log: Logger): Promise<NodeKube> {
       attachedVolumes: new KubeAttachedVolumes(lookups),
       nodePods: new KubeNodePods(lookups),
       kube: new ApiKubeWrites({ component: 'node-agent', core: clients.writes, events: clients.events, instance: node }),
+      orphanKube: new KubeOrphanKube(lookups),
     },
   };
 }
@@ -138,5 +142,24 @@ class KubeNodePods implements NodePods {
 export class UnknownNodePods implements NodePods {
   async podsOnNode(): Promise<PodInfo[]> {
     throw new RefusedError(['the pods on this node cannot be known without access to the Kubernetes API, so stale mounts cannot be told from live ones']);
+  }
+}
+
+/** orphaned-pod-volumes' questions: every pod's UID (any namespace or node), and the PVs attached to the node. */
+export class KubeOrphanKube implements OrphanKube {
+  readonly #lookups: Pick<ClusterLookups, 'allPods' | 'volumeAttachmentsOnNode'>;
+
+  constructor(lookups: Pick<ClusterLookups, 'allPods' | 'volumeAttachmentsOnNode'>) {
+    this.#lookups = lookups;
+  }
+
+  async podsByUid(): Promise<Record<string, string>> {
+    const out: Record<string, string> = {};
+    for (const p of await this.#lookups.allPods()) if (p.uid) out[p.uid] = `${p.namespace}/${p.name}`;
+    return out;
+  }
+
+  async attachedPvs(node: string): Promise<string[]> {
+    return (await this.#lookups.volumeAttachmentsOnNode(node)).flatMap((va) => (va.pv ? [va.pv] : []));
   }
 }

@@ -7,6 +7,8 @@ import { createResidualMultipathCleanup } from '../runbooks/residual-multipath-c
 import { DEFAULT_VICTIM_OPENERS } from '../runbooks/residual-multipath-cleanup/policy.ts';
 import { InMemoryAttachedVolumes } from '../runbooks/residual-multipath-cleanup/attached-volumes.ts';
 import { createRbdUnmap } from '../runbooks/rbd-unmap/handler.ts';
+import { createOrphanedPodVolumes } from '../runbooks/orphaned-pod-volumes/handler.ts';
+import { UnknownOrphanKube } from '../runbooks/orphaned-pod-volumes/orphan-kube.ts';
 import type { RunbookHandler } from '../engine/registry.ts';
 import type { NodeRunbookName } from './node-runbooks.ts';
 import { type NodeRegistryDeps, UnknownNodePods } from './node-kube.ts';
@@ -43,6 +45,12 @@ export function defaultNodeRegistry(config: NodeAgentConfig, _log: Logger, deps:
       stateDir: config.stateDir,
       pods: deps.nodePods ?? new UnknownNodePods(),
       policy: { force: config.rbdForceUnmap, kubeletRoot: config.kubeletRootDir },
+    }),
+    'orphaned-pod-volumes': createOrphanedPodVolumes({
+      host,
+      stateDir: config.stateDir,
+      kube: deps.orphanKube ?? new UnknownOrphanKube(),
+      policy: { kubeletRoot: config.kubeletRootDir, minAgeMs: config.orphanMinAgeSeconds * 1000 },
     }),
   };
 }

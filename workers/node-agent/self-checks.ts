@@ -5,6 +5,7 @@ import type { Host } from '../host/host.ts';
 import { sysfsDisks } from '../runbooks/local-pv-placeholder/observe.ts';
 import { PlaceholderStore } from '../runbooks/local-pv-placeholder/record-store.ts';
 import { readIntents } from '../runbooks/residual-multipath-cleanup/intents.ts';
+import { orphanScan, type OrphanScanOptions } from '../runbooks/orphaned-pod-volumes/scan.ts';
 
 // What the node agent notices by itself, and asks for through its own node's queue
 // like any sender, so modes, gates, the audit trail and Events apply:
@@ -12,7 +13,10 @@ import { readIntents } from '../runbooks/residual-multipath-cleanup/intents.ts';
 //   a detector's release job, which the runbook verifies again before it detaches anything. Its
 //   key is the one triage gives a detector's release of that PV, so NPD's and ours fold;
 // - at start, intent records of a residual cleanup that was interrupted: a residual job for this
-//   node and boot, which finishes what the record names.
+//   node and boot, which finishes what the record names;
+// - a directory in kubelet's pods/ that no pod the API server or the runtime knows owns, seen in
+//   two scans ORPHAN_MIN_AGE_SECONDS apart: an orphaned-pod-volumes job for it (the key triage
+//   gives kubelet's line about that UID).
 // Looks only; never throws (a failed check is logged and tried again at the next interval).
 
 export interface SelfChecksOptions {
@@ -27,6 +31,8 @@ export interface SelfChecksOptions {
   log: Logger;
   /** Calls `tick` every `ms` until the returned function is called (tests pass their own clock). */
   every?: Every;
+  /** The orphaned-pod-volumes scan (at start, then every `intervalMs`; 0: at start only); absent: none. */
+  orphans?: Omit<OrphanScanOptions, 'node' | 'host' | 'stateDir'> & { intervalMs: number };
 }
 
 type Every = (ms: number, tick: () => void) => () => void;
@@ -116,8 +122,24 @@ export function startSelfChecks(opts: SelfChecksOptions): SelfChecks {
       opts.log.warn({ err: (err as Error).message }, 'could not look for interrupted cleanups');
     }
   };
+  const orphans = async (): Promise<void> => {
+    if (!opts.orphans) return;
+    try {
+      const r = await orphanScan({ ...opts.orphans, node: opts.node, host: opts.host, stateDir: opts.stateDir });
+      if ('skipped' in r) {
+        opts.log.info({ why: r.skipped }, 'orphaned pod directories not scanned');
+        return;
+      }
+      if (r.jobs.length > 0) {
+        await opts.enqueue(r.jobs);
+        opts.log.warn({ uids: r.jobs.map((j) => j.target.podUid) }, 'orphaned pod directories seen in two scans: cleanup asked for');
+      }
+    } catch (err) {
+      opts.log.warn({ err: (err as Error).message }, 'could not scan for orphaned pod directories');
+    }
+  };
   // One check at a time: a tick while one runs (slow sysfs, Redis timing out) is skipped, not queued.
-  let running: Promise<void> = Promise.all([intents(), placeholders()]).then(() => undefined);
+  let running: Promise<void> = Promise.all([intents(), placeholders(), orphans()]).then(() => undefined);
   let busy = true;
   const first = running.finally(() => {
     busy = false;
@@ -130,11 +152,22 @@ export function startSelfChecks(opts: SelfChecksOptions): SelfChecks {
     });
   };
   const cancel = opts.intervalMs > 0 ? (opts.every ?? everyInterval)(opts.intervalMs, tick) : () => {};
+  let scanning: Promise<void> = Promise.resolve();
+  let scanBusy = false;
+  const scanTick = (): void => {
+    if (scanBusy) return;
+    scanBusy = true;
+    scanning = first.then(orphans).finally(() => {
+      scanBusy = false;
+    });
+  };
+  const cancelScan = opts.orphans && opts.orphans.intervalMs > 0 ? (opts.every ?? everyInterval)(opts.orphans.intervalMs, scanTick) : () => {};
   return {
     first,
     stop: async () => {
       cancel();
-      await running;
+      cancelScan();
+      await Promise.all([running, scanning]);
     },
   };
 }

@@ -141,6 +141,12 @@ export interface ClusterLookups {
   persistentVolumes(): Promise<PersistentVolumeInfo[]>;
   /** Pods scheduled on `node`, any phase and namespace (the node half of the RBD runbook). */
   podsOnNode(node: string): Promise<PodInfo[]>;
+  /**
+   * Every pod of the cluster, any namespace, node and phase: whether a pod with some UID exists
+   * (orphaned-pod-volumes; the API has no field selector on metadata.uid). Read from the API
+   * server's watch cache (resourceVersion=0), once per scan.
+   */
+  allPods(): Promise<PodInfo[]>;
 }
 
 const nsKey = (r: NamespacedName): string => `${r.namespace}/${r.name}`;
@@ -225,6 +231,10 @@ export class InMemoryLookups implements ClusterLookups {
 
   async podsOnNode(node: string): Promise<PodInfo[]> {
     return this.pods.filter((p) => p.node === node);
+  }
+
+  async allPods(): Promise<PodInfo[]> {
+    return [...this.pods];
   }
 
   async volumesOfPod(pod: NamespacedName): Promise<PersistentVolumeInfo[]> {

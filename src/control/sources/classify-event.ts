@@ -1,5 +1,5 @@
 import { boundedRaw, type Evidence, type SignalSource } from '../../core/catalogue/evidence.ts';
-import type { Ignored, Signal } from '../../core/signals/index.ts';
+import { parseOrphanLine, type Ignored, type Signal } from '../../core/signals/index.ts';
 import { distrust, type EventTrust } from './event-trust.ts';
 import type { KubeEvent } from './kube-event.ts';
 import {
@@ -23,6 +23,8 @@ export const CONTAINER_REASONS = new Set(['Failed', 'CreateContainerError']);
 const NODE_REASONS = new Set(['NodeReady', 'Rebooted']);
 /** NPD reasons (and condition types) that mean a local PV's disk is gone. */
 export const LOCAL_DISK_LOST = new Set(['LocalDiskLost']);
+/** NPD's kubelet monitor (deploy/integrations/npd/kubelet-orphaned-pod-monitor.json): kubelet's orphaned-pod line. */
+const ORPHANED_POD_VOLUMES = 'OrphanedPodVolumes';
 
 export type Classified = { signals: Signal[]; ignored?: undefined } | { signals?: undefined; ignored: Omit<Ignored, 'index'> };
 
@@ -37,7 +39,12 @@ function eventIdentity(ev: KubeEvent): string[] {
 }
 
 export function classifyEvent(ev: KubeEvent, source: SignalSource, trust: EventTrust): Classified {
-  const relevant = NODE_REASONS.has(ev.reason) || VOLUME_REASONS.has(ev.reason) || CONTAINER_REASONS.has(ev.reason) || LOCAL_DISK_LOST.has(ev.reason);
+  const relevant =
+    NODE_REASONS.has(ev.reason) ||
+    VOLUME_REASONS.has(ev.reason) ||
+    CONTAINER_REASONS.has(ev.reason) ||
+    LOCAL_DISK_LOST.has(ev.reason) ||
+    ev.reason === ORPHANED_POD_VOLUMES;
   if (!relevant)
     return {
       ignored: { reason: 'event-reason-not-relevant', detail: `reason ${ev.reason || '(none)'} is not one volume-medic acts on`, source },
@@ -47,6 +54,7 @@ export function classifyEvent(ev: KubeEvent, source: SignalSource, trust: EventT
   if (NODE_REASONS.has(ev.reason)) return classifyNodeEvent(ev, source);
   // The node is the involved Node (distrust() made sure it is one), never source.host.
   if (LOCAL_DISK_LOST.has(ev.reason)) return classifyLocalDiskLost(ev.reason, ev.message, ev.involved.name, eventIdentity(ev), evidence(source, ev), true);
+  if (ev.reason === ORPHANED_POD_VOLUMES) return classifyOrphanEvent(ev, source);
   return classifyVolumeEvent(ev, source);
 }
 
@@ -70,6 +78,20 @@ function classifyNodeEvent(ev: KubeEvent, source: SignalSource): Classified {
         identity: bootId ? ['boot', node, bootId] : eventIdentity(ev),
         evidence: evidence(source, ev),
       },
+    ],
+  };
+}
+
+/** The line kubelet logged (NPD's message carries it); a line that names no valid pod UID is not ours. */
+function classifyOrphanEvent(ev: KubeEvent, source: SignalSource): Classified {
+  const node = ev.involved.name;
+  if (!node) return { ignored: { reason: 'event-names-no-node', detail: `${ev.reason} event does not name its Node`, source } };
+  const line = parseOrphanLine(ev.message);
+  if (!line) return { ignored: { reason: 'event-message-not-recognised', detail: `${ev.reason}: no kubelet orphaned-pod line with a valid pod UID`, source } };
+  return {
+    signals: [
+      // A pod UID never repeats: the node and the UID are the incident, however often kubelet says it.
+      { kind: 'orphaned-pod-volumes', version: 1, node, podUid: line.uid, identity: ['orphan', node, line.uid], evidence: evidence(source, ev) },
     ],
   };
 }

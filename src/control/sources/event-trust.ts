@@ -57,6 +57,7 @@ function expectation(reason: string, trust: EventTrust): Expectation | undefined
     case 'Rebooted':
       return { kind: 'Node', reporters: FROM_KUBELET, who: 'kubelet' };
     case 'LocalDiskLost':
+    case 'OrphanedPodVolumes':
       return { kind: 'Node', reporters: trust.npdSources, who: 'node-problem-detector (NPD_EVENT_SOURCES)' };
     default:
       return undefined;
@@ -91,7 +92,7 @@ export function distrust(ev: KubeEvent, trust: EventTrust): Distrust | undefined
     return { reason: 'event-reporter-not-trusted', detail: `${ev.reason} reported by ${q(stranger)}; only ${want.who} is believed` };
   }
   if (want.kind === 'Node') {
-    const home = ev.reason === 'LocalDiskLost' ? trust.npdNamespace : KUBELET_NODE_EVENT_NAMESPACE;
+    const home = ev.reason === 'LocalDiskLost' || ev.reason === 'OrphanedPodVolumes' ? trust.npdNamespace : KUBELET_NODE_EVENT_NAMESPACE;
     if (ev.namespace !== home) {
       return {
         reason: 'event-namespace-not-trusted',

@@ -1,5 +1,5 @@
 import { idempotencyKey } from '../../core/catalogue/idempotency-keys.ts';
-import { isCephName, isDiskLinkPath, isNamespace, isNodeName, isObjectName } from '../../core/catalogue/names.ts';
+import { isCephName, isDiskLinkPath, isNamespace, isNodeName, isObjectName, isPodUid } from '../../core/catalogue/names.ts';
 import type { LocalPvPlaceholderJob, RemediationJob } from '../../core/catalogue/jobs.ts';
 import { jobEvidence } from '../../core/catalogue/evidence.ts';
 import type { NodeInfo, PersistentVolumeInfo } from '../../adapters/kube/lookups.ts';
@@ -10,6 +10,7 @@ import type {
   LocalDeviceMissingSignal,
   LocalDeviceRestoredSignal,
   NodeRecoveredSignal,
+  OrphanedPodVolumesSignal,
   RbdImageBusySignal,
   Signal,
 } from '../../core/signals/index.ts';
@@ -90,6 +91,8 @@ function triageOne(signal: Signal, deps: TriageDeps): Promise<One | One[]> | One
       return localDevice(signal, deps.lookups);
     case 'node-out-of-service-ready':
       return outOfServiceReady(signal);
+    case 'orphaned-pod-volumes':
+      return orphanJob(signal);
     default: {
       const never: never = signal;
       return never;
@@ -135,6 +138,21 @@ function disagreement(s: NodeRecoveredSignal, n: NodeInfo | undefined, now: numb
   if (Number.isFinite(since) && now - since > RECOVERY_CORROBORATION_MS)
     return `Node ${s.node} has been Ready since ${n.readySince}: no recovery within the last ${RECOVERY_CORROBORATION_MS / 60_000} min`;
   return undefined;
+}
+
+/** The node agent cleans what kubelet left of the pod (and any other orphan its scan finds later). */
+function orphanJob(s: OrphanedPodVolumesSignal): One {
+  if (!isNodeName(s.node)) return ignore(s, 'invalid-node-name', `node ${quote(s.node)} is not a valid node name`);
+  if (!isPodUid(s.podUid)) return ignore(s, 'invalid-name', `pod UID ${quote(s.podUid)} is not a pod UID`);
+  return {
+    job: {
+      runbook: 'orphaned-pod-volumes',
+      version: 1,
+      key: idempotencyKey('orphaned-pod-volumes', [s.node, s.podUid]),
+      target: { node: s.node, podUid: s.podUid },
+      evidence: [jobEvidence(s.evidence)],
+    },
+  };
 }
 
 function residualJob(s: NodeRecoveredSignal): One {

@@ -59,4 +59,18 @@ export interface NodeOutOfServiceReadySignal extends SignalBase {
   bootId?: string;
 }
 
-export type Signal = NodeRecoveredSignal | RbdImageBusySignal | LocalDeviceMissingSignal | LocalDeviceRestoredSignal | NodeOutOfServiceReadySignal;
+/** kubelet's "orphaned pod <uid> found, but ..." line, as NPD's kubelet monitor turned it into an Event on the Node. */
+export interface OrphanedPodVolumesSignal extends SignalBase {
+  kind: 'orphaned-pod-volumes';
+  node: string;
+  /** The first orphan of kubelet's sweep (the line names one even when there are more). */
+  podUid: string;
+}
+
+export type Signal =
+  | NodeRecoveredSignal
+  | RbdImageBusySignal
+  | LocalDeviceMissingSignal
+  | LocalDeviceRestoredSignal
+  | NodeOutOfServiceReadySignal
+  | OrphanedPodVolumesSignal;

@@ -27,7 +27,7 @@ export interface CoreApi {
   listNode(p: object): Promise<V1NodeList>;
   readNamespacedPod(p: Named & InNamespace): Promise<V1Pod>;
   listNamespacedPod(p: InNamespace & { fieldSelector?: string }): Promise<V1PodList>;
-  listPodForAllNamespaces(p: { fieldSelector?: string }): Promise<V1PodList>;
+  listPodForAllNamespaces(p: { fieldSelector?: string; resourceVersion?: string }): Promise<V1PodList>;
   readNamespacedPersistentVolumeClaim(p: Named & InNamespace): Promise<V1PersistentVolumeClaim>;
   readPersistentVolume(p: Named): Promise<V1PersistentVolume>;
   listPersistentVolume(p: object): Promise<V1PersistentVolumeList>;

@@ -65,3 +65,9 @@ export async function listPodsOnNode(core: CoreApi, node: string): Promise<PodIn
   const list = await core.listPodForAllNamespaces({ fieldSelector: `spec.nodeName=${node}` });
   return list.items.map(podInfo).filter((p) => p.node === node);
 }
+
+/** Every pod of the cluster, from the API server's watch cache (resourceVersion=0: no etcd read per scan). */
+export async function listAllPods(core: CoreApi): Promise<PodInfo[]> {
+  const list = await core.listPodForAllNamespaces({ resourceVersion: '0' });
+  return list.items.map(podInfo);
+}

@@ -27,7 +27,7 @@ export function restApis(rest: KubeRest): KubeApis & { events: EventsApi; writes
     listNode: () => rest.get<V1NodeList>('/api/v1/nodes'),
     readNamespacedPod: ({ namespace, name }) => rest.get<V1Pod>(`/api/v1/namespaces/${seg(namespace)}/pods/${seg(name)}`),
     listNamespacedPod: ({ namespace, fieldSelector }) => rest.get<V1PodList>(`/api/v1/namespaces/${seg(namespace)}/pods`, { fieldSelector }),
-    listPodForAllNamespaces: ({ fieldSelector }) => rest.get<V1PodList>('/api/v1/pods', { fieldSelector }),
+    listPodForAllNamespaces: ({ fieldSelector, resourceVersion }) => rest.get<V1PodList>('/api/v1/pods', { fieldSelector, resourceVersion }),
     readNamespacedPersistentVolumeClaim: ({ namespace, name }) =>
       rest.get<V1PersistentVolumeClaim>(`/api/v1/namespaces/${seg(namespace)}/persistentvolumeclaims/${seg(name)}`),
     readPersistentVolume: ({ name }) => rest.get<V1PersistentVolume>(`/api/v1/persistentvolumes/${seg(name)}`),

@@ -99,7 +99,19 @@ export const nodeAgent = section({
       env: 'KUBELET_ROOT_DIR',
       readers: NODE_AGENT,
       type: () => z._default(z.string().check(z.regex(/^\/[A-Za-z0-9._/-]*$/)), '/var/lib/kubelet'),
-      doc: "kubelet's --root-dir on the nodes (stale kubelet mounts live under it).",
+      doc: "kubelet's --root-dir on the nodes (stale kubelet mounts live under it; orphaned-pod-volumes scans its pods/).",
+    }),
+    orphanScanSeconds: setting({
+      env: 'ORPHAN_SCAN_SECONDS',
+      readers: NODE_AGENT,
+      type: () => z._default(Count(0), 300),
+      doc: "How often the agent scans kubelet's pods/ for directories of pods that neither the API server nor the container runtime knows (orphaned-pod-volumes). It also scans at start. 0: no scan (kubelet's log line, through NPD, still triggers jobs).",
+    }),
+    orphanMinAgeSeconds: setting({
+      env: 'ORPHAN_MIN_AGE_SECONDS',
+      readers: NODE_AGENT,
+      type: () => z._default(Count(0), 600),
+      doc: 'An orphaned pod directory is cleaned only once seen in two looks at least this far apart (a pod being torn down looks like an orphan for a moment).',
     }),
   },
 });

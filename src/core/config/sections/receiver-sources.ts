@@ -5,8 +5,8 @@ import { Count, Flag } from '../types.ts';
 
 const RECEIVER = ['receiver'] as const;
 
-/** deploy/integrations/npd/local-pv-monitor.json's `source`, which NPD writes as source.component. */
-export const DEFAULT_NPD_EVENT_SOURCES: readonly string[] = ['local-pv-monitor'];
+/** The `source` of deploy/integrations/npd/local-pv-monitor.json and kubelet-orphaned-pod-monitor.json, which NPD writes as source.component. */
+export const DEFAULT_NPD_EVENT_SOURCES: readonly string[] = ['local-pv-monitor', 'kubelet-monitor'];
 
 export const receiverSources = section({
   title: 'Receiver: sources and Kubernetes',
@@ -27,7 +27,7 @@ export const receiverSources = section({
           ...DEFAULT_NPD_EVENT_SOURCES,
         ]),
       read: list,
-      doc: "node-problem-detector monitors whose LocalDiskLost Events are believed (NPD writes a monitor config's `source` as the Event's source.component); `local-pv-monitor` is the monitor in deploy/integrations/npd. Other reporters: see src/control/sources/event-trust.ts.",
+      doc: "node-problem-detector monitors whose LocalDiskLost and OrphanedPodVolumes Events are believed (NPD writes a monitor config's `source` as the Event's source.component); `local-pv-monitor` and `kubelet-monitor` are the monitors in deploy/integrations/npd. Other reporters: see src/control/sources/event-trust.ts.",
     }),
     npdEventNamespace: setting({
       env: 'NPD_EVENT_NAMESPACE',

@@ -55,6 +55,37 @@ const CASES: Case[] = [
     signals: [{ kind: 'local-device-missing', path: '/dev/disk/by-id/nvme-SAMSUNG_MZQL23T8HCLS-00A0', node: 'worker-2' }],
     ignored: [],
   },
+  {
+    name: "reads kubelet's structured orphaned-pod line from NPD's kubelet monitor",
+    fixture: 'orphaned-pod-volumes-klog.event',
+    signals: [
+      {
+        kind: 'orphaned-pod-volumes',
+        node: 'worker-2',
+        podUid: '84344a7e-8003-462a-9321-a3f6c45e530f',
+        identity: ['orphan', 'worker-2', '84344a7e-8003-462a-9321-a3f6c45e530f'],
+      },
+    ],
+    ignored: [],
+  },
+  {
+    name: "reads kubelet's glog orphaned-pod line (up to 1.19)",
+    fixture: 'orphaned-pod-volumes-glog.event',
+    signals: [{ kind: 'orphaned-pod-volumes', node: 'worker-2', podUid: '626ab649-26c0-11e9-a791-001517ac3898' }],
+    ignored: [],
+  },
+  {
+    name: 'ignores an orphaned-pod line whose UID is not one',
+    fixture: 'orphaned-pod-volumes-no-uid.event',
+    signals: [],
+    ignored: [{ reason: 'event-message-not-recognised', index: 0 }],
+  },
+  {
+    name: 'ignores an OrphanedPodVolumes Event written outside NPD’s namespace',
+    fixture: 'forged-orphaned-pod-volumes-tenant.event',
+    signals: [],
+    ignored: [{ reason: 'event-namespace-not-trusted', index: 0 }],
+  },
 ];
 
 describe('node-problem-detector source', () => {

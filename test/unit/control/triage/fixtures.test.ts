@@ -167,6 +167,20 @@ const CASES: Case[] = [
     ignored: [],
   },
   {
+    name: "cleans the orphaned pod directory kubelet's line (through NPD's kubelet monitor) names, on that node",
+    source: 'npd',
+    fixture: 'orphaned-pod-volumes-klog.event',
+    jobs: [{ runbook: 'orphaned-pod-volumes', target: { node: 'worker-2', podUid: '84344a7e-8003-462a-9321-a3f6c45e530f' }, queue: 'vm-node-{worker-2}' }],
+    ignored: [],
+  },
+  {
+    name: 'does nothing for an orphaned-pod line without a valid pod UID',
+    source: 'npd',
+    fixture: 'orphaned-pod-volumes-no-uid.event',
+    jobs: [],
+    ignored: ['event-message-not-recognised'],
+  },
+  {
     name: 'does nothing for a disk path NPD cut short',
     source: 'npd',
     fixture: 'local-disk-lost-truncated-output.conditions',

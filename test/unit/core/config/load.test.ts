@@ -59,7 +59,7 @@ describe('configuration', () => {
   });
 
   it('believes LocalDiskLost Events from the bundled NPD monitor in `default` unless told other monitors and namespace', () => {
-    expect(loadEveryConfig({})).toMatchObject({ npdEventSources: ['local-pv-monitor'], npdEventNamespace: 'default' });
+    expect(loadEveryConfig({})).toMatchObject({ npdEventSources: ['local-pv-monitor', 'kubelet-monitor'], npdEventNamespace: 'default' });
     expect(loadEveryConfig({ NPD_EVENT_SOURCES: 'local-pv-monitor, disk-monitor', NPD_EVENT_NAMESPACE: 'node-problem-detector' })).toMatchObject({
       npdEventSources: ['local-pv-monitor', 'disk-monitor'],
       npdEventNamespace: 'node-problem-detector',
@@ -74,6 +74,12 @@ describe('configuration', () => {
     expect(loadEveryConfig({ PLACEHOLDER_CHECK_SECONDS: '0' })).toMatchObject({ placeholderCheckSeconds: 0 });
     expect(() => loadEveryConfig({ PLACEHOLDER_CHECK_SECONDS: '-5' })).toThrow(/PLACEHOLDER_CHECK_SECONDS/);
     expect(() => loadEveryConfig({ PLACEHOLDER_CHECK_SECONDS: 'often' })).toThrow(/PLACEHOLDER_CHECK_SECONDS/);
+  });
+
+  it("reads the orphan scan's interval (300 s, 0: none) and an orphan's minimum age (600 s)", () => {
+    expect(loadEveryConfig({})).toMatchObject({ orphanScanSeconds: 300, orphanMinAgeSeconds: 600, kubeletRootDir: '/var/lib/kubelet' });
+    expect(loadEveryConfig({ ORPHAN_SCAN_SECONDS: '0', ORPHAN_MIN_AGE_SECONDS: '120' })).toMatchObject({ orphanScanSeconds: 0, orphanMinAgeSeconds: 120 });
+    expect(() => loadEveryConfig({ ORPHAN_MIN_AGE_SECONDS: '-1' })).toThrow(/ORPHAN_MIN_AGE_SECONDS/);
   });
 
   it('reads how long a job may wait for a missing node agent: 900 s by default, 0 for report only, and refuses anything else', () => {

@@ -1,3 +1,4 @@
+import { DEFAULT_NPD_EVENT_SOURCES } from '../../../../src/core/config/sections/receiver-sources.ts';
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -52,7 +53,7 @@ describe('kubernetes-event-exporter', () => {
     const match = cfg['route'].routes[0].match[0];
     expect(match.receiver).toBe('volume-medic');
     const re = new RegExp(match.reason);
-    for (const r of ['FailedMount', 'FailedMapVolume', 'FailedAttachVolume', 'Failed', 'NodeReady', 'Rebooted', 'LocalDiskLost'])
+    for (const r of ['FailedMount', 'FailedMapVolume', 'FailedAttachVolume', 'Failed', 'NodeReady', 'Rebooted', 'LocalDiskLost', 'OrphanedPodVolumes'])
       expect(re.test(r), r).toBe(true);
     for (const r of ['FailedScheduling', 'FailedCreatePodSandBox', 'Scheduled', 'NodeNotReady']) expect(re.test(r), r).toBe(false);
   });
@@ -67,6 +68,28 @@ describe('node-problem-detector', () => {
     expect(monitor.rules[0].path).toMatch(/\/check-local-pv\.sh$/);
     // NPD cuts the script's output at max_output_length (80 by default): keep several PVs.
     expect(monitor.pluginConfig.max_output_length).toBeGreaterThanOrEqual(1024);
+  });
+
+  // NPD's own journald monitors (kubernetes/node-problem-detector config/systemd-monitor.json) have
+  // this shape; a rule's pattern must match to the end of the buffered log (CompilePattern adds \z).
+  const kubelet = JSON.parse(readFileSync(join(dir, 'npd/kubelet-orphaned-pod-monitor.json'), 'utf8'));
+  it("the kubelet monitor turns kubelet's orphaned-pod line, of every generation, into an OrphanedPodVolumes Event", () => {
+    expect(kubelet).toMatchObject({
+      plugin: 'journald',
+      pluginConfig: { source: 'kubelet' },
+      logPath: '/var/log/journal',
+      source: 'kubelet-monitor',
+      conditions: [],
+    });
+    expect(kubelet.rules).toEqual([{ type: 'temporary', reason: 'OrphanedPodVolumes', pattern: expect.any(String) }]);
+    // The Event's source.component is the monitor's source: the receiver believes it by default.
+    expect(DEFAULT_NPD_EVENT_SOURCES).toContain(kubelet.source);
+    const rule = new RegExp(`${kubelet.rules[0].pattern}$`);
+    for (const f of ['orphaned-glog.txt', 'orphaned-subpaths-glog.txt', 'orphaned-klog-structured.txt']) {
+      const line = readFileSync(join(dir, '../../test/fixtures/kubelet', f), 'utf8').trim();
+      expect(rule.test(line), f).toBe(true);
+    }
+    expect(rule.test('I0116 08:30:12.044483 1 kubelet.go:2440] "SyncLoop (PLEG): event for pod"')).toBe(false);
   });
 
   const script = join(dir, 'npd/check-local-pv.sh');

@@ -28,3 +28,36 @@ describe('what a dry-run host may really run', () => {
     expect(isReadOnlyCommand(argv)).toBe(false);
   });
 });
+
+describe("orphaned-pod-volumes' look-only shapes (docs/decisions/0008 §1.2)", () => {
+  const FMT = '%y\\t%D\\t%s\\t%P\\0';
+  it.each([
+    [['find', '-P', '/var/lib/kubelet/pods/0b8c1e1a-0000-4000-8000-000000000001', '-xdev', '-printf', FMT]],
+    [['find', '-P', '/var/lib/kubelet/pods', '-mindepth', '1', '-maxdepth', '1', '-printf', '%y\\t%f\\0']],
+    [['crictl', 'pods', '-o', 'json']],
+    [['systemctl', 'is-active', 'kubelet']],
+  ])('runs %j', (argv) => {
+    expect(isReadOnlyCommand(argv)).toBe(true);
+  });
+
+  it.each([
+    [['find', '-P', '/var/lib/kubelet/pods', '-delete']],
+    [['find', '-P', '/var/lib/kubelet/pods', '-delete', '-printf', FMT]],
+    [['find', '-P', '/var/lib/kubelet/pods', '-exec', 'rm', '{}', ';', '-printf', FMT]],
+    [['find', '-P', '/var/lib/kubelet/pods', '-fprint', '/etc/x', '-printf', FMT]],
+    [['find', '-P', '/var/lib/kubelet/pods', '-ok', 'rm', '{}', ';', '-printf', FMT]],
+    [['find', '-P', '/var/lib/kubelet/pods', '-printf', FMT, '-delete']],
+    [['find', '/var/lib/kubelet/pods', '-printf', FMT]],
+    [['find', '-L', '/var/lib/kubelet/pods', '-printf', FMT]],
+    [['find', '-P', 'relative', '-printf', FMT]],
+    [['find', '-P', '/var/lib/kubelet/pods', '-maxdepth', '-delete', '-printf', FMT]],
+    [['crictl', 'rmp', '-a']],
+    [['crictl', 'pods', '-o', 'json', '--rm']],
+    [['systemctl', 'restart', 'kubelet']],
+    [['systemctl', 'is-active', 'kubelet', 'docker']],
+    [['rmdir', '--', '/var/lib/kubelet/pods/x']],
+    [['unlink', '--', '/var/lib/kubelet/pods/x/etc-hosts']],
+  ])('only records %j', (argv) => {
+    expect(isReadOnlyCommand(argv)).toBe(false);
+  });
+});

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { InMemoryLookups, type VolumeAttachmentInfo } from '../../../../src/adapters/kube/lookups.ts';
 import { RefusedError } from '../../../../src/core/errors.ts';
-import { agentKubeApis, KubeAttachedVolumes, KubeNodeLabels, UnknownNodePods } from '../../../../workers/node-agent/node-kube.ts';
+import { agentKubeApis, KubeAttachedVolumes, KubeNodeLabels, KubeOrphanKube, UnknownNodePods } from '../../../../workers/node-agent/node-kube.ts';
 
 describe('node labels from the cluster lookups', () => {
   const lookups = new InMemoryLookups().addNode({
@@ -51,5 +51,22 @@ describe('without cluster access', () => {
 
   it('neither in a pod nor with a KUBECONFIG, the agent has no client for the API server', async () => {
     expect(await agentKubeApis({})).toBeUndefined();
+  });
+});
+
+describe("orphaned-pod-volumes' questions to the cluster", () => {
+  const lookups = new InMemoryLookups()
+    .addPod({ namespace: 'shop', name: 'web-0', uid: '0b8c1e1a-1c2d-4e5f-8a9b-0c1d2e3f4a5b', node: 'worker-2', phase: 'Running', claims: [], waiting: [] })
+    .addPod({ namespace: 'shop', name: 'no-uid', node: 'worker-1', claims: [], waiting: [] })
+    .addVolumeAttachment({ name: 'csi-1', attacher: 'rbd.csi.ceph.com', node: 'worker-1', pv: 'pvc-1', attached: true, metadata: {} })
+    .addVolumeAttachment({ name: 'csi-2', attacher: 'rbd.csi.ceph.com', node: 'worker-2', pv: 'pvc-2', attached: true, metadata: {} });
+  const kube = new KubeOrphanKube(lookups);
+
+  it('knows every pod by UID, of any node', async () => {
+    expect(await kube.podsByUid()).toEqual({ '0b8c1e1a-1c2d-4e5f-8a9b-0c1d2e3f4a5b': 'shop/web-0' });
+  });
+
+  it("lists the PVs the node's VolumeAttachments name", async () => {
+    expect(await kube.attachedPvs('worker-1')).toEqual(['pvc-1']);
   });
 });
