@@ -55,6 +55,31 @@ function cephLooksOnly(file: string, args: readonly string[]): boolean {
   return false;
 }
 
+// readonly-filesystem-recovery (docs/decisions/0008 §3.2): the kernel's log of this boot or since a
+// time, as JSON, and an ext super block's header. Exact shapes: `journalctl --rotate` or
+// `--vacuum-*` change the journal, and `dumpe2fs` without -h still only reads, but is not needed.
+const KERNEL_DEVICE_INPUT = /^(\/[^\0]*)?\/dev\/(dm-[0-9]{1,5}|sd[a-z]{1,4}|nvme[0-9]{1,3}n[0-9]{1,3}(p[0-9]{1,3})?|vd[a-z]{1,4}|loop[0-9]{1,7})$/;
+const JOURNAL_SINCE = /^--since=[0-9]{4}-[0-9]{2}-[0-9]{2}( [0-9]{2}:[0-9]{2}:[0-9]{2})?$/;
+
+function journalctlLooksOnly(args: readonly string[]): boolean {
+  const [k, o, json, pager, when, ...rest] = args;
+  return k === '-k' && o === '-o' && json === 'json' && pager === '--no-pager' && rest.length === 0 && (when === '--boot' || JOURNAL_SINCE.test(when ?? ''));
+}
+
+/** One direct read of a block device into /dev/null (the residual-map probe's shape, for any kernel device). */
+function directReadOnly(args: readonly string[]): boolean {
+  const [input, out, count, bs, flag, ...rest] = args;
+  return (
+    rest.length === 0 &&
+    KERNEL_DEVICE_INPUT.test((input ?? '').replace(/^if=/, '')) &&
+    (input ?? '').startsWith('if=') &&
+    out === 'of=/dev/null' &&
+    count === 'count=1' &&
+    bs === 'bs=1M' &&
+    flag === 'iflag=direct'
+  );
+}
+
 export function isReadOnlyCommand(argv: readonly string[]): boolean {
   const [file, ...args] = argv;
   if (file === undefined) return false;
@@ -62,5 +87,8 @@ export function isReadOnlyCommand(argv: readonly string[]): boolean {
   if (file === 'losetup') return losetupLooksOnly(args);
   if (file === 'blockdev') return args.length === 2 && BLOCKDEV_GETTERS.has(args[0] ?? '');
   if (isMultipathLookOnly(argv)) return true;
+  if (file === 'journalctl') return journalctlLooksOnly(args);
+  if (file === 'dumpe2fs') return args.length === 2 && args[0] === '-h' && KERNEL_DEVICE_INPUT.test(args[1] ?? '');
+  if (file === 'dd') return directReadOnly(args);
   return cephLooksOnly(file, args);
 }

@@ -38,6 +38,7 @@ export const LOOKUP_CALLS: { readonly [K in keyof ClusterLookups]-?: readonly Ap
   volumesOfPod: ['/pods get', '/persistentvolumeclaims get', '/persistentvolumes get'],
   persistentVolumes: ['/persistentvolumes list'],
   podsOnNode: ['/pods list'],
+  pod: ['/pods get'],
 };
 
 /** The lookups each component's code calls (the types below make any other one a compile error). */
@@ -48,8 +49,9 @@ const COMPONENT_LOOKUPS = {
   // claim and pods, the node holding a watcher's address, the Deployment behind a pod.
   'cluster-worker': ['persistentVolumes', 'claimOfVolume', 'podsUsingVolume', 'nodesByAddress', 'deploymentOfPod'],
   // workers/node-agent/kube-*.ts: the node's labels (placeholder opt-in), its VolumeAttachments
-  // and their PVs (residual-map interlock), the pods on the node (rbd-unmap's stale mounts).
-  'node-agent': ['node', 'volumeAttachmentsOnNode', 'persistentVolume', 'podsOnNode'],
+  // and their PVs (residual-map interlock), the pods on the node (rbd-unmap's stale mounts); one
+  // pod read fresh (readonly-filesystem-recovery's re-check before it deletes that pod).
+  'node-agent': ['node', 'volumeAttachmentsOnNode', 'persistentVolume', 'podsOnNode', 'pod'],
 } as const satisfies Record<Component, readonly (keyof ClusterLookups)[]>;
 
 export type LookupsOf<C extends Component> = Pick<ClusterLookups, (typeof COMPONENT_LOOKUPS)[C][number]>;

@@ -10,7 +10,7 @@ import type {
   VolumeAttachmentInfo,
 } from '../lookups.ts';
 import { findNodesByAddress, readNode } from './nodes.ts';
-import { listPodsOnNode, listPodsOnNodeUsingClaim, listPodsUsingClaim, readVolumesOfPod } from './pods.ts';
+import { listPodsOnNode, listPodsOnNodeUsingClaim, listPodsUsingClaim, readPod, readVolumesOfPod } from './pods.ts';
 import { listVolumeAttachmentsOnNode } from './attachments.ts';
 import { findLocalPersistentVolume, listPersistentVolumes, readClaimOfVolume, readPersistentVolume } from './volumes.ts';
 import { readDeploymentOfPod } from './workloads.ts';
@@ -68,5 +68,8 @@ export class KubeLookups implements ClusterLookups {
   }
   podsOnNode(node: string): Promise<PodInfo[]> {
     return listPodsOnNode(this.api.core, node);
+  }
+  pod(ref: NamespacedName): Promise<PodInfo | undefined> {
+    return readPod(this.api.core, ref);
   }
 }

@@ -31,6 +31,7 @@ const CALLS: { readonly [K in keyof ClusterLookups]-?: (l: ClusterLookups) => Pr
   volumesOfPod: (l) => l.volumesOfPod({ namespace: 'kafka', name: 'kafka-0' }),
   persistentVolumes: (l) => l.persistentVolumes(),
   podsOnNode: (l) => l.podsOnNode('worker-1'),
+  pod: (l) => l.pod({ namespace: 'kafka', name: 'kafka-0' }),
 };
 
 let api: FakeKubeApi;
