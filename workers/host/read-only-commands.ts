@@ -61,9 +61,20 @@ function cephLooksOnly(file: string, args: readonly string[]): boolean {
 const KERNEL_DEVICE_INPUT = /^(\/[^\0]*)?\/dev\/(dm-[0-9]{1,5}|sd[a-z]{1,4}|nvme[0-9]{1,3}n[0-9]{1,3}(p[0-9]{1,3})?|vd[a-z]{1,4}|loop[0-9]{1,7})$/;
 const JOURNAL_SINCE = /^--since=[0-9]{4}-[0-9]{2}-[0-9]{2}( [0-9]{2}:[0-9]{2}:[0-9]{2})?$/;
 
+/** Newest first, and only the message besides journald's own time and boot: what fits the host's output limit. */
+const JOURNAL_SHAPING = new Set(['--reverse', '--output-fields=MESSAGE']);
+
 function journalctlLooksOnly(args: readonly string[]): boolean {
   const [k, o, json, pager, when, ...rest] = args;
-  return k === '-k' && o === '-o' && json === 'json' && pager === '--no-pager' && rest.length === 0 && (when === '--boot' || JOURNAL_SINCE.test(when ?? ''));
+  return (
+    k === '-k' &&
+    o === '-o' &&
+    json === 'json' &&
+    pager === '--no-pager' &&
+    (when === '--boot' || JOURNAL_SINCE.test(when ?? '')) &&
+    rest.every((a) => JOURNAL_SHAPING.has(a)) &&
+    new Set(rest).size === rest.length
+  );
 }
 
 /** One direct read of a block device into /dev/null (the residual-map probe's shape, for any kernel device). */

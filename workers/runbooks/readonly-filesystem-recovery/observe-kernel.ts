@@ -1,0 +1,56 @@
+import { posix } from 'node:path';
+import { wasSimulated } from '../../host/audit-host.ts';
+import { describeFailure } from '../../host/command-failed.ts';
+import type { Host } from '../../host/host.ts';
+import type { KernelFacts, SysfsErrors } from './facts.ts';
+import { type KernelFsLine, parseKernelJournal } from './kernel-fs-lines.ts';
+
+// Did the kernel report an error for this device, in this boot, after it was mounted (docs/decisions/0008
+// §3.3)? Two sources: the kernel log through journald, and what ext4 keeps in sysfs
+// (errors_count, last_error_time), which survives a journal that rotated or a log that was cut.
+
+/**
+ * This boot's kernel log, newest first and MESSAGE only (journald always adds its time and boot):
+ * the host keeps the head of a command's output up to its limit, so the newest lines must come first.
+ */
+const KERNEL_LOG_ARGV = ['journalctl', '-k', '-o', 'json', '--no-pager', '--boot', '--reverse', '--output-fields=MESSAGE'] as const;
+
+/** journald's _BOOT_ID is /proc's boot_id without dashes. */
+const sameBoot = (journal: string | null, proc: string | null): boolean =>
+  journal === null || proc === null || journal.replace(/-/g, '') === proc.replace(/-/g, '');
+
+export async function readKernelLog(
+  host: Host,
+  bootId: string | null,
+  timeoutMs: number,
+): Promise<{ ok: true; lines: KernelFsLine[]; truncated: boolean } | { ok: false; why: string }> {
+  const r = await host.run(KERNEL_LOG_ARGV, { timeoutMs });
+  if (wasSimulated(r)) return { ok: false, why: 'journalctl was not run' };
+  if (r.exitCode !== 0 || r.timedOut) return { ok: false, why: describeFailure(r) };
+  const parsed = parseKernelJournal(r.stdout);
+  const lines = parsed.lines.filter((l) => sameBoot(l.bootId, bootId)).sort((a, b) => (a.at ?? '').localeCompare(b.at ?? ''));
+  return { ok: true, lines, truncated: /\n\[\.\.\. \d+ more bytes dropped\]$/.test(r.stdout) };
+}
+
+/**
+ * The lines about one device and since when it is mounted. A multipath map's block-layer lines
+ * name its path disks: those count as context (`paths`), never as the map's own error.
+ */
+export function kernelFactsFor(log: Awaited<ReturnType<typeof readKernelLog>>, dev: string, paths: readonly string[]): KernelFacts {
+  if (!log.ok) return log;
+  const about = log.lines.filter((l) => l.device === dev || paths.includes(l.device));
+  const mounted = about.filter((l) => l.kind === 'ext4-mounted' && l.device === dev).at(-1);
+  return { ok: true, lines: about, mountedAt: mounted?.at ?? null, truncated: log.truncated };
+}
+
+const numberIn = (text: string | null): number | null => (text !== null && /^\d+$/.test(text.trim()) ? Number(text.trim()) : null);
+
+export async function readSysfsErrors(host: Host, dev: string): Promise<SysfsErrors> {
+  const at = (f: string): Promise<string | null> => host.readFile(posix.join('/sys/fs/ext4', dev, f)).catch(() => null);
+  const options = await host.readFile(posix.join('/proc/fs/ext4', dev, 'options')).catch(() => null);
+  return {
+    errorsCount: numberIn(await at('errors_count')),
+    lastErrorTime: numberIn(await at('last_error_time')),
+    remountRo: options === null ? null : options.split('\n').includes('errors=remount-ro'),
+  };
+}

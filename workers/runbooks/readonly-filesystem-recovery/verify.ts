@@ -1,0 +1,93 @@
+import type { Host } from '../../host/host.ts';
+import { parseMountinfo } from '../../host/mountinfo.ts';
+import { wasSimulated } from '../../host/audit-host.ts';
+import { type Check, type Verification, verification } from '../../engine/runbook.ts';
+import { parseDumpe2fsHeader } from './dumpe2fs.ts';
+import { kubeletMountOf, superStopped } from './kubelet-mounts.ts';
+import { kernelDevPath } from './observe-health.ts';
+import { readSysfsErrors } from './observe-kernel.ts';
+import type { ReadonlyPolicy } from './policy.ts';
+
+// Observes again (docs/decisions/0008 §3.6), looking every verifyPollMs for up to verifyMs, for
+// kubelet and the CSI driver to unpublish, unstage, check and mount again:
+//  (a) no mount of the device (its major:minor) with super options ro/emergency_ro is left;
+//  (b) if the device is mounted again under kubelet: super options rw, and the file system carries
+//      no error (/sys/fs/ext4/<dev>/errors_count 0, or `dumpe2fs -h` says `clean`);
+//  (c) a pod other than the deleted ones publishing the still-stopped file system means it was
+//      mounted again before it was unstaged: `remounted-before-unstage`, at once (the new pod got
+//      the same read-only super block; an alert says so).
+// NPD's ReadonlyFilesystem condition is never the verify: NPD never clears it (§1.4).
+
+export interface VerifyTarget {
+  device: string;
+  majorMinor: string;
+  /** UIDs of the pods this job deleted (or found terminating). */
+  deletedUids: readonly string[];
+}
+
+export interface VerifyDeps {
+  policy: ReadonlyPolicy;
+  now: () => number;
+  sleep: (ms: number) => Promise<void>;
+}
+
+type Look = { done: boolean; checks: Check[] };
+
+async function fileSystemState(host: Host, device: string, policy: ReadonlyPolicy): Promise<Check> {
+  const sysfs = await readSysfsErrors(host, device);
+  if (sysfs.errorsCount === 0) return { what: `${device} records no error (errors_count 0)`, ok: true };
+  const r = await host.run(['dumpe2fs', '-h', host.argPath(kernelDevPath(device))], { timeoutMs: policy.commandTimeoutMs });
+  const header = !wasSimulated(r) && r.exitCode === 0 ? parseDumpe2fsHeader(r.stdout) : null;
+  if (!header)
+    return {
+      what: `the file system state of ${device} is known`,
+      ok: false,
+      detail: `errors_count ${sysfs.errorsCount ?? 'absent'}; dumpe2fs -h gave no header`,
+    };
+  return {
+    what: `${device}'s file system state is clean`,
+    ok: header.clean,
+    detail: `Filesystem state: ${header.state}; FS Error count: ${header.errorCount}`,
+  };
+}
+
+async function look(host: Host, t: VerifyTarget, policy: ReadonlyPolicy): Promise<Look> {
+  const entries = parseMountinfo((await host.readFile('/proc/1/mountinfo')) ?? '').filter((e) => e.majorMinor === t.majorMinor);
+  const stopped = entries.filter((e) => superStopped(e.superOptions));
+  const kubelet = entries.flatMap((e) => kubeletMountOf(policy.kubeletRoot, e) ?? []);
+  const newcomers = kubelet.filter((m) => superStopped(m.superOptions) && m.podUid && !t.deletedUids.includes(m.podUid));
+  if (newcomers.length) {
+    const detail = newcomers.map((m) => m.mountPoint).join(', ');
+    return {
+      done: true,
+      checks: [{ what: `remounted-before-unstage: a new pod got ${t.device}'s stopped file system before it was unstaged`, ok: false, detail }],
+    };
+  }
+  const gone: Check = {
+    what: `no mount of ${t.device} (${t.majorMinor}) with super options ro/emergency_ro is left`,
+    ok: stopped.length === 0,
+    ...(stopped.length ? { detail: stopped.map((e) => `${e.mountPoint}: ${e.superOptions.join(',')}`).join('; ') } : {}),
+  };
+  if (!gone.ok) return { done: false, checks: [gone] };
+  if (!kubelet.length) return { done: true, checks: [gone, { what: `${t.device} is not mounted again yet (no pod on this node uses it now)`, ok: true }] };
+  const rw: Check = {
+    what: `${t.device} is mounted again with super options rw`,
+    ok: kubelet.every((m) => m.superOptions.includes('rw')),
+    detail: kubelet[0]?.superOptions.join(',') ?? '',
+  };
+  return { done: true, checks: [gone, rw, await fileSystemState(host, t.device, policy)] };
+}
+
+export async function verify(host: Host, targets: readonly VerifyTarget[], deps: VerifyDeps): Promise<Verification> {
+  const deadline = deps.now() + deps.policy.verifyMs;
+  const checks: Check[] = [];
+  for (const t of targets) {
+    let last = await look(host, t, deps.policy);
+    while (!last.done && deps.now() < deadline) {
+      await deps.sleep(deps.policy.verifyPollMs);
+      last = await look(host, t, deps.policy);
+    }
+    checks.push(...last.checks);
+  }
+  return verification(checks);
+}
