@@ -77,12 +77,17 @@ function journalctlLooksOnly(args: readonly string[]): boolean {
   );
 }
 
-/** One direct read of a block device into /dev/null (the residual-map probe's shape, for any kernel device). */
+/**
+ * One direct read of a block device into /dev/null (the residual-map probe's shape). Not of a SCSI
+ * disk: that may be a path of a dead map, whose read a dry-run must not leave stuck in D state.
+ */
 function directReadOnly(args: readonly string[]): boolean {
   const [input, out, count, bs, flag, ...rest] = args;
+  const device = (input ?? '').replace(/^if=/, '');
   return (
     rest.length === 0 &&
-    KERNEL_DEVICE_INPUT.test((input ?? '').replace(/^if=/, '')) &&
+    KERNEL_DEVICE_INPUT.test(device) &&
+    !/\/dev\/sd[a-z]+$/.test(device) &&
     (input ?? '').startsWith('if=') &&
     out === 'of=/dev/null' &&
     count === 'count=1' &&
