@@ -12,6 +12,8 @@ import type { JobEventSink } from '../engine/job-event-sink.ts';
 import type { NodeLabels } from '../runbooks/local-pv-placeholder/node-labels.ts';
 import type { NodePods } from '../runbooks/rbd-unmap/node-pods.ts';
 import type { AttachedVolumes } from '../runbooks/residual-multipath-cleanup/attached-volumes.ts';
+import type { RecoveryLookups } from '../runbooks/readonly-filesystem-recovery/recovery-lookups.ts';
+import type { KubeWrites } from '../kube-writes/kube-writes.ts';
 
 // What the node agent learns from the API server, in a pod (or with KUBECONFIG): its node's
 // labels, VolumeAttachments and pods, and where its jobs' Events go. Elsewhere labels come from
@@ -26,6 +28,10 @@ export interface NodeRegistryDeps {
   attachedVolumes?: AttachedVolumes;
   /** The pods on the node: the Kubernetes API in a cluster; without it the RBD node half refuses. */
   nodePods?: NodePods;
+  /** Pods and PVs read fresh (readonly-filesystem-recovery); without them that runbook refuses. */
+  recoveryLookups?: RecoveryLookups;
+  /** Writes to the Kubernetes API (a pod delete, step Events); without it every write fails loudly. */
+  kubeWrites?: KubeWrites;
 }
 
 export interface NodeKube {
@@ -46,7 +52,7 @@ export async function nodeKube(node: string, log: Logger): Promise<NodeKube> {
     inCluster: true,
     nodeLabels,
     events: new JobEventRecorder({ events: clients.events, instance: node, log }),
-    deps: { nodeLabels, attachedVolumes: new KubeAttachedVolumes(lookups), nodePods: new KubeNodePods(lookups) },
+    deps: { nodeLabels, attachedVolumes: new KubeAttachedVolumes(lookups), nodePods: new KubeNodePods(lookups), recoveryLookups: lookups },
   };
 }
 

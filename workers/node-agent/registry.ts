@@ -7,6 +7,7 @@ import { createResidualMultipathCleanup } from '../runbooks/residual-multipath-c
 import { DEFAULT_VICTIM_OPENERS } from '../runbooks/residual-multipath-cleanup/policy.ts';
 import { InMemoryAttachedVolumes } from '../runbooks/residual-multipath-cleanup/attached-volumes.ts';
 import { createRbdUnmap } from '../runbooks/rbd-unmap/handler.ts';
+import { createReadonlyFilesystemRecovery } from '../runbooks/readonly-filesystem-recovery/handler.ts';
 import type { RunbookHandler } from '../engine/registry.ts';
 import type { NodeRunbookName } from './node-runbooks.ts';
 import { type NodeRegistryDeps, UnknownNodePods } from './node-kube.ts';
@@ -43,6 +44,18 @@ export function defaultNodeRegistry(config: NodeAgentConfig, _log: Logger, deps:
       stateDir: config.stateDir,
       pods: deps.nodePods ?? new UnknownNodePods(),
       policy: { force: config.rbdForceUnmap, kubeletRoot: config.kubeletRootDir },
+    }),
+    'readonly-filesystem-recovery': createReadonlyFilesystemRecovery({
+      host,
+      ...(deps.kubeWrites ? { kube: deps.kubeWrites } : {}),
+      lookups: deps.recoveryLookups,
+      stateDir: config.stateDir,
+      policy: {
+        kubeletRoot: config.kubeletRootDir,
+        pathsBackMs: config.readonlyPathsBackSeconds * 1000,
+        verifyMs: config.readonlyVerifySeconds * 1000,
+        probeTimeoutMs: config.residualProbeTimeoutMs,
+      },
     }),
   };
 }
