@@ -31,7 +31,8 @@ const PATTERNS: ReadonlyArray<readonly [KernelFsLineKind, RegExp]> = [
   ['ext4-remount-ro', /EXT4-fs \((?<dev>[^)]+)\): Remounting filesystem read-only/],
   ['ext4-error', /EXT4-fs error \(device (?<dev>[^)]+)\): (?<fn>\w+):(?<line>\d+): (?<rest>.*)/],
   ['journal-aborted', /Aborting journal on device (?<dev>[^ ]+)-\d+\./],
-  ['buffer-io-error', /Buffer I\/O error on dev (?<dev>[^\s,]+), logical block \d+/],
+  // `on dev dm-3, logical block N, lost async page write`; 6.1 also writes `on device dm-0, logical block N`.
+  ['buffer-io-error', /Buffer I\/O error on dev(?:ice)? (?<dev>[^\s,]+), logical block \d+/],
   ['block-io-error', /I\/O error, dev (?<dev>[^\s,]+), sector \d+/],
   ['xfs-shutdown', /XFS \((?<dev>[^)]+)\): .*Shutting down filesystem/],
   ['xfs-shut-down', /XFS \((?<dev>[^)]+)\): Filesystem has been shut down/],

@@ -46,6 +46,11 @@ describe('the kernel lines of a stopped file system (journalctl -k -o json)', ()
     ]);
   });
 
+  it("reads 6.1's `Buffer I/O error on device` form as well as `on dev`", () => {
+    expect(classifyKernelMessage('Buffer I/O error on device dm-0, logical block 8513')).toEqual({ kind: 'buffer-io-error', device: 'dm-0' });
+    expect(classifyKernelMessage('Buffer I/O error on dev dm-0, logical block 16385, lost sync page write')).toEqual({ kind: 'buffer-io-error', device: 'dm-0' });
+  });
+
   it('ignores near misses: another subsystem, a remount asked for, a warning', () => {
     expect(classifyKernelMessage('EXT4-fs (dm-3): re-mounted 83bf... ro. Quota mode: none.')).toBeNull();
     expect(classifyKernelMessage('EXT4-fs warning (device dm-3): ext4_end_bio:343: I/O error 10 writing to inode 12')).toBeNull();
