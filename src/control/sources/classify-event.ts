@@ -23,6 +23,8 @@ export const CONTAINER_REASONS = new Set(['Failed', 'CreateContainerError']);
 const NODE_REASONS = new Set(['NodeReady', 'Rebooted']);
 /** NPD reasons (and condition types) that mean a local PV's disk is gone. */
 export const LOCAL_DISK_LOST = new Set(['LocalDiskLost']);
+/** NPD kernel-monitor reasons: some file system on the node went read-only, or an XFS shut down. */
+const READONLY_FS = new Set(['FilesystemIsReadOnly', 'XfsHasShutdown']);
 
 export type Classified = { signals: Signal[]; ignored?: undefined } | { signals?: undefined; ignored: Omit<Ignored, 'index'> };
 
@@ -37,7 +39,12 @@ function eventIdentity(ev: KubeEvent): string[] {
 }
 
 export function classifyEvent(ev: KubeEvent, source: SignalSource, trust: EventTrust): Classified {
-  const relevant = NODE_REASONS.has(ev.reason) || VOLUME_REASONS.has(ev.reason) || CONTAINER_REASONS.has(ev.reason) || LOCAL_DISK_LOST.has(ev.reason);
+  const relevant =
+    NODE_REASONS.has(ev.reason) ||
+    VOLUME_REASONS.has(ev.reason) ||
+    CONTAINER_REASONS.has(ev.reason) ||
+    LOCAL_DISK_LOST.has(ev.reason) ||
+    READONLY_FS.has(ev.reason);
   if (!relevant)
     return {
       ignored: { reason: 'event-reason-not-relevant', detail: `reason ${ev.reason || '(none)'} is not one volume-medic acts on`, source },
@@ -47,6 +54,7 @@ export function classifyEvent(ev: KubeEvent, source: SignalSource, trust: EventT
   if (NODE_REASONS.has(ev.reason)) return classifyNodeEvent(ev, source);
   // The node is the involved Node (distrust() made sure it is one), never source.host.
   if (LOCAL_DISK_LOST.has(ev.reason)) return classifyLocalDiskLost(ev.reason, ev.message, ev.involved.name, eventIdentity(ev), evidence(source, ev), true);
+  if (READONLY_FS.has(ev.reason)) return filesystemReadonly(ev.reason, ev.involved.name, eventIdentity(ev), evidence(source, ev));
   return classifyVolumeEvent(ev, source);
 }
 
@@ -178,4 +186,10 @@ export function classifyLocalDiskLost(what: string, message: string, node: strin
   }
   if (!lost) return { ignored: { reason: 'restore-names-no-device', detail: `${what} cleared without naming a device`, source: ev.source } };
   return { ignored: { reason: 'event-message-not-recognised', detail: `${what} names no local PV or /dev/disk path`, source: ev.source } };
+}
+
+/** NPD's read-only file system or XFS shutdown, as an Event or a condition: a trigger naming its node only. */
+export function filesystemReadonly(what: string, node: string | undefined, identity: string[], ev: Evidence): Classified {
+  if (!node) return { ignored: { reason: 'event-names-no-node', detail: `${what} does not name its node`, source: ev.source } };
+  return { signals: [{ kind: 'filesystem-readonly', version: 1, node, identity, evidence: ev }] };
 }

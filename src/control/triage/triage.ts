@@ -8,6 +8,7 @@ import type {
   Ignored,
   LocalDeviceMissingSignal,
   LocalDeviceRestoredSignal,
+  FilesystemReadonlySignal,
   NodeRecoveredSignal,
   RbdImageBusySignal,
   Signal,
@@ -87,6 +88,8 @@ function triageOne(signal: Signal, deps: TriageDeps): Promise<One | One[]> | One
       return signal.pv || signal.path ? localDeviceOfPod(signal, signal.pod, deps.lookups) : localDevicesOfPod(signal, signal.pod, deps.lookups);
     case 'local-device-restored':
       return localDevice(signal, deps.lookups);
+    case 'filesystem-readonly':
+      return readonlyJob(signal);
     default: {
       const never: never = signal;
       return never;
@@ -132,6 +135,20 @@ function disagreement(s: NodeRecoveredSignal, n: NodeInfo | undefined, now: numb
   if (Number.isFinite(since) && now - since > RECOVERY_CORROBORATION_MS)
     return `Node ${s.node} has been Ready since ${n.readySince}: no recovery within the last ${RECOVERY_CORROBORATION_MS / 60_000} min`;
   return undefined;
+}
+
+/** A trigger only (NPD names no device): the node agent finds the stopped file system and its PV. */
+function readonlyJob(s: FilesystemReadonlySignal): One {
+  if (!isNodeName(s.node)) return ignore(s, 'invalid-node-name', `node ${quote(s.node)} is not a valid node name`);
+  return {
+    job: {
+      runbook: 'readonly-filesystem-recovery',
+      version: 1,
+      key: idempotencyKey('readonly-fs', [s.node, ...s.identity]),
+      target: { node: s.node },
+      evidence: [jobEvidence(s.evidence)],
+    },
+  };
 }
 
 function residualJob(s: NodeRecoveredSignal): One {

@@ -48,7 +48,10 @@ describe('the kernel lines of a stopped file system (journalctl -k -o json)', ()
 
   it("reads 6.1's `Buffer I/O error on device` form as well as `on dev`", () => {
     expect(classifyKernelMessage('Buffer I/O error on device dm-0, logical block 8513')).toEqual({ kind: 'buffer-io-error', device: 'dm-0' });
-    expect(classifyKernelMessage('Buffer I/O error on dev dm-0, logical block 16385, lost sync page write')).toEqual({ kind: 'buffer-io-error', device: 'dm-0' });
+    expect(classifyKernelMessage('Buffer I/O error on dev dm-0, logical block 16385, lost sync page write')).toEqual({
+      kind: 'buffer-io-error',
+      device: 'dm-0',
+    });
   });
 
   it('ignores near misses: another subsystem, a remount asked for, a warning', () => {
