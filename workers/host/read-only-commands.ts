@@ -104,6 +104,7 @@ export function isReadOnlyCommand(argv: readonly string[]): boolean {
   if (file === 'blockdev') return args.length === 2 && BLOCKDEV_GETTERS.has(args[0] ?? '');
   if (isMultipathLookOnly(argv)) return true;
   if (file === 'journalctl') return journalctlLooksOnly(args);
+  if (file === 'dmesg') return args.length === 3 && args[0] === '--kernel' && args[1] === '--time-format' && args[2] === 'iso';
   if (file === 'dumpe2fs') return args.length === 2 && args[0] === '-h' && KERNEL_DEVICE_INPUT.test(args[1] ?? '');
   if (file === 'dd') return directReadOnly(args);
   return cephLooksOnly(file, args);

@@ -6,8 +6,9 @@ import { findStoppedKubeletMounts } from '../runbooks/readonly-filesystem-recove
 
 // The node agent's own look for a PV file system the kernel stopped (docs/decisions/0008 §3.2):
 // every READONLY_SCAN_SECONDS it reads /proc/1/mountinfo, and a kubelet PV mount (CSI staging or a
-// pod's publish mount) whose mount options say rw while its super options say ro or emergency_ro
-// becomes a readonly-filesystem-recovery job for that device, on its own node's queue like any
+// pod's publish mount) whose mount options say rw while its super options say ro or emergency_ro,
+// or whose ext4 counts errors (a 6.1 kernel shows a stopped ext4 nowhere in mountinfo), becomes a
+// readonly-filesystem-recovery job for that device, on its own node's queue like any
 // sender's, so modes, approvals and the audit trail apply. NPD's ReadonlyFilesystem condition names
 // no device and is never cleared (§1.4); this scan is how the device is found. One key per device
 // instance and boot: a job parked for that device folds a later sighting.
@@ -33,7 +34,7 @@ export async function stoppedFileSystemJobs(host: Host, node: string, kubeletRoo
       {
         source: 'agent',
         summary:
-          `the kernel stopped the file system on ${device} (${mounts[0]?.majorMinor}): ${mounts.length} kubelet mount(s) rw with super options ${mounts[0]?.mount.superOptions.join(',')}`.slice(
+          `the kernel may have stopped the file system on ${device} (${mounts[0]?.majorMinor}): ${mounts.length} kubelet mount(s) rw, ${mounts[0]?.why}`.slice(
             0,
             500,
           ),

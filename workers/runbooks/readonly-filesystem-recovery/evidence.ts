@@ -41,18 +41,27 @@ export function errorLinesAfterMount(d: DeviceFacts): KernelFsLine[] {
 export const isXfsShutdown = (d: DeviceFacts): boolean =>
   d.fsType === 'xfs' && errorLinesAfterMount(d).some((l) => l.kind === 'xfs-shutdown' || l.kind === 'xfs-shut-down');
 
+/**
+ * The kernel stopped this mount of the file system: its super options say ro or emergency_ro, or
+ * (kernels that show neither: 6.1 keeps both option lists rw and answers writes with EROFS) the
+ * kernel logged `Remounting filesystem read-only` for the device after this mount, or XFS shut down.
+ */
 export function stoppedClaim(f: ReadonlyFacts, d: DeviceFacts): Judged {
-  const stopped = d.mounts.filter((m) => superStopped(m.superOptions));
+  const bySuper = d.mounts.filter((m) => superStopped(m.superOptions));
+  const remount = errorLinesAfterMount(d)
+    .filter((l) => l.kind === 'ext4-remount-ro')
+    .at(-1);
   const xfs = isXfsShutdown(d);
-  const seen = d.mounts.length
+  const options = d.mounts.length
     ? d.mounts.map((m) => `${m.mountPoint}: mount ${m.mountOptions[0] ?? '?'}, super ${m.superOptions.join(',')}`).join('; ')
     : 'no kubelet mount';
+  const seen = [options, ...(remount ? [`${remount.at ?? '?'} ${remount.message}`] : [])].join('; ');
   return judged(
     f,
     'mount-not-readonly',
-    `the kernel stopped the file system on ${d.device}: its super options say ro or emergency_ro${xfs ? ' (XFS: shut down)' : ''}`,
-    '/proc/1/mountinfo',
-    stopped.length > 0 || xfs,
+    `the kernel stopped the file system on ${d.device}: super options ro or emergency_ro, or its read-only remount logged after this mount${xfs ? ' (XFS: shut down)' : ''}`,
+    '/proc/1/mountinfo, journalctl -k',
+    d.mounts.length > 0 && (bySuper.length > 0 || remount !== undefined || xfs),
     seen,
   );
 }

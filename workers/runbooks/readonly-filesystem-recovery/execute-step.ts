@@ -3,14 +3,15 @@ import type { Host } from '../../host/host.ts';
 import { parseMountinfo } from '../../host/mountinfo.ts';
 import type { KubeWrites } from '../../kube-writes/kube-writes.ts';
 import type { StepExecutor } from '../../engine/runbook.ts';
-import { kubeletMountOf, superStopped } from './kubelet-mounts.ts';
+import { kubeletMountOf } from './kubelet-mounts.ts';
 import { deviceHealth, isActivePath } from './observe-health.ts';
 import type { ReadonlyPolicy } from './policy.ts';
 import type { RecoveryLookups } from './recovery-lookups.ts';
 import type { ReadonlyStep } from './step.ts';
 
 // delete-pod, checked right before it acts (docs/decisions/0008 §3.5): the file system is still
-// stopped (fresh mountinfo: a kubelet mount of the same major:minor with super ro/emergency_ro),
+// stopped (fresh mountinfo: the kubelet mounts the plan saw stopped, by mount id, are still there;
+// a kernel-stopped mount stays stopped until it is unmounted, whatever its options say),
 // the device is still back (fresh `multipath -ll`: every path active), and the pod is still the
 // one the plan named (fresh pods get: same uid, on this node, a controller owner, not
 // terminating). The delete goes through the write port with the fresh pod's uid and
@@ -25,11 +26,12 @@ export interface StepDeps {
   jobId: string;
 }
 
+/** The mounts the plan saw stopped are still those mounts (a stopped mount stays stopped until it is unmounted). */
 async function stillStopped(host: Host, step: ReadonlyStep, policy: ReadonlyPolicy): Promise<string | null> {
   const entries = parseMountinfo((await host.readFile('/proc/1/mountinfo')) ?? '');
   const mounts = entries.filter((e) => e.majorMinor === step.majorMinor).flatMap((e) => kubeletMountOf(policy.kubeletRoot, e) ?? []);
-  if (!mounts.length) return `no kubelet mount of ${step.device} (${step.majorMinor}) is left`;
-  if (!mounts.some((m) => superStopped(m.superOptions))) return `the super options of ${step.device} say rw again: ${mounts[0]?.superOptions.join(',')}`;
+  const same = mounts.filter((m) => step.mountIds.includes(m.id));
+  if (!same.length) return `no kubelet mount of ${step.device} (${step.majorMinor}) the plan saw stopped is left (mount ids ${step.mountIds.join(', ')})`;
   return null;
 }
 

@@ -37,13 +37,13 @@ function verifyTargets(planned: ReadonlyPlan, facts: ReadonlyFacts | undefined):
   if (planned.kind !== 'steps') return [];
   const out = new Map<string, VerifyTarget>();
   for (const s of planned.steps) {
-    const t = out.get(s.device) ?? { device: s.device, majorMinor: s.majorMinor, deletedUids: [] };
+    const t = out.get(s.device) ?? { device: s.device, majorMinor: s.majorMinor, deletedUids: [], stoppedMountIds: s.mountIds };
     out.set(s.device, { ...t, deletedUids: [...t.deletedUids, s.pod.uid] });
   }
   for (const d of facts?.devices ?? []) {
     const terminating = d.pods.filter((p) => p.pod?.deletionTimestamp).map((p) => p.uid);
     if (!terminating.length || !d.majorMinor) continue;
-    const t = out.get(d.device) ?? { device: d.device, majorMinor: d.majorMinor, deletedUids: [] };
+    const t = out.get(d.device) ?? { device: d.device, majorMinor: d.majorMinor, deletedUids: [], stoppedMountIds: d.mounts.map((m) => m.id) };
     out.set(d.device, { ...t, deletedUids: [...t.deletedUids, ...terminating] });
   }
   return [...out.values()];

@@ -96,3 +96,23 @@ export function parseKernelJournal(text: string): { lines: KernelFsLine[]; unrea
  * the caller asks for each path separately.
  */
 export const linesAbout = (lines: readonly KernelFsLine[], device: string): KernelFsLine[] => lines.filter((l) => l.device === device);
+
+/**
+ * `dmesg --kernel --time-format iso` (`2026-12-07T11:07:26,123456+00:00 EXT4-fs (dm-0): ...`): the
+ * kernel's ring buffer, read without consuming it, where no journald keeps the kernel's log (a node
+ * without systemd-journald; the lab guest). The times are the kernel's own estimate of wall time;
+ * every line is of this boot.
+ */
+export function parseDmesgIso(text: string, bootId: string | null): KernelFsLine[] {
+  const lines: KernelFsLine[] = [];
+  for (const raw of text.split('\n')) {
+    const m = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}),(\d{1,9})([+-]\d{2}:?\d{2}) (.*)$/.exec(raw);
+    if (!m) continue;
+    const message = m[4] ?? '';
+    const found = classifyKernelMessage(message);
+    if (!found) continue;
+    const t = Date.parse(`${m[1]}.${(m[2] ?? '0').slice(0, 3).padEnd(3, '0')}${m[3]}`);
+    lines.push({ ...found, at: Number.isNaN(t) ? null : new Date(t).toISOString(), bootId, message });
+  }
+  return lines;
+}

@@ -12,6 +12,8 @@ import { type MountEntry, parseMountinfo } from '../../host/mountinfo.ts';
 type MountRole = 'staging' | 'publish';
 
 export interface KubeletMount {
+  /** mountinfo's mount id: a new mount of the same device gets a new one. */
+  id: number;
   mountPoint: string;
   role: MountRole;
   mountOptions: readonly string[];
@@ -28,7 +30,7 @@ export function kubeletMountOf(kubeletRoot: string, e: MountEntry): KubeletMount
   const rel = posix.relative(kubeletRoot, e.mountPoint);
   if (rel.startsWith('..') || posix.isAbsolute(rel)) return null;
   const parts = rel.split('/');
-  const base = { mountPoint: e.mountPoint, mountOptions: e.mountOptions, superOptions: e.superOptions };
+  const base = { id: e.id, mountPoint: e.mountPoint, mountOptions: e.mountOptions, superOptions: e.superOptions };
   // plugins/kubernetes.io/csi/<driver>/<sha256>/globalmount (1.24+) or plugins/kubernetes.io/csi/pv/<pv>/globalmount
   if (parts.length === 6 && parts[0] === 'plugins' && parts[1] === 'kubernetes.io' && parts[2] === 'csi' && parts[5] === 'globalmount') {
     if (parts[3] === 'pv' && isObjectName(parts[4] ?? '')) return { ...base, role: 'staging', pv: parts[4] as string };
@@ -71,18 +73,38 @@ export interface StoppedMount {
   device: string;
   majorMinor: string;
   mount: KubeletMount;
+  /** What made it a suspect: the super options, or ext4's error count. */
+  why: string;
 }
 
-/** Every kubelet PV mount whose file system the kernel stopped, by device (the agent's scan and a job without a device). */
+/**
+ * Every kubelet PV mount whose file system the kernel may have stopped, by device (the agent's
+ * scan and a job without a device): the super options say ro or emergency_ro, or, since kernels
+ * that stop ext4 without either (Debian 12's 6.1 measured in the lab: mount and super options stay
+ * rw, writes get EROFS) show it nowhere in mountinfo, ext4's own error count is not 0. The plan
+ * then asks the kernel log whether this mount was stopped.
+ */
 export async function findStoppedKubeletMounts(host: Host, kubeletRoot: string): Promise<StoppedMount[]> {
   const text = await host.readFile('/proc/1/mountinfo');
   if (text === null) return [];
   const out: StoppedMount[] = [];
+  const errors = new Map<string, number | null>();
   for (const e of parseMountinfo(text)) {
     const m = kubeletMountOf(kubeletRoot, e);
-    if (!m || mountAskedReadOnly(m.mountOptions) || !superStopped(m.superOptions)) continue;
+    if (!m || mountAskedReadOnly(m.mountOptions)) continue;
     const device = await deviceOfMajorMinor(host, e.majorMinor);
-    if (device) out.push({ device, majorMinor: e.majorMinor, mount: m });
+    if (!device) continue;
+    if (superStopped(m.superOptions)) {
+      out.push({ device, majorMinor: e.majorMinor, mount: m, why: `super options ${m.superOptions.join(',')}` });
+      continue;
+    }
+    if (e.fsType !== 'ext4') continue;
+    if (!errors.has(device)) {
+      const text = await host.readFile(`/sys/fs/ext4/${device}/errors_count`).catch(() => null);
+      errors.set(device, text !== null && /^\d+$/.test(text.trim()) ? Number(text.trim()) : null);
+    }
+    const count = errors.get(device);
+    if (count) out.push({ device, majorMinor: e.majorMinor, mount: m, why: `ext4 errors_count ${count}` });
   }
   return out;
 }

@@ -3,7 +3,7 @@ import { wasSimulated } from '../../host/audit-host.ts';
 import { describeFailure } from '../../host/command-failed.ts';
 import type { Host } from '../../host/host.ts';
 import type { KernelFacts, SysfsErrors } from './facts.ts';
-import { type KernelFsLine, parseKernelJournal } from './kernel-fs-lines.ts';
+import { type KernelFsLine, parseDmesgIso, parseKernelJournal } from './kernel-fs-lines.ts';
 
 // Did the kernel report an error for this device, in this boot, after it was mounted (docs/decisions/0008
 // §3.3)? Two sources: the kernel log through journald, and what ext4 keeps in sysfs
@@ -19,15 +19,24 @@ const KERNEL_LOG_ARGV = ['journalctl', '-k', '-o', 'json', '--no-pager', '--boot
 const sameBoot = (journal: string | null, proc: string | null): boolean =>
   journal === null || proc === null || journal.replace(/-/g, '') === proc.replace(/-/g, '');
 
-export async function readKernelLog(
-  host: Host,
-  bootId: string | null,
-  timeoutMs: number,
-): Promise<{ ok: true; lines: KernelFsLine[]; truncated: boolean } | { ok: false; why: string }> {
+/** The ring buffer, where no journald keeps the kernel's log: read, never consumed (no -c). */
+const DMESG_ARGV = ['dmesg', '--kernel', '--time-format', 'iso'] as const;
+
+type KernelLog = { ok: true; lines: KernelFsLine[]; truncated: boolean } | { ok: false; why: string };
+
+async function readDmesg(host: Host, bootId: string | null, timeoutMs: number, journalWhy: string): Promise<KernelLog> {
+  const r = await host.run(DMESG_ARGV, { timeoutMs });
+  if (wasSimulated(r) || r.exitCode !== 0 || r.timedOut) return { ok: false, why: `${journalWhy}; dmesg: ${wasSimulated(r) ? 'not run' : describeFailure(r)}` };
+  return { ok: true, lines: parseDmesgIso(r.stdout, bootId), truncated: /\n\[\.\.\. \d+ more bytes dropped\]$/.test(r.stdout) };
+}
+
+export async function readKernelLog(host: Host, bootId: string | null, timeoutMs: number): Promise<KernelLog> {
   const r = await host.run(KERNEL_LOG_ARGV, { timeoutMs });
   if (wasSimulated(r)) return { ok: false, why: 'journalctl was not run' };
-  if (r.exitCode !== 0 || r.timedOut) return { ok: false, why: describeFailure(r) };
+  if (r.exitCode !== 0 || r.timedOut) return readDmesg(host, bootId, timeoutMs, `journalctl: ${describeFailure(r)}`);
   const parsed = parseKernelJournal(r.stdout);
+  // No kernel record at all in this boot: no journald keeps the kernel's log here.
+  if (parsed.lines.length === 0 && !/"MESSAGE"/.test(r.stdout)) return readDmesg(host, bootId, timeoutMs, 'journalctl has no kernel record of this boot');
   const lines = parsed.lines.filter((l) => sameBoot(l.bootId, bootId)).sort((a, b) => (a.at ?? '').localeCompare(b.at ?? ''));
   return { ok: true, lines, truncated: /\n\[\.\.\. \d+ more bytes dropped\]$/.test(r.stdout) };
 }
@@ -36,7 +45,7 @@ export async function readKernelLog(
  * The lines about one device and since when it is mounted. A multipath map's block-layer lines
  * name its path disks: those count as context (`paths`), never as the map's own error.
  */
-export function kernelFactsFor(log: Awaited<ReturnType<typeof readKernelLog>>, dev: string, paths: readonly string[]): KernelFacts {
+export function kernelFactsFor(log: KernelLog, dev: string, paths: readonly string[]): KernelFacts {
   if (!log.ok) return log;
   const about = log.lines.filter((l) => l.device === dev || paths.includes(l.device));
   const mounted = about.filter((l) => l.kind === 'ext4-mounted' && l.device === dev).at(-1);

@@ -102,6 +102,7 @@ function planDevice(f: ReadonlyFacts, d: DeviceFacts, policy: Pick<ReadonlyPolic
       risk: 'high',
       device: d.device,
       majorMinor: d.majorMinor,
+      mountIds: d.mounts.map((m) => m.id),
       map: d.health.kind === 'multipath' ? d.health.map : null,
       pod,
       pv,

@@ -12,6 +12,8 @@ export type ReadonlyStep = PlannedStep & {
   risk: 'high';
   device: string;
   majorMinor: string;
+  /** mountinfo ids of kubelet's mounts of the stopped file system: the same instances must still be there right before, and gone after. */
+  mountIds: number[];
   /** The multipath map of the device, when it is one: re-checked all active right before. */
   map: string | null;
   pod: { namespace: string; name: string; uid: string; resourceVersion: string };

@@ -10,10 +10,11 @@ import type { ReadonlyPolicy } from './policy.ts';
 
 // Observes again (docs/decisions/0008 §3.6), looking every verifyPollMs for up to verifyMs, for
 // kubelet and the CSI driver to unpublish, unstage, check and mount again:
-//  (a) no mount of the device (its major:minor) with super options ro/emergency_ro is left;
+//  (a) none of the stopped mounts is left (by mount id: a 6.1 kernel shows a stopped ext4 as rw),
+//      nor any mount of the device (its major:minor) with super options ro/emergency_ro;
 //  (b) if the device is mounted again under kubelet: super options rw, and the file system carries
 //      no error (/sys/fs/ext4/<dev>/errors_count 0, or `dumpe2fs -h` says `clean`);
-//  (c) a pod other than the deleted ones publishing the still-stopped file system means it was
+//  (c) a pod other than the deleted ones publishing the device while a stopped mount is left means it was
 //      mounted again before it was unstaged: `remounted-before-unstage`, at once (the new pod got
 //      the same read-only super block; an alert says so).
 // NPD's ReadonlyFilesystem condition is never the verify: NPD never clears it (§1.4).
@@ -23,6 +24,8 @@ export interface VerifyTarget {
   majorMinor: string;
   /** UIDs of the pods this job deleted (or found terminating). */
   deletedUids: readonly string[];
+  /** mountinfo ids of the stopped mounts: they must go (a 6.1 kernel shows a stopped ext4 as rw). */
+  stoppedMountIds: readonly number[];
 }
 
 export interface VerifyDeps {
@@ -53,9 +56,11 @@ async function fileSystemState(host: Host, device: string, policy: ReadonlyPolic
 
 async function look(host: Host, t: VerifyTarget, policy: ReadonlyPolicy): Promise<Look> {
   const entries = parseMountinfo((await host.readFile('/proc/1/mountinfo')) ?? '').filter((e) => e.majorMinor === t.majorMinor);
-  const stopped = entries.filter((e) => superStopped(e.superOptions));
+  const stopped = entries.filter((e) => superStopped(e.superOptions) || t.stoppedMountIds.includes(e.id));
   const kubelet = entries.flatMap((e) => kubeletMountOf(policy.kubeletRoot, e) ?? []);
-  const newcomers = kubelet.filter((m) => superStopped(m.superOptions) && m.podUid && !t.deletedUids.includes(m.podUid));
+  // A pod not deleted by this job publishing the device while a stopped mount is still there (the
+  // staging mount stayed): it was given the same stopped super block.
+  const newcomers = stopped.length ? kubelet.filter((m) => m.podUid && !t.deletedUids.includes(m.podUid) && !t.stoppedMountIds.includes(m.id)) : [];
   if (newcomers.length) {
     const detail = newcomers.map((m) => m.mountPoint).join(', ');
     return {
@@ -64,9 +69,9 @@ async function look(host: Host, t: VerifyTarget, policy: ReadonlyPolicy): Promis
     };
   }
   const gone: Check = {
-    what: `no mount of ${t.device} (${t.majorMinor}) with super options ro/emergency_ro is left`,
+    what: `no stopped mount of ${t.device} (${t.majorMinor}) is left`,
     ok: stopped.length === 0,
-    ...(stopped.length ? { detail: stopped.map((e) => `${e.mountPoint}: ${e.superOptions.join(',')}`).join('; ') } : {}),
+    ...(stopped.length ? { detail: stopped.map((e) => `${e.mountPoint} (mount ${e.id}): ${e.superOptions.join(',')}`).join('; ') } : {}),
   };
   if (!gone.ok) return { done: false, checks: [gone] };
   if (!kubelet.length) return { done: true, checks: [gone, { what: `${t.device} is not mounted again yet (no pod on this node uses it now)`, ok: true }] };

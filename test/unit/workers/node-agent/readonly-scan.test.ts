@@ -46,6 +46,15 @@ describe("the node agent's scan for PV file systems the kernel stopped", () => {
     expect(await stoppedFileSystemJobs(host, 'worker-1', KUBELET)).toEqual([]);
   });
 
+  it('also asks for a device whose ext4 counts errors while mountinfo shows rw (a 6.1 kernel shows its stop nowhere else)', async () => {
+    const host = node([`300 25 253:0 / ${STAGING} rw,relatime - ext4 /dev/mapper/mpatha rw,errors=remount-ro`]);
+    expect(await stoppedFileSystemJobs(host, 'worker-1', KUBELET)).toEqual([]);
+    host.put('/sys/fs/ext4/dm-0/errors_count', '2\n');
+    const [job] = await stoppedFileSystemJobs(host, 'worker-1', KUBELET);
+    expect(job?.target).toEqual({ node: 'worker-1', device: 'dm-0' });
+    expect(job?.evidence[0]?.summary).toContain('ext4 errors_count 2');
+  });
+
   it('enqueues what it finds at each interval, and nothing when the interval is 0', async () => {
     const host = node([`300 25 253:0 / ${STAGING} rw,relatime - ext4 /dev/mapper/mpatha ro,errors=remount-ro`]);
     const stored: RemediationJob[] = [];

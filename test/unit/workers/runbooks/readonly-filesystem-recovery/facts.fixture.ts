@@ -32,8 +32,15 @@ export function device(over: Partial<DeviceFacts> = {}): DeviceFacts {
     majorMinor: '253:0',
     fsType: 'ext4',
     mounts: [
-      { mountPoint: STAGING, role: 'staging', driver: 'driver.example.com', mountOptions: ['rw', 'relatime'], superOptions: ['ro', 'errors=remount-ro'] },
-      { mountPoint: PUBLISH, role: 'publish', podUid: UID, pv: 'pvc-1', mountOptions: ['rw', 'relatime'], superOptions: ['ro', 'errors=remount-ro'] },
+      {
+        id: 300,
+        mountPoint: STAGING,
+        role: 'staging',
+        driver: 'driver.example.com',
+        mountOptions: ['rw', 'relatime'],
+        superOptions: ['ro', 'errors=remount-ro'],
+      },
+      { id: 301, mountPoint: PUBLISH, role: 'publish', podUid: UID, pv: 'pvc-1', mountOptions: ['rw', 'relatime'], superOptions: ['ro', 'errors=remount-ro'] },
     ],
     systemMounts: [],
     rbd: false,

@@ -1,7 +1,12 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { parseDumpe2fsHeader } from '../../../../../workers/runbooks/readonly-filesystem-recovery/dumpe2fs.ts';
-import { classifyKernelMessage, linesAbout, parseKernelJournal } from '../../../../../workers/runbooks/readonly-filesystem-recovery/kernel-fs-lines.ts';
+import {
+  classifyKernelMessage,
+  linesAbout,
+  parseDmesgIso,
+  parseKernelJournal,
+} from '../../../../../workers/runbooks/readonly-filesystem-recovery/kernel-fs-lines.ts';
 
 const fixture = (path: string): string => readFileSync(new URL(`../../../../fixtures/${path}`, import.meta.url), 'utf8');
 
@@ -59,6 +64,23 @@ describe('the kernel lines of a stopped file system (journalctl -k -o json)', ()
     expect(classifyKernelMessage('EXT4-fs warning (device dm-3): ext4_end_bio:343: I/O error 10 writing to inode 12')).toBeNull();
     expect(classifyKernelMessage('XFS (dm-1): Mounting V5 Filesystem')).toBeNull();
     expect(classifyKernelMessage('nfs: server 10.0.0.1 not responding, still trying')).toBeNull();
+  });
+});
+
+describe('dmesg --kernel --time-format iso (no journald)', () => {
+  it("reads the 6.1 lab guest's lines of a journal abort from path loss with the kernel's wall time", () => {
+    const text = [
+      '2026-12-07T11:07:21,902311+00:00 EXT4-fs (dm-0): mounted filesystem with ordered data mode. Quota mode: none.',
+      '2026-12-07T11:07:26,274354+00:00 EXT4-fs warning (device dm-0): ext4_end_bio:343: I/O error 10 writing to inode 13 starting block 8513)',
+      '2026-12-07T11:07:26,274511+00:00 Buffer I/O error on device dm-0, logical block 8513',
+      '2026-12-07T11:07:26,739145+00:00 Aborting journal on device dm-0-8.',
+      '2026-12-07T11:07:26,801002+00:00 EXT4-fs error (device dm-0): ext4_journal_check_start:83: comm touch: Detected aborted journal',
+      '2026-12-07T11:07:26,801120+00:00 EXT4-fs (dm-0): Remounting filesystem read-only',
+      'not a line of dmesg --time-format iso',
+    ].join('\n');
+    const lines = parseDmesgIso(text, 'b1');
+    expect(lines.map((l) => l.kind)).toEqual(['ext4-mounted', 'buffer-io-error', 'journal-aborted', 'ext4-error', 'ext4-remount-ro']);
+    expect(lines.at(-1)).toMatchObject({ device: 'dm-0', at: '2026-12-07T11:07:26.801Z', bootId: 'b1' });
   });
 });
 

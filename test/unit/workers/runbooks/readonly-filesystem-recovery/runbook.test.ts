@@ -104,7 +104,7 @@ describe('readonly-filesystem-recovery, the whole runbook', () => {
     ]);
     expect(result.outcome).toBe('succeeded');
     expect((result.verification as Verification | undefined)?.checks.map((c) => c.what)).toEqual([
-      'no mount of dm-0 (253:0) with super options ro/emergency_ro is left',
+      'no stopped mount of dm-0 (253:0) is left',
       'dm-0 is mounted again with super options rw',
       'dm-0 records no error (errors_count 0)',
     ]);
