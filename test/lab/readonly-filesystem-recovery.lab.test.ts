@@ -121,6 +121,8 @@ describe.skipIf(skipReason !== null)('readonly-filesystem-recovery on a real ker
   let map: GuestMap;
   let majorMinor: string;
   let stoppedMountIds: number[] = [];
+  /** When the kernel stopped it, as the plan's step says. */
+  let stoppedAt: string | null = null;
   const kube = new RecordingKubeWrites();
   const stats = { snapshots: 0, commands: 0 };
   let host: Host;
@@ -281,6 +283,8 @@ describe.skipIf(skipReason !== null)('readonly-filesystem-recovery on a real ker
       const parked = err as ParkedError;
       expect(parked.parking.reason).toBe('approval');
       expect(parked.plan.steps.map((s) => s.id)).toEqual([`delete-pod:shop/db-0:${UID}`]);
+      stoppedAt = (parked.plan.steps[0] as { stoppedAt?: string | null }).stoppedAt ?? null;
+      expect(stoppedAt).not.toBeNull();
       const step = parked.plan.steps[0];
       expect(step?.evidence?.map((e) => e.status)).toEqual(step?.evidence?.map(() => 'holds'));
       expect(JSON.stringify(parked.result.commands.map((c) => c.argv))).not.toMatch(/remount|e2fsck|"mount"/);
@@ -301,7 +305,7 @@ describe.skipIf(skipReason !== null)('readonly-filesystem-recovery on a real ker
         `set -e; mkdir -p ${publish(NEW_UID)}; mount -o errors=remount-ro /dev/mapper/${map.name} ${STAGING}; mount --bind ${STAGING} ${publish(NEW_UID)}`,
       );
       captured['dumpe2fs-h.after-fsck.txt'] = (await vm.run(['dumpe2fs', '-h', `/dev/mapper/${map.name}`])).stdout;
-      const result = await verify(host, [{ device: map.dm, majorMinor, deletedUids: [UID], stoppedMountIds }], {
+      const result = await verify(host, [{ device: map.dm, majorMinor, deletedUids: [UID], stoppedMountIds, stoppedAt }], {
         policy: { ...DEFAULT_POLICY, kubeletRoot: KUBELET, verifyMs: 30_000, verifyPollMs: 1_000 },
         now: () => Date.now(),
         sleep: (ms) => new Promise((r) => setTimeout(r, ms)),

@@ -5,6 +5,7 @@ import type { KubeWrites } from '../../kube-writes/kube-writes.ts';
 import type { StepExecutor } from '../../engine/runbook.ts';
 import { kubeletMountOf } from './kubelet-mounts.ts';
 import { deviceHealth, isActivePath } from './observe-health.ts';
+import { mountedAgainSince } from './observe-kernel.ts';
 import type { ReadonlyPolicy } from './policy.ts';
 import type { RecoveryLookups } from './recovery-lookups.ts';
 import type { ReadonlyStep } from './step.ts';
@@ -32,6 +33,9 @@ async function stillStopped(host: Host, step: ReadonlyStep, policy: ReadonlyPoli
   const mounts = entries.filter((e) => e.majorMinor === step.majorMinor).flatMap((e) => kubeletMountOf(policy.kubeletRoot, e) ?? []);
   const same = mounts.filter((m) => step.mountIds.includes(m.id));
   if (!same.length) return `no kubelet mount of ${step.device} (${step.majorMinor}) the plan saw stopped is left (mount ids ${step.mountIds.join(', ')})`;
+  // Mount ids are reused: a mount of the device after the stop is a new one, whatever its id.
+  if (step.stoppedAt && (await mountedAgainSince(host, step.device, step.stoppedAt, policy.commandTimeoutMs)) === true)
+    return `${step.device} was mounted again after the kernel stopped it at ${step.stoppedAt}`;
   return null;
 }
 

@@ -6,7 +6,7 @@ import { runRunbook } from '../../engine/run-runbook.ts';
 import type { RunbookDefinition } from '../../engine/runbook.ts';
 import type { Host } from '../../host/host.ts';
 import type { KubeWrites } from '../../kube-writes/kube-writes.ts';
-import { WAIT_REASONS } from './evidence.ts';
+import { errorLinesAfterMount, WAIT_REASONS } from './evidence.ts';
 import { createStepExecutor } from './execute-step.ts';
 import type { ReadonlyFacts } from './facts.ts';
 import { observe } from './observe.ts';
@@ -37,13 +37,19 @@ function verifyTargets(planned: ReadonlyPlan, facts: ReadonlyFacts | undefined):
   if (planned.kind !== 'steps') return [];
   const out = new Map<string, VerifyTarget>();
   for (const s of planned.steps) {
-    const t = out.get(s.device) ?? { device: s.device, majorMinor: s.majorMinor, deletedUids: [], stoppedMountIds: s.mountIds };
+    const t = out.get(s.device) ?? { device: s.device, majorMinor: s.majorMinor, deletedUids: [], stoppedMountIds: s.mountIds, stoppedAt: s.stoppedAt };
     out.set(s.device, { ...t, deletedUids: [...t.deletedUids, s.pod.uid] });
   }
   for (const d of facts?.devices ?? []) {
     const terminating = d.pods.filter((p) => p.pod?.deletionTimestamp).map((p) => p.uid);
     if (!terminating.length || !d.majorMinor) continue;
-    const t = out.get(d.device) ?? { device: d.device, majorMinor: d.majorMinor, deletedUids: [], stoppedMountIds: d.mounts.map((m) => m.id) };
+    const t = out.get(d.device) ?? {
+      device: d.device,
+      majorMinor: d.majorMinor,
+      deletedUids: [],
+      stoppedMountIds: d.mounts.map((m) => m.id),
+      stoppedAt: errorLinesAfterMount(d).at(-1)?.at ?? null,
+    };
     out.set(d.device, { ...t, deletedUids: [...t.deletedUids, ...terminating] });
   }
   return [...out.values()];

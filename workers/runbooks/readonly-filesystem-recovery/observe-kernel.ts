@@ -63,3 +63,15 @@ export async function readSysfsErrors(host: Host, dev: string): Promise<SysfsErr
     remountRo: options === null ? null : options.split('\n').includes('errors=remount-ro'),
   };
 }
+
+/**
+ * Whether the device was mounted again after `since` (its kernel line `mounted filesystem`): Linux
+ * gives a new mount the lowest free mount id, so the ids of an unmounted and a new mount can be
+ * the same, and on 6.1 both carry rw options; the kernel's line tells them apart. null: unknown.
+ */
+export async function mountedAgainSince(host: Host, device: string, since: string, timeoutMs: number): Promise<boolean | null> {
+  const bootId = (await host.readFile('/proc/sys/kernel/random/boot_id').catch(() => null))?.trim() ?? null;
+  const log = await readKernelLog(host, bootId, timeoutMs);
+  if (!log.ok) return null;
+  return log.lines.some((l) => l.device === device && l.kind === 'ext4-mounted' && (l.at ?? '') > since);
+}

@@ -89,7 +89,8 @@ function planDevice(f: ReadonlyFacts, d: DeviceFacts, policy: Pick<ReadonlyPolic
     return out;
   }
   const evidence = claims.map((c) => c.item);
-  const kernelLine = errorLinesAfterMount(d).at(-1)?.message ?? null;
+  const lastError = errorLinesAfterMount(d).at(-1);
+  const kernelLine = lastError?.message ?? null;
   for (const { p, j } of pods) {
     if (!j.deletable || !j.item || !p.pod?.resourceVersion) continue;
     const pod = { namespace: p.pod.namespace, name: p.pod.name, uid: p.uid, resourceVersion: p.pod.resourceVersion };
@@ -107,6 +108,7 @@ function planDevice(f: ReadonlyFacts, d: DeviceFacts, policy: Pick<ReadonlyPolic
       pod,
       pv,
       kernelLine,
+      stoppedAt: lastError?.at ?? null,
       evidence: [...evidence, j.item],
     });
   }

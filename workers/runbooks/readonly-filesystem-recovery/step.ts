@@ -20,6 +20,8 @@ export type ReadonlyStep = PlannedStep & {
   pv: string | null;
   /** The kernel's line the Event quotes. */
   kernelLine: string | null;
+  /** When the kernel reported it (its latest error line for the device): a mount after it is a new one. */
+  stoppedAt: string | null;
 };
 
 export const deletePodStepId = (p: { namespace: string; name: string; uid: string }): string => `delete-pod:${p.namespace}/${p.name}:${p.uid}`;

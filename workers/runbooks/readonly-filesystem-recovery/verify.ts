@@ -5,7 +5,7 @@ import { type Check, type Verification, verification } from '../../engine/runboo
 import { parseDumpe2fsHeader } from './dumpe2fs.ts';
 import { kubeletMountOf, superStopped } from './kubelet-mounts.ts';
 import { kernelDevPath } from './observe-health.ts';
-import { readSysfsErrors } from './observe-kernel.ts';
+import { mountedAgainSince, readSysfsErrors } from './observe-kernel.ts';
 import type { ReadonlyPolicy } from './policy.ts';
 
 // Observes again (docs/decisions/0008 §3.6), looking every verifyPollMs for up to verifyMs, for
@@ -26,6 +26,8 @@ export interface VerifyTarget {
   deletedUids: readonly string[];
   /** mountinfo ids of the stopped mounts: they must go (a 6.1 kernel shows a stopped ext4 as rw). */
   stoppedMountIds: readonly number[];
+  /** When the kernel stopped it: ids are reused, so a mount of the device logged after this is a new one. */
+  stoppedAt: string | null;
 }
 
 export interface VerifyDeps {
@@ -56,11 +58,14 @@ async function fileSystemState(host: Host, device: string, policy: ReadonlyPolic
 
 async function look(host: Host, t: VerifyTarget, policy: ReadonlyPolicy): Promise<Look> {
   const entries = parseMountinfo((await host.readFile('/proc/1/mountinfo')) ?? '').filter((e) => e.majorMinor === t.majorMinor);
-  const stopped = entries.filter((e) => superStopped(e.superOptions) || t.stoppedMountIds.includes(e.id));
+  const sameIds = entries.filter((e) => t.stoppedMountIds.includes(e.id));
+  const remounted = sameIds.length && t.stoppedAt ? await mountedAgainSince(host, t.device, t.stoppedAt, policy.commandTimeoutMs) : false;
+  const stopped = entries.filter((e) => superStopped(e.superOptions) || (t.stoppedMountIds.includes(e.id) && remounted !== true));
   const kubelet = entries.flatMap((e) => kubeletMountOf(policy.kubeletRoot, e) ?? []);
   // A pod not deleted by this job publishing the device while a stopped mount is still there (the
   // staging mount stayed): it was given the same stopped super block.
-  const newcomers = stopped.length ? kubelet.filter((m) => m.podUid && !t.deletedUids.includes(m.podUid) && !t.stoppedMountIds.includes(m.id)) : [];
+  const planned = (m: { id: number }): boolean => t.stoppedMountIds.includes(m.id) && remounted !== true;
+  const newcomers = stopped.length ? kubelet.filter((m) => m.podUid && !t.deletedUids.includes(m.podUid) && !planned(m)) : [];
   if (newcomers.length) {
     const detail = newcomers.map((m) => m.mountPoint).join(', ');
     return {
