@@ -69,9 +69,13 @@ const parked = async (p: Promise<unknown>): Promise<ParkedError> => {
 describe('readonly-filesystem-recovery, the whole runbook', () => {
   it('parks (paths-still-dead) while every path is dead, reads nothing from the device and deletes nothing', async () => {
     const { host, kube, handler } = setup();
-    const err = await parked(handler(job, ctx('enforce')));
+    const audited: string[] = [];
+    const err = await parked(handler(job, { ...ctx('enforce'), audit: async (action) => void audited.push(action) }));
     expect(err.parking).toMatchObject({ reason: 'evidence', why: expect.stringMatching(/^paths-still-dead: /) });
     expect(err.result.outcome).toBe('waiting');
+    // A wait, not a refusal: nothing in the audit trail, and the result shows what was looked at.
+    expect(audited).toEqual([]);
+    expect(err.result.commands.map((c) => c.argv[0])).toContain('multipath');
     expect(host.commands.some((a) => a[0] === 'dd')).toBe(false);
     expect(kube.deletes).toEqual([]);
   });
