@@ -131,6 +131,12 @@ export function lookupsContract(name: string, lookups: () => ClusterLookups): vo
       expect(all.length).toBeGreaterThanOrEqual((await lookups().podsOnNode('worker-1')).length + (await lookups().podsOnNode('worker-2')).length);
     });
 
+    it('reads one pod with its uid, node and controller, and nothing for a pod that does not exist', async () => {
+      const pod = await lookups().pod({ namespace: 'shop', name: 'web-7d4b9c6f5-x2kqp' });
+      expect(pod).toMatchObject({ namespace: 'shop', name: 'web-7d4b9c6f5-x2kqp', node: 'worker-2', claims: ['data-web'] });
+      expect(await lookups().pod({ namespace: 'shop', name: 'no-such-pod' })).toBeUndefined();
+    });
+
     it('lists the VolumeAttachments of a node with the LUN WWN when the driver records it', async () => {
       const w1 = await lookups().volumeAttachmentsOnNode('worker-1');
       expect(w1).toEqual([

@@ -77,6 +77,47 @@ function findLooksOnly(args: readonly string[]): boolean {
 
 const exactly = (argv: readonly string[], shape: readonly string[]): boolean => argv.length === shape.length && shape.every((w, i) => argv[i] === w);
 
+// readonly-filesystem-recovery (docs/decisions/0008 §3.2): the kernel's log of this boot or since a
+// time, as JSON, and an ext super block's header. Exact shapes: `journalctl --rotate` or
+// `--vacuum-*` change the journal, and `dumpe2fs` without -h still only reads, but is not needed.
+const KERNEL_DEVICE_INPUT = /^(\/[^\0]*)?\/dev\/(dm-[0-9]{1,5}|sd[a-z]{1,4}|nvme[0-9]{1,3}n[0-9]{1,3}(p[0-9]{1,3})?|vd[a-z]{1,4}|loop[0-9]{1,7})$/;
+const JOURNAL_SINCE = /^--since=[0-9]{4}-[0-9]{2}-[0-9]{2}( [0-9]{2}:[0-9]{2}:[0-9]{2})?$/;
+
+/** Newest first, and only the message besides journald's own time and boot: what fits the host's output limit. */
+const JOURNAL_SHAPING = new Set(['--reverse', '--output-fields=MESSAGE']);
+
+function journalctlLooksOnly(args: readonly string[]): boolean {
+  const [k, o, json, pager, when, ...rest] = args;
+  return (
+    k === '-k' &&
+    o === '-o' &&
+    json === 'json' &&
+    pager === '--no-pager' &&
+    (when === '--boot' || JOURNAL_SINCE.test(when ?? '')) &&
+    rest.every((a) => JOURNAL_SHAPING.has(a)) &&
+    new Set(rest).size === rest.length
+  );
+}
+
+/**
+ * One direct read of a block device into /dev/null (the residual-map probe's shape). Not of a SCSI
+ * disk: that may be a path of a dead map, whose read a dry-run must not leave stuck in D state.
+ */
+function directReadOnly(args: readonly string[]): boolean {
+  const [input, out, count, bs, flag, ...rest] = args;
+  const device = (input ?? '').replace(/^if=/, '');
+  return (
+    rest.length === 0 &&
+    KERNEL_DEVICE_INPUT.test(device) &&
+    !/\/dev\/sd[a-z]+$/.test(device) &&
+    (input ?? '').startsWith('if=') &&
+    out === 'of=/dev/null' &&
+    count === 'count=1' &&
+    bs === 'bs=1M' &&
+    flag === 'iflag=direct'
+  );
+}
+
 export function isReadOnlyCommand(argv: readonly string[]): boolean {
   const [file, ...args] = argv;
   if (file === undefined) return false;
@@ -86,5 +127,9 @@ export function isReadOnlyCommand(argv: readonly string[]): boolean {
   if (isMultipathLookOnly(argv)) return true;
   if (file === 'find') return findLooksOnly(args);
   if (exactly(argv, ['crictl', 'pods', '-o', 'json']) || exactly(argv, ['systemctl', 'is-active', 'kubelet'])) return true;
+  if (file === 'journalctl') return journalctlLooksOnly(args);
+  if (file === 'dmesg') return args.length === 3 && args[0] === '--kernel' && args[1] === '--time-format' && args[2] === 'iso';
+  if (file === 'dumpe2fs') return args.length === 2 && args[0] === '-h' && KERNEL_DEVICE_INPUT.test(args[1] ?? '');
+  if (file === 'dd') return directReadOnly(args);
   return cephLooksOnly(file, args);
 }

@@ -7,6 +7,7 @@ import { createRealHost } from '../host/real-host.ts';
 import { createNodeAgent } from './agent.ts';
 import { nodeKube } from './node-kube.ts';
 import { NODE_RUNBOOKS } from './node-runbooks.ts';
+import { startReadonlyScan } from './readonly-scan.ts';
 import { startSelfChecks } from './self-checks.ts';
 
 // `npm run node-agent`: the node agent, configured from the environment (agent-bootstrap/ does
@@ -49,9 +50,17 @@ await runAgent(
           }
         : {}),
     });
+    const readonlyScan = startReadonlyScan({
+      node,
+      host: createRealHost({ root: config.hostRoot, nsenter: config.hostNsenter }),
+      kubeletRoot: config.kubeletRootDir,
+      enqueue: (jobs) => dispatcher.enqueue(jobs),
+      intervalMs: config.readonlyScanSeconds * 1000,
+      log: log.child({ node, component: 'readonly-scan' }),
+    });
     return {
       worker: agent,
-      alongside: [{ close: () => checks.stop() }],
+      alongside: [{ close: () => checks.stop() }, { close: () => readonlyScan.stop() }],
       started: {
         msg: 'node agent started',
         fields: { node, defaultMode: config.defaultMode, modes: config.runbookModes, labels: kube.inCluster ? 'api-server' : 'NODE_LABELS' },

@@ -15,6 +15,7 @@ import type { NodeLabels } from '../runbooks/local-pv-placeholder/node-labels.ts
 import type { OrphanKube } from '../runbooks/orphaned-pod-volumes/orphan-kube.ts';
 import type { NodePods } from '../runbooks/rbd-unmap/node-pods.ts';
 import type { AttachedVolumes } from '../runbooks/residual-multipath-cleanup/attached-volumes.ts';
+import type { RecoveryLookups } from '../runbooks/readonly-filesystem-recovery/recovery-lookups.ts';
 
 // What the node agent learns from the API server, in a pod (or with KUBECONFIG): its node's
 // labels, VolumeAttachments and pods, and where its jobs' Events go. Elsewhere labels come from
@@ -36,6 +37,8 @@ export interface NodeRegistryDeps {
   kube?: KubeWrites;
   /** Every pod's UID and the node's attached PVs: the Kubernetes API in a cluster; without it every orphan is refused. */
   orphanKube?: OrphanKube;
+  /** Pods and PVs read fresh (readonly-filesystem-recovery); without them that runbook refuses. */
+  recoveryLookups?: RecoveryLookups;
 }
 
 export interface NodeKube {
@@ -62,6 +65,7 @@ export async function nodeKube(node: string, log: Logger): Promise<NodeKube> {
       nodePods: new KubeNodePods(lookups),
       kube: new ApiKubeWrites({ component: 'node-agent', core: clients.writes, events: clients.events, instance: node }),
       orphanKube: new KubeOrphanKube(lookups),
+      recoveryLookups: lookups,
     },
   };
 }

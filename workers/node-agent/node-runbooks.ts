@@ -7,5 +7,6 @@ export const NODE_RUNBOOKS = [
   'residual-multipath-cleanup',
   'rbd-unmap',
   'orphaned-pod-volumes',
+  'readonly-filesystem-recovery',
 ] as const satisfies readonly RunbookName[];
 export type NodeRunbookName = (typeof NODE_RUNBOOKS)[number];

@@ -9,6 +9,7 @@ import { InMemoryAttachedVolumes } from '../runbooks/residual-multipath-cleanup/
 import { createRbdUnmap } from '../runbooks/rbd-unmap/handler.ts';
 import { createOrphanedPodVolumes } from '../runbooks/orphaned-pod-volumes/handler.ts';
 import { UnknownOrphanKube } from '../runbooks/orphaned-pod-volumes/orphan-kube.ts';
+import { createReadonlyFilesystemRecovery } from '../runbooks/readonly-filesystem-recovery/handler.ts';
 import type { RunbookHandler } from '../engine/registry.ts';
 import type { NodeRunbookName } from './node-runbooks.ts';
 import { type NodeRegistryDeps, UnknownNodePods } from './node-kube.ts';
@@ -51,6 +52,18 @@ export function defaultNodeRegistry(config: NodeAgentConfig, _log: Logger, deps:
       stateDir: config.stateDir,
       kube: deps.orphanKube ?? new UnknownOrphanKube(),
       policy: { kubeletRoot: config.kubeletRootDir, minAgeMs: config.orphanMinAgeSeconds * 1000 },
+    }),
+    'readonly-filesystem-recovery': createReadonlyFilesystemRecovery({
+      host,
+      ...(deps.kube ? { kube: deps.kube } : {}),
+      lookups: deps.recoveryLookups,
+      stateDir: config.stateDir,
+      policy: {
+        kubeletRoot: config.kubeletRootDir,
+        pathsBackMs: config.readonlyPathsBackSeconds * 1000,
+        verifyMs: config.readonlyVerifySeconds * 1000,
+        probeTimeoutMs: config.residualProbeTimeoutMs,
+      },
     }),
   };
 }

@@ -57,6 +57,8 @@ export interface PersistentVolumeInfo {
   rbd?: { pool: string; image: string };
   /** LUN WWN/WWID when the PV records one (in-tree FC `wwids`, a CSI attribute naming it). */
   wwn?: string;
+  /** spec.csi.readOnly, or `ro` in spec.mountOptions: the volume is read-only by request. */
+  readOnly?: boolean;
 }
 
 export interface PersistentVolumeClaimInfo extends NamespacedName {
@@ -83,6 +85,15 @@ export interface PodInfo extends NamespacedName {
   waiting: ContainerWaiting[];
   /** The controlling owner reference (ReplicaSet, StatefulSet, ...). */
   controller?: { kind: string; name: string };
+  /** metadata.resourceVersion: the precondition of a delete. */
+  resourceVersion?: string;
+  /** metadata.deletionTimestamp (ISO 8601): the pod is terminating. */
+  deletionTimestamp?: string;
+  /**
+   * PVC names the pod asks to use read-only: its volume says `persistentVolumeClaim.readOnly`, or
+   * every container that mounts it mounts it `readOnly`.
+   */
+  readOnlyClaims?: string[];
 }
 
 export interface VolumeAttachmentInfo {
@@ -147,6 +158,8 @@ export interface ClusterLookups {
    * server's watch cache (resourceVersion=0), once per scan.
    */
   allPods(): Promise<PodInfo[]>;
+  /** One pod, read fresh (the re-check before a pod is deleted); undefined when it does not exist. */
+  pod(ref: NamespacedName): Promise<PodInfo | undefined>;
 }
 
 const nsKey = (r: NamespacedName): string => `${r.namespace}/${r.name}`;
@@ -235,6 +248,10 @@ export class InMemoryLookups implements ClusterLookups {
 
   async allPods(): Promise<PodInfo[]> {
     return [...this.pods];
+  }
+
+  async pod(ref: NamespacedName): Promise<PodInfo | undefined> {
+    return this.pods.find((p) => p.namespace === ref.namespace && p.name === ref.name);
   }
 
   async volumesOfPod(pod: NamespacedName): Promise<PersistentVolumeInfo[]> {

@@ -39,6 +39,7 @@ export const LOOKUP_CALLS: { readonly [K in keyof ClusterLookups]-?: readonly Ap
   persistentVolumes: ['/persistentvolumes list'],
   podsOnNode: ['/pods list'],
   allPods: ['/pods list'],
+  pod: ['/pods get'],
 };
 
 /** The lookups each component's code calls (the types below make any other one a compile error). */
@@ -50,8 +51,9 @@ const COMPONENT_LOOKUPS = {
   'cluster-worker': ['persistentVolumes', 'claimOfVolume', 'podsUsingVolume', 'nodesByAddress', 'deploymentOfPod'],
   // workers/node-agent/kube-*.ts: the node's labels (placeholder opt-in), its VolumeAttachments
   // and their PVs (residual-map interlock), the pods on the node (rbd-unmap's stale mounts), every
-  // pod of the cluster (orphaned-pod-volumes: is a pod directory's UID a pod anywhere?).
-  'node-agent': ['node', 'volumeAttachmentsOnNode', 'persistentVolume', 'podsOnNode', 'allPods'],
+  // pod of the cluster (orphaned-pod-volumes: is a pod directory's UID a pod anywhere?), one pod
+  // read fresh (readonly-filesystem-recovery's re-check before it deletes that pod).
+  'node-agent': ['node', 'volumeAttachmentsOnNode', 'persistentVolume', 'podsOnNode', 'allPods', 'pod'],
 } as const satisfies Record<Component, readonly (keyof ClusterLookups)[]>;
 
 export type LookupsOf<C extends Component> = Pick<ClusterLookups, (typeof COMPONENT_LOOKUPS)[C][number]>;

@@ -25,6 +25,8 @@ const NODE_REASONS = new Set(['NodeReady', 'Rebooted']);
 export const LOCAL_DISK_LOST = new Set(['LocalDiskLost']);
 /** NPD's kubelet monitor (deploy/integrations/npd/kubelet-orphaned-pod-monitor.json): kubelet's orphaned-pod line. */
 const ORPHANED_POD_VOLUMES = 'OrphanedPodVolumes';
+/** NPD kernel-monitor reasons: some file system on the node went read-only, or an XFS shut down. */
+const READONLY_FS = new Set(['FilesystemIsReadOnly', 'XfsHasShutdown']);
 
 export type Classified = { signals: Signal[]; ignored?: undefined } | { signals?: undefined; ignored: Omit<Ignored, 'index'> };
 
@@ -44,7 +46,8 @@ export function classifyEvent(ev: KubeEvent, source: SignalSource, trust: EventT
     VOLUME_REASONS.has(ev.reason) ||
     CONTAINER_REASONS.has(ev.reason) ||
     LOCAL_DISK_LOST.has(ev.reason) ||
-    ev.reason === ORPHANED_POD_VOLUMES;
+    ev.reason === ORPHANED_POD_VOLUMES ||
+    READONLY_FS.has(ev.reason);
   if (!relevant)
     return {
       ignored: { reason: 'event-reason-not-relevant', detail: `reason ${ev.reason || '(none)'} is not one volume-medic acts on`, source },
@@ -55,6 +58,7 @@ export function classifyEvent(ev: KubeEvent, source: SignalSource, trust: EventT
   // The node is the involved Node (distrust() made sure it is one), never source.host.
   if (LOCAL_DISK_LOST.has(ev.reason)) return classifyLocalDiskLost(ev.reason, ev.message, ev.involved.name, eventIdentity(ev), evidence(source, ev), true);
   if (ev.reason === ORPHANED_POD_VOLUMES) return classifyOrphanEvent(ev, source);
+  if (READONLY_FS.has(ev.reason)) return filesystemReadonly(ev.reason, ev.involved.name, eventIdentity(ev), evidence(source, ev));
   return classifyVolumeEvent(ev, source);
 }
 
@@ -200,4 +204,10 @@ export function classifyLocalDiskLost(what: string, message: string, node: strin
   }
   if (!lost) return { ignored: { reason: 'restore-names-no-device', detail: `${what} cleared without naming a device`, source: ev.source } };
   return { ignored: { reason: 'event-message-not-recognised', detail: `${what} names no local PV or /dev/disk path`, source: ev.source } };
+}
+
+/** NPD's read-only file system or XFS shutdown, as an Event or a condition: a trigger naming its node only. */
+export function filesystemReadonly(what: string, node: string | undefined, identity: string[], ev: Evidence): Classified {
+  if (!node) return { ignored: { reason: 'event-names-no-node', detail: `${what} does not name its node`, source: ev.source } };
+  return { signals: [{ kind: 'filesystem-readonly', version: 1, node, identity, evidence: ev }] };
 }

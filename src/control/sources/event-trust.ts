@@ -23,6 +23,8 @@ import type { KubeEvent } from './kube-event.ts';
 const KUBELET = 'kubelet';
 /** kube-controller-manager's attach/detach controller: FailedAttachVolume. */
 const ATTACH_DETACH_CONTROLLER = 'attachdetach-controller';
+/** NPD's built-in kernel monitor: its read-only file system and XFS shutdown Events. */
+const NPD_KERNEL_MONITOR = 'kernel-monitor';
 /** Where the event recorder of client-go puts an Event about a cluster-scoped object (a Node). */
 const KUBELET_NODE_EVENT_NAMESPACE = 'default';
 
@@ -42,6 +44,7 @@ export const DEFAULT_EVENT_TRUST: EventTrust = { npdSources: new Set(DEFAULT_NPD
 type Expectation = { kind: 'Pod' | 'Node'; reporters: ReadonlySet<string>; who: string };
 
 const FROM_KUBELET = new Set([KUBELET]);
+const READONLY_REASONS = new Set(['FilesystemIsReadOnly', 'XfsHasShutdown']);
 const FROM_ATTACH_DETACH = new Set([ATTACH_DETACH_CONTROLLER]);
 
 function expectation(reason: string, trust: EventTrust): Expectation | undefined {
@@ -59,6 +62,11 @@ function expectation(reason: string, trust: EventTrust): Expectation | undefined
     case 'LocalDiskLost':
     case 'OrphanedPodVolumes':
       return { kind: 'Node', reporters: trust.npdSources, who: 'node-problem-detector (NPD_EVENT_SOURCES)' };
+    case 'FilesystemIsReadOnly':
+    case 'XfsHasShutdown':
+      // NPD's own kernel monitor writes these (config/kernel-monitor.json, source kernel-monitor).
+      // A forged one makes a job without a device: the node agent then finds no stopped file system.
+      return { kind: 'Node', reporters: new Set([...trust.npdSources, NPD_KERNEL_MONITOR]), who: 'node-problem-detector (kernel-monitor, NPD_EVENT_SOURCES)' };
     default:
       return undefined;
   }
@@ -92,7 +100,10 @@ export function distrust(ev: KubeEvent, trust: EventTrust): Distrust | undefined
     return { reason: 'event-reporter-not-trusted', detail: `${ev.reason} reported by ${q(stranger)}; only ${want.who} is believed` };
   }
   if (want.kind === 'Node') {
-    const home = ev.reason === 'LocalDiskLost' || ev.reason === 'OrphanedPodVolumes' ? trust.npdNamespace : KUBELET_NODE_EVENT_NAMESPACE;
+    const home =
+      ev.reason === 'LocalDiskLost' || ev.reason === 'OrphanedPodVolumes' || READONLY_REASONS.has(ev.reason)
+        ? trust.npdNamespace
+        : KUBELET_NODE_EVENT_NAMESPACE;
     if (ev.namespace !== home) {
       return {
         reason: 'event-namespace-not-trusted',

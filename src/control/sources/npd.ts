@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { boundedRaw } from '../../core/catalogue/evidence.ts';
 import type { Ignored, Signal, SourceResult } from '../../core/signals/index.ts';
-import { classifyEvent, classifyLocalDiskLost, LOCAL_DISK_LOST } from './classify-event.ts';
+import { classifyEvent, classifyLocalDiskLost, filesystemReadonly, LOCAL_DISK_LOST } from './classify-event.ts';
 import type { EventTrust } from './event-trust.ts';
 import { type KubeEvent, KubeEventPayload } from './kube-event.ts';
 
@@ -28,6 +28,9 @@ const NpdConditionsReport = z
   })
   .loose();
 
+/** NPD's permanent kernel-monitor conditions that mean a file system stopped, with the reason that says so. */
+const READONLY_CONDITIONS: Readonly<Record<string, string>> = { ReadonlyFilesystem: 'FilesystemIsReadOnly', XfsShutdown: 'XfsHasShutdown' };
+
 export const NpdBody = z.union([NpdConditionsReport, KubeEventPayload, z.array(KubeEventPayload).max(10_000)]);
 export type NpdBody = z.infer<typeof NpdBody>;
 
@@ -37,6 +40,19 @@ export function npdSignals(body: NpdBody, trust: EventTrust): SourceResult<Signa
   if ('conditions' in body && 'node' in body && Array.isArray(body.conditions)) {
     const report = body as z.infer<typeof NpdConditionsReport>;
     report.conditions.forEach((c, index) => {
+      // NPD's kernel monitor: ReadonlyFilesystem=True (FilesystemIsReadOnly), XfsShutdown=True (XfsHasShutdown).
+      const readonly = READONLY_CONDITIONS[c.type];
+      if (readonly !== undefined && c.status === 'True' && c.reason === readonly) {
+        const ev = {
+          source: 'npd' as const,
+          summary: `${c.type}=${c.status} (${c.reason}) on node ${report.node}: ${c.message}`.slice(0, 500),
+          raw: boundedRaw({ node: report.node, condition: c }),
+        };
+        const r = filesystemReadonly(`condition ${c.type}`, report.node, ['npd-condition', report.node, c.type, c.lastTransitionTime ?? ''], ev);
+        if (r.signals) signals.push(...r.signals);
+        else ignored.push({ ...r.ignored, index });
+        return;
+      }
       if (!LOCAL_DISK_LOST.has(c.type) || c.status === 'Unknown') {
         ignored.push({
           reason: 'condition-not-relevant',

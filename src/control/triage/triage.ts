@@ -9,6 +9,7 @@ import type {
   Ignored,
   LocalDeviceMissingSignal,
   LocalDeviceRestoredSignal,
+  FilesystemReadonlySignal,
   NodeRecoveredSignal,
   OrphanedPodVolumesSignal,
   RbdImageBusySignal,
@@ -93,6 +94,8 @@ function triageOne(signal: Signal, deps: TriageDeps): Promise<One | One[]> | One
       return outOfServiceReady(signal);
     case 'orphaned-pod-volumes':
       return orphanJob(signal);
+    case 'filesystem-readonly':
+      return readonlyJob(signal);
     default: {
       const never: never = signal;
       return never;
@@ -150,6 +153,20 @@ function orphanJob(s: OrphanedPodVolumesSignal): One {
       version: 1,
       key: idempotencyKey('orphaned-pod-volumes', [s.node, s.podUid]),
       target: { node: s.node, podUid: s.podUid },
+      evidence: [jobEvidence(s.evidence)],
+    },
+  };
+}
+
+/** A trigger only (NPD names no device): the node agent finds the stopped file system and its PV. */
+function readonlyJob(s: FilesystemReadonlySignal): One {
+  if (!isNodeName(s.node)) return ignore(s, 'invalid-node-name', `node ${quote(s.node)} is not a valid node name`);
+  return {
+    job: {
+      runbook: 'readonly-filesystem-recovery',
+      version: 1,
+      key: idempotencyKey('readonly-fs', [s.node, ...s.identity]),
+      target: { node: s.node },
       evidence: [jobEvidence(s.evidence)],
     },
   };

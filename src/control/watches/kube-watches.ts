@@ -7,6 +7,7 @@ import { DEFAULT_EVENT_TRUST, type EventTrust } from '../sources/event-trust.ts'
 import type { KubeMetrics } from '../../adapters/kube/kube-metrics.ts';
 import { NodeReadyTracker, nodeRecoveredSignal, observeNode } from './node-ready.ts';
 import { OutOfServiceWatch, type SightingStore } from './out-of-service.ts';
+import { NodeReadonlyTracker } from './node-readonly.ts';
 import { reconcileOnce, type ReconcileResult } from './reconcile.ts';
 import { ingestSink, type SignalSink } from './signal-sink.ts';
 import { SupervisedInformer, realSleep, type BackoffPolicy, type Sleep, type WatchState } from '../../adapters/kube/supervised-informer.ts';
@@ -152,15 +153,22 @@ export async function startKubeWatches(o: KubeWatchesOptions): Promise<KubeWatch
   };
 }
 
-/** The Node watch: a Node Ready again or rebooted is a recovery signal; a deleted Node is told to onNodeDeleted. */
+/**
+ * The Node watch: a Node Ready again or rebooted is a recovery signal; NPD's read-only file system
+ * condition turning True is a readonly-filesystem-recovery trigger; a deleted Node is told to onNodeDeleted.
+ */
 function nodeWatch({ o, core, sink, common, count }: WatchContext): Watch {
   const tracker = new NodeReadyTracker();
   const oos = o.taintSightings ? new OutOfServiceWatch(o.taintSightings) : undefined;
   const nodes = new SupervisedInformer<V1Node>({ ...common, name: 'nodes', path: '/api/v1/nodes', list: () => core.listNode({}) });
+  const readonly = new NodeReadonlyTracker();
   const onNode = async (obj: V1Node): Promise<void> => {
     const n = observeNode(obj);
     if (!n) return count('nodes', 'invalid');
     if (oos) await outOfService(oos, obj, sink, o.log);
+    // NPD's ReadonlyFilesystem / XfsShutdown turning True: a trigger for the node agent (0008 §1.4).
+    const stopped = readonly.observe(obj);
+    if (stopped.length) await sink.submit(stopped, 'nodes');
     const r = tracker.observe(n);
     if (!r) return count('nodes', 'unchanged');
     count('nodes', 'signal');
@@ -173,6 +181,7 @@ function nodeWatch({ o, core, sink, common, count }: WatchContext): Watch {
     if (!obj.metadata?.name) return;
     tracker.forget(obj.metadata.name);
     oos?.forget(obj.metadata.name);
+    readonly.forget(obj.metadata.name);
     o.onNodeDeleted?.(obj.metadata.name, obj.metadata.uid);
   });
   return nodes;

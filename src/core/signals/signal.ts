@@ -67,10 +67,21 @@ export interface OrphanedPodVolumesSignal extends SignalBase {
   podUid: string;
 }
 
+/**
+ * NPD says some file system on a node went read-only (ReadonlyFilesystem / FilesystemIsReadOnly) or
+ * an XFS shut down (XfsHasShutdown). Its rule carries no device, and the condition is never
+ * cleared: a trigger only; the node agent finds the device and the PV itself.
+ */
+export interface FilesystemReadonlySignal extends SignalBase {
+  kind: 'filesystem-readonly';
+  node: string;
+}
+
 export type Signal =
   | NodeRecoveredSignal
   | RbdImageBusySignal
   | LocalDeviceMissingSignal
   | LocalDeviceRestoredSignal
   | NodeOutOfServiceReadySignal
-  | OrphanedPodVolumesSignal;
+  | OrphanedPodVolumesSignal
+  | FilesystemReadonlySignal;

@@ -14,7 +14,7 @@ export function probeArgv(host: Host, dm: string): string[] {
   return ['dd', `if=${host.argPath(devPath(dm, 'dm'))}`, 'of=/dev/null', 'count=1', 'bs=1M', 'iflag=direct'];
 }
 
-function probeOutcome(r: CommandRecord): ProbeFacts {
+export function probeOutcome(r: CommandRecord): ProbeFacts {
   const base = { durationMs: r.durationMs, exitCode: r.exitCode, stuckPids: r.stuckPids ?? [] };
   const err = r.stderr.trim().split('\n').filter(Boolean).slice(-1)[0] ?? '';
   if (wasSimulated(r)) return { ...base, outcome: 'not-run', detail: 'the probe was not run (dry-run host)' };

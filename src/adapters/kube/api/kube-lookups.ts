@@ -10,7 +10,7 @@ import type {
   VolumeAttachmentInfo,
 } from '../lookups.ts';
 import { findNodesByAddress, readNode } from './nodes.ts';
-import { listAllPods, listPodsOnNode, listPodsOnNodeUsingClaim, listPodsUsingClaim, readVolumesOfPod } from './pods.ts';
+import { listAllPods, listPodsOnNode, listPodsOnNodeUsingClaim, listPodsUsingClaim, readPod, readVolumesOfPod } from './pods.ts';
 import { listVolumeAttachmentsOnNode } from './attachments.ts';
 import { findLocalPersistentVolume, listPersistentVolumes, readClaimOfVolume, readPersistentVolume } from './volumes.ts';
 import { readDeploymentOfPod } from './workloads.ts';
@@ -71,5 +71,9 @@ export class KubeLookups implements ClusterLookups {
   }
   allPods(): Promise<PodInfo[]> {
     return listAllPods(this.api.core);
+  }
+
+  pod(ref: NamespacedName): Promise<PodInfo | undefined> {
+    return readPod(this.api.core, ref);
   }
 }

@@ -23,7 +23,32 @@ export function podInfo(p: V1Pod): PodInfo {
         : [],
     ),
     ...(owner ? { controller: { kind: owner.kind, name: owner.name } } : {}),
+    ...(p.metadata?.resourceVersion ? { resourceVersion: p.metadata.resourceVersion } : {}),
+    ...(p.metadata?.deletionTimestamp ? { deletionTimestamp: new Date(p.metadata.deletionTimestamp).toISOString() } : {}),
+    ...readOnlyClaimsOf(p),
   };
+}
+
+/** PVCs the pod uses read-only by its own request: the volume's readOnly, or every container's mount of it. */
+function readOnlyClaimsOf(p: V1Pod): { readOnlyClaims?: string[] } {
+  const containers = [...(p.spec?.initContainers ?? []), ...(p.spec?.containers ?? [])];
+  const out: string[] = [];
+  for (const v of p.spec?.volumes ?? []) {
+    const claim = v.persistentVolumeClaim?.claimName;
+    if (!claim) continue;
+    const mounts = containers.flatMap((c) => (c.volumeMounts ?? []).filter((m) => m.name === v.name));
+    if (v.persistentVolumeClaim?.readOnly || (mounts.length > 0 && mounts.every((m) => m.readOnly))) out.push(claim);
+  }
+  return out.length ? { readOnlyClaims: out } : {};
+}
+
+export async function readPod(core: CoreApi, ref: NamespacedName): Promise<PodInfo | undefined> {
+  try {
+    return podInfo(await core.readNamespacedPod(ref));
+  } catch (err) {
+    if (isNotFound(err)) return undefined;
+    throw err;
+  }
 }
 
 export async function listPodsUsingClaim(core: CoreApi, claim: NamespacedName): Promise<PodInfo[]> {

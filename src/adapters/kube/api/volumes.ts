@@ -43,6 +43,7 @@ export function persistentVolumeInfo(pv: V1PersistentVolume): PersistentVolumeIn
     ...(spec.csi ? { csi: { driver: spec.csi.driver, volumeHandle: spec.csi.volumeHandle, attributes } } : {}),
     ...(rbd ? { rbd } : {}),
     ...(wwn ? { wwn } : {}),
+    ...(spec.csi?.readOnly || spec.mountOptions?.includes('ro') ? { readOnly: true } : {}),
   };
 }
 

@@ -95,6 +95,24 @@ export const nodeAgent = section({
       type: () => z._default(z.enum(['never', 'no-live-workload']), 'never'),
       doc: '`rbd unmap -o force` when a plain unmap stays busy: `never`, or `no-live-workload`.',
     }),
+    readonlyScanSeconds: setting({
+      env: 'READONLY_SCAN_SECONDS',
+      readers: NODE_AGENT,
+      type: () => z._default(Count(0), 60),
+      doc: 'How often the agent reads /proc/1/mountinfo for a kubelet PV mount whose file system the kernel stopped (mount options rw, super options ro or emergency_ro) and asks for a readonly-filesystem-recovery job. 0: never.',
+    }),
+    readonlyPathsBackSeconds: setting({
+      env: 'READONLY_PATHS_BACK_SECONDS',
+      readers: NODE_AGENT,
+      type: () => z._default(Count(0), 120),
+      doc: 'A pod on a stopped file system is deleted only after its device has been healthy again (every multipath path active, a direct read answering) this long, over at least two observations.',
+    }),
+    readonlyVerifySeconds: setting({
+      env: 'READONLY_VERIFY_SECONDS',
+      readers: NODE_AGENT,
+      type: () => z._default(Count(1), 300),
+      doc: "How long readonly-filesystem-recovery's verify waits for kubelet to unstage the stopped file system and for its next mount to come back rw and clean.",
+    }),
     kubeletRootDir: setting({
       env: 'KUBELET_ROOT_DIR',
       readers: NODE_AGENT,

@@ -32,6 +32,7 @@ const CALLS: { readonly [K in keyof ClusterLookups]-?: (l: ClusterLookups) => Pr
   persistentVolumes: (l) => l.persistentVolumes(),
   podsOnNode: (l) => l.podsOnNode('worker-1'),
   allPods: (l) => l.allPods(),
+  pod: (l) => l.pod({ namespace: 'kafka', name: 'kafka-0' }),
 };
 
 let api: FakeKubeApi;

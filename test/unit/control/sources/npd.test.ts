@@ -48,6 +48,36 @@ const CASES: Case[] = [
     ignored: [{ reason: 'event-reason-not-relevant', index: 0 }],
   },
   {
+    name: "reads NPD's ReadonlyFilesystem=True (FilesystemIsReadOnly) as a read-only file system on its node, naming no device",
+    fixture: 'readonly-filesystem.conditions',
+    signals: [{ kind: 'filesystem-readonly', node: 'worker-3' }],
+    ignored: [{ reason: 'condition-not-relevant', index: 0 }],
+  },
+  {
+    name: 'ignores ReadonlyFilesystem at its default (FilesystemIsNotReadOnly)',
+    fixture: 'readonly-filesystem-not.conditions',
+    signals: [],
+    ignored: [{ reason: 'condition-not-relevant', index: 0 }],
+  },
+  {
+    name: "reads the kernel monitor's FilesystemIsReadOnly Event on the Node",
+    fixture: 'readonly-filesystem.event',
+    signals: [{ kind: 'filesystem-readonly', node: 'worker-3' }],
+    ignored: [],
+  },
+  {
+    name: "reads the kernel monitor's XfsHasShutdown Event on the Node",
+    fixture: 'xfs-shutdown.event',
+    signals: [{ kind: 'filesystem-readonly', node: 'worker-4' }],
+    ignored: [],
+  },
+  {
+    name: 'does not believe a FilesystemIsReadOnly Event written in a tenant namespace',
+    fixture: 'forged-readonly-filesystem-tenant.event',
+    signals: [],
+    ignored: [{ reason: 'event-namespace-not-trusted', index: 0 }],
+  },
+  {
     // NPD cuts plugin output at max_output_length (80 by default): the entry is torn, so no PV is named
     // and the torn path cannot match any PV's exact path in triage.
     name: 'reads a message NPD cut short as a path without a PV',

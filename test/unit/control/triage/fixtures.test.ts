@@ -18,6 +18,7 @@ const placeholder = (node: string, pv: string, path: string, action: 'place' | '
   queue: `vm-node-{${node}}`,
   action,
 });
+const readonly = (node: string): JobExpect => ({ runbook: 'readonly-filesystem-recovery', target: { node }, queue: `vm-node-{${node}}` });
 const rbd = (target: Record<string, unknown>): JobExpect => ({ runbook: 'rbd-stale-mapping', target, queue: 'vm-cluster-{cluster}' });
 
 const PG_DISK = '/dev/disk/by-id/wwn-0x5000c500a1b2c3d4';
@@ -207,6 +208,35 @@ const CASES: Case[] = [
     fixture: 'kernel-deadlock.event',
     jobs: [],
     ignored: ['event-reason-not-relevant'],
+  },
+
+  {
+    name: "asks node worker-3's agent to find and recover the file system NPD's ReadonlyFilesystem condition says went read-only",
+    source: 'npd',
+    fixture: 'readonly-filesystem.conditions',
+    jobs: [readonly('worker-3')],
+    ignored: ['condition-not-relevant'],
+  },
+  {
+    name: 'asks for the same recovery on a FilesystemIsReadOnly Event',
+    source: 'npd',
+    fixture: 'readonly-filesystem.event',
+    jobs: [readonly('worker-3')],
+    ignored: [],
+  },
+  {
+    name: 'asks for the same recovery on an XfsHasShutdown Event',
+    source: 'npd',
+    fixture: 'xfs-shutdown.event',
+    jobs: [readonly('worker-4')],
+    ignored: [],
+  },
+  {
+    name: 'does nothing for ReadonlyFilesystem at its default',
+    source: 'npd',
+    fixture: 'readonly-filesystem-not.conditions',
+    jobs: [],
+    ignored: ['condition-not-relevant'],
   },
 
   // 3. RBD image still being used

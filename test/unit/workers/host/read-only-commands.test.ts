@@ -61,3 +61,42 @@ describe("orphaned-pod-volumes' look-only shapes (docs/decisions/0008 §1.2)", (
     expect(isReadOnlyCommand(argv)).toBe(false);
   });
 });
+
+describe('what a dry-run host may really run for readonly-filesystem-recovery', () => {
+  it.each([
+    [['journalctl', '-k', '-o', 'json', '--no-pager', '--boot']],
+    [['journalctl', '-k', '-o', 'json', '--no-pager', '--since=2026-12-07 10:00:00']],
+    [['journalctl', '-k', '-o', 'json', '--no-pager', '--since=2026-12-07']],
+    [['journalctl', '-k', '-o', 'json', '--no-pager', '--boot', '--reverse', '--output-fields=MESSAGE']],
+    [['dumpe2fs', '-h', '/dev/dm-3']],
+    [['dmesg', '--kernel', '--time-format', 'iso']],
+    [['dumpe2fs', '-h', '/host/dev/sdb']],
+    [['dd', 'if=/host/dev/nvme0n1p2', 'of=/dev/null', 'count=1', 'bs=1M', 'iflag=direct']],
+  ])('runs the look-only command %j', (argv) => {
+    expect(isReadOnlyCommand(argv)).toBe(true);
+  });
+
+  it.each([
+    [['journalctl', '--rotate']],
+    [['journalctl', '--vacuum-time=1s']],
+    [['journalctl', '-k', '-o', 'json', '--no-pager', '--boot', '--vacuum-size=1']],
+    [['journalctl', '-k', '-o', 'json', '--no-pager', '--since=yesterday; rm']],
+    [['journalctl', '-k', '-o', 'json', '--no-pager']],
+    [['journalctl', '-k', '-o', 'json', '--no-pager', '--boot', '--reverse', '--reverse']],
+    [['journalctl', '-k', '-o', 'json', '--no-pager', '--boot', '--output-fields=MESSAGE,_CMDLINE', '--flush']],
+    [['dumpe2fs', '/dev/dm-3']],
+    [['dmesg', '-c']],
+    [['dmesg', '--clear']],
+    [['dmesg', '--kernel', '--time-format', 'iso', '-C']],
+    [['dumpe2fs', '-h', '/etc/passwd']],
+    [['dumpe2fs', '-h', '/dev/dm-3', '/dev/dm-4']],
+    [['e2fsck', '-p', '/dev/dm-3']],
+    [['mount', '-o', 'remount,rw', '/var/lib/kubelet/plugins/kubernetes.io/csi/d/x/globalmount']],
+    [['dd', 'if=/dev/zero', 'of=/dev/sdc', 'count=1', 'bs=1M', 'oflag=direct']],
+    [['dd', 'if=/dev/sdc', 'of=/tmp/x', 'count=1', 'bs=1M', 'iflag=direct']],
+    [['dd', 'if=/dev/sdc', 'of=/dev/null', 'count=1', 'bs=1M', 'iflag=direct']],
+    [['dd', 'if=/dev/sdc', 'of=/dev/null', 'count=1', 'bs=1M', 'iflag=direct', 'of=/dev/sdd']],
+  ])('only records the changing or unknown command %j', (argv) => {
+    expect(isReadOnlyCommand(argv)).toBe(false);
+  });
+});
