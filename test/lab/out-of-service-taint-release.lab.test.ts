@@ -17,34 +17,39 @@
 //   node's boot-time login (the storage's unmap racing the node's return). A rebooted node keeps
 //   no residue of a LUN removed before its login (nothing to log into: asserted); the residue
 //   the host half finds is LUN 2's dead map, made by the boot login itself.
-// - No rbd mapping survives a reboot (the kernel client is gone). What survives is Ceph's state:
-//   during the outage rbd-stale-mapping fenced the old kernel client exactly as it does
-//   (`ceph osd blocklist add <ip>:0/<nonce> 3600`, the watcher's address), and that entry
-//   names one client instance. Measured here: in boot 1 the fenced instance cannot map another
-//   image (the kernel shares one client per cluster); boot 2's kernel client is a new instance
-//   (new nonce) and maps while the old entry is still listed. Only a whole-host entry
-//   (`<ip>:0/0`, the form of Rook's NetworkFence and of Rook's node-loss docs) fences the new
-//   boot: `rbd map` fails until `ceph osd blocklist rm <ip>:0/0`, then maps. volume-medic never
-//   adds (or removes) that form.
+// - No rbd mapping survives a reboot (the kernel client is gone). What survives is Ceph's state.
+//   Before the power cycle the node was cut off (NotReady, tainted out of service) with the
+//   image still mapped, and the pod that moved away could not map it: the real cluster half of
+//   rbd-stale-mapping fenced the watcher (`ceph osd blocklist add <ip>:0/<nonce> 3600`), an
+//   entry that names one client instance. Measured here: a fenced instance cannot map another
+//   image (the kernel shares one client per cluster) and can again after `rm` of that exact
+//   entry; boot 2's kernel client is a new instance (new nonce) and maps while boot 1's entry
+//   is still listed. Only a whole-host entry (`<ip>:0/0`, the form of Rook's NetworkFence and
+//   of Rook's node-loss docs) fences the new boot: `rbd map` fails until `ceph osd blocklist rm
+//   <ip>:0/0`, then maps. volume-medic never adds (or removes) that form.
 // - Ceph sees the guest at the lab link's address (qemu's user-mode NAT), the address this
 //   machine's own Ceph tools use too: while a whole-host entry is listed, only monitor commands
 //   (`ceph osd blocklist ...`) are run from this side.
 //
 // LAB_WRITE_FIXTURES=1 writes what was captured to test/fixtures/ceph/blocklist/ (commit them).
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ResidualMultipathJob, RbdUnmapJob } from '../../src/core/catalogue/jobs.ts';
+import type { RbdStaleMappingJob, ResidualMultipathJob, RbdUnmapJob } from '../../src/core/catalogue/jobs.ts';
 import type { Mode, RunbookResult } from '../../src/core/catalogue/result.ts';
 import type { RunbookContext } from '../../workers/engine/registry.ts';
 import { ParkedError } from '../../workers/engine/gate.ts';
 import { InMemoryAttachedVolumes } from '../../workers/runbooks/residual-multipath-cleanup/attached-volumes.ts';
 import { createResidualMultipathCleanup } from '../../workers/runbooks/residual-multipath-cleanup/handler.ts';
+import { createRealHost } from '../../workers/host/real-host.ts';
 import { parseBlocklistJson, parseBlocklistText } from '../../workers/runbooks/rbd-stale-mapping/blocklist.ts';
 import { blocklistAddArgv } from '../../workers/runbooks/rbd-stale-mapping/ceph-commands.ts';
+import { createRbdStaleMapping } from '../../workers/runbooks/rbd-stale-mapping/handler.ts';
+import { InMemoryNodeJobSink } from '../../workers/runbooks/rbd-stale-mapping/node-job-sink.ts';
+import { InMemoryRbdLookups } from '../../workers/runbooks/rbd-stale-mapping/rbd-lookups.ts';
 import { createRbdUnmap } from '../../workers/runbooks/rbd-unmap/handler.ts';
 import { InMemoryNodePods } from '../../workers/runbooks/rbd-unmap/node-pods.ts';
 import { parseShowmappedJson } from '../../workers/runbooks/rbd-unmap/showmapped.ts';
@@ -74,6 +79,7 @@ const POOL = 'kube';
 const BEFORE = 'csi-vol-before';
 /** Only ever mapped to learn whether a client may map. */
 const PROBE = 'csi-vol-probe';
+const PROBE2 = 'csi-vol-probe2';
 const EXPIRY_S = 3600;
 const timings: Record<string, string> = {};
 const captured: CapturedFile[] = [];
@@ -86,6 +92,26 @@ const ctx = (key: string, mode: Mode = 'enforce'): RunbookContext => ({
   log: pino({ level: 'silent' }),
   signal: new AbortController().signal,
 });
+
+const clusterCtx = (key: string): RunbookContext => ({ ...ctx(key), ranOn: 'cluster-worker' });
+
+const NODE = 'lab-node';
+/** The taint an operator (or a remediator) put on the node while it was cut off. */
+const OOS = {
+  key: 'node.kubernetes.io/out-of-service',
+  value: 'nodeshutdown',
+  effect: 'NoExecute',
+  timeAdded: new Date(Date.now() - 15 * 60_000).toISOString().replace(/\.\d+Z$/, 'Z'),
+};
+
+/** The pod of the volume moved to worker-new and cannot map it there: the FailedMount rbd-stale-mapping answers. */
+const fenceJob: RbdStaleMappingJob = {
+  version: 1,
+  runbook: 'rbd-stale-mapping',
+  key: 'rbd_kube_csi-vol-before_lab00000001',
+  target: { pool: POOL, image: BEFORE, pod: { namespace: 'shop', name: 'db-new' }, node: 'worker-new' },
+  evidence: [{ source: 'k8s-event', summary: `FailedMount: rbd image ${POOL}/${BEFORE} is still being used`, raw: {} }],
+};
 
 const bootId = async (vm: LabVm): Promise<string> => (await vm.runOk(['cat', '/proc/sys/kernel/random/boot_id'])).stdout.trim();
 
@@ -102,6 +128,7 @@ describe.skipIf(skipReason !== null)('the node comes back after a power cycle (D
   /** The kernel client of boot 1 as Ceph lists its watch: `<ip>:0/<nonce>`. */
   let oldClient = '';
   let luns: IscsiLun[] = [];
+  let hostStateDir = '';
   const stats = { snapshots: 0, commands: 0 };
 
   /** Runs cmd in the guest and keeps its output as a fixture: stderr for `*.err`, stdout otherwise. */
@@ -124,6 +151,34 @@ describe.skipIf(skipReason !== null)('the node comes back after a power cycle (D
   };
   const blocklisted = async (): Promise<string[]> =>
     parseBlocklistJson((await ceph.cli('ceph', ['osd', 'blocklist', 'ls', '--format', 'json'])).stdout).map((e) => e.addr);
+  // The cluster as the cluster worker sees it while the node is cut off: NotReady and tainted out of service.
+  const staleMapping = () =>
+    createRbdStaleMapping({
+      host: createRealHost(),
+      ceph: { conf: ceph.conf },
+      lookups: new InMemoryRbdLookups()
+        .addNode({ name: 'worker-new', addresses: [{ type: 'InternalIP', address: '10.0.0.1' }], ready: 'True', labels: {} })
+        .addNode({
+          name: NODE,
+          addresses: [{ type: 'InternalIP', address: link.address }],
+          ready: 'Unknown',
+          readySince: OOS.timeAdded,
+          taints: [OOS],
+          labels: {},
+        })
+        .addPersistentVolume({
+          name: 'pvc-before',
+          volumeMode: 'Filesystem',
+          rbd: { pool: POOL, image: BEFORE },
+          claim: { namespace: 'shop', name: 'db-data' },
+          accessModes: ['ReadWriteOnce'],
+        })
+        .addClaim({ namespace: 'shop', name: 'db-data', volumeName: 'pvc-before', accessModes: ['ReadWriteOnce'], phase: 'Bound' })
+        .addPod({ namespace: 'shop', name: 'db-new', node: 'worker-new', phase: 'Pending', claims: ['db-data'], waiting: [] }) as InMemoryRbdLookups,
+      nodeJobs: new InMemoryNodeJobSink(),
+      stateDir: hostStateDir,
+      policy: { fencing: 'on', blocklistExpirySeconds: EXPIRY_S, watcherGoneTimeoutMs: 30_000, handoffVerifyMs: 0 },
+    });
   const mappedImages = async (): Promise<string[]> =>
     parseShowmappedJson((await vm.runOk(['rbd', 'showmapped', '--format', 'json'])).stdout).map((m) => m.image);
 
@@ -133,8 +188,9 @@ describe.skipIf(skipReason !== null)('the node comes back after a power cycle (D
     ceph = await startCeph({ address: link.address, msgrV1: true });
     await ceph.cli('ceph', ['osd', 'pool', 'create', POOL, '8']);
     await ceph.cli('ceph', ['osd', 'pool', 'application', 'enable', POOL, 'rbd']);
-    for (const image of [BEFORE, PROBE]) await ceph.cli('rbd', ['create', `${POOL}/${image}`, '--size', '32', '--image-feature', 'layering']);
+    for (const image of [BEFORE, PROBE, PROBE2]) await ceph.cli('rbd', ['create', `${POOL}/${image}`, '--size', '32', '--image-feature', 'layering']);
     timings['Ceph on the lab link'] = `${Math.round(performance.now() - t)} ms (${ceph.monHost})`;
+    hostStateDir = mkdtempSync(join(tmpdir(), 'vm-oos-lab-state-'));
     disk = createGuestDisk(await ensureLabImage(log));
     vm = await bootLabVm({ log, userNetwork: true, memoryMiB: 768, disk });
     timings['boot 1 to ready'] = `${vm.bootMs} ms`;
@@ -145,6 +201,7 @@ describe.skipIf(skipReason !== null)('the node comes back after a power cycle (D
     await ceph?.stop();
     await link?.remove();
     disk?.remove();
+    if (hostStateDir) rmSync(hostStateDir, { recursive: true, force: true });
     console.log(
       `\nout-of-service lab timings:\n${Object.entries(timings)
         .map(([k, v]) => `  ${k}: ${v}`)
@@ -178,10 +235,21 @@ describe.skipIf(skipReason !== null)('the node comes back after a power cycle (D
     expect(oldClient).toMatch(new RegExp(`^${link.address.replace(/\./g, '\\.')}:0/\\d+$`));
     expect(sysfsAddr).toBe(oldClient);
 
-    // The fence, with the argv rbd-stale-mapping runs.
-    const [, ...addArgs] = blocklistAddArgv(oldClient, EXPIRY_S);
-    await recordCeph('ceph-osd-blocklist-add-instance.err', ['ceph', addArgs], 'stderr');
-    expect(await blocklisted()).toContain(oldClient);
+    // The node is cut off (NotReady, tainted out of service) while its kernel still maps the
+    // image; the pod moved to worker-new cannot map it ("still being used"): the real cluster
+    // half of rbd-stale-mapping fences the watcher, the node's one client instance.
+    const fence = await staleMapping()(fenceJob, clusterCtx(fenceJob.key));
+    log(`[oos-lab] rbd-stale-mapping ${fence.outcome}: ${fence.summary}`);
+    expect(fence.outcome).toBe('succeeded');
+    const add = fence.commands.find((c) => c.argv.includes('blocklist') && c.argv.includes('add'));
+    expect(add?.argv.slice(add.argv.indexOf('osd'))).toEqual(blocklistAddArgv(oldClient, EXPIRY_S).slice(1));
+    captured.push({
+      file: 'ceph-osd-blocklist-add-instance.err',
+      command: `${blocklistAddArgv(oldClient, EXPIRY_S).join(' ')} (rbd-stale-mapping)`,
+      code: add!.exitCode,
+      stdout: add!.stderr,
+    });
+    expect(await blocklisted()).toEqual([oldClient]);
     await recordCeph('ceph-osd-blocklist-ls-instance.json', ['ceph', ['osd', 'blocklist', 'ls', '--format', 'json']]);
     await recordCeph('ceph-osd-blocklist-ls-instance.txt', ['ceph', ['osd', 'blocklist', 'ls']]);
     // The kernel keeps one client per cluster: a new mapping goes through the fenced instance.
@@ -191,17 +259,6 @@ describe.skipIf(skipReason !== null)('the node comes back after a power cycle (D
     expect(denied.code).not.toBe(0);
     expect(denied.stderr).toMatch(/\(108\) Cannot send after transport endpoint shutdown/);
     expect(await mappedImages()).toEqual([BEFORE]);
-    // `rm` of that exact address lets the same client map again, in the same boot.
-    await recordCeph('ceph-osd-blocklist-rm-instance.err', ['ceph', ['osd', 'blocklist', 'rm', oldClient]], 'stderr');
-    const again = await record('rbd-map-instance-after-rm.txt', ['rbd', 'map', `${POOL}/${PROBE}`]);
-    log(`[oos-lab] boot 1 map after rm: code ${again.code}: ${again.stdout.trim()} ${again.stderr.trim()}`);
-    expect(again.code).toBe(0);
-    await vm.runOk(['rbd', 'unmap', `${POOL}/${PROBE}`]);
-    expect(await mappedImages()).toEqual([BEFORE]);
-    // The fence that stands through the outage: the node is cut off and then power-cycled while
-    // the entry is listed (rbd-stale-mapping's record names this address and its expiry).
-    await ceph.cli('ceph', addArgs);
-    expect(await blocklisted()).toEqual([oldClient]);
     timings['boot 1: iSCSI, rbd map, fence'] = `${Math.round(performance.now() - t)} ms`;
   }, 600_000);
 
@@ -269,7 +326,7 @@ describe.skipIf(skipReason !== null)('the node comes back after a power cycle (D
     timings['boot 2: array restored, boot login, LUN 2 removed'] = `${Math.round(performance.now() - t)} ms`;
   }, 600_000);
 
-  it("Ceph: boot 1's instance entry does not fence boot 2's new client; a whole-host entry does until `ceph osd blocklist rm`", async () => {
+  it("Ceph: boot 1's instance entry does not fence boot 2's new client; an instance entry of the new client and a whole-host entry do, until `ceph osd blocklist rm`", async () => {
     // Boot 2's kernel client is a new instance: the old entry is still listed and the map works.
     expect(await blocklisted()).toContain(oldClient);
     const allowed = await record('rbd-map-new-boot-old-instance-listed.txt', ['rbd', 'map', `${POOL}/${PROBE}`]);
@@ -278,7 +335,19 @@ describe.skipIf(skipReason !== null)('the node comes back after a power cycle (D
     log(`[oos-lab] boot 2 client ${newClient}, boot 1 client ${oldClient} (still blocklisted)`);
     expect(newClient).not.toBe(oldClient);
     expect(newClient.split(':')[0]).toBe(oldClient.split(':')[0]);
+    // The new client fenced by its instance (kept alive by the PROBE mapping) cannot map more;
+    // `rm` of that exact entry lets it map again.
+    await ceph.cli('ceph', blocklistAddArgv(newClient, EXPIRY_S).slice(1));
+    const fenced = await record('rbd-map-fenced-new-instance.err', ['rbd', 'map', `${POOL}/${PROBE2}`]);
+    expect(fenced.code).not.toBe(0);
+    expect(fenced.stderr).toMatch(/\(108\) Cannot send after transport endpoint shutdown/);
+    await recordCeph('ceph-osd-blocklist-rm-instance.err', ['ceph', ['osd', 'blocklist', 'rm', newClient]], 'stderr');
+    const again = await record('rbd-map-instance-after-rm.txt', ['rbd', 'map', `${POOL}/${PROBE2}`]);
+    log(`[oos-lab] boot 2 map after rm of the new instance: code ${again.code}: ${again.stdout.trim()} ${again.stderr.trim()}`);
+    expect(again.code).toBe(0);
+    await vm.runOk(['rbd', 'unmap', `${POOL}/${PROBE2}`]);
     await vm.runOk(['rbd', 'unmap', `${POOL}/${PROBE}`]);
+    expect(await mappedImages()).toEqual([]);
 
     // The whole-host form fences every client of the address, the rebooted kernel's too.
     const host = `${link.address}:0/0`;
@@ -332,7 +401,7 @@ describe.skipIf(skipReason !== null)('the node comes back after a power cycle (D
       version: 1,
       key: 'residual_oos_lab_1',
       runbook: 'residual-multipath-cleanup',
-      target: { node: 'lab-node' },
+      target: { node: NODE },
       evidence: [{ source: 'api', summary: 'lab: out-of-service taint, node back with a new boot id', raw: {} }],
     };
     const t = performance.now();
@@ -359,7 +428,7 @@ describe.skipIf(skipReason !== null)('the node comes back after a power cycle (D
       version: 1,
       runbook: 'rbd-unmap',
       key: 'rbdu_oos_lab_1',
-      target: { node: 'lab-node', pool: POOL, image: BEFORE, watcher: oldClient },
+      target: { node: NODE, pool: POOL, image: BEFORE, watcher: oldClient },
       claim: { namespace: 'shop', name: 'db-data' },
       evidence: [{ source: 'api', summary: 'lab', raw: {} }],
     };

@@ -9,16 +9,19 @@ import { cephFixture } from './ceph-fixture.ts';
 // the parsers read what Ceph 16.2.15 printed with a real client's instance entry and a
 // whole-host entry listed side by side.
 
-const INSTANCE = '10.254.196.1:0/1445865504';
-const HOST = '10.254.196.1:0/0';
+/** Boot 1's kernel client, fenced by rbd-stale-mapping. */
+const INSTANCE = '10.254.139.1:0/4140148666';
+/** Boot 2's kernel client: a new instance at the same address. */
+const NEW_INSTANCE = '10.254.139.1:0/3089027394';
+const HOST = '10.254.139.1:0/0';
 const fx = (name: string): string => cephFixture(`blocklist/${name}`);
 
 describe('ceph osd blocklist, with a kernel client fenced by instance and by host', () => {
   it('reads the instance entry rbd-stale-mapping adds, in JSON and in text alike', () => {
-    const entries = [{ addr: INSTANCE, until: '2026-12-07T11:55:55.756651+0000' }];
+    const entries = [{ addr: INSTANCE, until: '2026-12-07T12:03:36.933045+0000' }];
     expect(parseBlocklistJson(fx('ceph-osd-blocklist-ls-instance.json'))).toEqual(entries);
     expect(parseBlocklistText(fx('ceph-osd-blocklist-ls-instance.txt'))).toEqual(entries);
-    expect(fx('ceph-osd-blocklist-add-instance.err')).toBe(`blocklisting ${INSTANCE} until 2026-12-07T11:55:55.756651+0000 (3600 sec)\n`);
+    expect(fx('ceph-osd-blocklist-add-instance.err')).toBe(`blocklisting ${INSTANCE} until 2026-12-07T12:03:36.933045+0000 (3600 sec)\n`);
     expect(blocklistAddArgv(INSTANCE, 3600).join(' ')).toBe(`ceph osd blocklist add ${INSTANCE} 3600`);
   });
 
@@ -26,16 +29,18 @@ describe('ceph osd blocklist, with a kernel client fenced by instance and by hos
     const json = parseBlocklistJson(fx('ceph-osd-blocklist-ls-instance-and-host.json'));
     expect(json.map((e) => e.addr)).toEqual([HOST, INSTANCE]);
     expect(parseBlocklistText(fx('ceph-osd-blocklist-ls-instance-and-host.txt'))).toEqual(json);
-    expect(new Set(json.map((e) => ipOf(e.addr)))).toEqual(new Set(['10.254.196.1']));
+    expect(new Set(json.map((e) => ipOf(e.addr)))).toEqual(new Set(['10.254.139.1']));
   });
 
   it('`rm` names exactly the entry it lifts', () => {
-    expect(fx('ceph-osd-blocklist-rm-instance.err')).toBe(`un-blocklisting ${INSTANCE}\n`);
+    expect(fx('ceph-osd-blocklist-rm-instance.err')).toBe(`un-blocklisting ${NEW_INSTANCE}\n`);
     expect(fx('ceph-osd-blocklist-rm-host.err')).toBe(`un-blocklisting ${HOST}\n`);
   });
 
   it('a fenced client fails `rbd map` with ESHUTDOWN (108): in the kernel for the instance, already in librbd for the host', () => {
-    expect(fx('rbd-map-fenced-instance.err')).toBe('rbd: sysfs write failed\nrbd: map failed: (108) Cannot send after transport endpoint shutdown\n');
+    for (const f of ['rbd-map-fenced-instance.err', 'rbd-map-fenced-new-instance.err']) {
+      expect(fx(f)).toBe('rbd: sysfs write failed\nrbd: map failed: (108) Cannot send after transport endpoint shutdown\n');
+    }
     expect(fx('rbd-map-host-blocklisted.err')).toMatch(/^rbd: error opening image csi-vol-probe: \(108\) Cannot send after transport endpoint shutdown$/m);
     for (const f of ['rbd-map-instance-after-rm.txt', 'rbd-map-new-boot-old-instance-listed.txt', 'rbd-map-after-rm.txt'])
       expect(fx(f)).toMatch(/^\/dev\/rbd\d+\n$/);
