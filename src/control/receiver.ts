@@ -31,6 +31,7 @@ import { startScriptPreload } from './receiver/script-preload-module.ts';
 import type { NodeRevocation } from './enrolment/node-revocation.ts';
 import type { EventTrust } from './sources/event-trust.ts';
 import { type KubeWatches, startKubeWatches } from './watches/kube-watches.ts';
+import { TaintSightings } from '../adapters/controls/taint-sightings.ts';
 
 // Composition root of the receiver: wires configuration, Redis, queues, lookups and the HTTP app,
 // and owns their shutdown order (stop taking requests, then close queues, then Redis).
@@ -81,6 +82,7 @@ function startReceiverWatches(o: {
   reconcileSeconds: number;
   revocation: Pick<NodeRevocation, 'nodeDeleted'> | undefined;
   nodeUsers: Pick<NodeRedisUsers, 'remove'> | undefined;
+  taintSightings: TaintSightings;
 }): Promise<KubeWatches> {
   const { log, metrics, revocation, nodeUsers } = o;
   return startKubeWatches({
@@ -105,6 +107,7 @@ function startReceiverWatches(o: {
       for (const i of ignored) metrics.ignored.inc({ source: i.source, reason: i.reason });
     },
     reconcileIntervalMs: o.reconcileSeconds * 1000,
+    taintSightings: o.taintSightings,
   });
 }
 
@@ -195,6 +198,7 @@ export async function startReceiver(config: ReceiverConfig, opts: ReceiverOption
       reconcileSeconds: config.kubeReconcileSeconds,
       revocation: revoke?.revocation,
       nodeUsers: enrol.nodeUsers,
+      taintSightings: new TaintSightings(r.redis, config.queuePrefix, { ...trust.controls, allowUnsigned: trust.allowUnsigned }),
     });
   }
 

@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { randomUUID } from 'node:crypto';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { kubeConfigFor } from '../../src/adapters/kube/kube-config.ts';
+import { applyJsonPatch, type DeleteOptions, JsonPatchError, jsonPatchFailed, type PatchOp, podGracePeriod, preconditionConflict } from './fake-kube-writes.ts';
 
 // A small API server that speaks the real list/watch protocol to the real @kubernetes/client-node:
 // - GET collection: a `<Kind>List` with metadata.resourceVersion (items without kind/apiVersion,
@@ -12,15 +13,18 @@ import { kubeConfigFor } from '../../src/adapters/kube/kube-config.ts';
 //   `{"type":"ADDED|MODIFIED|DELETED|BOOKMARK|ERROR","object":...}`; history after N is replayed
 //   first. N older than the compaction point gets `ERROR` with a `Status` 410 Expired and the
 //   stream ends (what a real apiserver does), or an HTTP 410 with `expireAs: 'http'`.
-// - GET/POST/PATCH (json-patch and merge-patch) of single objects, with 404/409 `Status` answers;
+// - GET/POST/PATCH (json-patch with `test` ops: 422 when one fails; and merge-patch) of single objects, with 404/409 `Status` answers;
 //   PUT (replace) with the real server's optimistic concurrency: a stale metadata.resourceVersion
 //   gets 409 Conflict (what leader election on a Lease relies on).
+// - DELETE with DeleteOptions (preconditions, a pod's graceful delete) and JSON patches with `test`
+//   ops, answered as kube-apiserver does (fake-kube-writes.ts says how, and where that is from).
 // Connections can be dropped gracefully or abruptly, held while a test changes the world, and any
 // request can be made to fail. Every request and every write is recorded for assertions.
 // - POST tokenreviews (authentication.k8s.io/v1) and subjectaccessreviews (authorization.k8s.io/v1),
 //   answered 201 as the real API server does, from the users (token -> user info) and the RBAC
 //   grants a test gives (addUser, grant). Only resource attributes are authorised; a SAR for a
 //   user or group nobody granted anything is `allowed: false` with no reason, as RBAC answers.
+// - `absentGroups`: API groups whose CRDs are not installed answer 404.
 // Simplification: core/v1 and events.k8s.io/v1 Events are separate collections here.
 
 type Obj = Record<string, any>;
@@ -132,21 +136,6 @@ const status = (code: number, reason: string, message: string): Obj => ({
 const clone = <T>(o: T): T => structuredClone(o);
 const key = (ns: string | undefined, name: string): string => `${ns ?? ''}/${name}`;
 
-function applyJsonPatch(target: Obj, ops: Array<{ op: string; path: string; value?: unknown }>): void {
-  for (const op of ops) {
-    const parts = op.path
-      .split('/')
-      .slice(1)
-      .map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'));
-    const last = parts.pop()!;
-    let parent: Obj = target;
-    for (const p of parts) parent = parent[p] ??= {};
-    if (op.op === 'remove') delete parent[last];
-    else if (op.op === 'add' || op.op === 'replace') parent[last] = op.value;
-    else throw new Error(`json-patch op ${op.op} not supported by the fake`);
-  }
-}
-
 function mergePatch(target: Obj, patch: Obj): void {
   for (const [k, v] of Object.entries(patch)) {
     if (v === null) delete target[k];
@@ -158,6 +147,8 @@ function mergePatch(target: Obj, patch: Obj): void {
 export class FakeKubeApi {
   url = '';
   readonly requests: RecordedRequest[] = [];
+  /** API groups whose CRDs are not installed: every request under `/apis/<group>/` is answered 404. */
+  readonly absentGroups = new Set<string>();
   /** Server-side 410 as an ERROR line in a 200 stream (real apiserver), or as an HTTP 410 answer. */
   expireAs: 'event' | 'http' = 'event';
   private server: Server | undefined;
@@ -372,7 +363,7 @@ export class FakeKubeApi {
     const u = new URL(req.url ?? '/', 'http://x');
     const query = Object.fromEntries(u.searchParams);
     const method = req.method ?? 'GET';
-    const body = method === 'POST' || method === 'PATCH' || method === 'PUT' ? await this.readBody(req) : undefined;
+    const body = method === 'POST' || method === 'PATCH' || method === 'PUT' || method === 'DELETE' ? await this.readBody(req) : undefined;
     this.requests.push({
       method,
       path: u.pathname,
@@ -391,6 +382,8 @@ export class FakeKubeApi {
     if (method === 'POST' && u.pathname === '/apis/authentication.k8s.io/v1/tokenreviews') return this.send(res, 201, this.tokenReview(body as Obj));
     if (method === 'POST' && u.pathname === '/apis/authorization.k8s.io/v1/subjectaccessreviews') return this.send(res, 201, this.accessReview(body as Obj));
     const p = parseKubePath(u.pathname);
+    if (p && this.absentGroups.has(u.pathname.split('/')[2] ?? ''))
+      return this.send(res, 404, status(404, 'NotFound', 'the server could not find the requested resource'));
     if (!p) return this.send(res, 404, status(404, 'NotFound', `the server could not find the requested resource ${u.pathname}`));
     const objects = this.collection(p.collection);
 
@@ -430,8 +423,14 @@ export class FakeKubeApi {
       if (!existing) return this.send(res, 404, status(404, 'NotFound', `${p.collection} "${p.name}" not found`));
       const obj = clone(existing);
       const ct = String(req.headers['content-type'] ?? '');
-      if (ct.startsWith('application/json-patch+json')) applyJsonPatch(obj, body as Array<{ op: string; path: string; value?: unknown }>);
-      else if (ct.startsWith('application/merge-patch+json') || ct.startsWith('application/strategic-merge-patch+json')) mergePatch(obj, body as Obj);
+      if (ct.startsWith('application/json-patch+json')) {
+        try {
+          applyJsonPatch(obj, body as PatchOp[]);
+        } catch (err) {
+          if (err instanceof JsonPatchError) return this.send(res, 422, jsonPatchFailed());
+          throw err;
+        }
+      } else if (ct.startsWith('application/merge-patch+json') || ct.startsWith('application/strategic-merge-patch+json')) mergePatch(obj, body as Obj);
       else
         return this.send(
           res,
@@ -465,7 +464,43 @@ export class FakeKubeApi {
       if (p.namespace) obj['metadata'].namespace = p.namespace;
       return this.send(res, 200, this.put(obj));
     }
+    if (method === 'DELETE' && p.name) {
+      const [code, answer] = this.delete(p, body as DeleteOptions | undefined, query);
+      return this.send(res, code, answer);
+    }
     return this.send(res, 405, status(405, 'MethodNotAllowed', `${method} not supported by the fake`));
+  }
+
+  /** Every request that would change something (not GET), in order: what "no write reached the API server" is checked on. */
+  writeRequests(): RecordedRequest[] {
+    return this.requests.filter((r) => r.method !== 'GET');
+  }
+
+  /** A DELETE as kube-apiserver answers it (fake-kube-writes.ts): the status and the body. */
+  private delete(
+    p: { collection: string; namespace?: string; name?: string },
+    options: DeleteOptions | undefined,
+    query: Record<string, string>,
+  ): [number, Obj] {
+    const objects = this.collection(p.collection);
+    const name = p.name!;
+    const existing = objects.get(key(p.namespace, name));
+    const resource = p.collection.split('/').pop()!;
+    if (!existing) return [404, { ...status(404, 'NotFound', `${resource} "${name}" not found`), details: { name, kind: resource } }];
+    const isPod = p.collection === 'api/v1/pods';
+    const conflict = preconditionConflict(isPod ? 'Pod' : existing['kind'], existing, options);
+    if (conflict) return [409, conflict];
+    const grace = isPod ? podGracePeriod(existing, options, query['gracePeriodSeconds']) : 0;
+    if (grace === 0) {
+      this.remove(existing['apiVersion'], existing['kind'], name, p.namespace);
+      return [200, existing];
+    }
+    const meta = existing['metadata'] as Obj;
+    const deadline = Date.now() + grace * 1000;
+    // Already terminating: a shorter grace period moves the deadline closer, a longer one is ignored.
+    if (meta['deletionTimestamp'] && Date.parse(meta['deletionTimestamp']) <= deadline) return [200, existing];
+    const at = new Date(deadline).toISOString().replace(/\.\d{3}Z$/, 'Z');
+    return [200, this.put({ ...clone(existing), metadata: { ...meta, deletionTimestamp: at, deletionGracePeriodSeconds: grace } })];
   }
 
   private tokenReview(review: Obj): Obj {

@@ -5,6 +5,13 @@ import { createRealHost } from '../host/real-host.ts';
 import { createRbdStaleMapping } from '../runbooks/rbd-stale-mapping/handler.ts';
 import { rbdLookups } from '../runbooks/rbd-stale-mapping/rbd-lookups.ts';
 import type { RunbookRegistry } from '../engine/registry.ts';
+import { NO_KUBE_WRITES, type KubeWrites } from '../kube-writes/kube-writes.ts';
+import { createCephHost } from '../runbooks/rbd-stale-mapping/ceph-access.ts';
+import type { BlocklistUndo } from '../runbooks/rbd-stale-mapping/blocklist-undo.ts';
+import { createOutOfServiceTaintRelease } from '../runbooks/out-of-service-taint-release/handler.ts';
+import { ourBlocklistOf } from '../runbooks/out-of-service-taint-release/our-blocklist.ts';
+import type { KubeGet } from '../runbooks/out-of-service-taint-release/reads.ts';
+import type { CleanupJobFact } from '../runbooks/out-of-service-taint-release/facts.ts';
 
 // The runbooks of the cluster worker: the cluster-side steps that need Ceph credentials or the
 // whole cluster's view. They hand node-side work to the node's own queue through the dispatcher.
@@ -13,17 +20,29 @@ export interface ClusterRegistryDeps {
   /** Only the lookups src/adapters/kube/rbac.ts lists for the cluster worker (its role grants no more). */
   lookups: LookupsOf<'cluster-worker'>;
   dispatcher: Pick<JobEnqueue, 'enqueue'>;
+  /** The API reads of out-of-service-taint-release (src/adapters/kube/rbac.ts, its direct calls). */
+  kubeGet: KubeGet;
+  /** The Kubernetes write port (the Node patch, step Events); none: every write fails. */
+  kube?: KubeWrites;
+  /** Our `ceph osd blocklist add` records, per node (written by rbd-stale-mapping, read by the taint release). */
+  blocklistUndo: BlocklistUndo;
+  /** The node half's jobs and results from the job store. */
+  cleanupJobs(node: string): Promise<CleanupJobFact[]>;
 }
 
+const cephAccess = (config: ClusterWorkerConfig) => ({
+  ...(config.cephConf ? { conf: config.cephConf } : {}),
+  ...(config.cephKeyring ? { keyring: config.cephKeyring } : {}),
+  ...(config.cephId ? { id: config.cephId } : {}),
+});
+
 export function defaultClusterRegistry(config: ClusterWorkerConfig, deps: ClusterRegistryDeps): RunbookRegistry {
+  const cephHost = createCephHost(createRealHost(), cephAccess(config));
   return {
     'rbd-stale-mapping': createRbdStaleMapping({
       host: createRealHost(),
-      ceph: {
-        ...(config.cephConf ? { conf: config.cephConf } : {}),
-        ...(config.cephKeyring ? { keyring: config.cephKeyring } : {}),
-        ...(config.cephId ? { id: config.cephId } : {}),
-      },
+      ceph: cephAccess(config),
+      blocklistUndo: deps.blocklistUndo,
       lookups: rbdLookups(deps.lookups, () => deps.lookups.persistentVolumes()),
       nodeJobs: {
         enqueue: async (job) => {
@@ -40,6 +59,15 @@ export function defaultClusterRegistry(config: ClusterWorkerConfig, deps: Cluste
         fenceCidrs: config.rbdFenceCidrs,
         handoffVerifyMs: config.rbdHandoffVerifySeconds * 1000,
       },
+    }),
+    'out-of-service-taint-release': createOutOfServiceTaintRelease({
+      host: cephHost,
+      kube: deps.kube ?? NO_KUBE_WRITES,
+      get: deps.kubeGet,
+      cleanupJobs: deps.cleanupJobs,
+      ourBlocklist: ourBlocklistOf(deps.blocklistUndo, cephHost, () => new Date()),
+      readyGraceSeconds: config.oosReadyGraceSeconds,
+      stateDir: config.stateDir,
     }),
   };
 }

@@ -12,6 +12,9 @@ import type { EnrolledKeys } from '../engine/enrolled-keys.ts';
 import { createAgentWorker, type RunbookWorker } from '../engine/runbook-worker.ts';
 import type { ClusterKube } from './cluster-kube.ts';
 import { defaultClusterRegistry } from './registry.ts';
+import { BullJobStore } from '../../src/adapters/jobstore/bull-job-store.ts';
+import { redisBlocklistUndo } from '../runbooks/rbd-stale-mapping/blocklist-undo.ts';
+import { cleanupJobsOf } from '../runbooks/out-of-service-taint-release/cleanup-jobs.ts';
 
 // The cluster worker's worker: the cluster queue's runbooks. It verifies the receiver's seal on
 // what it runs (enrolled: with its own queue's keys, not the receiver's root), and hands the node
@@ -53,7 +56,18 @@ export function createClusterWorker({ config, kube, enrolled, log }: ClusterWork
     enrolled,
     queue: CLUSTER_QUEUE,
     ranOn: 'cluster-worker',
-    registry: defaultClusterRegistry(config, { lookups: kube.lookups, dispatcher }),
+    registry: defaultClusterRegistry(config, {
+      lookups: kube.lookups,
+      dispatcher,
+      kubeGet: kube.get,
+      kube: kube.kube,
+      blocklistUndo: redisBlocklistUndo(redis, config.queuePrefix),
+      // The node half's results: its jobs found by node in the incident index, read from their queues.
+      cleanupJobs: cleanupJobsOf(
+        new IncidentIndex(redis, config.queuePrefix),
+        new BullJobStore({ redis, prefix: config.queuePrefix, queue: (name) => dispatcher.queue(name) }),
+      ),
+    }),
     accepts: () => undefined,
     seenFile: 'seen-work-cluster.json',
     events: kube.events,

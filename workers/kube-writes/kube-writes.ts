@@ -3,57 +3,19 @@
 // it as it wraps the Host: audited in enforce, simulated in dry-run and when it shows a parked
 // job's remaining steps (planned-commands.ts), so a parked, dry-run or refused job cannot write.
 // Reads stay in each side's lookups; this port is writes only, so a reviewer finds them in one place.
+// The requests and PreconditionFailedError live with the adapters that send them
+// (src/adapters/kube/write-requests.ts, api-kube-writes.ts); they are re-exported here for the runbooks.
 
-/** RFC 6902 operations, the only patch shape the port sends: `test` ops pin what the change assumes. */
-export type JsonPatchOp =
-  | { op: 'test'; path: string; value: unknown }
-  | { op: 'remove'; path: string }
-  | { op: 'add' | 'replace'; path: string; value: unknown };
+import type { DeletePodRequest, PatchNodeTaintsRequest, StepEvent } from '../../src/adapters/kube/write-requests.ts';
 
-export interface ObjectRef {
-  kind: 'Node' | 'Pod' | 'PersistentVolume' | 'PersistentVolumeClaim';
-  name: string;
-  /** Namespaced kinds only. */
-  namespace?: string;
-  uid?: string;
-}
-
-export interface DeletePodRequest {
-  namespace: string;
-  name: string;
-  /** DeleteOptions.preconditions: the API server refuses (409) when the pod is not this one any more. */
-  uid: string;
-  resourceVersion: string;
-  /** Left to the pod's own terminationGracePeriodSeconds when absent. */
-  gracePeriodSeconds?: number;
-  /** Why, for the audit record and the Event. */
-  reason: string;
-}
-
-export interface PatchNodeTaintsRequest {
-  node: string;
-  /** Sent as application/json-patch+json; starts with the `test` ops that pin the taint and resourceVersion. */
-  ops: JsonPatchOp[];
-  reason: string;
-}
-
-export interface StepEvent {
-  involved: ObjectRef;
-  /** CamelCase, volume-medic's part (`ReadOnlyVolumeRecovery`, `OutOfServiceTaintReleased`). */
-  reason: string;
-  message: string;
-  type: 'Normal' | 'Warning';
-}
-
-/** A precondition the API server refused (409 Conflict, or 422 for a failed `test` op): observe and plan again. */
-export class PreconditionFailedError extends Error {
-  readonly status: number;
-  constructor(message: string, status: number) {
-    super(message);
-    this.name = 'PreconditionFailedError';
-    this.status = status;
-  }
-}
+export {
+  type DeletePodRequest,
+  type JsonPatchOp,
+  type ObjectRef,
+  type PatchNodeTaintsRequest,
+  PreconditionFailedError,
+  type StepEvent,
+} from '../../src/adapters/kube/write-requests.ts';
 
 export interface KubeWrites {
   /** DELETE with preconditions {uid, resourceVersion}. Resolves false on 404 (already gone); throws PreconditionFailedError on 409. */

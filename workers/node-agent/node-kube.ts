@@ -1,4 +1,5 @@
-import type { EventsApi } from '../../src/adapters/kube/api/apis.ts';
+import { ApiKubeWrites } from '../../src/adapters/kube/api-kube-writes.ts';
+import type { CoreWritesApi, EventsApi } from '../../src/adapters/kube/api/apis.ts';
 import { type KubeApis, KubeLookups } from '../../src/adapters/kube/api/kube-lookups.ts';
 import { JobEventRecorder } from '../../src/adapters/kube/job-events.ts';
 import type { ClusterLookups, PodInfo } from '../../src/adapters/kube/lookups.ts';
@@ -9,6 +10,7 @@ import type { Logger } from '../../src/adapters/observability/logger.ts';
 import { inCluster } from '../../src/core/config/in-cluster.ts';
 import { RefusedError } from '../../src/core/errors.ts';
 import type { JobEventSink } from '../engine/job-event-sink.ts';
+import type { KubeWrites } from '../kube-writes/kube-writes.ts';
 import type { NodeLabels } from '../runbooks/local-pv-placeholder/node-labels.ts';
 import type { NodePods } from '../runbooks/rbd-unmap/node-pods.ts';
 import type { AttachedVolumes } from '../runbooks/residual-multipath-cleanup/attached-volumes.ts';
@@ -26,6 +28,11 @@ export interface NodeRegistryDeps {
   attachedVolumes?: AttachedVolumes;
   /** The pods on the node: the Kubernetes API in a cluster; without it the RBD node half refuses. */
   nodePods?: NodePods;
+  /**
+   * Writes to the Kubernetes API (a pod of this node deleted, a step's Event): the API server in a
+   * cluster; absent otherwise, and a runbook then passes NO_KUBE_WRITES (every write fails).
+   */
+  kube?: KubeWrites;
 }
 
 export interface NodeKube {
@@ -46,7 +53,12 @@ export async function nodeKube(node: string, log: Logger): Promise<NodeKube> {
     inCluster: true,
     nodeLabels,
     events: new JobEventRecorder({ events: clients.events, instance: node, log }),
-    deps: { nodeLabels, attachedVolumes: new KubeAttachedVolumes(lookups), nodePods: new KubeNodePods(lookups) },
+    deps: {
+      nodeLabels,
+      attachedVolumes: new KubeAttachedVolumes(lookups),
+      nodePods: new KubeNodePods(lookups),
+      kube: new ApiKubeWrites({ component: 'node-agent', core: clients.writes, events: clients.events, instance: node }),
+    },
   };
 }
 
@@ -56,13 +68,14 @@ export async function nodeKube(node: string, log: Logger): Promise<NodeKube> {
 // because it understands every kubeconfig form (exec plugins, client certificates, contexts).
 // Neither: undefined (labels from NODE_LABELS, attachments unknown, the RBD node half refuses).
 
-type AgentKubeApis = KubeApis & { events: EventsApi };
+type AgentKubeApis = KubeApis & { events: EventsApi; writes: CoreWritesApi };
 
 export async function agentKubeApis(env: Readonly<Record<string, string | undefined>> = process.env): Promise<AgentKubeApis | undefined> {
   if (inCluster(env)) return restApis(inClusterRest(env));
   if (env['KUBECONFIG']) {
     const { kubeClients, loadKubeConfig } = await import('../../src/adapters/kube/kube-config.ts');
-    return kubeClients(loadKubeConfig(env));
+    const clients = kubeClients(loadKubeConfig(env));
+    return { ...clients, writes: clients.core };
   }
   return undefined;
 }

@@ -11,7 +11,7 @@ import type { ClusterLookups } from './lookups.ts';
 // LookupsOf<component>, so calling a lookup that is not in COMPONENT_LOOKUPS is a compile error
 // (add it here, and the RBAC test then asks for the rule in deploy/).
 
-export type Verb = 'get' | 'list' | 'watch' | 'create' | 'patch' | 'update';
+export type Verb = 'get' | 'list' | 'watch' | 'create' | 'patch' | 'update' | 'delete';
 /** "group/resource verb"; '' is the core group, so core calls start with "/". */
 export type ApiCall = `${string}/${string} ${Verb}`;
 export type Component = 'receiver' | 'cluster-worker' | 'node-agent';
@@ -72,7 +72,11 @@ export interface DirectCall {
 
 const FLEET_LEASE = 'leader election among receivers (src/adapters/kube/lease-election.ts): only the leader exports the fleet-wide series on /metrics';
 
+const OOS = 'out-of-service-taint-release observe and re-checks';
+
 const JOB_EVENTS = 'JobEventRecorder (src/adapters/kube/job-events.ts): job start/refusal/success/failure, aggregated by series';
+
+const STEP_EVENTS = "a step's own Event (ApiKubeWrites.event, src/adapters/kube/api-kube-writes.ts), on a Pod in the Pod's namespace";
 
 export const DIRECT_CALLS: Readonly<Record<Component, readonly DirectCall[]>> = {
   receiver: [
@@ -110,6 +114,19 @@ export const DIRECT_CALLS: Readonly<Record<Component, readonly DirectCall[]>> = 
     { call: 'events.k8s.io/events get', usedBy: JOB_EVENTS },
     { call: 'events.k8s.io/events create', usedBy: JOB_EVENTS },
     { call: 'events.k8s.io/events patch', usedBy: JOB_EVENTS },
+    // The Kubernetes write port (ApiKubeWrites): a ValidatingAdmissionPolicy in the chart allows a
+    // patch only when all it does is remove one node.kubernetes.io/out-of-service taint.
+    { call: '/nodes patch', usedBy: 'out-of-service-taint-release: the taint removed by a JSON patch whose test ops pin it (ApiKubeWrites.patchNodeTaints)' },
+    // out-of-service-taint-release (workers/runbooks/out-of-service-taint-release/reads.ts): plain GETs.
+    { call: '/nodes get', usedBy: OOS },
+    { call: 'coordination.k8s.io/leases get', namespace: 'kube-node-lease', usedBy: `${OOS}: the kubelet's heartbeat` },
+    { call: '/events list', usedBy: `${OOS}: kubelet's Rebooted Events on the Node` },
+    { call: 'storage.k8s.io/volumeattachments list', usedBy: `${OOS}: volume-attachment-left` },
+    { call: '/pods list', usedBy: `${OOS}: terminating-pod-left` },
+    { call: 'self-node-remediation.medik8s.io/selfnoderemediations list', usedBy: `${OOS}: another-remediator-owns-taint (404: not installed)` },
+    { call: 'fence-agents-remediation.medik8s.io/fenceagentsremediations list', usedBy: `${OOS}: another-remediator-owns-taint (404: not installed)` },
+    { call: 'infrastructure.cluster.x-k8s.io/metal3remediations list', usedBy: `${OOS}: another-remediator-owns-taint (404: not installed)` },
+    { call: 'csiaddons.openshift.io/networkfences get', usedBy: `${OOS}: Rook's NetworkFence named after the node (cluster-scoped)` },
   ],
   'node-agent': [
     // The node agent's runbooks concern Nodes and PersistentVolumes, cluster-scoped objects whose
@@ -117,6 +134,17 @@ export const DIRECT_CALLS: Readonly<Record<Component, readonly DirectCall[]>> = 
     { call: 'events.k8s.io/events get', namespace: 'default', usedBy: JOB_EVENTS },
     { call: 'events.k8s.io/events create', namespace: 'default', usedBy: JOB_EVENTS },
     { call: 'events.k8s.io/events patch', namespace: 'default', usedBy: JOB_EVENTS },
+    // The Kubernetes write port (ApiKubeWrites). Pods are in every namespace, so the grant is
+    // cluster-wide; the chart's ValidatingAdmissionPolicies hold the delete to pods of the agent's
+    // own node and its Events to reportingController volume-medic (docs/threat-model.md).
+    {
+      call: '/pods delete',
+      usedBy: 'readonly-filesystem-recovery: a pod of its node on a read-only volume, with DeleteOptions.preconditions {uid, resourceVersion}',
+    },
+    { call: '/pods get', usedBy: 'readonly-filesystem-recovery: the pod read again right before its delete' },
+    { call: 'events.k8s.io/events get', usedBy: STEP_EVENTS },
+    { call: 'events.k8s.io/events create', usedBy: STEP_EVENTS },
+    { call: 'events.k8s.io/events patch', usedBy: STEP_EVENTS },
   ],
 };
 
@@ -140,5 +168,6 @@ export function verbOf(method: string, watch: boolean, named: boolean): Verb | u
   if (method === 'POST') return 'create';
   if (method === 'PATCH') return 'patch';
   if (method === 'PUT') return 'update';
+  if (method === 'DELETE') return 'delete';
   return undefined;
 }

@@ -4,6 +4,7 @@ import type { LocalPvPlaceholderJob, RemediationJob } from '../../core/catalogue
 import { jobEvidence } from '../../core/catalogue/evidence.ts';
 import type { NodeInfo, PersistentVolumeInfo } from '../../adapters/kube/lookups.ts';
 import type { LookupsOf } from '../../adapters/kube/rbac.ts';
+import { outOfServiceReady } from './out-of-service.ts';
 import type {
   Ignored,
   LocalDeviceMissingSignal,
@@ -87,6 +88,8 @@ function triageOne(signal: Signal, deps: TriageDeps): Promise<One | One[]> | One
       return signal.pv || signal.path ? localDeviceOfPod(signal, signal.pod, deps.lookups) : localDevicesOfPod(signal, signal.pod, deps.lookups);
     case 'local-device-restored':
       return localDevice(signal, deps.lookups);
+    case 'node-out-of-service-ready':
+      return outOfServiceReady(signal);
     default: {
       const never: never = signal;
       return never;

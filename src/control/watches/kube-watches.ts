@@ -6,6 +6,7 @@ import { eventSignals } from './event-signals.ts';
 import { DEFAULT_EVENT_TRUST, type EventTrust } from '../sources/event-trust.ts';
 import type { KubeMetrics } from '../../adapters/kube/kube-metrics.ts';
 import { NodeReadyTracker, nodeRecoveredSignal, observeNode } from './node-ready.ts';
+import { OutOfServiceWatch, type SightingStore } from './out-of-service.ts';
 import { reconcileOnce, type ReconcileResult } from './reconcile.ts';
 import { ingestSink, type SignalSink } from './signal-sink.ts';
 import { SupervisedInformer, realSleep, type BackoffPolicy, type Sleep, type WatchState } from '../../adapters/kube/supervised-informer.ts';
@@ -48,6 +49,8 @@ export interface KubeWatchesOptions {
   onIgnored?: (ignored: readonly Pick<Ignored, 'source' | 'reason'>[]) => void;
   /** Told when a Node object is deleted, with its uid (the receiver revokes that node's credentials). */
   onNodeDeleted?: (node: string, uid?: string) => void;
+  /** Where the out-of-service taint's first sight is kept (src/adapters/controls/taint-sightings.ts); none: no taint releases. */
+  taintSightings?: SightingStore;
 }
 
 interface ReconcileState {
@@ -152,10 +155,12 @@ export async function startKubeWatches(o: KubeWatchesOptions): Promise<KubeWatch
 /** The Node watch: a Node Ready again or rebooted is a recovery signal; a deleted Node is told to onNodeDeleted. */
 function nodeWatch({ o, core, sink, common, count }: WatchContext): Watch {
   const tracker = new NodeReadyTracker();
+  const oos = o.taintSightings ? new OutOfServiceWatch(o.taintSightings) : undefined;
   const nodes = new SupervisedInformer<V1Node>({ ...common, name: 'nodes', path: '/api/v1/nodes', list: () => core.listNode({}) });
   const onNode = async (obj: V1Node): Promise<void> => {
     const n = observeNode(obj);
     if (!n) return count('nodes', 'invalid');
+    if (oos) await outOfService(oos, obj, sink, o.log);
     const r = tracker.observe(n);
     if (!r) return count('nodes', 'unchanged');
     count('nodes', 'signal');
@@ -167,9 +172,20 @@ function nodeWatch({ o, core, sink, common, count }: WatchContext): Watch {
   nodes.on('delete', (obj) => {
     if (!obj.metadata?.name) return;
     tracker.forget(obj.metadata.name);
+    oos?.forget(obj.metadata.name);
     o.onNodeDeleted?.(obj.metadata.name, obj.metadata.uid);
   });
   return nodes;
+}
+
+/** The taint's first sight recorded or dropped, and a Ready tainted node to triage; a Redis failure waits for the Node's next update. */
+async function outOfService(oos: OutOfServiceWatch, obj: V1Node, sink: SignalSink, log: Logger | undefined): Promise<void> {
+  try {
+    const signal = await oos.observe(obj);
+    if (signal) await sink.submit([signal], 'nodes');
+  } catch (err) {
+    log?.warn({ node: obj.metadata?.name, err: (err as Error).message }, 'could not record the out-of-service taint; the next update of the Node tries again');
+  }
 }
 
 /** One Event watch per reason; each Event believed (event-signals.ts) goes to the sink. */

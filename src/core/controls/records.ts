@@ -88,6 +88,22 @@ export const AuditEntry = z.object({
 });
 export type AuditEntry = z.infer<typeof AuditEntry>;
 
+/**
+ * The first time the receiver's Node watch saw a node's `node.kubernetes.io/out-of-service` taint
+ * (docs/decisions/0008 §4.1): the boot the node ran then is what out-of-service-taint-release
+ * compares with (the node must have booted since). Kept until the taint goes.
+ */
+export const TaintSighting = z.lazy(() =>
+  z.object({
+    node: z.string(),
+    timeAdded: z.optional(z.string()),
+    bootIdAtFirstSight: z.optional(z.string()),
+    readyAtFirstSight: z.optional(z.string()),
+    firstSeenAt: z.string(),
+  }),
+);
+export type TaintSighting = z.infer<typeof TaintSighting>;
+
 export function parseJson<T>(schema: z.ZodMiniType<T>, text: string | null | undefined): T | undefined {
   if (!text) return undefined;
   try {

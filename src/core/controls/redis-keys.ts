@@ -49,6 +49,8 @@ export const controlKeys = (prefix: string) => ({
   storm: `${prefix}:vm:ctl:breaker:${BREAKERS_TAG}:storm`,
   /** hash node -> the source of the last job it started in the storm window (who sent the flood) */
   stormSources: `${prefix}:vm:ctl:breaker:${BREAKERS_TAG}:storm:sources`,
+  /** hash node -> `{ record: TaintSighting, seal? }` JSON: the out-of-service taint's first sight (src/adapters/controls/taint-sightings.ts) */
+  taintSightings: `${prefix}:vm:ctl:oos-first-sight`,
 });
 export type ControlKeys = ReturnType<typeof controlKeys>;
 

@@ -47,4 +47,16 @@ export interface LocalDeviceRestoredSignal extends SignalBase {
   node?: string;
 }
 
-export type Signal = NodeRecoveredSignal | RbdImageBusySignal | LocalDeviceMissingSignal | LocalDeviceRestoredSignal;
+/**
+ * A Node that is Ready while it carries `node.kubernetes.io/out-of-service`: only the receiver's
+ * own Node watch makes it, with the taint's first sight from its record (taint-sightings.ts).
+ */
+export interface NodeOutOfServiceReadySignal extends SignalBase {
+  kind: 'node-out-of-service-ready';
+  node: string;
+  taint: { timeAdded?: string; bootIdAtFirstSight?: string; firstSeenAt: string };
+  /** The boot the node runs now. */
+  bootId?: string;
+}
+
+export type Signal = NodeRecoveredSignal | RbdImageBusySignal | LocalDeviceMissingSignal | LocalDeviceRestoredSignal | NodeOutOfServiceReadySignal;

@@ -2,6 +2,7 @@ import type { Host } from '../../host/host.ts';
 import { runRunbook } from '../../engine/run-runbook.ts';
 import type { RunbookDefinition } from '../../engine/runbook.ts';
 import type { RunbookHandler } from '../../engine/registry.ts';
+import type { BlocklistUndo } from './blocklist-undo.ts';
 import { createCephHost, type CephAccess } from './ceph-access.ts';
 import { createStepExecutor } from './execute-step.ts';
 import type { StaleMappingFacts } from './facts.ts';
@@ -24,6 +25,8 @@ export interface RbdStaleMappingDeps {
   /** A writable directory of the cluster worker (journals). */
   stateDir: string;
   policy?: Partial<StaleMappingPolicy>;
+  /** Records each fence of a node's address (the undo out-of-service-taint-release may lift); none: not recorded. */
+  blocklistUndo?: BlocklistUndo;
   now?: () => Date;
   sleep?: (ms: number) => Promise<void>;
 }
@@ -40,7 +43,7 @@ export function createRbdStaleMapping(deps: RbdStaleMappingDeps): RunbookHandler
       runbook: 'rbd-stale-mapping',
       observe: (j, h) => observe(j, h, { lookups: deps.lookups, policy, jobKey: ctx.jobId, now }),
       plan: (facts, j) => plan(facts, j),
-      steps: createStepExecutor(deps.nodeJobs, ctx.mode),
+      steps: createStepExecutor(deps.nodeJobs, ctx.mode, deps.blocklistUndo ? { undo: deps.blocklistUndo, jobKey: ctx.jobId, now } : undefined),
       verify: (j, h, planned) =>
         verify(j, h, planned, {
           timeoutMs: policy.watcherGoneTimeoutMs,

@@ -1,5 +1,6 @@
 import type {
   EventsV1Event,
+  V1DeleteOptions,
   V1Deployment,
   V1Node,
   V1NodeList,
@@ -46,4 +47,15 @@ export interface EventsApi {
   readNamespacedEvent(p: Named & InNamespace): Promise<EventsV1Event>;
   /** A JSON patch (RFC 6902). */
   patchNamespacedEvent(p: Named & InNamespace & { body: object[] }): Promise<unknown>;
+}
+
+/**
+ * The writes of the Kubernetes write port (src/adapters/kube/api-kube-writes.ts), apart from the
+ * reads so a component that only reads is never handed them. CoreV1Api satisfies it.
+ */
+export interface CoreWritesApi {
+  /** DeleteOptions in the body: preconditions {uid, resourceVersion}, gracePeriodSeconds. */
+  deleteNamespacedPod(p: Named & InNamespace & { body: V1DeleteOptions }): Promise<unknown>;
+  /** A JSON patch (RFC 6902), sent as application/json-patch+json. */
+  patchNode(p: Named & { body: object[] }): Promise<unknown>;
 }

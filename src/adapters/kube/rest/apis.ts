@@ -11,7 +11,7 @@ import type {
   V1ReplicaSet,
   V1VolumeAttachmentList,
 } from '@kubernetes/client-node';
-import type { AppsApi, CoreApi, EventsApi, StorageApi } from '../api/apis.ts';
+import type { AppsApi, CoreApi, CoreWritesApi, EventsApi, StorageApi } from '../api/apis.ts';
 import type { KubeApis } from '../api/kube-lookups.ts';
 import type { KubeRest } from './transport.ts';
 
@@ -21,7 +21,7 @@ import type { KubeRest } from './transport.ts';
 
 const seg = (s: string): string => encodeURIComponent(s);
 
-export function restApis(rest: KubeRest): KubeApis & { events: EventsApi } {
+export function restApis(rest: KubeRest): KubeApis & { events: EventsApi; writes: CoreWritesApi } {
   const core: CoreApi = {
     readNode: ({ name }) => rest.get<V1Node>(`/api/v1/nodes/${seg(name)}`),
     listNode: () => rest.get<V1NodeList>('/api/v1/nodes'),
@@ -47,5 +47,9 @@ export function restApis(rest: KubeRest): KubeApis & { events: EventsApi } {
     patchNamespacedEvent: ({ namespace, name, body }) =>
       rest.request('PATCH', `${eventsPath(namespace)}/${seg(name)}`, { body, contentType: 'application/json-patch+json' }),
   };
-  return { core, storage, apps, events };
+  const writes: CoreWritesApi = {
+    deleteNamespacedPod: ({ namespace, name, body }) => rest.request('DELETE', `/api/v1/namespaces/${seg(namespace)}/pods/${seg(name)}`, { body }),
+    patchNode: ({ name, body }) => rest.request('PATCH', `/api/v1/nodes/${seg(name)}`, { body, contentType: 'application/json-patch+json' }),
+  };
+  return { core, storage, apps, events, writes };
 }

@@ -64,5 +64,11 @@ export const clusterWorker = section({
       type: () => z._default(z.coerce.number().check(z.int(), z.nonnegative()), 120),
       doc: "After handing the unmap to the watcher's node, how long the cluster half waits for that node's watch to leave the image before it fails (and is retried). 0: only check the hand-over.",
     }),
+    oosReadyGraceSeconds: setting({
+      env: 'OOS_READY_GRACE_SECONDS',
+      readers: CLUSTER_WORKER,
+      type: () => z._default(Count(0), 600),
+      doc: "out-of-service-taint-release: a node must have been Ready this long (its Ready condition's lastTransitionTime) before its `node.kubernetes.io/out-of-service` taint is removed; until then the job waits (docs/decisions/0008 §4.3).",
+    }),
   },
 });

@@ -16,7 +16,9 @@ import { testConfig } from '../../../support/config.ts';
 import { alertmanagerBody, nodeNotReadyAlert, post } from '../../../testkit/payloads.ts';
 import { dropPrefix, redisUrl, uniquePrefix } from '../../../support/redis.ts';
 import { testJobs, type TestJobs } from '../../../testkit/jobs.ts';
-import { testSealer } from '../../../support/trust.ts';
+import { TEST_KEYS_DIR, testSealer } from '../../../support/trust.ts';
+import { TaintSightings } from '../../../../src/adapters/controls/taint-sightings.ts';
+import { keyringFor, readKeys } from '../../../../src/core/trust/keyring.ts';
 
 // The real @kubernetes/client-node against the fake list/watch API server, the real ingest path
 // and a real Redis: what the watch sees becomes exactly the jobs a webhook would make.
@@ -372,6 +374,28 @@ describe('Kubernetes watches against a list/watch API server', () => {
     // Running again folds into the same jobs.
     await watches.reconcileNow();
     expect(await jobs(nodeQueueName('worker-8'))).toHaveLength(2);
+  });
+
+  it("records an out-of-service taint's first sight with the boot of that moment, makes the release job once the node is Ready on a new boot, and drops the record with the taint", async () => {
+    const ring = keyringFor('receiver', readKeys(TEST_KEYS_DIR));
+    const sightings = new TaintSightings(redis, prefix, { sealer: testSealer('receiver'), ring, allowUnsigned: false });
+    const oos = { key: 'node.kubernetes.io/out-of-service', value: 'nodeshutdown', effect: 'NoExecute', timeAdded: '2026-12-07T08:00:00Z' };
+    const down = node('worker-9', 'Unknown', 'boot-before');
+    api.put({ ...down, spec: { taints: [oos] } });
+    await start({ taintSightings: sightings, ingest: { lookups: new InMemoryLookups(), dispatcher } });
+    const first = await until('the first sight', () => sightings.get('worker-9'));
+    expect(first).toMatchObject({ bootIdAtFirstSight: 'boot-before', timeAdded: '2026-12-07T08:00:00.000Z', readyAtFirstSight: 'Unknown' });
+    expect(await jobs(CLUSTER_QUEUE)).toEqual([]);
+
+    api.put({ ...node('worker-9', 'True', 'boot-after'), spec: { taints: [oos] } });
+    const [job] = await until('the release job', async () => {
+      const j = (await jobs(CLUSTER_QUEUE)).filter((x) => x.name === 'out-of-service-taint-release');
+      return j.length > 0 && j;
+    });
+    expect(job?.data).toMatchObject({ target: { node: 'worker-9' }, taint: { bootIdAtFirstSight: 'boot-before', firstSeenAt: first.firstSeenAt } });
+
+    api.put({ ...node('worker-9', 'True', 'boot-after'), spec: { taints: [] } });
+    await until('the record dropped', async () => (await sightings.get('worker-9')) === undefined);
   });
 
   // Last on purpose: a file's tests run in order, so this sees every request made above.

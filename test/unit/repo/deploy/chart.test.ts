@@ -633,3 +633,68 @@ describe('node-scoped work keys (enrolment)', () => {
     expect(env(agent).get('REDIS_URL')).toBe('redis://volume-medic-redis.volume-medic.svc:6379');
   });
 });
+
+describe("the admission policies that narrow the write port's grants (admissionPolicies)", { timeout: 60_000 }, () => {
+  type Policy = {
+    spec: {
+      failurePolicy: string;
+      matchConstraints: { resourceRules: Array<{ apiGroups: string[]; operations: string[]; resources: string[] }> };
+      matchConditions: Array<{ expression: string }>;
+      variables?: Array<{ name: string; expression: string }>;
+      validations: Array<{ expression: string }>;
+    };
+  };
+  const objects = helmTemplate({ namespace: 'storage-ops' });
+  const policy = (name: string): Policy['spec'] => (find(objects, 'ValidatingAdmissionPolicy', name) as unknown as Policy).spec;
+  const cel = (p: Policy['spec']): string => [...(p.variables ?? []), ...p.validations].map((v) => v.expression).join('\n');
+
+  it('render by default: each policy fails closed, matches one volume-medic ServiceAccount of the release namespace, and has a binding that denies', () => {
+    const policies = objects.filter((o) => o.kind === 'ValidatingAdmissionPolicy');
+    expect(policies.map((o) => o.metadata.name).sort()).toEqual([
+      'volume-medic-cluster-worker-taint-release',
+      'volume-medic-node-agent-events',
+      'volume-medic-node-agent-own-node-pods',
+    ]);
+    const accounts: Record<string, string> = {
+      'volume-medic-cluster-worker-taint-release': 'volume-medic-cluster-worker',
+      'volume-medic-node-agent-events': 'volume-medic-node-agent',
+      'volume-medic-node-agent-own-node-pods': 'volume-medic-node-agent',
+    };
+    for (const p of policies) {
+      const spec = (p as unknown as Policy).spec;
+      expect(spec.failurePolicy).toBe('Fail');
+      expect(spec.matchConditions).toEqual([
+        expect.objectContaining({ expression: `request.userInfo.username == 'system:serviceaccount:storage-ops:${accounts[p.metadata.name]}'` }),
+      ]);
+      expect(find(objects, 'ValidatingAdmissionPolicyBinding', p.metadata.name)['spec']).toEqual({ policyName: p.metadata.name, validationActions: ['Deny'] });
+    }
+  });
+
+  it("the node agent's pod deletes: the pod as it is (oldObject: a DELETE has no object) must be bound to the node its token names", () => {
+    const p = policy('volume-medic-node-agent-own-node-pods');
+    expect(p.matchConstraints.resourceRules).toEqual([{ apiGroups: [''], apiVersions: ['v1'], operations: ['DELETE'], resources: ['pods'] }]);
+    expect(cel(p)).toContain("request.userInfo.extra['authentication.kubernetes.io/node-name']");
+    expect(cel(p)).toContain('oldObject.spec.nodeName == variables.tokenNode[0]');
+    expect(cel(p)).not.toMatch(/(^|[^d])object\./i);
+  });
+
+  it("the cluster worker's Node updates: one out-of-service taint removed, the other taints, the spec, labels and annotations as they were", () => {
+    const p = policy('volume-medic-cluster-worker-taint-release');
+    expect(p.matchConstraints.resourceRules).toEqual([{ apiGroups: [''], apiVersions: ['v1'], operations: ['UPDATE'], resources: ['nodes'] }]);
+    for (const needed of [
+      "variables.removed[0].key == 'node.kubernetes.io/out-of-service'",
+      'size(variables.newTaints) == size(variables.oldTaints) - 1',
+      'variables.newTaints.all(n, variables.oldTaints.exists(t, t == n))',
+      'object.spec.unschedulable',
+      'object.metadata.labels',
+    ]) {
+      expect(cel(p)).toContain(needed);
+    }
+  });
+
+  it('admissionPolicies.enabled=false renders none (the RBAC grants stand alone: docs/threat-model.md)', () => {
+    const off = helmTemplate({ set: ['admissionPolicies.enabled=false'] });
+    expect(off.filter((o) => o.kind.startsWith('ValidatingAdmissionPolicy'))).toEqual([]);
+    expect(off.some((o) => o.kind === 'ClusterRole' && o.metadata.name === 'volume-medic-node-agent-writes')).toBe(true);
+  });
+});

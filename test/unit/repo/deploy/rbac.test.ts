@@ -88,10 +88,23 @@ describe.each(SETS)('RBAC of the %s values', (set) => {
     expect([...grantedTo(objects, SERVICE_ACCOUNTS[component])].sort()).toEqual([...permissionsOf(component, NAMESPACE)].sort());
   });
 
-  it('the node agent writes Events in `default` only, through a Role there', () => {
+  it("the node agent writes its jobs' Events in `default` (a Role there) and its steps' Events on pods cluster-wide, held to volume-medic's own by an admission policy", () => {
     const agent = [...grantedTo(objects, SERVICE_ACCOUNTS['node-agent'])];
     const writes = agent.filter((g) => /\/events (create|patch)$/.test(g));
-    expect(writes.sort()).toEqual(['default|events.k8s.io/events create', 'default|events.k8s.io/events patch']);
+    expect(writes.sort()).toEqual([
+      '*|events.k8s.io/events create',
+      '*|events.k8s.io/events patch',
+      'default|events.k8s.io/events create',
+      'default|events.k8s.io/events patch',
+    ]);
+  });
+
+  it("the write port's two wide grants, a pod delete for the node agent and a Node patch for the cluster worker, and nobody else's", () => {
+    const writes = (component: Component) =>
+      [...grantedTo(objects, SERVICE_ACCOUNTS[component])].filter((g) => / (delete|patch)$/.test(g) && !g.includes('/events '));
+    expect(writes('node-agent')).toEqual(['*|/pods delete']);
+    expect(writes('cluster-worker')).toEqual(['*|/nodes patch']);
+    expect(writes('receiver')).toEqual([]);
   });
 
   it('the receiver writes its Lease in its own namespace only, through a Role there', () => {
@@ -103,12 +116,12 @@ describe.each(SETS)('RBAC of the %s values', (set) => {
     ]);
   });
 
-  it("no Secrets, and no writes beyond Events, the receiver's review objects and its Lease", () => {
+  it("no Secrets, and no writes beyond Events, the receiver's review objects, its Lease and the write port's pod delete and Node patch", () => {
     const all = [...rules, ...of('Role').flatMap((x) => (x['rules'] as Rule[] | undefined) ?? [])];
     for (const g of grants(all)) {
       expect(g).not.toMatch(/\/secrets /);
       const [resource, verb] = g.split(' ') as [string, string];
-      if (!['get', 'list', 'watch'].includes(verb)) {
+      if (!['get', 'list', 'watch'].includes(verb) && !['/pods delete', '/nodes patch'].includes(g)) {
         expect(resource).toMatch(
           /^((events\.k8s\.io)?\/events|authentication\.k8s\.io\/tokenreviews|authorization\.k8s\.io\/subjectaccessreviews|coordination\.k8s\.io\/leases)$/,
         );
