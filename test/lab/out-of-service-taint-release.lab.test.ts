@@ -27,6 +27,16 @@
 //   is still listed. Only a whole-host entry (`<ip>:0/0`, the form of Rook's NetworkFence and
 //   of Rook's node-loss docs) fences the new boot: `rbd map` fails until `ceph osd blocklist rm
 //   <ip>:0/0`, then maps. volume-medic never adds (or removes) that form.
+// - The cluster half is the real out-of-service-taint-release against the fake API server
+//   (test/testkit/fake-kube-api.ts) through the cluster worker's real write port, with the real
+//   Ceph for `ceph osd blocklist ls/rm` and rbd-stale-mapping's own undo record (kept in memory
+//   instead of Redis). The Node carries the taint between two others, boot 2's id and Ready since
+//   boot 2 came up; the job names boot 1 as the boot of the taint's first sight. The job store's
+//   view of the node half is the results of the runs above, stamped with the boot they ran on.
+//   No approval gate: the handler is called as the worker calls it once a job may run (enforce).
+//   Before the host half has results for boot 2 it refuses host-not-clean and writes nothing;
+//   after them it lifts our entry (housekeeping: it named boot 1's client) and then removes
+//   exactly the taint.
 // - Ceph sees the guest at the lab link's address (qemu's user-mode NAT), the address this
 //   machine's own Ceph tools use too: while a whole-host entry is listed, only monitor commands
 //   (`ceph osd blocklist ...`) are run from this side.
@@ -37,15 +47,24 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { pino } from 'pino';
+import { ApiKubeWrites } from '../../src/adapters/kube/api-kube-writes.ts';
+import { kubeClients } from '../../src/adapters/kube/kube-config.ts';
+import { KubeRest } from '../../src/adapters/kube/rest/transport.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RbdStaleMappingJob, ResidualMultipathJob, RbdUnmapJob } from '../../src/core/catalogue/jobs.ts';
+import type { OutOfServiceTaintReleaseJob, RbdStaleMappingJob, ResidualMultipathJob, RbdUnmapJob } from '../../src/core/catalogue/jobs.ts';
+import { RefusedError } from '../../src/core/errors.ts';
 import type { Mode, RunbookResult } from '../../src/core/catalogue/result.ts';
 import type { RunbookContext } from '../../workers/engine/registry.ts';
 import { ParkedError } from '../../workers/engine/gate.ts';
 import { InMemoryAttachedVolumes } from '../../workers/runbooks/residual-multipath-cleanup/attached-volumes.ts';
 import { createResidualMultipathCleanup } from '../../workers/runbooks/residual-multipath-cleanup/handler.ts';
 import { createRealHost } from '../../workers/host/real-host.ts';
+import type { CleanupJobFact } from '../../workers/runbooks/out-of-service-taint-release/facts.ts';
+import { createOutOfServiceTaintRelease } from '../../workers/runbooks/out-of-service-taint-release/handler.ts';
+import { ourBlocklistOf } from '../../workers/runbooks/out-of-service-taint-release/our-blocklist.ts';
 import { parseBlocklistJson, parseBlocklistText } from '../../workers/runbooks/rbd-stale-mapping/blocklist.ts';
+import { redisBlocklistUndo } from '../../workers/runbooks/rbd-stale-mapping/blocklist-undo.ts';
+import { createCephHost } from '../../workers/runbooks/rbd-stale-mapping/ceph-access.ts';
 import { blocklistAddArgv } from '../../workers/runbooks/rbd-stale-mapping/ceph-commands.ts';
 import { createRbdStaleMapping } from '../../workers/runbooks/rbd-stale-mapping/handler.ts';
 import { InMemoryNodeJobSink } from '../../workers/runbooks/rbd-stale-mapping/node-job-sink.ts';
@@ -54,6 +73,8 @@ import { createRbdUnmap } from '../../workers/runbooks/rbd-unmap/handler.ts';
 import { InMemoryNodePods } from '../../workers/runbooks/rbd-unmap/node-pods.ts';
 import { parseShowmappedJson } from '../../workers/runbooks/rbd-unmap/showmapped.ts';
 import { cephUnavailable, startCeph, type TestCeph } from '../support/ceph.ts';
+import { type FakeKubeApi, startFakeKubeApi } from '../testkit/fake-kube-api.ts';
+
 import { writeFixtureDir, type CapturedFile } from './capture.ts';
 import { guestHost } from './guest-host.ts';
 import { waitInGuest } from './guest-wait.ts';
@@ -81,6 +102,8 @@ const BEFORE = 'csi-vol-before';
 const PROBE = 'csi-vol-probe';
 const PROBE2 = 'csi-vol-probe2';
 const EXPIRY_S = 3600;
+/** How long the Node must have been Ready before its taint may go (OOS_READY_GRACE_SECONDS, 600 s by default; short for the lab). */
+const READY_GRACE_S = 20;
 const timings: Record<string, string> = {};
 const captured: CapturedFile[] = [];
 
@@ -103,6 +126,10 @@ const OOS = {
   effect: 'NoExecute',
   timeAdded: new Date(Date.now() - 15 * 60_000).toISOString().replace(/\.\d+Z$/, 'Z'),
 };
+
+/** Taints the Node also carries, which the release must leave as they are. */
+const UNSCHEDULABLE = { key: 'node.kubernetes.io/unschedulable', effect: 'NoSchedule', timeAdded: OOS.timeAdded };
+const DEDICATED = { key: 'example.com/dedicated', value: 'db', effect: 'NoSchedule' };
 
 /** The pod of the volume moved to worker-new and cannot map it there: the FailedMount rbd-stale-mapping answers. */
 const fenceJob: RbdStaleMappingJob = {
@@ -129,6 +156,17 @@ describe.skipIf(skipReason !== null)('the node comes back after a power cycle (D
   let oldClient = '';
   let luns: IscsiLun[] = [];
   let hostStateDir = '';
+  let api: FakeKubeApi;
+  /** When boot 2 was up: the Node's Ready lastTransitionTime. */
+  let boot2ReadyAt = '';
+  /** The job store's view of the node half: the results of boot 2's clean-up jobs, added as they finish. */
+  const cleanupStore: CleanupJobFact[] = [];
+  // rbd-stale-mapping's undo records (Redis in the cluster worker; a hash in memory here).
+  const hashes = new Map<string, string>();
+  const undo = redisBlocklistUndo(
+    { hget: async (k, f) => hashes.get(`${k}\u0000${f}`) ?? null, hset: async (k, f, v) => hashes.set(`${k}\u0000${f}`, v) },
+    'oos-lab',
+  );
   const stats = { snapshots: 0, commands: 0 };
 
   /** Runs cmd in the guest and keeps its output as a fixture: stderr for `*.err`, stdout otherwise. */
@@ -176,9 +214,54 @@ describe.skipIf(skipReason !== null)('the node comes back after a power cycle (D
         .addClaim({ namespace: 'shop', name: 'db-data', volumeName: 'pvc-before', accessModes: ['ReadWriteOnce'], phase: 'Bound' })
         .addPod({ namespace: 'shop', name: 'db-new', node: 'worker-new', phase: 'Pending', claims: ['db-data'], waiting: [] }) as InMemoryRbdLookups,
       nodeJobs: new InMemoryNodeJobSink(),
+      blocklistUndo: undo,
       stateDir: hostStateDir,
       policy: { fencing: 'on', blocklistExpirySeconds: EXPIRY_S, watcherGoneTimeoutMs: 30_000, handoffVerifyMs: 0 },
     });
+  /** The Node as the API server has it once boot 2 is up: Ready, the new boot id, the taint between two others. */
+  const seedNode = () => {
+    api.put({
+      apiVersion: 'v1',
+      kind: 'Node',
+      metadata: { name: NODE, labels: { 'kubernetes.io/hostname': NODE } },
+      spec: { taints: [UNSCHEDULABLE, OOS, DEDICATED] },
+      status: {
+        nodeInfo: { bootID: boot2 },
+        conditions: [{ type: 'Ready', status: 'True', lastTransitionTime: boot2ReadyAt }],
+        addresses: [{ type: 'InternalIP', address: link.address }],
+      },
+    });
+    api.put({
+      apiVersion: 'coordination.k8s.io/v1',
+      kind: 'Lease',
+      metadata: { name: NODE, namespace: 'kube-node-lease' },
+      spec: { renewTime: new Date().toISOString() },
+    });
+  };
+  const taintRelease = () => {
+    const rest = new KubeRest({ server: api.url, token: () => 'fake-token' });
+    const cephHost = createCephHost(createRealHost(), { conf: ceph.conf });
+    const clients = kubeClients(api.kubeConfig());
+    return createOutOfServiceTaintRelease({
+      host: cephHost,
+      // The cluster worker's real write port (client-node), as clusterKube builds it.
+      kube: new ApiKubeWrites({ component: 'cluster-worker', core: clients.core, events: clients.events }),
+      get: (path, query) => rest.get(path, query),
+      cleanupJobs: async () => [...cleanupStore],
+      ourBlocklist: ourBlocklistOf(undo, cephHost, () => new Date()),
+      readyGraceSeconds: READY_GRACE_S,
+      stateDir: hostStateDir,
+      fenceTimeoutMs: 0,
+    });
+  };
+  const releaseJob = (n: number): OutOfServiceTaintReleaseJob => ({
+    version: 1,
+    runbook: 'out-of-service-taint-release',
+    key: `oos_lab-node_00000000000${n}`,
+    target: { node: NODE },
+    taint: { timeAdded: OOS.timeAdded, bootIdAtFirstSight: boot1, firstSeenAt: OOS.timeAdded },
+    evidence: [{ source: 'k8s-watch', summary: `Node ${NODE} Ready while tainted out-of-service`, raw: {} }],
+  });
   const mappedImages = async (): Promise<string[]> =>
     parseShowmappedJson((await vm.runOk(['rbd', 'showmapped', '--format', 'json'])).stdout).map((m) => m.image);
 
@@ -191,6 +274,10 @@ describe.skipIf(skipReason !== null)('the node comes back after a power cycle (D
     for (const image of [BEFORE, PROBE, PROBE2]) await ceph.cli('rbd', ['create', `${POOL}/${image}`, '--size', '32', '--image-feature', 'layering']);
     timings['Ceph on the lab link'] = `${Math.round(performance.now() - t)} ms (${ceph.monHost})`;
     hostStateDir = mkdtempSync(join(tmpdir(), 'vm-oos-lab-state-'));
+    api = await startFakeKubeApi();
+    // Neither metal3 nor csi-addons here: their lists answer 404 (not installed).
+    api.absentGroups.add('infrastructure.cluster.x-k8s.io');
+    api.absentGroups.add('csiaddons.openshift.io');
     disk = createGuestDisk(await ensureLabImage(log));
     vm = await bootLabVm({ log, userNetwork: true, memoryMiB: 768, disk });
     timings['boot 1 to ready'] = `${vm.bootMs} ms`;
@@ -198,6 +285,7 @@ describe.skipIf(skipReason !== null)('the node comes back after a power cycle (D
 
   afterAll(async () => {
     await vm?.shutdown();
+    await api?.close();
     await ceph?.stop();
     await link?.remove();
     disk?.remove();
@@ -250,6 +338,7 @@ describe.skipIf(skipReason !== null)('the node comes back after a power cycle (D
       stdout: add!.stderr,
     });
     expect(await blocklisted()).toEqual([oldClient]);
+    expect((await undo.forNode(NODE, new Date())).map((r) => [r.address, r.job])).toEqual([[oldClient, fenceJob.key]]);
     await recordCeph('ceph-osd-blocklist-ls-instance.json', ['ceph', ['osd', 'blocklist', 'ls', '--format', 'json']]);
     await recordCeph('ceph-osd-blocklist-ls-instance.txt', ['ceph', ['osd', 'blocklist', 'ls']]);
     // The kernel keeps one client per cluster: a new mapping goes through the fenced instance.
@@ -267,6 +356,7 @@ describe.skipIf(skipReason !== null)('the node comes back after a power cycle (D
     vm = await bootLabVm({ log, userNetwork: true, memoryMiB: 768, disk });
     timings['boot 2 to ready'] = `${vm.bootMs} ms`;
     boot2 = await bootId(vm);
+    boot2ReadyAt = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
     log(`[oos-lab] boot 2 ${boot2} (boot 1 ${boot1})`);
     expect(boot2).toMatch(/^[0-9a-f-]{36}$/);
     expect(boot2).not.toBe(boot1);
@@ -390,6 +480,17 @@ describe.skipIf(skipReason !== null)('the node comes back after a power cycle (D
     );
   }, 600_000);
 
+  it('out-of-service-taint-release refuses host-not-clean while no clean-up of boot 2 is known, and writes nothing', async () => {
+    seedNode();
+    const err = await taintRelease()(releaseJob(1), clusterCtx(releaseJob(1).key)).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(RefusedError);
+    const reasons = [...(err as RefusedError).reasons];
+    log(`[oos-lab] taint release before the host half: ${reasons.join(' | ')}`);
+    expect(reasons).toEqual([expect.stringMatching(new RegExp(`^host-not-clean: no residual-multipath-cleanup job of boot ${boot2}`))]);
+    expect(api.requests.filter((r) => r.method !== 'GET')).toEqual([]);
+    expect(await blocklisted()).toEqual([oldClient]);
+  }, 120_000);
+
   it('host half on boot 2: residual-multipath-cleanup removes the dead map the boot login made; rbd-unmap finds nothing of boot 1 mapped', async () => {
     const residual = createResidualMultipathCleanup({
       host: guestHost(vm, stats, STATE_DIR),
@@ -420,6 +521,17 @@ describe.skipIf(skipReason !== null)('the node comes back after a power cycle (D
     expect(r.outcome).toBe('succeeded');
     expect(r.summary).toContain(lun2.map.name);
     expect((await listMaps(vm)).map((m) => m.name)).toEqual([lun0.map.name]);
+    // The node agent stamps its jobs with the boot it runs.
+    const ranOnBoot = await bootId(vm);
+    cleanupStore.push({
+      runbook: 'residual-multipath-cleanup',
+      id: job.key,
+      state: 'completed',
+      bootId: ranOnBoot,
+      finishedAt: new Date().toISOString(),
+      outcome: r.outcome,
+      summary: r.summary,
+    });
     // The probe the runbook abandoned on the queueing map left with the map's queue.
     expect((await vm.run(`ps -eo stat,args | awk '$1 ~ /^D/'`)).stdout.trim()).toBe('');
 
@@ -435,9 +547,44 @@ describe.skipIf(skipReason !== null)('the node comes back after a power cycle (D
     const u = await unmap(unmapJob, ctx(unmapJob.key));
     log(`[oos-lab] rbd-unmap ${u.outcome}: ${u.summary}`);
     expect(u.outcome).toBe('nothing-to-do');
+    cleanupStore.push({
+      runbook: 'rbd-unmap',
+      id: unmapJob.key,
+      state: 'completed',
+      bootId: boot2,
+      finishedAt: new Date().toISOString(),
+      outcome: u.outcome,
+      summary: u.summary,
+    });
   }, 600_000);
 
-  it.todo(
-    'out-of-service-taint-release (cluster worker, fake API server): refuses host-not-clean before the clean-up results of boot 2 exist; after them plans blocklist-rm of the recorded instance entry, then remove-taint; enforce removes exactly that taint',
-  );
+  it('after the host half: blocklist-rm of our own entry, then remove-taint; the Node loses exactly that taint and the guest maps', async () => {
+    seedNode();
+    const t = performance.now();
+    const r = await taintRelease()(releaseJob(2), clusterCtx(releaseJob(2).key));
+    timings['cluster half: out-of-service-taint-release'] = `${Math.round(performance.now() - t)} ms`;
+    log(`[oos-lab] taint release ${r.outcome}: ${r.summary}`);
+    log(`[oos-lab] commands: ${r.commands.map((c) => c.argv.slice(0, 5).join(' ')).join(' | ')}`);
+    expect(r.outcome).toBe('succeeded');
+    expect(r.steps.map((s) => [s.id, s.status])).toEqual([
+      [`blocklist-rm:${oldClient}`, 'done'],
+      [`remove-taint:${NODE}:${OOS.timeAdded}`, 'done'],
+    ]);
+    // Cleanup precedes unfence: refused above until boot 2's clean-up results existed; here our
+    // fence is lifted before the taint goes, and nothing else is written.
+    const rm = r.commands.findIndex((c) => c.argv.join(' ') === `ceph osd blocklist rm ${oldClient}`);
+    const patch = r.commands.findIndex((c) => c.argv[0] === 'kube:patch-node');
+    expect(rm).toBeGreaterThanOrEqual(0);
+    expect(patch).toBeGreaterThan(rm);
+    expect(r.commands.filter((c) => c.argv.includes('blocklist') && !c.argv.includes('ls')).map((c) => c.argv.join(' '))).toEqual([
+      `ceph osd blocklist rm ${oldClient}`,
+    ]);
+    expect(api.requestsTo('PATCH', '/api/v1/nodes')).toHaveLength(1);
+    const node = api.get('v1', 'Node', NODE) as { spec: { taints: object[] } };
+    expect(node.spec.taints).toEqual([UNSCHEDULABLE, DEDICATED]);
+    expect(await blocklisted()).toEqual([]);
+    // The rebooted node maps (as it could before: our entry named boot 1's client only).
+    expect((await vm.run(['rbd', 'map', `${POOL}/${PROBE}`])).code).toBe(0);
+    await vm.runOk(['rbd', 'unmap', `${POOL}/${PROBE}`]);
+  }, 300_000);
 });
