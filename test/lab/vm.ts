@@ -35,6 +35,28 @@ export interface BootLabVmOptions {
    * nothing listens for it. Default: no NIC at all.
    */
   userNetwork?: boolean;
+  /**
+   * A persistent root disk (createGuestDisk): a qcow2 overlay over the image's root file system,
+   * booted instead of `-snapshot`, so what the guest wrote (iSCSI node records, /etc/ceph, the
+   * agent's state directory) is there again when a later boot passes the same disk: a reboot
+   * with a new boot id. The cached image still never changes. Default: none (`-snapshot`).
+   */
+  disk?: GuestDisk;
+}
+
+/** A root disk that outlives one boot; remove() deletes the overlay. */
+export interface GuestDisk {
+  path: string;
+  remove(): void;
+}
+
+/** A qcow2 overlay backed by the image's root file system (read-only for qemu). */
+export function createGuestDisk(image: LabImage): GuestDisk {
+  const dir = mkdtempSync(join(tmpdir(), 'volume-medic-lab-disk-'));
+  const path = join(dir, 'root.qcow2');
+  const r = spawnSync('qemu-img', ['create', '-q', '-f', 'qcow2', '-b', image.rootfs, '-F', 'raw', path], { encoding: 'utf8', timeout: 30_000 });
+  if (r.status !== 0) throw new Error(`qemu-img create failed: ${r.stderr ?? r.error}`);
+  return { path, remove: () => rmSync(dir, { recursive: true, force: true }) };
 }
 
 export interface RunOptions {
@@ -141,10 +163,12 @@ export async function bootLabVm(opts: BootLabVmOptions = {}): Promise<LabVm> {
     image.initrd,
     '-append',
     append,
-    // -snapshot: writes go to a temporary overlay; the cached image never changes.
-    '-snapshot',
-    '-drive',
-    `file=${image.rootfs},format=raw,if=virtio,cache=unsafe`,
+    // -snapshot: writes go to a temporary overlay; the cached image never changes. A persistent
+    // disk is an overlay of its own; cache=writeback there, so a host-side crash cannot lose
+    // what a guest that synced believes is on disk between its boots.
+    ...(opts.disk
+      ? ['-drive', `file=${opts.disk.path},format=qcow2,if=virtio,cache=writeback`]
+      : ['-snapshot', '-drive', `file=${image.rootfs},format=raw,if=virtio,cache=unsafe`]),
     '-serial',
     `file:${consolePath}`,
     '-device',
