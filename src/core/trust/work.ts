@@ -70,7 +70,8 @@ export function verifyJobProvenance(ring: Keyring, queue: string, jobId: string,
  * Who may issue which work. The receiver: what triage and the operator API ask for. The cluster
  * worker: only the node half of an RBD release (`rbd-unmap`), which nothing else may ask for.
  * A node agent: only what its own checks find on its own node (a detector's placeholder release,
- * finishing an interrupted multipath cleanup); the agent also checks the node is its own.
+ * finishing an interrupted multipath cleanup, an orphaned pod directory, a stopped PV file
+ * system); the agent also checks the node is its own.
  * Returns why not, or undefined when allowed.
  */
 export function issuerMayNot(role: Role, job: RemediationJob): string | undefined {
@@ -80,9 +81,13 @@ export function issuerMayNot(role: Role, job: RemediationJob): string | undefine
     case 'cluster-worker':
       return job.runbook === 'rbd-unmap' ? undefined : `${job.runbook} is not issued by the cluster worker`;
     case 'node-agent':
-      if (job.runbook === 'residual-multipath-cleanup') return undefined;
+      // Its scans of its own host: residue of an interrupted cleanup, kubelet's orphaned pod
+      // directories, a PV file system the kernel stopped (the pod delete that follows is high
+      // risk: approval by default, and the chart's admission policy limits it to this node's pods).
+      if (job.runbook === 'residual-multipath-cleanup' || job.runbook === 'orphaned-pod-volumes' || job.runbook === 'readonly-filesystem-recovery')
+        return undefined;
       if (job.runbook === 'local-pv-placeholder' && job.action === 'release' && (job.release?.by ?? 'detector') === 'detector') return undefined;
-      return `a node agent issues only its own checks' work (multipath cleanup, a detector's placeholder release), not ${job.runbook}${job.runbook === 'local-pv-placeholder' ? ` ${job.action}${job.release ? ` by ${job.release.by}` : ''}` : ''}`;
+      return `a node agent issues only its own checks' work (multipath cleanup, orphaned pod directories, a stopped file system, a detector's placeholder release), not ${job.runbook}${job.runbook === 'local-pv-placeholder' ? ` ${job.action}${job.release ? ` by ${job.release.by}` : ''}` : ''}`;
     default: {
       const never: never = role;
       return never;

@@ -104,6 +104,13 @@ describe('who may issue which work', () => {
     release: { by: 'operator', force: true },
   } as never);
   const stale = job({ runbook: 'rbd-stale-mapping', target: { pool: 'p', image: 'i' } } as never);
+  const orphans = job({ runbook: 'orphaned-pod-volumes', target: { node: 'n' } } as never);
+  const readonly = job({ runbook: 'readonly-filesystem-recovery', target: { node: 'n' } } as never);
+  const taint = job({
+    runbook: 'out-of-service-taint-release',
+    target: { node: 'n' },
+    taint: { firstSeenAt: '2026-12-07T08:00:00Z' },
+  } as never);
   it.each([
     ['receiver', residual, true],
     ['receiver', place, true],
@@ -119,6 +126,13 @@ describe('who may issue which work', () => {
     ['node-agent', place, false],
     ['node-agent', unmap, false],
     ['node-agent', stale, false],
+    ['node-agent', orphans, true],
+    ['node-agent', readonly, true],
+    ['node-agent', taint, false],
+    ['receiver', orphans, true],
+    ['receiver', readonly, true],
+    ['receiver', taint, true],
+    ['cluster-worker', taint, false],
   ] as const)('%s issuing %#: allowed %s', (role, j, allowed) => {
     expect(issuerMayNot(role, j) === undefined).toBe(allowed);
   });
