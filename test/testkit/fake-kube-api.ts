@@ -5,6 +5,8 @@ import { randomUUID } from 'node:crypto';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { kubeConfigFor } from '../../src/adapters/kube/kube-config.ts';
 import { applyJsonPatch, type DeleteOptions, JsonPatchError, jsonPatchFailed, type PatchOp, podGracePeriod, preconditionConflict } from './fake-kube-writes.ts';
+import { decodeKubeProtobuf } from './kube-protobuf.ts';
+import { strategicMergePatch } from './strategic-merge.ts';
 
 // A small API server that speaks the real list/watch protocol to the real @kubernetes/client-node:
 // - GET collection: a `<Kind>List` with metadata.resourceVersion (items without kind/apiVersion,
@@ -25,6 +27,11 @@ import { applyJsonPatch, type DeleteOptions, JsonPatchError, jsonPatchFailed, ty
 //   grants a test gives (addUser, grant). Only resource attributes are authorised; a SAR for a
 //   user or group nobody granted anything is `allowed: false` with no reason, as RBAC answers.
 // - `absentGroups`: API groups whose CRDs are not installed answer 404.
+// - Protobuf request bodies (`application/vnd.kubernetes.protobuf`) for core/v1 Events, which
+//   node-problem-detector's client sends (kube-protobuf.ts); answers are always JSON, which that
+//   client accepts (`Accept: application/vnd.kubernetes.protobuf, */*`).
+// - Strategic merge patches merge `conditions` lists by `type` (strategic-merge.ts); a
+//   `<name>/status` subresource path reads and patches the object itself.
 // Simplification: core/v1 and events.k8s.io/v1 Events are separate collections here.
 
 type Obj = Record<string, any>;
@@ -355,7 +362,9 @@ export class FakeKubeApi {
   private async readBody(req: IncomingMessage): Promise<unknown> {
     const chunks: Buffer[] = [];
     for await (const c of req) chunks.push(c as Buffer);
-    const text = Buffer.concat(chunks).toString('utf8');
+    const raw = Buffer.concat(chunks);
+    if (String(req.headers['content-type'] ?? '').startsWith('application/vnd.kubernetes.protobuf')) return decodeKubeProtobuf(raw);
+    const text = raw.toString('utf8');
     return text ? JSON.parse(text) : undefined;
   }
 
@@ -413,6 +422,8 @@ export class FakeKubeApi {
       obj['metadata'] ??= {};
       if (!obj['metadata'].name && obj['metadata'].generateName) obj['metadata'].name = `${obj['metadata'].generateName}${randomUUID().slice(0, 5)}`;
       if (p.namespace) obj['metadata'].namespace = p.namespace;
+      // The server stamps a created object; client-go sends its zero time as null.
+      if (obj['metadata'].creationTimestamp === null) delete obj['metadata'].creationTimestamp;
       if (objects.has(key(p.namespace, obj['metadata'].name))) {
         return this.send(res, 409, status(409, 'AlreadyExists', `${p.collection} "${obj['metadata'].name}" already exists`));
       }
@@ -430,7 +441,8 @@ export class FakeKubeApi {
           if (err instanceof JsonPatchError) return this.send(res, 422, jsonPatchFailed());
           throw err;
         }
-      } else if (ct.startsWith('application/merge-patch+json') || ct.startsWith('application/strategic-merge-patch+json')) mergePatch(obj, body as Obj);
+      } else if (ct.startsWith('application/merge-patch+json')) mergePatch(obj, body as Obj);
+      else if (ct.startsWith('application/strategic-merge-patch+json')) strategicMergePatch(obj, body as Obj);
       else
         return this.send(
           res,
@@ -438,7 +450,7 @@ export class FakeKubeApi {
           status(
             415,
             'UnsupportedMediaType',
-            `the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json (got ${ct})`,
+            `the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json (got ${ct})`,
           ),
         );
       return this.send(res, 200, this.put(obj));

@@ -23,8 +23,12 @@ import type { KubeEvent } from './kube-event.ts';
 const KUBELET = 'kubelet';
 /** kube-controller-manager's attach/detach controller: FailedAttachVolume. */
 const ATTACH_DETACH_CONTROLLER = 'attachdetach-controller';
-/** NPD's built-in kernel monitor: its read-only file system and XFS shutdown Events. */
-const NPD_KERNEL_MONITOR = 'kernel-monitor';
+/**
+ * NPD's stock kmsg monitors (v0.8.20, NPD's image runs both): `config/kernel-monitor.json` writes
+ * XfsHasShutdown (and, in its DaemonSet's ConfigMap, FilesystemIsReadOnly); `config/readonly-monitor.json`
+ * writes FilesystemIsReadOnly. Captured: test/fixtures/npd/captured/.
+ */
+const NPD_KERNEL_MONITORS = ['kernel-monitor', 'readonly-monitor'] as const;
 /** Where the event recorder of client-go puts an Event about a cluster-scoped object (a Node). */
 const KUBELET_NODE_EVENT_NAMESPACE = 'default';
 
@@ -64,9 +68,13 @@ function expectation(reason: string, trust: EventTrust): Expectation | undefined
       return { kind: 'Node', reporters: trust.npdSources, who: 'node-problem-detector (NPD_EVENT_SOURCES)' };
     case 'FilesystemIsReadOnly':
     case 'XfsHasShutdown':
-      // NPD's own kernel monitor writes these (config/kernel-monitor.json, source kernel-monitor).
+      // NPD's own kmsg monitors write these (sources kernel-monitor, readonly-monitor).
       // A forged one makes a job without a device: the node agent then finds no stopped file system.
-      return { kind: 'Node', reporters: new Set([...trust.npdSources, NPD_KERNEL_MONITOR]), who: 'node-problem-detector (kernel-monitor, NPD_EVENT_SOURCES)' };
+      return {
+        kind: 'Node',
+        reporters: new Set([...trust.npdSources, ...NPD_KERNEL_MONITORS]),
+        who: 'node-problem-detector (kernel-monitor, readonly-monitor, NPD_EVENT_SOURCES)',
+      };
     default:
       return undefined;
   }
