@@ -9,13 +9,25 @@ import { startFakeKubeApi } from '../../test/testkit/fake-kube-api.ts';
 // test/fixtures/npd/captured/ (test/fixtures/README.md says when and with which NPD). Not run in CI:
 // it needs an NPD binary, root, the machine's /dev/kmsg and systemd-journal-remote.
 //
-// Usage (as root):
-//   node scripts/capture/npd-kernel-monitor.ts --npd /tmp/npd-bin/node-problem-detector-journald \
-//     --node worker-3 --out test/fixtures/npd/captured/stock \
-//     --kmsg-monitor /tmp/npd-src/config/kernel-monitor.json --kmsg-monitor /tmp/npd-src/config/readonly-monitor.json \
+// Usage (as root). NPD from its mirror, offline (Go 1.23, the tag's vendored modules):
+//   git --git-dir=<mirror> archive v0.8.20 | tar -x -C /tmp/npd-src && cd /tmp/npd-src &&
+//   GOFLAGS=-mod=vendor GOTOOLCHAIN=local GOPROXY=off CGO_ENABLED=1 go build -tags journald \
+//     -ldflags '-X k8s.io/node-problem-detector/pkg/version.version=v0.8.20' -o /tmp/npd ./cmd/nodeproblemdetector
+// (journald needs libsystemd-dev; the journal file needs systemd-journal-remote). The captures of
+// test/fixtures/npd/captured/ (kernel-monitor.json from tag v0.8.21, the rest of v0.8.20; the
+// DaemonSet's two files are the `data` of deployment/node-problem-detector-config.yaml):
+//   node scripts/capture/npd-kernel-monitor.ts --npd /tmp/npd --node worker-3 --out test/fixtures/npd/captured/image \
+//     --kmsg-monitor kernel-monitor.v0.8.21.json --kmsg-monitor readonly-monitor.v0.8.20.json \
 //     --journald-monitor deploy/integrations/npd/kubelet-orphaned-pod-monitor.json \
-//     --kmsg 'EXT4-fs (dm-93): Remounting filesystem read-only' --kubelet-lines test/fixtures/kubelet/orphaned-glog.txt \
-//     --expect FilesystemIsReadOnly --expect OrphanedPodVolumes
+//     --kubelet-lines test/fixtures/kubelet/orphaned-glog.txt --kubelet-lines test/fixtures/kubelet/orphaned-subpaths-glog.txt \
+//     --kubelet-lines test/fixtures/kubelet/orphaned-klog-structured.txt \
+//     --kmsg 'EXT4-fs (dm-93): Remounting filesystem read-only' \
+//     --kmsg 'XFS (dm-94): Log I/O Error (0x2) detected at xlog_ioend_work+0x6e/0x70 [xfs] (fs/xfs/xfs_log.c:1378).  Shutting down filesystem.' \
+//     --expect FilesystemIsReadOnly --expect XfsHasShutdown --expect OrphanedPodVolumes --timeout-s 40
+//   node scripts/capture/npd-kernel-monitor.ts --npd /tmp/npd --node worker-5 --out test/fixtures/npd/captured/daemonset \
+//     --kmsg-monitor daemonset-kernel-monitor.v0.8.20.json --kmsg-monitor daemonset-readonly-monitor.v0.8.20.json \
+//     --kmsg 'EXT4-fs (dm-93): Remounting filesystem read-only' --expect FilesystemIsReadOnly --timeout-s 40
+// The lines go into this machine's kernel log: use device names no device here has.
 //
 // What it does:
 // - starts test/testkit/fake-kube-api.ts with the Node `--node`, and runs NPD against it
