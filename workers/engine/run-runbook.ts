@@ -112,6 +112,12 @@ export async function runRunbook<R extends RunbookName, F, S extends PlannedStep
     ctx.log.warn({ jobId: ctx.jobId, reasons: planned.reasons }, 'runbook refused');
     throw new RefusedError(planned.reasons, result('refused', summary, { refusals: planned.reasons }));
   }
+  if (planned.kind === 'wait') {
+    // Nothing ran and the journal stays as it is: the job looks again when it wakes.
+    const summary = `waiting: ${planned.why}`;
+    if (!journal) return result('planned', `dry-run, nothing changed: enforce would wait until ${planned.until.toISOString()}: ${planned.why}`);
+    throw new ParkedError({ reason: 'evidence', why: planned.why, until: planned.until }, result('waiting', summary), { summary, steps: [] });
+  }
   if (planned.kind === 'nothing-to-do') {
     await journal?.finish();
     return result('nothing-to-do', planned.summary);

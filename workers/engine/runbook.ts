@@ -31,6 +31,11 @@ export interface PlannedStep {
 
 export type Plan<S extends PlannedStep> =
   | { kind: 'refuse'; reasons: string[] }
+  /**
+   * Not a refusal: what the plan needs is not there yet but is expected (a device whose paths are
+   * still dead). Enforce parks the job until `until` and looks again; dry-run reports the wait.
+   */
+  | { kind: 'wait'; why: string; until: Date }
   | { kind: 'nothing-to-do'; summary: string }
   | { kind: 'steps'; summary: string; steps: S[] };
 

@@ -1,9 +1,6 @@
-import type { CommandRecord, RunbookResult } from '../../../src/core/catalogue/result.ts';
-import { ParkedError } from '../../engine/gate.ts';
 import type { RunbookHandler } from '../../engine/registry.ts';
 import { runRunbook } from '../../engine/run-runbook.ts';
 import type { RunbookDefinition } from '../../engine/runbook.ts';
-import { excerpt } from '../../host/capped-text.ts';
 import type { Host } from '../../host/host.ts';
 import type { KubeWrites } from '../../kube-writes/kube-writes.ts';
 import { errorLinesAfterMount, WAIT_REASONS } from './evidence.ts';
@@ -27,18 +24,6 @@ export interface ReadonlyRecoveryDeps {
   policy?: Partial<ReadonlyPolicy>;
   now?: () => Date;
   sleep?: (ms: number) => Promise<void>;
-}
-
-/** The commands observe ran, for the result of a job that parks in its plan (the engine keeps its own list for every other exit). */
-function recording(host: Host, into: CommandRecord[]): Host {
-  return {
-    ...host,
-    run: async (argv, options) => {
-      const r = await host.run(argv, options);
-      into.push({ ...r, argv: [...r.argv], stdout: excerpt(r.stdout), stderr: excerpt(r.stderr) });
-      return r;
-    },
-  };
 }
 
 /** Refused only because the device is not back yet: wait and look again instead. */
@@ -74,35 +59,23 @@ export function createReadonlyFilesystemRecovery(deps: ReadonlyRecoveryDeps): Ru
   const sleep = deps.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
   return async (job, ctx) => {
     let facts: ReadonlyFacts | undefined;
-    const looked: CommandRecord[] = [];
     const definition: RunbookDefinition<'readonly-filesystem-recovery', ReadonlyFacts, ReadonlyStep> = {
       runbook: 'readonly-filesystem-recovery',
       observe: async (j, host) => {
-        facts = await observe(j, recording(host, looked), { policy, lookups: deps.lookups, stateDir: deps.stateDir, now });
+        facts = await observe(j, host, { policy, lookups: deps.lookups, stateDir: deps.stateDir, now });
         return facts;
       },
       plan: (f) => {
         const planned = plan(f, policy);
-        // The paths are not back, or the device does not answer yet: not a refusal but a wait.
-        // The job parks (nothing is refused, audited or changed) and looks again; once the device
-        // is back, the healthy-over-time claim keeps it waiting READONLY_PATHS_BACK_SECONDS over two looks.
-        if (planned.kind !== 'refuse' || !onlyWaiting(planned.reasons) || ctx.mode === 'dry-run') return planned;
-        const why = planned.reasons.join('; ');
-        const until = new Date(now().getTime() + Math.max(policy.pathsBackMs / 2, 5_000));
-        const summary = `waiting for the device to come back: ${why}`;
-        const shown: RunbookResult = {
-          runbook: job.runbook,
-          mode: ctx.mode,
-          outcome: 'waiting',
-          summary,
-          facts: f,
-          plan: planned,
-          refusals: [],
-          steps: [],
-          commands: [...looked],
-          ranOn: ctx.ranOn,
+        // The paths are not back, or the device does not answer yet: not a refusal but a wait (the
+        // engine parks the job and it looks again); once the device is back, the healthy-over-time
+        // claim keeps it waiting READONLY_PATHS_BACK_SECONDS over two looks.
+        if (planned.kind !== 'refuse' || !onlyWaiting(planned.reasons)) return planned;
+        return {
+          kind: 'wait',
+          why: planned.reasons.join('; '),
+          until: new Date(now().getTime() + Math.max(policy.pathsBackMs / 2, 5_000)),
         };
-        throw new ParkedError({ reason: 'evidence', why, until }, shown, { summary, steps: [] });
       },
       steps: createStepExecutor({ policy, lookups: deps.lookups, node: job.target.node, jobId: ctx.jobId }),
       verify: (_j, host, planned) => verify(host, verifyTargets(planned, facts), { policy, now: () => now().getTime(), sleep }),

@@ -2,6 +2,7 @@ import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import type { Mode } from '../../../../src/core/catalogue/result.ts';
 import { RefusedError } from '../../../../src/core/errors.ts';
+import { ParkedError } from '../../../../workers/engine/gate.ts';
 import { runRunbook } from '../../../../workers/engine/run-runbook.ts';
 import { RunbookFailedError } from '../../../../workers/engine/runbook-failed-error.ts';
 import type { Plan, PlannedStep, RunbookDefinition } from '../../../../workers/engine/runbook.ts';
@@ -106,6 +107,20 @@ describe('the runbook engine', () => {
     }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(RefusedError);
     expect((err as RefusedError).result).toMatchObject({ outcome: 'refused', refusals: ['not opted in'] });
+  });
+
+  it('parks a plan that waits (enforce) and reports the wait in dry-run: no step, no refusal, the journal as it was', async () => {
+    const until = new Date('2026-12-07T12:00:00Z');
+    const waits = toy({ kind: 'wait', why: 'paths-still-dead: sdb failed', until });
+    const host = fakeHost();
+    const err = await runRunbook(waits, job, ctx('enforce'), { host, stateDir: '/state' }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ParkedError);
+    expect((err as ParkedError).parking).toEqual({ reason: 'evidence', why: 'paths-still-dead: sdb failed', until });
+    expect((err as ParkedError).result).toMatchObject({ outcome: 'waiting', refusals: [], steps: [] });
+    expect(host.commands.filter((c) => c[0] === 'touch-like')).toEqual([]);
+    const dry = await runRunbook(waits, job, ctx('dry-run'), { host: fakeHost(), stateDir: '/state' });
+    expect(dry).toMatchObject({ outcome: 'planned', refusals: [] });
+    expect(dry.summary).toBe('dry-run, nothing changed: enforce would wait until 2026-12-07T12:00:00.000Z: paths-still-dead: sdb failed');
   });
 
   it('fails, with the result attached, when verification does not find what the plan promised', async () => {

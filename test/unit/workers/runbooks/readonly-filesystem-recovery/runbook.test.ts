@@ -80,6 +80,16 @@ describe('readonly-filesystem-recovery, the whole runbook', () => {
     expect(kube.deletes).toEqual([]);
   });
 
+  it('in dry-run, says that enforce would wait while the paths are dead (not a refusal), and writes nothing', async () => {
+    const { host, kube, handler } = setup();
+    const result = await handler(job, ctx('dry-run'));
+    expect(result.outcome).toBe('planned');
+    expect(result.refusals).toEqual([]);
+    expect(result.summary).toMatch(/enforce would wait until .*: paths-still-dead: /);
+    expect(host.commands.some((a) => a[0] === 'dd')).toBe(false);
+    expect(kube.deletes).toEqual([]);
+  });
+
   it('once the paths are back waits for them to stay back, then parks for approval before delete-pod: no delete while it waits', async () => {
     const { host, kube, clock, handler } = setup();
     host.pathsBack();
