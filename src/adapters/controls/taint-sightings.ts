@@ -1,4 +1,4 @@
-import { TaintSighting } from '../../core/controls/records.ts';
+import { TaintSighting, parseJson } from '../../core/controls/records.ts';
 import { controlKeys } from '../../core/controls/redis-keys.ts';
 import type { Keyring } from '../../core/trust/keyring.ts';
 import { type Sealer, verifySeal } from '../../core/trust/seal.ts';
@@ -43,17 +43,9 @@ export class TaintSightings {
 
   /** The node's record, when there is one that parses and whose seal holds. */
   async get(node: string): Promise<TaintSighting | undefined> {
-    const text = await this.#redis.hget(this.#key, node);
-    if (!text) return undefined;
-    let raw: unknown;
-    try {
-      raw = JSON.parse(text);
-    } catch {
-      return undefined;
-    }
-    const parsed = Stored.safeParse(raw);
-    if (!parsed.success || parsed.data.record.node !== node) return undefined;
-    const { record, seal } = parsed.data;
+    const stored = parseJson(Stored, await this.#redis.hget(this.#key, node));
+    if (!stored || stored.record.node !== node) return undefined;
+    const { record, seal } = stored;
     if (seal === undefined) return this.#trust.allowUnsigned ? record : undefined;
     const now = (this.#trust.now ?? Date.now)();
     return verifySeal(this.#trust.ring, 'control', subject(node), record, seal, now).ok ? record : undefined;

@@ -1,6 +1,7 @@
 import { posix } from 'node:path';
 import { isObjectName } from '../../../src/core/catalogue/names.ts';
 import type { Host } from '../../host/host.ts';
+import { writeJsonFile } from '../../host/json-file.ts';
 import { InvalidNameError } from '../../host/paths.ts';
 import { PlaceholderRecord } from './record.ts';
 
@@ -55,10 +56,7 @@ export class PlaceholderStore {
   }
 
   async put(host: Host, record: PlaceholderRecord): Promise<void> {
-    const path = this.recordPath(record.pv);
-    await host.mkdir(this.dir);
-    await host.writeFile(`${path}.tmp`, `${JSON.stringify(record, null, 2)}\n`);
-    await host.rename(`${path}.tmp`, path);
+    await writeJsonFile(host, this.recordPath(record.pv), record, 2);
   }
 
   async remove(host: Host, pv: string): Promise<void> {

@@ -1,6 +1,8 @@
 import { posix } from 'node:path';
+import { parseJson } from '../../../src/core/controls/records.ts';
 import { z } from '../../../src/core/zod.ts';
 import type { Host } from '../../host/host.ts';
+import { writeJsonFile } from '../../host/json-file.ts';
 
 // When this agent first saw each orphan, and how often since (its scans and its jobs): an orphan
 // is acted on only once seen in two looks ORPHAN_MIN_AGE_SECONDS apart (a pod being torn down
@@ -15,15 +17,8 @@ type SightingsFile = z.infer<typeof File>;
 export const sightingsPath = (stateDir: string): string => posix.join(stateDir, 'observations', 'orphaned-pod-volumes.json');
 
 async function readSightings(host: Host, stateDir: string): Promise<Record<string, Sighting>> {
-  const text = await host.readFile(sightingsPath(stateDir)).catch(() => null);
-  if (text === null) return {};
-  try {
-    const parsed = File.safeParse(JSON.parse(text));
-    // Unreadable: start over (fewer samples only delays).
-    return parsed.success ? parsed.data.uids : {};
-  } catch {
-    return {};
-  }
+  // Missing or unreadable: start over (fewer samples only delays).
+  return parseJson(File, await host.readFile(sightingsPath(stateDir)).catch(() => null))?.uids ?? {};
 }
 
 /**
@@ -44,9 +39,6 @@ export async function recordSightings(
     uids[uid] = s ? { ...s, last: now, samples: s.samples + 1 } : { since: now, last: now, samples: 1 };
   }
   const file: SightingsFile = { version: 1, uids };
-  const path = sightingsPath(stateDir);
-  await host.mkdir(posix.dirname(path));
-  await host.writeFile(`${path}.tmp`, `${JSON.stringify(file)}\n`);
-  await host.rename(`${path}.tmp`, path);
+  await writeJsonFile(host, sightingsPath(stateDir), file);
   return uids;
 }

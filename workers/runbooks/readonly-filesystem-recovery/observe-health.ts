@@ -4,6 +4,8 @@ import { InvalidNameError } from '../../host/paths.ts';
 import { wasSimulated } from '../../host/audit-host.ts';
 import { describeFailure } from '../../host/command-failed.ts';
 import type { Host } from '../../host/host.ts';
+import { writeJsonFile } from '../../host/json-file.ts';
+import { parseJson } from '../../../src/core/controls/records.ts';
 import { parseMultipathLl, pathsOf } from '../residual-multipath-cleanup/multipath-ll.ts';
 import type { MultipathPath } from '../residual-multipath-cleanup/multipath-ll.ts';
 import type { ProbeFacts } from '../residual-multipath-cleanup/facts.ts';
@@ -72,14 +74,8 @@ type SightingFile = z.infer<typeof SightingFile>;
 const sightingsPath = (stateDir: string): string => posix.join(stateDir, 'observations', 'readonly-filesystem.json');
 
 async function readSightings(host: Host, stateDir: string): Promise<SightingFile> {
-  const text = await host.readFile(sightingsPath(stateDir)).catch(() => null);
-  try {
-    const parsed = text === null ? null : SightingFile.safeParse(JSON.parse(text));
-    if (parsed?.success) return parsed.data;
-  } catch {
-    // Unreadable: start over (fewer samples: safer).
-  }
-  return { version: 1, healthy: {} };
+  // Missing or unreadable: start over (fewer samples: safer).
+  return parseJson(SightingFile, await host.readFile(sightingsPath(stateDir)).catch(() => null)) ?? { version: 1, healthy: {} };
 }
 
 /**
@@ -102,10 +98,7 @@ export async function recordHealth(
     const same = before && before.bootId === bootId && before.majorMinor === s.majorMinor;
     healthy[s.dev] = same ? { ...before, samples: before.samples + 1 } : { since: now, samples: 1, bootId, majorMinor: s.majorMinor };
   }
-  const path = sightingsPath(stateDir);
-  await host.mkdir(posix.dirname(path));
-  await host.writeFile(`${path}.tmp`, `${JSON.stringify({ version: 1, healthy })}\n`);
-  await host.rename(`${path}.tmp`, path);
+  await writeJsonFile(host, sightingsPath(stateDir), { version: 1, healthy });
   return new Map(
     seen.flatMap((s) => {
       const h = healthy[s.dev];

@@ -2,6 +2,7 @@ import { posix } from 'node:path';
 import { isMapName } from '../../../src/core/catalogue/names.ts';
 import { z } from '../../../src/core/zod.ts';
 import type { Host } from '../../host/host.ts';
+import { writeJsonFile } from '../../host/json-file.ts';
 
 // The intent of a destructive sequence, on the host, before its first destructive step (issue
 // 19, "resumable destructive sequences"): which map, which WWID, which SCSI disks by H:C:T:L and
@@ -56,10 +57,7 @@ export async function readIntents(host: Host, stateDir: string): Promise<IntentL
 }
 
 export async function writeIntent(host: Host, stateDir: string, record: IntentRecord): Promise<void> {
-  const path = intentPath(stateDir, IntentRecord.parse(record).wwid);
-  await host.mkdir(posix.dirname(path));
-  await host.writeFile(`${path}.tmp`, `${JSON.stringify(record, null, 2)}\n`);
-  await host.rename(`${path}.tmp`, path);
+  await writeJsonFile(host, intentPath(stateDir, IntentRecord.parse(record).wwid), record, 2);
 }
 
 /** Adds a done step to the record of `wwid`, if there is one (a step of a sequence without a record changes nothing here). */

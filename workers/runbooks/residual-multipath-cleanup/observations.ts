@@ -1,6 +1,7 @@
 import { posix } from 'node:path';
 import { z } from '../../../src/core/zod.ts';
 import type { Host } from '../../host/host.ts';
+import { writeJsonFile } from '../../host/json-file.ts';
 
 // What this agent saw of dead maps over time, on the host ("one sample is not a
 // verdict"). Each job is one observation: a map whose every path is dead gets its first sighting
@@ -51,10 +52,7 @@ export async function readObservations(host: Host, stateDir: string): Promise<{ 
 }
 
 export async function writeObservations(host: Host, stateDir: string, o: Observations): Promise<void> {
-  const path = observationsPath(stateDir);
-  await host.mkdir(posix.dirname(path));
-  await host.writeFile(`${path}.tmp`, `${JSON.stringify(o)}\n`);
-  await host.rename(`${path}.tmp`, path);
+  await writeJsonFile(host, observationsPath(stateDir), o);
 }
 
 /**
