@@ -1,5 +1,6 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type Server as NetServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
@@ -17,6 +18,12 @@ export interface Server {
   proc: ChildProcess;
   /** SIGKILL: the server dies as on a power loss (no persistence, nothing flushed). */
   kill(): void;
+  /**
+   * SIGKILL, and the port kept for the server's return (restartAsReplica): until then a holder
+   * on it resets every connection, as a dead server's port refuses them. Released, any other
+   * test's freePort() could be handed it meanwhile, and the "restarted" server would be theirs.
+   */
+  crash(): Promise<void>;
 }
 
 class Servers {
@@ -33,15 +40,46 @@ class Servers {
       stdio: 'ignore',
     });
     proc.on('error', () => {});
+    const kill = (): void => {
+      if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL');
+    };
     const server: Server = {
       port,
       proc,
-      kill: () => {
-        if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL');
+      kill,
+      crash: async () => {
+        const exited = new Promise<void>((resolve) => {
+          if (proc.exitCode !== null || proc.signalCode !== null) resolve();
+          else proc.once('exit', () => resolve());
+        });
+        kill();
+        await exited;
+        await this.hold(port);
       },
     };
     this.all.push(server);
     return server;
+  }
+
+  /** Ports of crashed servers, held (see Server.crash) until the server starts again. */
+  private readonly held = new Map<number, NetServer>();
+
+  private async hold(port: number): Promise<void> {
+    const holder = createServer((socket) => socket.resetAndDestroy());
+    // The dead server's sockets may linger in TIME_WAIT: Node sets SO_REUSEADDR, as Redis does.
+    await new Promise<void>((resolve, reject) => {
+      holder.once('error', reject);
+      holder.listen(port, '127.0.0.1', () => resolve());
+    });
+    this.held.set(port, holder);
+  }
+
+  /** Gives a held port back, for the server about to start on it. */
+  async release(port: number): Promise<void> {
+    const holder = this.held.get(port);
+    if (!holder) return;
+    this.held.delete(port);
+    await new Promise<void>((resolve) => holder.close(() => resolve()));
   }
 
   private writeConf(dir: string, text: string): string {
@@ -52,11 +90,24 @@ class Servers {
 
   stop(): void {
     for (const s of this.all) s.kill();
+    for (const holder of this.held.values()) holder.close();
+    this.held.clear();
     rmSync(this.dir, { recursive: true, force: true });
   }
 }
 
 export const answers = (port: number): Promise<boolean> => redisAnswers(`redis://127.0.0.1:${port}`);
+
+/** The process_id INFO reports on `port`. */
+async function processIdOn(port: number): Promise<number | undefined> {
+  const r = new Redis({ port, host: '127.0.0.1', maxRetriesPerRequest: 0, retryStrategy: () => null, lazyConnect: true });
+  r.on('error', () => {});
+  try {
+    return Number(/^process_id:(\d+)/m.exec(String(await r.info('server')))?.[1]);
+  } finally {
+    r.disconnect();
+  }
+}
 
 async function until(what: string, f: () => Promise<boolean>, ms = 15_000): Promise<void> {
   const end = Date.now() + ms;
@@ -160,7 +211,7 @@ export interface LocalSentinelSet {
   env: string;
   /** The primary's address as the sentinels have it now. */
   primaryPort(): Promise<number>;
-  /** Starts a server on `port` as a replica of the current primary (an old primary coming back). */
+  /** Starts a server on `port` (a crashed one's, held till now) as a replica of the current primary (an old primary coming back). */
   restartAsReplica(port: number): Promise<Server>;
   stop(): void;
 }
@@ -249,8 +300,12 @@ export async function startSentinelSet(name = 'vmprimary'): Promise<LocalSentine
       primaryPort,
       restartAsReplica: async (port: number) => {
         const current = await primaryPort();
+        await servers.release(port);
         const s = servers.start(port, ['--replicaof', '127.0.0.1', String(current)]);
         await until(`old primary back on ${port}`, () => answers(port));
+        // The server answering is the one just started, not another test's that took the port.
+        const pid = await processIdOn(port);
+        if (pid !== s.proc.pid) throw new Error(`port ${port} is held by another process (pid ${pid}), not the restarted server (pid ${s.proc.pid})`);
         return s;
       },
       stop: () => servers.stop(),

@@ -310,6 +310,33 @@ describe.skipIf(skip)('per-node Redis users under Sentinel (primary, replica, fa
   const prefix = uniquePrefix('nodeaclsn');
   let set: LocalSentinelSet;
   let users: NodeRedisUsers;
+  // What the module logged, and what each sentinel says now: a timed-out wait below says why.
+  const logged: string[] = [];
+  const captured = createLogger('test', 'info', { destination: { write: (line: string) => void logged.push(line.trim()) } });
+  const sentinelsView = async (): Promise<string> => {
+    const views = await Promise.all(
+      set.env.split(',').map(async (s) => {
+        const r = new Redis({ host: '127.0.0.1', port: Number(s.split(':')[1]), maxRetriesPerRequest: 0, retryStrategy: () => null, lazyConnect: true });
+        r.on('error', () => {});
+        try {
+          const replicas = (await r.call('SENTINEL', 'REPLICAS', set.name)) as string[][];
+          return `${s}: ${replicas.map((f) => `${f[f.indexOf('name') + 1]} ${f[f.indexOf('flags') + 1]}`).join('; ')}`;
+        } catch (e) {
+          return `${s}: ${(e as Error).message}`;
+        } finally {
+          r.disconnect();
+        }
+      }),
+    );
+    return views.join('\n');
+  };
+  const explained = async <T>(what: Promise<T>): Promise<T> => {
+    try {
+      return await what;
+    } catch (e) {
+      throw new Error(`${(e as Error).message}\nsentinels:\n${await sentinelsView()}\nlogged:\n${logged.join('\n')}`);
+    }
+  };
 
   beforeAll(async () => {
     set = await startSentinelSet('vmacl');
@@ -320,7 +347,7 @@ describe.skipIf(skip)('per-node Redis users under Sentinel (primary, replica, fa
         name: set.name,
       },
       prefix,
-      log: silent,
+      log: captured,
       settleMs: 200,
       reconcileMs: 5_000,
     });
@@ -342,7 +369,7 @@ describe.skipIf(skip)('per-node Redis users under Sentinel (primary, replica, fa
   it("after the primary dies: A authenticates on the new primary and is still refused B's queue; the old primary, back as a replica, gets the users again from the watch", async () => {
     users.watch();
     const oldPort = set.primary.port;
-    set.primary.kill();
+    await set.primary.crash();
     await waitFor('the sentinels to promote the replica', async () => ((await set.primaryPort()) === set.replica.port ? true : undefined), 20_000);
     await onlyItsOwnQueue(as('a', set.replica.port), prefix);
     // Enrolment goes on while the old primary is away: applied where it can be, the rest reported.
@@ -355,13 +382,15 @@ describe.skipIf(skip)('per-node Redis users under Sentinel (primary, replica, fa
     // The sentinels' +slave event brings it at once; on a loaded machine their notice of the
     // restarted server can come late (they read the primary's replica list every 10 s), and the
     // watch's reconcile (every 5 s here) brings it once they list it.
-    await waitFor(
-      "node A's user on the restarted server",
-      async () =>
-        (await as('a', oldPort)
-          .ping()
-          .catch(() => undefined)) ?? undefined,
-      60_000,
+    await explained(
+      waitFor(
+        "node A's user on the restarted server",
+        async () =>
+          (await as('a', oldPort)
+            .ping()
+            .catch(() => undefined)) ?? undefined,
+        60_000,
+      ),
     );
     expect(await as('b', oldPort).ping()).toBe('PONG');
     expect(await as('ab', oldPort).ping()).toBe('PONG');

@@ -120,7 +120,7 @@ describe.skipIf(skip)('a Sentinel-managed primary and replica', () => {
     // Steady state: 202s and jobs running.
     await waitFor('jobs running before the failover', async () => (ranCounts().size >= 10 ? true : undefined), 15_000);
     const acceptedBeforeKill = accepted.size;
-    oldPrimary.kill();
+    await oldPrimary.crash();
     const killedAt = Date.now();
     await waitFor('the sentinels to promote the replica', async () => ((await set.primaryPort()) === set.replica.port ? true : undefined), 20_000);
     const failoverMs = Date.now() - killedAt;

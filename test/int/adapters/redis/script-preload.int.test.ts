@@ -68,7 +68,7 @@ describe.skipIf(skip)("the agents' scripts under Sentinel (primary, replica, fai
 
   it('after a failover the old primary, back with an empty cache, gets them again from the watch; the node users share its servers', async () => {
     const oldPort = set.primary.port;
-    set.primary.kill();
+    await set.primary.crash();
     await waitFor('the sentinels to promote the replica', async () => ((await set.primaryPort()) === set.replica.port ? true : undefined), 20_000);
     await set.restartAsReplica(oldPort);
     // The sentinels' +slave (or the check every 5 s, once they list it) brings it.
