@@ -7,6 +7,7 @@ import { kubeConfigFor } from '../../src/adapters/kube/kube-config.ts';
 import { applyJsonPatch, type DeleteOptions, JsonPatchError, jsonPatchFailed, type PatchOp, podGracePeriod, preconditionConflict } from './fake-kube-writes.ts';
 import { decodeKubeProtobuf } from './kube-protobuf.ts';
 import { strategicMergePatch } from './strategic-merge.ts';
+import { invalidStatus, validateEventsV1Event, type WriteValidator } from './fake-kube-validation.ts';
 
 // A small API server that speaks the real list/watch protocol to the real @kubernetes/client-node:
 // - GET collection: a `<Kind>List` with metadata.resourceVersion (items without kind/apiVersion,
@@ -32,6 +33,9 @@ import { strategicMergePatch } from './strategic-merge.ts';
 //   client accepts (`Accept: application/vnd.kubernetes.protobuf, */*`).
 // - Strategic merge patches merge `conditions` lists by `type` (strategic-merge.ts); a
 //   `<name>/status` subresource path reads and patches the object itself.
+// - Validation on create, update and patch (fake-kube-validation.ts): events.k8s.io/v1 Events as
+//   the API server validates them (only `series` may change on an update), and whatever a test
+//   adds with validate() (a CRD's schema); a refused write is 422 Invalid with its field causes.
 // Simplification: core/v1 and events.k8s.io/v1 Events are separate collections here.
 
 type Obj = Record<string, any>;
@@ -169,6 +173,20 @@ export class FakeKubeApi {
   private gates: Array<{ match: RegExp; promise: Promise<void> }> = [];
   private readonly users = new Map<string, FakeUser>();
   private readonly grants: FakeGrant[] = [];
+  private readonly validators = new Map<string, WriteValidator[]>([['apis/events.k8s.io/v1/events', [validateEventsV1Event]]]);
+
+  /** Checks every write to `collection` (`apis/<group>/<version>/<resource>`) with `validator` too. */
+  validate(collection: string, validator: WriteValidator): void {
+    this.validators.set(collection, [...(this.validators.get(collection) ?? []), validator]);
+  }
+
+  /** The 422 answer when a validator refuses the write, else undefined. */
+  private refused(collection: string, next: Obj, old: Obj | undefined): Obj | undefined {
+    const errors = (this.validators.get(collection) ?? []).flatMap((v) => v(next, old));
+    if (errors.length === 0) return undefined;
+    const [, group = ''] = /^apis\/([^/]+)\//.exec(collection) ?? [];
+    return invalidStatus(String(next['kind'] ?? old?.['kind'] ?? ''), group, String(next['metadata']?.name ?? ''), errors);
+  }
 
   /** A bearer token the fake's TokenReview accepts as this user. */
   addUser(token: string, user: FakeUser): void {
@@ -427,6 +445,8 @@ export class FakeKubeApi {
       if (objects.has(key(p.namespace, obj['metadata'].name))) {
         return this.send(res, 409, status(409, 'AlreadyExists', `${p.collection} "${obj['metadata'].name}" already exists`));
       }
+      const invalid = this.refused(p.collection, obj, undefined);
+      if (invalid) return this.send(res, 422, invalid);
       return this.send(res, 201, this.put(obj));
     }
     if (method === 'PATCH' && p.name) {
@@ -453,6 +473,8 @@ export class FakeKubeApi {
             `the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json (got ${ct})`,
           ),
         );
+      const invalid = this.refused(p.collection, obj, existing);
+      if (invalid) return this.send(res, 422, invalid);
       return this.send(res, 200, this.put(obj));
     }
     if (method === 'PUT' && p.name) {
@@ -474,6 +496,8 @@ export class FakeKubeApi {
       }
       if (obj['metadata']?.name !== p.name) return this.send(res, 400, status(400, 'BadRequest', 'the name of the object does not match the name on the URL'));
       if (p.namespace) obj['metadata'].namespace = p.namespace;
+      const invalid = this.refused(p.collection, obj, existing);
+      if (invalid) return this.send(res, 422, invalid);
       return this.send(res, 200, this.put(obj));
     }
     if (method === 'DELETE' && p.name) {

@@ -8,6 +8,10 @@ import { isNotFound } from './api/not-found.ts';
 // outcome (job-events.ts) and a step's own Event (api-kube-writes.ts). The Event's name is derived
 // from what makes it "the same Event" (its object, and the caller's key), so a repeat bumps that
 // Event's series count instead of adding objects, including across restarts and replicas.
+// A repeat changes `series` only: the API server refuses any other change to an events.k8s.io/v1
+// Event (422, "field is immutable": note, reason, type, action, regarding, reporting*), as
+// client-go's own recorder knows. So an Event keeps its first note, and a caller words the note
+// so that it holds for every repeat of its key (no attempt number in it: the count says that).
 
 /** The object an Event is about. */
 export interface EventSubject {
@@ -74,7 +78,7 @@ export class EventWriter {
     const at = microTime(this.now());
     const known = this.counts.get(`${namespace}/${name}`);
     if (known !== undefined) {
-      const count = await this.bump(namespace, name, known, note, at);
+      const count = await this.bump(namespace, name, known, at);
       if (count !== undefined) return { namespace, name, result: 'updated', count };
     }
     try {
@@ -85,7 +89,7 @@ export class EventWriter {
       if ((err as { code?: number }).code !== 409) throw err;
       // Written before by another replica or an earlier run of this process: continue its series.
       const existing = await this.api.readNamespacedEvent({ namespace, name });
-      const count = await this.bump(namespace, name, existing.series?.count ?? 1, note, at);
+      const count = await this.bump(namespace, name, existing.series?.count ?? 1, at);
       if (count === undefined) throw new Error(`event ${namespace}/${name} vanished while being updated`);
       return { namespace, name, result: 'updated', count };
     }
@@ -122,16 +126,13 @@ export class EventWriter {
   }
 
   /** series.count + 1; undefined when the Event no longer exists (Events expire, 1 h by default). */
-  private async bump(namespace: string, name: string, count: number, note: string, at: string): Promise<number | undefined> {
+  private async bump(namespace: string, name: string, count: number, at: string): Promise<number | undefined> {
     const next = count + 1;
     try {
       await this.api.patchNamespacedEvent({
         namespace,
         name,
-        body: [
-          { op: 'add', path: '/series', value: { count: next, lastObservedTime: at } },
-          { op: 'replace', path: '/note', value: note },
-        ],
+        body: [{ op: 'add', path: '/series', value: { count: next, lastObservedTime: at } }],
       });
     } catch (err) {
       if (isNotFound(err)) {

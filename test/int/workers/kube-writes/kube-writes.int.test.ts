@@ -137,7 +137,7 @@ describe.each(CLIENTS)('the Kubernetes write port through %s', (_name, clients) 
     expect(node()).toEqual(before);
   });
 
-  it("a step's Event goes on the pod, in its namespace, as volume-medic's; a repeat bumps its series", async () => {
+  it("a step's Event goes on the pod, in its namespace, as volume-medic's; a repeat bumps its series and keeps the first note (the API server's rule)", async () => {
     const k = writes('node-agent');
     const involved: ObjectRef = { kind: 'Pod', namespace: POD.namespace, name: POD.name, uid: POD.uid };
     const e = {
@@ -155,7 +155,7 @@ describe.each(CLIENTS)('the Kubernetes write port through %s', (_name, clients) 
       reportingInstance: NODE,
       reason: 'ReadOnlyVolumeRecovery',
       type: 'Warning',
-      note: 'again',
+      note: 'm',
       series: { count: 2 },
       regarding: { kind: 'Pod', namespace: POD.namespace, name: POD.name, uid: POD.uid },
     });
