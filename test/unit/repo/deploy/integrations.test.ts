@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import { classifyLocalDiskLost } from '../../../../src/control/sources/classify-event.ts';
-import { validateAll } from './k8s-schema.ts';
+import { validateAll } from '../../../testkit/k8s-schema.ts';
 import { DEPLOY_DIR, find, rendered } from '../../../support/manifests.ts';
 
 // The snippets operators copy into Alertmanager, Prometheus, node-problem-detector and

@@ -8,7 +8,7 @@ import { configVariables, loadEveryConfig } from '../../../../src/core/config/lo
 import { parseAllDocuments } from 'yaml';
 import { OPERATOR_API_GROUP, OPERATOR_PERMISSIONS } from '../../../../src/control/auth/permissions.ts';
 import { helmTemplate, type KObject } from '../../../../scripts/deploy/chart.ts';
-import { validateAll } from './k8s-schema.ts';
+import { validateAll } from '../../../testkit/k8s-schema.ts';
 import { DEPLOY_DIR, find, podSpec, rendered as render, SETS } from '../../../support/manifests.ts';
 
 // The chart rendered with every CI values set (and deploy/volume-medic.yaml's): every object is

@@ -1,5 +1,5 @@
 import * as k8s from '@kubernetes/client-node';
-import type { KObject } from '../../../../scripts/deploy/chart.ts';
+import type { KObject } from '../../scripts/deploy/chart.ts';
 
 // Validates Kubernetes objects offline, two ways:
 // 1. against the OpenAPI-derived JSON schemas of a current Kubernetes release, compiled by the
@@ -59,7 +59,7 @@ interface Attribute {
 type Typed = { getAttributeTypeMap(): Attribute[] };
 
 const models = k8s as unknown as Record<string, Typed | undefined>;
-const SCALARS = new Set(['string', 'number', 'boolean', 'Date', 'any', 'object', 'IntOrString']);
+const SCALARS = new Set(['string', 'number', 'boolean', 'Date', 'any', 'object', 'IntOrString', 'V1MicroTime']);
 
 function checkFields(value: unknown, type: string, path: string, out: string[]): void {
   if (value === null || value === undefined || SCALARS.has(type)) return;
@@ -91,7 +91,11 @@ function checkFields(value: unknown, type: string, path: string, out: string[]):
 function unknownFields(o: KObject): string[] {
   const [group, version] = o.apiVersion.includes('/') ? (o.apiVersion.split('/') as [string, string]) : ['', o.apiVersion];
   if (CRD_PACKAGES[group]) return [];
-  const type = `${version.charAt(0).toUpperCase()}${version.slice(1)}${o.kind}`;
+  // client-node prefixes a model's name with its group where two groups have the kind (CoreV1Event, EventsV1Event).
+  const cap = (w: string): string => `${w.charAt(0).toUpperCase()}${w.slice(1)}`;
+  const plain = `${cap(version)}${o.kind}`;
+  const prefixed = `${cap(group === '' ? 'core' : (group.split('.')[0] ?? ''))}${plain}`;
+  const type = typeof models[prefixed]?.getAttributeTypeMap === 'function' ? prefixed : plain;
   const out: string[] = [];
   checkFields(o, type, '', out);
   return out;
