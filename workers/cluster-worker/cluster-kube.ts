@@ -3,6 +3,7 @@ import { KubeLookups } from '../../src/adapters/kube/api/kube-lookups.ts';
 import { kubeAccessConfigured } from '../../src/core/config/in-cluster.ts';
 import { kubeClients, loadKubeConfig } from '../../src/adapters/kube/kube-config.ts';
 import { JobEventRecorder } from '../../src/adapters/kube/job-events.ts';
+import { claimOfJob } from '../../src/adapters/kube/job-claims.ts';
 import { InMemoryLookups } from '../../src/adapters/kube/lookups.ts';
 import type { LookupsOf } from '../../src/adapters/kube/rbac.ts';
 import type { Logger } from '../../src/adapters/observability/logger.ts';
@@ -46,10 +47,11 @@ export function clusterKube(log: Logger): ClusterKube {
   const inCluster = kubeAccessConfigured();
   if (!inCluster) return { inCluster, lookups: new InMemoryLookups(), kube: NO_KUBE_WRITES, get: NO_GET };
   const clients = kubeClients(loadKubeConfig());
+  const lookups: LookupsOf<'cluster-worker'> = new KubeLookups(clients);
   return {
     inCluster,
-    lookups: new KubeLookups(clients),
-    events: new JobEventRecorder({ events: clients.events, log }),
+    lookups,
+    events: new JobEventRecorder({ events: clients.events, log, claimOf: claimOfJob(lookups) }),
     kube: new ApiKubeWrites({ component: 'cluster-worker', core: clients.core, events: clients.events }),
     get: kubeGet(clients.config),
   };

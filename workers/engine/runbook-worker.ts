@@ -121,7 +121,10 @@ export function createRunbookWorker(opts: RunbookWorkerOptions): RunbookWorker {
     try {
       const begun = await begin(d, rules, job, parsed);
       modeWhy = begun.modeWhy;
-      if (begun.kind === 'park') return await park(d, job, begun.parking);
+      if (begun.kind === 'park') {
+        attempt.parked(begun.parking, undefined);
+        return await park(d, job, begun.parking);
+      }
       attempt.runs(begun.ctx.mode, modeWhy, begun.ctx.attempt);
       const handled = await begun.handler(begun.job as never, begun.ctx);
       const result = modeWhy ? { ...handled, modeWhy } : handled;
@@ -130,7 +133,10 @@ export function createRunbookWorker(opts: RunbookWorkerOptions): RunbookWorker {
       return result;
     } catch (err) {
       if (err instanceof JobParked) throw err;
-      if (err instanceof ParkedError) return await park(d, job, err.parking, err.plan, modeWhy ? { ...err.result, modeWhy } : err.result);
+      if (err instanceof ParkedError) {
+        attempt.parked(err.parking, err.plan);
+        return await park(d, job, err.parking, err.plan, modeWhy ? { ...err.result, modeWhy } : err.result);
+      }
       return await failed(d, job, attempt, err, modeWhy, done);
     }
   };

@@ -2,6 +2,7 @@ import { ApiKubeWrites } from '../../src/adapters/kube/api-kube-writes.ts';
 import type { CoreWritesApi, EventsApi } from '../../src/adapters/kube/api/apis.ts';
 import { type KubeApis, KubeLookups } from '../../src/adapters/kube/api/kube-lookups.ts';
 import { JobEventRecorder } from '../../src/adapters/kube/job-events.ts';
+import { claimOfJob } from '../../src/adapters/kube/job-claims.ts';
 import type { ClusterLookups, PodInfo } from '../../src/adapters/kube/lookups.ts';
 import type { LookupsOf } from '../../src/adapters/kube/rbac.ts';
 import { restApis } from '../../src/adapters/kube/rest/apis.ts';
@@ -58,7 +59,7 @@ export async function nodeKube(node: string, log: Logger): Promise<NodeKube> {
   return {
     inCluster: true,
     nodeLabels,
-    events: new JobEventRecorder({ events: clients.events, instance: node, log }),
+    events: new JobEventRecorder({ events: clients.events, instance: node, log, claimOf: claimOfJob(lookups) }),
     deps: {
       nodeLabels,
       attachedVolumes: new KubeAttachedVolumes(lookups),

@@ -43,6 +43,8 @@ export interface EventToWrite {
   type: 'Normal' | 'Warning';
   action: string;
   note: string;
+  /** Set at creation (an Event's metadata may carry what its name cannot: the job it is about). */
+  annotations?: Record<string, string>;
 }
 
 export interface WrittenEvent {
@@ -105,7 +107,12 @@ export class EventWriter {
     return {
       apiVersion: 'events.k8s.io/v1',
       kind: 'Event',
-      metadata: { name: e.name, namespace, labels: { 'app.kubernetes.io/managed-by': REPORTING_CONTROLLER } },
+      metadata: {
+        name: e.name,
+        namespace,
+        labels: { 'app.kubernetes.io/managed-by': REPORTING_CONTROLLER },
+        ...(e.annotations ? { annotations: e.annotations } : {}),
+      },
       // The generated model types MicroTime as Date but passes it through unserialised; a Date
       // would go out with millisecond precision, which the API server's MicroTime refuses.
       eventTime: at as unknown as Date,

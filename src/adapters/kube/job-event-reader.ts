@@ -1,12 +1,13 @@
 import type { EventsV1Event } from '@kubernetes/client-node';
 import type { RemediationJob } from '../../core/catalogue/jobs.ts';
 import { REPORTING_CONTROLLER } from '../../core/catalogue/names.ts';
-import { JOB_EVENT_REASONS, jobEventName, jobEventSubject, type EventSubject, type JobEventOutcome } from './job-events.ts';
+import { JOB_ANNOTATION, JOB_EVENT_REASONS, jobEventName, jobEventSubject, type EventSubject, type JobEventOutcome } from './job-events.ts';
 
 // The Kubernetes Events a job wrote (src/adapters/kube/job-events.ts), for the console's incident page:
 // one list call, in the namespace the Events were written to, narrowed by the API server to our
 // own Events about the job's object (field selector on regarding and reportingController), then
-// to this job's by name (an Event's name derives from the object, the outcome and the job id).
+// to this job's by its annotation (JOB_ANNOTATION), or by name for an Event written without one
+// (an Event's name derives from the object, the outcome and the job id).
 // Best effort with a deadline: when the API cannot be asked, the page says the Events are unknown,
 // never "none".
 
@@ -61,7 +62,7 @@ export class JobEventReader {
       ]);
       return {
         events: list.items
-          .filter((e) => names.has(e.metadata?.name ?? ''))
+          .filter((e) => e.metadata?.annotations?.[JOB_ANNOTATION] === jobId || names.has(e.metadata?.name ?? ''))
           .map((e) => view(e, subject))
           .sort((a, b) => (a.firstAt ?? '').localeCompare(b.firstAt ?? '')),
       };

@@ -78,7 +78,7 @@ const FLEET_LEASE = 'leader election among receivers (src/adapters/kube/lease-el
 
 const OOS = 'out-of-service-taint-release observe and re-checks';
 
-const JOB_EVENTS = 'JobEventRecorder (src/adapters/kube/job-events.ts): job start/refusal/success/failure, aggregated by series';
+const JOB_EVENTS = 'JobEventRecorder (src/adapters/kube/job-events.ts): job start/refusal/success/failure/wait/plan, aggregated by series';
 
 const STEP_EVENTS = "a step's own Event (ApiKubeWrites.event, src/adapters/kube/api-kube-writes.ts), on a Pod in the Pod's namespace";
 
@@ -113,7 +113,7 @@ export const DIRECT_CALLS: Readonly<Record<Component, readonly DirectCall[]>> = 
     },
   ],
   'cluster-worker': [
-    // rbd-stale-mapping's Events are on the Pod that cannot mount, in that Pod's namespace: any.
+    // rbd-stale-mapping's Events are on the Pod that cannot mount and on the image's claim, in their namespace: any.
     // The no-agent check's (workers/cluster-worker/no-agent-watch.ts: NoAgent, RemediationFailed) are on Nodes, in `default`.
     { call: 'events.k8s.io/events get', usedBy: JOB_EVENTS },
     { call: 'events.k8s.io/events create', usedBy: JOB_EVENTS },
@@ -149,6 +149,7 @@ export const DIRECT_CALLS: Readonly<Record<Component, readonly DirectCall[]>> = 
     { call: 'events.k8s.io/events get', usedBy: STEP_EVENTS },
     { call: 'events.k8s.io/events create', usedBy: STEP_EVENTS },
     { call: 'events.k8s.io/events patch', usedBy: STEP_EVENTS },
+    // The same cluster-wide grant carries local-pv-placeholder's Events on the Local PV's claim (in the claim's namespace).
   ],
 };
 

@@ -235,7 +235,13 @@ describe('the on-call console in headless chromium', () => {
     // The Events the agent wrote on the Node, listed back from the API server (the page follows them live).
     await page.waitForSelector('table.events tr[data-reason="RemediationSucceeded"]', { timeout: 10_000 });
     const events = await page.locator('table.events tbody tr').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-reason')));
-    expect(events).toEqual(['RemediationStarted', 'RemediationSucceeded']);
+    // The wait for approval is an Event of its own, between the start and the success.
+    expect(events).toEqual(['RemediationStarted', 'RemediationAwaitingApproval', 'RemediationSucceeded']);
+    expect(await page.locator('table.events tr[data-reason="RemediationAwaitingApproval"]').innerText()).toMatch(
+      new RegExp(
+        `Warning\\s+RemediationAwaitingApproval\\s+Node/console-a\\s+1\\s+waiting for an operator's approval of release-queued-io:3600a0b8, flush-map:3600a0b8: volume-medic approve ${id}`,
+      ),
+    );
     expect(await page.locator('table.events tr[data-reason="RemediationSucceeded"]').innerText()).toMatch(
       new RegExp(`Normal\\s+RemediationSucceeded\\s+Node/console-a\\s+1\\s+succeeded: .*\\(job ${id}, residual-multipath-cleanup, enforce\\)`),
     );

@@ -7,6 +7,7 @@ import { startReceiver, type Receiver } from '../../../../src/control/receiver.t
 import type { RunbookResult } from '../../../../src/core/catalogue/result.ts';
 import type { ResidualMultipathJob } from '../../../../src/core/catalogue/jobs.ts';
 import { RefusedError } from '../../../../src/core/errors.ts';
+import { ParkedError } from '../../../../workers/engine/gate.ts';
 import type { RunbookContext } from '../../../../workers/engine/registry.ts';
 import { createNodeAgent } from '../../../../workers/node-agent/agent.ts';
 import { startFakeKubeApi, type FakeKubeApi } from '../../../testkit/fake-kube-api.ts';
@@ -135,6 +136,66 @@ describe('the node agent records job Events on the Node', () => {
     });
     const refused = events.find((e) => e.reason === 'RemediationRefused') as { note: string; type?: string } | undefined;
     expect(refused?.note).toContain('map dm-3 still has a live path');
+  });
+
+  it('posts a dry-run as RemediationPlanned naming the steps enforce would take, not as a success', async () => {
+    const { events } = await runJob('events-planned', async (job) => ({
+      runbook: 'residual-multipath-cleanup',
+      mode: 'dry-run',
+      outcome: 'planned',
+      summary: 'remove residual map(s) mpathb',
+      facts: {},
+      plan: {},
+      refusals: [],
+      commands: [],
+      ranOn: job.target.node,
+      steps: [
+        {
+          id: 'flush-map:36001405',
+          description: 'multipath -f mpathb',
+          destructive: true,
+          status: 'would-run',
+          startedAt: new Date().toISOString(),
+          durationMs: 0,
+          commands: [],
+        },
+      ],
+    }));
+    expect(events.map((e) => e.reason).sort()).toEqual(['RemediationPlanned', 'RemediationStarted']);
+    expect(events.find((e) => e.reason === 'RemediationPlanned')!.note).toMatch(/dry-run: enforce would take 1 step\(s\): flush-map:36001405/);
+  });
+
+  it('posts a parked job once per reason it waits for, not on each recheck; then its start and success', async () => {
+    let looks = 0;
+    const parking = { reason: 'evidence' as const, why: 'the paths of mpathb have been dead for less than 30 s' };
+    const done: RunbookResult = {
+      runbook: 'residual-multipath-cleanup',
+      mode: 'enforce',
+      outcome: 'succeeded',
+      summary: 'removed mpathb',
+      facts: {},
+      plan: {},
+      refusals: [],
+      commands: [],
+      ranOn: 'events-parked',
+      steps: [],
+    };
+    const { events } = await runJob('events-parked', async () => {
+      looks++;
+      if (looks <= 2)
+        throw new ParkedError(
+          { ...parking, until: new Date(Date.now() + 300) },
+          { ...done, outcome: 'waiting', summary: 'waiting' },
+          { summary: 'waiting', steps: [] },
+        );
+      return done;
+    });
+    expect(looks).toBe(3);
+    const parked = api.list('events.k8s.io/v1', 'Event').filter((e) => e['reason'] === 'RemediationParked' && e['regarding'].name === 'events-parked');
+    expect(parked).toHaveLength(1);
+    expect(parked[0]!['series']).toBeUndefined();
+    expect(parked[0]!['note']).toContain(`parked (evidence): ${parking.why}`);
+    expect(events.map((e) => e.reason)).toContain('RemediationSucceeded');
   });
 
   // Last on purpose: sees every request the agent's recorder made above.
