@@ -24,7 +24,7 @@ export async function controlsSummary(
   store: ControlsStore = new ControlsStore(redis, prefix),
 ): Promise<ControlsSummary> {
   const [pauses, trips, parked] = await Promise.all([store.pauses(), new Breakers(redis, prefix).tripped(), store.parkedJobs()]);
-  const count: Record<ParkReason, number> = { paused: 0, approval: 0, breaker: 0, evidence: 0 };
+  const count: Record<ParkReason, number> = { paused: 0, approval: 0, breaker: 0, evidence: 0, coordination: 0 };
   for (const p of parked) count[p.reason] += 1;
   return {
     paused: {
