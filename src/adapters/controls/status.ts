@@ -57,7 +57,7 @@ export function controlsExposition(s: ControlsSummary): string {
     ...s.breakersTripped.map(
       (t) => `volume_medic_breaker_tripped{breaker="${labelValue(t.breaker)}"${t.sources ? `,sources="${labelValue(sourcesText(t.sources))}"` : ''}} 1`,
     ),
-    '# HELP volume_medic_jobs_parked Jobs waiting on a control or on evidence to mature, by reason (paused, approval, breaker, evidence).',
+    '# HELP volume_medic_jobs_parked Jobs waiting on a control, on evidence to mature or on another tool acting on their node, by reason (paused, approval, breaker, evidence, coordination).',
     '# TYPE volume_medic_jobs_parked gauge',
     ...ParkReason.options.map((r) => `volume_medic_jobs_parked{reason="${r}"} ${s.parked[r]}`),
   ];

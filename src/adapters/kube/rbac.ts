@@ -158,7 +158,10 @@ export const DIRECT_CALLS: Readonly<Record<Component, readonly DirectCall[]>> = 
     // Coordination (its node and the pods on it: the lookups' grants above).
     { call: 'apps/daemonsets get', namespace: KURED_NAMESPACE, usedBy: `${COORDINATION}: kured's reboot lock, an annotation on its DaemonSet` },
     { call: 'self-node-remediation.medik8s.io/selfnoderemediations list', usedBy: `${COORDINATION}: a SelfNodeRemediation for the node (404: not installed)` },
-    { call: 'fence-agents-remediation.medik8s.io/fenceagentsremediations list', usedBy: `${COORDINATION}: a FenceAgentsRemediation for the node (404: not installed)` },
+    {
+      call: 'fence-agents-remediation.medik8s.io/fenceagentsremediations list',
+      usedBy: `${COORDINATION}: a FenceAgentsRemediation for the node (404: not installed)`,
+    },
   ],
 };
 

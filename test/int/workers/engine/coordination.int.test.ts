@@ -10,13 +10,21 @@ import type { Plan, PlannedStep, RunbookDefinition } from '../../../../workers/e
 import { expectOk } from '../../../../workers/host/command-failed.ts';
 import { FakeHost } from '../../../testkit/fake-host.ts';
 import { type FakeKubeApi, startFakeKubeApi } from '../../../testkit/fake-kube-api.ts';
-import { toyJob } from '../../../unit/workers/engine/toy-job.ts';
+import type { LocalPvPlaceholderJob } from '../../../../src/core/catalogue/jobs.ts';
 
 // Coordination against the fake API server (the node agent's REST client, as the agents read it):
 // kured's lock naming the job's node, a drain of it and a medik8s remediation of it each hold a
 // job before its destructive step (parked, reason coordination, nothing run on the host) and
 // let it go on once they end; what cannot be read holds it as unknown.
 
+const toyJob: LocalPvPlaceholderJob = {
+  version: 1,
+  key: 'lpv_test_0123456789ab',
+  runbook: 'local-pv-placeholder',
+  action: 'place',
+  target: { node: 'worker-1', pv: 'pv-1', path: '/dev/disk/by-id/wwn-0x5000c500a1b2c3d4' },
+  evidence: [{ source: 'api', summary: 'test', raw: {} }],
+};
 const NODE = toyJob.target.node;
 const KURED = { apiVersion: 'apps/v1', kind: 'DaemonSet', metadata: { name: 'kured', namespace: 'kube-system' } };
 const LOCK = 'weave.works/kured-node-lock';
@@ -123,8 +131,18 @@ describe('a destructive step waits for another tool on its node', () => {
 
   it('while the node is cordoned and a pod on it terminates, and goes on once the drain has emptied it', async () => {
     api.put({ apiVersion: 'v1', kind: 'Node', metadata: { name: NODE }, spec: { unschedulable: true } });
-    api.put({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'db-0', namespace: 'shop', deletionTimestamp: new Date().toISOString() }, spec: { nodeName: NODE } });
-    api.put({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'far', namespace: 'shop', deletionTimestamp: new Date().toISOString() }, spec: { nodeName: 'worker-2' } });
+    api.put({
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'db-0', namespace: 'shop', deletionTimestamp: new Date().toISOString() },
+      spec: { nodeName: NODE },
+    });
+    api.put({
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'far', namespace: 'shop', deletionTimestamp: new Date().toISOString() },
+      spec: { nodeName: 'worker-2' },
+    });
     const err = await parked();
     expect(err.parking.why).toBe('waiting for drain (worker-1 is cordoned and 1 pod(s) on it are terminating: shop/db-0)');
     expect(wiped()).toBe(false);
@@ -161,7 +179,10 @@ describe('a destructive step waits for another tool on its node', () => {
   it('while an answer is an error (503): unknown means wait, never act', async () => {
     api.failNext(/selfnoderemediations/, 503);
     const err = await parked();
-    expect(err.parking).toMatchObject({ reason: 'coordination', why: expect.stringMatching(/^waiting: whether another tool acts on worker-1 is unknown \(SelfNodeRemediations could not be listed: .*HTTP 503/) });
+    expect(err.parking).toMatchObject({
+      reason: 'coordination',
+      why: expect.stringMatching(/^waiting: whether another tool acts on worker-1 is unknown \(SelfNodeRemediations could not be listed: .*HTTP 503/),
+    });
     expect(wiped()).toBe(false);
     expect((await run()).outcome).toBe('succeeded');
   });

@@ -21,6 +21,8 @@ describe('a drain', () => {
 
   it('names three pods and counts the rest', () => {
     const pods = ['a', 'b', 'c', 'd', 'e'].map((name) => ({ ...terminating, name }));
-    expect(drainOf('worker-1', { unschedulable: true }, pods)).toBe('worker-1 is cordoned and 5 pod(s) on it are terminating: shop/a, shop/b, shop/c and 2 more');
+    expect(drainOf('worker-1', { unschedulable: true }, pods)).toBe(
+      'worker-1 is cordoned and 5 pod(s) on it are terminating: shop/a, shop/b, shop/c and 2 more',
+    );
   });
 });
