@@ -8,6 +8,7 @@ import type { RunbookContext } from '../../../../workers/engine/registry.ts';
 import { runRunbook } from '../../../../workers/engine/run-runbook.ts';
 import type { Plan, PlannedStep, RunbookDefinition } from '../../../../workers/engine/runbook.ts';
 import { expectOk } from '../../../../workers/host/command-failed.ts';
+import { uncoveredByRbac } from '../../../support/kube-objects.ts';
 import { FakeHost } from '../../../testkit/fake-host.ts';
 import { type FakeKubeApi, startFakeKubeApi } from '../../../testkit/fake-kube-api.ts';
 import type { LocalPvPlaceholderJob } from '../../../../src/core/catalogue/jobs.ts';
@@ -97,6 +98,9 @@ beforeEach(async () => {
   acted.length = 0;
 });
 afterEach(async () => {
+  // Every read coordination made is in both agents' RBAC lists (src/adapters/kube/rbac.ts).
+  expect(uncoveredByRbac(api.requests, 'node-agent')).toEqual([]);
+  expect(uncoveredByRbac(api.requests, 'cluster-worker')).toEqual([]);
   await api.close();
 });
 
@@ -167,6 +171,18 @@ describe('a destructive step waits for another tool on its node', () => {
   it('while NodeHealthCheck made a FenceAgentsRemediation for the node under a generated name', async () => {
     api.put({ ...FAR, metadata: { name: `${NODE}-x7k2p`, namespace: 'medik8s', annotations: { 'remediation.medik8s.io/node-name': NODE } } });
     expect((await parked()).parking.why).toBe('waiting for medik8s (FenceAgentsRemediation medik8s/worker-1-x7k2p remediates worker-1)');
+  });
+
+  it('only in the namespaces MEDIK8S_NAMESPACES names, when it names some', async () => {
+    api.put({ ...SNR, metadata: { name: NODE, namespace: 'elsewhere' } });
+    const only = (namespaces: string[]) =>
+      new KubeCoordination({
+        get: (path, query) => new KubeRest({ server: api.url, token: () => 'fake-token' }).get(path, query),
+        kured: { namespace: 'kube-system', name: 'kured' },
+        medik8sNamespaces: namespaces,
+      });
+    expect(await only(['medik8s']).busy(NODE)).toEqual({ busy: false });
+    expect(await only(['medik8s', 'elsewhere']).busy(NODE)).toMatchObject({ busy: true, who: 'medik8s' });
   });
 
   it('not where the medik8s API groups are not installed (404)', async () => {
