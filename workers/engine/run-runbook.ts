@@ -135,7 +135,7 @@ export async function runRunbook<R extends RunbookName, F, S extends PlannedStep
     journal,
     now,
     planned,
-    node: jobNode(job as never),
+    node: targetNode(job),
     steps,
     result,
     fail,
@@ -172,6 +172,13 @@ export async function runRunbook<R extends RunbookName, F, S extends PlannedStep
 
   if (!journal) return result('planned', `dry-run, nothing changed: ${planned.summary}`);
   return verifyRun(run, job, journal);
+}
+
+/** The job's target node (jobNode), or undefined for a job that names none. */
+function targetNode(job: unknown): string | undefined {
+  if (typeof job !== 'object' || job === null || !('target' in job)) return undefined;
+  const node: unknown = jobNode(job as never);
+  return typeof node === 'string' ? node : undefined;
 }
 
 /** One step: skipped when done (journal, or the step's own check), else through its gates and applied. */
