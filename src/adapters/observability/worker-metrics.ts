@@ -10,7 +10,7 @@ import { labelValue } from './text-format.ts';
 /**
  * volume_medic_node_remediation_in_progress{node}: 1 from the moment a job of this process is
  * about to apply its first destructive step on a node until that job's run ends (done, failed or
- * parked), else 0. What kured's --prometheus-url blocking waits on (docs/operations.md, "kured").
+ * parked), else 0. What kured can wait on, through the alert VolumeMedicRemediationInProgress (docs/coordination.md).
  */
 interface InProgressGauge {
   start(node: string): void;
