@@ -71,6 +71,7 @@ export function createClusterWorker({ config, kube, enrolled, log }: ClusterWork
     accepts: () => undefined,
     seenFile: 'seen-work-cluster.json',
     events: kube.events,
+    ...(kube.inCluster ? { kubeRead: kube.get } : {}),
     log,
   });
   const close = worker.close;

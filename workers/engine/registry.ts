@@ -1,6 +1,7 @@
 import type { JobOf, RunbookName } from '../../src/core/catalogue/jobs.ts';
 import type { Mode, RunbookResult } from '../../src/core/catalogue/result.ts';
 import type { Logger } from '../../src/adapters/observability/logger.ts';
+import type { Coordination } from '../../src/core/coordination/coordination.ts';
 import type { StepGate } from './gate.ts';
 
 // What the engine asks of a runbook (the runbooks implement it; the node agent and the cluster
@@ -24,6 +25,14 @@ export interface RunbookContext {
   log: Logger;
   /** Aborted when the worker is shutting down: stop between steps, the job will be retried. */
   signal: AbortSignal;
+  /**
+   * Other tools acting on the job's node (kured's reboot lock, a drain, a medik8s remediation),
+   * asked fresh before each destructive step: busy or unknown parks the job (reason coordination)
+   * for `recheckMs` and it looks again. None: not asked (COORDINATION=off, unit tests).
+   */
+  coordination?: { check: Coordination; recheckMs: number };
+  /** Called once the engine is about to apply a destructive step of the job (the in-progress gauge of the worker's /metrics). */
+  acting?: (node: string | undefined) => void;
   /** Operator controls (pause, approval, breakers), asked before each step is applied; none in unit tests. */
   gate?: StepGate;
   /**

@@ -1,4 +1,4 @@
-import type { JobOf, RunbookName } from '../../src/core/catalogue/jobs.ts';
+import { type JobOf, jobNode, type RunbookName } from '../../src/core/catalogue/jobs.ts';
 import type { CommandRecord, Outcome, RunbookResult, StepRecord } from '../../src/core/catalogue/result.ts';
 import type { Host } from '../host/host.ts';
 import { createAuditHost } from '../host/audit-host.ts';
@@ -7,6 +7,7 @@ import { type KubeWrites, NO_KUBE_WRITES } from '../kube-writes/kube-writes.ts';
 import type { RunbookContext } from './registry.ts';
 import { PermanentError, RefusedError } from '../../src/core/errors.ts';
 import { ParkedError, type GateDecision } from './gate.ts';
+import { askCoordination } from './coordinate.ts';
 import { describeEvidence, judgeEvidence } from './judge-evidence.ts';
 import { Journal } from './journal.ts';
 import { planWithCommands } from './planned-commands.ts';
@@ -52,6 +53,8 @@ interface Run<F, S extends PlannedStep> {
   journal: Journal | null;
   now: () => Date;
   planned: { summary: string; steps: S[] };
+  /** The node the job concerns (its target), whose other tools a destructive step waits for. */
+  node: string | undefined;
   steps: StepRecord[];
   result(outcome: Outcome, summary: string, extra?: { refusals?: string[]; verification?: Verification }): RunbookResult;
   fail(err: unknown, summary: string): Error;
@@ -123,7 +126,20 @@ export async function runRunbook<R extends RunbookName, F, S extends PlannedStep
     return result('nothing-to-do', planned.summary);
   }
 
-  const run: Run<F, S> = { def: def as unknown as RunbookDefinition<RunbookName, F, S>, ctx, deps, host, kube, journal, now, planned, steps, result, fail };
+  const run: Run<F, S> = {
+    def: def as unknown as RunbookDefinition<RunbookName, F, S>,
+    ctx,
+    deps,
+    host,
+    kube,
+    journal,
+    now,
+    planned,
+    node: targetNode(job),
+    steps,
+    result,
+    fail,
+  };
   for (const step of planned.steps) {
     if (ctx.signal.aborted) {
       throw new RunbookFailedError('stopped between steps: the worker is shutting down; a retry resumes here', result('failed', 'interrupted'));
@@ -158,6 +174,13 @@ export async function runRunbook<R extends RunbookName, F, S extends PlannedStep
   return verifyRun(run, job, journal);
 }
 
+/** The job's target node (jobNode), or undefined for a job that names none. */
+function targetNode(job: unknown): string | undefined {
+  if (typeof job !== 'object' || job === null || !('target' in job)) return undefined;
+  const node: unknown = jobNode(job as never);
+  return typeof node === 'string' ? node : undefined;
+}
+
 /** One step: skipped when done (journal, or the step's own check), else through its gates and applied. */
 async function runStep<F, S extends PlannedStep>(run: Run<F, S>, step: S, record: StepRecord): Promise<void> {
   const { def, ctx, host, kube, journal } = run;
@@ -171,7 +194,9 @@ async function runStep<F, S extends PlannedStep>(run: Run<F, S>, step: S, record
     return;
   }
   await passEvidence(run, step, record);
+  await passCoordination(run, step, record);
   await passOperatorGate(run, step, record);
+  if (journal && step.destructive) ctx.acting?.(run.node);
   await def.steps.apply(step, host, kube);
   if (journal) await journal.markDone(step.id);
   if (journal && step.destructive) {
@@ -207,6 +232,27 @@ async function passEvidence<F, S extends PlannedStep>(run: Run<F, S>, step: S, r
   throw new GateStop(
     new ParkedError({ reason: 'evidence', why: judged.why, until: judged.until }, result('waiting', `waiting before step ${step.id}: ${judged.why}`), view),
   );
+}
+
+/**
+ * No destructive step while another tool acts on the node (kured's reboot, a drain, a medik8s
+ * remediation) or while whether one does cannot be told: asked fresh before each destructive step,
+ * it parks the job (reason coordination) until the next recheck (enforce) or is noted on the step
+ * (dry-run). Before the operator gate, so a job that waits here takes no breaker slot.
+ */
+async function passCoordination<F, S extends PlannedStep>(run: Run<F, S>, step: S, record: StepRecord): Promise<void> {
+  const { ctx, journal, steps, planned, result } = run;
+  if (!step.destructive || !ctx.coordination) return;
+  const wait = await askCoordination(ctx.coordination, run.node, run.now());
+  if (!wait) return;
+  if (!journal) {
+    record.waitsFor = `${wait.why}; enforce waits and looks again every ${Math.round(ctx.coordination.recheckMs / 1000)} s`;
+    return;
+  }
+  steps.pop();
+  ctx.log.info({ jobId: ctx.jobId, step: step.id, node: run.node, why: wait.why }, 'step waits: another tool acts on the node');
+  const view = await planWithCommands(planned, planned.steps.indexOf(step), run.def.steps, simulationPorts(run));
+  throw new GateStop(new ParkedError({ reason: 'coordination', ...wait }, result('waiting', `waiting before step ${step.id}: ${wait.why}`), view));
 }
 
 /**

@@ -17,7 +17,7 @@ import { ParkedError } from './gate.ts';
 import { controlsFromConfig, createJobControls, type JobControlsOptions } from './job-controls.ts';
 import type { JobEventSink } from './job-event-sink.ts';
 import { startPresenceBeat } from './presence-beat.ts';
-import type { RunbookRegistry } from './registry.ts';
+import type { RunbookContext, RunbookRegistry } from './registry.ts';
 import { Attempt } from './stages/attempt.ts';
 import { type BeginRules, begin } from './stages/begin.ts';
 import type { StageDeps, WorkTrust } from './stages/deps.ts';
@@ -25,6 +25,8 @@ import { failed } from './stages/failed.ts';
 import { park } from './stages/park.ts';
 import { controlTrust, refuseUntrusted, verifyTrust } from './stages/verify-trust.ts';
 import { seenWork } from './seen-work.ts';
+import { coordinationFromConfig } from './coordinate.ts';
+import type { KubeRead } from '../../src/adapters/kube/kube-coordination.ts';
 
 // The consumer of one queue that runs registered runbooks: shared by the node agent (its node's
 // queue) and the cluster worker (the cluster queue). It parses every job again (Redis is a
@@ -57,6 +59,11 @@ export interface RunbookWorkerOptions {
   controls?: Omit<JobControlsOptions, 'redis' | 'prefix' | 'log' | 'queue'>;
   /** Kubernetes Events for job start, refusal, success and failure (cluster access only). */
   events?: JobEventSink;
+  /**
+   * Other tools acting on a job's node (kured, a drain, medik8s), asked before each destructive
+   * step; without it no step waits for them (COORDINATION=off, tests of the runbooks alone).
+   */
+  coordination?: RunbookContext['coordination'];
   /**
    * Sealed work: every job's seal is verified (issuer's key, bound to this queue and job id, not
    * expired, an issuer allowed to ask for this runbook, not a replay of finished work) before
@@ -94,6 +101,7 @@ export function createRunbookWorker(opts: RunbookWorkerOptions): RunbookWorker {
     ...(opts.events ? { events: opts.events } : {}),
     ...(opts.trust ? { trust: opts.trust } : {}),
     ...(opts.controls?.node ? { node: opts.controls.node } : {}),
+    ...(opts.coordination ? { coordination: opts.coordination } : {}),
   };
   if (opts.controls) {
     d.controls = createJobControls({
@@ -118,6 +126,8 @@ export function createRunbookWorker(opts: RunbookWorkerOptions): RunbookWorker {
       if (trusted.seal) opts.trust?.seen.markFinished(trusted.seal.mac, trusted.seal.exp);
     };
     let modeWhy: string | undefined;
+    // The node whose volume_medic_node_remediation_in_progress this job holds at 1 (from its first destructive step to its end).
+    let acting: string | undefined;
     try {
       const begun = await begin(d, rules, job, parsed);
       modeWhy = begun.modeWhy;
@@ -125,6 +135,11 @@ export function createRunbookWorker(opts: RunbookWorkerOptions): RunbookWorker {
         attempt.parked(begun.parking, undefined);
         return await park(d, job, begun.parking);
       }
+      begun.ctx.acting = (node) => {
+        if (!node || acting !== undefined) return;
+        acting = node;
+        metrics.inProgress.start(node);
+      };
       attempt.runs(begun.ctx.mode, modeWhy, begun.ctx.attempt);
       const handled = await begun.handler(begun.job as never, begun.ctx);
       const result = modeWhy ? { ...handled, modeWhy } : handled;
@@ -138,6 +153,8 @@ export function createRunbookWorker(opts: RunbookWorkerOptions): RunbookWorker {
         return await park(d, job, err.parking, err.plan, modeWhy ? { ...err.result, modeWhy } : err.result);
       }
       return await failed(d, job, attempt, err, modeWhy, done);
+    } finally {
+      if (acting !== undefined) metrics.inProgress.end(acting);
     }
   };
 
@@ -175,6 +192,8 @@ export function createRunbookWorker(opts: RunbookWorkerOptions): RunbookWorker {
 // cluster worker (queue, runbooks, what a job must be to be theirs) is theirs to say.
 
 export interface AgentWorkerOptions extends Pick<RunbookWorkerOptions, 'queue' | 'ranOn' | 'registry' | 'accepts' | 'events'> {
+  /** GETs of the API server (cluster access only): what coordination with kured, drains and medik8s reads (COORDINATION). */
+  kubeRead?: KubeRead | undefined;
   as: 'node-agent' | 'cluster-worker';
   config: AgentConfig;
   /** The worker closes it when it closes. */
@@ -191,6 +210,7 @@ export interface AgentWorkerOptions extends Pick<RunbookWorkerOptions, 'queue' |
 export function createAgentWorker(o: AgentWorkerOptions): RunbookWorker {
   const { config, trust, enrolled, log } = o;
   if (trust.allowUnsigned) log.warn(`ALLOW_UNSIGNED_WORK=true: the ${o.as} runs work without a seal; anyone who can write to Redis can make it act`);
+  const coordination = coordinationFromConfig(config, o.kubeRead, log);
   return createRunbookWorker({
     queue: o.queue,
     store: o.store,
@@ -203,6 +223,7 @@ export function createAgentWorker(o: AgentWorkerOptions): RunbookWorker {
     log,
     controls: { ...controlsFromConfig(config), ...o.controls },
     ...(o.events ? { events: o.events } : {}),
+    ...(coordination ? { coordination } : {}),
     trust: {
       ring: trust.ring,
       controlRing: trust.controls.ring,

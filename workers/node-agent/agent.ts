@@ -7,6 +7,7 @@ import type { NodeAgentConfig } from '../../src/core/config/schema.ts';
 import { NODE_MODE_LABEL } from '../../src/core/controls/effective-mode.ts';
 import { trustFromConfig, type Trust } from '../../src/core/trust/from-config.ts';
 import type { EnrolledKeys } from '../engine/enrolled-keys.ts';
+import type { KubeRead } from '../../src/adapters/kube/kube-coordination.ts';
 import type { JobEventSink } from '../engine/job-event-sink.ts';
 import { ReceiverBreakers } from '../engine/receiver-breakers.ts';
 import type { RunbookRegistry } from '../engine/registry.ts';
@@ -26,6 +27,8 @@ export interface NodeAgentOptions {
   events?: JobEventSink | undefined;
   /** ENROL_URL: the keys of this node's queue from enrolment, instead of SIGNING_KEYS_DIR. */
   enrolled?: EnrolledKeys | undefined;
+  /** GETs of the API server (cluster access only): coordination with kured, drains and medik8s. */
+  kubeRead?: KubeRead | undefined;
 }
 
 export interface NodeAgent extends RunbookWorker {
@@ -33,7 +36,7 @@ export interface NodeAgent extends RunbookWorker {
   trust: Trust;
 }
 
-export function createNodeAgent({ config, registry, log, nodeLabels, events, enrolled }: NodeAgentOptions): NodeAgent {
+export function createNodeAgent({ config, registry, log, nodeLabels, events, enrolled, kubeRead }: NodeAgentOptions): NodeAgent {
   const node = config.nodeName;
   if (!node) throw new Error('NODE_NAME is required: the node agent must know which node it serves');
   const queue = nodeQueueName(node);
@@ -74,6 +77,7 @@ export function createNodeAgent({ config, registry, log, nodeLabels, events, enr
       nodeModeLabel: async () => (nodeLabels ? (await nodeLabels.labelsOf(node))?.[NODE_MODE_LABEL] : config.nodeLabels?.[NODE_MODE_LABEL]),
     },
     events,
+    kubeRead,
     log,
   });
   return Object.assign(worker, { trust });

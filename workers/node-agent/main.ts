@@ -26,7 +26,15 @@ await runAgent(
   async ({ config, enrolled, who: { node } }) => {
     const kube = await nodeKube(node, log);
     const registry = lazyRegistry(NODE_RUNBOOKS, async () => (await import('./registry.ts')).defaultNodeRegistry(config, log, kube.deps));
-    const agent = createNodeAgent({ config, registry, log: log.child({ node }), nodeLabels: kube.nodeLabels, events: kube.events, enrolled });
+    const agent = createNodeAgent({
+      config,
+      registry,
+      log: log.child({ node }),
+      nodeLabels: kube.nodeLabels,
+      events: kube.events,
+      enrolled,
+      kubeRead: kube.read,
+    });
     // What it notices by itself goes on its own queue through its store's command connection: no
     // third connection per node. Enrolled, the receiver recorded this node's queue; its own Redis user may not.
     const dispatcher = agentEnqueuer(agent.store, config, agent.trust, { recordsQueues: !enrolled });

@@ -7,6 +7,8 @@ import type { ClusterLookups, PodInfo } from '../../src/adapters/kube/lookups.ts
 import type { LookupsOf } from '../../src/adapters/kube/rbac.ts';
 import { restApis } from '../../src/adapters/kube/rest/apis.ts';
 import { inClusterRest } from '../../src/adapters/kube/rest/in-cluster.ts';
+import { KubeRest } from '../../src/adapters/kube/rest/transport.ts';
+import type { KubeRead } from '../../src/adapters/kube/kube-coordination.ts';
 import type { Logger } from '../../src/adapters/observability/logger.ts';
 import { inCluster } from '../../src/core/config/in-cluster.ts';
 import { RefusedError } from '../../src/core/errors.ts';
@@ -44,6 +46,8 @@ export interface NodeRegistryDeps {
 
 export interface NodeKube {
   inCluster: boolean;
+  /** Plain GETs of the API server (coordination with kured, drains and medik8s: workers/engine/coordinate.ts). */
+  read?: KubeRead;
   nodeLabels?: NodeLabels;
   events?: JobEventSink;
   /** What the runbooks read (registry.ts). */
@@ -58,6 +62,7 @@ export async function nodeKube(node: string, log: Logger): Promise<NodeKube> {
   const nodeLabels = new KubeNodeLabels(lookups);
   return {
     inCluster: true,
+    read: await agentKubeRead(),
     nodeLabels,
     events: new JobEventRecorder({ events: clients.events, instance: node, log, claimOf: claimOfJob(lookups) }),
     deps: {
@@ -87,6 +92,23 @@ export async function agentKubeApis(env: Readonly<Record<string, string | undefi
     return { ...clients, writes: clients.core };
   }
   return undefined;
+}
+
+/** Plain GETs on the same access as agentKubeApis: the service account's REST client in a pod, the kubeconfig's server and token with KUBECONFIG. */
+async function agentKubeRead(env: Readonly<Record<string, string | undefined>> = process.env): Promise<KubeRead> {
+  if (inCluster(env)) {
+    const rest = inClusterRest(env);
+    return (path, query) => rest.get(path, query);
+  }
+  const { loadKubeConfig } = await import('../../src/adapters/kube/kube-config.ts');
+  const kc = loadKubeConfig(env);
+  const cluster = kc.getCurrentCluster();
+  const rest = new KubeRest({
+    server: cluster?.server ?? '',
+    token: () => kc.getCurrentUser()?.token,
+    ...(cluster?.caData ? { ca: Buffer.from(cluster.caData, 'base64') } : {}),
+  });
+  return (path, query) => rest.get(path, query);
 }
 
 /** The node's labels as the API server has them: whether a node opted in is read per job, so a label change needs no restart. */

@@ -24,7 +24,7 @@ export async function controlsSummary(
   store: ControlsStore = new ControlsStore(redis, prefix),
 ): Promise<ControlsSummary> {
   const [pauses, trips, parked] = await Promise.all([store.pauses(), new Breakers(redis, prefix).tripped(), store.parkedJobs()]);
-  const count: Record<ParkReason, number> = { paused: 0, approval: 0, breaker: 0, evidence: 0 };
+  const count: Record<ParkReason, number> = { paused: 0, approval: 0, breaker: 0, evidence: 0, coordination: 0 };
   for (const p of parked) count[p.reason] += 1;
   return {
     paused: {
@@ -57,7 +57,7 @@ export function controlsExposition(s: ControlsSummary): string {
     ...s.breakersTripped.map(
       (t) => `volume_medic_breaker_tripped{breaker="${labelValue(t.breaker)}"${t.sources ? `,sources="${labelValue(sourcesText(t.sources))}"` : ''}} 1`,
     ),
-    '# HELP volume_medic_jobs_parked Jobs waiting on a control or on evidence to mature, by reason (paused, approval, breaker, evidence).',
+    '# HELP volume_medic_jobs_parked Jobs waiting on a control, on evidence to mature or on another tool acting on their node, by reason (paused, approval, breaker, evidence, coordination).',
     '# TYPE volume_medic_jobs_parked gauge',
     ...ParkReason.options.map((r) => `volume_medic_jobs_parked{reason="${r}"} ${s.parked[r]}`),
   ];

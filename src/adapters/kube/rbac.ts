@@ -80,6 +80,10 @@ const OOS = 'out-of-service-taint-release observe and re-checks';
 
 const JOB_EVENTS = 'JobEventRecorder (src/adapters/kube/job-events.ts): job start/refusal/success/failure/wait/plan, aggregated by series';
 
+const COORDINATION = 'coordination before a destructive step (src/adapters/kube/kube-coordination.ts)';
+/** kured's DaemonSet's namespace by default (KURED_DAEMONSET): the chart's Role follows the value, named to kured's DaemonSet alone. */
+const KURED_NAMESPACE = 'kube-system';
+
 const STEP_EVENTS = "a step's own Event (ApiKubeWrites.event, src/adapters/kube/api-kube-writes.ts), on a Pod in the Pod's namespace";
 
 export const DIRECT_CALLS: Readonly<Record<Component, readonly DirectCall[]>> = {
@@ -131,6 +135,8 @@ export const DIRECT_CALLS: Readonly<Record<Component, readonly DirectCall[]>> = 
     { call: 'fence-agents-remediation.medik8s.io/fenceagentsremediations list', usedBy: `${OOS}: another-remediator-owns-taint (404: not installed)` },
     { call: 'infrastructure.cluster.x-k8s.io/metal3remediations list', usedBy: `${OOS}: another-remediator-owns-taint (404: not installed)` },
     { call: 'csiaddons.openshift.io/networkfences get', usedBy: `${OOS}: Rook's NetworkFence named after the node (cluster-scoped)` },
+    // Coordination also reads the Node, its pods and the two medik8s lists above (same grants).
+    { call: 'apps/daemonsets get', namespace: KURED_NAMESPACE, usedBy: `${COORDINATION}: kured's reboot lock, an annotation on its DaemonSet` },
   ],
   'node-agent': [
     // The node agent's runbooks concern Nodes and PersistentVolumes, cluster-scoped objects whose
@@ -150,6 +156,13 @@ export const DIRECT_CALLS: Readonly<Record<Component, readonly DirectCall[]>> = 
     { call: 'events.k8s.io/events create', usedBy: STEP_EVENTS },
     { call: 'events.k8s.io/events patch', usedBy: STEP_EVENTS },
     // The same cluster-wide grant carries local-pv-placeholder's Events on the Local PV's claim (in the claim's namespace).
+    // Coordination (its node and the pods on it: the lookups' grants above).
+    { call: 'apps/daemonsets get', namespace: KURED_NAMESPACE, usedBy: `${COORDINATION}: kured's reboot lock, an annotation on its DaemonSet` },
+    { call: 'self-node-remediation.medik8s.io/selfnoderemediations list', usedBy: `${COORDINATION}: a SelfNodeRemediation for the node (404: not installed)` },
+    {
+      call: 'fence-agents-remediation.medik8s.io/fenceagentsremediations list',
+      usedBy: `${COORDINATION}: a FenceAgentsRemediation for the node (404: not installed)`,
+    },
   ],
 };
 

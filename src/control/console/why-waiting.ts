@@ -3,7 +3,7 @@ import type { AgentState } from './agent-state.ts';
 import type { Incident } from './incident.ts';
 
 // Why a job that has not finished is not running, for a row of the incidents list. A job the
-// engine parked says so itself (Incident.waiting: approval, pause, breaker, evidence maturing).
+// engine parked says so itself (Incident.waiting: approval, pause, breaker, evidence maturing, another tool on its node).
 // One that no worker has taken yet says nothing, so the list showed blank mode, outcome and
 // summary for a whole storm on nodes without an agent: this answers for those, from what the
 // page already has (the fleet scan's agent state per queue, the pauses).

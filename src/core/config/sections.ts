@@ -1,6 +1,7 @@
 import { agents } from './sections/agents.ts';
 import { clusterWorker } from './sections/cluster-worker.ts';
 import { controls } from './sections/controls.ts';
+import { coordination } from './sections/coordination.ts';
 import { logging } from './sections/logging.ts';
 import { nodeAgent } from './sections/node-agent.ts';
 import { queues } from './sections/queues.ts';
@@ -20,6 +21,7 @@ export const SECTIONS = [
   queues,
   trust,
   controls,
+  coordination,
   agents,
   receiver,
   receiverOperators,
@@ -35,6 +37,7 @@ export type AllSettings = typeof logging.settings &
   typeof queues.settings &
   typeof trust.settings &
   typeof controls.settings &
+  typeof coordination.settings &
   typeof agents.settings &
   typeof receiver.settings &
   typeof receiverOperators.settings &

@@ -18,8 +18,12 @@ export type ModeOverride = z.infer<typeof ModeOverride>;
 export const PauseRecord = Decision;
 export type PauseRecord = z.infer<typeof PauseRecord>;
 
-/** `evidence`: a claim a destructive step relies on must hold longer first (workers/engine/judge-evidence.ts). */
-export const ParkReason = z.enum(['paused', 'approval', 'breaker', 'evidence']);
+/**
+ * `evidence`: a claim a destructive step relies on must hold longer first (workers/engine/judge-evidence.ts).
+ * `coordination`: another tool is acting on the node (kured's reboot lock, a drain, a medik8s
+ * remediation), or whether one is cannot be told (src/core/coordination/).
+ */
+export const ParkReason = z.enum(['paused', 'approval', 'breaker', 'evidence', 'coordination']);
 export type ParkReason = z.infer<typeof ParkReason>;
 
 export const ParkedJob = z.lazy(() =>

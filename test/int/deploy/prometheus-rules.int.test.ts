@@ -78,6 +78,8 @@ describe.skipIf(!available && !process.env['CI'])('the alerting rules, with prom
         'VolumeMedicClusterWorkerUnavailable',
         'VolumeMedicScrapeFailing',
         'VolumeMedicMetricsAbsent',
+        'VolumeMedicCoordinationWaiting',
+        'VolumeMedicRemediationInProgress',
       ]),
     );
   });

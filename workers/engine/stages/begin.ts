@@ -54,6 +54,7 @@ export async function begin(d: StageDeps, rules: BeginRules, job: TakenJob, pars
     log: d.log.child({ jobId: job.id, runbook: data.runbook }),
     signal: rules.signal,
     ...(begun ? { gate: begun.gate } : {}),
+    ...(d.coordination ? { coordination: d.coordination } : {}),
     ...(controls
       ? {
           audit: (action: string, target: string, why: string) =>

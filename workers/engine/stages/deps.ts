@@ -5,6 +5,7 @@ import type { Keyring } from '../../../src/core/trust/keyring.ts';
 import type { Sealer } from '../../../src/core/trust/seal.ts';
 import type { ControlMemory } from '../../../src/core/controls/sealed-records.ts';
 import type { JobControls } from '../job-controls.ts';
+import type { RunbookContext } from '../registry.ts';
 import type { JobEventSink } from '../job-event-sink.ts';
 import type { SeenWork } from '../seen-work.ts';
 
@@ -36,6 +37,8 @@ export interface StageDeps {
   stats: string;
   metrics: WorkerMetrics;
   controls?: JobControls;
+  /** Other tools on the node, asked before each destructive step (RunbookContext.coordination). */
+  coordination?: RunbookContext['coordination'];
   events?: JobEventSink;
   trust?: WorkTrust;
   /** The node this worker runs for (the node agent's); untrusted work is reported on it. */

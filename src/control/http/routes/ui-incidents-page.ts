@@ -66,13 +66,21 @@ ${actionForm(ctx, { action: 'reset', url: '/ui/breakers/reset', label: `Reset ${
       `<div class="banner bad" role="alert"><b>${v.nodesWithoutAgent} node(s) with jobs and no agent</b>: their jobs wait until a node agent runs there (the DaemonSet kept off by a nodeSelector or taint, or crash-looping). <a href="/ui/fleet?sort=agent">The fleet</a></div>`,
     );
   }
+  out.push(...parkedBanners(v));
+  if (!out.length) out.push('<div class="banner ok">Not paused; no breaker tripped; nothing waits for approval.</div>');
+  return out.join('\n');
+}
+
+/** Jobs parked before a step: those waiting for approval and for another tool on their node listed, the rest counted. */
+function parkedBanners(v: IncidentsView): string[] {
+  const out: string[] = [];
+  const listed = (jobs: ParkedJob[], line: (j: ParkedJob) => string): string =>
+    `<ul class="waiting">${jobs.slice(0, SHOWN_WAITING).map(line).join('')}</ul>${jobs.length > SHOWN_WAITING ? `<a href="${esc(filterQuery({ state: 'parked' }))}">all ${jobs.length}</a>` : ''}`;
+  const jobLink = (j: ParkedJob): string => `<a href="/ui/jobs/${encodeURIComponent(j.jobId)}">${esc(j.runbook)} on ${esc(j.node ?? '(cluster)')}</a>`;
   const approvals = (v.parked ?? []).filter((j) => j.reason === 'approval');
   if (approvals.length) {
     out.push(
-      `<div class="banner warn" role="alert"><b>${approvals.length} job(s) wait for approval</b><ul class="waiting">${approvals
-        .slice(0, SHOWN_WAITING)
-        .map((j) => `<li><a href="/ui/jobs/${encodeURIComponent(j.jobId)}">${esc(j.runbook)} on ${esc(j.node ?? '(cluster)')}</a> ${waited(j.since)}</li>`)
-        .join('')}</ul>${approvals.length > SHOWN_WAITING ? `<a href="${esc(filterQuery({ state: 'parked' }))}">all ${approvals.length}</a>` : ''}</div>`,
+      `<div class="banner warn" role="alert"><b>${approvals.length} job(s) wait for approval</b>${listed(approvals, (j) => `<li>${jobLink(j)} ${waited(j.since)}</li>`)}</div>`,
     );
   }
   const others = (['paused', 'breaker', 'evidence'] as ParkReason[])
@@ -80,8 +88,14 @@ ${actionForm(ctx, { action: 'reset', url: '/ui/breakers/reset', label: `Reset ${
     .filter(([, n]) => n > 0);
   if (others.length)
     out.push(`<div class="banner warn">Parked: ${others.map(([r, n]) => `${n} on ${r === 'evidence' ? 'evidence maturing' : r}`).join(', ')}.</div>`);
-  if (!out.length) out.push('<div class="banner ok">Not paused; no breaker tripped; nothing waits for approval.</div>');
-  return out.join('\n');
+  // Who holds each node (kured's reboot lock, a drain, medik8s, or unknown) is in the job's why.
+  const coordination = (v.parked ?? []).filter((j) => j.reason === 'coordination');
+  if (coordination.length) {
+    out.push(
+      `<div class="banner warn"><b>${coordination.length} job(s) wait for another tool on their node</b>${listed(coordination, (j) => `<li>${jobLink(j)}: ${esc(j.why)} ${waited(j.since)}</li>`)}</div>`,
+    );
+  }
+  return out;
 }
 
 function counts(v: IncidentsView): string {

@@ -49,3 +49,31 @@ describe('the incidents page when storms hold every job', () => {
     expect(listText(incidentsPage(view({ filter: { node: 'worker-1' } }), ctx))).toContain('No incidents match these filters.');
   });
 });
+
+describe('the incidents page when jobs wait for another tool on their node', () => {
+  it('lists each one with whom it waits for (kured, a drain, medik8s, or unknown), as the job says', () => {
+    const parked = (jobId: string, node: string, why: string) => ({
+      jobId,
+      queue: `node-${node}`,
+      runbook: 'residual-multipath-cleanup',
+      node,
+      reason: 'coordination' as const,
+      why,
+      since: '2026-12-07T12:00:00Z',
+    });
+    const html = incidentsPage(
+      view({
+        parked: [
+          parked('j1', 'worker-1', 'waiting for kured (holds the reboot lock for worker-1: weave.works/kured-node-lock on daemonset kube-system/kured)'),
+          parked('j2', 'worker-2', 'waiting for drain (worker-2 is cordoned and 1 pod(s) on it are terminating: shop/db-0)'),
+        ],
+      }),
+      ctx,
+    );
+    const text = html.replace(/<[^>]+>/g, '');
+    expect(text).toContain('2 job(s) wait for another tool on their node');
+    expect(text).toContain('residual-multipath-cleanup on worker-1: waiting for kured (holds the reboot lock for worker-1: ');
+    expect(text).toContain('residual-multipath-cleanup on worker-2: waiting for drain (worker-2 is cordoned and 1 pod(s) on it are terminating: shop/db-0)');
+    expect(html).toContain('href="/ui/jobs/j1"');
+  });
+});
