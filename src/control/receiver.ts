@@ -32,6 +32,9 @@ import type { NodeRevocation } from './enrolment/node-revocation.ts';
 import type { EventTrust } from './sources/event-trust.ts';
 import { type KubeWatches, startKubeWatches } from './watches/kube-watches.ts';
 import { TaintSightings } from '../adapters/controls/taint-sightings.ts';
+import { BullJobWithdrawal } from '../adapters/jobstore/job-withdrawal.ts';
+import { remediationsApi } from '../adapters/kube/volume-medic-remediations.ts';
+import type { RemediationWatchOptions } from './watches/node-healthcheck.ts';
 
 // Composition root of the receiver: wires configuration, Redis, queues, lookups and the HTTP app,
 // and owns their shutdown order (stop taking requests, then close queues, then Redis).
@@ -83,6 +86,7 @@ function startReceiverWatches(o: {
   revocation: Pick<NodeRevocation, 'nodeDeleted'> | undefined;
   nodeUsers: Pick<NodeRedisUsers, 'remove'> | undefined;
   taintSightings: TaintSightings;
+  remediations?: RemediationWatchOptions | undefined;
 }): Promise<KubeWatches> {
   const { log, metrics, revocation, nodeUsers } = o;
   return startKubeWatches({
@@ -108,6 +112,7 @@ function startReceiverWatches(o: {
     },
     reconcileIntervalMs: o.reconcileSeconds * 1000,
     taintSightings: o.taintSightings,
+    ...(o.remediations ? { remediations: o.remediations } : {}),
   });
 }
 
@@ -199,6 +204,10 @@ export async function startReceiver(config: ReceiverConfig, opts: ReceiverOption
       revocation: revoke?.revocation,
       nodeUsers: enrol.nodeUsers,
       taintSightings: new TaintSightings(r.redis, config.queuePrefix, { ...trust.controls, allowUnsigned: trust.allowUnsigned }),
+      // NODE_HEALTHCHECK: VolumeMedicRemediation objects become jobs, their status the job's (docs/integrations-medik8s.md).
+      remediations: config.nodeHealthCheck
+        ? { api: remediationsApi(kubeConfig), jobs: j.jobs, withdrawal: new BullJobWithdrawal((name) => j.dispatcher.queue(name)) }
+        : undefined,
     });
   }
 

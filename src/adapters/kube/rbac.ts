@@ -80,6 +80,8 @@ const OOS = 'out-of-service-taint-release observe and re-checks';
 
 const JOB_EVENTS = 'JobEventRecorder (src/adapters/kube/job-events.ts): job start/refusal/success/failure, aggregated by series';
 
+const NHC = 'NodeHealthCheck escalation (src/control/watches/node-healthcheck.ts): VolumeMedicRemediation objects become jobs';
+
 const STEP_EVENTS = "a step's own Event (ApiKubeWrites.event, src/adapters/kube/api-kube-writes.ts), on a Pod in the Pod's namespace";
 
 export const DIRECT_CALLS: Readonly<Record<Component, readonly DirectCall[]>> = {
@@ -111,6 +113,11 @@ export const DIRECT_CALLS: Readonly<Record<Component, readonly DirectCall[]>> = 
       call: 'events.k8s.io/events list',
       usedBy: "the console's incident page and `volume-medic show`: the Events a job wrote (JobEventReader)",
     },
+    // volume-medic's own API group: the objects NodeHealthCheck makes (any namespace: its
+    // template's), and their status subresource only, written with the job's state.
+    { call: 'volume-medic.io/volumemedicremediations list', usedBy: NHC },
+    { call: 'volume-medic.io/volumemedicremediations watch', usedBy: NHC },
+    { call: 'volume-medic.io/volumemedicremediations/status patch', usedBy: `${NHC}; their status says the job's state` },
   ],
   'cluster-worker': [
     // rbd-stale-mapping's Events are on the Pod that cannot mount, in that Pod's namespace: any.
