@@ -204,7 +204,7 @@ export async function startReceiver(config: ReceiverConfig, opts: ReceiverOption
       revocation: revoke?.revocation,
       nodeUsers: enrol.nodeUsers,
       taintSightings: new TaintSightings(r.redis, config.queuePrefix, { ...trust.controls, allowUnsigned: trust.allowUnsigned }),
-      // NODE_HEALTHCHECK: VolumeMedicRemediation objects become jobs, their status the job's (docs/integrations-medik8s.md).
+      // NODE_HEALTHCHECK: VolumeMedicRemediation objects become jobs, their status the job's (docs/node-healthcheck.md).
       remediations: config.nodeHealthCheck
         ? { api: remediationsApi(kubeConfig), jobs: j.jobs, withdrawal: new BullJobWithdrawal((name) => j.dispatcher.queue(name)) }
         : undefined,

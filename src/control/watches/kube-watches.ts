@@ -53,7 +53,7 @@ export interface KubeWatchesOptions {
   onNodeDeleted?: (node: string, uid?: string) => void;
   /** Where the out-of-service taint's first sight is kept (src/adapters/controls/taint-sightings.ts); none: no taint releases. */
   taintSightings?: SightingStore;
-  /** Watch VolumeMedicRemediation objects (NodeHealthCheck, docs/integrations-medik8s.md); none: not watched. */
+  /** Watch VolumeMedicRemediation objects (NodeHealthCheck, docs/node-healthcheck.md); none: not watched. */
   remediations?: RemediationWatchOptions;
 }
 

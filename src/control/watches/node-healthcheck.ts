@@ -13,7 +13,7 @@ import { ingest, type IngestDeps } from '../ingest/ingest.ts';
 import { remediationJobKey } from '../triage/node-healthcheck.ts';
 import { isFinal, type JobView, remediationStatus, type RemediationStatus, statusChanged } from './remediation-status.ts';
 
-// NodeHealthCheck's escalation step (docs/integrations-medik8s.md): the receiver watches
+// NodeHealthCheck's escalation step (docs/node-healthcheck.md): the receiver watches
 // VolumeMedicRemediation objects, makes each one's residual-multipath-cleanup job through triage
 // and ingest (sealed like every job, one per object uid), and keeps the object's status the job's
 // (remediation-status.ts), reading the store every resync period while it runs. Deleting the object,

@@ -79,7 +79,7 @@ export interface FilesystemReadonlySignal extends SignalBase {
 
 /**
  * A VolumeMedicRemediation object (medik8s' External Remediation API: NodeHealthCheck made it for an
- * unhealthy node): only the receiver's watch on those objects makes it (docs/integrations-medik8s.md).
+ * unhealthy node): only the receiver's watch on those objects makes it (docs/node-healthcheck.md).
  */
 export interface NodeRemediationRequestedSignal extends SignalBase {
   kind: 'node-remediation-requested';

@@ -45,7 +45,7 @@ export const receiverSources = section({
       env: 'NODE_HEALTHCHECK',
       readers: RECEIVER,
       type: () => z._default(Flag, false),
-      doc: "With KUBE_WATCH: watch VolumeMedicRemediation objects (medik8s NodeHealthCheck's External Remediation API, the chart's `nodeHealthCheck.enabled`), make each one's residual-multipath-cleanup job and keep its status the job's (docs/integrations-medik8s.md). Needs the chart's CRDs: without them the watch cannot list and the receiver is not ready.",
+      doc: "With KUBE_WATCH: watch VolumeMedicRemediation objects (medik8s NodeHealthCheck's External Remediation API, the chart's `nodeHealthCheck.enabled`), make each one's residual-multipath-cleanup job and keep its status the job's (docs/node-healthcheck.md). Needs the chart's CRDs: without them the watch cannot list and the receiver is not ready.",
     }),
     kubeReconcileSeconds: setting({
       env: 'KUBE_RECONCILE_SECONDS',
