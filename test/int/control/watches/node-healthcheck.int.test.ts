@@ -15,10 +15,11 @@ import { PermanentError } from '../../../../src/core/errors.ts';
 import type { JobConsumer, JobHandler } from '../../../../src/core/jobs/job-store.ts';
 import { startKubeWatches, type KubeWatches } from '../../../../src/control/watches/kube-watches.ts';
 import { remediationJobKey } from '../../../../src/control/triage/node-healthcheck.ts';
-import { startFakeKubeApi, type FakeKubeApi } from '../../../testkit/fake-kube-api.ts';
+import { startFakeKubeApi, type FakeKubeApi, type RecordedRequest } from '../../../testkit/fake-kube-api.ts';
+import { allows, type ApiCall } from '../../../../src/adapters/kube/rbac.ts';
 import { crdValidator } from '../../../testkit/crd-schema.ts';
 import { testJobs, type TestJobs } from '../../../testkit/jobs.ts';
-import { node } from '../../../support/kube-objects.ts';
+import { apiCallOf, node } from '../../../support/kube-objects.ts';
 import { find, rendered } from '../../../support/manifests.ts';
 import { dropPrefix, redisUrl, uniquePrefix } from '../../../support/redis.ts';
 import { testSealer } from '../../../support/trust.ts';
@@ -36,6 +37,15 @@ const NS = 'openshift-workload-availability';
 const BOOT = '0b6f4c8e-3d2a-4e71-9a55-2f1c7d9e8b40';
 
 type Obj = Record<string, any>;
+const allRequests: RecordedRequest[] = [];
+
+/** The call as RBAC sees it, a subresource included (`volumemedicremediations/status`), which apiCallOf leaves out. */
+const rbacCall = (r: RecordedRequest): { call: ApiCall; namespace?: string } | undefined => {
+  const c = apiCallOf(r);
+  if (!c || !/\/[^/]+\/status$/.test(r.path) || !r.path.includes('/apis/')) return c;
+  const [resource, verb] = c.call.split(' ') as [string, string];
+  return { ...c, call: `${resource}/status ${verb}` as ApiCall };
+};
 
 async function until<T>(what: string, fn: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 10_000): Promise<T> {
   const end = Date.now() + timeoutMs;
@@ -138,6 +148,7 @@ describe('VolumeMedicRemediation objects (NodeHealthCheck) against a list/watch 
     for (const w of running.splice(0)) await w.close();
     await stored.close();
     await dispatcher.close();
+    allRequests.push(...api.requests);
     await api.close();
     await dropPrefix(prefix);
     redis.disconnect();
@@ -246,5 +257,17 @@ describe('VolumeMedicRemediation objects (NodeHealthCheck) against a list/watch 
     await until('status TimedOutByNHC', () => condition('worker-1', 'Succeeded')?.['reason'] === 'TimedOutByNHC');
     expect(statusOf('worker-1')).toMatchObject({ phase: 'Failed', jobId: expect.stringMatching(/^nhc_/) });
     expect(await jobs('worker-1')).toEqual([]);
+  });
+
+  it('made only API requests that src/adapters/kube/rbac.ts allows the receiver, status writes through the subresource', () => {
+    const calls = allRequests.map(rbacCall).filter((c) => c !== undefined);
+    expect(calls.filter((c) => !allows('receiver', c.call, c.namespace)).map((c) => c.call)).toEqual([]);
+    // The reconcile's start-up run lists Nodes and pods besides (kube-watches.ts).
+    expect([...new Set(calls.map((c) => c.call))].filter((c) => c.includes('volume-medic.io') || c.startsWith('/nodes get')).sort()).toEqual([
+      '/nodes get',
+      'volume-medic.io/volumemedicremediations list',
+      'volume-medic.io/volumemedicremediations watch',
+      'volume-medic.io/volumemedicremediations/status patch',
+    ]);
   });
 });
