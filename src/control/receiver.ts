@@ -22,7 +22,7 @@ import type { IngestDeps } from './ingest/ingest.ts';
 import type { RepeatAnswers } from './ingest/repeat-answers.ts';
 import { startControls } from './receiver/controls-module.ts';
 import { startEnrolment } from './receiver/enrolment-module.ts';
-import { startJobs } from './receiver/jobs-module.ts';
+import { type JobsModule, startJobs } from './receiver/jobs-module.ts';
 import { startRevocation } from './receiver/revocation-module.ts';
 import { listen } from './receiver/listen.ts';
 import { operators } from './receiver/operators-module.ts';
@@ -33,6 +33,7 @@ import type { EventTrust } from './sources/event-trust.ts';
 import { type KubeWatches, startKubeWatches } from './watches/kube-watches.ts';
 import { TaintSightings } from '../adapters/controls/taint-sightings.ts';
 import { BullJobWithdrawal } from '../adapters/jobstore/job-withdrawal.ts';
+import type { ControlsStore } from '../adapters/controls/controls-store.ts';
 import { remediationsApi } from '../adapters/kube/volume-medic-remediations.ts';
 import type { RemediationWatchOptions } from './watches/node-healthcheck.ts';
 
@@ -114,6 +115,21 @@ function startReceiverWatches(o: {
     taintSightings: o.taintSightings,
     ...(o.remediations ? { remediations: o.remediations } : {}),
   });
+}
+
+/**
+ * NODE_HEALTHCHECK: VolumeMedicRemediation objects become jobs, their status the job's
+ * (docs/node-healthcheck.md); a job withdrawn for a deleted object takes its parked record along.
+ */
+function remediationWatchOptions(kubeConfig: KubeConfig, j: JobsModule, store: Pick<ControlsStore, 'unpark'>): RemediationWatchOptions {
+  return {
+    api: remediationsApi(kubeConfig),
+    jobs: j.jobs,
+    withdrawal: new BullJobWithdrawal(
+      (name) => j.dispatcher.queue(name),
+      (queue, id) => store.unpark(queue, id),
+    ),
+  };
 }
 
 // long because: the receiver's composition root: one line or block per module it wires, and their shutdown order
@@ -204,10 +220,7 @@ export async function startReceiver(config: ReceiverConfig, opts: ReceiverOption
       revocation: revoke?.revocation,
       nodeUsers: enrol.nodeUsers,
       taintSightings: new TaintSightings(r.redis, config.queuePrefix, { ...trust.controls, allowUnsigned: trust.allowUnsigned }),
-      // NODE_HEALTHCHECK: VolumeMedicRemediation objects become jobs, their status the job's (docs/node-healthcheck.md).
-      remediations: config.nodeHealthCheck
-        ? { api: remediationsApi(kubeConfig), jobs: j.jobs, withdrawal: new BullJobWithdrawal((name) => j.dispatcher.queue(name)) }
-        : undefined,
+      remediations: config.nodeHealthCheck ? remediationWatchOptions(kubeConfig, j, controls.actions.store) : undefined,
     });
   }
 

@@ -17,10 +17,16 @@ const NOT_STARTED = new Set(['waiting', 'delayed', 'prioritized', 'paused', 'wai
 
 export class BullJobWithdrawal implements JobWithdrawal {
   readonly #queue: (name: string) => Queue;
+  readonly #removed: ((queue: string, id: string) => Promise<void>) | undefined;
 
-  /** `queue`: the dispatcher's handle per queue name. */
-  constructor(queue: (name: string) => Queue) {
+  /**
+   * `queue`: the dispatcher's handle per queue name. `removed`: told each job removed, e.g. to
+   * drop the parked record a parked job leaves (ControlsStore.unpark), which would otherwise list
+   * a job that is gone as waiting for approval.
+   */
+  constructor(queue: (name: string) => Queue, removed?: (queue: string, id: string) => Promise<void>) {
     this.#queue = queue;
+    this.#removed = removed;
   }
 
   async withdraw(queue: string, id: string): Promise<Withdrawal> {
@@ -30,6 +36,8 @@ export class BullJobWithdrawal implements JobWithdrawal {
     if (state === 'completed' || state === 'failed') return 'finished';
     if (!NOT_STARTED.has(state)) return 'started';
     // BullMQ's removeJob script refuses a locked job (0): it became active after the state read.
-    return (await q.remove(id)) === 1 ? 'removed' : 'started';
+    if ((await q.remove(id)) !== 1) return 'started';
+    await this.#removed?.(queue, id);
+    return 'removed';
   }
 }

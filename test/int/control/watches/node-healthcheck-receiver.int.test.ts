@@ -8,6 +8,7 @@ import { remediationJobKey } from '../../../../src/control/triage/node-healthche
 import { nodeQueueName } from '../../../../src/core/catalogue/queues.ts';
 import { keyringFor, readKeys } from '../../../../src/core/trust/keyring.ts';
 import { verifyJobSeal } from '../../../../src/core/trust/work.ts';
+import { ParkedJobs } from '../../../../src/adapters/controls/parked-jobs.ts';
 import { TEST_KEYS_DIR } from '../../../support/trust.ts';
 import { testConfig } from '../../../support/config.ts';
 import { node } from '../../../support/kube-objects.ts';
@@ -69,7 +70,20 @@ describe('a receiver with NODE_HEALTHCHECK', () => {
     const status = async () => api.get('volume-medic.io/v1alpha1', 'VolumeMedicRemediation', 'worker-1', 'medik8s')?.['status'];
     await waitFor('status Queued', async () => ((await status())?.phase === 'Queued' ? true : undefined));
     expect(await status()).toMatchObject({ jobId: key });
+    // Had its agent parked it for an approval, the parked record would list it as waiting: it goes with the job.
+    const parked = new ParkedJobs(redis, prefix, () => new Date());
+    const queue = nodeQueueName('worker-1');
+    await parked.park({
+      jobId: key,
+      queue,
+      runbook: 'residual-multipath-cleanup',
+      node: 'worker-1',
+      reason: 'approval',
+      why: 'test',
+      since: new Date().toISOString(),
+    });
     api.remove('volume-medic.io/v1alpha1', 'VolumeMedicRemediation', 'worker-1', 'medik8s');
     await waitFor('the job withdrawn', async () => ((await stored.state(nodeQueueName('worker-1'), key)) === 'unknown' ? true : undefined));
+    await waitFor('its parked record dropped', async () => ((await parked.parkedJobs()).some((p) => p.jobId === key) ? undefined : true));
   });
 });
