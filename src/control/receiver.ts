@@ -22,7 +22,7 @@ import type { IngestDeps } from './ingest/ingest.ts';
 import type { RepeatAnswers } from './ingest/repeat-answers.ts';
 import { startControls } from './receiver/controls-module.ts';
 import { startEnrolment } from './receiver/enrolment-module.ts';
-import { startJobs } from './receiver/jobs-module.ts';
+import { type JobsModule, startJobs } from './receiver/jobs-module.ts';
 import { startRevocation } from './receiver/revocation-module.ts';
 import { listen } from './receiver/listen.ts';
 import { operators } from './receiver/operators-module.ts';
@@ -32,6 +32,10 @@ import type { NodeRevocation } from './enrolment/node-revocation.ts';
 import type { EventTrust } from './sources/event-trust.ts';
 import { type KubeWatches, startKubeWatches } from './watches/kube-watches.ts';
 import { TaintSightings } from '../adapters/controls/taint-sightings.ts';
+import { BullJobWithdrawal } from '../adapters/jobstore/job-withdrawal.ts';
+import type { ControlsStore } from '../adapters/controls/controls-store.ts';
+import { remediationsApi } from '../adapters/kube/volume-medic-remediations.ts';
+import type { RemediationWatchOptions } from './watches/node-healthcheck.ts';
 
 // Composition root of the receiver: wires configuration, Redis, queues, lookups and the HTTP app,
 // and owns their shutdown order (stop taking requests, then close queues, then Redis).
@@ -83,6 +87,7 @@ function startReceiverWatches(o: {
   revocation: Pick<NodeRevocation, 'nodeDeleted'> | undefined;
   nodeUsers: Pick<NodeRedisUsers, 'remove'> | undefined;
   taintSightings: TaintSightings;
+  remediations?: RemediationWatchOptions | undefined;
 }): Promise<KubeWatches> {
   const { log, metrics, revocation, nodeUsers } = o;
   return startKubeWatches({
@@ -108,7 +113,23 @@ function startReceiverWatches(o: {
     },
     reconcileIntervalMs: o.reconcileSeconds * 1000,
     taintSightings: o.taintSightings,
+    ...(o.remediations ? { remediations: o.remediations } : {}),
   });
+}
+
+/**
+ * NODE_HEALTHCHECK: VolumeMedicRemediation objects become jobs, their status the job's
+ * (docs/node-healthcheck.md); a job withdrawn for a deleted object takes its parked record along.
+ */
+function remediationWatchOptions(kubeConfig: KubeConfig, j: JobsModule, store: Pick<ControlsStore, 'unpark'>): RemediationWatchOptions {
+  return {
+    api: remediationsApi(kubeConfig),
+    jobs: j.jobs,
+    withdrawal: new BullJobWithdrawal(
+      (name) => j.dispatcher.queue(name),
+      (queue, id) => store.unpark(queue, id),
+    ),
+  };
 }
 
 // long because: the receiver's composition root: one line or block per module it wires, and their shutdown order
@@ -199,6 +220,7 @@ export async function startReceiver(config: ReceiverConfig, opts: ReceiverOption
       revocation: revoke?.revocation,
       nodeUsers: enrol.nodeUsers,
       taintSightings: new TaintSightings(r.redis, config.queuePrefix, { ...trust.controls, allowUnsigned: trust.allowUnsigned }),
+      remediations: config.nodeHealthCheck ? remediationWatchOptions(kubeConfig, j, controls.actions.store) : undefined,
     });
   }
 

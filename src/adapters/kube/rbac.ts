@@ -84,6 +84,8 @@ const COORDINATION = 'coordination before a destructive step (src/adapters/kube/
 /** kured's DaemonSet's namespace by default (KURED_DAEMONSET): the chart's Role follows the value, named to kured's DaemonSet alone. */
 const KURED_NAMESPACE = 'kube-system';
 
+const NHC = 'NodeHealthCheck escalation (src/control/watches/node-healthcheck.ts): VolumeMedicRemediation objects become jobs';
+
 const STEP_EVENTS = "a step's own Event (ApiKubeWrites.event, src/adapters/kube/api-kube-writes.ts), on a Pod in the Pod's namespace";
 
 export const DIRECT_CALLS: Readonly<Record<Component, readonly DirectCall[]>> = {
@@ -115,6 +117,11 @@ export const DIRECT_CALLS: Readonly<Record<Component, readonly DirectCall[]>> = 
       call: 'events.k8s.io/events list',
       usedBy: "the console's incident page and `volume-medic show`: the Events a job wrote (JobEventReader)",
     },
+    // volume-medic's own API group: the objects NodeHealthCheck makes (any namespace: its
+    // template's), and their status subresource only, written with the job's state.
+    { call: 'volume-medic.io/volumemedicremediations list', usedBy: NHC },
+    { call: 'volume-medic.io/volumemedicremediations watch', usedBy: NHC },
+    { call: 'volume-medic.io/volumemedicremediations/status patch', usedBy: `${NHC}; their status says the job's state` },
   ],
   'cluster-worker': [
     // rbd-stale-mapping's Events are on the Pod that cannot mount and on the image's claim, in their namespace: any.

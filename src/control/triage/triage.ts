@@ -5,6 +5,7 @@ import { jobEvidence } from '../../core/catalogue/evidence.ts';
 import type { NodeInfo, PersistentVolumeInfo } from '../../adapters/kube/lookups.ts';
 import type { LookupsOf } from '../../adapters/kube/rbac.ts';
 import { outOfServiceReady } from './out-of-service.ts';
+import { nodeRemediationRequested } from './node-healthcheck.ts';
 import type {
   Ignored,
   LocalDeviceMissingSignal,
@@ -92,6 +93,8 @@ function triageOne(signal: Signal, deps: TriageDeps): Promise<One | One[]> | One
       return localDevice(signal, deps.lookups);
     case 'node-out-of-service-ready':
       return outOfServiceReady(signal);
+    case 'node-remediation-requested':
+      return nodeRemediationRequested(signal, deps.lookups);
     case 'orphaned-pod-volumes':
       return orphanJob(signal);
     case 'filesystem-readonly':

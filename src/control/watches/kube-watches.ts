@@ -13,6 +13,7 @@ import { ingestSink, type SignalSink } from './signal-sink.ts';
 import { SupervisedInformer, realSleep, type BackoffPolicy, type Sleep, type WatchState } from '../../adapters/kube/supervised-informer.ts';
 import { GenerationalMap } from '../../core/collections/generational-map.ts';
 import type { Ignored } from '../../core/signals/index.ts';
+import { remediationWatch, type RemediationWatchOptions } from './node-healthcheck.ts';
 
 // The receiver's Kubernetes sources, owned in one place: a Node watch, one Event watch per reason
 // volume-medic acts on, and the periodic reconcile. All of them end in the same ingest path as the
@@ -52,6 +53,8 @@ export interface KubeWatchesOptions {
   onNodeDeleted?: (node: string, uid?: string) => void;
   /** Where the out-of-service taint's first sight is kept (src/adapters/controls/taint-sightings.ts); none: no taint releases. */
   taintSightings?: SightingStore;
+  /** Watch VolumeMedicRemediation objects (NodeHealthCheck, docs/node-healthcheck.md); none: not watched. */
+  remediations?: RemediationWatchOptions;
 }
 
 interface ReconcileState {
@@ -122,7 +125,11 @@ export async function startKubeWatches(o: KubeWatchesOptions): Promise<KubeWatch
     trust: o.eventTrust ?? DEFAULT_EVENT_TRUST,
     count: (watch, outcome) => o.metrics?.observed.inc({ watch, outcome }),
   };
-  const informers: Watch[] = [...(o.nodes !== false ? [nodeWatch(ctx)] : []), ...eventWatches(ctx)];
+  const informers: Watch[] = [
+    ...(o.nodes !== false ? [nodeWatch(ctx)] : []),
+    ...eventWatches(ctx),
+    ...(o.remediations ? [remediationWatch(o.remediations, { ingest: o.ingest, common: ctx.common, now, sleep, log: o.log, onIgnored: o.onIgnored })] : []),
+  ];
   const reconciler = reconcilerOf(ctx);
 
   // Start the watches first: the reconcile then finds what happened while they were not watching.

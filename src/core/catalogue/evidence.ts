@@ -11,9 +11,10 @@ const EVIDENCE_MAX_BYTES = 8 * 1024;
  * reconcile's reading of Node status), the cluster's own word; `k8s-watch-event`: an Event the
  * receiver's own watch (or the reconcile) read, which anyone who may create Events wrote, so it is
  * corroborated as a posted one is; `agent`: a node agent's own check (a placeholder's disk came
- * back, an interrupted cleanup to finish).
+ * back, an interrupted cleanup to finish); `node-healthcheck`: a VolumeMedicRemediation object the
+ * receiver's watch read (NodeHealthCheck, or whoever may create those objects, asked for a cleanup).
  */
-export const SignalSource = z.enum(['alertmanager', 'k8s-event', 'npd', 'k8s-watch', 'k8s-watch-event', 'api', 'agent']);
+export const SignalSource = z.enum(['alertmanager', 'k8s-event', 'npd', 'k8s-watch', 'k8s-watch-event', 'api', 'agent', 'node-healthcheck']);
 export type SignalSource = z.infer<typeof SignalSource>;
 
 /**

@@ -77,8 +77,20 @@ export interface FilesystemReadonlySignal extends SignalBase {
   node: string;
 }
 
+/**
+ * A VolumeMedicRemediation object (medik8s' External Remediation API: NodeHealthCheck made it for an
+ * unhealthy node): only the receiver's watch on those objects makes it (docs/node-healthcheck.md).
+ */
+export interface NodeRemediationRequestedSignal extends SignalBase {
+  kind: 'node-remediation-requested';
+  node: string;
+  /** The object that asked: its uid is the job's identity, one job per object whatever its updates. */
+  remediation: { namespace: string; name: string; uid: string };
+}
+
 export type Signal =
   | NodeRecoveredSignal
+  | NodeRemediationRequestedSignal
   | RbdImageBusySignal
   | LocalDeviceMissingSignal
   | LocalDeviceRestoredSignal

@@ -41,6 +41,12 @@ export const receiverSources = section({
       type: () => z._default(Flag, false),
       doc: "Watch Nodes and Events, reconcile periodically, and answer triage's lookups from the API server. Access: the pod's service account when KUBERNETES_SERVICE_HOST is set, else the kubeconfig (KUBECONFIG, which may list several files, else ~/.kube/config).",
     }),
+    nodeHealthCheck: setting({
+      env: 'NODE_HEALTHCHECK',
+      readers: RECEIVER,
+      type: () => z._default(Flag, false),
+      doc: "With KUBE_WATCH: watch VolumeMedicRemediation objects (medik8s NodeHealthCheck's External Remediation API, the chart's `nodeHealthCheck.enabled`), make each one's residual-multipath-cleanup job and keep its status the job's (docs/node-healthcheck.md). Needs the chart's CRDs: without them the watch cannot list and the receiver is not ready.",
+    }),
     kubeReconcileSeconds: setting({
       env: 'KUBE_RECONCILE_SECONDS',
       readers: RECEIVER,

@@ -49,7 +49,17 @@ describe('helm', { timeout: 60_000 }, () => {
   });
 
   it('renders every CI values set (ci/<name>-values.yaml)', () => {
-    expect([...VALUE_SETS]).toEqual(['bundled-redis', 'cluster', 'defaults', 'enforce', 'existing-secrets', 'external-redis', 'monitoring', 'sentinel']);
+    expect([...VALUE_SETS]).toEqual([
+      'bundled-redis',
+      'cluster',
+      'defaults',
+      'enforce',
+      'existing-secrets',
+      'external-redis',
+      'monitoring',
+      'node-healthcheck',
+      'sentinel',
+    ]);
     for (const set of VALUE_SETS) expect(rendered(set).length, set).toBeGreaterThan(10);
   });
 

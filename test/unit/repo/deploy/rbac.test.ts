@@ -28,6 +28,9 @@ function grants(rules: readonly Rule[]): Set<string> {
 
 type Subject = { kind: string; name: string; namespace?: string };
 
+/** The ClusterRole NodeHealthCheck aggregates (templates/nhc-remediation-role.yaml). */
+const NHC_ROLE = 'volume-medic-ext-remediation';
+
 /**
  * "scope|group/resource verb" for everything bound to a ServiceAccount: a ClusterRoleBinding
  * grants its ClusterRole everywhere ('*'), a RoleBinding grants its Role (or ClusterRole) in the
@@ -62,7 +65,10 @@ describe.each(SETS)('RBAC of the %s values', (set) => {
   // The operators' ClusterRoles (operatorRoles) grant verbs of volume-medic.io, an API no one
   // serves, to people you bind them to: checked apart, and kept out of the processes' rules.
   const operatorRole = (o: KObject): boolean => /^volume-medic-(viewer|approver|admin)$/.test(o.metadata.name);
-  const clusterRoles = of('ClusterRole').filter((o) => !operatorRole(o));
+  // NodeHealthCheck's share of the chart (nodeHealthCheck.enabled): aggregated into NHC's own role,
+  // bound to none of volume-medic's accounts; checked apart below.
+  const nhcRole = (o: KObject): boolean => o.metadata.name === NHC_ROLE;
+  const clusterRoles = of('ClusterRole').filter((o) => !operatorRole(o) && !nhcRole(o));
   const rules = clusterRoles.flatMap((r) => (r['rules'] as Rule[] | undefined) ?? []);
 
   it("the operators' ClusterRoles grant on volume-medic.io only, and no binding of the chart uses them", () => {
@@ -99,12 +105,28 @@ describe.each(SETS)('RBAC of the %s values', (set) => {
     ]);
   });
 
-  it("the write port's two wide grants, a pod delete for the node agent and a Node patch for the cluster worker, and nobody else's", () => {
+  it("the write port's two wide grants, a pod delete for the node agent and a Node patch for the cluster worker, and nobody else's; the receiver patches VolumeMedicRemediation status only", () => {
     const writes = (component: Component) =>
       [...grantedTo(objects, SERVICE_ACCOUNTS[component])].filter((g) => / (delete|patch)$/.test(g) && !g.includes('/events '));
     expect(writes('node-agent')).toEqual(['*|/pods delete']);
     expect(writes('cluster-worker')).toEqual(['*|/nodes patch']);
-    expect(writes('receiver')).toEqual([]);
+    expect(writes('receiver')).toEqual(['*|volume-medic.io/volumemedicremediations/status patch']);
+  });
+
+  it("NodeHealthCheck's aggregated role (nodeHealthCheck.enabled) reads the templates and manages the remediation objects, on volume-medic.io only, and is bound to no one of the chart", () => {
+    const role = of('ClusterRole').find(nhcRole);
+    const enabled = set === 'node-healthcheck';
+    expect(role !== undefined, set).toBe(enabled);
+    if (!role) return;
+    expect(role.metadata['labels']).toMatchObject({ 'rbac.ext-remediation/aggregate-to-ext-remediation': 'true' });
+    expect(role['aggregationRule']).toBeUndefined();
+    expect([...grants(role['rules'] as Rule[])].sort()).toEqual(
+      [
+        ...['get', 'list', 'watch'].map((v) => `volume-medic.io/volumemedicremediationtemplates ${v}`),
+        ...['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'].map((v) => `volume-medic.io/volumemedicremediations ${v}`),
+      ].sort(),
+    );
+    for (const b of [...of('ClusterRoleBinding'), ...of('RoleBinding')]) expect((b['roleRef'] as { name: string }).name).not.toBe(NHC_ROLE);
   });
 
   it('the receiver writes its Lease in its own namespace only, through a Role there', () => {
@@ -116,12 +138,12 @@ describe.each(SETS)('RBAC of the %s values', (set) => {
     ]);
   });
 
-  it("no Secrets, and no writes beyond Events, the receiver's review objects, its Lease and the write port's pod delete and Node patch", () => {
+  it("no Secrets, and no writes beyond Events, the receiver's review objects, its Lease, the write port's pod delete and Node patch, and VolumeMedicRemediation status", () => {
     const all = [...rules, ...of('Role').flatMap((x) => (x['rules'] as Rule[] | undefined) ?? [])];
     for (const g of grants(all)) {
       expect(g).not.toMatch(/\/secrets /);
       const [resource, verb] = g.split(' ') as [string, string];
-      if (!['get', 'list', 'watch'].includes(verb) && !['/pods delete', '/nodes patch'].includes(g)) {
+      if (!['get', 'list', 'watch'].includes(verb) && !['/pods delete', '/nodes patch', 'volume-medic.io/volumemedicremediations/status patch'].includes(g)) {
         expect(resource).toMatch(
           /^((events\.k8s\.io)?\/events|authentication\.k8s\.io\/tokenreviews|authorization\.k8s\.io\/subjectaccessreviews|coordination\.k8s\.io\/leases)$/,
         );
