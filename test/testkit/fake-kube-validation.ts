@@ -54,7 +54,8 @@ function createErrors(e: Obj): FieldError[] {
   const ns = String(meta['namespace'] ?? '');
   const regardingNs = String((e['regarding'] as Obj | undefined)?.['namespace'] ?? '');
   if (!e['eventTime']) out.push(required('eventTime'));
-  if (regardingNs === '' && ns !== 'default' && ns !== 'kube-system') out.push(invalid('involvedObject.namespace', regardingNs, 'does not match event.namespace'));
+  if (regardingNs === '' && ns !== 'default' && ns !== 'kube-system')
+    out.push(invalid('involvedObject.namespace', regardingNs, 'does not match event.namespace'));
   const controller = String(e['reportingController'] ?? '');
   if (controller === '') out.push(required('reportingController'));
   else if (!QUALIFIED_NAME.test(controller)) out.push(invalid('reportingController', controller, 'must be a qualified name'));
@@ -71,7 +72,14 @@ function createErrors(e: Obj): FieldError[] {
     out.push(invalid('metadata.name', meta['name'], 'a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters'));
   if (e['type'] !== 'Normal' && e['type'] !== 'Warning') out.push(invalid('type', '', `has invalid value: ${String(e['type'] ?? '')}`));
   for (const f of ['deprecatedFirstTimestamp', 'deprecatedLastTimestamp', 'deprecatedCount', 'deprecatedSource'])
-    if (e[f] !== undefined && e[f] !== null && e[f] !== 0) out.push(invalid(f.replace(/^deprecated(.)/, (_m, c: string) => c.toLowerCase()), '', 'needs to be unset'));
+    if (e[f] !== undefined && e[f] !== null && e[f] !== 0)
+      out.push(
+        invalid(
+          f.replace(/^deprecated(.)/, (_m, c: string) => c.toLowerCase()),
+          '',
+          'needs to be unset',
+        ),
+      );
   return [...out, ...seriesErrors(e)];
 }
 
