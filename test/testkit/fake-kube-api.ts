@@ -150,11 +150,14 @@ const status = (code: number, reason: string, message: string): Obj => ({
 const clone = <T>(o: T): T => structuredClone(o);
 const key = (ns: string | undefined, name: string): string => `${ns ?? ''}/${name}`;
 
+/** RFC 7386: an object patches into the target's object, or into an empty one (its nulls remove nothing, and are not stored). */
 function mergePatch(target: Obj, patch: Obj): void {
   for (const [k, v] of Object.entries(patch)) {
     if (v === null) delete target[k];
-    else if (v && typeof v === 'object' && !Array.isArray(v) && target[k] && typeof target[k] === 'object') mergePatch(target[k], v as Obj);
-    else target[k] = v;
+    else if (v && typeof v === 'object' && !Array.isArray(v)) {
+      if (!target[k] || typeof target[k] !== 'object' || Array.isArray(target[k])) target[k] = {};
+      mergePatch(target[k], v as Obj);
+    } else target[k] = v;
   }
 }
 
