@@ -21,7 +21,7 @@ import { FINAL_STATES, MANAGED_BY, recordOf, type RecordContext, type RecordStat
 // Costs per job: 2 requests at its first sight, 1 per later state seen, 1 at its end (4 for a job
 // seen waiting, running and done), plus one paged LIST per resync for all of them.
 
-export interface RecordsPort {
+interface RecordsPort {
   list(labelSelector: string): Promise<Record<string, unknown>[]>;
   /** False: an object of that name exists already. */
   create(body: Record<string, unknown>): Promise<boolean>;
@@ -85,7 +85,7 @@ const obj = (v: unknown): Record<string, unknown> => (v && typeof v === 'object'
 const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
 
 /** The patch that makes a record's status `s` exactly. */
-export function statusPatch(s: RecordStatus): Record<string, unknown> {
+function statusPatch(s: RecordStatus): Record<string, unknown> {
   const patch: Record<string, unknown> = { ...s };
   for (const k of CLEARABLE) if (s[k] === undefined) patch[k] = null;
   return patch;

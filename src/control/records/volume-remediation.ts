@@ -12,20 +12,20 @@ import { recordName } from '../console/record-name.ts';
 export const RECORD_GROUP = 'volume-medic.io';
 export const RECORD_VERSION = 'v1alpha1';
 export const RECORD_PLURAL = 'volumeremediations';
-export const RECORD_KIND = 'VolumeRemediation';
+const RECORD_KIND = 'VolumeRemediation';
 /** The label every record carries; the sync lists records by it. */
 export const MANAGED_BY = { 'app.kubernetes.io/managed-by': 'volume-medic' } as const;
 
 /** The record's phase: the console's state, a finished job's by its outcome. */
 export const PHASES = ['Waiting', 'Parked', 'Running', 'Succeeded', 'Failed', 'Refused', 'Planned', 'Unknown'] as const;
-export type Phase = (typeof PHASES)[number];
+type Phase = (typeof PHASES)[number];
 
 /** What the sync's scan says of a job (job-states.ts), gone aside: what a record's status.jobState holds. */
 export type ScanState = Exclude<JobStateName, 'gone'>;
 /** The scan states a job does not leave: its record's status is final. */
 export const FINAL_STATES: ReadonlySet<string> = new Set(['completed', 'failed', 'gone']);
 
-export interface RecordSpec {
+interface RecordSpec {
   jobId: string;
   queue: string;
   runbook: string;
@@ -85,7 +85,7 @@ function outcomePhase(i: Incident): Phase {
   }
 }
 
-export function phaseOf(i: Incident): Phase {
+function phaseOf(i: Incident): Phase {
   switch (consoleState(i)) {
     case 'parked':
       return 'Parked';
@@ -120,7 +120,7 @@ export interface RecordContext {
 const iso = (ms: number | undefined): string | undefined => (ms ? new Date(ms).toISOString() : undefined);
 
 /** The status of a job read as `state` (the store's) and scanned as `scanned`. */
-export function statusOf(job: StoredJob, i: Incident, scanned: ScanState, consoleUrl: string | undefined): RecordStatus {
+function statusOf(job: StoredJob, i: Incident, scanned: ScanState, consoleUrl: string | undefined): RecordStatus {
   const startedAt = iso(job.processedOn);
   const finishedAt = iso(job.finishedOn);
   const summary = i.summary ?? i.failedReason;

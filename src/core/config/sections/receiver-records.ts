@@ -6,7 +6,7 @@ const RECEIVER = ['receiver'] as const;
 
 export const receiverRecords = section({
   title: 'Receiver: remediation records',
-  doc: 'One VolumeRemediation object per job in the release namespace (docs/operations.md, "Remediation records"), kept by the receiver that leads the Lease.',
+  doc: 'One VolumeRemediation object per job in the release namespace (docs/console.md, "Remediation records"), kept by the receiver that leads the Lease.',
   settings: {
     records: setting({
       env: 'RECORDS',

@@ -187,7 +187,7 @@ describe('the VolumeRemediation records of jobs', () => {
     expect(status['why']).toBeUndefined();
   });
 
-  it("deletes a record RECORD_RETENTION_HOURS after its job finished, also when Redis forgot the job long before (the dedup window)", async () => {
+  it('deletes a record RECORD_RETENTION_HOURS after its job finished, also when Redis forgot the job long before (the dedup window)', async () => {
     const s = sync();
     jobs.add('job-old', clock);
     jobs.move('job-old', 'failed', 'failed', { finishedOn: clock, attemptsMade: 4, failedReason: 'map in use' });

@@ -176,7 +176,9 @@ describe('what the installation promises', () => {
     expect(helmTemplate({ set: ['operatorRoles.enabled=false'] }).some((o) => o.kind === 'ClusterRole' && roleNames.includes(o.metadata.name))).toBe(false);
   });
 
-  it('the VolumeRemediation CRD: in every values set, a valid and structural apiextensions.k8s.io/v1 CRD from templates/ (so upgrades upgrade it), kept on uninstall; none, nor RECORDS, with records.enabled=false', { timeout: 30_000 }, async () => {
+  it('the VolumeRemediation CRD: in every values set, a valid and structural apiextensions.k8s.io/v1 CRD from templates/ (so upgrades upgrade it), kept on uninstall; none, nor RECORDS, with records.enabled=false', {
+    timeout: 30_000,
+  }, async () => {
     for (const set of SETS) {
       const crd = find(rendered[set]!, 'CustomResourceDefinition', 'volumeremediations.volume-medic.io');
       expect(await validateAll([crd])).toEqual([]);
