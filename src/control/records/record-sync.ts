@@ -54,7 +54,7 @@ export interface RecordSyncOptions extends RecordContext {
   resyncMs?: number;
   /** Most index entries read per round (default 5,000). */
   scanMax?: number;
-  /** Most writes per round; the rest waits for the next (default 500). */
+  /** Most records written per round (a create and a patch, or a patch); the rest is carried to the next (default 250). */
   writesMax?: number;
   /** Writes in flight at once (default 8). */
   parallel?: number;
@@ -98,6 +98,8 @@ export class RecordSync {
   #nextList = 0;
   /** When the last round began (ms): the next reads the jobs stored since (less OVERLAP_MS). */
   #lastRound = 0;
+  /** Jobs whose state moved but that a round had no room to write (writesMax): the next round's first. */
+  #carried = new Map<string, JobRef>();
 
   constructor(o: RecordSyncOptions) {
     this.#o = o;
@@ -107,6 +109,7 @@ export class RecordSync {
   /** Forget what was written (leadership lost): the next round lists the records again. */
   reset(): void {
     this.#known = undefined;
+    this.#carried.clear();
   }
 
   /** One round. Throws when the records cannot be listed; a single record's failure is logged and retried next round. */
@@ -122,7 +125,7 @@ export class RecordSync {
     const since = listed || this.#lastRound === 0 ? now - this.#o.retentionMs : this.#lastRound - OVERLAP_MS;
     const stored = await this.#o.jobs.storedSince(since, this.#o.scanMax ?? 5_000);
     this.#lastRound = now;
-    const candidates = new Map<string, JobRef>();
+    const candidates = new Map<string, JobRef>(this.#carried);
     for (const j of stored) {
       const name = recordName(j.queue, j.id);
       const k = known.get(name);
@@ -132,11 +135,19 @@ export class RecordSync {
     const refs = [...candidates];
     const states = refs.length ? await this.#o.jobs.states(refs.map(([, r]) => r)) : [];
     counts.checked = refs.length;
-    const work = refs
+    const moved = refs
       .map(([name, ref], i) => ({ name, ref, state: states[i] ?? 'gone' }))
-      .filter((w) => known.get(w.name)?.jobState !== w.state && (w.state !== 'gone' || known.has(w.name)))
-      .slice(0, this.#o.writesMax ?? 500);
-    await this.#inBatches(work, (w) => this.#sync(w.name, w.ref, w.state, now, counts));
+      .filter((w) => known.get(w.name)?.jobState !== w.state && (w.state !== 'gone' || known.has(w.name)));
+    const room = this.#o.writesMax ?? 250;
+    // A storm's jobs beyond the room are written in the next rounds, whatever the index holds by then.
+    this.#carried = new Map(moved.slice(room).map((w) => [w.name, w.ref]));
+    await this.#inBatches(moved.slice(0, room), (w) =>
+      // A failed write is tried again next round, also once the job is out of the index's window.
+      this.#sync(w.name, w.ref, w.state, now, counts).catch((err: unknown) => {
+        this.#carried.set(w.name, w.ref);
+        throw err;
+      }),
+    );
     const expired = [...known].filter(([, k]) => FINAL_STATES.has(k.jobState) && k.since + this.#o.retentionMs <= now);
     await this.#inBatches(expired, async ([name]) => {
       await this.#o.records.remove(name);

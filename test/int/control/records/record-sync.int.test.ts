@@ -270,6 +270,28 @@ describe('the VolumeRemediation records of jobs', () => {
     api.requests.splice(0, api.requests.length, ...api.requests.filter((r) => !(r.method === 'PATCH' && !r.path.endsWith('/status'))));
   });
 
+  it("a storm beyond a round's room, and a write the API server failed, are written in the next rounds after the index's window moved on", async () => {
+    const s = new RecordSync({
+      records: new CustomRecords(api.kubeConfig(), { group: RECORD_GROUP, version: RECORD_VERSION, plural: RECORD_PLURAL, namespace: NS }),
+      jobs,
+      namespace: NS,
+      retentionMs: RETENTION,
+      writesMax: 2,
+      now: () => clock,
+      log: silent,
+    });
+    for (let i = 0; i < 5; i++) jobs.add(`storm-${i}`, clock);
+    api.failNext(/^POST .*volumeremediations/, 500);
+    await s.round();
+    // Stored long before the next rounds' window: only what the sync carried brings them.
+    for (const h of jobs.held.values()) h.storedAt -= HOUR;
+    for (let r = 0; r < 3; r++) {
+      clock += 10_000;
+      await s.round();
+    }
+    expect([0, 1, 2, 3, 4].filter((i) => stored(`storm-${i}`)?.['status']?.phase === 'Waiting')).toEqual([0, 1, 2, 3, 4]);
+  });
+
   it('without the CRD installed (404) the round fails, and says so; nothing else is touched', async () => {
     api.absentGroups.add(RECORD_GROUP);
     jobs.add('job-x', clock);
