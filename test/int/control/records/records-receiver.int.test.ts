@@ -11,6 +11,14 @@ import { testConfig } from '../../../support/config.ts';
 import { uncoveredByRbac } from '../../../support/kube-objects.ts';
 import { dropPrefix, redisUrl, uniquePrefix } from '../../../support/redis.ts';
 import { waitFor } from '../../../support/wait.ts';
+import { testSealer } from '../../../support/trust.ts';
+import { BullJobStore } from '../../../../src/adapters/jobstore/bull-job-store.ts';
+import { Dispatcher } from '../../../../src/adapters/jobstore/dispatcher.ts';
+import { IncidentIndex } from '../../../../src/adapters/jobstore/incident-index.ts';
+import { producerConnection } from '../../../../src/adapters/redis/redis.ts';
+import type { ResidualMultipathJob } from '../../../../src/core/catalogue/jobs.ts';
+import { startRecords } from '../../../../src/control/receiver/records-module.ts';
+import { startFakeKubeApi } from '../../../testkit/fake-kube-api.ts';
 import { startOperators, type Operators } from '../../../testkit/operators.ts';
 import { alertmanagerBody, getJson, nodeNotReadyAlert, post } from '../../../testkit/payloads.ts';
 import { RECORDS_COLLECTION, volumeRemediationValidator } from '../../../testkit/volume-remediation-crd.ts';
@@ -93,4 +101,50 @@ describe('the receiver keeps a VolumeRemediation per job', () => {
     expect(refused.filter((e) => e.length > 0)).toEqual([]);
     expect(uncoveredByRbac(ops.api.requests, 'receiver')).toEqual([]);
   }, 30_000);
+});
+
+describe('only the Lease holder syncs the records', () => {
+  it('a follower asks the API server nothing; once it leads it writes the records; when it stops leading it stops', async () => {
+    const prefix = uniquePrefix('records-lead');
+    const api = await startFakeKubeApi();
+    api.statusSubresource(RECORDS_COLLECTION);
+    const redis = producerConnection(redisUrl());
+    const index = new IncidentIndex(redis, prefix);
+    const dispatcher = new Dispatcher(redis, { prefix, timeoutMs: 5_000, sealer: testSealer('receiver'), index });
+    const job = (key: string): ResidualMultipathJob => ({
+      runbook: 'residual-multipath-cleanup',
+      version: 1,
+      key,
+      target: { node: 'lead-a' },
+      evidence: [{ source: 'api', summary: 'test', raw: null }],
+    });
+    let leading = false;
+    const records = startRecords(testConfig({ redisUrl: redisUrl(), queuePrefix: prefix, recordSyncSeconds: 1 }), silent, {
+      kubeConfig: api.kubeConfig(),
+      namespace: NS,
+      leading: () => leading,
+      redis,
+      jobs: { jobs: new BullJobStore({ redis, prefix, queue: (n) => dispatcher.queue(n) }), incidents: index },
+    })!;
+    const asked = () => api.requests.filter((r) => r.path.includes('/volumeremediations')).length;
+    const recorded = (id: string) => api.get(`${RECORD_GROUP}/${RECORD_VERSION}`, 'VolumeRemediation', recordName(nodeQueueName('lead-a'), id), NS);
+    try {
+      const [first] = await dispatcher.enqueue([job('lead_first_0000000001')]);
+      await new Promise((r) => setTimeout(r, 1_500));
+      expect(asked()).toBe(0);
+      leading = true;
+      const r = await waitFor('the leader to record the job', async () => recorded(first!.id));
+      expect(r['status']).toMatchObject({ phase: 'Waiting', jobState: 'waiting' });
+      leading = false;
+      const [second] = await dispatcher.enqueue([job('lead_second_000000002')]);
+      await new Promise((r) => setTimeout(r, 1_500));
+      expect(recorded(second!.id)).toBeUndefined();
+    } finally {
+      await records.close();
+      await dispatcher.close();
+      redis.disconnect();
+      await api.close();
+      await dropPrefix(prefix);
+    }
+  }, 20_000);
 });
