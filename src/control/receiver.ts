@@ -131,7 +131,7 @@ function startLeaderWork(
     ...(lease.namespace ? { namespace: lease.namespace } : {}),
   });
   // The same replica keeps the jobs' VolumeRemediation records (src/control/records/).
-  const records = startRecords(config, log.child({ component: 'records' }), { ...lease, leading: fleet.exports, redis, jobs });
+  const records = startRecords(config, log.child({ component: 'records' }), { ...lease, leading: fleet.exports, redis, jobs, registry: metrics.registry });
   return { fleet, records };
 }
 

@@ -1,4 +1,5 @@
 import type { KubeConfig } from '@kubernetes/client-node';
+import { Counter, type Registry } from 'prom-client';
 import { CustomRecords } from '../../adapters/kube/custom-records.ts';
 import type { Logger } from '../../adapters/observability/logger.ts';
 import type { RedisConnection } from '../../adapters/redis/redis.ts';
@@ -26,7 +27,27 @@ export interface RecordsDeps {
   leading: () => boolean;
   redis: RedisConnection;
   jobs: Pick<JobsModule, 'jobs' | 'incidents'>;
+  /** Where its counters go (the receiver's /metrics). */
+  registry?: Registry;
   now?: () => number;
+}
+
+function recordMetrics(registry: Registry | undefined) {
+  const registers = registry ? [registry] : [];
+  return {
+    writes: new Counter({
+      name: 'volume_medic_records_writes_total',
+      help: 'VolumeRemediation writes by this receiver (the Lease holder): create, status (a merge patch of the status subresource), delete.',
+      labelNames: ['write'],
+      registers,
+    }),
+    rounds: new Counter({
+      name: 'volume_medic_records_rounds_total',
+      help: 'Record sync rounds by outcome: ok, failed (the CRD not installed, no RBAC, the API server or Redis unreachable).',
+      labelNames: ['outcome'],
+      registers,
+    }),
+  };
 }
 
 export function startRecords(config: ReceiverConfig, log: Logger, d: RecordsDeps): RecordsModule | undefined {
@@ -41,17 +62,23 @@ export function startRecords(config: ReceiverConfig, log: Logger, d: RecordsDeps
     ...(d.now ? { now: d.now } : {}),
     log,
   });
+  const m = recordMetrics(d.registry);
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<void> | undefined;
   const loop = (): void => {
     running = (async () => {
       if (!d.leading()) return sync.reset();
       const c = await sync.round();
+      m.rounds.inc({ outcome: 'ok' });
+      m.writes.inc({ write: 'create' }, c.created);
+      m.writes.inc({ write: 'status' }, c.patched);
+      m.writes.inc({ write: 'delete' }, c.deleted);
       if (c.created + c.patched + c.deleted > 0) log.debug(c, 'VolumeRemediation records synced');
     })()
       .catch((err: Error) => {
         // The CRD not installed (404) or no RBAC (403): said each round, nothing else is affected.
         sync.reset();
+        m.rounds.inc({ outcome: 'failed' });
         log.warn({ err: err.message }, 'could not sync the VolumeRemediation records');
       })
       .finally(() => {

@@ -100,6 +100,11 @@ describe('the receiver keeps a VolumeRemediation per job', () => {
 
     expect(refused.filter((e) => e.length > 0)).toEqual([]);
     expect(uncoveredByRbac(ops.api.requests, 'receiver')).toEqual([]);
+    // What it wrote, on its /metrics.
+    const metrics = await (await fetch(`${receiver.url}/metrics`)).text();
+    expect(Number(/^volume_medic_records_writes_total\{write="create"\} (\d+)$/m.exec(metrics)?.[1])).toBe(2);
+    expect(Number(/^volume_medic_records_writes_total\{write="status"\} (\d+)$/m.exec(metrics)?.[1])).toBeGreaterThanOrEqual(2);
+    expect(metrics).toMatch(/^volume_medic_records_rounds_total\{outcome="ok"\} [1-9]/m);
   }, 30_000);
 });
 
