@@ -39,7 +39,7 @@ describe('the receiver keeps a VolumeRemediation per job', () => {
   let receiver: Receiver;
   let agent: RunbookWorker;
   const refused: string[][] = [];
-  const config = (over: Partial<Config> = {}) => testConfig({ redisUrl: redisUrl(), queuePrefix: prefix, tokens: [TOKEN], ...over });
+  const config = (over: Partial<Config> = {}) => testConfig({ redisUrl: redisUrl(), queuePrefix: prefix, tokens: [TOKEN], records: true, ...over });
   const stored = (queue: string, id: string) => ops.api.get(`${RECORD_GROUP}/${RECORD_VERSION}`, 'VolumeRemediation', recordName(queue, id), NS);
   const alert = async (node: string, n: number): Promise<string> =>
     (await post(`${receiver.url}/v1/alertmanager`, alertmanagerBody([nodeNotReadyAlert(node, 'resolved', `records${n}`)]), TOKEN)).json.accepted[0].id;
@@ -124,7 +124,7 @@ describe('only the Lease holder syncs the records', () => {
       evidence: [{ source: 'api', summary: 'test', raw: null }],
     });
     let leading = false;
-    const records = startRecords(testConfig({ redisUrl: redisUrl(), queuePrefix: prefix, recordSyncSeconds: 1 }), silent, {
+    const records = startRecords(testConfig({ redisUrl: redisUrl(), queuePrefix: prefix, records: true, recordSyncSeconds: 1 }), silent, {
       kubeConfig: api.kubeConfig(),
       namespace: NS,
       leading: () => leading,
