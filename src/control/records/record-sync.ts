@@ -8,8 +8,8 @@ import { FINAL_STATES, MANAGED_BY, recordOf, type RecordContext, type RecordStat
 // stored and run without waiting for any of this. One receiver does it (the Lease's leader), on
 // a timer, in batches:
 // - the records it wrote are remembered (name -> the job's scanned state), listed from the API
-//   server when it starts leading and every `resyncMs` after (a record deleted or edited by hand
-//   is put right then);
+//   server when it starts leading and every `resyncMs` after (a record deleted by hand is made
+//   again then, while Redis still holds its job);
 // - each round looks at the jobs stored since the last round (the console's incident index) and
 //   at the jobs whose record is not final yet, asks Redis their states in one script call per
 //   chunk (job-states.ts), and reads and writes only the jobs whose state moved: a new job costs a
@@ -18,8 +18,9 @@ import { FINAL_STATES, MANAGED_BY, recordOf, type RecordContext, type RecordStat
 //   deduplication window only (15 minutes by default), the record for `retentionMs` after the job
 //   finished. A record whose job vanished before finishing (deleted, Redis lost) says so (phase
 //   Unknown, reason job-gone) and is kept as long.
-// Costs per job: 2 requests at its first sight, 1 per later state seen, 1 at its end (4 for a job
-// seen waiting, running and done), plus one paged LIST per resync for all of them.
+// Costs per job: 2 requests at its first sight, 1 per later state seen, 1 delete after the
+// retention (a job seen waiting, running and done: 4, then the delete), plus one paged LIST per
+// resync for all of them.
 
 interface RecordsPort {
   list(labelSelector: string): Promise<Record<string, unknown>[]>;
@@ -178,9 +179,10 @@ export class RecordSync {
         why: 'the job left the job store before it finished',
         finishedAt: new Date(now).toISOString(),
       };
-      if (await this.#o.records.patchStatus(name, status)) known.set(name, { ...ref, jobState: 'gone', since: now });
-      else known.delete(name);
-      counts.patched += 1;
+      if (await this.#o.records.patchStatus(name, status)) {
+        known.set(name, { ...ref, jobState: 'gone', since: now });
+        counts.patched += 1;
+      } else known.delete(name);
       return;
     }
     const read = await this.#o.jobs.read(ref.queue, ref.id);
