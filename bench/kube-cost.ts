@@ -70,11 +70,18 @@ const fake = startChild(here('./servers/fake-kube.ts'), { KUBE_NODE: NODE });
 const rest = new KubeRest({ server: await fake.waitLine('URL '), token: () => 'bench-token' });
 let requests = 0;
 const events = restApis(rest).events;
+/** `f`, counted in `requests`. */
+function counted<A extends unknown[], R>(f: (...a: A) => R): (...a: A) => R {
+  return (...a) => {
+    requests++;
+    return f(...a);
+  };
+}
 const countedEvents: typeof events = {
   ...events,
-  createNamespacedEvent: (p) => (requests++, events.createNamespacedEvent(p)),
-  patchNamespacedEvent: (p) => (requests++, events.patchNamespacedEvent(p)),
-  readNamespacedEvent: (p) => (requests++, events.readNamespacedEvent(p)),
+  createNamespacedEvent: counted((p) => events.createNamespacedEvent(p)),
+  patchNamespacedEvent: counted((p) => events.patchNamespacedEvent(p)),
+  readNamespacedEvent: counted((p) => events.readNamespacedEvent(p)),
 };
 
 type Kind = 'off' | 'events' | 'events+coordination';
@@ -106,7 +113,11 @@ async function runRound(kind: Kind, r: number): Promise<Record<string, number | 
     ...(kind === 'events+coordination'
       ? {
           coordination: {
-            check: new KubeCoordination({ get: (p, q) => (requests++, rest.get(p, q)), kured: { namespace: 'kube-system', name: 'kured' }, medik8sNamespaces: [] }),
+            check: new KubeCoordination({
+              get: counted((p: string, q?: Record<string, string | undefined>) => rest.get(p, q)),
+              kured: { namespace: 'kube-system', name: 'kured' },
+              medik8sNamespaces: [],
+            }),
             recheckMs: 30_000,
           },
         }

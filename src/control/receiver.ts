@@ -10,11 +10,12 @@ import { createLogger, type Logger } from '../adapters/observability/logger.ts';
 import { createReceiverMetrics, type ReceiverMetrics } from '../adapters/observability/metrics.ts';
 import type { NodeRedisUsers } from '../adapters/redis/node-redis-users.ts';
 import type { RedisConnections } from '../adapters/redis/redis-connections.ts';
+import type { RedisConnection } from '../adapters/redis/redis.ts';
 import { inCluster } from '../core/config/in-cluster.ts';
 import type { ReceiverConfig } from '../core/config/schema.ts';
 import { trustFromConfig } from '../core/trust/from-config.ts';
 import { GenerationTable } from '../core/trust/key-generations.ts';
-import { startFleetExporter } from './fleet/fleet-exporter.ts';
+import { type FleetExporter, startFleetExporter } from './fleet/fleet-exporter.ts';
 import { startNodeRedisBudget } from './fleet/start-node-redis-budget.ts';
 import { createApp } from './http/app.ts';
 import { JobReader } from './http/job-reader.ts';
@@ -23,6 +24,7 @@ import type { RepeatAnswers } from './ingest/repeat-answers.ts';
 import { startControls } from './receiver/controls-module.ts';
 import { startEnrolment } from './receiver/enrolment-module.ts';
 import { type JobsModule, startJobs } from './receiver/jobs-module.ts';
+import { type RecordsModule, startRecords } from './receiver/records-module.ts';
 import { startRevocation } from './receiver/revocation-module.ts';
 import { listen } from './receiver/listen.ts';
 import { operators } from './receiver/operators-module.ts';
@@ -132,6 +134,28 @@ function remediationWatchOptions(kubeConfig: KubeConfig, j: JobsModule, store: P
   };
 }
 
+/** What one replica does for all, the Lease's leader: the fleet-wide series and the jobs' records. */
+function startLeaderWork(
+  config: ReceiverConfig,
+  log: Logger,
+  metrics: ReceiverMetrics,
+  lease: { kubeConfig: KubeConfig | undefined; namespace?: string },
+  redis: RedisConnection,
+  jobs: Pick<JobsModule, 'jobs' | 'incidents'>,
+): { fleet: FleetExporter; records: RecordsModule | undefined } {
+  // One replica exports the fleet-wide series (src/control/fleet/fleet-exporter.ts).
+  const fleet = startFleetExporter({
+    registry: metrics.registry,
+    log: log.child({ component: 'fleet-metrics' }),
+    leaseSeconds: config.fleetMetricsLeaseSeconds,
+    kubeConfig: lease.kubeConfig,
+    ...(lease.namespace ? { namespace: lease.namespace } : {}),
+  });
+  // The same replica keeps the jobs' VolumeRemediation records (src/control/records/).
+  const records = startRecords(config, log.child({ component: 'records' }), { ...lease, leading: fleet.exports, redis, jobs, registry: metrics.registry });
+  return { fleet, records };
+}
+
 // long because: the receiver's composition root: one line or block per module it wires, and their shutdown order
 export async function startReceiver(config: ReceiverConfig, opts: ReceiverOptions = {}): Promise<Receiver> {
   const log = opts.log ?? createLogger('receiver', config.logLevel, { buffered: true });
@@ -148,14 +172,7 @@ export async function startReceiver(config: ReceiverConfig, opts: ReceiverOption
   // KUBE_WATCH: cluster access for triage's lookups and the watch sources (fails fast without a kubeconfig).
   const kubeConfig = config.kubeWatch ? loadKubeConfig() : undefined;
   const lookups = opts.lookups ?? (kubeConfig ? new KubeLookups(kubeClients(kubeConfig)) : new InMemoryLookups());
-  // One replica exports the fleet-wide series (src/control/fleet/fleet-exporter.ts).
-  const fleet = startFleetExporter({
-    registry: metrics.registry,
-    log: log.child({ component: 'fleet-metrics' }),
-    leaseSeconds: config.fleetMetricsLeaseSeconds,
-    kubeConfig: opts.lease?.kubeConfig ?? leaseAccess(kubeConfig),
-    ...(opts.lease?.namespace ? { namespace: opts.lease.namespace } : {}),
-  });
+  const { fleet, records } = startLeaderWork(config, log, metrics, opts.lease ?? { kubeConfig: leaseAccess(kubeConfig) }, r.redis, j);
   const eventTrust: EventTrust = { npdSources: new Set(config.npdEventSources), npdNamespace: config.npdEventNamespace };
   const ops = operators(config, log, opts.operatorKubeConfig ?? kubeConfig);
   const enrol = startEnrolment(config, log, r, trust, opts.operatorKubeConfig ?? kubeConfig ?? ops.access, scripts, generations);
@@ -206,6 +223,7 @@ export async function startReceiver(config: ReceiverConfig, opts: ReceiverOption
       board: j.board,
       uiSessionTtlSeconds: config.uiSessionTtlSeconds,
       incidents: j.incidents,
+      ...(records ? { recordsNamespace: records.namespace } : {}),
     },
   });
   const http = await listen(config, app, log);
@@ -236,6 +254,7 @@ export async function startReceiver(config: ReceiverConfig, opts: ReceiverOption
         controls.close();
         revoke?.close();
         await http.close();
+        await records?.close();
         await fleet.close();
         await budget?.close();
         await watches?.close();

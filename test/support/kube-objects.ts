@@ -178,6 +178,7 @@ export function apiCallOf(r: RecordedRequest): { call: ApiCall; namespace?: stri
   const group = segs[0] === 'api' ? '' : segs[1]!;
   const resource = segs[segs.length - 1]!;
   const verb = verbOf(r.method, r.query['watch'] === 'true', p.name !== undefined);
-  const call = `${group}/${resource} ${verb ?? r.method.toLowerCase()}` as ApiCall;
+  // A subresource is its own RBAC resource (`volumeremediations/status`).
+  const call = `${group}/${resource}${p.subresource ? `/${p.subresource}` : ''} ${verb ?? r.method.toLowerCase()}` as ApiCall;
   return { call, ...(p.namespace ? { namespace: p.namespace } : {}) };
 }

@@ -32,7 +32,10 @@ import { invalidStatus, validateEventsV1Event, type WriteValidator } from './fak
 //   node-problem-detector's client sends (kube-protobuf.ts); answers are always JSON, which that
 //   client accepts (`Accept: application/vnd.kubernetes.protobuf, */*`).
 // - Strategic merge patches merge `conditions` lists by `type` (strategic-merge.ts); a
-//   `<name>/status` subresource path reads and patches the object itself.
+//   `<name>/status` subresource path reads and patches the object itself, except in a collection
+//   given statusSubresource() (a CRD with `subresources.status`): there a create drops the
+//   status, a write to the object keeps its stored status, and a write to `<name>/status` changes
+//   the status alone, as the real server does.
 // - Validation on create, update and patch (fake-kube-validation.ts): events.k8s.io/v1 Events as
 //   the API server validates them (only `series` may change on an update), and whatever a test
 //   adds with validate() (a CRD's schema); a refused write is 422 Invalid with its field causes.
@@ -119,7 +122,7 @@ function collectionOf(apiVersion: string, kind: string): string {
   return `${apiVersion.includes('/') ? `apis/${apiVersion}` : `api/${apiVersion}`}/${kind.toLowerCase()}s`;
 }
 
-export function parseKubePath(pathname: string): { collection: string; namespace?: string; name?: string } | undefined {
+export function parseKubePath(pathname: string): { collection: string; namespace?: string; name?: string; subresource?: string } | undefined {
   const all = pathname.split('/').filter(Boolean);
   const gvLength = all[0] === 'api' ? 2 : all[0] === 'apis' ? 3 : 0;
   if (gvLength === 0) return undefined;
@@ -130,9 +133,9 @@ export function parseKubePath(pathname: string): { collection: string; namespace
     namespace = rest[1];
     rest = rest.slice(2);
   }
-  const [resource, name] = rest;
+  const [resource, name, subresource] = rest;
   if (!resource) return undefined;
-  return { collection: `${gv.join('/')}/${resource}`, ...(namespace ? { namespace } : {}), ...(name ? { name } : {}) };
+  return { collection: `${gv.join('/')}/${resource}`, ...(namespace ? { namespace } : {}), ...(name ? { name } : {}), ...(subresource ? { subresource } : {}) };
 }
 
 const status = (code: number, reason: string, message: string): Obj => ({
@@ -147,11 +150,14 @@ const status = (code: number, reason: string, message: string): Obj => ({
 const clone = <T>(o: T): T => structuredClone(o);
 const key = (ns: string | undefined, name: string): string => `${ns ?? ''}/${name}`;
 
+/** RFC 7386: an object patches into the target's object, or into an empty one (its nulls remove nothing, and are not stored). */
 function mergePatch(target: Obj, patch: Obj): void {
   for (const [k, v] of Object.entries(patch)) {
     if (v === null) delete target[k];
-    else if (v && typeof v === 'object' && !Array.isArray(v) && target[k] && typeof target[k] === 'object') mergePatch(target[k], v as Obj);
-    else target[k] = v;
+    else if (v && typeof v === 'object' && !Array.isArray(v)) {
+      if (!target[k] || typeof target[k] !== 'object' || Array.isArray(target[k])) target[k] = {};
+      mergePatch(target[k], v as Obj);
+    } else target[k] = v;
   }
 }
 
@@ -174,6 +180,21 @@ export class FakeKubeApi {
   private readonly users = new Map<string, FakeUser>();
   private readonly grants: FakeGrant[] = [];
   private readonly validators = new Map<string, WriteValidator[]>([['apis/events.k8s.io/v1/events', [validateEventsV1Event]]]);
+  private readonly statusSubresources = new Set<string>();
+
+  /** `collection` has a status subresource (a CRD's `subresources.status`): status and the rest are written apart. */
+  statusSubresource(collection: string): void {
+    this.statusSubresources.add(collection);
+  }
+
+  /** What a write stores under a status subresource: the status alone through `/status`, all but the status otherwise. */
+  private statusSplit(p: { collection: string; subresource?: string }, next: Obj, existing: Obj | undefined): Obj {
+    if (!this.statusSubresources.has(p.collection)) return next;
+    const base = p.subresource === 'status' && existing ? clone(existing) : next;
+    const status = p.subresource === 'status' ? next['status'] : existing?.['status'];
+    const { status: _drop, ...rest } = base;
+    return status === undefined ? rest : { ...rest, status: clone(status) };
+  }
 
   /** Checks every write to `collection` (`apis/<group>/<version>/<resource>`) with `validator` too. */
   validate(collection: string, validator: WriteValidator): void {
@@ -445,9 +466,10 @@ export class FakeKubeApi {
       if (objects.has(key(p.namespace, obj['metadata'].name))) {
         return this.send(res, 409, status(409, 'AlreadyExists', `${p.collection} "${obj['metadata'].name}" already exists`));
       }
-      const invalid = this.refused(p.collection, obj, undefined);
+      const created = this.statusSplit(p, obj, undefined);
+      const invalid = this.refused(p.collection, created, undefined);
       if (invalid) return this.send(res, 422, invalid);
-      return this.send(res, 201, this.put(obj));
+      return this.send(res, 201, this.put(created));
     }
     if (method === 'PATCH' && p.name) {
       const existing = objects.get(key(p.namespace, p.name));
@@ -473,9 +495,10 @@ export class FakeKubeApi {
             `the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json (got ${ct})`,
           ),
         );
-      const invalid = this.refused(p.collection, obj, existing);
+      const patched = this.statusSplit(p, obj, existing);
+      const invalid = this.refused(p.collection, patched, existing);
       if (invalid) return this.send(res, 422, invalid);
-      return this.send(res, 200, this.put(obj));
+      return this.send(res, 200, this.put(patched));
     }
     if (method === 'PUT' && p.name) {
       // Replace (update): optimistic concurrency on metadata.resourceVersion, as the real server.
@@ -496,9 +519,10 @@ export class FakeKubeApi {
       }
       if (obj['metadata']?.name !== p.name) return this.send(res, 400, status(400, 'BadRequest', 'the name of the object does not match the name on the URL'));
       if (p.namespace) obj['metadata'].namespace = p.namespace;
-      const invalid = this.refused(p.collection, obj, existing);
+      const replaced = this.statusSplit(p, obj, existing);
+      const invalid = this.refused(p.collection, replaced, existing);
       if (invalid) return this.send(res, 422, invalid);
-      return this.send(res, 200, this.put(obj));
+      return this.send(res, 200, this.put(replaced));
     }
     if (method === 'DELETE' && p.name) {
       const [code, answer] = this.delete(p, body as DeleteOptions | undefined, query);

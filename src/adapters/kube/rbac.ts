@@ -78,6 +78,8 @@ const FLEET_LEASE = 'leader election among receivers (src/adapters/kube/lease-el
 
 const OOS = 'out-of-service-taint-release observe and re-checks';
 
+const RECORDS = "the jobs' VolumeRemediation records (src/control/records/record-sync.ts), kept by the Lease's leader in its own namespace";
+
 const JOB_EVENTS = 'JobEventRecorder (src/adapters/kube/job-events.ts): job start/refusal/success/failure/wait/plan, aggregated by series';
 
 const COORDINATION = 'coordination before a destructive step (src/adapters/kube/kube-coordination.ts)';
@@ -122,6 +124,12 @@ export const DIRECT_CALLS: Readonly<Record<Component, readonly DirectCall[]>> = 
     { call: 'volume-medic.io/volumemedicremediations list', usedBy: NHC },
     { call: 'volume-medic.io/volumemedicremediations watch', usedBy: NHC },
     { call: 'volume-medic.io/volumemedicremediations/status patch', usedBy: `${NHC}; their status says the job's state` },
+    // Its own records only, in its own namespace: the spec at create, the status through its
+    // subresource (no update or patch of the object itself), a delete after the retention.
+    { call: 'volume-medic.io/volumeremediations list', namespace: OWN_NAMESPACE, usedBy: `${RECORDS}: listed when it starts leading and every resync` },
+    { call: 'volume-medic.io/volumeremediations create', namespace: OWN_NAMESPACE, usedBy: `${RECORDS}: one per job` },
+    { call: 'volume-medic.io/volumeremediations delete', namespace: OWN_NAMESPACE, usedBy: `${RECORDS}: after RECORD_RETENTION_HOURS` },
+    { call: 'volume-medic.io/volumeremediations/status patch', namespace: OWN_NAMESPACE, usedBy: `${RECORDS}: a merge patch of the status subresource` },
   ],
   'cluster-worker': [
     // rbd-stale-mapping's Events are on the Pod that cannot mount and on the image's claim, in their namespace: any.

@@ -156,6 +156,7 @@ export async function show(api: ApiClient, id: string, o: Opts, out: Out): Promi
           : undefined,
       ],
       ['job data', i.valid ? undefined : 'does not match the job catalogue: shown as stored, never run'],
+      ['kubernetes', d.record ? `kubectl get volumeremediation ${d.record.name} -n ${d.record.namespace}` : undefined],
     ]),
   );
   out('\nwhat started it');

@@ -7,6 +7,7 @@ import { controlKeys } from '../../core/controls/redis-keys.ts';
 import { CLUSTER_QUEUE } from '../../core/catalogue/queues.ts';
 import type { RedisConnection } from '../../adapters/redis/redis.ts';
 import { nextRetryKey, toIncident, type Incident } from './incident.ts';
+import { recordName } from './record-name.ts';
 
 // One incident with everything its page shows, for the console's page and the API the CLI's
 // `show` reads (GET /v1/jobs/:id/incident): one loader, so both show the same evidence, planned
@@ -27,6 +28,8 @@ export interface IncidentDetail {
   retriedAs?: { id: string; state: string };
   /** The Kubernetes Events the job wrote, or why they are unknown. */
   events: JobEventsAnswer;
+  /** The job's VolumeRemediation (src/control/records/), where the receiver keeps records. */
+  record?: { name: string; namespace: string };
 }
 
 const unverifiedOf = (c: OperatorActions, a: ApprovalRecord): { approvalUnverified?: string } => {
@@ -43,6 +46,8 @@ export interface DetailDeps {
   incidents?: { locate(id: string): Promise<{ queue: string } | undefined> };
   /** Reads the job's Kubernetes Events back; without cluster access they are unknown. */
   events?: JobEventReader;
+  /** Where the jobs' VolumeRemediation records are (RECORDS on, with cluster access). */
+  recordsNamespace?: string;
 }
 
 /** Audit entries read to find a job's (the trail keeps the last 1000). */
@@ -90,5 +95,6 @@ export async function loadIncident(deps: DetailDeps, id: string): Promise<Incide
     ...(node ? { nodePause: pauses?.nodes[node] ?? null } : {}),
     ...(retryKey && retried !== 'unknown' ? { retriedAs: { id: retryKey, state: retried } } : {}),
     events,
+    ...(deps.recordsNamespace ? { record: { name: recordName(name, id), namespace: deps.recordsNamespace } } : {}),
   };
 }

@@ -25,7 +25,7 @@ export interface FleetExporter {
 const SA_NAMESPACE = '/var/run/secrets/kubernetes.io/serviceaccount/namespace';
 
 /** The namespace the Lease lives in: the pod's own, else the kubeconfig context's, else `default`. */
-function ownNamespace(kc: KubeConfig, env: Readonly<Record<string, string | undefined>> = process.env): string {
+export function ownNamespace(kc: KubeConfig, env: Readonly<Record<string, string | undefined>> = process.env): string {
   if (inCluster(env)) {
     try {
       const ns = readFileSync(SA_NAMESPACE, 'utf8').trim();

@@ -77,6 +77,8 @@ export interface AppDeps extends WebhookDeps {
     incidents: IncidentIndex;
     retries?: JobRetry;
     events?: JobEventReader;
+    /** Where the jobs' VolumeRemediation records are (src/control/records/): a job's page and `show` name its record. */
+    recordsNamespace?: string;
   };
 }
 
@@ -152,6 +154,7 @@ export function createApp(deps: AppDeps): Express {
         storms,
         ...(deps.controls.retries ? { retries: deps.controls.retries } : {}),
         ...(deps.controls.events ? { events: deps.controls.events } : {}),
+        ...(deps.controls.recordsNamespace ? { recordsNamespace: deps.controls.recordsNamespace } : {}),
         sessions: new SessionStore(deps.redis, deps.prefix, deps.controls.uiSessionTtlSeconds),
       }),
     );
@@ -169,6 +172,7 @@ export function createApp(deps: AppDeps): Express {
         controls: deps.controls.actions,
         incidents: deps.controls.incidents,
         ...(deps.controls.events ? { events: deps.controls.events } : {}),
+        ...(deps.controls.recordsNamespace ? { recordsNamespace: deps.controls.recordsNamespace } : {}),
       }),
     );
   app.use(nodeCredentialRoutes(deps.revocation));

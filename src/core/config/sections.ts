@@ -7,6 +7,7 @@ import { nodeAgent } from './sections/node-agent.ts';
 import { queues } from './sections/queues.ts';
 import { receiverEnrolment } from './sections/receiver-enrolment.ts';
 import { receiverOperators } from './sections/receiver-operators.ts';
+import { receiverRecords } from './sections/receiver-records.ts';
 import { receiverSources } from './sections/receiver-sources.ts';
 import { receiver } from './sections/receiver.ts';
 import { redis } from './sections/redis.ts';
@@ -27,6 +28,7 @@ export const SECTIONS = [
   receiverOperators,
   receiverSources,
   receiverEnrolment,
+  receiverRecords,
   nodeAgent,
   clusterWorker,
 ] as const;
@@ -43,5 +45,6 @@ export type AllSettings = typeof logging.settings &
   typeof receiverOperators.settings &
   typeof receiverSources.settings &
   typeof receiverEnrolment.settings &
+  typeof receiverRecords.settings &
   typeof nodeAgent.settings &
   typeof clusterWorker.settings;

@@ -34,4 +34,6 @@ export interface UiDeps {
   retries?: JobRetry;
   /** Reads a job's Kubernetes Events back for its page (src/adapters/kube/job-event-reader.ts). */
   events?: JobEventReader;
+  /** Where the jobs' VolumeRemediation records are, for a job's page (src/control/records/). */
+  recordsNamespace?: string;
 }

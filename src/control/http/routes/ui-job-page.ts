@@ -155,11 +155,18 @@ function senderWords(raw: unknown): string {
 const recordMismatch = (i: Pick<Incident, 'node' | 'queue' | 'recordNames'>): string =>
   `names node ${i.recordNames ?? '?'}, but it is in ${i.node}'s queue (${i.queue}): it is ${i.node}'s, whatever its record says (edited in Redis, or moved)`;
 
+/** The job's VolumeRemediation: how to read it with kubectl (its status links back here). */
+const recordFact = (v: JobView): string =>
+  v.record
+    ? `<dt>in Kubernetes</dt><dd data-record="${esc(v.record.name)}"><code>kubectl get volumeremediation ${esc(v.record.name)} -n ${esc(v.record.namespace)} -o yaml</code></dd>`
+    : '';
+
 export function jobPage(v: JobView, ctx: PageCtx): string {
   const i = v.incident;
   const node = i.node !== '(cluster)' ? i.node : undefined;
   const facts = `<dl class="facts">
 <dt>job</dt><dd><code>${esc(i.id)}</code> (queue <code>${esc(i.queue)}</code>)</dd>
+${recordFact(v)}
 <dt>state</dt><dd data-state="${esc(i.state)}">${esc(i.state)}, attempts ${i.attemptsMade}</dd>
 <dt>mode</dt><dd>${esc(i.mode ?? '')} ${i.modeWhy ? `<small>(${esc(i.modeWhy)})</small>` : ''}</dd>
 <dt>outcome</dt><dd><span class="o-${esc(i.waiting ? 'waiting' : (i.outcome ?? ''))}">${esc(i.waiting ? `waiting (${i.waiting.reason})` : (i.outcome ?? ''))}</span> ${esc(i.summary ?? i.failedReason ?? '')}</dd>

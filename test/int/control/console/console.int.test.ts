@@ -23,6 +23,8 @@ import { dropPrefix, redisUrl, uniquePrefix } from '../../../support/redis.ts';
 import { waitFor } from '../../../support/wait.ts';
 import { CHROMIUM, chromiumOrSay } from '../../../support/chromium.ts';
 import { apiCallOf, uncoveredByRbac } from '../../../support/kube-objects.ts';
+import { recordName } from '../../../../src/control/console/record-name.ts';
+import { nodeQueueName } from '../../../../src/core/catalogue/queues.ts';
 
 // Issue 23, the on-call console's "Must show", in headless chromium (Debian's, via
 // playwright-core): sign in with a token the TokenReview fake accepts; a parked job appears
@@ -140,7 +142,12 @@ describe('the on-call console in headless chromium', () => {
   beforeAll(async () => {
     const config = (over: Partial<Config> = {}) => testConfig({ redisUrl: redisUrl(), queuePrefix: prefix, tokens: [WEBHOOK_TOKEN], ...fastControls, ...over });
     ops = await startOperators();
-    receiver = await startReceiver(config(), { operatorKubeConfig: ops.api.kubeConfig(), log: silent });
+    // With the Lease on the fake, the receiver keeps the jobs' VolumeRemediation records there, and a job's page names its record.
+    receiver = await startReceiver(config({ records: true, recordSyncSeconds: 1 }), {
+      operatorKubeConfig: ops.api.kubeConfig(),
+      lease: { kubeConfig: ops.api.kubeConfig(), namespace: 'volume-medic' },
+      log: silent,
+    });
     for (const node of ['console-a', 'console-b', 'console-c']) {
       // A long recheck keeps a parked job 'delayed' while a page shows it.
       agents.push(
@@ -213,6 +220,15 @@ describe('the on-call console in headless chromium', () => {
     expect(argv).toContain('$ multipath -f mpatha');
     expect(text).toMatch(/approval\s+pending/);
     expect(text).toMatch(/Audit trail[\s\S]*console-a\s+approval-requested/);
+    // Its VolumeRemediation, and the command that reads it; the record's status links back here.
+    const id = decodeURIComponent(page.url().split('/ui/jobs/')[1]!);
+    const name = recordName(nodeQueueName('console-a'), id);
+    expect(await page.locator(`dd[data-record="${name}"]`).innerText()).toBe(`kubectl get volumeremediation ${name} -n volume-medic -o yaml`);
+    const record = await waitFor('its record, parked', async () => {
+      const r = ops.api.get('volume-medic.io/v1alpha1', 'VolumeRemediation', name, 'volume-medic');
+      return r?.['status']?.phase === 'Parked' ? r : undefined;
+    });
+    expect(record['status']).toMatchObject({ jobState: 'parked', reason: 'approval' });
     await shot(page, 'incident');
   });
 

@@ -407,6 +407,7 @@ describe('Kubernetes watches against a list/watch API server', () => {
     // operator-auth code's, tested there; the Lease is the fleet-metrics election's
     // (fleet-metrics-lease.int.test.ts); the console's list of a job's Events is made and checked
     // in console.int.test.ts; the VolumeMedicRemediation watch's in node-healthcheck.int.test.ts.
+    // in console.int.test.ts; the VolumeRemediation records' in test/int/control/records/.
     const made = new Set(allRequests.map((r) => apiCallOf(r)?.call));
     const listed = DIRECT_CALLS.receiver
       .map((d) => d.call)

@@ -16,7 +16,7 @@ import type { JobConsumer, JobHandler } from '../../../../src/core/jobs/job-stor
 import { startKubeWatches, type KubeWatches } from '../../../../src/control/watches/kube-watches.ts';
 import { remediationJobKey } from '../../../../src/control/triage/node-healthcheck.ts';
 import { startFakeKubeApi, type FakeKubeApi, type RecordedRequest } from '../../../testkit/fake-kube-api.ts';
-import { allows, type ApiCall } from '../../../../src/adapters/kube/rbac.ts';
+import { allows } from '../../../../src/adapters/kube/rbac.ts';
 import { crdValidator } from '../../../testkit/crd-schema.ts';
 import { testJobs, type TestJobs } from '../../../testkit/jobs.ts';
 import { apiCallOf, node } from '../../../support/kube-objects.ts';
@@ -40,13 +40,6 @@ type Obj = Record<string, any>;
 const allRequests: RecordedRequest[] = [];
 
 /** The call as RBAC sees it, a subresource included (`volumemedicremediations/status`), which apiCallOf leaves out. */
-const rbacCall = (r: RecordedRequest): { call: ApiCall; namespace?: string } | undefined => {
-  const c = apiCallOf(r);
-  if (!c || !/\/[^/]+\/status$/.test(r.path) || !r.path.includes('/apis/')) return c;
-  const [resource, verb] = c.call.split(' ') as [string, string];
-  return { ...c, call: `${resource}/status ${verb}` as ApiCall };
-};
-
 async function until<T>(what: string, fn: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 10_000): Promise<T> {
   const end = Date.now() + timeoutMs;
   for (;;) {
@@ -260,7 +253,7 @@ describe('VolumeMedicRemediation objects (NodeHealthCheck) against a list/watch 
   });
 
   it('made only API requests that src/adapters/kube/rbac.ts allows the receiver, status writes through the subresource', () => {
-    const calls = allRequests.map(rbacCall).filter((c) => c !== undefined);
+    const calls = allRequests.map(apiCallOf).filter((c) => c !== undefined);
     expect(calls.filter((c) => !allows('receiver', c.call, c.namespace)).map((c) => c.call)).toEqual([]);
     // The reconcile's start-up run lists Nodes and pods besides (kube-watches.ts).
     expect([...new Set(calls.map((c) => c.call))].filter((c) => c.includes('volume-medic.io') || c.startsWith('/nodes get')).sort()).toEqual([

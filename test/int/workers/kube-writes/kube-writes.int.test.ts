@@ -59,6 +59,7 @@ describe.each(CLIENTS)('the Kubernetes write port through %s', (_name, clients) 
   });
   // The other way: the port uses both wide writes the roles grant, so neither is a grant nobody uses.
   // (The receiver's VolumeMedicRemediation status patch is not the port's: node-healthcheck.int.test.ts.)
+  // (The receiver's own VolumeRemediation records: test/int/control/records/record-sync.int.test.ts.)
   afterAll(() => {
     const granted = Object.values(DIRECT_CALLS)
       .flat()

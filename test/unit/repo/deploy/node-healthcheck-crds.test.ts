@@ -23,9 +23,9 @@ const docsYaml = (): Obj[] => {
 };
 
 describe('nodeHealthCheck in the chart', () => {
-  it('renders nothing of it by default: no CRD, no role for NHC, no watch', () => {
+  it('renders nothing of it by default: none of its CRDs, no role for NHC, no watch', () => {
     const off = rendered('defaults');
-    expect(off.filter((o) => o.kind === 'CustomResourceDefinition')).toEqual([]);
+    expect(off.filter((o) => o.kind === 'CustomResourceDefinition' && CRDS.includes(o.metadata.name))).toEqual([]);
     expect(off.find((o) => o.metadata.name === 'volume-medic-ext-remediation')).toBeUndefined();
     expect(receiverEnv(off as Obj[]).map((e) => e.name)).not.toContain('NODE_HEALTHCHECK');
   });

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { NAMESPACE, type KObject } from '../../../../scripts/deploy/chart.ts';
 import { COMPONENTS, permissionsOf, SERVICE_ACCOUNTS, type Component } from '../../../../src/adapters/kube/rbac.ts';
-import { rendered, SETS } from '../../../support/manifests.ts';
+import { find, rendered, SETS } from '../../../support/manifests.ts';
 
 // The chart's RBAC, rendered with every values set, grants each component's ServiceAccount exactly the API calls its code makes
 // (src/adapters/kube/rbac.ts, per component; test/int/adapters/kube/kube-rbac.int.test.ts ties that list to the calls
@@ -110,7 +110,12 @@ describe.each(SETS)('RBAC of the %s values', (set) => {
       [...grantedTo(objects, SERVICE_ACCOUNTS[component])].filter((g) => / (delete|patch)$/.test(g) && !g.includes('/events '));
     expect(writes('node-agent')).toEqual(['*|/pods delete']);
     expect(writes('cluster-worker')).toEqual(['*|/nodes patch']);
-    expect(writes('receiver')).toEqual(['*|volume-medic.io/volumemedicremediations/status patch']);
+    // The receiver's own records, in its own namespace (below), and NodeHealthCheck's objects' status.
+    expect(writes('receiver').sort()).toEqual([
+      '*|volume-medic.io/volumemedicremediations/status patch',
+      `${NAMESPACE}|volume-medic.io/volumeremediations delete`,
+      `${NAMESPACE}|volume-medic.io/volumeremediations/status patch`,
+    ]);
   });
 
   it("NodeHealthCheck's aggregated role (nodeHealthCheck.enabled) reads the templates and manages the remediation objects, on volume-medic.io only, and is bound to no one of the chart", () => {
@@ -129,6 +134,26 @@ describe.each(SETS)('RBAC of the %s values', (set) => {
     for (const b of [...of('ClusterRoleBinding'), ...of('RoleBinding')]) expect((b['roleRef'] as { name: string }).name).not.toBe(NHC_ROLE);
   });
 
+  it("the receiver keeps its VolumeRemediation records in its own namespace only: create, list, delete, and their status through the subresource, never the object's own patch or update", () => {
+    const receiver = [...grantedTo(objects, SERVICE_ACCOUNTS.receiver)].filter((g) => g.includes('volume-medic.io/volumeremediations'));
+    expect(receiver.sort()).toEqual([
+      `${NAMESPACE}|volume-medic.io/volumeremediations create`,
+      `${NAMESPACE}|volume-medic.io/volumeremediations delete`,
+      `${NAMESPACE}|volume-medic.io/volumeremediations list`,
+      `${NAMESPACE}|volume-medic.io/volumeremediations/status patch`,
+    ]);
+    for (const c of COMPONENTS.filter((x) => x !== 'receiver'))
+      expect(
+        [...grantedTo(objects, SERVICE_ACCOUNTS[c])].filter((g) => g.includes('volumeremediations')),
+        c,
+      ).toEqual([]);
+    // People read them (a ClusterRole bound by nobody in the chart); nobody but the receiver writes them.
+    const viewer = find(objects, 'ClusterRole', 'volume-medic-records-viewer');
+    expect(viewer['rules']).toEqual([{ apiGroups: ['volume-medic.io'], resources: ['volumeremediations'], verbs: ['get', 'list', 'watch'] }]);
+    for (const b of [...of('ClusterRoleBinding'), ...of('RoleBinding')])
+      expect((b['roleRef'] as { name: string }).name).not.toBe('volume-medic-records-viewer');
+  });
+
   it('the receiver writes its Lease in its own namespace only, through a Role there', () => {
     const receiver = [...grantedTo(objects, SERVICE_ACCOUNTS.receiver)].filter((g) => g.includes('coordination.k8s.io/'));
     expect(receiver.sort()).toEqual([
@@ -138,14 +163,14 @@ describe.each(SETS)('RBAC of the %s values', (set) => {
     ]);
   });
 
-  it("no Secrets, and no writes beyond Events, the receiver's review objects, its Lease, the write port's pod delete and Node patch, and VolumeMedicRemediation status", () => {
+  it("no Secrets, and no writes beyond Events, the receiver's review objects, its Lease, its records, the write port's pod delete and Node patch, and VolumeMedicRemediation status", () => {
     const all = [...rules, ...of('Role').flatMap((x) => (x['rules'] as Rule[] | undefined) ?? [])];
     for (const g of grants(all)) {
       expect(g).not.toMatch(/\/secrets /);
       const [resource, verb] = g.split(' ') as [string, string];
       if (!['get', 'list', 'watch'].includes(verb) && !['/pods delete', '/nodes patch', 'volume-medic.io/volumemedicremediations/status patch'].includes(g)) {
         expect(resource).toMatch(
-          /^((events\.k8s\.io)?\/events|authentication\.k8s\.io\/tokenreviews|authorization\.k8s\.io\/subjectaccessreviews|coordination\.k8s\.io\/leases)$/,
+          /^((events\.k8s\.io)?\/events|authentication\.k8s\.io\/tokenreviews|authorization\.k8s\.io\/subjectaccessreviews|coordination\.k8s\.io\/leases|volume-medic\.io\/volumeremediations(\/status)?)$/,
         );
       }
     }

@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -7,8 +7,9 @@ import { REDIS_ACL_SECRET, REDIS_URL_SECRETS } from '../../../../scripts/deploy/
 import { configVariables, loadEveryConfig } from '../../../../src/core/config/load.ts';
 import { parseAllDocuments } from 'yaml';
 import { OPERATOR_API_GROUP, OPERATOR_PERMISSIONS } from '../../../../src/control/auth/permissions.ts';
-import { helmTemplate, type KObject } from '../../../../scripts/deploy/chart.ts';
+import { CHART_DIR, helmTemplate, type KObject } from '../../../../scripts/deploy/chart.ts';
 import { validateAll } from '../../../testkit/k8s-schema.ts';
+import { structuralProblems, type Schema } from '../../../testkit/structural-schema.ts';
 import { DEPLOY_DIR, find, podSpec, rendered as render, SETS } from '../../../support/manifests.ts';
 
 // The chart rendered with every CI values set (and deploy/volume-medic.yaml's): every object is
@@ -173,6 +174,23 @@ describe('what the installation promises', () => {
     expect(labels({ aggregateToEdit: true }, 'volume-medic-approver')).toEqual(agg('admin', 'edit'));
     expect(labels({ aggregateToView: true, aggregateToEdit: true }, 'volume-medic-admin')).toEqual([]);
     expect(helmTemplate({ set: ['operatorRoles.enabled=false'] }).some((o) => o.kind === 'ClusterRole' && roleNames.includes(o.metadata.name))).toBe(false);
+  });
+
+  it('the VolumeRemediation CRD: in every values set, a valid and structural apiextensions.k8s.io/v1 CRD from templates/ (so upgrades upgrade it), kept on uninstall; none, nor RECORDS, with records.enabled=false', {
+    timeout: 30_000,
+  }, async () => {
+    for (const set of SETS) {
+      const crd = find(rendered[set]!, 'CustomResourceDefinition', 'volumeremediations.volume-medic.io');
+      expect(await validateAll([crd])).toEqual([]);
+      expect((crd.metadata['annotations'] as Record<string, string>)['helm.sh/resource-policy']).toBe('keep');
+      const versions = (crd['spec'] as { versions: Array<{ schema: { openAPIV3Schema: Schema } }> }).versions;
+      for (const v of versions) expect(structuralProblems(v.schema.openAPIV3Schema)).toEqual([]);
+    }
+    expect(existsSync(join(CHART_DIR, 'crds'))).toBe(false);
+    const off = helmTemplate({ set: ['records.enabled=false'] });
+    expect(off.filter((o) => o.kind === 'CustomResourceDefinition' || o.metadata.name.includes('records'))).toEqual([]);
+    const receiver = podSpec(find(off, 'Deployment', 'volume-medic-receiver'))!.containers[0]!;
+    expect(receiver.env?.find((e) => e.name === 'RECORDS')?.value).toBe('false');
   });
 
   it('the AlertmanagerConfig routes the node-recovery alerts to the receiver with the webhook token, only when enabled', () => {
