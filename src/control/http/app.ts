@@ -173,7 +173,16 @@ export function createApp(deps: AppDeps): Express {
     );
   app.use(nodeCredentialRoutes(deps.revocation));
   if (deps.redisBudget) app.use(redisBudgetRoutes(deps.redisBudget.port, deps.redisBudget.budgetBytes));
-  if (deps.controls) app.use(placeholderRoutes({ dispatcher: deps.dispatcher, audit: deps.controls.actions.store, retryAfterSeconds: deps.retryAfterSeconds }));
+  if (deps.controls)
+    app.use(
+      placeholderRoutes({
+        redis: deps.redis,
+        prefix: deps.prefix,
+        dispatcher: deps.dispatcher,
+        audit: deps.controls.actions.store,
+        retryAfterSeconds: deps.retryAfterSeconds,
+      }),
+    );
   app.use((_req, res) => res.status(404).json({ error: 'no such route' }));
   app.use(
     errorHandler(deps.log, (path, outcome) => {

@@ -1,0 +1,60 @@
+import { PlaceholderReport } from '../../core/catalogue/placeholder-report.ts';
+import { nodeOfQueue } from '../../core/catalogue/queues.ts';
+import { inLanes, laneShape } from '../redis/in-lanes.ts';
+import type { RedisConnection } from '../redis/redis.ts';
+
+// Where a node agent leaves its placeholder report (src/core/catalogue/placeholder-report.ts):
+// under its own queue's keys, the only keys its per-node Redis user may write
+// (src/adapters/redis/node-user-acl.ts), with no lifetime: a placeholder outlives an agent that
+// stopped, and a report that lapsed would say "none" exactly when nobody is left to release it.
+// An agent with nothing attached deletes it. The receiver reads one key per node queue (MGET in
+// chunks on a single Redis, one key a call on a Cluster, where each queue is its own slot).
+
+export const placeholderReportKey = (prefix: string, queue: string): string => `${prefix}:${queue}:vm:placeholders`;
+
+/** Replaces the node's report; a report with nothing in it deletes the key. */
+export async function writePlaceholderReport(redis: RedisConnection, prefix: string, queue: string, report: PlaceholderReport): Promise<void> {
+  const key = placeholderReportKey(prefix, queue);
+  if (report.placeholders.length === 0 && report.unreadable.length === 0) await redis.del(key);
+  else await redis.set(key, JSON.stringify(report));
+}
+
+export type ReadReport = { queue: string; node: string } & ({ report: PlaceholderReport } | { invalid: string });
+
+/** The reports of the node queues among `queues` that have one; a value that does not parse is named, not dropped. */
+export async function readPlaceholderReports(redis: RedisConnection, prefix: string, queues: readonly string[]): Promise<ReadReport[]> {
+  const nodes = queues.flatMap((queue) => {
+    const node = nodeOfQueue(queue);
+    return node === undefined ? [] : [{ queue, node }];
+  });
+  const values = await inLanes(nodes, laneShape(redis, {}, { chunk: 250, parallel: 1 }), (chunk) =>
+    redis.mget(...chunk.map((n) => placeholderReportKey(prefix, n.queue))),
+  );
+  const out: ReadReport[] = [];
+  nodes.forEach((n, i) => {
+    const raw = values[i];
+    if (raw === null || raw === undefined) return;
+    out.push({ ...n, ...parse(raw, n.node) });
+  });
+  return out;
+}
+
+function parse(raw: string, node: string): { report: PlaceholderReport } | { invalid: string } {
+  let value: unknown;
+  try {
+    value = JSON.parse(raw);
+  } catch {
+    return { invalid: 'not JSON' };
+  }
+  const r = PlaceholderReport.safeParse(value);
+  if (!r.success)
+    return {
+      invalid: r.error.issues
+        .map((i) => `${i.path.join('.') || '(report)'}: ${i.message}`)
+        .join('; ')
+        .slice(0, 300),
+    };
+  // A node's user can write only its own queue: a report naming another node is not believed.
+  if (r.data.node !== node) return { invalid: `the report names node ${r.data.node}, but it is under the queue of ${node}` };
+  return { report: r.data };
+}
