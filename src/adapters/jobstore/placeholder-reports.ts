@@ -7,8 +7,8 @@ import type { RedisConnection } from '../redis/redis.ts';
 // under its own queue's keys, the only keys its per-node Redis user may write
 // (src/adapters/redis/node-user-acl.ts), with no lifetime: a placeholder outlives an agent that
 // stopped, and a report that lapsed would say "none" exactly when nobody is left to release it.
-// An agent with nothing attached deletes it. The receiver reads one key per node queue (MGET in
-// chunks on a single Redis, one key a call on a Cluster, where each queue is its own slot).
+// An agent with nothing attached deletes it. The receiver reads one key per node queue (chunks of
+// GETs on a single Redis, one key a call on a Cluster, where each queue is its own slot).
 
 export const placeholderReportKey = (prefix: string, queue: string): string => `${prefix}:${queue}:vm:placeholders`;
 
@@ -27,8 +27,9 @@ export async function readPlaceholderReports(redis: RedisConnection, prefix: str
     const node = nodeOfQueue(queue);
     return node === undefined ? [] : [{ queue, node }];
   });
+  // GETs, not MGET (not in the receiver's ACL): a chunk's are sent together, one round trip's worth.
   const values = await inLanes(nodes, laneShape(redis, {}, { chunk: 250, parallel: 1 }), (chunk) =>
-    redis.mget(...chunk.map((n) => placeholderReportKey(prefix, n.queue))),
+    Promise.all(chunk.map((n) => redis.get(placeholderReportKey(prefix, n.queue)))),
   );
   const out: ReadReport[] = [];
   nodes.forEach((n, i) => {

@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { ApiError, apiClient } from './api-client.ts';
 import { operatorToken } from './operator-token.ts';
@@ -58,7 +59,7 @@ commands:
                                                       again for new ones (a repeat changes nothing)
 
 options: --token TOKEN (a Kubernetes token; default: VOLUME_MEDIC_OPERATOR_TOKEN, else your kubeconfig's
-         current user), --json (raw API answer)
+         current user), --token-file FILE (the token read from a file), --json (raw API answer)
 env: VOLUME_MEDIC_URL, VOLUME_MEDIC_OPERATOR_TOKEN, KUBECONFIG, NODE_EXTRA_CA_CERTS (the CA of the receiver's
      HTTPS certificate: the chart's ConfigMap volume-medic-receiver-ca, key ca.crt)
 You are recorded as the user your token belongs to; RBAC on volume-medic.io decides what you may do.`;
@@ -71,6 +72,7 @@ const parseCliArgs = (args: string[]) =>
     options: {
       url: { type: 'string' },
       token: { type: 'string' },
+      'token-file': { type: 'string' },
       json: { type: 'boolean', default: false },
       why: { type: 'string' },
       node: { type: 'string' },
@@ -108,7 +110,8 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv, rawOut: (s: st
     return v.help ? 0 : 2;
   }
   const url = v.url ?? env['VOLUME_MEDIC_URL'] ?? 'http://127.0.0.1:8080';
-  const source = await operatorToken(v.token, env);
+  // --token-file: a projected service-account token in a pod (the chart's pre-delete check), read as it is now.
+  const source = await operatorToken(v['token-file'] ? (await readFile(v['token-file'], 'utf8')).trim() : v.token, env);
   const api = apiClient(url, source.token, source.from);
   const o: Opts = {
     json: v.json ?? false,

@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { placeholderReportKey, writePlaceholderReport } from '../../../../src/adapters/jobstore/placeholder-reports.ts';
@@ -123,6 +126,38 @@ describe('the placeholders the agents report', () => {
     const allowed = await cli('uninstall-check', '--allow-stranded');
     expect(allowed.code).toBe(0);
     expect(allowed.text).toContain('WARNING');
+  });
+
+  it('uninstall-check reads its token from a file (the hook’s projected token); with --allow-stranded it passes even with no receiver to ask', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'vm-uninstall-check-'));
+    try {
+      writeFileSync(join(dir, 'token'), `${TOKEN}\n`);
+      const lines: string[] = [];
+      const code = await run(
+        ['--token-file', join(dir, 'token'), 'uninstall-check'],
+        { VOLUME_MEDIC_URL: receiver.url },
+        (s) => lines.push(s),
+        (s) => lines.push(s),
+      );
+      expect(code).toBe(1);
+      expect(lines.join('\n')).toContain('PV local-pv-held');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+    const gone = async (...argv: string[]) => {
+      const lines: string[] = [];
+      const code = await run(
+        argv,
+        { VOLUME_MEDIC_URL: 'http://127.0.0.1:9', VOLUME_MEDIC_OPERATOR_TOKEN: TOKEN },
+        (s) => lines.push(s),
+        (s) => lines.push(s),
+      );
+      return { code, text: lines.join('\n') };
+    };
+    expect((await gone('uninstall-check')).code).toBe(1);
+    const allowed = await gone('uninstall-check', '--allow-stranded');
+    expect(allowed.code).toBe(0);
+    expect(allowed.text).toMatch(/WARNING: could not ask the receiver/);
   });
 
   it('prepare-uninstall asks for the checked release of the one whose disk is back, never of a held one, and names the decision for the rest', async () => {

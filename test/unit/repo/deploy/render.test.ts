@@ -370,6 +370,28 @@ describe('what the installation promises', () => {
     ]);
   });
 
+  it('the uninstall check: a pre-delete Job running the CLI entry point with a projected token, the receiver over HTTPS with its CA, one try; --allow-stranded only when asked', async () => {
+    for (const set of SETS) {
+      const job = find(rendered[set]!, 'Job', 'volume-medic-uninstall-check');
+      expect((job.metadata['annotations'] as Record<string, string>)['helm.sh/hook'], set).toBe('pre-delete');
+      expect((job['spec'] as { backoffLimit: number }).backoffLimit).toBe(0);
+      const spec = podSpec(job)!;
+      const c = spec.containers[0]!;
+      expect(c.command, set).toEqual(['node', '--max-old-space-size=48', '--max-semi-space-size=1', 'dist/src/control/cli/main.js']);
+      expect(c.args?.slice(-3), set).toEqual(['--token-file', '/var/run/secrets/volume-medic/operator/token', 'uninstall-check']);
+      expect(spec.automountServiceAccountToken).toBe(false);
+      expect(spec.volumes?.find((v) => v.name === 'operator-token')?.projected?.sources?.[0]?.serviceAccountToken).toMatchObject({ path: 'token' });
+      expect(c.securityContext).toMatchObject({ allowPrivilegeEscalation: false, readOnlyRootFilesystem: true });
+    }
+    const defaults = podSpec(find(rendered['defaults']!, 'Job', 'volume-medic-uninstall-check'))!;
+    expect(defaults.containers[0]!.args?.[1]).toBe('https://volume-medic.volume-medic.svc:8080');
+    expect(defaults.containers[0]!.env).toEqual([{ name: 'NODE_EXTRA_CA_CERTS', value: '/etc/volume-medic/receiver-ca/ca.crt' }]);
+    expect(defaults.volumes?.find((v) => v.name === 'receiver-ca')?.configMap?.name).toBe('volume-medic-receiver-ca');
+    const allowed = helmTemplate({ set: ['uninstall.allowStrandedPlaceholders=true'] });
+    expect(await validateAll(allowed)).toEqual([]);
+    expect(podSpec(find(allowed, 'Job', 'volume-medic-uninstall-check'))!.containers[0]!.args?.slice(-2)).toEqual(['uninstall-check', '--allow-stranded']);
+  });
+
   it("every Node.js container bounds V8's heap 64 MiB under its memory limit", () => {
     // Without --max-old-space-size Node sizes the heap from the cgroup's limit itself, and sizes
     // it above it: 259 MiB under a 256Mi limit (Node 24, measured), so V8 would not collect
