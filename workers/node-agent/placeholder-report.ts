@@ -50,6 +50,8 @@ export interface PlaceholderReportsOptions {
   /** Stores the report (writePlaceholderReport on the agent's own queue). */
   publish: (report: PlaceholderReport) => Promise<void>;
   intervalMs: number;
+  /** Reads the uninstall mark of the node's queue (uninstallMarked), with each report. */
+  readMark?: () => Promise<boolean>;
   now?: () => Date;
   log: Pick<Logger, 'warn' | 'info'>;
 }
@@ -58,9 +60,16 @@ export interface PlaceholderReportsOptions {
  * Reports at start and every `intervalMs`, one report at a time (a tick while one runs is
  * skipped). Stopping leaves the last report in place: the placeholders outlive the agent.
  */
-export function startPlaceholderReports(o: PlaceholderReportsOptions): { stop: () => Promise<void> } {
+export function startPlaceholderReports(o: PlaceholderReportsOptions): { stop: () => Promise<void>; marked: () => boolean } {
   let failing = false;
+  // The last mark read: a failed read keeps it (the uninstall may be stopping Redis right now).
+  let marked = false;
   const once = async (): Promise<void> => {
+    if (o.readMark) {
+      const was = marked;
+      marked = await o.readMark().catch(() => marked);
+      if (marked && !was) o.log.info({}, "this node's queue is marked for an uninstall");
+    }
     try {
       await o.publish(await placeholderReport(o.host, o.stateDir, o.node, o.now ?? (() => new Date())));
       if (failing) o.log.info({}, 'placeholder report stored again');
@@ -85,5 +94,6 @@ export function startPlaceholderReports(o: PlaceholderReportsOptions): { stop: (
       clearInterval(timer);
       await running;
     },
+    marked: () => marked,
   };
 }

@@ -167,3 +167,5 @@ export const PlaceholdersAnswer = z.looseObject({
   invalid: z.array(z.looseObject({ node: s, why: s })),
 });
 export type PlaceholdersAnswer = z.infer<typeof PlaceholdersAnswer>;
+
+export const ArmAnswer = z.looseObject({ nodes: n, expiresAt: s });

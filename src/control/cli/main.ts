@@ -52,8 +52,11 @@ commands:
                                                       placeholder whose disk is back and that nothing holds
                                                       (--force: also those whose disk is not back), says
                                                       what blocks the rest; exit 1 while any is attached
-  uninstall-check [--allow-stranded]                  the chart's pre-delete check: exit 1 naming each
-                                                      attached placeholder (--allow-stranded: warn, exit 0)
+  uninstall-check [--allow-stranded] [--arm-host-state-removal]
+                                                      the chart's pre-delete check: exit 1 naming each
+                                                      attached placeholder (--allow-stranded: warn, exit 0);
+                                                      once it passes, --arm-host-state-removal marks the
+                                                      node queues so agents remove their host state
   revoke <node> [--why TEXT]                          revoke a node's credentials: its Redis password and
                                                       work keys stop working at once, its agent enrols
                                                       again for new ones (a repeat changes nothing)
@@ -86,6 +89,7 @@ const parseCliArgs = (args: string[]) =>
       all: { type: 'boolean', default: false },
       sort: { type: 'string' },
       'allow-stranded': { type: 'boolean', default: false },
+      'arm-host-state-removal': { type: 'boolean', default: false },
     },
   });
 
@@ -176,7 +180,7 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv, rawOut: (s: st
       case 'prepare-uninstall':
         return await prepareUninstall(api, o, out);
       case 'uninstall-check':
-        return await uninstallCheck(api, { ...o, allowStranded: v['allow-stranded'] ?? false }, out);
+        return await uninstallCheck(api, { ...o, allowStranded: v['allow-stranded'] ?? false, armHostStateRemoval: v['arm-host-state-removal'] ?? false }, out);
       case 'revoke':
         await revoke(api, need('<node>'), o, out);
         break;

@@ -1,5 +1,5 @@
 import type { ApiClient } from './api-client.ts';
-import { PlaceholdersAnswer, ReleaseAnswer, read } from './answers.ts';
+import { ArmAnswer, PlaceholdersAnswer, ReleaseAnswer, read } from './answers.ts';
 import { type Opts, type Out, UsageError } from './command-kit.ts';
 import { table } from './table.ts';
 import { describePlaceholder, uninstallPlan, type UninstallPlan } from './uninstall-plan.ts';
@@ -99,8 +99,35 @@ export async function prepareUninstall(api: ApiClient, o: Opts, out: Out): Promi
   return 1;
 }
 
+export interface UninstallCheckOpts extends Opts {
+  allowStranded: boolean;
+  /** Once it passes, mark the node queues (POST /v1/uninstall/arm) and wait until every agent has looked (nodeAgent.removeHostState). */
+  armHostStateRemoval: boolean;
+  /** How long the agents take to see the mark (their report interval, with room). */
+  armWaitMs?: number;
+  sleep?: (ms: number) => Promise<void>;
+}
+
 /** The pre-delete hook's check: 1 (naming each) while anything is attached, unless `allowStranded`. */
-export async function uninstallCheck(api: ApiClient, o: Opts & { allowStranded: boolean }, out: Out): Promise<number> {
+export async function uninstallCheck(api: ApiClient, o: UninstallCheckOpts, out: Out): Promise<number> {
+  const code = await checkPlaceholders(api, o, out);
+  if (code !== 0 || !o.armHostStateRemoval) return code;
+  try {
+    const r = read('POST /v1/uninstall/arm', ArmAnswer, await api.post('/v1/uninstall/arm', {}));
+    const wait = o.armWaitMs ?? ARM_WAIT_MS;
+    out(`uninstall-check: ${r.nodes} node queue(s) marked for the uninstall until ${r.expiresAt}; waiting ${wait / 1000} s for the agents to see it`);
+    await (o.sleep ?? ((ms) => new Promise((done) => setTimeout(done, ms))))(wait);
+  } catch (err) {
+    // The host state then stays: the uninstall itself is not held up for it.
+    out(`uninstall-check: WARNING: could not mark the node queues (${(err as Error).message}): the agents keep their host state`);
+  }
+  return 0;
+}
+
+/** The agents read the mark with each report (every 30 s): one interval and some. */
+const ARM_WAIT_MS = 40_000;
+
+async function checkPlaceholders(api: ApiClient, o: UninstallCheckOpts, out: Out): Promise<number> {
   let answer: PlaceholdersAnswer;
   try {
     ({ answer } = await list(api));

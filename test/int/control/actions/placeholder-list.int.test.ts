@@ -8,6 +8,9 @@ import { knownQueuesKey } from '../../../../src/adapters/redis/known-queues.ts';
 import type { PlaceholderReport, ReportedPlaceholder } from '../../../../src/core/catalogue/placeholder-report.ts';
 import { nodeQueueName } from '../../../../src/core/catalogue/queues.ts';
 import { run } from '../../../../src/control/cli/main.ts';
+import { apiClient } from '../../../../src/control/cli/api-client.ts';
+import { uninstallCheck } from '../../../../src/control/cli/placeholder-commands.ts';
+import { UNINSTALL_MARK_TTL_MS, uninstallMarked, uninstallMarkKey } from '../../../../src/adapters/jobstore/uninstall-mark.ts';
 import { startReceiver, type Receiver } from '../../../../src/control/receiver.ts';
 import { testConfig } from '../../../support/config.ts';
 import { dropPrefix, redisUrl, uniquePrefix } from '../../../support/redis.ts';
@@ -190,11 +193,43 @@ describe('the placeholders the agents report', () => {
     expect(w2).toEqual([]);
   });
 
+  it('does not mark the node queues for host state removal while placeholders remain', async () => {
+    const r = await uninstallCheck(
+      apiClient(receiver.url, TOKEN),
+      { json: false, allowStranded: false, armHostStateRemoval: true, armWaitMs: 0 },
+      () => undefined,
+    );
+    expect(r).toBe(1);
+    expect(await uninstallMarked(redis, prefix, nodeQueueName('worker-1'))).toBe(false);
+  });
+
   it('passes both once the agents report nothing attached', async () => {
     await put('worker-1', report('worker-1', []));
     await put('worker-2', report('worker-2', []));
     expect(await redis.exists(placeholderReportKey(prefix, nodeQueueName('worker-1')))).toBe(0);
     expect(await cli('uninstall-check')).toMatchObject({ code: 0 });
     expect(await cli('prepare-uninstall')).toMatchObject({ code: 0, text: expect.stringContaining('nothing stops an uninstall') });
+  });
+
+  it('once it passes, --arm-host-state-removal marks every node queue (audited, lapsing by itself) and the agents read their own mark', async () => {
+    const lines: string[] = [];
+    const waited: number[] = [];
+    const code = await uninstallCheck(
+      apiClient(receiver.url, TOKEN),
+      { json: false, allowStranded: false, armHostStateRemoval: true, armWaitMs: 1234, sleep: async (ms) => void waited.push(ms) },
+      (s) => lines.push(s),
+    );
+    expect(code).toBe(0);
+    expect(lines.join('\n')).toMatch(/node queue\(s\) marked for the uninstall until .*; waiting 1.234 s/);
+    expect(waited).toEqual([1234]);
+    expect(await uninstallMarked(redis, prefix, nodeQueueName('worker-1'))).toBe(true);
+    const ttl = await redis.pttl(uninstallMarkKey(prefix, nodeQueueName('worker-2')));
+    expect(ttl).toBeGreaterThan(0);
+    expect(ttl).toBeLessThanOrEqual(UNINSTALL_MARK_TTL_MS);
+    const { audit } = await getJson(`${receiver.url}/v1/controls/audit`, TOKEN);
+    expect(audit).toContainEqual(expect.objectContaining({ action: 'uninstall-armed', by: 'alice' }));
+    // Arming needs its own verb: a viewer may not.
+    const viewer = ops.token('val', VIEWERS);
+    expect((await fetch(`${receiver.url}/v1/uninstall/arm`, { method: 'POST', headers: { authorization: `Bearer ${viewer}` } })).status).toBe(403);
   });
 });

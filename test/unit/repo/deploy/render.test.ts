@@ -392,6 +392,23 @@ describe('what the installation promises', () => {
     expect(podSpec(find(allowed, 'Job', 'volume-medic-uninstall-check'))!.containers[0]!.args?.slice(-2)).toEqual(['uninstall-check', '--allow-stranded']);
   });
 
+  it('nodeAgent.removeHostState: the agents get REMOVE_HOST_STATE_ON_UNINSTALL, the check arms it and may (its only other verb); off by default', async () => {
+    const agentEnv = (objects: KObject[]) => podSpec(find(objects, 'DaemonSet', 'volume-medic-node-agent'))!.containers[0]!.env ?? [];
+    const check = (objects: KObject[]) => podSpec(find(objects, 'Job', 'volume-medic-uninstall-check'))!.containers[0]!.args ?? [];
+    const rules = (objects: KObject[]) => find(objects, 'ClusterRole', 'volume-medic-uninstall-check')['rules'];
+    const defaults = rendered['defaults']!;
+    expect(agentEnv(defaults).some((e) => e.name === 'REMOVE_HOST_STATE_ON_UNINSTALL')).toBe(false);
+    expect(check(defaults)).not.toContain('--arm-host-state-removal');
+    const on = helmTemplate({ set: ['nodeAgent.removeHostState=true'] });
+    expect(await validateAll(on)).toEqual([]);
+    expect(agentEnv(on)).toContainEqual({ name: 'REMOVE_HOST_STATE_ON_UNINSTALL', value: 'true' });
+    expect(check(on)).toContain('--arm-host-state-removal');
+    expect(rules(on)).toEqual([
+      { apiGroups: [OPERATOR_API_GROUP], resources: ['placeholders'], verbs: ['list'] },
+      { apiGroups: [OPERATOR_API_GROUP], resources: ['uninstall'], verbs: ['arm'] },
+    ]);
+  });
+
   it("every Node.js container bounds V8's heap 64 MiB under its memory limit", () => {
     // Without --max-old-space-size Node sizes the heap from the cgroup's limit itself, and sizes
     // it above it: 259 MiB under a 256Mi limit (Node 24, measured), so V8 would not collect

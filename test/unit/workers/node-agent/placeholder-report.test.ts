@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { PlaceholderReport } from '../../../../src/core/catalogue/placeholder-report.ts';
-import { placeholderReport } from '../../../../workers/node-agent/placeholder-report.ts';
+import { placeholderReport, startPlaceholderReports } from '../../../../workers/node-agent/placeholder-report.ts';
 import { FakeHost } from '../../../testkit/fake-host.ts';
 
 // The agent's report of its placeholders: read from the records in STATE_DIR, losetup and sysfs;
@@ -78,5 +78,28 @@ describe("a node agent's placeholder report", () => {
     host.put('/proc/4242/stat', '4242 (sleep) S 1 4242 4242 0 -1 4194560 0 0 0 0 0 0 0 0 20 0 1 0 500 0 0');
     const [p] = (await placeholderReport(host, STATE, 'worker-1', NOW)).placeholders;
     expect(p).toMatchObject({ attached: true, diskBack: false, heldBy: ['pid 4242 (sleep) has it open'] });
+  });
+
+  it('publishes at start and remembers the uninstall mark it reads, keeping the last one when a read fails', async () => {
+    const published: PlaceholderReport[] = [];
+    let reads = 0;
+    const reports = startPlaceholderReports({
+      host: new FakeHost(),
+      stateDir: STATE,
+      node: 'worker-1',
+      publish: async (r) => void published.push(r),
+      intervalMs: 5,
+      readMark: async () => {
+        if (reads++ === 0) return true;
+        throw new Error('redis stopping');
+      },
+      now: NOW,
+      log: { info: () => undefined, warn: () => undefined },
+    });
+    await new Promise((done) => setTimeout(done, 40));
+    await reports.stop();
+    expect(reads).toBeGreaterThan(1);
+    expect(published.length).toBeGreaterThan(1);
+    expect(reports.marked()).toBe(true);
   });
 });
