@@ -77,6 +77,10 @@ describe.each(HELMS)('%s', { timeout: 120_000 }, (helm) => {
     }
   });
 
+  it('renders no uninstall check with uninstall.checkJob.enabled=false (the static manifest: kubectl runs no hooks)', () => {
+    expect(helmTemplate({ helm, set: ['uninstall.checkJob.enabled=false'] }).filter((o) => o.metadata.name === 'volume-medic-uninstall-check')).toEqual([]);
+  });
+
   it('packages the chart, and the archive renders', () => {
     const dest = join(tmp, helm);
     const r = runTool(helm, ['package', CHART_DIR, '--destination', dest]);

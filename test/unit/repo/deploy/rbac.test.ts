@@ -154,6 +154,8 @@ describe.each(SETS)('RBAC of the %s values', (set) => {
   });
 
   it('the uninstall check runs before a delete only, may only list placeholders of volume-medic.io (no wildcard), reaches only DNS and the receiver, and is removed once it succeeded', () => {
+    // The static manifest for `kubectl apply` (which runs no hooks) leaves it out.
+    if (set === 'static') return expect(uninstallCheck).toEqual([]);
     expect(uninstallCheck.map((o) => `${o.kind}/${o.metadata.name}`).sort()).toEqual(
       [
         'ClusterRole/volume-medic-uninstall-check',
