@@ -1,22 +1,24 @@
 import { PlaceholderReport } from '../../core/catalogue/placeholder-report.ts';
 import { nodeOfQueue } from '../../core/catalogue/queues.ts';
 import { inLanes, laneShape } from '../redis/in-lanes.ts';
+import { agentSeen } from './agent-presence.ts';
 import type { RedisConnection } from '../redis/redis.ts';
 
 // Where a node agent leaves its placeholder report (src/core/catalogue/placeholder-report.ts):
 // under its own queue's keys, the only keys its per-node Redis user may write
 // (src/adapters/redis/node-user-acl.ts), with no lifetime: a placeholder outlives an agent that
 // stopped, and a report that lapsed would say "none" exactly when nobody is left to release it.
-// An agent with nothing attached deletes it. The receiver reads one key per node queue (chunks of
-// GETs on a single Redis, one key a call on a Cluster, where each queue is its own slot).
+// An agent with nothing attached reports that too, so a missing report is "not known", never
+// "none": a node whose agent shows a sign of life (agent-presence.ts) without a report (it has
+// not reported since it started, or Redis lost the key) is named as such. The receiver reads two
+// keys per node queue (chunks of commands on a single Redis, one queue a call on a Cluster, where
+// each queue is its own slot).
 
 export const placeholderReportKey = (prefix: string, queue: string): string => `${prefix}:${queue}:vm:placeholders`;
 
-/** Replaces the node's report; a report with nothing in it deletes the key. */
+/** Replaces the node's report. */
 export async function writePlaceholderReport(redis: RedisConnection, prefix: string, queue: string, report: PlaceholderReport): Promise<void> {
-  const key = placeholderReportKey(prefix, queue);
-  if (report.placeholders.length === 0 && report.unreadable.length === 0) await redis.del(key);
-  else await redis.set(key, JSON.stringify(report));
+  await redis.set(placeholderReportKey(prefix, queue), JSON.stringify(report));
 }
 
 export type ReadReport = { queue: string; node: string } & ({ report: PlaceholderReport } | { invalid: string });
@@ -29,16 +31,28 @@ export async function readPlaceholderReports(redis: RedisConnection, prefix: str
   });
   // GETs, not MGET (not in the receiver's ACL): a chunk's are sent together, one round trip's worth.
   const values = await inLanes(nodes, laneShape(redis, {}, { chunk: 250, parallel: 1 }), (chunk) =>
-    Promise.all(chunk.map((n) => redis.get(placeholderReportKey(prefix, n.queue)))),
+    Promise.all(
+      chunk.map(async (n) => {
+        const raw = await redis.get(placeholderReportKey(prefix, n.queue));
+        return raw === null && (await agentSeen(redis, prefix, n.queue)) ? NOT_REPORTED : raw;
+      }),
+    ),
   );
   const out: ReadReport[] = [];
   nodes.forEach((n, i) => {
     const raw = values[i];
     if (raw === null || raw === undefined) return;
-    out.push({ ...n, ...parse(raw, n.node) });
+    out.push({
+      ...n,
+      ...(raw === NOT_REPORTED
+        ? { invalid: 'its agent runs but has not reported its placeholders yet (it does within 30 s of starting)' }
+        : parse(raw, n.node)),
+    });
   });
   return out;
 }
+
+const NOT_REPORTED = Symbol('not reported');
 
 function parse(raw: string, node: string): { report: PlaceholderReport } | { invalid: string } {
   let value: unknown;

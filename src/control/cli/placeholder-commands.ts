@@ -44,7 +44,7 @@ export async function placeholders(api: ApiClient, args: string[], o: Opts, out:
       ),
     );
   for (const u of answer.unreadable) out(`node ${u.node}: placeholder record ${u.file} cannot be read`);
-  for (const i of answer.invalid) out(`node ${i.node}: its placeholder report cannot be read (${i.why})`);
+  for (const i of answer.invalid) out(`node ${i.node}: placeholders unknown: ${i.why}`);
 }
 
 /** An operator's release without the disk check (POST /v1/placeholders/release); without --force the API says why force is needed. */
@@ -147,7 +147,7 @@ async function checkPlaceholders(api: ApiClient, o: UninstallCheckOpts, out: Out
   const lines = [
     ...answer.placeholders.map((p) => `  node ${p.node}: ${describePlaceholder(p)}`),
     ...answer.unreadable.map((u) => `  node ${u.node}: placeholder record ${u.file} (unreadable)`),
-    ...answer.invalid.map((i) => `  node ${i.node}: placeholder report unreadable (${i.why})`),
+    ...answer.invalid.map((i) => `  node ${i.node}: placeholders unknown: ${i.why}`),
   ];
   if (o.allowStranded) {
     out(`uninstall-check: WARNING: uninstalling with these placeholders left attached (uninstall.allowStrandedPlaceholders=true):\n${lines.join('\n')}`);

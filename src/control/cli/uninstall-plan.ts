@@ -78,8 +78,8 @@ export function uninstallPlan(list: PlaceholdersAnswer, o: { force: boolean }): 
   for (const i of list.invalid) {
     plan.blocked.push({
       node: i.node,
-      what: "the node's placeholder report",
-      why: `it cannot be read (${i.why})`,
+      what: 'its placeholders',
+      why: `they are not known: ${i.why}`,
       decide: `its placeholders are unknown: make sure the node agent on ${i.node} runs (it reports again within 30 s)`,
     });
   }

@@ -55,7 +55,7 @@ function placeholdersHtml(l: PlaceholderList | undefined): string {
   if (!l) return '<section id="placeholders"><h2>Local PV placeholders</h2><p class="muted">Could not read the agents\' reports.</p></section>';
   const problems = [
     ...l.unreadable.map((u) => `<li>node ${esc(u.node)}: placeholder record ${esc(u.file)} cannot be read</li>`),
-    ...l.invalid.map((i) => `<li>node ${esc(i.node)}: its placeholder report cannot be read (${esc(i.why)})</li>`),
+    ...l.invalid.map((i) => `<li>node ${esc(i.node)}: placeholders unknown: ${esc(i.why)}</li>`),
   ];
   const rows = l.placeholders.map(
     (r) =>

@@ -5,6 +5,7 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { placeholderReportKey, writePlaceholderReport } from '../../../../src/adapters/jobstore/placeholder-reports.ts';
 import { knownQueuesKey } from '../../../../src/adapters/redis/known-queues.ts';
+import { presenceKey } from '../../../../src/adapters/jobstore/agent-presence.ts';
 import type { PlaceholderReport, ReportedPlaceholder } from '../../../../src/core/catalogue/placeholder-report.ts';
 import { nodeQueueName } from '../../../../src/core/catalogue/queues.ts';
 import { run } from '../../../../src/control/cli/main.ts';
@@ -113,6 +114,20 @@ describe('the placeholders the agents report', () => {
     await redis.del(placeholderReportKey(prefix, nodeQueueName('worker-9')), placeholderReportKey(prefix, nodeQueueName('worker-8')));
   });
 
+  it('names a node whose agent runs but has not reported: its placeholders are unknown, not none', async () => {
+    await redis.sadd(knownQueuesKey(prefix), nodeQueueName('worker-7'));
+    await redis.set(presenceKey(prefix, nodeQueueName('worker-7')), String(Date.now()), 'PX', 60_000);
+    try {
+      const r = await getJson(`${receiver.url}/v1/placeholders`, TOKEN);
+      expect(r.invalid).toEqual([{ node: 'worker-7', why: expect.stringMatching(/^its agent runs but has not reported its placeholders yet/) }]);
+      const check = await cli('uninstall-check');
+      expect(check.code).toBe(1);
+      expect(check.text).toContain('node worker-7: placeholders unknown: its agent runs but has not reported');
+    } finally {
+      await redis.del(presenceKey(prefix, nodeQueueName('worker-7')));
+    }
+  });
+
   it('prints them from the command line', async () => {
     const r = await cli('placeholders');
     expect(r.code).toBe(0);
@@ -206,7 +221,8 @@ describe('the placeholders the agents report', () => {
   it('passes both once the agents report nothing attached', async () => {
     await put('worker-1', report('worker-1', []));
     await put('worker-2', report('worker-2', []));
-    expect(await redis.exists(placeholderReportKey(prefix, nodeQueueName('worker-1')))).toBe(0);
+    // "None attached" is said, not left to a missing key.
+    expect(JSON.parse((await redis.get(placeholderReportKey(prefix, nodeQueueName('worker-1'))))!)).toMatchObject({ placeholders: [] });
     expect(await cli('uninstall-check')).toMatchObject({ code: 0 });
     expect(await cli('prepare-uninstall')).toMatchObject({ code: 0, text: expect.stringContaining('nothing stops an uninstall') });
   });
