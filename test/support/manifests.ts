@@ -24,6 +24,7 @@ type Container = {
   name: string;
   image?: string;
   command?: string[];
+  args?: string[];
   env?: { name: string; value?: string; valueFrom?: unknown }[];
   envFrom?: { configMapRef?: { name: string } }[];
   resources?: { requests?: Record<string, string>; limits?: Record<string, string> };
@@ -45,7 +46,14 @@ export type PodSpec = {
     nodeAffinity?: { requiredDuringSchedulingIgnoredDuringExecution?: { nodeSelectorTerms: NodeSelectorTerm[] }; [k: string]: unknown };
     [k: string]: unknown;
   };
-  volumes?: { name: string; hostPath?: { path: string }; secret?: { secretName: string; optional?: boolean } }[];
+  volumes?: {
+    name: string;
+    hostPath?: { path: string };
+    secret?: { secretName: string; optional?: boolean };
+    configMap?: { name: string };
+    projected?: { sources?: { serviceAccountToken?: { path: string; audience?: string; expirationSeconds?: number } }[] };
+  }[];
+  automountServiceAccountToken?: boolean;
 };
 
 export function podSpec(o: KObject): PodSpec | undefined {
@@ -73,6 +81,7 @@ export const CONTROL_PLANE = [
   ['Deployment', 'volume-medic-cluster-worker'],
   ['StatefulSet', 'volume-medic-redis'],
   ['Job', 'volume-medic-secrets'],
+  ['Job', 'volume-medic-uninstall-check'],
 ] as const;
 
 function requirementHolds(r: NodeSelectorRequirement, value: string | undefined): boolean {

@@ -9,6 +9,11 @@ import { nodeKube } from './node-kube.ts';
 import { NODE_RUNBOOKS } from './node-runbooks.ts';
 import { startReadonlyScan } from './readonly-scan.ts';
 import { startSelfChecks } from './self-checks.ts';
+import { REPORT_INTERVAL_MS, startPlaceholderReports } from './placeholder-report.ts';
+import { writePlaceholderReport } from '../../src/adapters/jobstore/placeholder-reports.ts';
+import { uninstallMarked } from '../../src/adapters/jobstore/uninstall-mark.ts';
+import { removeHostStateIfUninstalling } from './host-state-removal.ts';
+import { nodeQueueName } from '../../src/core/catalogue/queues.ts';
 
 // `npm run node-agent`: the node agent, configured from the environment (agent-bootstrap/ does
 // what both agents do: enrolment, probes, shutdown). It serves exactly one node, NODE_NAME (in a
@@ -66,9 +71,33 @@ await runAgent(
       intervalMs: config.readonlyScanSeconds * 1000,
       log: log.child({ node, component: 'readonly-scan' }),
     });
+    // Under its own queue, through the store's command connection (its Redis user may write nowhere else).
+    const reports = startPlaceholderReports({
+      host: createRealHost({ root: config.hostRoot, nsenter: config.hostNsenter }),
+      stateDir: config.stateDir,
+      node,
+      publish: (report) => writePlaceholderReport(agent.store.connection, config.queuePrefix, nodeQueueName(node), report),
+      intervalMs: REPORT_INTERVAL_MS,
+      ...(config.removeHostStateOnUninstall ? { readMark: () => uninstallMarked(agent.store.connection, config.queuePrefix, nodeQueueName(node)) } : {}),
+      log: log.child({ node, component: 'placeholder-report' }),
+    });
+    // After the worker closed (no job writes a journal any more): the host state goes on an uninstall only.
+    const worker = {
+      ...agent,
+      close: async () => {
+        await agent.close();
+        await removeHostStateIfUninstalling({
+          host: createRealHost({ root: config.hostRoot, nsenter: config.hostNsenter }),
+          stateDir: config.stateDir,
+          enabled: config.removeHostStateOnUninstall,
+          marked: reports.marked,
+          log: log.child({ node, component: 'host-state' }),
+        });
+      },
+    };
     return {
-      worker: agent,
-      alongside: [{ close: () => checks.stop() }, { close: () => readonlyScan.stop() }],
+      worker,
+      alongside: [{ close: () => checks.stop() }, { close: () => readonlyScan.stop() }, { close: () => reports.stop() }],
       started: {
         msg: 'node agent started',
         fields: { node, defaultMode: config.defaultMode, modes: config.runbookModes, labels: kube.inCluster ? 'api-server' : 'NODE_LABELS' },

@@ -30,7 +30,12 @@ export const OPERATOR_PERMISSIONS = {
       'close a tripped blast-radius breaker (POST /v1/breakers/reset); let a node restricted for going over its Redis memory budget write again (POST /v1/redis-budget/release)',
   },
   placeholders: {
-    release: 'force the release of a Local PV placeholder without the disk check (POST /v1/placeholders/release)',
+    list: "list the Local PV placeholders the node agents report attached (GET /v1/placeholders; the chart's pre-delete check asks it)",
+    release:
+      'ask for the release of a Local PV placeholder, checked (POST /v1/placeholders/release-if-back: the agent verifies the disk is back) or forced without the disk check (POST /v1/placeholders/release)',
+  },
+  uninstall: {
+    arm: "mark every node queue for an uninstall, so node agents with nodeAgent.removeHostState remove their host state when they stop (POST /v1/uninstall/arm; the chart's pre-delete check)",
   },
   nodes: {
     revoke: "revoke a node's credentials: its Redis password and work keys die, its agent enrols again for new ones (POST /v1/nodes/:node/revoke)",
@@ -78,7 +83,10 @@ export const OPERATOR_ROUTES: readonly OperatorRoute[] = [
   { method: 'GET', path: '/v1/redis-budget', permission: p('controls', 'get') },
   { method: 'POST', path: '/v1/redis-budget/release', permission: p('breakers', 'reset') },
   { method: 'POST', path: '/v1/placeholders/release', permission: p('placeholders', 'release') },
+  { method: 'GET', path: '/v1/placeholders', permission: p('placeholders', 'list') },
+  { method: 'POST', path: '/v1/placeholders/release-if-back', permission: p('placeholders', 'release') },
   { method: 'POST', path: '/v1/nodes/:node/revoke', permission: p('nodes', 'revoke') },
+  { method: 'POST', path: '/v1/uninstall/arm', permission: p('uninstall', 'arm') },
 ];
 
 /** The routes the webhook token opens, and nothing else does. */

@@ -147,3 +147,25 @@ export function read<T extends z.ZodType>(what: string, schema: T, answer: unkno
   const issue = r.error.issues[0];
   throw new Error(`the receiver's answer to ${what} is not what this CLI reads: ${issue?.path.join('.') || '(top)'}: ${issue?.message ?? 'invalid'}`);
 }
+
+const Placeholder = z.looseObject({
+  node: s,
+  pv: s,
+  path: s,
+  loop: s,
+  since: s,
+  reportedAt: s,
+  attached: z.boolean().nullable(),
+  diskBack: z.boolean(),
+  heldBy: z.array(s).nullable(),
+});
+export type PlaceholderRow = z.infer<typeof Placeholder>;
+
+export const PlaceholdersAnswer = z.looseObject({
+  placeholders: z.array(Placeholder),
+  unreadable: z.array(z.looseObject({ node: s, file: s })),
+  invalid: z.array(z.looseObject({ node: s, why: s })),
+});
+export type PlaceholdersAnswer = z.infer<typeof PlaceholdersAnswer>;
+
+export const ArmAnswer = z.looseObject({ nodes: n, expiresAt: s });

@@ -10,7 +10,6 @@ import {
   FleetAnswer,
   JobsAnswer,
   PauseAnswer,
-  ReleaseAnswer,
   RetryAnswer,
   RevokeAnswer,
   read,
@@ -207,29 +206,5 @@ export async function approvals(api: ApiClient, o: Opts, out: Out): Promise<void
       r.approvals.map((a) => [a.jobId, a.node ?? '', a.runbook, a.expiresAt, a.steps.map((s) => `${s.id} (${s.why})`).join('; ')]),
       90,
     ),
-  );
-}
-
-/**
- * An operator's release of a Local PV placeholder, without the disk check (POST
- * /v1/placeholders/release). The API decides what is valid: without --force it answers why force
- * is needed, and the CLI shows that answer.
- */
-export async function placeholders(api: ApiClient, args: string[], o: Opts, out: Out): Promise<void> {
-  const pv = args[1];
-  if (args[0] !== 'release' || !pv || !o.node || !o.path)
-    throw new UsageError('placeholders release <pv> --node N --path /dev/disk/by-id/... --force --why TEXT');
-  const raw = await api.post('/v1/placeholders/release', {
-    node: o.node,
-    pv,
-    path: o.path,
-    ...(o.force ? { force: true } : {}),
-    why: o.why ?? '',
-  });
-  if (o.json) return out(JSON.stringify(raw, null, 2));
-  const r = read('POST /v1/placeholders/release', ReleaseAnswer, raw);
-  const a = r.accepted;
-  out(
-    `${a.id}: forced release of the placeholder of PV ${pv} on node ${o.node} ${a.deduplicated ? 'was already asked for' : 'stored'} (queue ${a.queue}), asked by ${r.recordedAs}; see: volume-medic job ${a.id}`,
   );
 }

@@ -1,11 +1,13 @@
 #!/usr/bin/env node
+import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { ApiError, apiClient } from './api-client.ts';
 import { operatorToken } from './operator-token.ts';
 import { terminalSafe } from './terminal-safe.ts';
 import { redactUrlsIn } from '../../core/config/redact-url.ts';
 import { type Opts, UsageError } from './command-kit.ts';
-import { approvals, breakers, decide, explain, fleet, jobs, modes, pause, placeholders, retry, revoke } from './commands.ts';
+import { approvals, breakers, decide, explain, fleet, jobs, modes, pause, retry, revoke } from './commands.ts';
+import { placeholders, prepareUninstall, uninstallCheck } from './placeholder-commands.ts';
 import { job, show } from './job-commands.ts';
 import { redisBudget } from './redis-budget-command.ts';
 
@@ -14,7 +16,7 @@ import { redisBudget } from './redis-budget-command.ts';
 // identity: --token, else VOLUME_MEDIC_OPERATOR_TOKEN, else your kubeconfig's current user
 // (operator-token.ts); the receiver checks it (TokenReview) and records that user name, and
 // cluster RBAC decides what you may do. Exit codes: 0 done, 1 the API said no (or could not be
-// reached), 2 bad usage.
+// reached; prepare-uninstall and uninstall-check: placeholders remain), 2 bad usage.
 
 const USAGE = `usage: volume-medic [--url URL] [--token TOKEN] [--json] <command>
 
@@ -41,15 +43,26 @@ commands:
   redis-budget release <node> --why TEXT              let such a node write again
   modes                                               configured modes and API overrides
   modes set <runbook/NAME|node/NAME> <dry-run|enforce|default> [--why T]
+  placeholders                                        Local PV placeholders the node agents report attached:
+                                                      node, PV, path, loop device, since, disk back, held by
   placeholders release <pv> --node N --path P --force --why TEXT
                                                       detach a Local PV placeholder WITHOUT checking
                                                       that its disk is back (replaced, or not returning)
+  prepare-uninstall [--force --why TEXT]              before helm uninstall: asks for the release of every
+                                                      placeholder whose disk is back and that nothing holds
+                                                      (--force: also those whose disk is not back), says
+                                                      what blocks the rest; exit 1 while any is attached
+  uninstall-check [--allow-stranded] [--arm-host-state-removal]
+                                                      the chart's pre-delete check: exit 1 naming each
+                                                      attached placeholder (--allow-stranded: warn, exit 0);
+                                                      once it passes, --arm-host-state-removal marks the
+                                                      node queues so agents remove their host state
   revoke <node> [--why TEXT]                          revoke a node's credentials: its Redis password and
                                                       work keys stop working at once, its agent enrols
                                                       again for new ones (a repeat changes nothing)
 
 options: --token TOKEN (a Kubernetes token; default: VOLUME_MEDIC_OPERATOR_TOKEN, else your kubeconfig's
-         current user), --json (raw API answer)
+         current user), --token-file FILE (the token read from a file), --json (raw API answer)
 env: VOLUME_MEDIC_URL, VOLUME_MEDIC_OPERATOR_TOKEN, KUBECONFIG, NODE_EXTRA_CA_CERTS (the CA of the receiver's
      HTTPS certificate: the chart's ConfigMap volume-medic-receiver-ca, key ca.crt)
 You are recorded as the user your token belongs to; RBAC on volume-medic.io decides what you may do.`;
@@ -62,6 +75,7 @@ const parseCliArgs = (args: string[]) =>
     options: {
       url: { type: 'string' },
       token: { type: 'string' },
+      'token-file': { type: 'string' },
       json: { type: 'boolean', default: false },
       why: { type: 'string' },
       node: { type: 'string' },
@@ -74,6 +88,8 @@ const parseCliArgs = (args: string[]) =>
       force: { type: 'boolean', default: false },
       all: { type: 'boolean', default: false },
       sort: { type: 'string' },
+      'allow-stranded': { type: 'boolean', default: false },
+      'arm-host-state-removal': { type: 'boolean', default: false },
     },
   });
 
@@ -98,7 +114,8 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv, rawOut: (s: st
     return v.help ? 0 : 2;
   }
   const url = v.url ?? env['VOLUME_MEDIC_URL'] ?? 'http://127.0.0.1:8080';
-  const source = await operatorToken(v.token, env);
+  // --token-file: a projected service-account token in a pod (the chart's pre-delete check), read as it is now.
+  const source = await operatorToken(v['token-file'] ? (await readFile(v['token-file'], 'utf8')).trim() : v.token, env);
   const api = apiClient(url, source.token, source.from);
   const o: Opts = {
     json: v.json ?? false,
@@ -160,6 +177,10 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv, rawOut: (s: st
       case 'placeholders':
         await placeholders(api, args, o, out);
         break;
+      case 'prepare-uninstall':
+        return await prepareUninstall(api, o, out);
+      case 'uninstall-check':
+        return await uninstallCheck(api, { ...o, allowStranded: v['allow-stranded'] ?? false, armHostStateRemoval: v['arm-host-state-removal'] ?? false }, out);
       case 'revoke':
         await revoke(api, need('<node>'), o, out);
         break;

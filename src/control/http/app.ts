@@ -15,6 +15,7 @@ import { explainRoutes, webhookRoutes, type WebhookDeps } from './routes/webhook
 import { controlRoutes } from './routes/controls.ts';
 import { incidentRoutes } from './routes/incidents.ts';
 import { placeholderRoutes } from './routes/placeholders.ts';
+import { uninstallRoutes } from './routes/uninstall.ts';
 import { type RedisBudgetPort, redisBudgetRoutes } from './routes/redis-budget.ts';
 import { uiRoutes } from './routes/ui.ts';
 import { enrolRoutes } from './routes/enrol.ts';
@@ -177,7 +178,17 @@ export function createApp(deps: AppDeps): Express {
     );
   app.use(nodeCredentialRoutes(deps.revocation));
   if (deps.redisBudget) app.use(redisBudgetRoutes(deps.redisBudget.port, deps.redisBudget.budgetBytes));
-  if (deps.controls) app.use(placeholderRoutes({ dispatcher: deps.dispatcher, audit: deps.controls.actions.store, retryAfterSeconds: deps.retryAfterSeconds }));
+  if (deps.controls)
+    app.use(
+      placeholderRoutes({
+        redis: deps.redis,
+        prefix: deps.prefix,
+        dispatcher: deps.dispatcher,
+        audit: deps.controls.actions.store,
+        retryAfterSeconds: deps.retryAfterSeconds,
+      }),
+    );
+  if (deps.controls) app.use(uninstallRoutes({ redis: deps.redis, prefix: deps.prefix, audit: deps.controls.actions.store }));
   app.use((_req, res) => res.status(404).json({ error: 'no such route' }));
   app.use(
     errorHandler(deps.log, (path, outcome) => {

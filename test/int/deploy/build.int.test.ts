@@ -41,7 +41,7 @@ describe('the deployable build (npm run build) runs every command of the manifes
   });
 
   it('names a file the build emits in each node command', () => {
-    expect([...commands.keys()].sort()).toEqual([...Object.keys(STARTED), 'secrets'].sort());
+    expect([...commands.keys()].sort()).toEqual([...Object.keys(STARTED), 'secrets', 'uninstall-check'].sort());
     for (const [name, argv] of commands) {
       const script = argv.at(-1)!;
       expect(script, name).toMatch(/^dist\/.*\.m?js$/);

@@ -6,6 +6,7 @@ import { parse as parseYaml } from 'yaml';
 import { CHART_DIR, helmTemplate, renderSet, VALUE_SETS, valuesFile, type KObject } from '../../../scripts/deploy/chart.ts';
 import { runTool } from '../../../scripts/deploy/tools.ts';
 import { CONTROL_PLANE, find, podSpec, schedulableOn, type TestNode } from '../../support/manifests.ts';
+import { validateAll } from '../../testkit/k8s-schema.ts';
 
 // Operators run Helm 3 as well as Helm 4, and the two differ where it hurts: Helm 3.17 refused
 // `redis.external.ackReplicas: null` against the schema ("ackReplicas is required") where Helm 4
@@ -59,6 +60,25 @@ describe.each(HELMS)('%s', { timeout: 120_000 }, (helm) => {
         expect(schedulableOn(spec, plainNode), name).toBe(true);
       }
     }
+  });
+
+  it('renders the pre-delete uninstall check, valid for Kubernetes, with and without uninstall.allowStrandedPlaceholders', async () => {
+    for (const set of [[], ['uninstall.allowStrandedPlaceholders=true'], ['receiver.tls.mode=off', 'networkPolicy.enabled=false']]) {
+      const objects = helmTemplate({ helm, set });
+      const hook = objects.filter((o) => o.metadata.name === 'volume-medic-uninstall-check');
+      expect(hook.map((o) => o.kind).sort(), set.join(' ')).toEqual(
+        ['ClusterRole', 'ClusterRoleBinding', 'Job', 'ServiceAccount', ...(set.includes('networkPolicy.enabled=false') ? [] : ['NetworkPolicy'])].sort(),
+      );
+      for (const o of hook) expect((o.metadata['annotations'] as Record<string, string>)['helm.sh/hook']).toBe('pre-delete');
+      expect(await validateAll(hook)).toEqual([]);
+      const args = podSpec(find(objects, 'Job', 'volume-medic-uninstall-check'))!.containers[0]!.args ?? [];
+      expect(args.includes('--allow-stranded')).toBe(set.includes('uninstall.allowStrandedPlaceholders=true'));
+      expect(args[1]).toBe(set.includes('receiver.tls.mode=off') ? 'http://volume-medic.volume-medic.svc:8080' : 'https://volume-medic.volume-medic.svc:8080');
+    }
+  });
+
+  it('renders no uninstall check with uninstall.checkJob.enabled=false (the static manifest: kubectl runs no hooks)', () => {
+    expect(helmTemplate({ helm, set: ['uninstall.checkJob.enabled=false'] }).filter((o) => o.metadata.name === 'volume-medic-uninstall-check')).toEqual([]);
   });
 
   it('packages the chart, and the archive renders', () => {

@@ -89,7 +89,13 @@ describe.skipIf(unavailable !== undefined)('the chart in an OCI registry', { tim
     const images = (objects: KObject[]) => objects.flatMap((o) => (podSpec(o)?.containers ?? []).map((c) => ({ pod: o.metadata.name, image: c.image! })));
     const direct = images(helmTemplate({ chart: ref(), version: VERSION, extra: ['--plain-http'], home: home('helm'), set: [`image.digest=${IMAGE_DIGEST}`] }));
     const ours = direct.filter((i) => i.pod !== 'volume-medic-redis');
-    expect(ours.map((i) => i.pod).sort()).toEqual(['volume-medic-cluster-worker', 'volume-medic-node-agent', 'volume-medic-receiver', 'volume-medic-secrets']);
+    expect(ours.map((i) => i.pod).sort()).toEqual([
+      'volume-medic-cluster-worker',
+      'volume-medic-node-agent',
+      'volume-medic-receiver',
+      'volume-medic-secrets',
+      'volume-medic-uninstall-check',
+    ]);
     for (const i of ours) expect(i.image, i.pod).toBe(`ghcr.io/volume-medic/volume-medic@${IMAGE_DIGEST}`);
     const mirrored = images(
       helmTemplate({

@@ -18,6 +18,8 @@ import { operatorOf } from '../operator-gate.ts';
 import { safeNext, sessionOf } from './ui-auth.ts';
 import { filterQuery, incidentsPage } from './ui-incidents-page.ts';
 import { fleetPageHtml, fleetQuery } from './ui-fleet-page.ts';
+import { CachedRead } from '../../console/cached-read.ts';
+import { placeholderList } from '../../console/placeholder-list.ts';
 import { jobPage } from './ui-job-page.ts';
 import type { ActionName, PageCtx } from './ui-pages.ts';
 import type { UiDeps } from './ui-deps.ts';
@@ -150,6 +152,8 @@ function incidentsRoute(deps: UiDeps, p: Pages, breakers: Breakers) {
 
 /** GET /ui/fleet: every node with a queue, a breaker or a pause. */
 function fleetRoute(deps: UiDeps, p: Pages, breakers: Breakers) {
+  // The page polls: the reports are read at most every 5 s for all its viewers (the API reads them fresh).
+  const placeholders = new CachedRead(() => placeholderList(deps.redis, deps.prefix), { ttlMs: 5_000 });
   return async (req: Request, res: Response) => {
     const q = FleetQuery.safeParse(given(req.query));
     if (!q.success)
@@ -157,15 +161,19 @@ function fleetRoute(deps: UiDeps, p: Pages, breakers: Breakers) {
         .status(400)
         .type('text')
         .send(`bad query: ${q.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
-    const [snap, parked, pauses, tripped, ctx] = await Promise.all([
+    const [snap, parked, pauses, tripped, ctx, attached] = await Promise.all([
       deps.fleet.get(),
       deps.controls.store.parkedJobs().catch(() => undefined),
       deps.controls.store.pauses().catch(() => undefined),
       breakers.tripped().catch(() => undefined),
       p.ctx(res),
+      placeholders.get().then(
+        (c) => c.value,
+        () => undefined,
+      ),
     ]);
     const page = fleetPage(snap, { ...(parked ? { parked } : {}), ...(pauses ? { pauses } : {}), ...(tripped ? { tripped } : {}) }, q.data);
-    return p.send(req, res, fleetPageHtml(page, fleetQuery(q.data), ctx));
+    return p.send(req, res, fleetPageHtml(page, fleetQuery(q.data), ctx, attached));
   };
 }
 

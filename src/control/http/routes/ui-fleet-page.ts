@@ -1,5 +1,6 @@
 import { FLEET_SORTS, fleetDir, type FleetPage, type FleetQuery, type FleetRow, type FleetSort } from '../../console/fleet.ts';
 import { esc, layout, time, waited, type PageCtx } from './ui-pages.ts';
+import type { PlaceholderList } from '../../console/placeholder-list.ts';
 
 // The fleet overview: which nodes have open incidents, how deep each node's queue is, where an
 // agent is missing (jobs wait and no worker has checked the queue), which breakers are tripped
@@ -49,7 +50,24 @@ function row(r: FleetRow): string {
 <td data-label="breaker">${r.breaker ? `<span class="o-failed" title="${esc(r.breaker.why)}">tripped</span> ${time(r.breaker.at)}` : 'closed'}</td></tr>`;
 }
 
-export function fleetPageHtml(p: FleetPage, self: string, ctx: PageCtx): string {
+/** The Local PV placeholders the agents report attached (they block an uninstall: docs/uninstall.md); undefined: not read. */
+function placeholdersHtml(l: PlaceholderList | undefined): string {
+  if (!l) return '<section id="placeholders"><h2>Local PV placeholders</h2><p class="muted">Could not read the agents\' reports.</p></section>';
+  const problems = [
+    ...l.unreadable.map((u) => `<li>node ${esc(u.node)}: placeholder record ${esc(u.file)} cannot be read</li>`),
+    ...l.invalid.map((i) => `<li>node ${esc(i.node)}: placeholders unknown: ${esc(i.why)}</li>`),
+  ];
+  const rows = l.placeholders.map(
+    (r) =>
+      `<tr data-pv="${esc(r.pv)}"><td data-label="node"><a href="/ui/?node=${encodeURIComponent(r.node)}">${esc(r.node)}</a></td><td data-label="PV">${esc(r.pv)}</td><td data-label="path"><code>${esc(r.path)}</code></td><td data-label="loop device">/dev/${esc(r.loop)}${r.attached === false ? ' (detached)' : ''}</td><td data-label="since">${time(r.since)}</td><td data-label="disk back">${r.diskBack ? 'yes' : 'no'}</td><td data-label="held by">${r.heldBy === null ? '<span class="muted">not read</span>' : esc(r.heldBy.join('; ') || '-')}</td></tr>`,
+  );
+  const table = rows.length
+    ? `<table class="cards"><thead><tr><th scope="col">node</th><th scope="col">PV</th><th scope="col">path</th><th scope="col">loop device</th><th scope="col">since</th><th scope="col">disk back</th><th scope="col">held by</th></tr></thead><tbody>\n${rows.join('\n')}\n</tbody></table>`
+    : '<p>No placeholder attached on any node that reports.</p>';
+  return `<section id="placeholders"><h2>Local PV placeholders</h2>${table}${problems.length ? `<ul class="o-failed">${problems.join('')}</ul>` : ''}${rows.length + problems.length ? '<p class="muted">An uninstall now would strand them: run <code>volume-medic prepare-uninstall</code> first.</p>' : ''}</section>`;
+}
+
+export function fleetPageHtml(p: FleetPage, self: string, ctx: PageCtx, placeholders?: PlaceholderList): string {
   const q = p.query;
   const banners: string[] = [];
   if (p.clusterPaused)
@@ -75,6 +93,6 @@ export function fleetPageHtml(p: FleetPage, self: string, ctx: PageCtx): string 
       ? `<a href="${esc(fleetQuery({ ...q, show: 'all', offset: 0 }))}">show all ${p.nodes} nodes</a>`
       : `<a href="${esc(fleetQuery({ ...q, show: 'open', offset: 0 }))}">only the ${p.nodesWithOpen} with something open</a>`;
   const body = `${banners.join('\n')}<p class="summary">${p.nodesWithOpen} of ${p.nodes} node(s) with something open; ${p.agentsMissing} agent(s) missing. ${show}</p>${cluster}
-<p class="muted">Rows ${first}–${last} of ${p.total}. Counts from one scan of every queue, a few seconds old at most.</p>${table}${pager}`;
+<p class="muted">Rows ${first}–${last} of ${p.total}. Counts from one scan of every queue, a few seconds old at most.</p>${table}${pager}${placeholdersHtml(placeholders)}`;
   return layout('volume-medic: fleet', body, ctx, self, '<h1>Fleet</h1>');
 }

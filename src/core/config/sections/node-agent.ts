@@ -29,6 +29,13 @@ export const nodeAgent = section({
       read: flag,
       doc: 'Run host commands through `nsenter -t 1 -m -n --` (node agent in a privileged container with hostPID).',
     }),
+    removeHostStateOnUninstall: setting({
+      env: 'REMOVE_HOST_STATE_ON_UNINSTALL',
+      readers: NODE_AGENT,
+      type: () => z._default(z.boolean(), false),
+      read: flag,
+      doc: "Remove STATE_DIR from the host when the agent stops for an uninstall (the chart's pre-delete check marked the node's queue; a rolling update does not), and only with no placeholder, intent record or open journal in it; otherwise it stays and the agent says why (docs/uninstall.md).",
+    }),
     nodeLabels: setting({
       env: 'NODE_LABELS',
       readers: NODE_AGENT,

@@ -1,7 +1,10 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { placeholderReportKey, writePlaceholderReport } from '../../../../src/adapters/jobstore/placeholder-reports.ts';
+import { nodeQueueName } from '../../../../src/core/catalogue/queues.ts';
 import type { Config } from '../../../../src/core/config/schema.ts';
 import { createLogger } from '../../../../src/adapters/observability/logger.ts';
 import { startReceiver, type Receiver } from '../../../../src/control/receiver.ts';
@@ -24,7 +27,6 @@ import { waitFor } from '../../../support/wait.ts';
 import { CHROMIUM, chromiumOrSay } from '../../../support/chromium.ts';
 import { apiCallOf, uncoveredByRbac } from '../../../support/kube-objects.ts';
 import { recordName } from '../../../../src/control/console/record-name.ts';
-import { nodeQueueName } from '../../../../src/core/catalogue/queues.ts';
 
 // Issue 23, the on-call console's "Must show", in headless chromium (Debian's, via
 // playwright-core): sign in with a token the TokenReview fake accepts; a parked job appears
@@ -556,6 +558,47 @@ describe('the on-call console in headless chromium', () => {
     expect(scroll).toBeLessThanOrEqual(client);
     await shot(page, 'fleet-phone');
     await page.setViewportSize({ width: 1280, height: 900 });
+  });
+
+  it('lists the Local PV placeholders the agents report on the fleet page, with what holds each and the command to run before an uninstall', async () => {
+    const redis = new Redis(redisUrl());
+    try {
+      await writePlaceholderReport(redis, prefix, nodeQueueName('console-a'), {
+        version: 1,
+        node: 'console-a',
+        at: new Date().toISOString(),
+        placeholders: [
+          {
+            pv: 'local-pv-7',
+            path: '/dev/disk/by-id/wwn-0x5000c500a1b2c3d4',
+            loop: 'loop101',
+            since: '2026-12-01T03:00:00.000Z',
+            attached: true,
+            diskBack: true,
+            heldBy: ['pid 4242 (postgres) has it open'],
+          },
+        ],
+        unreadable: [],
+      });
+      const row = page.locator('#placeholders tr[data-pv="local-pv-7"]');
+      await expect
+        .poll(
+          async () => {
+            await page.goto(`${receiver.url}/ui/fleet`);
+            return row.count();
+          },
+          { timeout: 15_000, interval: 1_000 },
+        )
+        .toBe(1);
+      expect(await row.locator('td[data-label=node]').innerText()).toBe('console-a');
+      expect(await row.locator('td[data-label="loop device"]').innerText()).toBe('/dev/loop101');
+      expect(await row.locator('td[data-label="disk back"]').innerText()).toBe('yes');
+      expect(await row.locator('td[data-label="held by"]').innerText()).toBe('pid 4242 (postgres) has it open');
+      expect(await page.locator('#placeholders').innerText()).toContain('volume-medic prepare-uninstall');
+    } finally {
+      await redis.del(placeholderReportKey(prefix, nodeQueueName('console-a')));
+      redis.disconnect();
+    }
   });
 
   it('trial mode says so on /ui/ itself, and the webhook token is refused in one line naming the token to use', async () => {

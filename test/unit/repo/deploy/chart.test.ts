@@ -393,7 +393,7 @@ describe('placement: the control plane stays off the nodes the node agent runs o
       return o ? [[name, podSpec(o)!] as [string, PodSpec]] : [];
     });
 
-  it('in every values set, none of the receiver, cluster worker, bundled Redis and secrets Job may run where the agent runs; each may run on a node without it', () => {
+  it('in every values set, none of the receiver, cluster worker, bundled Redis, secrets Job and uninstall check may run where the agent runs; each may run on a node without it', () => {
     for (const set of SETS) {
       const objects = rendered(set);
       const agent = podSpec(find(objects, 'DaemonSet', 'volume-medic-node-agent'))!;
@@ -411,7 +411,7 @@ describe('placement: the control plane stays off the nodes the node agent runs o
         expect(schedulableOn(spec, offNode), `${set} ${name}`).toBe(true);
       }
     }
-    // The default render: all four, each with exactly this one required term.
+    // The default render: all of them, each with exactly this one required term.
     const defaults = pods(rendered('defaults'));
     expect(defaults.map(([name]) => name)).toEqual(CONTROL_PLANE.map(([, name]) => name));
     for (const [name, spec] of defaults) {
@@ -427,7 +427,7 @@ describe('placement: the control plane stays off the nodes the node agent runs o
 
   it('placement.avoidAgentNodes=false (a small cluster where every node runs an agent) renders no affinity of its own', () => {
     const found = pods(helmTemplate({ set: ['placement.avoidAgentNodes=false'] }));
-    expect(found).toHaveLength(4);
+    expect(found).toHaveLength(CONTROL_PLANE.length);
     for (const [name, spec] of found) {
       expect(spec.affinity, name).toBeUndefined();
       expect(schedulableOn(spec, agentNode), name).toBe(true);
@@ -463,6 +463,7 @@ describe('placement: the control plane stays off the nodes the node agent runs o
         clusterWorker: scheduling,
         redis: { bundled: scheduling },
         secretsJob: scheduling,
+        uninstall: { checkJob: scheduling },
       }),
     );
     const objects = helmTemplate({ values: [file] });
@@ -479,7 +480,7 @@ describe('placement: the control plane stays off the nodes the node agent runs o
       [{ name: 'n7', labels: { ...linux, tier: 'infra' } }, false],
     ];
     const found = pods(objects);
-    expect(found).toHaveLength(4);
+    expect(found).toHaveLength(CONTROL_PLANE.length);
     for (const [name, spec] of found) {
       expect(spec.nodeSelector, name).toEqual({ zone: 'a' });
       expect(spec.tolerations, name).toEqual(tolerations);
@@ -499,7 +500,9 @@ describe('placement: the control plane stays off the nodes the node agent runs o
     expect(() => helmTemplate({ set: ['nodeAgent.nodeSelector.volume-medic\\.io/node-agent=null'] })).toThrow(
       /placement\.avoidAgentNodes: nodeAgent\.nodeSelector names no label but kubernetes\.io\/os.*placement\.avoidAgentNodes=false/,
     );
-    expect(pods(helmTemplate({ set: ['nodeAgent.nodeSelector.volume-medic\\.io/node-agent=null', 'placement.avoidAgentNodes=false'] }))).toHaveLength(4);
+    expect(pods(helmTemplate({ set: ['nodeAgent.nodeSelector.volume-medic\\.io/node-agent=null', 'placement.avoidAgentNodes=false'] }))).toHaveLength(
+      CONTROL_PLANE.length,
+    );
     // A workload pinned to the agent's nodes.
     expect(() => helmTemplate({ set: ['receiver.nodeSelector.volume-medic\\.io/node-agent=enabled'] })).toThrow(
       /receiver\.nodeSelector selects only nodes the node agent runs on/,
@@ -519,6 +522,7 @@ describe('images from a mirror and by digest', { timeout: 60_000 }, () => {
       'volume-medic-node-agent': `mirror.example:5000/volume-medic/volume-medic@${digest}`,
       'volume-medic-redis': 'mirror.example:5000/library/redis:7.4',
       'volume-medic-secrets': `mirror.example:5000/volume-medic/volume-medic@${digest}`,
+      'volume-medic-uninstall-check': `mirror.example:5000/volume-medic/volume-medic@${digest}`,
     });
     // A repository without a registry host (docker.io's short form) gets the mirror in front.
     expect(images(helmTemplate({ set: ['global.imageRegistry=reg.example/mirror', 'redis.bundled.image.repository=redis'] }))['volume-medic-redis']).toBe(

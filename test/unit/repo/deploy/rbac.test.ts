@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { NAMESPACE, type KObject } from '../../../../scripts/deploy/chart.ts';
 import { COMPONENTS, permissionsOf, SERVICE_ACCOUNTS, type Component } from '../../../../src/adapters/kube/rbac.ts';
 import { find, rendered, SETS } from '../../../support/manifests.ts';
+import { OPERATOR_API_GROUP, OPERATOR_PERMISSIONS } from '../../../../src/control/auth/permissions.ts';
 
 // The chart's RBAC, rendered with every values set, grants each component's ServiceAccount exactly the API calls its code makes
 // (src/adapters/kube/rbac.ts, per component; test/int/adapters/kube/kube-rbac.int.test.ts ties that list to the calls
@@ -58,8 +59,9 @@ const isHook = (o: KObject): boolean => Boolean((o.metadata['annotations'] as Re
 
 describe.each(SETS)('RBAC of the %s values', (set) => {
   const all = rendered(set);
-  const hooks = all.filter(isHook);
-  // The processes' own objects; the secrets hook's are checked on their own below.
+  const hooks = all.filter((o) => isHook(o) && o.metadata.name === 'volume-medic-secrets');
+  const uninstallCheck = all.filter((o) => isHook(o) && o.metadata.name === 'volume-medic-uninstall-check');
+  // The processes' own objects; the hooks' are checked on their own below.
   const objects = all.filter((o) => !isHook(o));
   const of = (kind: string): KObject[] => objects.filter((o) => o.kind === kind);
   // The operators' ClusterRoles (operatorRoles) grant verbs of volume-medic.io, an API no one
@@ -195,6 +197,41 @@ describe.each(SETS)('RBAC of the %s values', (set) => {
         expect(accounts).toContain(s.name);
         expect(s.namespace).toBe(NAMESPACE);
       }
+    }
+  });
+
+  it('the uninstall check runs before a delete only, may only list placeholders of volume-medic.io (no wildcard), reaches only DNS and the receiver, and is removed once it succeeded', () => {
+    // The static manifest for `kubectl apply` (which runs no hooks) leaves it out.
+    if (set === 'static') return expect(uninstallCheck).toEqual([]);
+    expect(uninstallCheck.map((o) => `${o.kind}/${o.metadata.name}`).sort()).toEqual(
+      [
+        'ClusterRole/volume-medic-uninstall-check',
+        'ClusterRoleBinding/volume-medic-uninstall-check',
+        'Job/volume-medic-uninstall-check',
+        ...(uninstallCheck.some((o) => o.kind === 'NetworkPolicy') ? ['NetworkPolicy/volume-medic-uninstall-check'] : []),
+        'ServiceAccount/volume-medic-uninstall-check',
+      ].sort(),
+    );
+    for (const h of uninstallCheck) {
+      const a = h.metadata['annotations'] as Record<string, string>;
+      expect(a['helm.sh/hook'], h.kind).toBe('pre-delete');
+      expect(a['helm.sh/hook-delete-policy'], h.kind).toBe('before-hook-creation,hook-succeeded');
+    }
+    expect(uninstallCheck.find((o) => o.kind === 'ClusterRole')!['rules']).toEqual([
+      { apiGroups: [OPERATOR_API_GROUP], resources: ['placeholders'], verbs: ['list'] },
+    ]);
+    expect(OPERATOR_PERMISSIONS.placeholders.list).toBeDefined();
+    expect(uninstallCheck.find((o) => o.kind === 'ClusterRoleBinding')!['subjects']).toEqual([
+      { kind: 'ServiceAccount', name: 'volume-medic-uninstall-check', namespace: expect.any(String) },
+    ]);
+    const policy = uninstallCheck.find((o) => o.kind === 'NetworkPolicy');
+    if (policy) {
+      const spec = policy['spec'] as { ingress: unknown[]; egress: Array<{ to?: unknown[]; ports: Array<{ port: number }> }> };
+      expect(spec.ingress).toEqual([]);
+      expect(spec.egress.flatMap((e) => e.ports.map((p) => p.port)).sort()).toEqual([53, 53, 8080]);
+      expect(spec.egress.find((e) => e.to)!.to).toEqual([
+        { podSelector: { matchLabels: { 'app.kubernetes.io/name': 'volume-medic', 'app.kubernetes.io/component': 'receiver' } } },
+      ]);
     }
   });
 

@@ -388,6 +388,47 @@ describe('what the installation promises', () => {
     ]);
   });
 
+  it('the uninstall check (not in the static manifest): a pre-delete Job running the CLI entry point with a projected token, the receiver over HTTPS with its CA, one try; --allow-stranded only when asked', async () => {
+    // The static manifest for `kubectl apply` (which runs no hooks) leaves it out.
+    expect(rendered['static']!.filter((o) => o.metadata.name === 'volume-medic-uninstall-check')).toEqual([]);
+    for (const set of SETS.filter((s) => s !== 'static')) {
+      const job = find(rendered[set]!, 'Job', 'volume-medic-uninstall-check');
+      expect((job.metadata['annotations'] as Record<string, string>)['helm.sh/hook'], set).toBe('pre-delete');
+      expect((job['spec'] as { backoffLimit: number }).backoffLimit).toBe(0);
+      const spec = podSpec(job)!;
+      const c = spec.containers[0]!;
+      expect(c.command, set).toEqual(['node', '--max-old-space-size=48', '--max-semi-space-size=1', 'dist/src/control/cli/main.js']);
+      expect(c.args?.slice(-3), set).toEqual(['--token-file', '/var/run/secrets/volume-medic/operator/token', 'uninstall-check']);
+      expect(spec.automountServiceAccountToken).toBe(false);
+      expect(spec.volumes?.find((v) => v.name === 'operator-token')?.projected?.sources?.[0]?.serviceAccountToken).toMatchObject({ path: 'token' });
+      expect(c.securityContext).toMatchObject({ allowPrivilegeEscalation: false, readOnlyRootFilesystem: true });
+    }
+    const defaults = podSpec(find(rendered['defaults']!, 'Job', 'volume-medic-uninstall-check'))!;
+    expect(defaults.containers[0]!.args?.[1]).toBe('https://volume-medic.volume-medic.svc:8080');
+    expect(defaults.containers[0]!.env).toEqual([{ name: 'NODE_EXTRA_CA_CERTS', value: '/etc/volume-medic/receiver-ca/ca.crt' }]);
+    expect(defaults.volumes?.find((v) => v.name === 'receiver-ca')?.configMap?.name).toBe('volume-medic-receiver-ca');
+    const allowed = helmTemplate({ set: ['uninstall.allowStrandedPlaceholders=true'] });
+    expect(await validateAll(allowed)).toEqual([]);
+    expect(podSpec(find(allowed, 'Job', 'volume-medic-uninstall-check'))!.containers[0]!.args?.slice(-2)).toEqual(['uninstall-check', '--allow-stranded']);
+  });
+
+  it('nodeAgent.removeHostState: the agents get REMOVE_HOST_STATE_ON_UNINSTALL, the check arms it and may (its only other verb); off by default', async () => {
+    const agentEnv = (objects: KObject[]) => podSpec(find(objects, 'DaemonSet', 'volume-medic-node-agent'))!.containers[0]!.env ?? [];
+    const check = (objects: KObject[]) => podSpec(find(objects, 'Job', 'volume-medic-uninstall-check'))!.containers[0]!.args ?? [];
+    const rules = (objects: KObject[]) => find(objects, 'ClusterRole', 'volume-medic-uninstall-check')['rules'];
+    const defaults = rendered['defaults']!;
+    expect(agentEnv(defaults).some((e) => e.name === 'REMOVE_HOST_STATE_ON_UNINSTALL')).toBe(false);
+    expect(check(defaults)).not.toContain('--arm-host-state-removal');
+    const on = helmTemplate({ set: ['nodeAgent.removeHostState=true'] });
+    expect(await validateAll(on)).toEqual([]);
+    expect(agentEnv(on)).toContainEqual({ name: 'REMOVE_HOST_STATE_ON_UNINSTALL', value: 'true' });
+    expect(check(on)).toContain('--arm-host-state-removal');
+    expect(rules(on)).toEqual([
+      { apiGroups: [OPERATOR_API_GROUP], resources: ['placeholders'], verbs: ['list'] },
+      { apiGroups: [OPERATOR_API_GROUP], resources: ['uninstall'], verbs: ['arm'] },
+    ]);
+  });
+
   it("every Node.js container bounds V8's heap 64 MiB under its memory limit", () => {
     // Without --max-old-space-size Node sizes the heap from the cgroup's limit itself, and sizes
     // it above it: 259 MiB under a 256Mi limit (Node 24, measured), so V8 would not collect
