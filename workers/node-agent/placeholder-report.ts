@@ -56,6 +56,9 @@ export interface PlaceholderReportsOptions {
   log: Pick<Logger, 'warn' | 'info'>;
 }
 
+/** How long stop() waits for a report on its way. */
+const STOP_WAIT_MS = 1_000;
+
 /**
  * Reports at start and every `intervalMs`, one report at a time (a tick while one runs is
  * skipped). Stopping leaves the last report in place: the placeholders outlive the agent.
@@ -90,9 +93,13 @@ export function startPlaceholderReports(o: PlaceholderReportsOptions): { stop: (
   }, o.intervalMs);
   timer.unref();
   return {
+    // A report on its way is waited for a moment, never longer: with Redis unreachable its write
+    // waits for a reconnect that will not come before the agent exits (SIGTERM must still end it).
     stop: async () => {
       clearInterval(timer);
-      await running;
+      let bound: NodeJS.Timeout | undefined;
+      await Promise.race([running, new Promise<void>((r) => (bound = setTimeout(r, STOP_WAIT_MS)))]);
+      clearTimeout(bound);
     },
     marked: () => marked,
   };

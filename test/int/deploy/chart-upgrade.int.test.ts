@@ -14,12 +14,11 @@ import { runTool } from '../../../scripts/deploy/tools.ts';
 //     operator gave at install), then this upgrade's --set: a value the new version adds renders.
 //   --reuse-values: the OLD chart's values (its defaults coalesced with the release's) REPLACE the
 //     new chart's defaults: a value the new version adds does not exist. The schema requires
-//     secretsJob (new in 0.2.0), so such an upgrade is refused, naming it, instead of rendering
-//     the hook Job without its memory limit.
-// (Written for 0.1.0 -> 0.2.0: a later version that adds no required value needs its own example
-// of what --reuse-values misses.)
-// The previous version is the chart as it was in git just before Chart.yaml got this version,
-// packaged (`helm package`) like a published 0.1.0.
+//     records and config.coordination (new in 0.3.0; secretsJob was 0.2.0's), so such an upgrade
+//     is refused, naming them, instead of rendering without them.
+// (A later version that adds no required value needs its own example of what --reuse-values misses.)
+// The previous version is the chart as it was in git just before Chart.yaml got this version (or
+// as PUBLISHED pins it), packaged (`helm package`) like a published one.
 
 const ROOT = join(DEPLOY_DIR, '..');
 const git = (...args: string[]) => spawnSync('git', ['-C', ROOT, ...args], { encoding: 'utf8' });
@@ -28,7 +27,14 @@ const CURRENT = versionOf(readFileSync(join(CHART_DIR, 'Chart.yaml'), 'utf8'));
 const tmp = mkdtempSync(join(tmpdir(), 'vm-chart-upgrade-'));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 
-/** The last commit with the chart at its previous version: the parent of the commit that set this one. */
+/**
+ * Versions whose published chart is not the parent of the next version's bump: 0.3.0's bump came
+ * after the changes it lists (issues 46, 47 and 50), so the parent of the bump is already most of
+ * 0.3.0. 0.2.0 as published is the tree before issue 46's first change.
+ */
+const PUBLISHED: Readonly<Record<string, string>> = { '0.2.0': 'fca5a87ada3ad127dcbaba28d453ebeea14b10f8' };
+
+/** The last commit with the chart at its previous version: the parent of the commit that set this one (or PUBLISHED's). */
 function previousChartCommit(): { commit: string; version: string } | string {
   const log = git('log', '--format=%H', '--', 'deploy/charts/volume-medic/Chart.yaml');
   if (log.error) return `git cannot run here (${log.error.message})`;
@@ -43,8 +49,11 @@ function previousChartCommit(): { commit: string; version: string } | string {
   if (!bumped) return `Chart.yaml's version ${CURRENT} is not committed yet`;
   const parent = git('rev-parse', '--verify', '--quiet', `${bumped}^`);
   if (parent.status !== 0) return `the commit before ${bumped.slice(0, 12)} is not in this clone (shallow?)`;
-  const commit = parent.stdout.trim();
-  return { commit, version: versionOf(git('show', `${commit}:deploy/charts/volume-medic/Chart.yaml`).stdout) };
+  const version = versionOf(git('show', `${parent.stdout.trim()}:deploy/charts/volume-medic/Chart.yaml`).stdout);
+  const published = PUBLISHED[version];
+  if (published && git('cat-file', '-e', `${published}^{commit}`).status !== 0)
+    return `the published ${version} (${published.slice(0, 12)}) is not in this clone`;
+  return { commit: published ?? parent.stdout.trim(), version };
 }
 
 const previous = previousChartCommit();
@@ -94,6 +103,12 @@ describe.skipIf(skip !== undefined)('upgrading a release of the previous chart v
       const job = upgraded.find((o) => o.kind === 'Job' && o.metadata.name === 'volume-medic-secrets');
       expect(job, helm).toBeDefined();
       expect(JSON.stringify(job)).toContain('mirror.example/volume-medic/volume-medic:');
+      // Added in 0.3.0: the VolumeRemediation records' CRD (records.* defaults), the coordination settings.
+      expect(
+        upgraded.find((o) => o.kind === 'CustomResourceDefinition' && o.metadata.name === 'volumeremediations.volume-medic.io'),
+        helm,
+      ).toBeDefined();
+      expect(upgraded.find((o) => o.kind === 'ConfigMap' && o.metadata.name === 'volume-medic-config')!['data']).toHaveProperty('KURED_DAEMONSET');
       // Kept from the release: its replicas, its runbook mode, its annotations.
       const receiver = upgraded.find((o) => o.kind === 'Deployment' && o.metadata.name === 'volume-medic-receiver') as KObject;
       expect(receiver['spec'], helm).toMatchObject({ replicas: 3 });
@@ -115,7 +130,8 @@ describe.skipIf(skip !== undefined)('upgrading a release of the previous chart v
     writeFileSync(join(reused, 'values.yaml'), oldValues.stdout);
     for (const helm of ['helm', 'helm3'] as const) {
       expect(() => helmTemplate({ helm, chart: reused, values: [releaseValues] }), helm).toThrow(ChartError);
-      expect(() => helmTemplate({ helm, chart: reused, values: [releaseValues] }), helm).toThrow(/secretsJob/);
+      // What 0.3.0 requires that 0.2.0's values lack: records (its CRD's values) and config.coordination.
+      expect(() => helmTemplate({ helm, chart: reused, values: [releaseValues] }), helm).toThrow(/records[\s\S]*coordination|coordination[\s\S]*records/);
     }
   });
 });

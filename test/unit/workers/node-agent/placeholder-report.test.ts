@@ -102,4 +102,18 @@ describe("a node agent's placeholder report", () => {
     expect(published.length).toBeGreaterThan(1);
     expect(reports.marked()).toBe(true);
   });
+
+  it('stops within a second even while a report waits on a Redis that does not answer (SIGTERM must end the agent)', async () => {
+    const reports = startPlaceholderReports({
+      host: new FakeHost(),
+      stateDir: STATE,
+      node: 'worker-1',
+      publish: () => new Promise<void>(() => {}),
+      intervalMs: 60_000,
+      log: { warn: () => {}, info: () => {} },
+    });
+    const t0 = Date.now();
+    await reports.stop();
+    expect(Date.now() - t0).toBeLessThan(2_000);
+  });
 });
