@@ -43,9 +43,12 @@ await runAgent(
     // What it notices by itself goes on its own queue through its store's command connection: no
     // third connection per node. Enrolled, the receiver recorded this node's queue; its own Redis user may not.
     const dispatcher = agentEnqueuer(agent.store, config, agent.trust, { recordsQueues: !enrolled });
+    // One host for what runs beside the worker (it holds no state: its settings only).
+    const host = createRealHost({ root: config.hostRoot, nsenter: config.hostNsenter });
+    const queue = nodeQueueName(node);
     const checks = startSelfChecks({
       node,
-      host: createRealHost({ root: config.hostRoot, nsenter: config.hostNsenter }),
+      host,
       stateDir: config.stateDir,
       enqueue: (jobs) => dispatcher.enqueue(jobs),
       intervalMs: config.placeholderCheckSeconds * 1000,
@@ -65,7 +68,7 @@ await runAgent(
     });
     const readonlyScan = startReadonlyScan({
       node,
-      host: createRealHost({ root: config.hostRoot, nsenter: config.hostNsenter }),
+      host,
       kubeletRoot: config.kubeletRootDir,
       enqueue: (jobs) => dispatcher.enqueue(jobs),
       intervalMs: config.readonlyScanSeconds * 1000,
@@ -73,12 +76,12 @@ await runAgent(
     });
     // Under its own queue, through the store's command connection (its Redis user may write nowhere else).
     const reports = startPlaceholderReports({
-      host: createRealHost({ root: config.hostRoot, nsenter: config.hostNsenter }),
+      host,
       stateDir: config.stateDir,
       node,
-      publish: (report) => writePlaceholderReport(agent.store.connection, config.queuePrefix, nodeQueueName(node), report),
+      publish: (report) => writePlaceholderReport(agent.store.connection, config.queuePrefix, queue, report),
       intervalMs: REPORT_INTERVAL_MS,
-      ...(config.removeHostStateOnUninstall ? { readMark: () => uninstallMarked(agent.store.connection, config.queuePrefix, nodeQueueName(node)) } : {}),
+      ...(config.removeHostStateOnUninstall ? { readMark: () => uninstallMarked(agent.store.connection, config.queuePrefix, queue) } : {}),
       log: log.child({ node, component: 'placeholder-report' }),
     });
     // After the worker closed (no job writes a journal any more): the host state goes on an uninstall only.
@@ -87,7 +90,7 @@ await runAgent(
       close: async () => {
         await agent.close();
         await removeHostStateIfUninstalling({
-          host: createRealHost({ root: config.hostRoot, nsenter: config.hostNsenter }),
+          host,
           stateDir: config.stateDir,
           enabled: config.removeHostStateOnUninstall,
           marked: reports.marked,
