@@ -25,7 +25,7 @@ const policyOf = (objects: readonly Obj[], kind: string) => objects.find((o) => 
 const kyverno = () => policyOf(ON, 'ClusterPolicy')!;
 const cip = () => policyOf(ON, 'ClusterImagePolicy')!;
 const ourImages = (objects: readonly Obj[]) =>
-  objects.flatMap((o) => [...(podSpec(o as never)?.containers ?? []), ...(podSpec(o as never)?.initContainers ?? [])].map((c) => c.image!)).filter((i) => !/redis/.test(i));
+  objects.flatMap((o) => (podSpec(o as never)?.containers ?? []).map((c) => c.image!)).filter((i) => !/redis/.test(i));
 
 /** Every field path of an object as structuralProblems names schema nodes: /a/b, /list/[]/c. */
 const fieldPaths = (v: unknown, path = ''): string[] =>
