@@ -1,8 +1,7 @@
 // The containers-policy.json(5) an operator gives skopeo or podman, read and applied by the
-// project itself for the `docker` transport: Debian's skopeo 1.9.3 and podman 4.3 are built with
-// sigstore disabled ("Debian-local change: sigstore disabled", for signing and for a
-// `sigstoreSigned` requirement alike), so CI cannot lean on them; upstream builds read the same
-// file. Supported: `reject`, `insecureAcceptAnything` and `sigstoreSigned` (keyPath or keyData;
+// project itself for the `docker` transport: Debian's skopeo 1.9.3 is built with sigstore
+// disabled ("Debian-local change: sigstore disabled", for signing and for a `sigstoreSigned`
+// requirement alike), so CI cannot lean on it; upstream skopeo and podman read the same file. Supported: `reject`, `insecureAcceptAnything` and `sigstoreSigned` (keyPath or keyData;
 // signedIdentity matchRepoDigestOrExact, the default, matchRepository, exactRepository); the
 // scope is looked up as containers/image does (the reference, its repository, each parent
 // namespace, the host, then the transport's "" and the global default).

@@ -24,9 +24,9 @@ import { readImage } from './rootfs-process.ts';
 // and the SLSA provenance as signed referrers and verifies them. Then the ways around it: a copy
 // pushed unsigned, a signature by another key, the real signature replayed on another repository
 // and on an image whose layer was changed after signing, and a layer changed in the registry's
-// storage: the same policy.json refuses every one. skopeo 1.9.3 and podman 4.3 as Debian builds
-// them refuse any sigstoreSigned policy ("sigstore disabled"); where the local skopeo does read
-// it, it must agree with the project's verifier on each case.
+// storage: the same policy.json refuses every one. skopeo 1.9.3 as Debian builds it refuses any
+// sigstoreSigned policy ("sigstore disabled"); where the local skopeo does read it, it must agree
+// with the project's verifier on each case.
 
 const REPO = resolve(import.meta.dirname, '../..');
 const noRegistry =
