@@ -16,6 +16,7 @@
 //   RELEASE_PUBLIC_KEY     the key to verify with; default deploy/keys/cosign.pub (so a release
 //                          signed with any other key fails its own verification).
 //   RELEASE_BUILDER_ID     the provenance's builder.id; default <source>/scripts/release.ts.
+import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -56,7 +57,21 @@ function readLayout(layout: string): { tag: string; digest: string; labels: Reco
   const entry = index.manifests[0]!;
   const blob = (d: string) => JSON.parse(readFileSync(join(layout, 'blobs/sha256', d.slice(7)), 'utf8')) as unknown;
   const manifest = blob(entry.digest) as { config: { digest: string } };
-  return { tag: entry.annotations['org.opencontainers.image.ref.name']!, digest: entry.digest, labels: (blob(manifest.config.digest) as ImageConfig).config.Labels };
+  return {
+    tag: entry.annotations['org.opencontainers.image.ref.name']!,
+    digest: entry.digest,
+    labels: (blob(manifest.config.digest) as ImageConfig).config.Labels,
+  };
+}
+
+function workingTreeRevision(): string {
+  const git = (args: string[]) => {
+    const r = spawnSync('git', args, { cwd: REPO, encoding: 'utf8', timeout: 30_000 });
+    if (r.status !== 0) throw new Error(`git ${args.join(' ')}: ${r.stderr}`);
+    return r.stdout.trim();
+  };
+  const dirty = git(['status', '--porcelain', '--untracked-files=normal', '--', 'deploy/charts']) !== '';
+  return `${git(['rev-parse', 'HEAD'])}${dirty ? '-dirty' : ''}`;
 }
 
 export async function release(o: ReleaseOptions, log: (line: string) => void = () => {}): Promise<Released> {
@@ -101,7 +116,8 @@ export async function release(o: ReleaseOptions, log: (line: string) => void = (
     subject: { name: `${host}/${chart.repo}`, digest: chartPushed.digest },
     buildType: `${source}/scripts/release.ts#chart@v1`,
     source,
-    revision,
+    // The chart is packaged now, from the working tree (the image may come from an earlier build).
+    revision: workingTreeRevision(),
     buildCommand: ['helm', 'package', 'deploy/charts/volume-medic'],
     builderId,
     dependencies: [],

@@ -26,7 +26,11 @@ const EncryptedKey = z.object({
 });
 
 const pem = (type: string, der: Uint8Array) =>
-  `-----BEGIN ${type}-----\n${(Buffer.from(der).toString('base64').match(/.{1,64}/g) ?? []).join('\n')}\n-----END ${type}-----\n`;
+  `-----BEGIN ${type}-----\n${(
+    Buffer.from(der)
+      .toString('base64')
+      .match(/.{1,64}/g) ?? []
+  ).join('\n')}\n-----END ${type}-----\n`;
 
 function scryptKey(passphrase: string, salt: Uint8Array, p: { N: number; r: number; p: number }): Buffer {
   return scryptSync(Buffer.from(passphrase, 'utf8'), salt, 32, { N: p.N, r: p.r, p: p.p, maxmem: 256 * p.N * p.r + (1 << 20) });

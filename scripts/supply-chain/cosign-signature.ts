@@ -27,7 +27,10 @@ const Payload = z.object({
 
 /** The payload cosign signs: the digest and the repository (no tag) it was pushed to. */
 export const simpleSigningPayload = (dockerReference: string, digest: string) =>
-  jsonBytes({ critical: { identity: { 'docker-reference': dockerReference }, image: { 'docker-manifest-digest': digest }, type: SIGNATURE_TYPE }, optional: null });
+  jsonBytes({
+    critical: { identity: { 'docker-reference': dockerReference }, image: { 'docker-manifest-digest': digest }, type: SIGNATURE_TYPE },
+    optional: null,
+  });
 
 async function existingSignatures(r: RepoRef, digest: string): Promise<Manifest | undefined> {
   const m = await getManifest(r, signatureTag(digest));

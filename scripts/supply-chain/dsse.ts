@@ -14,12 +14,15 @@ export const Envelope = z.object({
 });
 export type Envelope = z.infer<typeof Envelope>;
 
-const pae = (type: string, body: Buffer) =>
-  Buffer.concat([Buffer.from(`DSSEv1 ${Buffer.byteLength(type)} ${type} ${body.length} `), body]);
+const pae = (type: string, body: Buffer) => Buffer.concat([Buffer.from(`DSSEv1 ${Buffer.byteLength(type)} ${type} ${body.length} `), body]);
 
 export function signEnvelope(statement: unknown, key: KeyObject): Envelope {
   const body = Buffer.from(JSON.stringify(statement));
-  return { payloadType: IN_TOTO, payload: body.toString('base64'), signatures: [{ keyid: '', sig: sign('sha256', pae(IN_TOTO, body), key).toString('base64') }] };
+  return {
+    payloadType: IN_TOTO,
+    payload: body.toString('base64'),
+    signatures: [{ keyid: '', sig: sign('sha256', pae(IN_TOTO, body), key).toString('base64') }],
+  };
 }
 
 /** The statement inside, when one of the envelope's signatures is by `key`; else undefined. */

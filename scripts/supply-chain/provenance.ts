@@ -35,7 +35,12 @@ export interface Statement {
   subject: { name: string; digest: Record<string, string> }[];
   predicateType: string;
   predicate: Record<string, unknown> & {
-    buildDefinition: { buildType: string; externalParameters: Record<string, unknown>; internalParameters: Record<string, unknown>; resolvedDependencies: ResourceDescriptor[] };
+    buildDefinition: {
+      buildType: string;
+      externalParameters: Record<string, unknown>;
+      internalParameters: Record<string, unknown>;
+      resolvedDependencies: ResourceDescriptor[];
+    };
     runDetails: { builder: { id: string } };
   };
 }

@@ -4,17 +4,7 @@
 // says so with an OCI-Subject header on the push; one that does not (the CNCF distribution
 // registry 2.8, Debian's docker-registry) gets the spec's tag fallback: an image index tagged
 // `sha256-<hex>` listing the referrers, which the client keeps up to date.
-import {
-  type Descriptor,
-  getManifest,
-  type Index,
-  jsonBytes,
-  type Manifest,
-  MEDIA,
-  pushBlob,
-  pushManifest,
-  type RepoRef,
-} from './registry-client.ts';
+import { type Descriptor, getManifest, type Index, jsonBytes, type Manifest, MEDIA, pushBlob, pushManifest, type RepoRef } from './registry-client.ts';
 
 export const fallbackTag = (digest: string) => digest.replace(':', '-');
 

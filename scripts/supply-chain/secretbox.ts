@@ -46,7 +46,7 @@ function hsalsa20(key: Uint8Array, nonce16: Uint8Array): Uint8Array {
   rounds(x);
   const out = new Uint8Array(32);
   const v = new DataView(out.buffer);
-  [0, 5, 10, 15, 6, 7, 8, 9].forEach((w, i) => v.setUint32(4 * i, x[w]!, true));
+  for (const [i, w] of [0, 5, 10, 15, 6, 7, 8, 9].entries()) v.setUint32(4 * i, x[w]!, true);
   return out;
 }
 

@@ -56,7 +56,11 @@ describe('imageVerification in the chart', () => {
     const unchecked = problems(KYVERNO);
     expect(new Set(unchecked.map((p) => p.replace(/^.*: keyword (\S+) .*$/, '$1')))).toEqual(new Set(['oneOf', 'x-kubernetes-map-type']));
     const used = fieldPaths(kyverno());
-    for (const p of unchecked.map((x) => x.slice(0, x.indexOf(':')))) expect(used.filter((u) => u.startsWith(p) || p.startsWith(`${u}/`)), p).toEqual([]);
+    for (const p of unchecked.map((x) => x.slice(0, x.indexOf(':'))))
+      expect(
+        used.filter((u) => u.startsWith(p) || p.startsWith(`${u}/`)),
+        p,
+      ).toEqual([]);
     expect(kyverno()['apiVersion']).toBe(`${KYVERNO['spec'].group}/v1`);
     expect(cip()['apiVersion']).toBe(`${POLICY_CONTROLLER['spec'].group}/v1beta1`);
     expect(crdValidator(KYVERNO, 'v1')(kyverno(), undefined)).toEqual([]);
@@ -95,7 +99,12 @@ describe('imageVerification in the chart', () => {
 
   it('follows image.repository and image.digest', () => {
     const objects = helmTemplate({
-      set: ['imageVerification.kyverno.enabled=true', 'imageVerification.policyController.enabled=true', 'image.repository=quay.io/acme/vm', `image.digest=sha256:${'ab'.repeat(32)}`],
+      set: [
+        'imageVerification.kyverno.enabled=true',
+        'imageVerification.policyController.enabled=true',
+        'image.repository=quay.io/acme/vm',
+        `image.digest=sha256:${'ab'.repeat(32)}`,
+      ],
     });
     expect(policyOf(objects, 'ClusterPolicy')!['spec'].rules[0].verifyImages[0].imageReferences).toEqual(['quay.io/acme/vm*']);
     expect(policyOf(objects, 'ClusterImagePolicy')!['spec'].images).toEqual([{ glob: 'quay.io/acme/vm*' }]);

@@ -55,7 +55,11 @@ describe('SLSA v1 provenance', () => {
 describe('cosign simple signing and policy.json', () => {
   it("signs cosign's payload: the digest, the repository, the signature type", () => {
     expect(JSON.parse(simpleSigningPayload('r.example:5000/ns/vm', DIGEST).toString())).toEqual({
-      critical: { identity: { 'docker-reference': 'r.example:5000/ns/vm' }, image: { 'docker-manifest-digest': DIGEST }, type: 'cosign container image signature' },
+      critical: {
+        identity: { 'docker-reference': 'r.example:5000/ns/vm' },
+        image: { 'docker-manifest-digest': DIGEST },
+        type: 'cosign container image signature',
+      },
       optional: null,
     });
     expect(repositoryOf('r.example:5000/ns/vm:0.1.0')).toBe('r.example:5000/ns/vm');

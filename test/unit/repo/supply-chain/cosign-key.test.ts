@@ -1,6 +1,12 @@
 import { createPublicKey, generateKeyPairSync, sign, verify } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { encryptPrivateKey, generateCosignKeyPair, loadCosignPrivateKey, loadPublicKey, PRIVATE_PEM_TYPE } from '../../../../scripts/supply-chain/cosign-key.ts';
+import {
+  encryptPrivateKey,
+  generateCosignKeyPair,
+  loadCosignPrivateKey,
+  loadPublicKey,
+  PRIVATE_PEM_TYPE,
+} from '../../../../scripts/supply-chain/cosign-key.ts';
 import { secretboxOpen, secretboxSeal } from '../../../../scripts/supply-chain/secretbox.ts';
 
 // The release key pair in cosign's format: NaCl secretbox (XSalsa20-Poly1305) against a vector
@@ -11,8 +17,7 @@ const VECTOR = {
   key: '07'.repeat(32),
   nonce: '09'.repeat(24),
   message: 'volume-medic secretbox vector: a message longer than one 64-byte Salsa20 block, to cross a block boundary.',
-  box:
-    '48bd965d31ec1e0ec0078297a69f0a43fa257f8352341f8161107b8b8a47d03112f8fa503b37eeabed45986195fe70096cb8c8fca4f21941228775363be8ee5a4f0bedcbb4452c364ba275dccc8d29c24a6e51f683e5f4499fb0e91acf2cb62363ca847b6ba72cab6647174c06754be5956b94422a26e1d03a08',
+  box: '48bd965d31ec1e0ec0078297a69f0a43fa257f8352341f8161107b8b8a47d03112f8fa503b37eeabed45986195fe70096cb8c8fca4f21941228775363be8ee5a4f0bedcbb4452c364ba275dccc8d29c24a6e51f683e5f4499fb0e91acf2cb62363ca847b6ba72cab6647174c06754be5956b94422a26e1d03a08',
 };
 const hex = (h: string) => Buffer.from(h, 'hex');
 
