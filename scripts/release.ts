@@ -17,6 +17,7 @@
 //                          signed with any other key fails its own verification).
 //   RELEASE_BUILDER_ID     the provenance's builder.id; default <source>/scripts/release.ts.
 import { spawnSync } from 'node:child_process';
+import { createPublicKey, type KeyObject } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -77,6 +78,10 @@ function workingTreeRevision(): string {
 export async function release(o: ReleaseOptions, log: (line: string) => void = () => {}): Promise<Released> {
   const key = loadCosignPrivateKey(o.privateKeyPem, o.passphrase);
   const publicKey = loadPublicKey(o.publicKeyPem);
+  // Before anything is pushed: a release signed with another key would only fail its own check.
+  const spki = (k: KeyObject) => k.export({ format: 'der', type: 'spki' });
+  if (!spki(createPublicKey(key)).equals(spki(publicKey)))
+    throw new Error('the signing key (RELEASE_KEY) is not the private half of the public key to verify with');
   const slash = o.target.indexOf('/');
   if (slash < 0) throw new Error(`${o.target}: expected <registry host>/<namespace>`);
   const host = o.target.slice(0, slash);
@@ -152,18 +157,24 @@ if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.ur
     process.exit(2);
   }
   const publicKeyPath = process.env['RELEASE_PUBLIC_KEY'] || join(REPO, 'deploy/keys/cosign.pub');
-  const r = await release(
-    {
-      target,
-      insecure: args.includes('--insecure'),
-      ...(li >= 0 && args[li + 1] ? { layout: args[li + 1] } : {}),
-      privateKeyPem: readFileSync(keyPath, 'utf8'),
-      passphrase,
-      publicKeyPem: readFileSync(publicKeyPath, 'utf8'),
-      ...(process.env['RELEASE_BUILDER_ID'] ? { builderId: process.env['RELEASE_BUILDER_ID'] } : {}),
-    },
-    (step) => process.stderr.write(`release: ${step}\n`),
-  );
+  let r: Released;
+  try {
+    r = await release(
+      {
+        target,
+        insecure: args.includes('--insecure'),
+        ...(li >= 0 && args[li + 1] ? { layout: args[li + 1] } : {}),
+        privateKeyPem: readFileSync(keyPath, 'utf8'),
+        passphrase,
+        publicKeyPem: readFileSync(publicKeyPath, 'utf8'),
+        ...(process.env['RELEASE_BUILDER_ID'] ? { builderId: process.env['RELEASE_BUILDER_ID'] } : {}),
+      },
+      (step) => process.stderr.write(`release: ${step}\n`),
+    );
+  } catch (err) {
+    process.stderr.write(`release: ${(err as Error).message}\n`);
+    process.exit(1);
+  }
   process.stdout.write(
     [
       `image  ${r.image.host}/${r.image.repo}@${r.image.digest}   (tag ${r.image.tag}; chart value image.digest=${r.image.digest})`,
