@@ -5,8 +5,9 @@
 //   2. push: the image to <registry>/<namespace>/volume-medic:<tag> (skopeo, digest preserved),
 //      the chart to oci://<registry>/<namespace>/charts (helm push);
 //   3. sign: a cosign signature of each digest (`sha256-<hex>.sig`; see cosign-signature.ts);
-//   4. attach: the image's SPDX SBOM and SLSA v1 provenance (a DSSE envelope), the chart's
-//      provenance, as OCI referrers of each digest, each signed too;
+//   4. attach: the image's SPDX SBOM and SLSA v1 provenance (a DSSE envelope), the chart's SBOM
+//      (scripts/supply-chain/chart-sbom.ts) and provenance, as OCI referrers of each digest, each
+//      signed too;
 //   5. verify: with the repository's public key, as an operator would (policy.json
 //      sigstoreSigned, every blob, the attachments); a failure exits non-zero.
 //
@@ -21,8 +22,10 @@ import { createPublicKey, type KeyObject } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { parse as parseYaml } from 'yaml';
 import { CHART_DIR } from './deploy/chart.ts';
 import { buildImage, pinnedNodeVersion } from './image/build.ts';
+import { chartSbom } from './supply-chain/chart-sbom.ts';
 import { loadCosignPrivateKey, loadPublicKey } from './supply-chain/cosign-key.ts';
 import { signDigest } from './supply-chain/cosign-signature.ts';
 import { imageDependencies, slsaProvenance } from './supply-chain/provenance.ts';
@@ -128,7 +131,18 @@ export async function release(o: ReleaseOptions, log: (line: string) => void = (
     dependencies: [],
     externalParameters: { chartVersion: chartPushed.version },
   });
-  await attachEvidence(chart, chartPushed.digest, { provenance: chartProvenance }, key);
+  const chartValues = parseYaml(readFileSync(join(CHART_DIR, 'values.yaml'), 'utf8')) as { image: { repository: string; tag: string } };
+  const chartMeta = parseYaml(readFileSync(join(CHART_DIR, 'Chart.yaml'), 'utf8')) as { name: string; version: string; appVersion: string };
+  const chartSbomBytes = chartSbom({
+    name: chartMeta.name,
+    version: chartMeta.version,
+    archive: chartPushed.archive,
+    source,
+    revision: workingTreeRevision(),
+    epoch: Number(spawnSync('git', ['log', '-1', '--format=%ct'], { cwd: REPO, encoding: 'utf8' }).stdout.trim()),
+    image: { repository: chartValues.image.repository, tag: chartValues.image.tag || chartMeta.appVersion },
+  });
+  await attachEvidence(chart, chartPushed.digest, { sbom: chartSbomBytes, provenance: chartProvenance }, key);
 
   log('verify');
   const policy = sigstorePolicy(`${host}/${ns}`, { keyData: Buffer.from(o.publicKeyPem).toString('base64') });
@@ -139,7 +153,7 @@ export async function release(o: ReleaseOptions, log: (line: string) => void = (
     const v = await verifyArtifact(policy, r, d, publicKey);
     if (!v.accepted) throw new Error(`the ${what} ${r.host}/${r.repo}@${d} does not verify: ${v.reasons.join('; ')}`);
     if (!v.provenance) throw new Error(`the ${what}'s provenance is not attached or not signed by the key`);
-    if (what === 'image' && !v.sbom?.equals(sbom)) throw new Error("the image's SBOM is not attached or differs from the build's");
+    if (!v.sbom?.equals(what === 'image' ? sbom : chartSbomBytes)) throw new Error(`the ${what}'s SBOM is not attached or differs from the one made`);
   }
   return { image: { ...image, tag, digest }, chart: { ...chart, version: chartPushed.version, digest: chartPushed.digest } };
 }

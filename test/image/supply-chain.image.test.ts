@@ -4,6 +4,7 @@ import { mkdirSync, mkdtempSync, openSync, readFileSync, readSync, rmSync, statS
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parse as parseYaml } from 'yaml';
 import { CHART_DIR } from '../../scripts/deploy/chart.ts';
 import { buildImage, pinnedNodeVersion } from '../../scripts/image/build.ts';
 import { release, type Released } from '../../scripts/release.ts';
@@ -184,8 +185,19 @@ describe.skipIf(noRegistry !== undefined)('a signed release: image and chart wit
     expect(debs.filter((d) => d.digest?.['sha256']).length, 'packages with the digest of their .deb').toBe(debs.length);
   });
 
-  it("the chart's provenance names the chart digest and this commit", async () => {
-    const p = (await verifyArtifact(policy(), out.chart, out.chart.digest, publicKey())).provenance!;
+  it("the chart's SBOM names its archive and the image it installs; its provenance the chart digest and this commit", async () => {
+    const v = await verifyArtifact(policy(), out.chart, out.chart.digest, publicKey());
+    expect((await listReferrers(out.chart, out.chart.digest)).map((r) => r.artifactType).sort()).toEqual([SPDX_JSON, IN_TOTO].sort());
+    const sbom = JSON.parse(v.sbom!.toString()) as { packages: { name: string; versionInfo: string; checksums?: { checksumValue: string }[] }[] };
+    const manifest = JSON.parse((await getManifest(out.chart, out.chart.digest))!.bytes.toString()) as Manifest;
+    expect(sbom.packages[0]).toMatchObject({
+      name: 'volume-medic',
+      versionInfo: out.chart.version,
+      checksums: [{ checksumValue: manifest.layers[0]!.digest.slice(7) }],
+    });
+    const appVersion = (parseYaml(readFileSync(join(CHART_DIR, 'Chart.yaml'), 'utf8')) as { appVersion: string }).appVersion;
+    expect(sbom.packages[1]).toMatchObject({ name: 'volume-medic', versionInfo: appVersion });
+    const p = v.provenance!;
     expect(p.subject).toEqual([{ name: `${reg.host}/${ns}/charts/volume-medic`, digest: { sha256: out.chart.digest.slice(7) } }]);
     const head = spawnSync('git', ['rev-parse', 'HEAD'], { cwd: REPO, encoding: 'utf8' }).stdout.trim();
     expect(p.predicate.buildDefinition.resolvedDependencies[0]).toEqual({ uri: expect.stringMatching(/^git\+https:/), digest: { gitCommit: head } });
