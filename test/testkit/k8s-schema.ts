@@ -1,5 +1,8 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import * as k8s from '@kubernetes/client-node';
 import type { KObject } from '../../scripts/deploy/chart.ts';
+import { crdValidator } from './crd-schema.ts';
 
 // Validates Kubernetes objects offline, two ways:
 // 1. against the OpenAPI-derived JSON schemas of a current Kubernetes release, compiled by the
@@ -8,6 +11,8 @@ import type { KObject } from '../../scripts/deploy/chart.ts';
 // 2. strictly, like `kubectl apply --validate=strict`: every field must exist in the API type.
 //    The upstream schemas allow unknown fields, so this walks the typed model of
 //    `@kubernetes/client-node` (generated from the same OpenAPI) to find typos.
+// Custom resources of controllers with no models package (Kyverno, Sigstore policy-controller)
+// are checked against their own CRD's schema, vendored in test/fixtures/crds (its README).
 // An object whose kind has no schema here is an error, never skipped.
 
 interface ValidationError {
@@ -20,6 +25,18 @@ type ModelClass = new (data: unknown) => { validate(): void };
 const CRD_PACKAGES: Record<string, string> = {
   'monitoring.coreos.com': '@kubernetes-models/prometheus-operator',
 };
+
+/** apiVersion/kind -> [vendored CRD file, version]. */
+const VENDORED_CRDS: Record<string, [string, string]> = {
+  'kyverno.io/v1/ClusterPolicy': ['kyverno.io_clusterpolicies.v1.json', 'v1'],
+  'policy.sigstore.dev/v1beta1/ClusterImagePolicy': ['policy.sigstore.dev_clusterimagepolicies.v1beta1.json', 'v1beta1'],
+};
+const vendored = (o: KObject) => VENDORED_CRDS[`${o.apiVersion}/${o.kind}`];
+
+function vendoredErrors(o: KObject, [file, version]: [string, string]): string[] {
+  const crd = JSON.parse(readFileSync(join(import.meta.dirname, '../fixtures/crds', file), 'utf8')) as Record<string, unknown>;
+  return crdValidator(crd, version)(o, undefined).map((e) => `${e.field} ${e.message}`);
+}
 
 async function modelOf(apiVersion: string, kind: string): Promise<ModelClass | undefined> {
   const [group, version] = apiVersion.includes('/') ? (apiVersion.split('/') as [string, string]) : ['', apiVersion];
@@ -39,6 +56,8 @@ async function modelOf(apiVersion: string, kind: string): Promise<ModelClass | u
 
 /** Schema errors of one object, as `<path> <message>` strings; empty when valid. */
 async function schemaErrors(o: KObject): Promise<string[]> {
+  const crd = vendored(o);
+  if (crd) return vendoredErrors(o, crd);
   const Model = await modelOf(o.apiVersion, o.kind);
   if (!Model) return [`no schema for ${o.apiVersion} ${o.kind}`];
   try {
@@ -90,7 +109,7 @@ function checkFields(value: unknown, type: string, path: string, out: string[]):
 /** Unknown fields of a built-in object (custom resources return [] : their CRD schema decides). */
 function unknownFields(o: KObject): string[] {
   const [group, version] = o.apiVersion.includes('/') ? (o.apiVersion.split('/') as [string, string]) : ['', o.apiVersion];
-  if (CRD_PACKAGES[group]) return [];
+  if (CRD_PACKAGES[group] || vendored(o)) return [];
   // client-node prefixes a model's name with its group where two groups have the kind (CoreV1Event, EventsV1Event).
   const cap = (w: string): string => `${w.charAt(0).toUpperCase()}${w.slice(1)}`;
   const plain = `${cap(version)}${o.kind}`;

@@ -25,6 +25,8 @@ export interface Schema {
   'x-kubernetes-list-type'?: 'atomic' | 'set' | 'map';
   'x-kubernetes-list-map-keys'?: string[];
   'x-kubernetes-preserve-unknown-fields'?: boolean;
+  /** Only `not: {required: [...]}` (these fields not all together), as Kyverno's CRDs use it. */
+  not?: { required?: string[] };
 }
 
 const KEYWORDS = new Set([
@@ -46,6 +48,7 @@ const KEYWORDS = new Set([
   'x-kubernetes-list-type',
   'x-kubernetes-list-map-keys',
   'x-kubernetes-preserve-unknown-fields',
+  'not',
 ]);
 const TYPES = new Set(['object', 'array', 'string', 'integer', 'number', 'boolean']);
 /** RFC 3339, as the API server's date-time format takes it. */
@@ -61,6 +64,7 @@ export function structuralProblems(schema: Schema, path = ''): string[] {
   if (schema.properties && schema.additionalProperties !== undefined) out.push(`${at}: properties and additionalProperties together`);
   if ((schema.properties || schema.additionalProperties !== undefined) && schema.type !== 'object') out.push(`${at}: fields on a ${schema.type}`);
   if (schema.type === 'array' && !schema.items) out.push(`${at}: an array without items`);
+  for (const k of Object.keys(schema.not ?? {})) if (k !== 'required') out.push(`${at}: not.${k} is not understood here`);
   for (const r of schema.required ?? []) if (!schema.properties?.[r]) out.push(`${at}: requires ${r}, which it does not declare`);
   for (const [k, s] of Object.entries(schema.properties ?? {})) out.push(...structuralProblems(s, `${path}/${k}`));
   if (typeof schema.additionalProperties === 'object') out.push(...structuralProblems(schema.additionalProperties, `${path}/*`));
@@ -111,10 +115,14 @@ export function schemaErrors(schema: Schema, value: unknown, path = ''): string[
   if (schema.type === 'object') {
     const o = value as Record<string, unknown>;
     for (const r of schema.required ?? []) if (o[r] === undefined) out.push(`${path}/${r}: required`);
+    const together = schema.not?.required;
+    if (together && together.every((r) => o[r] !== undefined)) out.push(`${at}: ${together.join(' and ')} may not be given together`);
     for (const [k, v] of Object.entries(o)) {
       const s = schema.properties?.[k] ?? (typeof schema.additionalProperties === 'object' ? schema.additionalProperties : undefined);
       // The root's metadata is the API server's to check (ObjectMeta), whatever the schema says of it.
       if (s) out.push(...(path === '' && k === 'metadata' ? [] : schemaErrors(s, v, `${path}/${k}`)));
+      // The API server keeps apiVersion, kind and metadata whether the CRD's schema names them or not.
+      else if (path === '' && ['apiVersion', 'kind', 'metadata'].includes(k)) continue;
       else if (schema.additionalProperties !== true && !schema['x-kubernetes-preserve-unknown-fields'])
         out.push(`${path}/${k}: not in the schema (the API server would prune it)`);
     }

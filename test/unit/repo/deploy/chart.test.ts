@@ -56,6 +56,7 @@ describe('helm', { timeout: 60_000 }, () => {
       'enforce',
       'existing-secrets',
       'external-redis',
+      'image-verification',
       'monitoring',
       'node-healthcheck',
       'sentinel',
