@@ -1,7 +1,6 @@
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import * as k8s from '@kubernetes/client-node';
 import type { KObject } from '../../scripts/deploy/chart.ts';
+import { CLUSTER_IMAGE_POLICY_CRD } from './cluster-image-policy-schema.ts';
 import { crdValidator } from './crd-schema.ts';
 
 // Validates Kubernetes objects offline, two ways:
@@ -11,8 +10,9 @@ import { crdValidator } from './crd-schema.ts';
 // 2. strictly, like `kubectl apply --validate=strict`: every field must exist in the API type.
 //    The upstream schemas allow unknown fields, so this walks the typed model of
 //    `@kubernetes/client-node` (generated from the same OpenAPI) to find typos.
-// Custom resources of controllers with no models package (Kyverno, Sigstore policy-controller)
-// are checked against their own CRD's schema, vendored in test/fixtures/crds (its README).
+// Kyverno's custom resources come from `@kubernetes-models/kyverno`; Sigstore policy-controller's
+// ClusterImagePolicy, which no models package carries, against the schema written from its
+// documentation in ./cluster-image-policy-schema.ts.
 // An object whose kind has no schema here is an error, never skipped.
 
 interface ValidationError {
@@ -24,17 +24,16 @@ type ModelClass = new (data: unknown) => { validate(): void };
 
 const CRD_PACKAGES: Record<string, string> = {
   'monitoring.coreos.com': '@kubernetes-models/prometheus-operator',
+  'kyverno.io': '@kubernetes-models/kyverno',
 };
 
-/** apiVersion/kind -> [vendored CRD file, version]. */
-const VENDORED_CRDS: Record<string, [string, string]> = {
-  'kyverno.io/v1/ClusterPolicy': ['kyverno.io_clusterpolicies.v1.json', 'v1'],
-  'policy.sigstore.dev/v1beta1/ClusterImagePolicy': ['policy.sigstore.dev_clusterimagepolicies.v1beta1.json', 'v1beta1'],
+/** apiVersion/kind -> [the CRD, its version] for kinds no models package has. */
+const WRITTEN_CRDS: Record<string, [Record<string, unknown>, string]> = {
+  'policy.sigstore.dev/v1beta1/ClusterImagePolicy': [CLUSTER_IMAGE_POLICY_CRD, 'v1beta1'],
 };
-const vendored = (o: KObject) => VENDORED_CRDS[`${o.apiVersion}/${o.kind}`];
+const written = (o: KObject) => WRITTEN_CRDS[`${o.apiVersion}/${o.kind}`];
 
-function vendoredErrors(o: KObject, [file, version]: [string, string]): string[] {
-  const crd = JSON.parse(readFileSync(join(import.meta.dirname, '../fixtures/crds', file), 'utf8')) as Record<string, unknown>;
+function writtenErrors(o: KObject, [crd, version]: [Record<string, unknown>, string]): string[] {
   return crdValidator(crd, version)(o, undefined).map((e) => `${e.field} ${e.message}`);
 }
 
@@ -56,8 +55,8 @@ async function modelOf(apiVersion: string, kind: string): Promise<ModelClass | u
 
 /** Schema errors of one object, as `<path> <message>` strings; empty when valid. */
 async function schemaErrors(o: KObject): Promise<string[]> {
-  const crd = vendored(o);
-  if (crd) return vendoredErrors(o, crd);
+  const crd = written(o);
+  if (crd) return writtenErrors(o, crd);
   const Model = await modelOf(o.apiVersion, o.kind);
   if (!Model) return [`no schema for ${o.apiVersion} ${o.kind}`];
   try {
@@ -109,7 +108,7 @@ function checkFields(value: unknown, type: string, path: string, out: string[]):
 /** Unknown fields of a built-in object (custom resources return [] : their CRD schema decides). */
 function unknownFields(o: KObject): string[] {
   const [group, version] = o.apiVersion.includes('/') ? (o.apiVersion.split('/') as [string, string]) : ['', o.apiVersion];
-  if (CRD_PACKAGES[group] || vendored(o)) return [];
+  if (CRD_PACKAGES[group] || written(o)) return [];
   // client-node prefixes a model's name with its group where two groups have the kind (CoreV1Event, EventsV1Event).
   const cap = (w: string): string => `${w.charAt(0).toUpperCase()}${w.slice(1)}`;
   const plain = `${cap(version)}${o.kind}`;
