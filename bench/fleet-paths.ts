@@ -32,16 +32,18 @@ import { percentile, round } from './lib/stats.ts';
 // handshakes and connections per ask, and the storm breaker's count of started nodes read back from
 // Redis (it must equal the jobs). No idle phase and no reconnect storm (FLEET_KINDS's runs have them).
 
+/** enrolled-unkept: enrolled, with the receiver's and the agents' keep-alive as before issue 48 (Node's 5 s). */
+const ALL_PATHS = ['unenrolled', 'enrolled', 'enrolled-unkept'] as const;
+type Path = (typeof ALL_PATHS)[number];
 const here = (p: string): string => join(dirname(fileURLToPath(import.meta.url)), p);
 const SIZES = (process.env['FLEET_SIZES'] ?? '2000').split(',').map(Number).filter((n) => n > 0);
-const PATHS = (process.env['FLEET_PATHS'] ?? '').split(',').filter((p): p is Path => p === 'unenrolled' || p === 'enrolled');
+const PATHS = (process.env['FLEET_PATHS'] ?? '').split(',').filter((p): p is Path => (ALL_PATHS as readonly string[]).includes(p));
 const REPLICAS = (process.env['FLEET_RECEIVERS'] ?? '1').split(',').map(Number).filter((n) => n > 0);
 const PER_PROCESS = Number(process.env['FLEET_PER_PROCESS'] ?? 1000);
 const STORM_TIMEOUT_MS = Number(process.env['FLEET_STORM_TIMEOUT_S'] ?? 300) * 1000;
 const READY_TIMEOUT_MS = Number(process.env['FLEET_READY_TIMEOUT_S'] ?? 300) * 1000;
 const PREFIX = 'fleet';
 const NS = 'volume-medic';
-type Path = 'unenrolled' | 'enrolled';
 
 const work = mkdtempSync(join(tmpdir(), 'vm-fleet-paths-'));
 const keysDir = writeSigningKeys(undefined);
@@ -94,7 +96,8 @@ async function startReplicas(count: number, redisUrl: string, path: Path): Promi
           OPERATOR_AUTH: 'off',
           KUBECONFIG: kubeconfig,
           ENROL_NODE_AGENTS: `${NS}/volume-medic-node-agent`,
-          ...(path === 'enrolled' ? { REDIS_NODE_USERS: 'true' } : {}),
+          ...(path !== 'unenrolled' ? { REDIS_NODE_USERS: 'true' } : {}),
+          ...(path === 'enrolled-unkept' ? { HTTP_KEEP_ALIVE_SECONDS: '5' } : {}),
         },
         { execArgv: ['--max-old-space-size=384', '--max-semi-space-size=64'] },
       );
@@ -135,8 +138,13 @@ async function startAgents(n: number, redisUrl: string, path: Path, replicas: Re
         QUEUE_PREFIX: PREFIX,
         STATE_DIR: mkdtempSync(join(work, 'state-')),
         CONTROL_VERIFY_CERT_FILE: control.certFile,
-        ...(path === 'enrolled'
-          ? { FLEET_ENROL_URLS: replicas.map((r) => r.url).join(','), FLEET_TOKENS_DIR: tokens, ENROL_CA_FILE: tls.ca }
+        ...(path !== 'unenrolled'
+          ? {
+              FLEET_ENROL_URLS: replicas.map((r) => r.url).join(','),
+              FLEET_TOKENS_DIR: tokens,
+              ENROL_CA_FILE: tls.ca,
+              FLEET_RECEIVER_LINK: path === 'enrolled' ? 'kept' : 'global',
+            }
           : { SIGNING_KEYS_DIR: keysDir }),
       },
       { execArgv: ['--max-old-space-size=4096'] },
@@ -221,6 +229,11 @@ interface Row {
   resumedPerAsk: number;
   /** The storm breaker's recorded count of distinct nodes that started, read back from Redis. */
   stormCount: number;
+  /** Dry-run starts the storm breaker did not count (the ask failed), as the agents logged them, and the first reason. */
+  uncounted: number;
+  uncountedWhy?: string;
+  /** Each replica's resident memory after the storm (its kept connections in it). */
+  receiverRssMiB: number[];
 }
 
 const cpuSum = (cs: Child[]): number => cs.reduce((t, c) => t + c.cpuMs(), 0);
@@ -256,6 +269,9 @@ async function run(n: number, path: Path, count: number): Promise<Row> {
     const breakers = new Breakers(admin, PREFIX);
     const stormState = (await breakers.states({ nodePerHour: 0, clusterPerHour: 0, stormNodes: 0, stormWindowMs: 3_600_000 })).find((b) => b.name === 'storm');
     const [receiverMs, redisMs, agentsMs] = [rc1 - rc0, red1 - red0, ag1 - ag0];
+    const receiverRssMiB = replicas.map((r) => round(r.child.rssMiB(), 0));
+    await sleep(200);
+    const uncountedLines = fleet.children.flatMap((c) => c.lines.filter((l) => l.includes('without being counted towards the storm breaker')));
     await Promise.all(fleet.children.map((c) => c.kill('SIGKILL')));
     return {
       n,
@@ -278,6 +294,9 @@ async function run(n: number, path: Path, count: number): Promise<Row> {
       handshakesPerAsk: round(delta('handshakes') / totalAsks, 3),
       resumedPerAsk: round(delta('resumed') / totalAsks, 3),
       stormCount: stormState?.count ?? Number.NaN,
+      receiverRssMiB,
+      uncounted: uncountedLines.length,
+      ...(uncountedLines[0] ? { uncountedWhy: String((JSON.parse(uncountedLines[0]) as { err?: unknown }).err).slice(0, 200) } : {}),
     };
   } finally {
     await Promise.all(replicas.map((r) => r.child.kill()));
@@ -298,23 +317,24 @@ for (const n of SIZES) {
 await api.close();
 
 process.stdout.write(
-  '\n| N | path | receivers | ready s | all started s | start p50 / p99 ms | receiver CPU ms/job | Redis CPU ms/job | agents CPU ms/job | total CPU ms/job | asks/s per replica | conns / handshakes / resumed per ask | storm count | lost | dup | failed | answers |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n',
+  '\n| N | path | receivers | ready s | all started s | start p50 / p99 ms | receiver CPU ms/job | Redis CPU ms/job | agents CPU ms/job | total CPU ms/job | asks/s per replica | conns / handshakes / resumed per ask | storm count (uncounted) | lost | dup | failed | answers | receiver RSS MiB |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n',
 );
 for (const r of rows) {
   process.stdout.write(
-    `| ${r.n} | ${r.path} | ${r.replicas} | ${r.readyS} | ${r.allStartedS} | ${r.startP50Ms} / ${r.startP99Ms} | ${r.receiverCpuMsPerJob} | ${r.redisCpuMsPerJob} | ${r.agentsCpuMsPerJob} | ${r.totalCpuMsPerJob} | ${r.asksPerSecond.join(' ')} | ${r.connectionsPerAsk} / ${r.handshakesPerAsk} / ${r.resumedPerAsk} | ${r.stormCount}${r.stormCount === r.n ? '' : ' (not exact)'} | ${r.lost} | ${r.duplicated} | ${r.failed} | ${Object.entries(
+    `| ${r.n} | ${r.path} | ${r.replicas} | ${r.readyS} | ${r.allStartedS} | ${r.startP50Ms} / ${r.startP99Ms} | ${r.receiverCpuMsPerJob} | ${r.redisCpuMsPerJob} | ${r.agentsCpuMsPerJob} | ${r.totalCpuMsPerJob} | ${r.asksPerSecond.join(' ')} | ${r.connectionsPerAsk} / ${r.handshakesPerAsk} / ${r.resumedPerAsk} | ${r.stormCount}${r.stormCount === r.n ? '' : ' (not exact)'} (${r.uncounted}) | ${r.lost} | ${r.duplicated} | ${r.failed} | ${Object.entries(
       r.answers,
     )
       .map(([k, v]) => `${k}: ${v}`)
-      .join(', ')} |\n`,
+      .join(', ')} | ${r.receiverRssMiB.join(' ')} |\n`,
   );
 }
+for (const r of rows.filter((x) => x.uncountedWhy)) process.stdout.write(`\nN=${r.n} ${r.path} receivers=${r.replicas}: ${r.uncounted} starts uncounted, the first: ${r.uncountedWhy}\n`);
 process.stdout.write('\nenrolled / unenrolled, same N and receivers:\n');
-for (const e of rows.filter((r) => r.path === 'enrolled')) {
+for (const e of rows.filter((r) => r.path !== 'unenrolled')) {
   const u = rows.find((r) => r.path === 'unenrolled' && r.n === e.n && r.replicas === e.replicas);
   if (!u) continue;
   process.stdout.write(
-    `  N=${e.n} receivers=${e.replicas}: all started ${round(e.allStartedS / u.allStartedS, 2)}x, total CPU per job ${round(e.totalCpuMsPerJob / u.totalCpuMsPerJob, 2)}x (receivers ${round(e.receiverCpuMsPerJob / u.receiverCpuMsPerJob, 2)}x, Redis ${round(e.redisCpuMsPerJob / u.redisCpuMsPerJob, 2)}x, agents ${round(e.agentsCpuMsPerJob / u.agentsCpuMsPerJob, 2)}x)\n`,
+    `  N=${e.n} receivers=${e.replicas} ${e.path}: all started ${round(e.allStartedS / u.allStartedS, 2)}x, total CPU per job ${round(e.totalCpuMsPerJob / u.totalCpuMsPerJob, 2)}x (receivers ${round(e.receiverCpuMsPerJob / u.receiverCpuMsPerJob, 2)}x, Redis ${round(e.redisCpuMsPerJob / u.redisCpuMsPerJob, 2)}x, agents ${round(e.agentsCpuMsPerJob / u.agentsCpuMsPerJob, 2)}x)\n`,
   );
 }
 const out = here(`./results/fleet-paths-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);

@@ -8,6 +8,9 @@ import type { RunbookResult } from '../../src/core/catalogue/result.ts';
 import { createLogger } from '../../src/adapters/observability/logger.ts';
 import { createNodeAgent } from '../../workers/node-agent/agent.ts';
 import { enrolUntilDone, type EnrolledKeys } from '../../workers/engine/enrolled-keys.ts';
+import { receiverAgent } from '../../workers/engine/receiver-http.ts';
+import { globalAgent } from 'node:https';
+import type { Agent } from 'node:http';
 import type { RunbookContext, RunbookHandler, RunbookRegistry } from '../../workers/engine/registry.ts';
 
 // Many simulated node agents in one process, for bench/fleet.ts. FLEET_KIND=ours: the real
@@ -76,6 +79,17 @@ const controlCert = process.env['CONTROL_VERIFY_CERT_FILE'];
  * (AUTH_FAILURES_PER_MINUTE, 20) until it is answered; real pods each have their own address.
  */
 const enrolments = new Map<number, EnrolledKeys>();
+/**
+ * Each simulated node's connections to its receiver, as each agent process has its own:
+ * FLEET_RECEIVER_LINK=kept (receiverAgent, what an agent runs) or global (Node's global agent,
+ * what agents ran before issue 48: a connection kept 5 s at most).
+ */
+const links = new Map<number, Agent>();
+const linkOf = (i: number): Agent => {
+  let a = links.get(i);
+  if (!a) links.set(i, (a = process.env['FLEET_RECEIVER_LINK'] === 'global' ? globalAgent : receiverAgent('https:')));
+  return a;
+};
 if (kind === 'ours' && enrolUrls.length > 0) {
   // enrolUntilDone's retry waits do not hold the process open (an agent's probes do); this does meanwhile.
   const hold = setInterval(() => {}, 1_000);
@@ -86,7 +100,12 @@ if (kind === 'ours' && enrolUrls.length > 0) {
       enrolments.set(
         i,
         await enrolUntilDone({
-          target: { url: enrolUrls[i % enrolUrls.length]!, tokenFile: `${process.env['FLEET_TOKENS_DIR']}/${node}`, ...(enrolCa ? { caFile: enrolCa } : {}) },
+          target: {
+            url: enrolUrls[i % enrolUrls.length]!,
+            tokenFile: `${process.env['FLEET_TOKENS_DIR']}/${node}`,
+            ...(enrolCa ? { caFile: enrolCa } : {}),
+            agent: linkOf(i),
+          },
           request: { as: 'node-agent', node },
           log,
         }),
@@ -120,7 +139,7 @@ for (let i = from; i < to; i++) {
             ...(process.env['FLEET_ENROL_URL'] ? { enrolUrl: process.env['FLEET_ENROL_URL'] } : {}),
           }),
     });
-    const agent = createNodeAgent({ config, registry, log, ...(enrolled ? { enrolled } : {}) });
+    const agent = createNodeAgent({ config, registry, log, ...(enrolled ? { enrolled, receiverAgent: linkOf(i) } : {}) });
     agent.consumer.onFinished((_id, outcome) => say(`${outcome === 'completed' ? 'DONE' : 'FAILED'} ${node}`));
     // Reconnections after a Redis restart: when each agent's command connection is back (epoch ms).
     agent.store.connection.on('ready', () => say(`UP ${node} ${Date.now()}`));

@@ -21,6 +21,7 @@ const config = parseConfig('receiver', {
   ...(process.env['ENROL_NODE_AGENTS'] ? { enrolNodeAgents: process.env['ENROL_NODE_AGENTS'].split(',') } : {}),
   ...(process.env['REDIS_NODE_USERS'] ? { redisNodeUsers: process.env['REDIS_NODE_USERS'] } : {}),
   // bench/fleet-paths.ts: HTTPS, and controls sealed with the control key pair (enrolled agents hold no root).
+  ...(process.env['HTTP_KEEP_ALIVE_SECONDS'] ? { httpKeepAliveSeconds: process.env['HTTP_KEEP_ALIVE_SECONDS'] } : {}),
   ...(process.env['TLS_CERT_FILE'] ? { tlsCertFile: process.env['TLS_CERT_FILE'], tlsKeyFile: process.env['TLS_KEY_FILE'] } : {}),
   ...(process.env['CONTROL_SIGNING_KEY_FILE']
     ? { controlSigningKeyFile: process.env['CONTROL_SIGNING_KEY_FILE'], controlVerifyCertFile: process.env['CONTROL_VERIFY_CERT_FILE'] }
