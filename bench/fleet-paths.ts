@@ -14,7 +14,7 @@ import { startChild, type Child } from '../test/support/child.ts';
 import { writeControlKeys } from '../test/support/control-keys.ts';
 import { startPrivateRedis } from '../test/support/redis-server.ts';
 import { redisCpu } from './lib/redis-cpu.ts';
-import { receiverTlsFiles } from './lib/receiver-tls.ts';
+import { receiverTlsFiles } from '../test/support/receiver-tls-files.ts';
 import type { ServerStats } from './lib/server-stats.ts';
 import { percentile, round } from './lib/stats.ts';
 

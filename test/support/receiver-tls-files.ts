@@ -3,7 +3,8 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 // A CA and the receiver's certificate it signs for 127.0.0.1 (ECDSA P-256, as the chart makes
-// them; test/int/control/receiver/receiver-tls.int.test.ts does the same with its own names), in `dir`.
+// them; test/int/control/receiver/receiver-tls.int.test.ts does the same with its own names), in
+// `dir`: bench/fleet-paths.ts and test/int/control/http/breaker-asks-connection.int.test.ts.
 
 export function receiverTlsFiles(dir: string): { ca: string; cert: string; key: string } {
   const f = (n: string): string => join(dir, n);
