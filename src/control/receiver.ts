@@ -166,11 +166,6 @@ export async function startReceiver(config: ReceiverConfig, opts: ReceiverOption
   if (trust.allowUnsigned) log.warn('ALLOW_UNSIGNED_WORK=true: agents accept work without a seal; anyone who can write to Redis can make them act');
   const r = await openRedis(config, log);
   const scripts = await startScriptPreload(log, r);
-  // Agents' breaker slots (those given ENROL_URL ask here), where this receiver holds the roots, on
-  // a connection of their own that pipelines: an ask's relay reads and its script in one write, and
-  // concurrent asks' together (bench/README.md, "The enrolled storm").
-  const asks = trust.ring.scope === undefined && trust.ring.verify.size > 0 ? r.connections.open('breaker-asks', 'producer', { autoPipelining: true }) : undefined;
-  asks?.on('error', (err) => log.debug({ err: err.message }, 'redis connection error (breaker asks)'));
   const j = startJobs(config, log, r, trust);
   const controls = startControls(config, log, r, j, trust);
   const metrics = createReceiverMetrics();
@@ -209,16 +204,10 @@ export async function startReceiver(config: ReceiverConfig, opts: ReceiverOption
     ...(enrol.enrolment ? { enrolment: enrol.enrolment } : {}),
     ...(revoke ? { revocation: revoke.revocation } : {}),
     ...(budget ? { redisBudget: { port: budget, budgetBytes: budget.budgetBytes } } : {}),
-    // Each answer to an agent's breaker ask relays the newest modes and pauses of the node's fields (src/core/controls/control-relay.ts).
-    ...(asks
-      ? {
-          agentBreakers: {
-            roots: trust.ring,
-            caps: breakerCapsFromConfig(config),
-            relay: (node: string) => controls.actions.store.newestRecords(node, asks),
-            redis: asks,
-          },
-        }
+    // Agents' breaker slots (those given ENROL_URL ask here): where this receiver holds the roots.
+    // Each answer relays the newest modes and pauses of the node's fields (src/core/controls/control-relay.ts).
+    ...(trust.ring.scope === undefined && trust.ring.verify.size > 0
+      ? { agentBreakers: { roots: trust.ring, caps: breakerCapsFromConfig(config), relay: (node: string) => controls.actions.store.newestRecords(node) } }
       : {}),
     eventTrust,
     metrics,

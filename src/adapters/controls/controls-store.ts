@@ -242,13 +242,12 @@ export class ControlsStore {
    * process accepted of every field `node`'s jobs read, after reading the shared hashes again
    * (an authentic newer record there is taken; an older one put back is refused as a replay, and
    * the newer one this process knows is what it relays). Fields with no record are left out.
-   * `via`: the connection to read on (the receiver's for agents' asks, which pipelines them).
    */
-  async newestRecords(node: string, via: RedisConnection = this.redis): Promise<RelayedControls> {
+  async newestRecords(node: string): Promise<RelayedControls> {
     const fields = relayFields(node);
     const modes = fields.filter((f) => f.kind === 'mode').map((f) => f.field);
     const pauses = fields.filter((f) => f.kind === 'pause').map((f) => f.field);
-    const [m, p] = await Promise.all([via.hmget(this.keys.modes, ...modes), via.hmget(this.keys.pause, ...pauses)]);
+    const [m, p] = await Promise.all([this.redis.hmget(this.keys.modes, ...modes), this.redis.hmget(this.keys.pause, ...pauses)]);
     const out: RelayedControls = {};
     const take = (kind: 'mode' | 'pause', names: string[], texts: (string | null)[]) =>
       names.forEach((field, i) => {

@@ -92,10 +92,10 @@ export class RedisConnections {
   }
 
   /** A supervised connection; `name` is unique in this process. */
-  open(name: string, role: ConnectionRole, o: Pick<ConnectOptions, 'autoPipelining'> = {}): RedisConnection {
+  open(name: string, role: ConnectionRole): RedisConnection {
     if (this.#closing) throw new Error(`Redis connections of ${this.#o.process} are closing: cannot open ${name}`);
     if (this.#entries.some((e) => e.name === name)) throw new Error(`a Redis connection named ${name} is already open`);
-    const conn = connect(this.#o.target, role, { ...this.#o.connect, ...o, connectionName: clientName(this.#o.process, name) });
+    const conn = connect(this.#o.target, role, { ...this.#o.connect, connectionName: clientName(this.#o.process, name) });
     const entry: Entry = {
       name,
       conn,

@@ -46,11 +46,6 @@ export interface ConnectOptions {
    * slot is refused with MOVED.
    */
   oneSlot?: { key: string };
-  /**
-   * ioredis' auto-pipelining: the commands issued in one tick go out in one write (the receiver's
-   * connection for agents' breaker asks: an ask's three commands, and concurrent asks', at once).
-   */
-  autoPipelining?: boolean;
 }
 
 /**
@@ -68,7 +63,6 @@ function newConnection(target: RedisTarget | string, role: ConnectionRole, o: Co
   const requests: RedisOptions = {
     ...(producer ? { maxRetriesPerRequest: 1, connectTimeout: 2_000 } : { maxRetriesPerRequest: null }),
     ...(o.connectionName ? { connectionName: o.connectionName } : {}),
-    ...(o.autoPipelining ? { enableAutoPipelining: true } : {}),
   };
   const tls = tlsOptions(t);
   const auth: RedisOptions = {
@@ -123,7 +117,6 @@ function newConnection(target: RedisTarget | string, role: ConnectionRole, o: Co
       const options: ClusterOptions = {
         enableOfflineQueue: !producer,
         enableReadyCheck: true,
-        ...(o.autoPipelining ? { enableAutoPipelining: true } : {}),
         // How long the slot map may take to come. ioredis' 1 s is too short when a fleet connects
         // at once (after a failover, a mass reboot): each refresh given up is started again from a
         // new connection, and the masters spend their time on abandoned ones (bench/README.md, Fleet).

@@ -64,8 +64,7 @@ export interface AppDeps extends WebhookDeps {
   /** POST /v1/nodes/:node/revoke (with enrolment of node agents); absent: 404 with why. */
   revocation?: NodeRevocation;
   /** POST /v1/agents/breakers: enrolled agents' breaker slots (with enrolment); absent: 404. */
-  /** `redis`: the connection the asks' commands go on (default `redis`). */
-  agentBreakers?: { roots: Keyring; caps: BreakerCaps; relay?: ControlRelay; redis?: RedisConnection };
+  agentBreakers?: { roots: Keyring; caps: BreakerCaps; relay?: ControlRelay };
   /** NODE_REDIS_BUDGET_MIB with per-node users: GET /v1/redis-budget, POST /v1/redis-budget/release; absent: 404. */
   redisBudget?: { port: RedisBudgetPort; budgetBytes: number };
   /** The Kubernetes watches' state, when KUBE_WATCH is on. */
@@ -115,7 +114,7 @@ export function createApp(deps: AppDeps): Express {
   // Enrolled agents take breaker slots here, sealed with their node's work key: not an operator route.
   if (deps.agentBreakers)
     app.use(
-      breakerSlotRoutes({ prefix: deps.prefix, ...deps.agentBreakers, redis: deps.agentBreakers.redis ?? deps.redis, limiter: deps.authLimiter, log: deps.log }, [
+      breakerSlotRoutes({ redis: deps.redis, prefix: deps.prefix, ...deps.agentBreakers, limiter: deps.authLimiter, log: deps.log }, [
         refuseCrossSiteWrites(),
         body,
       ]),
