@@ -85,7 +85,7 @@ describe("an agent's asks to the receiver over one kept HTTPS connection", () =>
           res.resume();
           res.on('end', () => {
             agent.destroy();
-            resolve(res.headers['keep-alive']);
+            resolve(String(res.headers['keep-alive']));
           });
         })
           .on('error', reject)
