@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, mkdirSync, writeFileSync } from 'node:fs';
 import { Agent, request } from 'node:https';
 import { readFileSync } from 'node:fs';
@@ -36,15 +37,22 @@ import { percentile, round } from './lib/stats.ts';
 const ALL_PATHS = ['unenrolled', 'enrolled', 'enrolled-unkept'] as const;
 type Path = (typeof ALL_PATHS)[number];
 const here = (p: string): string => join(dirname(fileURLToPath(import.meta.url)), p);
-const SIZES = (process.env['FLEET_SIZES'] ?? '2000').split(',').map(Number).filter((n) => n > 0);
+const SIZES = (process.env['FLEET_SIZES'] ?? '2000')
+  .split(',')
+  .map(Number)
+  .filter((n) => n > 0);
 const PATHS = (process.env['FLEET_PATHS'] ?? '').split(',').filter((p): p is Path => (ALL_PATHS as readonly string[]).includes(p));
-const REPLICAS = (process.env['FLEET_RECEIVERS'] ?? '1').split(',').map(Number).filter((n) => n > 0);
+const REPLICAS = (process.env['FLEET_RECEIVERS'] ?? '1')
+  .split(',')
+  .map(Number)
+  .filter((n) => n > 0);
 const PER_PROCESS = Number(process.env['FLEET_PER_PROCESS'] ?? 1000);
 const STORM_TIMEOUT_MS = Number(process.env['FLEET_STORM_TIMEOUT_S'] ?? 300) * 1000;
 const READY_TIMEOUT_MS = Number(process.env['FLEET_READY_TIMEOUT_S'] ?? 300) * 1000;
 const PREFIX = 'fleet';
 const NS = 'volume-medic';
 
+const HARD_NOFILE = Number(spawnSync('bash', ['-c', 'ulimit -Hn'], { encoding: 'utf8' }).stdout.trim()) || 1024;
 const work = mkdtempSync(join(tmpdir(), 'vm-fleet-paths-'));
 const keysDir = writeSigningKeys(undefined);
 const control = writeControlKeys();
@@ -175,7 +183,13 @@ async function startAgents(n: number, redisUrl: string, path: Path, replicas: Re
   }
   await Promise.all(fleet.children.map((c) => c.waitLine('READY', READY_TIMEOUT_MS))).catch((err: Error) => {
     // What the agents logged (warnings and errors) says why one did not get ready.
-    for (const c of fleet.children) process.stderr.write(`${c.lines.filter((l) => !l.includes('HTTP 429')).slice(0, 5).join('\n')}\n`);
+    for (const c of fleet.children)
+      process.stderr.write(
+        `${c.lines
+          .filter((l) => !l.includes('HTTP 429'))
+          .slice(0, 5)
+          .join('\n')}\n`,
+      );
     throw err;
   });
   return fleet;
@@ -252,7 +266,10 @@ interface Row {
 const cpuSum = (cs: Child[]): number => cs.reduce((t, c) => t + c.cpuMs(), 0);
 
 async function run(n: number, path: Path, count: number): Promise<Row> {
-  const redis = await startPrivateRedis({ args: ['--maxclients', String(3 * n + 200)], nofile: 3 * n + 400 });
+  // Two connections per agent (BullMQ's blocking one and its command one), a few per replica. This
+  // process's hard open-file limit caps one redis-server (LAB-NOTES: 20,000 here and on the device
+  // machine, so about 9,900 agents on one Redis).
+  const redis = await startPrivateRedis({ args: ['--maxclients', String(2 * n + 200)], nofile: Math.min(HARD_NOFILE, 2 * n + 400) });
   const admin = new Redis(redis.url);
   const replicas = await startReplicas(count, redis.url, path);
   try {
@@ -271,12 +288,18 @@ async function run(n: number, path: Path, count: number): Promise<Row> {
     const stats1 = await Promise.all(replicas.map((r) => statsOf(r.child)));
     const lastRan = Math.max(...nodes.map((x) => fleet.ranAt.get(x)?.[0] ?? Number.NaN));
     const firstSent = Math.min(...sentAt.values());
-    const lat = nodes.map((x) => (fleet.ranAt.get(x)?.[0] ?? Number.NaN) - sentAt.get(x)!).filter(Number.isFinite).sort((a, b) => a - b);
+    const lat = nodes
+      .map((x) => (fleet.ranAt.get(x)?.[0] ?? Number.NaN) - sentAt.get(x)!)
+      .filter(Number.isFinite)
+      .sort((a, b) => a - b);
     const lost = nodes.filter((x) => !fleet.ranAt.has(x)).length;
     const wallS = (performance.now() - t0) / 1000;
     const allStartedS = lost === 0 ? (lastRan - firstSent) / 1000 : Number.NaN;
     const asks = stats1.map((s, i) => (s.requests['/v1/agents/breakers'] ?? 0) - (stats0[i]!.requests['/v1/agents/breakers'] ?? 0));
-    const totalAsks = Math.max(1, asks.reduce((a, b) => a + b, 0));
+    const totalAsks = Math.max(
+      1,
+      asks.reduce((a, b) => a + b, 0),
+    );
     const delta = (k: 'connections' | 'handshakes' | 'resumed'): number => stats1.reduce((t, s, i) => t + s[k] - stats0[i]![k], 0);
     // The webhooks' own connections are in these counts: 20 keep-alive ones at most.
     const breakers = new Breakers(admin, PREFIX);
@@ -342,7 +365,8 @@ for (const r of rows) {
       .join(', ')} | ${r.receiverRssMiB.join(' ')} |\n`,
   );
 }
-for (const r of rows.filter((x) => x.uncountedWhy)) process.stdout.write(`\nN=${r.n} ${r.path} receivers=${r.replicas}: ${r.uncounted} starts uncounted, the first: ${r.uncountedWhy}\n`);
+for (const r of rows.filter((x) => x.uncountedWhy))
+  process.stdout.write(`\nN=${r.n} ${r.path} receivers=${r.replicas}: ${r.uncounted} starts uncounted, the first: ${r.uncountedWhy}\n`);
 process.stdout.write('\nenrolled / unenrolled, same N and receivers:\n');
 for (const e of rows.filter((r) => r.path !== 'unenrolled')) {
   const u = rows.find((r) => r.path === 'unenrolled' && r.n === e.n && r.replicas === e.replicas);

@@ -181,6 +181,4 @@ for (let i = from; i < to; i++) {
 await Promise.all(workers.map((w) => w.ready()));
 announce(`READY ${workers.length}`);
 // Profiled (FLEET_AGENT_PROF, bench/fleet-paths.ts): exit at once, which writes the profile (closing 1,000 agents takes longer than the parent waits).
-process.on('SIGTERM', () =>
-  process.env['FLEET_AGENT_PROF'] ? process.exit(0) : void Promise.all(workers.map((w) => w.close())).then(() => process.exit(0)),
-);
+process.on('SIGTERM', () => (process.env['FLEET_AGENT_PROF'] ? process.exit(0) : void Promise.all(workers.map((w) => w.close())).then(() => process.exit(0))));

@@ -16,6 +16,22 @@ export function receiverTlsFiles(dir: string): { ca: string; cert: string; key: 
   run(['req', '-x509', ...ec, '-days', '2', '-subj', '/CN=bench-ca', '-keyout', f('ca.key'), '-out', f('ca.crt')]);
   run(['req', ...ec, '-subj', '/CN=volume-medic', '-keyout', f('receiver.key'), '-out', f('receiver.csr')]);
   writeFileSync(f('receiver.ext'), 'subjectAltName=IP:127.0.0.1,DNS:localhost\n');
-  run(['x509', '-req', '-in', f('receiver.csr'), '-CA', f('ca.crt'), '-CAkey', f('ca.key'), '-CAcreateserial', '-days', '2', '-extfile', f('receiver.ext'), '-out', f('receiver.crt')]);
+  run([
+    'x509',
+    '-req',
+    '-in',
+    f('receiver.csr'),
+    '-CA',
+    f('ca.crt'),
+    '-CAkey',
+    f('ca.key'),
+    '-CAcreateserial',
+    '-days',
+    '2',
+    '-extfile',
+    f('receiver.ext'),
+    '-out',
+    f('receiver.crt'),
+  ]);
   return { ca: f('ca.crt'), cert: f('receiver.crt'), key: f('receiver.key') };
 }
