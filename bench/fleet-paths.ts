@@ -1,5 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, mkdirSync, writeFileSync } from 'node:fs';
+import { Agent as HttpAgent, request as httpRequest } from 'node:http';
 import { Agent, request } from 'node:https';
 import { readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -58,6 +59,8 @@ const keysDir = writeSigningKeys(undefined);
 const control = writeControlKeys();
 const tls = receiverTlsFiles(work);
 const ca = readFileSync(tls.ca);
+/** FLEET_TLS=off: the receivers serve plain HTTP (what TLS costs an ask, measured by difference). */
+const TLS = process.env['FLEET_TLS'] !== 'off';
 const nodeName = (i: number): string => `fleet-${String(i).padStart(5, '0')}`;
 const most = Math.max(...SIZES);
 
@@ -97,8 +100,7 @@ async function startReplicas(count: number, redisUrl: string, path: Path): Promi
           QUEUE_PREFIX: PREFIX,
           SIGNING_KEYS_DIR: keysDir,
           LOG_LEVEL: 'warn',
-          TLS_CERT_FILE: tls.cert,
-          TLS_KEY_FILE: tls.key,
+          ...(TLS ? { TLS_CERT_FILE: tls.cert, TLS_KEY_FILE: tls.key } : {}),
           CONTROL_SIGNING_KEY_FILE: control.keyFile,
           CONTROL_VERIFY_CERT_FILE: control.certFile,
           OPERATOR_AUTH: 'off',
@@ -157,7 +159,7 @@ async function startAgents(n: number, redisUrl: string, path: Path, replicas: Re
           ? {
               FLEET_ENROL_URLS: replicas.map((r) => r.url).join(','),
               FLEET_TOKENS_DIR: tokens,
-              ENROL_CA_FILE: tls.ca,
+              ...(TLS ? { ENROL_CA_FILE: tls.ca } : {}),
               FLEET_RECEIVER_LINK: path === 'enrolled' ? 'kept' : 'global',
             }
           : { SIGNING_KEYS_DIR: keysDir }),
@@ -197,14 +199,15 @@ async function startAgents(n: number, redisUrl: string, path: Path, replicas: Re
 
 /** The storm: groups of 50 alerts, 20 notifications in flight, group g to replica g % R; each node's send time. */
 async function storm(nodes: string[], replicas: Replica[]): Promise<{ sentAt: Map<string, number>; answers: Record<string, number> }> {
-  const agent = new Agent({ keepAlive: true, ca });
+  const agent = TLS ? new Agent({ keepAlive: true, ca }) : new HttpAgent({ keepAlive: true });
+  const send = TLS ? request : httpRequest;
   const sentAt = new Map<string, number>();
   const answers: Record<string, number> = {};
   const groups: string[][] = [];
   for (let i = 0; i < nodes.length; i += 50) groups.push(nodes.slice(i, i + 50));
   const post = (url: string, body: string): Promise<{ status: number; retryAfter: number }> =>
     new Promise((resolve) => {
-      const r = request(new URL('/v1/alertmanager', url), { method: 'POST', agent, headers: { 'content-type': 'application/json' } }, (res) => {
+      const r = send(new URL('/v1/alertmanager', url), { method: 'POST', agent, headers: { 'content-type': 'application/json' } }, (res) => {
         res.resume();
         res.on('end', () => resolve({ status: res.statusCode ?? 0, retryAfter: Number(res.headers['retry-after'] ?? 1) }));
       });

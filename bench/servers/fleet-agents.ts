@@ -10,6 +10,7 @@ import { createNodeAgent } from '../../workers/node-agent/agent.ts';
 import { enrolUntilDone, type EnrolledKeys } from '../../workers/engine/enrolled-keys.ts';
 import { receiverAgent } from '../../workers/engine/receiver-http.ts';
 import { globalAgent } from 'node:https';
+import { http } from '../../src/adapters/http/node-http.ts';
 import type { Agent } from 'node:http';
 import type { RunbookContext, RunbookHandler, RunbookRegistry } from '../../workers/engine/registry.ts';
 
@@ -86,8 +87,12 @@ const enrolments = new Map<number, EnrolledKeys>();
  */
 const links = new Map<number, Agent>();
 const linkOf = (i: number): Agent => {
+  const https = enrolUrls[i % enrolUrls.length]!.startsWith('https:');
   let a = links.get(i);
-  if (!a) links.set(i, (a = process.env['FLEET_RECEIVER_LINK'] === 'global' ? globalAgent : receiverAgent('https:')));
+  if (!a) {
+    const global = https ? globalAgent : http.globalAgent;
+    links.set(i, (a = process.env['FLEET_RECEIVER_LINK'] === 'global' ? global : receiverAgent(https ? 'https:' : 'http:')));
+  }
   return a;
 };
 if (kind === 'ours' && enrolUrls.length > 0) {
