@@ -14,6 +14,9 @@ import { redisCpu } from './lib/redis-cpu.ts';
 import { startPrivateRedis } from '../test/support/redis-server.ts';
 import { setTimeout as sleep } from 'node:timers/promises';
 
+// FLEET_PATHS=unenrolled,enrolled: the storm through the receivers' breaker route (issue 48), bench/fleet-paths.ts.
+if (process.env['FLEET_PATHS']) await import('./fleet-paths.ts');
+
 /** Where the agents' queues live: one private redis-server, or a 3-master Cluster (FLEET_TOPOLOGY=cluster). */
 interface Topo {
   name: 'single' | 'cluster';

@@ -1,6 +1,7 @@
 import { announce, answerHeapRequests } from '../../test/support/child.ts';
 import { parseConfig } from '../../src/core/config/load.ts';
 import { startReceiver } from '../../src/control/receiver.ts';
+import { answerStatsRequests } from '../lib/server-stats.ts';
 
 // The real receiver (src/control/receiver.ts) on a free loopback port, configured from the environment
 // the parent passes (REDIS_URL, QUEUE_PREFIX, LOG_LEVEL). Its logs go to the parent's choice of
@@ -19,9 +20,16 @@ const config = parseConfig('receiver', {
   ...(process.env['OPERATOR_AUTH'] ? { operatorAuth: process.env['OPERATOR_AUTH'] } : {}),
   ...(process.env['ENROL_NODE_AGENTS'] ? { enrolNodeAgents: process.env['ENROL_NODE_AGENTS'].split(',') } : {}),
   ...(process.env['REDIS_NODE_USERS'] ? { redisNodeUsers: process.env['REDIS_NODE_USERS'] } : {}),
+  // bench/fleet-paths.ts: HTTPS, and controls sealed with the control key pair (enrolled agents hold no root).
+  ...(process.env['HTTP_KEEP_ALIVE_SECONDS'] ? { httpKeepAliveSeconds: process.env['HTTP_KEEP_ALIVE_SECONDS'] } : {}),
+  ...(process.env['TLS_CERT_FILE'] ? { tlsCertFile: process.env['TLS_CERT_FILE'], tlsKeyFile: process.env['TLS_KEY_FILE'] } : {}),
+  ...(process.env['CONTROL_SIGNING_KEY_FILE']
+    ? { controlSigningKeyFile: process.env['CONTROL_SIGNING_KEY_FILE'], controlVerifyCertFile: process.env['CONTROL_VERIFY_CERT_FILE'] }
+    : {}),
 });
 const receiver = await startReceiver(config);
 // Started with --expose-gc (test/int/control/receiver/breaker-flood.int.test.ts): its heap after full collections, on request.
 answerHeapRequests();
+answerStatsRequests(receiver.server);
 announce(`READY ${receiver.url}`);
 process.on('SIGTERM', () => void receiver.close().then(() => process.exit(0)));

@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { ENROL_PATH, EnrolAnswer, type EnrolRequest } from '../../src/core/trust/enrolment-wire.ts';
+import type { Agent } from 'node:http';
 import { postToReceiver } from './receiver-http.ts';
 
 // One enrolment round trip: POST /v1/enrol to the receiver with the pod's projected token (read
@@ -12,6 +13,8 @@ export interface EnrolTarget {
   tokenFile: string;
   caFile?: string;
   timeoutMs?: number;
+  /** The connections to the receiver (receiverAgent); default this process's. */
+  agent?: Agent;
 }
 
 export class EnrolError extends Error {
@@ -43,6 +46,7 @@ export async function enrolOnce(t: EnrolTarget, req: EnrolRequest): Promise<Enro
     body,
     headers: { authorization: `Bearer ${token}` },
     ...(ca ? { ca } : {}),
+    ...(t.agent ? { agent: t.agent } : {}),
     timeoutMs,
     maxBytes: MAX_ANSWER_BYTES,
   }).catch((err: Error) => {

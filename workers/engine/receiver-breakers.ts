@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import type { Agent } from 'node:http';
 import {
   ActivityAnswer,
   BREAKER_SEAL_TTL_MS,
@@ -30,6 +31,8 @@ export interface ReceiverBreakersOptions {
   queue: string;
   sealer: Sealer;
   timeoutMs?: number;
+  /** The connections to the receiver (receiverAgent); default this process's, which its enrolment used too. */
+  agent?: Agent;
 }
 
 export class ReceiverBreakers implements BreakerPort {
@@ -68,6 +71,7 @@ export class ReceiverBreakers implements BreakerPort {
       url: this.#url,
       body: JSON.stringify({ ask, seal }),
       ...(this.#ca ? { ca: this.#ca } : {}),
+      ...(this.#o.agent ? { agent: this.#o.agent } : {}),
       timeoutMs: this.#o.timeoutMs ?? 5_000,
       // Room for the relayed records (control-relay.ts: at most 11 of 8 KiB, escaped) besides the breaker answer.
       maxBytes: 256 * 1024,

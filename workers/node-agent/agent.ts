@@ -1,3 +1,4 @@
+import type { Agent } from 'node:http';
 import { AgentStore } from '../../src/adapters/jobstore/agent-store.ts';
 import type { Logger } from '../../src/adapters/observability/logger.ts';
 import { redisTarget } from '../../src/adapters/redis/redis-target.ts';
@@ -29,6 +30,8 @@ export interface NodeAgentOptions {
   enrolled?: EnrolledKeys | undefined;
   /** GETs of the API server (cluster access only): coordination with kured, drains and medik8s. */
   kubeRead?: KubeRead | undefined;
+  /** The connections to the receiver for breaker slots (default this process's: one process, one node; bench/fleet-paths.ts runs many). */
+  receiverAgent?: Agent | undefined;
 }
 
 export interface NodeAgent extends RunbookWorker {
@@ -36,7 +39,7 @@ export interface NodeAgent extends RunbookWorker {
   trust: Trust;
 }
 
-export function createNodeAgent({ config, registry, log, nodeLabels, events, enrolled, kubeRead }: NodeAgentOptions): NodeAgent {
+export function createNodeAgent({ config, registry, log, nodeLabels, events, enrolled, kubeRead, receiverAgent }: NodeAgentOptions): NodeAgent {
   const node = config.nodeName;
   if (!node) throw new Error('NODE_NAME is required: the node agent must know which node it serves');
   const queue = nodeQueueName(node);
@@ -44,7 +47,13 @@ export function createNodeAgent({ config, registry, log, nodeLabels, events, enr
   // With ENROL_URL the receiver takes this node's breaker slots (its own Redis user may not write them).
   const breakers =
     config.enrolUrl && trust.sealer
-      ? new ReceiverBreakers({ url: config.enrolUrl, ...(config.enrolCaFile ? { caFile: config.enrolCaFile } : {}), queue, sealer: trust.sealer })
+      ? new ReceiverBreakers({
+          url: config.enrolUrl,
+          ...(config.enrolCaFile ? { caFile: config.enrolCaFile } : {}),
+          queue,
+          sealer: trust.sealer,
+          ...(receiverAgent ? { agent: receiverAgent } : {}),
+        })
       : undefined;
   const store = new AgentStore({
     redis: redisTarget(config),

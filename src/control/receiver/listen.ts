@@ -53,14 +53,24 @@ function clientErrorAnswerer(server: Server): (err: NodeJS.ErrnoException, socke
 export async function listen(
   config: Pick<
     ReceiverConfig,
-    'port' | 'listenAddress' | 'tlsCertFile' | 'tlsKeyFile' | 'httpHeadersTimeoutMs' | 'httpRequestTimeoutMs' | 'tokens' | 'operatorAuth'
+    | 'port'
+    | 'listenAddress'
+    | 'tlsCertFile'
+    | 'tlsKeyFile'
+    | 'httpHeadersTimeoutMs'
+    | 'httpRequestTimeoutMs'
+    | 'httpKeepAliveSeconds'
+    | 'tokens'
+    | 'operatorAuth'
   >,
   app: Express,
   log: Logger,
 ): Promise<Listening> {
   // Slow senders must not hold sockets for Node's default 300 s: headers and the whole request
   // have deadlines (503 + Retry-After and close, clientErrorAnswerer), checked every second rather than Node's default 30.
+  // keepAliveTimeout: enrolled agents' asks reuse one connection each (HTTP_KEEP_ALIVE_SECONDS says why).
   const timeouts = {
+    keepAliveTimeout: config.httpKeepAliveSeconds * 1000,
     headersTimeout: config.httpHeadersTimeoutMs,
     requestTimeout: config.httpRequestTimeoutMs,
     connectionsCheckingInterval: Math.min(1_000, config.httpHeadersTimeoutMs),

@@ -38,6 +38,12 @@ export const receiver = section({
       type: () => z._default(Millis, 30_000),
       doc: 'How long a whole request may take, body included; over it: 503 + Retry-After and the socket closed. Webhook bodies are at most BODY_LIMIT and come from nearby senders.',
     }),
+    httpKeepAliveSeconds: setting({
+      env: 'HTTP_KEEP_ALIVE_SECONDS',
+      readers: RECEIVER,
+      type: () => z._default(Count(1), 2400),
+      doc: 'How long an idle connection stays open (Node\'s keepAliveTimeout, announced in Keep-Alive). Enrolled node agents keep theirs from one enrolment to the next (every 30 min) and take their breaker slots on it: a storm of job starts then costs no TCP or TLS handshake per ask (bench/README.md, "The enrolled storm"). Each open connection holds a few KiB of the receiver\'s memory.',
+    }),
     bodyLimit: setting({
       env: 'BODY_LIMIT',
       readers: RECEIVER,
