@@ -1,0 +1,224 @@
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Queue } from 'bullmq';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { nodeQueueName } from '../../src/core/catalogue/queues.ts';
+import { startPrivateRedis, type PrivateRedis } from '../support/redis-server.ts';
+import { TEST_KEYS_DIR } from '../support/trust.ts';
+import { waitFor } from '../support/wait.ts';
+import { obtainRelease, type Release } from './support/release-tree.ts';
+import {
+  startClusterWorker,
+  startNodeAgent,
+  startReceiver,
+  THIS_TREE,
+  type FleetProcess,
+  type ReleaseCode,
+  type Role,
+  type Shared,
+} from './support/release-fleet.ts';
+import { documentedUpgradeOrder } from './support/upgrade-order.ts';
+import { EFFECTS_LOG, UPGRADE_STEPS } from './support/upgrade-runbook.ts';
+import { startWebhookFlow } from './support/webhook-flow.ts';
+
+// Issue 48: a rolling upgrade under load. The previous release as published (chart 0.2.0: the
+// commit test/int/deploy/chart-upgrade.int.test.ts pins) runs a fleet: two receiver replicas,
+// the cluster worker, four node agents, with resolved-node alerts flowing from an Alertmanager HA
+// pair and every alert a job that runs two destructive steps on its node. Its processes are then
+// replaced one by one by this tree's, in the order the CHANGELOG's 0.3.0 section documents
+// ("Upgrade order: ..."), while the alerts keep flowing. Nothing acknowledged is lost, no step runs
+// twice, no job is left behind, old and new agents both run jobs while they coexist, and an
+// alert sent to an old and a new receiver is one job.
+
+const PREVIOUS = { version: '0.2.0', commit: 'fca5a87ada3ad127dcbaba28d453ebeea14b10f8' };
+const CHANGELOG = join(THIS_TREE, 'deploy/charts/volume-medic/CHANGELOG.md');
+const THIS_VERSION = /^version:\s*(\S+)/m.exec(readFileSync(join(THIS_TREE, 'deploy/charts/volume-medic/Chart.yaml'), 'utf8'))![1]!;
+const NODES = ['upgrade-a', 'upgrade-b', 'upgrade-c', 'upgrade-d'];
+const PREFIX = 'vmupgrade';
+const TOKEN = 'upgrade-test-token-0123456789abcdef';
+/** Alerts per second (each sent twice): modest, for a 2-core CI machine running a dozen processes. */
+const RATE = 8;
+/** How long the fleet runs between two replacements, so jobs run on each mix of versions. */
+const DWELL_MS = 3_000;
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const log = (line: string) => console.log(`[rolling-upgrade] ${line}`);
+
+describe(`rolling upgrade from ${PREVIOUS.version} to ${THIS_VERSION} under load`, () => {
+  let release: Release | { skip: string };
+  let redis: PrivateRedis;
+  let admin: Redis;
+  let tokenDir: string;
+  const hostRoots = new Map<string, string>();
+  const running: FleetProcess[] = [];
+  const stopped: { p: FleetProcess; code: number | null }[] = [];
+
+  beforeAll(async () => {
+    const started = Date.now();
+    release = obtainRelease(THIS_TREE, PREVIOUS.version, PREVIOUS.commit, log);
+    log(
+      'skip' in release
+        ? `SKIPPED: ${release.skip}`
+        : `${PREVIOUS.version} ${release.how} at ${release.root} in ${((Date.now() - started) / 1000).toFixed(1)} s`,
+    );
+    if ('skip' in release) return;
+    redis = await startPrivateRedis();
+    admin = new Redis(redis.url, { maxRetriesPerRequest: null });
+    tokenDir = mkdtempSync(join(tmpdir(), 'vm-upgrade-token-'));
+    writeFileSync(join(tokenDir, 'token'), `${TOKEN}\n`);
+    for (const n of NODES) hostRoots.set(n, mkdtempSync(join(tmpdir(), `vm-upgrade-host-${n}-`)));
+  }, 15 * 60_000);
+
+  afterAll(async () => {
+    await Promise.allSettled(running.map((p) => p.stop()));
+    admin?.disconnect();
+    await redis?.destroy();
+    for (const d of [tokenDir, ...hostRoots.values()]) if (d) rmSync(d, { recursive: true, force: true });
+  });
+
+  it(
+    'loses nothing, doubles nothing and leaves nothing stuck, following the documented order',
+    async (ctx) => {
+      if ('skip' in release) {
+        console.log(`[rolling-upgrade] skipped: ${release.skip}`);
+        ctx.skip();
+        return;
+      }
+      const order = documentedUpgradeOrder(CHANGELOG, THIS_VERSION);
+      log(`documented order: ${order.join(' -> ')}`);
+      const old: ReleaseCode = { version: PREVIOUS.version, root: release.root, previous: true };
+      const next: ReleaseCode = { version: THIS_VERSION, root: THIS_TREE, previous: false };
+      const shared: Shared = { redisUrl: redis.url, prefix: PREFIX, keysDir: TEST_KEYS_DIR, tokenFile: join(tokenDir, 'token') };
+
+      const t0 = Date.now();
+      const receivers: FleetProcess[] = [];
+      const agents = new Map<string, FleetProcess>();
+      const track = (p: FleetProcess): FleetProcess => {
+        running.push(p);
+        return p;
+      };
+      const retire = async (p: FleetProcess): Promise<void> => {
+        running.splice(running.indexOf(p), 1);
+        stopped.push({ p, code: await p.stop() });
+      };
+      receivers.push(...(await Promise.all(['receiver-1', 'receiver-2'].map((n) => startReceiver(old, n, shared).then(track)))));
+      let clusterWorker = track(await startClusterWorker(old, shared));
+      for (const n of NODES) agents.set(n, track(await startNodeAgent(old, n, hostRoots.get(n)!, shared)));
+      log(`${PREVIOUS.version} fleet up in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+
+      const flow = startWebhookFlow({
+        token: TOKEN,
+        nodes: NODES,
+        targets: () => receivers.map((r) => ({ url: r.url, label: `${r.version} ${r.name}` })),
+        perSecond: RATE,
+      });
+      await sleep(DWELL_MS);
+
+      const effects = (): string[] => NODES.flatMap((n) => readLines(join(hostRoots.get(n)!, EFFECTS_LOG.slice(1))));
+      let coexistence: { from: number; to: number } | undefined;
+      const replace: Record<Role, () => Promise<void>> = {
+        'node-agent': async () => {
+          // A DaemonSet's rolling update: one node at a time, the old pod gone before the new starts.
+          for (const [i, n] of NODES.entries()) {
+            await retire(agents.get(n)!);
+            agents.set(n, track(await startNodeAgent(next, n, hostRoots.get(n)!, shared)));
+            if (i === 0) coexistence = { from: effects().length, to: 0 };
+            if (i === NODES.length - 2) {
+              await sleep(DWELL_MS);
+              coexistence!.to = effects().length;
+            }
+            await sleep(DWELL_MS);
+          }
+        },
+        'cluster-worker': async () => {
+          // Recreate, as its Deployment's strategy says.
+          await retire(clusterWorker);
+          clusterWorker = track(await startClusterWorker(next, shared));
+          await sleep(DWELL_MS);
+        },
+        receiver: async () => {
+          // maxSurge 1, maxUnavailable 0: the new replica is in service before the old one leaves it.
+          for (const name of ['receiver-1', 'receiver-2']) {
+            const fresh = track(await startReceiver(next, name, shared));
+            const i = receivers.findIndex((r) => r.name === name);
+            const gone = receivers[i]!;
+            receivers[i] = fresh;
+            await retire(gone);
+            await sleep(DWELL_MS);
+          }
+        },
+      };
+      for (const role of order) {
+        const at = Date.now();
+        await replace[role]();
+        log(`${role} replaced by ${THIS_VERSION} (${((Date.now() - at) / 1000).toFixed(1)} s)`);
+      }
+      await sleep(DWELL_MS);
+      const result = await flow.stop();
+      log(
+        `${result.sent} alerts sent twice, ${result.acked.length} sends acknowledged, ${result.retries} sends retried, ${result.gaveUp} given up, in ${((Date.now() - t0) / 1000).toFixed(1)} s`,
+      );
+
+      // Every acknowledged job runs to its end: drained queues, and each key's steps in its node's log.
+      const keys = new Map(result.acked.map((a) => [a.key, a]));
+      const queues = NODES.map((n) => new Queue(nodeQueueName(n), { connection: admin, prefix: PREFIX }));
+      try {
+        await waitFor(
+          'every acknowledged job to finish',
+          async () => {
+            const counts = await Promise.all(queues.map((q) => q.getJobCounts('active', 'wait', 'delayed', 'prioritized', 'waiting-children', 'paused')));
+            return counts.every((c) => Object.values(c).every((v) => v === 0)) ? true : undefined;
+          },
+          120_000,
+        );
+        const states = await Promise.all(
+          [...keys.values()].map(async (a) => {
+            const q = queues[NODES.indexOf(a.node)]!;
+            const job = await q.getJob(a.key);
+            return { key: a.key, state: job ? await job.getState() : 'missing', failedReason: job?.failedReason };
+          }),
+        );
+        const notCompleted = states.filter((s) => s.state !== 'completed');
+        expect(notCompleted, 'acknowledged jobs that did not complete').toEqual([]);
+      } finally {
+        await Promise.all(queues.map((q) => q.close()));
+      }
+
+      const lines = effects();
+      const byKeyStep = new Map<string, string[]>();
+      for (const l of lines) {
+        const [key, step, version] = l.split(' ');
+        const k = `${key} ${step}`;
+        byKeyStep.set(k, [...(byKeyStep.get(k) ?? []), version!]);
+      }
+      const doubled = [...byKeyStep].filter(([, v]) => v.length > 1);
+      const lost = [...keys.keys()].flatMap((k) => UPGRADE_STEPS.filter((s) => !byKeyStep.has(`${k} ${s}`)).map((s) => `${k} ${s}`));
+      const ranBy = (version: string, slice: string[]) => slice.filter((l) => l.endsWith(` ${version}`)).length;
+      const window = lines.slice(coexistence!.from, coexistence!.to);
+      log(
+        `${keys.size} jobs acknowledged, ${lines.length} steps taken (${ranBy(old.version, lines)} by ${old.version} agents, ${ranBy(next.version, lines)} by ${next.version}); while both ran: ${ranBy(old.version, window)} and ${ranBy(next.version, window)}`,
+      );
+      expect(result.acked.length).toBeGreaterThan(100);
+      expect(result.gaveUp, 'sends no receiver acknowledged').toBe(0);
+      expect(result.splitKeys, 'alerts two receivers made different jobs of').toEqual([]);
+      expect(lost, 'acknowledged jobs whose steps never ran').toEqual([]);
+      expect(doubled, 'steps that ran twice').toEqual([]);
+      expect(ranBy(old.version, window), `${old.version} agents' steps while both versions ran`).toBeGreaterThan(0);
+      expect(ranBy(next.version, window), `${next.version} agents' steps while both versions ran`).toBeGreaterThan(0);
+      // Each receiver version acknowledged alerts, and every old process left cleanly on SIGTERM.
+      expect(new Set(result.acked.map((a) => a.by.split(' ')[0]))).toEqual(new Set([old.version, next.version]));
+      expect(stopped.map(({ p, code }) => `${p.version} ${p.name}: ${code}`)).toEqual(stopped.map(({ p }) => `${p.version} ${p.name}: 0`));
+    },
+    15 * 60_000,
+  );
+});
+
+function readLines(path: string): string[] {
+  try {
+    return readFileSync(path, 'utf8').split('\n').filter(Boolean);
+  } catch {
+    return [];
+  }
+}
