@@ -213,6 +213,89 @@ describe(`rolling upgrade from ${PREVIOUS.version} to ${THIS_VERSION} under load
     },
     15 * 60_000,
   );
+
+  // Why the agents go first: the other order, shown. A 0.3.0 receiver turns NPD's
+  // ReadonlyFilesystem condition into a readonly-filesystem-recovery job; a 0.2.0 agent cannot
+  // read that runbook and fails the job, and the condition sent again (NPD repeats it) is the
+  // same job, still failed, after that node's agent runs 0.3.0. A 0.3.0 agent runs such a job.
+  it("shows why: a 0.2.0 agent fails a 0.3.0 receiver's job of a new runbook, and its key stays spent", async (ctx) => {
+    if ('skip' in release) {
+      console.log(`[rolling-upgrade] skipped: ${release.skip}`);
+      ctx.skip();
+      return;
+    }
+    const old: ReleaseCode = { version: PREVIOUS.version, root: release.root, previous: true };
+    const next: ReleaseCode = { version: THIS_VERSION, root: THIS_TREE, previous: false };
+    const shared: Shared = { redisUrl: redis.url, prefix: `${PREFIX}-order`, keysDir: TEST_KEYS_DIR, tokenFile: join(tokenDir, 'token') };
+    const node = 'upgrade-ro';
+    const root = mkdtempSync(join(tmpdir(), `vm-upgrade-host-${node}-`));
+    hostRoots.set(node, root);
+    const track = (p: FleetProcess): FleetProcess => {
+      running.push(p);
+      return p;
+    };
+    const receiver = track(await startReceiver(next, 'receiver', shared));
+    let agent = track(await startNodeAgent(old, node, root, shared));
+    const npd = (transition: string) =>
+      fetch(`${receiver.url}/v1/npd`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${TOKEN}` },
+        body: JSON.stringify({
+          node,
+          conditions: [
+            {
+              type: 'ReadonlyFilesystem',
+              status: 'True',
+              lastHeartbeatTime: transition,
+              lastTransitionTime: transition,
+              reason: 'FilesystemIsReadOnly',
+              message: 'EXT4-fs (dm-17): Remounting filesystem read-only',
+            },
+          ],
+        }),
+      }).then(async (r) => ({ status: r.status, body: (await r.json()) as { accepted: { key: string; queue: string }[] } }));
+    const queue = new Queue(nodeQueueName(node), { connection: admin, prefix: shared.prefix });
+    try {
+      const first = await npd('2026-12-07T09:50:01Z');
+      expect(first.status).toBe(202);
+      const key = first.body.accepted[0]!.key;
+      expect(first.body.accepted[0]!.queue).toBe(nodeQueueName(node));
+      const failed = await waitFor(
+        `${key} to fail on the ${old.version} agent`,
+        async () => {
+          const j = await queue.getJob(key);
+          return j && (await j.getState()) === 'failed' ? j : undefined;
+        },
+        60_000,
+      );
+      log(`${old.version} agent failed ${key}: ${failed.failedReason}`);
+      expect(failed.data.runbook ?? failed.name).toMatch(/readonly-filesystem-recovery/);
+      expect(agent.output()).not.toMatch(/^RAN /m);
+
+      // The node's agent is upgraded; NPD sends the condition again: the same job, not run again.
+      await agent.stop();
+      agent = track(await startNodeAgent(next, node, root, shared));
+      const again = await npd('2026-12-07T09:50:01Z');
+      expect(again.status).toBe(202);
+      expect(again.body.accepted.map((a) => a.key)).toEqual([key]);
+      await sleep(3_000);
+      expect(await (await queue.getJob(key))!.getState()).toBe('failed');
+      expect(agent.output()).not.toMatch(/^RAN /m);
+
+      // A 0.3.0 agent runs the same kind of job (a later condition, a new key).
+      const later = await npd('2026-12-07T10:20:01Z');
+      const laterKey = later.body.accepted[0]!.key;
+      expect(laterKey).not.toBe(key);
+      await waitFor(
+        `${laterKey} to run on the ${next.version} agent`,
+        async () => ((await (await queue.getJob(laterKey))?.getState()) === 'completed' ? true : undefined),
+        60_000,
+      );
+      expect(agent.output()).toMatch(new RegExp(`^RAN readonly-filesystem-recovery ${laterKey} ${next.version}$`, 'm'));
+    } finally {
+      await queue.close();
+    }
+  });
 });
 
 function readLines(path: string): string[] {

@@ -1,11 +1,14 @@
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
+import type { RunbookName } from '../../../src/core/catalogue/jobs.ts';
+import type { RunbookHandler, RunbookRegistry } from '../../../workers/engine/registry.ts';
 import { upgradeRunbook } from './upgrade-runbook.ts';
 
 // A real node agent of one release: that release's createNodeAgent (BullMQ worker, seal
 // verification, controls, breakers, journal), configuration parser, engine and real host, loaded
 // from RELEASE_ROOT (a previous release's tree, with its own node_modules; absent: this tree).
-// Only its residual-multipath-cleanup is the upgrade runbook, rooted at HOST_ROOT, a fake host.
+// Its residual-multipath-cleanup is the upgrade runbook, rooted at HOST_ROOT, a fake host; every
+// other runbook the release knows only says that it ran (`RAN <runbook> <job id> <version>`).
 // It stops on SIGTERM as the real agent does (close the worker: the job under way finishes).
 
 type Load = typeof import('../../../src/core/config/load.ts');
@@ -13,6 +16,7 @@ type Logger = typeof import('../../../src/adapters/observability/logger.ts');
 type RunRunbook = typeof import('../../../workers/engine/run-runbook.ts');
 type RealHost = typeof import('../../../workers/host/real-host.ts');
 type Agent = typeof import('../../../workers/node-agent/agent.ts');
+type Jobs = typeof import('../../../src/core/catalogue/jobs.ts');
 
 const env = process.env;
 const root = env['RELEASE_ROOT'] || fileURLToPath(new URL('../../..', import.meta.url));
@@ -22,6 +26,7 @@ const { createLogger } = await from<Logger>('src/adapters/observability/logger.t
 const { runRunbook } = await from<RunRunbook>('workers/engine/run-runbook.ts');
 const { createRealHost } = await from<RealHost>('workers/host/real-host.ts');
 const { createNodeAgent } = await from<Agent>('workers/node-agent/agent.ts');
+const { RUNBOOKS } = await from<Jobs>('src/core/catalogue/jobs.ts');
 
 const config = parseConfig('node-agent', {
   redisUrl: env['REDIS_URL'],
@@ -38,11 +43,32 @@ const config = parseConfig('node-agent', {
   logLevel: 'warn',
 });
 const host = createRealHost({ root: env['HOST_ROOT']!, timeoutMs: 10_000 });
-const def = upgradeRunbook(env['AGENT_VERSION'] ?? 'this');
+const version = env['AGENT_VERSION'] ?? 'this';
+const def = upgradeRunbook(version);
+const stub =
+  (runbook: RunbookName): RunbookHandler<RunbookName> =>
+  async (_job, ctx) => {
+    process.stdout.write(`RAN ${runbook} ${ctx.jobId} ${version}\n`);
+    return {
+      runbook,
+      mode: ctx.mode,
+      outcome: 'nothing-to-do',
+      summary: 'stub',
+      facts: null,
+      plan: null,
+      refusals: [],
+      steps: [],
+      commands: [],
+      ranOn: ctx.ranOn,
+    };
+  };
 const agent = createNodeAgent({
   config,
   log: createLogger('versioned-agent', 'warn'),
-  registry: { 'residual-multipath-cleanup': (job, ctx) => runRunbook(def, job, ctx, { host, stateDir: '/var/lib/volume-medic' }) },
+  registry: {
+    ...(Object.fromEntries(RUNBOOKS.map((r) => [r, stub(r)])) as RunbookRegistry),
+    'residual-multipath-cleanup': (job, ctx) => runRunbook(def, job, ctx, { host, stateDir: '/var/lib/volume-medic' }),
+  },
 });
 process.stdout.write('READY\n');
 process.once('SIGTERM', () => {
