@@ -21,7 +21,7 @@ import {
 } from './support/release-fleet.ts';
 import { documentedUpgradeOrder } from './support/upgrade-order.ts';
 import { EFFECTS_LOG, UPGRADE_STEPS } from './support/upgrade-runbook.ts';
-import { startWebhookFlow } from './support/webhook-flow.ts';
+import { readonlyCondition, startWebhookFlow } from './support/webhook-flow.ts';
 
 // Issue 48: a rolling upgrade under load. The previous release as published (chart 0.2.0: the
 // commit test/int/deploy/chart-upgrade.int.test.ts pins) runs a fleet: two receiver replicas,
@@ -116,18 +116,21 @@ describe(`rolling upgrade from ${PREVIOUS.version} to ${THIS_VERSION} under load
       });
       await sleep(DWELL_MS);
 
-      const effects = (): string[] => NODES.flatMap((n) => readLines(join(hostRoots.get(n)!, EFFECTS_LOG.slice(1))));
-      let coexistence: { from: number; to: number } | undefined;
+      const effectsOf = (n: string): string[] => readLines(join(hostRoots.get(n)!, EFFECTS_LOG.slice(1)));
+      const effects = (): string[] => NODES.flatMap(effectsOf);
+      // Each node's log length when the first new agent started, and before the last old one stops.
+      let coexistence: { from: number[]; to: number[] } | undefined;
+      const lengths = () => NODES.map((n) => effectsOf(n).length);
       const replace: Record<Role, () => Promise<void>> = {
         'node-agent': async () => {
           // A DaemonSet's rolling update: one node at a time, the old pod gone before the new starts.
           for (const [i, n] of NODES.entries()) {
             await retire(agents.get(n)!);
             agents.set(n, track(await startNodeAgent(next, n, hostRoots.get(n)!, shared)));
-            if (i === 0) coexistence = { from: effects().length, to: 0 };
+            if (i === 0) coexistence = { from: lengths(), to: [] };
             if (i === NODES.length - 2) {
               await sleep(DWELL_MS);
-              coexistence!.to = effects().length;
+              coexistence!.to = lengths();
             }
             await sleep(DWELL_MS);
           }
@@ -194,17 +197,30 @@ describe(`rolling upgrade from ${PREVIOUS.version} to ${THIS_VERSION} under load
         byKeyStep.set(k, [...(byKeyStep.get(k) ?? []), version!]);
       }
       const doubled = [...byKeyStep].filter(([, v]) => v.length > 1);
-      const lost = [...keys.keys()].flatMap((k) => UPGRADE_STEPS.filter((s) => !byKeyStep.has(`${k} ${s}`)).map((s) => `${k} ${s}`));
+      const residual = [...keys.values()].filter((a) => a.source === 'alertmanager').map((a) => a.key);
+      const lost = residual.flatMap((k) => UPGRADE_STEPS.filter((s) => !byKeyStep.has(`${k} ${s}`)).map((s) => `${k} ${s}`));
+      // The new runbook's jobs (stubs on the agents): each ran once, by a new agent.
+      const ran = [...running, ...stopped.map((s) => s.p)]
+        .filter((p) => p.role === 'node-agent')
+        .flatMap((p) => p.output().split('\n'))
+        .filter((l) => l.startsWith('RAN readonly-filesystem-recovery '));
+      const readonly = [...keys.values()].filter((a) => a.source === 'npd').map((a) => a.key);
+      const ranReadonly = readonly.map((k) => ran.filter((l) => l.split(' ')[2] === k));
       const ranBy = (version: string, slice: string[]) => slice.filter((l) => l.endsWith(` ${version}`)).length;
-      const window = lines.slice(coexistence!.from, coexistence!.to);
+      const window = NODES.flatMap((n, i) => effectsOf(n).slice(coexistence!.from[i], coexistence!.to[i]));
       log(
-        `${keys.size} jobs acknowledged, ${lines.length} steps taken (${ranBy(old.version, lines)} by ${old.version} agents, ${ranBy(next.version, lines)} by ${next.version}); while both ran: ${ranBy(old.version, window)} and ${ranBy(next.version, window)}`,
+        `${keys.size} jobs acknowledged (${residual.length} residual-multipath-cleanup, ${readonly.length} readonly-filesystem-recovery), ${lines.length} steps taken (${ranBy(old.version, lines)} by ${old.version} agents, ${ranBy(next.version, lines)} by ${next.version}); while both ran: ${ranBy(old.version, window)} and ${ranBy(next.version, window)}`,
       );
       expect(result.acked.length).toBeGreaterThan(100);
       expect(result.gaveUp, 'sends no receiver acknowledged').toBe(0);
       expect(result.splitKeys, 'alerts two receivers made different jobs of').toEqual([]);
       expect(lost, 'acknowledged jobs whose steps never ran').toEqual([]);
       expect(doubled, 'steps that ran twice').toEqual([]);
+      expect(readonly.length, 'jobs of the new runbook (NPD ReadonlyFilesystem to a new receiver)').toBeGreaterThan(0);
+      expect(
+        ranReadonly.filter((r) => r.length !== 1),
+        'jobs of the new runbook not run exactly once',
+      ).toEqual([]);
       expect(ranBy(old.version, window), `${old.version} agents' steps while both versions ran`).toBeGreaterThan(0);
       expect(ranBy(next.version, window), `${next.version} agents' steps while both versions ran`).toBeGreaterThan(0);
       // Each receiver version acknowledged alerts, and every old process left cleanly on SIGTERM.
@@ -236,27 +252,15 @@ describe(`rolling upgrade from ${PREVIOUS.version} to ${THIS_VERSION} under load
     };
     const receiver = track(await startReceiver(next, 'receiver', shared));
     let agent = track(await startNodeAgent(old, node, root, shared));
-    const npd = (transition: string) =>
+    const npd = (at: number) =>
       fetch(`${receiver.url}/v1/npd`, {
         method: 'POST',
         headers: { 'content-type': 'application/json', authorization: `Bearer ${TOKEN}` },
-        body: JSON.stringify({
-          node,
-          conditions: [
-            {
-              type: 'ReadonlyFilesystem',
-              status: 'True',
-              lastHeartbeatTime: transition,
-              lastTransitionTime: transition,
-              reason: 'FilesystemIsReadOnly',
-              message: 'EXT4-fs (dm-17): Remounting filesystem read-only',
-            },
-          ],
-        }),
+        body: JSON.stringify(readonlyCondition(node, 0, at)),
       }).then(async (r) => ({ status: r.status, body: (await r.json()) as { accepted: { key: string; queue: string }[] } }));
     const queue = new Queue(nodeQueueName(node), { connection: admin, prefix: shared.prefix });
     try {
-      const first = await npd('2026-12-07T09:50:01Z');
+      const first = await npd(Date.UTC(2026, 11, 7, 9, 50, 1));
       expect(first.status).toBe(202);
       const key = first.body.accepted[0]!.key;
       expect(first.body.accepted[0]!.queue).toBe(nodeQueueName(node));
@@ -275,7 +279,7 @@ describe(`rolling upgrade from ${PREVIOUS.version} to ${THIS_VERSION} under load
       // The node's agent is upgraded; NPD sends the condition again: the same job, not run again.
       await agent.stop();
       agent = track(await startNodeAgent(next, node, root, shared));
-      const again = await npd('2026-12-07T09:50:01Z');
+      const again = await npd(Date.UTC(2026, 11, 7, 9, 50, 1));
       expect(again.status).toBe(202);
       expect(again.body.accepted.map((a) => a.key)).toEqual([key]);
       await sleep(3_000);
@@ -283,7 +287,7 @@ describe(`rolling upgrade from ${PREVIOUS.version} to ${THIS_VERSION} under load
       expect(agent.output()).not.toMatch(/^RAN /m);
 
       // A 0.3.0 agent runs the same kind of job (a later condition, a new key).
-      const later = await npd('2026-12-07T10:20:01Z');
+      const later = await npd(Date.UTC(2026, 11, 7, 10, 20, 1));
       const laterKey = later.body.accepted[0]!.key;
       expect(laterKey).not.toBe(key);
       await waitFor(

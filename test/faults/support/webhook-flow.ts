@@ -2,12 +2,15 @@ import { alertmanagerBody, nodeNotReadyAlert } from '../../testkit/payloads.ts';
 
 // Alertmanager as a pair in HA, behind a Service: each resolved KubeNodeNotReady is sent twice
 // (by both Alertmanagers) to receivers taken in turn from those in service, so across a rolling
-// upgrade one alert reaches an old and a new receiver. A send that fails (connection refused or
+// upgrade one alert reaches an old and a new receiver. Every fifth alert is instead NPD's
+// ReadonlyFilesystem condition (sent twice too, as NPD repeats it): a job of a runbook only the
+// new release has, so a new receiver handing work to an old agent shows. A send that fails (connection refused or
 // reset, a 5xx while a receiver stops) is sent again to the next receiver, as Alertmanager
 // retries; only a 202 counts as acknowledged, and its answer names the job.
 
 export interface Acked {
   alert: number;
+  source: 'alertmanager' | 'npd';
   node: string;
   key: string;
   queue: string;
@@ -46,13 +49,13 @@ export function startWebhookFlow(o: FlowOptions): { stop(): Promise<FlowResult> 
   let stopping = false;
   const keysOf = new Map<number, Set<string>>();
 
-  const sendOnce = async (alert: number, node: string, body: string): Promise<void> => {
+  const sendOnce = async (alert: number, node: string, source: Acked['source'], body: string): Promise<void> => {
     for (let attempt = 0; attempt < 40; attempt++) {
       const targets = o.targets();
       const t = targets[turn++ % Math.max(1, targets.length)];
       if (t) {
         try {
-          const res = await fetch(`${t.url}/v1/alertmanager`, {
+          const res = await fetch(`${t.url}/v1/${source}`, {
             method: 'POST',
             headers: { 'content-type': 'application/json', authorization: `Bearer ${o.token}` },
             body,
@@ -62,7 +65,7 @@ export function startWebhookFlow(o: FlowOptions): { stop(): Promise<FlowResult> 
           if (res.status === 202) {
             const answer = JSON.parse(text) as { accepted: { queue: string; key: string }[] };
             for (const a of answer.accepted) {
-              acked.push({ alert, node, key: a.key, queue: a.queue, by: t.label, at: Date.now() });
+              acked.push({ alert, source, node, key: a.key, queue: a.queue, by: t.label, at: Date.now() });
               const seen = keysOf.get(alert) ?? new Set<string>();
               seen.add(a.key);
               keysOf.set(alert, seen);
@@ -88,9 +91,13 @@ export function startWebhookFlow(o: FlowOptions): { stop(): Promise<FlowResult> 
     while (!stopping) {
       const alert = next++;
       const node = o.nodes[alert % o.nodes.length]!;
-      const body = JSON.stringify(alertmanagerBody([nodeNotReadyAlert(node, 'resolved', `upgrade${alert}`)]));
-      // Both Alertmanagers of the pair, a moment apart.
-      await Promise.all([sendOnce(alert, node, body), sleep(20).then(() => sendOnce(alert, node, body))]);
+      // Every fifth: with four nodes, each node gets both kinds.
+      const source = alert % 5 === 4 ? 'npd' : 'alertmanager';
+      const body = JSON.stringify(
+        source === 'npd' ? readonlyCondition(node, alert) : alertmanagerBody([nodeNotReadyAlert(node, 'resolved', `upgrade${alert}`)]),
+      );
+      // Both Alertmanagers of the pair (NPD's repeat), a moment apart.
+      await Promise.all([sendOnce(alert, node, source, body), sleep(20).then(() => sendOnce(alert, node, source, body))]);
       n++;
       const due = start + n * gap - Date.now();
       if (due > 0) await sleep(due);
@@ -104,5 +111,23 @@ export function startWebhookFlow(o: FlowOptions): { stop(): Promise<FlowResult> 
       const splitKeys = [...keysOf].filter(([, k]) => k.size > 1).map(([alert, k]) => ({ alert, keys: [...k] }));
       return { sent: next, acked, splitKeys, gaveUp, retries };
     },
+  };
+}
+
+/** NPD's kernel monitor saying a file system went read-only; each alert its own transition, so its own job. */
+export function readonlyCondition(node: string, alert: number, at = Date.UTC(2026, 11, 7, 9, 0, 0) + alert * 1000) {
+  const time = new Date(at).toISOString().replace(/\.\d{3}Z$/, 'Z');
+  return {
+    node,
+    conditions: [
+      {
+        type: 'ReadonlyFilesystem',
+        status: 'True',
+        lastHeartbeatTime: time,
+        lastTransitionTime: time,
+        reason: 'FilesystemIsReadOnly',
+        message: 'EXT4-fs (dm-17): Remounting filesystem read-only',
+      },
+    ],
   };
 }
