@@ -11,6 +11,7 @@ import { waitFor } from '../support/wait.ts';
 import { obtainRelease, type Release } from './support/release-tree.ts';
 import {
   startClusterWorker,
+  startEntryPointAgent,
   startNodeAgent,
   startReceiver,
   THIS_TREE,
@@ -36,6 +37,8 @@ const PREVIOUS = { version: '0.2.0', commit: 'fca5a87ada3ad127dcbaba28d453ebeea1
 const CHANGELOG = join(THIS_TREE, 'deploy/charts/volume-medic/CHANGELOG.md');
 const THIS_VERSION = /^version:\s*(\S+)/m.exec(readFileSync(join(THIS_TREE, 'deploy/charts/volume-medic/Chart.yaml'), 'utf8'))![1]!;
 const NODES = ['upgrade-a', 'upgrade-b', 'upgrade-c', 'upgrade-d'];
+/** A node whose agent is the release's real entry point (no alert names it): see startEntryPointAgent. */
+const ENTRY_NODE = 'upgrade-entry';
 const PREFIX = 'vmupgrade';
 const TOKEN = 'upgrade-test-token-0123456789abcdef';
 /** Alerts per second (each sent twice): modest, for a 2-core CI machine running a dozen processes. */
@@ -68,7 +71,7 @@ describe(`rolling upgrade from ${PREVIOUS.version} to ${THIS_VERSION} under load
     admin = new Redis(redis.url, { maxRetriesPerRequest: null });
     tokenDir = mkdtempSync(join(tmpdir(), 'vm-upgrade-token-'));
     writeFileSync(join(tokenDir, 'token'), `${TOKEN}\n`);
-    for (const n of NODES) hostRoots.set(n, mkdtempSync(join(tmpdir(), `vm-upgrade-host-${n}-`)));
+    for (const n of [...NODES, ENTRY_NODE]) hostRoots.set(n, mkdtempSync(join(tmpdir(), `vm-upgrade-host-${n}-`)));
   }, 15 * 60_000);
 
   afterAll(async () => {
@@ -106,6 +109,7 @@ describe(`rolling upgrade from ${PREVIOUS.version} to ${THIS_VERSION} under load
       receivers.push(...(await Promise.all(['receiver-1', 'receiver-2'].map((n) => startReceiver(old, n, shared).then(track)))));
       let clusterWorker = track(await startClusterWorker(old, shared));
       for (const n of NODES) agents.set(n, track(await startNodeAgent(old, n, hostRoots.get(n)!, shared)));
+      let entryAgent = track(await startEntryPointAgent(old, ENTRY_NODE, hostRoots.get(ENTRY_NODE)!, shared));
       log(`${PREVIOUS.version} fleet up in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
 
       const flow = startWebhookFlow({
@@ -134,6 +138,8 @@ describe(`rolling upgrade from ${PREVIOUS.version} to ${THIS_VERSION} under load
             }
             await sleep(DWELL_MS);
           }
+          await retire(entryAgent);
+          entryAgent = track(await startEntryPointAgent(next, ENTRY_NODE, hostRoots.get(ENTRY_NODE)!, shared));
         },
         'cluster-worker': async () => {
           // Recreate, as its Deployment's strategy says.
@@ -151,6 +157,8 @@ describe(`rolling upgrade from ${PREVIOUS.version} to ${THIS_VERSION} under load
             await retire(gone);
             await sleep(DWELL_MS);
           }
+          await retire(entryAgent);
+          entryAgent = track(await startEntryPointAgent(next, ENTRY_NODE, hostRoots.get(ENTRY_NODE)!, shared));
         },
       };
       for (const role of order) {

@@ -170,3 +170,32 @@ export function startNodeAgent(code: ReleaseCode, node: string, hostRoot: string
     (out) => (/^READY$/m.test(out) ? 'ready' : undefined),
   );
 }
+
+/**
+ * The release's own node agent entry point (workers/node-agent/main.ts, its real runbooks and
+ * self-checks) on a fake host: it is started, replaced and stopped with the others, to show both
+ * releases' agents start and stop with the settings given here; no alert names its node.
+ */
+export function startEntryPointAgent(code: ReleaseCode, node: string, hostRoot: string, s: Shared): Promise<FleetProcess> {
+  return spawnProcess(
+    'node-agent',
+    code,
+    `node agent entry point of ${node}`,
+    ['workers/node-agent/main.ts'],
+    {
+      REDIS_URL: s.redisUrl,
+      QUEUE_PREFIX: s.prefix,
+      SIGNING_KEYS_DIR: s.keysDir,
+      NODE_NAME: node,
+      HOST_ROOT: hostRoot,
+      STATE_DIR: join(hostRoot, 'var/lib/volume-medic'),
+      PROBE_PORT: '0',
+      PROBE_LISTEN_ADDRESS: '127.0.0.1',
+      ...s.env,
+    },
+    (out) => {
+      const port = /"port":(\d+),"msg":"probe server listening/.exec(out)?.[1];
+      return port && /"msg":"node agent started"/.test(out) ? `http://127.0.0.1:${port}` : undefined;
+    },
+  );
+}
