@@ -1,7 +1,7 @@
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 
 // A previous release's processes, as published: its commit's files (`git archive`) with its
 // production dependencies (`npm ci --omit=dev`), in a cache directory outside the repository,
@@ -41,7 +41,10 @@ export function obtainRelease(repo: string, version: string, commit: string, log
   try {
     if (complete(root)) return { root, ms: Date.now() - started, how: 'reused' };
     const tmp = `${root}.tmp-${process.pid}`;
-    rmSync(tmp, { recursive: true, force: true });
+    // Under the lock nobody else builds: what a killed run left half-made goes.
+    for (const left of readdirSync(dirname(root)).filter((f) => f.startsWith(`${basename(root)}.tmp-`))) {
+      rmSync(join(dirname(root), left), { recursive: true, force: true });
+    }
     rmSync(root, { recursive: true, force: true });
     mkdirSync(tmp, { recursive: true });
     const archive = spawnSync('git', ['-C', repo, 'archive', '--format=tar', commit], { maxBuffer: 512 * 1024 * 1024, timeout: 120_000 });
