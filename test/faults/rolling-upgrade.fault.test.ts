@@ -6,6 +6,7 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { nodeQueueName } from '../../src/core/catalogue/queues.ts';
 import { startPrivateRedis, type PrivateRedis } from '../support/redis-server.ts';
+import { alertmanagerBody, nodeNotReadyAlert, post } from '../testkit/payloads.ts';
 import { TEST_KEYS_DIR } from '../support/trust.ts';
 import { waitFor } from '../support/wait.ts';
 import { obtainRelease, type Release } from './support/release-tree.ts';
@@ -27,11 +28,14 @@ import { readonlyCondition, startWebhookFlow } from './support/webhook-flow.ts';
 // Issue 48: a rolling upgrade under load. The previous release as published (chart 0.2.0: the
 // commit test/int/deploy/chart-upgrade.int.test.ts pins) runs a fleet: two receiver replicas,
 // the cluster worker, four node agents, with resolved-node alerts flowing from an Alertmanager HA
-// pair and every alert a job that runs two destructive steps on its node. Its processes are then
-// replaced one by one by this tree's, in the order the CHANGELOG's 0.3.0 section documents
-// ("Upgrade order: ..."), while the alerts keep flowing. Nothing acknowledged is lost, no step runs
-// twice, no job is left behind, old and new agents both run jobs while they coexist, and an
-// alert sent to an old and a new receiver is one job.
+// pair (every fifth one an NPD ReadonlyFilesystem condition, a runbook only 0.3.0 has) and every
+// alert a job that runs two destructive steps on its node. Its processes are then replaced one by
+// one by this tree's, in the order the CHANGELOG's 0.3.0 section documents ("Upgrade order: ..."),
+// while the alerts keep flowing; the first node's old agent is SIGKILLed in the middle of a job.
+// Nothing acknowledged is lost, no step runs twice (the killed job's second step is taken by the
+// new agent from the old one's journal), no job is left behind, old and new agents both run jobs
+// while they coexist, an alert sent to an old and a new receiver is one job, and every process
+// replaced with SIGTERM exits 0.
 
 const PREVIOUS = { version: '0.2.0', commit: 'fca5a87ada3ad127dcbaba28d453ebeea14b10f8' };
 const CHANGELOG = join(THIS_TREE, 'deploy/charts/volume-medic/CHANGELOG.md');
@@ -46,7 +50,23 @@ const RATE = 8;
 /** How long the fleet runs between two replacements, so jobs run on each mix of versions. */
 const DWELL_MS = 3_000;
 
+/** The fingerprint of the alert whose job the first node's old agent is killed in the middle of. */
+const PAUSED_ALERT = 'pausedjob';
+
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Sends the paused alert for `node` and waits until its agent hangs in the job's second step. */
+async function pausedJob(receiver: string, node: string, agent: FleetProcess): Promise<{ key: string; queue: string }> {
+  const res = await post(`${receiver}/v1/alertmanager`, alertmanagerBody([nodeNotReadyAlert(node, 'resolved', PAUSED_ALERT)]), TOKEN);
+  expect(res.status).toBe(202);
+  const job = (res.json as { accepted: { key: string; queue: string }[] }).accepted[0]!;
+  await waitFor(
+    `${agent.version} ${agent.name} to pause in ${job.key}`,
+    async () => (agent.output().includes(`PAUSED ${job.key} `) ? true : undefined),
+    60_000,
+  );
+  return job;
+}
 const log = (line: string) => console.log(`[rolling-upgrade] ${line}`);
 
 describe(`rolling upgrade from ${PREVIOUS.version} to ${THIS_VERSION} under load`, () => {
@@ -57,6 +77,7 @@ describe(`rolling upgrade from ${PREVIOUS.version} to ${THIS_VERSION} under load
   const hostRoots = new Map<string, string>();
   const running: FleetProcess[] = [];
   const stopped: { p: FleetProcess; code: number | null }[] = [];
+  const killed: FleetProcess[] = [];
 
   beforeAll(async () => {
     const started = Date.now();
@@ -108,7 +129,7 @@ describe(`rolling upgrade from ${PREVIOUS.version} to ${THIS_VERSION} under load
       };
       receivers.push(...(await Promise.all(['receiver-1', 'receiver-2'].map((n) => startReceiver(old, n, shared).then(track)))));
       let clusterWorker = track(await startClusterWorker(old, shared));
-      for (const n of NODES) agents.set(n, track(await startNodeAgent(old, n, hostRoots.get(n)!, shared)));
+      for (const n of NODES) agents.set(n, track(await startNodeAgent(old, n, hostRoots.get(n)!, shared, n === NODES[0] ? { PAUSE_KEY: PAUSED_ALERT } : {})));
       let entryAgent = track(await startEntryPointAgent(old, ENTRY_NODE, hostRoots.get(ENTRY_NODE)!, shared));
       log(`${PREVIOUS.version} fleet up in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
 
@@ -124,12 +145,21 @@ describe(`rolling upgrade from ${PREVIOUS.version} to ${THIS_VERSION} under load
       const effects = (): string[] => NODES.flatMap(effectsOf);
       // Each node's log length when the first new agent started, and before the last old one stops.
       let coexistence: { from: number[]; to: number[] } | undefined;
+      let paused: { key: string; queue: string } | undefined;
       const lengths = () => NODES.map((n) => effectsOf(n).length);
       const replace: Record<Role, () => Promise<void>> = {
         'node-agent': async () => {
           // A DaemonSet's rolling update: one node at a time, the old pod gone before the new starts.
           for (const [i, n] of NODES.entries()) {
-            await retire(agents.get(n)!);
+            if (i === 0) {
+              // The first node's old agent dies mid-job (its grace period ran out): the new one must
+              // finish that job from the journal the old one left, taking no step twice.
+              paused = await pausedJob(receivers[0]!.url, n, agents.get(n)!);
+              const dying = agents.get(n)!;
+              await dying.kill();
+              running.splice(running.indexOf(dying), 1);
+              killed.push(dying);
+            } else await retire(agents.get(n)!);
             agents.set(n, track(await startNodeAgent(next, n, hostRoots.get(n)!, shared)));
             if (i === 0) coexistence = { from: lengths(), to: [] };
             if (i === NODES.length - 2) {
@@ -174,6 +204,7 @@ describe(`rolling upgrade from ${PREVIOUS.version} to ${THIS_VERSION} under load
 
       // Every acknowledged job runs to its end: drained queues, and each key's steps in its node's log.
       const keys = new Map(result.acked.map((a) => [a.key, a]));
+      keys.set(paused!.key, { alert: -1, source: 'alertmanager', node: NODES[0]!, key: paused!.key, queue: paused!.queue, by: old.version, at: 0 });
       const queues = NODES.map((n) => new Queue(nodeQueueName(n), { connection: admin, prefix: PREFIX }));
       try {
         await waitFor(
@@ -208,7 +239,7 @@ describe(`rolling upgrade from ${PREVIOUS.version} to ${THIS_VERSION} under load
       const residual = [...keys.values()].filter((a) => a.source === 'alertmanager').map((a) => a.key);
       const lost = residual.flatMap((k) => UPGRADE_STEPS.filter((s) => !byKeyStep.has(`${k} ${s}`)).map((s) => `${k} ${s}`));
       // The new runbook's jobs (stubs on the agents): each ran once, by a new agent.
-      const ran = [...running, ...stopped.map((s) => s.p)]
+      const ran = [...running, ...killed, ...stopped.map((s) => s.p)]
         .filter((p) => p.role === 'node-agent')
         .flatMap((p) => p.output().split('\n'))
         .filter((l) => l.startsWith('RAN readonly-filesystem-recovery '));
@@ -217,13 +248,17 @@ describe(`rolling upgrade from ${PREVIOUS.version} to ${THIS_VERSION} under load
       const ranBy = (version: string, slice: string[]) => slice.filter((l) => l.endsWith(` ${version}`)).length;
       const window = NODES.flatMap((n, i) => effectsOf(n).slice(coexistence!.from[i], coexistence!.to[i]));
       log(
-        `${keys.size} jobs acknowledged (${residual.length} residual-multipath-cleanup, ${readonly.length} readonly-filesystem-recovery), ${lines.length} steps taken (${ranBy(old.version, lines)} by ${old.version} agents, ${ranBy(next.version, lines)} by ${next.version}); while both ran: ${ranBy(old.version, window)} and ${ranBy(next.version, window)}`,
+        `the job killed mid-way on ${old.version} (${paused!.key}) was finished by ${next.version}; ${keys.size} jobs acknowledged (${residual.length} residual-multipath-cleanup, ${readonly.length} readonly-filesystem-recovery), ${lines.length} steps taken (${ranBy(old.version, lines)} by ${old.version} agents, ${ranBy(next.version, lines)} by ${next.version}); while both ran: ${ranBy(old.version, window)} and ${ranBy(next.version, window)}`,
       );
       expect(result.acked.length).toBeGreaterThan(100);
       expect(result.gaveUp, 'sends no receiver acknowledged').toBe(0);
       expect(result.splitKeys, 'alerts two receivers made different jobs of').toEqual([]);
       expect(lost, 'acknowledged jobs whose steps never ran').toEqual([]);
       expect(doubled, 'steps that ran twice').toEqual([]);
+      expect(lines.filter((l) => l.startsWith(`${paused!.key} `))).toEqual([
+        `${paused!.key} ${UPGRADE_STEPS[0]} ${old.version}`,
+        `${paused!.key} ${UPGRADE_STEPS[1]} ${next.version}`,
+      ]);
       expect(readonly.length, 'jobs of the new runbook (NPD ReadonlyFilesystem to a new receiver)').toBeGreaterThan(0);
       expect(
         ranReadonly.filter((r) => r.length !== 1),

@@ -33,6 +33,8 @@ export interface FleetProcess {
   output(): string;
   /** SIGTERM, and the exit code (null: killed by a signal). */
   stop(): Promise<number | null>;
+  /** SIGKILL (a pod past its grace period), once it has exited. */
+  kill(): Promise<void>;
 }
 
 export const THIS_TREE = fileURLToPath(new URL('../../..', import.meta.url));
@@ -87,6 +89,10 @@ function spawnProcess(
     stop: async () => {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
       return exited;
+    },
+    kill: async () => {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+      await exited;
     },
   }));
 }
@@ -149,7 +155,7 @@ export function startClusterWorker(code: ReleaseCode, s: Shared): Promise<FleetP
 }
 
 /** A node agent of `code` for `node`, acting on the fake host at `hostRoot`. */
-export function startNodeAgent(code: ReleaseCode, node: string, hostRoot: string, s: Shared): Promise<FleetProcess> {
+export function startNodeAgent(code: ReleaseCode, node: string, hostRoot: string, s: Shared, env: Record<string, string> = {}): Promise<FleetProcess> {
   mkdirSync(join(hostRoot, 'var/log'), { recursive: true });
   return spawnProcess(
     'node-agent',
@@ -166,6 +172,7 @@ export function startNodeAgent(code: ReleaseCode, node: string, hostRoot: string
       AGENT_VERSION: code.version,
       RELEASE_ROOT: code.previous ? code.root : '',
       ...s.env,
+      ...env,
     },
     (out) => (/^READY$/m.test(out) ? 'ready' : undefined),
   );

@@ -15,7 +15,15 @@ interface KeyedStep extends PlannedStep {
   key: string;
 }
 
-export function upgradeRunbook(version: string): RunbookDefinition<'residual-multipath-cleanup', { key: string }, KeyedStep> {
+/**
+ * `pause`: a job whose key contains `keyPart` hangs (a real `sleep`) before its second step's
+ * effect, after its first took effect: where a test kills the agent, so that the next agent
+ * must resume the job from the journal the first one left.
+ */
+export function upgradeRunbook(
+  version: string,
+  pause?: { keyPart: string; onPause(key: string, step: string): void },
+): RunbookDefinition<'residual-multipath-cleanup', { key: string }, KeyedStep> {
   return {
     runbook: 'residual-multipath-cleanup',
     observe: async (job) => ({ key: job.key }),
@@ -33,6 +41,11 @@ export function upgradeRunbook(version: string): RunbookDefinition<'residual-mul
     steps: {
       isDone: async () => false,
       apply: async (step, host: Host) => {
+        if (pause && step.key.includes(pause.keyPart) && step.id === UPGRADE_STEPS[1]) {
+          pause.onPause(step.key, step.id);
+          // Orphaned when the agent is killed (its own process group): short, so it does not linger.
+          await host.run(['sleep', '20'], { timeoutMs: 60_000 });
+        }
         // A step takes a moment, so a SIGTERM or a new agent's start often finds one under way.
         const r = await host.run(['sh', '-c', 'sleep 0.05; echo "$1" >> "$2"', 'sh', `${step.key} ${step.id} ${version}`, host.argPath(EFFECTS_LOG)]);
         if (r.exitCode !== 0) throw new Error(`step ${step.id} of ${step.key}: exit ${r.exitCode}`);

@@ -44,7 +44,9 @@ const config = parseConfig('node-agent', {
 });
 const host = createRealHost({ root: env['HOST_ROOT']!, timeoutMs: 10_000 });
 const version = env['AGENT_VERSION'] ?? 'this';
-const def = upgradeRunbook(version);
+// PAUSE_KEY: the job whose key contains it hangs before its second step (PAUSED <key> <step>).
+const pauseKey = env['PAUSE_KEY'];
+const def = upgradeRunbook(version, pauseKey ? { keyPart: pauseKey, onPause: (key, step) => process.stdout.write(`PAUSED ${key} ${step}\n`) } : undefined);
 const stub =
   (runbook: RunbookName): RunbookHandler<RunbookName> =>
   async (_job, ctx) => {
