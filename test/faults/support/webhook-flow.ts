@@ -6,7 +6,8 @@ import { alertmanagerBody, nodeNotReadyAlert } from '../../testkit/payloads.ts';
 // ReadonlyFilesystem condition (sent twice too, as NPD repeats it): a job of a runbook only the
 // new release has, so a new receiver handing work to an old agent shows. A send that fails (connection refused or
 // reset, a 5xx while a receiver stops) is sent again to the next receiver, as Alertmanager
-// retries; only a 202 counts as acknowledged, and its answer names the job.
+// retries; only a 202 counts as acknowledged, and its answer names the job, or (a new receiver
+// before the node's agent is upgraded) says the job is held for it.
 
 export interface Acked {
   alert: number;
@@ -19,9 +20,22 @@ export interface Acked {
   at: number;
 }
 
+/** A signal a receiver answered 202 without storing its job: its node's agent does not run it yet (src/control/ingest/agent-gate.ts). */
+export interface Held {
+  alert: number;
+  source: Acked['source'];
+  node: string;
+  detail: string;
+  by: string;
+  at: number;
+  /** The body as sent, to send again once the agent is upgraded. */
+  body: string;
+}
+
 export interface FlowResult {
   sent: number;
   acked: Acked[];
+  held: Held[];
   /** Alerts whose two sends were answered with different jobs (the key must not depend on the receiver). */
   splitKeys: { alert: number; keys: string[] }[];
   /** Sends that found no receiver answering 202 after every retry. */
@@ -42,6 +56,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export function startWebhookFlow(o: FlowOptions): { stop(): Promise<FlowResult> } {
   const acked: Acked[] = [];
+  const held: Held[] = [];
   let gaveUp = 0;
   let retries = 0;
   let next = 0;
@@ -63,7 +78,9 @@ export function startWebhookFlow(o: FlowOptions): { stop(): Promise<FlowResult> 
           });
           const text = await res.text();
           if (res.status === 202) {
-            const answer = JSON.parse(text) as { accepted: { queue: string; key: string }[] };
+            const answer = JSON.parse(text) as { accepted: { queue: string; key: string }[]; ignored?: { reason: string; detail: string }[] };
+            for (const i of answer.ignored ?? [])
+              if (i.reason === 'agent-too-old') held.push({ alert, source, node, detail: i.detail, by: t.label, at: Date.now(), body });
             for (const a of answer.accepted) {
               acked.push({ alert, source, node, key: a.key, queue: a.queue, by: t.label, at: Date.now() });
               const seen = keysOf.get(alert) ?? new Set<string>();
@@ -109,7 +126,7 @@ export function startWebhookFlow(o: FlowOptions): { stop(): Promise<FlowResult> 
       stopping = true;
       await running;
       const splitKeys = [...keysOf].filter(([, k]) => k.size > 1).map(([alert, k]) => ({ alert, keys: [...k] }));
-      return { sent: next, acked, splitKeys, gaveUp, retries };
+      return { sent: next, acked, held, splitKeys, gaveUp, retries };
     },
   };
 }
