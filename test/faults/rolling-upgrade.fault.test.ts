@@ -126,13 +126,15 @@ describe(`rolling upgrade from ${PREVIOUS.version} to ${THIS_VERSION} under load
     const hostRoots = new Map<string, string>();
     for (const n of [...NODES, ENTRY_NODE]) hostRoots.set(n, hostRoot(`${order[0]}-${n}`));
     const stopped: { p: FleetProcess; code: number | null }[] = [];
-    const killed: FleetProcess[] = [];
 
     const t0 = Date.now();
     const receivers: FleetProcess[] = [];
     const agents = new Map<string, FleetProcess>();
+    /** This fleet's processes (another scenario's ran the same alerts' jobs under its own prefix). */
+    const mine: FleetProcess[] = [];
     const track = (p: FleetProcess): FleetProcess => {
       running.push(p);
+      mine.push(p);
       return p;
     };
     const retire = async (p: FleetProcess): Promise<void> => {
@@ -172,7 +174,6 @@ describe(`rolling upgrade from ${PREVIOUS.version} to ${THIS_VERSION} under load
             const dying = agents.get(n)!;
             await dying.kill();
             running.splice(running.indexOf(dying), 1);
-            killed.push(dying);
           } else await retire(agents.get(n)!);
           agents.set(n, track(await startNodeAgent(next, n, hostRoots.get(n)!, shared)));
           upgradedAt.set(n, Date.now());
@@ -270,7 +271,7 @@ describe(`rolling upgrade from ${PREVIOUS.version} to ${THIS_VERSION} under load
     const residual = [...keys.values()].filter((a) => a.source === 'alertmanager').map((a) => a.key);
     const lost = residual.flatMap((k) => UPGRADE_STEPS.filter((s) => !byKeyStep.has(`${k} ${s}`)).map((s) => `${k} ${s}`));
     // The new runbook's jobs (stubs on the agents): each ran once, by a new agent.
-    const ran = [...running, ...killed, ...stopped.map((s) => s.p)]
+    const ran = mine
       .filter((p) => p.role === 'node-agent')
       .flatMap((p) => p.output().split('\n'))
       .filter((l) => l.startsWith('RAN readonly-filesystem-recovery '));
@@ -308,6 +309,10 @@ describe(`rolling upgrade from ${PREVIOUS.version} to ${THIS_VERSION} under load
     // Each receiver version acknowledged alerts, and every old process left cleanly on SIGTERM.
     expect(new Set(result.acked.map((a) => a.by.split(' ')[0]))).toEqual(new Set([old.version, next.version]));
     expect(stopped.map(({ p, code }) => `${p.version} ${p.name}: ${code}`)).toEqual(stopped.map(({ p }) => `${p.version} ${p.name}: 0`));
+    // This fleet leaves the machine to the next scenario.
+    const left = running.filter((p) => mine.includes(p));
+    for (const p of left) running.splice(running.indexOf(p), 1);
+    await Promise.allSettled(left.map((p) => p.stop()));
     return result;
   }
 
