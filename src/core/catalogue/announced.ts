@@ -10,10 +10,10 @@ import type { SignalSource } from './evidence.ts';
 // baseline by not being in it.
 
 /** The runbooks a 0.2.0 agent runs. */
-export const BASELINE_RUNBOOKS: ReadonlySet<RunbookName> = new Set(['residual-multipath-cleanup', 'local-pv-placeholder', 'rbd-stale-mapping', 'rbd-unmap']);
+const BASELINE_RUNBOOKS: ReadonlySet<RunbookName> = new Set(['residual-multipath-cleanup', 'local-pv-placeholder', 'rbd-stale-mapping', 'rbd-unmap']);
 
 /** The evidence sources a 0.2.0 agent's catalogue parses. */
-export const BASELINE_SOURCES: ReadonlySet<SignalSource> = new Set(['alertmanager', 'k8s-event', 'npd', 'k8s-watch', 'k8s-watch-event', 'api', 'agent']);
+const BASELINE_SOURCES: ReadonlySet<SignalSource> = new Set(['alertmanager', 'k8s-event', 'npd', 'k8s-watch', 'k8s-watch-event', 'api', 'agent']);
 
 /** What of `job` is beyond the baseline: its runbook and the sources of its evidence; undefined when nothing is (no announcement needed). */
 export function beyondBaseline(job: RemediationJob): { runbook?: RunbookName; sources: SignalSource[] } | undefined {
