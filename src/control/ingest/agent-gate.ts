@@ -22,6 +22,8 @@ import type { Ignored } from '../../core/signals/index.ts';
 
 const POSITIVE_MS = 10_000;
 const NEGATIVE_MS = 2_000;
+/** Queues remembered (answers and log summaries): node names come from senders, so what they make us hold is bounded. */
+const MAX_QUEUES = 20_000;
 
 /** What happens to a held job's work once the agent runs its runbook. */
 const RECOVERS: Partial<Record<RunbookName, string>> = {
@@ -92,6 +94,7 @@ export class AgentGate {
     } catch (err) {
       throw new StoreUnavailableError(`reading what the agent of ${queue} runs failed: ${(err as Error).message}`);
     }
+    if (this.#cache.size >= MAX_QUEUES) this.#cache.clear();
     this.#cache.set(queue, { runs, until: now + (runs ? POSITIVE_MS : NEGATIVE_MS) });
     return runs;
   }
@@ -103,6 +106,7 @@ export class AgentGate {
     const detail = `${who} does not run ${missing.join(', ')} yet (an older release, or none started yet): not queued; ${recovers}`;
     let summary = this.#summaries.get(queue);
     if (!summary && this.#log) {
+      if (this.#summaries.size >= MAX_QUEUES) this.#summaries.clear();
       summary = new LogSummary(this.#log, 'a job was held: its agent does not announce what it needs (docs/install.md, Upgrading)');
       this.#summaries.set(queue, summary);
     }
