@@ -44,8 +44,9 @@ export default defineConfig({
       },
       {
         // `npm run test:faults`: Redis going away under a real Alertmanager, agents and receivers
-        // SIGKILLed mid-work, fuzzing every route, hung host commands. About a minute; one file
-        // at a time because they stop and start servers.
+        // SIGKILLed mid-work, fuzzing every route, hung host commands, a rolling upgrade from the
+        // previous release under load. A few minutes; one file at a time because they stop and
+        // start servers.
         test: {
           name: 'faults',
           include: ['test/faults/**/*.fault.test.ts'],

@@ -194,6 +194,7 @@ export async function startReceiver(config: ReceiverConfig, opts: ReceiverOption
     bodyLimit: config.bodyLimit,
     reader: new JobReader(j.jobs, j.likely),
     dispatcher: j.dispatcher,
+    gate: j.gate,
     lookups,
     // With the API server's answers, a posted node recovery must agree with the Node's status.
     corroborate: kubeConfig !== undefined,
@@ -230,7 +231,7 @@ export async function startReceiver(config: ReceiverConfig, opts: ReceiverOption
   if (kubeConfig) {
     watches = await startReceiverWatches({
       kubeConfig,
-      ingest: { lookups, dispatcher: j.dispatcher, corroborate: true },
+      ingest: { lookups, dispatcher: j.dispatcher, gate: j.gate, corroborate: true },
       eventTrust,
       log,
       metrics,

@@ -17,6 +17,7 @@ import { ParkedError } from './gate.ts';
 import { controlsFromConfig, createJobControls, type JobControlsOptions } from './job-controls.ts';
 import type { JobEventSink } from './job-event-sink.ts';
 import { startPresenceBeat } from './presence-beat.ts';
+import { announceRuns } from './announce-runs.ts';
 import type { RunbookContext, RunbookRegistry } from './registry.ts';
 import { Attempt } from './stages/attempt.ts';
 import { type BeginRules, begin } from './stages/begin.ts';
@@ -170,6 +171,15 @@ export function createRunbookWorker(opts: RunbookWorkerOptions): RunbookWorker {
     running: () => closing === undefined && consumer.running(),
     log: opts.log,
   });
+  const stopAnnouncing = announceRuns({
+    redis: connection,
+    prefix,
+    queue: opts.queue,
+    runbooks: Object.keys(opts.registry) as RunbookName[],
+    by: opts.ranOn,
+    retryMs: opts.lockDurationMs,
+    log: opts.log,
+  });
   return {
     consumer,
     store,
@@ -179,6 +189,7 @@ export function createRunbookWorker(opts: RunbookWorkerOptions): RunbookWorker {
       (closing ??= (async () => {
         shutdown.abort();
         stopBeat();
+        stopAnnouncing();
         // Waits for the running job to finish its current step; the store keeps its lock meanwhile.
         await consumer.close();
         await store.close();

@@ -2,12 +2,19 @@ import type { RemediationJob } from '../../core/catalogue/jobs.ts';
 import type { Ignored, Signal } from '../../core/signals/index.ts';
 import { triage, type TriageDeps } from '../triage/triage.ts';
 import type { Enqueued, JobEnqueue } from '../../core/jobs/job-store.ts';
+import type { AgentGate } from './agent-gate.ts';
 
 // Signals -> jobs -> queues: the one path every source takes (webhooks now, the Kubernetes watch
 // later), so an incident seen twice gets the same key whichever way it came.
 
 export interface IngestDeps extends TriageDeps {
   dispatcher: JobEnqueue;
+  /**
+   * Holds jobs of runbooks (or evidence sources) newer than every supported release from queues
+   * whose agent does not announce them (agent-gate.ts). The receiver always passes it; without it
+   * (tests of triage and the webhooks alone) every job is stored.
+   */
+  gate?: Pick<AgentGate, 'admit'>;
 }
 
 export interface IngestResult {
@@ -28,6 +35,7 @@ export async function explain(signals: Signal[], ignored: Ignored[], deps: Triag
 
 export async function ingest(signals: Signal[], ignored: Ignored[], deps: IngestDeps): Promise<IngestResult> {
   const t = await triage(signals, deps);
-  const accepted = await deps.dispatcher.enqueue(t.jobs);
-  return { accepted, ignored: [...ignored, ...t.ignored] };
+  const admitted = deps.gate ? await deps.gate.admit(t.jobs) : { jobs: t.jobs, ignored: [] };
+  const accepted = await deps.dispatcher.enqueue(admitted.jobs);
+  return { accepted, ignored: [...ignored, ...t.ignored, ...admitted.ignored] };
 }

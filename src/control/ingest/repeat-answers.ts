@@ -111,6 +111,8 @@ export class RepeatAnswers {
    */
   remember(body: string, alerts: string | undefined, result: IngestResult): void {
     if (alerts === undefined || body.length > this.maxBodyChars || result.accepted.length === 0 || this.byAlerts.has(alerts)) return;
+    // A job held for an older agent (ingest/agent-gate.ts) depends on the fleet, not on the body: its next copy asks again.
+    if (result.ignored.some((i) => i.reason === 'agent-too-old')) return;
     this.byAlerts.set(alerts, { body, answer: new RepeatAnswer(result.accepted, result.ignored) });
   }
 

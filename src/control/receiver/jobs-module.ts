@@ -7,6 +7,7 @@ import type { Logger } from '../../adapters/observability/logger.ts';
 import type { ReceiverConfig } from '../../core/config/schema.ts';
 import type { JobStore } from '../../core/jobs/job-store.ts';
 import type { Trust } from '../../core/trust/from-config.ts';
+import { AgentGate } from '../ingest/agent-gate.ts';
 import { likelyQueues } from '../console/incident-detail.ts';
 import type { RedisModule } from './redis-module.ts';
 
@@ -15,6 +16,8 @@ import type { RedisModule } from './redis-module.ts';
 
 export interface JobsModule {
   dispatcher: Dispatcher;
+  /** What every ingest passes before the dispatcher: jobs newer than a queue's agent are held (ingest/agent-gate.ts). */
+  gate: AgentGate;
   jobs: JobStore;
   incidents: IncidentIndex;
   /** Where the console's records put a job id: one queue read instead of one per queue. */
@@ -50,6 +53,7 @@ export function startJobs(
   const queue = (name: string) => dispatcher.queue(name);
   return {
     dispatcher,
+    gate: AgentGate.onRedis(redis, config.queuePrefix, { log }),
     jobs: new BullJobStore({ redis, prefix: config.queuePrefix, queue }),
     incidents,
     likely: likelyQueues({ redis, prefix: config.queuePrefix, incidents }),

@@ -180,6 +180,8 @@ class RemediationSync {
       const ignored = r.ignored[0];
       if (ignored) {
         this.#d.onIgnored?.(r.ignored);
+        // Not final: the next resync asks again, and stores the job once the agent runs it.
+        if (ignored.reason === 'agent-too-old') return this.#write(t, { kind: 'held', message: ignored.detail });
         return this.#write(t, { kind: 'none', reason: reasonOf(ignored), message: ignored.detail });
       }
     }

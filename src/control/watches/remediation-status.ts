@@ -36,6 +36,8 @@ export interface RemediationStatus {
 /** Where the object's job stands, as the watch found it. */
 export type JobView =
   | { kind: 'none'; reason: string; message: string }
+  /** No job yet, asked again at each resync: the node's agent does not run what the job needs yet (src/control/ingest/agent-gate.ts). */
+  | { kind: 'held'; message: string }
   | { kind: 'withdrawn'; jobId: string; queue: string; reason: string; message: string }
   | { kind: 'stored'; jobId: string; queue: string; state: JobState | 'unknown'; job?: StoredJob | undefined };
 
@@ -71,7 +73,7 @@ export function remediationStatus(view: JobView, previous: Partial<RemediationSt
   });
   return {
     phase: v.phase,
-    ...(view.kind !== 'none' ? { jobId: view.jobId, queue: view.queue } : {}),
+    ...(view.kind !== 'none' && view.kind !== 'held' ? { jobId: view.jobId, queue: view.queue } : {}),
     conditions,
     lastUpdateTime: at,
   };
@@ -91,6 +93,7 @@ export function statusChanged(current: Partial<RemediationStatus> | undefined, n
 
 function verdict(view: JobView): Verdict {
   if (view.kind === 'none') return { phase: 'Skipped', reason: view.reason, message: view.message };
+  if (view.kind === 'held') return { phase: 'Queued', reason: 'AgentTooOld', message: view.message };
   if (view.kind === 'withdrawn') return { phase: 'Failed', reason: view.reason, message: view.message };
   const { state, job, jobId } = view;
   switch (state) {

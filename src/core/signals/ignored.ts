@@ -23,6 +23,7 @@ const IGNORE_REASONS = [
   'path-not-a-device-link',
   'restore-names-no-device',
   'duplicate-in-payload',
+  'agent-too-old',
 ] as const;
 export type IgnoreReason = (typeof IGNORE_REASONS)[number];
 

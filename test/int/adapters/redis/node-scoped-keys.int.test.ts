@@ -5,6 +5,7 @@ import { nodeQueueName } from '../../../../src/core/catalogue/queues.ts';
 import { controlKeys, queueControlKeys } from '../../../../src/core/controls/redis-keys.ts';
 import { OperatorActions } from '../../../../src/control/actions/operator-actions.ts';
 import { createLogger } from '../../../../src/adapters/observability/logger.ts';
+import { readAgentRuns } from '../../../../src/adapters/jobstore/agent-runs.ts';
 import { knownQueuesKey } from '../../../../src/adapters/redis/known-queues.ts';
 import { trustFromConfig } from '../../../../src/core/trust/from-config.ts';
 import type { RunbookWorker } from '../../../../workers/engine/runbook-worker.ts';
@@ -140,6 +141,8 @@ describe("a node agent with a Redis user of its own queue's keys", () => {
     // The request under node a's own list, the decision in the fleet's: one view, two writers.
     expect((await admin.lrange(mine.audit, 0, -1)).some((e) => e.includes('approval-requested'))).toBe(true);
     expect((await admin.lrange(controlKeys(prefix).audit, 0, -1)).some((e) => e.includes('"approve"'))).toBe(true);
+    // Its announcement of what it runs, written at its start under its own queue (the receiver reads it: ingest/agent-gate.ts).
+    expect((await readAgentRuns(admin, prefix, nodeQueueName('a')))?.runbooks).toEqual(Object.keys(toy.registry));
     expect(await refusals()).toEqual([]);
   });
 

@@ -8,6 +8,8 @@ import { remediationJobKey } from '../../../../src/control/triage/node-healthche
 import { nodeQueueName } from '../../../../src/core/catalogue/queues.ts';
 import { keyringFor, readKeys } from '../../../../src/core/trust/keyring.ts';
 import { verifyJobSeal } from '../../../../src/core/trust/work.ts';
+import { agentRuns, writeAgentRuns } from '../../../../src/adapters/jobstore/agent-runs.ts';
+import { RUNBOOKS } from '../../../../src/core/catalogue/jobs.ts';
 import { ParkedJobs } from '../../../../src/adapters/controls/parked-jobs.ts';
 import { TEST_KEYS_DIR } from '../../../support/trust.ts';
 import { testConfig } from '../../../support/config.ts';
@@ -43,6 +45,8 @@ describe('a receiver with NODE_HEALTHCHECK', () => {
     );
     redis = new Redis(redisUrl());
     stored = testJobs(redis, prefix);
+    // worker-1's agent is of this release: it announced what it runs at its start (a node-healthcheck job needs that).
+    await writeAgentRuns(redis, prefix, nodeQueueName('worker-1'), agentRuns([...RUNBOOKS], 'worker-1', new Date()));
   });
   afterAll(async () => {
     await receiver?.close();
@@ -85,5 +89,22 @@ describe('a receiver with NODE_HEALTHCHECK', () => {
     api.remove('volume-medic.io/v1alpha1', 'VolumeMedicRemediation', 'worker-1', 'medik8s');
     await waitFor('the job withdrawn', async () => ((await stored.state(nodeQueueName('worker-1'), key)) === 'unknown' ? true : undefined));
     await waitFor('its parked record dropped', async () => ((await parked.parkedJobs()).some((p) => p.jobId === key) ? undefined : true));
+  });
+
+  it('holds the job of a node whose agent announced nothing (an older release): no job, the status Queued with the reason, asked again later', async () => {
+    api.put(node('worker-2', 'Unknown', BOOT));
+    api.put({
+      apiVersion: 'volume-medic.io/v1alpha1',
+      kind: 'VolumeMedicRemediation',
+      metadata: { name: 'worker-2', namespace: 'medik8s', annotations: { 'remediation.medik8s.io/node-name': 'worker-2' } },
+      spec: { runbook: 'residual-multipath-cleanup' },
+    });
+    const status = async () =>
+      api.get('volume-medic.io/v1alpha1', 'VolumeMedicRemediation', 'worker-2', 'medik8s')?.['status'] as Record<string, unknown> | undefined;
+    await waitFor('status Queued', async () => ((await status())?.['phase'] === 'Queued' ? true : undefined));
+    const s = (await status())!;
+    expect(s['jobId']).toBeUndefined();
+    expect(JSON.stringify(s['conditions'])).toContain("node worker-2's agent does not run node-healthcheck yet");
+    expect(await redis.keys(`${prefix}:${nodeQueueName('worker-2')}:*`)).toEqual([]);
   });
 });

@@ -54,4 +54,14 @@ describe('RepeatAnswers', () => {
     expect(r.find(body('[1111111]', '"receiver":"x"')).answer).toBeUndefined();
     expect(r.find(body('[3333333]', '"receiver":"x"')).answer).toBeDefined();
   });
+
+  it('does not remember an answer that held a job for an older agent: its next copy is triaged again', () => {
+    const r = new RepeatAnswers();
+    const held: IngestResult = {
+      ...result('k1'),
+      ignored: [{ reason: 'agent-too-old', detail: "node w1's agent does not run x yet", source: 'alertmanager' }],
+    };
+    remember(r, body('[{"a":1}]'), held);
+    expect(r.find(body('[{"a":1}]')).answer).toBeUndefined();
+  });
 });

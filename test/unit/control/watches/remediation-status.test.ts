@@ -36,6 +36,13 @@ const stored = (state: Extract<JobView, { kind: 'stored' }>['state'], j?: Stored
 const conditions = (v: JobView) => remediationStatus(v, undefined, T0).conditions.map((c) => `${c.type}=${c.status}/${c.reason}`);
 
 describe('a VolumeMedicRemediation status from its job', () => {
+  it("stays Queued, not final, without a job while the node's agent does not run what the job needs (the watch asks again)", () => {
+    const s = remediationStatus({ kind: 'held', message: "node worker-1's agent does not run node-healthcheck yet" }, undefined, T0);
+    expect(s.phase).toBe('Queued');
+    expect(s.jobId).toBeUndefined();
+    expect(conditions({ kind: 'held', message: 'x' })).toEqual(['Processing=True/JobQueued', 'Succeeded=Unknown/InProgress']);
+  });
+
   it.each([
     ['waiting', 'Queued', 'JobQueued'],
     ['prioritized', 'Queued', 'JobQueued'],
