@@ -11,6 +11,13 @@ import type { Redis } from 'ioredis';
 // command queued behind it on that connection; with no replica left, every /readyz, control read
 // and job store would queue behind timeouts. Here only the answers that wait for an ack wait.
 //
+// Which replicas: every replica the primary lists as online, and never fewer than REDIS_ACK_REPLICAS.
+// WAIT for fewer than all of them is not enough: Sentinel promotes the replica it believes has the
+// most data from INFO it polls every second, so a write only one of two replicas had can be the
+// one a failover drops (the soak's forced failovers lost jobs answered 202 that way). The count
+// of online replicas is read in the same round (INFO replication, before WAIT); a replica that
+// went away costs one round its timeout, a replica that joined is waited for by a second WAIT.
+//
 // Not enough replicas within the timeout: the caller answers 503 and the sender retries (the job
 // is stored on the primary meanwhile and may run; the retry folds into it and is answered 202
 // once a replica acknowledges). What WAIT cannot do: stop a primary cut off by a partition from
@@ -20,6 +27,7 @@ import type { Redis } from 'ioredis';
 export const replicaAckKey = (prefix: string): string => `${prefix}:vm:replica-ack`;
 
 export interface ReplicaAckOptions {
+  /** The fewest replicas that must acknowledge; every online replica must too. */
   replicas: number;
   timeoutMs: number;
   /** The marker key (a string with a short TTL, overwritten by each round). */
@@ -32,6 +40,7 @@ class NotReplicatedError extends Error {
 
 /** The last round's outcome: what /readyz, /metrics and the alert say while 503s are by design. */
 export interface ReplicaAckStatus {
+  /** Replicas the last round required: REDIS_ACK_REPLICAS or every online one, whichever is more. */
   required: number;
   /** No round yet (nothing stored since start, and the watch has not run). */
   checked: boolean;
@@ -56,6 +65,8 @@ export class ReplicaAck {
   #running: Promise<void> | undefined;
   #status: ReplicaAckStatus;
   #watch: NodeJS.Timeout | undefined;
+  /** Replicas the primary listed online in the last round: what the next round's WAIT asks for. */
+  #online = 0;
 
   /** `redis`: a connection for this alone (never one that carries other commands). */
   constructor(redis: Redis, opts: ReplicaAckOptions) {
@@ -88,12 +99,12 @@ export class ReplicaAck {
     this.#watch.unref();
   }
 
-  #record(acknowledged: number, outcome: 'acknowledged' | 'notEnough' | 'error', error?: string): void {
+  #record(acknowledged: number, outcome: 'acknowledged' | 'notEnough' | 'error', error?: string, required = this.#opts.replicas): void {
     const now = Date.now();
     const ok = outcome === 'acknowledged';
     const failingSince = ok ? undefined : (this.#status.failingSince ?? now);
     this.#status = {
-      required: this.#opts.replicas,
+      required,
       checked: true,
       ok,
       acknowledged,
@@ -130,23 +141,30 @@ export class ReplicaAck {
   async #round(): Promise<void> {
     const { replicas, timeoutMs, markerKey } = this.#opts;
     let acked: number;
+    let required = Math.max(replicas, this.#online);
     try {
-      const res = await this.#redis.pipeline().set(markerKey, String(Date.now()), 'PX', 60_000).wait(replicas, timeoutMs).exec();
+      const res = await this.#redis.pipeline().set(markerKey, String(Date.now()), 'PX', 60_000).info('replication').wait(required, timeoutMs).exec();
       const [setErr] = res?.[0] ?? [new Error('no reply')];
-      const [waitErr, n] = res?.[1] ?? [new Error('no reply')];
-      if (setErr || waitErr) throw setErr ?? waitErr;
+      const [infoErr, info] = res?.[1] ?? [new Error('no reply')];
+      const [waitErr, n] = res?.[2] ?? [new Error('no reply')];
+      if (setErr || infoErr || waitErr) throw setErr ?? infoErr ?? waitErr;
       acked = Number(n);
+      const asked = required;
+      this.#online = onlineReplicas(String(info));
+      required = Math.max(replicas, this.#online);
+      // A replica came online since the last round: the marker is still this connection's last write.
+      if (acked < required && required > asked) acked = Number(await this.#redis.wait(required, timeoutMs));
     } catch (err) {
       const e = new NotReplicatedError(`could not ask for a replica acknowledgement: ${(err as Error).message}`);
-      this.#record(0, 'error', e.message);
+      this.#record(0, 'error', e.message, required);
       throw e;
     }
-    if (acked < replicas) {
-      const e = new NotReplicatedError(`${acked} of ${replicas} replica(s) acknowledged within ${timeoutMs} ms`);
-      this.#record(acked, 'notEnough', e.message);
+    if (acked < required) {
+      const e = new NotReplicatedError(`${acked} of ${required} replica(s) acknowledged within ${timeoutMs} ms`);
+      this.#record(acked, 'notEnough', e.message, required);
       throw e;
     }
-    this.#record(acked, 'acknowledged');
+    this.#record(acked, 'acknowledged', undefined, required);
   }
 
   /** Stops the watch; the connection belongs to whoever opened it (RedisConnections). */
@@ -154,4 +172,11 @@ export class ReplicaAck {
     clearInterval(this.#watch);
     this.#watch = undefined;
   }
+}
+
+/** Replicas INFO replication lists as online (`slave<n>:ip=...,state=online,...`). */
+export function onlineReplicas(info: string): number {
+  let n = 0;
+  for (const line of info.split('\n')) if (/^slave\d+:/.test(line) && /(^|[:,])state=online(,|$)/.test(line.trim())) n++;
+  return n;
 }
