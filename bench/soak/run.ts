@@ -1,0 +1,219 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Redis } from 'ioredis';
+import { percentile } from '../lib/stats.ts';
+import { effectCounts } from './effects.ts';
+import { inject, planFaults, type FaultRecord } from './faults.ts';
+import { buckets, recoveries, type Recovery } from './latency.ts';
+import { Load, type LoadShape } from './load.ts';
+import { RssSampler, slopes, type Slope } from './memory.ts';
+import { soakSvg } from './plot.ts';
+import { startTopology, PREFIX, type SoakShape } from './topology.ts';
+import { Tracker } from './tracker.ts';
+
+// One soak: the topology up, the load on, the fault schedule played, then the load stopped and
+// every accepted job waited for; the invariants checked, the report written. Returns the summary
+// with `failures` (empty when every invariant held).
+
+export interface SoakOptions extends SoakShape {
+  minutes: number;
+  outDir: string;
+  load: Omit<LoadShape, 'agents' | 'realAgents'>;
+  /** The bound on each volume-medic process's RSS slope (MiB/h) after the warm-up. */
+  rssBoundMiBPerHour: number;
+  /** The bound on each fault's recovery (ms). */
+  recoveryBoundMs: number;
+  /** Every accepted job must have finished this long after the load stopped (ms). */
+  stuckBoundMs: number;
+}
+
+/** Processes whose memory is volume-medic's own: the bound applies to them (Redis keeps every job for the deduplication window by design; the API fake records every request). */
+const OURS = /^(receiver|fleet|real-agent)-/;
+
+// long because: the soak's phases in order (start, load, faults, drain, checks, report), each a few lines
+export async function runSoak(o: SoakOptions): Promise<Record<string, unknown> & { failures: string[] }> {
+  const t00 = Date.now();
+  const log = (line: string): void => console.log(`[soak +${Math.round((Date.now() - t00) / 1000)}s] ${line}`);
+  const t = await startTopology(o, log);
+  const tracker = new Tracker();
+  const reader = setInterval(() => {
+    for (const c of t.fleet) tracker.read(c, 'fleet');
+    for (const { child } of t.realLives) tracker.read(child, 'real');
+  }, 250);
+  const sampler = new RssSampler(() => [...t.processes(), { name: 'harness', pid: process.pid }]);
+  sampler.start(5_000);
+  const failures: string[] = [];
+  const faults: FaultRecord[] = [];
+  const runMs = o.minutes * 60_000;
+  const long = o.minutes >= 20;
+  const warmupMs = long ? 120_000 : 40_000;
+  const plan = planFaults(runMs, warmupMs, long ? 120_000 : 30_000, long ? 120_000 : 30_000, 60_000);
+  log(`fault schedule: ${plan.map((f) => `${f.kind}@${Math.round(f.at / 1000)}s${f.lastsMs ? `(${Math.round(f.lastsMs / 1000)}s)` : ''}`).join(' ')}`);
+
+  const load = new Load(t.balancer.url, { ...o.load, agents: o.agents, realAgents: o.realAgents }, tracker);
+  const t0 = Date.now();
+  load.start();
+  const progress = setInterval(() => {
+    const js = [...tracker.jobs.values()];
+    const late = js.filter((j) => j.ran.length === 0 && Date.now() - j.acceptedAt > o.stuckBoundMs).length;
+    log(
+      `sent ${load.stats.sent}, 202 ${load.stats.accepted}, jobs ${js.length}, started ${js.filter((j) => j.ran.length > 0).length}, finished ${js.filter((j) => j.finishedAt).length}, not started after ${o.stuckBoundMs / 1000} s: ${late}`,
+    );
+  }, 30_000);
+  try {
+    for (const [round, f] of plan.entries()) {
+      const wait = t0 + f.at - Date.now();
+      if (wait > 0) await sleep(wait);
+      log(`fault ${f.kind}...`);
+      const rec = await inject(t, f, Math.floor(round / 7)).catch((err: Error) => {
+        failures.push(`fault ${f.kind} could not be injected: ${err.message}`);
+        return undefined;
+      });
+      if (rec) {
+        faults.push(rec);
+        log(`fault ${f.kind}: ${rec.detail} (${rec.end - rec.start} ms)`);
+      }
+    }
+    const left = t0 + runMs - Date.now();
+    if (left > 0) await sleep(left);
+  } finally {
+    clearInterval(progress);
+  }
+  log('load stopping; waiting for every notification to be answered');
+  await load.stop();
+  const loadEnd = Date.now();
+  log(`load stopped: ${load.stats.sent} notifications, ${load.stats.accepted} answered 202; waiting for every job to finish`);
+  const allDone = (): boolean => [...tracker.jobs.values()].every((j) => j.finishedAt !== undefined);
+  while (!allDone() && Date.now() - loadEnd < o.stuckBoundMs) await sleep(500);
+  // Two lock durations more: a job a fault left active must not run a second time.
+  await sleep(5_000);
+  clearInterval(reader);
+  for (const c of t.fleet) tracker.read(c, 'fleet');
+  for (const { child } of t.realLives) tracker.read(child, 'real');
+  sampler.stop();
+
+  // Jobs answered 202 that never started: in the store (stuck) or not (lost).
+  const jobs = [...tracker.jobs.entries()];
+  const neverRan = jobs.filter(([, j]) => j.ran.length === 0);
+  const inStore = new Set<string>();
+  if (neverRan.length > 0) {
+    const admin = new Redis({ port: await t.sentinel.primaryPort(), host: '127.0.0.1', maxRetriesPerRequest: 2 });
+    const ex = await Promise.all(neverRan.map(([id, j]) => admin.exists(`${PREFIX}:${j.queue}:${id}`)));
+    for (const [i, [id]] of neverRan.entries()) if (ex[i] === 1) inStore.add(id);
+    admin.disconnect();
+  }
+  const lost = neverRan.filter(([id]) => !inStore.has(id)).map(([id]) => id);
+  const stuck = jobs.filter(([, j]) => j.finishedAt === undefined).map(([id]) => id);
+  const failed = jobs.filter(([, j]) => j.outcome === 'failed').map(([id]) => id);
+  const fleetDoubled = jobs.filter(([, j]) => !j.real && j.ran.length > 1).map(([id, j]) => `${id} ran ${j.ran.length}x`);
+  const effects = effectCounts(Array.from({ length: o.realAgents }, (_, i) => t.hostRoot(i)));
+  const stepsDoubled = [...effects].filter(([, n]) => n > 1).map(([step, n]) => `${step} took effect ${n}x`);
+  const realJobs = jobs.filter(([, j]) => j.real);
+  const realResumed = realJobs.filter(([, j]) => j.ran.length > 1).length;
+  // Every completed real job's three steps took effect (once: checked above).
+  const realIncomplete = realJobs
+    .filter(([, j]) => j.outcome === 'completed')
+    .filter(([id]) => ['unmap:a', 'unmap:b', 'unmap:c'].some((s) => !effects.has(`${id} ${s}`)))
+    .map(([id]) => id);
+
+  // Start latency of the simulated fleet's jobs (the real agents' jobs wait behind each other's seconds-long steps).
+  const lat = tracker.startLatencies((j) => !j.real);
+  const firstFault = faults[0]?.start ?? loadEnd;
+  const normal = lat
+    .filter((s) => s.at >= t0 + 10_000 && s.at < firstFault)
+    .map((s) => s.ms)
+    .sort((a, b) => a - b);
+  const normalP99 = percentile(normal, 99);
+  const rec: Recovery[] = recoveries(lat, faults, normalP99, 5_000, loadEnd);
+  const all = lat.map((s) => s.ms).sort((a, b) => a - b);
+  const slopeFrom = t0 + Math.max(warmupMs, long ? 600_000 : 90_000);
+  const sl: Slope[] = slopes(sampler.lives.values(), slopeFrom, (loadEnd - slopeFrom) / 2);
+  const realLat = tracker
+    .startLatencies((j) => j.real)
+    .map((s) => s.ms)
+    .sort((a, b) => a - b);
+
+  if (lost.length) failures.push(`${lost.length} jobs answered 202 are lost (never ran, not in Redis): ${lost.slice(0, 10).join(', ')}`);
+  if (stuck.length) failures.push(`${stuck.length} jobs not finished ${o.stuckBoundMs / 1000} s after the load stopped: ${stuck.slice(0, 10).join(', ')}`);
+  if (fleetDoubled.length) failures.push(`${fleetDoubled.length} simulated agents' jobs ran more than once: ${fleetDoubled.slice(0, 10).join(', ')}`);
+  if (stepsDoubled.length) failures.push(`${stepsDoubled.length} destructive steps took effect twice: ${stepsDoubled.slice(0, 10).join(', ')}`);
+  if (realIncomplete.length) failures.push(`${realIncomplete.length} completed real jobs lack a step's effect: ${realIncomplete.slice(0, 10).join(', ')}`);
+  if (load.stats.unanswered) failures.push(`${load.stats.unanswered} notifications never answered 202`);
+  if (Object.keys(load.stats.otherStatuses).length) failures.push(`answers other than 202/503: ${JSON.stringify(load.stats.otherStatuses)}`);
+  for (const r of rec)
+    if (r.recoveryMs === undefined || r.recoveryMs > o.recoveryBoundMs)
+      failures.push(
+        `${r.kind} at ${Math.round((r.at - t0) / 1000)} s: start latency not back under the normal p99 (${normalP99} ms) within ${o.recoveryBoundMs / 1000} s (${r.recoveryMs ?? 'never'} ms)`,
+      );
+  for (const s of sl)
+    if (OURS.test(s.name) && s.mibPerHour > o.rssBoundMiBPerHour)
+      failures.push(`${s.name} (pid ${s.pid}) RSS grows ${s.mibPerHour} MiB/h over ${s.minutes} min (bound ${o.rssBoundMiBPerHour})`);
+  const kindsDone = [...new Set(faults.map((f) => f.kind))];
+
+  const summary = {
+    minutes: o.minutes,
+    shape: { agents: o.agents, fleetProcs: o.fleetProcs, realAgents: o.realAgents, stepMs: o.stepMs, load: o.load },
+    bounds: { rssMiBPerHour: o.rssBoundMiBPerHour, recoveryMs: o.recoveryBoundMs, stuckMs: o.stuckBoundMs },
+    webhooks: { ...load.stats, lost: lost.length },
+    jobs: {
+      accepted: jobs.length,
+      started: jobs.length - neverRan.length,
+      completed: jobs.filter(([, j]) => j.outcome === 'completed').length,
+      failed: failed.length,
+      stuck: stuck.length,
+      lost: lost.length,
+      doubled: fleetDoubled.length + stepsDoubled.length,
+      real: realJobs.length,
+      realResumedAfterKill: realResumed,
+      realStepsTakenEffect: effects.size,
+    },
+    startLatencyMs: {
+      p50: percentile(all, 50),
+      p99: percentile(all, 99),
+      max: all.at(-1) ?? 0,
+      normalP99,
+      realP50: percentile(realLat, 50),
+      realP99: percentile(realLat, 99),
+    },
+    faultKinds: kindsDone,
+    faults: faults.map((f, i) => ({
+      ...f,
+      atS: Math.round((f.start - t0) / 1000),
+      recoveryMs: rec[i]?.recoveryMs ?? null,
+      worstP99Ms: rec[i]?.worstP99Ms ?? null,
+    })),
+    rssSlopes: sl.map((s) => ({ ...s, bounded: OURS.test(s.name) })),
+    failures,
+  };
+  mkdirSync(o.outDir, { recursive: true });
+  // The real agents' own record (RAN, STEP, DONE lines) and the stuck jobs' state in Redis, for a failure's diagnosis.
+  writeFileSync(
+    join(o.outDir, 'real-agents.log'),
+    t.realLives.map((l, i) => `# life ${i}: ${l.node} pid ${l.child.proc.pid}\n${l.child.lines.join('\n')}`).join('\n'),
+  );
+  if (stuck.length > 0) {
+    const admin = new Redis({ port: await t.sentinel.primaryPort(), host: '127.0.0.1', maxRetriesPerRequest: 2 });
+    const states = await Promise.all(
+      stuck.slice(0, 20).map(async (id) => ({ id, hash: await admin.hgetall(`${PREFIX}:${tracker.jobs.get(id)!.queue}:${id}`) })),
+    );
+    admin.disconnect();
+    writeFileSync(join(o.outDir, 'stuck-jobs.json'), JSON.stringify(states, null, 1));
+  }
+  const b = buckets(lat, t0, 10_000);
+  writeFileSync(join(o.outDir, 'summary.json'), `${JSON.stringify({ ...summary, latencyBuckets: b }, null, 1)}\n`);
+  writeFileSync(
+    join(o.outDir, 'soak.svg'),
+    soakSvg({
+      title: `volume-medic soak: ${o.minutes} min, ${o.agents} simulated + ${o.realAgents} real agents, 2 receivers, Sentinel (1 primary, 2 replicas)`,
+      durationS: Math.ceil((Date.now() - t0) / 1000),
+      buckets: b,
+      normalP99,
+      faults: faults.map((f) => ({ kind: f.kind, start: (f.start - t0) / 1000, end: (f.end - t0) / 1000 })),
+      rss: [...sampler.lives.values()].filter((l) => l.name !== 'harness').map((l) => ({ ...l, samples: l.samples.filter((s) => s.t >= t0) })),
+      t0,
+    }),
+  );
+  await t.stop();
+  return summary;
+}
