@@ -4,8 +4,9 @@ import { runSoak } from './soak/run.ts';
 
 // npm run soak -- --minutes N [--out DIR]: issue 48's soak with faults (bench/README.md, "Soak").
 // SOAK_AGENTS (simulated agents), SOAK_FLEET_PROCS, SOAK_REAL_AGENTS, SOAK_RATE (single-alert
-// notifications per second), SOAK_RSS_BOUND (MiB/h), SOAK_RECOVERY_BOUND_S, SOAK_STUCK_BOUND_S
-// change the shape and the bounds. Exits 1 when an invariant failed.
+// notifications per second), SOAK_ACK_REPLICAS (the receivers' REDIS_ACK_REPLICAS), SOAK_RSS_BOUND
+// (MiB/h), SOAK_RECOVERY_BOUND_S, SOAK_STUCK_BOUND_S change the shape and the bounds. Exits 1
+// when an invariant failed.
 
 const { values } = parseArgs({ options: { minutes: { type: 'string', default: '5' }, out: { type: 'string' } } });
 const minutes = Number(values.minutes);
@@ -20,7 +21,10 @@ const s = await runSoak({
   fleetProcs: env('SOAK_FLEET_PROCS', 2),
   realAgents: env('SOAK_REAL_AGENTS', 3),
   stepMs: env('SOAK_STEP_MS', 400),
+  // Both replicas: with one of two (REDIS_ACK_REPLICAS's default), a failover loses jobs answered 202 (bench/README.md, "Soak").
+  ackReplicas: env('SOAK_ACK_REPLICAS', 2),
   load: { rate: env('SOAK_RATE', 4), burstEverySec: 30, burstBodies: 5, burstAlerts: 20, realShare: env('SOAK_REAL_SHARE', 0.08) },
+  // Asserted on fits of 20 minutes or more (run.ts): a short run checks gross growth only.
   rssBoundMiBPerHour: env('SOAK_RSS_BOUND', 60),
   recoveryBoundMs: env('SOAK_RECOVERY_BOUND_S', 60) * 1000,
   stuckBoundMs: env('SOAK_STUCK_BOUND_S', 120) * 1000,

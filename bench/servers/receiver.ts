@@ -18,6 +18,7 @@ const config = parseConfig('receiver', {
   signingKeysDir: process.env['SIGNING_KEYS_DIR'],
   logLevel: process.env['LOG_LEVEL'] ?? 'warn',
   ...(process.env['ENQUEUE_TIMEOUT_MS'] ? { enqueueTimeoutMs: process.env['ENQUEUE_TIMEOUT_MS'] } : {}),
+  ...(process.env['REDIS_ACK_REPLICAS'] ? { redisAckReplicas: process.env['REDIS_ACK_REPLICAS'] } : {}),
   ...(process.env['VOLUME_MEDIC_TOKEN'] ? { tokens: [process.env['VOLUME_MEDIC_TOKEN']] } : {}),
   // bench/enrolment.ts: enrolment against the fake API server named by KUBECONFIG.
   ...(process.env['OPERATOR_AUTH'] ? { operatorAuth: process.env['OPERATOR_AUTH'] } : {}),

@@ -71,12 +71,13 @@ export async function inject(t: Topology, f: PlannedFault, round: number): Promi
       return done(`CLIENT KILL TYPE normal on the primary ${port}: ${killed} connections`);
     }
     case 'agent-kill': {
-      const i = round % t.real.length;
+      // Mid-step: the first real agent to say a step started (its `sleep` runs for STEP_MS).
+      const seen = t.real.map((a) => a.lines.length);
+      const busy = (): number => t.real.findIndex((a, i) => a.lines.slice(seen[i]).some((l) => l.startsWith('STEP ')));
+      await until('a real agent in the middle of a step', async () => busy() >= 0, 60_000);
+      const i = busy();
       const agent = t.real[i]!;
-      // Mid-step: right after it says a step started (its `sleep` runs for STEP_MS).
-      const seen = agent.lines.length;
-      await until('a real agent in the middle of a step', async () => agent.lines.slice(seen).some((l) => l.startsWith('STEP ')), 60_000);
-      const step = agent.lines.slice(seen).find((l) => l.startsWith('STEP '))!;
+      const step = agent.lines.slice(seen[i]).find((l) => l.startsWith('STEP '))!;
       await agent.kill('SIGKILL');
       await sleep(2_000);
       await t.startRealAgent(i);

@@ -77,6 +77,7 @@ export class Load {
   private async deliver(body: string, nodes: string[]): Promise<void> {
     const sentAt = Date.now();
     let backoff = 250;
+    const before: number[] = [];
     for (let attempt = 0; ; attempt++) {
       this.stats.attempts++;
       if (attempt === 1) this.stats.retried++;
@@ -91,7 +92,7 @@ export class Load {
           if (res.status === 202) {
             const acceptedAt = Date.now();
             const json = JSON.parse(text) as { accepted: { id: string; queue: string; node?: string }[] };
-            for (const [k, a] of json.accepted.entries()) this.tracker.accepted(a.id, a.queue, a.node ?? nodes[k]!, sentAt, acceptedAt);
+            for (const [k, a] of json.accepted.entries()) this.tracker.accepted(a.id, a.queue, a.node ?? nodes[k]!, sentAt, acceptedAt, before);
           }
           return res.status;
         },
@@ -101,6 +102,7 @@ export class Load {
         this.stats.accepted++;
         return;
       }
+      before.push(status);
       if (status !== 0 && status < 500) {
         this.stats.otherStatuses[status] = (this.stats.otherStatuses[status] ?? 0) + 1;
         return;

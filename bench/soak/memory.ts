@@ -81,11 +81,11 @@ export interface Slope {
   mibPerHour: number;
 }
 
-/** Each life's slope over its samples after `from` (epoch ms), for lives with at least `minMs` of them. */
-export function slopes(lives: Iterable<Life>, from: number, minMs: number): Slope[] {
+/** Each life's slope over its samples between `from` and `to` (epoch ms), for lives with at least `minMs` of them. */
+export function slopes(lives: Iterable<Life>, from: number, to: number, minMs: number): Slope[] {
   const out: Slope[] = [];
   for (const l of lives) {
-    const s = l.samples.filter((x) => x.t >= from);
+    const s = l.samples.filter((x) => x.t >= from && x.t <= to);
     if (s.length < 3 || s.at(-1)!.t - s[0]!.t < minMs) continue;
     out.push({
       name: l.name,

@@ -20,6 +20,8 @@ export interface SoakShape {
   realAgents: number;
   /** How long each of a real agent's three steps takes. */
   stepMs: number;
+  /** REDIS_ACK_REPLICAS of the receivers (of the two replicas). */
+  ackReplicas: number;
 }
 
 export const PREFIX = 'soak';
@@ -88,7 +90,13 @@ export async function startTopology(shape: SoakShape, log: (line: string) => voi
   const kube = startChild(here('./servers/kube-api.ts'), { KUBE_NODES: realNodes.join(',') });
   const kubeconfig = writeKubeconfig(dir, await kube.waitLine('URL '));
 
-  const receiverEnv = { ...redisEnv, LOG_LEVEL: 'error', VOLUME_MEDIC_TOKEN: SOAK_TOKEN, ENQUEUE_TIMEOUT_MS: '3000' };
+  const receiverEnv = {
+    ...redisEnv,
+    LOG_LEVEL: 'error',
+    VOLUME_MEDIC_TOKEN: SOAK_TOKEN,
+    ENQUEUE_TIMEOUT_MS: '3000',
+    REDIS_ACK_REPLICAS: String(shape.ackReplicas),
+  };
   const startReceiverProc = async (): Promise<{ child: Child; port: number }> => {
     const child = startChild(here('../servers/receiver.ts'), receiverEnv, { stdout: 'ignore' });
     const url = await child.waitLine('READY ', 60_000);

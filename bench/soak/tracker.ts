@@ -14,6 +14,8 @@ export interface JobTrack {
   finishedAt?: number;
   outcome?: 'completed' | 'failed';
   real: boolean;
+  /** Statuses of its webhook's attempts before the 202 (0: no answer). */
+  before: number[];
 }
 
 export class Tracker {
@@ -22,7 +24,7 @@ export class Tracker {
   private readonly early = new Map<string, { ran: number[]; finishedAt?: number; outcome?: 'completed' | 'failed' }>();
   private readonly cursors = new Map<Child, number>();
 
-  accepted(id: string, queue: string, node: string, sentAt: number, acceptedAt: number): void {
+  accepted(id: string, queue: string, node: string, sentAt: number, acceptedAt: number, before: number[]): void {
     if (this.jobs.has(id)) return;
     const early = this.early.get(id);
     this.early.delete(id);
@@ -31,6 +33,7 @@ export class Tracker {
       queue,
       sentAt,
       acceptedAt,
+      before,
       ran: early?.ran ?? [],
       real: node.startsWith('soak-real-'),
       ...(early?.finishedAt ? { finishedAt: early.finishedAt, outcome: early.outcome! } : {}),
