@@ -6,8 +6,8 @@ import type { Topology } from './topology.ts';
 // many rounds as fit. A fault is injected at `at`; one that lasts (the API server slow or
 // unavailable) ends at `at + lastsMs`; recovery is measured from its end.
 
-export const FAULT_KINDS = ['receiver-kill', 'client-kill', 'agent-kill', 'api-503', 'sentinel-failover', 'redis-restart', 'api-slow'] as const;
-export type FaultKind = (typeof FAULT_KINDS)[number];
+const FAULT_KINDS = ['receiver-kill', 'client-kill', 'agent-kill', 'api-503', 'sentinel-failover', 'redis-restart', 'api-slow'] as const;
+type FaultKind = (typeof FAULT_KINDS)[number];
 
 export interface PlannedFault {
   kind: FaultKind;

@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs';
 // least-squares slope per hour over the samples after the warm-up. A process that was killed
 // and started again has several lives (one per PID); each long enough one gets its own slope.
 
-export interface RssSample {
+interface RssSample {
   t: number;
   mib: number;
 }
@@ -15,7 +15,7 @@ export interface Life {
   samples: RssSample[];
 }
 
-export function rssOf(pid: number): number | undefined {
+function rssOf(pid: number): number | undefined {
   try {
     const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
     return m ? Number(m[1]) / 1024 : undefined;
@@ -57,7 +57,7 @@ export class RssSampler {
 }
 
 /** Least-squares slope of `mib` over time, in MiB per hour. */
-export function slopePerHour(samples: readonly RssSample[]): number {
+function slopePerHour(samples: readonly RssSample[]): number {
   const n = samples.length;
   if (n < 2) return 0;
   const mt = samples.reduce((s, x) => s + x.t, 0) / n;
