@@ -174,7 +174,10 @@ async function startAgents(n: number, redisUrl: string, path: Path, replicas: Re
     );
     c.proc.on('message', (m: unknown) => {
       for (const line of ((m as { line?: string }).line ?? '').split('\n')) {
-        const [what, node, at] = line.split(' ');
+        const f = line.split(' ');
+        const [what, node] = f;
+        // RAN <node> <jobId> <epoch ms>: the time is the last field.
+        const at = f.at(-1);
         if (!node) continue;
         if (what === 'RAN') fleet.ranAt.set(node, [...(fleet.ranAt.get(node) ?? []), Number(at)]);
         else if (what === 'DONE') fleet.finished.add(node);

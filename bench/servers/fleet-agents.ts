@@ -23,7 +23,9 @@ import type { RunbookContext, RunbookHandler, RunbookRegistry } from '../../work
 // receivers' CA (ENROL_CA_FILE), then holds its own Redis user and takes its breaker slots through
 // that replica over HTTPS (the real ReceiverBreakers), verifying controls with CONTROL_VERIFY_CERT_FILE.
 // Nodes fleet-<FLEET_FROM>..fleet-<FLEET_TO - 1>. Says READY when every worker is connected;
-// then `RAN <node> <epoch ms>` and `DONE <node>` (or `FAILED <node>`) per job (batched into one IPC message every 100 ms).
+// then `RAN <node> <jobId> <epoch ms>` and `DONE <node> <jobId>` (or `FAILED ...`) per job
+// (batched into one IPC message every 100 ms). Redis: REDIS_URL, REDIS_CLUSTER_NODES (FLEET_TOPOLOGY=cluster)
+// or REDIS_SENTINELS + REDIS_SENTINEL_NAME (bench/soak.ts; the real agent's `ours` kind only).
 
 const from = Number(process.env['FLEET_FROM']);
 const to = Number(process.env['FLEET_TO']);
@@ -31,6 +33,7 @@ const kind = process.env['FLEET_KIND'] === 'bare' ? 'bare' : 'ours';
 const url = process.env['REDIS_URL'] ?? '';
 /** FLEET_TOPOLOGY=cluster: REDIS_CLUSTER_NODES instead of REDIS_URL. */
 const clusterNodes = process.env['REDIS_CLUSTER_NODES'];
+const sentinels = process.env['REDIS_SENTINELS'];
 const prefix = process.env['QUEUE_PREFIX']!;
 const workMs = Number(process.env['FLEET_WORK_MS'] ?? 0);
 /** FLEET_NAME: the nodes' name prefix (bench/job-lifecycle.ts runs both kinds at once on distinct nodes). */
@@ -51,7 +54,7 @@ const log = createLogger('fleet-agent', 'warn');
 const stub =
   (runbook: RunbookName): RunbookHandler<RunbookName> =>
   async (_job: unknown, ctx: RunbookContext): Promise<RunbookResult> => {
-    say(`RAN ${ctx.ranOn} ${Date.now()}`);
+    say(`RAN ${ctx.ranOn} ${ctx.jobId} ${Date.now()}`);
     return {
       runbook,
       mode: ctx.mode,
@@ -66,6 +69,12 @@ const stub =
     };
   };
 const registry = Object.fromEntries(RUNBOOKS.map((r) => [r, stub(r)])) as RunbookRegistry;
+
+const BREAKER_SETTINGS = [
+  ['BREAKER_STORM_NODES', 'breakerStormNodes'],
+  ['BREAKER_NODE_DESTRUCTIVE_PER_HOUR', 'breakerNodeDestructivePerHour'],
+  ['BREAKER_CLUSTER_DESTRUCTIVE_PER_HOUR', 'breakerClusterDestructivePerHour'],
+] as const;
 
 /** What each simulated agent is to this process: ready when waiting for jobs, closed at the end. */
 const workers: { ready(): Promise<unknown>; close(): Promise<unknown> }[] = [];
@@ -126,12 +135,18 @@ for (let i = from; i < to; i++) {
     const enrolled = enrolments.get(i);
     const user = enrolled?.redis();
     const config = configs({
-      ...(clusterNodes ? { redisClusterNodes: clusterNodes.split(',') } : { redisUrl: url }),
+      ...(clusterNodes
+        ? { redisClusterNodes: clusterNodes.split(',') }
+        : sentinels
+          ? { redisSentinels: sentinels.split(','), redisSentinelName: process.env['REDIS_SENTINEL_NAME'] }
+          : { redisUrl: url }),
       queuePrefix: prefix,
       nodeName: node,
       logLevel: 'warn',
       stateDir: `${process.env['STATE_DIR']}/${node}`,
       ...(controlCert ? { controlVerifyCertFile: controlCert } : {}),
+      // The breakers' caps, as the environment sets them (bench/soak.ts turns them off: its load is thousands of recoveries an hour).
+      ...Object.fromEntries(BREAKER_SETTINGS.filter(([env]) => process.env[env] !== undefined).map(([env, key]) => [key, process.env[env]])),
       ...(enrolled
         ? {
             enrolUrl: enrolUrls[i % enrolUrls.length],
@@ -145,7 +160,7 @@ for (let i = from; i < to; i++) {
           }),
     });
     const agent = createNodeAgent({ config, registry, log, ...(enrolled ? { enrolled, receiverAgent: linkOf(i) } : {}) });
-    agent.consumer.onFinished((_id, outcome) => say(`${outcome === 'completed' ? 'DONE' : 'FAILED'} ${node}`));
+    agent.consumer.onFinished((id, outcome) => say(`${outcome === 'completed' ? 'DONE' : 'FAILED'} ${node} ${id}`));
     // Reconnections after a Redis restart: when each agent's command connection is back (epoch ms).
     agent.store.connection.on('ready', () => say(`UP ${node} ${Date.now()}`));
     workers.push({

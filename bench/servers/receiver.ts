@@ -4,17 +4,22 @@ import { startReceiver } from '../../src/control/receiver.ts';
 import { answerStatsRequests } from '../lib/server-stats.ts';
 
 // The real receiver (src/control/receiver.ts) on a free loopback port, configured from the environment
-// the parent passes (REDIS_URL, QUEUE_PREFIX, LOG_LEVEL). Its logs go to the parent's choice of
+// the parent passes (REDIS_URL or REDIS_SENTINELS + REDIS_SENTINEL_NAME, QUEUE_PREFIX, LOG_LEVEL). Its logs go to the parent's choice of
 // stdout sink; the first line it prints itself is READY <url>.
 
 const config = parseConfig('receiver', {
   port: 0,
   listenAddress: '127.0.0.1',
-  ...(process.env['REDIS_CLUSTER_NODES'] ? { redisClusterNodes: process.env['REDIS_CLUSTER_NODES'].split(',') } : { redisUrl: process.env['REDIS_URL'] }),
+  ...(process.env['REDIS_CLUSTER_NODES']
+    ? { redisClusterNodes: process.env['REDIS_CLUSTER_NODES'].split(',') }
+    : process.env['REDIS_SENTINELS']
+      ? { redisSentinels: process.env['REDIS_SENTINELS'].split(','), redisSentinelName: process.env['REDIS_SENTINEL_NAME'] }
+      : { redisUrl: process.env['REDIS_URL'] }),
   queuePrefix: process.env['QUEUE_PREFIX'],
   signingKeysDir: process.env['SIGNING_KEYS_DIR'],
   logLevel: process.env['LOG_LEVEL'] ?? 'warn',
   ...(process.env['ENQUEUE_TIMEOUT_MS'] ? { enqueueTimeoutMs: process.env['ENQUEUE_TIMEOUT_MS'] } : {}),
+  ...(process.env['REDIS_ACK_REPLICAS'] ? { redisAckReplicas: process.env['REDIS_ACK_REPLICAS'] } : {}),
   ...(process.env['VOLUME_MEDIC_TOKEN'] ? { tokens: [process.env['VOLUME_MEDIC_TOKEN']] } : {}),
   // bench/enrolment.ts: enrolment against the fake API server named by KUBECONFIG.
   ...(process.env['OPERATOR_AUTH'] ? { operatorAuth: process.env['OPERATOR_AUTH'] } : {}),

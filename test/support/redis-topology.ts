@@ -204,6 +204,8 @@ export interface LocalSentinelSet {
   name: string;
   primary: Server;
   replica: Server;
+  /** Every replica started (`replicas`), `replica` first. */
+  replicas: Server[];
   sentinels: number[];
   /** The sentinel processes, in the order of `sentinels` (a test may SIGSTOP one). */
   sentinelServers: Server[];
@@ -217,17 +219,21 @@ export interface LocalSentinelSet {
 }
 
 /**
- * A primary, one replica and three sentinels (quorum 2) that fail over within ~2-3 s of the
- * primary's death (down-after 1000 ms). Resolves once the replica is in sync and every sentinel
- * knows the other two and the replica, so a failover can happen at once.
+ * A primary, one replica (`o.replicas`: more) and three sentinels (quorum 2) that fail over within
+ * ~2-3 s of the primary's death (down-after 1000 ms). Resolves once the replicas are in sync and
+ * every sentinel knows the other two and every replica, so a failover can happen at once.
  */
-export async function startSentinelSet(name = 'vmprimary'): Promise<LocalSentinelSet> {
+export async function startSentinelSet(name = 'vmprimary', o: { replicas?: number } = {}): Promise<LocalSentinelSet> {
   const servers = new Servers();
+  const nReplicas = o.replicas ?? 1;
   try {
-    const [pp, rp, ...sp] = await ports(5);
+    const [pp, ...rest] = await ports(4 + nReplicas);
+    const rps = rest.slice(0, nReplicas);
+    const sp = rest.slice(nReplicas);
     const primary = servers.start(pp!, []);
     await until('primary', () => answers(pp!));
-    const replica = servers.start(rp!, ['--replicaof', '127.0.0.1', String(pp)]);
+    const replicas = rps.map((rp) => servers.start(rp, ['--replicaof', '127.0.0.1', String(pp)]));
+    const replica = replicas[0]!;
     const sentinelConf = [
       'sentinel resolve-hostnames no',
       `sentinel monitor ${name} 127.0.0.1 ${pp} 2`,
@@ -243,7 +249,7 @@ export async function startSentinelSet(name = 'vmprimary'): Promise<LocalSentine
       r.on('error', () => {});
       try {
         const info = String(await r.info('replication'));
-        return /connected_slaves:1/.test(info) && /state=online/.test(info);
+        return new RegExp(`connected_slaves:${nReplicas}`).test(info) && (info.match(/state=online/g) ?? []).length === nReplicas;
       } catch {
         return false;
       } finally {
@@ -259,7 +265,7 @@ export async function startSentinelSet(name = 'vmprimary'): Promise<LocalSentine
           try {
             const others = (await s.call('SENTINEL', 'SENTINELS', name)) as unknown[];
             const replicas = (await s.call('SENTINEL', 'REPLICAS', name)) as unknown[];
-            if (others.length < 2 || replicas.length < 1) return false;
+            if (others.length < 2 || replicas.length < nReplicas) return false;
             // A replica the sentinel has only heard of is flagged `disconnected` until it connects.
             for (const r of replicas as string[][]) {
               const flags = r[r.indexOf('flags') + 1] ?? '';
@@ -294,6 +300,7 @@ export async function startSentinelSet(name = 'vmprimary'): Promise<LocalSentine
       name,
       primary,
       replica,
+      replicas,
       sentinels: sp,
       sentinelServers,
       env: sp.map((p) => `127.0.0.1:${p}`).join(','),

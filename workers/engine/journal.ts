@@ -6,9 +6,11 @@ import { PermanentError } from '../../src/core/errors.ts';
 
 // Which steps of a job took effect, on the host, keyed by job id. A retried job (same id) skips
 // them: a destructive step is never repeated even when its check would now say "not done"
-// (after `losetup -d loop101`, someone else may own loop101). A finished journal is ignored,
-// because idempotency keys repeat: a later job for the same PV gets the same id and must start
-// fresh. An operator's retry (a new job, src/control/actions/job-retry.ts) opens the journal of its
+// (after `losetup -d loop101`, someone else may own loop101). A finished journal is ignored once
+// the queue's deduplication window has passed since it finished, because idempotency keys repeat:
+// a later job for the same PV gets the same id and must start fresh. Within the window the same id
+// is the same job (a Redis failover lost its record and a retried webhook stored it again: the
+// soak's SENTINEL FAILOVER did, bench/README.md "Soak"), and its steps are skipped. An operator's retry (a new job, src/control/actions/job-retry.ts) opens the journal of its
 // line's first job (RunbookContext.journalKey), so it skips what its predecessors took.
 
 const JournalFile = z.object({
@@ -16,6 +18,8 @@ const JournalFile = z.object({
   jobId: z.string(),
   runbook: z.string(),
   finished: z.boolean(),
+  /** When it finished (absent in journals written before it was recorded: those are never reused). */
+  finishedAt: z.optional(z.string()),
   done: z.array(z.object({ id: z.string(), at: z.string() })),
 });
 type JournalFile = z.infer<typeof JournalFile>;
@@ -41,14 +45,17 @@ export class Journal {
     return posix.join(stateDir, 'journal', `${jobId}.json`);
   }
 
-  static async open(host: Host, stateDir: string, jobId: string, runbook: string, now: () => Date): Promise<Journal> {
+  /** `sameJobWithinMs`: a journal finished less than this ago is this job's still (RunbookContext.sameJobWithinMs). */
+  static async open(host: Host, stateDir: string, jobId: string, runbook: string, now: () => Date, sameJobWithinMs = 0): Promise<Journal> {
     const path = Journal.pathFor(stateDir, jobId);
     const fresh: JournalFile = { version: 1, jobId, runbook, finished: false, done: [] };
     const text = await host.readFile(path);
     if (text === null) return new Journal(host, path, fresh, now, false);
     const parsed = JournalFile.safeParse(safeJson(text));
     // An unreadable journal is not trusted to skip anything: steps fall back to their checks.
-    const usable = parsed.success && !parsed.data.finished && parsed.data.runbook === runbook;
+    const finishedAt = parsed.success && parsed.data.finishedAt ? Date.parse(parsed.data.finishedAt) : Number.NaN;
+    const sameJob = Number.isFinite(finishedAt) && now().getTime() - finishedAt < sameJobWithinMs;
+    const usable = parsed.success && (!parsed.data.finished || sameJob) && parsed.data.runbook === runbook;
     return new Journal(host, path, usable ? parsed.data : fresh, now, true);
   }
 
@@ -66,6 +73,7 @@ export class Journal {
   async finish(): Promise<void> {
     if (!this.#persisted || this.#data.finished) return;
     this.#data.finished = true;
+    this.#data.finishedAt = this.#now().toISOString();
     await this.#save();
   }
 

@@ -16,6 +16,13 @@ export interface RunbookContext {
    * job's key (`retry.of`), so a retry skips the steps its predecessors already took.
    */
   journalKey?: string;
+  /**
+   * The queue's deduplication window (how long it keeps a finished job): while the receiver would
+   * fold a repeat into the stored job, a job with the same id can only be that job again (its
+   * record lost in a Redis failover and stored again by a retried webhook), so a journal finished
+   * within it still skips the steps it lists. None: a finished journal is never reused.
+   */
+  sameJobWithinMs?: number;
   /** 1 for the first attempt. */
   attempt: number;
   /** The mode this job runs in, decided by configuration when the job starts. */

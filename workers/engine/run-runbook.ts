@@ -98,7 +98,8 @@ export async function runRunbook<R extends RunbookName, F, S extends PlannedStep
     return new RunbookFailedError(summary, result('failed', summary));
   };
 
-  const journal = ctx.mode === 'enforce' ? await Journal.open(deps.host, deps.stateDir, ctx.journalKey ?? ctx.jobId, def.runbook, now) : null;
+  const journal =
+    ctx.mode === 'enforce' ? await Journal.open(deps.host, deps.stateDir, ctx.journalKey ?? ctx.jobId, def.runbook, now, ctx.sameJobWithinMs ?? 0) : null;
 
   try {
     facts = await def.observe(job, host);

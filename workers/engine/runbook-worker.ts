@@ -91,8 +91,10 @@ export function createRunbookWorker(opts: RunbookWorkerOptions): RunbookWorker {
   const { connection, prefix } = store;
   const metrics = createWorkerMetrics();
   const shutdown = new AbortController();
+  const keep = opts.keepFinished ?? keepFinished(placementOfQueue(opts.queue));
   const d: StageDeps = {
     queue: opts.queue,
+    keptFinishedMs: keep.age * 1000,
     ranOn: opts.ranOn,
     log: opts.log,
     connection,
@@ -159,7 +161,6 @@ export function createRunbookWorker(opts: RunbookWorkerOptions): RunbookWorker {
     }
   };
 
-  const keep = opts.keepFinished ?? keepFinished(placementOfQueue(opts.queue));
   const consumer = store.consume({ queue: opts.queue, lockDurationMs: opts.lockDurationMs, keepFinished: keep }, processor);
 
   let closing: Promise<void> | undefined;

@@ -48,6 +48,7 @@ export async function begin(d: StageDeps, rules: BeginRules, job: TakenJob, pars
   const ctx: RunbookContext = {
     jobId,
     ...(data.retry ? { journalKey: data.retry.of } : {}),
+    sameJobWithinMs: d.keptFinishedMs,
     attempt: job.attemptsMade + 1,
     mode: begun?.mode ?? rules.modeOf(data.runbook),
     ranOn: d.ranOn,

@@ -29,6 +29,8 @@ export interface WorkTrust {
 
 export interface StageDeps {
   queue: string;
+  /** How long the queue keeps a finished job (its deduplication window), ms: a job with the same id within it is the same job. */
+  keptFinishedMs: number;
   ranOn: string;
   log: Logger;
   /** The worker's command connection: statistics and refusals are written on it. */

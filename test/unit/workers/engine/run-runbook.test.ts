@@ -100,6 +100,25 @@ describe('the runbook engine', () => {
     expect(again.steps.map((s) => s.status)).toEqual(['skipped-already-done', 'done']);
   });
 
+  it('does not repeat a destructive step when the same job comes back within its deduplication window after it finished', async () => {
+    // A Redis failover dropped the finished job's record and a retried webhook stored it again:
+    // the same id, inside the window in which the receiver would have folded a repeat into it.
+    let t = Date.now();
+    const now = (): Date => new Date(t);
+    const host = fakeHost();
+    const within = { ...ctx('enforce'), sameJobWithinMs: 60_000 };
+    await runRunbook(toy(twoSteps), job, within, { host, stateDir: '/state', now });
+    await host.unlink('/work/b');
+    t += 2_000;
+    const again = await runRunbook(toy(twoSteps), job, within, { host, stateDir: '/state', now });
+    expect(again.steps.map((s) => s.status)).toEqual(['skipped-already-done', 'skipped-already-done']);
+    expect(await host.readFile('/work/b')).toBeNull();
+    // After the window the same id is a new incident's job: it starts fresh.
+    t += 60_000;
+    const later = await runRunbook(toy(twoSteps), job, within, { host, stateDir: '/state', now });
+    expect(later.steps.map((s) => s.status)).toEqual(['skipped-already-done', 'done']);
+  });
+
   it('carries the result in a refusal so it can still be shown', async () => {
     const err = await runRunbook(toy({ kind: 'refuse', reasons: ['not opted in'] }), job, ctx('enforce'), {
       host: fakeHost(),
