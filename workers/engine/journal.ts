@@ -9,9 +9,9 @@ import { PermanentError } from '../../src/core/errors.ts';
 // (after `losetup -d loop101`, someone else may own loop101). A finished journal is ignored once
 // the queue's deduplication window has passed since it finished, because idempotency keys repeat:
 // a later job for the same PV gets the same id and must start fresh. Within the window the same id
-// is the same job (a Redis failover lost its record and a retried webhook stored it again: the
-// soak's SENTINEL FAILOVER did, bench/README.md "Soak"), and its steps are skipped. An operator's retry (a new job, src/control/actions/job-retry.ts) opens the journal of its
-// line's first job (RunbookContext.journalKey), so it skips what its predecessors took.
+// is the same job (a Redis failover lost its record and a retried webhook stored it again), and
+// its steps are skipped. An operator's retry (a new job, src/control/actions/job-retry.ts) opens
+// the journal of its line's first job (RunbookContext.journalKey), so it skips what its predecessors took.
 
 const JournalFile = z.object({
   version: z.literal(1),
