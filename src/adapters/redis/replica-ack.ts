@@ -11,12 +11,16 @@ import type { Redis } from 'ioredis';
 // command queued behind it on that connection; with no replica left, every /readyz, control read
 // and job store would queue behind timeouts. Here only the answers that wait for an ack wait.
 //
-// Which replicas: every replica the primary lists as online, and never fewer than REDIS_ACK_REPLICAS.
-// WAIT for fewer than all of them is not enough: Sentinel promotes the replica it believes has the
-// most data from INFO it polls every second, so a write only one of two replicas had can be the
-// one a failover drops (the soak's forced failovers lost jobs answered 202 that way). The count
-// of online replicas is read in the same round (INFO replication, before WAIT); a replica that
-// went away costs one round its timeout, a replica that joined is waited for by a second WAIT.
+// Which replicas: every replica the primary lists online, and never fewer than REDIS_ACK_REPLICAS.
+// After a crash Sentinel promotes the replica its once-a-second INFO says holds the most, which
+// need not be one that acknowledged: waiting for all of them closes that hole. It does not close
+// the other: in a forced failover (or a partition) the old primary takes writes until it is
+// reconfigured, while the promoted replica has already left it; the one still attached
+// acknowledges, and both drop those writes when they resynchronise. Only a fixed count equal to
+// the number of replicas refuses (503) there, at the price of a 503 whenever one is away
+// (bench/README.md, "Soak"). The count of online replicas is read in the same round (INFO
+// replication before WAIT); a replica that joined is waited for by a second WAIT, one that left
+// costs one round its timeout.
 //
 // Not enough replicas within the timeout: the caller answers 503 and the sender retries (the job
 // is stored on the primary meanwhile and may run; the retry folds into it and is answered 202

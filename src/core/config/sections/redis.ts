@@ -87,7 +87,7 @@ export const redis = section({
       env: 'REDIS_ACK_REPLICAS',
       readers: ['receiver'],
       type: () => z.optional(z.coerce.number().check(z.int(), z.gte(0), z.lte(16))),
-      doc: 'A webhook is answered 202 only once every replica the primary lists online, and at least this many, acknowledged its job (`WAIT`, on a connection of its own): a failover may promote any of them. When they do not within REDIS_ACK_TIMEOUT_MS the answer is 503 and the sender retries. Not supported with REDIS_CLUSTER_NODES (a batch spans masters).',
+      doc: 'A webhook is answered 202 only once every replica the primary lists online, and at least this many, acknowledged its job (`WAIT`, on a connection of its own): a failover after a crash may promote any of them. Set it to the number of replicas to also hold 202s in the second a forced failover leaves the old primary taking writes (then a replica away means 503s). When they do not within REDIS_ACK_TIMEOUT_MS the answer is 503 and the sender retries. Not supported with REDIS_CLUSTER_NODES (a batch spans masters).',
       defaultText: '1 with REDIS_SENTINELS, else 0 (no wait)',
     }),
     redisAckTimeoutMs: setting({
