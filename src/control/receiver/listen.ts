@@ -104,7 +104,18 @@ export async function listen(
     url,
     close: async () => {
       stopTlsWatch?.();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      // close() ends the connections idle at that moment; one whose request was still being
+      // answered would then be kept for the whole keepAliveTimeout (HTTP_KEEP_ALIVE_SECONDS): each
+      // is closed as it goes idle, and none outlives the request deadline.
+      const sweep = setInterval(() => server.closeIdleConnections(), 100);
+      const last = setTimeout(() => server.closeAllConnections(), config.httpRequestTimeoutMs);
+      try {
+        await closed;
+      } finally {
+        clearInterval(sweep);
+        clearTimeout(last);
+      }
     },
   };
 }
