@@ -114,7 +114,16 @@ export async function runSoak(o: SoakOptions): Promise<Record<string, unknown> &
   const effects = effectCounts(Array.from({ length: o.realAgents }, (_, i) => t.hostRoot(i)));
   const stepsDoubled = [...effects].filter(([, n]) => n > 1).map(([step, n]) => `${step} took effect ${n}x`);
   const realJobs = jobs.filter(([, j]) => j.real);
-  const realResumed = realJobs.filter(([, j]) => j.ran.length > 1).length;
+  // Started more than once: after a kill, a parked wait (the API answering 503) or a lost completion.
+  const realStartedAgain = realJobs.filter(([, j]) => j.ran.length > 1).length;
+  // Each job a kill interrupted mid-step: finished, with each step's effect once.
+  const killed = faults.flatMap((f) => (f.job ? [f.job] : []));
+  const killedJobs = killed.map((id) => ({
+    id,
+    outcome: tracker.jobs.get(id)?.outcome ?? null,
+    effects: ['unmap:a', 'unmap:b', 'unmap:c'].map((step) => effects.get(`${id} ${step}`) ?? 0),
+  }));
+  const killedBad = killedJobs.filter((k) => k.outcome === null || k.effects.some((n) => n !== 1));
   // Every completed real job's three steps took effect (once: checked above).
   // A real job that failed must have failed as a replay of work it had finished (a failover lost
   // its completion; the agent refused to run it again): its steps took effect all the same.
@@ -156,6 +165,7 @@ export async function runSoak(o: SoakOptions): Promise<Record<string, unknown> &
         .map((f) => `${f.id}: ${f.reason}`)
         .join('; ')}`,
     );
+  if (killedBad.length) failures.push(`jobs interrupted by a kill not finished with each step once: ${JSON.stringify(killedBad)}`);
   if (load.stats.unanswered) failures.push(`${load.stats.unanswered} notifications never answered 202`);
   if (Object.keys(load.stats.otherStatuses).length) failures.push(`answers other than 202/503: ${JSON.stringify(load.stats.otherStatuses)}`);
   for (const r of rec)
@@ -191,7 +201,8 @@ export async function runSoak(o: SoakOptions): Promise<Record<string, unknown> &
       doubled: fleetDoubled.length + stepsDoubled.length,
       simulatedRerunAfterUnacknowledgedStore: fleetRetriedTwice,
       real: realJobs.length,
-      realResumedAfterKill: realResumed,
+      realStartedAgain,
+      killedMidStep: killedJobs,
       realStepsTakenEffect: effects.size,
     },
     startLatencyMs: {
