@@ -36,7 +36,7 @@ const l = s['startLatencyMs'] as Record<string, number>;
 console.log(`\nsoak ${minutes} min: report in ${outDir} (summary.json, soak.svg)`);
 console.log(`webhooks: ${w['sent']} sent, ${w['accepted']} answered 202 (${w['retried']} after a retry), ${w['lost']} lost, ${w['unanswered']} unanswered`);
 console.log(
-  `jobs: ${j['accepted']} accepted, ${j['completed']} completed, ${j['failed']} failed, ${j['doubled']} doubled, ${j['stuck']} stuck; real agents' jobs ${j['real']} (${j['realResumedAfterKill']} resumed after a kill, ${j['realStepsTakenEffect']} step effects)`,
+  `jobs: ${j['accepted']} accepted, ${j['completed']} completed, ${j['failed']} failed, ${j['doubled']} doubled, ${j['stuck']} stuck; real agents' jobs ${j['real']} (${j['realStartedAgain']} started again: after a kill, a parked wait or a lost completion; ${j['realStepsTakenEffect']} step effects)`,
 );
 console.log(
   `start latency: p50 ${l['p50']} ms, p99 ${l['p99']} ms, max ${l['max']} ms; normal p99 ${l['normalP99']} ms (real agents: p50 ${l['realP50']}, p99 ${l['realP99']})`,

@@ -22,6 +22,8 @@ export interface FaultRecord {
   start: number;
   end: number;
   detail: string;
+  /** agent-kill: the job whose step the kill interrupted. */
+  job?: string;
 }
 
 /** Gaps of at least `minGapMs` between `warmupMs` and `runMs - tailMs`; API faults last `apiMs` (capped to fit before the next). */
@@ -81,7 +83,7 @@ export async function inject(t: Topology, f: PlannedFault, round: number): Promi
       await agent.kill('SIGKILL');
       await sleep(2_000);
       await t.startRealAgent(i);
-      return done(`real-agent-${i} SIGKILLed during ${step.slice(5)}, started again after 2 s`);
+      return { ...done(`real-agent-${i} SIGKILLed during ${step.slice(5)}, started again after 2 s`), job: step.split(' ')[1]! };
     }
     case 'api-503':
     case 'api-slow': {

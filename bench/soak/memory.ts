@@ -81,11 +81,16 @@ export interface Slope {
   mibPerHour: number;
 }
 
-/** Each life's slope over its samples between `from` and `to` (epoch ms), for lives with at least `minMs` of them. */
-export function slopes(lives: Iterable<Life>, from: number, to: number, minMs: number): Slope[] {
+/**
+ * Each life's slope over its samples between `from` and `to` (epoch ms), for lives with at least
+ * `minMs` of them. A life's own first `lifeWarmupMs` are left out too: a process started again
+ * mid-run (a killed receiver or agent) loads its modules then, which is not growth.
+ */
+export function slopes(lives: Iterable<Life>, from: number, to: number, minMs: number, lifeWarmupMs = 60_000): Slope[] {
   const out: Slope[] = [];
   for (const l of lives) {
-    const s = l.samples.filter((x) => x.t >= from && x.t <= to);
+    const born = l.samples[0]?.t ?? 0;
+    const s = l.samples.filter((x) => x.t >= Math.max(from, born + lifeWarmupMs) && x.t <= to);
     if (s.length < 3 || s.at(-1)!.t - s[0]!.t < minMs) continue;
     out.push({
       name: l.name,

@@ -9,6 +9,7 @@ import { buckets, recoveries, type Recovery } from './latency.ts';
 import { Load, type LoadShape } from './load.ts';
 import { RssSampler, slopes, type Slope } from './memory.ts';
 import { soakSvg } from './plot.ts';
+import { StoreCheck } from './store-check.ts';
 import { startTopology, PREFIX, type SoakShape } from './topology.ts';
 import { Tracker } from './tracker.ts';
 
@@ -43,6 +44,9 @@ export async function runSoak(o: SoakOptions): Promise<Record<string, unknown> &
   }, 250);
   const sampler = new RssSampler(() => [...t.processes(), { name: 'harness', pid: process.pid }]);
   sampler.start(5_000);
+  const hashKey = (id: string): string => `${PREFIX}:${tracker.jobs.get(id)!.queue}:${id}`;
+  const store = new StoreCheck(tracker, () => t.sentinel.primaryPort(), hashKey);
+  store.start(10_000, 120_000);
   const failures: string[] = [];
   const faults: FaultRecord[] = [];
   const runMs = o.minutes * 60_000;
@@ -92,19 +96,20 @@ export async function runSoak(o: SoakOptions): Promise<Record<string, unknown> &
   for (const c of t.fleet) tracker.read(c, 'fleet');
   for (const { child } of t.realLives) tracker.read(child, 'real');
   sampler.stop();
+  store.stop();
+  // The jobs younger than two minutes, and any reason not read yet (two rounds: a job missing once is asked again).
+  await store.round(0);
+  await sleep(1_000);
+  await store.round(0);
 
-  // Every job answered 202 must be in the store at the end (finished jobs are kept for the deduplication window).
+  // Every job answered 202 was in the store (StoreCheck: two minutes after its 202, inside the window finished jobs are kept).
   const jobs = [...tracker.jobs.entries()];
   const neverRan = jobs.filter(([, j]) => j.ran.length === 0);
   const admin = new Redis({ port: await t.sentinel.primaryPort(), host: '127.0.0.1', maxRetriesPerRequest: 2 });
-  const hashKey = (id: string): string => `${PREFIX}:${tracker.jobs.get(id)!.queue}:${id}`;
-  const exists = await Promise.all(jobs.map(([id]) => admin.exists(hashKey(id))));
-  const lost = jobs.filter((_, i) => exists[i] !== 1).map(([id]) => id);
+  const lost = [...store.missing];
   const stuck = jobs.filter(([, j]) => j.finishedAt === undefined).map(([id]) => id);
   const failed = jobs.filter(([, j]) => j.outcome === 'failed').map(([id]) => id);
-  const failedReasons = await Promise.all(
-    failed.map(async (id) => ({ id, reason: String((await admin.hget(hashKey(id), 'failedReason')) ?? '').slice(0, 300) })),
-  );
+  const failedReasons = failed.map((id) => ({ id, reason: store.reasons.get(id) ?? '' }));
   // A simulated job started twice is doubled, unless its webhook was answered something else
   // before its 202: that attempt may have stored the job where a failover then discarded it after
   // it ran, and the retry stored it again (at least once for what was never acknowledged; the
@@ -114,7 +119,16 @@ export async function runSoak(o: SoakOptions): Promise<Record<string, unknown> &
   const effects = effectCounts(Array.from({ length: o.realAgents }, (_, i) => t.hostRoot(i)));
   const stepsDoubled = [...effects].filter(([, n]) => n > 1).map(([step, n]) => `${step} took effect ${n}x`);
   const realJobs = jobs.filter(([, j]) => j.real);
-  const realResumed = realJobs.filter(([, j]) => j.ran.length > 1).length;
+  // Started more than once: after a kill, a parked wait (the API answering 503) or a lost completion.
+  const realStartedAgain = realJobs.filter(([, j]) => j.ran.length > 1).length;
+  // Each job a kill interrupted mid-step: finished, with each step's effect once.
+  const killed = faults.flatMap((f) => (f.job ? [f.job] : []));
+  const killedJobs = killed.map((id) => ({
+    id,
+    outcome: tracker.jobs.get(id)?.outcome ?? null,
+    effects: ['unmap:a', 'unmap:b', 'unmap:c'].map((step) => effects.get(`${id} ${step}`) ?? 0),
+  }));
+  const killedBad = killedJobs.filter((k) => k.outcome === null || k.effects.some((n) => n !== 1));
   // Every completed real job's three steps took effect (once: checked above).
   // A real job that failed must have failed as a replay of work it had finished (a failover lost
   // its completion; the agent refused to run it again): its steps took effect all the same.
@@ -140,7 +154,7 @@ export async function runSoak(o: SoakOptions): Promise<Record<string, unknown> &
     .map((s) => s.ms)
     .sort((a, b) => a - b);
 
-  if (lost.length) failures.push(`${lost.length} jobs answered 202 are not in Redis at the end: ${lost.slice(0, 10).join(', ')}`);
+  if (lost.length) failures.push(`${lost.length} jobs answered 202 were not in Redis: ${lost.slice(0, 10).join(', ')}`);
   if (stuck.length) failures.push(`${stuck.length} jobs not finished ${o.stuckBoundMs / 1000} s after the load stopped: ${stuck.slice(0, 10).join(', ')}`);
   if (fleetDoubled.length) failures.push(`${fleetDoubled.length} simulated agents' jobs ran more than once: ${fleetDoubled.slice(0, 10).join(', ')}`);
   if (stepsDoubled.length) failures.push(`${stepsDoubled.length} destructive steps took effect twice: ${stepsDoubled.slice(0, 10).join(', ')}`);
@@ -156,6 +170,7 @@ export async function runSoak(o: SoakOptions): Promise<Record<string, unknown> &
         .map((f) => `${f.id}: ${f.reason}`)
         .join('; ')}`,
     );
+  if (killedBad.length) failures.push(`jobs interrupted by a kill not finished with each step once: ${JSON.stringify(killedBad)}`);
   if (load.stats.unanswered) failures.push(`${load.stats.unanswered} notifications never answered 202`);
   if (Object.keys(load.stats.otherStatuses).length) failures.push(`answers other than 202/503: ${JSON.stringify(load.stats.otherStatuses)}`);
   for (const r of rec)
@@ -191,7 +206,8 @@ export async function runSoak(o: SoakOptions): Promise<Record<string, unknown> &
       doubled: fleetDoubled.length + stepsDoubled.length,
       simulatedRerunAfterUnacknowledgedStore: fleetRetriedTwice,
       real: realJobs.length,
-      realResumedAfterKill: realResumed,
+      realStartedAgain,
+      killedMidStep: killedJobs,
       realStepsTakenEffect: effects.size,
     },
     startLatencyMs: {

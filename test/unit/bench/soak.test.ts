@@ -29,15 +29,20 @@ describe('the RSS slope', () => {
   });
 
   it('reads a steady growth through GC-like wobble, per hour, and a flat one as about zero', () => {
-    const [flat, growing] = slopes([life('flat', 0), life('growing', 0.5)], 0, 3_600_000, 600_000);
+    const [flat, growing] = slopes([life('flat', 0), life('growing', 0.5)], 0, 3_600_000, 600_000, 0);
     expect(Math.abs(flat!.mibPerHour)).toBeLessThan(1);
     expect(growing!.mibPerHour).toBeCloseTo(30, 0);
   });
 
   it('fits only the samples inside the window and leaves out a life too short for it', () => {
-    const [s] = slopes([life('growing', 1)], 600_000, 1_200_000, 300_000);
+    const [s] = slopes([life('growing', 1)], 600_000, 1_200_000, 300_000, 0);
     expect(s!.minutes).toBe(10);
     expect(slopes([life('growing', 1)], 3_500_000, 3_600_000, 300_000)).toEqual([]);
+  });
+
+  it("leaves out a life's first minute (a restarted process loading its modules)", () => {
+    const [s] = slopes([life('restarted', 1)], 0, 1_200_000, 300_000);
+    expect(s!.minutes).toBe(19);
   });
 });
 
