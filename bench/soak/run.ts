@@ -13,6 +13,9 @@ import { StoreCheck } from './store-check.ts';
 import { startTopology, PREFIX, type SoakShape } from './topology.ts';
 import { Tracker } from './tracker.ts';
 
+/** How much a process may grow over a short run (under 20 minutes of samples): runaway growth, not a slope. */
+const SHORT_RUN_GROWTH = 2;
+
 // One soak: the topology up, the load on, the fault schedule played, then the load stopped and
 // every accepted job waited for; the invariants checked, the report written. Returns the summary
 // with `failures` (empty when every invariant held).
@@ -179,12 +182,14 @@ export async function runSoak(o: SoakOptions): Promise<Record<string, unknown> &
         `${r.kind} at ${Math.round((r.at - t0) / 1000)} s: start latency not back under the normal p99 (${normalP99} ms) within ${o.recoveryBoundMs / 1000} s (${r.recoveryMs ?? 'never'} ms)`,
       );
   // The slope is asserted where it means something (a fit over 20 minutes or more); over a short
-  // run GC alone swings it by hundreds of MiB/h, so there no process may end above 1.5x its RSS at the end of the warm-up.
+  // run GC alone swings it by hundreds of MiB/h, and a fleet process steps up by up to ~1.9x at a
+  // reconnection storm before V8 gives it back (bench/README.md, "Soak"), so there the check is for
+  // runaway growth: no process may end above SHORT_RUN_GROWTH times its RSS at the end of the warm-up.
   for (const s of sl) {
     if (!OURS.test(s.name)) continue;
     if (s.minutes >= 20 && s.mibPerHour > o.rssBoundMiBPerHour)
       failures.push(`${s.name} (pid ${s.pid}) RSS grows ${s.mibPerHour} MiB/h over ${s.minutes} min (bound ${o.rssBoundMiBPerHour})`);
-    if (s.minutes < 20 && s.lastMiB > 1.5 * s.firstMiB)
+    if (s.minutes < 20 && s.lastMiB > SHORT_RUN_GROWTH * s.firstMiB)
       failures.push(`${s.name} (pid ${s.pid}) RSS grew from ${s.firstMiB} to ${s.lastMiB} MiB in ${s.minutes} min`);
   }
   const kindsDone = [...new Set(faults.map((f) => f.kind))];
