@@ -6,8 +6,10 @@ import type { Logger } from '../../src/adapters/observability/logger.ts';
 // At its start a worker says on its queue what it runs (src/adapters/jobstore/agent-runs.ts): a
 // receiver stores a job of a runbook or evidence source newer than every supported release only
 // where the queue's agent announced it (src/control/ingest/agent-gate.ts). Until the write
-// succeeded (Redis away at start) it is tried again every `retryMs`; then it stops: nothing of it
-// changes while the process runs.
+// succeeded (Redis away at start) it is tried again every `retryMs`. It is written again each time
+// the connection comes back: a Redis that restarted without its data (or a failover to a replica
+// that never had the key) would otherwise hold every newer job for this queue until the process
+// restarts. Nothing of it changes while the process runs, so a write more is harmless.
 
 export interface AnnounceRunsOptions {
   redis: RedisConnection;
@@ -43,9 +45,16 @@ export function announceRuns(o: AnnounceRunsOptions): () => void {
       },
     );
   };
+  const again = (): void => {
+    if (stopped) return;
+    clearTimeout(timer);
+    attempt();
+  };
   attempt();
+  o.redis.on('ready', again);
   return () => {
     stopped = true;
     clearTimeout(timer);
+    o.redis.off('ready', again);
   };
 }
