@@ -5,8 +5,8 @@ import { runSoak } from './soak/run.ts';
 // npm run soak -- --minutes N [--out DIR]: issue 48's soak with faults (bench/README.md, "Soak").
 // SOAK_AGENTS (simulated agents), SOAK_FLEET_PROCS, SOAK_REAL_AGENTS, SOAK_RATE (single-alert
 // notifications per second), SOAK_ACK_REPLICAS (the receivers' REDIS_ACK_REPLICAS), SOAK_RSS_BOUND
-// (MiB/h), SOAK_RECOVERY_BOUND_S, SOAK_STUCK_BOUND_S change the shape and the bounds. Exits 1
-// when an invariant failed.
+// (MiB/h), SOAK_HEAP_BOUND (MiB/h, the simulated fleet's live heap), SOAK_RECOVERY_BOUND_S,
+// SOAK_STUCK_BOUND_S change the shape and the bounds. Exits 1 when an invariant failed.
 
 const { values } = parseArgs({ options: { minutes: { type: 'string', default: '5' }, out: { type: 'string' } } });
 const minutes = Number(values.minutes);
@@ -26,6 +26,7 @@ const s = await runSoak({
   load: { rate: env('SOAK_RATE', 4), burstEverySec: 30, burstBodies: 5, burstAlerts: 20, realShare: env('SOAK_REAL_SHARE', 0.08) },
   // Asserted on fits of 20 minutes or more (run.ts): a short run checks gross growth only.
   rssBoundMiBPerHour: env('SOAK_RSS_BOUND', 60),
+  heapBoundMiBPerHour: env('SOAK_HEAP_BOUND', 20),
   recoveryBoundMs: env('SOAK_RECOVERY_BOUND_S', 60) * 1000,
   stuckBoundMs: env('SOAK_STUCK_BOUND_S', 120) * 1000,
 });
@@ -51,6 +52,9 @@ for (const r of s['rssSlopes'] as { name: string; pid: number; minutes: number; 
   console.log(
     `  ${r.name.padEnd(16)} pid ${String(r.pid).padEnd(8)} ${String(r.mibPerHour).padStart(7)} MiB/h over ${r.minutes} min (${r.firstMiB} -> ${r.lastMiB} MiB)${r.bounded ? '' : ' (not bounded)'}`,
   );
+console.log('live heap after a full collection, simulated fleet processes (MiB/h):');
+for (const r of s['liveHeapSlopes'] as { name: string; minutes: number; firstMiB: number; lastMiB: number; mibPerHour: number }[])
+  console.log(`  ${r.name.padEnd(16)} ${String(r.mibPerHour).padStart(7)} MiB/h over ${r.minutes} min (${r.firstMiB} -> ${r.lastMiB} MiB)`);
 if (s.failures.length) {
   console.log(`\nFAILED invariants:\n  ${s.failures.join('\n  ')}`);
   process.exit(1);

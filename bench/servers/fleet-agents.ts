@@ -50,6 +50,17 @@ const say = (line: string): void => {
   pending.push(line);
 };
 
+// FLEET_HEAP_EVERY_MS (the soak, with --expose-gc): `HEAP <epoch ms> <bytes>`, the heap still live
+// after a full collection, every so often: the leak measure of a process whose RSS steps with
+// reconnection storms (V8 keeps the pages it grew into).
+const heapEvery = Number(process.env['FLEET_HEAP_EVERY_MS'] ?? 0);
+const gc = (globalThis as { gc?: () => void }).gc;
+if (heapEvery > 0 && gc)
+  setInterval(() => {
+    gc();
+    say(`HEAP ${Date.now()} ${process.memoryUsage().heapUsed}`);
+  }, heapEvery).unref();
+
 const log = createLogger('fleet-agent', 'warn');
 const stub =
   (runbook: RunbookName): RunbookHandler<RunbookName> =>

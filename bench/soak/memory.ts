@@ -78,6 +78,7 @@ export interface Slope {
   minutes: number;
   firstMiB: number;
   lastMiB: number;
+  maxMiB: number;
   mibPerHour: number;
 }
 
@@ -98,6 +99,7 @@ export function slopes(lives: Iterable<Life>, from: number, to: number, minMs: n
       minutes: Math.round((s.at(-1)!.t - s[0]!.t) / 6_000) / 10,
       firstMiB: round1(s[0]!.mib),
       lastMiB: round1(s.at(-1)!.mib),
+      maxMiB: round1(Math.max(...s.map((x) => x.mib))),
       mibPerHour: round1(slopePerHour(s)),
     });
   }
@@ -105,3 +107,28 @@ export function slopes(lives: Iterable<Life>, from: number, to: number, minMs: n
 }
 
 const round1 = (x: number): number => Math.round(x * 10) / 10;
+
+/**
+ * The live heap a fleet process reports after each full collection (`HEAP <epoch ms> <bytes>`
+ * lines, bench/servers/fleet-agents.ts), one life per process, named `<name> heap`.
+ */
+export function heapLives(children: readonly { name: string; pid: number; lines: readonly string[] }[]): Life[] {
+  return children.map(({ name, pid, lines }) => {
+    const samples: RssSample[] = [];
+    for (const chunk of lines)
+      for (const line of chunk.split('\n')) {
+        const m = /^HEAP (\d+) (\d+)$/.exec(line);
+        if (m) samples.push({ t: Number(m[1]), mib: Number(m[2]) / 1_048_576 });
+      }
+    return { name: `${name} heap`, pid, samples };
+  });
+}
+
+/** Every life's samples, relative to `t0` in seconds and rounded to 0.1 MiB: the report's raw data, to fit again. */
+export function samplesRecord(lives: Iterable<Life>, t0: number): { name: string; pid: number; samples: [number, number][] }[] {
+  return [...lives].map((l) => ({
+    name: l.name,
+    pid: l.pid,
+    samples: l.samples.filter((s) => s.t >= t0).map((s): [number, number] => [Math.round((s.t - t0) / 1000), round1(s.mib)]),
+  }));
+}

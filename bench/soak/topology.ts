@@ -113,14 +113,19 @@ export async function startTopology(shape: SoakShape, log: (line: string) => voi
     const stateDir = join(dir, 'fleet-state');
     mkdirSync(stateDir, { recursive: true });
     fleet.push(
-      startChild(here('../servers/fleet-agents.ts'), {
-        ...redisEnv,
-        FLEET_FROM: String(from),
-        FLEET_TO: String(Math.min(shape.agents, from + per)),
-        FLEET_KIND: 'ours',
-        FLEET_NAME: 'soak',
-        STATE_DIR: stateDir,
-      }),
+      startChild(
+        here('../servers/fleet-agents.ts'),
+        {
+          ...redisEnv,
+          FLEET_FROM: String(from),
+          FLEET_TO: String(Math.min(shape.agents, from + per)),
+          FLEET_KIND: 'ours',
+          FLEET_NAME: 'soak',
+          STATE_DIR: stateDir,
+          FLEET_HEAP_EVERY_MS: '30000',
+        },
+        { execArgv: ['--expose-gc'] },
+      ),
     );
   }
   await Promise.all(fleet.map((f) => f.waitLine('READY ', 300_000)));
