@@ -132,3 +132,9 @@ export function samplesRecord(lives: Iterable<Life>, t0: number): { name: string
     samples: l.samples.filter((s) => s.t >= t0).map((s): [number, number] => [Math.round((s.t - t0) / 1000), round1(s.mib)]),
   }));
 }
+
+/** A life's highest RSS before `t` (epoch ms), rounded to 0.1 MiB; undefined without samples then. */
+export function peakBefore(life: Life | undefined, t: number): number | undefined {
+  const before = life?.samples.filter((x) => x.t < t) ?? [];
+  return before.length ? round1(Math.max(...before.map((x) => x.mib))) : undefined;
+}
