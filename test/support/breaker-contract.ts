@@ -20,7 +20,7 @@ export function breakerContract(topology: string, connect: () => Promise<RedisCo
       redis = await connect();
     });
     afterAll(async () => {
-      for (const p of ['a', 'b', 'c', 'd']) await dropPrefixOn(redis, `${prefix}-${p}`);
+      for (const p of ['a', 'b', 'c', 'd', 'e']) await dropPrefixOn(redis, `${prefix}-${p}`);
       redis.disconnect();
     });
 
@@ -85,6 +85,23 @@ export function breakerContract(topology: string, connect: () => Promise<RedisCo
       // Nodes outside the window no longer count once reset.
       await b.reset('storm');
       expect(await b.recordNodeActivity(caps, 'n4')).toBeUndefined();
+    });
+
+    it("counts a receiver's batch of nodes in one call: the trip names them all, and a batch of one node's repeats is one node", async () => {
+      const b = new Breakers(redis, `${prefix}-e`, () => new Date(t));
+      const k = controlKeys(`${prefix}-e`);
+      expect(await b.recordNodesActivity(caps, [])).toBeUndefined();
+      expect(await b.recordNodesActivity(caps, [{ node: 'm1', source: 'npd' }, { node: 'm1', source: 'npd' }, { node: 'm2' }])).toBeUndefined();
+      expect(await redis.zrange(k.storm, 0, -1)).toEqual(['m1', 'm2']);
+      const trip = await b.recordNodesActivity(caps, [
+        { node: 'm3', source: 'alertmanager' },
+        { node: 'm4', source: 'alertmanager' },
+      ]);
+      expect(trip).toMatchObject({
+        breaker: 'storm',
+        count: 4,
+        why: '4 nodes started recovery jobs within 60 s (more than 2), from alertmanager 2, npd 1, unknown 1: m1, m2, m3, m4',
+      });
     });
   });
 }

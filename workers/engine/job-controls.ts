@@ -70,6 +70,8 @@ interface JobStart {
   configuredMode: Mode;
   /** What sent the job's signal (its first evidence's source): the storm breaker names it. */
   source?: string;
+  /** The receiver counted the node towards the storm breaker when it stored the job (sealed in it): nothing to count here. */
+  stormCounted?: boolean;
 }
 
 interface Begun {
@@ -202,19 +204,19 @@ async function breakerGate(c: Controls, job: JobStart, step: PlannedStep): Promi
 }
 
 /**
- * A job's start: its modes and pauses read, and (a node's job) the node counted towards the
- * storm breaker, in one round trip on a single Redis (bench/job-lifecycle.ts: two fewer per
- * job); on a Cluster, where the keys sit in different slots, sent at once. The node counts
- * even when its job then waits for a pause: it was picked up (a storm is a storm whether or
- * not an operator paused it; a trip only ever holds destructive steps back).
+ * A job's start: its modes and pauses read, and (a node's job the receiver did not count when
+ * it stored it) the node counted towards the storm breaker, in one round trip on a single Redis
+ * (bench/job-lifecycle.ts: two fewer per job); on a Cluster, where the keys sit in different
+ * slots, sent at once. The node counts even when its job then waits for a pause: it was picked
+ * up (a storm is a storm whether or not an operator paused it; a trip only ever holds
+ * destructive steps back). A counted job's start asks the receiver nothing: the relay of its
+ * newest control records comes with each destructive step's slot (stepGate), where it matters.
  */
-async function startReads(
-  c: Controls,
-  runbook: string,
-  source: string | undefined,
-): Promise<{ view: StartView; storm?: TripRecord | undefined; uncounted?: string }> {
+async function startReads(c: Controls, job: JobStart): Promise<{ view: StartView; storm?: TripRecord | undefined; uncounted?: string }> {
   const { opts, store, breakers, local, node } = c;
+  const { runbook, source } = job;
   if (!node) return { view: await store.startView(runbook) };
+  if (job.stormCounted) return { view: await store.startView(runbook, node) };
   if (!local) {
     // The receiver counts the start: a start it could not count waits (the storm breaker must see it).
     // Its answer relays the newest control records it knows (taken by the time it resolves): what
@@ -318,10 +320,7 @@ export function createJobControls(opts: JobControlsOptions): JobControls {
           uncounted,
         },
         label,
-      ] = await Promise.all([
-        startReads(c, job.runbook, job.source),
-        node && opts.nodeModeLabel ? opts.nodeModeLabel().catch(() => undefined) : Promise.resolve(undefined),
-      ]);
+      ] = await Promise.all([startReads(c, job), node && opts.nodeModeLabel ? opts.nodeModeLabel().catch(() => undefined) : Promise.resolve(undefined)]);
       if (storm) opts.log.error({ breaker: 'storm', why: storm.why }, 'storm breaker tripped: destructive steps stop fleet-wide until it is reset');
       const modeWith = (o: typeof overrides) =>
         effectiveMode({

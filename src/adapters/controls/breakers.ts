@@ -42,6 +42,12 @@ export interface BreakerPort {
   recordNodeActivity(caps: BreakerCaps, node: string, source?: string): Promise<TripRecord | undefined>;
 }
 
+/** A node counted towards the storm breaker, and what sent its job's signal. */
+export interface NodeStart {
+  node: string;
+  source?: string | undefined;
+}
+
 /** A destructive step asking for a slot. */
 export interface SlotAsk {
   node?: string;
@@ -106,6 +112,8 @@ return {1, n, c, unpack(trips)}`,
 // KEYS[3]: node -> the source (alertmanager, k8s-event, npd, k8s-watch, api, agent) of the job it
 // last started, so a trip names who sent the flood (one sender's flood is that sender's, and
 // the alert says so). At a trip the window holds cap + 1 nodes: counting them is cheap.
+// ARGV: now, window, limit, the trip's time, then a node and its source per node counted: the
+// receiver counts every node of a batch of jobs it stored in one call (store-pipeline.ts).
 export const BREAKER_STORM = luaScript(
   'vmBreakerStorm',
   `
@@ -113,9 +121,11 @@ local now = tonumber(ARGV[1])
 local window = tonumber(ARGV[2])
 local limit = tonumber(ARGV[3])
 redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now - window)
-redis.call('ZADD', KEYS[2], now, ARGV[4])
+for i = 5, #ARGV, 2 do
+  redis.call('ZADD', KEYS[2], now, ARGV[i])
+  redis.call('HSET', KEYS[3], ARGV[i], ARGV[i + 1])
+end
 redis.call('PEXPIRE', KEYS[2], window)
-redis.call('HSET', KEYS[3], ARGV[4], ARGV[6])
 redis.call('PEXPIRE', KEYS[3], window)
 local n = redis.call('ZCARD', KEYS[2])
 if limit > 0 and n > limit and redis.call('HEXISTS', KEYS[1], 'storm') == 0 then
@@ -131,7 +141,7 @@ if limit > 0 and n > limit and redis.call('HEXISTS', KEYS[1], 'storm') == 0 then
   local parts = {}
   for _, src in ipairs(order) do table.insert(parts, string.format('%s %d', src, bySource[src])) end
   local nodes = redis.call('ZRANGE', KEYS[2], 0, 19)
-  local rec = cjson.encode({breaker = 'storm', why = string.format('%d nodes started recovery jobs within %d s (more than %d), from %s: %s', n, window / 1000, limit, table.concat(parts, ', '), table.concat(nodes, ', ')), at = ARGV[5], count = n, cap = limit, sources = bySource})
+  local rec = cjson.encode({breaker = 'storm', why = string.format('%d nodes started recovery jobs within %d s (more than %d), from %s: %s', n, window / 1000, limit, table.concat(parts, ', '), table.concat(nodes, ', ')), at = ARGV[4], count = n, cap = limit, sources = bySource})
   redis.call('HSET', KEYS[1], 'storm', rec)
   return rec
 end
@@ -223,7 +233,13 @@ export class Breakers implements BreakerPort {
    * the signal). Returns the trip when this start tripped it.
    */
   async recordNodeActivity(caps: BreakerCaps, node: string, source = 'unknown'): Promise<TripRecord | undefined> {
-    return stormTrip(await this.#redis.vmBreakerStorm(...this.#stormArgs(caps, node, source)));
+    return this.recordNodesActivity(caps, [{ node, source }]);
+  }
+
+  /** recordNodeActivity for many nodes at once (one call): the trip, if these starts caused it. */
+  async recordNodesActivity(caps: BreakerCaps, starts: readonly NodeStart[]): Promise<TripRecord | undefined> {
+    if (starts.length === 0) return undefined;
+    return stormTrip(await this.#redis.vmBreakerStorm(...this.#stormArgs(caps, starts)));
   }
 
   /**
@@ -231,22 +247,22 @@ export class Breakers implements BreakerPort {
    * it with its reads of the controls: one round trip); stormTrip reads its reply.
    */
   queueNodeActivity(p: ChainableCommander, caps: BreakerCaps, node: string, source = 'unknown'): void {
-    (p as ChainableCommander & BreakerCommands).vmBreakerStorm(...this.#stormArgs(caps, node, source));
+    (p as ChainableCommander & BreakerCommands).vmBreakerStorm(...this.#stormArgs(caps, [{ node, source }]));
   }
 
-  #stormArgs(caps: BreakerCaps, node: string, source: string): string[] {
+  #stormArgs(caps: BreakerCaps, starts: readonly NodeStart[]): string[] {
     const now = this.#now();
-    return [
+    const args = [
       this.#keys.tripped,
       this.#keys.storm,
       this.#keys.stormSources,
       String(now.getTime()),
       String(caps.stormWindowMs),
       String(caps.stormNodes),
-      node,
       now.toISOString(),
-      source,
     ];
+    for (const s of starts) args.push(s.node, s.source ?? 'unknown');
+    return args;
   }
 
   async tripped(): Promise<TripRecord[]> {

@@ -5,6 +5,7 @@ import { type Enqueued, StoreUnavailableError } from '../../core/jobs/job-store.
 import type { Sealer } from '../../core/trust/seal.ts';
 import { sealedJobText } from '../../core/trust/work.ts';
 import { knownQueuesKey } from '../redis/known-queues.ts';
+import type { NodeStart } from '../controls/breakers.ts';
 import type { RedisConnection } from '../redis/redis.ts';
 import type { ReplicaAck } from '../redis/replica-ack.ts';
 import { BatchAdd, captureAdd, DATA_PLACEHOLDER, type BatchIndex, type BatchItem, type BatchReply } from './batch-add.ts';
@@ -105,7 +106,18 @@ export interface StorePipelineOptions {
   index?: StoredIndex;
   /** The index missed jobs (they are stored all the same). */
   onIndexError?: (err: Error) => void;
+  /**
+   * Counts the nodes of the jobs a batch stored as new towards the storm breaker (the receiver's
+   * Breakers), in one call after the add and before any answer. Each node job is then sealed
+   * with `stormCounted`, and its agent counts nothing at its start. A count that fails fails the
+   * batch's answers (503: the sender sends again), and those jobs are counted at their next store
+   * though it folds into them: a node is counted once too often, never once too few.
+   */
+  countNodes?: (starts: readonly NodeStart[]) => Promise<unknown>;
 }
+
+/** Jobs whose count failed, remembered until a store counts them (oldest dropped beyond this). */
+const UNCOUNTED_KEPT = 10_000;
 
 /** A job waiting for its batch. */
 export interface PendingJob {
@@ -129,6 +141,8 @@ export class StorePipeline {
   readonly #known: KnownJobs;
   readonly #windowMs: (queueName: string) => number;
   readonly #now: () => number;
+  /** Jobs stored as new whose node the count missed: `<queue> <key>`, counted at their next store. */
+  readonly #uncounted = new Set<string>();
 
   constructor(redis: RedisConnection, o: StorePipelineOptions, known: KnownJobs, windowMs: (queueName: string) => number, now: () => number) {
     this.#redis = redis;
@@ -196,7 +210,29 @@ export class StorePipeline {
       if (index && !inScript) index.record(stored, sentAt).catch((err: unknown) => onIndexError(err instanceof Error ? err : new Error(String(err))));
       this.#o.onStored?.(stored);
     }
-    this.#settle(done);
+    if (await this.#count(done)) this.#settle(done);
+  }
+
+  /**
+   * The storm breaker's count of the nodes of the jobs stored as new (and of earlier ones whose
+   * count failed); false, every answer failed, when it could not be made.
+   */
+  async #count(done: readonly { b: PendingJob; a: Enqueued }[]): Promise<boolean> {
+    const countNodes = this.#o.countNodes;
+    if (!countNodes) return true;
+    const due = done.filter(({ b, a }) => a.node !== undefined && (!a.deduplicated || this.#uncounted.has(`${b.queueName} ${b.job.key}`)));
+    if (due.length === 0) return true;
+    try {
+      await countNodes(due.map(({ b, a }) => ({ node: a.node!, source: b.job.evidence[0]?.source })));
+      for (const { b } of due) this.#uncounted.delete(`${b.queueName} ${b.job.key}`);
+      return true;
+    } catch (err) {
+      for (const { b } of due) this.#uncounted.add(`${b.queueName} ${b.job.key}`);
+      while (this.#uncounted.size > UNCOUNTED_KEPT) this.#uncounted.delete(this.#uncounted.values().next().value!);
+      const why = new StoreUnavailableError(`jobs stored but their nodes not counted towards the storm breaker: ${(err as Error).message}`);
+      for (const { b } of done) b.reject(why);
+      return false;
+    }
   }
 
   /**
@@ -224,7 +260,10 @@ export class StorePipeline {
     const queue = this.queue(b.queueName);
     const sealer = this.#o.sealer;
     // The job encoded once, for its seal and as the text stored (captureAdd puts it in place of BullMQ's encoding).
-    const text = sealer ? sealedJobText(sealer, b.queueName, b.job, this.#o.sealTtlMs ?? DEFAULT_SEAL_TTL_MS) : JSON.stringify(b.job);
+    // Marked counted only where this pipeline counts its node (never a mark the job came with).
+    const { stormCounted: _came, ...plain } = b.job;
+    const counted = this.#o.countNodes && 'node' in b.job.target ? { ...plain, stormCounted: true as const } : plain;
+    const text = sealer ? sealedJobText(sealer, b.queueName, counted, this.#o.sealTtlMs ?? DEFAULT_SEAL_TTL_MS) : JSON.stringify(counted);
     const job = new Job(queue, b.job.runbook, DATA_PLACEHOLDER, jobOptions(b.job), b.job.key);
     // The job's timestamp is read right before its add, in the same script call: exact within
     // one receiver (concurrent repeats are coalesced by the dispatcher); across receiver replicas

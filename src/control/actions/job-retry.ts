@@ -99,7 +99,9 @@ export class JobRetry {
         raw: { retryOf: id, by: asked.by, why: asked.why ?? '' },
       },
     ].slice(-20);
-    const next = RemediationJob.parse({ ...old, key, evidence, retry: { of, n } });
+    // Not counted towards the storm breaker when stored here: its agent counts its start.
+    const { stormCounted: _counted, ...work } = old;
+    const next = RemediationJob.parse({ ...work, key, evidence, retry: { of, n } });
     const queueName = queueFor(next);
     if (queueName !== queue) return { ok: false, status: 422, error: `job ${id} is on ${queue}, its work belongs on ${queueName}: not retried` };
     const existing = await this.#o.jobs.state(queueName, key);

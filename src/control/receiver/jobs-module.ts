@@ -1,3 +1,4 @@
+import { Breakers, breakerCapsFromConfig } from '../../adapters/controls/breakers.ts';
 import { ControlMirrors } from '../../adapters/controls/control-mirrors.ts';
 import { BullJobStore } from '../../adapters/jobstore/bull-job-store.ts';
 import { Dispatcher } from '../../adapters/jobstore/dispatcher.ts';
@@ -27,12 +28,14 @@ export interface JobsModule {
 }
 
 export function startJobs(
-  config: Pick<ReceiverConfig, 'queuePrefix' | 'enqueueTimeoutMs' | 'dedupWindowMs'>,
+  config: Pick<ReceiverConfig, 'queuePrefix' | 'enqueueTimeoutMs' | 'dedupWindowMs'> & Parameters<typeof breakerCapsFromConfig>[0],
   log: Logger,
   r: RedisModule,
   trust: Trust,
 ): JobsModule {
   const { redis, replicaAck } = r;
+  const breakers = new Breakers(redis, config.queuePrefix);
+  const caps = breakerCapsFromConfig(config);
   const incidents = new IncidentIndex(redis, config.queuePrefix);
   const mirrors = redis.isCluster ? new ControlMirrors(redis, config.queuePrefix) : undefined;
   const dispatcher = new Dispatcher(redis, {
@@ -47,6 +50,12 @@ export function startJobs(
     // and into the console's index of incidents, in the batch's own script call.
     index: incidents,
     onIndexError: (err) => log.warn({ err: err.message }, "the console's incident index missed a batch"),
+    // Each new node job's node counted towards the storm breaker here, where it is stored: its agent
+    // then counts nothing at the start (an enrolled agent's ask per job saved, bench/README.md).
+    countNodes: async (starts) => {
+      const trip = await breakers.recordNodesActivity(caps, starts);
+      if (trip) log.error({ breaker: 'storm', why: trip.why }, 'storm breaker tripped: destructive steps stop fleet-wide until it is reset');
+    },
     // A Cluster's agents read the controls from their queue's copy: a new node's is made before its first job.
     ...(mirrors ? { prepareQueues: (queues: string[]) => mirrors.sync(queues) } : {}),
   });

@@ -31,6 +31,12 @@ const base = () => ({
    * is not repeated.
    */
   retry: z.optional(z.object({ of: z.string().check(z.regex(JOB_ID)), n: z.number().check(z.int(), z.gte(1), z.lte(99)) })),
+  /**
+   * Set, under the seal, by a receiver that counts the job's node towards the storm breaker when it
+   * stores the job (src/adapters/jobstore/store-pipeline.ts): the agent then counts nothing at the
+   * start (an enrolled agent's ask to the receiver saved). Without it the agent counts the start.
+   */
+  stormCounted: z.optional(z.literal(true)),
 });
 
 export const ResidualMultipathJob = z.lazy(() =>

@@ -40,6 +40,7 @@ export async function begin(d: StageDeps, rules: BeginRules, job: TakenJob, pars
     createdAt: job.timestamp,
     configuredMode: rules.modeOf(data.runbook),
     source: data.evidence[0]?.source,
+    ...(data.stormCounted ? { stormCounted: true } : {}),
   });
   if (begun?.park) return { kind: 'park', parking: begun.park, modeWhy: begun.modeWhy };
   // Only a job that ran before can be listed as parked (a first run's progress is 0): one

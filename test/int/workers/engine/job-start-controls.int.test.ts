@@ -86,4 +86,44 @@ describe("a job's start", () => {
     expect(storm?.count).toBeGreaterThanOrEqual(3);
     expect(storm?.tripped?.why).toMatch(/nodes started recovery jobs within 600 s \(more than 2\)/);
   });
+
+  it('counts nothing when the receiver counted the node as it stored the job, locally or through the receiver', async () => {
+    const job = (node: string) => ({
+      jobId: `job-${node}`,
+      queue: `q-${node}`,
+      runbook: 'residual-multipath-cleanup',
+      createdAt: 1,
+      configuredMode: 'enforce' as const,
+      stormCounted: true,
+    });
+    await controls('counted-1').begin(job('counted-1'));
+    expect(await redis.zscore(keys.storm, 'counted-1')).toBeNull();
+    // An enrolled agent's start asks the receiver nothing; without the mark it asks.
+    const asked: string[] = [];
+    const breakers = {
+      reserveDestructive: () => Promise.reject(new Error('not asked here')),
+      recordNodeActivity: async (_caps: unknown, node: string) => {
+        asked.push(node);
+        return undefined;
+      },
+    };
+    const enrolled = (node: string) =>
+      createJobControls({
+        redis,
+        prefix,
+        queue: `q-${node}`,
+        node,
+        caps,
+        breakers,
+        recheckMs: 1000,
+        approvalTtlMs: 60_000,
+        approval: { highRisk: false, runbooks: [], maxDestructiveSteps: 0 },
+        log: createLogger('test', 'silent'),
+      });
+    expect((await enrolled('counted-2').begin(job('counted-2'))).park).toBeUndefined();
+    expect(asked).toEqual([]);
+    const { stormCounted: _, ...unmarked } = job('counted-3');
+    await enrolled('counted-3').begin(unmarked);
+    expect(asked).toEqual(['counted-3']);
+  });
 });
