@@ -9,7 +9,8 @@ import { TripRecord, parseJson } from '../../core/controls/records.ts';
 // its node and for the whole cluster, atomically (one Lua script), so two agents cannot both
 // take the last slot. A breaker trips when its window reaches the cap: the step that reached
 // the cap runs, the next destructive step anywhere in its scope is blocked. The storm breaker
-// trips when more than M distinct nodes started jobs within its window. Tripped breakers stay
+// trips when more than M distinct nodes were given new jobs within its window (counted where the
+// receiver stores them, or at the start of one it did not store). Tripped breakers stay
 // tripped until reset through the API (which also empties that breaker's window), and say why.
 
 export interface BreakerCaps {

@@ -1,8 +1,8 @@
 import { z } from '../zod.ts';
 import { RUNBOOKS } from '../catalogue/jobs.ts';
 
-// The receiver relays to an enrolled node agent, in its answers to the agent's breaker asks (the
-// job start's `activity`, a destructive step's `reserve`: src/core/controls/breaker-wire.ts), the
+// The receiver relays to an enrolled node agent, in its answers to the agent's breaker asks (an
+// uncounted job start's `activity`, a destructive step's `reserve`: src/core/controls/breaker-wire.ts), the
 // newest mode and pause record it knows of every field that agent's jobs read, verbatim, seals
 // included. The agent takes each as the newest record of its field it knows of (SealedRecords
 // learn), before it reads Redis: an older record put back into Redis (with the receiver's own
