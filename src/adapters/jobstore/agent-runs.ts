@@ -36,10 +36,18 @@ export async function writeAgentRuns(redis: RedisConnection, prefix: string, que
   await redis.set(agentRunsKey(prefix, queue), JSON.stringify(runs));
 }
 
-/** The announcement on `queue`; undefined when there is none, or what is there does not parse (an agent that cannot say what it runs is asked for nothing new). */
+/**
+ * The longest announcement a receiver reads (bytes). The schema's own bounds come to ~41 KB; a
+ * real one is under 1 KB. The key is the node's to write, up to its whole Redis budget: read
+ * whole, one node could make every receiver fetch and parse megabytes per read.
+ */
+export const AGENT_RUNS_MAX_BYTES = 65_536;
+
+/** The announcement on `queue`; undefined when there is none, it is longer than AGENT_RUNS_MAX_BYTES, or does not parse (an agent that cannot say what it runs is asked for nothing new). */
 export async function readAgentRuns(redis: RedisConnection, prefix: string, queue: string): Promise<AgentRuns | undefined> {
-  const raw = await redis.get(agentRunsKey(prefix, queue));
-  if (raw === null) return undefined;
+  // One byte past the bound: a value that fills it is too long. A missing key reads as ''.
+  const raw = await redis.getrange(agentRunsKey(prefix, queue), 0, AGENT_RUNS_MAX_BYTES);
+  if (raw === '' || Buffer.byteLength(raw) > AGENT_RUNS_MAX_BYTES) return undefined;
   try {
     const r = AgentRuns.safeParse(JSON.parse(raw));
     return r.success ? r.data : undefined;

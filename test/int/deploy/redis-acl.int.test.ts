@@ -10,6 +10,7 @@ import { CLUSTER_QUEUE, nodeQueueName } from '../../../src/core/catalogue/queues
 import type { RunbookResult } from '../../../src/core/catalogue/result.ts';
 import type { Component } from '../../../src/adapters/kube/rbac.ts';
 import { createLogger } from '../../../src/adapters/observability/logger.ts';
+import { agentRuns, readAgentRuns, writeAgentRuns } from '../../../src/adapters/jobstore/agent-runs.ts';
 import { Dispatcher } from '../../../src/adapters/jobstore/dispatcher.ts';
 import { IncidentIndex } from '../../../src/adapters/jobstore/incident-index.ts';
 import { producerConnection, whenReady, workerConnection } from '../../../src/adapters/redis/redis.ts';
@@ -135,6 +136,11 @@ describe('the deploy ACL file on a real redis-server', () => {
         await receiverDispatcher.close();
         receiverRedis.disconnect();
       });
+      // The receiver reads a node's announcement with a bounded read (GETRANGE), as its own user.
+      if (receiverRedis.status !== 'ready') await new Promise((ready) => receiverRedis.once('ready', ready));
+      const announced = agentRuns(['residual-multipath-cleanup'], node, new Date());
+      await writeAgentRuns(admin, prefix, nodeQueueName(node), announced);
+      expect(await readAgentRuns(receiverRedis, prefix, nodeQueueName(node))).toEqual(announced);
       const clusterRedis = producerConnection(url('cluster-worker'));
       // As workers/cluster-worker/main.ts: the node halves go into the console's index too.
       const clusterDispatcher = new Dispatcher(clusterRedis, {

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { agentRunsKey, readAgentRuns } from '../../../../src/adapters/jobstore/agent-runs.ts';
+import { AGENT_RUNS_MAX_BYTES, agentRunsKey, readAgentRuns } from '../../../../src/adapters/jobstore/agent-runs.ts';
 import { AgentStore } from '../../../../src/adapters/jobstore/agent-store.ts';
 import { Dispatcher } from '../../../../src/adapters/jobstore/dispatcher.ts';
 import { InMemoryLookups } from '../../../../src/adapters/kube/lookups.ts';
@@ -106,5 +106,17 @@ describe("the receiver's gate on what a node's agent announces", () => {
     const r = await ingest([readonlySignal('g2')], [], deps());
     expect(r.ignored).toEqual([]);
     expect(r.accepted).toMatchObject([{ runbook: 'readonly-filesystem-recovery', queue, deduplicated: false }]);
+  });
+
+  it('reads an announcement longer than its bound as none: a node cannot make receivers fetch its whole Redis budget', async () => {
+    const queue = nodeQueueName('g-long');
+    const runs = { version: 1, runbooks: [...RUNBOOKS], sources: [], by: 'g-long', at: new Date().toISOString() };
+    await redis.set(agentRunsKey(prefix, queue), JSON.stringify(runs));
+    expect((await readAgentRuns(redis, prefix, queue))?.runbooks).toEqual([...RUNBOOKS]);
+    // Still valid JSON and within the schema's per-field bounds, but padded past the byte bound.
+    await redis.set(agentRunsKey(prefix, queue), JSON.stringify({ ...runs, by: 'x'.repeat(300) }) + ' '.repeat(AGENT_RUNS_MAX_BYTES));
+    expect(await readAgentRuns(redis, prefix, queue)).toBeUndefined();
+    await redis.del(agentRunsKey(prefix, queue));
+    expect(await readAgentRuns(redis, prefix, queue)).toBeUndefined();
   });
 });
