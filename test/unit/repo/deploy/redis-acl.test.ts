@@ -94,6 +94,8 @@ const ONLY: Record<string, readonly Component[]> = {
   // src/adapters/redis/node-memory.ts: the per-node memory budget sizes the node queues' keys and gives a restricted node's back.
   'memory|usage': ['receiver'],
   unlink: ['receiver'],
+  // src/adapters/jobstore/agent-runs.ts: the receiver's bounded read of a node's announcement (its AgentGate).
+  getrange: ['receiver'],
 };
 
 describe('the Redis ACL users (deploy/charts/volume-medic/files/users.acl.template)', () => {
