@@ -110,14 +110,18 @@ export interface StorePipelineOptions {
    * Counts the nodes of the jobs a batch stored as new towards the storm breaker (the receiver's
    * Breakers), in one call after the add and before any answer. Each node job is then sealed
    * with `stormCounted`, and its agent counts nothing at its start. A count that fails fails the
-   * batch's answers (503: the sender sends again), and those jobs are counted at their next store
-   * though it folds into them: a node is counted once too often, never once too few.
+   * batch's answers (503: the sender sends again), and is made again every RECOUNT_MS until it
+   * lands, and at those jobs' next store here though it folds into them (a sender's retry may
+   * reach another replica, which would not count it): a node is counted once too often, never
+   * once too few, while this process lives.
    */
   countNodes?: (starts: readonly NodeStart[]) => Promise<unknown>;
 }
 
-/** Jobs whose count failed, remembered until a store counts them (oldest dropped beyond this). */
+/** Jobs whose count failed, remembered until a count lands (oldest dropped beyond this). */
 const UNCOUNTED_KEPT = 10_000;
+/** How soon a failed count is made again. */
+const RECOUNT_MS = 1_000;
 
 /** A job waiting for its batch. */
 export interface PendingJob {
@@ -141,8 +145,9 @@ export class StorePipeline {
   readonly #known: KnownJobs;
   readonly #windowMs: (queueName: string) => number;
   readonly #now: () => number;
-  /** Jobs stored as new whose node the count missed: `<queue> <key>`, counted at their next store. */
-  readonly #uncounted = new Set<string>();
+  /** Jobs stored as new whose node the count missed, by `<queue> <key>`: counted again until it lands. */
+  readonly #uncounted = new Map<string, NodeStart>();
+  #recount: NodeJS.Timeout | undefined;
 
   constructor(redis: RedisConnection, o: StorePipelineOptions, known: KnownJobs, windowMs: (queueName: string) => number, now: () => number) {
     this.#redis = redis;
@@ -218,20 +223,39 @@ export class StorePipeline {
    * count failed); false, every answer failed, when it could not be made.
    */
   async #count(done: readonly { b: PendingJob; a: Enqueued }[]): Promise<boolean> {
-    const countNodes = this.#o.countNodes;
-    if (!countNodes) return true;
-    const due = done.filter(({ b, a }) => a.node !== undefined && (!a.deduplicated || this.#uncounted.has(`${b.queueName} ${b.job.key}`)));
-    if (due.length === 0) return true;
+    if (!this.#o.countNodes) return true;
+    const due = new Map<string, NodeStart>();
+    for (const { b, a } of done) {
+      const id = `${b.queueName} ${b.job.key}`;
+      if (a.node !== undefined && (!a.deduplicated || this.#uncounted.has(id))) due.set(id, { node: a.node, source: b.job.evidence[0]?.source });
+    }
+    if (due.size === 0) return true;
     try {
-      await countNodes(due.map(({ b, a }) => ({ node: a.node!, source: b.job.evidence[0]?.source })));
-      for (const { b } of due) this.#uncounted.delete(`${b.queueName} ${b.job.key}`);
+      await this.#countNow(due);
       return true;
     } catch (err) {
-      for (const { b } of due) this.#uncounted.add(`${b.queueName} ${b.job.key}`);
-      while (this.#uncounted.size > UNCOUNTED_KEPT) this.#uncounted.delete(this.#uncounted.values().next().value!);
       const why = new StoreUnavailableError(`jobs stored but their nodes not counted towards the storm breaker: ${(err as Error).message}`);
       for (const { b } of done) b.reject(why);
       return false;
+    }
+  }
+
+  /** Counts `due`; what it could not count is kept and counted again every RECOUNT_MS. */
+  async #countNow(due: ReadonlyMap<string, NodeStart>): Promise<void> {
+    try {
+      await this.#o.countNodes!([...due.values()]);
+      for (const id of due.keys()) this.#uncounted.delete(id);
+    } catch (err) {
+      for (const [id, start] of due) this.#uncounted.set(id, start);
+      while (this.#uncounted.size > UNCOUNTED_KEPT) this.#uncounted.delete(this.#uncounted.keys().next().value!);
+      if (!this.#recount) {
+        this.#recount = setTimeout(() => {
+          this.#recount = undefined;
+          if (this.#uncounted.size > 0) this.#countNow(new Map(this.#uncounted)).catch(() => {});
+        }, RECOUNT_MS);
+        this.#recount.unref();
+      }
+      throw err;
     }
   }
 
@@ -360,6 +384,7 @@ export class StorePipeline {
   }
 
   async close(): Promise<void> {
+    clearTimeout(this.#recount);
     await Promise.all([...this.#queues.values()].map((q) => q.close()));
     this.#queues.clear();
   }

@@ -9,6 +9,7 @@ import { StoreUnavailableError } from '../../../../src/core/jobs/job-store.ts';
 import { controlKeys } from '../../../../src/core/controls/redis-keys.ts';
 import { verifyJobSeal } from '../../../../src/core/trust/work.ts';
 import { dropPrefix, redisUrl, uniquePrefix } from '../../../support/redis.ts';
+import { waitFor } from '../../../support/wait.ts';
 import { keyringFor, readKeys } from '../../../../src/core/trust/keyring.ts';
 import { TEST_KEYS_DIR, testSealer } from '../../../support/trust.ts';
 
@@ -116,6 +117,18 @@ describe('the dispatcher counts the nodes it stores jobs for', () => {
     // Counted once: the next repeat counts nothing.
     await d.enqueue([job('sc_fail_0000000000001', 'sc-c')]);
     expect(calls.map((c) => c.map((s) => s.node))).toEqual([['sc-c'], ['sc-c']]);
+  });
+
+  it('makes a failed count again by itself: a retry sent to another replica would fold without one', async () => {
+    const d = dispatcher();
+    calls.length = 0;
+    failNext = true;
+    await expect(d.enqueue([job('sc_fail_0000000000002', 'sc-e')])).rejects.toThrow(StoreUnavailableError);
+    await waitFor('the count made again', async () => (await admin.zscore(controlKeys(prefix).storm, 'sc-e')) ?? undefined, 5_000);
+    expect(calls.map((c) => c.map((s) => s.node))).toEqual([['sc-e'], ['sc-e']]);
+    // Landed: a repeat now counts nothing.
+    await d.enqueue([job('sc_fail_0000000000002', 'sc-e')]);
+    expect(calls).toHaveLength(2);
   });
 
   it('marks nothing where it does not count, and never keeps a mark the job came with', async () => {
