@@ -76,8 +76,11 @@ function postOnce(p: ReceiverPost): Promise<{ status: number; text: string }> {
         let size = 0;
         res.on('data', (c: Buffer) => {
           size += c.length;
-          if (size > p.maxBytes) r.destroy(new Error(`the answer of ${p.url.origin} is over ${p.maxBytes} bytes`));
-          else chunks.push(c);
+          if (size <= p.maxBytes) return void chunks.push(c);
+          // Rejected here: an answer that came whole in one chunk would otherwise still 'end', empty.
+          const err = new Error(`the answer of ${p.url.origin} is over ${p.maxBytes} bytes`);
+          reject(err);
+          r.destroy(err);
         });
         res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }));
         res.on('error', reject);

@@ -14,8 +14,14 @@ describe('postToReceiver on a kept connection', () => {
   let requests = 0;
   /** Close a kept connection, unanswered, when its second request arrives (as a receiver's idle close racing the ask). */
   let closeSecond = true;
+  /** Answer this many bytes of JSON instead (an answer past the caller's bound). */
+  let answerBytes = 0;
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
     requests++;
+    if (answerBytes > 0) {
+      req.resume();
+      return res.setHeader('content-type', 'application/json').end(`{"pad":"${'x'.repeat(answerBytes - 10)}"}`);
+    }
     const n = (served.get(req.socket) ?? 0) + 1;
     served.set(req.socket, n);
     if (n > 1 && closeSecond) return req.socket.destroy();
@@ -52,5 +58,20 @@ describe('postToReceiver on a kept connection', () => {
     // The second ask: its kept connection closed unanswered (one request seen), then sent again on a new one.
     expect({ connections: connections - c0, requests: requests - r0 }).toEqual({ connections: 2, requests: 3 });
     agent.destroy();
+  });
+
+  it('rejects an answer past its bound, never resolving with the part that came', async () => {
+    closeSecond = false;
+    const agent = receiverAgent('http:');
+    try {
+      // One chunk past the bound (it used to 'end' empty and resolve), and many.
+      for (const bytes of [2_000, 64 * 1024]) {
+        answerBytes = bytes;
+        await expect(post(agent)).rejects.toThrow(/is over 1024 bytes/);
+      }
+    } finally {
+      answerBytes = 0;
+      agent.destroy();
+    }
   });
 });
