@@ -15,13 +15,14 @@ const prefix = uniquePrefix('jobstart');
 const redis = new Redis(redisUrl());
 const keys = controlKeys(prefix);
 const caps = { nodePerHour: 0, clusterPerHour: 0, stormNodes: 2, stormWindowMs: 600_000 };
-const controls = (node: string) =>
+const controls = (node: string, breakers?: Parameters<typeof createJobControls>[0]['breakers']) =>
   createJobControls({
     redis,
     prefix,
     queue: `q-${node}`,
     node,
     caps,
+    ...(breakers ? { breakers } : {}),
     recheckMs: 1000,
     approvalTtlMs: 60_000,
     approval: { highRisk: false, runbooks: [], maxDestructiveSteps: 0 },
@@ -107,19 +108,7 @@ describe("a job's start", () => {
         return undefined;
       },
     };
-    const enrolled = (node: string) =>
-      createJobControls({
-        redis,
-        prefix,
-        queue: `q-${node}`,
-        node,
-        caps,
-        breakers,
-        recheckMs: 1000,
-        approvalTtlMs: 60_000,
-        approval: { highRisk: false, runbooks: [], maxDestructiveSteps: 0 },
-        log: createLogger('test', 'silent'),
-      });
+    const enrolled = (node: string) => controls(node, breakers);
     expect((await enrolled('counted-2').begin(job('counted-2'))).park).toBeUndefined();
     expect(asked).toEqual([]);
     const { stormCounted: _, ...unmarked } = job('counted-3');
