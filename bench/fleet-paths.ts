@@ -61,6 +61,14 @@ const tls = receiverTlsFiles(work);
 const ca = readFileSync(tls.ca);
 /** FLEET_TLS=off: the receivers serve plain HTTP (what TLS costs an ask, measured by difference). */
 const TLS = process.env['FLEET_TLS'] !== 'off';
+/**
+ * FLEET_DESTRUCTIVE_STEPS=<n>: each job takes n destructive steps' gates after its start (in
+ * enforce, the breakers' caps off so nothing trips): the slot of each is a Redis script on the
+ * unenrolled path and an ask to the receiver on the enrolled one. Default 0: starts only.
+ */
+const DESTRUCTIVE_STEPS = Number(process.env['FLEET_DESTRUCTIVE_STEPS'] ?? 0);
+const BREAKERS_OFF: Record<string, string> =
+  DESTRUCTIVE_STEPS > 0 ? { BREAKER_STORM_NODES: '0', BREAKER_NODE_DESTRUCTIVE_PER_HOUR: '0', BREAKER_CLUSTER_DESTRUCTIVE_PER_HOUR: '0' } : {};
 const nodeName = (i: number): string => `fleet-${String(i).padStart(5, '0')}`;
 const most = Math.max(...SIZES);
 
@@ -108,6 +116,7 @@ async function startReplicas(count: number, redisUrl: string, path: Path): Promi
           ENROL_NODE_AGENTS: `${NS}/volume-medic-node-agent`,
           ...(path !== 'unenrolled' ? { REDIS_NODE_USERS: 'true' } : {}),
           ...(path === 'enrolled-unkept' ? { HTTP_KEEP_ALIVE_SECONDS: '5' } : {}),
+          ...BREAKERS_OFF,
         },
         {
           execArgv: [
@@ -155,6 +164,8 @@ async function startAgents(n: number, redisUrl: string, path: Path, replicas: Re
         QUEUE_PREFIX: PREFIX,
         STATE_DIR: mkdtempSync(join(work, 'state-')),
         CONTROL_VERIFY_CERT_FILE: control.certFile,
+        ...BREAKERS_OFF,
+        ...(DESTRUCTIVE_STEPS > 0 ? { FLEET_DESTRUCTIVE_STEPS: String(DESTRUCTIVE_STEPS) } : {}),
         ...(path !== 'unenrolled'
           ? {
               FLEET_ENROL_URLS: replicas.map((r) => r.url).join(','),
@@ -359,6 +370,7 @@ for (const n of SIZES) {
 }
 await api.close();
 
+process.stdout.write(`\ndestructive steps per job: ${DESTRUCTIVE_STEPS}${DESTRUCTIVE_STEPS > 0 ? ' (enforce, breakers off)' : ''}\n`);
 process.stdout.write(
   '\n| N | path | receivers | ready s | all started s | start p50 / p99 ms | receiver CPU ms/job | Redis CPU ms/job | agents CPU ms/job | total CPU ms/job | asks/s per replica | conns / handshakes / resumed per ask | storm count (uncounted) | lost | dup | failed | answers | receiver RSS MiB |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n',
 );
@@ -383,6 +395,9 @@ for (const e of rows.filter((r) => r.path !== 'unenrolled')) {
 }
 const out = here(`./results/fleet-paths-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
 mkdirSync(dirname(out), { recursive: true });
-writeFileSync(out, JSON.stringify({ sizes: SIZES, paths: PATHS, replicas: REPLICAS, perProcess: PER_PROCESS, rows }, null, 2));
+writeFileSync(
+  out,
+  JSON.stringify({ sizes: SIZES, paths: PATHS, replicas: REPLICAS, perProcess: PER_PROCESS, destructiveSteps: DESTRUCTIVE_STEPS, rows }, null, 2),
+);
 process.stdout.write(`\nwrote ${out}\n`);
 process.exit(0);

@@ -62,10 +62,17 @@ if (heapEvery > 0 && gc)
   }, heapEvery).unref();
 
 const log = createLogger('fleet-agent', 'warn');
+/** FLEET_DESTRUCTIVE_STEPS (bench/fleet-paths.ts): each job passes this many destructive steps' gates (their breaker slots), in enforce. */
+const destructiveSteps = Number(process.env['FLEET_DESTRUCTIVE_STEPS'] ?? 0);
 const stub =
   (runbook: RunbookName): RunbookHandler<RunbookName> =>
   async (_job: unknown, ctx: RunbookContext): Promise<RunbookResult> => {
     say(`RAN ${ctx.ranOn} ${ctx.jobId} ${Date.now()}`);
+    for (let k = 0; k < destructiveSteps; k++) {
+      const step = { id: `stand-in:${k}`, description: 'fleet stand-in', destructive: true };
+      const d = await ctx.gate?.beforeStep(step, { summary: 'fleet stand-in', steps: [step] });
+      if (d && !d.go) throw new Error(`stand-in step ${k} held: ${d.park.why}`);
+    }
     return {
       runbook,
       mode: ctx.mode,
@@ -155,6 +162,7 @@ for (let i = from; i < to; i++) {
       nodeName: node,
       logLevel: 'warn',
       stateDir: `${process.env['STATE_DIR']}/${node}`,
+      ...(destructiveSteps > 0 ? { defaultMode: 'enforce' } : {}),
       ...(controlCert ? { controlVerifyCertFile: controlCert } : {}),
       // The breakers' caps, as the environment sets them (bench/soak.ts turns them off: its load is thousands of recoveries an hour).
       ...Object.fromEntries(BREAKER_SETTINGS.filter(([env]) => process.env[env] !== undefined).map(([env, key]) => [key, process.env[env]])),
