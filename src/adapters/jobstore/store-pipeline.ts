@@ -1,6 +1,7 @@
 import { Job, type JobsOptions, Queue } from 'bullmq';
 import type { RemediationJob } from '../../core/catalogue/jobs.ts';
 import { RUNBOOK_POLICY } from '../../core/catalogue/policy.ts';
+import { placementOfQueue } from '../../core/catalogue/queues.ts';
 import { type Enqueued, StoreUnavailableError } from '../../core/jobs/job-store.ts';
 import type { Sealer } from '../../core/trust/seal.ts';
 import { sealedJobText } from '../../core/trust/work.ts';
@@ -123,6 +124,9 @@ const UNCOUNTED_KEPT = 10_000;
 /** How soon a failed count is made again. */
 const RECOUNT_MS = 1_000;
 
+/** A node queue's jobs count their node towards the storm breaker (a node agent's start did); the cluster worker's never did. */
+const countsOn = (queueName: string): boolean => placementOfQueue(queueName) === 'node';
+
 /** A job waiting for its batch. */
 export interface PendingJob {
   job: RemediationJob;
@@ -227,7 +231,8 @@ export class StorePipeline {
     const due = new Map<string, NodeStart>();
     for (const { b, a } of done) {
       const id = `${b.queueName} ${b.job.key}`;
-      if (a.node !== undefined && (!a.deduplicated || this.#uncounted.has(id))) due.set(id, { node: a.node, source: b.job.evidence[0]?.source });
+      if (a.node !== undefined && countsOn(b.queueName) && (!a.deduplicated || this.#uncounted.has(id)))
+        due.set(id, { node: a.node, source: b.job.evidence[0]?.source });
     }
     if (due.size === 0) return true;
     try {
@@ -286,7 +291,7 @@ export class StorePipeline {
     // The job encoded once, for its seal and as the text stored (captureAdd puts it in place of BullMQ's encoding).
     // Marked counted only where this pipeline counts its node (never a mark the job came with).
     const { stormCounted: _came, ...plain } = b.job;
-    const counted = this.#o.countNodes && 'node' in b.job.target ? { ...plain, stormCounted: true as const } : plain;
+    const counted = this.#o.countNodes && countsOn(b.queueName) ? { ...plain, stormCounted: true as const } : plain;
     const text = sealer ? sealedJobText(sealer, b.queueName, counted, this.#o.sealTtlMs ?? DEFAULT_SEAL_TTL_MS) : JSON.stringify(counted);
     const job = new Job(queue, b.job.runbook, DATA_PLACEHOLDER, jobOptions(b.job), b.job.key);
     // The job's timestamp is read right before its add, in the same script call: exact within

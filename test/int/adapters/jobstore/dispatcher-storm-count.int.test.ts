@@ -3,8 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Breakers, type NodeStart } from '../../../../src/adapters/controls/breakers.ts';
 import { Dispatcher } from '../../../../src/adapters/jobstore/dispatcher.ts';
 import { producerConnection, type RedisConnection } from '../../../../src/adapters/redis/redis.ts';
-import type { ResidualMultipathJob } from '../../../../src/core/catalogue/jobs.ts';
-import { nodeQueueName } from '../../../../src/core/catalogue/queues.ts';
+import type { RbdStaleMappingJob, ResidualMultipathJob } from '../../../../src/core/catalogue/jobs.ts';
+import { CLUSTER_QUEUE, nodeQueueName } from '../../../../src/core/catalogue/queues.ts';
 import { StoreUnavailableError } from '../../../../src/core/jobs/job-store.ts';
 import { controlKeys } from '../../../../src/core/controls/redis-keys.ts';
 import { verifyJobSeal } from '../../../../src/core/trust/work.ts';
@@ -129,6 +129,22 @@ describe('the dispatcher counts the nodes it stores jobs for', () => {
     // Landed: a repeat now counts nothing.
     await d.enqueue([job('sc_fail_0000000000002', 'sc-e')]);
     expect(calls).toHaveLength(2);
+  });
+
+  it("counts no node for the cluster worker's jobs (its start never counted one) and marks none", async () => {
+    const d = dispatcher();
+    calls.length = 0;
+    const stale: RbdStaleMappingJob = {
+      runbook: 'rbd-stale-mapping',
+      version: 1,
+      key: 'sc_rbd_00000000000001',
+      target: { node: 'sc-f', pool: 'kube', image: 'csi-vol-sc' },
+      evidence: [{ source: 'k8s-event', summary: 'test', raw: null }],
+    };
+    const [a] = await d.enqueue([stale]);
+    expect(a?.queue).toBe(CLUSTER_QUEUE);
+    expect(calls).toEqual([]);
+    expect(JSON.parse((await admin.hget(`${prefix}:${CLUSTER_QUEUE}:${stale.key}`, 'data')) ?? '{}')).not.toHaveProperty('stormCounted');
   });
 
   it('marks nothing where it does not count, and never keeps a mark the job came with', async () => {
