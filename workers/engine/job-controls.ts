@@ -204,8 +204,17 @@ async function breakerGate(c: Controls, job: JobStart, step: PlannedStep): Promi
 }
 
 /**
+ * The receiver's count of the node when it stored the job stands for this start while the store
+ * is recent: within half the storm window the node is still in it. A start long after its store
+ * (an agent that was down, a retry after its backoff) is counted anew, as a start always was:
+ * a fleet of agents coming back to old jobs at once is a storm too.
+ */
+const countedRecently = (c: Controls, job: JobStart): boolean =>
+  job.stormCounted === true && c.now().getTime() - job.createdAt <= c.opts.caps.stormWindowMs / 2;
+
+/**
  * A job's start: its modes and pauses read, and (a node's job the receiver did not count when
- * it stored it) the node counted towards the storm breaker, in one round trip on a single Redis
+ * it stored it, or long ago) the node counted towards the storm breaker, in one round trip on a single Redis
  * (bench/job-lifecycle.ts: two fewer per job); on a Cluster, where the keys sit in different
  * slots, sent at once. The node counts even when its job then waits for a pause: it was picked
  * up (a storm is a storm whether or not an operator paused it; a trip only ever holds
@@ -216,7 +225,7 @@ async function startReads(c: Controls, job: JobStart): Promise<{ view: StartView
   const { opts, store, breakers, local, node } = c;
   const { runbook, source } = job;
   if (!node) return { view: await store.startView(runbook) };
-  if (job.stormCounted) return { view: await store.startView(runbook, node) };
+  if (countedRecently(c, job)) return { view: await store.startView(runbook, node) };
   if (!local) {
     // The receiver counts the start: a start it could not count waits (the storm breaker must see it).
     // Its answer relays the newest control records it knows (taken by the time it resolves): what

@@ -93,7 +93,7 @@ describe("a job's start", () => {
       jobId: `job-${node}`,
       queue: `q-${node}`,
       runbook: 'residual-multipath-cleanup',
-      createdAt: 1,
+      createdAt: Date.now(),
       configuredMode: 'enforce' as const,
       stormCounted: true,
     });
@@ -114,5 +114,8 @@ describe("a job's start", () => {
     const { stormCounted: _, ...unmarked } = job('counted-3');
     await enrolled('counted-3').begin(unmarked);
     expect(asked).toEqual(['counted-3']);
+    // Stored longer ago than half the storm window (an agent that was down): its start counts again.
+    await enrolled('counted-4').begin({ ...job('counted-4'), createdAt: Date.now() - caps.stormWindowMs / 2 - 1_000 });
+    expect(asked).toEqual(['counted-3', 'counted-4']);
   });
 });
