@@ -4,11 +4,11 @@ import { NodeName } from '../catalogue/names.ts';
 import { Seal } from '../trust/seal.ts';
 import { TripRecord } from './records.ts';
 
-// How an enrolled node agent asks the receiver to take a breaker slot or count its job start
-// (a job the receiver did not count when it stored it: the agent's own work, an operator's retry)
-// (src/control/http/routes/breaker-slots.ts does it, as its own Redis user): a node's own Redis user may
-// not write the breakers' keys, where it could trip or clear a breaker for the whole fleet. The
-// request is sealed with the node's work key of its queue (only that node and the receiver hold
+// How an enrolled node agent asks the receiver to take a breaker slot, or to count a job start the
+// receiver did not count when it stored the job (the agent's own work, an operator's retry, a start
+// long after the store). src/control/http/routes/breaker-slots.ts does it, as its own Redis user: a
+// node's own Redis user may not write the breakers' keys, where it could trip or clear a breaker
+// for the whole fleet. The request is sealed with the node's work key of its queue (only that node and the receiver hold
 // it), for a minute; the node is the one the seal proves, and the receiver's own caps apply.
 
 export const BREAKER_SLOTS_PATH = '/v1/agents/breakers';
