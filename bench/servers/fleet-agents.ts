@@ -1,4 +1,5 @@
 import { Worker } from 'bullmq';
+import { breakerSettingsFromEnv } from './breaker-env.ts';
 import { Cluster } from 'ioredis';
 import { announce } from '../../test/support/child.ts';
 import { configParser } from '../../src/core/config/load.ts';
@@ -88,12 +89,6 @@ const stub =
   };
 const registry = Object.fromEntries(RUNBOOKS.map((r) => [r, stub(r)])) as RunbookRegistry;
 
-const BREAKER_SETTINGS = [
-  ['BREAKER_STORM_NODES', 'breakerStormNodes'],
-  ['BREAKER_NODE_DESTRUCTIVE_PER_HOUR', 'breakerNodeDestructivePerHour'],
-  ['BREAKER_CLUSTER_DESTRUCTIVE_PER_HOUR', 'breakerClusterDestructivePerHour'],
-] as const;
-
 /** What each simulated agent is to this process: ready when waiting for jobs, closed at the end. */
 const workers: { ready(): Promise<unknown>; close(): Promise<unknown> }[] = [];
 // One schema for every simulated agent of this process (building it costs ~2 ms).
@@ -165,7 +160,7 @@ for (let i = from; i < to; i++) {
       ...(destructiveSteps > 0 ? { defaultMode: 'enforce' } : {}),
       ...(controlCert ? { controlVerifyCertFile: controlCert } : {}),
       // The breakers' caps, as the environment sets them (bench/soak.ts turns them off: its load is thousands of recoveries an hour).
-      ...Object.fromEntries(BREAKER_SETTINGS.filter(([env]) => process.env[env] !== undefined).map(([env, key]) => [key, process.env[env]])),
+      ...breakerSettingsFromEnv(),
       ...(enrolled
         ? {
             enrolUrl: enrolUrls[i % enrolUrls.length],

@@ -1,4 +1,5 @@
 import { announce, answerHeapRequests } from '../../test/support/child.ts';
+import { breakerSettingsFromEnv } from './breaker-env.ts';
 import { parseConfig } from '../../src/core/config/load.ts';
 import { startReceiver } from '../../src/control/receiver.ts';
 import { answerStatsRequests } from '../lib/server-stats.ts';
@@ -31,6 +32,9 @@ const config = parseConfig('receiver', {
   ...(process.env['CONTROL_SIGNING_KEY_FILE']
     ? { controlSigningKeyFile: process.env['CONTROL_SIGNING_KEY_FILE'], controlVerifyCertFile: process.env['CONTROL_VERIFY_CERT_FILE'] }
     : {}),
+  // The breakers' caps, as the agents get them (the soak turns them off; the receiver counts the
+  // nodes of the jobs it stores towards the storm breaker and takes enrolled agents' slots).
+  ...breakerSettingsFromEnv(),
 });
 const receiver = await startReceiver(config);
 // Started with --expose-gc (test/int/control/receiver/breaker-flood.int.test.ts): its heap after full collections, on request.
