@@ -49,7 +49,7 @@ export const controls = section({
       env: 'BREAKER_STORM_NODES',
       readers: EVERY_PROCESS,
       type: () => z._default(Count(0), 5),
-      doc: 'More nodes than this given new jobs within BREAKER_STORM_WINDOW_SECONDS trips the storm breaker; 0: off. A node counts when the receiver stores a new job for it (a repeat folded into a stored job does not), or when a job no receiver counted starts (an agent\'s own work, an operator\'s retry) or one starts more than half the window after it was stored.',
+      doc: "More nodes than this given new jobs within BREAKER_STORM_WINDOW_SECONDS trips the storm breaker; 0: off. A node counts when the receiver stores a new job for it (a repeat folded into a stored job does not), or when a job no receiver counted starts (an agent's own work, an operator's retry) or one starts more than half the window after it was stored.",
     }),
     breakerStormWindowSeconds: setting({
       env: 'BREAKER_STORM_WINDOW_SECONDS',
