@@ -37,9 +37,10 @@ export async function writeAgentRuns(redis: RedisConnection, prefix: string, que
 }
 
 /**
- * The longest announcement a receiver reads (bytes). The schema's own bounds come to ~41 KB; a
- * real one is under 1 KB. The key is the node's to write, up to its whole Redis budget: read
- * whole, one node could make every receiver fetch and parse megabytes per read.
+ * The longest announcement a receiver reads (bytes): more than the schema's own bounds allow (200
+ * names of 100 characters in each list), far more than a real one. The key is the node's to
+ * write, up to its whole Redis budget: read whole, one node could make every receiver fetch and
+ * parse megabytes per read.
  */
 export const AGENT_RUNS_MAX_BYTES = 65_536;
 

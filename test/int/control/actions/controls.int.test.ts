@@ -1,5 +1,5 @@
 import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import type { Config } from '../../../../src/core/config/schema.ts';
 import { createLogger } from '../../../../src/adapters/observability/logger.ts';
 import { startReceiver, type Receiver } from '../../../../src/control/receiver.ts';
@@ -53,10 +53,10 @@ describe('operator controls with a real Redis, receiver and node agent', () => {
     return a;
   };
   let n = 0;
-  const newJob = async (node: string): Promise<string> => {
+  const newJob = async (node: string, to: Receiver = receiver): Promise<string> => {
     n += 1;
     const r = await post(
-      `${receiver.url}/v1/alertmanager`,
+      `${to.url}/v1/alertmanager`,
       alertmanagerBody([nodeNotReadyAlert(node, 'resolved', `fp${n}x${node.replace(/[^a-z0-9]/g, '')}`)]),
       TOKEN,
     );
@@ -310,6 +310,10 @@ describe('operator controls with a real Redis, receiver and node agent', () => {
       breakerStormWindowSeconds: 600,
       runbookModes: { 'residual-multipath-cleanup': 'enforce' },
     };
+    // The receiver counts a node where it stores its job, with its own caps: this test's jobs go
+    // through a second replica with the storm breaker on (the first has it off for the other tests).
+    const stormy = await startReceiver(base({ breakerStormNodes: 2, breakerStormWindowSeconds: 600 }), { operatorKubeConfig: ops.api.kubeConfig() });
+    onTestFinished(() => stormy.close());
     // Earlier tests' nodes are in the window too: start from an empty one.
     await api('/v1/breakers/reset', { breaker: 'storm' }, 'test');
     for (const node of ['storm-a', 'storm-b', 'storm-c']) agent(node, toy, cfg);
@@ -318,11 +322,11 @@ describe('operator controls with a real Redis, receiver and node agent', () => {
     // and trip the storm again (as it should), leaving the third job parked (seen under load).
     const ids = [];
     for (const node of ['storm-a', 'storm-b']) {
-      const id = await newJob(node);
+      const id = await newJob(node, stormy);
       ids.push(id);
       await until(id, (j) => j.state === 'completed', `${node}'s job done`);
     }
-    ids.push(await newJob('storm-c'));
+    ids.push(await newJob('storm-c', stormy));
     await waitFor('storm breaker tripped', async () => {
       const b = await get('/v1/breakers');
       return b.breakers.find((x: any) => x.name === 'storm' && x.tripped) ?? undefined;
