@@ -281,6 +281,20 @@ export async function startSentinelSet(name = 'vmprimary', o: { replicas?: numbe
       },
       20_000,
     );
+    /** The primary a sentinel names when it has no failover under way for it; undefined otherwise. */
+    const settledPrimaryOf = async (p: number): Promise<number | undefined> => {
+      const s = admin(p);
+      s.on('error', () => {});
+      try {
+        const f = (await s.call('SENTINEL', 'MASTER', name)) as string[];
+        const field = (k: string): string | undefined => f[f.indexOf(k) + 1];
+        return field('flags') === 'master' ? Number(field('port')) : undefined;
+      } catch {
+        return undefined;
+      } finally {
+        s.disconnect();
+      }
+    };
     const primaryPort = async (): Promise<number> => {
       for (const p of sp) {
         const s = admin(p);
@@ -306,7 +320,19 @@ export async function startSentinelSet(name = 'vmprimary', o: { replicas?: numbe
       env: sp.map((p) => `127.0.0.1:${p}`).join(','),
       primaryPort,
       restartAsReplica: async (port: number) => {
-        const current = await primaryPort();
+        // Every sentinel names the same primary, its failover finished: a server started while one
+        // is still under way can be taken for the primary again by a sentinel that never adopted
+        // the new one, and the promoted replica then resynchronises from the empty restarted server.
+        let current = 0;
+        await until(
+          'every sentinel to name one primary, no failover under way',
+          async () => {
+            const views = await Promise.all(sp.map((p) => settledPrimaryOf(p)));
+            current = views[0] ?? 0;
+            return current !== 0 && views.every((v) => v === current);
+          },
+          30_000,
+        );
         await servers.release(port);
         const s = servers.start(port, ['--replicaof', '127.0.0.1', String(current)]);
         await until(`old primary back on ${port}`, () => answers(port));

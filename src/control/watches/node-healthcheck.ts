@@ -119,6 +119,8 @@ class RemediationSync {
   readonly #known = new Map<string, Tracked>();
   /** Job key -> queue, of deleted objects whose job was running: withdrawn if it goes back to waiting (a retry). */
   readonly #withdrawing = new Map<string, string>();
+  /** The sync under way per object uid, the next one chained behind it. */
+  readonly #syncing = new Map<string, Promise<void>>();
 
   constructor(deps: RemediationSyncDeps) {
     this.#d = deps;
@@ -129,7 +131,7 @@ class RemediationSync {
     if (!t) return void this.#d.log?.warn({ obj: (obj as KubernetesObject)?.metadata?.name }, 'VolumeMedicRemediation not understood; ignored');
     if (t.deleting) return this.removed(obj);
     this.#known.set(t.ref.uid, t);
-    await this.#guarded(t, () => this.#sync(t));
+    await this.#guarded(t, (now) => this.#sync(now));
   }
 
   async removed(obj: unknown): Promise<void> {
@@ -142,21 +144,32 @@ class RemediationSync {
 
   /** Every object whose job has not finished, and every withdrawal still waiting for its job to stop. */
   async resync(): Promise<void> {
-    for (const t of [...this.#known.values()]) if (!isFinal(t.status)) await this.#guarded(t, () => this.#sync(t));
+    for (const t of [...this.#known.values()]) if (!isFinal(t.status)) await this.#guarded(t, (now) => this.#sync(now));
     for (const [key, queue] of [...this.#withdrawing]) {
       await this.#withdraw(key, queue, 'retry of a deleted object').catch((err: Error) => this.#d.log?.warn({ key, err: err.message }, 'withdrawal failed'));
     }
   }
 
-  async #guarded(t: Tracked, fn: () => Promise<void>): Promise<void> {
-    try {
-      await fn();
-    } catch (err) {
-      this.#d.log?.warn(
-        { remediation: `${t.ref.namespace}/${t.ref.name}`, err: (err as Error).message },
-        'VolumeMedicRemediation not synced; the next resync tries again',
-      );
-    }
+  /**
+   * One object's syncs one after the other: the watch's event and the resync loop would otherwise
+   * race on the same job (one withdraws it, the other finds it gone and writes that status first,
+   * and the first's write then conflicts and is dropped). Each runs on the newest copy of the
+   * object seen by the time it runs (an event may have come while it waited).
+   */
+  async #guarded(t: Tracked, fn: (newest: Tracked) => Promise<void>): Promise<void> {
+    const uid = t.ref.uid;
+    const newest = (): Tracked => this.#known.get(uid) ?? t;
+    const run = (this.#syncing.get(uid) ?? Promise.resolve())
+      .then(() => fn(newest()))
+      .catch((err: unknown) => {
+        this.#d.log?.warn(
+          { remediation: `${t.ref.namespace}/${t.ref.name}`, err: (err as Error).message },
+          'VolumeMedicRemediation not synced; the next resync tries again',
+        );
+      });
+    this.#syncing.set(uid, run);
+    await run;
+    if (this.#syncing.get(uid) === run) this.#syncing.delete(uid);
   }
 
   async #withdraw(key: string, queue: string, why: string): Promise<void> {
