@@ -51,6 +51,13 @@ export class NodeRedisBudget {
   readonly #policy: PassPolicy;
   readonly #restrictions: NodeRestrictions;
   readonly #now: () => number;
+  /**
+   * Restricted nodes whose read-only user a server did not take (a timeout, a server away): made
+   * read-only again at every pass until every server has it. The restriction is recorded, so a
+   * later pass would otherwise never apply it again, and the node kept its write rules there
+   * until a full reconcile or its next enrolment.
+   */
+  readonly #notReadOnly = new Set<string>();
   #last: LastPass | undefined;
   #timer: NodeJS.Timeout | undefined;
   #running: Promise<void> = Promise.resolve();
@@ -99,6 +106,11 @@ export class NodeRedisBudget {
     const { usage, keys } = await nodeUsage(this.#o.redis, this.#o.prefix);
     const over = nodesOverBudget(usage, this.#o.budgetBytes);
     const restricted = over.length > 0 ? await this.#restrictions.all() : new Map<string, NodeRestriction>();
+    for (const node of [...this.#notReadOnly])
+      if (!over.some((o) => o.node === node))
+        await this.#readOnly(node).catch((err: Error) =>
+          this.#o.log.warn({ node, err: err.message }, 'node Redis budget: could not make a restricted node read-only (the next count tries again)'),
+        );
     for (const { node, bytes } of over) {
       try {
         await this.#enforce(node, bytes, restricted.get(node));
@@ -120,10 +132,10 @@ export class NodeRedisBudget {
   async #enforce(node: string, bytes: number, already: NodeRestriction | undefined): Promise<void> {
     const budget = this.#o.budgetBytes;
     let record: NodeRestriction = already ?? { at: new Date(this.#now()).toISOString(), usedBytes: bytes, budgetBytes: budget };
-    if (!already) {
+    if (!already || this.#notReadOnly.has(node)) {
       // Recorded first: a replica that applies this user again from now on applies it read-only.
-      await this.#restrictions.record(node, record);
-      const applied = await this.#o.users.reapply(node);
+      if (!already) await this.#restrictions.record(node, record);
+      const applied = await this.#readOnly(node);
       this.#o.log.warn(
         { node, usedBytes: bytes, budgetBytes: budget, applied: applied?.applied, failed: applied?.failed },
         applied
@@ -150,6 +162,14 @@ export class NodeRedisBudget {
       });
   }
 
+  /** Applies the restricted node's user again (read-only now), remembering a server that did not take it. */
+  async #readOnly(node: string): Promise<ApplyReport | undefined> {
+    this.#notReadOnly.add(node);
+    const applied = await this.#o.users.reapply(node);
+    if (!applied || applied.failed.length === 0) this.#notReadOnly.delete(node);
+    return applied;
+  }
+
   get budgetBytes(): number {
     return this.#o.budgetBytes;
   }
@@ -162,6 +182,7 @@ export class NodeRedisBudget {
   /** An operator lifts a node's restriction: its user gets its own rules back. Undefined: it was not restricted. */
   async release(node: string, asked: { by: string; why: string }): Promise<NodeRestriction | undefined> {
     const was = await this.#restrictions.lift(node);
+    this.#notReadOnly.delete(node);
     if (!was) return undefined;
     await this.#o.users.reapply(node);
     await this.#audit('node-redis-released', node, { by: asked.by, why: `${asked.why} (was: restricted at ${was.at}, ${mib(was.usedBytes)})` });
