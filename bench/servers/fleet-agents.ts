@@ -1,4 +1,5 @@
 import { Worker } from 'bullmq';
+import { nothingToDo } from '../../test/support/stub-result.ts';
 import { breakerSettingsFromEnv } from './breaker-env.ts';
 import { Cluster } from 'ioredis';
 import { announce } from '../../test/support/child.ts';
@@ -74,18 +75,7 @@ const stub =
       const d = await ctx.gate?.beforeStep(step, { summary: 'fleet stand-in', steps: [step] });
       if (d && !d.go) throw new Error(`stand-in step ${k} held: ${d.park.why}`);
     }
-    return {
-      runbook,
-      mode: ctx.mode,
-      outcome: 'nothing-to-do',
-      summary: 'fleet stand-in',
-      facts: null,
-      plan: null,
-      refusals: [],
-      steps: [],
-      commands: [],
-      ranOn: ctx.ranOn,
-    };
+    return nothingToDo(runbook, ctx, 'fleet stand-in');
   };
 const registry = Object.fromEntries(RUNBOOKS.map((r) => [r, stub(r)])) as RunbookRegistry;
 

@@ -1,4 +1,5 @@
 import { mkdtempSync, rmSync } from 'node:fs';
+import { nothingToDo } from '../support/stub-result.ts';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Queue } from 'bullmq';
@@ -97,18 +98,7 @@ describe('hung host commands', () => {
         'residual-multipath-cleanup': async (job, ctx) => {
           started.set(job.key, Date.now());
           if (job.key.startsWith('residual_hung')) return runRunbook(def, job, ctx, { host: createRealHost({ root }), stateDir: '/state' });
-          return {
-            runbook: job.runbook,
-            mode: ctx.mode,
-            outcome: 'nothing-to-do',
-            summary: 'next job',
-            facts: null,
-            plan: null,
-            refusals: [],
-            steps: [],
-            commands: [],
-            ranOn: ctx.ranOn,
-          };
+          return nothingToDo(job.runbook, ctx, 'next job');
         },
       },
     });

@@ -2,6 +2,7 @@
 // statistics) whose runbooks only say that they ran: `RAN <runbook> <jobId> <mode>` on stdout.
 // Tests write jobs straight into Redis and watch what this process does with them.
 import { createNodeAgent } from '../../workers/node-agent/agent.ts';
+import { nothingToDo } from './stub-result.ts';
 import { createLogger } from '../../src/adapters/observability/logger.ts';
 import { RUNBOOKS, type RunbookName } from '../../src/core/catalogue/jobs.ts';
 import type { RunbookContext, RunbookHandler, RunbookRegistry } from '../../workers/engine/registry.ts';
@@ -47,18 +48,7 @@ const stub =
   (runbook: RunbookName): RunbookHandler<RunbookName> =>
   async (_job: unknown, ctx: RunbookContext): Promise<RunbookResult> => {
     process.stdout.write(`RAN ${runbook} ${ctx.jobId} ${ctx.mode}\n`);
-    return {
-      runbook,
-      mode: ctx.mode,
-      outcome: 'nothing-to-do',
-      summary: 'stub',
-      facts: null,
-      plan: null,
-      refusals: [],
-      steps: [],
-      commands: [],
-      ranOn: ctx.ranOn,
-    };
+    return nothingToDo(runbook, ctx);
   };
 const agent = createNodeAgent({
   config,

@@ -1,4 +1,5 @@
 import { fileURLToPath } from 'node:url';
+import { nothingToDo } from '../../support/stub-result.ts';
 import { join } from 'node:path';
 import type { RunbookName } from '../../../src/core/catalogue/jobs.ts';
 import type { RunbookHandler, RunbookRegistry } from '../../../workers/engine/registry.ts';
@@ -51,18 +52,7 @@ const stub =
   (runbook: RunbookName): RunbookHandler<RunbookName> =>
   async (_job, ctx) => {
     process.stdout.write(`RAN ${runbook} ${ctx.jobId} ${version}\n`);
-    return {
-      runbook,
-      mode: ctx.mode,
-      outcome: 'nothing-to-do',
-      summary: 'stub',
-      facts: null,
-      plan: null,
-      refusals: [],
-      steps: [],
-      commands: [],
-      ranOn: ctx.ranOn,
-    };
+    return nothingToDo(runbook, ctx);
   };
 const agent = createNodeAgent({
   config,
