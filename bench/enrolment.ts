@@ -1,5 +1,6 @@
 import { request } from 'node:http';
-import { writeFileSync, mkdtempSync } from 'node:fs';
+import { writeKubeconfig } from '../test/support/kubeconfig-file.ts';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
@@ -35,18 +36,7 @@ for (let i = 0; i < N; i++) {
   api.addAgentPod(`token-${i}`, { serviceAccount: `${NS}/volume-medic-node-agent`, pod: `agent-${i}`, uid: `uid-${i}`, node: `node-${i}` });
 }
 const dir = mkdtempSync(join(tmpdir(), 'vm-bench-enrol-'));
-const kubeconfig = join(dir, 'kubeconfig');
-writeFileSync(
-  kubeconfig,
-  JSON.stringify({
-    apiVersion: 'v1',
-    kind: 'Config',
-    'current-context': 'fake',
-    clusters: [{ name: 'fake', cluster: { server: api.url, 'insecure-skip-tls-verify': true } }],
-    users: [{ name: 'fake', user: { token: 'fake-token' } }],
-    contexts: [{ name: 'fake', context: { cluster: 'fake', user: 'fake' } }],
-  }),
-);
+const kubeconfig = writeKubeconfig(dir, api.url);
 const redis = await startPrivateRedis();
 const admin = new Redis(redis.url);
 const receiver = startChild(

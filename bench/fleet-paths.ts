@@ -1,4 +1,5 @@
 import { spawnSync } from 'node:child_process';
+import { writeKubeconfig } from '../test/support/kubeconfig-file.ts';
 import { mkdtempSync, mkdirSync, writeFileSync } from 'node:fs';
 import { Agent as HttpAgent, request as httpRequest } from 'node:http';
 import { Agent, request } from 'node:https';
@@ -80,18 +81,7 @@ for (let i = 0; i < most; i++) {
   api.addAgentPod(`token-${i}`, { serviceAccount: `${NS}/volume-medic-node-agent`, pod: `agent-${i}`, uid: `uid-${i}`, node: nodeName(i) });
   writeFileSync(join(tokens, nodeName(i)), `token-${i}\n`);
 }
-const kubeconfig = join(work, 'kubeconfig');
-writeFileSync(
-  kubeconfig,
-  JSON.stringify({
-    apiVersion: 'v1',
-    kind: 'Config',
-    'current-context': 'fake',
-    clusters: [{ name: 'fake', cluster: { server: api.url, 'insecure-skip-tls-verify': true } }],
-    users: [{ name: 'fake', user: { token: 'fake-token' } }],
-    contexts: [{ name: 'fake', context: { cluster: 'fake', user: 'fake' } }],
-  }),
-);
+const kubeconfig = writeKubeconfig(work, api.url);
 
 interface Replica {
   child: Child;

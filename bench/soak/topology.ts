@@ -1,4 +1,5 @@
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { writeKubeconfig } from '../../test/support/kubeconfig-file.ts';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startChild, type Child } from '../../test/support/child.ts';
@@ -57,22 +58,6 @@ function cleanEnvironment(): void {
   }
 }
 
-function writeKubeconfig(dir: string, server: string): string {
-  const file = join(dir, 'kubeconfig');
-  writeFileSync(
-    file,
-    JSON.stringify({
-      apiVersion: 'v1',
-      kind: 'Config',
-      clusters: [{ name: 'soak', cluster: { server } }],
-      users: [{ name: 'soak', user: { token: 'soak-token' } }],
-      contexts: [{ name: 'soak', context: { cluster: 'soak', user: 'soak', namespace: 'volume-medic' } }],
-      'current-context': 'soak',
-    }),
-  );
-  return file;
-}
-
 // long because: one process kind after the other, each needing the previous ones' addresses
 export async function startTopology(shape: SoakShape, log: (line: string) => void): Promise<Topology> {
   cleanEnvironment();
@@ -88,7 +73,7 @@ export async function startTopology(shape: SoakShape, log: (line: string) => voi
 
   const realNodes = Array.from({ length: shape.realAgents }, (_, i) => realNode(i));
   const kube = startChild(here('./servers/kube-api.ts'), { KUBE_NODES: realNodes.join(',') });
-  const kubeconfig = writeKubeconfig(dir, await kube.waitLine('URL '));
+  const kubeconfig = writeKubeconfig(dir, await kube.waitLine('URL '), { token: 'soak-token', namespace: 'volume-medic' });
 
   const receiverEnv = {
     ...redisEnv,
