@@ -154,6 +154,16 @@ export function startClusterWorker(code: ReleaseCode, s: Shared): Promise<FleetP
   );
 }
 
+/** What every node agent of the fleet is given: its Redis, keys, node and fake host. */
+const nodeAgentEnv = (node: string, hostRoot: string, s: Shared): Record<string, string> => ({
+  REDIS_URL: s.redisUrl,
+  QUEUE_PREFIX: s.prefix,
+  SIGNING_KEYS_DIR: s.keysDir,
+  NODE_NAME: node,
+  HOST_ROOT: hostRoot,
+  STATE_DIR: join(hostRoot, 'var/lib/volume-medic'),
+});
+
 /** A node agent of `code` for `node`, acting on the fake host at `hostRoot`. */
 export function startNodeAgent(code: ReleaseCode, node: string, hostRoot: string, s: Shared, env: Record<string, string> = {}): Promise<FleetProcess> {
   mkdirSync(join(hostRoot, 'var/log'), { recursive: true });
@@ -163,12 +173,7 @@ export function startNodeAgent(code: ReleaseCode, node: string, hostRoot: string
     `node agent of ${node}`,
     [AGENT_SCRIPT],
     {
-      REDIS_URL: s.redisUrl,
-      QUEUE_PREFIX: s.prefix,
-      SIGNING_KEYS_DIR: s.keysDir,
-      NODE_NAME: node,
-      HOST_ROOT: hostRoot,
-      STATE_DIR: join(hostRoot, 'var/lib/volume-medic'),
+      ...nodeAgentEnv(node, hostRoot, s),
       AGENT_VERSION: code.version,
       RELEASE_ROOT: code.previous ? code.root : '',
       ...s.env,
@@ -190,12 +195,7 @@ export function startEntryPointAgent(code: ReleaseCode, node: string, hostRoot: 
     `node agent entry point of ${node}`,
     ['workers/node-agent/main.ts'],
     {
-      REDIS_URL: s.redisUrl,
-      QUEUE_PREFIX: s.prefix,
-      SIGNING_KEYS_DIR: s.keysDir,
-      NODE_NAME: node,
-      HOST_ROOT: hostRoot,
-      STATE_DIR: join(hostRoot, 'var/lib/volume-medic'),
+      ...nodeAgentEnv(node, hostRoot, s),
       PROBE_PORT: '0',
       PROBE_LISTEN_ADDRESS: '127.0.0.1',
       ...s.env,
